@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Throwaway local PostgreSQL 15 for tests and local runs.
+#
+#   bash infra/postgres.sh start    # prints postgresql+psycopg://postgres@127.0.0.1:PORT/arena
+#   bash infra/postgres.sh status   # prints the URL and exits 0 if running, exits 1 otherwise
+#   bash infra/postgres.sh stop     # stops the server and deletes its data folder
+#
+# Env:
+#   ARENA_PG_PORT  TCP port on 127.0.0.1 (default 54329)
+#   ARENA_PG_BIN   folder with initdb/pg_ctl/postgres (default /usr/lib/postgresql/15/bin)
+#
+# State lives in <repo>/.services/postgres-PORT/ (gitignored): `datadir` names the data
+# folder (under a mktemp dir), the server's pid is in its postmaster.pid.
+# The data is thrown away on stop: fsync=off, trust auth on 127.0.0.1 only.
+#
+# As root (CI, these machines) initdb/pg_ctl run as the `postgres` system user through
+# `runuser`, because PostgreSQL refuses to run as root. As a non-root developer the
+# server runs as yourself: you need the PostgreSQL 15 server binaries (Debian:
+# `apt-get install postgresql-15`, or set ARENA_PG_BIN) and nothing else; the
+# database superuser is still called `postgres` (initdb -U postgres).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PORT="${ARENA_PG_PORT:-54329}"
+BIN="${ARENA_PG_BIN:-/usr/lib/postgresql/15/bin}"
+STATE="$REPO/.services/postgres-$PORT"
+URL="postgresql+psycopg://postgres@127.0.0.1:$PORT/arena"
+
+die() { echo "postgres.sh: $*" >&2; exit 1; }
+
+as_pg() {
+    if [[ "$(id -u)" == 0 ]]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+datadir() { [[ -f "$STATE/datadir" ]] && cat "$STATE/datadir" || true; }
+
+running() {
+    local d; d="$(datadir)"
+    [[ -n "$d" && -d "$d" ]] || return 1
+    as_pg "$BIN/pg_ctl" -D "$d" status >/dev/null 2>&1
+}
+
+start() {
+    [[ -x "$BIN/pg_ctl" ]] || die "PostgreSQL binaries not found in $BIN (set ARENA_PG_BIN)"
+    if running; then
+        echo "$URL"
+        return 0
+    fi
+    if [[ "$(id -u)" == 0 ]] && ! id postgres >/dev/null 2>&1; then
+        die "running as root needs a 'postgres' system user (PostgreSQL refuses root)"
+    fi
+    # Leftovers of a crashed run.
+    local old; old="$(datadir)"
+    [[ -n "$old" ]] && rm -rf "$(dirname "$old")"
+    mkdir -p "$STATE"
+
+    local top; top="$(mktemp -d "${TMPDIR:-/tmp}/arena-pg-$PORT.XXXXXX")"
+    chmod 755 "$top"
+    local d="$top/data"
+    mkdir -p "$d"
+    chmod 700 "$d"
+    # The server writes its log and socket in $top and owns $d.
+    if [[ "$(id -u)" == 0 ]]; then chown -R postgres: "$top"; fi
+    echo "$d" > "$STATE/datadir"
+
+    as_pg "$BIN/initdb" -D "$d" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 \
+        >"$STATE/initdb.log" 2>&1 || { cat "$STATE/initdb.log" >&2; die "initdb failed"; }
+    # Trust only loopback TCP (and the local socket in the data folder).
+    cat > "$d/pg_hba.conf" <<HBA
+local all all trust
+host  all all 127.0.0.1/32 trust
+HBA
+    as_pg "$BIN/pg_ctl" -D "$d" -l "$top/server.log" -w -t 30 \
+        -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$top -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+        start >/dev/null || { cat "$top/server.log" >&2 || true; die "server did not start on port $PORT"; }
+    echo "$top/server.log" > "$STATE/logfile"
+    as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres arena \
+        || die "could not create database arena"
+    echo "$URL"
+}
+
+stop() {
+    local d; d="$(datadir)"
+    if [[ -n "$d" && -d "$d" ]]; then
+        as_pg "$BIN/pg_ctl" -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
+        rm -rf "$(dirname "$d")"
+    fi
+    rm -rf "$STATE"
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    status) if running; then echo "$URL"; else echo "postgres.sh: not running on port $PORT" >&2; exit 1; fi ;;
+    *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac
