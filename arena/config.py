@@ -1,0 +1,86 @@
+"""Settings for Daifugo Arena, read only from environment variables.
+
+=============================== ============================================ ==========================
+Variable                        Meaning                                      Default
+=============================== ============================================ ==========================
+``ARENA_DATA_DIR``              Folder for the embedded database and files   ``<repo>/data`` (a relative
+                                                                             value is taken from the
+                                                                             current directory)
+``ARENA_DATABASE_URL``          SQLAlchemy URL of the database               ``sqlite:///<data dir>/arena.db``
+``ARENA_BROKER_URL``            Celery broker and result backend URL         ``redis://127.0.0.1:6379/0``
+``ARENA_ALLOW_PRIVATE_BOT_URLS`` Accept bot endpoints on loopback/private    false
+                                addresses (tests, local demo)
+``ARENA_CELERY_EAGER``          Run Celery tasks in-process, no worker       false
+=============================== ============================================ ==========================
+
+Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); anything else raises
+:class:`ConfigError` naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
+#: The project folder (the one holding pyproject.toml) when running from a checkout.
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = PROJECT_DIR / "data"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class ConfigError(ValueError):
+    """An environment variable has a value that cannot be used; the message names it."""
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name} must be a boolean (1/0, true/false, yes/no, on/off), got {raw!r}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Process-wide settings. Build with :meth:`from_env`; immutable afterwards.
+
+    Attributes:
+        data_dir: absolute path of the data folder (``ARENA_DATA_DIR``).
+        database_url: SQLAlchemy URL (``ARENA_DATABASE_URL``).
+        broker_url: Celery broker/result backend URL (``ARENA_BROKER_URL``).
+        allow_private_bot_urls: accept bot URLs on loopback/private networks.
+        celery_eager: run tasks in-process instead of on a worker.
+    """
+
+    data_dir: Path
+    database_url: str
+    broker_url: str
+    allow_private_bot_urls: bool = False
+    celery_eager: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        """Read settings from ``env`` (default ``os.environ``).
+
+        Raises:
+            ConfigError: a boolean variable holds something else than a boolean word.
+        """
+        env = os.environ if env is None else env
+        data_dir = Path(env.get("ARENA_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve()
+        database_url = env.get("ARENA_DATABASE_URL") or f"sqlite:///{data_dir / 'arena.db'}"
+        return cls(
+            data_dir=data_dir,
+            database_url=database_url,
+            broker_url=env.get("ARENA_BROKER_URL") or DEFAULT_BROKER_URL,
+            allow_private_bot_urls=_bool(env, "ARENA_ALLOW_PRIVATE_BOT_URLS", False),
+            celery_eager=_bool(env, "ARENA_CELERY_EAGER", False),
+        )
