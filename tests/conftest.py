@@ -1,0 +1,317 @@
+"""Shared pytest fixtures: real PostgreSQL, real Redis, real Celery worker processes.
+
+Fixtures (all available everywhere under tests/):
+
+- ``free_port`` -> ``Callable[[], int]``: returns a TCP port free on 127.0.0.1 at call time.
+- ``pg_url`` (session) -> ``str``: SQLAlchemy URL ``postgresql+psycopg://postgres@127.0.0.1:P/arena``.
+  Taken from ``ARENA_TEST_DATABASE_URL`` (set by ``infra/test.sh``); when unset, a throwaway
+  server is started with ``infra/postgres.sh`` for this session and stopped at the end.
+- ``redis_url`` (session) -> ``str``: ``redis://127.0.0.1:P/0``, from ``ARENA_TEST_BROKER_URL``
+  or started with ``infra/redis.sh`` in the same way.
+- ``celery_worker_factory`` (function) -> ``Callable[..., WorkerHandle]``: starts a REAL
+  ``celery -A worker.celery_app worker`` process and returns once it has answered a ``ping``
+  task; every worker it started is stopped at teardown. See :class:`WorkerHandle`.
+
+Where to put your own fixtures: a ``conftest.py`` in your tests/ subfolder (visible in that
+folder), or a module in ``tests/plugins/`` (every ``tests/plugins/*.py`` not starting with
+``_`` is registered as a pytest plugin, so its fixtures and hooks are visible everywhere).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+INFRA = REPO / "infra"
+PLUGINS_DIR = Path(__file__).resolve().parent / "plugins"
+
+#: Seconds a worker gets to answer its first ping (cold start is about 0.5-2 s here).
+WORKER_READY_TIMEOUT_S = 60.0
+#: Seconds a worker gets to exit after SIGTERM before it is SIGKILLed at teardown.
+WORKER_STOP_TIMEOUT_S = 15.0
+
+
+# --------------------------------------------------------------------------- plugins
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register every ``tests/plugins/*.py`` (not ``_*``) as a global pytest plugin."""
+    if not PLUGINS_DIR.is_dir():
+        return
+    for path in sorted(PLUGINS_DIR.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        name = f"arena_test_plugins.{path.stem}"
+        if config.pluginmanager.has_plugin(name):
+            continue
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        config.pluginmanager.register(module, name)
+
+
+# --------------------------------------------------------------------------- ports
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _pick_free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def free_port() -> Callable[[], int]:
+    """Return a function giving a TCP port that is free on 127.0.0.1 when called."""
+    return _pick_free_port
+
+
+# --------------------------------------------------------------------------- services
+
+
+def _service(script: str, port_var: str, default_port: int, url_var: str) -> Iterator[str]:
+    """Yield a service URL: ``$url_var`` if set, else start ``infra/<script>`` for the session."""
+    url = os.environ.get(url_var)
+    if url:
+        yield url
+        return
+    env = dict(os.environ)
+    if port_var not in env:
+        # Another test run on this machine may hold the default port: then use a free one.
+        env[port_var] = str(default_port if _port_is_free(default_port) else _pick_free_port())
+    cmd = ["bash", str(INFRA / script)]
+    already = subprocess.run([*cmd, "status"], env=env, capture_output=True, text=True)
+    started = subprocess.run([*cmd, "start"], env=env, capture_output=True, text=True)
+    if started.returncode != 0:
+        pytest.fail(f"{script} start failed:\n{started.stderr}", pytrace=False)
+    try:
+        yield started.stdout.strip().splitlines()[-1]
+    finally:
+        if already.returncode != 0:  # only stop what this session started
+            subprocess.run([*cmd, "stop"], env=env, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """SQLAlchemy URL of a real, empty-at-start PostgreSQL 15 database ``arena``.
+
+    Shape: ``postgresql+psycopg://postgres@127.0.0.1:PORT/arena`` (psycopg 3 driver).
+    Source: ``ARENA_TEST_DATABASE_URL``, else ``infra/postgres.sh`` on ``ARENA_PG_PORT``
+    (default 54329, or a free port when that one is taken).
+    """
+    yield from _service("postgres.sh", "ARENA_PG_PORT", 54329, "ARENA_TEST_DATABASE_URL")
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """URL of a real Redis (Celery broker and result backend): ``redis://127.0.0.1:PORT/0``.
+
+    Source: ``ARENA_TEST_BROKER_URL``, else ``infra/redis.sh`` on ``ARENA_REDIS_PORT``
+    (default 63799, or a free port when that one is taken).
+    """
+    yield from _service("redis.sh", "ARENA_REDIS_PORT", 63799, "ARENA_TEST_BROKER_URL")
+
+
+# --------------------------------------------------------------------------- celery worker
+
+_worker_counter = itertools.count(1)
+
+
+@dataclass
+class WorkerHandle:
+    """A running ``celery worker`` process started by ``celery_worker_factory``.
+
+    Attributes:
+        proc: the ``subprocess.Popen`` of the worker's main process (its own process group,
+            so its prefork pool children can be killed with it).
+        name: the worker's node name (``-n``), e.g. ``arena-test-1-ab12cd@127.0.0.1``.
+        queues: queues it consumes; the last one is private to this worker.
+        app: a client Celery app on the same broker, for sending tasks
+            (``handle.app.send_task("arena.ping", queue="arena").get(timeout=30)``).
+        log_path: file holding the worker's stdout and stderr.
+    """
+
+    proc: subprocess.Popen
+    name: str
+    queues: tuple[str, ...]
+    app: object
+    log_path: Path
+    _closed: bool = field(default=False, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def private_queue(self) -> str:
+        """A queue only this worker consumes (send here to reach exactly this worker)."""
+        return self.queues[-1]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log(self) -> str:
+        """The worker's output so far."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def terminate(self, timeout: float | None = WORKER_STOP_TIMEOUT_S) -> int | None:
+        """Send SIGTERM (Celery warm shutdown: finish running tasks, then exit).
+
+        Waits up to ``timeout`` seconds (None: do not wait). Returns the exit code, or None
+        if still running.
+        """
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+        if timeout is None:
+            return self.proc.poll()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> int:
+        """SIGKILL the worker and its pool children at once (a crash: nothing is acked)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return self.proc.wait()
+
+    def stop(self) -> None:
+        """Terminate gracefully, SIGKILL whatever is left; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.terminate() is None:
+            self.kill()
+        else:  # reap any pool child still in the group
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            self.app.close()  # type: ignore[attr-defined]
+        except Exception:
+            pass
+
+
+def _client_app(broker_url: str):
+    from arena.config import Settings
+    from worker.celery_app import make_app
+
+    env = {**os.environ, "ARENA_BROKER_URL": broker_url, "ARENA_CELERY_EAGER": "0"}
+    return make_app(Settings.from_env(env))
+
+
+@pytest.fixture
+def celery_worker_factory(
+    request: pytest.FixtureRequest, redis_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., WorkerHandle]]:
+    """Start real Celery worker processes; all are stopped at teardown.
+
+    ``start(*, concurrency=1, pool="prefork", queues=("arena",), broker_url=None,
+    database_url=None, env=None, extra_args=()) -> WorkerHandle``
+
+    - ``broker_url`` defaults to the ``redis_url`` fixture.
+    - ``database_url`` defaults to the ``pg_url`` fixture (started on first use);
+      pass a string to use another database.
+    - ``env`` adds or overrides environment variables of the worker
+      (it already gets ARENA_BROKER_URL, ARENA_DATABASE_URL, ARENA_ALLOW_PRIVATE_BOT_URLS=1,
+      ARENA_CELERY_EAGER=0).
+    Returns once the worker has answered a ``ping`` task on its private queue (waits at
+    most ``WORKER_READY_TIMEOUT_S`` seconds, else the test fails with the worker's log).
+    """
+    handles: list[WorkerHandle] = []
+    logs = tmp_path_factory.mktemp("celery-workers")
+
+    def start(
+        *,
+        concurrency: int = 1,
+        pool: str = "prefork",
+        queues: tuple[str, ...] = ("arena",),
+        broker_url: str | None = None,
+        database_url: str | None = None,
+        env: dict[str, str] | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> WorkerHandle:
+        broker = broker_url or redis_url
+        db = database_url or request.getfixturevalue("pg_url")
+        tag = f"{next(_worker_counter)}-{uuid.uuid4().hex[:6]}"
+        name = f"arena-test-{tag}@127.0.0.1"
+        private = f"arena.test.{tag}"
+        all_queues = (*queues, private)
+        log_path = logs / f"worker-{tag}.log"
+        wenv = {
+            **os.environ,
+            "ARENA_BROKER_URL": broker,
+            "ARENA_DATABASE_URL": db,
+            "ARENA_ALLOW_PRIVATE_BOT_URLS": "1",
+            "ARENA_CELERY_EAGER": "0",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+            **(env or {}),
+        }
+        cmd = [
+            sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
+            "--without-mingle", "--without-gossip", "--without-heartbeat",
+            "--pool", pool, "--concurrency", str(concurrency),
+            "--queues", ",".join(all_queues), "--hostname", name,
+            "--loglevel", "INFO", *extra_args,
+        ]
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                cmd, cwd=REPO, env=wenv, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        handle = WorkerHandle(proc, name, all_queues, _client_app(broker), log_path)
+        handles.append(handle)
+
+        result = handle.app.send_task("arena.ping", queue=private)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
+        while not result.ready():
+            if not handle.alive():
+                pytest.fail(
+                    f"celery worker exited with {proc.returncode} before answering ping:\n"
+                    f"{handle.log()}", pytrace=False,
+                )
+            if time.monotonic() > deadline:
+                handle.stop()
+                pytest.fail(
+                    f"celery worker did not answer ping in {WORKER_READY_TIMEOUT_S} s:\n"
+                    f"{handle.log()}", pytrace=False,
+                )
+            time.sleep(0.05)
+        answer = result.get(timeout=5)
+        if answer != "pong":
+            pytest.fail(f"celery worker answered ping with {answer!r}", pytrace=False)
+        return handle
+
+    yield start
+
+    for handle in reversed(handles):
+        handle.stop()
