@@ -28,8 +28,13 @@ fi
 
 echo "bootstrap: installing daifugo-arena[dev] into .venv" >&2
 rm -f "$STAMP"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip >/dev/null || true
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$REPO[dev]"
-"$VENV/bin/python" -m pip check
+LOG="$VENV/pip-install.log"
+# pip's and setuptools' chatter (build warnings) goes to $LOG; shown in full on failure.
+if ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$REPO[dev]" >"$LOG" 2>&1; then
+    cat "$LOG" >&2
+    echo "bootstrap: pip install failed (log: $LOG)" >&2
+    exit 1
+fi
+"$VENV/bin/python" -m pip check >&2
 touch "$STAMP"
 echo "bootstrap: done" >&2
