@@ -1,0 +1,88 @@
+"""Cards and their wire notation (RULES C-1).
+
+A card is a small int, its **code**: ``rank * 4 + suit`` for the 52 natural cards and ``52``
+for a joker (the two jokers are identical, so a hand may hold code 52 twice).
+
+* ranks, weakest first in the normal order (C-2): ``3 4 5 6 7 8 9 T J Q K A 2`` -> 0..12
+* suits: ``S H D C`` -> 0..3 (suits have no strength)
+* wire notation: rank then suit, e.g. ``3S``, ``TH``, ``2C``; the joker is ``JK``
+
+>>> parse_card("TH"), format_card(parse_card("TH")), parse_card("JK")
+(29, 'TH', 52)
+>>> parse_card("1S")
+Traceback (most recent call last):
+...
+engine.cards.CardError: unknown card '1S': expected rank 3456789TJQKA2 then suit SHDC, or JK
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+RANKS = "3456789TJQKA2"
+SUITS = "SHDC"
+JOKER = 52
+#: Number of cards in the whole deck (52 naturals + 2 jokers, C-1).
+DECK_SIZE = 54
+
+#: Rank index of some ranks with rule meaning.
+R3, R5, R7, R8, R9, RT, RJ, R2 = (RANKS.index(c) for c in "35789TJ2")
+S_SPADES = 0
+#: Code of the spade 3 (JDF-9).
+SPADE_3 = R3 * 4 + S_SPADES
+
+CARD_NAMES: tuple[str, ...] = tuple(r + s for r in RANKS for s in SUITS) + ("JK",)
+_CODES: dict[str, int] = {name: i for i, name in enumerate(CARD_NAMES)}
+
+
+class CardError(ValueError):
+    """A card string that is not in the C-1 wire notation; the message names it."""
+
+
+def parse_card(text: str) -> int:
+    """Return the code of the card ``text`` (``"3S"``, ``"TH"``, ``"JK"``).
+
+    Raises:
+        CardError: ``text`` is not a card of C-1 (the message quotes it).
+    """
+    code = _CODES.get(text) if isinstance(text, str) else None
+    if code is None:
+        raise CardError(
+            f"unknown card {text!r}: expected rank {RANKS} then suit {SUITS}, or JK"
+        )
+    return code
+
+
+def parse_cards(texts: Iterable[str]) -> list[int]:
+    """Parse a list of card strings; raises :class:`CardError` on the first bad one."""
+    return [parse_card(t) for t in texts]
+
+
+def format_card(code: int) -> str:
+    """Wire notation of a card code (inverse of :func:`parse_card`)."""
+    return CARD_NAMES[code]
+
+
+def format_cards(codes: Iterable[int]) -> list[str]:
+    """Wire notation of several card codes, in the given order."""
+    return [CARD_NAMES[c] for c in codes]
+
+
+def rank_of(code: int) -> int:
+    """Rank index 0..12 (3..2) of a natural card; 13 for the joker."""
+    return code >> 2
+
+
+def suit_of(code: int) -> int:
+    """Suit index 0..3 (S H D C) of a natural card (meaningless for the joker)."""
+    return code & 3
+
+
+def full_deck() -> list[int]:
+    """The 54 card codes of C-1: 52 naturals in code order, then two jokers."""
+    return list(range(52)) + [JOKER, JOKER]
+
+
+def sort_key(code: int) -> tuple[int, int]:
+    """Sort key for display: by normal-order rank, then suit S H D C; jokers last."""
+    return (code >> 2, code & 3)

@@ -1,0 +1,539 @@
+"""The game state you push actions onto: the common trick machinery of every rule set.
+
+:class:`Game` holds one **unit** of play: a Million Doubt game, a whole Trump Millionaire game
+(a series of deals to the target score) or a whole JDF match (sets of games); a game built
+from a scenario ``setup`` holds a single deal / game. Rule sets are subclasses that only add
+their own flow (doubt and penalty; the Millionaire's exchange and rate; the JDF exchange,
+fouls and miyako-ochi) on top of the shared cards, forms, comparison, locks and turn flow.
+
+The life of a state (python-chess style)::
+
+    g = new_game("million_doubt", seed=7)
+    while not g.over:
+        d = g.decision()                     # Decision(seat=1, kind="play", info={})
+        action = next(g.legal_actions(d.seat))
+        g.apply(d.seat, action)              # or raises InvalidAction, state unchanged
+    g.result()                               # {"winner": 0, "scores": {...}, ...}
+    replay(g.log())                          # same state, same result
+
+Actions are the ACT dicts of RULES.md (``{"type": "play", "cards": ["5H"]}``...).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from itertools import combinations
+from typing import Any, Iterator, NamedTuple
+
+from engine.cards import (
+    JOKER, R2, R3, R5, R7, R8, R9, RANKS, RJ, RT, CardError, format_card, format_cards,
+    parse_card, sort_key,
+)
+from engine.forms import (
+    Readings, beating, choose, only_rank, readings, satisfies_lock, signature,
+)
+from engine.options import Options, make_options
+
+SUIT_LETTERS = "SHDC"
+DECISIONS = ("play", "doubt", "penalty", "exchange", "rate", "give", "discard")
+ACTION_TYPES = ("play", "pass", "doubt", "through", "penalty", "exchange", "rate", "give", "discard")
+#: Which action types answer which decision (ACT).
+ANSWERS = {
+    "play": ("play", "pass"),
+    "doubt": ("doubt", "through"),
+    "penalty": ("penalty",),
+    "exchange": ("exchange",),
+    "rate": ("rate",),
+    "give": ("give",),
+    "discard": ("discard",),
+}
+
+
+class InvalidAction(ValueError):
+    """An action refused by the engine (C-12); the state is unchanged.
+
+    Attributes:
+        rule: the RULES.md id the action breaks (``"C-5"``, ``"MD-3"``, ``"ACT"`` for a
+            malformed action).
+        reason: the human explanation, without the rule id.
+    """
+
+    def __init__(self, rule: str, reason: str):
+        self.rule = rule
+        self.reason = reason
+        super().__init__(f"{reason} [{rule}]")
+
+
+class Decision(NamedTuple):
+    """Who must act and what (ACT).
+
+    Attributes:
+        seat: the seat asked.
+        kind: ``play``, ``doubt``, ``penalty``, ``exchange``, ``rate``, ``give`` or ``discard``.
+        info: limits of the decision, JSON-ready: ``{"min": 1}`` (penalty after a caught last
+            lie, MD-16), ``{"count": 2, "to": 3}`` (JDF give), ``{"max": 2, "to": 1}``
+            (LR-5 give), ``{"max": 1}`` (LR-6 discard), ``{"choices": [1, 2, 3]}`` (rate),
+            ``{"lead": True}`` (a play decision on an empty field), ``{"stuck": True}``
+            (TM-6: the leader can only pass).
+    """
+
+    seat: int
+    kind: str
+    info: dict
+
+
+class PlayRecord:
+    """One play on the field: who made it and its cards (codes).
+
+    ``face_down`` lists the face-down codes (``million_doubt``); ``revealed`` becomes True
+    when a doubt turns the field face up (MD-8).
+    """
+
+    __slots__ = ("seat", "cards", "face_down", "revealed", "declared")
+
+    def __init__(self, seat: int, cards: list[int], face_down: list[int], declared=None):
+        self.seat = seat
+        self.cards = cards
+        self.face_down = face_down
+        self.revealed = False
+        self.declared = declared
+
+    def face_up(self) -> list[int]:
+        """Face-up cards of the play (all of them once revealed)."""
+        if not self.face_down or self.revealed:
+            return self.cards
+        rest = list(self.cards)
+        for c in self.face_down:
+            rest.remove(c)
+        return rest
+
+    def view(self, seat: int | None) -> dict:
+        """JSON view of the play for ``seat`` (None: the full log view)."""
+        d: dict[str, Any] = {"seat": self.seat}
+        if self.face_down and not self.revealed and seat is not None and seat != self.seat:
+            d["cards"] = format_cards(self.face_up())
+            d["face_down"] = len(self.face_down)
+        else:
+            d["cards"] = format_cards(self.cards)
+            if self.face_down:
+                d["face_down"] = format_cards(self.face_down)
+                if self.revealed:
+                    d["revealed"] = True
+        if self.declared:
+            d["jokers"] = [RANKS[r] for r in self.declared]
+        return d
+
+
+def _remove_all(hand: list[int], cards: list[int]) -> bool:
+    """True if ``cards`` is a sub-multiset of ``hand`` (no change)."""
+    if len(cards) > len(hand):
+        return False
+    for c in set(cards):
+        if cards.count(c) > hand.count(c):
+            return False
+    return True
+
+
+def _take(hand: list[int], cards: list[int]) -> None:
+    for c in cards:
+        hand.remove(c)
+
+
+class Game:
+    """Base state of every rule set; create one with :func:`new_game` or :func:`from_setup`.
+
+    Public attributes (read-only by convention):
+        ruleset (str), options (:class:`~engine.options.Options`), seats (int),
+        hands (list of lists of card codes, per seat), over (bool: the whole unit ended),
+        revolution, jback (bool), direction (1 or -1), lock (tuple of suit indices).
+    """
+
+    ruleset = ""
+
+    # -- construction -------------------------------------------------------------------
+    def __init__(self, options: Options, seed: int | None, setup: dict | None):
+        self.options = options
+        self.seats = options.seats
+        self.seed = seed
+        self.setup = copy.deepcopy(setup) if setup is not None else None
+        self.single_unit = setup is not None
+        self.rng = random.Random(seed if seed is not None else 0)
+        self.actions: list[dict] = []
+        self.events: list[tuple[dict, Any, Any]] = []
+        self.unit_start = 0  # index in events where the current deal/game starts
+        self.over = False
+        self.hands: list[list[int]] = [[] for _ in range(self.seats)]
+        self.discards: list[int] = []
+        self.outside: list[int] = []  # set aside, blind or undealt cards
+        self.still_in = [True] * self.seats
+        self.unit_over = False
+        self._reset_trick_flags(full=True)
+        self._decision: Decision | None = None
+
+    def _reset_trick_flags(self, full: bool = False) -> None:
+        self.field: list[PlayRecord] = []
+        self.count = 0
+        self.ref: Readings | None = None
+        self.prev_sig: tuple | None = None
+        self.lock: tuple = ()
+        self.nlock = False
+        self.last_rank: int | None = None
+        self.last_player: int | None = None
+        self.passed = [False] * self.seats
+        self.jback = False
+        if full:
+            self.revolution = False
+            self.direction = 1
+
+    # -- events -------------------------------------------------------------------------
+    def _event(self, ev: dict, visible: tuple | None = None, public: dict | None = None) -> None:
+        """Record an event; ``visible`` limits it to some seats, others see ``public``."""
+        self.events.append((ev, visible, public))
+
+    # -- basic queries ------------------------------------------------------------------
+    @property
+    def reversed_order(self) -> bool:
+        """Effective order reversed (C-9): revolution XOR J-back."""
+        return self.revolution != self.jback
+
+    def decision(self) -> Decision | None:
+        """The pending decision (seat and kind), or None when the unit is over."""
+        return None if self.over else self._decision
+
+    @property
+    def to_act(self) -> int | None:
+        """Seat asked next, or None when over."""
+        d = self.decision()
+        return d.seat if d else None
+
+    def field_size(self) -> int:
+        """Number of cards on the field (0 when the trick has cleared)."""
+        return sum(len(p.cards) for p in self.field)
+
+    def _ask(self, seat: int, kind: str, **info) -> None:
+        self._decision = Decision(seat, kind, info)
+
+    # -- rotation -----------------------------------------------------------------------
+    def _step(self, seat: int) -> int:
+        return (seat + self.direction) % self.seats
+
+    def _next_still_in(self, seat: int) -> int | None:
+        """First seat still in after ``seat`` in the current direction (C-7)."""
+        s = seat
+        for _ in range(self.seats):
+            s = self._step(s)
+            if self.still_in[s]:
+                return s
+        return None
+
+    def _turn_after(self, seat: int) -> int | None:
+        """Next seat to play after ``seat`` in this trick, or None if the trick clears.
+
+        The turn goes in the current direction over seats still in that have not passed
+        (C-7); reaching the seat that made the last play means every other seat has passed:
+        the trick clears.
+        """
+        s = seat
+        for _ in range(self.seats):
+            s = self._step(s)
+            if s == self.last_player:
+                return None
+            if self.still_in[s] and not self.passed[s]:
+                return s
+        return None
+
+    def _clear(self, leader_hint: int | None) -> None:
+        """Clear the trick (C-7): discard the field, reset trick flags, set the leader.
+
+        ``leader_hint`` is the seat that made the last play; if it is no longer in, the first
+        seat still in after it leads.
+        """
+        for p in self.field:
+            self.discards.extend(p.cards)
+        self._event({"type": "clear"})
+        self._reset_trick_flags()
+        if leader_hint is None:
+            return
+        leader = leader_hint if self.still_in[leader_hint] else self._next_still_in(leader_hint)
+        if leader is not None:
+            self._set_leader(leader)
+
+    def _set_leader(self, seat: int) -> None:
+        self._ask(seat, "play", lead=True)
+
+    # -- action parsing -----------------------------------------------------------------
+    def _cards_field(self, action: dict, key: str = "cards", required: bool = True) -> list[int]:
+        if key not in action:
+            if required:
+                raise InvalidAction("ACT", f"missing field '{key}'")
+            return []
+        raw = action[key]
+        if not isinstance(raw, list):
+            raise InvalidAction("ACT", f"field '{key}' must be a list of card strings")
+        try:
+            return [parse_card(c) for c in raw]
+        except CardError as e:
+            raise InvalidAction("C-1", f"field '{key}': {e}") from None
+
+    def _declared(self, action: dict, jokers: int) -> list[int] | None:
+        if "jokers" not in action or action["jokers"] is None:
+            return None
+        raw = action["jokers"]
+        if not isinstance(raw, list) or not all(isinstance(r, str) and r in RANKS for r in raw):
+            raise InvalidAction("C-4", f"field 'jokers' must be a list of ranks from {RANKS}")
+        if len(raw) != jokers:
+            raise InvalidAction(
+                "C-4", f"'jokers' declares {len(raw)} rank(s) for {jokers} joker(s) in the play")
+        return [RANKS.index(r) for r in raw]
+
+    def _check_common(self, seat: Any, action: Any) -> str:
+        if self.over:
+            raise InvalidAction("C-12", "the game is over")
+        if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < self.seats:
+            raise InvalidAction("C-12", f"no seat {seat!r} in {self.ruleset}")
+        if not isinstance(action, dict):
+            raise InvalidAction("ACT", "an action must be a JSON object")
+        t = action.get("type")
+        if t is None:
+            raise InvalidAction("ACT", "missing field 'type'")
+        if t not in ACTION_TYPES:
+            raise InvalidAction("ACT", f"unknown action type {t!r}")
+        d = self._decision
+        if d is None:
+            raise InvalidAction("C-12", "no decision is pending")
+        if seat != d.seat:
+            raise InvalidAction("C-12", f"seat {seat} is not asked; seat {d.seat} must {d.kind}")
+        if t not in ANSWERS[d.kind]:
+            raise InvalidAction(
+                "C-12", f"action {t!r} does not answer a {d.kind!r} decision "
+                f"(expected {' or '.join(ANSWERS[d.kind])})")
+        return t
+
+    # -- public API ---------------------------------------------------------------------
+    def apply(self, seat: int, action: dict) -> None:
+        """Apply an ACT-shaped ``action`` of ``seat``.
+
+        Raises:
+            InvalidAction: malformed, not asked, cards not held, or against a rule; its
+                ``rule`` names the RULES id. The state is unchanged after a refusal.
+        """
+        t = self._check_common(seat, action)
+        handler = getattr(self, "_do_" + t)
+        handler(seat, action)  # handlers validate fully before mutating
+        self.actions.append({"seat": seat, "action": _normal_action(action)})
+
+    def check(self, seat: int, action: dict) -> None:
+        """Validate ``action`` without applying it; raises :class:`InvalidAction`."""
+        snapshot = self.copy()
+        snapshot.apply(seat, action)
+
+    def is_legal(self, seat: int, action: dict) -> bool:
+        """True if ``action`` would be accepted now (see :meth:`check`)."""
+        try:
+            self.check(seat, action)
+        except InvalidAction:
+            return False
+        return True
+
+    def copy(self) -> "Game":
+        """An independent deep copy of the state (RNG included)."""
+        return copy.deepcopy(self)
+
+    def forfeit(self, seat: int, reason: str) -> None:
+        """Apply FAULT-2 to ``seat`` (the runner calls this after a fault, FAULT-1).
+
+        ``reason`` is recorded (``timeout``, ``invalid_action``...). Subclasses define the
+        consequence per rule set; it is recorded in the log and replays.
+        """
+        if self.over:
+            return
+        self._forfeit(seat, reason)
+        self.actions.append({"seat": seat, "forfeit": reason})
+
+    def _forfeit(self, seat: int, reason: str) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- play validation shared by the face-up rule sets -----------------------------------
+    def _hand_check(self, seat: int, cards: list[int]) -> None:
+        if not cards:
+            raise InvalidAction("C-3", "a play needs at least one card")
+        if not _remove_all(self.hands[seat], cards):
+            raise InvalidAction(
+                "C-12", f"seat {seat} does not hold {' '.join(format_cards(cards))}")
+
+    # -- legal face-up plays -----------------------------------------------------------------
+    def candidate_plays(self, seat: int, count: int | None = None) -> Iterator[tuple[list[int], list[int] | None]]:
+        """Every face-up form (C-3) that ``seat``'s hand can make: ``(cards, declared)``.
+
+        ``count`` limits it to plays of that many cards. Jokers are identical, so each play
+        is yielded once per distinct card multiset and joker reading; ``declared`` lists the
+        ranks of its jokers (None when it has none, for a lone joker or the joker pair).
+        """
+        hand = self.hands[seat]
+        jokers = hand.count(JOKER)
+        by_rank: list[list[int]] = [[] for _ in range(13)]
+        by_suit_rank: list[dict[int, int]] = [{} for _ in range(4)]
+        seen = set()
+        for c in hand:
+            if c == JOKER or c in seen:
+                continue
+            seen.add(c)
+            by_rank[c >> 2].append(c)
+            by_suit_rank[c & 3][c >> 2] = c
+        if count is None or count == 1:
+            for c in sorted(seen):
+                yield [c], None
+            if jokers:
+                yield [JOKER], None
+        if (count is None or count == 2) and jokers >= 2:
+            yield [JOKER, JOKER], None
+        # groups
+        for r in range(13):
+            nat = by_rank[r]
+            if not nat:
+                continue
+            top = min(6, len(nat) + jokers)
+            sizes = range(2, top + 1) if count is None else ([count] if 2 <= count <= top else [])
+            for k in sizes:
+                for j in range(0, min(jokers, k - 1) + 1):
+                    m = k - j
+                    if m > len(nat) or m < 1:
+                        continue
+                    for combo in combinations(nat, m):
+                        yield list(combo) + [JOKER] * j, ([r] * j if j else None)
+        # stairs
+        for s in range(4):
+            present = by_suit_rank[s]
+            if not present:
+                continue
+            lengths = range(3, 14) if count is None else ([count] if count >= 3 else [])
+            for n in lengths:
+                for lo in range(0, 14 - n):
+                    span = range(lo, lo + n)
+                    have = [r for r in span if r in present]
+                    missing = n - len(have)
+                    if not have or missing > jokers:
+                        continue
+                    # optionally let jokers replace present cards too (at most the spare jokers)
+                    spare = jokers - missing
+                    for rep in range(0, min(spare, len(have) - 1) + 1):
+                        for replaced in (combinations(have, rep) if rep else [()]):
+                            used = [r for r in have if r not in replaced]
+                            jr = sorted([r for r in span if r not in present] + list(replaced))
+                            cards = [present[r] for r in used] + [JOKER] * len(jr)
+                            yield cards, (jr or None)
+
+
+    # -- observation (C-11) ----------------------------------------------------------------
+    def observation(self, seat: int) -> dict:
+        """Everything ``seat`` may see now (C-11), JSON-ready.
+
+        Keys: ``ruleset``, ``seat``, ``seats``, ``hand`` (own cards, sorted), ``hand_sizes``
+        (per seat), ``to_act`` and ``decision`` (kind) with ``decision_info``, ``field`` (plays
+        of the trick: ``{"seat", "cards"}``; another seat's face-down cards appear only as a
+        count ``"face_down": n`` until revealed, MD-8), ``field_size``, ``trick_count``,
+        ``last_player``, ``revolution``, ``jback``, ``suit_lock`` (suit letters), ``number_lock``,
+        ``direction``, ``passed``, ``still_in``, ``history`` (events of the current deal/game
+        this seat may see: public events, its own private ones), plus rule-set keys.
+        Never another seat's hand, an unrevealed face-down card, set-aside/blind cards or the
+        seed.
+        """
+        d = self.decision()
+        obs = {
+            "ruleset": self.ruleset,
+            "seat": seat,
+            "seats": self.seats,
+            "hand": hand_sorted(self.hands[seat]),
+            "hand_sizes": [len(h) for h in self.hands],
+            "to_act": d.seat if d else None,
+            "decision": d.kind if d else None,
+            "decision_info": dict(d.info) if d and d.seat == seat else {},
+            "field": [p.view(seat) for p in self.field],
+            "field_size": self.field_size(),
+            "trick_count": self.count,
+            "last_player": self.last_player,
+            "revolution": self.revolution,
+            "jback": self.jback,
+            "suit_lock": sorted(SUIT_LETTERS[s] for s in self.lock),
+            "number_lock": self.nlock,
+            "direction": self.direction,
+            "passed": [s for s in range(self.seats) if self.passed[s]],
+            "still_in": list(self.still_in),
+            "over": self.over,
+            "history": self.history(seat),
+        }
+        obs.update(self._obs_extra(seat))
+        return obs
+
+    def _obs_extra(self, seat: int) -> dict:
+        return {}
+
+    def history(self, seat: int | None, start: int | None = None) -> list[dict]:
+        """Events since ``start`` (default: the current deal/game) as ``seat`` sees them.
+
+        ``seat`` None gives the full (log) view, hidden information included.
+        """
+        out = []
+        for ev, visible, public in self.events[self.unit_start if start is None else start:]:
+            if seat is None or visible is None or seat in visible:
+                out.append(ev)
+            elif public is not None:
+                out.append(public)
+        return out
+
+    # -- log and replay -------------------------------------------------------------------
+    def log(self) -> dict:
+        """The complete, JSON-ready log: enough to replay the game to the same state.
+
+        Shape: ``{"format": "daifugo-arena-engine", "version": 1, "ruleset", "options",
+        "seed", "setup", "actions": [{"seat", "action"} | {"seat", "forfeit"}], "events",
+        "result"}``. ``events`` is the full view (hidden information included: it is the
+        post-game record, MD-8).
+        """
+        return {
+            "format": "daifugo-arena-engine",
+            "version": 1,
+            "ruleset": self.ruleset,
+            "options": self.options.to_dict(),
+            "seed": self.seed,
+            "setup": copy.deepcopy(self.setup["raw"]) if self.setup else None,
+            "actions": copy.deepcopy(self.actions),
+            "events": self.history(None, 0),
+            "result": self.result(),
+        }
+
+    def result(self) -> dict | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def card_count(self) -> int:
+        """Cards in hands + field + discards + set-aside/blind/undealt: always 54 (C-1)."""
+        return (sum(len(h) for h in self.hands) + self.field_size() + len(self.discards)
+                + len(self.outside))
+
+
+def _normal_action(action: dict) -> dict:
+    """A JSON-clean copy of an accepted action for the log (known keys only)."""
+    keep = ("type", "cards", "face_down", "jokers", "accept", "rate")
+    return {k: (list(v) if isinstance(v, list) else v) for k, v in action.items() if k in keep}
+
+
+def cards_text(codes) -> str:
+    """Cards as a space-separated wire string, for messages."""
+    return " ".join(format_card(c) for c in codes)
+
+
+def hand_sorted(codes) -> list[str]:
+    """Wire strings of a hand, sorted by rank then suit, jokers last."""
+    return format_cards(sorted(codes, key=sort_key))
+
+
+def rank_names(mask: int) -> str:
+    return "".join(RANKS[r] for r in range(13) if mask >> r & 1)
+
+
+__all__ = [
+    "Game", "Decision", "InvalidAction", "PlayRecord", "DECISIONS", "ACTION_TYPES",
+    "make_options", "R2", "R3", "R5", "R7", "R8", "R9", "RJ", "RT",
+    "beating", "choose", "only_rank", "readings", "satisfies_lock", "signature",
+]

@@ -1,0 +1,1 @@
+"""placeholder: JDF arrives with the rule-set work (RULES TM)."""

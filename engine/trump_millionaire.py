@@ -1,0 +1,1 @@
+"""placeholder: Trump Millionaire arrives with the rule-set work (RULES TM)."""
