@@ -207,6 +207,15 @@ class Game:
         d = self.decision()
         return d.seat if d else None
 
+    @property
+    def unit_index(self) -> int:
+        """Index of the current deal (TM) / game of the match (JDF); 0 in Million Doubt.
+
+        Time banks are per game, per deal in Trump Millionaire (TIME-1): reset them when
+        this changes.
+        """
+        return getattr(self, "deal_index", getattr(self, "game_index", 0))
+
     def field_size(self) -> int:
         """Number of cards on the field (0 when the trick has cleared)."""
         return sum(len(p.cards) for p in self.field)
