@@ -91,6 +91,18 @@ class Climbing(Game):
         return p.jokers > 0 or any(c >> 2 == bad for c in p.nat)
 
     # -- validation ---------------------------------------------------------------------------
+    def _rank_restriction(self) -> int | None:
+        if not self.nlock:
+            return None
+        want = self._step_rank(self.last_rank) if self.last_rank is not None else None
+        return 0 if want is None else 1 << want
+
+    def _extra_plays(self, seat: int) -> list:
+        if (self.SPADE_3_RETURN and self.ref is not None and self.ref.joker
+                and SPADE_3 in self.hands[seat]):
+            return [([SPADE_3], None)]
+        return []
+
     def _step_rank(self, rank: int) -> int | None:
         nxt = rank - 1 if self.reversed_order else rank + 1
         return nxt if 0 <= nxt <= 12 else None
@@ -103,6 +115,10 @@ class Climbing(Game):
         self._hand_check(seat, cards)
         nat, jk = split(cards)
         declared = self._declared(action, jk)
+        return self._judge(seat, cards, nat, jk, declared)
+
+    def _judge(self, seat: int, cards, nat, jk, declared) -> PlayInfo:
+        """C-3..C-8, LR-3, JDF-9, TM-5 on parsed cards held by ``seat``; raises InvalidAction."""
         n = len(cards)
         if self.count and n != self.count:
             raise InvalidAction("C-5", f"the trick is of {self.count} card(s); this play has {n}")
@@ -121,7 +137,7 @@ class Climbing(Game):
                 raise InvalidAction("C-5", f"{cards_text(cards)} does not beat the last play ({ref.describe()})")
         else:
             b = r
-        if not satisfies_lock(self.lock, nat, jk):
+        if self.lock and not satisfies_lock(self.lock, nat, jk):
             locked = "".join("SHDC"[s] for s in self.lock)
             raise InvalidAction("C-8", f"the suit lock {locked} is not matched")
         if self.nlock:
@@ -306,14 +322,10 @@ class Climbing(Game):
             return
         if d.kind == "play":
             if not d.info.get("stuck"):
-                for cards, declared in self.candidate_plays(seat, self.count or None):
+                for cards, declared in self.face_up_plays(seat):
                     action = {"type": "play", "cards": format_cards(cards)}
                     if declared:
                         action["jokers"] = [RANKS[r] for r in declared]
-                    try:
-                        self._evaluate(seat, action)
-                    except InvalidAction:
-                        continue
                     yield action
             if self.field or d.info.get("stuck"):
                 yield {"type": "pass"}

@@ -72,7 +72,7 @@ class MillionDoubt(Game):
 
     # -- validation -------------------------------------------------------------------------
     def _evaluate(self, seat: int, action: dict) -> _Eval:
-        """Check a play against MD-2..MD-5 and C-8 without changing anything."""
+        """Parse and check a play against MD-2..MD-5 and C-8 without changing anything."""
         cards = self._cards_field(action)
         face_down = self._cards_field(action, "face_down", required=False)
         if not _remove_all(cards, face_down):
@@ -86,6 +86,10 @@ class MillionDoubt(Game):
             fu = cards
         fu_nat, fu_j = split(fu)
         declared = self._declared(action, fu_j)
+        return self._judge(cards, face_down, declared, fu_nat, fu_j)
+
+    def _judge(self, cards, face_down, declared, fu_nat, fu_j) -> _Eval:
+        """MD-3..MD-5, C-8 on parsed cards held by the seat; raises InvalidAction."""
         wild = len(face_down)
         n = len(cards)
         if self.count and n != self.count:
@@ -95,7 +99,7 @@ class MillionDoubt(Game):
             rule = "C-4" if declared else "C-3"
             raise InvalidAction(rule, f"{cards_text(cards)} is not a legal form" + (
                 " with the declared joker ranks" if declared else ""))
-        if not satisfies_lock(self.lock, fu_nat, fu_j + wild):
+        if self.lock and not satisfies_lock(self.lock, fu_nat, fu_j + wild):
             locked = "".join("SHDC"[s] for s in self.lock)
             raise InvalidAction("C-8", f"the suit lock {locked} is not matched")
         ref = self.ref
@@ -150,16 +154,17 @@ class MillionDoubt(Game):
         if n >= 4:  # MD-11
             self.revolution = not self.revolution
             self._event({"type": "revolution", "on": self.revolution})
-        if any(c >> 2 == RJ for c in ev.fu_nat):  # MD-12
+        ranks = {c >> 2 for c in ev.fu_nat}
+        if RJ in ranks:  # MD-12
             self.jback = not self.jback
             self._event({"type": "jback", "on": self.jback})
-        sig = signature(ev.fu_nat)
+        sig = signature(ev.fu_nat) if ev.fu_nat else ()
         if not self.lock and sig and sig == self.prev_sig:  # C-8
             self.lock = sig
             self._event({"type": "lock", "suits": ["SHDC"[s] for s in sig]})
         self.prev_sig = sig
         self.last_player = rec.seat
-        return any(c >> 2 == R8 for c in ev.fu_nat)
+        return R8 in ranks
 
     def _after_accept(self, seat: int, cut: bool) -> None:
         if not self.hands[seat]:
@@ -305,14 +310,10 @@ class MillionDoubt(Game):
             if self.ref is not None and (self.ref.joker or self.ref.joker_pair):
                 yield {"type": "pass"}
                 return
-            for cards, declared in self.candidate_plays(seat, self.count or None):
+            for cards, declared in self.face_up_plays(seat):
                 action = {"type": "play", "cards": format_cards(cards)}
                 if declared:
                     action["jokers"] = ["3456789TJQKA2"[r] for r in declared]
-                try:
-                    self._evaluate(seat, action)
-                except InvalidAction:
-                    continue
                 yield action
             if self.field:
                 yield {"type": "pass"}

@@ -163,6 +163,10 @@ class TrumpMillionaire(Climbing):
     def _special_last_play(self, p: PlayInfo, revolution_before: bool) -> bool:
         return self._holds_two(p, revolution_before) or p.count(R8) > 0  # TM-5
 
+    def _finish_refused(self, nat: list[int], jokers: int) -> bool:
+        bad = 0 if self.revolution else 12
+        return jokers > 0 or any(c >> 2 in (R8, bad) for c in nat)
+
     def _before_play(self, seat: int) -> None:
         if not self.field:
             self.stuck_run = 0

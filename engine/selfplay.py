@@ -1,0 +1,52 @@
+"""Random self-play: a random legal player, for benchmarks and property tests.
+
+:func:`random_action` picks uniformly among :meth:`Game.legal_actions`; in Million Doubt it
+sometimes bluffs instead (random cards of the trick's count, some of them face down, kept only
+if the engine accepts the play, MD-3).
+"""
+
+from __future__ import annotations
+
+import random
+
+from engine.cards import format_cards
+from engine.game import Game
+
+
+def random_bluff(g: Game, seat: int, rng: random.Random) -> dict | None:
+    """A random face-down play of ``seat`` that the engine accepts, or None (MD-2, MD-3)."""
+    hand = g.hands[seat]
+    n = g.count or rng.randint(1, min(4, len(hand)))
+    if n > len(hand):
+        return None
+    cards = rng.sample(hand, n)
+    k = rng.randint(1, n)
+    action = {"type": "play", "cards": format_cards(cards), "face_down": format_cards(cards[:k])}
+    return action if g.is_legal(seat, action) else None
+
+
+def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple[int, dict]:
+    """(seat, action) for the pending decision, chosen at random among legal actions."""
+    d = g.decision()
+    if d.kind == "play" and g.ruleset == "million_doubt" and rng.random() < bluff_rate:
+        a = random_bluff(g, d.seat, rng)
+        if a is not None:
+            return d.seat, a
+    if d.kind == "penalty":
+        pool = [c for p in g.field for c in p.cards]
+        k = rng.randint(d.info.get("min", 0), len(pool))
+        return d.seat, {"type": "penalty", "cards": format_cards(rng.sample(pool, k))}
+    actions = list(g.legal_actions(d.seat))
+    return d.seat, rng.choice(actions)
+
+
+def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000) -> int:
+    """Play ``g`` to its end with random actions; return the number of decisions."""
+    n = 0
+    while not g.over:
+        seat, action = random_action(g, rng)
+        g.apply(seat, action)
+        n += 1
+        if n >= max_decisions:
+            raise RuntimeError("game did not terminate")
+    return n
