@@ -1,0 +1,30 @@
+"""bots_sdk: write a Daifugo Arena bot in Python and serve it over HTTP (protocol v1).
+
+* :class:`Bot` (:mod:`bots_sdk.bot`): subclass it, override ``play``/``doubt``/... ;
+* :func:`serve` / :func:`start` (:mod:`bots_sdk.server`): run it as an HTTP server;
+* :mod:`bots_sdk.protocol`: messages, JSON Schemas and HMAC signatures of protocol v1;
+* :mod:`bots_sdk.samples`: ``random``, ``greedy`` and ``heuristic`` sample bots
+  (:data:`bots_sdk.samples.SAMPLE_BOTS`).
+
+Depends on the rules ``engine`` and on waitress only (jsonschema when validating).
+"""
+
+from bots_sdk.bot import DOUBT, PASS, THROUGH, Bot, Request
+from bots_sdk.protocol import PROTOCOL_VERSION
+
+
+def serve(bot, host="127.0.0.1", port=8000, secret=None, threads=8):
+    """Serve ``bot`` in the foreground (see :func:`bots_sdk.server.serve`)."""
+    from bots_sdk.server import serve as _serve
+
+    _serve(bot, host, port, secret, threads)
+
+
+def start(bot, host="127.0.0.1", port=0, secret=None, threads=8):
+    """Serve ``bot`` on a background thread (see :func:`bots_sdk.server.start`)."""
+    from bots_sdk.server import start as _start
+
+    return _start(bot, host, port, secret, threads)
+
+
+__all__ = ["Bot", "Request", "PASS", "DOUBT", "THROUGH", "PROTOCOL_VERSION", "serve", "start"]

@@ -1,0 +1,159 @@
+"""Serve a :class:`~bots_sdk.bot.Bot` over HTTP (protocol v1) with waitress.
+
+Waitress is a production WSGI server (pure Python, threaded, maintained); it disables Nagle
+(``TCP_NODELAY``) on every connection by default, so keep-alive round trips stay sub-millisecond
+on loopback. Routes (any path, so the bot URL may be ``http://host:port/`` or ``.../bot``):
+
+* ``GET``: the health check, ``200 {"name", "protocol": 1, "protocols": [1]}``;
+* ``POST`` a decision request: ``200`` with the bot's action;
+* ``POST`` a notice (``match_start``/``match_end``): ``200 {"ok": true}``.
+
+Errors are JSON ``{"error": message}``: ``401`` for a missing or bad signature (when the server
+has a secret), ``400`` for a body that is not a JSON object of protocol 1, ``413`` for a body
+over :data:`MAX_BODY_BYTES`, ``405`` for other methods, ``500`` when the bot raises (the arena
+records that as a fault, FAULT-1).
+
+Thread safety: waitress answers requests on several threads; the bot instance is shared, and
+the arena sends one request at a time per seat, but one bot may play several matches at once.
+Keep per-match state keyed by ``match_id``, or guard it with a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, Iterable
+
+from bots_sdk import protocol
+from bots_sdk.bot import Bot
+
+log = logging.getLogger("bots_sdk.server")
+
+#: Largest request body the server reads, in bytes.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+#: Threads answering requests (waitress ``threads``).
+DEFAULT_THREADS = 8
+
+
+def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protocol.MAX_SKEW_S) -> Callable:
+    """The WSGI application serving ``bot`` (see the module docstring for routes and errors)."""
+
+    def respond(start_response, status: str, payload: Any) -> Iterable[bytes]:
+        body = protocol.dumps(payload)
+        start_response(status, [("Content-Type", "application/json"),
+                                ("Content-Length", str(len(body)))])
+        return [body]
+
+    def app(environ, start_response):
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method in ("GET", "HEAD"):
+            return respond(start_response, "200 OK", protocol.health(bot.name))
+        if method != "POST":
+            return respond(start_response, "405 Method Not Allowed",
+                           {"error": f"method {method} not allowed: use GET (health) or POST"})
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > MAX_BODY_BYTES:
+            return respond(start_response, "413 Payload Too Large",
+                           {"error": f"body over {MAX_BODY_BYTES} bytes"})
+        body = environ["wsgi.input"].read(length) if length else b""
+        if secret:
+            headers = {k[5:].replace("_", "-"): v for k, v in environ.items() if k.startswith("HTTP_")}
+            try:
+                protocol.verify(secret, body, headers, max_skew_s=max_skew_s)
+            except protocol.SignatureError as e:
+                return respond(start_response, "401 Unauthorized", {"error": str(e)})
+        try:
+            message = protocol.loads(body)
+        except ValueError:
+            return respond(start_response, "400 Bad Request", {"error": "body is not JSON"})
+        if not isinstance(message, dict) or message.get("protocol") != protocol.PROTOCOL_VERSION:
+            return respond(start_response, "400 Bad Request",
+                           {"error": "body must be a JSON object with \"protocol\": 1"})
+        kind = message.get("type")
+        try:
+            if kind == "decision":
+                return respond(start_response, "200 OK", bot.decide(message))
+            if kind in ("match_start", "match_end"):
+                bot.notice(message)
+                return respond(start_response, "200 OK", {"ok": True})
+        except Exception as e:  # the bot's own error: a 500 the arena records as a fault
+            log.exception("bot %s failed on a %s message", bot.name, kind)
+            return respond(start_response, "500 Internal Server Error",
+                           {"error": f"{type(e).__name__}: {e}"[:500]})
+        return respond(start_response, "400 Bad Request", {"error": f"unknown message type {kind!r}"})
+
+    return app
+
+
+class BotServer:
+    """A running waitress server for a bot; use :func:`start` (background) or :func:`serve`.
+
+    Attributes:
+        host, port: where it listens (``port`` is the real one when 0 was asked).
+        url: ``http://host:port/``.
+    """
+
+    def __init__(self, bot: Bot, host: str, port: int, secret: str | None, threads: int):
+        from waitress.server import create_server
+
+        self.bot = bot
+        self._server = create_server(make_app(bot, secret), host=host, port=port, threads=threads,
+                                     ident="bots_sdk", expose_tracebacks=False,
+                                     channel_timeout=300, clear_untrusted_proxy_headers=True)
+        self.host = host
+        self.port = self._server.effective_port
+        self.url = f"http://{host}:{self.port}/"
+        self._thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        """Serve until :meth:`close` (blocks)."""
+        try:
+            self._server.run()
+        except (OSError, ValueError):  # the listening socket closed by close()
+            pass
+
+    def start(self) -> "BotServer":
+        """Serve on a daemon thread and return at once."""
+        self._thread = threading.Thread(target=self.run, name=f"bot-{self.bot.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving and close every connection."""
+        self._server.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "BotServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def start(bot: Bot, host: str = "127.0.0.1", port: int = 0, secret: str | None = None,
+          threads: int = DEFAULT_THREADS) -> BotServer:
+    """Start serving ``bot`` on a background thread; ``port=0`` picks a free port
+    (read it from ``.port`` / ``.url``). Stop it with ``.close()``."""
+    return BotServer(bot, host, port, secret, threads).start()
+
+
+def serve(bot: Bot, host: str = "127.0.0.1", port: int = 8000, secret: str | None = None,
+          threads: int = DEFAULT_THREADS) -> None:
+    """Serve ``bot`` in the foreground until interrupted (Ctrl-C).
+
+    ``secret`` is the signing secret the arena gave at registration: with it, requests with
+    a missing or bad signature get ``401`` (protocol.verify). Without it nothing is checked.
+    """
+    server = BotServer(bot, host, port, secret, threads)
+    print(f"serving bot {bot.name!r} on {server.url} (protocol {protocol.PROTOCOL_VERSION}"
+          f"{', signatures verified' if secret else ''})", flush=True)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
