@@ -1,0 +1,431 @@
+"""Play ONE match between players under the time rules, and replay its log.
+
+Pure: the rules engine, the players of :mod:`worker.players` (in-process bots or HTTP
+endpoints), a monotonic clock. No database, no Celery: the Celery task and ``arena play``
+both call :func:`run_match`.
+
+What a match is (one engine unit per game spec):
+
+* ``million_doubt``: ``games`` games between 2 players. By default game ``i`` is dealt from
+  seed ``derive_seed(seed, i // 2)`` with the seats swapped on odd ``i``, so games come in
+  duplicate pairs (the same deal played from both seats); pass ``game_specs`` to choose.
+* ``trump_millionaire``: one game of deals to the target (4 players);
+* ``jdf``: one match of ``sets`` x ``games_per_set`` games (4 players).
+
+A game spec is ``{"seed": int, "seats": [player index of seat 0, seat 1, ...]}``.
+
+Per decision (TIME-1..3, FAULT-1..3): the request is built from the seat's observation
+(:func:`bots_sdk.protocol.build_request`), sent with the seat's remaining bank as the
+deadline, the elapsed time taken from the bank (+ increment, up to the cap), the answer
+checked and applied. Banks reset when the engine's ``unit_index`` changes (a new deal in
+TM, a new game in JDF) and at each Million Doubt game. A fault (``timeout``,
+``connection_error``, ``http_status``, ``body_too_large``, ``invalid_json``,
+``invalid_action``, ``bot_error``) is recorded and the engine applies FAULT-2
+(``g.forfeit``); a player with ``max_faults`` faults in the match forfeits the rest of it
+(FAULT-3: reason ``max_faults``, no more requests).
+
+The match log (:func:`run_match`'s return value, JSON-ready)::
+
+    {"format": "daifugo-arena-match", "version": 1, "protocol": 1, "match_id", "ruleset",
+     "options", "time_rules": {"initial_ms", "increment_ms", "cap_ms"}, "seed", "max_faults",
+     "players": [{"index", "name", "kind": "local"|"http", "url"}],
+     "games": [{"index", "seed", "seats", "engine_log" (engine.Game.log()),
+                "exchanges": [{"n", "seat", "player", "kind", "unit", "sent_at" (Unix s),
+                               "elapsed_ms", "bank_before_ms", "bank_after_ms",
+                               "request_sha256", "request_bytes", "request"?,
+                               "status", "response", "fault"}],
+                "faults": [...], "result" (engine result), "started_at", "finished_at"}],
+     "faults": [{"game", "n", "seat", "player", "kind", "detail", "received", "elapsed_ms"}],
+     "result": {"scores": [per player], "wins": [...], "faults": [...], "games": n,
+                "ranks": [...] | None},
+     "started_at", "finished_at"}
+
+Requests are stored as their SHA-256 (and size) unless ``log_requests=True``; :func:`replay`
+rebuilds every request from the engine and checks the digests, so the log still proves what
+was sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import engine
+from bots_sdk import protocol
+from engine.timebank import TimeBank, TimeRules
+from worker.players import HttpPlayer, LocalPlayer, make_player
+
+LOG_FORMAT = "daifugo-arena-match"
+LOG_VERSION = 1
+#: FAULT-3 default.
+DEFAULT_MAX_FAULTS = 3
+#: Safety stop: more decisions than this in one engine game is an engine bug, not a match.
+MAX_DECISIONS_PER_GAME = 200_000
+_ACTION_KEYS = ("type", "cards", "face_down", "jokers", "accept", "rate")
+
+
+class MatchError(ValueError):
+    """Bad match parameters (players, game specs); the message names the problem."""
+
+
+def derive_seed(seed: int, index: int) -> int:
+    """A 63-bit seed for game ``index`` of a match seeded ``seed`` (SHA-256, reproducible)."""
+    digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def default_game_specs(ruleset: str, seed: int, games: int = 1) -> list[dict]:
+    """Game specs of a match (module docstring): duplicate pairs in Million Doubt."""
+    if ruleset == engine.MILLION_DOUBT:
+        return [{"seed": derive_seed(seed, i // 2), "seats": [0, 1] if i % 2 == 0 else [1, 0]}
+                for i in range(games)]
+    return [{"seed": derive_seed(seed, 0), "seats": list(range(engine.SEATS[ruleset]))}]
+
+
+def _json(value: Any) -> Any:
+    """JSON-normal form (int keys become strings, tuples lists)."""
+    return json.loads(json.dumps(value))
+
+
+def _normal_action(action: Mapping[str, Any]) -> dict:
+    return {k: action[k] for k in _ACTION_KEYS if k in action}
+
+
+def _game_wins(ruleset: str, result: Mapping[str, Any], seats: Sequence[int]) -> dict[int, int]:
+    """Player index -> 1 if it won (MD) / took first place (TM, JDF; ties share) in this game."""
+    ranks = result.get("ranks") or {}
+    out = {}
+    for seat, player in enumerate(seats):
+        out[player] = 1 if ranks.get(seat, ranks.get(str(seat))) == 1 else 0
+    return out
+
+
+def _game_scores(result: Mapping[str, Any], seats: Sequence[int]) -> dict[int, int]:
+    scores = result.get("scores") or {}
+    return {p: int(scores.get(s, scores.get(str(s), 0))) for s, p in enumerate(seats)}
+
+
+def summarize(ruleset: str, n_players: int, games: Sequence[Mapping[str, Any]],
+              faults_by_player: Sequence[int]) -> dict:
+    """The match result from its games' results (also used by :func:`replay`)."""
+    scores = [0] * n_players
+    wins = [0] * n_players
+    for gm in games:
+        for p, v in _game_scores(gm["result"], gm["seats"]).items():
+            scores[p] += v
+        for p, v in _game_wins(ruleset, gm["result"], gm["seats"]).items():
+            wins[p] += v
+    ranks = None
+    if ruleset != engine.MILLION_DOUBT and len(games) == 1:
+        r = games[0]["result"]["ranks"]
+        ranks = [None] * n_players
+        for s, p in enumerate(games[0]["seats"]):
+            ranks[p] = int(r.get(s, r.get(str(s))))
+    return {"scores": scores, "wins": wins, "faults": list(faults_by_player), "games": len(games),
+            "ranks": ranks}
+
+
+def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] | None = None, *,
+              seed: int = 0, games: int = 1, game_specs: Sequence[Mapping[str, Any]] | None = None,
+              time_rules: TimeRules | None = None, max_faults: int = DEFAULT_MAX_FAULTS,
+              match_id: str | None = None, log_requests: bool = False, notices: bool = True,
+              on_decision: Callable[[dict], None] | None = None,
+              on_game_end: Callable[[dict], None] | None = None) -> dict:
+    """Play one match and return its log (module docstring).
+
+    Args:
+        players: :class:`~bots_sdk.bot.Bot` instances, ``http(s)://`` URLs, or players of
+            :mod:`worker.players`; index = player index in game specs.
+        ruleset, options: the rule set and its options (engine options, validated).
+        seed: match seed (games are seeded from it by :func:`derive_seed`).
+        games: Million Doubt game count when ``game_specs`` is not given.
+        game_specs: explicit ``[{"seed", "seats"}]`` (one engine game each).
+        time_rules: TIME-1 values (default 60 s / +10 s / 60 s cap).
+        max_faults: FAULT-3 limit per player in this match.
+        log_requests: also store every request body (large) in the log.
+        notices: send match_start / match_end notices.
+        on_decision, on_game_end: progress callbacks, given the exchange / game record.
+
+    Raises:
+        MatchError: wrong number of players, bad seats in a spec.
+        engine.OptionsError: bad rule set or options.
+    Bots never make this raise: their failures are faults in the log.
+    """
+    opts = engine.make_options(ruleset, options)
+    rules = time_rules or TimeRules()
+    match_id = match_id or uuid.uuid4().hex
+    pls = [make_player(p) for p in players]
+    n_seats = engine.SEATS[ruleset]
+    specs = [dict(s) for s in (game_specs if game_specs is not None else default_game_specs(ruleset, seed, games))]
+    if not specs:
+        raise MatchError("a match needs at least one game")
+    for i, spec in enumerate(specs):
+        seats = spec.get("seats")
+        if (not isinstance(seats, list) or len(seats) != n_seats
+                or any(not isinstance(p, int) or not 0 <= p < len(pls) for p in seats)):
+            raise MatchError(f"game spec {i}: 'seats' must list {n_seats} player indices 0..{len(pls) - 1}")
+        if not isinstance(spec.get("seed"), int):
+            raise MatchError(f"game spec {i}: 'seed' must be an integer")
+    used = sorted({p for s in specs for p in s["seats"]})
+    if used != list(range(len(pls))):
+        raise MatchError(f"every player must sit in some game (players {len(pls)}, seated {used})")
+
+    faults_by_player = [0] * len(pls)
+    barred: set[int] = set()
+    log: dict[str, Any] = {
+        "format": LOG_FORMAT, "version": LOG_VERSION, "protocol": protocol.PROTOCOL_VERSION,
+        "match_id": match_id, "ruleset": ruleset, "options": opts.to_dict(),
+        "time_rules": {"initial_ms": rules.initial_ms, "increment_ms": rules.increment_ms,
+                       "cap_ms": rules.cap_ms},
+        "seed": seed, "max_faults": max_faults,
+        "players": [{"index": i, "name": p.name, "kind": p.kind, "url": p.url} for i, p in enumerate(pls)],
+        "games": [], "faults": [], "result": None, "started_at": time.time(), "finished_at": None,
+    }
+    names = [p.name for p in pls]
+    if notices:
+        for i, p in enumerate(pls):
+            p.notify(protocol.dumps(protocol.match_start_notice(
+                match_id=match_id, ruleset=ruleset, options=opts.to_dict(), time_rules=rules,
+                players=names, you=i, games=len(specs))))
+
+    for gi, spec in enumerate(specs):
+        record = _play_game(gi, spec, pls, ruleset, opts, rules, match_id, max_faults,
+                            faults_by_player, barred, log_requests, on_decision)
+        log["games"].append(record)
+        log["faults"].extend(record["faults"])
+        if on_game_end:
+            on_game_end(record)
+
+    log["result"] = summarize(ruleset, len(pls), log["games"], faults_by_player)
+    log["finished_at"] = time.time()
+    if notices:
+        res = log["result"]
+        for i, p in enumerate(pls):
+            p.notify(protocol.dumps(protocol.match_end_notice(
+                match_id=match_id, ruleset=ruleset, players=names, you=i, scores=res["scores"],
+                wins=res["wins"], faults=res["faults"])))
+    return log
+
+
+def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, rules: TimeRules,
+               match_id: str, max_faults: int, faults_by_player: list[int], barred: set[int],
+               log_requests: bool, on_decision) -> dict:
+    seats = list(spec["seats"])
+    g = engine.new_game(ruleset, opts, spec["seed"])
+    banks = [TimeBank(rules) for _ in seats]
+    unit = g.unit_index
+    exchanges: list[dict] = []
+    faults: list[dict] = []
+    started = time.time()
+
+    def bar_seats() -> None:
+        for seat, p in enumerate(seats):
+            if p in barred and not g.over:
+                g.forfeit(seat, "max_faults")
+
+    bar_seats()
+    steps = 0
+    while not g.over:
+        steps += 1
+        if steps > MAX_DECISIONS_PER_GAME:
+            raise RuntimeError(f"game {gi} did not end after {MAX_DECISIONS_PER_GAME} decisions (engine bug)")
+        if g.unit_index != unit:  # a new deal (TM) / game (JDF): banks reset (TIME-1)
+            unit = g.unit_index
+            for b in banks:
+                b.reset()
+            bar_seats()
+            continue
+        d = g.decision()
+        player_index = seats[d.seat]
+        if player_index in barred:
+            before = (d.seat, d.kind, len(g.actions))
+            g.forfeit(d.seat, "max_faults")
+            if not g.over and g.decision() is not None and (g.decision().seat, g.decision().kind) == before[:2] \
+                    and len(g.actions) == before[2]:
+                raise RuntimeError("engine did not move after a forfeit (engine bug)")
+            continue
+        player = pls[player_index]
+        bank = banks[d.seat]
+        before_ms = bank.remaining_ms
+        req = protocol.build_request(g, d.seat, match_id=match_id, game=gi, time_rules=rules,
+                                     remaining_ms=before_ms)
+        body = protocol.dumps(req)
+        sent_at = time.time()
+        out = player.decide(body, before_ms / 1000)
+        fault, detail = out.fault, out.detail
+        if fault is None and out.elapsed_ms > before_ms:
+            fault, detail = "timeout", f"answer took {out.elapsed_ms} ms, the bank had {before_ms} ms"
+        action = out.action
+        if fault is None:
+            try:
+                protocol.check_action_shape(action)
+                g.apply(d.seat, action)
+            except protocol.ProtocolError as e:
+                fault, detail = "invalid_action", f"{e} [ACT]"
+            except engine.InvalidAction as e:
+                fault, detail = "invalid_action", f"{e.reason} [{e.rule}]"
+        if fault is None:
+            bank.spend(out.elapsed_ms)
+            after_ms = bank.remaining_ms
+        else:
+            after_ms = max(0, before_ms - out.elapsed_ms)
+            bank.remaining_ms = after_ms
+        ex = {"n": len(exchanges), "seat": d.seat, "player": player_index, "kind": d.kind,
+              "unit": req["unit"], "sent_at": round(sent_at, 6), "elapsed_ms": out.elapsed_ms,
+              "bank_before_ms": before_ms, "bank_after_ms": after_ms,
+              "request_sha256": hashlib.sha256(body).hexdigest(), "request_bytes": len(body),
+              "status": out.status, "response": _json(action) if action is not None else None,
+              "fault": fault}
+        if log_requests:
+            ex["request"] = req
+        exchanges.append(ex)
+        if fault is not None:
+            received = out.received if out.received else (json.dumps(action)[:500] if action is not None else "")
+            f = {"game": gi, "n": ex["n"], "seat": d.seat, "player": player_index, "kind": fault,
+                 "detail": detail, "received": received, "elapsed_ms": out.elapsed_ms}
+            faults.append(f)
+            faults_by_player[player_index] += 1
+            g.forfeit(d.seat, fault)  # FAULT-2
+            if faults_by_player[player_index] >= max_faults:  # FAULT-3
+                barred.add(player_index)
+                bar_seats()
+        if on_decision:
+            on_decision(ex)
+    return {"index": gi, "seed": spec["seed"], "seats": seats, "engine_log": _json(g.log()),
+            "exchanges": exchanges, "faults": faults, "result": _json(g.result()),
+            "started_at": started, "finished_at": time.time()}
+
+
+# -- replay and verification ---------------------------------------------------------------------
+class ReplayError(ValueError):
+    """A match log that does not replay to its recorded results; the message says where."""
+
+
+def replay(match_log: Mapping[str, Any], check_requests: bool = True) -> dict:
+    """Re-run every game of ``match_log`` through the engine and check it.
+
+    Checks: the log format; each game's engine actions replay (engine.replay) to the recorded
+    engine result and game result; each exchange matches the engine action or forfeit it led
+    to; with ``check_requests``, every request rebuilt from the engine state has the recorded
+    SHA-256; the match result equals the one recomputed from the games.
+
+    Returns the recomputed match result. Raises :class:`ReplayError` on the first mismatch.
+    """
+    if match_log.get("format") != LOG_FORMAT or match_log.get("version") != LOG_VERSION:
+        raise ReplayError(f"not a {LOG_FORMAT} v{LOG_VERSION} log")
+    ruleset = match_log["ruleset"]
+    tr = match_log["time_rules"]
+    rules = TimeRules(tr["initial_ms"], tr["increment_ms"], tr["cap_ms"])
+    for gm in match_log["games"]:
+        gi = gm["index"]
+        elog = gm["engine_log"]
+        if elog.get("ruleset") != ruleset or elog.get("seed") != gm["seed"]:
+            raise ReplayError(f"game {gi}: engine log rule set/seed differ from the game record")
+        try:
+            final = _replay_game(gi, gm, elog, rules, match_log["match_id"], check_requests)
+        except engine.InvalidAction as e:
+            raise ReplayError(f"game {gi}: {e}") from None
+        got = _json(final.result())
+        if got != gm["result"] or got != elog.get("result"):
+            raise ReplayError(f"game {gi}: replayed result {got} differs from the recorded {gm['result']}")
+    faults = [0] * len(match_log["players"])
+    for f in match_log.get("faults", []):
+        faults[f["player"]] += 1
+    again = summarize(ruleset, len(match_log["players"]), match_log["games"], faults)
+    if _json(again) != match_log.get("result"):
+        raise ReplayError(f"match result {match_log.get('result')} differs from the games' {again}")
+    return again
+
+
+def _replay_game(gi: int, gm: Mapping[str, Any], elog: Mapping[str, Any], rules: TimeRules,
+                 match_id: str, check_requests: bool) -> engine.Game:
+    g = engine.new_game(elog["ruleset"], elog.get("options"), elog["seed"])
+    exchanges = list(gm.get("exchanges", []))
+    k = 0
+    for i, entry in enumerate(elog.get("actions", [])):
+        seat = entry["seat"]
+        reason = entry.get("forfeit")
+        if reason == "max_faults":
+            g.forfeit(seat, reason)
+            continue
+        if k >= len(exchanges):
+            raise ReplayError(f"game {gi}: engine action {i} has no exchange in the log")
+        ex = exchanges[k]
+        k += 1
+        if ex["seat"] != seat:
+            raise ReplayError(f"game {gi}: exchange {ex['n']} is for seat {ex['seat']}, the engine action for seat {seat}")
+        if check_requests:
+            req = protocol.build_request(g, seat, match_id=match_id, game=gi, time_rules=rules,
+                                         remaining_ms=ex["bank_before_ms"])
+            digest = hashlib.sha256(protocol.dumps(req)).hexdigest()
+            if digest != ex["request_sha256"]:
+                raise ReplayError(f"game {gi}: request {ex['n']} rebuilt from the engine differs from the one sent")
+        if reason is not None:
+            if ex.get("fault") != reason:
+                raise ReplayError(f"game {gi}: forfeit {reason!r} at action {i} but exchange {ex['n']} records {ex.get('fault')!r}")
+            g.forfeit(seat, reason)
+        else:
+            if ex.get("fault") or ex.get("response") is None or _normal_action(ex["response"]) != entry["action"]:
+                raise ReplayError(f"game {gi}: exchange {ex['n']} response differs from engine action {i}")
+            g.apply(seat, entry["action"])
+    if k != len(exchanges):
+        raise ReplayError(f"game {gi}: {len(exchanges) - k} exchange(s) without an engine action")
+    return g
+
+
+# -- log files ---------------------------------------------------------------------------------
+def write_log(match_log: Mapping[str, Any], path: str | Path) -> Path:
+    """Write a match log as JSON (gzip-compressed when ``path`` ends in ``.gz``)."""
+    import gzip
+
+    path = Path(path)
+    data = json.dumps(match_log, separators=(",", ":")).encode("utf-8")
+    if path.suffix == ".gz":
+        data = gzip.compress(data, compresslevel=6)
+    path.write_bytes(data)
+    return path
+
+
+def read_log(path: str | Path) -> dict:
+    """Read a match log written by :func:`write_log` (``.json`` or ``.json.gz``)."""
+    import gzip
+
+    data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return json.loads(data)
+
+
+def _log_files(paths: Iterable[str | Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith((".json", ".json.gz"))))
+        else:
+            out.append(p)
+    return out
+
+
+def verify_logs(paths: Iterable[str | Path], check_requests: bool = True) -> tuple[int, list[tuple[str, str]]]:
+    """Replay every log file under ``paths`` (files or folders, ``*.json`` / ``*.json.gz``).
+
+    Returns ``(number verified, [(path, reason), ...])``; never raises for a bad file.
+    """
+    ok = 0
+    failures: list[tuple[str, str]] = []
+    for f in _log_files(paths):
+        try:
+            replay(read_log(f), check_requests=check_requests)
+            ok += 1
+        except Exception as e:  # unreadable, not JSON, or not replaying: all are failures
+            failures.append((str(f), f"{type(e).__name__}: {e}"))
+    return ok, failures
+
+
+__all__ = ["run_match", "replay", "verify_logs", "write_log", "read_log", "derive_seed",
+           "default_game_specs", "summarize", "MatchError", "ReplayError", "LocalPlayer",
+           "HttpPlayer", "DEFAULT_MAX_FAULTS"]

@@ -1,0 +1,309 @@
+"""Players of a match: an in-process :class:`~bots_sdk.bot.Bot` or an HTTP bot endpoint.
+
+Both take the same serialized decision request (protocol v1 JSON bytes) and return an
+:class:`Outcome`; the match runner (:mod:`worker.match`) does the time accounting
+(TIME-1..3) and the fault handling (FAULT-1..3) the same way for both.
+
+HTTP (``HttpPlayer``): one pooled keep-alive ``httpx.Client`` per player, reused across
+decisions, ``follow_redirects=False``, no proxies from the environment. Each decision is
+cut off at the seat's remaining bank by an overall deadline, not only by httpx's per-read
+timeout: a watchdog thread shuts the connection's socket down when the deadline passes, so a
+bot that accepts the connection and never answers, or drips bytes (headers or body), costs
+at most its bank. The body is read by streaming and capped (``max_body_bytes``).
+
+Fault kinds (RULES FAULT-1; the runner adds ``invalid_action``):
+
+=================== ==================================================================
+``timeout``         no complete answer within the bank (TIME-3)
+``connection_error`` refused, reset or closed connection, DNS failure
+``http_status``     an answer whose status is not 200 (redirects included)
+``body_too_large``  an answer body over ``max_body_bytes``
+``invalid_json``    an answer body that is not a JSON object
+``bot_error``       in-process bots only: the bot raised an exception (a server answers 500)
+=================== ==================================================================
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import socket
+import threading
+import time
+from typing import Any, Callable, NamedTuple
+
+import httpx
+
+from bots_sdk import protocol
+from bots_sdk.bot import Bot, Request
+
+#: Largest answer body read from a bot, bytes (larger is the fault ``body_too_large``).
+MAX_BODY_BYTES = 64 * 1024
+#: How much of a faulty answer the log keeps, characters.
+RECEIVED_LOG_CHARS = 500
+#: Time allowed for a notice (match start/end), seconds; its errors are ignored.
+NOTICE_TIMEOUT_S = 2.0
+
+
+class Outcome(NamedTuple):
+    """What came back from one decision request.
+
+    Attributes:
+        action: the parsed JSON object, or None on a fault.
+        fault: None, or a fault kind (module docstring).
+        detail: a human explanation of the fault ('' when none).
+        received: the raw answer text, truncated to :data:`RECEIVED_LOG_CHARS` (for the log).
+        elapsed_ms: milliseconds from sending the request to the complete answer (TIME-2).
+        status: HTTP status, None for in-process bots or when no answer came.
+    """
+
+    action: dict | None
+    fault: str | None
+    detail: str
+    received: str
+    elapsed_ms: int
+    status: int | None
+
+
+def _truncate(text: str, limit: int = RECEIVED_LOG_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _ms(seconds: float) -> int:
+    return int(round(seconds * 1000))
+
+
+def parse_answer(raw: bytes) -> tuple[dict | None, str]:
+    """Parse an answer body: (object, '') or (None, reason)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        return None, f"answer is not JSON: {e}"
+    if not isinstance(value, dict):
+        return None, "answer is not a JSON object"
+    return value, ""
+
+
+class LocalPlayer:
+    """A :class:`Bot` in this process, through the same JSON path as over HTTP.
+
+    The request bytes are parsed back to a dict, the bot called, its answer serialized and
+    parsed again; the elapsed time is measured around all of it. An in-process bot cannot be
+    interrupted: one that overruns its bank is faulted (``timeout``) once it returns.
+    """
+
+    kind = "local"
+
+    def __init__(self, bot: Bot, name: str | None = None):
+        self.bot = bot
+        self.name = name or bot.name
+        self.url = None
+
+    def decide(self, body: bytes, timeout_s: float) -> Outcome:
+        start = time.monotonic()
+        try:
+            action = self.bot.decide(Request(json.loads(body)))
+        except Exception as e:  # the bot's bug: a fault, never a crash of the runner
+            return Outcome(None, "bot_error", _truncate(f"{type(e).__name__}: {e}"), "",
+                           _ms(time.monotonic() - start), None)
+        try:
+            raw = json.dumps(action).encode("utf-8")
+        except (TypeError, ValueError) as e:
+            return Outcome(None, "invalid_json", f"answer is not JSON-serializable: {e}",
+                           _truncate(repr(action)), _ms(time.monotonic() - start), None)
+        obj, why = parse_answer(raw)
+        elapsed = _ms(time.monotonic() - start)
+        if obj is None:
+            return Outcome(None, "invalid_json", why, _truncate(raw.decode("utf-8", "replace")), elapsed, None)
+        return Outcome(obj, None, "", "", elapsed, None)
+
+    def notify(self, body: bytes) -> None:
+        try:
+            self.bot.notice(json.loads(body))
+        except Exception:  # a notice error is never a fault (protocol: notices)
+            pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Watchdog:
+    """One daemon thread running callbacks at deadlines (monotonic seconds)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._cancelled: set[int] = set()
+        self._cond = threading.Condition()
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: float, callback: Callable[[], None]) -> int:
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="arena-deadlines", daemon=True)
+                self._thread.start()
+            handle = next(self._ids)
+            heapq.heappush(self._heap, (deadline, handle, callback))
+            self._cond.notify()
+            return handle
+
+    def disarm(self, handle: int) -> None:
+        with self._cond:
+            self._cancelled.add(handle)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    while self._heap and self._heap[0][1] in self._cancelled:
+                        self._cancelled.discard(heapq.heappop(self._heap)[1])
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    wait = self._heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        _, handle, callback = heapq.heappop(self._heap)
+                        break
+                    self._cond.wait(wait)
+            try:
+                callback()
+            except Exception:
+                pass
+
+
+WATCHDOG = _Watchdog()
+
+
+class HttpPlayer:
+    """A bot endpoint called over HTTP (protocol v1), see the module docstring.
+
+    Args:
+        url: the bot URL (``http://`` or ``https://``).
+        secret: signing secret (requests carry ``X-Arena-Timestamp`` / ``X-Arena-Signature``).
+        name: display name (default: the URL).
+        max_body_bytes: answer size cap (bytes).
+    """
+
+    kind = "http"
+
+    def __init__(self, url: str, secret: str | None = None, name: str | None = None,
+                 max_body_bytes: int = MAX_BODY_BYTES):
+        self.url = url
+        self.secret = secret
+        self.name = name or url
+        self.max_body_bytes = max_body_bytes
+        self._sock: socket.socket | None = None
+        self._fired = False
+        self.client = httpx.Client(
+            follow_redirects=False, trust_env=False,
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=60),
+            headers={"User-Agent": "daifugo-arena/1", "Accept": "application/json"})
+
+    def _trace(self, event: str, info: dict) -> None:
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                self._sock = sock
+
+    def _cut(self) -> None:
+        self._fired = True
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _post(self, body: bytes, timeout_s: float, headers: dict) -> tuple[int | None, bytes, str | None, str]:
+        """POST and read the whole answer; returns (status, body, fault, detail)."""
+        timeout = httpx.Timeout(max(timeout_s, 0.001))
+        with self.client.stream("POST", self.url, content=body, headers=headers, timeout=timeout,
+                                extensions={"trace": self._trace}) as resp:
+            status = resp.status_code
+            chunks = []
+            size = 0
+            for chunk in resp.iter_raw():
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    return status, b"".join(chunks)[:RECEIVED_LOG_CHARS], "body_too_large", \
+                        f"answer body over {self.max_body_bytes} bytes"
+                chunks.append(chunk)
+            return status, b"".join(chunks), None, ""
+
+    def decide(self, body: bytes, timeout_s: float) -> Outcome:
+        headers = protocol.sign(self.secret, body)
+        start = time.monotonic()
+        deadline = start + max(timeout_s, 0.0)
+        self._fired = False
+        handle = WATCHDOG.arm(deadline, self._cut)
+        status: int | None = None
+        raw = b""
+        fault = detail = None
+        try:
+            status, raw, fault, detail = self._post(body, timeout_s, headers)
+        except httpx.TimeoutException as e:
+            fault, detail = "timeout", f"no complete answer within the bank ({type(e).__name__})"
+        except (httpx.HTTPError, OSError) as e:
+            fault, detail = "connection_error", f"{type(e).__name__}: {e}"
+        finally:
+            WATCHDOG.disarm(handle)
+        elapsed_s = time.monotonic() - start
+        elapsed = _ms(elapsed_s)
+        if fault == "body_too_large" or self._fired:
+            self._reset()
+        if fault is None and elapsed_s > timeout_s:
+            fault, detail = "timeout", f"answer took {elapsed} ms, more than the bank"
+        elif fault == "connection_error" and time.monotonic() >= deadline:
+            fault, detail = "timeout", f"cut off at the end of the bank ({detail})"
+        text = _truncate(raw.decode("utf-8", "replace"))
+        if fault is not None:
+            if fault == "timeout":
+                self._reset()
+            return Outcome(None, fault, _truncate(detail or ""), text, elapsed, status)
+        if status != 200:
+            return Outcome(None, "http_status", f"HTTP status {status}", text, elapsed, status)
+        obj, why = parse_answer(raw)
+        if obj is None:
+            return Outcome(None, "invalid_json", why, text, elapsed, status)
+        return Outcome(obj, None, "", "", elapsed, status)
+
+    def _reset(self) -> None:
+        """Drop pooled connections (after a cut-off or an oversized answer)."""
+        self._cut()
+        self._sock = None
+        old = self.client
+        self.client = httpx.Client(
+            follow_redirects=False, trust_env=False,
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=60),
+            headers={"User-Agent": "daifugo-arena/1", "Accept": "application/json"})
+        try:
+            old.close()
+        except Exception:
+            pass
+
+    def notify(self, body: bytes) -> None:
+        """POST a notice; any error or status is ignored (never a fault)."""
+        headers = protocol.sign(self.secret, body)
+        handle = WATCHDOG.arm(time.monotonic() + NOTICE_TIMEOUT_S, self._cut)
+        try:
+            self._post(body, NOTICE_TIMEOUT_S, headers)
+        except (httpx.HTTPError, OSError):
+            self._reset()
+        finally:
+            WATCHDOG.disarm(handle)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def make_player(spec: Any, secret: str | None = None, name: str | None = None):
+    """A player from a :class:`Bot` instance, an ``http(s)://`` URL, or an existing player."""
+    if isinstance(spec, (LocalPlayer, HttpPlayer)):
+        return spec
+    if isinstance(spec, Bot):
+        return LocalPlayer(spec, name)
+    if isinstance(spec, str) and spec.startswith(("http://", "https://")):
+        return HttpPlayer(spec, secret, name)
+    raise ValueError(f"a player is a Bot or an http(s):// URL, not {spec!r}")
