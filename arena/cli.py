@@ -25,7 +25,11 @@ import click
 from arena import __version__
 
 #: Lazily loaded subcommands: command name -> "module:attribute" (a click.Command or Group).
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {
+    "play": "arena.cli_play:play",
+    "bots": "arena.cli_play:bots",
+    "logs": "arena.cli_play:logs",
+}
 
 
 def _debug() -> bool:
