@@ -224,7 +224,7 @@ def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, 
 
     def bar_seats() -> None:
         for seat, p in enumerate(seats):
-            if p in barred and not g.over:
+            if p in barred and not g.over and g.still_in[seat]:
                 g.forfeit(seat, "max_faults")
 
     bar_seats()
