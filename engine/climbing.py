@@ -125,7 +125,7 @@ class Climbing(Game):
         r = readings(nat, jk, 0, declared)
         if r.empty():
             rule = "C-4" if declared else "C-3"
-            raise InvalidAction(rule, f"{cards_text(cards)} is not a legal form" + (
+            raise InvalidAction(rule, lambda: f"{cards_text(cards)} is not a legal form" + (
                 " with the declared joker ranks" if declared else ""))
         ref = self.ref
         if (self.SPADE_3_RETURN and n == 1 and cards[0] == SPADE_3 and ref is not None
@@ -134,7 +134,7 @@ class Climbing(Game):
         if ref is not None:
             b = beating(r, ref, self.reversed_order)
             if b.empty():
-                raise InvalidAction("C-5", f"{cards_text(cards)} does not beat the last play ({ref.describe()})")
+                raise InvalidAction("C-5", lambda: f"{cards_text(cards)} does not beat the last play ({ref.describe()})")
         else:
             b = r
         if self.lock and not satisfies_lock(self.lock, nat, jk):

@@ -58,12 +58,23 @@ class InvalidAction(ValueError):
         rule: the RULES.md id the action breaks (``"C-5"``, ``"MD-3"``, ``"ACT"`` for a
             malformed action).
         reason: the human explanation, without the rule id.
+
+    ``str(e)`` is ``"<reason> [<rule>]"``.
     """
 
-    def __init__(self, rule: str, reason: str):
+    def __init__(self, rule: str, reason):
+        super().__init__(rule)
         self.rule = rule
-        self.reason = reason
-        super().__init__(f"{reason} [{rule}]")
+        self._reason = reason  # a str, or a callable building it (built only when read)
+
+    @property
+    def reason(self) -> str:
+        if callable(self._reason):
+            self._reason = self._reason()
+        return self._reason
+
+    def __str__(self) -> str:
+        return f"{self.reason} [{self.rule}]"
 
 
 class Decision(NamedTuple):
@@ -310,25 +321,25 @@ class Game:
     def _check_common(self, seat: Any, action: Any) -> str:
         if self.over:
             raise InvalidAction("C-12", "the game is over")
-        if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < self.seats:
+        if type(seat) is not int or not 0 <= seat < self.seats:
             raise InvalidAction("C-12", f"no seat {seat!r} in {self.ruleset}")
-        if not isinstance(action, dict):
+        if type(action) is not dict:
             raise InvalidAction("ACT", "an action must be a JSON object")
         t = action.get("type")
+        d = self._decision
+        if d is not None and seat == d.seat and t in ANSWERS[d.kind]:
+            return t  # the common case, checked in one go
         if t is None:
             raise InvalidAction("ACT", "missing field 'type'")
         if t not in ACTION_TYPES:
             raise InvalidAction("ACT", f"unknown action type {t!r}")
-        d = self._decision
         if d is None:
             raise InvalidAction("C-12", "no decision is pending")
         if seat != d.seat:
             raise InvalidAction("C-12", f"seat {seat} is not asked; seat {d.seat} must {d.kind}")
-        if t not in ANSWERS[d.kind]:
-            raise InvalidAction(
-                "C-12", f"action {t!r} does not answer a {d.kind!r} decision "
-                f"(expected {' or '.join(ANSWERS[d.kind])})")
-        return t
+        raise InvalidAction(
+            "C-12", f"action {t!r} does not answer a {d.kind!r} decision "
+            f"(expected {' or '.join(ANSWERS[d.kind])})")
 
     # -- public API ---------------------------------------------------------------------
     def apply(self, seat: int, action: dict) -> None:
@@ -602,8 +613,12 @@ def _beats_mask(ref_mask: int, reversed_order: bool) -> int:
 
 def _normal_action(action: dict) -> dict:
     """A JSON-clean copy of an accepted action for the log (known keys only)."""
-    keep = ("type", "cards", "face_down", "jokers", "accept", "rate")
-    return {k: (list(v) if isinstance(v, list) else v) for k, v in action.items() if k in keep}
+    out = {"type": action["type"]}
+    for k in ("cards", "face_down", "jokers", "accept", "rate"):
+        v = action.get(k)
+        if v is not None:
+            out[k] = list(v) if type(v) is list else v
+    return out
 
 
 def cards_text(codes) -> str:

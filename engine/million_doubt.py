@@ -97,7 +97,7 @@ class MillionDoubt(Game):
         r = readings(fu_nat, fu_j, wild, declared)
         if r.empty():
             rule = "C-4" if declared else "C-3"
-            raise InvalidAction(rule, f"{cards_text(cards)} is not a legal form" + (
+            raise InvalidAction(rule, lambda: f"{cards_text(cards)} is not a legal form" + (
                 " with the declared joker ranks" if declared else ""))
         if self.lock and not satisfies_lock(self.lock, fu_nat, fu_j + wild):
             locked = "".join("SHDC"[s] for s in self.lock)
@@ -107,7 +107,7 @@ class MillionDoubt(Game):
             raise InvalidAction("MD-5", "nothing beats a face-up lone joker or joker pair: pass")
         b = beating(r, ref, self.reversed_order)
         if b.empty():
-            raise InvalidAction("MD-3", f"no reading of {cards_text(cards)} beats the reference ({ref.describe()})")
+            raise InvalidAction("MD-3", lambda: f"no reading of {cards_text(cards)} beats the reference ({ref.describe()})")
         return _Eval(cards, face_down, declared, fu_nat, fu_j, b)
 
     def validate_play(self, seat: int, action: dict) -> None:
@@ -133,8 +133,11 @@ class MillionDoubt(Game):
         self.field.append(rec)
         if not self.count:
             self.count = len(ev.cards)
-        full = {"type": "play", **rec.view(None)}
+        full = {"type": "play", "seat": seat, "cards": list(action["cards"])}
+        if ev.declared:
+            full["jokers"] = list(action["jokers"])
         if ev.face_down:
+            full["face_down"] = list(action["face_down"])
             public = {"type": "play", **rec.view(1 - seat)}
             self._event(full, (seat,), public)
             self.pending = (rec, ev)

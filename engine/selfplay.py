@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from engine.cards import format_cards
+from engine.cards import RANKS, format_cards
 from engine.game import Game
 
 
@@ -36,6 +36,18 @@ def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple
         pool = [c for p in g.field for c in p.cards]
         k = rng.randint(d.info.get("min", 0), len(pool))
         return d.seat, {"type": "penalty", "cards": format_cards(rng.sample(pool, k))}
+    if d.kind == "play" and not d.info.get("stuck"):
+        # the same set as legal_actions(), picked before formatting (cheaper)
+        plays = g.face_up_plays(d.seat)
+        n = len(plays) + (1 if g.field else 0)
+        i = rng.randrange(n)
+        if i == len(plays):
+            return d.seat, {"type": "pass"}
+        cards, declared = plays[i]
+        action = {"type": "play", "cards": format_cards(cards)}
+        if declared:
+            action["jokers"] = [RANKS[r] for r in declared]
+        return d.seat, action
     actions = list(g.legal_actions(d.seat))
     return d.seat, rng.choice(actions)
 
