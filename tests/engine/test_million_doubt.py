@@ -138,3 +138,18 @@ def test_face_down_rule_is_documented_for_bots():
     assert all("face_down" not in a for a in actions)
     assert g.is_legal(0, {"type": "play", "cards": ["5H", "6H"], "face_down": ["6H"]})
     assert not g.is_legal(0, {"type": "play", "cards": ["5H", "6H"]})
+
+
+def test_replay_frames_follow_the_log():
+    from engine.frames import frames
+
+    g = md({"0": ["5H", "6H", "9C"], "1": ["9S", "KD", "3C"]})
+    g.apply(0, {"type": "play", "cards": ["5H"], "face_down": ["5H"]})
+    g.apply(1, {"type": "doubt"})
+    fr = frames(json.loads(json.dumps(g.log())))
+    assert len(fr) == 3
+    assert fr[0]["hands"] == [["5H", "6H", "9C"], ["3C", "9S", "KD"]] and fr[0]["to_act"] == 0
+    assert fr[1]["field"] == [{"seat": 0, "cards": ["5H"], "face_down": ["5H"]}]
+    assert fr[1]["decision"] == "doubt" and fr[1]["hands"][0] == ["6H", "9C"]
+    assert fr[2]["field"][0]["revealed"] is True and fr[2]["decision"] == "penalty"
+    assert [e["type"] for e in fr[2]["events"]] == ["doubt", "reveal"]
