@@ -1,0 +1,137 @@
+"""A sample bot served with bots_sdk on 127.0.0.1: real HTTP, signatures, full games by URL."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+import engine
+from bots_sdk import protocol
+from bots_sdk.samples import GreedyBot, HeuristicBot, RandomBot
+from engine.timebank import TimeRules
+from worker.match import read_log, replay, run_match
+from worker.players import HttpPlayer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _request_body():
+    g = engine.new_game("million_doubt", {}, 11)
+    d = g.decision()
+    return g, d, protocol.dumps(protocol.build_request(
+        g, d.seat, match_id="m", game=0, time_rules=TimeRules(), remaining_ms=60_000))
+
+
+def test_health_and_signed_decisions(bot_server):
+    srv = bot_server(GreedyBot(), "s3cret")
+    with httpx.Client(trust_env=False) as c:
+        h = c.get(srv.url)
+        assert h.status_code == 200
+        assert h.json() == {"name": "greedy", "protocol": 1, "protocols": [1]}
+        assert protocol.schema_errors("health", h.json()) == []
+
+        g, d, body = _request_body()
+        ok = c.post(srv.url, content=body, headers=protocol.sign("s3cret", body))
+        assert ok.status_code == 200
+        action = ok.json()
+        assert protocol.schema_errors("action-response", action) == []
+        g.apply(d.seat, action)  # legal
+
+        bad = c.post(srv.url, content=body, headers=protocol.sign("wrong", body))
+        assert bad.status_code == 401 and "signature" in bad.json()["error"]
+        unsigned = c.post(srv.url, content=body, headers={"Content-Type": "application/json"})
+        assert unsigned.status_code == 401 and "missing" in unsigned.json()["error"]
+        stale = c.post(srv.url, content=body, headers=protocol.sign("s3cret", body, now=1_000_000))
+        assert stale.status_code == 401
+
+        junk = b"not json"
+        assert c.post(srv.url, content=junk, headers=protocol.sign("s3cret", junk)).status_code == 400
+        notice = protocol.dumps(protocol.match_start_notice(
+            match_id="m", ruleset="million_doubt", options={}, time_rules=TimeRules(),
+            players=["a", "b"], you=0, games=2))
+        n = c.post(srv.url, content=notice, headers=protocol.sign("s3cret", notice))
+        assert n.status_code == 200 and n.json() == {"ok": True}
+        assert c.put(srv.url).status_code == 405
+
+
+def test_bot_exception_is_a_500(bot_server):
+    class Broken(GreedyBot):
+        def play(self, req):
+            raise KeyError("oops")
+
+    srv = bot_server(Broken())
+    _, _, body = _request_body()
+    r = httpx.post(srv.url, content=body, headers=protocol.sign(None, body), trust_env=False)
+    assert r.status_code == 500 and "KeyError" in r.json()["error"]
+
+
+def test_full_games_by_url_with_signatures(bot_server):
+    a = bot_server(HeuristicBot(seed=1), "ka")
+    b = bot_server(RandomBot(seed=2), "kb")
+    log = run_match([HttpPlayer(a.url, "ka", name="heuristic"), HttpPlayer(b.url, "kb", name="random")],
+                    "million_doubt", seed=8, games=4)
+    assert log["faults"] == []
+    assert log["result"]["games"] == 4
+    assert sum(log["result"]["wins"]) == 4
+    assert all(ex["status"] == 200 for gm in log["games"] for ex in gm["exchanges"])
+    assert log["players"][0]["url"] == a.url
+    assert replay(log) == log["result"]
+
+
+def test_four_player_game_over_http(bot_server):
+    srvs = [bot_server(RandomBot(seed=s)) for s in range(4)]
+    log = run_match([HttpPlayer(s.url) for s in srvs], "jdf", {"sets": 1, "games_per_set": 2}, seed=3)
+    assert log["faults"] == []
+    assert sorted(log["result"]["ranks"])[0] == 1
+    replay(log)
+
+
+def test_bank_accounting_over_http(bot_server):
+    srv = bot_server(GreedyBot())
+    rules = TimeRules(initial_ms=5_000, increment_ms=1_000, cap_ms=6_000)
+    log = run_match([srv.url, GreedyBot()], "trump_millionaire", {"target_score": 25}, seed=2,
+                    game_specs=[{"seed": 5, "seats": [0, 1, 1, 1]}], time_rules=rules)
+    exchanges = log["games"][0]["exchanges"]
+    seen_units = set()
+    for ex in exchanges:
+        key = (ex["unit"], ex["seat"])
+        if key not in seen_units:  # the first request of a seat in a deal: a fresh bank (TIME-1)
+            assert ex["bank_before_ms"] == 5_000
+            seen_units.add(key)
+        assert ex["bank_after_ms"] == min(6_000, ex["bank_before_ms"] - ex["elapsed_ms"] + 1_000)
+    assert len({ex["unit"] for ex in exchanges}) > 1
+
+
+def test_arena_play_cli_by_url_and_logs_verify(bot_server, tmp_path):
+    srv = bot_server(GreedyBot(), "k1")
+    logs = tmp_path / "logs"
+    cmd = [sys.executable, "-m", "arena.cli", "play", "--ruleset", "million_doubt", "--games", "4",
+           "--seed", "7", "--secret", "k1", "--time-bank", "5", "--increment", "1",
+           "--logs", str(logs), "-q", srv.url, "random"]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert srv.url in out.stdout and "random" in out.stdout and "win rate" in out.stdout
+    files = sorted(logs.glob("*.json.gz"))
+    assert len(files) == 2
+    log = read_log(files[0])
+    assert log["time_rules"] == {"initial_ms": 5000, "increment_ms": 1000, "cap_ms": 5000}
+    assert log["players"][0]["kind"] == "http" and log["faults"] == []
+
+    ok = subprocess.run([sys.executable, "-m", "arena.cli", "logs", "verify", str(logs)], cwd=REPO,
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.strip().endswith("2 verified, 0 failed")
+
+    # tamper: a different response in one exchange -> reported, exit 1
+    log["games"][0]["exchanges"][0]["response"] = {"type": "pass"}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(log))
+    out = subprocess.run([sys.executable, "-m", "arena.cli", "logs", "verify", str(logs), str(bad)],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    lines = out.stdout.strip().splitlines()
+    assert lines[-1] == "2 verified, 1 failed"
+    assert lines[0].startswith(f"FAILED {bad}")
