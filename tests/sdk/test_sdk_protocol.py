@@ -170,3 +170,17 @@ def test_trick_state_matches_the_engine():
                 checked += 1
             g.apply(d.seat, bots[d.seat].decide(Request(req)))
     assert checked > 1000
+
+
+def test_protocol_doc_examples_are_generated_and_valid():
+    from bots_sdk.examples import SECRET, TIMESTAMP, all_examples, render
+
+    text = (REPO / "docs" / "protocol.md").read_text()
+    examples = all_examples()
+    assert render(text, examples) == text, "run: python -m bots_sdk.examples --write docs/protocol.md"
+    for ex in examples.values():
+        assert protocol.schema_errors("decision-request", ex["request"]) == []
+        assert protocol.schema_errors("action-response", ex["response"]) == []
+        assert ex["response"] in ex["request"]["legal_actions"]
+        body = protocol.dumps(ex["request"])
+        protocol.verify(SECRET, body, ex["headers"], now=TIMESTAMP)
