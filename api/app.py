@@ -1,0 +1,50 @@
+"""The Flask application factory."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from api.database import close_db
+from api.errors import ArenaApi
+from arena import __version__
+from arena.config import Settings
+from arena.db.session import make_engine, make_sessionmaker
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
+    """Build the API app for ``settings`` (default ``Settings.from_env()``).
+
+    The database must already be migrated (``arena db upgrade``). ``engine`` may be passed
+    to share one SQLAlchemy engine (tests); otherwise one is made from ``settings.database_url``.
+    """
+    settings = settings or Settings.from_env()
+    app = Flask("arena-api")
+    app.config.update(
+        API_TITLE="Daifugo Arena",
+        API_VERSION=__version__,
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX="/",
+        OPENAPI_JSON_PATH="openapi.json",
+        OPENAPI_SWAGGER_UI_PATH="/docs",
+        OPENAPI_SWAGGER_UI_URL="https://cdn.jsdelivr.net/npm/swagger-ui-dist/",
+        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
+        JSON_SORT_KEYS=False,
+        API_SPEC_OPTIONS={
+            "info": {"description": "REST API of Daifugo Arena: accounts, bots, round-robin "
+                                    "tournaments, matches, logs and ratings. Authenticate with "
+                                    "`Authorization: Bearer <token>`."},
+            "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
+        },
+    )
+    engine = engine if engine is not None else make_engine(settings.database_url)
+    app.extensions["arena"] = {"settings": settings, "engine": engine,
+                               "sessionmaker": make_sessionmaker(engine)}
+    app.teardown_appcontext(close_db)
+    api = ArenaApi(app)
+    from api.resources import accounts, bots, health, leaderboard, matches, tournaments
+
+    for module in (health, accounts, bots, tournaments, matches, leaderboard):
+        api.register_blueprint(module.blp)
+    return app

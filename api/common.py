@@ -1,0 +1,46 @@
+"""Shared schemas and helpers of the resources: pagination (bounded) and error documentation."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any, Callable
+
+import marshmallow as ma
+from marshmallow import validate
+
+MAX_PER_PAGE = 100
+
+
+class PageArgs(ma.Schema):
+    """Query arguments ``page`` (from 1) and ``per_page`` (1..100, default 20)."""
+
+    page = ma.fields.Integer(load_default=1, validate=validate.Range(min=1, max=1_000_000))
+    per_page = ma.fields.Integer(load_default=20, validate=validate.Range(min=1, max=MAX_PER_PAGE))
+
+
+def page_schema(item_schema: type[ma.Schema], name: str) -> type[ma.Schema]:
+    """A ``{"items": [...], "total", "page", "per_page"}`` schema for ``item_schema``."""
+    return ma.Schema.from_dict({
+        "items": ma.fields.List(ma.fields.Nested(item_schema), required=True),
+        "total": ma.fields.Integer(required=True),
+        "page": ma.fields.Integer(required=True),
+        "per_page": ma.fields.Integer(required=True),
+    }, name=name)
+
+
+def errors(blp, *codes: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Document error responses ``codes`` (shared error body) on a view."""
+
+    def decorator(func):
+        for code in codes:
+            func = blp.alt_response(code, response=HTTPStatus(code).name)(func)
+        return func
+
+    return decorator
+
+
+def paginate_query(session, stmt, count_stmt, page: int, per_page: int) -> tuple[list, int]:
+    """Run ``stmt`` limited to one page; returns ``(rows, total)``."""
+    total = session.scalar(count_stmt) or 0
+    rows = session.scalars(stmt.limit(per_page).offset((page - 1) * per_page)).all()
+    return list(rows), total

@@ -1,0 +1,1 @@
+"""One flask-smorest blueprint (with its schemas) per resource."""

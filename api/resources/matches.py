@@ -1,0 +1,99 @@
+"""Matches and their logs: ``GET /api/v1/matches/{id}`` and ``GET /api/v1/matches/{id}/log``.
+
+Readable by organizers, by owners of a bot seated in the match, and, once the tournament
+finished, by owners of any of its participants (api.auth.can_read_match).
+"""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from flask import Response
+from flask.views import MethodView
+from flask_smorest import Blueprint
+from sqlalchemy import select
+
+from api.auth import BEARER, can_read_match, current_account
+from api.common import errors
+from api.database import db
+from api.errors import abort
+from arena.db.models import Match, MatchLog, Tournament
+from arena.db.results import decompress_log
+
+blp = Blueprint("matches", __name__, url_prefix="/api/v1/matches", description="Matches and match logs")
+
+
+class SeatSchema(ma.Schema):
+    seat = ma.fields.Integer(required=True)
+    bot_id = ma.fields.Integer(allow_none=True)
+    house_bot = ma.fields.String(allow_none=True)
+
+
+class ResultSchema(ma.Schema):
+    scores = ma.fields.List(ma.fields.Float(), required=True, metadata={"description": "per seat"})
+    places = ma.fields.List(ma.fields.Integer(), required=True, metadata={"description": "per seat, 1 = first"})
+    faults = ma.fields.List(ma.fields.Integer(), required=True, metadata={"description": "per seat"})
+    games = ma.fields.List(ma.fields.Dict(), required=True)
+    timings = ma.fields.Dict(required=True)
+
+
+class MatchSchema(ma.Schema):
+    id = ma.fields.Integer(required=True)
+    tournament_id = ma.fields.Integer(required=True)
+    index = ma.fields.Integer(required=True)
+    table = ma.fields.Integer(required=True)
+    seed = ma.fields.Integer(required=True)
+    status = ma.fields.String(required=True)
+    attempts = ma.fields.Integer(required=True)
+    seats = ma.fields.List(ma.fields.Nested(SeatSchema), required=True)
+    result = ma.fields.Nested(ResultSchema, allow_none=True)
+    created_at = ma.fields.DateTime(required=True)
+    started_at = ma.fields.DateTime(allow_none=True)
+    finished_at = ma.fields.DateTime(allow_none=True)
+
+
+def match_dict(m: Match) -> dict:
+    r = m.result
+    return {
+        "id": m.id, "tournament_id": m.tournament_id, "index": m.index, "table": m.table,
+        "seed": m.seed, "status": m.status, "attempts": m.attempts,
+        "seats": [{"seat": s.seat, "bot_id": s.bot_id, "house_bot": s.house_bot} for s in m.seats],
+        "result": None if r is None else {"scores": r.scores, "places": r.places, "faults": r.faults,
+                                          "games": r.games, "timings": r.timings},
+        "created_at": m.created_at, "started_at": m.started_at, "finished_at": m.finished_at,
+    }
+
+
+def readable_match(match_id: int) -> Match:
+    account = current_account()
+    m = db().get(Match, match_id)
+    if m is None:
+        abort(404, f"match {match_id} not found")
+    if not can_read_match(account, m, db().get(Tournament, m.tournament_id)):
+        abort(403, f"match {match_id} is not visible to you")
+    return m
+
+
+@blp.route("/<int:match_id>")
+class MatchById(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(200, MatchSchema)
+    @errors(blp, 401, 403, 404)
+    def get(self, match_id):
+        """A match: seats, status, result (scores, places, faults per seat, games), timings."""
+        return match_dict(readable_match(match_id))
+
+
+@blp.route("/<int:match_id>/log")
+class MatchLogById(MethodView):
+    @blp.doc(security=BEARER, responses={"200": {
+        "description": "the full match log (JSON download, filename match-<id>.json)",
+        "content": {"application/json": {"schema": {"type": "object"}}}}})
+    @errors(blp, 401, 403, 404)
+    def get(self, match_id):
+        """The full log of a finished match as a JSON download; 404 until it is stored."""
+        m = readable_match(match_id)
+        data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == m.id))
+        if data is None:
+            abort(404, f"match {match_id} has no log yet (status {m.status})")
+        return Response(decompress_log(data), mimetype="application/json", headers={
+            "Content-Disposition": f'attachment; filename="match-{m.id}.json"'})

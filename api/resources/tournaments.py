@@ -1,0 +1,395 @@
+"""Tournaments (organizers create, start and cancel; any account reads).
+
+Creating validates the rule set, its options (``engine.make_options``: 422 naming the
+option), the time rules (TIME-1, seconds), the participants (existing ``ready`` bots that play
+the rule set) and the games per pairing. Starting builds the whole schedule
+(:mod:`arena.schedule`), stores one ``matches`` row per match and enqueues one
+``arena.run_match`` task per match. If the broker is down the start answers 503 and the
+matches stay ``pending``; starting again enqueues them.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import marshmallow as ma
+from flask import Response, stream_with_context
+from flask.views import MethodView
+from flask_smorest import Blueprint
+from marshmallow import validate
+from sqlalchemy import exists, func, select, update
+from sqlalchemy.orm import selectinload
+
+import engine
+from api.auth import BEARER, current_account, is_organizer, owns_participant, require_organizer
+from api.common import PageArgs, errors, page_schema, paginate_query
+from api.database import db, settings
+from api.errors import abort, field_error
+from api.resources.matches import MatchSchema, match_dict
+from arena import schedule as sched
+from arena.db.models import (
+    MATCH_STATUSES, Bot, Match, MatchLog, MatchSeat, Tournament, TournamentParticipant, utcnow,
+)
+from arena.db.results import decompress_log
+from arena.queue import QueueError, enqueue_matches
+from arena.standings import tournament_standings
+
+blp = Blueprint("tournaments", __name__, url_prefix="/api/v1/tournaments",
+                description="Round-robin tournaments, their matches, standings and logs")
+
+MAX_PARTICIPANTS = 32
+DEFAULT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
+TIE_BREAK = ("higher mean score per game; then more wins; then higher rating ordinal; "
+             "then fewer faults; then lower bot id (house bots last)")
+
+
+class TimeRulesSchema(ma.Schema):
+    """TIME-1 time bank, seconds."""
+
+    initial = ma.fields.Float(load_default=60.0, validate=validate.Range(min=0.001, max=3600),
+                              metadata={"description": "bank at the start of a game, seconds"})
+    increment = ma.fields.Float(load_default=10.0, validate=validate.Range(min=0, max=3600),
+                                metadata={"description": "added after each action, seconds"})
+    cap = ma.fields.Float(load_default=60.0, validate=validate.Range(min=0.001, max=3600),
+                          metadata={"description": "largest bank, seconds"})
+
+    @ma.validates_schema
+    def _cap(self, data, **_):
+        if data["cap"] < data["initial"]:
+            raise ma.ValidationError("cap must be >= initial", "cap")
+
+
+class TournamentCreateSchema(ma.Schema):
+    name = ma.fields.String(load_default="", validate=validate.Length(max=128))
+    ruleset = ma.fields.String(required=True, validate=validate.OneOf(engine.RULESETS))
+    options = ma.fields.Dict(keys=ma.fields.String(), load_default=dict,
+                             metadata={"description": "rule-set options (engine.options)"})
+    time_rules = ma.fields.Nested(TimeRulesSchema, load_default=lambda: dict(DEFAULT_TIME_RULES))
+    participants = ma.fields.List(ma.fields.Integer(strict=True), required=True,
+                                  validate=validate.Length(min=1, max=MAX_PARTICIPANTS))
+    games_per_pairing = ma.fields.Integer(
+        strict=True, load_default=2, validate=validate.Range(min=1, max=1000),
+        metadata={"description": "million_doubt: games per match (even, duplicate pairs); "
+                                 "4-player rule sets: rounds of 4 seat rotations per table"})
+    seed = ma.fields.Integer(strict=True, validate=validate.Range(min=0, max=2**63 - 1),
+                             metadata={"description": "tournament seed (random if omitted)"})
+    max_faults = ma.fields.Integer(strict=True, load_default=3, validate=validate.Range(min=1, max=100),
+                                   metadata={"description": "FAULT-3 faults per match before forfeit"})
+    fill_with_house_bots = ma.fields.Boolean(load_default=False)
+
+
+class ProgressSchema(ma.Schema):
+    finished = ma.fields.Integer(required=True)
+    total = ma.fields.Integer(required=True)
+
+
+class TournamentSchema(ma.Schema):
+    id = ma.fields.Integer(required=True)
+    name = ma.fields.String(required=True)
+    organizer_id = ma.fields.Integer(required=True)
+    ruleset = ma.fields.String(required=True)
+    options = ma.fields.Dict(required=True)
+    time_rules = ma.fields.Dict(required=True)
+    games_per_pairing = ma.fields.Integer(required=True)
+    seed = ma.fields.Integer(required=True)
+    max_faults = ma.fields.Integer(required=True)
+    fill_with_house_bots = ma.fields.Boolean(required=True)
+    participants = ma.fields.List(ma.fields.Integer(), required=True)
+    status = ma.fields.String(required=True)
+    progress = ma.fields.Nested(ProgressSchema, required=True)
+    created_at = ma.fields.DateTime(required=True)
+    started_at = ma.fields.DateTime(allow_none=True)
+    finished_at = ma.fields.DateTime(allow_none=True)
+
+
+class StandingSchema(ma.Schema):
+    rank = ma.fields.Integer(required=True)
+    bot_id = ma.fields.Integer(allow_none=True)
+    house_bot = ma.fields.String(allow_none=True)
+    matches = ma.fields.Integer(required=True)
+    games = ma.fields.Integer(required=True)
+    wins = ma.fields.Integer(required=True)
+    total_score = ma.fields.Float(required=True)
+    mean_score = ma.fields.Float(allow_none=True)
+    ci95 = ma.fields.Float(allow_none=True, metadata={"description": "half-width of the 95% interval"})
+    faults = ma.fields.Integer(required=True)
+    mu = ma.fields.Float(required=True)
+    sigma = ma.fields.Float(required=True)
+    ordinal = ma.fields.Float(required=True)
+
+
+class StandingsSchema(ma.Schema):
+    tournament_id = ma.fields.Integer(required=True)
+    ruleset = ma.fields.String(required=True)
+    tie_break = ma.fields.String(required=True)
+    rows = ma.fields.List(ma.fields.Nested(StandingSchema), required=True)
+
+
+class MatchListArgs(PageArgs):
+    bot_id = ma.fields.Integer()
+    status = ma.fields.String(validate=validate.OneOf(MATCH_STATUSES))
+
+
+TournamentPageSchema = page_schema(TournamentSchema, "TournamentPage")
+MatchPageSchema = page_schema(MatchSchema, "MatchPage")
+
+
+def tournament_dict(t: Tournament) -> dict:
+    s = db()
+    total = s.scalar(select(func.count()).select_from(Match).where(Match.tournament_id == t.id)) or 0
+    finished = s.scalar(select(func.count()).select_from(Match).where(
+        Match.tournament_id == t.id, Match.status == "finished")) or 0
+    return {
+        "id": t.id, "name": t.name, "organizer_id": t.organizer_id, "ruleset": t.ruleset,
+        "options": t.options, "time_rules": t.time_rules, "games_per_pairing": t.games_per_pairing,
+        "seed": t.seed, "max_faults": t.max_faults, "fill_with_house_bots": t.fill_with_house_bots,
+        "participants": [p.bot_id for p in t.participants], "status": t.status,
+        "progress": {"finished": finished, "total": total},
+        "created_at": t.created_at, "started_at": t.started_at, "finished_at": t.finished_at,
+    }
+
+
+def get_tournament(tournament_id: int) -> Tournament:
+    current_account()
+    t = db().get(Tournament, tournament_id)
+    if t is None:
+        abort(404, f"tournament {tournament_id} not found")
+    return t
+
+
+def _check_participants(ruleset: str, ids: list[int]) -> None:
+    if len(set(ids)) != len(ids):
+        field_error("participants", "participants must not repeat")
+    bots = {b.id: b for b in db().scalars(select(Bot).where(Bot.id.in_(ids)))}
+    for bot_id in ids:
+        bot = bots.get(bot_id)
+        if bot is None or bot.status == "deleted":
+            field_error("participants", f"bot {bot_id} does not exist")
+        if ruleset not in bot.rulesets:
+            field_error("participants", f"bot {bot_id} does not play {ruleset}")
+        if bot.status != "ready":
+            field_error("participants", f"bot {bot_id} has not passed its check (status {bot.status})")
+
+
+@blp.route("")
+class Tournaments(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.arguments(TournamentCreateSchema)
+    @blp.response(201, TournamentSchema)
+    @errors(blp, 401, 403)
+    def post(self, data):
+        """Create a tournament (organizers)."""
+        organizer = require_organizer()
+        ruleset = data["ruleset"]
+        try:
+            options = engine.make_options(ruleset, data["options"]).to_dict()
+        except engine.OptionsError as exc:
+            field_error("options", str(exc))
+        seats = engine.SEATS[ruleset]
+        if seats == 2 and data["games_per_pairing"] % 2:
+            field_error("games_per_pairing", "must be even for million_doubt (duplicate pairs)")
+        _check_participants(ruleset, data["participants"])
+        if len(data["participants"]) < seats and not data["fill_with_house_bots"]:
+            field_error("participants", f"{ruleset} needs at least {seats} participants "
+                                        "(or fill_with_house_bots)")
+        t = Tournament(
+            name=data["name"], organizer_id=organizer.id, ruleset=ruleset, options=options,
+            time_rules=dict(data["time_rules"]), games_per_pairing=data["games_per_pairing"],
+            seed=data.get("seed", secrets.randbits(63)), max_faults=data["max_faults"],
+            fill_with_house_bots=data["fill_with_house_bots"], status="created",
+        )
+        t.participants = [TournamentParticipant(bot_id=b) for b in data["participants"]]
+        db().add(t)
+        db().commit()
+        return tournament_dict(t)
+
+    @blp.doc(security=BEARER)
+    @blp.arguments(PageArgs, location="query")
+    @blp.response(200, TournamentPageSchema)
+    @errors(blp, 401)
+    def get(self, args):
+        """All tournaments, newest first, paginated."""
+        current_account()
+        items, total = paginate_query(
+            db(), select(Tournament).order_by(Tournament.id.desc()),
+            select(func.count()).select_from(Tournament), args["page"], args["per_page"])
+        return {"items": [tournament_dict(t) for t in items], "total": total,
+                "page": args["page"], "per_page": args["per_page"]}
+
+
+@blp.route("/<int:tournament_id>")
+class TournamentById(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(200, TournamentSchema)
+    @errors(blp, 401, 404)
+    def get(self, tournament_id):
+        """A tournament with its progress (matches finished / total)."""
+        return tournament_dict(get_tournament(tournament_id))
+
+
+@blp.route("/<int:tournament_id>/start")
+class TournamentStart(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(202, TournamentSchema)
+    @errors(blp, 401, 403, 404, 409, 503)
+    def post(self, tournament_id):
+        """Start (organizers): build and store the schedule, enqueue one task per match.
+
+        409 if finished or cancelled, or already running with nothing left to enqueue;
+        503 if the task broker is unreachable (start again later to enqueue).
+        """
+        require_organizer()
+        t = get_tournament(tournament_id)
+        s = db()
+        if t.status in ("finished", "cancelled"):
+            abort(409, f"tournament {t.id} is {t.status}")
+        if t.status == "created":
+            try:
+                plan = sched.build_schedule(
+                    engine.SEATS[t.ruleset], [p.bot_id for p in t.participants], t.games_per_pairing,
+                    t.seed, fill_with_house_bots=t.fill_with_house_bots)
+            except sched.ScheduleError as exc:
+                abort(409, f"cannot schedule tournament {t.id}: {exc}")
+            claimed = s.execute(update(Tournament).where(
+                Tournament.id == t.id, Tournament.status == "created").values(
+                status="running", started_at=utcnow()))
+            if claimed.rowcount != 1:
+                s.rollback()
+                abort(409, f"tournament {t.id} was started concurrently")
+            for m in plan:
+                s.add(Match(tournament_id=t.id, index=m.index, table=m.table, seed=m.seed, status="pending",
+                            seats=[MatchSeat(seat=i, bot_id=e if isinstance(e, int) else None,
+                                             house_bot=e if isinstance(e, str) else None)
+                                   for i, e in enumerate(m.seats)]))
+            s.commit()
+        pending = s.scalars(select(Match.id).where(
+            Match.tournament_id == t.id, Match.status == "pending").order_by(Match.index)).all()
+        if not pending:
+            abort(409, f"tournament {t.id} is already running")
+        try:
+            enqueue_matches(settings(), pending)
+        except QueueError as exc:
+            abort(503, f"{exc}; the schedule is stored, start again to enqueue it")
+        s.execute(update(Match).where(Match.id.in_(pending), Match.status == "pending").values(status="queued"))
+        s.commit()
+        s.refresh(t)
+        return tournament_dict(t)
+
+
+@blp.route("/<int:tournament_id>/cancel")
+class TournamentCancel(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(200, TournamentSchema)
+    @errors(blp, 401, 403, 404, 409)
+    def post(self, tournament_id):
+        """Cancel (organizers): matches not yet finished are cancelled; 409 if finished/cancelled.
+
+        A match already being played finishes and keeps its result; the worker skips the others.
+        """
+        require_organizer()
+        t = get_tournament(tournament_id)
+        s = db()
+        done = s.execute(update(Tournament).where(
+            Tournament.id == t.id, Tournament.status.in_(("created", "running"))).values(
+            status="cancelled", finished_at=utcnow()))
+        if done.rowcount != 1:
+            s.rollback()
+            abort(409, f"tournament {t.id} is {t.status}")
+        s.execute(update(Match).where(Match.tournament_id == t.id,
+                                      Match.status.in_(("pending", "queued"))).values(status="cancelled"))
+        s.commit()
+        s.refresh(t)
+        return tournament_dict(t)
+
+
+@blp.route("/<int:tournament_id>/standings")
+class TournamentStandings(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(200, StandingsSchema)
+    @errors(blp, 401, 404)
+    def get(self, tournament_id):
+        """Standings from the stored results (see arena.standings for the statistics)."""
+        t = get_tournament(tournament_id)
+        rows = [r.to_dict() for r in tournament_standings(db(), t)]
+        return {"tournament_id": t.id, "ruleset": t.ruleset, "tie_break": TIE_BREAK, "rows": rows}
+
+
+def _visible_matches_condition(account, t: Tournament):
+    """SQL condition limiting a contestant to matches it may read (see api.auth)."""
+    if is_organizer(account):
+        return None
+    if t.status == "finished" and owns_participant(account, t.id):
+        return None
+    return exists().where(MatchSeat.match_id == Match.id, MatchSeat.bot_id == Bot.id,
+                          Bot.owner_id == account.id)
+
+
+@blp.route("/<int:tournament_id>/matches")
+class TournamentMatches(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.arguments(MatchListArgs, location="query")
+    @blp.response(200, MatchPageSchema)
+    @errors(blp, 401, 404)
+    def get(self, args, tournament_id):
+        """Matches of the tournament in schedule order, paginated; filter by ``bot_id``, ``status``.
+
+        Contestants see the matches of their own bots (all matches once the tournament
+        finished, if one of their bots took part); organizers see all.
+        """
+        account = current_account()
+        t = get_tournament(tournament_id)
+        cond = [Match.tournament_id == t.id]
+        visible = _visible_matches_condition(account, t)
+        if visible is not None:
+            cond.append(visible)
+        if "bot_id" in args:
+            cond.append(exists().where(MatchSeat.match_id == Match.id, MatchSeat.bot_id == args["bot_id"]))
+        if "status" in args:
+            cond.append(Match.status == args["status"])
+        stmt = (select(Match).where(*cond).order_by(Match.index)
+                .options(selectinload(Match.seats), selectinload(Match.result)))
+        items, total = paginate_query(db(), stmt, select(func.count()).select_from(Match).where(*cond),
+                                      args["page"], args["per_page"])
+        return {"items": [match_dict(m) for m in items], "total": total,
+                "page": args["page"], "per_page": args["per_page"]}
+
+
+@blp.route("/<int:tournament_id>/logs")
+class TournamentLogs(MethodView):
+    @blp.doc(security=BEARER, responses={"200": {
+        "description": "JSON Lines, one ``{\"match_id\": n, \"log\": {...}}`` per line",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
+    @errors(blp, 401, 403, 404)
+    def get(self, tournament_id):
+        """All logs you may read of a tournament as a streamed JSON Lines download.
+
+        Organizers get every log; owners of a participant get theirs (all of them once the
+        tournament finished); others 403. Rows are fetched in batches while streaming.
+        """
+        account = current_account()
+        t = get_tournament(tournament_id)
+        if not is_organizer(account) and not owns_participant(account, t.id):
+            abort(403, f"none of your bots takes part in tournament {t.id}")
+        cond = [Match.tournament_id == t.id]
+        visible = _visible_matches_condition(account, t)
+        if visible is not None:
+            cond.append(visible)
+        ids = select(Match.id).where(*cond)
+        factory = db_factory()
+
+        def generate():
+            with factory() as session:
+                rows = session.execute(
+                    select(MatchLog.match_id, MatchLog.data).where(MatchLog.match_id.in_(ids))
+                    .order_by(MatchLog.match_id).execution_options(yield_per=20))
+                for match_id, data in rows:
+                    yield b'{"match_id":%d,"log":' % match_id + decompress_log(data) + b"}\n"
+
+        return Response(stream_with_context(generate()), mimetype="application/x-ndjson", headers={
+            "Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'})
+
+
+def db_factory():
+    from flask import current_app
+
+    return current_app.extensions["arena"]["sessionmaker"]
