@@ -29,6 +29,9 @@ COMMANDS: dict[str, str] = {
     "play": "arena.cli_play:play",
     "bots": "arena.cli_play:bots",
     "logs": "arena.cli_play:logs",
+    "api": "arena.cli_api:api",
+    "db": "arena.cli_api:db",
+    "accounts": "arena.cli_api:accounts",
 }
 
 

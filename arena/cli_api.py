@@ -1,0 +1,98 @@
+"""CLI commands of the API and the database: ``arena api``, ``arena db upgrade``,
+``arena accounts create [--organizer] NAME``. Registered in arena.cli.COMMANDS."""
+
+from __future__ import annotations
+
+import click
+
+from arena.config import Settings
+
+
+@click.command("api")
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64),
+              help="gunicorn worker processes (production mode)")
+@click.option("--dev", is_flag=True, help="Flask development server (reloader off) instead of gunicorn")
+@click.option("--upgrade/--no-upgrade", default=True, show_default=True,
+              help="run the database migrations before serving")
+def api(host: str, port: int, workers: int, dev: bool, upgrade: bool) -> None:
+    """Serve the REST API (gunicorn; --dev: Flask development server)."""
+    settings = Settings.from_env()
+    if upgrade:
+        from arena.db.migrate import upgrade as run_upgrade
+
+        run_upgrade(settings.database_url)
+    from api import create_app
+
+    if dev:
+        create_app(settings).run(host=host, port=port, debug=False, use_reloader=False)
+        return
+    from gunicorn.app.base import BaseApplication
+
+    class _Gunicorn(BaseApplication):
+        def load_config(self):
+            self.cfg.set("bind", f"{host}:{port}")
+            self.cfg.set("workers", workers)
+            self.cfg.set("accesslog", "-")
+            self.cfg.set("timeout", 120)
+
+        def load(self):
+            return create_app(settings)
+
+    _Gunicorn().run()
+
+
+@click.group("db")
+def db() -> None:
+    """Database schema (Alembic migrations on ARENA_DATABASE_URL)."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True)
+def db_upgrade(revision: str) -> None:
+    """Create or upgrade the tables of ARENA_DATABASE_URL."""
+    from arena.db.migrate import current, upgrade
+    from arena.db.session import make_engine
+
+    settings = Settings.from_env()
+    engine = make_engine(settings.database_url)
+    try:
+        upgrade(engine=engine, revision=revision)
+        click.echo(f"database at revision {current(engine)}")
+    finally:
+        engine.dispose()
+
+
+@click.group("accounts")
+def accounts() -> None:
+    """Accounts (operator commands)."""
+
+
+@accounts.command("create")
+@click.option("--organizer", is_flag=True, help="grant the organizer role")
+@click.argument("name")
+def accounts_create(organizer: bool, name: str) -> None:
+    """Create an account and print its bearer token (shown this once)."""
+    import re
+
+    from arena.accounts import NAME_RE, NameTaken, create_account
+    from arena.db.session import make_engine, make_sessionmaker
+
+    if not re.match(NAME_RE, name):
+        raise click.BadParameter("1-64 letters, digits, '_', '.', '-'", param_hint="NAME")
+    settings = Settings.from_env()
+    engine = make_engine(settings.database_url)
+    try:
+        from arena.db.migrate import upgrade
+
+        upgrade(engine=engine)  # idempotent: a fresh database gets its tables first
+        with make_sessionmaker(engine)() as session:
+            try:
+                account, token = create_account(session, name, "organizer" if organizer else "contestant")
+            except NameTaken:
+                raise click.ClickException(f"account name {name!r} is taken") from None
+        click.echo(f"account {account.id} {account.name} ({account.role})", err=True)
+        click.echo(token)
+    finally:
+        engine.dispose()
