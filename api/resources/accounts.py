@@ -36,3 +36,27 @@ class AccountTokenSchema(AccountSchema):
     token = ma.fields.String(required=True, metadata={"description": "bearer token, shown once"})
 
 
+
+@blp.route("")
+class Accounts(MethodView):
+    @blp.arguments(AccountCreateSchema)
+    @blp.response(201, AccountTokenSchema)
+    @errors(blp, 409)
+    def post(self, data):
+        """Create a contestant account; the response holds its bearer token (shown this once)."""
+        try:
+            account, token = create_account(db(), data["name"])
+        except NameTaken:
+            abort(409, f"account name {data['name']!r} is taken", name="taken")
+        return {"id": account.id, "name": account.name, "role": account.role,
+                "created_at": account.created_at, "token": token}
+
+
+@blp.route("/me")
+class Me(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(200, AccountSchema)
+    @errors(blp, 401)
+    def get(self):
+        """The account of the bearer token."""
+        return current_account()

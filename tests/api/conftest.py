@@ -1,0 +1,179 @@
+"""Fixtures of the API tests: a migrated database (SQLite file and real PostgreSQL), the app,
+accounts, and tiny real HTTP bot servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from api import create_app
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.session import make_engine, make_sessionmaker, normalize_url
+
+
+def _fresh_pg_database(pg_url: str) -> str:
+    """CREATE a new empty database on the test server; returns its URL."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    admin = create_engine(normalize_url(pg_url), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return normalize_url(pg_url).rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path) -> str:
+    """URL of an empty database: a SQLite file, or a fresh database on the real PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'arena.db'}"
+    return _fresh_pg_database(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def engine(database_url):
+    upgrade(database_url)
+    eng = make_engine(database_url)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def unreachable_broker(free_port) -> str:
+    return f"redis://127.0.0.1:{free_port()}/0"
+
+
+@pytest.fixture
+def make_app(engine, database_url, tmp_path, unreachable_broker):
+    """``make_app(allow_private=True, broker_url=None)`` -> Flask app on the migrated database."""
+
+    def make(allow_private: bool = True, broker_url: str | None = None):
+        settings = Settings(data_dir=tmp_path, database_url=database_url,
+                            broker_url=broker_url or unreachable_broker,
+                            allow_private_bot_urls=allow_private)
+        app = create_app(settings, engine=engine)
+        app.testing = True
+        return app
+
+    return make
+
+
+@pytest.fixture
+def app(make_app):
+    return make_app()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def sessionmaker(engine):
+    return make_sessionmaker(engine)
+
+
+class Accounts:
+    """Creates accounts; ``headers(name)`` gives the bearer header of an account."""
+
+    def __init__(self, client, sessionmaker):
+        self.client, self.sessionmaker = client, sessionmaker
+        self.tokens: dict[str, str] = {}
+        self.ids: dict[str, int] = {}
+
+    def contestant(self, name: str) -> dict[str, str]:
+        r = self.client.post("/api/v1/accounts", json={"name": name})
+        assert r.status_code == 201, r.json
+        self.tokens[name], self.ids[name] = r.json["token"], r.json["id"]
+        return self.headers(name)
+
+    def organizer(self, name: str) -> dict[str, str]:
+        with self.sessionmaker() as s:
+            account, token = create_account(s, name, "organizer")
+        self.tokens[name], self.ids[name] = token, account.id
+        return self.headers(name)
+
+    def headers(self, name: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.tokens[name]}"}
+
+
+@pytest.fixture
+def accounts(client, sessionmaker) -> Accounts:
+    return Accounts(client, sessionmaker)
+
+
+class BotServer:
+    """A real HTTP server on 127.0.0.1 answering like a bot's health endpoint.
+
+    Paths: ``/`` -> 200 {"name": "tiny", "protocol": 1}; ``/protocols`` -> 200 with a list;
+    ``/error`` -> 500; ``/redirect`` -> 302 to ``/``; ``/text`` -> 200 not JSON;
+    ``/noname`` -> 200 {"protocol": 1}. ``hits`` lists the paths requested.
+    """
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status: int, body: bytes, ctype: str = "application/json", extra=None):
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (extra or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                server.hits.append(self.path)
+                if self.path == "/":
+                    self._send(200, json.dumps({"name": "tiny", "protocol": 1}).encode())
+                elif self.path == "/protocols":
+                    self._send(200, json.dumps({"name": "multi", "protocols": [1, 2]}).encode())
+                elif self.path == "/error":
+                    self._send(500, b'{"error": "boom"}')
+                elif self.path == "/redirect":
+                    self._send(302, b"", extra={"Location": "/"})
+                elif self.path == "/text":
+                    self._send(200, b"hello", "text/plain")
+                elif self.path == "/noname":
+                    self._send(200, b'{"protocol": 1}')
+                else:
+                    self._send(404, b"{}")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def bot_server() -> Iterator[BotServer]:
+    server = BotServer()
+    yield server
+    server.close()
+
+
+def register_ready_bot(client, headers, url: str, rulesets: list[str], name: str = "bot") -> int:
+    """POST a bot and check it (it must pass); returns its id."""
+    r = client.post("/api/v1/bots", json={"name": name, "url": url, "rulesets": rulesets}, headers=headers)
+    assert r.status_code == 201, r.json
+    bot_id = r.json["id"]
+    r = client.post(f"/api/v1/bots/{bot_id}/check", headers=headers)
+    assert r.status_code == 200 and r.json["status"] == "ready", r.json
+    return bot_id

@@ -1,0 +1,171 @@
+"""Accounts and bots: success and failure paths, access rules, the health check over real HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.conftest import register_ready_bot
+
+
+def test_create_account_returns_token_once_and_me_works(client, accounts):
+    r = client.post("/api/v1/accounts", json={"name": "alice"})
+    assert r.status_code == 201
+    body = r.json
+    assert body["name"] == "alice" and body["role"] == "contestant" and body["token"].startswith("arena_")
+    me = client.get("/api/v1/accounts/me", headers={"Authorization": f"Bearer {body['token']}"})
+    assert me.status_code == 200 and me.json["id"] == body["id"] and "token" not in me.json
+
+
+def test_duplicate_account_is_409(client):
+    assert client.post("/api/v1/accounts", json={"name": "bob"}).status_code == 201
+    r = client.post("/api/v1/accounts", json={"name": "bob"})
+    assert r.status_code == 409 and "taken" in r.json["message"]
+
+
+@pytest.mark.parametrize("body, field", [
+    ({}, "name"),
+    ({"name": "ok", "role": "organizer"}, "role"),
+    ({"name": ""}, "name"),
+    ({"name": "has space"}, "name"),
+    ({"name": 5}, "name"),
+])
+def test_account_body_errors_name_the_field(client, body, field):
+    r = client.post("/api/v1/accounts", json=body)
+    assert r.status_code == 422
+    assert field in r.json["errors"]["json"]
+    assert f"json.{field}" in r.json["message"]
+
+
+def test_malformed_json_is_a_json_4xx(client):
+    r = client.post("/api/v1/accounts", data="{nope", content_type="application/json")
+    assert 400 <= r.status_code < 500 and r.json["code"] == r.status_code and r.json["message"]
+
+
+@pytest.mark.parametrize("header", [None, "Bearer", "Bearer wrong", "Basic abc", "Bearer " + "x" * 300])
+def test_missing_or_wrong_token_is_401(client, header):
+    headers = {"Authorization": header} if header else {}
+    r = client.get("/api/v1/accounts/me", headers=headers)
+    assert r.status_code == 401
+    assert r.json["status"] == "Unauthorized" and r.json["message"]
+    assert r.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_405_has_allow_header_and_json_body(client):
+    r = client.delete("/api/v1/accounts")
+    assert r.status_code == 405
+    assert set(m.strip() for m in r.headers["Allow"].split(",")) >= {"POST"}
+    assert r.json["code"] == 405 and r.json["message"]
+
+
+def test_unknown_route_is_json_404(client):
+    r = client.get("/api/v1/nothing-here")
+    assert r.status_code == 404 and r.json["code"] == 404
+
+
+def test_bot_lifecycle_owner(client, accounts, bot_server):
+    h = accounts.contestant("carol")
+    r = client.post("/api/v1/bots", json={"name": "b1", "url": bot_server.url + "/",
+                                          "rulesets": ["jdf", "million_doubt"]}, headers=h)
+    assert r.status_code == 201
+    bot = r.json
+    assert len(bot["secret"]) == 64 and bot["status"] == "unchecked"
+    assert bot["rulesets"] == ["million_doubt", "jdf"]  # RULES.md order
+    got = client.get(f"/api/v1/bots/{bot['id']}", headers=h)
+    assert got.status_code == 200 and "secret" not in got.json
+    listing = client.get("/api/v1/bots", headers=h).json
+    assert listing["total"] == 1 and listing["items"][0]["id"] == bot["id"]
+
+    checked = client.post(f"/api/v1/bots/{bot['id']}/check", headers=h)
+    assert checked.status_code == 200
+    assert checked.json["status"] == "ready"
+    assert checked.json["last_check"]["health"]["name"] == "tiny"
+    assert checked.json["last_check"]["health"]["protocols"] == [1]
+    assert bot_server.hits == ["/"]
+
+    r = client.patch(f"/api/v1/bots/{bot['id']}", json={"name": "renamed"}, headers=h)
+    assert r.status_code == 200 and r.json["name"] == "renamed" and r.json["status"] == "ready"
+    r = client.patch(f"/api/v1/bots/{bot['id']}", json={"url": bot_server.url + "/protocols"}, headers=h)
+    assert r.status_code == 200 and r.json["status"] == "unchecked"
+    r = client.post(f"/api/v1/bots/{bot['id']}/check", headers=h)
+    assert r.json["status"] == "ready" and r.json["last_check"]["health"]["protocols"] == [1, 2]
+
+    assert client.delete(f"/api/v1/bots/{bot['id']}", headers=h).status_code == 204
+    assert client.get(f"/api/v1/bots/{bot['id']}", headers=h).status_code == 404
+    assert client.get("/api/v1/bots", headers=h).json["total"] == 0
+
+
+@pytest.mark.parametrize("path, error", [
+    ("/error", "HTTP status 500"),
+    ("/redirect", "redirect"),
+    ("/text", "not JSON"),
+    ("/noname", "name"),
+])
+def test_failed_health_check_is_recorded(client, accounts, bot_server, path, error):
+    h = accounts.contestant("dave")
+    bot_id = client.post("/api/v1/bots", json={"name": "b", "url": bot_server.url + path,
+                                               "rulesets": ["jdf"]}, headers=h).json["id"]
+    r = client.post(f"/api/v1/bots/{bot_id}/check", headers=h)
+    assert r.status_code == 200
+    assert r.json["status"] == "failed"
+    assert error in r.json["last_check"]["health"]["error"]
+    assert bot_server.hits == [path]  # the redirect was not followed
+
+
+def test_check_of_a_bot_that_is_down(client, accounts, free_port):
+    h = accounts.contestant("erin")
+    bot_id = client.post("/api/v1/bots", json={"name": "b", "url": f"http://127.0.0.1:{free_port()}/",
+                                               "rulesets": ["jdf"]}, headers=h).json["id"]
+    r = client.post(f"/api/v1/bots/{bot_id}/check", headers=h)
+    assert r.json["status"] == "failed" and "ConnectError" in r.json["last_check"]["health"]["error"]
+
+
+def test_bot_access_rules(client, accounts, bot_server):
+    owner = accounts.contestant("owner")
+    other = accounts.contestant("other")
+    org = accounts.organizer("org")
+    bot_id = register_ready_bot(client, owner, bot_server.url + "/", ["jdf"])
+    assert client.get(f"/api/v1/bots/{bot_id}").status_code == 401
+    for method, kwargs in (("get", {}), ("patch", {"json": {"name": "x"}}), ("delete", {})):
+        assert getattr(client, method)(f"/api/v1/bots/{bot_id}", headers=other, **kwargs).status_code == 403
+    assert client.post(f"/api/v1/bots/{bot_id}/check", headers=other).status_code == 403
+    assert client.get("/api/v1/bots", headers=other).json["total"] == 0
+    assert client.get(f"/api/v1/bots?owner_id={accounts.ids['owner']}", headers=other).status_code == 403
+    # Organizers see every bot but cannot change others' bots.
+    assert client.get(f"/api/v1/bots/{bot_id}", headers=org).status_code == 200
+    assert client.get(f"/api/v1/bots?owner_id={accounts.ids['owner']}", headers=org).json["total"] == 1
+    assert client.patch(f"/api/v1/bots/{bot_id}", json={"name": "x"}, headers=org).status_code == 403
+    assert client.get("/api/v1/bots/999999", headers=owner).status_code == 404
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"name": "b", "url": "http://127.0.0.1/"}, "rulesets"),
+    ({"name": "b", "url": "http://127.0.0.1/", "rulesets": ["chess"]}, "rulesets"),
+    ({"name": "b", "url": "http://127.0.0.1/", "rulesets": []}, "rulesets"),
+    ({"name": "b", "url": "http://127.0.0.1/", "rulesets": ["jdf", "jdf"]}, "rulesets"),
+    ({"name": "b", "url": "ftp://127.0.0.1/", "rulesets": ["jdf"]}, "url"),
+    ({"name": "b", "url": "http://u:p@127.0.0.1/", "rulesets": ["jdf"]}, "url"),
+    ({"name": "b", "url": "http://169.254.169.254/", "rulesets": ["jdf"]}, "url"),
+    ({"name": "b", "url": "http://127.0.0.1/", "rulesets": ["jdf"], "secret": "x"}, "secret"),
+])
+def test_bot_body_errors_name_the_field(client, accounts, body, field):
+    h = accounts.contestant("frank")
+    r = client.post("/api/v1/bots", json=body, headers=h)
+    assert r.status_code == 422, r.json
+    assert field in r.json["errors"]["json"]
+
+
+@pytest.mark.parametrize("url, why", [
+    ("http://127.0.0.1/", "loopback"),
+    ("http://10.0.0.5/", "private"),
+    ("http://169.254.169.254/", "metadata"),
+    ("http://localhost:8000/", "loopback"),
+    ("http://[::1]/", "loopback"),
+    ("http://192.168.1.10/", "private"),
+])
+def test_ssrf_refusals_without_private_setting(make_app, url, why):
+    client = make_app(allow_private=False).test_client()
+    token = client.post("/api/v1/accounts", json={"name": "gina"}).json["token"]
+    h = {"Authorization": f"Bearer {token}"}
+    r = client.post("/api/v1/bots", json={"name": "b", "url": url, "rulesets": ["jdf"]}, headers=h)
+    assert r.status_code == 422
+    assert why in r.json["errors"]["json"]["url"][0]
