@@ -34,6 +34,21 @@ def _is_power(card: str, reversed_order: bool) -> bool:
     return card[0] == ("3" if reversed_order else "2")
 
 
+def _foul_card(card: str, revolution: bool) -> bool:
+    return card == "JK" or card[0] == ("3" if revolution else "2") or card[0] == "8" or card == "3S"
+
+
+def _foul(play: dict, revolution: bool) -> bool:
+    """JDF-10: would this play be a foul as a last play (approximation: stairs never cut)."""
+    cards = play["cards"]
+    if "JK" in cards or any(c[0] == ("3" if revolution else "2") for c in cards):
+        return True
+    if cards == ["3S"]:
+        return True
+    naturals = [c for c in cards if c != "JK"]
+    return bool(naturals) and all(c[0] == "8" for c in naturals)
+
+
 class HeuristicBot(Bot):
     """See the module docstring. ``seed`` makes the bait and sampling reproducible."""
 
@@ -51,9 +66,18 @@ class HeuristicBot(Bot):
             return None
         hand = req.hand
         rev = req.reversed_order
-        for p in plays:  # a finishing play
-            if len(p["cards"]) == len(hand):
+        jdf = req.ruleset == "jdf"
+        rev_flag = bool(req.observation.get("revolution"))
+        for p in plays:  # a finishing play (in JDF only a clean one, JDF-10)
+            if len(p["cards"]) == len(hand) and not (jdf and _foul(p, rev_flag)):
                 return p
+        if jdf:
+            # JDF-10: a last play with a joker, a 2 (3 in revolution), an 8-cut or a lone 3S is
+            # a foul: spend such cards while other cards are left
+            bad = sum(1 for c in hand if _foul_card(c, rev_flag))
+            spend = [p for p in plays if _foul(p, rev_flag) and len(p["cards"]) < len(hand)]
+            if spend and bad and len(hand) - bad <= 2:
+                return spend[-1] if req.leading else spend[0]
         sizes = req.observation["hand_sizes"]
         opp_small = min(n for s, n in enumerate(sizes) if s != req.seat and n > 0) <= 3 if any(
             n > 0 for s, n in enumerate(sizes) if s != req.seat) else True
