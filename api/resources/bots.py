@@ -15,7 +15,7 @@ from marshmallow import validate
 from sqlalchemy import func, select
 
 import engine
-from api.auth import BEARER, current_account, is_organizer
+from api.auth import BEARER, protect, current_account, is_organizer
 from api.common import PageArgs, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
@@ -25,6 +25,7 @@ from arena.db.models import Bot, utcnow
 from arena.security import new_secret
 
 blp = Blueprint("bots", __name__, url_prefix="/api/v1/bots", description="Contestants' bots")
+protect(blp)
 
 
 class BotCreateSchema(ma.Schema):

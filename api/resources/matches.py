@@ -12,7 +12,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
-from api.auth import BEARER, can_read_match, current_account
+from api.auth import BEARER, protect, can_read_match, current_account
 from api.common import errors
 from api.database import db
 from api.errors import abort
@@ -20,6 +20,7 @@ from arena.db.models import Match, MatchLog, Tournament
 from arena.db.results import decompress_log
 
 blp = Blueprint("matches", __name__, url_prefix="/api/v1/matches", description="Matches and match logs")
+protect(blp)
 
 
 class SeatSchema(ma.Schema):

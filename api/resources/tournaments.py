@@ -21,7 +21,7 @@ from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import selectinload
 
 import engine
-from api.auth import BEARER, current_account, is_organizer, owns_participant, require_organizer
+from api.auth import BEARER, protect, current_account, is_organizer, owns_participant, require_organizer
 from api.common import PageArgs, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
@@ -36,6 +36,7 @@ from arena.standings import tournament_standings
 
 blp = Blueprint("tournaments", __name__, url_prefix="/api/v1/tournaments",
                 description="Round-robin tournaments, their matches, standings and logs")
+protect(blp, organizer_methods=("POST",))
 
 MAX_PARTICIPANTS = 32
 DEFAULT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}

@@ -1,0 +1,254 @@
+"""Tournaments, matches, logs, standings and leaderboard through the API.
+
+Results are written with arena.db.results.record_result, the function the worker uses.
+Starting enqueues into a real Redis (the ``redis_url`` fixture); tasks are counted there.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import redis as redis_lib
+
+from arena.db.results import record_result
+from arena.standings import rebuild_ratings
+from tests.api.conftest import register_ready_bot
+
+
+@pytest.fixture
+def league(client, accounts, bot_server):
+    """An organizer, two contestants with 2 ready bots each (all rule sets)."""
+    org = accounts.organizer("org")
+    a = accounts.contestant("ann")
+    b = accounts.contestant("ben")
+    rs = ["million_doubt", "trump_millionaire", "jdf"]
+    bots = {
+        "a1": register_ready_bot(client, a, bot_server.url + "/", rs, "a1"),
+        "a2": register_ready_bot(client, a, bot_server.url + "/", rs, "a2"),
+        "b1": register_ready_bot(client, b, bot_server.url + "/", rs, "b1"),
+        "b2": register_ready_bot(client, b, bot_server.url + "/", rs, "b2"),
+    }
+    return {"org": org, "a": a, "b": b, "bots": bots}
+
+
+def _create(client, league, **overrides):
+    body = {"name": "cup", "ruleset": "million_doubt", "participants": list(league["bots"].values()),
+            "games_per_pairing": 2, "seed": 7}
+    body.update(overrides)
+    return client.post("/api/v1/tournaments", json=body, headers=league["org"])
+
+
+def test_create_and_read_tournament(client, league):
+    r = _create(client, league, options={"burst_score": 13}, time_rules={"initial": 1.0, "increment": 0.5, "cap": 2.0})
+    assert r.status_code == 201, r.json
+    t = r.json
+    assert t["status"] == "created" and t["progress"] == {"finished": 0, "total": 0}
+    assert t["options"] == {"burst_score": 13}
+    assert t["time_rules"] == {"initial": 1.0, "increment": 0.5, "cap": 2.0}
+    assert t["max_faults"] == 3 and t["seed"] == 7
+    assert sorted(t["participants"]) == sorted(league["bots"].values())
+    got = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["a"])
+    assert got.status_code == 200 and got.json["id"] == t["id"]
+    assert client.get("/api/v1/tournaments", headers=league["b"]).json["total"] == 1
+    default = _create(client, league, seed=8).json
+    assert default["time_rules"] == {"initial": 60.0, "increment": 10.0, "cap": 60.0}
+
+
+def test_create_requires_organizer(client, league):
+    assert client.post("/api/v1/tournaments", json={}).status_code == 401
+    r = client.post("/api/v1/tournaments", json={"ruleset": "jdf", "participants": [1]}, headers=league["a"])
+    assert r.status_code == 403 and r.json["message"] == "organizer role required"
+
+
+@pytest.mark.parametrize("overrides, field, words", [
+    ({"options": {"five_skip": True}}, "options", "five_skip"),
+    ({"ruleset": "jdf", "options": {"fiveskip": True}}, "options", "fiveskip"),
+    ({"ruleset": "jdf", "options": {"sets": "3"}}, "options", "sets"),
+    ({"games_per_pairing": 3}, "games_per_pairing", "even"),
+    ({"games_per_pairing": 1.5}, "games_per_pairing", ""),
+    ({"games_per_pairing": 0}, "games_per_pairing", ""),
+    ({"participants": [999999]}, "participants", "999999"),
+    ({"participants": []}, "participants", ""),
+    ({"participants": [1.5]}, "participants", ""),
+    ({"ruleset": "poker"}, "ruleset", ""),
+    ({"time_rules": {"initial": 10, "cap": 5}}, "time_rules", "cap"),
+    ({"time_rules": {"initial": -1}}, "time_rules", ""),
+    ({"max_faults": 0}, "max_faults", ""),
+    ({"colour": "red"}, "colour", "Unknown"),
+])
+def test_create_errors_name_the_field(client, league, overrides, field, words):
+    r = _create(client, league, **overrides)
+    assert r.status_code == 422, r.json
+    assert field in r.json["errors"]["json"]
+    assert words in r.json["message"]
+
+
+def test_participants_must_be_checked_and_play_the_ruleset(client, league, bot_server, accounts):
+    h = league["a"]
+    unchecked = client.post("/api/v1/bots", json={"name": "u", "url": bot_server.url + "/",
+                                                  "rulesets": ["million_doubt"]}, headers=h).json["id"]
+    r = _create(client, league, participants=[league["bots"]["a1"], unchecked])
+    assert r.status_code == 422 and f"bot {unchecked} has not passed" in r.json["message"]
+    md_only = register_ready_bot(client, h, bot_server.url + "/", ["million_doubt"], "md")
+    r = _create(client, league, ruleset="jdf", participants=[md_only] + list(league["bots"].values())[:3])
+    assert r.status_code == 422 and "does not play jdf" in r.json["message"]
+    r = _create(client, league, ruleset="jdf", participants=list(league["bots"].values())[:3])
+    assert r.status_code == 422 and "at least 4" in r.json["message"]
+    r = _create(client, league, ruleset="jdf", participants=list(league["bots"].values())[:3],
+                fill_with_house_bots=True, games_per_pairing=1)
+    assert r.status_code == 201
+
+
+def _queue_length(redis_url: str) -> int:
+    return redis_lib.Redis.from_url(redis_url).llen("arena")
+
+
+def test_start_builds_schedule_and_enqueues(make_app, league, redis_url):
+    client = make_app(broker_url=redis_url).test_client()
+    redis_lib.Redis.from_url(redis_url).delete("arena")
+    t = _create(client, league).json
+    r = client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"])
+    assert r.status_code == 202, r.json
+    assert r.json["status"] == "running" and r.json["progress"] == {"finished": 0, "total": 6}
+    assert _queue_length(redis_url) == 6
+    bodies = [json.loads(m) for m in redis_lib.Redis.from_url(redis_url).lrange("arena", 0, -1)]
+    assert {b["headers"]["task"] for b in bodies} == {"arena.run_match"}
+    matches = client.get(f"/api/v1/tournaments/{t['id']}/matches?per_page=100", headers=league["org"]).json
+    assert matches["total"] == 6
+    pairs = {tuple(sorted(s["bot_id"] for s in m["seats"])) for m in matches["items"]}
+    assert len(pairs) == 6 and all(m["status"] == "queued" for m in matches["items"])
+    assert client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"]).status_code == 409
+    assert client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["a"]).status_code == 403
+    redis_lib.Redis.from_url(redis_url).delete("arena")
+
+
+def test_start_with_broker_down_is_503_and_can_be_retried(client, make_app, league, redis_url):
+    t = _create(client, league, ruleset="trump_millionaire", games_per_pairing=1).json
+    r = client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"])
+    assert r.status_code == 503 and "broker" in r.json["message"]
+    pending = client.get(f"/api/v1/tournaments/{t['id']}/matches?status=pending", headers=league["org"]).json
+    assert pending["total"] == 4  # one table of 4, 4 seat rotations
+    seats = [[s["bot_id"] for s in m["seats"]] for m in pending["items"]]
+    assert all(sorted(row) == sorted(seats[0]) for row in seats)
+    assert [row[0] for row in seats] == [seats[0][k] for k in range(4)]  # each bot leads seat 0 once
+    redis_lib.Redis.from_url(redis_url).delete("arena")
+    up = make_app(broker_url=redis_url).test_client()
+    r = up.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"])
+    assert r.status_code == 202 and _queue_length(redis_url) == 4
+    redis_lib.Redis.from_url(redis_url).delete("arena")
+
+
+def test_cancel(client, league):
+    t = _create(client, league).json
+    client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"])  # 503: matches stay pending
+    assert client.post(f"/api/v1/tournaments/{t['id']}/cancel", headers=league["a"]).status_code == 403
+    r = client.post(f"/api/v1/tournaments/{t['id']}/cancel", headers=league["org"])
+    assert r.status_code == 200 and r.json["status"] == "cancelled"
+    ms = client.get(f"/api/v1/tournaments/{t['id']}/matches", headers=league["org"]).json["items"]
+    assert ms and all(m["status"] == "cancelled" for m in ms)
+    assert client.post(f"/api/v1/tournaments/{t['id']}/cancel", headers=league["org"]).status_code == 409
+    assert client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"]).status_code == 409
+
+
+def test_unknown_tournament_and_match_are_404(client, league):
+    for path in ("/api/v1/tournaments/424242", "/api/v1/tournaments/424242/standings",
+                 "/api/v1/tournaments/424242/matches", "/api/v1/tournaments/424242/logs",
+                 "/api/v1/matches/424242", "/api/v1/matches/424242/log"):
+        assert client.get(path, headers=league["org"]).status_code == 404, path
+        assert client.get(path).status_code == 401, path
+
+
+def _finish_all(sessionmaker, client, league, tid):
+    """Store a result and log for every match: the lower bot id wins every game 5-(-5)."""
+    ms = client.get(f"/api/v1/tournaments/{tid}/matches?per_page=100", headers=league["org"]).json["items"]
+    with sessionmaker() as s:
+        for m in ms:
+            ids = [seat["bot_id"] for seat in m["seats"]]
+            win = 0 if ids[0] < ids[1] else 1
+            scores = [10, -10] if win == 0 else [-10, 10]
+            places = [1, 2] if win == 0 else [2, 1]
+            games = [{"scores": [s_ // 2 for s_ in scores], "places": places}] * 2
+            assert record_result(s, m["id"], scores=scores, places=places, faults=[0, 1], games=games,
+                                 timings={"wall_s": 0.5}, log={"match": m["id"], "seats": ids, "events": ["x"] * 3})
+    return ms
+
+
+def test_results_logs_standings_and_access(client, league, sessionmaker, accounts):
+    t = _create(client, league).json
+    client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"])  # 503; schedule stored
+    ms = client.get(f"/api/v1/tournaments/{t['id']}/matches?per_page=100", headers=league["org"]).json["items"]
+    bots = league["bots"]
+    # A match between ann's a1 and ben's b1: both may read it; before the end, ann cannot read b1-b2.
+    ab = next(m for m in ms if {s["bot_id"] for s in m["seats"]} == {bots["a1"], bots["b1"]})
+    bb = next(m for m in ms if {s["bot_id"] for s in m["seats"]} == {bots["b1"], bots["b2"]})
+    outsider = accounts.contestant("zed")
+    assert client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).status_code == 200
+    assert client.get(f"/api/v1/matches/{bb['id']}", headers=league["a"]).status_code == 403
+    assert client.get(f"/api/v1/matches/{ab['id']}/log", headers=league["a"]).status_code == 404  # no log yet
+    assert client.get(f"/api/v1/tournaments/{t['id']}/matches", headers=league["a"]).json["total"] == 5
+    assert client.get(f"/api/v1/tournaments/{t['id']}/logs", headers=outsider).status_code == 403
+
+    _finish_all(sessionmaker, client, league, t["id"])
+    with sessionmaker() as s:  # a second write of the same result is refused
+        assert not record_result(s, ab["id"], scores=[0, 0], places=[1, 1], faults=[0, 0], games=[],
+                                 timings={}, log={})
+    t2 = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["org"]).json
+    assert t2["status"] == "finished" and t2["progress"] == {"finished": 6, "total": 6}
+
+    m = client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).json
+    assert m["status"] == "finished" and m["result"]["faults"] == [0, 1]
+    assert sorted(m["result"]["scores"]) == [-10, 10]
+    log = client.get(f"/api/v1/matches/{ab['id']}/log", headers=league["b"])
+    assert log.status_code == 200 and log.mimetype == "application/json"
+    assert log.headers["Content-Disposition"] == f'attachment; filename="match-{ab["id"]}.json"'
+    assert log.json == {"match": ab["id"], "seats": [s["bot_id"] for s in ab["seats"]], "events": ["x", "x", "x"]}
+    # Finished tournament: every participant's owner reads every log; outsiders still cannot.
+    assert client.get(f"/api/v1/matches/{bb['id']}/log", headers=league["a"]).status_code == 200
+    assert client.get(f"/api/v1/matches/{bb['id']}", headers=outsider).status_code == 403
+    stream = client.get(f"/api/v1/tournaments/{t['id']}/logs", headers=league["a"])
+    assert stream.status_code == 200 and stream.mimetype == "application/x-ndjson"
+    lines = [json.loads(line) for line in stream.data.decode().splitlines()]
+    assert sorted(line["match_id"] for line in lines) == sorted(m["id"] for m in ms)
+    assert all(line["log"]["match"] == line["match_id"] for line in lines)
+
+    st = client.get(f"/api/v1/tournaments/{t['id']}/standings", headers=league["b"]).json
+    rows = {r["bot_id"]: r for r in st["rows"]}
+    order = sorted(bots.values())  # lower id wins every game: 3, 2, 1, 0 match wins
+    assert [r["bot_id"] for r in st["rows"]] == order
+    best, worst = rows[order[0]], rows[order[-1]]
+    assert best["games"] == 6 and best["wins"] == 6 and best["total_score"] == 30.0 and best["mean_score"] == 5.0
+    assert best["ci95"] == 0.0 and best["rank"] == 1
+    for bot_id, row in rows.items():  # the stored faults were [0, 1]: one per match in seat 1
+        assert row["faults"] == sum(1 for m in ms if m["seats"][1]["bot_id"] == bot_id)
+    assert worst["wins"] == 0 and worst["mean_score"] == -5.0
+    second = rows[order[1]]  # 2 match wins, 1 loss: scores 5,5,5,5,-5,-5
+    sd = (sum((x - 5 / 3) ** 2 for x in [5, 5, 5, 5, -5, -5]) / 5) ** 0.5
+    assert second["mean_score"] == pytest.approx(5 / 3)
+    assert second["ci95"] == pytest.approx(2.571 * sd / 6 ** 0.5)
+    assert best["mu"] > second["mu"] > worst["mu"] and best["ordinal"] == pytest.approx(best["mu"] - 3 * best["sigma"])
+
+    # Leaderboard: empty until the ratings are rebuilt (the worker's job), then by ordinal.
+    board = client.get("/api/v1/leaderboard?ruleset=million_doubt").json
+    assert board["total"] == 0
+    with sessionmaker() as s:
+        assert rebuild_ratings(s, "million_doubt") == 4
+        s.commit()
+    board = client.get("/api/v1/leaderboard?ruleset=million_doubt").json
+    assert [r["bot_id"] for r in board["items"]] == order
+    assert board["items"][0]["games"] == 3 and board["items"][0]["mu"] == pytest.approx(best["mu"])
+    assert client.get("/api/v1/leaderboard?ruleset=go").status_code == 422
+    assert client.get("/api/v1/leaderboard").status_code == 422
+
+
+def test_match_list_filters_and_pagination_bounds(client, league):
+    t = _create(client, league).json
+    client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"])
+    a1 = league["bots"]["a1"]
+    r = client.get(f"/api/v1/tournaments/{t['id']}/matches?bot_id={a1}", headers=league["org"]).json
+    assert r["total"] == 3 and all(a1 in [s["bot_id"] for s in m["seats"]] for m in r["items"])
+    r = client.get(f"/api/v1/tournaments/{t['id']}/matches?per_page=2&page=2", headers=league["org"]).json
+    assert [m["index"] for m in r["items"]] == [2, 3] and r["total"] == 6
+    for bad in ("per_page=101", "per_page=0", "page=0", "status=done", "per_page=1.5"):
+        r = client.get(f"/api/v1/tournaments/{t['id']}/matches?{bad}", headers=league["org"])
+        assert r.status_code == 422, bad
