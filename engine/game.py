@@ -163,6 +163,7 @@ class Game:
     Public attributes (read-only by convention):
         ruleset (str), options (:class:`~engine.options.Options`), seats (int),
         hands (list of lists of card codes, per seat), over (bool: the whole unit ended),
+        still_in (list of bools: the seat is still in the current deal/game, C-7),
         revolution, jback (bool), direction (1 or -1), lock (tuple of suit indices).
     """
 
@@ -381,14 +382,16 @@ class Game:
         """Apply FAULT-2 to ``seat`` (the runner calls this after a fault, FAULT-1).
 
         ``reason`` is recorded (``timeout``, ``invalid_action``...). Subclasses define the
-        consequence per rule set; it is recorded in the log and replays.
+        consequence per rule set; it is recorded in the log and replays. A forfeit of a seat
+        that is already out of the current deal/game (retired, finished, fallen) is a no-op
+        and is not logged.
         """
-        if self.over:
+        if self.over or not self._forfeit(seat, reason):
             return
-        self._forfeit(seat, reason)
         self.actions.append({"seat": seat, "forfeit": reason})
 
-    def _forfeit(self, seat: int, reason: str) -> None:  # pragma: no cover - abstract
+    def _forfeit(self, seat: int, reason: str) -> bool:  # pragma: no cover - abstract
+        """Apply FAULT-2; return False if it changed nothing."""
         raise NotImplementedError
 
     # -- play validation shared by the face-up rule sets -----------------------------------

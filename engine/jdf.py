@@ -254,10 +254,10 @@ class Jdf(Climbing):
     def _match_ranks(self) -> dict[int, int]:
         return {s: 1 + sum(1 for o in range(4) if self.totals[o] > self.totals[s]) for s in range(4)}
 
-    def _forfeit(self, seat: int, reason: str) -> None:
+    def _forfeit(self, seat: int, reason: str) -> bool:
         """FAULT-2: the seat retires from this game: out at once, hand discarded unseen."""
         if seat in self.retired_now or (not self.still_in[seat] and self.exchange is None):
-            return
+            return False
         self._event({"type": "forfeit", "seat": seat, "reason": reason})
         self.retired_now.append(seat)
         self.still_in[seat] = False
@@ -267,13 +267,13 @@ class Jdf(Climbing):
                 weakest = sorted(self.hands[seat], key=exchange_order_key)[:d.info["count"]]
                 self.exchange["give"][seat] = (weakest, d.info["to"])
                 self._ask_exchange()
-            return
+            return True
         self.discards.extend(self.hands[seat])
         self.hands[seat] = []
         if self._check_game_end():
-            return
+            return True
         if d is None or d.seat != seat:
-            return
+            return True
         if d.kind in ("give", "discard"):
             self.follow["give"] = self.follow["discard"] = 0
             self._continue()
@@ -281,6 +281,7 @@ class Jdf(Climbing):
             self._set_leader(self._next_still_in(seat))
         else:
             self._next_turn(seat)
+        return True
 
     def result(self) -> dict | None:
         """When over: ``{"totals", "scores" (= totals), "ranks" (match places, ties share),

@@ -273,7 +273,7 @@ class MillionDoubt(Game):
                      "scores": {str(k): v for k, v in self.scores.items()},
                      "hands": {str(s): format_cards(self.hands[s]) for s in range(2)}})
 
-    def _forfeit(self, seat: int, reason: str) -> None:
+    def _forfeit(self, seat: int, reason: str) -> bool:
         """FAULT-2: the faulting seat loses the game with the burst score."""
         self.forfeited = seat
         self._event({"type": "forfeit", "seat": seat, "reason": reason})
@@ -287,6 +287,7 @@ class MillionDoubt(Game):
         self._event({"type": "game_end", "winner": winner, "how": "forfeit", "burst": None,
                      "scores": {str(k): v for k, v in self.scores.items()},
                      "hands": {str(s): format_cards(self.hands[s]) for s in range(2)}})
+        return True
 
     def result(self) -> dict | None:
         """``{"winner", "scores": {seat: n}, "burst": seat|None, "forfeit": seat|None}`` or None."""

@@ -220,10 +220,10 @@ class TrumpMillionaire(Climbing):
         key = {s: (s not in self.retired, self.totals[s]) for s in range(4)}
         return {s: 1 + sum(1 for o in range(4) if key[o] > key[s]) for s in range(4)}
 
-    def _forfeit(self, seat: int, reason: str) -> None:
+    def _forfeit(self, seat: int, reason: str) -> bool:
         """FAULT-2: the seat retires for the rest of the game (never asked, passes)."""
         if seat in self.retired:
-            return
+            return False
         self.retired.append(seat)
         self.still_in[seat] = False
         self._event({"type": "forfeit", "seat": seat, "reason": reason})
@@ -231,7 +231,7 @@ class TrumpMillionaire(Climbing):
         if d is None or d.seat != seat:
             if len(self.retired) == 4:
                 self._end_game()
-            return
+            return True
         if d.kind == "exchange":
             self._event({"type": "exchange", "seat": seat, "accept": False})
             self.rate = min(self.options.rate_choices)
@@ -248,6 +248,7 @@ class TrumpMillionaire(Climbing):
             self._set_leader(seat)
         else:
             self._next_turn(seat)
+        return True
 
     def result(self) -> dict | None:
         """When over: ``{"totals": {seat: n}, "ranks": {seat: place}, "deals": [...],
