@@ -85,7 +85,14 @@ def readings(naturals: Sequence[int], jokers: int = 0, wild: int = 0,
     Returns:
         The :class:`Readings` (possibly empty: not a legal form).
     """
-    n = len(naturals) + jokers + wild
+    nat = len(naturals)
+    n = nat + jokers + wild
+    if n == 1:
+        if nat:
+            return Readings(single=1 << (naturals[0] >> 2))
+        if jokers:
+            return NO_READINGS if declared else Readings(joker=True)
+        return Readings(single=ALL_RANKS, joker=True)
     if n == 0:
         return NO_READINGS
     ranks = 0
@@ -93,17 +100,10 @@ def readings(naturals: Sequence[int], jokers: int = 0, wild: int = 0,
     for c in naturals:
         ranks |= 1 << (c >> 2)
         suits |= 1 << (c & 3)
-    nat = len(naturals)
     decl_mask = 0
     if declared:
         for r in declared:
             decl_mask |= 1 << r
-    if n == 1:
-        if nat:
-            return Readings(single=ranks)
-        if jokers:
-            return NO_READINGS if declared else Readings(joker=True)
-        return Readings(single=ALL_RANKS, joker=True)
     # groups (C-3): one rank, 2..6 cards, at least one natural card
     group = 0
     if n <= 6:

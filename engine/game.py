@@ -139,6 +139,8 @@ class PlayRecord:
 
 def _remove_all(hand: list[int], cards: list[int]) -> bool:
     """True if ``cards`` is a sub-multiset of ``hand`` (no change)."""
+    if not cards:
+        return True
     if len(cards) == 1:
         return cards[0] in hand
     if len(cards) > len(hand):
@@ -351,8 +353,7 @@ class Game:
                 ``rule`` names the RULES id. The state is unchanged after a refusal.
         """
         t = self._check_common(seat, action)
-        handler = getattr(self, "_do_" + t)
-        handler(seat, action)  # handlers validate fully before mutating
+        getattr(self, _DO[t])(seat, action)  # handlers validate fully before mutating
         self.actions.append({"seat": seat, "action": _normal_action(action)})
 
     def check(self, seat: int, action: dict) -> None:
@@ -445,19 +446,23 @@ class Game:
             js_ok = jp_ok = False
         jokers = 0
         by_rank: list[list[int]] = [[] for _ in range(13)]
+        by_suit: list[dict[int, int]] = [{}, {}, {}, {}]
         for c in hand:
             if c == JOKER:
                 jokers += 1
             else:
                 by_rank[c >> 2].append(c)
+                by_suit[c & 3][c >> 2] = c
         lock = self.lock
         size = len(hand)
+        refuse = self._finish_refused
         out: list[tuple[list[int], list[int] | None]] = []
+        plain = not lock and size > 6  # no lock, and no play can empty the hand... mostly
 
         def keep(cards, nat, j, declared):
             if lock and not satisfies_lock(lock, nat, j):
                 return
-            if len(cards) == size and self._finish_refused(nat, j):
+            if len(cards) == size and refuse(nat, j):
                 return
             out.append((cards, declared))
 
@@ -465,7 +470,10 @@ class Game:
             for r in range(13):
                 if s_ok >> r & 1:
                     for c in by_rank[r]:
-                        keep([c], [c], 0, None)
+                        if plain:
+                            out.append(([c], None))
+                        else:
+                            keep([c], [c], 0, None)
             if jokers and js_ok:
                 keep([JOKER], [], 1, None)
         if count in (0, 2) and jokers == 2 and jp_ok:
@@ -476,6 +484,8 @@ class Game:
                 if not nat or not g_ok >> r & 1:
                     continue
                 top = min(6, len(nat) + jokers)
+                if top < 2:
+                    continue
                 sizes = range(2, top + 1) if not count else ((count,) if count <= top else ())
                 for k in sizes:
                     for j in range(0, min(jokers, k - 1) + 1):
@@ -486,34 +496,34 @@ class Game:
                             keep(list(combo) + [JOKER] * j, list(combo), j, [r] * j if j else None)
         if (count == 0 or count >= 3) and st_ok:
             for s in range(4):
-                present = {c >> 2: c for c in hand if c != JOKER and c & 3 == s}
-                if not present:
+                present = by_suit[s]
+                if not present or len(present) + jokers < 3:
                     continue
-                pm = 0
-                for r in present:
-                    pm |= 1 << r
-                longest = min(13, len(present) + jokers)
-                lengths = range(3, longest + 1) if not count else (
-                    (count,) if count <= longest else ())
-                for n in lengths:
-                    base = (1 << n) - 1
-                    for lo in range(0, 14 - n):
-                        if not st_ok >> lo & 1:
+                for lo in range(0, 11):
+                    if not st_ok >> lo & 1:
+                        continue
+                    missing = inside = 0
+                    have: list[int] = []
+                    for r in range(lo, 13):
+                        if r in present:
+                            inside += 1
+                            have.append(r)
+                        else:
+                            missing += 1
+                            if missing > jokers:
+                                break
+                        n = r - lo + 1
+                        if n < 3 or not inside or (count and n != count):
                             continue
-                        inside = pm & (base << lo)
-                        if not inside:
-                            continue
-                        missing = n - inside.bit_count()
-                        if missing > jokers:
-                            continue
-                        have = [r for r in range(lo, lo + n) if inside >> r & 1]
                         spare = jokers - missing
                         for rep in range(0, min(spare, len(have) - 1) + 1):
                             for replaced in (combinations(have, rep) if rep else ((),)):
-                                used = [present[r] for r in have if r not in replaced]
-                                jr = sorted([r for r in range(lo, lo + n) if not inside >> r & 1]
+                                used = [present[x] for x in have if x not in replaced]
+                                jr = sorted([x for x in range(lo, r + 1) if x not in present]
                                             + list(replaced))
                                 keep(used + [JOKER] * len(jr), used, len(jr), jr or None)
+                        if count:
+                            break
         out.extend(self._extra_plays(seat))
         return out
 
@@ -614,8 +624,13 @@ def _beats_mask(ref_mask: int, reversed_order: bool) -> int:
     return ((1 << 13) - 1) & ~((1 << (low + 1)) - 1)
 
 
+_DO = {t: "_do_" + t for t in ACTION_TYPES}
+
+
 def _normal_action(action: dict) -> dict:
     """A JSON-clean copy of an accepted action for the log (known keys only)."""
+    if len(action) == 2 and "cards" in action:
+        return {"type": action["type"], "cards": list(action["cards"])}
     out = {"type": action["type"]}
     for k in ("cards", "face_down", "jokers", "accept", "rate"):
         v = action.get(k)

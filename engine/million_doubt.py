@@ -52,10 +52,11 @@ class MillionDoubt(Game):
         self.scores: dict[int, int] | None = None
         if setup is None:
             deck = full_deck()
-            self.rng.shuffle(deck)
-            for s in range(2):
-                self.hands[s] = deck[s * 7:(s + 1) * 7]
-            self.outside = deck[14:]
+            dealt = self.rng.sample(deck, 14)  # MD-1: 7 each, the other 40 out of the game
+            self.hands = [dealt[:7], dealt[7:]]
+            for c in dealt:
+                deck.remove(c)
+            self.outside = deck
             leader = self.rng.randrange(2)
         else:
             self.hands = [list(setup["hands"][s]) for s in range(2)]

@@ -32,6 +32,8 @@ def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple
         a = random_bluff(g, d.seat, rng)
         if a is not None:
             return d.seat, a
+    if d.kind == "doubt":
+        return d.seat, {"type": "doubt" if rng.random() < 0.5 else "through"}
     if d.kind == "penalty":
         pool = [c for p in g.field for c in p.cards]
         k = rng.randint(d.info.get("min", 0), len(pool))
@@ -40,7 +42,7 @@ def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple
         # the same set as legal_actions(), picked before formatting (cheaper)
         plays = g.face_up_plays(d.seat)
         n = len(plays) + (1 if g.field else 0)
-        i = rng.randrange(n)
+        i = int(rng.random() * n)
         if i == len(plays):
             return d.seat, {"type": "pass"}
         cards, declared = plays[i]
@@ -49,7 +51,7 @@ def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple
             action["jokers"] = [RANKS[r] for r in declared]
         return d.seat, action
     actions = list(g.legal_actions(d.seat))
-    return d.seat, rng.choice(actions)
+    return d.seat, actions[int(rng.random() * len(actions))]
 
 
 def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000) -> int:
