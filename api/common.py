@@ -9,6 +9,13 @@ import marshmallow as ma
 from marshmallow import validate
 
 MAX_PER_PAGE = 100
+#: Largest row id (PostgreSQL INTEGER); larger ids in requests are refused with 422 or 404.
+MAX_ID = 2**31 - 1
+
+
+def IdField(**kwargs) -> ma.fields.Integer:
+    """An id argument: integer in 1..MAX_ID (``strict`` for JSON bodies)."""
+    return ma.fields.Integer(validate=validate.Range(min=1, max=MAX_ID), **kwargs)
 
 
 class PageArgs(ma.Schema):

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 import engine
 from api.auth import BEARER, protect, current_account, is_organizer
-from api.common import PageArgs, errors, page_schema, paginate_query
+from api.common import IdField, PageArgs, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
 from arena.bot_urls import MAX_URL_LENGTH, BotUrlError, check_bot_url
@@ -61,7 +61,7 @@ class BotSecretSchema(BotSchema):
 
 
 class BotListArgs(PageArgs):
-    owner_id = ma.fields.Integer(metadata={"description": "organizers only: filter by owner"})
+    owner_id = IdField(metadata={"description": "organizers only: filter by owner"})
 
 
 BotPageSchema = page_schema(BotSchema, "BotPage")
@@ -127,7 +127,7 @@ class Bots(MethodView):
         return {"items": items, "total": total, "page": args["page"], "per_page": args["per_page"]}
 
 
-@blp.route("/<int:bot_id>")
+@blp.route("/<int(min=1, max=2147483647):bot_id>")
 class BotById(MethodView):
     @blp.doc(security=BEARER)
     @blp.response(200, BotSchema)
@@ -169,7 +169,7 @@ class BotById(MethodView):
         return None
 
 
-@blp.route("/<int:bot_id>/check")
+@blp.route("/<int(min=1, max=2147483647):bot_id>/check")
 class BotCheck(MethodView):
     @blp.doc(security=BEARER)
     @blp.response(200, BotSchema)

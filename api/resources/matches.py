@@ -74,7 +74,7 @@ def readable_match(match_id: int) -> Match:
     return m
 
 
-@blp.route("/<int:match_id>")
+@blp.route("/<int(min=1, max=2147483647):match_id>")
 class MatchById(MethodView):
     @blp.doc(security=BEARER)
     @blp.response(200, MatchSchema)
@@ -84,7 +84,7 @@ class MatchById(MethodView):
         return match_dict(readable_match(match_id))
 
 
-@blp.route("/<int:match_id>/log")
+@blp.route("/<int(min=1, max=2147483647):match_id>/log")
 class MatchLogById(MethodView):
     @blp.doc(security=BEARER, responses={"200": {
         "description": "the full match log (JSON download, filename match-<id>.json)",

@@ -22,7 +22,7 @@ from sqlalchemy.orm import selectinload
 
 import engine
 from api.auth import BEARER, protect, current_account, is_organizer, owns_participant, require_organizer
-from api.common import PageArgs, errors, page_schema, paginate_query
+from api.common import IdField, PageArgs, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
 from api.resources.matches import MatchSchema, match_dict
@@ -66,7 +66,7 @@ class TournamentCreateSchema(ma.Schema):
     options = ma.fields.Dict(keys=ma.fields.String(), load_default=dict,
                              metadata={"description": "rule-set options (engine.options)"})
     time_rules = ma.fields.Nested(TimeRulesSchema, load_default=lambda: dict(DEFAULT_TIME_RULES))
-    participants = ma.fields.List(ma.fields.Integer(strict=True), required=True,
+    participants = ma.fields.List(IdField(strict=True), required=True,
                                   validate=validate.Length(min=1, max=MAX_PARTICIPANTS))
     games_per_pairing = ma.fields.Integer(
         strict=True, load_default=2, validate=validate.Range(min=1, max=1000),
@@ -127,7 +127,7 @@ class StandingsSchema(ma.Schema):
 
 
 class MatchListArgs(PageArgs):
-    bot_id = ma.fields.Integer()
+    bot_id = IdField()
     status = ma.fields.String(validate=validate.OneOf(MATCH_STATUSES))
 
 
@@ -218,7 +218,7 @@ class Tournaments(MethodView):
                 "page": args["page"], "per_page": args["per_page"]}
 
 
-@blp.route("/<int:tournament_id>")
+@blp.route("/<int(min=1, max=2147483647):tournament_id>")
 class TournamentById(MethodView):
     @blp.doc(security=BEARER)
     @blp.response(200, TournamentSchema)
@@ -228,7 +228,7 @@ class TournamentById(MethodView):
         return tournament_dict(get_tournament(tournament_id))
 
 
-@blp.route("/<int:tournament_id>/start")
+@blp.route("/<int(min=1, max=2147483647):tournament_id>/start")
 class TournamentStart(MethodView):
     @blp.doc(security=BEARER)
     @blp.response(202, TournamentSchema)
@@ -277,7 +277,7 @@ class TournamentStart(MethodView):
         return tournament_dict(t)
 
 
-@blp.route("/<int:tournament_id>/cancel")
+@blp.route("/<int(min=1, max=2147483647):tournament_id>/cancel")
 class TournamentCancel(MethodView):
     @blp.doc(security=BEARER)
     @blp.response(200, TournamentSchema)
@@ -303,7 +303,7 @@ class TournamentCancel(MethodView):
         return tournament_dict(t)
 
 
-@blp.route("/<int:tournament_id>/standings")
+@blp.route("/<int(min=1, max=2147483647):tournament_id>/standings")
 class TournamentStandings(MethodView):
     @blp.doc(security=BEARER)
     @blp.response(200, StandingsSchema)
@@ -325,7 +325,7 @@ def _visible_matches_condition(account, t: Tournament):
                           Bot.owner_id == account.id)
 
 
-@blp.route("/<int:tournament_id>/matches")
+@blp.route("/<int(min=1, max=2147483647):tournament_id>/matches")
 class TournamentMatches(MethodView):
     @blp.doc(security=BEARER)
     @blp.arguments(MatchListArgs, location="query")
@@ -355,7 +355,7 @@ class TournamentMatches(MethodView):
                 "page": args["page"], "per_page": args["per_page"]}
 
 
-@blp.route("/<int:tournament_id>/logs")
+@blp.route("/<int(min=1, max=2147483647):tournament_id>/logs")
 class TournamentLogs(MethodView):
     @blp.doc(security=BEARER, responses={"200": {
         "description": "JSON Lines, one ``{\"match_id\": n, \"log\": {...}}`` per line",

@@ -1,0 +1,140 @@
+"""Migrations on empty databases, data constraints, the CLI, schedules and URL checks."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from click.testing import CliRunner
+from sqlalchemy import inspect, select
+from sqlalchemy.exc import IntegrityError
+
+from arena.bot_urls import BotUrlError, check_bot_url
+from arena.cli import main
+from arena.db.migrate import current, upgrade
+from arena.db.models import Account, Base, Bot, Match, MatchSeat, Tournament
+from arena.db.session import make_engine
+from arena.schedule import ScheduleError, balanced_tables, build_schedule
+from arena.security import hash_token
+
+
+def test_migrations_upgrade_an_empty_database_to_the_models(database_url):
+    engine = make_engine(database_url)
+    try:
+        assert current(engine) is None
+        assert inspect(engine).get_table_names() == []
+        upgrade(engine=engine)
+        assert current(engine) == "0001"
+        assert set(inspect(engine).get_table_names()) == set(Base.metadata.tables) | {"alembic_version"}
+        with engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
+        assert diff == []
+        upgrade(engine=engine)  # idempotent
+        assert current(engine) == "0001"
+    finally:
+        engine.dispose()
+
+
+def test_constraints_protect_the_data(engine, sessionmaker):
+    with sessionmaker() as s:
+        s.add(Account(name="x", role="contestant", token_hash="a" * 64))
+        s.commit()
+        s.add(Account(name="y", role="emperor", token_hash="b" * 64))
+        with pytest.raises(IntegrityError):
+            s.commit()
+        s.rollback()
+        s.add(Bot(owner_id=999, name="b", url="http://x/", rulesets=["jdf"], secret="s"))
+        with pytest.raises(IntegrityError):  # foreign key
+            s.commit()
+        s.rollback()
+        org = s.scalar(select(Account))
+        t = Tournament(name="t", organizer_id=org.id, ruleset="jdf", options={}, time_rules={},
+                       games_per_pairing=1, seed=1)
+        s.add(t)
+        s.commit()
+        s.add(Match(tournament_id=t.id, index=0, seed=1, seats=[MatchSeat(seat=0)]))
+        with pytest.raises(IntegrityError):  # a seat needs a bot or a house bot
+            s.commit()
+        s.rollback()
+        s.add(Match(tournament_id=t.id, index=0, seed=1))
+        s.add(Match(tournament_id=t.id, index=0, seed=2))
+        with pytest.raises(IntegrityError):  # schedule positions are unique
+            s.commit()
+
+
+def test_cli_db_upgrade_and_accounts_create(database_url, monkeypatch):
+    monkeypatch.setenv("ARENA_DATABASE_URL", database_url)
+    runner = CliRunner()
+    r = runner.invoke(main, ["db", "upgrade"])
+    assert r.exit_code == 0, r.output
+    assert "revision 0001" in r.output
+    r = runner.invoke(main, ["accounts", "create", "--organizer", "boss"])
+    assert r.exit_code == 0, r.output
+    token = r.stdout.strip().splitlines()[-1]
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        row = conn.execute(select(Account.role, Account.token_hash).where(Account.name == "boss")).one()
+    engine.dispose()
+    assert row.role == "organizer" and row.token_hash == hash_token(token) and token not in row.token_hash
+    r = runner.invoke(main, ["accounts", "create", "boss"])
+    assert r.exit_code == 1 and "taken" in r.output
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1/", "http://10.0.0.5/", "http://169.254.169.254/",
+                                 "http://localhost/", "http://[::ffff:127.0.0.1]/", "http://0.0.0.0/",
+                                 "http://metadata.google.internal/", "http://100.64.0.1/"])
+def test_ssrf_refused_by_default(url):
+    with pytest.raises(BotUrlError):
+        check_bot_url(url)
+
+
+def test_private_setting_allows_loopback_and_private_but_never_metadata():
+    assert check_bot_url("http://127.0.0.1:8000/", allow_private=True)
+    assert check_bot_url("http://localhost:8000/", allow_private=True)
+    assert check_bot_url("http://10.0.0.5/", allow_private=True)
+    for url in ("http://169.254.169.254/", "http://[fe80::1]/", "http://224.0.0.1/", "http://0.0.0.0/"):
+        with pytest.raises(BotUrlError):
+            check_bot_url(url, allow_private=True)
+    assert check_bot_url("https://93.184.215.14/decide")  # a public address
+
+
+def test_two_player_schedule_pairs_everyone_once_reproducibly():
+    plan = build_schedule(2, [4, 8, 15, 16, 23], 4, seed=99)
+    pairs = [tuple(sorted(m.seats)) for m in plan]
+    assert sorted(pairs) == sorted(itertools.combinations([4, 8, 15, 16, 23], 2))
+    assert [m.index for m in plan] == list(range(10))
+    assert len({m.seed for m in plan}) == 10
+    assert plan == build_schedule(2, [23, 16, 15, 8, 4], 4, seed=99)
+    assert plan != build_schedule(2, [4, 8, 15, 16, 23], 4, seed=100)
+    with pytest.raises(ScheduleError, match="even"):
+        build_schedule(2, [1, 2], 3, seed=1)
+    with pytest.raises(ScheduleError, match="at least 2"):
+        build_schedule(2, [1], 2, seed=1)
+
+
+def test_four_player_schedule_rotates_seats_and_fills_with_house_bots():
+    plan = build_schedule(4, [1, 2, 3, 4, 5], 2, seed=5)
+    assert len(plan) == 5 * 4 * 2  # 5 tables x 4 rotations x 2 rounds
+    seat_count = collections.Counter((e, seat) for m in plan for seat, e in enumerate(m.seats))
+    assert set(seat_count.values()) == {2 * 4}  # each bot sits in each seat equally often
+    per_table_seed = collections.defaultdict(set)
+    for m in plan:
+        per_table_seed[(m.table, m.index // 20)].add(m.seed)
+    assert all(len(s) == 1 for s in per_table_seed.values())  # rotations of a round share a seed
+    filled = build_schedule(4, [7, 9], 1, seed=1, fill_with_house_bots=True)
+    assert sorted(map(str, filled[0].seats)) == ["7", "9", "house-1", "house-2"]
+    with pytest.raises(ScheduleError, match="fill_with_house_bots"):
+        build_schedule(4, [7, 9, 11], 1, seed=1)
+
+
+@pytest.mark.parametrize("n, tables, meetings", [(9, 18, 3), (13, 13, 1), (10, 15, 2)])
+def test_balanced_schedule_above_the_limit(n, tables, meetings):
+    design = balanced_tables(n, seed=3)
+    assert len(design) == tables
+    pair_count = collections.Counter(p for t in design for p in itertools.combinations(t, 2))
+    assert len(pair_count) == n * (n - 1) // 2 and set(pair_count.values()) == {meetings}
+    plan = build_schedule(4, list(range(100, 100 + n)), 1, seed=3)
+    assert len(plan) == tables * 4
