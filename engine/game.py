@@ -444,6 +444,19 @@ class Game:
             g_ok &= restrict
             st_ok = 0
             js_ok = jp_ok = False
+        if count == 1 and not self.lock and len(hand) > 1:
+            # following a single without a lock: the common case, kept short
+            out1: list[tuple[list[int], list[int] | None]] = []
+            joker_seen = False
+            for c in hand:
+                if c == JOKER:
+                    if js_ok and not joker_seen:
+                        joker_seen = True
+                        out1.append(([JOKER], None))
+                elif s_ok >> (c >> 2) & 1:
+                    out1.append(([c], None))
+            out1.extend(self._extra_plays(seat))
+            return out1
         jokers = 0
         by_rank: list[list[int]] = [[] for _ in range(13)]
         by_suit: list[dict[int, int]] = [{}, {}, {}, {}]
@@ -457,7 +470,7 @@ class Game:
         size = len(hand)
         refuse = self._finish_refused
         out: list[tuple[list[int], list[int] | None]] = []
-        plain = not lock and size > 6  # no lock, and no play can empty the hand... mostly
+        plain = not lock and size > 1  # a single cannot empty the hand
 
         def keep(cards, nat, j, declared):
             if lock and not satisfies_lock(lock, nat, j):
@@ -492,8 +505,12 @@ class Game:
                         m = k - j
                         if m > len(nat):
                             continue
+                        direct = not lock and k < size
                         for combo in combinations(nat, m):
-                            keep(list(combo) + [JOKER] * j, list(combo), j, [r] * j if j else None)
+                            if direct:
+                                out.append((list(combo) + [JOKER] * j, [r] * j if j else None))
+                            else:
+                                keep(list(combo) + [JOKER] * j, list(combo), j, [r] * j if j else None)
         if (count == 0 or count >= 3) and st_ok:
             for s in range(4):
                 present = by_suit[s]

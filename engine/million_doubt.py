@@ -75,18 +75,21 @@ class MillionDoubt(Game):
     def _evaluate(self, seat: int, action: dict) -> _Eval:
         """Parse and check a play against MD-2..MD-5 and C-8 without changing anything."""
         cards = self._cards_field(action)
-        face_down = self._cards_field(action, "face_down", required=False)
-        if not _remove_all(cards, face_down):
-            raise InvalidAction("MD-2", "'face_down' must be a sub-multiset of 'cards'")
-        self._hand_check(seat, cards)
-        if face_down:
+        if action.get("face_down"):
+            face_down = self._cards_field(action, "face_down")
+            if not _remove_all(cards, face_down):
+                raise InvalidAction("MD-2", "'face_down' must be a sub-multiset of 'cards'")
             fu = list(cards)
             for c in face_down:
                 fu.remove(c)
         else:
+            if "face_down" in action and action["face_down"] is not None:
+                self._cards_field(action, "face_down")  # [] is fine; a non-list is not
+            face_down = []
             fu = cards
+        self._hand_check(seat, cards)
         fu_nat, fu_j = split(fu)
-        declared = self._declared(action, fu_j)
+        declared = self._declared(action, fu_j) if "jokers" in action else None
         return self._judge(cards, face_down, declared, fu_nat, fu_j)
 
     def _judge(self, cards, face_down, declared, fu_nat, fu_j) -> _Eval:

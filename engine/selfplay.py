@@ -16,11 +16,11 @@ from engine.game import Game
 def random_bluff(g: Game, seat: int, rng: random.Random) -> dict | None:
     """A random face-down play of ``seat`` that the engine accepts, or None (MD-2, MD-3)."""
     hand = g.hands[seat]
-    n = g.count or rng.randint(1, min(4, len(hand)))
+    n = g.count or 1 + int(rng.random() * min(4, len(hand)))
     if n > len(hand):
         return None
     cards = rng.sample(hand, n)
-    k = rng.randint(1, n)
+    k = 1 + int(rng.random() * n)
     action = {"type": "play", "cards": format_cards(cards), "face_down": format_cards(cards[:k])}
     return action if g.is_legal(seat, action) else None
 
@@ -36,7 +36,8 @@ def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple
         return d.seat, {"type": "doubt" if rng.random() < 0.5 else "through"}
     if d.kind == "penalty":
         pool = [c for p in g.field for c in p.cards]
-        k = rng.randint(d.info.get("min", 0), len(pool))
+        lo = d.info.get("min", 0)
+        k = lo + int(rng.random() * (len(pool) - lo + 1))
         return d.seat, {"type": "penalty", "cards": format_cards(rng.sample(pool, k))}
     if d.kind == "play" and not d.info.get("stuck"):
         # the same set as legal_actions(), picked before formatting (cheaper)
