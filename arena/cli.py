@@ -28,10 +28,12 @@ from arena import __version__
 COMMANDS: dict[str, str] = {
     "play": "arena.cli_play:play",
     "bots": "arena.cli_play:bots",
-    "logs": "arena.cli_play:logs",
+    "logs": "arena.cli_tournament:logs",  # verify (arena.cli_play) + download
     "api": "arena.cli_api:api",
     "db": "arena.cli_api:db",
     "accounts": "arena.cli_api:accounts",
+    "tournament": "arena.cli_tournament:tournament",
+    "demo": "arena.demo:demo",
 }
 
 
