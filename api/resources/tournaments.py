@@ -77,6 +77,9 @@ class TournamentCreateSchema(ma.Schema):
     max_faults = ma.fields.Integer(strict=True, load_default=3, validate=validate.Range(min=1, max=100),
                                    metadata={"description": "FAULT-3 faults per match before forfeit"})
     fill_with_house_bots = ma.fields.Boolean(load_default=False)
+    public_when_finished = ma.fields.Boolean(
+        load_default=True, metadata={"description": "once finished, its pages (/ui), matches and "
+                                                    "logs are readable by anyone without a token"})
 
 
 class ProgressSchema(ma.Schema):
@@ -95,6 +98,7 @@ class TournamentSchema(ma.Schema):
     seed = ma.fields.Integer(required=True)
     max_faults = ma.fields.Integer(required=True)
     fill_with_house_bots = ma.fields.Boolean(required=True)
+    public_when_finished = ma.fields.Boolean(required=True)
     participants = ma.fields.List(ma.fields.Integer(), required=True)
     status = ma.fields.String(required=True)
     progress = ma.fields.Nested(ProgressSchema, required=True)
@@ -144,6 +148,7 @@ def tournament_dict(t: Tournament) -> dict:
         "id": t.id, "name": t.name, "organizer_id": t.organizer_id, "ruleset": t.ruleset,
         "options": t.options, "time_rules": t.time_rules, "games_per_pairing": t.games_per_pairing,
         "seed": t.seed, "max_faults": t.max_faults, "fill_with_house_bots": t.fill_with_house_bots,
+        "public_when_finished": t.public_when_finished,
         "participants": [p.bot_id for p in t.participants], "status": t.status,
         "progress": {"finished": finished, "total": total},
         "created_at": t.created_at, "started_at": t.started_at, "finished_at": t.finished_at,
@@ -197,7 +202,8 @@ class Tournaments(MethodView):
             name=data["name"], organizer_id=organizer.id, ruleset=ruleset, options=options,
             time_rules=dict(data["time_rules"]), games_per_pairing=data["games_per_pairing"],
             seed=data.get("seed", secrets.randbits(63)), max_faults=data["max_faults"],
-            fill_with_house_bots=data["fill_with_house_bots"], status="created",
+            fill_with_house_bots=data["fill_with_house_bots"],
+            public_when_finished=data["public_when_finished"], status="created",
         )
         t.participants = [TournamentParticipant(bot_id=b) for b in data["participants"]]
         db().add(t)

@@ -132,6 +132,9 @@ class Tournament(Base):
     #: FAULT-3: faults in one match after which a seat forfeits the rest of the match.
     max_faults: Mapped[int] = mapped_column(Integer, default=3)
     fill_with_house_bots: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: Pages, matches and logs become readable by anyone (no token) once the tournament is
+    #: finished (the web pages under ``/ui``); false keeps them to the API's access rules.
+    public_when_finished: Mapped[bool] = mapped_column(Boolean, default=True, server_default="1")
     status: Mapped[str] = mapped_column(String(16), default="created")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)

@@ -27,13 +27,13 @@ def test_migrations_upgrade_an_empty_database_to_the_models(database_url):
         assert current(engine) is None
         assert inspect(engine).get_table_names() == []
         upgrade(engine=engine)
-        assert current(engine) == "0001"
+        assert current(engine) == "0002"
         assert set(inspect(engine).get_table_names()) == set(Base.metadata.tables) | {"alembic_version"}
         with engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
         assert diff == []
         upgrade(engine=engine)  # idempotent
-        assert current(engine) == "0001"
+        assert current(engine) == "0002"
     finally:
         engine.dispose()
 
@@ -70,7 +70,7 @@ def test_cli_db_upgrade_and_accounts_create(database_url, monkeypatch):
     runner = CliRunner()
     r = runner.invoke(main, ["db", "upgrade"])
     assert r.exit_code == 0, r.output
-    assert "revision 0001" in r.output
+    assert "revision 0002" in r.output
     r = runner.invoke(main, ["accounts", "create", "--organizer", "boss"])
     assert r.exit_code == 0, r.output
     token = r.stdout.strip().splitlines()[-1]
