@@ -1,0 +1,150 @@
+"""infra/docker-compose.yml and infra/Dockerfile, checked without Docker (no engine runs on
+these machines): YAML structure, service commands parsed by the real CLI, environment read by
+the real Settings, start order, and the Dockerfile's COPY sources."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from arena.config import Settings
+from arena.db.session import normalize_url
+
+REPO = Path(__file__).resolve().parent.parent
+COMPOSE = REPO / "infra" / "docker-compose.yml"
+DOCKERFILE = REPO / "infra" / "Dockerfile"
+ARENA_SERVICES = ("migrate", "api", "worker", "flower")
+
+
+def _interpolate(value: str) -> str:
+    """Compose's ``${VAR:-default}`` with every variable unset."""
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def test_services_and_volumes(compose):
+    assert set(compose["services"]) == {"postgres", "redis", *ARENA_SERVICES}
+    assert set(compose["volumes"]) == {"pgdata", "redisdata"}
+    assert compose["services"]["postgres"]["image"].startswith("postgres:15")
+    assert compose["services"]["redis"]["image"].startswith("redis:")
+    for name in ("postgres", "redis"):
+        assert compose["services"][name]["healthcheck"]["test"], name
+
+
+def test_arena_services_build_one_image_from_the_repo(compose):
+    for name in ARENA_SERVICES:
+        svc = compose["services"][name]
+        assert svc["image"] == "daifugo-arena:latest", name
+        context = (COMPOSE.parent / svc["build"]["context"]).resolve()
+        assert context == REPO, name
+        assert (context / svc["build"]["dockerfile"]).resolve() == DOCKERFILE, name
+
+
+def test_environment_is_read_by_settings(compose):
+    pg = compose["services"]["postgres"]["environment"]
+    for name in ARENA_SERVICES:
+        env = {k: _interpolate(str(v)) for k, v in compose["services"][name]["environment"].items()}
+        settings = Settings.from_env(env)
+        assert settings.database_url == normalize_url(settings.database_url)  # psycopg 3 driver
+        assert settings.database_url == (
+            f"postgresql+psycopg://{pg['POSTGRES_USER']}:{_interpolate(pg['POSTGRES_PASSWORD'])}"
+            f"@postgres:5432/{pg['POSTGRES_DB']}")
+        assert settings.broker_url == "redis://redis:6379/0"
+        assert settings.celery_eager is False and settings.allow_private_bot_urls is False
+
+
+def _cli_context(args: list[str]):
+    """Parse ``arena ARGS`` with the real click commands (raises click errors if wrong)."""
+    import click
+
+    from arena.cli import main
+
+    ctx = click.Context(main)
+    cmd: click.Command = main
+    rest = list(args)
+    while isinstance(cmd, click.Group):
+        name, *rest = rest
+        sub_cmd = cmd.get_command(ctx, name)
+        assert sub_cmd is not None, name
+        ctx = click.Context(sub_cmd, info_name=name, parent=ctx)
+        cmd = sub_cmd
+    sub = cmd.make_context(cmd.name, rest, parent=ctx.parent)
+    return cmd, sub
+
+
+def test_migrate_job_runs_first(compose):
+    svc = compose["services"]
+    assert svc["migrate"]["command"] == ["arena", "db", "upgrade"]
+    assert svc["migrate"]["restart"] == "no"
+    assert svc["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for name in ("api", "worker"):
+        assert svc[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+        assert svc[name]["depends_on"]["redis"]["condition"] == "service_healthy"
+    cmd, ctx = _cli_context(svc["migrate"]["command"][1:])
+    assert cmd.name == "upgrade" and ctx.params["revision"] == "head"
+
+
+def test_api_runs_gunicorn_on_all_interfaces(compose):
+    api = compose["services"]["api"]
+    assert api["command"][:2] == ["arena", "api"]
+    cmd, ctx = _cli_context(api["command"][1:])
+    assert ctx.params["host"] == "0.0.0.0" and ctx.params["port"] == 8000
+    assert ctx.params["dev"] is False          # gunicorn, not the Flask dev server
+    assert ctx.params["upgrade"] is False      # the migrate job did it
+    assert ctx.params["workers"] >= 2
+    assert "8000:8000" in api["ports"]
+
+
+def test_workers_consume_the_match_queue(compose):
+    from arena.queue import QUEUE
+
+    worker = compose["services"]["worker"]
+    command = worker["command"]
+    assert command[:4] == ["celery", "-A", "worker.celery_app", "worker"]
+    assert command[command.index("--queues") + 1].split(",") == [QUEUE]
+    assert "--without-mingle" in command and "--without-gossip" in command
+    assert int(_interpolate(str(worker["deploy"]["replicas"]))) >= 1
+    import worker.celery_app as celery_app  # the -A target imports
+
+    assert celery_app.app.main == "arena"
+    flower = compose["services"]["flower"]["command"]
+    assert flower[:4] == ["celery", "-A", "worker.celery_app", "flower"]
+    assert "5555:5555" in compose["services"]["flower"]["ports"]
+
+
+def test_dockerfile_copies_every_package():
+    text = DOCKERFILE.read_text()
+    assert text.startswith("#") and "FROM python:3.11" in text
+    sources = []
+    for line in text.splitlines():
+        if line.startswith("COPY "):
+            *srcs, _dest = line.split()[1:]
+            sources += srcs
+    for src in sources:
+        assert (REPO / src).exists(), src
+    include = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {p.rstrip("*") for p in include}
+    assert packages <= set(sources), packages - set(sources)
+    assert "pyproject.toml" in sources
+    assert re.search(r'pip install [^\n]*\. [^\n]*"flower', text)
+
+
+@pytest.mark.skipif(shutil.which("docker") is None, reason="no docker client")
+def test_docker_compose_config_when_available():
+    """``docker compose config`` validates without an engine, when the compose plugin exists."""
+    probe = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip("docker client without the compose plugin")
+    done = subprocess.run(["docker", "compose", "-f", str(COMPOSE), "config", "-q"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
