@@ -1,0 +1,83 @@
+"""``arena tournament ...`` and ``arena logs download`` error handling against a real API
+server on 127.0.0.1 (SQLite, no worker): one clear line, exit status 1, no traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.session import make_engine, make_sessionmaker
+from arena.demo import WsgiServer
+
+REPO = Path(__file__).resolve().parent.parent
+ARENA = [sys.executable, "-m", "arena.cli"]
+
+
+@pytest.fixture
+def api(tmp_path):
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    with make_sessionmaker(engine)() as s:
+        _, organizer = create_account(s, "boss", "organizer")
+        _, contestant = create_account(s, "alice")
+    from api import create_app
+
+    server = WsgiServer(create_app(Settings(data_dir=tmp_path, database_url=url,
+                                            broker_url="redis://127.0.0.1:1/0"), engine=engine))
+    yield {"url": server.url, "organizer": organizer, "contestant": contestant}
+    server.close()
+    engine.dispose()
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
+    return subprocess.run([*ARENA, *args], cwd=REPO, env={**base, **(env or {})}, capture_output=True,
+                          text=True, timeout=60)
+
+
+def _one_error_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    lines = [l for l in done.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def test_unknown_tournament_is_one_line(api):
+    done = run("tournament", "status", "99", "--api", api["url"], "--token", api["organizer"])
+    assert done.returncode == 1
+    assert _one_error_line(done) == "Error: HTTP 404 on GET /api/v1/tournaments/99: tournament 99 not found"
+
+
+def test_bad_token_and_missing_token(api):
+    done = run("tournament", "standings", "1", "--api", api["url"], "--token", "nope")
+    assert _one_error_line(done) == "Error: HTTP 401 on GET /api/v1/tournaments/1/standings: invalid token"
+    done = run("tournament", "status", "1", env={"ARENA_API_URL": api["url"]})
+    assert done.returncode == 2 and "no token: pass --token or set ARENA_TOKEN" in done.stderr
+
+
+def test_contestant_cannot_create_and_bad_participants_are_named(api):
+    env = {"ARENA_API_URL": api["url"], "ARENA_TOKEN": api["contestant"]}
+    done = run("tournament", "create", "--ruleset", "jdf", "--bot", "1", env=env)
+    assert _one_error_line(done) == "Error: HTTP 403 on POST /api/v1/tournaments: organizer role required"
+    env["ARENA_TOKEN"] = api["organizer"]
+    done = run("tournament", "create", "--ruleset", "jdf", "--bot", "7", env=env)
+    assert _one_error_line(done) == ("Error: HTTP 422 on POST /api/v1/tournaments: invalid request: "
+                                     "json.participants: bot 7 does not exist")
+    done = run("tournament", "create", "--ruleset", "jdf", "--bot", "7", "--options", "[1]", env=env)
+    assert done.returncode == 2 and "must be a JSON object" in done.stderr
+
+
+def test_api_down_is_one_line(api, free_port):
+    port = free_port()
+    done = run("logs", "download", "1", "--out", "x", "--api", f"http://127.0.0.1:{port}", "--token", "t")
+    line = _one_error_line(done)
+    assert line.startswith(f"Error: GET http://127.0.0.1:{port}/api/v1/tournaments/1: ConnectError")
