@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "api": "arena.cli_api:api",
     "db": "arena.cli_api:db",
     "accounts": "arena.cli_api:accounts",
+    "worker": "arena.cli_worker:worker",
     "tournament": "arena.cli_tournament:tournament",
     "demo": "arena.demo:demo",
 }

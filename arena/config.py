@@ -11,10 +11,14 @@ Variable                        Meaning                                      Def
 ``ARENA_ALLOW_PRIVATE_BOT_URLS`` Accept bot endpoints on loopback/private    false
                                 addresses (tests, local demo)
 ``ARENA_CELERY_EAGER``          Run Celery tasks in-process, no worker       false
+``ARENA_BOT_MAX_CONCURRENCY``   Most simultaneous requests to one bot, over  4
+                                all matches and workers (Redis semaphore)
+``ARENA_VISIBILITY_TIMEOUT_S``  Broker visibility timeout, seconds (a task   computed, see
+                                unacked this long is delivered again)        ``worker.celery_app``
 =============================== ============================================ ==========================
 
-Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); anything else raises
-:class:`ConfigError` naming the variable.
+Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
+positive whole numbers; anything else raises :class:`ConfigError` naming the variable.
 """
 
 from __future__ import annotations
@@ -49,6 +53,23 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be a boolean (1/0, true/false, yes/no, on/off), got {raw!r}")
 
 
+def _positive_int(env: Mapping[str, str], name: str, default: int | None) -> int | None:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {raw!r}")
+    return value
+
+
+#: Default of ``ARENA_BOT_MAX_CONCURRENCY``.
+DEFAULT_BOT_MAX_CONCURRENCY = 4
+
+
 @dataclass(frozen=True)
 class Settings:
     """Process-wide settings. Build with :meth:`from_env`; immutable afterwards.
@@ -59,6 +80,10 @@ class Settings:
         broker_url: Celery broker/result backend URL (``ARENA_BROKER_URL``).
         allow_private_bot_urls: accept bot URLs on loopback/private networks.
         celery_eager: run tasks in-process instead of on a worker.
+        bot_max_concurrency: most simultaneous decision requests to one bot
+            (``ARENA_BOT_MAX_CONCURRENCY``; worker.semaphore).
+        visibility_timeout_s: broker visibility timeout in seconds, or None to compute it
+            (``ARENA_VISIBILITY_TIMEOUT_S``; worker.celery_app.visibility_timeout).
     """
 
     data_dir: Path
@@ -66,13 +91,16 @@ class Settings:
     broker_url: str
     allow_private_bot_urls: bool = False
     celery_eager: bool = False
+    bot_max_concurrency: int = DEFAULT_BOT_MAX_CONCURRENCY
+    visibility_timeout_s: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
         """Read settings from ``env`` (default ``os.environ``).
 
         Raises:
-            ConfigError: a boolean variable holds something else than a boolean word.
+            ConfigError: a boolean variable holds something else than a boolean word, or an
+                integer variable something else than a positive integer.
         """
         env = os.environ if env is None else env
         data_dir = Path(env.get("ARENA_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve()
@@ -83,4 +111,6 @@ class Settings:
             broker_url=env.get("ARENA_BROKER_URL") or DEFAULT_BROKER_URL,
             allow_private_bot_urls=_bool(env, "ARENA_ALLOW_PRIVATE_BOT_URLS", False),
             celery_eager=_bool(env, "ARENA_CELERY_EAGER", False),
+            bot_max_concurrency=_positive_int(env, "ARENA_BOT_MAX_CONCURRENCY", DEFAULT_BOT_MAX_CONCURRENCY),
+            visibility_timeout_s=_positive_int(env, "ARENA_VISIBILITY_TIMEOUT_S", None),
         )

@@ -6,9 +6,10 @@
 2. The health check (:func:`health_check`): ``GET <url>`` without following redirects, with
    a short timeout; the bot must answer 200 with a JSON object holding a string ``name`` and
    a ``protocol`` (int) or ``protocols`` (list of ints).
-3. The short conformance game against a built-in sample bot (:func:`conformance_game`).
-   NOT IMPLEMENTED YET: it returns ``{"ok": True, "skipped": True, ...}``; the match runner
-   (issue 6) is meant to fill it in.
+3. For each rule set the bot plays, a short conformance game (:func:`conformance_game`): a
+   real match through :func:`worker.match.run_match`, the bot over HTTP (signed requests, the
+   same player as in tournaments) against built-in sample bots, under short time rules
+   (:data:`CONFORMANCE_TIME_RULES_S`). The bot passes if it commits no fault (FAULT-1).
 
 The outcome is a JSON-ready dict ``{"ok": bool, "url": {...}, "health": {...},
 "conformance": {...}}``; the API stores it in ``bots.last_check`` and sets the bot's status to
@@ -93,15 +94,72 @@ def health_check(url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx
     return out
 
 
-def conformance_game(url: str, ruleset: str, *, secret: str | None = None) -> dict[str, Any]:
-    """HOOK, not implemented: play a short game of ``ruleset`` against a built-in sample bot.
+#: Time rules of the conformance game, seconds (TIME-1): a 10 s bank, +1 s, 10 s cap.
+CONFORMANCE_TIME_RULES_S = {"initial": 10.0, "increment": 1.0, "cap": 10.0}
+#: The sample bot seated against the checked bot.
+CONFORMANCE_OPPONENT = "greedy"
+#: Short games: 2 Million Doubt games (a duplicate pair), one Trump Millionaire deal
+#: (target 1 point), one JDF game (1 set of 1 game).
+CONFORMANCE_SETUP = {
+    "million_doubt": ({}, 2),
+    "trump_millionaire": ({"target_score": 1}, 1),
+    "jdf": ({"sets": 1, "games_per_set": 1}, 1),
+}
+#: Faults listed in the outcome at most.
+MAX_LISTED_FAULTS = 5
 
-    To be written with the match runner (issue 6). It should return ``{"ok": bool,
-    "ruleset": str, "faults": [...], "error": str | None}``. Until then it reports
-    ``{"ok": True, "skipped": True}`` so a bot passing the health check becomes ``ready``.
+
+def conformance_game(url: str, ruleset: str, *, secret: str | None = None, seed: int | None = None) -> dict[str, Any]:
+    """Play a short real match of ``ruleset``: the bot at ``url`` (seat 0) against sample bots.
+
+    Setup: :data:`CONFORMANCE_SETUP` (short games), :data:`CONFORMANCE_TIME_RULES_S`, the bot
+    signed with ``secret``, ``max_faults`` 1 (the first fault ends the check: FAULT-3).
+    Returns ``{"ok": bool, "ruleset", "faults": [{"kind", "detail", "received",
+    "elapsed_ms"}...] (at most 5), "decisions": int, "elapsed_ms": int (the bot's total),
+    "wall_s": float, "error": str | None}``; ``ok`` is True when the bot committed no fault.
+    Never raises for the bot's behaviour.
     """
-    return {"ok": True, "skipped": True, "ruleset": ruleset,
-            "error": None, "note": "conformance game not implemented yet"}
+    import secrets as _secrets
+
+    from bots_sdk.samples import SAMPLE_BOTS
+    from engine.timebank import TimeRules
+    from worker.match import run_match
+    from worker.players import HttpPlayer
+
+    out: dict[str, Any] = {"ok": False, "ruleset": ruleset, "faults": [], "decisions": 0,
+                           "elapsed_ms": 0, "wall_s": None, "error": None}
+    if ruleset not in CONFORMANCE_SETUP:
+        out["error"] = f"unknown rule set {ruleset!r}"
+        return out
+    options, games = CONFORMANCE_SETUP[ruleset]
+    seed = _secrets.randbits(62) if seed is None else seed
+    import engine
+
+    player = HttpPlayer(url, secret, name="candidate")
+    others = [SAMPLE_BOTS[CONFORMANCE_OPPONENT](seed=seed + i) for i in range(1, engine.SEATS[ruleset])]
+    start = time.monotonic()
+    try:
+        log = run_match([player, *others], ruleset, options, seed=seed, games=games,
+                        time_rules=TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S), max_faults=1,
+                        match_id=f"conformance-{seed}")
+    except Exception as exc:  # a runner bug must not pass or crash the check
+        out["error"] = _truncate(f"{type(exc).__name__}: {exc}")
+        return out
+    finally:
+        player.close()
+    out["wall_s"] = round(time.monotonic() - start, 3)
+    faults = [f for f in log["faults"] if f["player"] == 0]
+    out["faults"] = [{"kind": f["kind"], "detail": f["detail"], "received": _truncate(f["received"] or ""),
+                      "elapsed_ms": f["elapsed_ms"]} for f in faults[:MAX_LISTED_FAULTS]]
+    mine = [ex for gm in log["games"] for ex in gm["exchanges"] if ex["player"] == 0]
+    out["decisions"] = len(mine)
+    out["elapsed_ms"] = sum(ex["elapsed_ms"] for ex in mine)
+    out["ok"] = not faults and bool(mine)
+    if faults:
+        out["error"] = f"{faults[0]['kind']}: {_truncate(faults[0]['detail'] or '')}"
+    elif not mine:
+        out["error"] = "the bot was never asked a decision"
+    return out
 
 
 def check_bot(url: str, rulesets: list[str], *, allow_private: bool, secret: str | None = None,

@@ -4,8 +4,9 @@ The API sends ``arena.run_match(match_id)`` to the ``arena`` queue through a lig
 client built from ``ARENA_BROKER_URL``; the task itself lives in the worker (issue 6).
 
 With ``ARENA_CELERY_EAGER`` (the quick local run, no broker) a sent task would never run, so
-the task is looked up by name in the worker's Celery app (imported by module name at call
-time, :data:`EAGER_TASK_MODULES`) and run in-process.
+the matches are played in-process, one after the other, by ``worker.tasks.play_and_store``
+(imported by module name at call time, so ``arena`` never imports ``worker`` at import time)
+with the caller's settings (its database). The call returns when every match is stored.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from arena.config import Settings
 
 RUN_MATCH_TASK = "arena.run_match"
 QUEUE = "arena"
-#: Modules imported in eager mode so that the worker's tasks are registered.
-EAGER_TASK_MODULES = ("worker.celery_app", "worker.tasks")
 
 
 class QueueError(RuntimeError):
@@ -37,17 +36,12 @@ def _client(broker_url: str) -> Celery:
     return app
 
 
-def _eager_task(name: str):
-    app = None
-    for module in EAGER_TASK_MODULES:
-        try:
-            mod = importlib.import_module(module)
-        except ImportError:
-            continue
-        app = getattr(mod, "app", app)
-    if app is None or name not in app.tasks:
-        raise QueueError(f"task {name!r} is not available in-process (ARENA_CELERY_EAGER)")
-    return app.tasks[name]
+def _eager_runner():
+    try:
+        mod = importlib.import_module("worker.tasks")
+    except ImportError as exc:
+        raise QueueError(f"the match runner is not available in-process (ARENA_CELERY_EAGER): {exc}") from exc
+    return mod.play_and_store
 
 
 def enqueue_matches(settings: Settings, match_ids: Iterable[int]) -> int:
@@ -58,9 +52,9 @@ def enqueue_matches(settings: Settings, match_ids: Iterable[int]) -> int:
     """
     ids = list(match_ids)
     if settings.celery_eager:
-        task = _eager_task(RUN_MATCH_TASK)
+        play_and_store = _eager_runner()
         for mid in ids:
-            task.apply(args=[mid])
+            play_and_store(mid, settings)
         return len(ids)
     client = _client(settings.broker_url)
     try:

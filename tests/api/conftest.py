@@ -114,11 +114,16 @@ class BotServer:
 
     Paths: ``/`` -> 200 {"name": "tiny", "protocol": 1}; ``/protocols`` -> 200 with a list;
     ``/error`` -> 500; ``/redirect`` -> 302 to ``/``; ``/text`` -> 200 not JSON;
-    ``/noname`` -> 200 {"protocol": 1}. ``hits`` lists the paths requested.
+    ``/noname`` -> 200 {"protocol": 1}. ``hits`` lists the paths requested by GET.
+    ``POST`` (any path) plays: a decision request is answered by the greedy sample bot, a
+    notice with ``{"ok": true}`` (so the conformance game of a bot check passes).
     """
 
     def __init__(self) -> None:
+        from bots_sdk.samples import SAMPLE_BOTS
+
         self.hits: list[str] = []
+        self.player = SAMPLE_BOTS["greedy"]()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -133,6 +138,15 @@ class BotServer:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                message = json.loads(body)
+                if message.get("type") == "decision":
+                    answer = server.player.decide(message)
+                else:
+                    answer = {"ok": True}
+                self._send(200, json.dumps(answer).encode())
 
             def do_GET(self):
                 server.hits.append(self.path)

@@ -1,0 +1,42 @@
+"""``arena worker``: start a real Celery worker consuming the match queue.
+
+Equivalent to ``celery -A worker.celery_app worker --without-mingle --without-gossip
+-Q arena -c N``; settings come from the ``ARENA_*`` environment (``arena config``).
+"""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("worker")
+@click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
+              help="worker processes (default: the number of CPUs)")
+@click.option("--queues", "-Q", default="arena", show_default=True,
+              help="comma-separated queues to consume")
+@click.option("--pool", type=click.Choice(["prefork", "threads", "solo"]), default="prefork", show_default=True,
+              help="execution pool")
+@click.option("--loglevel", "-l", default="INFO", show_default=True)
+@click.option("--hostname", "-n", default=None, help="node name (default celery's: celery@HOST)")
+def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostname: str | None) -> None:
+    """Run matches: a Celery worker for the ``arena.run_match`` tasks (blocks until stopped).
+
+    SIGTERM is a warm shutdown (running matches finish; unfinished deliveries go back to the
+    queue); a killed worker's match is delivered again after the broker visibility timeout
+    (see ``worker.celery_app``).
+    """
+    from worker.celery_app import app, visibility_timeout
+    from arena.config import Settings
+
+    queue_list = [q.strip() for q in queues.split(",") if q.strip()]
+    if not queue_list:
+        raise click.BadParameter("name at least one queue", param_hint="--queues")
+    argv = ["worker", "--without-mingle", "--without-gossip", "--pool", pool,
+            "--queues", ",".join(queue_list), "--loglevel", loglevel]
+    if concurrency:
+        argv += ["--concurrency", str(concurrency)]
+    if hostname:
+        argv += ["--hostname", hostname]
+    click.echo(f"arena worker: queues {','.join(queue_list)}, visibility timeout "
+               f"{visibility_timeout(Settings.from_env())} s", err=True)
+    app.worker_main(argv)

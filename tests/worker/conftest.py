@@ -1,0 +1,218 @@
+"""Fixtures of the match-runner tests: a fresh migrated PostgreSQL database, the real API app
+(accounts, bots checked by their conformance game, tournaments started into real Redis), and
+SDK bots served over HTTP on 127.0.0.1 whose behaviour can be switched after their check."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any, Iterator
+
+import pytest
+from sqlalchemy import create_engine, func, select, text
+
+from api import create_app
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.models import Match, MatchLog, MatchResult, Tournament
+from arena.db.results import decompress_log
+from arena.db.session import make_engine, make_sessionmaker, normalize_url
+from bots_sdk.bot import Bot
+from bots_sdk.server import make_app as sdk_app
+
+#: Seconds a test waits for a tournament to finish before it fails (never a timed assertion:
+#: only a guard against a hung task).
+FINISH_TIMEOUT_S = 120.0
+
+
+def fresh_pg_database(pg_url: str) -> str:
+    """CREATE an empty database on the test server and migrate it; returns its URL."""
+    name = "w_" + uuid.uuid4().hex[:12]
+    admin = create_engine(normalize_url(pg_url), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    url = normalize_url(pg_url).rsplit("/", 1)[0] + "/" + name
+    upgrade(url)
+    return url
+
+
+class SwitchBot:
+    """A bot served over HTTP (waitress, the SDK's WSGI app) whose behaviour can change.
+
+    ``mode``: ``"ok"`` (the SDK app answers), ``"sleep"`` (sleeps ``sleep_s`` then answers),
+    ``"garbage"`` (200 with a body that is not JSON), ``"slow"`` (sleeps ``think_s`` then
+    answers: a bot that thinks). ``down()`` closes the server (connection refused).
+    ``max_in_flight`` is the largest number of decision requests it served at once.
+    """
+
+    def __init__(self, bot: Bot, mode: str = "ok", sleep_s: float = 0.0):
+        from waitress.server import create_server
+
+        self.bot, self.mode, self.sleep_s = bot, mode, sleep_s
+        self.inner = sdk_app(bot)
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.decisions = 0
+        self._lock = threading.Lock()
+        self._server = create_server(self.wsgi, host="127.0.0.1", port=0, threads=8, ident="switchbot")
+        self.url = f"http://127.0.0.1:{self._server.effective_port}/"
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._server.run()
+        except (OSError, ValueError):
+            pass
+
+    def set_secret(self, secret: str) -> None:
+        self.inner = sdk_app(self.bot, secret)
+
+    def wsgi(self, environ, start_response):
+        if environ["REQUEST_METHOD"] != "POST":
+            return self.inner(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length)
+        is_decision = b'"decision"' in body
+        with self._lock:
+            self.in_flight += is_decision
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.decisions += is_decision
+        try:
+            if is_decision and self.mode == "garbage":
+                start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "15")])
+                return [b"<<not json!!>>\n"]
+            if is_decision and self.mode in ("sleep", "slow"):
+                time.sleep(self.sleep_s)
+            import io
+
+            environ["wsgi.input"] = io.BytesIO(body)
+            return self.inner(environ, start_response)
+        finally:
+            with self._lock:
+                self.in_flight -= is_decision
+
+    def down(self) -> None:
+        if getattr(self, "_down", False):
+            return
+        self._down = True
+        self._server.close()
+        self._thread.join(timeout=5)
+
+    close = down
+
+
+class Arena:
+    """The real API app on a database, with an organizer and a contestant account."""
+
+    def __init__(self, database_url: str, broker_url: str, *, eager: bool = False, tmp_path=None):
+        self.database_url = database_url
+        self.settings = Settings(data_dir=tmp_path, database_url=database_url, broker_url=broker_url,
+                                 allow_private_bot_urls=True, celery_eager=eager)
+        self.engine = make_engine(database_url)
+        self.sessions = make_sessionmaker(self.engine)
+        app = create_app(self.settings, engine=self.engine)
+        app.testing = True
+        self.client = app.test_client()
+        with self.sessions() as s:
+            _, org = create_account(s, "org-" + uuid.uuid4().hex[:6], "organizer")
+        self.org = {"Authorization": f"Bearer {org}"}
+        r = self.client.post("/api/v1/accounts", json={"name": "c-" + uuid.uuid4().hex[:6]})
+        assert r.status_code == 201, r.json
+        self.owner = {"Authorization": f"Bearer {r.json['token']}"}
+
+    def register(self, server: SwitchBot, rulesets: list[str], name: str) -> int:
+        """Register ``server`` as a bot, give it its secret, check it (it must pass)."""
+        r = self.client.post("/api/v1/bots", json={"name": name, "url": server.url, "rulesets": rulesets},
+                             headers=self.owner)
+        assert r.status_code == 201, r.json
+        server.set_secret(r.json["secret"])
+        checked = self.client.post(f"/api/v1/bots/{r.json['id']}/check", headers=self.owner)
+        assert checked.status_code == 200 and checked.json["status"] == "ready", checked.json
+        return r.json["id"]
+
+    def create(self, ruleset: str, participants: list[int], **kw: Any) -> int:
+        body = {"ruleset": ruleset, "participants": participants, "seed": 20260101,
+                "time_rules": {"initial": 1.0, "increment": 0.1, "cap": 1.0}, **kw}
+        r = self.client.post("/api/v1/tournaments", json=body, headers=self.org)
+        assert r.status_code == 201, r.json
+        return r.json["id"]
+
+    def start(self, tournament_id: int) -> dict:
+        r = self.client.post(f"/api/v1/tournaments/{tournament_id}/start", headers=self.org)
+        assert r.status_code == 202, r.json
+        return r.json
+
+    def get(self, path: str) -> Any:
+        r = self.client.get(f"/api/v1{path}", headers=self.org)
+        assert r.status_code == 200, r.json
+        return r.json
+
+    def wait_finished(self, tournament_id: int, timeout_s: float = FINISH_TIMEOUT_S, workers=()) -> dict:
+        """Poll until the tournament is no longer running; fail (with worker logs) after
+        ``timeout_s`` seconds: a hung task."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            t = self.get(f"/tournaments/{tournament_id}")
+            if t["status"] != "running":
+                return t
+            if time.monotonic() > deadline:
+                logs = "\n".join(w.log()[-3000:] for w in workers)
+                pytest.fail(f"tournament {tournament_id} still running after {timeout_s} s: "
+                            f"{t['progress']}\n{logs}")
+            time.sleep(0.2)
+
+    def stored(self, tournament_id: int) -> list[tuple[Match, MatchResult, dict]]:
+        """(match, result, decompressed log) of every finished match, in schedule order."""
+        import json
+
+        with self.sessions() as s:
+            rows = s.execute(
+                select(Match, MatchResult, MatchLog).join(MatchResult, MatchResult.match_id == Match.id)
+                .join(MatchLog, MatchLog.match_id == Match.id)
+                .where(Match.tournament_id == tournament_id).order_by(Match.index)).all()
+            out = []
+            for m, res, lg in rows:
+                _ = list(m.seats)
+                out.append((m, res, json.loads(decompress_log(lg.data))))
+            return out
+
+    def counts(self, tournament_id: int) -> dict[str, int]:
+        with self.sessions() as s:
+            ids = select(Match.id).where(Match.tournament_id == tournament_id)
+            return {
+                "matches": s.scalar(select(func.count()).select_from(Match).where(Match.tournament_id == tournament_id)),
+                "results": s.scalar(select(func.count()).select_from(MatchResult).where(MatchResult.match_id.in_(ids))),
+                "logs": s.scalar(select(func.count()).select_from(MatchLog).where(MatchLog.match_id.in_(ids))),
+            }
+
+    def tournament(self, tournament_id: int) -> Tournament:
+        with self.sessions() as s:
+            return s.get(Tournament, tournament_id)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+@pytest.fixture
+def pg_database(pg_url) -> str:
+    return fresh_pg_database(pg_url)
+
+
+@pytest.fixture
+def arena(pg_database, redis_url, tmp_path) -> Iterator[Arena]:
+    a = Arena(pg_database, redis_url, tmp_path=tmp_path)
+    yield a
+    a.close()
+
+
+@pytest.fixture
+def bots() -> Iterator[list[SwitchBot]]:
+    """A list to put SwitchBot servers in; all are closed at teardown."""
+    servers: list[SwitchBot] = []
+    yield servers
+    for s in servers:
+        s.close()

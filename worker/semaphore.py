@@ -1,0 +1,171 @@
+"""Per-bot concurrency cap held in Redis: a counting semaphore with leases that expire.
+
+One bot endpoint may be seated in many matches running at once on many worker processes.
+:class:`BotSemaphore` caps the simultaneous decision requests to one bot at ``limit``
+(``ARENA_BOT_MAX_CONCURRENCY``, default 4), so one bot's slowness under load does not
+distort the timing of the other matches it plays.
+
+Design (a sorted-set semaphore, one Lua script per acquire, atomic in Redis):
+
+* key ``arena:bot-sem:<bot id>`` is a sorted set; each holder is a member (a random token)
+  whose score is its lease end, in Redis server time (seconds, ``TIME``), so clocks of
+  different worker machines never matter;
+* acquire = drop expired members, then add the token if fewer than ``limit`` remain;
+  release = ``ZREM`` of the token. One round trip each;
+* a lease is the request's timeout (the seat's remaining bank) plus :data:`LEASE_SLACK_S`:
+  a worker that dies while holding a slot frees it when the lease ends, never later;
+* a waiter polls with a short backoff (1 ms doubling to 20 ms).
+
+Time accounting (TIME-2): the wait for a slot is NOT charged to the bot's bank. The bank is
+charged from the moment the request is sent (``HttpPlayer.decide`` starts its monotonic clock
+after the slot is held), because the wait is caused by the arena's scheduling, not by the
+bot. The wait is recorded per player in the match result's ``timings.semaphore_wait_ms``.
+
+Failure policy (never hang, never blame the bot for the arena): if Redis is unreachable, or
+no slot frees within ``max_wait_s`` (default :data:`DEFAULT_MAX_WAIT_S`), the request is sent
+anyway without a slot and the event is counted (``timings.semaphore_bypassed``) and logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+import redis
+
+log = logging.getLogger("arena.semaphore")
+
+#: Seconds added to a lease beyond the request timeout (transport and engine work).
+LEASE_SLACK_S = 5.0
+#: Longest wait for a slot before the request is sent without one, seconds.
+DEFAULT_MAX_WAIT_S = 120.0
+KEY_PREFIX = "arena:bot-sem:"
+
+_ACQUIRE = """
+local key, limit, lease, token = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+if redis.call('ZCARD', key) < limit then
+  redis.call('ZADD', key, now + lease, token)
+  local ttl = redis.call('PTTL', key)
+  local want = math.ceil(lease * 1000) + 1000
+  if ttl < want then redis.call('PEXPIRE', key, want) end
+  return 1
+end
+return 0
+"""
+
+
+class BotSemaphore:
+    """A Redis counting semaphore for one bot (see the module docstring).
+
+    Args:
+        client: a ``redis.Redis`` client.
+        name: what is limited, e.g. the bot id (the key is ``arena:bot-sem:<name>``).
+        limit: most holders at once (>= 1).
+        max_wait_s: longest wait in :meth:`acquire`, seconds.
+    """
+
+    def __init__(self, client: redis.Redis, name: str, limit: int, max_wait_s: float = DEFAULT_MAX_WAIT_S):
+        if limit < 1:
+            raise ValueError("a semaphore limit must be >= 1")
+        self.client = client
+        self.key = KEY_PREFIX + str(name)
+        self.limit = limit
+        self.max_wait_s = max_wait_s
+        self._script = client.register_script(_ACQUIRE)
+
+    def try_acquire(self, lease_s: float) -> str | None:
+        """One attempt: a token if a slot was taken for ``lease_s`` seconds, else None.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
+        token = uuid.uuid4().hex
+        got = self._script(keys=[self.key], args=[self.limit, float(lease_s), token])
+        return token if int(got) == 1 else None
+
+    def acquire(self, lease_s: float) -> tuple[str | None, float]:
+        """Wait for a slot: returns ``(token or None, seconds waited)``.
+
+        None means no slot was taken (Redis down, or ``max_wait_s`` passed): the caller goes
+        on without one (module docstring). Never raises.
+        """
+        start = time.monotonic()
+        delay = 0.001
+        while True:
+            try:
+                token = self.try_acquire(lease_s)
+            except redis.RedisError as exc:
+                log.warning("bot semaphore %s unavailable (%s): request sent without a slot", self.key, exc)
+                return None, time.monotonic() - start
+            if token is not None:
+                return token, time.monotonic() - start
+            if time.monotonic() - start >= self.max_wait_s:
+                log.warning("no slot of %s within %.0f s: request sent without a slot", self.key, self.max_wait_s)
+                return None, time.monotonic() - start
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+    def release(self, token: str | None) -> None:
+        """Give a slot back (None: nothing to do). Never raises."""
+        if token is None:
+            return
+        try:
+            self.client.zrem(self.key, token)
+        except redis.RedisError as exc:  # the lease expires by itself
+            log.warning("bot semaphore %s release failed (%s): the lease will expire", self.key, exc)
+
+    def holders(self) -> int:
+        """Holders whose lease has not ended (for tests and monitoring)."""
+        now = self.client.time()
+        return int(self.client.zcount(self.key, now[0] + now[1] / 1e6, "+inf"))
+
+
+# -- an HTTP player whose requests hold a slot --------------------------------------------------
+from worker.players import HttpPlayer, Outcome  # noqa: E402
+
+
+class CappedHttpPlayer(HttpPlayer):
+    """An :class:`~worker.players.HttpPlayer` whose decision requests and notices each hold a
+    slot of ``semaphore`` while in flight.
+
+    ``decide`` waits for a slot, then calls ``HttpPlayer.decide``, whose clock starts only
+    then: the wait is not charged to the bank (TIME-2, module docstring). Totals for the
+    match result: ``wait_s`` (seconds waited) and ``bypassed`` (requests sent without a slot).
+    """
+
+    def __init__(self, url: str, secret: str | None, name: str | None, semaphore: BotSemaphore | None):
+        super().__init__(url, secret, name)
+        self.semaphore = semaphore
+        self.wait_s = 0.0
+        self.bypassed = 0
+
+    def _hold(self, timeout_s: float) -> str | None:
+        if self.semaphore is None:
+            return None
+        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S)
+        self.wait_s += waited
+        if token is None:
+            self.bypassed += 1
+        return token
+
+    def decide(self, body: bytes, timeout_s: float) -> Outcome:
+        token = self._hold(timeout_s)
+        try:
+            return super().decide(body, timeout_s)
+        finally:
+            if self.semaphore is not None:
+                self.semaphore.release(token)
+
+    def notify(self, body: bytes) -> None:
+        from worker.players import NOTICE_TIMEOUT_S
+
+        token = self._hold(NOTICE_TIMEOUT_S)
+        try:
+            super().notify(body)
+        finally:
+            if self.semaphore is not None:
+                self.semaphore.release(token)
