@@ -47,4 +47,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
 
     for module in (health, accounts, bots, tournaments, matches, leaderboard):
         api.register_blueprint(module.blp)
+    from api.ui import init_ui  # web pages under /ui (issue 8)
+
+    init_ui(app)
     return app

@@ -1,0 +1,70 @@
+"""Web pages of Daifugo Arena under ``/ui`` (server-rendered Jinja templates, one small plain
+JavaScript file for the replay, no build step).
+
+======================================= ==================================================
+``/ui/``                                tournaments you may see
+``/ui/tournaments/<id>``                status, progress, standings, chart, matches
+``/ui/tournaments/<id>/logs.jsonl``     all readable match logs (JSON Lines download)
+``/ui/matches/<id>``                    seats, result, faults, step-by-step replay
+``/ui/matches/<id>/log.json``           the match log (JSON download)
+``/ui/matches/<id>/replay.json``        the replay data of the page (api.ui.replay)
+``/ui/login``, ``/ui/logout``           sign in with an API token / sign out
+======================================= ==================================================
+
+Access: see :mod:`api.ui.access` (public once finished if the organizer allows it; else an
+API token, given once as ``?token=`` or through the login form, kept in a signed cookie).
+
+The session cookie is signed with ``ARENA_SECRET_KEY`` when set, else with a random key kept
+in ``<data dir>/ui-secret-key`` (created on first use, mode 0600), so every worker process of
+one installation shares it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from pathlib import Path
+
+from flask import Flask
+
+log = logging.getLogger(__name__)
+
+SECRET_FILE = "ui-secret-key"
+
+
+def _secret_key(data_dir: Path) -> str:
+    env = os.environ.get("ARENA_SECRET_KEY", "").strip()
+    if env:
+        return env
+    path = Path(data_dir) / SECRET_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            key = path.read_text().strip()
+            if len(key) >= 32:
+                return key
+            raise OSError(f"{path} holds no usable key")
+        key = secrets.token_hex(32)
+        with os.fdopen(fd, "w") as f:
+            f.write(key + "\n")
+        return key
+    except OSError as exc:
+        log.warning("ui: no secret key file (%s); sessions last until this process exits", exc)
+        return secrets.token_hex(32)
+
+
+def init_ui(app: Flask) -> None:
+    """Register the ``/ui`` pages on ``app`` (made by :func:`api.create_app`)."""
+    from api.ui.views import bp
+
+    settings = app.extensions["arena"]["settings"]
+    if not app.secret_key:
+        app.secret_key = _secret_key(settings.data_dir)
+    app.config["SESSION_COOKIE_NAME"] = "arena_ui"
+    app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
+    app.config["SESSION_COOKIE_HTTPONLY"] = True
+    app.config["SESSION_COOKIE_PATH"] = "/ui"
+    app.register_blueprint(bp)

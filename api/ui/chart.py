@@ -1,0 +1,65 @@
+"""A small inline SVG chart: mean score per game of each entrant with its 95% interval."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+WIDTH = 640
+LABEL_W = 170
+ROW_H = 26
+PAD_TOP = 24
+PAD_BOTTOM = 26
+PAD_RIGHT = 20
+
+
+def _nice_step(span: float) -> float:
+    """A round tick step (1, 2, 2.5 or 5 times a power of ten) giving about 5 ticks."""
+    raw = span / 5 if span > 0 else 1.0
+    mag = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5):
+        if raw <= m * mag:
+            return m * mag
+    return 10 * mag
+
+
+def score_chart(rows: Iterable[tuple[str, float | None, float | None, float | None]]) -> dict | None:
+    """Geometry of the chart for ``(label, mean, lo, hi)`` rows (rows without a mean skipped).
+
+    Returns ``{"width", "height", "x0", "bars": [{"label", "y", "x", "w", "mean", "lo_x",
+    "hi_x", "lo", "hi", "positive"}], "ticks": [{"x", "value"}]}`` (pixels), or None when
+    nobody has played.
+    """
+    data = [(label, mean, lo, hi) for label, mean, lo, hi in rows if mean is not None]
+    if not data:
+        return None
+    values = [0.0]
+    for _, mean, lo, hi in data:
+        values += [mean] + [v for v in (lo, hi) if v is not None]
+    vmin, vmax = min(values), max(values)
+    if vmax - vmin < 1e-9:
+        vmin, vmax = vmin - 1, vmax + 1
+    step = _nice_step(vmax - vmin)
+    vmin = math.floor(vmin / step) * step
+    vmax = math.ceil(vmax / step) * step
+    plot_w = WIDTH - LABEL_W - PAD_RIGHT
+
+    def x(v: float) -> float:
+        return round(LABEL_W + (v - vmin) / (vmax - vmin) * plot_w, 1)
+
+    bars = []
+    for i, (label, mean, lo, hi) in enumerate(data):
+        y = PAD_TOP + i * ROW_H
+        x0, xm = x(0.0), x(mean)
+        bars.append({"label": label, "y": y, "x": min(x0, xm), "w": max(abs(xm - x0), 1.5),
+                     "mean": mean, "lo": lo, "hi": hi, "positive": mean >= 0,
+                     "lo_x": x(lo) if lo is not None else None, "hi_x": x(hi) if hi is not None else None,
+                     "mean_x": xm})
+    ticks = []
+    v = vmin
+    while v <= vmax + step / 2:
+        ticks.append({"x": x(v), "value": f"{v:g}"})
+        v += step
+    height = PAD_TOP + len(data) * ROW_H + PAD_BOTTOM
+    return {"width": WIDTH, "height": height, "x0": x(0.0), "bars": bars, "ticks": ticks,
+            "plot_top": PAD_TOP - 6, "plot_bottom": PAD_TOP + len(data) * ROW_H, "label_w": LABEL_W}

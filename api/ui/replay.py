@@ -1,0 +1,116 @@
+"""Replay data of a match for the match page, built from its stored match log.
+
+:func:`build_replay` re-runs each game's engine log through :func:`engine.frames.frames`
+(the full table view after every action, MD-8: the post-game record shows every hand) and
+merges in the worker's request/response records (``exchanges``, see :mod:`worker.match`):
+who acted, the time the answer took (milliseconds) and each seat's time bank (TIME-1..3,
+milliseconds) after every step, and the faults (FAULT-1..3).
+
+Shape (JSON-ready, embedded in the page)::
+
+    {"ruleset", "time_rules": {"initial_ms", "increment_ms", "cap_ms"},
+     "players": [{"index", "name", "label"}],          # label: the bot shown on the page
+     "result": {...} (the log's match result),
+     "games": [{"index", "seed", "seats": [player index per seat], "result",
+                "faults": [...],
+                "frames": [frame (engine.frames shape, minus "hand" events) + {
+                    "exchange": {"n", "elapsed_ms", "bank_before_ms", "bank_after_ms",
+                                 "status", "fault", "detail"} | None,
+                    "banks_ms": [bank of each seat after this step, milliseconds],
+                    "fault": {"kind", "detail"} | None   # this step is a fault/forfeit
+                }]}]}
+
+Engine forfeits with reason ``max_faults`` (FAULT-3) have no exchange; every other engine
+action consumes the next exchange of its game in order.
+
+Raises:
+    ReplayDataError: the log is not a match log, or its exchanges do not line up with the
+        engine actions (the message names the game and step).
+    engine.InvalidAction: an engine log does not replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from engine.frames import frames as engine_frames
+
+LOG_FORMAT = "daifugo-arena-match"
+
+
+class ReplayDataError(ValueError):
+    """A match log that cannot be turned into replay data; the message says where."""
+
+
+def _exchange_view(ex: Mapping[str, Any], detail: str | None) -> dict:
+    return {"n": ex.get("n"), "elapsed_ms": ex.get("elapsed_ms"),
+            "bank_before_ms": ex.get("bank_before_ms"), "bank_after_ms": ex.get("bank_after_ms"),
+            "status": ex.get("status"), "fault": ex.get("fault"), "detail": detail}
+
+
+def game_replay(game: Mapping[str, Any], initial_ms: int) -> dict:
+    """Replay data of one game record of a match log (module docstring)."""
+    gi = game.get("index")
+    elog = game["engine_log"]
+    fr = engine_frames(elog)
+    actions = elog.get("actions", [])
+    exchanges = list(game.get("exchanges", []))
+    details = {f.get("n"): f.get("detail") for f in game.get("faults", [])}
+    n_seats = len(fr[0]["hands"])
+    banks = [int(initial_ms)] * n_seats
+    unit = fr[0]["unit"]
+    k = 0
+    out = []
+    for i, frame in enumerate(fr):
+        frame = dict(frame)
+        frame["events"] = [e for e in frame["events"] if e.get("type") != "hand"]
+        frame["exchange"] = None
+        frame["fault"] = None
+        if i > 0:
+            entry = actions[i - 1]
+            reason = entry.get("forfeit")
+            if reason == "max_faults":
+                frame["fault"] = {"kind": "max_faults",
+                                  "detail": "forfeits the rest of the match (FAULT-3)"}
+            else:
+                if k >= len(exchanges):
+                    raise ReplayDataError(f"game {gi}: step {i} has no request record")
+                ex = exchanges[k]
+                k += 1
+                if ex.get("seat") != entry.get("seat"):
+                    raise ReplayDataError(f"game {gi}: step {i} is seat {entry.get('seat')}, "
+                                          f"its request record seat {ex.get('seat')}")
+                frame["exchange"] = _exchange_view(ex, details.get(ex.get("n")))
+                if ex.get("fault"):
+                    frame["fault"] = {"kind": ex["fault"], "detail": details.get(ex.get("n"))}
+                if ex.get("unit", unit) == unit and ex.get("bank_after_ms") is not None:
+                    banks[ex["seat"]] = int(ex["bank_after_ms"])
+        if frame["unit"] != unit:  # a new deal (TM) / game (JDF): banks reset (TIME-1)
+            unit = frame["unit"]
+            banks = [int(initial_ms)] * n_seats
+        frame["banks_ms"] = list(banks)
+        out.append(frame)
+    if k != len(exchanges):
+        raise ReplayDataError(f"game {gi}: {len(exchanges) - k} request record(s) without an engine action")
+    return {"index": gi, "seed": game.get("seed"), "seats": list(game.get("seats", [])),
+            "result": game.get("result"), "faults": list(game.get("faults", [])), "frames": out}
+
+
+def build_replay(match_log: Mapping[str, Any], labels: Sequence[str] | None = None) -> dict:
+    """Replay data of a whole match log (module docstring).
+
+    ``labels`` names the players by index (e.g. the bots of the match's seats); default the
+    player names recorded in the log.
+    """
+    if match_log.get("format") != LOG_FORMAT:
+        raise ReplayDataError(f"not a {LOG_FORMAT} log")
+    tr = match_log.get("time_rules") or {}
+    initial_ms = int(tr.get("initial_ms", 60000))
+    players = []
+    for p in match_log.get("players", []):
+        i = p.get("index")
+        label = labels[i] if labels is not None and i is not None and i < len(labels) else p.get("name")
+        players.append({"index": i, "name": p.get("name"), "label": label})
+    return {"ruleset": match_log.get("ruleset"), "time_rules": tr, "players": players,
+            "result": match_log.get("result"),
+            "games": [game_replay(g, initial_ms) for g in match_log.get("games", [])]}

@@ -1,0 +1,297 @@
+"""The ``/ui`` pages (see :mod:`api.ui` for the addresses and :mod:`api.ui.access` for the rules)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from urllib.parse import urlencode
+
+from flask import (
+    Blueprint, Response, abort, current_app, redirect, render_template, request,
+    stream_with_context, url_for,
+)
+from sqlalchemy import exists, func, select
+from sqlalchemy.orm import selectinload
+from werkzeug.exceptions import HTTPException
+
+import engine
+from api.database import db
+from api.ui import access
+from api.ui.chart import score_chart
+from api.ui.replay import ReplayDataError, build_replay
+from arena.db.models import Bot, Match, MatchLog, MatchSeat, Tournament
+from arena.db.results import decompress_log
+from arena.standings import tournament_standings
+
+bp = Blueprint("ui", __name__, url_prefix="/ui", template_folder="templates",
+               static_folder="static", static_url_path="/static")
+
+MAX_ID = 2**31 - 1
+RULESET_NAMES = {"million_doubt": "Million Doubt", "trump_millionaire": "Trump Millionaire",
+                 "jdf": "JDF"}
+
+
+# ----------------------------------------------------------------------------- plumbing
+@bp.before_request
+def _token_in_address():
+    """``?token=...``: sign in and redirect to the same address without the token."""
+    token = request.args.get("token")
+    if token is None:
+        return None
+    account = access.account_for_token(token)
+    if account is None:
+        return render_template("login.html", error="That token is not valid.",
+                               next=_next_target(request.path)), 401
+    access.sign_in(account)
+    rest = [(k, v) for k, v in request.args.items(multi=True) if k != "token"]
+    return redirect(request.path + ("?" + urlencode(rest) if rest else ""), code=303)
+
+
+@bp.after_request
+def _headers(resp: Response) -> Response:
+    resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+    resp.headers.setdefault("Referrer-Policy", "same-origin")
+    if resp.mimetype == "text/html":
+        resp.headers.setdefault("Cache-Control", "no-store")
+        resp.headers.setdefault("X-Frame-Options", "DENY")
+    return resp
+
+
+@bp.errorhandler(HTTPException)
+def _error_page(exc: HTTPException):
+    if exc.code == 401:
+        return render_template("login.html", error=exc.description, next=_next_target(request.path)), 401
+    return render_template("error.html", code=exc.code, name=exc.name, message=exc.description), exc.code
+
+
+@bp.app_template_filter("when")
+def _when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value else "—"
+
+
+@bp.app_template_filter("signed")
+def _signed(value, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.{digits}f}"
+
+
+@bp.context_processor
+def _globals():
+    return {"viewer": access.viewer(), "ruleset_names": RULESET_NAMES}
+
+
+def _next_target(path: str | None) -> str:
+    """A safe place to return to after signing in: a path under /ui, else /ui/."""
+    if path and path.startswith("/ui/") and not path.startswith("//") and "\\" not in path:
+        return path
+    return url_for("ui.index")
+
+
+def _deny(account, what: str):
+    if account is None:
+        abort(401, f"Sign in with your API token to see {what}.")
+    abort(403, f"{what[0].upper()}{what[1:]} is not visible to your account.")
+
+
+def _tournament(tournament_id: int) -> Tournament:
+    t = db().get(Tournament, tournament_id) if 1 <= tournament_id <= MAX_ID else None
+    if t is None:
+        abort(404, f"There is no tournament {tournament_id}.")
+    return t
+
+
+def _match(match_id: int) -> tuple[Match, Tournament]:
+    m = db().get(Match, match_id) if 1 <= match_id <= MAX_ID else None
+    if m is None:
+        abort(404, f"There is no match {match_id}.")
+    return m, db().get(Tournament, m.tournament_id)
+
+
+def _bot_names(ids) -> dict[int, str]:
+    ids = {i for i in ids if i is not None}
+    if not ids:
+        return {}
+    return {b.id: b.name for b in db().scalars(select(Bot).where(Bot.id.in_(ids)))}
+
+
+def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str]) -> str:
+    if bot_id is None:
+        return f"{house} (house)"
+    return f"{names.get(bot_id, 'bot')} #{bot_id}"
+
+
+def _progress(t: Tournament) -> dict:
+    s = db()
+    total = s.scalar(select(func.count()).select_from(Match).where(Match.tournament_id == t.id)) or 0
+    done = s.scalar(select(func.count()).select_from(Match).where(
+        Match.tournament_id == t.id, Match.status == "finished")) or 0
+    return {"finished": done, "total": total, "percent": round(100 * done / total) if total else 0}
+
+
+# ----------------------------------------------------------------------------- sign in / out
+@bp.route("/login", methods=["GET", "POST"])
+def login():
+    """GET: the form; POST ``token`` (and ``next``): sign in and go back to ``next``."""
+    target = _next_target(request.values.get("next"))
+    if request.method == "GET":
+        return render_template("login.html", error=None, next=target)
+    account = access.account_for_token(request.form.get("token", ""))
+    if account is None:
+        return render_template("login.html", error="That token is not valid.", next=target), 401
+    access.sign_in(account)
+    return redirect(target, code=303)
+
+
+@bp.route("/logout", methods=["POST"])
+def logout():
+    access.sign_out()
+    return redirect(url_for("ui.index"), code=303)
+
+
+# ----------------------------------------------------------------------------- pages
+@bp.route("/")
+def index():
+    """Tournaments the viewer may open: all when signed in, else the public finished ones."""
+    account = access.viewer()
+    stmt = select(Tournament).order_by(Tournament.id.desc()).limit(500)
+    if account is None:
+        stmt = stmt.where(Tournament.status == "finished", Tournament.public_when_finished.is_(True))
+    tournaments = db().scalars(stmt.options(selectinload(Tournament.participants))).all()
+    rows = [{"t": t, "progress": _progress(t), "public": access.is_public(t)} for t in tournaments]
+    return render_template("index.html", rows=rows)
+
+
+@bp.route("/tournaments/<int:tournament_id>")
+def tournament_page(tournament_id: int):
+    account = access.viewer()
+    t = _tournament(tournament_id)
+    if not access.can_view_tournament(account, t):
+        _deny(account, f"tournament {t.id}")
+    standings = tournament_standings(db(), t)
+    matches = db().scalars(select(Match).where(Match.tournament_id == t.id).order_by(Match.index)
+                           .options(selectinload(Match.seats), selectinload(Match.result))).all()
+    names = _bot_names([p.bot_id for p in t.participants]
+                       + [s.bot_id for m in matches for s in m.seats])
+    all_visible = access.sees_all_matches(account, t)
+    if not all_visible:
+        mine = set(db().scalars(select(MatchSeat.match_id).join(Bot, MatchSeat.bot_id == Bot.id).where(
+            Bot.owner_id == account.id, MatchSeat.match_id.in_([m.id for m in matches]))).all())
+    rows = []
+    for st in standings:
+        label = _entrant_label(st.entrant if isinstance(st.entrant, int) else None,
+                               st.entrant if isinstance(st.entrant, str) else None, names)
+        lo = hi = None
+        if st.mean_score is not None and st.ci95 is not None:
+            lo, hi = st.mean_score - st.ci95, st.mean_score + st.ci95
+        rows.append({"s": st, "label": label, "lo": lo, "hi": hi})
+    match_rows = []
+    hidden = 0
+    for m in matches:
+        visible = all_visible or m.id in mine
+        if not visible:
+            hidden += 1
+            continue
+        seats = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
+        r = m.result
+        match_rows.append({"m": m, "seats": seats, "result": r,
+                           "faults": sum(r.faults) if r else 0})
+    return render_template(
+        "tournament.html", t=t, progress=_progress(t), rows=rows, matches=match_rows, hidden=hidden,
+        chart=score_chart([(r["label"], r["s"].mean_score, r["lo"], r["hi"]) for r in rows]),
+        public=access.is_public(t), logs_link=access.can_download_tournament_logs(account, t),
+        seats_per_match=engine.SEATS.get(t.ruleset, 0))
+
+
+@bp.route("/matches/<int:match_id>")
+def match_page(match_id: int):
+    account = access.viewer()
+    m, t = _match(match_id)
+    if not access.can_view_match(account, m, t):
+        _deny(account, f"match {m.id}")
+    names = _bot_names([s.bot_id for s in m.seats])
+    labels = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
+    replay = None
+    replay_error = None
+    match_log = _load_log(m.id)
+    if match_log is not None:
+        try:
+            replay = build_replay(match_log, labels)
+        except (ReplayDataError, engine.InvalidAction, KeyError, TypeError, ValueError) as exc:
+            current_app.logger.warning("ui: match %s log does not replay: %s", m.id, exc)
+            replay_error = str(exc) or type(exc).__name__
+    faults = match_log.get("faults", []) if match_log else []
+    r = m.result
+    seats = []
+    for i, label in enumerate(labels):
+        seats.append({"seat": i, "label": label,
+                      "score": r.scores[i] if r else None, "place": r.places[i] if r else None,
+                      "faults": r.faults[i] if r else None})
+    return render_template("match.html", m=m, t=t, seats=seats, result=r, faults=faults,
+                           labels=labels, replay=replay, replay_error=replay_error,
+                           has_log=match_log is not None, public=access.is_public(t))
+
+
+# ----------------------------------------------------------------------------- downloads
+def _load_log(match_id: int) -> dict | None:
+    data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == match_id))
+    return None if data is None else json.loads(decompress_log(data))
+
+
+def _readable_match(match_id: int) -> Match:
+    account = access.viewer()
+    m, t = _match(match_id)
+    if not access.can_view_match(account, m, t):
+        _deny(account, f"match {m.id}")
+    return m
+
+
+@bp.route("/matches/<int:match_id>/log.json")
+def match_log(match_id: int):
+    m = _readable_match(match_id)
+    data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == m.id))
+    if data is None:
+        abort(404, f"Match {m.id} has no log yet (status {m.status}).")
+    return Response(decompress_log(data), mimetype="application/json", headers={
+        "Content-Disposition": f'attachment; filename="match-{m.id}.json"'})
+
+
+@bp.route("/matches/<int:match_id>/replay.json")
+def match_replay(match_id: int):
+    m = _readable_match(match_id)
+    match_log = _load_log(m.id)
+    if match_log is None:
+        abort(404, f"Match {m.id} has no log yet (status {m.status}).")
+    names = _bot_names([s.bot_id for s in m.seats])
+    labels = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
+    try:
+        data = build_replay(match_log, labels)
+    except (ReplayDataError, engine.InvalidAction) as exc:
+        abort(409, f"Match {m.id}: the log does not replay ({exc}).")
+    return Response(json.dumps(data, separators=(",", ":")), mimetype="application/json")
+
+
+@bp.route("/tournaments/<int:tournament_id>/logs.jsonl")
+def tournament_logs(tournament_id: int):
+    """JSON Lines ``{"match_id": n, "log": {...}}`` of every match log the viewer may read."""
+    account = access.viewer()
+    t = _tournament(tournament_id)
+    if not access.can_download_tournament_logs(account, t):
+        _deny(account, f"the logs of tournament {t.id}")
+    cond = [Match.tournament_id == t.id]
+    if not access.sees_all_matches(account, t):
+        cond.append(exists().where(MatchSeat.match_id == Match.id, MatchSeat.bot_id == Bot.id,
+                                   Bot.owner_id == account.id))
+    ids = select(Match.id).where(*cond)
+    factory = current_app.extensions["arena"]["sessionmaker"]
+
+    def generate():
+        with factory() as session:
+            rows = session.execute(select(MatchLog.match_id, MatchLog.data)
+                                   .where(MatchLog.match_id.in_(ids)).order_by(MatchLog.match_id)
+                                   .execution_options(yield_per=20))
+            for mid, data in rows:
+                yield b'{"match_id":%d,"log":' % mid + decompress_log(data) + b"}\n"
+
+    return Response(stream_with_context(generate()), mimetype="application/x-ndjson", headers={
+        "Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'})
