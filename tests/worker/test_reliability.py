@@ -1,0 +1,62 @@
+"""Reliability: a worker SIGKILLed in the middle of a match; a new worker finishes the
+tournament and every match's result is stored exactly once. Idempotent re-delivery."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import func, select
+
+from arena.db.models import Match, MatchResult
+from bots_sdk.samples import SAMPLE_BOTS
+from engine.timebank import TimeRules
+from tests.worker.conftest import SwitchBot
+from worker.celery_app import longest_match_seconds, visibility_timeout_for
+from worker.match import replay
+from worker.tasks import play_and_store
+
+TIME_RULES_S = {"initial": 1.0, "increment": 0.0, "cap": 1.0}
+
+
+def test_sigkill_mid_match_then_a_new_worker_finishes(arena, bots, celery_worker_factory):
+    # Bots that think 20 ms per decision, so a match lasts about a second.
+    for i in range(4):
+        bots.append(SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.02))
+    ids = [arena.register(b, ["million_doubt"], f"k{i}") for i, b in enumerate(bots)]
+    tid = arena.create("million_doubt", ids, games_per_pairing=2, time_rules=TIME_RULES_S)
+    # The visibility timeout from the formula for these time rules (24 s), so the killed
+    # worker's match comes back within the test.
+    vt = visibility_timeout_for(longest_match_seconds("million_doubt", TimeRules.from_seconds(**TIME_RULES_S), 2))
+    env = {"ARENA_VISIBILITY_TIMEOUT_S": str(vt)}
+    first = celery_worker_factory(concurrency=1, database_url=arena.database_url, env=env)
+    arena.start(tid)
+    deadline = time.monotonic() + 60
+    while True:  # wait until a match is being played (a few decisions in), then kill
+        with arena.sessions() as s:
+            running = s.scalars(select(Match).where(Match.tournament_id == tid, Match.status == "running")).first()
+        if running is not None and sum(b.decisions for b in bots) > 40:
+            break
+        assert time.monotonic() < deadline, first.log()[-3000:]
+        time.sleep(0.02)
+    first.kill()
+    with arena.sessions() as s:
+        killed = s.get(Match, running.id)
+        had_result = s.get(MatchResult, running.id) is not None
+    assert killed.status == "running" and not had_result
+    assert not first.alive()
+
+    second = celery_worker_factory(concurrency=1, database_url=arena.database_url, env=env)
+    t = arena.wait_finished(tid, timeout_s=vt + 90, workers=[second])
+    assert t["status"] == "finished" and t["progress"] == {"finished": 6, "total": 6}
+    assert arena.counts(tid) == {"matches": 6, "results": 6, "logs": 6}
+    stored = arena.stored(tid)
+    for m, res, log in stored:
+        assert replay(log)["scores"] == [round(x) for x in res.scores]
+        assert m.attempts == (2 if m.id == running.id else 1)
+        assert res.timings["attempt"] == m.attempts
+    # Delivered once more (a duplicate message): nothing is played or stored again.
+    before = sum(b.decisions for b in bots)
+    assert play_and_store(running.id, arena.settings).startswith("skipped:")
+    assert sum(b.decisions for b in bots) == before
+    with arena.sessions() as s:
+        assert s.scalar(select(func.count()).select_from(MatchResult).where(MatchResult.match_id == running.id)) == 1
