@@ -1,0 +1,128 @@
+"""Access rules of the /ui pages (Flask test client on the same site as the browser tests)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import select
+
+from arena.db.models import Match, MatchLog
+from arena.db.results import decompress_log
+
+
+@pytest.fixture
+def client(site):
+    return site.app.test_client()
+
+
+def _match_ids(site, key: str) -> list[int]:
+    with site.sessionmaker() as s:
+        return list(s.scalars(select(Match.id).where(Match.tournament_id == site.tournaments[key]).order_by(Match.index)))
+
+
+def _signed_in(site, name: str):
+    c = site.app.test_client()
+    r = c.post("/ui/login", data={"token": site.tokens[name], "next": "/ui/"})
+    assert r.status_code == 303 and r.headers["Location"] == "/ui/"
+    return c
+
+
+def test_anonymous_sees_public_finished_tournaments_only(site, client):
+    r = client.get("/ui/")
+    assert r.status_code == 200
+    html = r.get_data(as_text=True)
+    for key in ("md", "jdf"):
+        assert f'data-tournament="{site.tournaments[key]}"' in html
+    for key in ("private", "running"):
+        assert f'data-tournament="{site.tournaments[key]}"' not in html
+    assert client.get(f"/ui/tournaments/{site.tournaments['md']}").status_code == 200
+    md_match = _match_ids(site, "md")[0]
+    assert client.get(f"/ui/matches/{md_match}").status_code == 200
+    for path in (f"/ui/tournaments/{site.tournaments['private']}",
+                 f"/ui/tournaments/{site.tournaments['running']}",  # public, but not finished yet
+                 f"/ui/matches/{_match_ids(site, 'private')[0]}",
+                 f"/ui/matches/{_match_ids(site, 'private')[0]}/log.json",
+                 f"/ui/matches/{_match_ids(site, 'private')[0]}/replay.json",
+                 f"/ui/tournaments/{site.tournaments['private']}/logs.jsonl"):
+        r = client.get(path)
+        assert r.status_code == 401, path
+        assert "Sign in" in r.get_data(as_text=True)
+    assert client.get("/ui/tournaments/999999").status_code == 404
+    assert client.get("/ui/matches/99999999999").status_code == 404
+
+
+def test_public_match_log_download_is_the_stored_log(site, client):
+    mid = _match_ids(site, "md")[1]
+    r = client.get(f"/ui/matches/{mid}/log.json")
+    assert r.status_code == 200
+    assert r.headers["Content-Disposition"] == f'attachment; filename="match-{mid}.json"'
+    with site.sessionmaker() as s:
+        stored = json.loads(decompress_log(s.scalar(select(MatchLog.data).where(MatchLog.match_id == mid))))
+    assert r.get_json() == stored
+    replay = client.get(f"/ui/matches/{mid}/replay.json").get_json()
+    assert [len(g["frames"]) for g in replay["games"]] == [
+        len(g["engine_log"]["actions"]) + 1 for g in stored["games"]]
+
+
+def test_token_in_the_address_signs_in_and_leaves_the_address(site, client):
+    tid = site.tournaments["private"]
+    r = client.get(f"/ui/tournaments/{tid}?token={site.tokens['alice']}&x=1")
+    assert r.status_code == 303
+    assert r.headers["Location"] == f"/ui/tournaments/{tid}?x=1"
+    cookie = r.headers["Set-Cookie"]
+    assert "arena_ui=" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/ui" in cookie
+    assert site.tokens["alice"] not in cookie
+    assert client.get(f"/ui/tournaments/{tid}").status_code == 200
+    bad = site.app.test_client().get(f"/ui/tournaments/{tid}?token=nope")
+    assert bad.status_code == 401 and "not valid" in bad.get_data(as_text=True)
+    assert site.app.test_client().post("/ui/login", data={"token": "nope"}).status_code == 401
+
+
+def test_login_never_redirects_off_site(site):
+    c = site.app.test_client()
+    for target in ("//evil.example/", "https://evil.example/", "/api/v1/bots", "/ui\\evil"):
+        r = c.post("/ui/login", data={"token": site.tokens["carol"], "next": target})
+        assert r.status_code == 303 and r.headers["Location"] == "/ui/", target
+
+
+def test_contestants_see_their_own_matches(site):
+    private_match = _match_ids(site, "private")[0]  # Ace (alice) vs Rando (bob), finished, not public
+    running_match = _match_ids(site, "running")[0]  # Greedo (alice) vs Rando (bob), queued
+    carol = _signed_in(site, "carol")  # no bot anywhere
+    r = carol.get(f"/ui/tournaments/{site.tournaments['private']}")
+    assert r.status_code == 200  # every account reads tournaments and standings (as the API)
+    html = r.get_data(as_text=True)
+    assert f'href="/ui/matches/{private_match}"' not in html and "not visible to you" in html
+    for path in (f"/ui/matches/{private_match}", f"/ui/matches/{private_match}/log.json",
+                 f"/ui/tournaments/{site.tournaments['private']}/logs.jsonl", f"/ui/matches/{running_match}"):
+        assert carol.get(path).status_code == 403, path
+    bob = _signed_in(site, "bob")
+    assert bob.get(f"/ui/matches/{private_match}").status_code == 200
+    assert bob.get(f"/ui/matches/{private_match}/log.json").status_code == 200
+    r = bob.get(f"/ui/matches/{running_match}")
+    assert r.status_code == 200 and "No log yet" in r.get_data(as_text=True)
+    assert bob.get(f"/ui/matches/{running_match}/log.json").status_code == 404
+    olga = _signed_in(site, "olga")
+    html = olga.get("/ui/").get_data(as_text=True)
+    assert all(f'data-tournament="{t}"' in html for t in site.tournaments.values())
+    lines = olga.get(f"/ui/tournaments/{site.tournaments['private']}/logs.jsonl").get_data(as_text=True).splitlines()
+    assert [json.loads(x)["match_id"] for x in lines] == _match_ids(site, "private")
+    # signing out closes the private pages again
+    assert bob.post("/ui/logout").status_code == 303
+    assert bob.get(f"/ui/matches/{private_match}").status_code == 401
+
+
+def test_api_accepts_public_when_finished(site):
+    c = site.app.test_client()
+    headers = {"Authorization": f"Bearer {site.tokens['olga']}"}
+    body = {"ruleset": "million_doubt", "participants": [site.bots["Ace"], site.bots["Rando"]]}
+    r = c.post("/api/v1/tournaments", json=body, headers=headers)
+    assert r.status_code == 201 and r.json["public_when_finished"] is True
+    r = c.post("/api/v1/tournaments", json={**body, "public_when_finished": False}, headers=headers)
+    assert r.status_code == 201 and r.json["public_when_finished"] is False
+    r = c.post("/api/v1/tournaments", json={**body, "public_when_finished": "maybe"}, headers=headers)
+    assert r.status_code == 422 and "public_when_finished" in r.json["message"]
+    # API errors stay JSON next to the HTML pages
+    assert c.get("/api/v1/tournaments").status_code == 401
+    assert c.get("/api/v1/tournaments").is_json
