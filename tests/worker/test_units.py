@@ -1,0 +1,124 @@
+"""The Redis semaphore, the visibility-timeout formula, eager mode over SQLite, the
+conformance game through the API (a bot must pass it to enter a tournament), ``arena worker``."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+import redis
+from click.testing import CliRunner
+
+from arena.cli import main
+from bots_sdk.bot import Bot
+from bots_sdk.samples import SAMPLE_BOTS
+from engine.timebank import TimeRules
+from tests.worker.conftest import Arena, SwitchBot
+from arena.config import Settings
+from worker.celery_app import (app, default_visibility_timeout, longest_match_seconds, visibility_timeout,
+                               visibility_timeout_for)
+from worker.match import replay
+from worker.semaphore import BotSemaphore
+
+
+def test_semaphore_caps_holders_and_leases_expire(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    name = uuid.uuid4().hex
+    sem = BotSemaphore(client, name, limit=2, max_wait_s=30)
+    inside, peak, lock = [0], [0], threading.Lock()
+
+    def work():
+        token, _ = sem.acquire(lease_s=10)
+        assert token is not None
+        with lock:
+            inside[0] += 1
+            peak[0] = max(peak[0], inside[0])
+        time.sleep(0.05)
+        with lock:
+            inside[0] -= 1
+        sem.release(token)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == 2 and sem.holders() == 0
+    # A holder that never releases (a dead worker) frees its slot when its lease ends.
+    a, b = sem.try_acquire(0.3), sem.try_acquire(0.3)
+    assert a and b and sem.try_acquire(0.3) is None
+    time.sleep(0.4)
+    assert sem.try_acquire(0.3) is not None
+
+
+def test_semaphore_without_redis_lets_the_request_go(free_port):
+    sem = BotSemaphore(redis.Redis(port=free_port(), socket_connect_timeout=1), "x", limit=1)
+    token, waited = sem.acquire(lease_s=1)
+    assert token is None and waited < 5
+
+
+def test_visibility_timeout_formula():
+    md = longest_match_seconds("million_doubt", TimeRules.from_seconds(1, 0, 1), 2)
+    # 2 games x (min(2 seats x 1 s, 80 x 1 s) + 80 x 0.02 s) + 2 seats x 4 s
+    assert md == pytest.approx(2 * (2 + 1.6) + 8)
+    assert visibility_timeout_for(md) == 24
+    assert longest_match_seconds("jdf", TimeRules()) == pytest.approx(12 * (4 * 60 + 250 * 10 + 5) + 16)
+    assert default_visibility_timeout() == visibility_timeout_for(longest_match_seconds("trump_millionaire", TimeRules()))
+    assert app.conf.broker_transport_options["visibility_timeout"] == visibility_timeout(Settings.from_env())
+    assert visibility_timeout(Settings.from_env({"ARENA_VISIBILITY_TIMEOUT_S": "77"})) == 77
+    app.loader.import_default_modules()  # what `celery -A worker.celery_app worker` does
+    assert "arena.run_match" in app.tasks
+
+
+class IllegalBot(Bot):
+    name = "illegal"
+
+    def decide(self, message):
+        return {"type": "play", "cards": ["JK", "JK", "JK"]}
+
+
+def test_eager_mode_over_sqlite_and_the_conformance_gate(tmp_path, bots):
+    from arena.db.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    upgrade(url)
+    arena = Arena(url, "redis://127.0.0.1:1/0", eager=True, tmp_path=tmp_path)
+    try:
+        bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["random"](seed=3)),
+                     SwitchBot(IllegalBot())])
+        ids = [arena.register(b, ["million_doubt", "jdf"], f"e{i}") for i, b in enumerate(bots[:2])]
+        # A bot that passes the health check but plays illegally fails its conformance game.
+        r = arena.client.post("/api/v1/bots", json={"name": "bad", "url": bots[2].url,
+                                                    "rulesets": ["million_doubt"]}, headers=arena.owner)
+        bots[2].set_secret(r.json["secret"])
+        checked = arena.client.post(f"/api/v1/bots/{r.json['id']}/check", headers=arena.owner).json
+        assert checked["status"] == "failed" and checked["last_check"]["health"]["ok"]
+        conf = checked["last_check"]["conformance"][0]
+        assert conf["ok"] is False and conf["faults"][0]["kind"] == "invalid_action"
+        r = arena.client.post("/api/v1/tournaments", headers=arena.org, json={
+            "ruleset": "million_doubt", "participants": ids + [r.json["id"]]})
+        assert r.status_code == 422 and "has not passed its check" in r.json["message"]
+        # Eager mode: starting plays every match in-process (here 2 players + 2 house bots, JDF).
+        tid = arena.create("jdf", ids, fill_with_house_bots=True, games_per_pairing=1,
+                           options={"sets": 1, "games_per_set": 2})
+        started = arena.start(tid)
+        assert started["status"] == "finished" and started["progress"]["finished"] == started["progress"]["total"] == 4
+        stored = arena.stored(tid)
+        for m, res, log in stored:
+            assert replay(log)["scores"] == [round(x) for x in res.scores]
+            kinds = [p["kind"] for p in log["players"]]
+            assert kinds.count("local") == 2 and kinds.count("http") == 2  # house bots in-process
+            assert res.timings["semaphore_bypassed"] == [0, 0, 0, 0]  # no broker, no cap
+        rows = arena.get(f"/tournaments/{tid}/standings")["rows"]
+        assert {r["house_bot"] for r in rows if r["house_bot"]} == {"house-1", "house-2"}
+    finally:
+        arena.close()
+
+
+def test_arena_worker_command_is_registered():
+    result = CliRunner().invoke(main, ["worker", "--help"])
+    assert result.exit_code == 0 and "--concurrency" in result.output and "--queues" in result.output
+    bad = CliRunner().invoke(main, ["worker", "--queues", " , "])
+    assert bad.exit_code != 0 and "queue" in bad.output
