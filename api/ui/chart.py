@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-WIDTH = 640
+WIDTH = 720
 LABEL_W = 170
 ROW_H = 26
 PAD_TOP = 24
