@@ -101,6 +101,17 @@ def _fresh_out_dir(out: Path) -> None:
             f.unlink()
 
 
+def _stop_on_signals() -> None:
+    """Ctrl-C (SIGINT, even when inherited as ignored) and SIGTERM stop ``--serve``."""
+    import signal
+
+    def stop(_signum, _frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, stop)
+
+
 @dataclass
 class DemoResult:
     """What :func:`run_demo` produced (for tests and the command's last lines)."""
@@ -243,6 +254,7 @@ def run_demo(ruleset: str, out: Path, *, port: int = 0, serve: bool = False, see
             console.print(f"Open: {page}")
             console.print(f"API: {api_server.url}/api/v1 (organizer token in {out / 'demo.json'}); "
                           "serving until Ctrl-C")
+            _stop_on_signals()
             try:
                 while True:
                     time.sleep(3600)
