@@ -11,7 +11,10 @@ Design (a sorted-set semaphore, one Lua script per acquire, atomic in Redis):
   whose score is its lease end, in Redis server time (seconds, ``TIME``), so clocks of
   different worker machines never matter;
 * acquire = drop expired members, then add the token if fewer than ``limit`` remain;
-  release = ``ZREM`` of the token. One round trip each;
+  release = ``ZREM`` of the token. Within a match, whose seats are asked one at a time, the
+  release of the previous request's slot is carried by the next acquire (same script, any
+  bot's key: :class:`SlotBook`), so a decision costs one Redis round trip; the last slot is
+  released when the match ends;
 * a lease is the request's timeout (the seat's remaining bank) plus :data:`LEASE_SLACK_S`:
   a worker that dies while holding a slot frees it when the lease ends, never later;
 * a waiter polls with a short backoff (1 ms doubling to 20 ms).
@@ -44,6 +47,7 @@ KEY_PREFIX = "arena:bot-sem:"
 
 _ACQUIRE = """
 local key, limit, lease, token = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+if ARGV[4] ~= '' then redis.call('ZREM', KEYS[2], ARGV[4]) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
@@ -77,18 +81,21 @@ class BotSemaphore:
         self.max_wait_s = max_wait_s
         self._script = client.register_script(_ACQUIRE)
 
-    def try_acquire(self, lease_s: float) -> str | None:
+    def try_acquire(self, lease_s: float, release: tuple[str, str] | None = None) -> str | None:
         """One attempt: a token if a slot was taken for ``lease_s`` seconds, else None.
+        ``release`` = ``(key, token)`` of a slot given back first, in the same script.
 
         Raises:
             redis.RedisError: Redis is unreachable.
         """
         token = uuid.uuid4().hex
-        got = self._script(keys=[self.key], args=[self.limit, float(lease_s), token])
+        rkey, rtoken = release if release else (self.key, "")
+        got = self._script(keys=[self.key, rkey], args=[self.limit, float(lease_s), token, rtoken])
         return token if int(got) == 1 else None
 
-    def acquire(self, lease_s: float) -> tuple[str | None, float]:
-        """Wait for a slot: returns ``(token or None, seconds waited)``.
+    def acquire(self, lease_s: float, release: tuple[str, str] | None = None) -> tuple[str | None, float]:
+        """Wait for a slot: returns ``(token or None, seconds waited)``; ``release`` as in
+        :meth:`try_acquire` (given back by the first attempt).
 
         None means no slot was taken (Redis down, or ``max_wait_s`` passed): the caller goes
         on without one (module docstring). Never raises.
@@ -97,7 +104,8 @@ class BotSemaphore:
         delay = 0.001
         while True:
             try:
-                token = self.try_acquire(lease_s)
+                token = self.try_acquire(lease_s, release)
+                release = None
             except redis.RedisError as exc:
                 log.warning("bot semaphore %s unavailable (%s): request sent without a slot", self.key, exc)
                 return None, time.monotonic() - start
@@ -128,37 +136,75 @@ class BotSemaphore:
 from worker.players import HttpPlayer, Outcome  # noqa: E402
 
 
+class SlotBook:
+    """The slot of a match's last request, given back by its next acquire or by :meth:`flush`.
+
+    One per match (its seats are asked one at a time); not thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._pending: tuple[BotSemaphore, str] | None = None
+
+    def take(self) -> tuple[str, str] | None:
+        """``(key, token)`` to release with the next acquire, or None; forgets it."""
+        pending, self._pending = self._pending, None
+        return (pending[0].key, pending[1]) if pending else None
+
+    def put(self, semaphore: BotSemaphore, token: str | None) -> None:
+        self.flush()
+        if token is not None:
+            self._pending = (semaphore, token)
+
+    def flush(self) -> None:
+        """Release the pending slot now (the match ends). Never raises."""
+        pending, self._pending = self._pending, None
+        if pending:
+            pending[0].release(pending[1])
+
+
 class CappedHttpPlayer(HttpPlayer):
     """An :class:`~worker.players.HttpPlayer` whose decision requests and notices each hold a
     slot of ``semaphore`` while in flight.
 
     ``decide`` waits for a slot, then calls ``HttpPlayer.decide``, whose clock starts only
-    then: the wait is not charged to the bank (TIME-2, module docstring). Totals for the
-    match result: ``wait_s`` (seconds waited) and ``bypassed`` (requests sent without a slot).
+    then: the wait is not charged to the bank (TIME-2, module docstring). The slot is given
+    back through ``book`` (:class:`SlotBook`, shared by the match's players; the caller
+    flushes it when the match ends) or at once without a book. Totals for the match result:
+    ``wait_s`` (seconds waited) and ``bypassed`` (requests sent without a slot).
     """
 
-    def __init__(self, url: str, secret: str | None, name: str | None, semaphore: BotSemaphore | None):
+    def __init__(self, url: str, secret: str | None, name: str | None, semaphore: BotSemaphore | None,
+                 book: SlotBook | None = None):
         super().__init__(url, secret, name)
         self.semaphore = semaphore
+        self.book = book
         self.wait_s = 0.0
         self.bypassed = 0
 
     def _hold(self, timeout_s: float) -> str | None:
         if self.semaphore is None:
             return None
-        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S)
+        release = self.book.take() if self.book else None
+        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S, release)
         self.wait_s += waited
         if token is None:
             self.bypassed += 1
         return token
+
+    def _done(self, token: str | None) -> None:
+        if self.semaphore is None:
+            return
+        if self.book is not None:
+            self.book.put(self.semaphore, token)
+        else:
+            self.semaphore.release(token)
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
         token = self._hold(timeout_s)
         try:
             return super().decide(body, timeout_s)
         finally:
-            if self.semaphore is not None:
-                self.semaphore.release(token)
+            self._done(token)
 
     def notify(self, body: bytes) -> None:
         from worker.players import NOTICE_TIMEOUT_S
@@ -167,5 +213,4 @@ class CappedHttpPlayer(HttpPlayer):
         try:
             super().notify(body)
         finally:
-            if self.semaphore is not None:
-                self.semaphore.release(token)
+            self._done(token)

@@ -17,8 +17,11 @@ in-process through :mod:`arena.queue`). Steps:
    seed, and ``games_per_pairing`` games for Million Doubt (duplicate pairs).
 4. :func:`arena.db.results.record_result` with the compressed log: exactly once (a
    re-delivered task that played the match again finds the result stored and stores nothing).
-5. The ratings of the rule set are rebuilt from every finished match
-   (:func:`arena.standings.rebuild_ratings`), serialized by a PostgreSQL advisory lock.
+5. When no match of the tournament is left to play (finished or cancelled), the ratings of the
+   rule set are rebuilt from every finished match (:func:`arena.standings.rebuild_ratings`),
+   serialized by a PostgreSQL advisory lock. Not after every match: a rebuild reads every
+   finished match of the rule set, and the tournament's own standings (with their ratings)
+   are computed from its stored results on every read anyway.
 
 Result shapes stored (lists indexed by seat): ``scores`` = match score per seat (sum over the
 games); ``places`` = 1 + number of seats with a strictly higher match score (Million Doubt), or
@@ -41,7 +44,7 @@ from functools import lru_cache
 from typing import Any
 
 import redis
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
@@ -57,7 +60,7 @@ from engine.timebank import TimeRules
 from worker.celery_app import app, longest_match_seconds, visibility_timeout
 from worker.match import run_match
 from worker.players import LocalPlayer
-from worker.semaphore import BotSemaphore, CappedHttpPlayer
+from worker.semaphore import BotSemaphore, CappedHttpPlayer, SlotBook
 
 log = logging.getLogger("arena.tasks")
 
@@ -145,15 +148,15 @@ def claim(session: Session, match_id: int) -> MatchPlan | str:
     return plan
 
 
-def build_players(plan: MatchPlan, settings: Settings) -> list:
-    """Step 2: one player per seat, in seat order."""
+def build_players(plan: MatchPlan, settings: Settings, book: SlotBook | None = None) -> list:
+    """Step 2: one player per seat, in seat order (``book``: the match's :class:`SlotBook`)."""
     # Eager mode (a quick local run) has no broker: no per-bot cap there.
     client = None if settings.celery_eager else _redis(settings.broker_url)
     players = []
     for s in plan.seats:
         if s.bot_id is not None:
             sem = BotSemaphore(client, str(s.bot_id), settings.bot_max_concurrency) if client else None
-            players.append(CappedHttpPlayer(s.url, s.secret, s.name, sem))
+            players.append(CappedHttpPlayer(s.url, s.secret, s.name, sem, book))
         else:
             bot = SAMPLE_BOTS[HOUSE_BOT](seed=derive_seed(plan.seed, "house", s.seat))
             players.append(LocalPlayer(bot, s.house_bot))
@@ -197,6 +200,13 @@ def result_fields(plan: MatchPlan, match_log: dict, players: list) -> dict[str, 
             "games": games, "timings": timings}
 
 
+def tournament_done(session: Session, tournament_id: int) -> bool:
+    """True when no match of the tournament is pending, queued or running."""
+    left = session.scalar(select(func.count()).select_from(Match).where(
+        Match.tournament_id == tournament_id, Match.status.in_(("pending", "queued", "running"))))
+    return not left
+
+
 def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
     """Step 5: rebuild the ratings of ``ruleset`` and commit (advisory lock on PostgreSQL)."""
     for attempt in range(attempts):
@@ -230,25 +240,34 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
         plan = claim(session, int(match_id))
     if isinstance(plan, str):
         log.info("skipped: %s", plan)
+        if "is cancelled" in plan:  # the last match of a cancelled tournament: rate the others
+            with factory() as session:
+                m = session.get(Match, int(match_id))
+                t = session.get(Tournament, m.tournament_id)
+                if tournament_done(session, t.id):
+                    update_ratings(session, t.ruleset)
         return f"skipped: {plan}"
     bound = longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options)
     vt = visibility_timeout(settings)
     if bound > vt:
         log.warning("match %s may last up to %.0f s, longer than the broker visibility timeout %d s: "
                     "it may be delivered twice (the result is still stored once)", plan.match_id, bound, vt)
-    players = build_players(plan, settings)
+    book = SlotBook()
+    players = build_players(plan, settings, book)
     try:
         match_log = run_match(players, plan.ruleset, plan.options, seed=plan.seed, games=plan.games,
                               time_rules=plan.time_rules, max_faults=plan.max_faults,
                               match_id=f"arena-{plan.match_id}")
     finally:
+        book.flush()
         for p in players:
             p.close()
     fields = result_fields(plan, match_log, players)
     with factory() as session:
         stored = record_result(session, plan.match_id, log=match_log, **fields)
     with factory() as session:
-        update_ratings(session, plan.ruleset)
+        if tournament_done(session, plan.tournament_id):
+            update_ratings(session, plan.ruleset)
     word = "stored" if stored else "duplicate"
     line = (f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, "
             f"faults {fields['faults']}")

@@ -51,6 +51,12 @@ def test_semaphore_caps_holders_and_leases_expire(redis_url):
     assert a and b and sem.try_acquire(0.3) is None
     time.sleep(0.4)
     assert sem.try_acquire(0.3) is not None
+    # The next acquire of a match gives back its previous slot, even of another bot, and
+    # even when it finds no free slot itself (so two matches never wait on each other).
+    other = BotSemaphore(client, name + "-other", limit=1)
+    held = other.try_acquire(10)
+    assert sem.try_acquire(10) is not None and sem.try_acquire(10, release=(other.key, held)) is None
+    assert other.holders() == 0
 
 
 def test_semaphore_without_redis_lets_the_request_go(free_port):
