@@ -10,8 +10,9 @@ real API app (bots registered and checked, tournament created and started into R
 Prints four lines:
 
 * ``per-decision overhead ratio: R``: arena time per decision (sum of the matches' wall time
-  / decisions, one worker process) / the bare keep-alive httpx round trip of a decision
-  request to the same bot. Bots answer at once (the greedy sample bot).
+  / decisions, one worker process) / the bare keep-alive httpx round trip of the same kind
+  of decision requests (real requests of seeded Million Doubt games, unsigned) to the same
+  bot. Bots answer at once (the greedy sample bot: no sleep, only its own decision code).
 * ``decisions/s per worker process: N``: decisions / tournament wall time, same run.
 * ``matches/min with 1 worker: N`` and ``matches/min with 2 workers: N``: a tournament of
   bots that think a fixed 5 ms per decision (I/O-bound, as real tournaments are), with one
@@ -109,19 +110,37 @@ class ThinkingBot(SAMPLE_BOTS["greedy"]):
         return super().decide(message)
 
 
-def bare_round_trip(url: str) -> float:
-    """Mean seconds of a keep-alive httpx POST of a real decision request (no signing)."""
-    import engine
+def sample_requests(n_games: int = 12) -> list[bytes]:
+    """Real decision requests (bodies) of seeded random Million Doubt games: the same kind of
+    requests the tournament sends, so the bare round trip pays the same bot-side work."""
+    import random
 
-    g = engine.new_game("million_doubt", None, 7)
-    d = g.decision()
-    body = protocol.dumps(protocol.build_request(g, d.seat, match_id="bench", game=0,
-                                                 time_rules=engine.TimeRules(), remaining_ms=60000))
+    import engine
+    from engine.selfplay import random_action
+
+    rng = random.Random(99)
+    bodies = []
+    for seed in range(n_games):
+        g = engine.new_game("million_doubt", None, seed)
+        while not g.over:
+            d = g.decision()
+            bodies.append(protocol.dumps(protocol.build_request(
+                g, d.seat, match_id="bench", game=0, time_rules=engine.TimeRules(),
+                remaining_ms=60000)))
+            g.apply(*random_action(g, rng))
+    return bodies
+
+
+def bare_round_trip(url: str) -> float:
+    """Mean seconds of a keep-alive httpx POST of real decision requests (no signing, no
+    arena work around it): each sampled request is sent in turn, several times over."""
+    bodies = sample_requests()
     with httpx.Client(trust_env=False) as client:
-        for _ in range(100):
-            client.post(url, content=body)
+        for body in bodies[:100]:
+            client.post(url, content=body).read()
         times = []
-        for _ in range(BARE_REQUESTS):
+        for i in range(BARE_REQUESTS):
+            body = bodies[i % len(bodies)]
             t = time.perf_counter()
             r = client.post(url, content=body)
             r.read()
