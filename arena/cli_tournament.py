@@ -169,6 +169,18 @@ def tournament_start(api_url: str, token: str | None, tournament_id: int, wait: 
             _echo_tournament(t)
 
 
+@tournament.command("resume")
+@_api_options
+@click.argument("tournament_id", type=click.IntRange(min=1))
+@click.option("--include-running", is_flag=True, help="Also re-enqueue matches marked running (their worker may be gone).")
+def tournament_resume(api_url: str, token: str | None, tournament_id: int, include_running: bool) -> None:
+    """Re-enqueue the matches of a running tournament that have no result (organizers), e.g.
+    after Redis was restarted without persistence."""
+    with _client(api_url, token) as client:
+        t = _call(client.resume_tournament, tournament_id, include_running=include_running)
+        _echo_tournament(t)
+
+
 @tournament.command("status")
 @_api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))

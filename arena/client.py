@@ -140,6 +140,12 @@ class ApiClient:
         ``timeout_s=None``."""
         return self.request("POST", f"/tournaments/{tournament_id}/start", timeout_s=timeout_s)
 
+    def resume_tournament(self, tournament_id: int, *, include_running: bool = False) -> dict:
+        """``POST /tournaments/{id}/resume`` (organizers): re-enqueue the matches without a
+        result (after a broker restart)."""
+        q = "?include_running=true" if include_running else ""
+        return self.request("POST", f"/tournaments/{tournament_id}/resume{q}")
+
     def cancel_tournament(self, tournament_id: int) -> dict:
         return self.request("POST", f"/tournaments/{tournament_id}/cancel")
 

@@ -283,6 +283,45 @@ class TournamentStart(MethodView):
         return tournament_dict(t)
 
 
+class ResumeQuerySchema(ma.Schema):
+    include_running = ma.fields.Boolean(load_default=False, metadata={
+        "description": "also re-enqueue matches marked running (their worker may be gone)"})
+
+
+@blp.route("/<int(min=1, max=2147483647):tournament_id>/resume")
+class TournamentResume(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.arguments(ResumeQuerySchema, location="query")
+    @blp.response(202, TournamentSchema)
+    @errors(blp, 401, 403, 404, 409, 503)
+    def post(self, query, tournament_id):
+        """Re-enqueue (organizers) every match of a running tournament that has no result:
+        ``pending`` and ``queued`` ones, and ``running`` ones with ``include_running``.
+
+        For a broker that lost its queue (a Redis restart without persistence). Tasks are
+        idempotent: a match delivered twice is played at most once more and stored once.
+        409 if the tournament is not running or nothing is left; 503 if the broker is down.
+        """
+        require_organizer()
+        t = get_tournament(tournament_id)
+        s = db()
+        if t.status != "running":
+            abort(409, f"tournament {t.id} is {t.status}, not running")
+        states = ("pending", "queued", "running") if query["include_running"] else ("pending", "queued")
+        left = s.scalars(select(Match.id).where(
+            Match.tournament_id == t.id, Match.status.in_(states)).order_by(Match.index)).all()
+        if not left:
+            abort(409, f"tournament {t.id} has no match to re-enqueue")
+        try:
+            enqueue_matches(settings(), left)
+        except QueueError as exc:
+            abort(503, f"{exc}; start or resume again later")
+        s.execute(update(Match).where(Match.id.in_(left), Match.status == "pending").values(status="queued"))
+        s.commit()
+        s.refresh(t)
+        return tournament_dict(t)
+
+
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/cancel")
 class TournamentCancel(MethodView):
     @blp.doc(security=BEARER)

@@ -1,0 +1,104 @@
+"""Reliability: Redis restarted (empty, as it runs without persistence) in the middle of a
+tournament. No finished result is lost or changed; the worker reconnects; ``resume``
+re-enqueues what the broker forgot and the tournament finishes with every result stored once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+import redis
+from sqlalchemy import select
+
+from arena.db.models import MatchResult
+from bots_sdk.samples import SAMPLE_BOTS
+from tests.worker.conftest import Arena, SwitchBot
+from worker.match import replay
+
+TIME_RULES_S = {"initial": 2.0, "increment": 0.0, "cap": 2.0}
+
+
+def _start_redis(port: int) -> subprocess.Popen:
+    exe = shutil.which("redis-server")
+    if exe is None:  # infra/test.sh installs it; a bare pytest run may not have it
+        pytest.fail("redis-server is not installed (run the tests through infra/test.sh)")
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    client = redis.Redis(host="127.0.0.1", port=port)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            if client.ping():
+                return proc
+        except redis.ConnectionError:
+            pass
+        assert time.monotonic() < deadline, "redis-server did not start"
+        time.sleep(0.05)
+
+
+def test_redis_restart_loses_no_result_and_resume_finishes(pg_database, tmp_path, free_port,
+                                                           bots, celery_worker_factory):
+    port = free_port()
+    broker = f"redis://127.0.0.1:{port}/0"
+    server = _start_redis(port)
+    arena = Arena(pg_database, broker, tmp_path=tmp_path)
+    try:
+        for i in range(4):
+            bots.append(SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.01))
+        ids = [arena.register(b, ["million_doubt"], f"r{i}") for i, b in enumerate(bots)]
+        tid = arena.create("million_doubt", ids, games_per_pairing=2, time_rules=TIME_RULES_S)
+        worker = celery_worker_factory(concurrency=1, broker_url=broker,
+                                       database_url=arena.database_url)
+        arena.start(tid)
+        deadline = time.monotonic() + 90
+        while arena.counts(tid)["results"] < 2:
+            assert time.monotonic() < deadline, worker.log()[-3000:]
+            time.sleep(0.05)
+        # Redis dies and comes back empty: the queued tasks are gone.
+        server.send_signal(signal.SIGKILL)
+        server.wait(10)
+        with arena.sessions() as s:
+            before = {r.match_id: list(r.scores) for r in s.scalars(
+                select(MatchResult).join(MatchResult.match).where(MatchResult.match.has(tournament_id=tid)))}
+        assert len(before) >= 2
+        server = _start_redis(port)
+        # the worker reconnects by itself; what the broker forgot is enqueued again
+        time.sleep(2.0)
+        r = arena.client.post(f"/api/v1/tournaments/{tid}/resume", headers=arena.org)
+        if r.status_code == 409:  # everything had already been played or was in flight
+            assert "no match to re-enqueue" in r.json["message"]
+        else:
+            assert r.status_code == 202, r.json
+        t = arena.wait_finished(tid, timeout_s=120, workers=[worker])
+        assert t["status"] == "finished" and t["progress"] == {"finished": 6, "total": 6}
+        assert arena.counts(tid) == {"matches": 6, "results": 6, "logs": 6}
+        stored = arena.stored(tid)
+        for m, res, log in stored:
+            assert replay(log)["scores"] == [round(x) for x in res.scores]
+            if m.id in before:  # finished before the restart: unchanged
+                assert list(res.scores) == before[m.id]
+    finally:
+        arena.close()
+        if server.poll() is None:
+            server.terminate()
+            server.wait(10)
+
+
+def test_resume_refuses_what_it_cannot_do(arena, bots):
+    for _ in range(2):
+        bots.append(SwitchBot(SAMPLE_BOTS["greedy"]()))
+    ids = [arena.register(b, ["million_doubt"], f"q{i}") for i, b in enumerate(bots)]
+    tid = arena.create("million_doubt", ids, games_per_pairing=2)
+    r = arena.client.post(f"/api/v1/tournaments/{tid}/resume", headers=arena.org)
+    assert r.status_code == 409 and "is created, not running" in r.json["message"]
+    r = arena.client.post(f"/api/v1/tournaments/{tid}/resume?include_running=maybe", headers=arena.org)
+    assert r.status_code == 422 and "include_running" in str(r.json)
+    r = arena.client.post(f"/api/v1/tournaments/{tid}/resume", headers=arena.owner)
+    assert r.status_code == 403
+    r = arena.client.post("/api/v1/tournaments/999999/resume", headers=arena.org)
+    assert r.status_code == 404
