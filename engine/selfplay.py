@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from engine.cards import RANKS, format_cards
-from engine.game import Game
+from engine.game import Game, InvalidAction
 
 
 def random_bluff(g: Game, seat: int, rng: random.Random) -> dict | None:
@@ -55,11 +55,32 @@ def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple
     return d.seat, actions[int(rng.random() * len(actions))]
 
 
-def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000) -> int:
-    """Play ``g`` to its end with random actions; return the number of decisions."""
+def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000,
+                bluff_rate: float = 0.2) -> int:
+    """Play ``g`` to its end with random actions; return the number of decisions.
+
+    Million Doubt bluffs are tried straight on :meth:`Game.apply` (a refused one changes
+    nothing, C-12) instead of being checked first and applied after.
+    """
     n = 0
+    md = g.ruleset == "million_doubt"
     while not g.over:
-        seat, action = random_action(g, rng)
+        d = g.decision()
+        if md and d.kind == "play" and rng.random() < bluff_rate:
+            hand = g.hands[d.seat]
+            k = g.count or 1 + int(rng.random() * min(4, len(hand)))
+            if k <= len(hand):
+                cards = rng.sample(hand, k)
+                down = 1 + int(rng.random() * k)
+                try:
+                    g.apply(d.seat, {"type": "play", "cards": format_cards(cards),
+                                     "face_down": format_cards(cards[:down])})
+                except InvalidAction:
+                    pass
+                else:
+                    n += 1
+                    continue
+        seat, action = random_action(g, rng, 0.0)
         g.apply(seat, action)
         n += 1
         if n >= max_decisions:
