@@ -44,8 +44,22 @@ running() {
     as_pg "$BIN/pg_ctl" -D "$d" status >/dev/null 2>&1
 }
 
+install_if_missing() {
+    # A fresh Debian machine without the server: install it from the system packages (root
+    # only; the package also creates the `postgres` system user). A non-root developer
+    # installs it once: sudo apt-get install -y postgresql-15
+    [[ -x "$BIN/pg_ctl" ]] && return 0
+    [[ -z "${ARENA_PG_BIN:-}" && "$(id -u)" == 0 ]] || die "PostgreSQL binaries not found in $BIN (set ARENA_PG_BIN, or: sudo apt-get install -y postgresql-15)"
+    echo "postgres.sh: installing postgresql-15 with apt-get" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15; } \
+        >"${TMPDIR:-/tmp}/arena-apt-postgres.log" 2>&1 \
+        || { cat "${TMPDIR:-/tmp}/arena-apt-postgres.log" >&2; die "apt-get install postgresql-15 failed"; }
+    # the package may start a cluster of its own on 5432; ours uses its own port and folder
+    [[ -x "$BIN/pg_ctl" ]] || die "PostgreSQL binaries still missing in $BIN after apt-get"
+}
+
 start() {
-    [[ -x "$BIN/pg_ctl" ]] || die "PostgreSQL binaries not found in $BIN (set ARENA_PG_BIN)"
+    install_if_missing
     if running; then
         echo "$URL"
         return 0
