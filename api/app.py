@@ -28,7 +28,9 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
         OPENAPI_SWAGGER_UI_PATH="/docs",
-        OPENAPI_SWAGGER_UI_URL="https://cdn.jsdelivr.net/npm/swagger-ui-dist/",
+        # Swagger UI's files are served from the swagger-ui-bundle package, not a CDN: the
+        # page must work on machines without internet access
+        OPENAPI_SWAGGER_UI_URL="/docs-assets/",
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         JSON_SORT_KEYS=False,
         API_SPEC_OPTIONS={
@@ -47,7 +49,20 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
 
     for module in (health, accounts, bots, tournaments, matches, leaderboard):
         api.register_blueprint(module.blp)
+    _serve_swagger_assets(app)
     from api.ui import init_ui  # web pages under /ui (issue 8)
 
     init_ui(app)
     return app
+
+
+def _serve_swagger_assets(app: Flask) -> None:
+    """``/docs-assets/<file>``: Swagger UI's JS and CSS from the ``swagger_ui_bundle`` package."""
+    from flask import send_from_directory
+    from swagger_ui_bundle import swagger_ui_path
+
+    folder = str(swagger_ui_path)
+
+    @app.get("/docs-assets/<path:filename>")
+    def swagger_assets(filename: str):
+        return send_from_directory(folder, filename, max_age=86400)
