@@ -314,7 +314,7 @@ class Game:
         if "jokers" not in action or action["jokers"] is None:
             return None
         raw = action["jokers"]
-        if not isinstance(raw, list) or not all(isinstance(r, str) and r in RANKS for r in raw):
+        if type(raw) is not list or not all(type(r) is str and len(r) == 1 and r in RANKS for r in raw):
             raise InvalidAction("C-4", f"field 'jokers' must be a list of ranks from {RANKS}")
         if len(raw) != jokers:
             raise InvalidAction(

@@ -127,6 +127,10 @@ class Jdf(Climbing):
         ex = self.exchange
         for seat, count, to in ex["order"]:
             if seat not in ex["give"]:
+                if seat in self.retired_now:  # FAULT-2: out at once, never asked
+                    weakest = sorted(self.hands[seat], key=exchange_order_key)[:count]
+                    ex["give"][seat] = (weakest, to)
+                    continue
                 self._ask(seat, "give", count=count, to=to, exchange=True)
                 return
         # every choice made: swap at once (JDF-4)
@@ -216,9 +220,12 @@ class Jdf(Climbing):
                "ranks": ranks, "scores": scores, "set_bonus": bonus,
                "fouls": list(self.fouls), "fallen": self.fallen, "retired": list(self.retired_now)}
         self.game_results.append(res)
-        self._event({"type": "game_end", "ranks": _str_keys(ranks), "scores": _str_keys(scores),
-                     "set_bonus": _str_keys(bonus), "totals": list(self.totals),
-                     "hands": {str(s): format_cards(self.hands[s]) for s in range(4)}})
+        public = {"type": "game_end", "ranks": _str_keys(ranks), "scores": _str_keys(scores),
+                  "set_bonus": _str_keys(bonus), "totals": list(self.totals)}
+        # the hands left are for the post-game log only (C-11: with the cards played they
+        # would tell the set's blind cards, JDF-2)
+        self._event({**public, "hands": {str(s): format_cards(self.hands[s]) for s in range(4)}},
+                    (), public)
         self.unit_over = True
         self._decision = None
         self.follow = None
@@ -264,9 +271,7 @@ class Jdf(Climbing):
         d = self._decision
         if self.exchange is not None:
             if d is not None and d.seat == seat and d.kind == "give":
-                weakest = sorted(self.hands[seat], key=exchange_order_key)[:d.info["count"]]
-                self.exchange["give"][seat] = (weakest, d.info["to"])
-                self._ask_exchange()
+                self._ask_exchange()  # gives its weakest cards and asks the next seat
             return True
         self.discards.extend(self.hands[seat])
         self.hands[seat] = []

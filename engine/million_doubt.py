@@ -35,6 +35,25 @@ class _Eval:
         self.accepted = accepted
 
 
+def _bind_declared(r: Readings, declared, nat, n: int) -> Readings:
+    """Keep the readings of ``r`` in which jokers stand for the ``declared`` ranks (C-4),
+    the other jokers (face-down ones, MD-7) standing in freely."""
+    dm = 0
+    for rank in declared:
+        dm |= 1 << rank
+    group = r.group & dm if dm & (dm - 1) == 0 else 0
+    stairs = 0
+    nat_ranks = 0
+    for c in nat:
+        nat_ranks |= 1 << (c >> 2)
+    if dm.bit_count() == len(declared) and not dm & nat_ranks:
+        span = (1 << n) - 1
+        for lo in range(13):
+            if r.stairs >> lo & 1 and dm & ~(span << lo) == 0:
+                stairs |= 1 << lo
+    return Readings(0, group, stairs, False, False)
+
+
 class MillionDoubt(Game):
     """State of one Million Doubt game (MD-1..MD-17). See :mod:`engine.game` for the API."""
 
@@ -205,9 +224,9 @@ class MillionDoubt(Game):
     def _honest(self, rec: PlayRecord) -> bool:
         """MD-7: the real cards beat the reference under the lock and order then in force."""
         nat, j = split(rec.cards)
-        fd_jokers = rec.face_down.count(JOKER)
-        declared = rec.declared if rec.declared and not fd_jokers else None
-        r = readings(nat, j, 0, declared)
+        r = readings(nat, j, 0, None)
+        if rec.declared:  # C-4: the face-up jokers' declared ranks still bind
+            r = _bind_declared(r, rec.declared, nat, len(rec.cards))
         if r.empty() or not satisfies_lock(self.lock, nat, j):
             return False
         ref = self.ref

@@ -194,10 +194,12 @@ class TrumpMillionaire(Climbing):
             self.totals[s] += scores[s]
         self.deal_results.append({"deal": self.deal_index, "void": False, "winner": seat,
                                   "scores": scores, "rate": self.rate})
-        self._event({"type": "deal_end", "winner": seat, "rate": self.rate,
-                     "scores": {str(s): v for s, v in scores.items()},
-                     "totals": list(self.totals),
-                     "hands": {str(s): format_cards(self.hands[s]) for s in range(4)}})
+        public = {"type": "deal_end", "winner": seat, "rate": self.rate,
+                  "scores": {str(s): v for s, v in scores.items()}, "totals": list(self.totals)}
+        # the hands left are for the post-game log only (C-11: they would tell the set-aside
+        # cards); seats see the sizes they already know
+        self._event({**public, "hands": {str(s): format_cards(self.hands[s]) for s in range(4)}},
+                    (), public)
         self.millionaire = seat
         self.unit_over = True
         if self.single_unit:

@@ -121,3 +121,33 @@ def test_time_bank_arithmetic_time1():
     assert not bank.spend(30_001) and bank.remaining_ms == 0  # TIME-3
     with pytest.raises(ValueError):
         engine.TimeRules(initial_ms=10, increment_ms=0, cap_ms=5)
+
+
+def test_jdf_exchange_never_asks_a_retired_seat_fault2():
+    st = {"game_in_set": 2, "previous_ranks": {"0": 1, "1": 2, "2": 3, "3": 4}}
+    g = engine.from_setup("jdf", {}, {"hands": {"0": ["9S", "TS", "3H", "3D"], "1": ["KS", "6S", "2C"],
+                                                 "2": ["AD", "4D"], "3": ["2S", "2H", "4C"]},
+                                       "leader": 3, "state": st})
+    assert g.decision().seat == 0 and g.decision().kind == "give"
+    g.forfeit(1, "timeout")  # the fugo retires while the daifugo is asked
+    g.apply(0, {"type": "give", "cards": ["3H", "3D"]})
+    d = g.decision()
+    assert d.kind == "play" and d.seat == 3  # the fugo was not asked; play starts
+    assert g.still_in == [True, False, True, True] and g.hands[1] == []
+    assert sorted(engine.format_cards(g.hands[2])) == ["4D", "6S"]  # got the fugo's weakest card
+
+
+def test_end_of_game_hands_are_for_the_log_only_c11():
+    import random
+
+    from engine.selfplay import random_action
+
+    g = engine.new_game("jdf", seed=1)
+    rng = random.Random(1)
+    while g.game_index == 0:
+        g.apply(*random_action(g, rng))
+    ends = [e for e in g.history(None, 0) if e["type"] == "game_end"]
+    assert ends and "hands" in ends[0]  # the full log keeps them (post-game record)
+    for seat in range(4):
+        seen = [e for e in g.history(seat, 0) if e["type"] == "game_end"]
+        assert seen and "hands" not in seen[0] and seen[0]["ranks"] == ends[0]["ranks"]

@@ -153,3 +153,24 @@ def test_replay_frames_follow_the_log():
     assert fr[1]["decision"] == "doubt" and fr[1]["hands"][0] == ["6H", "9C"]
     assert fr[2]["field"][0]["revealed"] is True and fr[2]["decision"] == "penalty"
     assert [e["type"] for e in fr[2]["events"]] == ["doubt", "reveal"]
+
+
+def test_declared_face_up_joker_binds_in_the_honesty_check_c4_md7():
+    g = md({"0": ["6S", "6H", "6D", "3C"], "1": ["JK", "JK", "9D", "4C"]})
+    g.apply(0, {"type": "play", "cards": ["6S", "6H", "6D"]})
+    g.apply(1, {"type": "play", "cards": ["JK", "JK", "9D"], "face_down": ["JK", "9D"],
+                "jokers": ["7"]})  # claims a triple of 7s; 9D + JK(7) + JK is no triple
+    g.apply(0, {"type": "doubt"})
+    assert g.decision().seat == 0  # the doubt succeeds: the doubter executes
+    reveal = [e for e in g.history(None) if e["type"] == "reveal"][0]
+    assert reveal["honest"] is False
+
+
+def test_declared_joker_ranks_must_be_single_rank_letters_c4():
+    g = md({"0": ["3S", "JK", "9C"], "1": ["KD", "4C"]})
+    for bad in ([""], ["TJ"], ["10"], [3], "3"):
+        with pytest.raises(InvalidAction) as e:
+            g.apply(0, {"type": "play", "cards": ["3S", "JK"], "jokers": bad})
+        assert e.value.rule == "C-4"
+    g.apply(0, {"type": "play", "cards": ["3S", "JK"], "jokers": ["3"]})
+    assert g.log()["actions"][0]["action"]["jokers"] == ["3"]
