@@ -517,7 +517,7 @@ class Game:
                 if not present or len(present) + jokers < 3:
                     continue
                 for lo in range(0, 11):
-                    if not st_ok >> lo & 1:
+                    if not st_ok >> lo & 1 or (not jokers and lo not in present):
                         continue
                     missing = inside = 0
                     have: list[int] = []
