@@ -448,7 +448,7 @@ class Game:
             # following a single without a lock: the common case, kept short
             out1: list[tuple[list[int], list[int] | None]] = []
             joker_seen = False
-            for c in hand:
+            for c in sorted(hand):  # rank order, jokers last (as the general path)
                 if c == JOKER:
                     if js_ok and not joker_seen:
                         joker_seen = True
