@@ -23,6 +23,7 @@ from typing import Any, Mapping, NamedTuple
 
 from engine.cards import JOKER, R8, RANKS, RJ, format_card, full_deck, parse_card
 from engine.forms import Readings, beating, choose, readings, satisfies_lock, signature, split
+from engine.million_doubt import honest_play
 
 
 class TrickState(NamedTuple):
@@ -170,14 +171,7 @@ def unseen_cards(obs: Mapping[str, Any]) -> Counter:
 
 
 def _honest(state: TrickState, cards: list[int], declared) -> bool:
-    nat, j = split(cards)
-    r = readings(nat, j, 0, declared)
-    if r.empty() or not satisfies_lock(state.lock, nat, j):
-        return False
-    ref = state.ref
-    if ref is not None and (ref.joker or ref.joker_pair):
-        return False
-    return not beating(r, ref, state.reversed_order).empty()
+    return honest_play(cards, declared, state.ref, state.lock, state.reversed_order)
 
 
 def honest_probability(obs: Mapping[str, Any], rng: random.Random | None = None,

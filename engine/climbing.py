@@ -261,17 +261,24 @@ class Climbing(Game):
             self._event({"type": "five_skip", "seats": eligible[:k]})
             self._ask(eligible[k], "play")
 
-    def _do_give(self, seat: int, action: dict) -> None:
-        """LR-5 give (the JDF exchange overrides this when it is running)."""
+    def _follow_up_cards(self, seat: int, action: dict, kind: str, rule: str) -> list[int]:
+        """Validate the cards of a ``give`` (LR-5) or ``discard`` (LR-6): 0..k held cards."""
         cards = self._cards_field(action)
         f = self.follow
         hand = self.hands[seat]
-        if len(cards) > f["give"]:
-            raise InvalidAction("LR-5", f"you may give at most {f['give']} card(s)")
+        if len(cards) > f[kind]:
+            raise InvalidAction(rule, f"you may {kind} at most {f[kind]} card(s)")
         if not _remove_all(hand, cards):
             raise InvalidAction("C-12", f"seat {seat} does not hold {cards_text(cards)}")
         if cards and len(cards) == len(hand):
             self._check_empty_by_follow_up(f)
+        return cards
+
+    def _do_give(self, seat: int, action: dict) -> None:
+        """LR-5 give (the JDF exchange overrides this when it is running)."""
+        cards = self._follow_up_cards(seat, action, "give", "LR-5")
+        f = self.follow
+        hand = self.hands[seat]
         to = self._decision.info["to"]
         _take(hand, cards)
         self.hands[to].extend(cards)
@@ -282,15 +289,9 @@ class Climbing(Game):
 
     def _do_discard(self, seat: int, action: dict) -> None:
         """LR-6 discard: 0..k cards, shown to every seat (C-11)."""
-        cards = self._cards_field(action)
+        cards = self._follow_up_cards(seat, action, "discard", "LR-6")
         f = self.follow
         hand = self.hands[seat]
-        if len(cards) > f["discard"]:
-            raise InvalidAction("LR-6", f"you may discard at most {f['discard']} card(s)")
-        if not _remove_all(hand, cards):
-            raise InvalidAction("C-12", f"seat {seat} does not hold {cards_text(cards)}")
-        if cards and len(cards) == len(hand):
-            self._check_empty_by_follow_up(f)
         _take(hand, cards)
         self.discards.extend(cards)
         self._event({"type": "discard", "seat": seat, "cards": format_cards(cards)})

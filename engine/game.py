@@ -24,10 +24,11 @@ from __future__ import annotations
 import copy
 import random
 from itertools import combinations
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 from engine.cards import _CODES
 from engine.cards import (
+    full_deck,
     JOKER, R2, R3, R5, R7, R8, R9, RANKS, RJ, RT, CardError, format_card, format_cards,
     parse_card, sort_key,
 )
@@ -190,6 +191,15 @@ class Game:
         self.unit_over = False
         self._reset_trick_flags(full=True)
         self._decision: Decision | None = None
+
+    def _setup_hands(self, setup: dict, aside: list[int] = ()) -> list[int]:
+        """Take the hands of a scenario setup; return the cards of the deck in no hand and
+        not in ``aside`` (set aside / blind cards), in deck order."""
+        self.hands = [list(setup["hands"][s]) for s in range(self.seats)]
+        rest = full_deck()
+        for c in [c for h in self.hands for c in h] + list(aside):
+            rest.remove(c)
+        return rest
 
     def _reset_trick_flags(self, full: bool = False) -> None:
         self.field: list[PlayRecord] = []

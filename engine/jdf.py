@@ -51,13 +51,9 @@ class Jdf(Climbing):
             self._new_set()
         else:
             st = setup["state"]
-            self.hands = [list(setup["hands"][s]) for s in range(4)]
             self.blind = list(setup["set_aside"])
-            rest = full_deck()
-            for c in [c for h in self.hands for c in h] + self.blind:
-                rest.remove(c)
+            self.discards.extend(self._setup_hands(setup, self.blind))  # not in this game
             self.outside = self.blind
-            self.discards.extend(rest)
             self.game_in_set = int(st.get("game_in_set", 1))
             pr = st.get("previous_ranks")
             if pr and self.game_in_set >= 2:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterator
 
-from engine.cards import JOKER, R8, RJ, format_cards, full_deck
+from engine.cards import R8, RJ, format_cards, full_deck
 from engine.forms import Readings, beating, choose, readings, satisfies_lock, signature, split
 from engine.game import Game, InvalidAction, PlayRecord, _remove_all, _take, cards_text
 
@@ -54,6 +54,22 @@ def _bind_declared(r: Readings, declared, nat, n: int) -> Readings:
     return Readings(0, group, stairs, False, False)
 
 
+def honest_play(cards, declared, ref: Readings | None, lock, reversed_order: bool) -> bool:
+    """MD-7: is a play honest? Its real ``cards`` (codes), jokers standing in as needed (the
+    face-up ones at their ``declared`` ranks, C-4), form a legal form that beats the reference
+    ``ref`` (readings, MD-5) under the suit ``lock`` (a lock suit matched only by a natural
+    card of that suit or a joker, C-8) in the order then in force."""
+    nat, j = split(cards)
+    r = readings(nat, j, 0, None)
+    if declared:
+        r = _bind_declared(r, declared, nat, len(cards))
+    if r.empty() or not satisfies_lock(lock, nat, j):
+        return False
+    if ref is not None and (ref.joker or ref.joker_pair):
+        return False
+    return not beating(r, ref, reversed_order).empty()
+
+
 class MillionDoubt(Game):
     """State of one Million Doubt game (MD-1..MD-17). See :mod:`engine.game` for the API."""
 
@@ -78,12 +94,7 @@ class MillionDoubt(Game):
             self.outside = deck
             leader = self.rng.randrange(2)
         else:
-            self.hands = [list(setup["hands"][s]) for s in range(2)]
-            rest = full_deck()
-            for h in self.hands:
-                for c in h:
-                    rest.remove(c)
-            self.outside = rest
+            self.outside = self._setup_hands(setup)
             leader = setup["leader"]
         for s in range(2):
             self._event({"type": "hand", "seat": s, "cards": format_cards(self.hands[s])}, (s,))
@@ -212,27 +223,11 @@ class MillionDoubt(Game):
         self.pending = None
         self._event({"type": "through", "seat": seat})
         cut = self._accept(rec, ev)
-        player = rec.seat
-        if not self.hands[player]:
-            self._win(player, "finish")
-        elif cut:
-            self._event({"type": "eight_cut", "seat": player})
-            self._clear(player)
-        else:
-            self._ask(seat, "play")
+        self._after_accept(rec.seat, cut)  # the answering seat plays next (MD-6)
 
     def _honest(self, rec: PlayRecord) -> bool:
         """MD-7: the real cards beat the reference under the lock and order then in force."""
-        nat, j = split(rec.cards)
-        r = readings(nat, j, 0, None)
-        if rec.declared:  # C-4: the face-up jokers' declared ranks still bind
-            r = _bind_declared(r, rec.declared, nat, len(rec.cards))
-        if r.empty() or not satisfies_lock(self.lock, nat, j):
-            return False
-        ref = self.ref
-        if ref is not None and (ref.joker or ref.joker_pair):
-            return False
-        return not beating(r, ref, self.reversed_order).empty()
+        return honest_play(rec.cards, rec.declared, self.ref, self.lock, self.reversed_order)
 
     def _do_doubt(self, seat: int, action: dict) -> None:
         rec, ev = self.pending

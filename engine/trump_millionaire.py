@@ -40,14 +40,9 @@ class TrumpMillionaire(Climbing):
             self._new_deal()
         else:
             st = setup["state"]
-            self.hands = [list(setup["hands"][s]) for s in range(4)]
             self.set_aside = list(setup["set_aside"])
-            rest = full_deck()
-            for c in [c for h in self.hands for c in h] + self.set_aside:
-                rest.remove(c)
+            self.discards.extend(self._setup_hands(setup, self.set_aside))  # not in this deal
             self.outside = self.set_aside
-            self.discards_unseen = rest
-            self.discards.extend(rest)  # cards not in this deal: out of play
             self.revolution = bool(st.get("revolution", False))
             self.direction = -1 if st.get("direction", 1) == -1 else 1
             self.millionaire = st.get("millionaire")

@@ -5,28 +5,21 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from api import create_app
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
-from arena.db.session import make_engine, make_sessionmaker, normalize_url
+from arena.db.session import make_engine, make_sessionmaker
+from tests.helpers import create_pg_database
 
 
 def _fresh_pg_database(pg_url: str) -> str:
-    """CREATE a new empty database on the test server; returns its URL."""
-    name = "t_" + uuid.uuid4().hex[:12]
-    admin = create_engine(normalize_url(pg_url), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return normalize_url(pg_url).rsplit("/", 1)[0] + "/" + name
+    return create_pg_database(pg_url, "t")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

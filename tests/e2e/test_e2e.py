@@ -19,20 +19,18 @@ import os
 import socket
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
 
 from arena.config import Settings
 from arena.db.migrate import upgrade
-from arena.db.session import normalize_url
 from arena.demo import WsgiServer
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from worker.match import read_log, replay
+from tests.helpers import create_pg_database
 
 pytestmark = pytest.mark.services
 
@@ -51,12 +49,7 @@ TOURNAMENT_TIMEOUT_S = 240
 
 
 def _fresh_pg_database(pg_url: str) -> str:
-    name = "e2e_" + uuid.uuid4().hex[:12]
-    admin = create_engine(normalize_url(pg_url), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return normalize_url(pg_url).rsplit("/", 1)[0] + "/" + name
+    return create_pg_database(pg_url, "e2e")
 
 
 def _free_port() -> int:

@@ -10,7 +10,7 @@ import uuid
 from typing import Any, Iterator
 
 import pytest
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import func, select
 
 from api import create_app
 from arena.accounts import create_account
@@ -18,9 +18,10 @@ from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.models import Match, MatchLog, MatchResult, Tournament
 from arena.db.results import decompress_log
-from arena.db.session import make_engine, make_sessionmaker, normalize_url
+from arena.db.session import make_engine, make_sessionmaker
 from bots_sdk.bot import Bot
 from bots_sdk.server import make_app as sdk_app
+from tests.helpers import create_pg_database
 
 #: Seconds a test waits for a tournament to finish before it fails (never a timed assertion:
 #: only a guard against a hung task).
@@ -29,12 +30,7 @@ FINISH_TIMEOUT_S = 120.0
 
 def fresh_pg_database(pg_url: str) -> str:
     """CREATE an empty database on the test server and migrate it; returns its URL."""
-    name = "w_" + uuid.uuid4().hex[:12]
-    admin = create_engine(normalize_url(pg_url), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    url = normalize_url(pg_url).rsplit("/", 1)[0] + "/" + name
+    url = create_pg_database(pg_url, "w")
     upgrade(url)
     return url
 
