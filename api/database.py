@@ -22,3 +22,19 @@ def close_db(_exc: BaseException | None = None) -> None:
 def settings():
     """The app's :class:`arena.config.Settings`."""
     return current_app.extensions["arena"]["settings"]
+
+
+def match_log_download(match):
+    """``(Response, None)`` with the match's stored log as a JSON download
+    (``match-<id>.json``), or ``(None, message)`` when it is not stored yet."""
+    from flask import Response
+    from sqlalchemy import select
+
+    from arena.db.models import MatchLog
+    from arena.db.results import decompress_log
+
+    data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == match.id))
+    if data is None:
+        return None, f"match {match.id} has no log yet (status {match.status})"
+    return Response(decompress_log(data), mimetype="application/json", headers={
+        "Content-Disposition": f'attachment; filename="match-{match.id}.json"'}), None

@@ -130,3 +130,22 @@ def show_config() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+def parse_options_json(text: str | None) -> dict:
+    """The ``--options`` JSON object of a command (rule-set options); ``{}`` when absent.
+
+    Raises:
+        click.BadParameter: not JSON, or not an object (names ``--options``).
+    """
+    import json
+
+    if not text:
+        return {}
+    try:
+        options = json.loads(text)
+    except ValueError as e:
+        raise click.BadParameter(f"not JSON: {e}", param_hint="--options") from None
+    if not isinstance(options, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--options")
+    return options

@@ -12,7 +12,6 @@ URL of a running bot.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import random
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 import click
 
 import engine
+from arena.cli import parse_options_json
 from bots_sdk.bot import Bot
 from bots_sdk.samples import SAMPLE_BOTS
 
@@ -99,14 +99,7 @@ def play(bots: tuple[str, ...], ruleset: str, games: int, games_per_match: int, 
     from worker.match import derive_seed, run_match, write_log
 
     console = Console(stderr=False)
-    options = {}
-    if options_json:
-        try:
-            options = json.loads(options_json)
-        except ValueError as e:
-            raise click.BadParameter(f"not JSON: {e}", param_hint="--options") from None
-        if not isinstance(options, dict):
-            raise click.BadParameter("must be a JSON object", param_hint="--options")
+    options = parse_options_json(options_json)
     try:
         engine.make_options(ruleset, options)
         rules = TimeRules.from_seconds(time_bank, increment, cap if cap is not None else max(time_bank, 0.001))

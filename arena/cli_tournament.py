@@ -18,6 +18,7 @@ from typing import Any, Callable
 import click
 
 import engine
+from arena.cli import parse_options_json
 from arena.client import ApiClient, ApiError, download_logs
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
@@ -127,14 +128,7 @@ def tournament_create(api_url: str, token: str | None, ruleset: str, bots: tuple
                       increment: float, cap: float | None, max_faults: int, fill_with_house_bots: bool,
                       as_json: bool) -> None:
     """Create a round-robin tournament (organizers); prints its id."""
-    options: dict = {}
-    if options_json:
-        try:
-            options = json.loads(options_json)
-        except ValueError as exc:
-            raise click.BadParameter(f"not JSON: {exc}", param_hint="--options") from None
-        if not isinstance(options, dict):
-            raise click.BadParameter("must be a JSON object", param_hint="--options")
+    options = parse_options_json(options_json)
     body: dict[str, Any] = {
         "name": name, "ruleset": ruleset, "participants": list(bots), "options": options,
         "games_per_pairing": games_per_pairing, "max_faults": max_faults,

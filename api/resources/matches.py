@@ -7,17 +7,14 @@ finished, by owners of any of its participants (api.auth.can_read_match).
 from __future__ import annotations
 
 import marshmallow as ma
-from flask import Response
 from flask.views import MethodView
 from flask_smorest import Blueprint
-from sqlalchemy import select
 
 from api.auth import BEARER, protect, can_read_match, current_account
 from api.common import errors
-from api.database import db
+from api.database import db, match_log_download
 from api.errors import abort
-from arena.db.models import Match, MatchLog, Tournament
-from arena.db.results import decompress_log
+from arena.db.models import Match, Tournament
 
 blp = Blueprint("matches", __name__, url_prefix="/api/v1/matches", description="Matches and match logs")
 protect(blp)
@@ -92,9 +89,7 @@ class MatchLogById(MethodView):
     @errors(blp, 401, 403, 404)
     def get(self, match_id):
         """The full log of a finished match as a JSON download; 404 until it is stored."""
-        m = readable_match(match_id)
-        data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == m.id))
-        if data is None:
-            abort(404, f"match {match_id} has no log yet (status {m.status})")
-        return Response(decompress_log(data), mimetype="application/json", headers={
-            "Content-Disposition": f'attachment; filename="match-{m.id}.json"'})
+        response, missing = match_log_download(readable_match(match_id))
+        if response is None:
+            abort(404, missing)
+        return response

@@ -15,7 +15,7 @@ from sqlalchemy.orm import selectinload
 from werkzeug.exceptions import HTTPException
 
 import engine
-from api.database import db
+from api.database import db, match_log_download
 from api.ui import access
 from api.ui.chart import score_chart
 from api.ui.replay import ReplayDataError, build_replay
@@ -248,12 +248,10 @@ def _readable_match(match_id: int) -> Match:
 
 @bp.route("/matches/<int:match_id>/log.json")
 def match_log(match_id: int):
-    m = _readable_match(match_id)
-    data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == m.id))
-    if data is None:
-        abort(404, f"Match {m.id} has no log yet (status {m.status}).")
-    return Response(decompress_log(data), mimetype="application/json", headers={
-        "Content-Disposition": f'attachment; filename="match-{m.id}.json"'})
+    response, missing = match_log_download(_readable_match(match_id))
+    if response is None:
+        abort(404, missing[0].upper() + missing[1:] + ".")
+    return response
 
 
 @bp.route("/matches/<int:match_id>/replay.json")
