@@ -196,11 +196,19 @@ def _tls_context() -> ssl.SSLContext:
     return _TLS_CONTEXT
 
 
+#: Nagle off on the arena's side too: httpcore writes the headers and the body of a request
+#: in two sends, and the second must not wait for the first one's ACK.
+_SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+
+
 def _new_client() -> httpx.Client:
-    """A keep-alive client for one bot: one connection, no redirects, no proxy variables."""
+    """A keep-alive client for one bot: one connection, no redirects, no proxy variables,
+    TCP_NODELAY."""
+    transport = httpx.HTTPTransport(
+        verify=_tls_context(), socket_options=_SOCKET_OPTIONS,
+        limits=httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=60))
     return httpx.Client(
-        follow_redirects=False, trust_env=False, verify=_tls_context(),
-        limits=httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=60),
+        transport=transport, follow_redirects=False, trust_env=False,
         headers={"User-Agent": "daifugo-arena/1", "Accept": "application/json"})
 
 
