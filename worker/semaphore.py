@@ -11,17 +11,20 @@ Design (a sorted-set semaphore, one Lua script per acquire, atomic in Redis):
   whose score is its lease end, in Redis server time (seconds, ``TIME``), so clocks of
   different worker machines never matter;
 * acquire = drop expired members, then add the token if fewer than ``limit`` remain;
-  release = ``ZREM`` of the token. Within a match, whose seats are asked one at a time, the
-  release of the previous request's slot is carried by the next acquire (same script, any
-  bot's key: :class:`SlotBook`), so a decision costs one Redis round trip; the last slot is
-  released when the match ends;
-* a lease is the request's timeout (the seat's remaining bank) plus :data:`LEASE_SLACK_S`:
-  a worker that dies while holding a slot frees it when the lease ends, never later;
+  release = ``ZREM`` of the token;
+* a match holds one slot per bot from its start to its end (:class:`SlotBook`): a match
+  sends at most one request at a time to a bot, so the cap on simultaneous requests stays
+  exact, and no Redis round trip is spent per decision (a lease is renewed only when the next
+  request could outlive it); the slots are taken in key order, so matches cannot deadlock;
+* a lease is the request's timeout (the seat's remaining bank) plus :data:`LEASE_SLACK_S`
+  (plus :data:`RENEW_AHEAD_S` for a match's slot): a worker that dies while holding a slot
+  frees it when the lease ends;
 * a waiter polls with a short backoff (1 ms doubling to 20 ms).
 
 Time accounting (TIME-2): the wait for a slot is NOT charged to the bot's bank. The bank is
 charged from the moment the request is sent (``HttpPlayer.decide`` starts its monotonic clock
-after the slot is held), because the wait is caused by the arena's scheduling, not by the
+after the slot is held; a match's slots are taken before its first request), because the
+wait is caused by the arena's scheduling, not by the
 bot. The wait is recorded per player in the match result's ``timings.semaphore_wait_ms``.
 
 Failure policy (never hang, never blame the bot for the arena): if Redis is unreachable, or
@@ -136,30 +139,59 @@ class BotSemaphore:
 from worker.players import HttpPlayer, Outcome  # noqa: E402
 
 
-class SlotBook:
-    """The slot of a match's last request, given back by its next acquire or by :meth:`flush`.
+#: Seconds of lease taken beyond what the next request needs, so that a match renews its
+#: slots about once per this many seconds instead of once per decision.
+RENEW_AHEAD_S = 30.0
 
-    One per match (its seats are asked one at a time); not thread-safe.
+
+class SlotBook:
+    """The slots of one match: one per bot, held from the start of the match to its end.
+
+    A match sends at most one request at a time to a given bot (its seats are asked one at a
+    time), so holding a slot for the whole match keeps the cap exact: at most ``limit``
+    requests to a bot at once. It also costs no Redis round trip per decision: a slot's lease
+    is renewed only when the next request could outlive it (every :data:`RENEW_AHEAD_S` s
+    or so), and the renewal is one script call (release and take again, atomic).
+
+    :meth:`hold_all` takes every bot's slot before the first request, in key order, so two
+    matches waiting for each other's bots cannot deadlock. Not thread-safe (one per match).
     """
 
     def __init__(self) -> None:
-        self._pending: tuple[BotSemaphore, str] | None = None
+        self._held: dict[str, list] = {}  # key -> [semaphore, token or None, lease end (monotonic)]
 
-    def take(self) -> tuple[str, str] | None:
-        """``(key, token)`` to release with the next acquire, or None; forgets it."""
-        pending, self._pending = self._pending, None
-        return (pending[0].key, pending[1]) if pending else None
+    def hold_all(self, semaphores, timeout_s: float) -> dict[str, float]:
+        """Take a slot of each semaphore (in key order); returns seconds waited per key."""
+        waited = {}
+        for sem in sorted({s.key: s for s in semaphores if s is not None}.values(), key=lambda s: s.key):
+            waited[sem.key] = self.hold(sem, timeout_s)
+        return waited
 
-    def put(self, semaphore: BotSemaphore, token: str | None) -> None:
-        self.flush()
-        if token is not None:
-            self._pending = (semaphore, token)
+    def hold(self, semaphore: BotSemaphore, timeout_s: float) -> float:
+        """Make sure the match holds a slot of ``semaphore`` for a request of up to
+        ``timeout_s`` seconds; returns the seconds waited (0 without a Redis call when the
+        held lease already covers it). A slot that cannot be had (Redis down, ``max_wait_s``
+        passed) is bypassed: :meth:`bypassed` tells."""
+        now = time.monotonic()
+        entry = self._held.get(semaphore.key)
+        if entry is not None and entry[1] is not None and entry[2] >= now + timeout_s + LEASE_SLACK_S:
+            return 0.0
+        lease = timeout_s + LEASE_SLACK_S + RENEW_AHEAD_S
+        release = (semaphore.key, entry[1]) if entry is not None and entry[1] is not None else None
+        token, waited = semaphore.acquire(lease, release)
+        self._held[semaphore.key] = [semaphore, token, time.monotonic() + lease - waited]
+        return waited
+
+    def bypassed(self, semaphore: BotSemaphore) -> bool:
+        """True if the last :meth:`hold` of this semaphore went without a slot."""
+        entry = self._held.get(semaphore.key)
+        return entry is not None and entry[1] is None
 
     def flush(self) -> None:
-        """Release the pending slot now (the match ends). Never raises."""
-        pending, self._pending = self._pending, None
-        if pending:
-            pending[0].release(pending[1])
+        """Give every slot back (the match ends). Never raises."""
+        held, self._held = self._held, {}
+        for sem, token, _ in held.values():
+            sem.release(token)
 
 
 class CappedHttpPlayer(HttpPlayer):
@@ -184,19 +216,19 @@ class CappedHttpPlayer(HttpPlayer):
     def _hold(self, timeout_s: float) -> str | None:
         if self.semaphore is None:
             return None
-        release = self.book.take() if self.book else None
-        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S, release)
+        if self.book is not None:  # the match's slot, held until the match ends
+            self.wait_s += self.book.hold(self.semaphore, timeout_s)
+            if self.book.bypassed(self.semaphore):
+                self.bypassed += 1
+            return None
+        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S)
         self.wait_s += waited
         if token is None:
             self.bypassed += 1
         return token
 
     def _done(self, token: str | None) -> None:
-        if self.semaphore is None:
-            return
-        if self.book is not None:
-            self.book.put(self.semaphore, token)
-        else:
+        if self.semaphore is not None and self.book is None:
             self.semaphore.release(token)
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:

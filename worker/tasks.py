@@ -254,6 +254,14 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
                     "it may be delivered twice (the result is still stored once)", plan.match_id, bound, vt)
     book = SlotBook()
     players = build_players(plan, settings, book)
+    # every bot's slot before the first request, in key order (no deadlock between matches)
+    waited = book.hold_all([getattr(p, "semaphore", None) for p in players],
+                           plan.time_rules.initial_ms / 1000)
+    for p in players:
+        sem = getattr(p, "semaphore", None)
+        if sem is not None:
+            p.wait_s += waited.get(sem.key, 0.0)
+            p.bypassed += int(book.bypassed(sem))
     try:
         match_log = run_match(players, plan.ruleset, plan.options, seed=plan.seed, games=plan.games,
                               time_rules=plan.time_rules, max_faults=plan.max_faults,

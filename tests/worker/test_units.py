@@ -128,3 +128,37 @@ def test_arena_worker_command_is_registered():
     assert result.exit_code == 0 and "--concurrency" in result.output and "--queues" in result.output
     bad = CliRunner().invoke(main, ["worker", "--queues", " , "])
     assert bad.exit_code != 0 and "queue" in bad.output
+
+
+def test_a_match_holds_one_slot_per_bot_for_its_whole_length(redis_url):
+    """SlotBook: the cap counts matches holding a bot's slot (each sends one request to it
+    at a time); holds inside the lease cost no Redis call; slots go back at the end."""
+    import redis as redis_lib
+
+    from worker.semaphore import SlotBook
+
+    client = redis_lib.Redis.from_url(redis_url)
+    name = "slots-" + uuid.uuid4().hex[:6]
+    sem = BotSemaphore(client, name, limit=1, max_wait_s=0.3)
+    other = BotSemaphore(client, name + "-b", limit=1, max_wait_s=0.3)
+    first, second = SlotBook(), SlotBook()
+    waited = first.hold_all([other, sem, None], timeout_s=1.0)
+    assert set(waited) == {sem.key, other.key} and sem.holders() == 1 and other.holders() == 1
+
+    def evalsha_calls() -> int:
+        return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+    before = evalsha_calls()
+    for _ in range(50):  # decisions of the match: the lease covers them
+        assert first.hold(sem, timeout_s=1.0) == 0.0
+    assert evalsha_calls() == before
+    # a second match cannot get the bot's only slot: it waits, then goes without (bypass)
+    assert second.hold(sem, timeout_s=1.0) >= 0.3 and second.bypassed(sem)
+    # a request longer than the lease renews it in one call, keeping the slot
+    before = evalsha_calls()
+    first.hold(sem, timeout_s=100.0)
+    assert evalsha_calls() == before + 1 and sem.holders() == 1 and not first.bypassed(sem)
+    first.flush()
+    assert sem.holders() == 0 and other.holders() == 0
+    assert second.hold(sem, timeout_s=1.0) < 0.3 and not second.bypassed(sem)
+    second.flush()
