@@ -12,7 +12,8 @@ Prints four lines:
 * ``per-decision overhead ratio: R``: arena time per decision (sum of the matches' wall time
   / decisions, one worker process) / the bare keep-alive httpx round trip of the same kind
   of decision requests (real requests of seeded Million Doubt games, unsigned) to the same
-  bot. Bots answer at once (the greedy sample bot: no sleep, only its own decision code).
+  bot, measured before and after the tournament (mean of the two). Bots answer at once (the
+  greedy sample bot: no sleep, only its own decision code).
 * ``decisions/s per worker process: N``: decisions / tournament wall time, same run.
 * ``matches/min with 1 worker: N`` and ``matches/min with 2 workers: N``: a tournament of
   bots that think a fixed 5 ms per decision (I/O-bound, as real tournaments are), with one
@@ -194,8 +195,11 @@ def main() -> None:
 
         fast = [SwitchBot(SAMPLE_BOTS["greedy"]()) for _ in range(4)]
         servers += fast
-        bare = bare_round_trip(fast[0].url)
+        # the machine's speed drifts: measure the bare round trip before and after the
+        # tournament and compare with their mean
+        bare_before = bare_round_trip(fast[0].url)
         a = run_tournament(arena, fast, 20, 1, tmp, broker, db)
+        bare = (bare_before + bare_round_trip(fast[0].url)) / 2
         per_decision = a["match_wall_s"] / a["decisions"]
 
         slow = [SwitchBot(ThinkingBot()) for _ in range(6)]
