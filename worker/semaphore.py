@@ -29,7 +29,9 @@ bot. The wait is recorded per player in the match result's ``timings.semaphore_w
 
 Failure policy (never hang, never blame the bot for the arena): if Redis is unreachable, or
 no slot frees within ``max_wait_s`` (default :data:`DEFAULT_MAX_WAIT_S`), the request is sent
-anyway without a slot and the event is counted (``timings.semaphore_bypassed``) and logged.
+anyway without a slot and the event is counted (``timings.semaphore_bypassed``) and logged;
+a match that went without a bot's slot does not wait again at each decision: it tries once
+more every :data:`RENEW_AHEAD_S` seconds.
 """
 
 from __future__ import annotations
@@ -174,12 +176,26 @@ class SlotBook:
         passed) is bypassed: :meth:`bypassed` tells."""
         now = time.monotonic()
         entry = self._held.get(semaphore.key)
-        if entry is not None and entry[1] is not None and entry[2] >= now + timeout_s + LEASE_SLACK_S:
-            return 0.0
         lease = timeout_s + LEASE_SLACK_S + RENEW_AHEAD_S
-        release = (semaphore.key, entry[1]) if entry is not None and entry[1] is not None else None
+        if entry is not None and entry[1] is None:
+            # this match already went without a slot (Redis down or the wait ran out): it
+            # does not wait again at every decision; it tries once, now and then
+            if now < entry[2]:
+                return 0.0
+            try:
+                token = semaphore.try_acquire(lease)
+            except redis.RedisError:
+                token = None
+            entry[1] = token
+            entry[2] = now + (lease if token is not None else RENEW_AHEAD_S)
+            return 0.0
+        if entry is not None and entry[2] >= now + timeout_s + LEASE_SLACK_S:
+            return 0.0
+        release = (semaphore.key, entry[1]) if entry is not None else None
         token, waited = semaphore.acquire(lease, release)
-        self._held[semaphore.key] = [semaphore, token, time.monotonic() + lease - waited]
+        # the lease end; for a bypass, when to try again
+        until = time.monotonic() + (lease - waited if token is not None else RENEW_AHEAD_S)
+        self._held[semaphore.key] = [semaphore, token, until]
         return waited
 
     def bypassed(self, semaphore: BotSemaphore) -> bool:

@@ -152,13 +152,19 @@ def test_a_match_holds_one_slot_per_bot_for_its_whole_length(redis_url):
     for _ in range(50):  # decisions of the match: the lease covers them
         assert first.hold(sem, timeout_s=1.0) == 0.0
     assert evalsha_calls() == before
-    # a second match cannot get the bot's only slot: it waits, then goes without (bypass)
+    # a second match cannot get the bot's only slot: it waits, then goes without (bypass),
+    # and does not wait again at its next decisions
     assert second.hold(sem, timeout_s=1.0) >= 0.3 and second.bypassed(sem)
+    started = time.monotonic()
+    assert second.hold(sem, timeout_s=1.0) == 0.0 and second.bypassed(sem)
+    assert time.monotonic() - started < 0.3
     # a request longer than the lease renews it in one call, keeping the slot
     before = evalsha_calls()
     first.hold(sem, timeout_s=100.0)
     assert evalsha_calls() == before + 1 and sem.holders() == 1 and not first.bypassed(sem)
     first.flush()
     assert sem.holders() == 0 and other.holders() == 0
-    assert second.hold(sem, timeout_s=1.0) < 0.3 and not second.bypassed(sem)
+    third = SlotBook()
+    assert third.hold(sem, timeout_s=1.0) < 0.3 and not third.bypassed(sem)
+    third.flush()
     second.flush()
