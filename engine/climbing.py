@@ -21,7 +21,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Iterator
 
-from engine.cards import JOKER, R2, R3, R5, R7, R8, R9, RANKS, RJ, RT, SPADE_3, format_cards
+from engine.cards import R2, R3, R5, R7, R9, RANKS, RJ, RT, SPADE_3, format_cards
 from engine.forms import (
     Readings, beating, choose, only_rank, readings, satisfies_lock, signature, split,
 )
@@ -140,12 +140,11 @@ class Climbing(Game):
         if self.lock and not satisfies_lock(self.lock, nat, jk):
             locked = "".join("SHDC"[s] for s in self.lock)
             raise InvalidAction("C-8", f"the suit lock {locked} is not matched")
-        if self.nlock:
-            want = self._step_rank(self.last_rank) if self.last_rank is not None else None
-            mask = 0 if want is None else 1 << want
+        mask = self._rank_restriction()
+        if mask is not None:
             b = Readings(b.single & mask, b.group & mask, 0, False, False)
             if b.empty():
-                need = RANKS[want] if want is not None else "nothing"
+                need = RANKS[only_rank(mask)] if mask else "nothing"
                 raise InvalidAction("LR-3", f"under the number lock the play must be of rank {need}")
         chosen = choose(b, self.reversed_order)
         info = PlayInfo(cards, nat, jk, declared, chosen, False)
@@ -204,7 +203,6 @@ class Climbing(Game):
             "return": p.is_return,
             "skip": p.count(R5) if self.options.five_skip else 0,
             "special": self._special_last_play(p, rev_before),
-            "has_eight": bool(p.count(R8)),
         }
         self._continue()
 
@@ -356,4 +354,4 @@ class Climbing(Game):
         return iter(())
 
 
-__all__ = ["Climbing", "PlayInfo", "JOKER", "R5", "R7", "R8", "R9", "RT", "RJ"]
+__all__ = ["Climbing", "PlayInfo"]

@@ -138,8 +138,9 @@ def strength(rank: int, reversed_order: bool) -> int:
     return 12 - rank if reversed_order else rank
 
 
-def _beating(mask: int, ref: int, reversed_order: bool) -> int:
-    """Bits of ``mask`` stronger than the weakest bit of ``ref`` (0 if ref empty)."""
+def beating_mask(mask: int, ref: int, reversed_order: bool) -> int:
+    """Ranks of ``mask`` that beat some rank of ``ref`` in the effective order (C-5, C-9):
+    stronger than the weakest rank of ``ref``; 0 if ``ref`` is empty."""
     if not ref or not mask:
         return 0
     if reversed_order:
@@ -158,11 +159,11 @@ def beating(play: Readings, ref: Readings | None, reversed_order: bool) -> Readi
     """
     if ref is None:
         return play
-    single = 0 if ref.joker else _beating(play.single, ref.single, reversed_order)
+    single = 0 if ref.joker else beating_mask(play.single, ref.single, reversed_order)
     joker = bool(play.joker and ref.single and not ref.joker)
-    group = 0 if ref.joker_pair else _beating(play.group, ref.group, reversed_order)
+    group = 0 if ref.joker_pair else beating_mask(play.group, ref.group, reversed_order)
     joker_pair = bool(play.joker_pair and ref.group and not ref.joker_pair)
-    stairs = _beating(play.stairs, ref.stairs, reversed_order)
+    stairs = beating_mask(play.stairs, ref.stairs, reversed_order)
     return Readings(single, group, stairs, joker, joker_pair)
 
 

@@ -26,16 +26,11 @@ import random
 from itertools import combinations
 from typing import Any, NamedTuple
 
-from engine.cards import _CODES
 from engine.cards import (
-    full_deck,
-    JOKER, R2, R3, R5, R7, R8, R9, RANKS, RJ, RT, CardError, format_card, format_cards,
-    parse_card, sort_key,
+    _CODES, JOKER, RANKS, CardError, format_card, format_cards, full_deck, parse_card, sort_key,
 )
-from engine.forms import (
-    Readings, beating, choose, only_rank, readings, satisfies_lock, signature,
-)
-from engine.options import Options, make_options
+from engine.forms import ALL_RANKS, Readings, beating_mask, satisfies_lock
+from engine.options import Options
 
 SUIT_LETTERS = "SHDC"
 DECISIONS = ("play", "doubt", "penalty", "exchange", "rate", "give", "discard")
@@ -438,16 +433,16 @@ class Game:
         count = self.count
         ref = self.ref
         rev = self.reversed_order
-        full = (1 << 13) - 1
+        full = ALL_RANKS
         if ref is None:
             s_ok = g_ok = st_ok = full
             js_ok = jp_ok = True
         else:
-            s_ok = 0 if ref.joker else _beats_mask(ref.single, rev)
+            s_ok = 0 if ref.joker else beating_mask(full, ref.single, rev)
             js_ok = bool(ref.single) and not ref.joker
-            g_ok = 0 if ref.joker_pair else _beats_mask(ref.group, rev)
+            g_ok = 0 if ref.joker_pair else beating_mask(full, ref.group, rev)
             jp_ok = bool(ref.group) and not ref.joker_pair
-            st_ok = _beats_mask(ref.stairs, rev)
+            st_ok = beating_mask(full, ref.stairs, rev)
         restrict = self._rank_restriction()
         if restrict is not None:
             s_ok &= restrict
@@ -641,16 +636,6 @@ class Game:
                 + len(self.outside))
 
 
-def _beats_mask(ref_mask: int, reversed_order: bool) -> int:
-    """Ranks that beat some rank of ``ref_mask`` in the effective order (C-5)."""
-    if not ref_mask:
-        return 0
-    if reversed_order:
-        return (1 << (ref_mask.bit_length() - 1)) - 1
-    low = (ref_mask & -ref_mask).bit_length() - 1
-    return ((1 << 13) - 1) & ~((1 << (low + 1)) - 1)
-
-
 _DO = {t: "_do_" + t for t in ACTION_TYPES}
 
 
@@ -676,12 +661,4 @@ def hand_sorted(codes) -> list[str]:
     return format_cards(sorted(codes, key=sort_key))
 
 
-def rank_names(mask: int) -> str:
-    return "".join(RANKS[r] for r in range(13) if mask >> r & 1)
-
-
-__all__ = [
-    "Game", "Decision", "InvalidAction", "PlayRecord", "DECISIONS", "ACTION_TYPES",
-    "make_options", "R2", "R3", "R5", "R7", "R8", "R9", "RJ", "RT",
-    "beating", "choose", "only_rank", "readings", "satisfies_lock", "signature",
-]
+__all__ = ["Game", "Decision", "InvalidAction", "PlayRecord", "DECISIONS", "ACTION_TYPES"]

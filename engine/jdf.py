@@ -12,9 +12,6 @@ points (JDF-13).
 
 from __future__ import annotations
 
-from itertools import combinations
-from typing import Iterator
-
 from engine.cards import JOKER, R8, SPADE_3, format_cards, full_deck
 from engine.climbing import Climbing, PlayInfo
 from engine.game import InvalidAction, _remove_all, _take, cards_text
@@ -321,4 +318,4 @@ def _str_keys(d):
     return None if d is None else {str(k): v for k, v in d.items()}
 
 
-__all__ = ["Jdf", "exchange_order_key", "combinations", "Iterator"]
+__all__ = ["Jdf", "exchange_order_key"]

@@ -87,8 +87,9 @@ class MillionDoubt(Game):
         self.scores: dict[int, int] | None = None
         if setup is None:
             deck = full_deck()
-            dealt = self.rng.sample(deck, 14)  # MD-1: 7 each, the other 40 out of the game
-            self.hands = [dealt[:7], dealt[7:]]
+            n = self.HAND_SIZE
+            dealt = self.rng.sample(deck, 2 * n)  # MD-1: 7 each, the other 40 out of the game
+            self.hands = [dealt[:n], dealt[n:]]
             for c in dealt:
                 deck.remove(c)
             self.outside = deck

@@ -13,16 +13,22 @@ from engine.cards import RANKS, format_cards
 from engine.game import Game, InvalidAction
 
 
-def random_bluff(g: Game, seat: int, rng: random.Random) -> dict | None:
-    """A random face-down play of ``seat`` that the engine accepts, or None (MD-2, MD-3)."""
+def _bluff(g: Game, seat: int, rng: random.Random) -> dict | None:
+    """Random cards of ``seat`` of the trick's count (1 to 4 on a lead), some face down; not
+    checked. None when the hand is too small."""
     hand = g.hands[seat]
     n = g.count or 1 + int(rng.random() * min(4, len(hand)))
     if n > len(hand):
         return None
     cards = rng.sample(hand, n)
     k = 1 + int(rng.random() * n)
-    action = {"type": "play", "cards": format_cards(cards), "face_down": format_cards(cards[:k])}
-    return action if g.is_legal(seat, action) else None
+    return {"type": "play", "cards": format_cards(cards), "face_down": format_cards(cards[:k])}
+
+
+def random_bluff(g: Game, seat: int, rng: random.Random) -> dict | None:
+    """A random face-down play of ``seat`` that the engine accepts, or None (MD-2, MD-3)."""
+    action = _bluff(g, seat, rng)
+    return action if action is not None and g.is_legal(seat, action) else None
 
 
 def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple[int, dict]:
@@ -67,14 +73,10 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000,
     while not g.over:
         d = g.decision()
         if md and d.kind == "play" and rng.random() < bluff_rate:
-            hand = g.hands[d.seat]
-            k = g.count or 1 + int(rng.random() * min(4, len(hand)))
-            if k <= len(hand):
-                cards = rng.sample(hand, k)
-                down = 1 + int(rng.random() * k)
+            action = _bluff(g, d.seat, rng)
+            if action is not None:
                 try:
-                    g.apply(d.seat, {"type": "play", "cards": format_cards(cards),
-                                     "face_down": format_cards(cards[:down])})
+                    g.apply(d.seat, action)
                 except InvalidAction:
                     pass
                 else:

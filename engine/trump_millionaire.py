@@ -65,8 +65,9 @@ class TrumpMillionaire(Climbing):
         """TM-2: shuffle, 10 each, 14 set aside; TM-3 decisions or a random first leader."""
         deck = full_deck()
         self.rng.shuffle(deck)
-        self.hands = [deck[i * 10:(i + 1) * 10] for i in range(4)]
-        self.set_aside = deck[40:]
+        n = self.HAND_SIZE
+        self.hands = [deck[i * n:(i + 1) * n] for i in range(4)]
+        self.set_aside = deck[4 * n:]
         self.outside = self.set_aside
         self.discards = []
         self._reset_trick_flags(full=True)

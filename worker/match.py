@@ -278,7 +278,7 @@ def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, 
               "unit": req["unit"], "sent_at": round(sent_at, 6), "elapsed_ms": out.elapsed_ms,
               "bank_before_ms": before_ms, "bank_after_ms": after_ms,
               "request_sha256": hashlib.sha256(body).hexdigest(), "request_bytes": len(body),
-              "status": out.status, "response": _json(action) if action is not None else None,
+              "status": out.status, "response": action,  # parsed from JSON by the player: already JSON-normal
               "fault": fault}
         if log_requests:
             ex["request"] = req
