@@ -9,15 +9,27 @@ real API app (bots registered and checked, tournament created and started into R
 
 Prints four lines:
 
-* ``per-decision overhead ratio: R``: arena time per decision (sum of the matches' wall time
-  / decisions, one worker process) / the bare keep-alive httpx round trip of the same kind
-  of decision requests (real requests of seeded Million Doubt games, unsigned) to the same
-  bot, measured before and after the tournament (mean of the two). Bots answer at once (the
-  greedy sample bot: no sleep, only its own decision code).
-* ``decisions/s per worker process: N``: decisions / tournament wall time, same run.
+* ``per-decision overhead ratio: R``: arena time per decision / bare round trip.
+
+  Arena time per decision: the matches' summed wall time (``run_match``, from the first
+  notice to the last) / their decisions, over 4 tournaments of 4 bots (6 matches of 20
+  games each) on one worker process. Bare round trip: a keep-alive ``httpx.Client`` POST of
+  the same kind of decision requests (real requests of seeded Million Doubt games, signed
+  with the bot's secret before the clock starts) to the same bot, from a separate process
+  as the worker's requests are; measured before each tournament and after the last, and
+  averaged (the machine's speed drifts). Bots answer at once (the greedy sample bot: no
+  sleep, only its own decision code and the signature check). The details line (stderr)
+  also gives the round trip through httpx's transport alone (``bare_transport_ms``), which
+  is what the arena's requests go through (worker/players.py), and the arena time over it.
+* ``decisions/s per worker process: N``: decisions / tournament wall time (from the start
+  request to the last result stored), same tournaments.
 * ``matches/min with 1 worker: N`` and ``matches/min with 2 workers: N``: a tournament of
-  bots that think a fixed 5 ms per decision (I/O-bound, as real tournaments are), with one
-  worker process, then two (``--concurrency 2``).
+  10 bots that think a fixed 5 ms per decision (I/O-bound, as real tournaments are; 45
+  matches of 10 games), with one worker process, then two (``--concurrency 2``).
+
+While a tournament runs, this process only serves the bots and asks PostgreSQL for the
+tournament's status every 20 ms (one small query): nothing else competes with the bots for
+its GIL.
 
 Targets (issue 6): ratio <= 1.25; 2 workers >= 1.8 x the matches/min of 1. Finishes in well
 under four minutes on 2 cores.
@@ -44,8 +56,15 @@ from bots_sdk import protocol  # noqa: E402
 from bots_sdk.samples import SAMPLE_BOTS  # noqa: E402
 from bots_sdk.server import start as serve_bot  # noqa: E402
 
-BARE_REQUESTS = 2000
+#: Requests of each bare measurement, through each of the two clients (bare_round_trip).
+BARE_REQUESTS = 1000
 THINK_S = 0.005
+#: Fast tournaments (the overhead ratio): FAST_ROUNDS tournaments of 4 bots (6 matches of
+#: FAST_GAMES games each), a bare round trip measured before each and after the last.
+FAST_BOTS, FAST_GAMES, FAST_ROUNDS = 4, 20, 4
+#: Thinking tournaments (matches/min): THINKING_BOTS bots, every pair plays THINKING_GAMES games
+#: (45 matches: enough that the last match of one worker does not weigh on the 2-worker time).
+THINKING_BOTS, THINKING_GAMES = 10, 10
 
 
 def free_port() -> int:
@@ -132,40 +151,124 @@ def sample_requests(n_games: int = 12) -> list[bytes]:
     return bodies
 
 
-def bare_round_trip(url: str) -> float:
-    """Mean seconds of a keep-alive httpx POST of real decision requests (no signing, no
-    arena work around it): each sampled request is sent in turn, several times over."""
+def bare_round_trip(url: str, secret: str | None) -> tuple[float, float]:
+    """Mean seconds of a keep-alive POST of real decision requests to ``url``, sent from a
+    separate process as the worker's are (a client in the bots' own process would share
+    their GIL): ``(through httpx.Client, through httpx's transport alone)``.
+
+    The first is THE bare round trip of the ratio: what ``httpx.Client.post`` costs. The
+    second is the floor of the arena's own path (it sends through ``httpx.HTTPTransport``
+    directly, see worker/players.py), printed in the details for comparison.
+
+    The requests are signed with the bot's secret as the arena signs them (the bot verifies
+    each signature, as it does in the tournament), but before the clock starts: only the
+    round trip is timed. Each sampled request is sent in turn, several times over, the two
+    clients taking turns by blocks of 100 requests."""
+    out = subprocess.run([sys.executable, __file__, "--bare", url, secret or ""],
+                         capture_output=True, text=True, check=True, cwd=REPO)
+    client_s, transport_s = out.stdout.strip().splitlines()[-1].split()
+    return float(client_s), float(transport_s)
+
+
+def _bare_client(url: str, secret: str | None) -> tuple[float, float]:
     bodies = sample_requests()
-    with httpx.Client(trust_env=False) as client:
-        for body in bodies[:100]:
-            client.post(url, content=body).read()
-        times = []
-        for i in range(BARE_REQUESTS):
-            body = bodies[i % len(bodies)]
-            t = time.perf_counter()
-            r = client.post(url, content=body)
-            r.read()
-            times.append(time.perf_counter() - t)
-    return statistics.fmean(times)
+    signed = [(body, protocol.sign(secret, body)) for body in bodies]
+    target = httpx.URL(url)
+
+    def via_client(client: httpx.Client, body: bytes, headers: dict) -> int:
+        r = client.post(url, content=body, headers=headers)
+        r.read()
+        return r.status_code
+
+    def via_transport(transport: httpx.HTTPTransport, body: bytes, headers: dict) -> int:
+        r = transport.handle_request(httpx.Request("POST", target, content=body, headers=headers))
+        r.read()
+        r.close()
+        return r.status_code
+
+    times: dict[str, list[float]] = {"client": [], "transport": []}
+    with httpx.Client(trust_env=False) as client, httpx.HTTPTransport() as transport:
+        senders = {"client": lambda b, h: via_client(client, b, h),
+                   "transport": lambda b, h: via_transport(transport, b, h)}
+        for send in senders.values():  # warm up: connections open, code paths hot
+            for body, headers in signed[:100]:
+                if send(body, headers) != 200:
+                    raise RuntimeError(f"bare round trip: HTTP error from {url}")
+        for block in range(BARE_REQUESTS // 100):
+            for name, send in senders.items():
+                for i in range(block * 100, block * 100 + 100):
+                    body, headers = signed[i % len(signed)]
+                    t = time.perf_counter()
+                    status = send(body, headers)
+                    times[name].append(time.perf_counter() - t)
+                    if status != 200:
+                        raise RuntimeError(f"bare round trip: HTTP {status} from {url}")
+    return statistics.fmean(times["client"]), statistics.fmean(times["transport"])
 
 
-def run_tournament(arena, servers, games: int, workers: int, tmp: Path, broker: str, db: str) -> dict:
-    ids = [arena.register(s, ["million_doubt"], f"b{i}-{uuid.uuid4().hex[:4]}") for i, s in enumerate(servers)]
+def wait_finished(db: str, tournament_id: int) -> None:
+    """Wait until the tournament is no longer running, with one cheap SQL query every 20 ms.
+
+    The bots are served by this process: polling through the API app (Flask, SQLAlchemy,
+    marshmallow: milliseconds of Python under the GIL) would delay the bots' answers and
+    charge that delay to the arena."""
+    import psycopg
+
+    with psycopg.connect(db.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
+        while True:
+            status = conn.execute("SELECT status FROM tournaments WHERE id = %s", (tournament_id,)).fetchone()[0]
+            if status != "running":
+                return
+            time.sleep(0.02)
+
+
+def register(arena, servers) -> list[int]:
+    """Register and check the bots (each gets its signing secret)."""
+    return [arena.register(s, ["million_doubt"], f"b{i}-{uuid.uuid4().hex[:4]}") for i, s in enumerate(servers)]
+
+
+def run_tournament(arena, ids: list[int], games: int, tmp: Path, broker: str, db: str, *,
+                   workers: int = 1, worker: Worker | None = None) -> dict:
+    """One Million Doubt round-robin of ``ids``: on ``worker`` if given (left running), else on
+    a new worker process with ``workers`` pool processes (stopped afterwards)."""
     tid = arena.create("million_doubt", ids, games_per_pairing=games,
                        time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0})
-    w = Worker(broker, db, workers, tmp)
+    w = worker or Worker(broker, db, workers, tmp)
     try:
         t0 = time.perf_counter()
         arena.start(tid)
-        while arena.get(f"/tournaments/{tid}")["status"] == "running":
-            time.sleep(0.05)
+        wait_finished(db, tid)
         wall = time.perf_counter() - t0
     finally:
-        w.stop()
+        if worker is None:
+            w.stop()
     stored = arena.stored(tid)
     decisions = sum(sum(res.timings["decisions"]) for _, res, _ in stored)
     match_wall = sum(res.timings["wall_s"] for _, res, _ in stored)
     return {"matches": len(stored), "decisions": decisions, "wall_s": wall, "match_wall_s": match_wall}
+
+
+def overhead_rounds(arena, servers, ids: list[int], tmp: Path, broker: str, db: str) -> dict:
+    """The fast phase: FAST_ROUNDS tournaments on one worker process, with a bare round trip
+    measured before each and after the last, so both sides see the same drift of the
+    machine's speed. Returns the summed tournament figures and the mean bare times (s)."""
+    worker = Worker(broker, db, 1, tmp)
+    bares, floors = [], []
+    total = {"matches": 0, "decisions": 0, "wall_s": 0.0, "match_wall_s": 0.0}
+    try:
+        for r in range(FAST_ROUNDS + 1):
+            bare, floor = bare_round_trip(servers[0].url, servers[0].secret)
+            bares.append(bare)
+            floors.append(floor)
+            if r == FAST_ROUNDS:
+                break
+            one = run_tournament(arena, ids, FAST_GAMES, tmp, broker, db, worker=worker)
+            for k in total:
+                total[k] += one[k]
+    finally:
+        worker.stop()
+    return {**total, "bare_s": statistics.fmean(bares), "bare_transport_s": statistics.fmean(floors),
+            "bare_ms_each": [round(x * 1000, 3) for x in bares]}
 
 
 def main() -> None:
@@ -193,21 +296,21 @@ def main() -> None:
         upgrade(db)
         arena = Arena(db, broker, tmp_path=tmp)
 
-        fast = [SwitchBot(SAMPLE_BOTS["greedy"]()) for _ in range(4)]
+        fast = [SwitchBot(SAMPLE_BOTS["greedy"]()) for _ in range(FAST_BOTS)]
         servers += fast
-        # the machine's speed drifts: measure the bare round trip before and after the
-        # tournament and compare with their mean
-        bare_before = bare_round_trip(fast[0].url)
-        a = run_tournament(arena, fast, 20, 1, tmp, broker, db)
-        bare = (bare_before + bare_round_trip(fast[0].url)) / 2
+        a = overhead_rounds(arena, fast, register(arena, fast), tmp, broker, db)
+        bare, floor = a.pop("bare_s"), a.pop("bare_transport_s")
         per_decision = a["match_wall_s"] / a["decisions"]
 
-        slow = [SwitchBot(ThinkingBot()) for _ in range(6)]
+        slow = [SwitchBot(ThinkingBot()) for _ in range(THINKING_BOTS)]
         servers += slow
-        one = run_tournament(arena, slow, 10, 1, tmp, broker, db)
-        two = run_tournament(arena, slow, 10, 2, tmp, broker, db)
+        slow_ids = register(arena, slow)
+        one = run_tournament(arena, slow_ids, THINKING_GAMES, tmp, broker, db, workers=1)
+        two = run_tournament(arena, slow_ids, THINKING_GAMES, tmp, broker, db, workers=2)
         arena.close()
-        details = {"bare_round_trip_ms": round(bare * 1000, 3), "arena_ms_per_decision": round(per_decision * 1000, 3),
+        details = {"bare_round_trip_ms": round(bare * 1000, 3),
+                   "bare_transport_ms": round(floor * 1000, 3),
+                   "arena_vs_transport": round(per_decision / floor, 3), "arena_ms_per_decision": round(per_decision * 1000, 3),
                    "fast": a, "thinking_1_worker": one, "thinking_2_workers": two,
                    "bench_s": round(time.perf_counter() - started, 1)}
         print(json.dumps(details), file=sys.stderr)
@@ -224,4 +327,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--bare"]:  # the bare round trip's client process (bare_round_trip)
+        print(*_bare_client(sys.argv[2], sys.argv[3] or None))
+    else:
+        main()

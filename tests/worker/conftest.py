@@ -48,6 +48,7 @@ class SwitchBot:
         from waitress.server import create_server
 
         self.bot, self.mode, self.sleep_s = bot, mode, sleep_s
+        self.secret: str | None = None
         self.inner = sdk_app(bot)
         self.in_flight = 0
         self.max_in_flight = 0
@@ -65,6 +66,7 @@ class SwitchBot:
             pass
 
     def set_secret(self, secret: str) -> None:
+        self.secret = secret
         self.inner = sdk_app(self.bot, secret)
 
     def wsgi(self, environ, start_response):
