@@ -145,3 +145,50 @@ def test_notice_errors_are_not_faults(bad_bot):
                     time_rules=SHORT, notices=True)
     assert log["faults"] == []
     assert srv.requests == 2  # match_start and match_end reached the server
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "ftp://127.0.0.1/bot"])
+def test_a_url_httpx_cannot_use_is_a_connection_error(url):
+    """FAULT-1: a bot URL that cannot be parsed or has another scheme is a recorded fault,
+    never an exception out of the match."""
+    log = run_match([HttpPlayer(url, name="bad"), GreedyBot()], "million_doubt", seed=5, games=2,
+                    time_rules=SHORT, notices=True)
+    assert [f["kind"] for f in log["faults"]] == ["connection_error", "connection_error"]
+    assert "URL" in log["faults"][0]["detail"] or "protocol" in log["faults"][0]["detail"]
+    assert log["result"]["scores"] == [-22, 22]
+    replay(log)
+
+
+def test_cookies_set_by_a_bot_are_never_sent_back():
+    """The arena's requests go straight to httpx's transport: no cookie jar, so one bot cannot
+    make the arena carry state from request to request (or from match to match)."""
+    import threading
+
+    from waitress.server import create_server
+
+    from bots_sdk.server import make_app
+
+    inner = make_app(GreedyBot())
+    cookies = []
+
+    def app(environ, start_response):
+        cookies.append(environ.get("HTTP_COOKIE"))
+
+        def with_cookie(status, headers, exc_info=None):
+            return start_response(status, headers + [("Set-Cookie", "session=abc; Path=/")], exc_info)
+
+        return inner(environ, with_cookie)
+
+    server = create_server(app, host="127.0.0.1", port=0, threads=2)
+    threading.Thread(target=server.run, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.effective_port}/"
+        log = run_match([HttpPlayer(url), GreedyBot()], "million_doubt", seed=2, games=2,
+                        time_rules=SHORT, notices=True)
+    finally:
+        server.close()
+    assert log["faults"] == []
+    asked = sum(1 for g in log["games"] for ex in g["exchanges"] if ex["player"] == 0)
+    assert len(cookies) == asked + 2 > 2  # every decision request to player 0, and 2 notices
+    assert set(cookies) == {None}
+    replay(log)
