@@ -88,7 +88,7 @@ def default_game_specs(ruleset: str, seed: int, games: int = 1) -> list[dict]:
 
 def _json(value: Any) -> Any:
     """JSON-normal form (int keys become strings, tuples lists)."""
-    return json.loads(json.dumps(value))
+    return json.loads(protocol.dumps(value))
 
 
 def _normal_action(action: Mapping[str, Any]) -> dict:

@@ -30,6 +30,38 @@ def _request(g, seat):
         g, seat, match_id="m1", game=0, time_rules=RULES, remaining_ms=12_345)))
 
 
+ALL_LOCAL = {name: True for name in engine.options.LOCAL_RULES}
+
+
+@pytest.mark.parametrize("ruleset,options", [
+    ("million_doubt", {}), ("trump_millionaire", {}), ("trump_millionaire", ALL_LOCAL),
+    ("jdf", {"sets": 1}), ("jdf", {"sets": 1, **ALL_LOCAL})])
+def test_dumps_gives_the_standard_librarys_bytes(ruleset, options):
+    """protocol.dumps (orjson) and json.dumps give the same bytes for every request and log:
+    a request's SHA-256 in a match log must not depend on the serialiser."""
+    import random
+
+    from engine.selfplay import random_action
+
+    assert protocol.orjson is not None and protocol._DUMPS is protocol._orjson_dumps
+    checked = 0
+    for seed in range(3):
+        g = engine.new_game(ruleset, options, seed)
+        rng = random.Random(seed)
+        while not g.over:
+            d = g.decision()
+            req = protocol.build_request(g, d.seat, match_id="m\u00e9\u2028", game=seed, time_rules=RULES,
+                                         remaining_ms=12_345)
+            assert protocol.dumps(req) == protocol._json_dumps(req)
+            checked += 1
+            g.apply(*random_action(g, rng))
+        assert protocol.dumps(g.log()) == protocol._json_dumps(g.log())
+    assert checked > 30
+    # keys that are not strings, non-ASCII text, and what orjson cannot take (an int over 64 bits)
+    odd = {1: ["\u00e9", "\x00", None, True], "big": 2 ** 70, "t": (1, 2)}
+    assert protocol.dumps(odd) == protocol._json_dumps(odd) == '{"1":["\u00e9","\\u0000",null,true],"big":1180591620717411303424,"t":[1,2]}'.encode()
+
+
 def test_docs_schemas_are_the_sdk_schemas():
     for name in protocol.SCHEMAS:
         doc = REPO / "docs" / "schema" / f"{name}.schema.json"
