@@ -54,7 +54,6 @@ import httpx  # noqa: E402
 
 from bots_sdk import protocol  # noqa: E402
 from bots_sdk.samples import SAMPLE_BOTS  # noqa: E402
-from bots_sdk.server import start as serve_bot  # noqa: E402
 
 #: Requests of each bare measurement, through each of the two clients (bare_round_trip).
 BARE_REQUESTS = 1000
