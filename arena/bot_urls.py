@@ -19,6 +19,8 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
+import httpx
+
 MAX_URL_LENGTH = 2048
 
 #: Cloud metadata endpoints refused even with ``allow_private``.
@@ -75,6 +77,7 @@ def check_bot_url(url: str, *, allow_private: bool = False, resolve: bool = True
 
     Raises:
         BotUrlError: scheme not http/https, credentials present, no host, bad port, too long,
+            a host name httpx cannot send to (IDNA),
             host does not resolve, or resolves to a refused address (message says which).
     """
     if not isinstance(url, str) or not url:
@@ -92,6 +95,10 @@ def check_bot_url(url: str, *, allow_private: bool = False, resolve: bool = True
         raise BotUrlError("URL scheme must be http or https")
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
         raise BotUrlError("URL must not contain credentials")
+    try:  # what the worker will send: a host name IDNA refuses fails here, not in every match
+        httpx.Request("POST", url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise BotUrlError(f"URL is malformed ({exc})") from None
     host = parts.hostname
     if not host:
         raise BotUrlError("URL has no host")
@@ -103,6 +110,8 @@ def check_bot_url(url: str, *, allow_private: bool = False, resolve: bool = True
         literal = ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
         literal = None
+    if literal is None and (len(host) > 253 or any(not 0 < len(label) <= 63 for label in host.split("."))):
+        raise BotUrlError(f"host {host[:80]!r} is not a valid host name (empty or over-long label)")
     if literal is not None:
         addresses = [str(literal)]
     elif not resolve:

@@ -134,7 +134,7 @@ def verify(secret: str, body: bytes, headers: Mapping[str, str], *,
     sig = lower.get(SIGNATURE_HEADER.lower())
     if not ts or not sig:
         raise SignatureError(f"missing {TIMESTAMP_HEADER} or {SIGNATURE_HEADER} header")
-    if not ts.isdigit():
+    if not (ts.isascii() and ts.isdigit()):  # isdigit alone takes "\u00b2" and other scripts' digits
         raise SignatureError(f"{TIMESTAMP_HEADER} must be whole Unix seconds")
     clock = time.time() if now is None else now
     if abs(clock - int(ts)) > max_skew_s:

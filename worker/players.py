@@ -202,6 +202,11 @@ def _tls_context() -> ssl.SSLContext:
 _SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
 
+#: What a request to a bot can raise that is the bot's (or its URL's) fault, not the arena's:
+#: httpx's errors, socket errors, and ValueError for a host name that IDNA or the resolver
+#: refuses (``http://xn--ls8h.la/``, ``http://a..b/``: idna.IDNAError, UnicodeError).
+_CONNECTION_ERRORS = (httpx.HTTPError, OSError, ValueError)
+
 #: Headers of every request to a bot (the protocol's own headers are added per request).
 _BASE_HEADERS = {"User-Agent": "daifugo-arena/1", "Accept": "application/json"}
 
@@ -247,6 +252,8 @@ class HttpPlayer:
         self.max_body_bytes = max_body_bytes
         self._sock: socket.socket | None = None
         self._fired = False
+        self._exchange = 0  # number of the request in flight (or of the last one)
+        self._active = False  # a request is in flight
         self.transport = _new_transport()
 
     def _trace(self, event: str, info: dict) -> None:
@@ -255,6 +262,22 @@ class HttpPlayer:
             sock = stream.get_extra_info("socket") if stream is not None else None
             if sock is not None:
                 self._sock = sock
+
+    def _arm(self, deadline: float) -> int:
+        """Start a request: the watchdog cuts it (only it) off at ``deadline`` (monotonic s)."""
+        self._exchange += 1
+        self._active = True
+        n = self._exchange
+        return WATCHDOG.arm(deadline, lambda: self._cut_exchange(n))
+
+    def _disarm(self, handle: int) -> None:
+        self._active = False
+        WATCHDOG.disarm(handle)
+
+    def _cut_exchange(self, n: int) -> None:
+        # a deadline that fires as its request ends must not cut the player's next request
+        if self._active and self._exchange == n:
+            self._cut()
 
     def _cut(self) -> None:
         self._fired = True
@@ -296,7 +319,7 @@ class HttpPlayer:
         start = time.monotonic()
         deadline = start + max(timeout_s, 0.0)
         self._fired = False
-        handle = WATCHDOG.arm(deadline, self._cut)
+        handle = self._arm(deadline)
         status: int | None = None
         raw = b""
         fault = detail = None
@@ -304,10 +327,10 @@ class HttpPlayer:
             status, raw, fault, detail = self._post(body, timeout_s, headers)
         except httpx.TimeoutException as e:
             fault, detail = "timeout", f"no complete answer within the bank ({type(e).__name__})"
-        except (httpx.HTTPError, OSError) as e:
+        except _CONNECTION_ERRORS as e:
             fault, detail = "connection_error", f"{type(e).__name__}: {e}"
         finally:
-            WATCHDOG.disarm(handle)
+            self._disarm(handle)
         elapsed_s = time.monotonic() - start
         elapsed = _ms(elapsed_s)
         if fault == "body_too_large" or self._fired:
@@ -342,13 +365,13 @@ class HttpPlayer:
     def notify(self, body: bytes) -> None:
         """POST a notice; any error or status is ignored (never a fault)."""
         headers = protocol.sign(self.secret, body)
-        handle = WATCHDOG.arm(time.monotonic() + NOTICE_TIMEOUT_S, self._cut)
+        handle = self._arm(time.monotonic() + NOTICE_TIMEOUT_S)
         try:
             self._post(body, NOTICE_TIMEOUT_S, headers)
-        except (httpx.HTTPError, OSError):
+        except _CONNECTION_ERRORS:
             self._reset()
         finally:
-            WATCHDOG.disarm(handle)
+            self._disarm(handle)
 
     def close(self) -> None:
         self.transport.close()

@@ -91,6 +91,13 @@ def test_ssrf_refused_by_default(url):
         check_bot_url(url)
 
 
+@pytest.mark.parametrize("url", ["http://xn--ls8h.la/bot", "http://xn--a.example/", "http://a..b/",
+                                 "http://[::1/", "ftp://bot.example/"])
+def test_urls_the_worker_could_not_call_are_refused(url):
+    with pytest.raises(BotUrlError):
+        check_bot_url(url, allow_private=True, resolve=False)
+
+
 def test_private_setting_allows_loopback_and_private_but_never_metadata():
     assert check_bot_url("http://127.0.0.1:8000/", allow_private=True)
     assert check_bot_url("http://localhost:8000/", allow_private=True)

@@ -147,14 +147,20 @@ def test_notice_errors_are_not_faults(bad_bot):
     assert srv.requests == 2  # match_start and match_end reached the server
 
 
-@pytest.mark.parametrize("url", ["http://[::1", "ftp://127.0.0.1/bot"])
-def test_a_url_httpx_cannot_use_is_a_connection_error(url):
-    """FAULT-1: a bot URL that cannot be parsed or has another scheme is a recorded fault,
-    never an exception out of the match."""
+@pytest.mark.parametrize("url,says", [
+    ("http://[::1", "not a valid URL"),  # httpx cannot parse it
+    ("ftp://127.0.0.1/bot", "unsupported protocol"),
+    ("http://xn--ls8h.la/bot", "Codepoint"),  # a real domain that IDNA 2008 refuses
+    ("http://a..b/bot", "label empty"),  # the resolver refuses it
+])
+def test_a_url_httpx_cannot_use_is_a_connection_error(url, says):
+    """FAULT-1: a bot URL that cannot be parsed, has another scheme or a host name that IDNA
+    or the resolver refuses is a recorded fault, never an exception out of the match (no
+    network needed: each fails before any lookup or connection)."""
     log = run_match([HttpPlayer(url, name="bad"), GreedyBot()], "million_doubt", seed=5, games=2,
                     time_rules=SHORT, notices=True)
     assert [f["kind"] for f in log["faults"]] == ["connection_error", "connection_error"]
-    assert "URL" in log["faults"][0]["detail"] or "protocol" in log["faults"][0]["detail"]
+    assert says in log["faults"][0]["detail"]
     assert log["result"]["scores"] == [-22, 22]
     replay(log)
 
@@ -192,3 +198,29 @@ def test_cookies_set_by_a_bot_are_never_sent_back():
     assert len(cookies) == asked + 2 > 2  # every decision request to player 0, and 2 notices
     assert set(cookies) == {None}
     replay(log)
+
+
+def test_a_deadline_that_fires_late_never_cuts_the_next_request():
+    """The watchdog may run a request's cut-off just as that request ends; it must then leave
+    the player's next request (on the same kept-alive connection) alone."""
+    import engine
+    from bots_sdk import protocol
+    from bots_sdk.server import start
+
+    server = start(GreedyBot())
+    try:
+        g = engine.new_game("million_doubt", None, 4)
+        body = protocol.dumps(protocol.build_request(g, g.decision().seat, match_id="m", game=0,
+                                                     time_rules=SHORT, remaining_ms=500))
+        player = HttpPlayer(server.url)
+        assert player.decide(body, 5.0).fault is None
+        late = player._exchange  # the request that just ended
+        sock = player._sock
+        player._cut_exchange(late)  # its deadline "fires" now
+        assert not player._fired and player._sock is sock
+        out = player.decide(body, 5.0)
+        assert out.fault is None and out.action["type"] == "play"
+        assert player._sock is sock  # still the same keep-alive connection
+        player.close()
+    finally:
+        server.close()

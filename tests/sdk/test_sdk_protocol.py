@@ -126,6 +126,11 @@ def test_signatures():
     with pytest.raises(protocol.SignatureError, match="missing"):
         protocol.verify("s3cret", body, {}, now=1_800_000_000)
     assert "X-Arena-Signature" not in protocol.sign(None, body)
+    # digits of other scripts are not whole Unix seconds: a clean refusal (401), not a crash (500)
+    for ts in ("\u00b2", "\u0661\u0668\u0660\u0660\u0660\u0660\u0660\u0660\u0660\u0660", "-5", ""):
+        forged = {**headers, "X-Arena-Timestamp": ts}
+        with pytest.raises(protocol.SignatureError):
+            protocol.verify("s3cret", body, forged, now=1_800_000_000)
 
 
 def _cards_in(obj) -> Counter:
