@@ -23,9 +23,11 @@ Prints four lines:
   is what the arena's requests go through (worker/players.py), and the arena time over it.
 * ``decisions/s per worker process: N``: decisions / tournament wall time (from the start
   request to the last result stored), same tournaments.
-* ``matches/min with 1 worker: N`` and ``matches/min with 2 workers: N``: a tournament of
-  10 bots that think a fixed 5 ms per decision (I/O-bound, as real tournaments are; 45
-  matches of 10 games), with one worker process, then two (``--concurrency 2``).
+* ``matches/min with 1 worker: N`` and ``matches/min with 2 workers: N``: tournaments of 8
+  bots that think a fixed 5 ms per decision (I/O-bound, as real tournaments are; 28 matches
+  of 10 games each), played with one worker process, then two (``--concurrency 2``), two
+  again, then one; each figure sums its two tournaments, so a drift of the machine's speed
+  during the bench weighs on both alike.
 
 While a tournament runs, this process only serves the bots and asks PostgreSQL for the
 tournament's status every 20 ms (one small query): nothing else competes with the bots for
@@ -62,8 +64,9 @@ THINK_S = 0.005
 #: FAST_GAMES games each), a bare round trip measured before each and after the last.
 FAST_BOTS, FAST_GAMES, FAST_ROUNDS = 4, 20, 4
 #: Thinking tournaments (matches/min): THINKING_BOTS bots, every pair plays THINKING_GAMES games
-#: (45 matches: enough that the last match of one worker does not weigh on the 2-worker time).
-THINKING_BOTS, THINKING_GAMES = 10, 10
+#: (28 matches each), played with 1, 2, 2, then 1 worker processes.
+THINKING_BOTS, THINKING_GAMES = 8, 10
+SCALING_ORDER = (1, 2, 2, 1)
 
 
 def free_port() -> int:
@@ -270,6 +273,18 @@ def overhead_rounds(arena, servers, ids: list[int], tmp: Path, broker: str, db: 
             "bare_ms_each": [round(x * 1000, 3) for x in bares]}
 
 
+def scaling_rounds(arena, ids: list[int], tmp: Path, broker: str, db: str) -> tuple[dict, dict]:
+    """The thinking phase: tournaments with 1, 2, 2 and 1 worker processes, in that order (so
+    a steady drift of the machine's speed weighs on both sides alike). Returns the summed
+    figures with 1 worker and with 2."""
+    sums = {n: {"matches": 0, "decisions": 0, "wall_s": 0.0, "match_wall_s": 0.0} for n in (1, 2)}
+    for n in SCALING_ORDER:
+        one = run_tournament(arena, ids, THINKING_GAMES, tmp, broker, db, workers=n)
+        for k in sums[n]:
+            sums[n][k] += one[k]
+    return sums[1], sums[2]
+
+
 def main() -> None:
     import tempfile
 
@@ -304,8 +319,7 @@ def main() -> None:
         slow = [SwitchBot(ThinkingBot()) for _ in range(THINKING_BOTS)]
         servers += slow
         slow_ids = register(arena, slow)
-        one = run_tournament(arena, slow_ids, THINKING_GAMES, tmp, broker, db, workers=1)
-        two = run_tournament(arena, slow_ids, THINKING_GAMES, tmp, broker, db, workers=2)
+        one, two = scaling_rounds(arena, slow_ids, tmp, broker, db)
         arena.close()
         details = {"bare_round_trip_ms": round(bare * 1000, 3),
                    "bare_transport_ms": round(floor * 1000, 3),
