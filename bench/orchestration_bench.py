@@ -250,13 +250,17 @@ def run_tournament(arena, ids: list[int], games: int, tmp: Path, broker: str, db
     return {"matches": len(stored), "decisions": decisions, "wall_s": wall, "match_wall_s": match_wall}
 
 
+def summed(runs: list[dict]) -> dict:
+    """The figures of several :func:`run_tournament` results, added up."""
+    return {k: sum(r[k] for r in runs) for k in ("matches", "decisions", "wall_s", "match_wall_s")}
+
+
 def overhead_rounds(arena, servers, ids: list[int], tmp: Path, broker: str, db: str) -> dict:
     """The fast phase: FAST_ROUNDS tournaments on one worker process, with a bare round trip
     measured before each and after the last, so both sides see the same drift of the
     machine's speed. Returns the summed tournament figures and the mean bare times (s)."""
     worker = Worker(broker, db, 1, tmp)
-    bares, floors = [], []
-    total = {"matches": 0, "decisions": 0, "wall_s": 0.0, "match_wall_s": 0.0}
+    bares, floors, runs = [], [], []
     try:
         for r in range(FAST_ROUNDS + 1):
             bare, floor = bare_round_trip(servers[0].url, servers[0].secret)
@@ -264,12 +268,10 @@ def overhead_rounds(arena, servers, ids: list[int], tmp: Path, broker: str, db: 
             floors.append(floor)
             if r == FAST_ROUNDS:
                 break
-            one = run_tournament(arena, ids, FAST_GAMES, tmp, broker, db, worker=worker)
-            for k in total:
-                total[k] += one[k]
+            runs.append(run_tournament(arena, ids, FAST_GAMES, tmp, broker, db, worker=worker))
     finally:
         worker.stop()
-    return {**total, "bare_s": statistics.fmean(bares), "bare_transport_s": statistics.fmean(floors),
+    return {**summed(runs), "bare_s": statistics.fmean(bares), "bare_transport_s": statistics.fmean(floors),
             "bare_ms_each": [round(x * 1000, 3) for x in bares]}
 
 
@@ -277,12 +279,10 @@ def scaling_rounds(arena, ids: list[int], tmp: Path, broker: str, db: str) -> tu
     """The thinking phase: tournaments with 1, 2, 2 and 1 worker processes, in that order (so
     a steady drift of the machine's speed weighs on both sides alike). Returns the summed
     figures with 1 worker and with 2."""
-    sums = {n: {"matches": 0, "decisions": 0, "wall_s": 0.0, "match_wall_s": 0.0} for n in (1, 2)}
+    runs = {1: [], 2: []}
     for n in SCALING_ORDER:
-        one = run_tournament(arena, ids, THINKING_GAMES, tmp, broker, db, workers=n)
-        for k in sums[n]:
-            sums[n][k] += one[k]
-    return sums[1], sums[2]
+        runs[n].append(run_tournament(arena, ids, THINKING_GAMES, tmp, broker, db, workers=n))
+    return summed(runs[1]), summed(runs[2])
 
 
 def main() -> None:

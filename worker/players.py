@@ -333,23 +333,21 @@ class HttpPlayer:
             self._disarm(handle)
         elapsed_s = time.monotonic() - start
         elapsed = _ms(elapsed_s)
-        if fault == "body_too_large" or self._fired:
-            self._reset()
         if fault is None and elapsed_s > timeout_s:
             fault, detail = "timeout", f"answer took {elapsed} ms, more than the bank"
         elif fault == "connection_error" and time.monotonic() >= deadline:
             fault, detail = "timeout", f"cut off at the end of the bank ({detail})"
-        text = _truncate(raw.decode("utf-8", "replace"))
-        if fault is not None:
-            if fault == "timeout":
-                self._reset()
-            return Outcome(None, fault, _truncate(detail or ""), text, elapsed, status)
-        if status != 200:
-            return Outcome(None, "http_status", f"HTTP status {status}", text, elapsed, status)
-        obj, why = parse_answer(raw)
-        if obj is None:
-            return Outcome(None, "invalid_json", why, text, elapsed, status)
-        return Outcome(obj, None, "", "", elapsed, status)
+        if fault in ("timeout", "body_too_large") or self._fired:  # the connection is not reusable
+            self._reset()
+        if fault is None and status == 200:
+            obj, why = parse_answer(raw)
+            if obj is not None:
+                return Outcome(obj, None, "", "", elapsed, status)
+            fault, detail = "invalid_json", why
+        elif fault is None:
+            fault, detail = "http_status", f"HTTP status {status}"
+        return Outcome(None, fault, _truncate(detail or ""), _truncate(raw.decode("utf-8", "replace")),
+                       elapsed, status)
 
     def _reset(self) -> None:
         """Drop pooled connections (after a cut-off or an oversized answer)."""
