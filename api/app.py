@@ -7,8 +7,8 @@ from flask import Flask
 from api.database import close_db
 from api.errors import ArenaApi
 from arena import __version__
-from arena.config import Settings
-from arena.db.session import make_engine, make_sessionmaker
+from arena.core.config import Settings
+from arena.core.db.session import make_engine, make_sessionmaker
 
 MAX_BODY_BYTES = 1024 * 1024
 

@@ -13,8 +13,8 @@ from sqlalchemy import exists, select
 
 from api.database import db
 from api.errors import abort
-from arena.db.models import Account, Bot, Match, MatchSeat, Tournament, TournamentParticipant
-from arena.security import hash_token
+from arena.core.db.models import Account, Bot, Match, MatchSeat, Tournament, TournamentParticipant
+from arena.core.security import hash_token
 
 BEARER = [{"bearerAuth": []}]
 

@@ -20,7 +20,7 @@ def close_db(_exc: BaseException | None = None) -> None:
 
 
 def settings():
-    """The app's :class:`arena.config.Settings`."""
+    """The app's :class:`arena.core.config.Settings`."""
     return current_app.extensions["arena"]["settings"]
 
 
@@ -30,11 +30,11 @@ def match_log_download(match):
     from flask import Response
     from sqlalchemy import select
 
-    from arena.db.models import MatchLog
-    from arena.db.results import decompress_log
+    from arena.core.db.models import MatchLog
+    from arena.core import matchlog
 
     data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == match.id))
     if data is None:
         return None, f"match {match.id} has no log yet (status {match.status})"
-    return Response(decompress_log(data), mimetype="application/json", headers={
+    return Response(matchlog.decompress(data), mimetype="application/json", headers={
         "Content-Disposition": f'attachment; filename="match-{match.id}.json"'}), None

@@ -11,7 +11,7 @@ heuristic must win at least 0.70 of them (exit status 1 otherwise). Trump Millio
 JDF: 200 games (one engine game each: a game of deals to the target; a 3-set match) with the
 heuristic's seat rotated; first place shared on a tie counts.
 
-Games go through :func:`worker.match.run_match` with in-process players (the runner's
+Games go through :func:`arena.core.runner.match.run_match` with in-process players (the runner's
 request building, JSON round trip and time accounting; no HTTP), split over the CPU cores.
 Usage: ``python bench/bot_strength.py [--md-games N] [--games N] [--workers N]``.
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bots_sdk.samples import HeuristicBot, RandomBot  # noqa: E402
-from worker.match import derive_seed, run_match  # noqa: E402
+from arena.core.runner.match import derive_seed, run_match  # noqa: E402
 
 SEED = 20261129
 

@@ -20,7 +20,7 @@ Prints four lines:
   averaged (the machine's speed drifts). Bots answer at once (the greedy sample bot: no
   sleep, only its own decision code and the signature check). The details line (stderr)
   also gives the round trip through httpx's transport alone (``bare_transport_ms``), which
-  is what the arena's requests go through (worker/players.py), and the arena time over it.
+  is what the arena's requests go through (arena/core/runner/players.py), and the arena time over it.
 * ``decisions/s per worker process: N``: decisions / tournament wall time (from the start
   request to the last result stored), same tournaments.
 * ``matches/min with 1 worker: N`` and ``matches/min with 2 workers: N``: tournaments of 8
@@ -104,7 +104,7 @@ class Worker:
                  "--queues", "arena", "--loglevel", "WARNING", "--hostname", f"bench-{uuid.uuid4().hex[:6]}@127.0.0.1"],
                 cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         from worker.celery_app import make_app
-        from arena.config import Settings
+        from arena.core.config import Settings
 
         client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
         for _ in range(concurrency):  # every pool process answers before we measure
@@ -160,7 +160,7 @@ def bare_round_trip(url: str, secret: str | None) -> tuple[float, float]:
 
     The first is THE bare round trip of the ratio: what ``httpx.Client.post`` costs. The
     second is the floor of the arena's own path (it sends through ``httpx.HTTPTransport``
-    directly, see worker/players.py), printed in the details for comparison.
+    directly, see arena/core/runner/players.py), printed in the details for comparison.
 
     The requests are signed with the bot's secret as the arena signs them (the bot verifies
     each signature, as it does in the tournament), but before the clock starts: only the
@@ -288,7 +288,7 @@ def scaling_rounds(arena, ids: list[int], tmp: Path, broker: str, db: str) -> tu
 def main() -> None:
     import tempfile
 
-    from arena.db.migrate import upgrade
+    from arena.core.db.migrate import upgrade
     from tests.worker.conftest import Arena, SwitchBot
 
     started = time.perf_counter()
@@ -300,7 +300,7 @@ def main() -> None:
         broker = services.start("redis.sh")
         from sqlalchemy import create_engine, text
 
-        from arena.db.session import normalize_url
+        from arena.core.db.session import normalize_url
 
         admin = create_engine(normalize_url(pg), isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:

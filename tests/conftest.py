@@ -222,7 +222,7 @@ class WorkerHandle:
 
 
 def _client_app(broker_url: str):
-    from arena.config import Settings
+    from arena.core.config import Settings
     from worker.celery_app import make_app
 
     env = {**os.environ, "ARENA_BROKER_URL": broker_url, "ARENA_CELERY_EAGER": "0"}

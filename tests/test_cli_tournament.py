@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from arena.accounts import create_account
-from arena.config import Settings
-from arena.db.migrate import upgrade
-from arena.db.session import make_engine, make_sessionmaker
-from arena.demo import WsgiServer
+from arena.core.accounts import create_account
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.core.db.session import make_engine, make_sessionmaker
+from arena.cli.demo import WsgiServer
 
 REPO = Path(__file__).resolve().parent.parent
 ARENA = [sys.executable, "-m", "arena.cli"]
@@ -22,7 +22,7 @@ ARENA = [sys.executable, "-m", "arena.cli"]
 
 @pytest.fixture
 def api(tmp_path):
-    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    url = f"sqlite:///{tmp_path / 'arena.core.db'}"
     upgrade(url)
     engine = make_engine(url)
     with make_sessionmaker(engine)() as s:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arena.config import Settings
-from arena.db.session import normalize_url
+from arena.core.config import Settings
+from arena.core.db.session import normalize_url
 
 REPO = Path(__file__).resolve().parent.parent
 COMPOSE = REPO / "infra" / "docker-compose.yml"
@@ -106,7 +106,7 @@ def test_api_runs_gunicorn_on_all_interfaces(compose):
 
 
 def test_workers_consume_the_match_queue(compose):
-    from arena.queue import QUEUE
+    from arena.core.queue import QUEUE
 
     worker = compose["services"]["worker"]
     command = worker["command"]

@@ -15,7 +15,7 @@ from api.auth import BEARER, current_account
 from api.common import errors
 from api.database import db
 from api.errors import abort
-from arena.accounts import NAME_RE, NameTaken, create_account
+from arena.core.accounts import NAME_RE, NameTaken, create_account
 
 blp = Blueprint("accounts", __name__, url_prefix="/api/v1/accounts", description="Accounts and API tokens")
 

@@ -19,10 +19,10 @@ from api.auth import BEARER, protect, current_account, is_organizer
 from api.common import IdField, PageArgs, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
-from arena.bot_urls import MAX_URL_LENGTH, BotUrlError, check_bot_url
-from arena.conformance import check_bot
-from arena.db.models import Bot, utcnow
-from arena.security import new_secret
+from arena.core.url_policy import MAX_URL_LENGTH, BotUrlError, check_bot_url
+from arena.core.conformance import check_bot
+from arena.core.db.models import Bot, utcnow
+from arena.core.security import new_secret
 
 blp = Blueprint("bots", __name__, url_prefix="/api/v1/bots", description="Contestants' bots")
 protect(blp)
@@ -175,7 +175,7 @@ class BotCheck(MethodView):
     @blp.response(200, BotSchema)
     @errors(blp, 401, 403, 404)
     def post(self, bot_id):
-        """Run the health check (and the conformance game, see arena.conformance) and record it.
+        """Run the health check (and the conformance game, see arena.core.conformance) and record it.
 
         The bot becomes ``ready`` if it passes, ``failed`` otherwise; ``last_check`` holds the
         details (HTTP status, elapsed milliseconds, name and protocols announced, error).

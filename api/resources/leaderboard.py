@@ -1,6 +1,6 @@
 """``GET /api/v1/leaderboard?ruleset=...``: openskill ratings across tournaments (public).
 
-Reads the ``ratings`` table (kept by the worker with arena.standings.rebuild_ratings);
+Reads the ``ratings`` table (kept by the worker with arena.core.standings.rebuild_ratings);
 ordered by the conservative ordinal ``mu - 3 sigma``, best first.
 """
 
@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 import engine
 from api.common import PageArgs, errors
 from api.database import db
-from arena.db.models import Account, Bot, Rating
+from arena.core.db.models import Account, Bot, Rating
 
 blp = Blueprint("leaderboard", __name__, url_prefix="/api/v1/leaderboard",
                 description="Ratings per rule set across tournaments")

@@ -14,7 +14,7 @@ from api.auth import BEARER, protect, can_read_match, current_account
 from api.common import errors
 from api.database import db, match_log_download
 from api.errors import abort
-from arena.db.models import Match, Tournament
+from arena.core.db.models import Match, Tournament
 
 blp = Blueprint("matches", __name__, url_prefix="/api/v1/matches", description="Matches and match logs")
 protect(blp)

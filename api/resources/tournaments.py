@@ -3,7 +3,7 @@
 Creating validates the rule set, its options (``engine.make_options``: 422 naming the
 option), the time rules (TIME-1, seconds), the participants (existing ``ready`` bots that play
 the rule set) and the games per pairing. Starting builds the whole schedule
-(:mod:`arena.schedule`), stores one ``matches`` row per match and enqueues one
+(:mod:`arena.core.schedule`), stores one ``matches`` row per match and enqueues one
 ``arena.run_match`` task per match. If the broker is down the start answers 503 and the
 matches stay ``pending``; starting again enqueues them.
 """
@@ -26,13 +26,13 @@ from api.common import IdField, PageArgs, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
 from api.resources.matches import MatchSchema, match_dict
-from arena import schedule as sched
-from arena.db.models import (
+from arena.core import schedule as sched
+from arena.core.db.models import (
     MATCH_STATUSES, Bot, Match, MatchLog, MatchSeat, Tournament, TournamentParticipant, utcnow,
 )
-from arena.db.results import decompress_log
-from arena.queue import QueueError, enqueue_matches
-from arena.standings import tournament_standings
+from arena.core import matchlog
+from arena.core.queue import QueueError, enqueue_matches
+from arena.core.standings import tournament_standings
 
 blp = Blueprint("tournaments", __name__, url_prefix="/api/v1/tournaments",
                 description="Round-robin tournaments, their matches, standings and logs")
@@ -354,7 +354,7 @@ class TournamentStandings(MethodView):
     @blp.response(200, StandingsSchema)
     @errors(blp, 401, 404)
     def get(self, tournament_id):
-        """Standings from the stored results (see arena.standings for the statistics)."""
+        """Standings from the stored results (see arena.core.standings for the statistics)."""
         t = get_tournament(tournament_id)
         rows = [r.to_dict() for r in tournament_standings(db(), t)]
         return {"tournament_id": t.id, "ruleset": t.ruleset, "tie_break": TIE_BREAK, "rows": rows}
@@ -429,7 +429,7 @@ class TournamentLogs(MethodView):
                     select(MatchLog.match_id, MatchLog.data).where(MatchLog.match_id.in_(ids))
                     .order_by(MatchLog.match_id).execution_options(yield_per=20))
                 for match_id, data in rows:
-                    yield b'{"match_id":%d,"log":' % match_id + decompress_log(data) + b"}\n"
+                    yield b'{"match_id":%d,"log":' % match_id + matchlog.decompress(data) + b"}\n"
 
         return Response(stream_with_context(generate()), mimetype="application/x-ndjson", headers={
             "Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'})

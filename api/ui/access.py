@@ -23,8 +23,8 @@ from sqlalchemy import select
 
 from api.auth import can_read_match, is_organizer, owns_participant
 from api.database import db
-from arena.db.models import Account, Match, Tournament
-from arena.security import hash_token
+from arena.core.db.models import Account, Match, Tournament
+from arena.core.security import hash_token
 
 SESSION_KEY = "token_sha256"
 MAX_TOKEN_CHARS = 256

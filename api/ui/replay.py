@@ -2,7 +2,7 @@
 
 :func:`build_replay` re-runs each game's engine log through :func:`engine.frames.frames`
 (the full table view after every action, MD-8: the post-game record shows every hand) and
-merges in the worker's request/response records (``exchanges``, see :mod:`worker.match`):
+merges in the worker's request/response records (``exchanges``, see :mod:`arena.core.runner.match`):
 who acted, the time the answer took (milliseconds) and each seat's time bank (TIME-1..3,
 milliseconds) after every step, and the faults (FAULT-1..3).
 

@@ -19,9 +19,9 @@ from api.database import db, match_log_download
 from api.ui import access
 from api.ui.chart import score_chart
 from api.ui.replay import ReplayDataError, build_replay
-from arena.db.models import Bot, Match, MatchLog, MatchSeat, Tournament
-from arena.db.results import decompress_log
-from arena.standings import tournament_standings
+from arena.core.db.models import Bot, Match, MatchLog, MatchSeat, Tournament
+from arena.core import matchlog
+from arena.core.standings import tournament_standings
 
 bp = Blueprint("ui", __name__, url_prefix="/ui", template_folder="templates",
                static_folder="static", static_url_path="/static")
@@ -235,7 +235,7 @@ def match_page(match_id: int):
 # ----------------------------------------------------------------------------- downloads
 def _load_log(match_id: int) -> dict | None:
     data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == match_id))
-    return None if data is None else json.loads(decompress_log(data))
+    return None if data is None else json.loads(matchlog.decompress(data))
 
 
 def _readable_match(match_id: int) -> Match:
@@ -289,7 +289,7 @@ def tournament_logs(tournament_id: int):
                                    .where(MatchLog.match_id.in_(ids)).order_by(MatchLog.match_id)
                                    .execution_options(yield_per=20))
             for mid, data in rows:
-                yield b'{"match_id":%d,"log":' % mid + decompress_log(data) + b"}\n"
+                yield b'{"match_id":%d,"log":' % mid + matchlog.decompress(data) + b"}\n"
 
     return Response(stream_with_context(generate()), mimetype="application/x-ndjson", headers={
         "Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'})

@@ -11,10 +11,10 @@ from typing import Iterator
 import pytest
 
 from api import create_app
-from arena.accounts import create_account
-from arena.config import Settings
-from arena.db.migrate import upgrade
-from arena.db.session import make_engine, make_sessionmaker
+from arena.core.accounts import create_account
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.core.db.session import make_engine, make_sessionmaker
 from tests.helpers import create_pg_database
 
 
@@ -26,7 +26,7 @@ def _fresh_pg_database(pg_url: str) -> str:
 def database_url(request, tmp_path) -> str:
     """URL of an empty database: a SQLite file, or a fresh database on the real PostgreSQL."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'arena.db'}"
+        return f"sqlite:///{tmp_path / 'arena.core.db'}"
     return _fresh_pg_database(request.getfixturevalue("pg_url"))
 
 

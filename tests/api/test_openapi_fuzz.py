@@ -11,11 +11,11 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 
 from api import create_app
-from arena.accounts import create_account
-from arena.config import Settings
-from arena.db.migrate import upgrade
-from arena.db.models import Bot
-from arena.db.session import make_engine, make_sessionmaker
+from arena.core.accounts import create_account
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.core.db.models import Bot
+from arena.core.db.session import make_engine, make_sessionmaker
 from tests.api.conftest import _fresh_pg_database
 
 

@@ -1,6 +1,6 @@
 """Tournaments, matches, logs, standings and leaderboard through the API.
 
-Results are written with arena.db.results.record_result, the function the worker uses.
+Results are written with arena.core.db.results.record_result, the function the worker uses.
 Starting enqueues into a real Redis (the ``redis_url`` fixture); tasks are counted there.
 """
 
@@ -11,8 +11,8 @@ import json
 import pytest
 import redis as redis_lib
 
-from arena.db.results import record_result
-from arena.standings import rebuild_ratings
+from arena.core.db.results import record_result
+from arena.core.standings import rebuild_ratings
 from tests.api.conftest import register_ready_bot
 
 

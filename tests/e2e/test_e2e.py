@@ -24,12 +24,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from arena.config import Settings
-from arena.db.migrate import upgrade
-from arena.demo import WsgiServer
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.cli.demo import WsgiServer
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
-from worker.match import read_log, replay
+from arena.core.runner.match import read_log, replay
 from tests.helpers import create_pg_database
 
 pytestmark = pytest.mark.services

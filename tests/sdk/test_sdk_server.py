@@ -13,8 +13,8 @@ import engine
 from bots_sdk import protocol
 from bots_sdk.samples import GreedyBot, HeuristicBot, RandomBot
 from engine.timebank import TimeRules
-from worker.match import read_log, replay, run_match
-from worker.players import HttpPlayer
+from arena.core.runner.match import read_log, replay, run_match
+from arena.core.runner.players import HttpPlayer
 
 REPO = Path(__file__).resolve().parents[2]
 

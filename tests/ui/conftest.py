@@ -2,8 +2,8 @@
 Debian's Chromium driven by Playwright.
 
 - ``site`` (session): a migrated SQLite database holding accounts, bots and three finished
-  tournaments whose matches were really played by ``worker.match.run_match`` between sample
-  bots in-process and stored with ``arena.db.results.record_result``, plus a running one; the
+  tournaments whose matches were really played by ``arena.core.runner.match.run_match`` between sample
+  bots in-process and stored with ``arena.core.db.results.record_result``, plus a running one; the
   API app (``api.create_app``) served by a werkzeug server on 127.0.0.1 in a thread.
 - ``chromium`` (session): path of the system Chromium; ``apt-get install -y chromium`` when
   ``/usr/bin/chromium`` is missing (never ``playwright install``).
@@ -27,18 +27,18 @@ from sqlalchemy import select
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from api import create_app
-from arena.accounts import create_account
-from arena.config import Settings
-from arena.db.migrate import upgrade
-from arena.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
-from arena.db.results import record_result
-from arena.db.session import make_engine, make_sessionmaker
-from arena.schedule import build_schedule
-from arena.security import hash_token
+from arena.core.accounts import create_account
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.core.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
+from arena.core.db.results import record_result
+from arena.core.db.session import make_engine, make_sessionmaker
+from arena.core.schedule import build_schedule
+from arena.core.security import hash_token
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
-from worker.match import run_match
-from worker.players import LocalPlayer
+from arena.core.runner.match import run_match
+from arena.core.runner.players import LocalPlayer
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -156,7 +156,7 @@ def _play_tournament(site: Site, s, name: str, ruleset: str, bot_names: list[str
 @pytest.fixture(scope="session")
 def site(tmp_path_factory) -> Site:
     data = tmp_path_factory.mktemp("ui-site")
-    url = f"sqlite:///{data / 'arena.db'}"
+    url = f"sqlite:///{data / 'arena.core.db'}"
     upgrade(url)
     engine = make_engine(url)
     sm = make_sessionmaker(engine)

@@ -7,8 +7,8 @@ import json
 import pytest
 from sqlalchemy import select
 
-from arena.db.models import Match, MatchLog
-from arena.db.results import decompress_log
+from arena.core.db.models import Match, MatchLog
+from arena.core import matchlog
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_public_match_log_download_is_the_stored_log(site, client):
     assert r.status_code == 200
     assert r.headers["Content-Disposition"] == f'attachment; filename="match-{mid}.json"'
     with site.sessionmaker() as s:
-        stored = json.loads(decompress_log(s.scalar(select(MatchLog.data).where(MatchLog.match_id == mid))))
+        stored = json.loads(matchlog.decompress(s.scalar(select(MatchLog.data).where(MatchLog.match_id == mid))))
     assert r.get_json() == stored
     replay = client.get(f"/ui/matches/{mid}/replay.json").get_json()
     assert [len(g["frames"]) for g in replay["games"]] == [

@@ -9,9 +9,9 @@ import json
 import pytest
 from sqlalchemy import select
 
-from arena.db.models import Bot, Match, MatchLog, Tournament
-from arena.db.results import decompress_log
-from arena.standings import tournament_standings
+from arena.core.db.models import Bot, Match, MatchLog, Tournament
+from arena.core.db.results import decompress_log
+from arena.core.standings import tournament_standings
 from engine.frames import frames
 
 pytestmark = pytest.mark.browser

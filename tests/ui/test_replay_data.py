@@ -10,8 +10,8 @@ from api.ui.replay import ReplayDataError, build_replay
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.frames import frames
 from engine.timebank import TimeRules
-from worker.match import run_match
-from worker.players import LocalPlayer
+from arena.core.runner.match import run_match
+from arena.core.runner.players import LocalPlayer
 
 
 class Faulty(SAMPLE_BOTS["random"]):

@@ -13,12 +13,12 @@ import pytest
 from sqlalchemy import func, select
 
 from api import create_app
-from arena.accounts import create_account
-from arena.config import Settings
-from arena.db.migrate import upgrade
-from arena.db.models import Match, MatchLog, MatchResult, Tournament
-from arena.db.results import decompress_log
-from arena.db.session import make_engine, make_sessionmaker
+from arena.core.accounts import create_account
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.core.db.models import Match, MatchLog, MatchResult, Tournament
+from arena.core.db.results import decompress_log
+from arena.core.db.session import make_engine, make_sessionmaker
 from bots_sdk.bot import Bot
 from bots_sdk.server import make_app as sdk_app
 from tests.helpers import create_pg_database

@@ -8,7 +8,7 @@ from __future__ import annotations
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 from tests.worker.conftest import SwitchBot
-from worker.match import replay, run_match
+from arena.core.runner.match import replay, run_match
 
 BURST = 11  # MD-17 burst score (default option)
 GAMES = 4   # with max_faults 3: three faulted games, then the fourth forfeited (FAULT-3)
@@ -87,7 +87,7 @@ def test_cancel_stops_the_remaining_matches(arena, bots, celery_worker_factory):
     tid = arena.create("million_doubt", ids, games_per_pairing=2)
     checked = [b.decisions for b in bots]  # requests of the conformance games
     arena.start(tid)  # enqueued in Redis, no worker yet
-    r = arena.client.post(f"/api/v1/tournaments/{tid}/cancel", headers=arena.org)
+    r = arena.cli.client.post(f"/api/v1/tournaments/{tid}/cancel", headers=arena.org)
     assert r.status_code == 200 and r.json["status"] == "cancelled"
     worker = celery_worker_factory(concurrency=1, database_url=arena.database_url)
     # The worker consumes the 3 match tasks first (one process, FIFO queue) and skips them.

@@ -7,13 +7,13 @@ import time
 
 from sqlalchemy import func, select
 
-from arena.db.models import Match, MatchResult
+from arena.core.db.models import Match, MatchResult
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 from tests.worker.conftest import SwitchBot
-from worker.celery_app import longest_match_seconds, visibility_timeout_for
-from worker.match import replay
-from worker.tasks import play_and_store
+from arena.core.limits import longest_match_seconds, visibility_timeout_for
+from arena.core.runner.match import replay
+from arena.core.runner.service import play_and_store
 
 TIME_RULES_S = {"initial": 1.0, "increment": 0.0, "cap": 1.0}
 

@@ -9,11 +9,11 @@ from collections import defaultdict
 from openskill.models import PlackettLuce
 from sqlalchemy import select
 
-from arena.db.models import Rating
-from arena.standings import MatchRecord, compute_standings
+from arena.core.db.models import Rating
+from arena.core.standings import MatchRecord, compute_standings
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
-from worker.match import replay
+from arena.core.runner.match import replay
 
 
 def _records_from_logs(stored) -> list[MatchRecord]:

@@ -16,11 +16,11 @@ from bots_sdk.bot import Bot
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 from tests.worker.conftest import Arena, SwitchBot
-from arena.config import Settings
-from worker.celery_app import (app, default_visibility_timeout, longest_match_seconds, visibility_timeout,
-                               visibility_timeout_for)
-from worker.match import replay
-from worker.semaphore import BotSemaphore
+from arena.core.config import Settings
+from arena.core.limits import default_visibility_timeout, longest_match_seconds, visibility_timeout, visibility_timeout_for
+from worker.celery_app import app
+from arena.core.runner.match import replay
+from arena.core.runner.semaphore import BotSemaphore
 
 
 def test_semaphore_caps_holders_and_leases_expire(redis_url):
@@ -86,9 +86,9 @@ class IllegalBot(Bot):
 
 
 def test_eager_mode_over_sqlite_and_the_conformance_gate(tmp_path, bots):
-    from arena.db.migrate import upgrade
+    from arena.core.db.migrate import upgrade
 
-    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    url = f"sqlite:///{tmp_path / 'arena.core.db'}"
     upgrade(url)
     arena = Arena(url, "redis://127.0.0.1:1/0", eager=True, tmp_path=tmp_path)
     try:
@@ -96,14 +96,14 @@ def test_eager_mode_over_sqlite_and_the_conformance_gate(tmp_path, bots):
                      SwitchBot(IllegalBot())])
         ids = [arena.register(b, ["million_doubt", "jdf"], f"e{i}") for i, b in enumerate(bots[:2])]
         # A bot that passes the health check but plays illegally fails its conformance game.
-        r = arena.client.post("/api/v1/bots", json={"name": "bad", "url": bots[2].url,
+        r = arena.cli.client.post("/api/v1/bots", json={"name": "bad", "url": bots[2].url,
                                                     "rulesets": ["million_doubt"]}, headers=arena.owner)
         bots[2].set_secret(r.json["secret"])
-        checked = arena.client.post(f"/api/v1/bots/{r.json['id']}/check", headers=arena.owner).json
+        checked = arena.cli.client.post(f"/api/v1/bots/{r.json['id']}/check", headers=arena.owner).json
         assert checked["status"] == "failed" and checked["last_check"]["health"]["ok"]
         conf = checked["last_check"]["conformance"][0]
         assert conf["ok"] is False and conf["faults"][0]["kind"] == "invalid_action"
-        r = arena.client.post("/api/v1/tournaments", headers=arena.org, json={
+        r = arena.cli.client.post("/api/v1/tournaments", headers=arena.org, json={
             "ruleset": "million_doubt", "participants": ids + [r.json["id"]]})
         assert r.status_code == 422 and "has not passed its check" in r.json["message"]
         # Eager mode: starting plays every match in-process (here 2 players + 2 house bots, JDF).
@@ -135,7 +135,7 @@ def test_a_match_holds_one_slot_per_bot_for_its_whole_length(redis_url):
     at a time); holds inside the lease cost no Redis call; slots go back at the end."""
     import redis as redis_lib
 
-    from worker.semaphore import SlotBook
+    from arena.core.runner.semaphore import SlotBook
 
     client = redis_lib.Redis.from_url(redis_url)
     name = "slots-" + uuid.uuid4().hex[:6]

@@ -170,9 +170,9 @@ class Match(Base):
     tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"))
     #: Position in the tournament's schedule, from 0; ratings are updated in this order.
     index: Mapped[int] = mapped_column(Integer)
-    #: Table (the group of bots) this match belongs to, from 0 (see arena.schedule).
+    #: Table (the group of bots) this match belongs to, from 0 (see arena.core.schedule).
     table: Mapped[int] = mapped_column(Integer, default=0)
-    #: Seed of the match (derived from the tournament seed, see arena.schedule.derive_seed).
+    #: Seed of the match (derived from the tournament seed, see arena.core.schedule.derive_seed).
     seed: Mapped[int] = mapped_column(BigInteger)
     status: Mapped[str] = mapped_column(String(16), default="pending")
     #: Deliveries of the task that started playing this match (re-deliveries count).

@@ -4,27 +4,27 @@ The API sends ``arena.run_match(match_id)`` to the ``arena`` queue through a lig
 client built from ``ARENA_BROKER_URL``; the task itself lives in the worker (issue 6).
 
 With ``ARENA_CELERY_EAGER`` (the quick local run, no broker) a sent task would never run, so
-the matches are played in-process, one after the other, by ``worker.tasks.play_and_store``
-(imported by module name at call time, so ``arena`` never imports ``worker`` at import time)
-with the caller's settings (its database). The call returns when every match is stored.
+the matches are played in-process, one after the other, by
+:func:`arena.core.runner.service.play_and_store` (what the task runs) with the caller's
+settings (its database). The call returns when every match is stored.
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from celery import Celery
 
-from arena.config import Settings
+from arena.core.config import Settings
+from arena.core.runner.service import play_and_store
 
 RUN_MATCH_TASK = "arena.run_match"
 QUEUE = "arena"
 
 
 class QueueError(RuntimeError):
-    """The broker cannot be reached, or (eager mode) the task is not registered."""
+    """The broker cannot be reached."""
 
 
 @lru_cache(maxsize=8)
@@ -36,14 +36,6 @@ def _client(broker_url: str) -> Celery:
     return app
 
 
-def _eager_runner():
-    try:
-        mod = importlib.import_module("worker.tasks")
-    except ImportError as exc:
-        raise QueueError(f"the match runner is not available in-process (ARENA_CELERY_EAGER): {exc}") from exc
-    return mod.play_and_store
-
-
 def enqueue_matches(settings: Settings, match_ids: Iterable[int]) -> int:
     """Send one ``arena.run_match`` task per match id; returns how many were sent.
 
@@ -52,7 +44,6 @@ def enqueue_matches(settings: Settings, match_ids: Iterable[int]) -> int:
     """
     ids = list(match_ids)
     if settings.celery_eager:
-        play_and_store = _eager_runner()
         for mid in ids:
             play_and_store(mid, settings)
         return len(ids)

@@ -1,6 +1,6 @@
 """Play ONE match between players under the time rules, and replay its log.
 
-Pure: the rules engine, the players of :mod:`worker.players` (in-process bots or HTTP
+Pure: the rules engine, the players of :mod:`arena.core.runner.players` (in-process bots or HTTP
 endpoints), a monotonic clock. No database, no Celery: the Celery task and ``arena play``
 both call :func:`run_match`.
 
@@ -56,11 +56,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import engine
 from bots_sdk import protocol
+from arena.core.matchlog import LOG_FORMAT, LOG_VERSION, log_files, read_log, write_log
 from engine.timebank import TimeBank, TimeRules
-from worker.players import HttpPlayer, LocalPlayer, make_player
+from arena.core.runner.players import HttpPlayer, LocalPlayer, make_player
 
-LOG_FORMAT = "daifugo-arena-match"
-LOG_VERSION = 1
 #: FAULT-3 default.
 DEFAULT_MAX_FAULTS = 3
 #: Safety stop: more decisions than this in one engine game is an engine bug, not a match.
@@ -139,7 +138,7 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
 
     Args:
         players: :class:`~bots_sdk.bot.Bot` instances, ``http(s)://`` URLs, or players of
-            :mod:`worker.players`; index = player index in game specs.
+            :mod:`arena.core.runner.players`; index = player index in game specs.
         ruleset, options: the rule set and its options (engine options, validated).
         seed: match seed (games are seeded from it by :func:`derive_seed`).
         games: Million Doubt game count when ``game_specs`` is not given.
@@ -378,38 +377,6 @@ def _replay_game(gi: int, gm: Mapping[str, Any], elog: Mapping[str, Any], rules:
 
 
 # -- log files ---------------------------------------------------------------------------------
-def write_log(match_log: Mapping[str, Any], path: str | Path) -> Path:
-    """Write a match log as JSON (gzip-compressed when ``path`` ends in ``.gz``)."""
-    import gzip
-
-    path = Path(path)
-    data = json.dumps(match_log, separators=(",", ":")).encode("utf-8")
-    if path.suffix == ".gz":
-        data = gzip.compress(data, compresslevel=6)
-    path.write_bytes(data)
-    return path
-
-
-def read_log(path: str | Path) -> dict:
-    """Read a match log written by :func:`write_log` (``.json`` or ``.json.gz``)."""
-    import gzip
-
-    data = Path(path).read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return json.loads(data)
-
-
-def _log_files(paths: Iterable[str | Path]) -> list[Path]:
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith((".json", ".json.gz"))))
-        else:
-            out.append(p)
-    return out
-
-
 def verify_logs(paths: Iterable[str | Path], check_requests: bool = True) -> tuple[int, list[tuple[str, str]]]:
     """Replay every log file under ``paths`` (files or folders, ``*.json`` / ``*.json.gz``).
 
@@ -417,7 +384,7 @@ def verify_logs(paths: Iterable[str | Path], check_requests: bool = True) -> tup
     """
     ok = 0
     failures: list[tuple[str, str]] = []
-    for f in _log_files(paths):
+    for f in log_files(paths):
         try:
             replay(read_log(f), check_requests=check_requests)
             ok += 1

@@ -26,7 +26,7 @@ from openskill.models import PlackettLuce
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
-from arena.db.models import Match, MatchResult, Rating, Tournament, utcnow
+from arena.core.db.models import Match, MatchResult, Rating, Tournament, utcnow
 
 Entrant = Union[int, str]
 

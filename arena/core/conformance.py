@@ -2,12 +2,12 @@
 
 :func:`check_bot` runs, in order:
 
-1. URL validation (:func:`arena.bot_urls.check_bot_url`, SSRF rules, re-resolved now).
+1. URL validation (:func:`arena.core.url_policy.check_bot_url`, SSRF rules, re-resolved now).
 2. The health check (:func:`health_check`): ``GET <url>`` without following redirects, with
    a short timeout; the bot must answer 200 with a JSON object holding a string ``name`` and
    a ``protocol`` (int) or ``protocols`` (list of ints).
 3. For each rule set the bot plays, a short conformance game (:func:`conformance_game`): a
-   real match through :func:`worker.match.run_match`, the bot over HTTP (signed requests, the
+   real match through :func:`arena.core.runner.match.run_match`, the bot over HTTP (signed requests, the
    same player as in tournaments) against built-in sample bots, under short time rules
    (:data:`CONFORMANCE_TIME_RULES_S`). The bot passes if it commits no fault (FAULT-1).
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from arena.bot_urls import BotUrlError, check_bot_url
+from arena.core.url_policy import BotUrlError, check_bot_url
 
 #: Seconds allowed for the health check request (connect + read).
 HEALTH_TIMEOUT_S = 5.0
@@ -123,8 +123,8 @@ def conformance_game(url: str, ruleset: str, *, secret: str | None = None, seed:
 
     from bots_sdk.samples import SAMPLE_BOTS
     from engine.timebank import TimeRules
-    from worker.match import run_match
-    from worker.players import HttpPlayer
+    from arena.core.runner.match import run_match
+    from arena.core.runner.players import HttpPlayer
 
     out: dict[str, Any] = {"ok": False, "ruleset": ruleset, "faults": [], "decisions": 0,
                            "elapsed_ms": 0, "wall_s": None, "error": None}

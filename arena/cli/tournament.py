@@ -1,12 +1,12 @@
 """``arena tournament create|start|status|standings`` and ``arena logs download``: an
-organizer's commands, talking to a running API over HTTP (:class:`arena.client.ApiClient`).
+organizer's commands, talking to a running API over HTTP (:class:`arena.cli.client.ApiClient`).
 
 Every command takes ``--api URL`` (env ``ARENA_API_URL``, default ``http://127.0.0.1:8000``)
 and ``--token TOKEN`` (env ``ARENA_TOKEN``; an organizer's token for create/start). Errors
 are one line (``Error: HTTP 422 on POST /api/v1/tournaments: invalid request: json.participants:
 bot 9 does not exist``) and exit status 1.
 
-``arena logs`` is the group of :mod:`arena.cli_play` (``verify``) with ``download`` added.
+``arena logs`` is the group of :mod:`arena.cli.play` (``verify``) with ``download`` added.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import click
 
 import engine
 from arena.cli import parse_options_json
-from arena.client import ApiClient, ApiError, download_logs
+from arena.cli.client import ApiClient, ApiError, download_logs
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 
@@ -249,7 +249,7 @@ def logs_download(api_url: str, token: str | None, tournament_id: int, out_dir: 
 
 
 def _logs_group() -> click.Group:
-    from arena.cli_play import logs as play_logs
+    from arena.cli.play import logs as play_logs
 
     group = click.Group("logs", help="Match logs: verify (replay through the engine), download (from the API).")
     for name, cmd in play_logs.commands.items():

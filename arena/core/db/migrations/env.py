@@ -1,10 +1,10 @@
 """Alembic environment: online migrations only, against ``config.attributes['engine']``
-or ``sqlalchemy.url`` (see arena.db.migrate)."""
+or ``sqlalchemy.url`` (see arena.core.db.migrate)."""
 
 from alembic import context
 
-from arena.db.models import Base
-from arena.db.session import make_engine
+from arena.core.db.models import Base
+from arena.core.db.session import make_engine
 
 config = context.config
 target_metadata = Base.metadata

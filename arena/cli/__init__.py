@@ -26,15 +26,15 @@ from arena import __version__
 
 #: Lazily loaded subcommands: command name -> "module:attribute" (a click.Command or Group).
 COMMANDS: dict[str, str] = {
-    "play": "arena.cli_play:play",
-    "bots": "arena.cli_play:bots",
-    "logs": "arena.cli_tournament:logs",  # verify (arena.cli_play) + download
-    "api": "arena.cli_api:api",
-    "db": "arena.cli_api:db",
-    "accounts": "arena.cli_api:accounts",
-    "worker": "arena.cli_worker:worker",
-    "tournament": "arena.cli_tournament:tournament",
-    "demo": "arena.demo:demo",
+    "play": "arena.cli.play:play",
+    "bots": "arena.cli.play:bots",
+    "logs": "arena.cli.tournament:logs",  # verify (arena.cli.play) + download
+    "api": "arena.cli.service:api",
+    "db": "arena.cli.service:db",
+    "accounts": "arena.cli.service:accounts",
+    "worker": "arena.cli.worker:worker",
+    "tournament": "arena.cli.tournament:tournament",
+    "demo": "arena.cli.demo:demo",
 }
 
 
@@ -121,7 +121,7 @@ def version() -> None:
 @main.command("config")
 def show_config() -> None:
     """Print the effective settings (from ARENA_* environment variables)."""
-    from arena.config import Settings
+    from arena.core.config import Settings
 
     settings = Settings.from_env()
     for field, value in vars(settings).items():

@@ -6,8 +6,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from arena.db.models import Account
-from arena.security import hash_token, new_token
+from arena.core.db.models import Account
+from arena.core.security import hash_token, new_token
 
 #: Account names: 1-64 letters, digits, ``_``, ``.``, ``-``, starting with a letter or digit.
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"

@@ -1,6 +1,6 @@
 """``arena play``, ``arena bots serve`` and ``arena logs verify``: the local runner and friends.
 
-``arena play`` runs matches with :func:`worker.match.run_match`, the same code the service's
+``arena play`` runs matches with :func:`arena.core.runner.match.run_match`, the same code the service's
 workers run, so rules, time accounting and faults are identical; it only adds seat rotation
 across matches and a summary table.
 
@@ -96,7 +96,7 @@ def play(bots: tuple[str, ...], ruleset: str, games: int, games_per_match: int, 
     from rich.table import Table
 
     from engine.timebank import TimeRules
-    from worker.match import derive_seed, run_match, write_log
+    from arena.core.runner.match import derive_seed, run_match, write_log
 
     console = Console(stderr=False)
     options = parse_options_json(options_json)
@@ -141,7 +141,7 @@ def play(bots: tuple[str, ...], ruleset: str, games: int, games_per_match: int, 
             for i, spec in enumerate(order):
                 bot = resolve_bot(spec, seed=derive_seed(seed, 10_000 + mi * 8 + i))
                 players.append(bot)
-            from worker.players import HttpPlayer, LocalPlayer
+            from arena.core.runner.players import HttpPlayer, LocalPlayer
             wrapped = [HttpPlayer(p, secret, name=spec) if isinstance(p, str) else LocalPlayer(p, spec)
                        for p, spec in zip(players, order)]
             try:
@@ -210,7 +210,7 @@ def logs_verify(paths: tuple[Path, ...], skip_requests: bool) -> None:
 
     Prints one line per failure and 'N verified, N failed'; exit status 1 on any failure.
     """
-    from worker.match import verify_logs
+    from arena.core.runner.match import verify_logs
 
     ok, failures = verify_logs(paths, check_requests=not skip_requests)
     for path, reason in failures:

@@ -138,7 +138,7 @@ class BotSemaphore:
 
 
 # -- an HTTP player whose requests hold a slot --------------------------------------------------
-from worker.players import HttpPlayer, Outcome  # noqa: E402
+from arena.core.runner.players import HttpPlayer, Outcome  # noqa: E402
 
 
 #: Seconds of lease taken beyond what the next request needs, so that a match renews its
@@ -211,7 +211,7 @@ class SlotBook:
 
 
 class CappedHttpPlayer(HttpPlayer):
-    """An :class:`~worker.players.HttpPlayer` whose decision requests and notices each hold a
+    """An :class:`~arena.core.runner.players.HttpPlayer` whose decision requests and notices each hold a
     slot of ``semaphore`` while in flight.
 
     ``decide`` waits for a slot, then calls ``HttpPlayer.decide``, whose clock starts only
@@ -255,7 +255,7 @@ class CappedHttpPlayer(HttpPlayer):
             self._done(token)
 
     def notify(self, body: bytes) -> None:
-        from worker.players import NOTICE_TIMEOUT_S
+        from arena.core.runner.players import NOTICE_TIMEOUT_S
 
         token = self._hold(NOTICE_TIMEOUT_S)
         try:

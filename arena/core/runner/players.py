@@ -1,7 +1,7 @@
 """Players of a match: an in-process :class:`~bots_sdk.bot.Bot` or an HTTP bot endpoint.
 
 Both take the same serialized decision request (protocol v1 JSON bytes) and return an
-:class:`Outcome`; the match runner (:mod:`worker.match`) does the time accounting
+:class:`Outcome`; the match runner (:mod:`arena.core.runner.match`) does the time accounting
 (TIME-1..3) and the fault handling (FAULT-1..3) the same way for both.
 
 HTTP (``HttpPlayer``): one pooled keep-alive httpx connection (``httpx.HTTPTransport``) per

@@ -26,7 +26,7 @@ def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostn
     (see ``worker.celery_app``).
     """
     from worker.celery_app import app, visibility_timeout
-    from arena.config import Settings
+    from arena.core.config import Settings
 
     queue_list = [q.strip() for q in queues.split(",") if q.strip()]
     if not queue_list:

@@ -6,7 +6,7 @@ Variable                        Meaning                                      Def
 ``ARENA_DATA_DIR``              Folder for the embedded database and files   ``<repo>/data`` (a relative
                                                                              value is taken from the
                                                                              current directory)
-``ARENA_DATABASE_URL``          SQLAlchemy URL of the database               ``sqlite:///<data dir>/arena.db``
+``ARENA_DATABASE_URL``          SQLAlchemy URL of the database               ``sqlite:///<data dir>/arena.core.db``
 ``ARENA_BROKER_URL``            Celery broker and result backend URL         ``redis://127.0.0.1:6379/0``
 ``ARENA_ALLOW_PRIVATE_BOT_URLS`` Accept bot endpoints on loopback/private    false
                                 addresses (tests, local demo)
@@ -81,7 +81,7 @@ class Settings:
         allow_private_bot_urls: accept bot URLs on loopback/private networks.
         celery_eager: run tasks in-process instead of on a worker.
         bot_max_concurrency: most simultaneous decision requests to one bot
-            (``ARENA_BOT_MAX_CONCURRENCY``; worker.semaphore).
+            (``ARENA_BOT_MAX_CONCURRENCY``; arena.core.runner.semaphore).
         visibility_timeout_s: broker visibility timeout in seconds, or None to compute it
             (``ARENA_VISIBILITY_TIMEOUT_S``; worker.celery_app.visibility_timeout).
     """
@@ -104,7 +104,7 @@ class Settings:
         """
         env = os.environ if env is None else env
         data_dir = Path(env.get("ARENA_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve()
-        database_url = env.get("ARENA_DATABASE_URL") or f"sqlite:///{data_dir / 'arena.db'}"
+        database_url = env.get("ARENA_DATABASE_URL") or f"sqlite:///{data_dir / 'arena.core.db'}"
         return cls(
             data_dir=data_dir,
             database_url=database_url,

@@ -220,11 +220,11 @@ def _message(resp: httpx.Response) -> str:
 def download_logs(client: ApiClient, tournament_id: int, out_dir: str | Path,
                   on_log: Callable[[int, Path], None] | None = None) -> list[Path]:
     """Write every log of the tournament you may read to ``out_dir/match-<id>.json.gz``
-    (the :func:`worker.match.write_log` format that ``arena logs verify`` reads).
+    (the :func:`arena.core.runner.match.write_log` format that ``arena logs verify`` reads).
 
     Returns the written paths in match id order; ``on_log(match_id, path)`` after each one.
     """
-    from worker.match import write_log
+    from arena.core.matchlog import write_log
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -8,26 +8,14 @@ again cannot store a second result: the insert fails, the transaction rolls back
 
 from __future__ import annotations
 
-import gzip
-import json
 from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from arena.db.models import Match, MatchLog, MatchResult, Tournament, utcnow
-
-
-def compress_log(log: Any) -> tuple[bytes, int]:
-    """gzip the JSON of ``log``; returns ``(compressed bytes, uncompressed size in bytes)``."""
-    raw = json.dumps(log, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return gzip.compress(raw, compresslevel=6, mtime=0), len(raw)
-
-
-def decompress_log(data: bytes) -> bytes:
-    """The UTF-8 JSON bytes of a stored log."""
-    return gzip.decompress(data)
+from arena.core import matchlog
+from arena.core.db.models import Match, MatchLog, MatchResult, Tournament, utcnow
 
 
 def record_result(
@@ -43,7 +31,7 @@ def record_result(
 ) -> bool:
     """Store the result and the full log of match ``match_id`` and mark it finished; commit.
 
-    Lists are indexed by seat (see :class:`arena.db.models.MatchResult` for the shapes).
+    Lists are indexed by seat (see :class:`arena.core.db.models.MatchResult` for the shapes).
     When every match of the tournament is finished, the tournament is marked finished too.
 
     Returns:
@@ -59,7 +47,7 @@ def record_result(
     for name, values in (("scores", scores), ("places", places), ("faults", faults)):
         if len(values) != n:
             raise ValueError(f"{name} has {len(values)} entries, the match has {n} seats")
-    data, size = compress_log(log)
+    data, size = matchlog.compress(log)
     now = utcnow()
     try:
         session.add(MatchResult(match_id=match_id, scores=list(scores), places=list(places),

@@ -1,7 +1,7 @@
 """Alembic migrations, configured in code (no ``alembic.ini``), so they run from an installed package.
 
 ``upgrade(url)`` brings the database at ``url`` to the newest revision; ``arena db upgrade``
-calls it with ``ARENA_DATABASE_URL``. Migration scripts live in ``arena/db/migrations/versions``.
+calls it with ``ARENA_DATABASE_URL``. Migration scripts live in ``arena/core/db/migrations/versions``.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine
 
-from arena.db.session import make_engine, normalize_url
+from arena.core.db.session import make_engine, normalize_url
 
-SCRIPT_LOCATION = "arena.db:migrations"
+SCRIPT_LOCATION = "arena.core.db:migrations"
 
 
 def alembic_config(url: str | None = None, engine: Engine | None = None) -> Config:

@@ -1,0 +1,13 @@
+"""Persistence of Daifugo Arena, shared by ``api/`` and ``worker/``.
+
+- :mod:`arena.core.db.models`: SQLAlchemy 2 models (tables listed there).
+- :mod:`arena.core.db.session`: ``make_engine(url)``, ``make_sessionmaker(engine)``, ``session_scope``.
+- :mod:`arena.core.db.migrate`: ``upgrade(url)`` runs the Alembic migrations (no alembic.ini).
+- :mod:`arena.core.db.results`: ``record_result(...)`` writes a match's result and log exactly once.
+"""
+
+from arena.core.db.models import (  # noqa: F401
+    Account, Base, Bot, Match, MatchLog, MatchResult, MatchSeat, Rating, Tournament,
+    TournamentParticipant, utcnow,
+)
+from arena.core.db.session import make_engine, make_sessionmaker, normalize_url, session_scope  # noqa: F401

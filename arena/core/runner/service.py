@@ -1,0 +1,283 @@
+"""What the Celery task ``arena.run_match`` does: :func:`play_and_store`.
+
+``play_and_store(match_id)`` plays one scheduled match from the database and stores its
+result, without Celery (the task is a thin wrapper; ``ARENA_CELERY_EAGER`` calls it
+in-process through :mod:`arena.core.queue`). Steps:
+
+1. Claim (one transaction, the match row locked ``FOR UPDATE`` on PostgreSQL): skip the match
+   if it is finished or cancelled, already has a result, or its tournament is cancelled
+   (cancel stops the remaining matches); otherwise mark it ``running``, ``attempts + 1``,
+   ``started_at``.
+2. Players, one per seat (seat = player index of :func:`arena.core.runner.match.run_match`): a bot seat
+   is a :class:`arena.core.runner.semaphore.CappedHttpPlayer` (the bot's URL and signing secret, its
+   requests capped per bot in Redis, except in eager mode); a house seat (``house-1``...) is the sample bot
+   :data:`HOUSE_BOT` in-process, seeded from the match seed and the seat.
+3. :func:`arena.core.runner.match.run_match` with the tournament's rule set, options, time rules
+   (seconds in the database -> ``TimeRules.from_seconds``), ``max_faults`` (FAULT-3), the match
+   seed, and ``games_per_pairing`` games for Million Doubt (duplicate pairs).
+4. :func:`arena.core.db.results.record_result` with the compressed log: exactly once (a
+   re-delivered task that played the match again finds the result stored and stores nothing).
+5. When no match of the tournament is left to play (finished or cancelled), the ratings of the
+   rule set are rebuilt from every finished match (:func:`arena.core.standings.rebuild_ratings`),
+   serialized by a PostgreSQL advisory lock. Not after every match: a rebuild reads every
+   finished match of the rule set, and the tournament's own standings (with their ratings)
+   are computed from its stored results on every read anyway.
+
+Result shapes stored (lists indexed by seat): ``scores`` = match score per seat (sum over the
+games); ``places`` = 1 + number of seats with a strictly higher match score (Million Doubt), or
+the engine's final ranks (Trump Millionaire, JDF); ``games`` = per engine game
+``{"scores", "places"}``; ``timings`` = ``{"wall_s", "decisions", "elapsed_ms",
+"max_elapsed_ms", "semaphore_wait_ms", "semaphore_bypassed", "attempt",
+"longest_possible_s"}`` (milliseconds per seat, seconds as named).
+
+Idempotent: any number of deliveries of the same match store one result; the result of a
+delivery that loses the race is dropped (``"duplicate"``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import redis
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.orm import Session, selectinload, sessionmaker
+
+import engine
+from arena.core.config import Settings
+from arena.core.db.models import Bot, Match, MatchResult, Tournament, utcnow
+from arena.core.db.results import record_result
+from arena.core.db.session import make_engine, make_sessionmaker
+from arena.core.schedule import derive_seed
+from arena.core.standings import rebuild_ratings
+from bots_sdk.samples import SAMPLE_BOTS
+from engine.timebank import TimeRules
+from arena.core.limits import longest_match_seconds, visibility_timeout
+from arena.core.runner.match import run_match
+from arena.core.runner.players import LocalPlayer
+from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, SlotBook
+
+log = logging.getLogger("arena.tasks")
+
+#: Sample bot playing house seats (``bots_sdk.samples.SAMPLE_BOTS`` key).
+HOUSE_BOT = "heuristic"
+#: Key of the PostgreSQL advisory lock serializing ratings rebuilds.
+RATINGS_LOCK = 0x6172656E61  # "arena"
+
+_local = threading.local()
+
+
+@lru_cache(maxsize=4)
+def _sessions(database_url: str) -> sessionmaker[Session]:
+    # One engine per database URL and process; built lazily, so after the prefork fork.
+    return make_sessionmaker(make_engine(database_url))
+
+
+@lru_cache(maxsize=4)
+def _redis(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30)
+
+
+@dataclass(frozen=True)
+class SeatPlan:
+    seat: int
+    bot_id: int | None
+    house_bot: str | None
+    name: str
+    url: str | None
+    secret: str | None
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    match_id: int
+    tournament_id: int
+    ruleset: str
+    options: dict
+    time_rules: TimeRules
+    games: int
+    seed: int
+    max_faults: int
+    attempt: int
+    seats: tuple[SeatPlan, ...]
+
+
+def claim(session: Session, match_id: int) -> MatchPlan | str:
+    """Step 1 of the module docstring; commits. Returns the plan, or why the match is skipped."""
+    stmt = select(Match).where(Match.id == match_id).options(selectinload(Match.seats))
+    if session.get_bind().dialect.name == "postgresql":
+        stmt = stmt.with_for_update(of=Match)
+    match = session.scalars(stmt).first()
+    if match is None:
+        session.rollback()
+        return f"no match {match_id}"
+    t = session.get(Tournament, match.tournament_id)
+    has_result = session.get(MatchResult, match_id) is not None
+    if match.status in ("finished", "cancelled") or has_result:
+        session.rollback()
+        return f"match {match_id} is {'finished' if has_result else match.status}"
+    if t.status == "cancelled":
+        match.status = "cancelled"
+        session.commit()
+        return f"match {match_id}: tournament {t.id} is cancelled"
+    bots = {b.id: b for b in session.scalars(
+        select(Bot).where(Bot.id.in_([s.bot_id for s in match.seats if s.bot_id is not None])))}
+    seats = []
+    for s in match.seats:
+        if s.bot_id is not None:
+            b = bots[s.bot_id]
+            seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret))
+        else:
+            seats.append(SeatPlan(s.seat, None, s.house_bot, s.house_bot, None, None))
+    match.status = "running"
+    match.attempts = (match.attempts or 0) + 1
+    match.started_at = utcnow()
+    tr = t.time_rules or {}
+    plan = MatchPlan(
+        match_id=match.id, tournament_id=t.id, ruleset=t.ruleset, options=dict(t.options or {}),
+        time_rules=TimeRules.from_seconds(float(tr.get("initial", 60.0)), float(tr.get("increment", 10.0)),
+                                          float(tr.get("cap", 60.0))),
+        games=t.games_per_pairing if t.ruleset == engine.MILLION_DOUBT else 1,
+        seed=int(match.seed), max_faults=t.max_faults, attempt=match.attempts, seats=tuple(seats))
+    session.commit()
+    return plan
+
+
+def build_players(plan: MatchPlan, settings: Settings, book: SlotBook | None = None) -> list:
+    """Step 2: one player per seat, in seat order (``book``: the match's :class:`SlotBook`)."""
+    # Eager mode (a quick local run) has no broker: no per-bot cap there.
+    client = None if settings.celery_eager else _redis(settings.broker_url)
+    players = []
+    for s in plan.seats:
+        if s.bot_id is not None:
+            sem = BotSemaphore(client, str(s.bot_id), settings.bot_max_concurrency) if client else None
+            players.append(CappedHttpPlayer(s.url, s.secret, s.name, sem, book))
+        else:
+            bot = SAMPLE_BOTS[HOUSE_BOT](seed=derive_seed(plan.seed, "house", s.seat))
+            players.append(LocalPlayer(bot, s.house_bot))
+    return players
+
+
+def _places_from_scores(scores: list[float]) -> list[int]:
+    return [1 + sum(1 for o in scores if o > x) for x in scores]
+
+
+def result_fields(plan: MatchPlan, match_log: dict, players: list) -> dict[str, Any]:
+    """The ``record_result`` keyword arguments from a match log (module docstring shapes)."""
+    n = len(plan.seats)
+    res = match_log["result"]
+    scores = [float(x) for x in res["scores"]]
+    places = [int(r) for r in res["ranks"]] if res.get("ranks") else _places_from_scores(scores)
+    games = []
+    for gm in match_log["games"]:
+        g_scores, g_places = [0.0] * n, [0] * n
+        r = gm["result"]
+        for seat, player in enumerate(gm["seats"]):
+            g_scores[player] = float(r["scores"].get(str(seat), r["scores"].get(seat, 0)))
+            g_places[player] = int(r["ranks"].get(str(seat), r["ranks"].get(seat, 0)))
+        games.append({"scores": g_scores, "places": g_places})
+    decisions, elapsed, longest = [0] * n, [0] * n, [0] * n
+    for gm in match_log["games"]:
+        for ex in gm["exchanges"]:
+            p = ex["player"]
+            decisions[p] += 1
+            elapsed[p] += ex["elapsed_ms"]
+            longest[p] = max(longest[p], ex["elapsed_ms"])
+    timings = {
+        "wall_s": round(match_log["finished_at"] - match_log["started_at"], 3),
+        "decisions": decisions, "elapsed_ms": elapsed, "max_elapsed_ms": longest,
+        "semaphore_wait_ms": [round(getattr(p, "wait_s", 0.0) * 1000, 1) for p in players],
+        "semaphore_bypassed": [getattr(p, "bypassed", 0) for p in players],
+        "attempt": plan.attempt,
+        "longest_possible_s": round(longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options), 1),
+    }
+    return {"scores": scores, "places": places, "faults": [int(f) for f in res["faults"]],
+            "games": games, "timings": timings}
+
+
+def tournament_done(session: Session, tournament_id: int) -> bool:
+    """True when no match of the tournament is pending, queued or running."""
+    left = session.scalar(select(func.count()).select_from(Match).where(
+        Match.tournament_id == tournament_id, Match.status.in_(("pending", "queued", "running"))))
+    return not left
+
+
+def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
+    """Step 5: rebuild the ratings of ``ruleset`` and commit (advisory lock on PostgreSQL)."""
+    for attempt in range(attempts):
+        try:
+            if session.get_bind().dialect.name == "postgresql":
+                session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": RATINGS_LOCK})
+            n = rebuild_ratings(session, ruleset)
+            session.commit()
+            return n
+        except (IntegrityError, OperationalError):
+            session.rollback()
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+    return 0
+
+
+def play_and_store(match_id: int, settings: Settings | None = None) -> str:
+    """Play match ``match_id`` and store its result (module docstring). Returns a status line:
+    ``"stored match N ..."``, ``"duplicate match N ..."`` or ``"skipped: ..."``.
+
+    Raises:
+        sqlalchemy.exc.OperationalError: the database is unreachable (the task retries).
+        arena.core.runner.match.MatchError, engine.OptionsError: the stored match cannot be played
+            (bad data; the match stays ``running``).
+    Bots never make this raise: their failures are faults in the result.
+    """
+    settings = settings or Settings.from_env()
+    factory = _sessions(settings.database_url)
+    with factory() as session:
+        plan = claim(session, int(match_id))
+    if isinstance(plan, str):
+        log.info("skipped: %s", plan)
+        if "is cancelled" in plan:  # the last match of a cancelled tournament: rate the others
+            with factory() as session:
+                m = session.get(Match, int(match_id))
+                t = session.get(Tournament, m.tournament_id)
+                if tournament_done(session, t.id):
+                    update_ratings(session, t.ruleset)
+        return f"skipped: {plan}"
+    bound = longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options)
+    vt = visibility_timeout(settings)
+    if bound > vt:
+        log.warning("match %s may last up to %.0f s, longer than the broker visibility timeout %d s: "
+                    "it may be delivered twice (the result is still stored once)", plan.match_id, bound, vt)
+    book = SlotBook()
+    players = build_players(plan, settings, book)
+    # every bot's slot before the first request, in key order (no deadlock between matches)
+    waited = book.hold_all([getattr(p, "semaphore", None) for p in players],
+                           plan.time_rules.initial_ms / 1000)
+    for p in players:
+        sem = getattr(p, "semaphore", None)
+        if sem is not None:
+            p.wait_s += waited.get(sem.key, 0.0)
+            p.bypassed += int(book.bypassed(sem))
+    try:
+        match_log = run_match(players, plan.ruleset, plan.options, seed=plan.seed, games=plan.games,
+                              time_rules=plan.time_rules, max_faults=plan.max_faults,
+                              match_id=f"arena-{plan.match_id}")
+    finally:
+        book.flush()
+        for p in players:
+            p.close()
+    fields = result_fields(plan, match_log, players)
+    with factory() as session:
+        stored = record_result(session, plan.match_id, log=match_log, **fields)
+    with factory() as session:
+        if tournament_done(session, plan.tournament_id):
+            update_ratings(session, plan.ruleset)
+    word = "stored" if stored else "duplicate"
+    line = (f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, "
+            f"faults {fields['faults']}")
+    log.info(line)
+    return line
