@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Flask
+from flask import Flask, send_from_directory
 
 from api.database import close_db
 from api.errors import ArenaApi
+from api.resources import accounts, bots, health, leaderboard, matches, tournaments
+from api.ui import init_ui
 from arena import __version__
 from arena.core.config import Settings
 from arena.core.db.session import make_engine, make_sessionmaker
@@ -45,12 +47,10 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
                                "sessionmaker": make_sessionmaker(engine)}
     app.teardown_appcontext(close_db)
     api = ArenaApi(app)
-    from api.resources import accounts, bots, health, leaderboard, matches, tournaments
 
     for module in (health, accounts, bots, tournaments, matches, leaderboard):
         api.register_blueprint(module.blp)
     _serve_swagger_assets(app)
-    from api.ui import init_ui  # web pages under /ui (issue 8)
 
     init_ui(app)
     return app
@@ -58,7 +58,6 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
 
 def _serve_swagger_assets(app: Flask) -> None:
     """``/docs-assets/<file>``: Swagger UI's JS and CSS from the ``swagger_ui_bundle`` package."""
-    from flask import send_from_directory
     from swagger_ui_bundle import swagger_ui_path
 
     folder = str(swagger_ui_path)

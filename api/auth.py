@@ -1,19 +1,20 @@
 """Bearer-token authentication and access rules.
 
 ``Authorization: Bearer <token>``; the SHA-256 of the token is looked up in ``accounts``.
-Missing or wrong token: 401. Contestants manage their own bots and see matches and logs of
-their bots; once a tournament is finished its logs are readable by every owner of one of its
-participants; organizers see everything (but still cannot modify others' bots). Not yours: 403.
+Missing or wrong token: 401. Contestants manage their own bots; organizers see every bot but
+still cannot modify others' bots (403). What each account (or an anonymous reader of a public
+tournament) may read is :mod:`arena.core.access`.
 """
 
 from __future__ import annotations
 
 from flask import g, request
-from sqlalchemy import exists, select
+from sqlalchemy import select
 
 from api.database import db
 from api.errors import abort
-from arena.core.db.models import Account, Bot, Match, MatchSeat, Tournament, TournamentParticipant
+from arena.core.access import is_organizer
+from arena.core.db.models import Account
 from arena.core.security import hash_token
 
 BEARER = [{"bearerAuth": []}]
@@ -40,40 +41,28 @@ def current_account() -> Account:
 def require_organizer() -> Account:
     """The authenticated account if it is an organizer; 401 or 403 otherwise."""
     account = current_account()
-    if account.role != "organizer":
+    if not is_organizer(account):
         abort(403, "organizer role required")
     return account
 
 
-def is_organizer(account: Account) -> bool:
-    return account.role == "organizer"
+def optional_account() -> Account | None:
+    """The authenticated account, or None for a request without ``Authorization``; a header
+    with a wrong token is still a 401 (see :func:`current_account`)."""
+    if "account" in g:
+        return g.account
+    if not request.headers.get("Authorization", "").strip():
+        return None
+    return current_account()
 
 
-def owns_seat_in(account: Account, match_id: int) -> bool:
-    """True if one of ``account``'s bots is seated in the match."""
-    return bool(db().scalar(select(exists().where(
-        MatchSeat.match_id == match_id, MatchSeat.bot_id == Bot.id, Bot.owner_id == account.id))))
-
-
-def owns_participant(account: Account, tournament_id: int) -> bool:
-    """True if one of ``account``'s bots is a participant of the tournament."""
-    return bool(db().scalar(select(exists().where(
-        TournamentParticipant.tournament_id == tournament_id,
-        TournamentParticipant.bot_id == Bot.id, Bot.owner_id == account.id))))
-
-
-def can_read_match(account: Account, match: Match, tournament: Tournament) -> bool:
-    """Organizer; or owner of a seated bot; or, once the tournament finished, owner of a participant."""
-    if is_organizer(account) or owns_seat_in(account, match.id):
-        return True
-    return tournament.status == "finished" and owns_participant(account, tournament.id)
-
-
-def protect(blp, *, organizer_methods: tuple[str, ...] = ()) -> None:
+def protect(blp, *, organizer_methods: tuple[str, ...] = (), anonymous_reads: bool = False) -> None:
     """Authenticate every request of ``blp`` before its body is parsed (401 before 422).
 
     Requests with a method in ``organizer_methods`` also need the organizer role (403).
-    ``OPTIONS`` requests are left alone.
+    With ``anonymous_reads``, ``GET`` requests without a token go through (the views apply
+    :mod:`arena.core.access`, which opens public tournaments to them). ``OPTIONS`` requests
+    are left alone.
     """
 
     @blp.before_request
@@ -82,6 +71,8 @@ def protect(blp, *, organizer_methods: tuple[str, ...] = ()) -> None:
             return None
         if request.method in organizer_methods:
             require_organizer()
+        elif anonymous_reads and request.method in ("GET", "HEAD"):
+            optional_account()
         else:
             current_account()
         return None

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from flask import current_app, g
+from flask import Response, current_app, g
+from sqlalchemy import select
 from sqlalchemy.orm import Session
+
+from arena.core import matchlog
+from arena.core.db.models import MatchLog
 
 
 def db() -> Session:
@@ -27,11 +31,7 @@ def settings():
 def match_log_download(match):
     """``(Response, None)`` with the match's stored log as a JSON download
     (``match-<id>.json``), or ``(None, message)`` when it is not stored yet."""
-    from flask import Response
-    from sqlalchemy import select
 
-    from arena.core.db.models import MatchLog
-    from arena.core import matchlog
 
     data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == match.id))
     if data is None:

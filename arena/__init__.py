@@ -1,6 +1,7 @@
 """Daifugo Arena: shared configuration, persistence and the ``arena`` command line."""
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 try:
     __version__ = _version("daifugo-arena")

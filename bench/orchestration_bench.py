@@ -103,8 +103,8 @@ class Worker:
                  "--without-gossip", "--without-heartbeat", "--concurrency", str(concurrency),
                  "--queues", "arena", "--loglevel", "WARNING", "--hostname", f"bench-{uuid.uuid4().hex[:6]}@127.0.0.1"],
                 cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-        from worker.celery_app import make_app
         from arena.core.config import Settings
+        from worker.celery_app import make_app
 
         client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
         for _ in range(concurrency):  # every pool process answers before we measure

@@ -11,18 +11,18 @@ Depends on the rules ``engine`` and on waitress only (jsonschema when validating
 
 from bots_sdk.bot import DOUBT, PASS, THROUGH, Bot, Request
 from bots_sdk.protocol import PROTOCOL_VERSION
+from bots_sdk.server import serve as _serve
+from bots_sdk.server import start as _start
 
 
 def serve(bot, host="127.0.0.1", port=8000, secret=None, threads=8):
     """Serve ``bot`` in the foreground (see :func:`bots_sdk.server.serve`)."""
-    from bots_sdk.server import serve as _serve
 
     _serve(bot, host, port, secret, threads)
 
 
 def start(bot, host="127.0.0.1", port=0, secret=None, threads=8):
     """Serve ``bot`` on a background thread (see :func:`bots_sdk.server.start`)."""
-    from bots_sdk.server import start as _start
 
     return _start(bot, host, port, secret, threads)
 

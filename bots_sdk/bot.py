@@ -28,7 +28,8 @@ server (:mod:`bots_sdk.server`) and the local runner call.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from engine.cards import JOKER, RANKS, parse_card
 

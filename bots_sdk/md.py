@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Mapping
 from itertools import combinations
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from engine.cards import JOKER, R8, RANKS, RJ, format_card, full_deck, parse_card
 from engine.forms import Readings, beating, choose, readings, satisfies_lock, signature, split

@@ -25,9 +25,10 @@ from __future__ import annotations
 import hmac
 import json
 import time
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 try:  # the fast serialiser (dumps); the standard library gives the same bytes without it
     import orjson
@@ -35,6 +36,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency of the package
     orjson = None
 
 import engine
+from engine.million_doubt import MillionDoubt
 from engine.timebank import TimeRules
 
 #: The protocol version this SDK speaks.
@@ -209,7 +211,6 @@ def build_request(g: engine.Game, seat: int, *, match_id: str, game: int,
         "time": time_block(time_rules, remaining_ms),
     }
     if g.ruleset == engine.MILLION_DOUBT and d.kind == "play":
-        from engine.million_doubt import MillionDoubt
         req["face_down"] = {"allowed": True, "rule": MillionDoubt.face_down_rule()}
     return req
 
@@ -238,7 +239,7 @@ def health(name: str) -> dict:
 
 
 # -- schemas --------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def load_schema(name: str) -> dict:
     """The JSON Schema ``name`` (one of :data:`SCHEMAS`) as a dict."""
     if name not in SCHEMAS:
@@ -246,7 +247,7 @@ def load_schema(name: str) -> dict:
     return json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(name: str):
     import jsonschema
     from referencing import Registry, Resource

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from bots_sdk import protocol
 from bots_sdk.bot import Bot
@@ -115,7 +116,7 @@ class BotServer:
         except (OSError, ValueError):  # the listening socket closed by close()
             pass
 
-    def start(self) -> "BotServer":
+    def start(self) -> BotServer:
         """Serve on a daemon thread and return at once."""
         self._thread = threading.Thread(target=self.run, name=f"bot-{self.bot.name}", daemon=True)
         self._thread.start()
@@ -127,7 +128,7 @@ class BotServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "BotServer":
+    def __enter__(self) -> BotServer:
         return self
 
     def __exit__(self, *exc) -> None:

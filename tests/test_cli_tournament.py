@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from arena.cli.demo import WsgiServer
 from arena.core.accounts import create_account
 from arena.core.config import Settings
 from arena.core.db.migrate import upgrade
 from arena.core.db.session import make_engine, make_sessionmaker
-from arena.cli.demo import WsgiServer
 
 REPO = Path(__file__).resolve().parent.parent
 ARENA = [sys.executable, "-m", "arena.cli"]
@@ -46,7 +46,7 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 def _one_error_line(done: subprocess.CompletedProcess) -> str:
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
-    lines = [l for l in done.stderr.splitlines() if l.strip()]
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, done.stderr
     return lines[0]
 

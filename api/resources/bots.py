@@ -15,14 +15,15 @@ from marshmallow import validate
 from sqlalchemy import func, select
 
 import engine
-from api.auth import BEARER, protect, current_account, is_organizer
+from api.auth import BEARER, current_account, protect
 from api.common import IdField, PageArgs, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
-from arena.core.url_policy import MAX_URL_LENGTH, BotUrlError, check_bot_url
+from arena.core.access import is_organizer
 from arena.core.conformance import check_bot
 from arena.core.db.models import Bot, utcnow
 from arena.core.security import new_secret
+from arena.core.url_policy import MAX_URL_LENGTH, BotUrlError, check_bot_url
 
 blp = Blueprint("bots", __name__, url_prefix="/api/v1/bots", description="Contestants' bots")
 protect(blp)

@@ -1,7 +1,8 @@
 """Matches and their logs: ``GET /api/v1/matches/{id}`` and ``GET /api/v1/matches/{id}/log``.
 
-Readable by organizers, by owners of a bot seated in the match, and, once the tournament
-finished, by owners of any of its participants (api.auth.can_read_match).
+Who may read a match and its log: :func:`arena.core.access.can_read_match` (organizers; owners
+of a seated bot; once the tournament finished, owners of any participant; anyone when the
+tournament is public).
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from api.auth import BEARER, protect, can_read_match, current_account
+from api.auth import BEARER, optional_account, protect
 from api.common import errors
 from api.database import db, match_log_download
 from api.errors import abort
+from arena.core import access as policy
 from arena.core.db.models import Match, Tournament
 
 blp = Blueprint("matches", __name__, url_prefix="/api/v1/matches", description="Matches and match logs")
-protect(blp)
+protect(blp, anonymous_reads=True)
 
 
 class SeatSchema(ma.Schema):
@@ -62,11 +64,13 @@ def match_dict(m: Match) -> dict:
 
 
 def readable_match(match_id: int) -> Match:
-    account = current_account()
+    account = optional_account()
     m = db().get(Match, match_id)
     if m is None:
         abort(404, f"match {match_id} not found")
-    if not can_read_match(account, m, db().get(Tournament, m.tournament_id)):
+    if not policy.can_read_match(db(), account, m, db().get(Tournament, m.tournament_id)):
+        if account is None:
+            abort(401, "missing bearer token (Authorization: Bearer <token>): the match is not public")
         abort(403, f"match {match_id} is not visible to you")
     return m
 

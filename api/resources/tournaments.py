@@ -17,26 +17,33 @@ from flask import Response, stream_with_context
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow import validate
-from sqlalchemy import exists, func, select, update
+from sqlalchemy import exists, func, select
 from sqlalchemy.orm import selectinload
 
 import engine
-from api.auth import BEARER, protect, current_account, is_organizer, owns_participant, require_organizer
+from api.auth import BEARER, optional_account, protect, require_organizer
 from api.common import IdField, PageArgs, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
 from api.resources.matches import MatchSchema, match_dict
+from arena.core import access as policy
+from arena.core import lifecycle, matchlog
 from arena.core import schedule as sched
 from arena.core.db.models import (
-    MATCH_STATUSES, Bot, Match, MatchLog, MatchSeat, Tournament, TournamentParticipant, utcnow,
+    MATCH_STATUSES,
+    Bot,
+    Match,
+    MatchLog,
+    MatchSeat,
+    Tournament,
 )
-from arena.core import matchlog
+from arena.core.lifecycle import MatchStatus, TournamentStatus
 from arena.core.queue import QueueError, enqueue_matches
 from arena.core.standings import tournament_standings
 
 blp = Blueprint("tournaments", __name__, url_prefix="/api/v1/tournaments",
                 description="Round-robin tournaments, their matches, standings and logs")
-protect(blp, organizer_methods=("POST",))
+protect(blp, organizer_methods=("POST",), anonymous_reads=True)
 
 MAX_PARTICIPANTS = 32
 DEFAULT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
@@ -139,11 +146,20 @@ TournamentPageSchema = page_schema(TournamentSchema, "TournamentPage")
 MatchPageSchema = page_schema(MatchSchema, "MatchPage")
 
 
-def tournament_dict(t: Tournament) -> dict:
-    s = db()
-    total = s.scalar(select(func.count()).select_from(Match).where(Match.tournament_id == t.id)) or 0
-    finished = s.scalar(select(func.count()).select_from(Match).where(
-        Match.tournament_id == t.id, Match.status == "finished")) or 0
+def progress_counts(tournament_ids: list[int]) -> dict[int, tuple[int, int]]:
+    """``{tournament id: (finished matches, all matches)}`` in one grouped query."""
+    if not tournament_ids:
+        return {}
+    rows = db().execute(
+        select(Match.tournament_id, func.count(),
+               func.count().filter(Match.status == MatchStatus.FINISHED))
+        .where(Match.tournament_id.in_(tournament_ids)).group_by(Match.tournament_id))
+    return {tid: (int(done), int(total)) for tid, total, done in rows}
+
+
+def tournament_dict(t: Tournament, progress: tuple[int, int] | None = None) -> dict:
+    """The API shape of a tournament; ``progress`` = ``(finished, total)`` if already counted."""
+    finished, total = progress if progress is not None else progress_counts([t.id]).get(t.id, (0, 0))
     return {
         "id": t.id, "name": t.name, "organizer_id": t.organizer_id, "ruleset": t.ruleset,
         "options": t.options, "time_rules": t.time_rules, "games_per_pairing": t.games_per_pairing,
@@ -156,10 +172,14 @@ def tournament_dict(t: Tournament) -> dict:
 
 
 def get_tournament(tournament_id: int) -> Tournament:
-    current_account()
+    """The tournament if the request's viewer may see it (:mod:`arena.core.access`); 404 if
+    there is none, 401 for an anonymous reader of a tournament that is not public."""
+    viewer = optional_account()
     t = db().get(Tournament, tournament_id)
     if t is None:
         abort(404, f"tournament {tournament_id} not found")
+    if not policy.can_view_tournament(db(), viewer, t):
+        abort(401, "missing bearer token (Authorization: Bearer <token>): the tournament is not public")
     return t
 
 
@@ -198,16 +218,14 @@ class Tournaments(MethodView):
         if len(data["participants"]) < seats and not data["fill_with_house_bots"]:
             field_error("participants", f"{ruleset} needs at least {seats} participants "
                                         "(or fill_with_house_bots)")
-        t = Tournament(
+        t = lifecycle.create_tournament(
+            db(), participants=data["participants"],
             name=data["name"], organizer_id=organizer.id, ruleset=ruleset, options=options,
             time_rules=dict(data["time_rules"]), games_per_pairing=data["games_per_pairing"],
             seed=data.get("seed", secrets.randbits(63)), max_faults=data["max_faults"],
             fill_with_house_bots=data["fill_with_house_bots"],
-            public_when_finished=data["public_when_finished"], status="created",
+            public_when_finished=data["public_when_finished"],
         )
-        t.participants = [TournamentParticipant(bot_id=b) for b in data["participants"]]
-        db().add(t)
-        db().commit()
         return tournament_dict(t)
 
     @blp.doc(security=BEARER)
@@ -215,12 +233,15 @@ class Tournaments(MethodView):
     @blp.response(200, TournamentPageSchema)
     @errors(blp, 401)
     def get(self, args):
-        """All tournaments, newest first, paginated."""
-        current_account()
+        """All tournaments, newest first, paginated (without a token: the public ones)."""
+        cond = [] if optional_account() is not None else [
+            Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True)]
         items, total = paginate_query(
-            db(), select(Tournament).order_by(Tournament.id.desc()),
-            select(func.count()).select_from(Tournament), args["page"], args["per_page"])
-        return {"items": [tournament_dict(t) for t in items], "total": total,
+            db(), select(Tournament).where(*cond).order_by(Tournament.id.desc())
+            .options(selectinload(Tournament.participants)),
+            select(func.count()).select_from(Tournament).where(*cond), args["page"], args["per_page"])
+        counts = progress_counts([t.id for t in items])
+        return {"items": [tournament_dict(t, counts.get(t.id, (0, 0))) for t in items], "total": total,
                 "page": args["page"], "per_page": args["per_page"]}
 
 
@@ -248,37 +269,16 @@ class TournamentStart(MethodView):
         require_organizer()
         t = get_tournament(tournament_id)
         s = db()
-        if t.status in ("finished", "cancelled"):
-            abort(409, f"tournament {t.id} is {t.status}")
-        if t.status == "created":
+        schedule: list[sched.ScheduledMatch] = []
+        if t.status == TournamentStatus.CREATED:
             try:
-                plan = sched.build_schedule(
+                schedule = sched.build_schedule(
                     engine.SEATS[t.ruleset], [p.bot_id for p in t.participants], t.games_per_pairing,
                     t.seed, fill_with_house_bots=t.fill_with_house_bots)
             except sched.ScheduleError as exc:
                 abort(409, f"cannot schedule tournament {t.id}: {exc}")
-            claimed = s.execute(update(Tournament).where(
-                Tournament.id == t.id, Tournament.status == "created").values(
-                status="running", started_at=utcnow()))
-            if claimed.rowcount != 1:
-                s.rollback()
-                abort(409, f"tournament {t.id} was started concurrently")
-            for m in plan:
-                s.add(Match(tournament_id=t.id, index=m.index, table=m.table, seed=m.seed, status="pending",
-                            seats=[MatchSeat(seat=i, bot_id=e if isinstance(e, int) else None,
-                                             house_bot=e if isinstance(e, str) else None)
-                                   for i, e in enumerate(m.seats)]))
-            s.commit()
-        pending = s.scalars(select(Match.id).where(
-            Match.tournament_id == t.id, Match.status == "pending").order_by(Match.index)).all()
-        if not pending:
-            abort(409, f"tournament {t.id} is already running")
-        try:
-            enqueue_matches(settings(), pending)
-        except QueueError as exc:
-            abort(503, f"{exc}; the schedule is stored, start again to enqueue it")
-        s.execute(update(Match).where(Match.id.in_(pending), Match.status == "pending").values(status="queued"))
-        s.commit()
+        pending = _transition(lifecycle.start_tournament, s, t.id, schedule)
+        _enqueue(s, pending, "the schedule is stored, start again to enqueue it")
         s.refresh(t)
         return tournament_dict(t)
 
@@ -305,19 +305,8 @@ class TournamentResume(MethodView):
         require_organizer()
         t = get_tournament(tournament_id)
         s = db()
-        if t.status != "running":
-            abort(409, f"tournament {t.id} is {t.status}, not running")
-        states = ("pending", "queued", "running") if query["include_running"] else ("pending", "queued")
-        left = s.scalars(select(Match.id).where(
-            Match.tournament_id == t.id, Match.status.in_(states)).order_by(Match.index)).all()
-        if not left:
-            abort(409, f"tournament {t.id} has no match to re-enqueue")
-        try:
-            enqueue_matches(settings(), left)
-        except QueueError as exc:
-            abort(503, f"{exc}; start or resume again later")
-        s.execute(update(Match).where(Match.id.in_(left), Match.status == "pending").values(status="queued"))
-        s.commit()
+        left = _transition(lifecycle.resumable_matches, s, t.id, include_running=query["include_running"])
+        _enqueue(s, left, "start or resume again later")
         s.refresh(t)
         return tournament_dict(t)
 
@@ -335,17 +324,49 @@ class TournamentCancel(MethodView):
         require_organizer()
         t = get_tournament(tournament_id)
         s = db()
-        done = s.execute(update(Tournament).where(
-            Tournament.id == t.id, Tournament.status.in_(("created", "running"))).values(
-            status="cancelled", finished_at=utcnow()))
-        if done.rowcount != 1:
-            s.rollback()
-            abort(409, f"tournament {t.id} is {t.status}")
-        s.execute(update(Match).where(Match.tournament_id == t.id,
-                                      Match.status.in_(("pending", "queued"))).values(status="cancelled"))
-        s.commit()
+        _transition(lifecycle.cancel_tournament, s, t.id)
         s.refresh(t)
         return tournament_dict(t)
+
+
+@blp.route("/<int(min=1, max=2147483647):tournament_id>/retry")
+class TournamentRetry(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(202, TournamentSchema)
+    @errors(blp, 401, 403, 404, 409, 503)
+    def post(self, tournament_id):
+        """Play the tournament's ``failed`` matches again (organizers).
+
+        A failed match could not be played for a reason that is not a bot's (its ``failure``
+        says why). Its status goes back to ``queued``; a finished tournament runs again until
+        they are done. 409 if cancelled or nothing failed; 503 if the broker is down.
+        """
+        require_organizer()
+        t = get_tournament(tournament_id)
+        s = db()
+        ids = _transition(lifecycle.retry_failed, s, t.id)
+        _enqueue(s, ids, "retry again later")
+        s.refresh(t)
+        return tournament_dict(t)
+
+
+def _transition(fn, *args, **kwargs):
+    """Call a :mod:`arena.core.lifecycle` transition; its errors become 404 / 409."""
+    try:
+        return fn(*args, **kwargs)
+    except lifecycle.NotFound as exc:
+        abort(404, str(exc))
+    except lifecycle.Conflict as exc:
+        abort(409, str(exc))
+
+
+def _enqueue(s, match_ids: list[int], hint: str) -> None:
+    """Send the matches to the broker and mark them queued; 503 (with ``hint``) if it is down."""
+    try:
+        enqueue_matches(settings(), match_ids)
+    except QueueError as exc:
+        abort(503, f"{exc}; {hint}")
+    lifecycle.mark_queued(s, match_ids)
 
 
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/standings")
@@ -360,16 +381,6 @@ class TournamentStandings(MethodView):
         return {"tournament_id": t.id, "ruleset": t.ruleset, "tie_break": TIE_BREAK, "rows": rows}
 
 
-def _visible_matches_condition(account, t: Tournament):
-    """SQL condition limiting a contestant to matches it may read (see api.auth)."""
-    if is_organizer(account):
-        return None
-    if t.status == "finished" and owns_participant(account, t.id):
-        return None
-    return exists().where(MatchSeat.match_id == Match.id, MatchSeat.bot_id == Bot.id,
-                          Bot.owner_id == account.id)
-
-
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/matches")
 class TournamentMatches(MethodView):
     @blp.doc(security=BEARER)
@@ -382,10 +393,9 @@ class TournamentMatches(MethodView):
         Contestants see the matches of their own bots (all matches once the tournament
         finished, if one of their bots took part); organizers see all.
         """
-        account = current_account()
         t = get_tournament(tournament_id)
         cond = [Match.tournament_id == t.id]
-        visible = _visible_matches_condition(account, t)
+        visible = policy.visible_matches_condition(db(), optional_account(), t)
         if visible is not None:
             cond.append(visible)
         if "bot_id" in args:
@@ -412,12 +422,12 @@ class TournamentLogs(MethodView):
         Organizers get every log; owners of a participant get theirs (all of them once the
         tournament finished); others 403. Rows are fetched in batches while streaming.
         """
-        account = current_account()
         t = get_tournament(tournament_id)
-        if not is_organizer(account) and not owns_participant(account, t.id):
+        account = optional_account()
+        if not policy.can_download_tournament_logs(db(), account, t):
             abort(403, f"none of your bots takes part in tournament {t.id}")
         cond = [Match.tournament_id == t.id]
-        visible = _visible_matches_condition(account, t)
+        visible = policy.visible_matches_condition(db(), account, t)
         if visible is not None:
             cond.append(visible)
         ids = select(Match.id).where(*cond)

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from flask import Flask
 
+from api.ui.views import bp
+
 log = logging.getLogger(__name__)
 
 SECRET_FILE = "ui-secret-key"
@@ -46,7 +48,7 @@ def _secret_key(data_dir: Path) -> str:
             key = path.read_text().strip()
             if len(key) >= 32:
                 return key
-            raise OSError(f"{path} holds no usable key")
+            raise OSError(f"{path} holds no usable key") from None
         key = secrets.token_hex(32)
         with os.fdopen(fd, "w") as f:
             f.write(key + "\n")
@@ -58,7 +60,6 @@ def _secret_key(data_dir: Path) -> str:
 
 def init_ui(app: Flask) -> None:
     """Register the ``/ui`` pages on ``app`` (made by :func:`api.create_app`)."""
-    from api.ui.views import bp
 
     settings = app.extensions["arena"]["settings"]
     if not app.secret_key:

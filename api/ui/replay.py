@@ -31,7 +31,8 @@ Raises:
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from engine.frames import frames as engine_frames
 

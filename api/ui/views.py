@@ -7,10 +7,17 @@ from datetime import datetime
 from urllib.parse import urlencode
 
 from flask import (
-    Blueprint, Response, abort, current_app, redirect, render_template, request,
-    stream_with_context, url_for,
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    stream_with_context,
+    url_for,
 )
-from sqlalchemy import exists, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 from werkzeug.exceptions import HTTPException
 
@@ -19,8 +26,9 @@ from api.database import db, match_log_download
 from api.ui import access
 from api.ui.chart import score_chart
 from api.ui.replay import ReplayDataError, build_replay
-from arena.core.db.models import Bot, Match, MatchLog, MatchSeat, Tournament
+from arena.core import access as policy
 from arena.core import matchlog
+from arena.core.db.models import Bot, Match, MatchLog, MatchSeat, Tournament
 from arena.core.standings import tournament_standings
 
 bp = Blueprint("ui", __name__, url_prefix="/ui", template_folder="templates",
@@ -158,7 +166,7 @@ def index():
     if account is None:
         stmt = stmt.where(Tournament.status == "finished", Tournament.public_when_finished.is_(True))
     tournaments = db().scalars(stmt.options(selectinload(Tournament.participants))).all()
-    rows = [{"t": t, "progress": _progress(t), "public": access.is_public(t)} for t in tournaments]
+    rows = [{"t": t, "progress": _progress(t), "public": policy.is_public(t)} for t in tournaments]
     return render_template("index.html", rows=rows)
 
 
@@ -166,14 +174,14 @@ def index():
 def tournament_page(tournament_id: int):
     account = access.viewer()
     t = _tournament(tournament_id)
-    if not access.can_view_tournament(account, t):
+    if not policy.can_view_tournament(db(), account, t):
         _deny(account, f"tournament {t.id}")
     standings = tournament_standings(db(), t)
     matches = db().scalars(select(Match).where(Match.tournament_id == t.id).order_by(Match.index)
                            .options(selectinload(Match.seats), selectinload(Match.result))).all()
     names = _bot_names([p.bot_id for p in t.participants]
                        + [s.bot_id for m in matches for s in m.seats])
-    all_visible = access.sees_all_matches(account, t)
+    all_visible = policy.sees_all_matches(db(), account, t)
     if not all_visible:
         mine = set(db().scalars(select(MatchSeat.match_id).join(Bot, MatchSeat.bot_id == Bot.id).where(
             Bot.owner_id == account.id, MatchSeat.match_id.in_([m.id for m in matches]))).all())
@@ -199,7 +207,7 @@ def tournament_page(tournament_id: int):
     return render_template(
         "tournament.html", t=t, progress=_progress(t), rows=rows, matches=match_rows, hidden=hidden,
         chart=score_chart([(r["label"], r["s"].mean_score, r["lo"], r["hi"]) for r in rows]),
-        public=access.is_public(t), logs_link=access.can_download_tournament_logs(account, t),
+        public=policy.is_public(t), logs_link=policy.can_download_tournament_logs(db(), account, t),
         seats_per_match=engine.SEATS.get(t.ruleset, 0))
 
 
@@ -207,7 +215,7 @@ def tournament_page(tournament_id: int):
 def match_page(match_id: int):
     account = access.viewer()
     m, t = _match(match_id)
-    if not access.can_view_match(account, m, t):
+    if not policy.can_read_match(db(), account, m, t):
         _deny(account, f"match {m.id}")
     names = _bot_names([s.bot_id for s in m.seats])
     labels = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
@@ -229,7 +237,7 @@ def match_page(match_id: int):
                       "faults": r.faults[i] if r else None})
     return render_template("match.html", m=m, t=t, seats=seats, result=r, faults=faults,
                            labels=labels, replay=replay, replay_error=replay_error,
-                           has_log=match_log is not None, public=access.is_public(t))
+                           has_log=match_log is not None, public=policy.is_public(t))
 
 
 # ----------------------------------------------------------------------------- downloads
@@ -241,7 +249,7 @@ def _load_log(match_id: int) -> dict | None:
 def _readable_match(match_id: int) -> Match:
     account = access.viewer()
     m, t = _match(match_id)
-    if not access.can_view_match(account, m, t):
+    if not policy.can_read_match(db(), account, m, t):
         _deny(account, f"match {m.id}")
     return m
 
@@ -274,12 +282,12 @@ def tournament_logs(tournament_id: int):
     """JSON Lines ``{"match_id": n, "log": {...}}`` of every match log the viewer may read."""
     account = access.viewer()
     t = _tournament(tournament_id)
-    if not access.can_download_tournament_logs(account, t):
+    if not policy.can_download_tournament_logs(db(), account, t):
         _deny(account, f"the logs of tournament {t.id}")
     cond = [Match.tournament_id == t.id]
-    if not access.sees_all_matches(account, t):
-        cond.append(exists().where(MatchSeat.match_id == Match.id, MatchSeat.bot_id == Bot.id,
-                                   Bot.owner_id == account.id))
+    visible = policy.visible_matches_condition(db(), account, t)
+    if visible is not None:
+        cond.append(visible)
     ids = select(Match.id).where(*cond)
     factory = current_app.extensions["arena"]["sessionmaker"]
 

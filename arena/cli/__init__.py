@@ -23,6 +23,7 @@ from typing import Any
 import click
 
 from arena import __version__
+from arena.core.config import Settings
 
 #: Lazily loaded subcommands: command name -> "module:attribute" (a click.Command or Group).
 COMMANDS: dict[str, str] = {
@@ -121,7 +122,6 @@ def version() -> None:
 @main.command("config")
 def show_config() -> None:
     """Print the effective settings (from ARENA_* environment variables)."""
-    from arena.core.config import Settings
 
     settings = Settings.from_env()
     for field, value in vars(settings).items():

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
+
+from arena.core.matchlog import write_log
 
 API_PREFIX = "/api/v1"
 #: Seconds allowed per request (connect and read) unless a call says otherwise.
@@ -69,13 +72,13 @@ class ApiClient:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> "ApiClient":
+    def __enter__(self) -> ApiClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def with_token(self, token: str) -> "ApiClient":
+    def with_token(self, token: str) -> ApiClient:
         """A new client on the same server acting as another account."""
         return ApiClient(self.base_url, token, timeout_s=self._http.timeout.read)
 
@@ -224,7 +227,6 @@ def download_logs(client: ApiClient, tournament_id: int, out_dir: str | Path,
 
     Returns the written paths in match id order; ``on_log(match_id, path)`` after each one.
     """
-    from arena.core.matchlog import write_log
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

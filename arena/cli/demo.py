@@ -39,6 +39,16 @@ from typing import Any
 import click
 
 import engine
+from api import create_app
+from arena.cli.client import ApiClient, ApiError, download_logs
+from arena.cli.tournament import progress_bar, standings_table
+from arena.core.accounts import create_account
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.core.db.session import make_engine, make_sessionmaker
+from arena.core.runner.match import verify_logs
+from bots_sdk.samples import SAMPLE_BOTS
+from bots_sdk.server import start as start_bot
 
 #: Bots of the demo: (account name, bot name, sample bot, seed).
 DEMO_BOTS = (
@@ -146,16 +156,6 @@ def run_demo(ruleset: str, out: Path, *, port: int = 0, serve: bool = False, see
     os.environ.update({"ARENA_DATA_DIR": str(out), "ARENA_DATABASE_URL": db_url,
                        "ARENA_CELERY_EAGER": "1", "ARENA_ALLOW_PRIVATE_BOT_URLS": "1"})
 
-    from api import create_app
-    from arena.core.accounts import create_account
-    from arena.cli.tournament import standings_table, progress_bar
-    from arena.cli.client import ApiClient, ApiError, download_logs
-    from arena.core.config import Settings
-    from arena.core.db.migrate import upgrade
-    from arena.core.db.session import make_engine, make_sessionmaker
-    from bots_sdk.samples import SAMPLE_BOTS
-    from bots_sdk.server import start as start_bot
-    from arena.core.runner.match import verify_logs
 
     settings = Settings.from_env()
     size = DEMO_SIZES[ruleset]

@@ -22,8 +22,12 @@ import click
 
 import engine
 from arena.cli import parse_options_json
+from arena.core.runner.match import derive_seed, run_match, verify_logs, write_log
+from arena.core.runner.players import HttpPlayer, LocalPlayer
 from bots_sdk.bot import Bot
 from bots_sdk.samples import SAMPLE_BOTS
+from bots_sdk.server import serve
+from engine.timebank import TimeRules
 
 
 def resolve_bot(spec: str, seed: int | None = None) -> Any:
@@ -95,8 +99,6 @@ def play(bots: tuple[str, ...], ruleset: str, games: int, games_per_match: int, 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from engine.timebank import TimeRules
-    from arena.core.runner.match import derive_seed, run_match, write_log
 
     console = Console(stderr=False)
     options = parse_options_json(options_json)
@@ -141,7 +143,6 @@ def play(bots: tuple[str, ...], ruleset: str, games: int, games_per_match: int, 
             for i, spec in enumerate(order):
                 bot = resolve_bot(spec, seed=derive_seed(seed, 10_000 + mi * 8 + i))
                 players.append(bot)
-            from arena.core.runner.players import HttpPlayer, LocalPlayer
             wrapped = [HttpPlayer(p, secret, name=spec) if isinstance(p, str) else LocalPlayer(p, spec)
                        for p, spec in zip(players, order)]
             try:
@@ -189,7 +190,6 @@ def bots() -> None:
 @click.option("--seed", type=int, default=None, help="Seed of a sample bot.")
 def bots_serve(name: str, host: str, port: int, secret: str | None, seed: int | None) -> None:
     """Serve bot NAME (a sample name or module:Class) over HTTP until Ctrl-C."""
-    from bots_sdk.server import serve
 
     bot = resolve_bot(name, seed=seed)
     if isinstance(bot, str):
@@ -210,7 +210,6 @@ def logs_verify(paths: tuple[Path, ...], skip_requests: bool) -> None:
 
     Prints one line per failure and 'N verified, N failed'; exit status 1 on any failure.
     """
-    from arena.core.runner.match import verify_logs
 
     ok, failures = verify_logs(paths, check_requests=not skip_requests)
     for path, reason in failures:

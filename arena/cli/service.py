@@ -4,8 +4,14 @@
 from __future__ import annotations
 
 import click
+from gunicorn.app.base import BaseApplication
 
+from api import create_app
+from arena.core.accounts import NAME_RE, NameTaken, create_account
 from arena.core.config import Settings
+from arena.core.db.migrate import current, upgrade
+from arena.core.db.migrate import upgrade as run_upgrade
+from arena.core.db.session import make_engine, make_sessionmaker
 
 
 @click.command("api")
@@ -20,15 +26,12 @@ def api(host: str, port: int, workers: int, dev: bool, upgrade: bool) -> None:
     """Serve the REST API (gunicorn; --dev: Flask development server)."""
     settings = Settings.from_env()
     if upgrade:
-        from arena.core.db.migrate import upgrade as run_upgrade
 
         run_upgrade(settings.database_url)
-    from api import create_app
 
     if dev:
         create_app(settings).run(host=host, port=port, debug=False, use_reloader=False)
         return
-    from gunicorn.app.base import BaseApplication
 
     class _Gunicorn(BaseApplication):
         def load_config(self):
@@ -52,8 +55,6 @@ def db() -> None:
 @click.option("--revision", default="head", show_default=True)
 def db_upgrade(revision: str) -> None:
     """Create or upgrade the tables of ARENA_DATABASE_URL."""
-    from arena.core.db.migrate import current, upgrade
-    from arena.core.db.session import make_engine
 
     settings = Settings.from_env()
     engine = make_engine(settings.database_url)
@@ -76,15 +77,12 @@ def accounts_create(organizer: bool, name: str) -> None:
     """Create an account and print its bearer token (shown this once)."""
     import re
 
-    from arena.core.accounts import NAME_RE, NameTaken, create_account
-    from arena.core.db.session import make_engine, make_sessionmaker
 
     if not re.match(NAME_RE, name):
         raise click.BadParameter("1-64 letters, digits, '_', '.', '-'", param_hint="NAME")
     settings = Settings.from_env()
     engine = make_engine(settings.database_url)
     try:
-        from arena.core.db.migrate import upgrade
 
         upgrade(engine=engine)  # idempotent: a fresh database gets its tables first
         with make_sessionmaker(engine)() as session:

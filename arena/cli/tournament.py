@@ -12,14 +12,16 @@ bot 9 does not exist``) and exit status 1.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 import engine
 from arena.cli import parse_options_json
 from arena.cli.client import ApiClient, ApiError, download_logs
+from arena.cli.play import logs as play_logs
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 
@@ -249,7 +251,6 @@ def logs_download(api_url: str, token: str | None, tournament_id: int, out_dir: 
 
 
 def _logs_group() -> click.Group:
-    from arena.cli.play import logs as play_logs
 
     group = click.Group("logs", help="Match logs: verify (replay through the engine), download (from the API).")
     for name, cmd in play_logs.commands.items():

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import click
 
+from arena.core.config import Settings
+from worker.celery_app import app, visibility_timeout
+
 
 @click.command("worker")
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
@@ -25,8 +28,6 @@ def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostn
     queue); a killed worker's match is delivered again after the broker visibility timeout
     (see ``worker.celery_app``).
     """
-    from worker.celery_app import app, visibility_timeout
-    from arena.core.config import Settings
 
     queue_list = [q.strip() for q in queues.split(",") if q.strip()]
     if not queue_list:

@@ -24,9 +24,9 @@ positive whole numbers; anything else raises :class:`ConfigError` naming the var
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
 #: The project folder (the one holding pyproject.toml) when running from a checkout.
@@ -95,7 +95,7 @@ class Settings:
     visibility_timeout_s: int | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Read settings from ``env`` (default ``os.environ``).
 
         Raises:

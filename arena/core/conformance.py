@@ -23,7 +23,11 @@ from typing import Any
 
 import httpx
 
+from arena.core.runner.match import run_match
+from arena.core.runner.players import HttpPlayer
 from arena.core.url_policy import BotUrlError, check_bot_url
+from bots_sdk.samples import SAMPLE_BOTS
+from engine.timebank import TimeRules
 
 #: Seconds allowed for the health check request (connect + read).
 HEALTH_TIMEOUT_S = 5.0
@@ -121,10 +125,6 @@ def conformance_game(url: str, ruleset: str, *, secret: str | None = None, seed:
     """
     import secrets as _secrets
 
-    from bots_sdk.samples import SAMPLE_BOTS
-    from engine.timebank import TimeRules
-    from arena.core.runner.match import run_match
-    from arena.core.runner.players import HttpPlayer
 
     out: dict[str, Any] = {"ok": False, "ruleset": ruleset, "faults": [], "decisions": 0,
                            "elapsed_ms": 0, "wall_s": None, "error": None}

@@ -34,10 +34,9 @@ import itertools
 import math
 import random
 from dataclasses import dataclass
-from typing import Union
 
 #: A seat's occupant: a bot id, or the name of a house sample bot (``"house-1"``).
-Entrant = Union[int, str]
+Entrant = int | str
 
 #: Most 4-player tables before the balanced schedule replaces "every 4-subset".
 TABLE_LIMIT = 70
@@ -147,7 +146,7 @@ def _search_design(n: int, blocks: int, lam: int, rng: random.Random, max_steps:
             count[b][a] += 1
     cost = sum((count[a][b] - lam) ** 2 for a in range(n) for b in range(a + 1, n))
     temperature = 2.0
-    for step in range(max_steps):
+    for _step in range(max_steps):
         if cost == 0:
             return tables
         # Move: swap one member between two tables (keeps each index's table count).

@@ -19,8 +19,9 @@ then fewer faults; then bots by ascending id, house bots last by name.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Sequence, Union
+from typing import Any
 
 from openskill.models import PlackettLuce
 from sqlalchemy import delete, select
@@ -28,7 +29,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from arena.core.db.models import Match, MatchResult, Rating, Tournament, utcnow
 
-Entrant = Union[int, str]
+Entrant = int | str
 
 # Two-sided 95% Student t quantiles t(0.975, df) for df = 1..30.
 _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,

@@ -12,13 +12,13 @@ from click.testing import CliRunner
 from sqlalchemy import inspect, select
 from sqlalchemy.exc import IntegrityError
 
-from arena.core.url_policy import BotUrlError, check_bot_url
 from arena.cli import main
 from arena.core.db.migrate import current, upgrade
 from arena.core.db.models import Account, Base, Bot, Match, MatchSeat, Tournament
 from arena.core.db.session import make_engine
 from arena.core.schedule import ScheduleError, balanced_tables, build_schedule
 from arena.core.security import hash_token
+from arena.core.url_policy import BotUrlError, check_bot_url
 
 
 def test_migrations_upgrade_an_empty_database_to_the_models(database_url):

@@ -1,6 +1,6 @@
 """Tournaments, matches, logs, standings and leaderboard through the API.
 
-Results are written with arena.core.db.results.record_result, the function the worker uses.
+Results are written with arena.core.lifecycle.store_result, the function the worker uses.
 Starting enqueues into a real Redis (the ``redis_url`` fixture); tasks are counted there.
 """
 
@@ -11,7 +11,7 @@ import json
 import pytest
 import redis as redis_lib
 
-from arena.core.db.results import record_result
+from arena.core.lifecycle import store_result
 from arena.core.standings import rebuild_ratings
 from tests.api.conftest import register_ready_bot
 
@@ -169,7 +169,7 @@ def _finish_all(sessionmaker, client, league, tid):
             scores = [10, -10] if win == 0 else [-10, 10]
             places = [1, 2] if win == 0 else [2, 1]
             games = [{"scores": [s_ // 2 for s_ in scores], "places": places}] * 2
-            assert record_result(s, m["id"], scores=scores, places=places, faults=[0, 1], games=games,
+            assert store_result(s, m["id"], scores=scores, places=places, faults=[0, 1], games=games,
                                  timings={"wall_s": 0.5}, log={"match": m["id"], "seats": ids, "events": ["x"] * 3})
     return ms
 
@@ -191,7 +191,7 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
 
     _finish_all(sessionmaker, client, league, t["id"])
     with sessionmaker() as s:  # a second write of the same result is refused
-        assert not record_result(s, ab["id"], scores=[0, 0], places=[1, 1], faults=[0, 0], games=[],
+        assert not store_result(s, ab["id"], scores=[0, 0], places=[1, 1], faults=[0, 0], games=[],
                                  timings={}, log={})
     t2 = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["org"]).json
     assert t2["status"] == "finished" and t2["progress"] == {"finished": 6, "total": 6}

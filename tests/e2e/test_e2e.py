@@ -24,12 +24,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from arena.cli.demo import WsgiServer
 from arena.core.config import Settings
 from arena.core.db.migrate import upgrade
-from arena.cli.demo import WsgiServer
+from arena.core.runner.match import read_log, replay
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
-from arena.core.runner.match import read_log, replay
 from tests.helpers import create_pg_database
 
 pytestmark = pytest.mark.services

@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from arena.core.runner.match import replay, run_match
+from arena.core.runner.players import HttpPlayer, LocalPlayer
 from bots_sdk.bot import Bot
 from bots_sdk.samples import GreedyBot, RandomBot
 from engine.timebank import TimeRules
-from arena.core.runner.match import replay, run_match
-from arena.core.runner.players import HttpPlayer, LocalPlayer
 
 SHORT = TimeRules(initial_ms=500, increment_ms=100, cap_ms=500)
 

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from arena.cli import main
-from bots_sdk.samples import GreedyBot, RandomBot
 from arena.core.runner.match import MatchError, ReplayError, default_game_specs, derive_seed, replay, run_match
+from bots_sdk.samples import GreedyBot, RandomBot
 
 
 def test_default_million_doubt_games_are_duplicate_pairs():

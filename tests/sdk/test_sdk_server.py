@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx
 
 import engine
+from arena.core.runner.match import read_log, replay, run_match
+from arena.core.runner.players import HttpPlayer
 from bots_sdk import protocol
 from bots_sdk.samples import GreedyBot, HeuristicBot, RandomBot
 from engine.timebank import TimeRules
-from arena.core.runner.match import read_log, replay, run_match
-from arena.core.runner.players import HttpPlayer
 
 REPO = Path(__file__).resolve().parents[2]
 

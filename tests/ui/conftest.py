@@ -3,7 +3,7 @@ Debian's Chromium driven by Playwright.
 
 - ``site`` (session): a migrated SQLite database holding accounts, bots and three finished
   tournaments whose matches were really played by ``arena.core.runner.match.run_match`` between sample
-  bots in-process and stored with ``arena.core.db.results.record_result``, plus a running one; the
+  bots in-process and stored with ``arena.core.lifecycle.store_result``, plus a running one; the
   API app (``api.create_app``) served by a werkzeug server on 127.0.0.1 in a thread.
 - ``chromium`` (session): path of the system Chromium; ``apt-get install -y chromium`` when
   ``/usr/bin/chromium`` is missing (never ``playwright install``).
@@ -31,14 +31,13 @@ from arena.core.accounts import create_account
 from arena.core.config import Settings
 from arena.core.db.migrate import upgrade
 from arena.core.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
-from arena.core.db.results import record_result
+from arena.core.lifecycle import store_result
 from arena.core.db.session import make_engine, make_sessionmaker
-from arena.core.schedule import build_schedule
-from arena.core.security import hash_token
-from bots_sdk.samples import SAMPLE_BOTS
-from engine.timebank import TimeRules
 from arena.core.runner.match import run_match
 from arena.core.runner.players import LocalPlayer
+from arena.core.schedule import build_schedule
+from bots_sdk.samples import SAMPLE_BOTS
+from engine.timebank import TimeRules
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -147,7 +146,7 @@ def _play_tournament(site: Site, s, name: str, ruleset: str, bot_names: list[str
         games = games_per_pairing if ruleset == "million_doubt" else 1
         log = run_match(players, ruleset, {}, seed=m.seed, games=games, time_rules=rules,
                         max_faults=3, match_id=str(m.id))
-        assert record_result(s, m.id, log=log, **_result_fields(log, len(seats)))
+        assert store_result(s, m.id, log=log, **_result_fields(log, len(seats)))
     s.refresh(t)
     assert t.status == "finished"
     return t.id

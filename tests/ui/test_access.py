@@ -7,8 +7,8 @@ import json
 import pytest
 from sqlalchemy import select
 
-from arena.core.db.models import Match, MatchLog
 from arena.core import matchlog
+from arena.core.db.models import Match, MatchLog
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import json
 import pytest
 from sqlalchemy import select
 
+from arena.core import matchlog
 from arena.core.db.models import Bot, Match, MatchLog, Tournament
-from arena.core.db.results import decompress_log
 from arena.core.standings import tournament_standings
 from engine.frames import frames
 
@@ -24,7 +24,7 @@ def _names(site) -> dict[int, str]:
 
 def _log(site, match_id: int) -> dict:
     with site.sessionmaker() as s:
-        return json.loads(decompress_log(s.scalar(select(MatchLog.data).where(MatchLog.match_id == match_id))))
+        return json.loads(matchlog.decompress(s.scalar(select(MatchLog.data).where(MatchLog.match_id == match_id))))
 
 
 def _matches(site, key: str) -> list[Match]:

@@ -7,11 +7,11 @@ import copy
 import pytest
 
 from api.ui.replay import ReplayDataError, build_replay
+from arena.core.runner.match import run_match
+from arena.core.runner.players import LocalPlayer
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.frames import frames
 from engine.timebank import TimeRules
-from arena.core.runner.match import run_match
-from arena.core.runner.players import LocalPlayer
 
 
 class Faulty(SAMPLE_BOTS["random"]):

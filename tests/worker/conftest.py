@@ -7,17 +7,18 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
 from api import create_app
+from arena.core import matchlog
 from arena.core.accounts import create_account
 from arena.core.config import Settings
 from arena.core.db.migrate import upgrade
 from arena.core.db.models import Match, MatchLog, MatchResult, Tournament
-from arena.core.db.results import decompress_log
 from arena.core.db.session import make_engine, make_sessionmaker
 from bots_sdk.bot import Bot
 from bots_sdk.server import make_app as sdk_app
@@ -175,7 +176,7 @@ class Arena:
             out = []
             for m, res, lg in rows:
                 _ = list(m.seats)
-                out.append((m, res, json.loads(decompress_log(lg.data))))
+                out.append((m, res, json.loads(matchlog.decompress(lg.data))))
             return out
 
     def counts(self, tournament_id: int) -> dict[str, int]:

@@ -5,10 +5,10 @@ no task hangs. Also: cancel stops the remaining matches."""
 
 from __future__ import annotations
 
+from arena.core.runner.match import replay, run_match
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 from tests.worker.conftest import SwitchBot
-from arena.core.runner.match import replay, run_match
 
 BURST = 11  # MD-17 burst score (default option)
 GAMES = 4   # with max_faults 3: three faulted games, then the fourth forfeited (FAULT-3)
@@ -55,7 +55,7 @@ def test_sleeping_garbage_and_down_bots(arena, bots, celery_worker_factory):
                 assert f["received"].startswith("<<not json!!>>")
             if f["kind"] == "connection_error":
                 assert f["elapsed_ms"] < 1000
-        for gi, gm in enumerate(log["games"]):
+        for _gi, gm in enumerate(log["games"]):
             assert len(gm["faults"]) <= 1  # the first fault ends the MD game (FAULT-2)
             loser_seat = next(s for s, r in gm["result"]["ranks"].items() if r == 2)
             loser = gm["seats"][int(loser_seat)]

@@ -15,9 +15,9 @@ import redis
 from sqlalchemy import select
 
 from arena.core.db.models import MatchResult
+from arena.core.runner.match import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import Arena, SwitchBot
-from arena.core.runner.match import replay
 
 TIME_RULES_S = {"initial": 2.0, "increment": 0.0, "cap": 2.0}
 
@@ -48,7 +48,7 @@ def test_redis_restart_loses_no_result_and_resume_finishes(pg_database, tmp_path
     server = _start_redis(port)
     arena = Arena(pg_database, broker, tmp_path=tmp_path)
     try:
-        for i in range(4):
+        for _i in range(4):
             bots.append(SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.01))
         ids = [arena.register(b, ["million_doubt"], f"r{i}") for i, b in enumerate(bots)]
         tid = arena.create("million_doubt", ids, games_per_pairing=2, time_rules=TIME_RULES_S)

@@ -8,19 +8,19 @@ import time
 from sqlalchemy import func, select
 
 from arena.core.db.models import Match, MatchResult
-from bots_sdk.samples import SAMPLE_BOTS
-from engine.timebank import TimeRules
-from tests.worker.conftest import SwitchBot
 from arena.core.limits import longest_match_seconds, visibility_timeout_for
 from arena.core.runner.match import replay
 from arena.core.runner.service import play_and_store
+from bots_sdk.samples import SAMPLE_BOTS
+from engine.timebank import TimeRules
+from tests.worker.conftest import SwitchBot
 
 TIME_RULES_S = {"initial": 1.0, "increment": 0.0, "cap": 1.0}
 
 
 def test_sigkill_mid_match_then_a_new_worker_finishes(arena, bots, celery_worker_factory):
     # Bots that think 20 ms per decision, so a match lasts about a second.
-    for i in range(4):
+    for _i in range(4):
         bots.append(SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.02))
     ids = [arena.register(b, ["million_doubt"], f"k{i}") for i, b in enumerate(bots)]
     tid = arena.create("million_doubt", ids, games_per_pairing=2, time_rules=TIME_RULES_S)

@@ -10,10 +10,10 @@ from openskill.models import PlackettLuce
 from sqlalchemy import select
 
 from arena.core.db.models import Rating
+from arena.core.runner.match import replay
 from arena.core.standings import MatchRecord, compute_standings
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
-from arena.core.runner.match import replay
 
 
 def _records_from_logs(stored) -> list[MatchRecord]:
@@ -102,7 +102,7 @@ def test_million_doubt_tournament_runs_to_completion(arena, bots, celery_worker_
     arena.start(tid)
     arena.wait_finished(tid, workers=[worker])
     stored = _check_tournament(arena, tid, ids, "million_doubt", 6)
-    for m, res, log in stored:
+    for _m, res, log in stored:
         assert len(log["games"]) == 4  # games_per_pairing, duplicate pairs: seats swapped
         assert [g["seats"] for g in log["games"]] == [[0, 1], [1, 0], [0, 1], [1, 0]]
         assert log["games"][0]["seed"] == log["games"][1]["seed"] != log["games"][2]["seed"]
@@ -131,7 +131,7 @@ def test_trump_millionaire_tournament_with_a_per_bot_cap(arena, bots, celery_wor
     for seat in range(4):  # rotation: each bot sits in each seat once
         assert sorted(s[seat] for s in seatings) == sorted(ids)
     assert len({m.seed for m, _, _ in stored}) == 1  # one deal sequence, rotated like duplicate bridge
-    for m, res, log in stored:
+    for _m, res, _log in stored:
         assert sorted(res.places)[0] == 1 and max(res.scores) >= 30
         assert res.timings["semaphore_bypassed"] == [0, 0, 0, 0]
     assert [b.max_in_flight for b in bots] == [1, 1, 1, 1]

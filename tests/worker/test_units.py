@@ -12,15 +12,20 @@ import redis
 from click.testing import CliRunner
 
 from arena.cli import main
+from arena.core.config import Settings
+from arena.core.limits import (
+    default_visibility_timeout,
+    longest_match_seconds,
+    visibility_timeout,
+    visibility_timeout_for,
+)
+from arena.core.runner.match import replay
+from arena.core.runner.semaphore import BotSemaphore
 from bots_sdk.bot import Bot
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 from tests.worker.conftest import Arena, SwitchBot
-from arena.core.config import Settings
-from arena.core.limits import default_visibility_timeout, longest_match_seconds, visibility_timeout, visibility_timeout_for
 from worker.celery_app import app
-from arena.core.runner.match import replay
-from arena.core.runner.semaphore import BotSemaphore
 
 
 def test_semaphore_caps_holders_and_leases_expire(redis_url):
@@ -112,7 +117,7 @@ def test_eager_mode_over_sqlite_and_the_conformance_gate(tmp_path, bots):
         started = arena.start(tid)
         assert started["status"] == "finished" and started["progress"]["finished"] == started["progress"]["total"] == 4
         stored = arena.stored(tid)
-        for m, res, log in stored:
+        for _m, res, log in stored:
             assert replay(log)["scores"] == [round(x) for x in res.scores]
             kinds = [p["kind"] for p in log["players"]]
             assert kinds.count("local") == 2 and kinds.count("http") == 2  # house bots in-process

@@ -3,11 +3,20 @@
 - :mod:`arena.core.db.models`: SQLAlchemy 2 models (tables listed there).
 - :mod:`arena.core.db.session`: ``make_engine(url)``, ``make_sessionmaker(engine)``, ``session_scope``.
 - :mod:`arena.core.db.migrate`: ``upgrade(url)`` runs the Alembic migrations (no alembic.ini).
-- :mod:`arena.core.db.results`: ``record_result(...)`` writes a match's result and log exactly once.
+- results and logs are written by :func:`arena.core.lifecycle.store_result` (exactly once).
 """
 
 from arena.core.db.models import (  # noqa: F401
-    Account, Base, Bot, Match, MatchLog, MatchResult, MatchSeat, Rating, Tournament,
-    TournamentParticipant, utcnow,
+    Account,
+    Base,
+    Bot,
+    Match,
+    MatchLog,
+    MatchResult,
+    MatchSeat,
+    Rating,
+    Tournament,
+    TournamentParticipant,
+    utcnow,
 )
 from arena.core.db.session import make_engine, make_sessionmaker, normalize_url, session_scope  # noqa: F401

@@ -22,7 +22,7 @@ Times are timezone-aware UTC datetimes. JSON columns use JSONB on PostgreSQL.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -38,6 +38,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Text,
     UniqueConstraint,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -56,13 +57,15 @@ NAMING = {
 
 ROLES = ("contestant", "organizer")
 BOT_STATUSES = ("unchecked", "ready", "failed", "deleted")
+#: The status values the database accepts; the statuses and their transitions are owned by
+#: :mod:`arena.core.lifecycle` (``TournamentStatus``, ``MatchStatus``; a test keeps them equal).
 TOURNAMENT_STATUSES = ("created", "running", "finished", "cancelled")
-MATCH_STATUSES = ("pending", "queued", "running", "finished", "cancelled")
+MATCH_STATUSES = ("pending", "queued", "running", "finished", "cancelled", "failed")
 
 
 def utcnow() -> datetime:
     """The current time, timezone-aware UTC."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:
@@ -85,7 +88,7 @@ class Account(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
-    bots: Mapped[list["Bot"]] = relationship(back_populates="owner")
+    bots: Mapped[list[Bot]] = relationship(back_populates="owner")
 
 
 class Bot(Base):
@@ -140,10 +143,10 @@ class Tournament(Base):
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
-    participants: Mapped[list["TournamentParticipant"]] = relationship(
+    participants: Mapped[list[TournamentParticipant]] = relationship(
         back_populates="tournament", cascade="all, delete-orphan", order_by="TournamentParticipant.bot_id"
     )
-    matches: Mapped[list["Match"]] = relationship(back_populates="tournament", order_by="Match.index")
+    matches: Mapped[list[Match]] = relationship(back_populates="tournament", order_by="Match.index")
 
 
 class TournamentParticipant(Base):
@@ -177,15 +180,17 @@ class Match(Base):
     status: Mapped[str] = mapped_column(String(16), default="pending")
     #: Deliveries of the task that started playing this match (re-deliveries count).
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    #: Why the match is ``failed`` (not a bot's fault: an internal error, retries spent).
+    failure: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
     tournament: Mapped[Tournament] = relationship(back_populates="matches")
-    seats: Mapped[list["MatchSeat"]] = relationship(
+    seats: Mapped[list[MatchSeat]] = relationship(
         back_populates="match", cascade="all, delete-orphan", order_by="MatchSeat.seat"
     )
-    result: Mapped["MatchResult | None"] = relationship(back_populates="match", uselist=False)
+    result: Mapped[MatchResult | None] = relationship(back_populates="match", uselist=False)
 
 
 class MatchSeat(Base):

@@ -7,9 +7,9 @@ parent folder created, so the embedded default (a file under ``ARENA_DATA_DIR``)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url

@@ -51,14 +51,15 @@ import hashlib
 import json
 import time
 import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import engine
-from bots_sdk import protocol
 from arena.core.matchlog import LOG_FORMAT, LOG_VERSION, log_files, read_log, write_log
-from engine.timebank import TimeBank, TimeRules
 from arena.core.runner.players import HttpPlayer, LocalPlayer, make_player
+from bots_sdk import protocol
+from engine.timebank import TimeBank, TimeRules
 
 #: FAULT-3 default.
 DEFAULT_MAX_FAULTS = 3

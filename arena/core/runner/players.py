@@ -33,7 +33,8 @@ import socket
 import ssl
 import threading
 import time
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import httpx
 

@@ -138,8 +138,7 @@ class BotSemaphore:
 
 
 # -- an HTTP player whose requests hold a slot --------------------------------------------------
-from arena.core.runner.players import HttpPlayer, Outcome  # noqa: E402
-
+from arena.core.runner.players import NOTICE_TIMEOUT_S, HttpPlayer, Outcome  # noqa: E402
 
 #: Seconds of lease taken beyond what the next request needs, so that a match renews its
 #: slots about once per this many seconds instead of once per decision.
@@ -255,7 +254,6 @@ class CappedHttpPlayer(HttpPlayer):
             self._done(token)
 
     def notify(self, body: bytes) -> None:
-        from arena.core.runner.players import NOTICE_TIMEOUT_S
 
         token = self._hold(NOTICE_TIMEOUT_S)
         try:

@@ -4,7 +4,7 @@
 result, without Celery (the task is a thin wrapper; ``ARENA_CELERY_EAGER`` calls it
 in-process through :mod:`arena.core.queue`). Steps:
 
-1. Claim (one transaction, the match row locked ``FOR UPDATE`` on PostgreSQL): skip the match
+1. Claim (:func:`arena.core.lifecycle.claim_match`, one transaction, the match row locked ``FOR UPDATE`` on PostgreSQL): skip the match
    if it is finished or cancelled, already has a result, or its tournament is cancelled
    (cancel stops the remaining matches); otherwise mark it ``running``, ``attempts + 1``,
    ``started_at``.
@@ -15,7 +15,7 @@ in-process through :mod:`arena.core.queue`). Steps:
 3. :func:`arena.core.runner.match.run_match` with the tournament's rule set, options, time rules
    (seconds in the database -> ``TimeRules.from_seconds``), ``max_faults`` (FAULT-3), the match
    seed, and ``games_per_pairing`` games for Million Doubt (duplicate pairs).
-4. :func:`arena.core.db.results.record_result` with the compressed log: exactly once (a
+4. :func:`arena.core.lifecycle.store_result` with the compressed log: exactly once (a
    re-delivered task that played the match again finds the result stored and stores nothing).
 5. When no match of the tournament is left to play (finished or cancelled), the ratings of the
    rule set are rebuilt from every finished match (:func:`arena.core.standings.rebuild_ratings`),
@@ -39,28 +39,25 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import redis
-from sqlalchemy import func, select, text
-from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
-from sqlalchemy.orm import Session, selectinload, sessionmaker
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
 
-import engine
+from arena.core import lifecycle
 from arena.core.config import Settings
-from arena.core.db.models import Bot, Match, MatchResult, Tournament, utcnow
-from arena.core.db.results import record_result
 from arena.core.db.session import make_engine, make_sessionmaker
-from arena.core.schedule import derive_seed
-from arena.core.standings import rebuild_ratings
-from bots_sdk.samples import SAMPLE_BOTS
-from engine.timebank import TimeRules
+from arena.core.lifecycle import MatchPlan
 from arena.core.limits import longest_match_seconds, visibility_timeout
 from arena.core.runner.match import run_match
 from arena.core.runner.players import LocalPlayer
 from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, SlotBook
+from arena.core.schedule import derive_seed
+from arena.core.standings import rebuild_ratings
+from bots_sdk.samples import SAMPLE_BOTS
 
 log = logging.getLogger("arena.tasks")
 
@@ -83,71 +80,6 @@ def _redis(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30)
 
 
-@dataclass(frozen=True)
-class SeatPlan:
-    seat: int
-    bot_id: int | None
-    house_bot: str | None
-    name: str
-    url: str | None
-    secret: str | None
-
-
-@dataclass(frozen=True)
-class MatchPlan:
-    match_id: int
-    tournament_id: int
-    ruleset: str
-    options: dict
-    time_rules: TimeRules
-    games: int
-    seed: int
-    max_faults: int
-    attempt: int
-    seats: tuple[SeatPlan, ...]
-
-
-def claim(session: Session, match_id: int) -> MatchPlan | str:
-    """Step 1 of the module docstring; commits. Returns the plan, or why the match is skipped."""
-    stmt = select(Match).where(Match.id == match_id).options(selectinload(Match.seats))
-    if session.get_bind().dialect.name == "postgresql":
-        stmt = stmt.with_for_update(of=Match)
-    match = session.scalars(stmt).first()
-    if match is None:
-        session.rollback()
-        return f"no match {match_id}"
-    t = session.get(Tournament, match.tournament_id)
-    has_result = session.get(MatchResult, match_id) is not None
-    if match.status in ("finished", "cancelled") or has_result:
-        session.rollback()
-        return f"match {match_id} is {'finished' if has_result else match.status}"
-    if t.status == "cancelled":
-        match.status = "cancelled"
-        session.commit()
-        return f"match {match_id}: tournament {t.id} is cancelled"
-    bots = {b.id: b for b in session.scalars(
-        select(Bot).where(Bot.id.in_([s.bot_id for s in match.seats if s.bot_id is not None])))}
-    seats = []
-    for s in match.seats:
-        if s.bot_id is not None:
-            b = bots[s.bot_id]
-            seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret))
-        else:
-            seats.append(SeatPlan(s.seat, None, s.house_bot, s.house_bot, None, None))
-    match.status = "running"
-    match.attempts = (match.attempts or 0) + 1
-    match.started_at = utcnow()
-    tr = t.time_rules or {}
-    plan = MatchPlan(
-        match_id=match.id, tournament_id=t.id, ruleset=t.ruleset, options=dict(t.options or {}),
-        time_rules=TimeRules.from_seconds(float(tr.get("initial", 60.0)), float(tr.get("increment", 10.0)),
-                                          float(tr.get("cap", 60.0))),
-        games=t.games_per_pairing if t.ruleset == engine.MILLION_DOUBT else 1,
-        seed=int(match.seed), max_faults=t.max_faults, attempt=match.attempts, seats=tuple(seats))
-    session.commit()
-    return plan
-
-
 def build_players(plan: MatchPlan, settings: Settings, book: SlotBook | None = None) -> list:
     """Step 2: one player per seat, in seat order (``book``: the match's :class:`SlotBook`)."""
     # Eager mode (a quick local run) has no broker: no per-bot cap there.
@@ -168,7 +100,7 @@ def _places_from_scores(scores: list[float]) -> list[int]:
 
 
 def result_fields(plan: MatchPlan, match_log: dict, players: list) -> dict[str, Any]:
-    """The ``record_result`` keyword arguments from a match log (module docstring shapes)."""
+    """The :func:`arena.core.lifecycle.store_result` keyword arguments from a match log (module docstring shapes)."""
     n = len(plan.seats)
     res = match_log["result"]
     scores = [float(x) for x in res["scores"]]
@@ -198,13 +130,6 @@ def result_fields(plan: MatchPlan, match_log: dict, players: list) -> dict[str, 
     }
     return {"scores": scores, "places": places, "faults": [int(f) for f in res["faults"]],
             "games": games, "timings": timings}
-
-
-def tournament_done(session: Session, tournament_id: int) -> bool:
-    """True when no match of the tournament is pending, queued or running."""
-    left = session.scalar(select(func.count()).select_from(Match).where(
-        Match.tournament_id == tournament_id, Match.status.in_(("pending", "queued", "running"))))
-    return not left
 
 
 def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
@@ -237,16 +162,16 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     settings = settings or Settings.from_env()
     factory = _sessions(settings.database_url)
     with factory() as session:
-        plan = claim(session, int(match_id))
-    if isinstance(plan, str):
-        log.info("skipped: %s", plan)
-        if "is cancelled" in plan:  # the last match of a cancelled tournament: rate the others
+        claimed = lifecycle.claim_match(session, int(match_id))
+    if isinstance(claimed, lifecycle.Skipped):
+        log.info("skipped: %s", claimed.message)
+        if claimed.reason is lifecycle.SkipReason.CANCELLED and claimed.tournament_id is not None:
+            # the last match of a cancelled tournament: rate the others
             with factory() as session:
-                m = session.get(Match, int(match_id))
-                t = session.get(Tournament, m.tournament_id)
-                if tournament_done(session, t.id):
-                    update_ratings(session, t.ruleset)
-        return f"skipped: {plan}"
+                if lifecycle.tournament_done(session, claimed.tournament_id):
+                    update_ratings(session, claimed.ruleset or "")
+        return f"skipped: {claimed.message}"
+    plan = claimed.plan
     bound = longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options)
     vt = visibility_timeout(settings)
     if bound > vt:
@@ -272,9 +197,9 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
             p.close()
     fields = result_fields(plan, match_log, players)
     with factory() as session:
-        stored = record_result(session, plan.match_id, log=match_log, **fields)
+        stored = lifecycle.store_result(session, plan.match_id, log=match_log, **fields)
     with factory() as session:
-        if tournament_done(session, plan.tournament_id):
+        if lifecycle.tournament_done(session, plan.tournament_id):
             update_ratings(session, plan.ruleset)
     word = "stored" if stored else "duplicate"
     line = (f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, "

@@ -1,0 +1,447 @@
+"""Every status of a tournament and of a match, and every transition between them.
+
+This is the only module that writes a ``status`` column of ``tournaments`` or ``matches``.
+API views, Celery tasks, the reaper and the command line call the functions below; each
+one is a transaction of its own (it commits, or rolls back and raises).
+
+Tournament::
+
+    created --start--> running --(last match done)--> finished
+       |                  |
+       +-----cancel-------+----------------------------> cancelled
+
+Match::
+
+    pending --queue--> queued --claim--> running --store_result--> finished
+       ^                 ^                  |  \\--fail----------> failed --retry--> queued
+       |                 +---(requeue: lease expired, broker lost it)
+       +-- (cancel: pending/queued -> cancelled; a running match plays out and keeps its result)
+
+A match is *done* when it is ``finished``, ``cancelled`` or ``failed``. When the last match of
+a running tournament is done, the transaction that made it done also marks the tournament
+``finished``: it first locks the tournament row (``SELECT ... FOR UPDATE`` on PostgreSQL), so
+of several transactions finishing the last matches at the same moment, the last to take
+the lock sees every other one committed, and exactly one marks the tournament finished.
+
+Errors: :class:`Conflict` (the transition is not allowed from the current status; the API
+answers 409), :class:`NotFound` (404).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from arena.core import matchlog
+from arena.core.db.models import (
+    Bot,
+    Match,
+    MatchLog,
+    MatchResult,
+    MatchSeat,
+    Tournament,
+    TournamentParticipant,
+    utcnow,
+)
+from arena.core.schedule import ScheduledMatch
+from engine.timebank import TimeRules
+
+
+class TournamentStatus(StrEnum):
+    """Status of a tournament (``tournaments.status``)."""
+
+    CREATED = "created"
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+
+
+class MatchStatus(StrEnum):
+    """Status of a match (``matches.status``)."""
+
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    #: Could not be played for a reason that is not a bot's (internal error, retries spent);
+    #: ``matches.failure`` says why. The organizer may retry it.
+    FAILED = "failed"
+
+
+#: Matches still to be played.
+UNFINISHED: tuple[MatchStatus, ...] = (MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING)
+#: Matches that no longer keep their tournament running.
+DONE: tuple[MatchStatus, ...] = (MatchStatus.FINISHED, MatchStatus.CANCELLED, MatchStatus.FAILED)
+#: Longest failure reason stored (characters).
+MAX_FAILURE_CHARS = 500
+
+
+class LifecycleError(Exception):
+    """A transition that cannot be made; ``str(exc)`` is a message for the user."""
+
+
+class Conflict(LifecycleError):
+    """The transition is not allowed from the current status (HTTP 409)."""
+
+
+class NotFound(LifecycleError):
+    """No such tournament or match (HTTP 404)."""
+
+
+def _locked(session: Session, model: type[Any], key: int) -> Any:
+    """``session.get`` with the row locked ``FOR UPDATE`` on PostgreSQL (SQLite: a plain get)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return session.get(model, key, with_for_update=True, populate_existing=True)
+    return session.get(model, key)
+
+
+# -- tournaments ----------------------------------------------------------------------------
+def create_tournament(session: Session, *, participants: Sequence[int], **fields: Any) -> Tournament:
+    """Store a new tournament in status ``created`` and commit. ``fields``: the
+    :class:`~arena.core.db.models.Tournament` columns (validated by the caller)."""
+    t = Tournament(status=TournamentStatus.CREATED, **fields)
+    t.participants = [TournamentParticipant(bot_id=b) for b in participants]
+    session.add(t)
+    session.commit()
+    return t
+
+
+def start_tournament(session: Session, tournament_id: int, schedule: Iterable[ScheduledMatch]) -> list[int]:
+    """``created -> running``: store the schedule's matches as ``pending``; commit.
+
+    Returns the ids of the matches to enqueue (then call :func:`mark_queued`). A tournament
+    already ``running`` is not rescheduled: the ids of its ``pending`` matches are returned
+    (a start whose enqueue failed is completed by starting again).
+
+    Raises:
+        NotFound: no such tournament.
+        Conflict: finished or cancelled; started concurrently; running with nothing pending.
+    """
+    t = _locked(session, Tournament, tournament_id)
+    if t is None:
+        session.rollback()
+        raise NotFound(f"tournament {tournament_id} not found")
+    if t.status == TournamentStatus.CREATED:
+        claimed = session.execute(update(Tournament).where(
+            Tournament.id == t.id, Tournament.status == TournamentStatus.CREATED).values(
+            status=TournamentStatus.RUNNING, started_at=utcnow()))
+        if claimed.rowcount != 1:
+            session.rollback()
+            raise Conflict(f"tournament {tournament_id} was started concurrently")
+        for m in schedule:
+            session.add(Match(
+                tournament_id=t.id, index=m.index, table=m.table, seed=m.seed, status=MatchStatus.PENDING,
+                seats=[MatchSeat(seat=i, bot_id=e if isinstance(e, int) else None,
+                                 house_bot=e if isinstance(e, str) else None) for i, e in enumerate(m.seats)]))
+        try:
+            session.commit()
+        except IntegrityError:  # another start stored the schedule first (SQLite has no row lock)
+            session.rollback()
+            raise Conflict(f"tournament {tournament_id} was started concurrently") from None
+    elif t.status != TournamentStatus.RUNNING:
+        session.rollback()
+        raise Conflict(f"tournament {tournament_id} is {t.status}")
+    pending = list(session.scalars(select(Match.id).where(
+        Match.tournament_id == tournament_id, Match.status == MatchStatus.PENDING).order_by(Match.index)))
+    session.commit()
+    if not pending:
+        raise Conflict(f"tournament {tournament_id} is already running")
+    return pending
+
+
+def mark_queued(session: Session, match_ids: Sequence[int]) -> int:
+    """``pending -> queued`` for the given matches (after they were sent to the broker);
+    commit. Returns how many changed."""
+    if not match_ids:
+        return 0
+    res = session.execute(update(Match).where(
+        Match.id.in_(list(match_ids)), Match.status == MatchStatus.PENDING).values(status=MatchStatus.QUEUED))
+    session.commit()
+    return int(res.rowcount or 0)
+
+
+def resumable_matches(session: Session, tournament_id: int, *, include_running: bool = False) -> list[int]:
+    """Ids of a running tournament's matches to send to the broker again: ``pending`` and
+    ``queued`` (and ``running`` with ``include_running``), in schedule order. Read-only.
+
+    Raises:
+        NotFound, Conflict: no such tournament; not running; nothing to re-enqueue.
+    """
+    t = session.get(Tournament, tournament_id)
+    if t is None:
+        raise NotFound(f"tournament {tournament_id} not found")
+    if t.status != TournamentStatus.RUNNING:
+        raise Conflict(f"tournament {tournament_id} is {t.status}, not running")
+    states = UNFINISHED if include_running else (MatchStatus.PENDING, MatchStatus.QUEUED)
+    ids = list(session.scalars(select(Match.id).where(
+        Match.tournament_id == tournament_id, Match.status.in_(states)).order_by(Match.index)))
+    session.rollback()
+    if not ids:
+        raise Conflict(f"tournament {tournament_id} has no match to re-enqueue")
+    return ids
+
+
+def cancel_tournament(session: Session, tournament_id: int) -> None:
+    """``created|running -> cancelled``; its ``pending`` and ``queued`` matches become
+    ``cancelled`` (a running match plays out and keeps its result); commit.
+
+    Raises:
+        NotFound, Conflict: no such tournament; already finished or cancelled.
+    """
+    t = _locked(session, Tournament, tournament_id)
+    if t is None:
+        session.rollback()
+        raise NotFound(f"tournament {tournament_id} not found")
+    done = session.execute(update(Tournament).where(
+        Tournament.id == tournament_id,
+        Tournament.status.in_((TournamentStatus.CREATED, TournamentStatus.RUNNING))).values(
+        status=TournamentStatus.CANCELLED, finished_at=utcnow()))
+    if done.rowcount != 1:
+        session.rollback()
+        raise Conflict(f"tournament {tournament_id} is {t.status}")
+    session.execute(update(Match).where(
+        Match.tournament_id == tournament_id,
+        Match.status.in_((MatchStatus.PENDING, MatchStatus.QUEUED))).values(status=MatchStatus.CANCELLED))
+    session.commit()
+
+
+def unfinished_count(session: Session, tournament_id: int) -> int:
+    """How many matches of the tournament are pending, queued or running."""
+    return int(session.scalar(select(func.count()).select_from(Match).where(
+        Match.tournament_id == tournament_id, Match.status.in_(UNFINISHED))) or 0)
+
+
+def finish_if_done(session: Session, tournament_id: int) -> bool:
+    """``running -> finished`` when none of its matches is left to play, inside the caller's
+    transaction (the caller commits). Locks the tournament row first (module docstring).
+
+    Returns True if the tournament was marked finished by this call.
+    """
+    t = _locked(session, Tournament, tournament_id)
+    if t is None or t.status != TournamentStatus.RUNNING or unfinished_count(session, tournament_id):
+        return False
+    res = session.execute(update(Tournament).where(
+        Tournament.id == tournament_id, Tournament.status == TournamentStatus.RUNNING).values(
+        status=TournamentStatus.FINISHED, finished_at=utcnow()))
+    return res.rowcount == 1
+
+
+# -- matches --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SeatPlan:
+    """A seat of a claimed match: a bot (id, ``name#id``, URL, signing secret) or a house bot."""
+
+    seat: int
+    bot_id: int | None
+    house_bot: str | None
+    name: str
+    url: str | None
+    secret: str | None
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    """What a claimed match is to be played with (time rules in milliseconds inside
+    :class:`~engine.timebank.TimeRules`); ``attempt`` counts claims, from 1."""
+
+    match_id: int
+    tournament_id: int
+    ruleset: str
+    options: dict[str, Any]
+    time_rules: TimeRules
+    games: int
+    seed: int
+    max_faults: int
+    attempt: int
+    seats: tuple[SeatPlan, ...]
+
+
+class SkipReason(StrEnum):
+    """Why a delivered match is not played."""
+
+    NO_SUCH_MATCH = "no such match"
+    DONE = "already done"
+    CANCELLED = "tournament cancelled"
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """The match is now ``running`` for this delivery; play ``plan``."""
+
+    plan: MatchPlan
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The delivery must not play the match; ``tournament_id`` is None for an unknown match."""
+
+    reason: SkipReason
+    message: str
+    tournament_id: int | None
+    ruleset: str | None
+
+
+ClaimResult = Claimed | Skipped
+
+
+def _games_per_match(t: Tournament) -> int:
+    # Million Doubt plays games_per_pairing games in one match (duplicate pairs); the
+    # 4-player rule sets play one engine game (a whole TM game / JDF match) per match.
+    return t.games_per_pairing if t.ruleset == "million_doubt" else 1
+
+
+def claim_match(session: Session, match_id: int) -> ClaimResult:
+    """``queued|pending|running -> running`` for a delivery of match ``match_id``; commit.
+
+    The match row is locked ``FOR UPDATE``. A finished, cancelled or failed match, or one
+    with a stored result, is skipped; a match of a cancelled tournament becomes
+    ``cancelled`` and is skipped. Otherwise ``attempts`` grows by one and the plan is
+    returned.
+    """
+    stmt = select(Match).where(Match.id == match_id).options(selectinload(Match.seats))
+    if session.get_bind().dialect.name == "postgresql":
+        stmt = stmt.with_for_update(of=Match)
+    match = session.scalars(stmt).first()
+    if match is None:
+        session.rollback()
+        return Skipped(SkipReason.NO_SUCH_MATCH, f"no match {match_id}", None, None)
+    t = session.get(Tournament, match.tournament_id)
+    assert t is not None
+    has_result = session.get(MatchResult, match_id) is not None
+    if match.status in DONE or has_result:
+        status = MatchStatus.FINISHED if has_result else match.status
+        session.rollback()
+        return Skipped(SkipReason.DONE, f"match {match_id} is {status}", t.id, t.ruleset)
+    if t.status == TournamentStatus.CANCELLED:
+        match.status = MatchStatus.CANCELLED
+        session.commit()
+        return Skipped(SkipReason.CANCELLED, f"match {match_id}: tournament {t.id} is cancelled", t.id, t.ruleset)
+    bot_ids = [s.bot_id for s in match.seats if s.bot_id is not None]
+    bots = {b.id: b for b in session.scalars(select(Bot).where(Bot.id.in_(bot_ids)))}
+    seats = []
+    for s in match.seats:
+        if s.bot_id is not None:
+            b = bots[s.bot_id]
+            seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret))
+        else:
+            seats.append(SeatPlan(s.seat, None, s.house_bot, s.house_bot or "house", None, None))
+    match.status = MatchStatus.RUNNING
+    match.attempts = (match.attempts or 0) + 1
+    match.started_at = utcnow()
+    tr = t.time_rules or {}
+    plan = MatchPlan(
+        match_id=match.id, tournament_id=t.id, ruleset=t.ruleset, options=dict(t.options or {}),
+        time_rules=TimeRules.from_seconds(float(tr.get("initial", 60.0)), float(tr.get("increment", 10.0)),
+                                          float(tr.get("cap", 60.0))),
+        games=_games_per_match(t), seed=int(match.seed), max_faults=t.max_faults,
+        attempt=match.attempts, seats=tuple(seats))
+    session.commit()
+    return Claimed(plan)
+
+
+def store_result(
+    session: Session,
+    match_id: int,
+    *,
+    scores: list[float],
+    places: list[int],
+    faults: list[int],
+    games: list[dict[str, Any]],
+    timings: dict[str, Any],
+    log: Any,
+) -> bool:
+    """``running -> finished``: store the result and the full log of match ``match_id``
+    exactly once, and finish the tournament if this was its last match; commit.
+
+    Lists are indexed by seat (see :class:`arena.core.db.models.MatchResult`). The result's
+    primary key is the match id and the log's ``match_id`` is unique, so a second delivery
+    that played the match again stores nothing.
+
+    Returns:
+        True if this call stored the result, False if one was already stored.
+    Raises:
+        ValueError: no such match, or list lengths differ from the match's seat count.
+        arena.core.matchlog.LogEncodingError: the log is not strict JSON in UTF-8.
+    """
+    match = session.get(Match, match_id)
+    if match is None:
+        raise ValueError(f"no match {match_id}")
+    n = len(match.seats)
+    for name, values in (("scores", scores), ("places", places), ("faults", faults)):
+        if len(values) != n:
+            raise ValueError(f"{name} has {len(values)} entries, the match has {n} seats")
+    data, size = matchlog.compress(log)
+    try:
+        session.add(MatchResult(match_id=match_id, scores=list(scores), places=list(places),
+                                faults=list(faults), games=list(games), timings=dict(timings)))
+        session.add(MatchLog(match_id=match_id, data=data, size=size))
+        session.flush()
+    except IntegrityError:
+        session.rollback()
+        return False
+    session.execute(update(Match).where(Match.id == match_id).values(
+        status=MatchStatus.FINISHED, finished_at=utcnow(), failure=None))
+    finish_if_done(session, match.tournament_id)
+    session.commit()
+    return True
+
+
+def fail_match(session: Session, match_id: int, reason: str) -> bool:
+    """``running|queued|pending -> failed`` with ``reason`` (shown to the organizer), and
+    finish the tournament if this was its last match; commit. Returns False if the match
+    was already done (nothing changed)."""
+    match = _locked(session, Match, match_id)
+    if match is None or match.status in DONE:
+        session.rollback()
+        return False
+    match.status = MatchStatus.FAILED
+    match.failure = " ".join(reason.split())[:MAX_FAILURE_CHARS] or "failed"
+    match.finished_at = utcnow()
+    session.flush()
+    finish_if_done(session, match.tournament_id)
+    session.commit()
+    return True
+
+
+def retry_failed(session: Session, tournament_id: int, match_ids: Sequence[int] | None = None) -> list[int]:
+    """``failed -> pending`` for the tournament's failed matches (all, or ``match_ids``); a
+    finished tournament with failed matches goes back to ``running``; commit. Returns the ids
+    to enqueue (then :func:`mark_queued`).
+
+    Raises:
+        NotFound, Conflict: no such tournament; cancelled; no failed match to retry.
+    """
+    t = _locked(session, Tournament, tournament_id)
+    if t is None:
+        session.rollback()
+        raise NotFound(f"tournament {tournament_id} not found")
+    if t.status not in (TournamentStatus.RUNNING, TournamentStatus.FINISHED):
+        session.rollback()
+        raise Conflict(f"tournament {tournament_id} is {t.status}")
+    cond = [Match.tournament_id == tournament_id, Match.status == MatchStatus.FAILED]
+    if match_ids is not None:
+        cond.append(Match.id.in_(list(match_ids)))
+    ids = list(session.scalars(select(Match.id).where(*cond).order_by(Match.index)))
+    if not ids:
+        session.rollback()
+        raise Conflict(f"tournament {tournament_id} has no failed match to retry")
+    session.execute(update(Match).where(Match.id.in_(ids)).values(
+        status=MatchStatus.PENDING, finished_at=None))
+    if t.status == TournamentStatus.FINISHED:
+        t.status = TournamentStatus.RUNNING
+        t.finished_at = None
+    session.commit()
+    return ids
+
+
+def tournament_done(session: Session, tournament_id: int) -> bool:
+    """True when no match of the tournament is pending, queued or running."""
+    return unfinished_count(session, tournament_id) == 0
+
