@@ -22,7 +22,7 @@ ARENA = [sys.executable, "-m", "arena.cli"]
 
 @pytest.fixture
 def api(tmp_path):
-    url = f"sqlite:///{tmp_path / 'arena.core.db'}"
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
     upgrade(url)
     engine = make_engine(url)
     with make_sessionmaker(engine)() as s:

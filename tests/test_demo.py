@@ -59,7 +59,7 @@ def test_demo_million_doubt(tmp_path):
     info = json.loads((out / "demo.json").read_text())
     assert info["tournament_id"] == 1 and info["ruleset"] == "million_doubt"
     assert set(info["tokens"]) == {"organizer", "alice", "bob", "carol", "dave"}
-    engine = create_engine(f"sqlite:///{out / 'arena.core.db'}")
+    engine = create_engine(f"sqlite:///{out / 'arena.db'}")
     with engine.connect() as conn:
         assert conn.execute(text("SELECT status FROM tournaments WHERE id = 1")).scalar() == "finished"
         assert conn.execute(text("SELECT count(*) FROM match_results")).scalar() == 6

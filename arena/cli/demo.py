@@ -2,7 +2,7 @@
 
 What it does, in order (everything over real HTTP on 127.0.0.1):
 
-1. A fresh SQLite database ``DIR/arena.core.db`` (``--out DIR``, default ``./demo-output``),
+1. A fresh SQLite database ``DIR/arena.db`` (``--out DIR``, default ``./demo-output``),
    migrated with Alembic; the environment is set to ``ARENA_DATABASE_URL`` = that file,
    ``ARENA_CELERY_EAGER=1`` (matches run in-process: the Celery task's code, no broker) and
    ``ARENA_ALLOW_PRIVATE_BOT_URLS=1`` (the bots live on 127.0.0.1).
@@ -103,7 +103,7 @@ def _free_port() -> int:
 def _fresh_out_dir(out: Path) -> None:
     """Create ``out`` and remove what an earlier demo left there (its database and logs only)."""
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("arena.core.db", "arena.core.db-journal", "arena.core.db-wal", "arena.core.db-shm", "demo.json"):
+    for name in ("arena.db", "arena.db-journal", "arena.db-wal", "arena.db-shm", "demo.json"):
         (out / name).unlink(missing_ok=True)
     logs = out / "logs"
     if logs.is_dir():
@@ -151,7 +151,7 @@ def run_demo(ruleset: str, out: Path, *, port: int = 0, serve: bool = False, see
     started = time.monotonic()
     out = out.expanduser().resolve()
     _fresh_out_dir(out)
-    db_url = f"sqlite:///{out / 'arena.core.db'}"
+    db_url = f"sqlite:///{out / 'arena.db'}"
     # Before any import that reads the settings (worker.celery_app builds its app at import).
     os.environ.update({"ARENA_DATA_DIR": str(out), "ARENA_DATABASE_URL": db_url,
                        "ARENA_CELERY_EAGER": "1", "ARENA_ALLOW_PRIVATE_BOT_URLS": "1"})
@@ -162,7 +162,7 @@ def run_demo(ruleset: str, out: Path, *, port: int = 0, serve: bool = False, see
     gpp = games_per_pairing or size["games_per_pairing"]
     seed = secrets.randbits(31) if seed is None else seed
     console.print(f"[bold]Daifugo Arena demo[/bold]: {ruleset}, 4 sample bots over HTTP, "
-                  f"SQLite at {out / 'arena.core.db'}, matches run in-process (eager mode)")
+                  f"SQLite at {out / 'arena.db'}, matches run in-process (eager mode)")
     console.print(f"tournament size (kept small for the demo): {size['about'] if gpp == size['games_per_pairing'] else f'games_per_pairing {gpp}'}; "
                   f"time bank {DEMO_TIME_RULES['initial']:g} s +{DEMO_TIME_RULES['increment']:g} s per action; seed {seed}")
 

@@ -6,7 +6,7 @@ Variable                        Meaning                                      Def
 ``ARENA_DATA_DIR``              Folder for the embedded database and files   ``<repo>/data`` (a relative
                                                                              value is taken from the
                                                                              current directory)
-``ARENA_DATABASE_URL``          SQLAlchemy URL of the database               ``sqlite:///<data dir>/arena.core.db``
+``ARENA_DATABASE_URL``          SQLAlchemy URL of the database               ``sqlite:///<data dir>/arena.db``
 ``ARENA_BROKER_URL``            Celery broker and result backend URL         ``redis://127.0.0.1:6379/0``
 ``ARENA_ALLOW_PRIVATE_BOT_URLS`` Accept bot endpoints on loopback/private    false
                                 addresses (tests, local demo)
@@ -104,7 +104,7 @@ class Settings:
         """
         env = os.environ if env is None else env
         data_dir = Path(env.get("ARENA_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve()
-        database_url = env.get("ARENA_DATABASE_URL") or f"sqlite:///{data_dir / 'arena.core.db'}"
+        database_url = env.get("ARENA_DATABASE_URL") or f"sqlite:///{data_dir / 'arena.db'}"
         return cls(
             data_dir=data_dir,
             database_url=database_url,

@@ -26,7 +26,7 @@ def _fresh_pg_database(pg_url: str) -> str:
 def database_url(request, tmp_path) -> str:
     """URL of an empty database: a SQLite file, or a fresh database on the real PostgreSQL."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'arena.core.db'}"
+        return f"sqlite:///{tmp_path / 'arena.db'}"
     return _fresh_pg_database(request.getfixturevalue("pg_url"))
 
 

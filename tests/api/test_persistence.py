@@ -8,17 +8,29 @@ import itertools
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from click.testing import CliRunner
 from sqlalchemy import inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from arena.cli import main
-from arena.core.db.migrate import current, upgrade
+from arena.core.db.migrate import alembic_config, current, upgrade
 from arena.core.db.models import Account, Base, Bot, Match, MatchSeat, Tournament
 from arena.core.db.session import make_engine
 from arena.core.schedule import ScheduleError, balanced_tables, build_schedule
 from arena.core.security import hash_token
 from arena.core.url_policy import BotUrlError, check_bot_url
+
+
+def _head() -> str:
+    """The newest migration revision (the file with no successor in versions/)."""
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def test_migration_chain_is_linear_and_numbered():
+    revs = list(ScriptDirectory.from_config(alembic_config()).walk_revisions())
+    assert [r.revision for r in reversed(revs)] == [f"{i:04d}" for i in range(1, len(revs) + 1)]
+    assert _head() == revs[0].revision and len(revs) >= 3
 
 
 def test_migrations_upgrade_an_empty_database_to_the_models(database_url):
@@ -27,13 +39,13 @@ def test_migrations_upgrade_an_empty_database_to_the_models(database_url):
         assert current(engine) is None
         assert inspect(engine).get_table_names() == []
         upgrade(engine=engine)
-        assert current(engine) == "0002"
+        assert current(engine) == _head()
         assert set(inspect(engine).get_table_names()) == set(Base.metadata.tables) | {"alembic_version"}
         with engine.connect() as conn:
             diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
         assert diff == []
         upgrade(engine=engine)  # idempotent
-        assert current(engine) == "0002"
+        assert current(engine) == _head()
     finally:
         engine.dispose()
 
@@ -70,7 +82,7 @@ def test_cli_db_upgrade_and_accounts_create(database_url, monkeypatch):
     runner = CliRunner()
     r = runner.invoke(main, ["db", "upgrade"])
     assert r.exit_code == 0, r.output
-    assert "revision 0002" in r.output
+    assert f"revision {_head()}" in r.output
     r = runner.invoke(main, ["accounts", "create", "--organizer", "boss"])
     assert r.exit_code == 0, r.output
     token = r.stdout.strip().splitlines()[-1]

@@ -155,7 +155,7 @@ def _play_tournament(site: Site, s, name: str, ruleset: str, bot_names: list[str
 @pytest.fixture(scope="session")
 def site(tmp_path_factory) -> Site:
     data = tmp_path_factory.mktemp("ui-site")
-    url = f"sqlite:///{data / 'arena.core.db'}"
+    url = f"sqlite:///{data / 'arena.db'}"
     upgrade(url)
     engine = make_engine(url)
     sm = make_sessionmaker(engine)

@@ -93,7 +93,7 @@ class IllegalBot(Bot):
 def test_eager_mode_over_sqlite_and_the_conformance_gate(tmp_path, bots):
     from arena.core.db.migrate import upgrade
 
-    url = f"sqlite:///{tmp_path / 'arena.core.db'}"
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
     upgrade(url)
     arena = Arena(url, "redis://127.0.0.1:1/0", eager=True, tmp_path=tmp_path)
     try:
