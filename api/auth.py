@@ -17,7 +17,7 @@ from arena.core.access import is_organizer
 from arena.core.db.models import Account
 from arena.core.security import hash_token
 
-BEARER = [{"bearerAuth": []}]
+BEARER: list[dict[str, list[str]]] = [{"bearerAuth": []}]
 
 
 def current_account() -> Account:

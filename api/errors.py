@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from flask_smorest import Api
 from flask_smorest import abort as smorest_abort
@@ -49,13 +49,14 @@ class ArenaApi(Api):
         return payload, code, headers
 
 
-def abort(code: int, message: str, **fields: str) -> None:
+def abort(code: int, message: str, **fields: str) -> NoReturn:
     """Stop the request with ``code``; ``fields`` become ``errors.json.<field>`` (422 use)."""
     if fields:
         smorest_abort(code, message=message, errors={"json": {k: [v] for k, v in fields.items()}})
     smorest_abort(code, message=message)
+    raise AssertionError("unreachable: flask_smorest.abort raises")
 
 
-def field_error(field: str, message: str) -> None:
+def field_error(field: str, message: str) -> NoReturn:
     """422 naming ``field`` of the JSON body."""
     abort(422, f"invalid request: json.{field}: {message}", **{field: message})

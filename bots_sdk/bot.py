@@ -89,7 +89,7 @@ class Request:
             ``discard``).
         info: decision limits (``decision.info``).
         seat, ruleset, options, observation (dict, RULES C-11), legal_actions (list or None),
-        choice (dict or None), remaining_ms (int, this seat's time bank in milliseconds).
+        choice (dict; empty when the decision offers none), remaining_ms (int, this seat's time bank in milliseconds).
     """
 
     __slots__ = ("raw", "kind", "info", "seat", "ruleset", "options", "observation",
@@ -104,7 +104,7 @@ class Request:
         self.options: dict = raw.get("options") or {}
         self.observation: dict = raw["observation"]
         self.legal_actions: list | None = raw.get("legal_actions")
-        self.choice: dict | None = raw.get("choice")
+        self.choice: dict[str, Any] = raw.get("choice") or {}
         self.remaining_ms: int = raw.get("time", {}).get("remaining_ms", 0)
 
     # -- views -----------------------------------------------------------------------------

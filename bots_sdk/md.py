@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any, NamedTuple
 
@@ -41,7 +41,7 @@ class TrickState(NamedTuple):
     ref: Readings | None
     lock: tuple
     reversed_order: bool
-    count: int
+    count: int  # type: ignore[assignment]  # the trick's card count (MD-4), shadows tuple.count
     pending: Mapping[str, Any] | None
 
 
@@ -195,6 +195,7 @@ def honest_probability(obs: Mapping[str, Any], rng: random.Random | None = None,
     total = 1
     for i in range(k):
         total = total * (len(pool) - i) // (i + 1)
+    combos: Iterable[Sequence[int]]
     if total <= samples:
         combos = combinations(pool, k)
     else:
@@ -203,8 +204,8 @@ def honest_probability(obs: Mapping[str, Any], rng: random.Random | None = None,
     honest = tried = 0
     for combo in combos:
         tried += 1
-        combo = list(combo)
-        honest += _honest(state, fu + combo, None if JOKER in combo else declared)
+        cards = list(combo)
+        honest += _honest(state, fu + cards, None if JOKER in cards else declared)
     return honest / tried if tried else 1.0
 
 

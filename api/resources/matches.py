@@ -68,7 +68,9 @@ def readable_match(match_id: int) -> Match:
     m = db().get(Match, match_id)
     if m is None:
         abort(404, f"match {match_id} not found")
-    if not policy.can_read_match(db(), account, m, db().get(Tournament, m.tournament_id)):
+    t = db().get(Tournament, m.tournament_id)
+    assert t is not None  # matches.tournament_id is a foreign key
+    if not policy.can_read_match(db(), account, m, t):
         if account is None:
             abort(401, "missing bearer token (Authorization: Bearer <token>): the match is not public")
         abort(403, f"match {match_id} is not visible to you")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 from urllib.parse import urlencode
 
 from flask import (
@@ -113,7 +114,9 @@ def _match(match_id: int) -> tuple[Match, Tournament]:
     m = db().get(Match, match_id) if 1 <= match_id <= MAX_ID else None
     if m is None:
         abort(404, f"There is no match {match_id}.")
-    return m, db().get(Tournament, m.tournament_id)
+    t = db().get(Tournament, m.tournament_id)
+    assert t is not None  # matches.tournament_id is a foreign key
+    return m, t
 
 
 def _bot_names(ids) -> dict[int, str]:
@@ -182,10 +185,11 @@ def tournament_page(tournament_id: int):
     names = _bot_names([p.bot_id for p in t.participants]
                        + [s.bot_id for m in matches for s in m.seats])
     all_visible = policy.sees_all_matches(db(), account, t)
-    if not all_visible:
+    mine: set[int] = set()
+    if not all_visible and account is not None:
         mine = set(db().scalars(select(MatchSeat.match_id).join(Bot, MatchSeat.bot_id == Bot.id).where(
             Bot.owner_id == account.id, MatchSeat.match_id.in_([m.id for m in matches]))).all())
-    rows = []
+    rows: list[dict[str, Any]] = []
     for st in standings:
         label = _entrant_label(st.entrant if isinstance(st.entrant, int) else None,
                                st.entrant if isinstance(st.entrant, str) else None, names)

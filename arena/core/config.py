@@ -111,6 +111,6 @@ class Settings:
             broker_url=env.get("ARENA_BROKER_URL") or DEFAULT_BROKER_URL,
             allow_private_bot_urls=_bool(env, "ARENA_ALLOW_PRIVATE_BOT_URLS", False),
             celery_eager=_bool(env, "ARENA_CELERY_EAGER", False),
-            bot_max_concurrency=_positive_int(env, "ARENA_BOT_MAX_CONCURRENCY", DEFAULT_BOT_MAX_CONCURRENCY),
+            bot_max_concurrency=_positive_int(env, "ARENA_BOT_MAX_CONCURRENCY", None) or DEFAULT_BOT_MAX_CONCURRENCY,
             visibility_timeout_s=_positive_int(env, "ARENA_VISIBILITY_TIMEOUT_S", None),
         )

@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -95,6 +95,12 @@ class NotFound(LifecycleError):
     """No such tournament or match (HTTP 404)."""
 
 
+def _update(session: Session, stmt: Any) -> int:
+    """Execute an ``UPDATE`` statement; returns how many rows it changed."""
+    result = cast(CursorResult[Any], session.execute(stmt))
+    return int(result.rowcount or 0)
+
+
 def _locked(session: Session, model: type[Any], key: int) -> Any:
     """``session.get`` with the row locked ``FOR UPDATE`` on PostgreSQL (SQLite: a plain get)."""
     if session.get_bind().dialect.name == "postgresql":
@@ -129,10 +135,10 @@ def start_tournament(session: Session, tournament_id: int, schedule: Iterable[Sc
         session.rollback()
         raise NotFound(f"tournament {tournament_id} not found")
     if t.status == TournamentStatus.CREATED:
-        claimed = session.execute(update(Tournament).where(
+        claimed = _update(session, update(Tournament).where(
             Tournament.id == t.id, Tournament.status == TournamentStatus.CREATED).values(
             status=TournamentStatus.RUNNING, started_at=utcnow()))
-        if claimed.rowcount != 1:
+        if claimed != 1:
             session.rollback()
             raise Conflict(f"tournament {tournament_id} was started concurrently")
         for m in schedule:
@@ -161,10 +167,10 @@ def mark_queued(session: Session, match_ids: Sequence[int]) -> int:
     commit. Returns how many changed."""
     if not match_ids:
         return 0
-    res = session.execute(update(Match).where(
+    changed = _update(session, update(Match).where(
         Match.id.in_(list(match_ids)), Match.status == MatchStatus.PENDING).values(status=MatchStatus.QUEUED))
     session.commit()
-    return int(res.rowcount or 0)
+    return changed
 
 
 def resumable_matches(session: Session, tournament_id: int, *, include_running: bool = False) -> list[int]:
@@ -199,11 +205,11 @@ def cancel_tournament(session: Session, tournament_id: int) -> None:
     if t is None:
         session.rollback()
         raise NotFound(f"tournament {tournament_id} not found")
-    done = session.execute(update(Tournament).where(
+    done = _update(session, update(Tournament).where(
         Tournament.id == tournament_id,
         Tournament.status.in_((TournamentStatus.CREATED, TournamentStatus.RUNNING))).values(
         status=TournamentStatus.CANCELLED, finished_at=utcnow()))
-    if done.rowcount != 1:
+    if done != 1:
         session.rollback()
         raise Conflict(f"tournament {tournament_id} is {t.status}")
     session.execute(update(Match).where(
@@ -227,10 +233,9 @@ def finish_if_done(session: Session, tournament_id: int) -> bool:
     t = _locked(session, Tournament, tournament_id)
     if t is None or t.status != TournamentStatus.RUNNING or unfinished_count(session, tournament_id):
         return False
-    res = session.execute(update(Tournament).where(
+    return _update(session, update(Tournament).where(
         Tournament.id == tournament_id, Tournament.status == TournamentStatus.RUNNING).values(
-        status=TournamentStatus.FINISHED, finished_at=utcnow()))
-    return res.rowcount == 1
+        status=TournamentStatus.FINISHED, finished_at=utcnow())) == 1
 
 
 # -- matches --------------------------------------------------------------------------------

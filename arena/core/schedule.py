@@ -233,7 +233,7 @@ def build_schedule(
         raise ScheduleError(f"unsupported seat count {seats}")
     n = len(entrants)
     if math.comb(n, 4) <= table_limit:
-        tables = list(itertools.combinations(range(n), 4))
+        tables: list[tuple[int, ...]] = list(itertools.combinations(range(n), 4))
     else:
         tables = balanced_tables(n, seed)
     for rnd in range(games_per_pairing):

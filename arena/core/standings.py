@@ -134,7 +134,8 @@ def compute_standings(records: Iterable[MatchRecord], entrants: Iterable[Entrant
         if n:
             r.mean_score = r.total_score / n
         if n >= 2:
-            var = sum((x - r.mean_score) ** 2 for x in r._scores) / (n - 1)
+            mean = r.total_score / n
+            var = sum((x - mean) ** 2 for x in r._scores) / (n - 1)
             r.ci95 = t975(n - 1) * math.sqrt(var / n)
         r.mu, r.sigma, r.ordinal = ratings[e].mu, ratings[e].sigma, ratings[e].ordinal()
     ordered = sorted(rows.values(), key=_sort_key)
@@ -144,8 +145,10 @@ def compute_standings(records: Iterable[MatchRecord], entrants: Iterable[Entrant
 
 
 def _record(match: Match) -> MatchRecord:
-    res: MatchResult = match.result
-    seats = tuple(s.bot_id if s.bot_id is not None else s.house_bot for s in match.seats)
+    res = match.result
+    if res is None:
+        raise ValueError(f"match {match.id} has no result")
+    seats = tuple(s.bot_id if s.bot_id is not None else (s.house_bot or "house") for s in match.seats)
     return MatchRecord(match.index, seats, res.scores, res.places, res.faults, res.games or ())
 
 

@@ -63,7 +63,7 @@ def resolve_host(host: str, port: int) -> list[str]:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError, OSError) as exc:
         raise BotUrlError(f"host {host!r} does not resolve ({exc})") from None
-    return sorted({info[4][0] for info in infos})
+    return sorted({str(info[4][0]) for info in infos})
 
 
 def check_bot_url(url: str, *, allow_private: bool = False, resolve: bool = True) -> str:

@@ -27,6 +27,8 @@ class RandomBot(Bot):
         self.doubt_rate = doubt_rate
 
     def _any(self, req: Request) -> dict:
+        if not req.legal_actions:
+            raise ValueError(f"no legal_actions listed for a {req.kind} decision")
         return self.rng.choice(req.legal_actions)
 
     def play(self, req: Request) -> dict:

@@ -303,9 +303,11 @@ class HttpPlayer:
         resp = self.transport.handle_request(request)
         try:
             status = resp.status_code
-            chunks = []
+            chunks: list[bytes] = []
             size = 0
-            for chunk in resp.stream:
+            stream = resp.stream
+            assert isinstance(stream, httpx.SyncByteStream)
+            for chunk in stream:
                 size += len(chunk)
                 if size > self.max_body_bytes:
                     return status, b"".join(chunks)[:RECEIVED_LOG_CHARS], "body_too_large", \

@@ -84,14 +84,14 @@ def build_players(plan: MatchPlan, settings: Settings, book: SlotBook | None = N
     """Step 2: one player per seat, in seat order (``book``: the match's :class:`SlotBook`)."""
     # Eager mode (a quick local run) has no broker: no per-bot cap there.
     client = None if settings.celery_eager else _redis(settings.broker_url)
-    players = []
+    players: list[CappedHttpPlayer | LocalPlayer] = []
     for s in plan.seats:
         if s.bot_id is not None:
             sem = BotSemaphore(client, str(s.bot_id), settings.bot_max_concurrency) if client else None
-            players.append(CappedHttpPlayer(s.url, s.secret, s.name, sem, book))
+            players.append(CappedHttpPlayer(s.url or "", s.secret, s.name, sem, book))
         else:
             bot = SAMPLE_BOTS[HOUSE_BOT](seed=derive_seed(plan.seed, "house", s.seat))
-            players.append(LocalPlayer(bot, s.house_bot))
+            players.append(LocalPlayer(bot, s.name))
     return players
 
 

@@ -24,8 +24,11 @@ def _run(connection) -> None:
 def run_migrations_online() -> None:
     engine = config.attributes.get("engine")
     owned = engine is None
-    if owned:
-        engine = make_engine(config.get_main_option("sqlalchemy.url"))
+    if engine is None:
+        url = config.get_main_option("sqlalchemy.url")
+        if not url:
+            raise RuntimeError("alembic: no database URL (sqlalchemy.url) and no engine given")
+        engine = make_engine(url)
     try:
         with engine.connect() as connection:
             _run(connection)
