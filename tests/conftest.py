@@ -65,6 +65,28 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(module, name)
 
 
+#: Fixtures that start (or need) a real PostgreSQL, Redis or Celery worker: a test using one,
+#: directly or through another fixture, gets the ``services`` marker (the fast lane
+#: ``-m "not services"`` leaves it out).
+SERVICE_FIXTURES = frozenset({"pg_url", "redis_url", "celery_worker_factory"})
+
+
+def needs_services(item: pytest.Item) -> bool:
+    """True if ``item`` uses a service fixture, or a ``database_url`` parametrized to PostgreSQL."""
+    names = set(getattr(item, "fixturenames", ()))
+    if names & SERVICE_FIXTURES:
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("database_url") == "postgresql"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that needs PostgreSQL, Redis or a worker ``services``."""
+    for item in items:
+        if needs_services(item):
+            item.add_marker(pytest.mark.services)
+
+
 # --------------------------------------------------------------------------- ports
 
 

@@ -31,8 +31,8 @@ from arena.core.accounts import create_account
 from arena.core.config import Settings
 from arena.core.db.migrate import upgrade
 from arena.core.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
-from arena.core.lifecycle import store_result
 from arena.core.db.session import make_engine, make_sessionmaker
+from arena.core.lifecycle import store_result
 from arena.core.runner.match import run_match
 from arena.core.runner.players import LocalPlayer
 from arena.core.schedule import build_schedule
