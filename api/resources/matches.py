@@ -67,6 +67,8 @@ def readable_match(match_id: int) -> Match:
     account = optional_account()
     m = db().get(Match, match_id)
     if m is None:
+        if account is None:
+            abort(401, "missing bearer token (Authorization: Bearer <token>): the match is not public")
         abort(404, f"match {match_id} not found")
     t = db().get(Tournament, m.tournament_id)
     assert t is not None  # matches.tournament_id is a foreign key

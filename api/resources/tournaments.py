@@ -172,14 +172,16 @@ def tournament_dict(t: Tournament, progress: tuple[int, int] | None = None) -> d
 
 
 def get_tournament(tournament_id: int) -> Tournament:
-    """The tournament if the request's viewer may see it (:mod:`arena.core.access`); 404 if
-    there is none, 401 for an anonymous reader of a tournament that is not public."""
+    """The tournament if the request's viewer may see it (:mod:`arena.core.access`).
+
+    404 if there is none; an anonymous reader gets 401 for a tournament that is missing or
+    not public (nothing tells it whether the tournament exists)."""
     viewer = optional_account()
     t = db().get(Tournament, tournament_id)
-    if t is None:
+    if t is None or not policy.can_view_tournament(db(), viewer, t):
+        if viewer is None:
+            abort(401, "missing bearer token (Authorization: Bearer <token>): the tournament is not public")
         abort(404, f"tournament {tournament_id} not found")
-    if not policy.can_view_tournament(db(), viewer, t):
-        abort(401, "missing bearer token (Authorization: Bearer <token>): the tournament is not public")
     return t
 
 

@@ -156,7 +156,7 @@ def test_unknown_tournament_and_match_are_404(client, league):
                  "/api/v1/tournaments/424242/matches", "/api/v1/tournaments/424242/logs",
                  "/api/v1/matches/424242", "/api/v1/matches/424242/log"):
         assert client.get(path, headers=league["org"]).status_code == 404, path
-        assert client.get(path).status_code == 401, path
+        assert client.get(path).status_code == 401, path  # anonymous: nothing says whether it exists
 
 
 def _finish_all(sessionmaker, client, league, tid):
@@ -175,7 +175,7 @@ def _finish_all(sessionmaker, client, league, tid):
 
 
 def test_results_logs_standings_and_access(client, league, sessionmaker, accounts):
-    t = _create(client, league).json
+    t = _create(client, league, public_when_finished=False).json
     client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"])  # 503; schedule stored
     ms = client.get(f"/api/v1/tournaments/{t['id']}/matches?per_page=100", headers=league["org"]).json["items"]
     bots = league["bots"]
@@ -206,6 +206,7 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
     # Finished tournament: every participant's owner reads every log; outsiders still cannot.
     assert client.get(f"/api/v1/matches/{bb['id']}/log", headers=league["a"]).status_code == 200
     assert client.get(f"/api/v1/matches/{bb['id']}", headers=outsider).status_code == 403
+    assert client.get(f"/api/v1/matches/{bb['id']}").status_code == 401  # not public: no anonymous read
     stream = client.get(f"/api/v1/tournaments/{t['id']}/logs", headers=league["a"])
     assert stream.status_code == 200 and stream.mimetype == "application/x-ndjson"
     lines = [json.loads(line) for line in stream.data.decode().splitlines()]
@@ -252,3 +253,30 @@ def test_match_list_filters_and_pagination_bounds(client, league):
     for bad in ("per_page=101", "per_page=0", "page=0", "status=done", "per_page=1.5"):
         r = client.get(f"/api/v1/tournaments/{t['id']}/matches?{bad}", headers=league["org"])
         assert r.status_code == 422, bad
+
+
+def test_public_when_finished_opens_the_rest_api_to_anonymous_readers(client, league, sessionmaker, accounts):
+    """arena.core.access: a finished public tournament is readable without a token, through the
+    REST API as through the pages; before it finishes, or when not public, it is not."""
+    pub = _create(client, league).json
+    private = _create(client, league, public_when_finished=False).json
+    for t in (pub, private):
+        client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"])  # 503; schedule stored
+    ms = client.get(f"/api/v1/tournaments/{pub['id']}/matches?per_page=100", headers=league["org"]).json["items"]
+    assert client.get(f"/api/v1/tournaments/{pub['id']}").status_code == 401  # running: not public yet
+    assert client.get(f"/api/v1/matches/{ms[0]['id']}").status_code == 401
+    assert client.get("/api/v1/tournaments").json["total"] == 0
+    for t in (pub, private):
+        _finish_all(sessionmaker, client, league, t["id"])
+    assert client.get(f"/api/v1/tournaments/{pub['id']}").json["status"] == "finished"
+    assert client.get(f"/api/v1/tournaments/{pub['id']}/standings").status_code == 200
+    assert client.get(f"/api/v1/tournaments/{pub['id']}/matches?per_page=100").json["total"] == len(ms)
+    assert client.get(f"/api/v1/matches/{ms[0]['id']}/log").status_code == 200
+    lines = client.get(f"/api/v1/tournaments/{pub['id']}/logs").data.decode().splitlines()
+    assert len(lines) == len(ms)
+    listed = client.get("/api/v1/tournaments").json
+    assert [t["id"] for t in listed["items"]] == [pub["id"]]
+    assert client.get(f"/api/v1/tournaments/{private['id']}").status_code == 401
+    assert client.get(f"/api/v1/tournaments/{private['id']}/logs").status_code == 401
+    # a wrong token is still refused, public or not
+    assert client.get(f"/api/v1/tournaments/{pub['id']}", headers={"Authorization": "Bearer nope"}).status_code == 401

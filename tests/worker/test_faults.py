@@ -87,7 +87,7 @@ def test_cancel_stops_the_remaining_matches(arena, bots, celery_worker_factory):
     tid = arena.create("million_doubt", ids, games_per_pairing=2)
     checked = [b.decisions for b in bots]  # requests of the conformance games
     arena.start(tid)  # enqueued in Redis, no worker yet
-    r = arena.cli.client.post(f"/api/v1/tournaments/{tid}/cancel", headers=arena.org)
+    r = arena.client.post(f"/api/v1/tournaments/{tid}/cancel", headers=arena.org)
     assert r.status_code == 200 and r.json["status"] == "cancelled"
     worker = celery_worker_factory(concurrency=1, database_url=arena.database_url)
     # The worker consumes the 3 match tasks first (one process, FIFO queue) and skips them.

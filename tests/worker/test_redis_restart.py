@@ -69,7 +69,7 @@ def test_redis_restart_loses_no_result_and_resume_finishes(pg_database, tmp_path
         server = _start_redis(port)
         # the worker reconnects by itself; what the broker forgot is enqueued again
         time.sleep(2.0)
-        r = arena.cli.client.post(f"/api/v1/tournaments/{tid}/resume", headers=arena.org)
+        r = arena.client.post(f"/api/v1/tournaments/{tid}/resume", headers=arena.org)
         if r.status_code == 409:  # everything had already been played or was in flight
             assert "no match to re-enqueue" in r.json["message"]
         else:
@@ -94,11 +94,11 @@ def test_resume_refuses_what_it_cannot_do(arena, bots):
         bots.append(SwitchBot(SAMPLE_BOTS["greedy"]()))
     ids = [arena.register(b, ["million_doubt"], f"q{i}") for i, b in enumerate(bots)]
     tid = arena.create("million_doubt", ids, games_per_pairing=2)
-    r = arena.cli.client.post(f"/api/v1/tournaments/{tid}/resume", headers=arena.org)
+    r = arena.client.post(f"/api/v1/tournaments/{tid}/resume", headers=arena.org)
     assert r.status_code == 409 and "is created, not running" in r.json["message"]
-    r = arena.cli.client.post(f"/api/v1/tournaments/{tid}/resume?include_running=maybe", headers=arena.org)
+    r = arena.client.post(f"/api/v1/tournaments/{tid}/resume?include_running=maybe", headers=arena.org)
     assert r.status_code == 422 and "include_running" in str(r.json)
-    r = arena.cli.client.post(f"/api/v1/tournaments/{tid}/resume", headers=arena.owner)
+    r = arena.client.post(f"/api/v1/tournaments/{tid}/resume", headers=arena.owner)
     assert r.status_code == 403
-    r = arena.cli.client.post("/api/v1/tournaments/999999/resume", headers=arena.org)
+    r = arena.client.post("/api/v1/tournaments/999999/resume", headers=arena.org)
     assert r.status_code == 404

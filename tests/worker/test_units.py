@@ -101,14 +101,14 @@ def test_eager_mode_over_sqlite_and_the_conformance_gate(tmp_path, bots):
                      SwitchBot(IllegalBot())])
         ids = [arena.register(b, ["million_doubt", "jdf"], f"e{i}") for i, b in enumerate(bots[:2])]
         # A bot that passes the health check but plays illegally fails its conformance game.
-        r = arena.cli.client.post("/api/v1/bots", json={"name": "bad", "url": bots[2].url,
+        r = arena.client.post("/api/v1/bots", json={"name": "bad", "url": bots[2].url,
                                                     "rulesets": ["million_doubt"]}, headers=arena.owner)
         bots[2].set_secret(r.json["secret"])
-        checked = arena.cli.client.post(f"/api/v1/bots/{r.json['id']}/check", headers=arena.owner).json
+        checked = arena.client.post(f"/api/v1/bots/{r.json['id']}/check", headers=arena.owner).json
         assert checked["status"] == "failed" and checked["last_check"]["health"]["ok"]
         conf = checked["last_check"]["conformance"][0]
         assert conf["ok"] is False and conf["faults"][0]["kind"] == "invalid_action"
-        r = arena.cli.client.post("/api/v1/tournaments", headers=arena.org, json={
+        r = arena.client.post("/api/v1/tournaments", headers=arena.org, json={
             "ruleset": "million_doubt", "participants": ids + [r.json["id"]]})
         assert r.status_code == 422 and "has not passed its check" in r.json["message"]
         # Eager mode: starting plays every match in-process (here 2 players + 2 house bots, JDF).
