@@ -45,7 +45,7 @@ blp = Blueprint("tournaments", __name__, url_prefix="/api/v1/tournaments",
                 description="Round-robin tournaments, their matches, standings and logs")
 protect(blp, organizer_methods=("POST",), anonymous_reads=True)
 
-MAX_PARTICIPANTS = 32
+MAX_PARTICIPANTS = 128
 DEFAULT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 TIE_BREAK = ("higher mean score per game; then more wins; then higher rating ordinal; "
              "then fewer faults; then lower bot id (house bots last)")

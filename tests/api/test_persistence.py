@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -17,7 +18,7 @@ from arena.cli import main
 from arena.core.db.migrate import alembic_config, current, upgrade
 from arena.core.db.models import Account, Base, Bot, Match, MatchSeat, Tournament
 from arena.core.db.session import make_engine
-from arena.core.schedule import ScheduleError, balanced_tables, build_schedule
+from arena.core.schedule import ScheduleError, build_schedule
 from arena.core.security import hash_token
 from arena.core.url_policy import BotUrlError, check_bot_url
 
@@ -149,11 +150,45 @@ def test_four_player_schedule_rotates_seats_and_fills_with_house_bots():
         build_schedule(4, [7, 9, 11], 1, seed=1)
 
 
-@pytest.mark.parametrize("n, tables, meetings", [(9, 18, 3), (13, 13, 1), (10, 15, 2)])
-def test_balanced_schedule_above_the_limit(n, tables, meetings):
-    design = balanced_tables(n, seed=3)
-    assert len(design) == tables
-    pair_count = collections.Counter(p for t in design for p in itertools.combinations(t, 2))
-    assert len(pair_count) == n * (n - 1) // 2 and set(pair_count.values()) == {meetings}
-    plan = build_schedule(4, list(range(100, 100 + n)), 1, seed=3)
-    assert len(plan) == tables * 4
+def _spread_within(positions: list[int], total: int, count: int) -> int:
+    """Largest gap between an entrant's consecutive matches, measured in matches."""
+    marks = [-1, *positions, total]
+    return max(b - a for a, b in zip(marks, marks[1:]))
+
+
+@pytest.mark.parametrize("n", range(4, 129))
+def test_four_player_schedule_for_every_field_size(n):
+    """Issue 15: every bot seated equally often (and in each seat equally often), pairs meeting
+    evenly, each bot's matches spread over the queue; built quickly for 4..128 bots."""
+    plan = build_schedule(4, list(range(1000, 1000 + n)), 1, seed=n)
+    seats = collections.Counter(e for m in plan for e in m.seats)
+    assert len(seats) == n and len(set(seats.values())) == 1  # every bot plays as many matches
+    by_seat = collections.Counter((e, i) for m in plan for i, e in enumerate(m.seats))
+    assert len(set(by_seat.values())) == 1  # ... and sits in each seat as often
+    assert all(len(set(m.seats)) == 4 for m in plan)
+    tables = {m.table: tuple(sorted(m.seats)) for m in plan}
+    meets = collections.Counter(p for t in tables.values() for p in itertools.combinations(t, 2))
+    counts = [meets[p] for p in itertools.combinations(range(1000, 1000 + n), 2)]
+    if n <= 8:  # every 4-subset: every pair meets exactly C(n-2, 2) times
+        assert set(counts) == {math.comb(n - 2, 2)}
+    else:
+        assert max(counts) <= 3  # nobody meets the same bot more than 3 times
+        assert sum(1 for c in counts if c >= 1) >= 0.85 * len(counts)  # nearly every pair meets
+    # spread: no bot waits more than a fifth of the queue (plus one table round) between matches
+    positions = collections.defaultdict(list)
+    for m in plan:
+        for e in m.seats:
+            positions[e].append(m.index)
+    per_bot = len(plan) * 4 // n
+    worst = max(_spread_within(p, len(plan), per_bot) for p in positions.values())
+    assert worst <= max(len(plan) // 5, 4 * n), (worst, len(plan))
+
+
+def test_two_player_schedule_rounds_for_every_field_size():
+    for n in range(2, 129):
+        plan = build_schedule(2, list(range(n)), 2, seed=1)
+        assert sorted(tuple(sorted(m.seats)) for m in plan) == list(itertools.combinations(range(n), 2))
+        # circle method: in each block of n // 2 matches (a round) every bot plays at most once
+        for r in range(0, len(plan), max(1, n // 2)):
+            block = [e for m in plan[r:r + n // 2] for e in m.seats]
+            assert len(block) == len(set(block))
