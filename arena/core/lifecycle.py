@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, func, select, update
+from sqlalchemy import CursorResult, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -141,12 +141,18 @@ def start_tournament(session: Session, tournament_id: int, schedule: Iterable[Sc
         if claimed != 1:
             session.rollback()
             raise Conflict(f"tournament {tournament_id} was started concurrently")
-        for m in schedule:
-            session.add(Match(
-                tournament_id=t.id, index=m.index, table=m.table, seed=m.seed, status=MatchStatus.PENDING,
-                seats=[MatchSeat(seat=i, bot_id=e if isinstance(e, int) else None,
-                                 house_bot=e if isinstance(e, str) else None) for i, e in enumerate(m.seats)]))
+        planned = list(schedule)
         try:
+            if planned:  # bulk inserts: a 128-bot schedule has thousands of matches
+                now = utcnow()
+                rows = session.execute(insert(Match).returning(Match.id, Match.index, sort_by_parameter_order=True), [
+                    {"tournament_id": t.id, "index": m.index, "table": m.table, "seed": m.seed,
+                     "status": MatchStatus.PENDING, "attempts": 0, "created_at": now} for m in planned]).all()
+                ids = {index: mid for mid, index in rows}
+                session.execute(insert(MatchSeat), [
+                    {"match_id": ids[m.index], "seat": i, "bot_id": e if isinstance(e, int) else None,
+                     "house_bot": e if isinstance(e, str) else None}
+                    for m in planned for i, e in enumerate(m.seats)])
             session.commit()
         except IntegrityError:  # another start stored the schedule first (SQLite has no row lock)
             session.rollback()
