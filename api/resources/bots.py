@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 import engine
 from api.auth import BEARER, current_account, protect
-from api.common import IdField, PageArgs, errors, page_schema, paginate_query
+from api.common import IdField, PageArgs, TextField, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
 from arena.core.access import is_organizer
@@ -30,16 +30,16 @@ protect(blp)
 
 
 class BotCreateSchema(ma.Schema):
-    name = ma.fields.String(required=True, validate=validate.Length(min=1, max=64))
-    url = ma.fields.String(required=True, validate=validate.Length(min=1, max=MAX_URL_LENGTH),
-                           metadata={"description": "http(s) endpoint of the bot; public hosts only"})
+    name = TextField(required=True, min_length=1, max_length=64)
+    url = TextField(required=True, min_length=1, max_length=MAX_URL_LENGTH,
+                    metadata={"description": "http(s) endpoint of the bot; public hosts only"})
     rulesets = ma.fields.List(ma.fields.String(validate=validate.OneOf(engine.RULESETS)),
                               required=True, validate=validate.Length(min=1, max=len(engine.RULESETS)))
 
 
 class BotPatchSchema(ma.Schema):
-    name = ma.fields.String(validate=validate.Length(min=1, max=64))
-    url = ma.fields.String(validate=validate.Length(min=1, max=MAX_URL_LENGTH))
+    name = TextField(min_length=1, max_length=64)
+    url = TextField(min_length=1, max_length=MAX_URL_LENGTH)
     rulesets = ma.fields.List(ma.fields.String(validate=validate.OneOf(engine.RULESETS)),
                               validate=validate.Length(min=1, max=len(engine.RULESETS)))
 

@@ -25,6 +25,7 @@ import httpx
 
 from arena.core.runner.match import run_match
 from arena.core.runner.players import HttpPlayer
+from arena.core.safejson import JsonLimitError, loads_limited
 from arena.core.url_policy import BotUrlError, check_bot_url
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
@@ -36,6 +37,9 @@ MAX_HEALTH_BYTES = 64 * 1024
 
 
 def _truncate(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters, NUL shown as ``\\x00`` (the outcome is stored as
+    JSON in PostgreSQL, which refuses NUL in text)."""
+    text = text.replace("\x00", "\\x00")
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -74,11 +78,9 @@ def health_check(url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx
         out["error"] = f"HTTP status {resp.status_code}, expected 200"
         return out
     try:
-        import json
-
-        data = json.loads(body)
-    except ValueError:
-        out["error"] = "response is not JSON: " + _truncate(body.decode("utf-8", "replace"))
+        data = loads_limited(body)
+    except JsonLimitError as exc:
+        out["error"] = _truncate(f"response is not acceptable JSON: {exc}")
         return out
     if not isinstance(data, dict):
         out["error"] = "response JSON is not an object"
