@@ -66,6 +66,15 @@ def _positive_int(env: Mapping[str, str], name: str, default: int | None) -> int
     return value
 
 
+def allow_private_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """``ARENA_ALLOW_PRIVATE_BOT_URLS`` of ``env`` (default ``os.environ``); false when unset.
+
+    Raises:
+        ConfigError: not a boolean word.
+    """
+    return _bool(os.environ if env is None else env, "ARENA_ALLOW_PRIVATE_BOT_URLS", False)
+
+
 #: Default of ``ARENA_BOT_MAX_CONCURRENCY``.
 DEFAULT_BOT_MAX_CONCURRENCY = 4
 

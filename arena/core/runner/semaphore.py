@@ -221,8 +221,8 @@ class CappedHttpPlayer(HttpPlayer):
     """
 
     def __init__(self, url: str, secret: str | None, name: str | None, semaphore: BotSemaphore | None,
-                 book: SlotBook | None = None):
-        super().__init__(url, secret, name)
+                 book: SlotBook | None = None, *, allow_private: bool | None = None):
+        super().__init__(url, secret, name, allow_private=allow_private)
         self.semaphore = semaphore
         self.book = book
         self.wait_s = 0.0
