@@ -7,11 +7,12 @@ import click
 from gunicorn.app.base import BaseApplication
 
 from api import create_app
+from arena.core import crypto
 from arena.core.accounts import NAME_RE, NameTaken, create_account
 from arena.core.config import Settings
 from arena.core.db.migrate import current, upgrade
 from arena.core.db.migrate import upgrade as run_upgrade
-from arena.core.db.session import make_engine, make_sessionmaker
+from arena.core.db.session import make_engine, make_sessionmaker, normalize_url
 
 
 @click.command("api")
@@ -57,6 +58,7 @@ def db_upgrade(revision: str) -> None:
     """Create or upgrade the tables of ARENA_DATABASE_URL."""
 
     settings = Settings.from_env()
+    click.echo(_database_line(settings.database_url), err=True)
     engine = make_engine(settings.database_url)
     try:
         upgrade(engine=engine, revision=revision)
@@ -81,9 +83,9 @@ def accounts_create(organizer: bool, name: str) -> None:
     if not re.match(NAME_RE, name):
         raise click.BadParameter("1-64 letters, digits, '_', '.', '-'", param_hint="NAME")
     settings = Settings.from_env()
+    click.echo(_database_line(settings.database_url), err=True)
     engine = make_engine(settings.database_url)
     try:
-
         upgrade(engine=engine)  # idempotent: a fresh database gets its tables first
         with make_sessionmaker(engine)() as session:
             try:
@@ -94,3 +96,44 @@ def accounts_create(organizer: bool, name: str) -> None:
         click.echo(token)
     finally:
         engine.dispose()
+
+
+def _database_line(url: str) -> str:
+    """``database: <url without password>`` (issue 16 item 6: commands name their database)."""
+    from sqlalchemy.engine import make_url
+
+    return f"database: {make_url(normalize_url(url)).render_as_string(hide_password=True)}"
+
+
+@click.group("secrets")
+def secrets_group() -> None:
+    """Encryption of bot signing secrets at rest (ARENA_ENCRYPTION_KEYS, arena.core.crypto)."""
+
+
+@secrets_group.command("new-key")
+def secrets_new_key() -> None:
+    """Print a fresh Fernet key for ARENA_ENCRYPTION_KEYS."""
+    click.echo(crypto.new_key())
+
+
+@secrets_group.command("reencrypt")
+def secrets_reencrypt() -> None:
+    """Re-encrypt every stored bot secret with the first key of ARENA_ENCRYPTION_KEYS (key
+    rotation step 2; the other keys must still be listed to decrypt)."""
+    from sqlalchemy import text
+
+    settings = Settings.from_env()
+    click.echo(_database_line(settings.database_url), err=True)
+    engine = make_engine(settings.database_url)
+    count = 0
+    try:
+        with engine.begin() as conn:
+            for column in ("secret", "previous_secret"):
+                rows = conn.execute(text(f"SELECT id, {column} FROM bots WHERE {column} IS NOT NULL")).all()
+                for bot_id, stored in rows:
+                    conn.execute(text(f"UPDATE bots SET {column} = :v WHERE id = :i"),
+                                 {"v": crypto.reencrypt(stored), "i": bot_id})
+                    count += 1
+    finally:
+        engine.dispose()
+    click.echo(f"re-encrypted {count} secrets")

@@ -87,7 +87,7 @@ def health_check(url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx
     try:
         data = loads_limited(body)
     except JsonLimitError as exc:
-        out["error"] = _truncate(f"response is not acceptable JSON: {exc}")
+        out["error"] = _truncate(f"response is not JSON within the limits: {exc}")
         return out
     if not isinstance(data, dict):
         out["error"] = "response JSON is not an object"

@@ -240,6 +240,7 @@ class HttpPlayer:
         secret: signing secret (requests carry ``X-Arena-Timestamp`` / ``X-Arena-Signature``).
         name: display name (default: the URL).
         max_body_bytes: answer size cap (bytes).
+        previous_secret: a rotated secret in its grace period: requests carry its signature too.
         allow_private: accept loopback/private bot addresses; None reads
             ``ARENA_ALLOW_PRIVATE_BOT_URLS`` from the environment (default false).
 
@@ -250,13 +251,15 @@ class HttpPlayer:
     kind = "http"
 
     def __init__(self, url: str, secret: str | None = None, name: str | None = None,
-                 max_body_bytes: int = MAX_BODY_BYTES, *, allow_private: bool | None = None):
+                 max_body_bytes: int = MAX_BODY_BYTES, *, allow_private: bool | None = None,
+                 previous_secret: str | None = None):
         self.url = url
         try:
             self._url: httpx.URL | None = httpx.URL(url)
         except (httpx.InvalidURL, TypeError):
             self._url = None
         self.secret = secret
+        self.previous_secret = previous_secret
         self.name = name or url
         self.max_body_bytes = max_body_bytes
         self._sock: socket.socket | None = None
@@ -327,7 +330,7 @@ class HttpPlayer:
             resp.close()
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
-        headers = protocol.sign(self.secret, body)
+        headers = protocol.sign(self.secret, body, previous=self.previous_secret)
         start = time.monotonic()
         deadline = start + max(timeout_s, 0.0)
         self._fired = False
@@ -374,7 +377,7 @@ class HttpPlayer:
 
     def notify(self, body: bytes) -> None:
         """POST a notice; any error or status is ignored (never a fault)."""
-        headers = protocol.sign(self.secret, body)
+        headers = protocol.sign(self.secret, body, previous=self.previous_secret)
         handle = self._arm(time.monotonic() + NOTICE_TIMEOUT_S)
         try:
             self._post(body, NOTICE_TIMEOUT_S, headers)
