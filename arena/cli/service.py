@@ -14,6 +14,11 @@ from arena.core.db.migrate import current, upgrade
 from arena.core.db.migrate import upgrade as run_upgrade
 from arena.core.db.session import make_engine, make_sessionmaker, normalize_url
 
+#: Threads per gunicorn worker (gthread worker class).
+GUNICORN_THREADS = 16
+#: Seconds a gunicorn worker may go without heartbeat before it is killed and restarted.
+GUNICORN_TIMEOUT_S = 60
+
 
 @click.command("api")
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
@@ -38,8 +43,18 @@ def api(host: str, port: int, workers: int, dev: bool, upgrade: bool) -> None:
         def load_config(self):
             self.cfg.set("bind", f"{host}:{port}")
             self.cfg.set("workers", workers)
+            # gthread: a slow client holds one thread, not a whole worker process; idle
+            # keep-alive connections wait in the event loop, not in a thread
+            self.cfg.set("worker_class", "gthread")
+            self.cfg.set("threads", GUNICORN_THREADS)
+            self.cfg.set("worker_connections", 1000)
+            self.cfg.set("keepalive", 5)  # seconds an idle keep-alive connection is kept
+            self.cfg.set("timeout", GUNICORN_TIMEOUT_S)  # a worker silent this long is restarted
+            self.cfg.set("graceful_timeout", 30)
+            self.cfg.set("limit_request_line", 4094)
+            self.cfg.set("limit_request_fields", 100)
+            self.cfg.set("limit_request_field_size", 8190)
             self.cfg.set("accesslog", "-")
-            self.cfg.set("timeout", 120)
 
         def load(self):
             return create_app(settings)
