@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask, send_from_directory
 
 from api.database import close_db
-from api.errors import ArenaApi
+from api.errors import ArenaApi, install_guards
 from api.resources import accounts, bots, health, leaderboard, matches, tournaments
 from api.ui import init_ui
 from arena import __version__
@@ -46,6 +46,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     app.extensions["arena"] = {"settings": settings, "engine": engine,
                                "sessionmaker": make_sessionmaker(engine)}
     app.teardown_appcontext(close_db)
+    install_guards(app)
     api = ArenaApi(app)
 
     for module in (health, accounts, bots, tournaments, matches, leaderboard):

@@ -1,12 +1,14 @@
 """Bearer-token authentication and access rules.
 
 ``Authorization: Bearer <token>``; the SHA-256 of the token is looked up in ``accounts``.
-Missing or wrong token: 401. Contestants manage their own bots; organizers see every bot but
+Missing, wrong or expired token (``accounts.token_expires_at``): 401. Contestants manage their own bots; organizers see every bot but
 still cannot modify others' bots (403). What each account (or an anonymous reader of a public
 tournament) may read is :mod:`arena.core.access`.
 """
 
 from __future__ import annotations
+
+from datetime import UTC
 
 from flask import g, request
 from sqlalchemy import select
@@ -14,7 +16,7 @@ from sqlalchemy import select
 from api.database import db
 from api.errors import abort
 from arena.core.access import is_organizer
-from arena.core.db.models import Account
+from arena.core.db.models import Account, utcnow
 from arena.core.security import hash_token
 
 BEARER: list[dict[str, list[str]]] = [{"bearerAuth": []}]
@@ -34,8 +36,20 @@ def current_account() -> Account:
     account = db().scalar(select(Account).where(Account.token_hash == hash_token(token)))
     if account is None:
         abort(401, "invalid token")
+    if token_expired(account):
+        abort(401, "token expired: sign in with a new token (POST /api/v1/accounts/me/token before it expires)")
     g.account = account
     return account
+
+
+def token_expired(account: Account) -> bool:
+    """True when the account's token has an expiry in the past."""
+    expires = account.token_expires_at
+    if expires is None:
+        return False
+    if expires.tzinfo is None:  # SQLite gives naive UTC datetimes back
+        expires = expires.replace(tzinfo=UTC)
+    return expires <= utcnow()
 
 
 def require_organizer() -> Account:

@@ -14,6 +14,22 @@ MAX_PER_PAGE = 100
 MAX_ID = 2**31 - 1
 
 
+def _clean_text(value: str) -> None:
+    if "\x00" in value:
+        raise ma.ValidationError("must not contain a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ma.ValidationError("must be valid Unicode (no lone UTF-16 surrogates)") from None
+
+
+def TextField(*, max_length: int, min_length: int = 0, validators: tuple = (), **kwargs) -> ma.fields.String:
+    """A string argument of ``min_length..max_length`` characters without NUL or lone surrogates
+    (what PostgreSQL and UTF-8 refuse); a 422 naming the field otherwise."""
+    return ma.fields.String(validate=[validate.Length(min=min_length, max=max_length), _clean_text, *validators],
+                            **kwargs)
+
+
 def IdField(**kwargs) -> ma.fields.Integer:
     """An id argument: integer in 1..MAX_ID (``strict`` for JSON bodies)."""
     return ma.fields.Integer(validate=validate.Range(min=1, max=MAX_ID), **kwargs)

@@ -4,15 +4,37 @@
 - ``errors`` holds marshmallow-style field errors by location (``{"json": {"name": [...]}}``).
 - 405 responses carry the ``Allow`` header (flask-smorest's default handler drops it);
   401 responses carry ``WWW-Authenticate: Bearer``.
+
+Input guard (:func:`install_guards`, before any view): every JSON body is parsed once by
+:func:`arena.core.safejson.loads_limited`; malformed JSON or nesting deeper than
+:data:`~arena.core.safejson.MAX_DEPTH` is a 400, an integer over 19 digits, a string over
+:data:`~arena.core.safejson.MAX_STRING_CHARS` characters or holding NUL or a lone surrogate
+is a 422 naming the field (``errors.json.<path>``). Query-string and form values get the
+same string checks (``errors.query.<name>``, ``errors.form.<name>``; at most
+:data:`MAX_QUERY_CHARS` characters).
+
+Database outage: SQLAlchemy ``OperationalError``/``InterfaceError`` (server down, connection
+lost) on any endpoint is a 503 with the JSON body above and ``Retry-After``
+(:data:`DB_RETRY_AFTER_S` seconds); ``/ui`` pages get the HTML error page with the same status.
+A ``DataError`` the guard did not foresee (a value the database refuses) is a 422, not a 500.
 """
 
 from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from flask import Flask, jsonify, render_template, request
 from flask_smorest import Api
 from flask_smorest import abort as smorest_abort
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
+
+from arena.core.safejson import JsonLimitError, loads_limited
+
+#: Longest query-string or form value, characters.
+MAX_QUERY_CHARS = 2048
+#: ``Retry-After`` of the 503 answered while the database is unreachable, seconds.
+DB_RETRY_AFTER_S = 5
 
 
 def _flatten(errors: Any, prefix: str = "") -> list[str]:
@@ -60,3 +82,67 @@ def abort(code: int, message: str, **fields: str) -> NoReturn:
 def field_error(field: str, message: str) -> NoReturn:
     """422 naming ``field`` of the JSON body."""
     abort(422, f"invalid request: json.{field}: {message}", **{field: message})
+
+
+def _value_problem(value: str, limit: int) -> str | None:
+    if len(value) > limit:
+        return f"longer than {limit} characters"
+    if "\x00" in value:
+        return "contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone UTF-16 surrogate (not valid Unicode)"
+    return None
+
+
+def _refuse(code: int, location: str, path: str, reason: str) -> None:
+    field = path or "(document)"
+    smorest_abort(code, message=f"invalid request: {location}.{field}: {reason}",
+                  errors={location: {field: [reason]}})
+
+
+def _is_json(mimetype: str) -> bool:
+    return mimetype == "application/json" or (mimetype.startswith("application/") and mimetype.endswith("+json"))
+
+
+def check_request_input() -> None:
+    """The input guard of the module docstring for the current request (aborts 400/422)."""
+    for location, values in (("query", request.args), ("form", request.form if request.mimetype in (
+            "application/x-www-form-urlencoded", "multipart/form-data") else None)):
+        if not values:
+            continue
+        for key, value in values.items(multi=True):
+            problem = _value_problem(key, MAX_QUERY_CHARS) or _value_problem(value, MAX_QUERY_CHARS)
+            if problem:
+                _refuse(422, location, key if _value_problem(key, MAX_QUERY_CHARS) is None else "(name)", problem)
+    if _is_json(request.mimetype):
+        raw = request.get_data(cache=True)
+        if not raw:
+            return
+        try:
+            loads_limited(raw)
+        except JsonLimitError as exc:
+            code = 400 if not exc.path or exc.reason.startswith("nested") else 422
+            _refuse(code, "json", exc.path, exc.reason)
+
+
+def _service_unavailable(exc: Exception):
+    message = f"database unavailable ({type(exc).__name__}); try again later"
+    headers = {"Retry-After": str(DB_RETRY_AFTER_S)}
+    if request.path.startswith("/ui/") or request.path == "/ui":
+        return render_template("error.html", code=503, name="Service Unavailable", message=message), 503, headers
+    return jsonify(code=503, status="Service Unavailable", message=message), 503, headers
+
+
+def _data_error(exc: DataError):
+    return jsonify(code=422, status="Unprocessable Entity",
+                   message="invalid request: a value is out of the range the database accepts"), 422
+
+
+def install_guards(app: Flask) -> None:
+    """Register the input guard and the database error handlers (module docstring) on ``app``."""
+    app.before_request(check_request_input)
+    app.register_error_handler(OperationalError, _service_unavailable)
+    app.register_error_handler(InterfaceError, _service_unavailable)
+    app.register_error_handler(DataError, _data_error)

@@ -11,9 +11,13 @@ expects ``200`` with a JSON body. ``GET`` on the same URL is the health check. M
 Every message the arena sends carries two headers (:func:`sign`):
 
 * ``X-Arena-Timestamp``: Unix time in whole seconds, as decimal text;
-* ``X-Arena-Signature``: ``sha256=<hex HMAC-SHA256(secret, timestamp + "." + body)>``.
+* ``X-Arena-Signature``: ``sha256=<hex HMAC-SHA256(secret, timestamp + "." + body)>``;
+* during the 24 h after the owner rotated the bot's secret, also
+  ``X-Arena-Signature-Previous``: the same HMAC with the previous secret.
 
-:func:`verify` checks them with a maximum clock skew (default 300 s).
+:func:`verify` checks them with a maximum clock skew (default 300 s), and accepts a message
+whose current or previous signature matches the bot's secret: a bot still holding the old
+secret keeps working through the grace period, one holding the new secret works at once.
 
 The JSON Schemas (2020-12) of every message live in ``bots_sdk/schema/`` (copied to
 ``docs/schema/``); :func:`validate` checks a message against one of them (needs the
@@ -43,6 +47,7 @@ SUPPORTED_PROTOCOLS = (1,)
 
 TIMESTAMP_HEADER = "X-Arena-Timestamp"
 SIGNATURE_HEADER = "X-Arena-Signature"
+PREVIOUS_SIGNATURE_HEADER = "X-Arena-Signature-Previous"
 PROTOCOL_HEADER = "X-Arena-Protocol"
 #: Largest accepted difference, in seconds, between a request's timestamp and the bot's clock.
 MAX_SKEW_S = 300
@@ -107,13 +112,17 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
     return "sha256=" + hmac.digest(secret.encode("utf-8"), timestamp.encode("ascii") + b"." + body, "sha256").hex()
 
 
-def sign(secret: str | None, body: bytes, now: float | None = None) -> dict[str, str]:
-    """Headers to send with ``body``: content type, protocol and, with a secret, the signature."""
+def sign(secret: str | None, body: bytes, now: float | None = None, *,
+         previous: str | None = None) -> dict[str, str]:
+    """Headers to send with ``body``: content type, protocol and, with a secret, the signature
+    (and with ``previous``, a rotated secret in its grace period, the previous signature)."""
     headers = {"Content-Type": "application/json", PROTOCOL_HEADER: str(PROTOCOL_VERSION)}
     if secret:
         ts = str(int(time.time() if now is None else now))
         headers[TIMESTAMP_HEADER] = ts
         headers[SIGNATURE_HEADER] = signature(secret, ts, body)
+        if previous:
+            headers[PREVIOUS_SIGNATURE_HEADER] = signature(previous, ts, body)
     return headers
 
 
@@ -135,7 +144,12 @@ def verify(secret: str, body: bytes, headers: Mapping[str, str], *,
     clock = time.time() if now is None else now
     if abs(clock - int(ts)) > max_skew_s:
         raise SignatureError(f"{TIMESTAMP_HEADER} is more than {max_skew_s:g} s away from now")
-    if not hmac.compare_digest(signature(secret, ts, body), sig.strip()):
+    expected = signature(secret, ts, body)
+    previous = lower.get(PREVIOUS_SIGNATURE_HEADER.lower(), "")
+    # both compared, always: no timing difference between a current and a previous match
+    current_ok = hmac.compare_digest(expected, sig.strip())
+    previous_ok = hmac.compare_digest(expected, previous.strip()) if previous else False
+    if not (current_ok or previous_ok):
         raise SignatureError("signature does not match the body")
 
 

@@ -34,6 +34,10 @@ from pathlib import Path
 
 import pytest
 
+# Test bots live on 127.0.0.1: the bot connections' SSRF policy (arena.core.bot_transport)
+# must allow loopback where a test does not choose, as infra/test.sh exports it.
+os.environ.setdefault("ARENA_ALLOW_PRIVATE_BOT_URLS", "1")
+
 REPO = Path(__file__).resolve().parent.parent
 INFRA = REPO / "infra"
 PLUGINS_DIR = Path(__file__).resolve().parent / "plugins"

@@ -1,6 +1,7 @@
 """Accounts: ``POST /api/v1/accounts`` (public sign-up, contestant role) and ``GET /accounts/me``.
 
-The token is returned once and stored hashed. The organizer role is granted only by the
+The token is returned once and stored hashed; ``POST /api/v1/accounts/me/token`` replaces it
+(optionally with an expiry). The organizer role is granted only by the
 operator command ``arena accounts create --organizer NAME``.
 """
 
@@ -15,7 +16,8 @@ from api.auth import BEARER, current_account
 from api.common import errors
 from api.database import db
 from api.errors import abort
-from arena.core.accounts import NAME_RE, NameTaken, create_account
+from arena.core.accounts import NAME_RE, NameTaken, create_account, rotate_token
+from arena.core.security import MAX_TOKEN_DAYS
 
 blp = Blueprint("accounts", __name__, url_prefix="/api/v1/accounts", description="Accounts and API tokens")
 
@@ -30,6 +32,13 @@ class AccountSchema(ma.Schema):
     name = ma.fields.String(required=True)
     role = ma.fields.String(required=True, validate=validate.OneOf(("contestant", "organizer")))
     created_at = ma.fields.DateTime(required=True)
+    token_expires_at = ma.fields.DateTime(allow_none=True, metadata={"description": "null: no expiry"})
+
+
+class TokenRotateSchema(ma.Schema):
+    expires_in_days = ma.fields.Integer(
+        strict=True, allow_none=True, load_default=None, validate=validate.Range(min=1, max=MAX_TOKEN_DAYS),
+        metadata={"description": "lifetime of the new token in days (1..3650); omitted or null: no expiry"})
 
 
 class AccountTokenSchema(AccountSchema):
@@ -49,7 +58,7 @@ class Accounts(MethodView):
         except NameTaken:
             abort(409, f"account name {data['name']!r} is taken", name="taken")
         return {"id": account.id, "name": account.name, "role": account.role,
-                "created_at": account.created_at, "token": token}
+                "created_at": account.created_at, "token_expires_at": None, "token": token}
 
 
 @blp.route("/me")
@@ -60,3 +69,19 @@ class Me(MethodView):
     def get(self):
         """The account of the bearer token."""
         return current_account()
+
+
+@blp.route("/me/token")
+class MyToken(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.arguments(TokenRotateSchema, required=False)
+    @blp.response(200, AccountTokenSchema)
+    @errors(blp, 401)
+    def post(self, data):
+        """Replace the bearer token: the response holds the new one (shown this once); the old
+        token stops working at once (API and web sessions signed in with it alike).
+        ``expires_in_days`` gives the new token an expiry."""
+        account = current_account()
+        account, token = rotate_token(db(), account, expires_in_days=(data or {}).get("expires_in_days"))
+        return {"id": account.id, "name": account.name, "role": account.role,
+                "created_at": account.created_at, "token_expires_at": account.token_expires_at, "token": token}

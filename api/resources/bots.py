@@ -8,6 +8,8 @@ matches and logs keep referring to it) and hides it.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint
@@ -16,13 +18,13 @@ from sqlalchemy import func, select
 
 import engine
 from api.auth import BEARER, current_account, protect
-from api.common import IdField, PageArgs, errors, page_schema, paginate_query
+from api.common import IdField, PageArgs, TextField, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
 from arena.core.access import is_organizer
 from arena.core.conformance import check_bot
 from arena.core.db.models import Bot, utcnow
-from arena.core.security import new_secret
+from arena.core.security import SECRET_GRACE_S, new_secret
 from arena.core.url_policy import MAX_URL_LENGTH, BotUrlError, check_bot_url
 
 blp = Blueprint("bots", __name__, url_prefix="/api/v1/bots", description="Contestants' bots")
@@ -30,16 +32,16 @@ protect(blp)
 
 
 class BotCreateSchema(ma.Schema):
-    name = ma.fields.String(required=True, validate=validate.Length(min=1, max=64))
-    url = ma.fields.String(required=True, validate=validate.Length(min=1, max=MAX_URL_LENGTH),
-                           metadata={"description": "http(s) endpoint of the bot; public hosts only"})
+    name = TextField(required=True, min_length=1, max_length=64)
+    url = TextField(required=True, min_length=1, max_length=MAX_URL_LENGTH,
+                    metadata={"description": "http(s) endpoint of the bot; public hosts only"})
     rulesets = ma.fields.List(ma.fields.String(validate=validate.OneOf(engine.RULESETS)),
                               required=True, validate=validate.Length(min=1, max=len(engine.RULESETS)))
 
 
 class BotPatchSchema(ma.Schema):
-    name = ma.fields.String(validate=validate.Length(min=1, max=64))
-    url = ma.fields.String(validate=validate.Length(min=1, max=MAX_URL_LENGTH))
+    name = TextField(min_length=1, max_length=64)
+    url = TextField(min_length=1, max_length=MAX_URL_LENGTH)
     rulesets = ma.fields.List(ma.fields.String(validate=validate.OneOf(engine.RULESETS)),
                               validate=validate.Length(min=1, max=len(engine.RULESETS)))
 
@@ -190,5 +192,25 @@ class BotCheck(MethodView):
             bot.status = "ready" if outcome["ok"] else "failed"
         bot.last_check = outcome
         bot.last_check_at = utcnow()
+        db().commit()
+        return bot
+
+
+@blp.route("/<int(min=1, max=2147483647):bot_id>/secret")
+class BotSecret(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(200, BotSecretSchema)
+    @errors(blp, 401, 403, 404)
+    def post(self, bot_id):
+        """Rotate the signing secret (owner); the response holds the new ``secret`` (shown once).
+
+        The arena signs with the new secret at once and, for 24 hours (SECRET_GRACE_S), also
+        sends the previous secret's signature (``X-Arena-Signature-Previous``), which the SDK
+        accepts: deploy the new secret to the bot within that time."""
+        bot = get_bot_for(bot_id, write=True)
+        bot.previous_secret = bot.secret
+        bot.previous_secret_until = utcnow() + timedelta(seconds=SECRET_GRACE_S)
+        bot.secret = new_secret()
+        bot.updated_at = utcnow()
         db().commit()
         return bot

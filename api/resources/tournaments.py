@@ -22,7 +22,7 @@ from sqlalchemy.orm import selectinload
 
 import engine
 from api.auth import BEARER, optional_account, protect, require_organizer
-from api.common import IdField, PageArgs, errors, page_schema, paginate_query
+from api.common import IdField, PageArgs, TextField, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
 from api.resources.matches import MatchSchema, match_dict
@@ -68,7 +68,7 @@ class TimeRulesSchema(ma.Schema):
 
 
 class TournamentCreateSchema(ma.Schema):
-    name = ma.fields.String(load_default="", validate=validate.Length(max=128))
+    name = TextField(load_default="", max_length=128)
     ruleset = ma.fields.String(required=True, validate=validate.OneOf(engine.RULESETS))
     options = ma.fields.Dict(keys=ma.fields.String(), load_default=dict,
                              metadata={"description": "rule-set options (engine.options)"})

@@ -12,7 +12,8 @@ JavaScript file for the replay, no build step).
 ======================================= ==================================================
 
 Access: see :mod:`api.ui.access` (public once finished if the organizer allows it; else an
-API token, given once as ``?token=`` or through the login form, kept in a signed cookie).
+API token, given through the login form (a form POST: never in an address), for a
+server-side session that logout ends).
 
 The session cookie is signed with ``ARENA_SECRET_KEY`` when set, else with a random key kept
 in ``<data dir>/ui-secret-key`` (created on first use, mode 0600), so every worker process of
@@ -68,4 +69,5 @@ def init_ui(app: Flask) -> None:
     app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
     app.config["SESSION_COOKIE_HTTPONLY"] = True
     app.config["SESSION_COOKIE_PATH"] = "/ui"
+    app.config["SESSION_COOKIE_SECURE"] = settings.cookie_secure
     app.register_blueprint(bp)

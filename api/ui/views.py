@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode
 
 from flask import (
     Blueprint,
@@ -41,21 +40,6 @@ RULESET_NAMES = {"million_doubt": "Million Doubt", "trump_millionaire": "Trump M
 
 
 # ----------------------------------------------------------------------------- plumbing
-@bp.before_request
-def _token_in_address():
-    """``?token=...``: sign in and redirect to the same address without the token."""
-    token = request.args.get("token")
-    if token is None:
-        return None
-    account = access.account_for_token(token)
-    if account is None:
-        return render_template("login.html", error="That token is not valid.",
-                               next=_next_target(request.path)), 401
-    access.sign_in(account)
-    rest = [(k, v) for k, v in request.args.items(multi=True) if k != "token"]
-    return redirect(request.path + ("?" + urlencode(rest) if rest else ""), code=303)
-
-
 @bp.after_request
 def _headers(resp: Response) -> Response:
     resp.headers.setdefault("X-Content-Type-Options", "nosniff")

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "api": "arena.cli.service:api",
     "db": "arena.cli.service:db",
     "accounts": "arena.cli.service:accounts",
+    "secrets": "arena.cli.service:secrets_group",
     "worker": "arena.cli.worker:worker",
     "tournament": "arena.cli.tournament:tournament",
     "demo": "arena.cli.demo:demo",

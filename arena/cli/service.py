@@ -7,11 +7,17 @@ import click
 from gunicorn.app.base import BaseApplication
 
 from api import create_app
+from arena.core import crypto
 from arena.core.accounts import NAME_RE, NameTaken, create_account
 from arena.core.config import Settings
 from arena.core.db.migrate import current, upgrade
 from arena.core.db.migrate import upgrade as run_upgrade
-from arena.core.db.session import make_engine, make_sessionmaker
+from arena.core.db.session import make_engine, make_sessionmaker, normalize_url
+
+#: Threads per gunicorn worker (gthread worker class).
+GUNICORN_THREADS = 16
+#: Seconds a gunicorn worker may go without heartbeat before it is killed and restarted.
+GUNICORN_TIMEOUT_S = 60
 
 
 @click.command("api")
@@ -37,8 +43,18 @@ def api(host: str, port: int, workers: int, dev: bool, upgrade: bool) -> None:
         def load_config(self):
             self.cfg.set("bind", f"{host}:{port}")
             self.cfg.set("workers", workers)
+            # gthread: a slow client holds one thread, not a whole worker process; idle
+            # keep-alive connections wait in the event loop, not in a thread
+            self.cfg.set("worker_class", "gthread")
+            self.cfg.set("threads", GUNICORN_THREADS)
+            self.cfg.set("worker_connections", 1000)
+            self.cfg.set("keepalive", 5)  # seconds an idle keep-alive connection is kept
+            self.cfg.set("timeout", GUNICORN_TIMEOUT_S)  # a worker silent this long is restarted
+            self.cfg.set("graceful_timeout", 30)
+            self.cfg.set("limit_request_line", 4094)
+            self.cfg.set("limit_request_fields", 100)
+            self.cfg.set("limit_request_field_size", 8190)
             self.cfg.set("accesslog", "-")
-            self.cfg.set("timeout", 120)
 
         def load(self):
             return create_app(settings)
@@ -57,6 +73,7 @@ def db_upgrade(revision: str) -> None:
     """Create or upgrade the tables of ARENA_DATABASE_URL."""
 
     settings = Settings.from_env()
+    click.echo(_database_line(settings.database_url), err=True)
     engine = make_engine(settings.database_url)
     try:
         upgrade(engine=engine, revision=revision)
@@ -81,9 +98,9 @@ def accounts_create(organizer: bool, name: str) -> None:
     if not re.match(NAME_RE, name):
         raise click.BadParameter("1-64 letters, digits, '_', '.', '-'", param_hint="NAME")
     settings = Settings.from_env()
+    click.echo(_database_line(settings.database_url), err=True)
     engine = make_engine(settings.database_url)
     try:
-
         upgrade(engine=engine)  # idempotent: a fresh database gets its tables first
         with make_sessionmaker(engine)() as session:
             try:
@@ -94,3 +111,44 @@ def accounts_create(organizer: bool, name: str) -> None:
         click.echo(token)
     finally:
         engine.dispose()
+
+
+def _database_line(url: str) -> str:
+    """``database: <url without password>`` (issue 16 item 6: commands name their database)."""
+    from sqlalchemy.engine import make_url
+
+    return f"database: {make_url(normalize_url(url)).render_as_string(hide_password=True)}"
+
+
+@click.group("secrets")
+def secrets_group() -> None:
+    """Encryption of bot signing secrets at rest (ARENA_ENCRYPTION_KEYS, arena.core.crypto)."""
+
+
+@secrets_group.command("new-key")
+def secrets_new_key() -> None:
+    """Print a fresh Fernet key for ARENA_ENCRYPTION_KEYS."""
+    click.echo(crypto.new_key())
+
+
+@secrets_group.command("reencrypt")
+def secrets_reencrypt() -> None:
+    """Re-encrypt every stored bot secret with the first key of ARENA_ENCRYPTION_KEYS (key
+    rotation step 2; the other keys must still be listed to decrypt)."""
+    from sqlalchemy import text
+
+    settings = Settings.from_env()
+    click.echo(_database_line(settings.database_url), err=True)
+    engine = make_engine(settings.database_url)
+    count = 0
+    try:
+        with engine.begin() as conn:
+            for column in ("secret", "previous_secret"):
+                rows = conn.execute(text(f"SELECT id, {column} FROM bots WHERE {column} IS NOT NULL")).all()
+                for bot_id, stored in rows:
+                    conn.execute(text(f"UPDATE bots SET {column} = :v WHERE id = :i"),
+                                 {"v": crypto.reencrypt(stored), "i": bot_id})
+                    count += 1
+    finally:
+        engine.dispose()
+    click.echo(f"re-encrypted {count} secrets")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from datetime import timedelta
+
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from arena.core.db.models import Account
+from arena.core.db.models import Account, UiSession, utcnow
 from arena.core.security import hash_token, new_token
 
 #: Account names: 1-64 letters, digits, ``_``, ``.``, ``-``, starting with a letter or digit.
@@ -35,4 +37,16 @@ def create_account(session: Session, name: str, role: str = "contestant") -> tup
     except IntegrityError:
         session.rollback()
         raise NameTaken(name) from None
+    return account, token
+
+
+def rotate_token(session: Session, account: Account, *, expires_in_days: int | None = None) -> tuple[Account, str]:
+    """Give ``account`` a fresh token (the old one stops working), end its web sessions and
+    commit; returns ``(account, token)``. ``expires_in_days``: lifetime of the new token in
+    days, None for no expiry."""
+    token = new_token()
+    account.token_hash = hash_token(token)
+    account.token_expires_at = utcnow() + timedelta(days=expires_in_days) if expires_in_days else None
+    session.execute(delete(UiSession).where(UiSession.account_id == account.id))
+    session.commit()
     return account, token

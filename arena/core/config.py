@@ -11,6 +11,8 @@ Variable                        Meaning                                      Def
 ``ARENA_ALLOW_PRIVATE_BOT_URLS`` Accept bot endpoints on loopback/private    false
                                 addresses (tests, local demo)
 ``ARENA_CELERY_EAGER``          Run Celery tasks in-process, no worker       false
+``ARENA_COOKIE_SECURE``         Web session cookie only over HTTPS           true
+                                (``Secure``); 0 for plain-HTTP local runs
 ``ARENA_BOT_MAX_CONCURRENCY``   Most simultaneous requests to one bot, over  4
                                 all matches and workers (Redis semaphore)
 ``ARENA_VISIBILITY_TIMEOUT_S``  Broker visibility timeout, seconds (a task   computed, see
@@ -66,6 +68,15 @@ def _positive_int(env: Mapping[str, str], name: str, default: int | None) -> int
     return value
 
 
+def allow_private_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """``ARENA_ALLOW_PRIVATE_BOT_URLS`` of ``env`` (default ``os.environ``); false when unset.
+
+    Raises:
+        ConfigError: not a boolean word.
+    """
+    return _bool(os.environ if env is None else env, "ARENA_ALLOW_PRIVATE_BOT_URLS", False)
+
+
 #: Default of ``ARENA_BOT_MAX_CONCURRENCY``.
 DEFAULT_BOT_MAX_CONCURRENCY = 4
 
@@ -84,6 +95,7 @@ class Settings:
             (``ARENA_BOT_MAX_CONCURRENCY``; arena.core.runner.semaphore).
         visibility_timeout_s: broker visibility timeout in seconds, or None to compute it
             (``ARENA_VISIBILITY_TIMEOUT_S``; worker.celery_app.visibility_timeout).
+        cookie_secure: the ``Secure`` flag of the web session cookie (``ARENA_COOKIE_SECURE``).
     """
 
     data_dir: Path
@@ -93,6 +105,7 @@ class Settings:
     celery_eager: bool = False
     bot_max_concurrency: int = DEFAULT_BOT_MAX_CONCURRENCY
     visibility_timeout_s: int | None = None
+    cookie_secure: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -113,4 +126,5 @@ class Settings:
             celery_eager=_bool(env, "ARENA_CELERY_EAGER", False),
             bot_max_concurrency=_positive_int(env, "ARENA_BOT_MAX_CONCURRENCY", None) or DEFAULT_BOT_MAX_CONCURRENCY,
             visibility_timeout_s=_positive_int(env, "ARENA_VISIBILITY_TIMEOUT_S", None),
+            cookie_secure=_bool(env, "ARENA_COOKIE_SECURE", True),
         )

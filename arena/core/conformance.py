@@ -23,8 +23,10 @@ from typing import Any
 
 import httpx
 
+from arena.core.bot_transport import PinnedTransport
 from arena.core.runner.match import run_match
 from arena.core.runner.players import HttpPlayer
+from arena.core.safejson import JsonLimitError, loads_limited
 from arena.core.url_policy import BotUrlError, check_bot_url
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
@@ -36,18 +38,27 @@ MAX_HEALTH_BYTES = 64 * 1024
 
 
 def _truncate(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters, NUL shown as ``\\x00`` (the outcome is stored as
+    JSON in PostgreSQL, which refuses NUL in text)."""
+    text = text.replace("\x00", "\\x00")
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def health_check(url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx.Client | None = None) -> dict[str, Any]:
+def health_check(url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx.Client | None = None,
+                 allow_private: bool = False) -> dict[str, Any]:
     """``GET url`` once (no redirects) and judge the answer.
+
+    The connection goes through :class:`arena.core.bot_transport.PinnedTransport` (the host
+    resolved once, every address checked with ``allow_private``, the socket connected to a
+    checked address); a refused host is reported in ``error``.
 
     Returns ``{"ok": bool, "status": int | None, "elapsed_ms": float, "name": str | None,
     "protocols": list[int], "error": str | None}`` (elapsed in milliseconds). Never raises for
     network or protocol problems: they are reported in ``error``.
     """
     own = client is None
-    client = client or httpx.Client(follow_redirects=False, timeout=timeout_s, trust_env=False)
+    client = client or httpx.Client(follow_redirects=False, timeout=timeout_s, trust_env=False,
+                                    transport=PinnedTransport(allow_private=allow_private))
     out: dict[str, Any] = {"ok": False, "status": None, "elapsed_ms": None, "name": None,
                            "protocols": [], "error": None}
     start = time.monotonic()
@@ -74,11 +85,9 @@ def health_check(url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx
         out["error"] = f"HTTP status {resp.status_code}, expected 200"
         return out
     try:
-        import json
-
-        data = json.loads(body)
-    except ValueError:
-        out["error"] = "response is not JSON: " + _truncate(body.decode("utf-8", "replace"))
+        data = loads_limited(body)
+    except JsonLimitError as exc:
+        out["error"] = _truncate(f"response is not JSON within the limits: {exc}")
         return out
     if not isinstance(data, dict):
         out["error"] = "response JSON is not an object"
@@ -113,7 +122,8 @@ CONFORMANCE_SETUP = {
 MAX_LISTED_FAULTS = 5
 
 
-def conformance_game(url: str, ruleset: str, *, secret: str | None = None, seed: int | None = None) -> dict[str, Any]:
+def conformance_game(url: str, ruleset: str, *, secret: str | None = None, seed: int | None = None,
+                     allow_private: bool = False) -> dict[str, Any]:
     """Play a short real match of ``ruleset``: the bot at ``url`` (seat 0) against sample bots.
 
     Setup: :data:`CONFORMANCE_SETUP` (short games), :data:`CONFORMANCE_TIME_RULES_S`, the bot
@@ -135,7 +145,7 @@ def conformance_game(url: str, ruleset: str, *, secret: str | None = None, seed:
     seed = _secrets.randbits(62) if seed is None else seed
     import engine
 
-    player = HttpPlayer(url, secret, name="candidate")
+    player = HttpPlayer(url, secret, name="candidate", allow_private=allow_private)
     others = [SAMPLE_BOTS[CONFORMANCE_OPPONENT](seed=seed + i) for i in range(1, engine.SEATS[ruleset])]
     start = time.monotonic()
     try:
@@ -172,9 +182,10 @@ def check_bot(url: str, rulesets: list[str], *, allow_private: bool, secret: str
     except BotUrlError as exc:
         result["url"] = {"ok": False, "error": str(exc)}
         return result
-    result["health"] = health_check(url, timeout_s=timeout_s)
+    result["health"] = health_check(url, timeout_s=timeout_s, allow_private=allow_private)
     if not result["health"]["ok"]:
         return result
-    result["conformance"] = [conformance_game(url, rs, secret=secret) for rs in rulesets]
+    result["conformance"] = [conformance_game(url, rs, secret=secret, allow_private=allow_private)
+                             for rs in rulesets]
     result["ok"] = all(c["ok"] for c in result["conformance"])
     return result

@@ -247,7 +247,8 @@ def finish_if_done(session: Session, tournament_id: int) -> bool:
 # -- matches --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SeatPlan:
-    """A seat of a claimed match: a bot (id, ``name#id``, URL, signing secret) or a house bot."""
+    """A seat of a claimed match: a bot (id, ``name#id``, URL, signing secret, and the
+    previous secret while a rotation's grace period runs) or a house bot."""
 
     seat: int
     bot_id: int | None
@@ -255,6 +256,7 @@ class SeatPlan:
     name: str
     url: str | None
     secret: str | None
+    previous_secret: str | None = None
 
 
 @dataclass(frozen=True)
@@ -340,7 +342,7 @@ def claim_match(session: Session, match_id: int) -> ClaimResult:
     for s in match.seats:
         if s.bot_id is not None:
             b = bots[s.bot_id]
-            seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret))
+            seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret, b.grace_secret()))
         else:
             seats.append(SeatPlan(s.seat, None, s.house_bot, s.house_bot or "house", None, None))
     match.status = MatchStatus.RUNNING

@@ -8,9 +8,17 @@ unspecified, reserved addresses and well-known metadata hosts. Refused unless
 tests): loopback (``127.0.0.1``, ``::1``, ``localhost``...) and private networks (RFC 1918,
 RFC 6598 shared ``100.64.0.0/10``, IPv6 ULA ``fc00::/7``).
 
-Calls to bots never follow redirects (the callers pass ``follow_redirects=False``), so a bot
-cannot bounce the orchestrator to an address refused here. Re-check right before calling:
-DNS answers may change (see :func:`check_bot_url`).
+IPv6 addresses that embed an IPv4 address are judged by the embedded one too: IPv4-mapped
+``::ffff:0:0/96``, IPv4-compatible ``::/96``, 6to4 ``2002::/16``, Teredo ``2001::/32`` (the
+client address) and NAT64 ``64:ff9b::/96`` / ``64:ff9b:1::/48``; ``http://[2002:7f00:1::]/``
+(6to4 of 127.0.0.1) is refused like 127.0.0.1.
+
+Registration checks the URL (:func:`check_bot_url`); every connection checks again, at
+connection time: :func:`checked_addresses` resolves the host once, judges every address,
+and the connection goes to one of exactly those addresses (``arena.core.bot_transport``),
+so a name that resolves to a public address at registration and to 127.0.0.1 later is
+refused at the connection. Calls to bots never follow redirects (the callers pass
+``follow_redirects=False``), so a bot cannot bounce the orchestrator to an address refused here.
 """
 
 from __future__ import annotations
@@ -34,9 +42,39 @@ class BotUrlError(ValueError):
     """A bot URL is refused; the message says why (shown to the user as a 422 on ``url``)."""
 
 
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address embeds (mapped, compatible, 6to4, Teredo client,
+    NAT64), or None."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    if any(ip in net for net in _NAT64) or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def _address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, allow_private: bool) -> str | None:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = embedded_ipv4(ip)
+        if inner is not None:
+            if ip.ipv4_mapped is not None:
+                ip = inner
+            else:
+                problem = _address_problem(inner, allow_private)
+                if problem:
+                    return f"an IPv6 address embedding {inner} ({problem})"
+                return None
+    return _address_problem_plain(ip, allow_private)
+
+
+def _address_problem_plain(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, allow_private: bool) -> str | None:
     if ip in METADATA_ADDRESSES:
         return "a cloud metadata address"
     if ip.is_unspecified:
@@ -58,12 +96,36 @@ def _address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, allow_pr
 
 
 def resolve_host(host: str, port: int) -> list[str]:
-    """All addresses ``host`` resolves to (TCP). Raises :class:`BotUrlError` if it does not resolve."""
+    """All addresses ``host`` resolves to (TCP), in the resolver's order, once each (one
+    ``socket.getaddrinfo`` call). Raises :class:`BotUrlError` if it does not resolve."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError, OSError) as exc:
         raise BotUrlError(f"host {host!r} does not resolve ({exc})") from None
-    return sorted({str(info[4][0]) for info in infos})
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def checked_addresses(host: str, port: int, *, allow_private: bool) -> list[str]:
+    """Resolve ``host`` once and return its addresses if every one is allowed (module docstring).
+
+    ``host`` is a host name (already IDNA-encoded) or a literal IPv4/IPv6 address without
+    brackets. Raises :class:`BotUrlError` for a metadata host, a name that does not resolve,
+    or any refused address (the message names it).
+    """
+    host = host.strip("[]").rstrip(".").lower()
+    if host in METADATA_HOSTS:
+        raise BotUrlError(f"host {host!r} is a cloud metadata host")
+    try:
+        literal = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        literal = None
+    addresses = [host] if literal is not None else resolve_host(host, port)
+    for address in addresses:
+        problem = _address_problem(ipaddress.ip_address(address.split("%", 1)[0]), allow_private)
+        if problem:
+            shown = host if literal is not None else f"{host} ({address})"
+            raise BotUrlError(f"host {shown} is {problem}; bot URLs must be public")
+    return addresses
 
 
 def check_bot_url(url: str, *, allow_private: bool = False, resolve: bool = True) -> str:
@@ -112,16 +174,7 @@ def check_bot_url(url: str, *, allow_private: bool = False, resolve: bool = True
         literal = None
     if literal is None and (len(host) > 253 or any(not 0 < len(label) <= 63 for label in host.split("."))):
         raise BotUrlError(f"host {host[:80]!r} is not a valid host name (empty or over-long label)")
-    if literal is not None:
-        addresses = [str(literal)]
-    elif not resolve:
+    if literal is None and not resolve:
         return url
-    else:
-        addresses = resolve_host(host, port)
-    for address in addresses:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-        problem = _address_problem(ip, allow_private)
-        if problem:
-            shown = host if literal is not None else f"{host} ({address})"
-            raise BotUrlError(f"host {shown} is {problem}; bot URLs must be public")
+    checked_addresses(host, port, allow_private=allow_private)
     return url

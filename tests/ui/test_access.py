@@ -65,17 +65,25 @@ def test_public_match_log_download_is_the_stored_log(site, client):
         len(g["engine_log"]["actions"]) + 1 for g in stored["games"]]
 
 
-def test_token_in_the_address_signs_in_and_leaves_the_address(site, client):
+def test_sign_in_by_form_post_only_with_a_server_side_session_logout_revokes(site, client):
     tid = site.tournaments["private"]
-    r = client.get(f"/ui/tournaments/{tid}?token={site.tokens['alice']}&x=1")
-    assert r.status_code == 303
-    assert r.headers["Location"] == f"/ui/tournaments/{tid}?x=1"
+    r = client.get(f"/ui/tournaments/{tid}?token={site.tokens['alice']}")
+    assert r.status_code == 401  # a token in the address signs nobody in
+    assert "Set-Cookie" not in r.headers
+    r = client.post("/ui/login", data={"token": site.tokens["alice"], "next": f"/ui/tournaments/{tid}"})
+    assert r.status_code == 303 and r.headers["Location"] == f"/ui/tournaments/{tid}"
     cookie = r.headers["Set-Cookie"]
     assert "arena_ui=" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/ui" in cookie
+    assert "Secure" in cookie
     assert site.tokens["alice"] not in cookie
     assert client.get(f"/ui/tournaments/{tid}").status_code == 200
-    bad = site.app.test_client().get(f"/ui/tournaments/{tid}?token=nope")
-    assert bad.status_code == 401 and "not valid" in bad.get_data(as_text=True)
+    stolen = cookie.split(";", 1)[0].split("=", 1)[1]  # the attacker copies the cookie
+    thief = site.app.test_client()
+    thief.set_cookie("arena_ui", stolen, path="/ui")
+    assert thief.get(f"/ui/tournaments/{tid}").status_code == 200
+    assert client.post("/ui/logout").status_code == 303
+    assert thief.get(f"/ui/tournaments/{tid}").status_code == 401  # logout revoked the copy
+    assert client.get(f"/ui/tournaments/{tid}").status_code == 401
     assert site.app.test_client().post("/ui/login", data={"token": "nope"}).status_code == 401
 
 

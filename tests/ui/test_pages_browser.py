@@ -211,8 +211,6 @@ def test_private_tournament_needs_a_token_then_a_session(site, page, artifacts):
     page.click("header form button")
     page.goto(f"{site.url}/ui/matches/{match.id}")
     assert page.locator("h1").inner_text() == "Sign in"
-    # ?token= once: signed in, the token leaves the address
+    # a token in the address signs nobody in (sign-in is a form POST only)
     page.goto(f"{site.url}/ui/matches/{match.id}?token={site.tokens['olga']}")
-    assert page.url.split("#")[0] == f"{site.url}/ui/matches/{match.id}"
-    assert "olga" in page.locator("header .who").inner_text()
-    assert page.locator("#replay").count() == 1
+    assert page.locator("h1").inner_text() == "Sign in"

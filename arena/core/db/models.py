@@ -3,7 +3,9 @@
 Tables
 ======
 ================== ===================================================================
-``accounts``       contestants and organizers; API tokens stored as SHA-256 hex only
+``accounts``       contestants and organizers; API tokens stored as SHA-256 hex only,
+                   with an optional expiry
+``ui_sessions``    server-side sessions of the web pages (SHA-256 of the cookie value)
 ``bots``           a contestant's bot: endpoint URL, rule sets, signing secret, status,
                    last health/conformance check
 ``tournaments``    round-robin tournament: rule set, options, time rules (TIME-1, seconds),
@@ -43,6 +45,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from arena.core.crypto import EncryptedText
 
 #: JSON on every database, JSONB on PostgreSQL.
 JSONType = JSON().with_variant(JSONB(), "postgresql")
@@ -86,9 +90,23 @@ class Account(Base):
     role: Mapped[str] = mapped_column(String(16), default="contestant")
     #: SHA-256 hex digest of the bearer token; the token itself is never stored.
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    #: After this time the token is refused (401); None: no expiry.
+    token_expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     bots: Mapped[list[Bot]] = relationship(back_populates="owner")
+
+
+class UiSession(Base):
+    """A signed-in web page session (``/ui``); logout deletes the row, which ends it."""
+
+    __tablename__ = "ui_sessions"
+
+    #: SHA-256 hex digest of the session cookie's random value.
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
 
 
 class Bot(Base):
@@ -101,8 +119,13 @@ class Bot(Base):
     url: Mapped[str] = mapped_column(String(2048))
     #: Rule-set ids the bot plays, e.g. ``["million_doubt"]``.
     rulesets: Mapped[list[str]] = mapped_column(JSONType)
-    #: HMAC signing secret shared with the bot (shown to the owner once, used by the worker).
-    secret: Mapped[str] = mapped_column(String(128))
+    #: HMAC signing secret shared with the bot (shown to the owner once, used by the worker);
+    #: stored encrypted (arena.core.crypto), plain in Python.
+    secret: Mapped[str] = mapped_column(EncryptedText())
+    #: The secret before the last rotation, still sent as a second signature until
+    #: ``previous_secret_until`` (the grace period, arena.core.security.SECRET_GRACE_S).
+    previous_secret: Mapped[str | None] = mapped_column(EncryptedText(), nullable=True)
+    previous_secret_until: Mapped[datetime | None] = mapped_column(nullable=True)
     #: ``unchecked`` (new or changed), ``ready`` (passed the check), ``failed``, ``deleted``.
     status: Mapped[str] = mapped_column(String(16), default="unchecked")
     last_check_at: Mapped[datetime | None] = mapped_column(nullable=True)
@@ -112,6 +135,15 @@ class Bot(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
     owner: Mapped[Account] = relationship(back_populates="bots")
+
+    def grace_secret(self, now: datetime | None = None) -> str | None:
+        """The previous secret while its grace period runs, else None."""
+        if self.previous_secret is None or self.previous_secret_until is None:
+            return None
+        until = self.previous_secret_until
+        if until.tzinfo is None:  # SQLite gives naive datetimes back
+            until = until.replace(tzinfo=UTC)
+        return self.previous_secret if (now or utcnow()) < until else None
 
 
 class Tournament(Base):

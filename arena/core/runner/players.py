@@ -4,8 +4,10 @@ Both take the same serialized decision request (protocol v1 JSON bytes) and retu
 :class:`Outcome`; the match runner (:mod:`arena.core.runner.match`) does the time accounting
 (TIME-1..3) and the fault handling (FAULT-1..3) the same way for both.
 
-HTTP (``HttpPlayer``): one pooled keep-alive httpx connection (``httpx.HTTPTransport``) per
-player, reused across decisions; redirects are never followed (a 3xx is the fault
+HTTP (``HttpPlayer``): one pooled keep-alive httpx connection per player, reused across
+decisions, opened through :class:`arena.core.bot_transport.PinnedTransport` (the host resolved
+once per connection, every address checked against the SSRF policy, the socket connected to
+a checked address; a refused host is the fault ``connection_error``); redirects are never followed (a 3xx is the fault
 ``http_status``), no proxies from the environment, no cookies. Each decision is
 cut off at the seat's remaining bank by an overall deadline, not only by httpx's per-read
 timeout: a watchdog thread shuts the connection's socket down when the deadline passes, so a
@@ -38,6 +40,8 @@ from typing import Any, NamedTuple
 
 import httpx
 
+from arena.core.bot_transport import PinnedTransport
+from arena.core.config import allow_private_from_env
 from bots_sdk import protocol
 from bots_sdk.bot import Bot, Request
 
@@ -212,12 +216,13 @@ _CONNECTION_ERRORS = (httpx.HTTPError, OSError, ValueError)
 _BASE_HEADERS = {"User-Agent": "daifugo-arena/1", "Accept": "application/json"}
 
 
-def _new_transport() -> httpx.HTTPTransport:
+def _new_transport(allow_private: bool) -> httpx.HTTPTransport:
     """httpx's keep-alive connection pool for one bot: one connection, TCP_NODELAY, the
     shared verifying TLS context, no proxy (requests go straight to the transport, so the
-    environment's proxy variables never apply)."""
-    return httpx.HTTPTransport(
-        verify=_tls_context(), socket_options=_SOCKET_OPTIONS,
+    environment's proxy variables never apply), each connection to a checked address
+    (:class:`~arena.core.bot_transport.PinnedTransport`)."""
+    return PinnedTransport(
+        allow_private=allow_private, ssl_context=_tls_context(), socket_options=_SOCKET_OPTIONS,
         limits=httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=60))
 
 
@@ -235,27 +240,34 @@ class HttpPlayer:
         secret: signing secret (requests carry ``X-Arena-Timestamp`` / ``X-Arena-Signature``).
         name: display name (default: the URL).
         max_body_bytes: answer size cap (bytes).
+        previous_secret: a rotated secret in its grace period: requests carry its signature too.
+        allow_private: accept loopback/private bot addresses; None reads
+            ``ARENA_ALLOW_PRIVATE_BOT_URLS`` from the environment (default false).
 
-    A URL httpx cannot parse makes every request the fault ``connection_error``.
+    A URL httpx cannot parse, or a host the SSRF policy refuses at connection time, makes the
+    request the fault ``connection_error``.
     """
 
     kind = "http"
 
     def __init__(self, url: str, secret: str | None = None, name: str | None = None,
-                 max_body_bytes: int = MAX_BODY_BYTES):
+                 max_body_bytes: int = MAX_BODY_BYTES, *, allow_private: bool | None = None,
+                 previous_secret: str | None = None):
         self.url = url
         try:
             self._url: httpx.URL | None = httpx.URL(url)
         except (httpx.InvalidURL, TypeError):
             self._url = None
         self.secret = secret
+        self.previous_secret = previous_secret
         self.name = name or url
         self.max_body_bytes = max_body_bytes
         self._sock: socket.socket | None = None
         self._fired = False
         self._exchange = 0  # number of the request in flight (or of the last one)
         self._active = False  # a request is in flight
-        self.transport = _new_transport()
+        self.allow_private = allow_private_from_env() if allow_private is None else allow_private
+        self.transport = _new_transport(self.allow_private)
 
     def _trace(self, event: str, info: dict) -> None:
         if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
@@ -318,7 +330,7 @@ class HttpPlayer:
             resp.close()
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
-        headers = protocol.sign(self.secret, body)
+        headers = protocol.sign(self.secret, body, previous=self.previous_secret)
         start = time.monotonic()
         deadline = start + max(timeout_s, 0.0)
         self._fired = False
@@ -357,7 +369,7 @@ class HttpPlayer:
         self._cut()
         self._sock = None
         old = self.transport
-        self.transport = _new_transport()
+        self.transport = _new_transport(self.allow_private)
         try:
             old.close()
         except Exception:
@@ -365,7 +377,7 @@ class HttpPlayer:
 
     def notify(self, body: bytes) -> None:
         """POST a notice; any error or status is ignored (never a fault)."""
-        headers = protocol.sign(self.secret, body)
+        headers = protocol.sign(self.secret, body, previous=self.previous_secret)
         handle = self._arm(time.monotonic() + NOTICE_TIMEOUT_S)
         try:
             self._post(body, NOTICE_TIMEOUT_S, headers)

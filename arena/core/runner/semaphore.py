@@ -221,8 +221,9 @@ class CappedHttpPlayer(HttpPlayer):
     """
 
     def __init__(self, url: str, secret: str | None, name: str | None, semaphore: BotSemaphore | None,
-                 book: SlotBook | None = None):
-        super().__init__(url, secret, name)
+                 book: SlotBook | None = None, *, allow_private: bool | None = None,
+                 previous_secret: str | None = None):
+        super().__init__(url, secret, name, allow_private=allow_private, previous_secret=previous_secret)
         self.semaphore = semaphore
         self.book = book
         self.wait_s = 0.0

@@ -88,7 +88,9 @@ def build_players(plan: MatchPlan, settings: Settings, book: SlotBook | None = N
     for s in plan.seats:
         if s.bot_id is not None:
             sem = BotSemaphore(client, str(s.bot_id), settings.bot_max_concurrency) if client else None
-            players.append(CappedHttpPlayer(s.url or "", s.secret, s.name, sem, book))
+            players.append(CappedHttpPlayer(s.url or "", s.secret, s.name, sem, book,
+                                            allow_private=settings.allow_private_bot_urls,
+                                            previous_secret=s.previous_secret))
         else:
             bot = SAMPLE_BOTS[HOUSE_BOT](seed=derive_seed(plan.seed, "house", s.seat))
             players.append(LocalPlayer(bot, s.name))

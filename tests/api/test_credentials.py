@@ -1,0 +1,97 @@
+"""Credentials: token rotation and expiry, bot secret rotation with the SDK's grace period,
+bot secrets encrypted at rest (read back raw from the database)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import text
+
+from arena.core import crypto
+from arena.core.db.models import Account, Bot, utcnow
+from bots_sdk import protocol
+
+
+def test_rotating_the_token_stops_the_old_one(client, accounts):
+    old = accounts.contestant("alice")
+    r = client.post("/api/v1/accounts/me/token", headers=old)
+    assert r.status_code == 200 and r.json["token"].startswith("arena_") and r.json["token_expires_at"] is None
+    new = {"Authorization": f"Bearer {r.json['token']}"}
+    assert client.get("/api/v1/accounts/me", headers=old).status_code == 401
+    assert client.get("/api/v1/accounts/me", headers=new).json["name"] == "alice"
+
+
+def test_token_expiry(client, accounts, sessionmaker):
+    headers = accounts.contestant("bob")
+    r = client.post("/api/v1/accounts/me/token", json={"expires_in_days": 30}, headers=headers)
+    assert r.status_code == 200 and r.json["token_expires_at"]
+    headers = {"Authorization": f"Bearer {r.json['token']}"}
+    assert client.get("/api/v1/accounts/me", headers=headers).status_code == 200
+    with sessionmaker() as s:
+        s.get(Account, r.json["id"]).token_expires_at = utcnow() - timedelta(seconds=1)
+        s.commit()
+    r = client.get("/api/v1/accounts/me", headers=headers)
+    assert r.status_code == 401 and "expired" in r.json["message"]
+    r = client.post("/api/v1/accounts/me/token", json={"expires_in_days": 0}, headers=accounts.contestant("c"))
+    assert r.status_code == 422 and "json.expires_in_days" in r.json["message"]
+
+
+def test_bot_secret_is_encrypted_at_rest_and_rotates_with_a_grace_period(client, accounts, sessionmaker, engine):
+    headers = accounts.contestant("dora")
+    r = client.post("/api/v1/bots", json={"name": "b", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]},
+                    headers=headers)
+    bot_id, first = r.json["id"], r.json["secret"]
+    with engine.connect() as conn:
+        raw = conn.execute(text("SELECT secret FROM bots WHERE id = :i"), {"i": bot_id}).scalar_one()
+    assert raw.startswith(crypto.PREFIX) and first not in raw
+    assert crypto.decrypt(raw) == first
+
+    r = client.post(f"/api/v1/bots/{bot_id}/secret", headers=headers)
+    assert r.status_code == 200
+    second = r.json["secret"]
+    assert second != first and "previous_secret" not in r.json
+    with sessionmaker() as s:
+        bot = s.get(Bot, bot_id)
+        assert bot.secret == second and bot.grace_secret() == first
+        assert bot.grace_secret(utcnow() + timedelta(days=2)) is None
+
+    # what the arena sends during the grace period verifies with the old and the new secret
+    body = b'{"protocol": 1}'
+    headers_sent = protocol.sign(second, body, previous=first)
+    protocol.verify(second, body, headers_sent)
+    protocol.verify(first, body, headers_sent)
+    # after the grace period only the new secret signs: the old one is refused
+    import pytest
+
+    with pytest.raises(protocol.SignatureError):
+        protocol.verify(first, body, protocol.sign(second, body))
+    other = client.post(f"/api/v1/bots/{bot_id}/secret", headers=accounts.contestant("eve"))
+    assert other.status_code == 403
+
+
+def test_key_rotation_with_the_cli(database_url, monkeypatch):
+    from click.testing import CliRunner
+
+    from arena.cli import main
+    from arena.core.db.migrate import upgrade
+
+    old, new = crypto.new_key(), crypto.new_key()
+    monkeypatch.setenv("ARENA_DATABASE_URL", database_url)
+    monkeypatch.setenv(crypto.ENV_KEYS, old)
+    upgrade(database_url)
+    from arena.core.accounts import create_account
+    from arena.core.db.session import make_engine, make_sessionmaker
+
+    engine = make_engine(database_url)
+    with make_sessionmaker(engine)() as s:
+        account, _ = create_account(s, "k")
+        s.add(Bot(owner_id=account.id, name="b", url="http://127.0.0.1:9/", rulesets=["jdf"], secret="plain-secret"))
+        s.commit()
+    monkeypatch.setenv(crypto.ENV_KEYS, f"{new},{old}")
+    r = CliRunner().invoke(main, ["secrets", "reencrypt"])
+    assert r.exit_code == 0 and "re-encrypted 1 secrets" in r.output, r.output
+    assert "database: " in r.output and "@" in r.output or "sqlite" in r.output
+    monkeypatch.setenv(crypto.ENV_KEYS, new)  # the old key is gone: the secret still reads
+    with make_sessionmaker(engine)() as s:
+        assert s.query(Bot).one().secret == "plain-secret"
+    engine.dispose()
