@@ -28,13 +28,15 @@ from api.ui.chart import score_chart
 from api.ui.replay import ReplayDataError, build_replay
 from arena.core import access as policy
 from arena.core import matchlog
-from arena.core.db.models import Bot, Match, MatchLog, MatchSeat, Tournament
+from arena.core.db.models import Bot, Match, MatchLog, Tournament
 from arena.core.standings import tournament_standings
 
 bp = Blueprint("ui", __name__, url_prefix="/ui", template_folder="templates",
                static_folder="static", static_url_path="/static")
 
 MAX_ID = 2**31 - 1
+#: Matches per page of a tournament page (/ui/tournaments/<id>?page=N).
+MATCHES_PER_PAGE = 100
 RULESET_NAMES = {"million_doubt": "Million Doubt", "trump_millionaire": "Trump Millionaire",
                  "jdf": "JDF"}
 
@@ -164,15 +166,20 @@ def tournament_page(tournament_id: int):
     if not policy.can_view_tournament(db(), account, t):
         _deny(account, f"tournament {t.id}")
     standings = tournament_standings(db(), t)
-    matches = db().scalars(select(Match).where(Match.tournament_id == t.id).order_by(Match.index)
+    # One page of the matches the viewer may read (a tournament may have thousands).
+    cond = [Match.tournament_id == t.id]
+    visible = policy.visible_matches_condition(db(), account, t)
+    if visible is not None:
+        cond.append(visible)
+    shown = db().scalar(select(func.count()).select_from(Match).where(*cond)) or 0
+    total = db().scalar(select(func.count()).select_from(Match).where(Match.tournament_id == t.id)) or 0
+    pages = max(1, -(-shown // MATCHES_PER_PAGE))
+    page = min(max(1, request.args.get("page", 1, type=int) or 1), pages)
+    matches = db().scalars(select(Match).where(*cond).order_by(Match.index)
+                           .offset((page - 1) * MATCHES_PER_PAGE).limit(MATCHES_PER_PAGE)
                            .options(selectinload(Match.seats), selectinload(Match.result))).all()
     names = _bot_names([p.bot_id for p in t.participants]
                        + [s.bot_id for m in matches for s in m.seats])
-    all_visible = policy.sees_all_matches(db(), account, t)
-    mine: set[int] = set()
-    if not all_visible and account is not None:
-        mine = set(db().scalars(select(MatchSeat.match_id).join(Bot, MatchSeat.bot_id == Bot.id).where(
-            Bot.owner_id == account.id, MatchSeat.match_id.in_([m.id for m in matches]))).all())
     rows: list[dict[str, Any]] = []
     for st in standings:
         label = _entrant_label(st.entrant if isinstance(st.entrant, int) else None,
@@ -182,18 +189,14 @@ def tournament_page(tournament_id: int):
             lo, hi = st.mean_score - st.ci95, st.mean_score + st.ci95
         rows.append({"s": st, "label": label, "lo": lo, "hi": hi})
     match_rows = []
-    hidden = 0
     for m in matches:
-        visible = all_visible or m.id in mine
-        if not visible:
-            hidden += 1
-            continue
         seats = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
         r = m.result
         match_rows.append({"m": m, "seats": seats, "result": r,
                            "faults": sum(r.faults) if r else 0})
     return render_template(
-        "tournament.html", t=t, progress=_progress(t), rows=rows, matches=match_rows, hidden=hidden,
+        "tournament.html", t=t, progress=_progress(t), rows=rows, matches=match_rows, hidden=total - shown,
+        page=page, pages=pages, shown=shown,
         chart=score_chart([(r["label"], r["s"].mean_score, r["lo"], r["hi"]) for r in rows]),
         public=policy.is_public(t), logs_link=policy.can_download_tournament_logs(db(), account, t),
         seats_per_match=engine.SEATS.get(t.ruleset, 0))

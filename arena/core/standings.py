@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from openskill.models import PlackettLuce
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from arena.core.db.models import Match, MatchResult, Rating, Tournament, utcnow
+from arena.core.db.models import Match, MatchResult, Rating, StandingsCache, Tournament, utcnow
 
 Entrant = int | str
 
@@ -66,6 +67,9 @@ class MatchRecord:
 
 @dataclass
 class Standing:
+    """One entrant's row: counts, score statistics per game, faults, rating, rank (1-based;
+    0 while the entrant has played no game)."""
+
     entrant: Entrant
     matches: int = 0
     games: int = 0
@@ -78,11 +82,9 @@ class Standing:
     sigma: float = 0.0
     ordinal: float = 0.0
     rank: int = 0
-    _scores: list[float] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.pop("_scores")
         if isinstance(self.entrant, int):
             d["bot_id"], d["house_bot"] = self.entrant, None
         else:
@@ -91,57 +93,107 @@ class Standing:
         return d
 
 
-def _sort_key(s: Standing) -> tuple:
+def _sort_key(s: Standing) -> tuple[Any, ...]:
     bot_key = (0, s.entrant, "") if isinstance(s.entrant, int) else (1, 0, s.entrant)
     return (-(s.mean_score if s.mean_score is not None else -math.inf), -s.wins, -s.ordinal, s.faults, bot_key)
+
+
+class StandingsFold:
+    """The standings' accumulators, folded match by match in schedule order; resumable.
+
+    Per entrant: matches, games, wins, faults, and the game scores' count, mean and sum of
+    squared deviations (Welford's method) and their sum, plus its openskill rating.
+    :meth:`state` / :meth:`from_state` turn it into JSON and back, so a prefix of the
+    schedule folded once is kept (:func:`tournament_standings`) and only new results are
+    folded on the next read.
+    """
+
+    def __init__(self) -> None:
+        self.model = PlackettLuce()
+        self.acc: dict[Entrant, list[float]] = {}  # [matches, games, wins, faults, n, mean, m2, total]
+        self.ratings: dict[Entrant, Any] = {}
+
+    def _row(self, e: Entrant) -> list[float]:
+        if e not in self.acc:
+            self.acc[e] = [0, 0, 0, 0, 0, 0.0, 0.0, 0.0]
+            self.ratings[e] = self.model.rating(name=str(e))
+        return self.acc[e]
+
+    def add_entrants(self, entrants: Iterable[Entrant]) -> None:
+        for e in entrants:
+            self._row(e)
+
+    def add(self, rec: MatchRecord) -> None:
+        """Fold one finished match (call in ``index`` order)."""
+        games = list(rec.games) or [{"scores": list(rec.scores), "places": list(rec.places)}]
+        for seat, e in enumerate(rec.seats):
+            a = self._row(e)
+            a[0] += 1
+            a[3] += int(rec.faults[seat])
+            for g in games:
+                a[1] += 1
+                if int(g["places"][seat]) == 1:
+                    a[2] += 1
+                x = float(g["scores"][seat])
+                a[4] += 1
+                delta = x - a[5]
+                a[5] += delta / a[4]
+                a[6] += delta * (x - a[5])
+                a[7] += x
+        teams = [[self.ratings[e]] for e in rec.seats]
+        rated = self.model.rate(teams, ranks=[int(p) for p in rec.places])
+        for e, team in zip(rec.seats, rated):
+            self.ratings[e] = team[0]
+
+    def state(self) -> dict[str, Any]:
+        """JSON-ready state: ``{"rows": [[entrant, acc..., mu, sigma], ...]}``."""
+        return {"rows": [[e, *a, self.ratings[e].mu, self.ratings[e].sigma] for e, a in self.acc.items()]}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> StandingsFold:
+        fold = cls()
+        for e, *rest in state.get("rows", []):
+            *acc, mu, sigma = rest
+            fold.acc[e] = [int(acc[0]), int(acc[1]), int(acc[2]), int(acc[3]), int(acc[4]),
+                           float(acc[5]), float(acc[6]), float(acc[7])]
+            fold.ratings[e] = fold.model.rating(mu=mu, sigma=sigma, name=str(e))
+        return fold
+
+    def copy(self) -> StandingsFold:
+        return StandingsFold.from_state(self.state())
+
+    def standings(self) -> list[Standing]:
+        """The rows, best first (module docstring order); entrants without a game rank 0."""
+        rows = []
+        for e, (matches, games, wins, faults, n, mean, m2, total) in self.acc.items():
+            r = Standing(entrant=e, matches=int(matches), games=int(games), wins=int(wins), faults=int(faults))
+            if n:
+                r.total_score = float(total)
+                r.mean_score = float(total / n)
+            if n >= 2:
+                r.ci95 = t975(int(n) - 1) * math.sqrt(m2 / (n - 1) / n)
+            rating = self.ratings[e]
+            r.mu, r.sigma, r.ordinal = rating.mu, rating.sigma, rating.ordinal()
+            rows.append(r)
+        ordered = sorted(rows, key=_sort_key)
+        rank = 0
+        for r in ordered:
+            if r.games:
+                rank += 1
+                r.rank = rank
+        return ordered
 
 
 def compute_standings(records: Iterable[MatchRecord], entrants: Iterable[Entrant] = ()) -> list[Standing]:
     """Standings from finished matches (any order; rated in ``index`` order), best first.
 
-    ``entrants`` lists participants to show even before they played. ``rank`` is 1-based.
+    ``entrants`` lists participants to show even before they played (rank 0 until then).
     """
-    model = PlackettLuce()
-    rows: dict[Entrant, Standing] = {}
-    ratings: dict[Entrant, Any] = {}
-
-    def row(e: Entrant) -> Standing:
-        if e not in rows:
-            rows[e] = Standing(entrant=e)
-            ratings[e] = model.rating(name=str(e))
-        return rows[e]
-
-    for e in entrants:
-        row(e)
+    fold = StandingsFold()
+    fold.add_entrants(entrants)
     for rec in sorted(records, key=lambda r: r.index):
-        games = list(rec.games) or [{"scores": list(rec.scores), "places": list(rec.places)}]
-        for seat, e in enumerate(rec.seats):
-            r = row(e)
-            r.matches += 1
-            r.faults += int(rec.faults[seat])
-            for g in games:
-                r.games += 1
-                r._scores.append(float(g["scores"][seat]))
-                if int(g["places"][seat]) == 1:
-                    r.wins += 1
-        teams = [[ratings[e]] for e in rec.seats]
-        rated = model.rate(teams, ranks=[int(p) for p in rec.places])
-        for e, team in zip(rec.seats, rated):
-            ratings[e] = team[0]
-    for e, r in rows.items():
-        n = len(r._scores)
-        r.total_score = float(sum(r._scores))
-        if n:
-            r.mean_score = r.total_score / n
-        if n >= 2:
-            mean = r.total_score / n
-            var = sum((x - mean) ** 2 for x in r._scores) / (n - 1)
-            r.ci95 = t975(n - 1) * math.sqrt(var / n)
-        r.mu, r.sigma, r.ordinal = ratings[e].mu, ratings[e].sigma, ratings[e].ordinal()
-    ordered = sorted(rows.values(), key=_sort_key)
-    for i, r in enumerate(ordered, 1):
-        r.rank = i
-    return ordered
+        fold.add(rec)
+    return fold.standings()
 
 
 def _record(match: Match) -> MatchRecord:
@@ -152,19 +204,72 @@ def _record(match: Match) -> MatchRecord:
     return MatchRecord(match.index, seats, res.scores, res.places, res.faults, res.games or ())
 
 
-def load_records(session: Session, tournament_id: int) -> list[MatchRecord]:
-    """Finished matches of a tournament with their results, in schedule order."""
+def load_records(session: Session, tournament_id: int, after_index: int = -1) -> list[MatchRecord]:
+    """Finished matches of a tournament (``index > after_index``) with their results, in
+    schedule order."""
     matches = session.scalars(
-        select(Match).join(MatchResult).where(Match.tournament_id == tournament_id)
+        select(Match).join(MatchResult).where(Match.tournament_id == tournament_id, Match.index > after_index)
         .options(selectinload(Match.seats), selectinload(Match.result)).order_by(Match.index)
     ).all()
     return [_record(m) for m in matches]
 
 
+def _prefix_end(session: Session, tournament_id: int, after_index: int) -> int:
+    """The largest index P >= after_index such that every match with ``after_index < index <= P``
+    is done for good: it has a result, or it is cancelled (cancelled matches never get one).
+    A failed match stops the prefix (it may be retried); so does one still to be played."""
+    gap = session.scalar(
+        select(func.min(Match.index)).outerjoin(MatchResult, MatchResult.match_id == Match.id).where(
+            Match.tournament_id == tournament_id, Match.index > after_index,
+            MatchResult.match_id.is_(None), Match.status != "cancelled"))
+    if gap is not None:
+        return int(gap) - 1
+    last = session.scalar(select(func.max(Match.index)).where(Match.tournament_id == tournament_id))
+    return int(last) if last is not None else after_index
+
+
 def tournament_standings(session: Session, tournament: Tournament) -> list[Standing]:
-    """Standings of ``tournament`` from its stored results (participants listed even at 0 games)."""
-    return compute_standings(load_records(session, tournament.id),
-                             entrants=[p.bot_id for p in tournament.participants])
+    """Standings of ``tournament`` from its stored results (participants listed even at 0 games).
+
+    Reads do not grow with the tournament: the fold of the longest prefix of the schedule
+    whose matches are all done is kept in ``standings_cache`` (``prefix_index``, JSON state);
+    a read folds only the results stored since, then the results beyond the first match
+    still to be played (not kept). The result equals :func:`compute_standings` of every
+    stored result. Commits the session when it moves the cached prefix.
+    """
+    cache = session.get(StandingsCache, tournament.id)
+    start = cache.prefix_index if cache is not None else -1
+    fold = StandingsFold.from_state(cache.state) if cache is not None else StandingsFold()
+    if cache is None:
+        fold.add_entrants([p.bot_id for p in tournament.participants])
+    end = _prefix_end(session, tournament.id, start)
+    records = load_records(session, tournament.id, after_index=start)
+    prefix = [r for r in records if r.index <= end]
+    if prefix:
+        for rec in prefix:
+            fold.add(rec)
+        _save(session, tournament.id, start, end, fold.state())
+    tail = [r for r in records if r.index > end]
+    if tail:
+        fold = fold.copy()
+        for rec in tail:
+            fold.add(rec)
+    return fold.standings()
+
+
+def _save(session: Session, tournament_id: int, old_end: int, new_end: int, state: dict[str, Any]) -> None:
+    """Move the cached prefix from ``old_end`` to ``new_end``; a concurrent reader that moved
+    it first wins (this one's fold is the same or shorter)."""
+    try:
+        if old_end < 0 and session.get(StandingsCache, tournament_id) is None:
+            session.add(StandingsCache(tournament_id=tournament_id, prefix_index=new_end, state=state))
+        else:
+            session.execute(update(StandingsCache).where(
+                StandingsCache.tournament_id == tournament_id, StandingsCache.prefix_index == old_end).values(
+                prefix_index=new_end, state=state))
+        session.commit()
+    except IntegrityError:
+        session.rollback()
 
 
 def rebuild_ratings(session: Session, ruleset: str) -> int:

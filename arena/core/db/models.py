@@ -292,3 +292,16 @@ class Rating(Base):
     #: Matches rated.
     games: Mapped[int] = mapped_column(Integer, default=0)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class StandingsCache(Base):
+    """The standings fold of a tournament's longest finished prefix of the schedule
+    (:func:`arena.core.standings.tournament_standings`): matches with ``index <=
+    prefix_index`` are folded into ``state``; a read folds only what came after."""
+
+    __tablename__ = "standings_cache"
+
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), primary_key=True)
+    prefix_index: Mapped[int] = mapped_column(Integer)
+    state: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
