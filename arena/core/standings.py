@@ -165,7 +165,7 @@ class StandingsFold:
     def standings(self) -> list[Standing]:
         """The rows, best first (module docstring order); entrants without a game rank 0."""
         rows = []
-        for e, (matches, games, wins, faults, n, mean, m2, total) in self.acc.items():
+        for e, (matches, games, wins, faults, n, _mean, m2, total) in self.acc.items():
             r = Standing(entrant=e, matches=int(matches), games=int(games), wins=int(wins), faults=int(faults))
             if n:
                 r.total_score = float(total)
