@@ -253,9 +253,10 @@ class Game:
         return (seat + self.direction) % self.seats
 
     def _next_still_in(self, seat: int) -> int | None:
-        """First seat still in after ``seat`` in the current direction (C-7)."""
+        """First other seat still in after ``seat`` in the current direction (C-7, LR-5), or
+        None when no other seat is still in."""
         s = seat
-        for _ in range(self.seats):
+        for _ in range(self.seats - 1):
             s = self._step(s)
             if self.still_in[s]:
                 return s
@@ -265,13 +266,17 @@ class Game:
         """Next seat to play after ``seat`` in this trick, or None if the trick clears.
 
         The turn goes in the current direction over seats still in that have not passed
-        (C-7); reaching the seat that made the last play means every other seat has passed:
-        the trick clears.
+        (C-7). Reaching the seat that made the last play while it is still in means every
+        other seat has passed or lost its turn to a five-skip: the trick clears. When that
+        seat is no longer still in, a seat passed over by a five-skip has not passed (LR-4,
+        C-7): the turn goes on to it, and the trick clears only when every seat still in has
+        passed.
         """
         s = seat
+        last = self.last_player
         for _ in range(self.seats):
             s = self._step(s)
-            if s == self.last_player:
+            if s == last and self.still_in[s]:
                 return None
             if self.still_in[s] and not self.passed[s]:
                 return s

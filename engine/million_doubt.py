@@ -97,6 +97,9 @@ class MillionDoubt(Game):
         else:
             self.outside = self._setup_hands(setup)
             leader = setup["leader"]
+            st = setup["state"]
+            self.revolution = bool(st.get("revolution", False))
+            self.direction = -1 if st.get("direction", 1) == -1 else 1
         for s in range(2):
             self._event({"type": "hand", "seat": s, "cards": format_cards(self.hands[s])}, (s,))
         self._event({"type": "start", "leader": leader})
