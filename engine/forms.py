@@ -16,7 +16,8 @@ Ranks are indices 0..12 of ``3 4 5 6 7 8 9 T J Q K A 2`` (see :mod:`engine.cards
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from engine.cards import JOKER
 
