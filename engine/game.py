@@ -681,14 +681,20 @@ class Game(ABC):
             out1.extend(self._extra_plays(seat))
             return out1
         jokers = 0
-        by_rank: list[list[int]] = [[] for _ in range(13)]
+        by_rank: dict[int, list[int]] = {}  # ranks held -> their cards, in hand order
         by_suit: list[dict[int, int]] = [{}, {}, {}, {}]
         for c in hand:
             if c == JOKER:
                 jokers += 1
             else:
-                by_rank[c >> 2].append(c)
-                by_suit[c & 3][c >> 2] = c
+                r = c >> 2
+                cards_of = by_rank.get(r)
+                if cards_of is None:
+                    by_rank[r] = [c]
+                else:
+                    cards_of.append(c)
+                by_suit[c & 3][r] = c
+        ranks_held = sorted(by_rank)
         lock = self.lock
         size = len(hand)
         refuse = self._finish_refused
@@ -703,7 +709,7 @@ class Game(ABC):
             out.append((cards, declared))
 
         if count in (0, 1):
-            for r in range(13):
+            for r in ranks_held:
                 if s_ok >> r & 1:
                     for c in by_rank[r]:
                         if plain:
@@ -715,10 +721,10 @@ class Game(ABC):
         if count in (0, 2) and jokers == 2 and jp_ok:
             keep([JOKER, JOKER], [], 2, None)
         if count != 1 and g_ok:
-            for r in range(13):
-                nat = by_rank[r]
-                if not nat or not g_ok >> r & 1:
+            for r in ranks_held:
+                if not g_ok >> r & 1:
                     continue
+                nat = by_rank[r]
                 top = min(6, len(nat) + jokers)
                 if top < 2:
                     continue
@@ -739,6 +745,12 @@ class Game(ABC):
                 present = by_suit[s]
                 if not present or len(present) + jokers < 3:
                     continue
+                if jokers < 2:  # quick test: some 3 consecutive ranks hold 3 - jokers cards
+                    m = 0
+                    for x in present:
+                        m |= 1 << x
+                    if not (m & (m >> 1) & (m >> 2) if not jokers else (m & (m >> 1)) | (m & (m >> 2))):
+                        continue
                 for lo in range(0, 11):
                     if not st_ok >> lo & 1 or (not jokers and lo not in present):
                         continue
