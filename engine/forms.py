@@ -194,7 +194,7 @@ def only_rank(mask: int) -> int:
 
 def signature(naturals: Iterable[int]) -> tuple[int, ...]:
     """Suit signature of a play (C-8): sorted suits of its face-up natural cards."""
-    return tuple(sorted(c & 3 for c in naturals))
+    return tuple(sorted([c & 3 for c in naturals]))
 
 
 def satisfies_lock(lock: Sequence[int], naturals: Iterable[int], wild: int) -> bool:

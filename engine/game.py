@@ -865,11 +865,15 @@ def _normal_action(action: Action) -> Action:
     if len(action) == 2 and "cards" in action:
         return {"type": action["type"], "cards": list(action["cards"])}
     out = {"type": action["type"]}
-    for k in ("cards", "face_down", "jokers", "accept", "rate"):
-        v = action.get(k)
-        if v is not None:
-            out[k] = list(v) if type(v) is list else v
+    for k in _LOGGED_KEYS:
+        if k in action:
+            v = action[k]
+            if v is not None:
+                out[k] = list(v) if type(v) is list else v
     return out
+
+
+_LOGGED_KEYS = ("cards", "face_down", "jokers", "accept", "rate")
 
 
 def cards_text(codes: Iterable[int]) -> str:

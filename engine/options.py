@@ -181,6 +181,8 @@ def make_options(ruleset: str, values: Mapping[str, Any] | Options | None = None
         return values
     if values is not None and not isinstance(values, Mapping):
         raise OptionsError("options must be an object")
+    if not values:
+        return _DEFAULTS[ruleset]  # immutable: one shared instance of the defaults
     cls = OPTION_CLASSES[ruleset]
     kwargs: dict[str, Any] = {}
     allowed = cls.NAMES
@@ -229,6 +231,9 @@ def _check_ranges(o: Options) -> None:
             raise OptionsError("option 'rank_points' must list 4 integers (places 1 to 4)")
         if o.set_bonus < 0:
             raise OptionsError("option 'set_bonus' must be >= 0")
+
+
+_DEFAULTS: dict[str, Options] = {name: cls() for name, cls in OPTION_CLASSES.items()}
 
 
 def option_names(ruleset: str) -> tuple[str, ...]:
