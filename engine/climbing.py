@@ -255,7 +255,7 @@ class Climbing(Game):
         # (2) J-back (LR-1)
         if opts.eleven_back and p.count(RJ):
             self._toggle_jback()
-        # (3) suit lock (C-8: a play with a joker cannot start one here) and number lock
+        # (3) suit lock (C-8, JDF-8: a play with a joker cannot start one here) and number lock
         self._suit_lock(signature(p.nat), not p.jokers)
         if opts.number_lock and not p.is_return:
             if p.kind in ("single", "group"):

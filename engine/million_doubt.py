@@ -199,7 +199,11 @@ class MillionDoubt(Game):
             self._after_accept(seat, cut)
 
     def _accept(self, rec: PlayRecord, ev: _Eval) -> bool:
-        """Take an accepted play's effects (MD-14); returns True for an 8-cut (MD-13)."""
+        """Take an accepted play's effects (MD-14); returns True for an 8-cut (MD-13).
+
+        The new reference (MD-5): the play's readings when it has a face-up natural card
+        (all of them when it also has face-down cards: the blanks), a face-up lone joker or
+        joker pair (MD-15: nothing beats it), else the reference stays."""
         n = len(rec.cards)
         if ev.fu_nat:
             self.ref = ev.accepted if ev.face_down else choose(ev.accepted, self.reversed_order)
