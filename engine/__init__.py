@@ -10,7 +10,9 @@ rule-set presets plus options. A few nouns:
   :mod:`engine.jdf`) sharing the trick machinery of :mod:`engine.game` and
   :mod:`engine.climbing`;
 * **options** (:mod:`engine.options`) tune a rule set; **time banks** (:mod:`engine.timebank`)
-  do TIME-1's arithmetic.
+  do TIME-1's arithmetic;
+* the **registry** :data:`RULESETS` (:mod:`engine.rulesets`) maps each rule-set id to its
+  :class:`RuleSet` (seats, option class, game class, match structure).
 
 Typical use::
 
@@ -20,7 +22,7 @@ Typical use::
     g.apply(d.seat, {"type": "play", "cards": ["5H"]})   # or engine.InvalidAction
     obs = g.observation(1)                   # what seat 1 may see (C-11)
     actions = list(g.legal_actions(1))       # face-up plays, pass, doubt/through, ...
-    g.result()                               # None until g.over
+    g.result()                               # None until g.over; seats as "0", "1" keys
     again = engine.replay(g.log())           # deterministic replay
 
 Create a state from a scenario ``setup`` (fixed hands, one deal / game) with
@@ -30,27 +32,40 @@ deals to ``target_score``; JDF, one match of ``sets`` x ``games_per_set`` games.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from engine.cards import CardError, format_card, format_cards, parse_card, parse_cards
-from engine.game import ACTION_TYPES, DECISIONS, Decision, Game, InvalidAction
-from engine.options import (
-    JDF, LOCAL_RULES, MILLION_DOUBT, RULESETS, SEATS, TRUMP_MILLIONAIRE,
-    Options, OptionsError, check_ruleset, make_options, option_names,
+from engine.game import (
+    ACTION_TYPES,
+    DECISIONS,
+    Action,
+    DealResult,
+    Decision,
+    Game,
+    GameResult,
+    InvalidAction,
+    Result,
+    UnitResult,
 )
+from engine.options import (
+    JDF,
+    LOCAL_RULES,
+    MILLION_DOUBT,
+    SEATS,
+    TRUMP_MILLIONAIRE,
+    JdfOptions,
+    LocalRuleOptions,
+    MillionDoubtOptions,
+    Options,
+    OptionsError,
+    TrumpMillionaireOptions,
+    check_ruleset,
+    make_options,
+    option_names,
+)
+from engine.rulesets import RULESETS, RuleSet, get_ruleset
 from engine.timebank import TimeBank, TimeRules
-
-
-def _game_class(ruleset: str) -> type[Game]:
-    check_ruleset(ruleset)
-    if ruleset == MILLION_DOUBT:
-        from engine.million_doubt import MillionDoubt
-        return MillionDoubt
-    if ruleset == TRUMP_MILLIONAIRE:
-        from engine.trump_millionaire import TrumpMillionaire
-        return TrumpMillionaire
-    from engine.jdf import Jdf
-    return Jdf
 
 
 def new_game(ruleset: str, options: Mapping[str, Any] | Options | None = None,
@@ -63,7 +78,7 @@ def new_game(ruleset: str, options: Mapping[str, Any] | Options | None = None,
     opts = make_options(ruleset, options)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise OptionsError(f"seed must be an integer, not {seed!r}")
-    return _game_class(ruleset)(opts, seed, None)
+    return get_ruleset(ruleset).game_class(opts, seed, None)
 
 
 def from_setup(ruleset: str, options: Mapping[str, Any] | Options | None,
@@ -82,10 +97,10 @@ def from_setup(ruleset: str, options: Mapping[str, Any] | Options | None,
     """
     opts = make_options(ruleset, options)
     clean = _parse_setup(opts, setup)
-    return _game_class(ruleset)(opts, None, clean)
+    return get_ruleset(ruleset).game_class(opts, None, clean)
 
 
-def _parse_setup(opts: Options, setup: Mapping[str, Any]) -> dict:
+def _parse_setup(opts: Options, setup: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(setup, Mapping):
         raise ValueError("setup must be an object")
     hands_raw = setup.get("hands")
@@ -93,7 +108,7 @@ def _parse_setup(opts: Options, setup: Mapping[str, Any]) -> dict:
         raise ValueError("setup.hands must map seats to card lists")
     hands: dict[int, list[int]] = {}
     for s in range(opts.seats):
-        cards = hands_raw.get(str(s), hands_raw.get(s, []))  # type: ignore[call-overload]
+        cards = hands_raw.get(str(s), hands_raw.get(s, []))
         if not isinstance(cards, list):
             raise ValueError(f"setup.hands.{s} must be a list of cards")
         hands[s] = parse_cards(cards)
@@ -114,6 +129,10 @@ def _parse_setup(opts: Options, setup: Mapping[str, Any]) -> dict:
     unknown = set(state) - known
     if unknown:
         raise ValueError(f"setup.state has unknown keys {sorted(unknown)}")
+    if not isinstance(state.get("revolution", False), bool):
+        raise ValueError("setup.state.revolution must be true or false")
+    if state.get("direction", 1) not in (1, -1) or isinstance(state.get("direction"), bool):
+        raise ValueError("setup.state.direction must be 1 or -1")
     return {"hands": hands, "leader": leader, "set_aside": set_aside, "state": state,
             "raw": dict(setup)}
 
@@ -142,9 +161,10 @@ def replay(log: Mapping[str, Any]) -> Game:
 
 
 __all__ = [
-    "RULESETS", "SEATS", "LOCAL_RULES", "MILLION_DOUBT", "TRUMP_MILLIONAIRE", "JDF",
-    "Options", "OptionsError", "make_options", "check_ruleset", "option_names",
+    "RULESETS", "RuleSet", "get_ruleset", "SEATS", "LOCAL_RULES", "MILLION_DOUBT", "TRUMP_MILLIONAIRE", "JDF",
+    "Options", "MillionDoubtOptions", "LocalRuleOptions", "TrumpMillionaireOptions", "JdfOptions",
+    "OptionsError", "make_options", "check_ruleset", "option_names",
     "CardError", "parse_card", "parse_cards", "format_card", "format_cards",
-    "Game", "Decision", "InvalidAction", "DECISIONS", "ACTION_TYPES",
+    "Game", "Decision", "InvalidAction", "Action", "Result", "DealResult", "GameResult", "UnitResult", "DECISIONS", "ACTION_TYPES",
     "TimeBank", "TimeRules", "new_game", "from_setup", "replay",
 ]

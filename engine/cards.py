@@ -17,7 +17,7 @@ engine.cards.CardError: unknown card '1S': expected rank 3456789TJQKA2 then suit
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 RANKS = "3456789TJQKA2"
 SUITS = "SHDC"

@@ -1,8 +1,8 @@
 """Face-up climbing flow shared by ``trump_millionaire`` and ``jdf`` (RULES C-5..C-8, C-13, LR).
 
 :class:`Climbing` validates a face-up play (form C-3, jokers C-4, following C-5, suit lock
-C-8, number lock LR-3, the spade-3 return JDF-9 where the preset allows it), then applies its
-effects in the order of C-13:
+C-8, number lock LR-3, the spade-3 return JDF-9 where the preset allows it, the forbidden
+finish TM-5), then applies its effects in the order of C-13:
 
 1. revolution toggle (TM-4 / JDF-7 / LR-2);
 2. J-back toggle (LR-1);
@@ -12,34 +12,55 @@ effects in the order of C-13:
 6. the finish check (TM-7, JDF-10, JDF-11), defined by the rule set;
 7. the clear by 8-cut or spade-3 return, else the five-skip (LR-4), else the next turn.
 
-Rule sets set the class attributes that differ (which plays are revolutions, which cut) and
-implement :meth:`Climbing._finish`.
+It also holds what both rule sets share around the tricks: the start of a deal/game (hands,
+flags, events), a unit from a scenario setup, the forfeit tail (FAULT-2). A rule set
+implements the abstract hooks (:meth:`Climbing._is_revolution`, :meth:`Climbing._is_eight_cut`,
+:meth:`Climbing._special_last_play`, :meth:`Climbing._finish`) and may override the others.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import combinations
-from typing import Iterator
+from typing import Any, ClassVar
 
-from engine.cards import R2, R3, R5, R7, R9, RANKS, RJ, RT, SPADE_3, format_cards
-from engine.forms import (
-    Readings, beating, choose, only_rank, readings, satisfies_lock, signature, split,
+from engine.cards import R5, R7, RANKS, RJ, RT, SPADE_3, format_cards
+from engine.forms import Readings, beating, choose, only_rank, signature, split
+from engine.game import (
+    Action,
+    Decision,
+    Game,
+    Handler,
+    InvalidAction,
+    Play,
+    PlayRecord,
+    _remove_all,
+    _take,
+    cards_text,
 )
-from engine.game import Game, InvalidAction, PlayRecord, _remove_all, _take, cards_text
+from engine.options import LocalRuleOptions
 
 
 class PlayInfo:
-    """A validated face-up play: its cards, naturals, jokers and chosen reading (C-4)."""
+    """A validated face-up play: its cards, naturals, jokers and chosen reading (C-4).
+
+    ``kind`` is ``single``, ``group``, ``stairs``, ``joker`` or ``joker_pair``; ``rank`` the
+    rank index of singles and groups, the lowest rank of stairs, None for the joker forms;
+    ``is_return`` marks the spade-3 return (JDF-9).
+    """
 
     __slots__ = ("cards", "nat", "jokers", "declared", "reading", "kind", "rank", "is_return")
 
-    def __init__(self, cards, nat, jokers, declared, reading: Readings, is_return: bool):
+    def __init__(self, cards: list[int], nat: list[int], jokers: int, declared: list[int] | None,
+                 reading: Readings, is_return: bool):
         self.cards = cards
         self.nat = nat
         self.jokers = jokers
         self.declared = declared
         self.reading = reading
         self.is_return = is_return
+        self.rank: int | None
         if reading.joker:
             self.kind, self.rank = "joker", None
         elif reading.joker_pair:
@@ -56,39 +77,112 @@ class PlayInfo:
         return sum(1 for c in self.nat if c >> 2 == rank)
 
 
+class FollowUp:
+    """The C-13 steps (5)-(7) still to run after a play of ``seat``.
+
+    ``give`` / ``discard``: cards still to be asked (LR-5, LR-6; 0 when done); ``cut``:
+    8-cut; ``is_return``: spade-3 return; ``skip``: natural 5s (LR-4); ``special``: the play
+    may not end a hand cleanly (TM-5 forbidden / JDF-10 foul).
+    """
+
+    __slots__ = ("seat", "give", "discard", "cut", "is_return", "skip", "special")
+
+    def __init__(self, seat: int, give: int, discard: int, cut: bool, is_return: bool, skip: int,
+                 special: bool):
+        self.seat = seat
+        self.give = give
+        self.discard = discard
+        self.cut = cut
+        self.is_return = is_return
+        self.skip = skip
+        self.special = special
+
+
 class Climbing(Game):
     """Common flow of the 4-seat face-up rule sets; see the module docstring."""
 
-    #: TM-5: a finishing play with a joker, 8 or 2 (3 in revolution) is invalid.
-    FORBIDDEN_FINISH_INVALID = False
-    #: JDF-9: a single 3S beats a lone joker and clears.
-    SPADE_3_RETURN = False
-    #: TM-4: a natural 9 reverses the direction.
-    NINE_REVERSES = False
+    options: LocalRuleOptions
 
-    def __init__(self, options, seed, setup):
+    def __init__(self, options: LocalRuleOptions, seed: int | None, setup: dict[str, Any] | None):
         super().__init__(options, seed, setup)
-        self.follow: dict | None = None  # the C-13 steps still to run after a play
+        self.follow: FollowUp | None = None  # the C-13 steps still to run after a play
 
-    # -- presets ------------------------------------------------------------------------------
+    # -- the hooks a climbing rule set implements --------------------------------------------
+    @abstractmethod
     def _is_revolution(self, p: PlayInfo) -> bool:
-        raise NotImplementedError
+        """Whether ``p`` toggles the revolution (TM-4, JDF-7, LR-2)."""
 
+    @abstractmethod
     def _is_eight_cut(self, p: PlayInfo) -> bool:
-        raise NotImplementedError
+        """Whether ``p`` clears the trick as an 8-cut (TM-4, JDF-6)."""
 
+    @abstractmethod
     def _special_last_play(self, p: PlayInfo, revolution_before: bool) -> bool:
         """Whether ``p`` may not end a hand cleanly: TM-5 (forbidden) or JDF-10 (foul).
 
         ``revolution_before`` is the revolution flag before the play (J-back never counts).
         """
-        raise NotImplementedError
 
-    @staticmethod
-    def _holds_two(p: PlayInfo, revolution_before: bool) -> bool:
-        """The play holds a joker or a natural 2 (a natural 3 while in revolution)."""
-        bad = R3 if revolution_before else R2
-        return p.jokers > 0 or any(c >> 2 == bad for c in p.nat)
+    @abstractmethod
+    def _finish(self, seat: int, special: bool) -> None:
+        """``seat`` emptied its hand (C-13 step 6): TM-7 ends the deal; JDF-10/11/12."""
+
+    def _reverses_direction(self, p: PlayInfo) -> bool:
+        """Hook: whether ``p`` reverses the turn direction (TM-4: a natural 9)."""
+        return False
+
+    def _is_return(self, cards: Sequence[int]) -> bool:
+        """Hook: whether ``cards`` played on a lone joker is the spade-3 return (JDF-9)."""
+        return False
+
+    def _check_empty_by_follow_up(self, f: FollowUp) -> None:
+        """Hook: may refuse a give/discard that empties the hand (TM, section LR)."""
+
+    def _before_play(self, seat: int) -> None:
+        """Hook run once a play is validated, before it is applied (TM-6 counting)."""
+
+    def _other_legal(self, d: Decision) -> Iterator[Action]:
+        """Hook: legal actions of the rule set's own decisions (TM-3 exchange and rate)."""
+        return iter(())
+
+    # -- deals / games ----------------------------------------------------------------------
+    def _start_unit(self, hands: list[list[int]], outside: list[int], still_in: list[bool],
+                    header: dict[str, Any]) -> None:
+        """A new deal (TM-2) / game (JDF-2): the hands, the cards out of it, fresh flags
+        (C-10, TM-4), the ``header`` event and each seat's hand event (C-11)."""
+        self.hands = hands
+        self.outside = outside
+        self.discards = []
+        self._reset_deal_flags()
+        self.still_in = still_in
+        self.unit_over = False
+        self.follow = None
+        self.unit_start = len(self.events)
+        self._event(header)
+        self._hand_events()
+
+    def _setup_unit(self, setup: Mapping[str, Any]) -> list[int]:
+        """A unit from a scenario setup: hands, state flags; the set-aside / blind cards are
+        ``setup["set_aside"]`` (returned); the rest of the deck is out of this deal/game."""
+        aside = list(setup["set_aside"])
+        self.discards.extend(self._setup_hands(setup, aside))  # not in this deal/game
+        self.outside = aside
+        return aside
+
+    def _forfeit_tail(self, seat: int, d: Decision | None) -> None:
+        """After a retirement (FAULT-2) of the seat that was asked: drop its give/discard,
+        or the next seat leads / plays (C-7)."""
+        if d is None or d.seat != seat:
+            return
+        if d.kind in ("give", "discard"):
+            f = self.follow
+            assert f is not None
+            f.give = f.discard = 0
+            self._continue()
+        elif not self.field:
+            self._set_leader(seat)
+        else:
+            self._next_turn(seat)
 
     # -- validation ---------------------------------------------------------------------------
     def _rank_restriction(self) -> int | None:
@@ -97,9 +191,9 @@ class Climbing(Game):
         want = self._step_rank(self.last_rank) if self.last_rank is not None else None
         return 0 if want is None else 1 << want
 
-    def _extra_plays(self, seat: int) -> list:
-        if (self.SPADE_3_RETURN and self.ref is not None and self.ref.joker
-                and SPADE_3 in self.hands[seat]):
+    def _extra_plays(self, seat: int) -> list[Play]:
+        if (self.ref is not None and self.ref.joker and SPADE_3 in self.hands[seat]
+                and self._is_return([SPADE_3])):
             return [([SPADE_3], None)]
         return []
 
@@ -107,7 +201,7 @@ class Climbing(Game):
         nxt = rank - 1 if self.reversed_order else rank + 1
         return nxt if 0 <= nxt <= 12 else None
 
-    def _evaluate(self, seat: int, action: dict) -> PlayInfo:
+    def _evaluate(self, seat: int, action: Action) -> PlayInfo:
         """Check a play (C-3..C-8, LR-3, JDF-9, TM-5) without changing anything."""
         cards = self._cards_field(action)
         if action.get("face_down"):
@@ -117,29 +211,20 @@ class Climbing(Game):
         declared = self._declared(action, jk)
         return self._judge(seat, cards, nat, jk, declared)
 
-    def _judge(self, seat: int, cards, nat, jk, declared) -> PlayInfo:
+    def _judge(self, seat: int, cards: list[int], nat: list[int], jk: int,
+               declared: list[int] | None) -> PlayInfo:
         """C-3..C-8, LR-3, JDF-9, TM-5 on parsed cards held by ``seat``; raises InvalidAction."""
-        n = len(cards)
-        if self.count and n != self.count:
-            raise InvalidAction("C-5", f"the trick is of {self.count} card(s); this play has {n}")
-        r = readings(nat, jk, 0, declared)
-        if r.empty():
-            rule = "C-4" if declared else "C-3"
-            raise InvalidAction(rule, lambda: f"{cards_text(cards)} is not a legal form" + (
-                " with the declared joker ranks" if declared else ""))
+        r = self._read_play(cards, nat, jk, 0, declared)
         ref = self.ref
-        if (self.SPADE_3_RETURN and n == 1 and cards[0] == SPADE_3 and ref is not None
-                and ref.joker):
-            return PlayInfo(cards, nat, jk, declared, Readings(single=1 << R3), True)
+        if ref is not None and ref.joker and self._is_return(cards):
+            return PlayInfo(cards, nat, jk, declared, Readings(single=r.single), True)
         if ref is not None:
             b = beating(r, ref, self.reversed_order)
             if b.empty():
                 raise InvalidAction("C-5", lambda: f"{cards_text(cards)} does not beat the last play ({ref.describe()})")
         else:
             b = r
-        if self.lock and not satisfies_lock(self.lock, nat, jk):
-            locked = "".join("SHDC"[s] for s in self.lock)
-            raise InvalidAction("C-8", f"the suit lock {locked} is not matched")
+        self._check_lock(nat, jk)
         mask = self._rank_restriction()
         if mask is not None:
             b = Readings(b.single & mask, b.group & mask, 0, False, False)
@@ -147,14 +232,12 @@ class Climbing(Game):
                 need = RANKS[only_rank(mask)] if mask else "nothing"
                 raise InvalidAction("LR-3", f"under the number lock the play must be of rank {need}")
         chosen = choose(b, self.reversed_order)
-        info = PlayInfo(cards, nat, jk, declared, chosen, False)
-        if (self.FORBIDDEN_FINISH_INVALID and n == len(self.hands[seat])
-                and self._special_last_play(info, self.revolution)):
+        if len(cards) == len(self.hands[seat]) and self._finish_refused(nat, jk):
             raise InvalidAction("TM-5", "a last play may not hold a joker, an 8 or a 2 (a 3 in revolution)")
-        return info
+        return PlayInfo(cards, nat, jk, declared, chosen, False)
 
     # -- play and its effects (C-13) ----------------------------------------------------------
-    def _do_play(self, seat: int, action: dict) -> None:
+    def _do_play(self, seat: int, action: Action) -> None:
         p = self._evaluate(seat, action)
         self._before_play(seat)
         rev_before = self.revolution
@@ -167,19 +250,14 @@ class Climbing(Game):
         self._event({"type": "play", **rec.view(None), "form": p.kind})
         # (1) revolution
         if self._is_revolution(p):
-            self.revolution = not self.revolution
-            self._event({"type": "revolution", "on": self.revolution})
+            self._toggle_revolution()
+        opts = self.options
         # (2) J-back (LR-1)
-        if self.options.eleven_back and p.count(RJ):
-            self.jback = not self.jback
-            self._event({"type": "jback", "on": self.jback})
-        # (3) suit lock (C-8: a play with a joker cannot start one here) and number lock
-        sig = signature(p.nat)
-        if not self.lock and sig and sig == self.prev_sig and not p.jokers:
-            self.lock = sig
-            self._event({"type": "lock", "suits": ["SHDC"[s] for s in sig]})
-        self.prev_sig = sig
-        if self.options.number_lock and not p.is_return:
+        if opts.eleven_back and p.count(RJ):
+            self._toggle_jback()
+        # (3) suit lock (C-8, JDF-8: a play with a joker cannot start one here) and number lock
+        self._suit_lock(signature(p.nat), not p.jokers)
+        if opts.number_lock and not p.is_return:
             if p.kind in ("single", "group"):
                 if not self.nlock and self.last_rank is not None:
                     want = self.last_rank - 1 if reversed_before else self.last_rank + 1
@@ -190,50 +268,48 @@ class Climbing(Game):
             else:
                 self.last_rank = None
         # (4) direction (TM-4)
-        if self.NINE_REVERSES and p.count(R9):
+        if self._reverses_direction(p):
             self.direction = -self.direction
             self._event({"type": "direction", "direction": self.direction})
         self.ref = p.reading
         self.last_player = seat
-        self.follow = {
-            "seat": seat,
-            "give": p.count(R7) if self.options.seven_pass else 0,
-            "discard": p.count(RT) if self.options.ten_discard else 0,
-            "cut": self._is_eight_cut(p),
-            "return": p.is_return,
-            "skip": p.count(R5) if self.options.five_skip else 0,
-            "special": self._special_last_play(p, rev_before),
-        }
+        self.follow = FollowUp(
+            seat,
+            p.count(R7) if opts.seven_pass else 0,
+            p.count(RT) if opts.ten_discard else 0,
+            self._is_eight_cut(p),
+            p.is_return,
+            p.count(R5) if opts.five_skip else 0,
+            self._special_last_play(p, rev_before),
+        )
         self._continue()
-
-    def _before_play(self, seat: int) -> None:
-        """Hook run once a play is validated, before it is applied."""
 
     def _continue(self) -> None:
         """Run the remaining C-13 steps (5)-(7) of the play in ``self.follow``."""
         f = self.follow
-        seat = f["seat"]
+        assert f is not None
+        seat = f.seat
         hand = self.hands[seat]
-        if f["give"] and hand and self.still_in[seat]:
+        if f.give and hand and self.still_in[seat]:
             to = self._next_still_in(seat)
-            if to is not None:
-                self._ask(seat, "give", max=f["give"], to=to)
+            if to is not None:  # LR-5: no give when no other seat is still in
+                self._ask(seat, "give", max=f.give, to=to)
                 return
-            f["give"] = 0
-        if f["discard"] and hand and self.still_in[seat]:
-            self._ask(seat, "discard", max=f["discard"])
+            f.give = 0
+        if f.discard and hand and self.still_in[seat]:
+            self._ask(seat, "discard", max=f.discard)
             return
         self.follow = None
         if not hand and self.still_in[seat]:
             unit = self.unit_start
-            self._finish(seat, f["special"])
+            self._finish(seat, f.special)
             if self.over or self.unit_over or self.unit_start != unit:
                 return  # the deal/game ended (a new one may have started)
-        if f["cut"] or f["return"]:
-            self._event({"type": "eight_cut" if f["cut"] else "spade_3_return", "seat": seat})
+        if f.cut or f.is_return:
+            self._event({"type": "eight_cut" if f.cut else "spade_3_return", "seat": seat})
             self._clear(seat)
-        elif f["skip"]:
-            self._five_skip(seat, f["skip"])
+        elif f.skip:
+            self._five_skip(seat, f.skip)
         else:
             self._next_turn(seat)
 
@@ -259,58 +335,58 @@ class Climbing(Game):
             self._event({"type": "five_skip", "seats": eligible[:k]})
             self._ask(eligible[k], "play")
 
-    def _follow_up_cards(self, seat: int, action: dict, kind: str, rule: str) -> list[int]:
-        """Validate the cards of a ``give`` (LR-5) or ``discard`` (LR-6): 0..k held cards."""
+    def _follow_up_cards(self, seat: int, action: Action, most: int, kind: str, rule: str) -> list[int]:
+        """Validate the cards of a ``give`` (LR-5) or ``discard`` (LR-6): 0..``most`` held cards."""
         cards = self._cards_field(action)
-        f = self.follow
         hand = self.hands[seat]
-        if len(cards) > f[kind]:
-            raise InvalidAction(rule, f"you may {kind} at most {f[kind]} card(s)")
+        if len(cards) > most:
+            raise InvalidAction(rule, f"you may {kind} at most {most} card(s)")
         if not _remove_all(hand, cards):
             raise InvalidAction("C-12", f"seat {seat} does not hold {cards_text(cards)}")
         if cards and len(cards) == len(hand):
-            self._check_empty_by_follow_up(f)
+            assert self.follow is not None
+            self._check_empty_by_follow_up(self.follow)
         return cards
 
-    def _do_give(self, seat: int, action: dict) -> None:
-        """LR-5 give (the JDF exchange overrides this when it is running)."""
-        cards = self._follow_up_cards(seat, action, "give", "LR-5")
+    def _do_give(self, seat: int, action: Action) -> None:
+        """LR-5 give: 0..k cards to the next seat still in, seen by the two seats (C-11)."""
         f = self.follow
-        hand = self.hands[seat]
-        to = self._decision.info["to"]
-        _take(hand, cards)
+        d = self._decision
+        assert f is not None and d is not None
+        cards = self._follow_up_cards(seat, action, f.give, "give", "LR-5")
+        to = d.info["to"]
+        _take(self.hands[seat], cards)
         self.hands[to].extend(cards)
         self._event({"type": "give", "seat": seat, "to": to, "cards": format_cards(cards)},
                     (seat, to), {"type": "give", "seat": seat, "to": to, "count": len(cards)})
-        f["give"] = 0
+        f.give = 0
         self._continue()
 
-    def _do_discard(self, seat: int, action: dict) -> None:
+    def _do_discard(self, seat: int, action: Action) -> None:
         """LR-6 discard: 0..k cards, shown to every seat (C-11)."""
-        cards = self._follow_up_cards(seat, action, "discard", "LR-6")
         f = self.follow
-        hand = self.hands[seat]
-        _take(hand, cards)
+        assert f is not None
+        cards = self._follow_up_cards(seat, action, f.discard, "discard", "LR-6")
+        _take(self.hands[seat], cards)
         self.discards.extend(cards)
         self._event({"type": "discard", "seat": seat, "cards": format_cards(cards)})
-        f["discard"] = 0
+        f.discard = 0
         self._continue()
 
-    def _check_empty_by_follow_up(self, f: dict) -> None:
-        """Hook: may refuse a give/discard that empties the hand (TM, section LR)."""
-
-    def _do_pass(self, seat: int, action: dict) -> None:
+    def _do_pass(self, seat: int, action: Action) -> None:
+        """C-6, C-7: a pass stays until the trick clears."""
         if not self.field:
             raise InvalidAction("C-6", "the leader may not pass")
         self.passed[seat] = True
         self._event({"type": "pass", "seat": seat})
         self._next_turn(seat)
 
-    def _finish(self, seat: int, special: bool) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    HANDLERS: ClassVar[Mapping[str, Handler]] = {
+        "play": _do_play, "pass": _do_pass, "give": _do_give, "discard": _do_discard,
+    }
 
     # -- legal actions ------------------------------------------------------------------------
-    def legal_actions(self, seat: int) -> Iterator[dict]:
+    def legal_actions(self, seat: int) -> Iterator[Action]:
         """Every legal action of ``seat`` now (all of them can be listed: no face-down cards).
 
         Plays carry ``jokers`` when they hold jokers standing in (C-4). Gives and discards
@@ -322,7 +398,7 @@ class Climbing(Game):
         if d.kind == "play":
             if not d.info.get("stuck"):
                 for cards, declared in self.face_up_plays(seat):
-                    action = {"type": "play", "cards": format_cards(cards)}
+                    action: Action = {"type": "play", "cards": format_cards(cards)}
                     if declared:
                         action["jokers"] = [RANKS[r] for r in declared]
                     yield action
@@ -330,10 +406,7 @@ class Climbing(Game):
                 yield {"type": "pass"}
         elif d.kind in ("give", "discard"):
             hand = sorted(self.hands[seat])
-            if "count" in d.info:
-                sizes = [d.info["count"]]
-            else:
-                sizes = range(0, d.info["max"] + 1)
+            sizes: Sequence[int] = [d.info["count"]] if "count" in d.info else range(0, d.info["max"] + 1)
             for k in sizes:
                 seen = set()
                 for combo in combinations(hand, k):
@@ -350,8 +423,5 @@ class Climbing(Game):
         else:
             yield from self._other_legal(d)
 
-    def _other_legal(self, d) -> Iterator[dict]:
-        return iter(())
 
-
-__all__ = ["Climbing", "PlayInfo"]
+__all__ = ["Climbing", "PlayInfo", "FollowUp"]

@@ -16,7 +16,8 @@ Ranks are indices 0..12 of ``3 4 5 6 7 8 9 T J Q K A 2`` (see :mod:`engine.cards
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from engine.cards import JOKER
 
@@ -193,7 +194,7 @@ def only_rank(mask: int) -> int:
 
 def signature(naturals: Iterable[int]) -> tuple[int, ...]:
     """Suit signature of a play (C-8): sorted suits of its face-up natural cards."""
-    return tuple(sorted(c & 3 for c in naturals))
+    return tuple(sorted([c & 3 for c in naturals]))
 
 
 def satisfies_lock(lock: Sequence[int], naturals: Iterable[int], wild: int) -> bool:

@@ -19,12 +19,15 @@ Raises :class:`engine.InvalidAction` if the log does not replay.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from engine.cards import format_cards, sort_key
+from engine.game import Game
 
 
-def _frame(g, index: int, entry: Mapping[str, Any] | None, events: list[dict]) -> dict:
+def _frame(g: Game, index: int, entry: Mapping[str, Any] | None,
+           events: list[dict[str, Any]]) -> dict[str, Any]:
     d = g.decision()
     return {
         "index": index,
@@ -48,7 +51,7 @@ def _frame(g, index: int, entry: Mapping[str, Any] | None, events: list[dict]) -
     }
 
 
-def frames(log: Mapping[str, Any]) -> list[dict]:
+def frames(log: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One frame before the first action and one after each action of ``log`` (see above)."""
     import engine
 

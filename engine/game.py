@@ -1,42 +1,64 @@
-"""The game state you push actions onto: the common trick machinery of every rule set.
+"""The game state you push actions onto: the contract of every rule set and the shared trick
+machinery.
 
 :class:`Game` holds one **unit** of play: a Million Doubt game, a whole Trump Millionaire game
 (a series of deals to the target score) or a whole JDF match (sets of games); a game built
-from a scenario ``setup`` holds a single deal / game. Rule sets are subclasses that only add
-their own flow (doubt and penalty; the Millionaire's exchange and rate; the JDF exchange,
-fouls and miyako-ochi) on top of the shared cards, forms, comparison, locks and turn flow.
+from a scenario ``setup`` holds a single deal / game. :class:`Game` is an abstract base (as
+python-chess declares its variant hooks on ``Board``): it implements the shared cards, forms,
+comparison, locks, turn flow and effects (C-3..C-10) and declares, typed and documented, the
+hooks a rule set implements (``_evaluate``, ``legal_actions``, ``result``, ``unit_result``,
+``_forfeit``, the handler table ``HANDLERS``) or may override (``_set_leader``,
+``_rank_restriction``, ``_finish_refused``, ``_extra_plays``, ``_obs_extra``).
 
-The life of a state (python-chess style)::
+The life of a state::
 
     g = new_game("million_doubt", seed=7)
     while not g.over:
         d = g.decision()                     # Decision(seat=1, kind="play", info={})
         action = next(g.legal_actions(d.seat))
         g.apply(d.seat, action)              # or raises InvalidAction, state unchanged
-    g.result()                               # {"winner": 0, "scores": {...}, ...}
+    g.result()                               # {"winner": 0, "scores": {"0": 5, "1": -5}, ...}
     replay(g.log())                          # same state, same result
 
-Actions are the ACT dicts of RULES.md (``{"type": "play", "cards": ["5H"]}``...).
+Actions are the ACT dicts of RULES.md (``{"type": "play", "cards": ["5H"]}``...). Results
+(:class:`Result`, :class:`DealResult`, :class:`GameResult`) key seats by strings (``"0"``..),
+as the wire does, before and after JSON.
 """
 
 from __future__ import annotations
 
 import copy
 import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import combinations
-from typing import Any, NamedTuple
+from typing import (
+    Any,
+    ClassVar,
+    NamedTuple,
+    NotRequired,
+    TypedDict,
+)
 
 from engine.cards import (
-    _CODES, JOKER, RANKS, CardError, format_card, format_cards, full_deck, parse_card, sort_key,
+    _CODES,
+    JOKER,
+    RANKS,
+    CardError,
+    format_card,
+    format_cards,
+    full_deck,
+    parse_card,
+    sort_key,
 )
-from engine.forms import ALL_RANKS, Readings, beating_mask, satisfies_lock
+from engine.forms import ALL_RANKS, Readings, beating_mask, readings, satisfies_lock
 from engine.options import Options
 
 SUIT_LETTERS = "SHDC"
 DECISIONS = ("play", "doubt", "penalty", "exchange", "rate", "give", "discard")
 ACTION_TYPES = ("play", "pass", "doubt", "through", "penalty", "exchange", "rate", "give", "discard")
 #: Which action types answer which decision (ACT).
-ANSWERS = {
+ANSWERS: dict[str, tuple[str, ...]] = {
     "play": ("play", "pass"),
     "doubt": ("doubt", "through"),
     "penalty": ("penalty",),
@@ -45,6 +67,73 @@ ANSWERS = {
     "give": ("give",),
     "discard": ("discard",),
 }
+
+#: An ACT action (a JSON object).
+Action = dict[str, Any]
+#: A face-up play as ``(card codes, declared joker ranks or None)`` (C-4).
+Play = tuple[list[int], list[int] | None]
+#: A handler of one action type: ``handler(game, seat, action)``; it validates fully before
+#: changing anything (C-12).
+Handler = Callable[[Any, int, Action], None]
+
+
+class Result(TypedDict):
+    """The result of a whole unit (:meth:`Game.result`); seats are string keys (``"0"``).
+
+    Every rule set gives ``winner`` (MD: the winning seat; TM, JDF: the seat of place 1, the
+    lowest on a tie), ``scores`` (MD-17 game score; TM: totals; JDF: match totals, or the
+    game's points for a single game from a setup) and ``ranks`` (places 1.., equal totals
+    share the place: TM-1, JDF-12/13, FAULT-2). Rule-set keys: MD ``burst`` and ``forfeit``
+    (seat or None); TM ``totals``, ``deals`` (:class:`DealResult` list) and ``retired``;
+    JDF ``totals`` and ``games`` (:class:`GameResult` list). Key order is fixed per rule set
+    (the match logs store it).
+    """
+
+    winner: int | None
+    scores: dict[str, int]
+    ranks: dict[str, int]
+    burst: NotRequired[int | None]
+    forfeit: NotRequired[int | None]
+    totals: NotRequired[dict[str, int]]
+    deals: NotRequired[list[DealResult]]
+    retired: NotRequired[list[int]]
+    games: NotRequired[list[GameResult]]
+
+
+class DealResult(TypedDict):
+    """One Trump Millionaire deal (TM-7, TM-6 void deal): seats are string keys."""
+
+    deal: int
+    void: bool
+    winner: int | None
+    scores: dict[str, int]
+    rate: int
+
+
+class GameResult(TypedDict):
+    """One JDF game (JDF-12, JDF-13): places, points (set bonus apart), who fouled, fell,
+    retired; seats are string keys."""
+
+    set: int
+    game_in_set: int
+    game: int
+    ranks: dict[str, int]
+    scores: dict[str, int]
+    set_bonus: dict[str, int]
+    fouls: list[int]
+    fallen: int | None
+    retired: list[int]
+
+
+#: The result of the unit a scenario's ``over`` refers to (MD game, TM deal, JDF game).
+UnitResult = Result | DealResult | GameResult
+
+
+def seat_keys(values: Mapping[int, int] | Sequence[int]) -> dict[str, int]:
+    """``{seat: v}`` or a per-seat list as the wire's string-keyed map ``{"0": v, ...}``."""
+    if isinstance(values, Mapping):
+        return {str(s): v for s, v in values.items()}
+    return {str(s): v for s, v in enumerate(values)}
 
 
 class InvalidAction(ValueError):
@@ -58,13 +147,14 @@ class InvalidAction(ValueError):
     ``str(e)`` is ``"<reason> [<rule>]"``.
     """
 
-    def __init__(self, rule: str, reason):
+    def __init__(self, rule: str, reason: str | Callable[[], str]):
         super().__init__(rule)
         self.rule = rule
         self._reason = reason  # a str, or a callable building it (built only when read)
 
     @property
     def reason(self) -> str:
+        """The explanation (built on first read when given as a callable)."""
         if callable(self._reason):
             self._reason = self._reason()
         return self._reason
@@ -88,19 +178,20 @@ class Decision(NamedTuple):
 
     seat: int
     kind: str
-    info: dict
+    info: dict[str, Any]
 
 
 class PlayRecord:
     """One play on the field: who made it and its cards (codes).
 
     ``face_down`` lists the face-down codes (``million_doubt``); ``revealed`` becomes True
-    when a doubt turns the field face up (MD-8).
+    when a doubt turns the field face up (MD-8); ``declared`` the joker ranks (C-4).
     """
 
     __slots__ = ("seat", "cards", "face_down", "revealed", "declared")
 
-    def __init__(self, seat: int, cards: list[int], face_down: list[int], declared=None):
+    def __init__(self, seat: int, cards: list[int], face_down: list[int],
+                 declared: list[int] | None = None):
         self.seat = seat
         self.cards = cards
         self.face_down = face_down
@@ -116,7 +207,7 @@ class PlayRecord:
             rest.remove(c)
         return rest
 
-    def view(self, seat: int | None) -> dict:
+    def view(self, seat: int | None) -> dict[str, Any]:
         """JSON view of the play for ``seat`` (None: the full log view)."""
         d: dict[str, Any] = {"seat": self.seat}
         if self.face_down and not self.revealed and seat is not None and seat != self.seat:
@@ -133,7 +224,7 @@ class PlayRecord:
         return d
 
 
-def _remove_all(hand: list[int], cards: list[int]) -> bool:
+def _remove_all(hand: Sequence[int], cards: Sequence[int]) -> bool:
     """True if ``cards`` is a sub-multiset of ``hand`` (no change)."""
     if not cards:
         return True
@@ -150,33 +241,54 @@ def _remove_all(hand: list[int], cards: list[int]) -> bool:
     return True
 
 
-def _take(hand: list[int], cards: list[int]) -> None:
+def _take(hand: list[int], cards: Iterable[int]) -> None:
     for c in cards:
         hand.remove(c)
 
 
-class Game:
-    """Base state of every rule set; create one with :func:`new_game` or :func:`from_setup`.
+#: One event: (full event, seats that see it or None for all, what the others see or None).
+Event = tuple[dict[str, Any], tuple[int, ...] | None, dict[str, Any] | None]
+
+
+class Game(ABC):
+    """The contract of every rule set; create one with :func:`engine.new_game` or
+    :func:`engine.from_setup`.
 
     Public attributes (read-only by convention):
         ruleset (str), options (:class:`~engine.options.Options`), seats (int),
         hands (list of lists of card codes, per seat), over (bool: the whole unit ended),
-        still_in (list of bools: the seat is still in the current deal/game, C-7),
-        revolution, jback (bool), direction (1 or -1), lock (tuple of suit indices).
+        unit_over (bool: the current deal/game ended), still_in (list of bools: the seat is
+        still in the current deal/game, C-7), field (:class:`PlayRecord` list of the trick),
+        count (cards per play of the trick, MD-4/C-5; 0 on an empty field), revolution,
+        jback (bool), direction (1 or -1), lock (tuple of suit indices, C-8), nlock (LR-3),
+        last_player (seat or None), passed (list of bools, C-7), discards, outside (cards
+        set aside, blind or undealt), actions and events (the log).
+
+    A rule set implements the abstract hooks and lists its action handlers in ``HANDLERS``.
     """
 
-    ruleset = ""
+    #: The rule-set id (RULES.md).
+    ruleset: ClassVar[str] = ""
+    #: The action handlers of the rule set: action type -> ``handler(game, seat, action)``.
+    #: :meth:`apply` calls the handler of the action's type once the action answers the
+    #: pending decision (ANSWERS); a handler validates fully before it changes anything.
+    HANDLERS: ClassVar[Mapping[str, Handler]] = {}
+    #: Whether :meth:`legal_actions` lists every legal action (False in Million Doubt: face-
+    #: down plays are too many to list, MD-2).
+    LISTS_EVERY_PLAY: ClassVar[bool] = True
+    #: The rule ids of the count check and the comparison (C-5; MD-4 and MD-3 in Million Doubt).
+    COUNT_RULE: ClassVar[str] = "C-5"
 
     # -- construction -------------------------------------------------------------------
-    def __init__(self, options: Options, seed: int | None, setup: dict | None):
+    def __init__(self, options: Options, seed: int | None, setup: dict[str, Any] | None):
         self.options = options
         self.seats = options.seats
         self.seed = seed
         self.setup = copy.deepcopy(setup) if setup is not None else None
         self.single_unit = setup is not None
         self.rng = random.Random(seed if seed is not None else 0)
-        self.actions: list[dict] = []
-        self.events: list[tuple[dict, Any, Any]] = []
+        self.actions: list[dict[str, Any]] = []
+        self.events: list[Event] = []
         self.unit_start = 0  # index in events where the current deal/game starts
         self.over = False
         self.hands: list[list[int]] = [[] for _ in range(self.seats)]
@@ -184,37 +296,106 @@ class Game:
         self.outside: list[int] = []  # set aside, blind or undealt cards
         self.still_in = [True] * self.seats
         self.unit_over = False
-        self._reset_trick_flags(full=True)
+        self.revolution = False
+        self.direction = 1
+        self._reset_trick_flags()
         self._decision: Decision | None = None
 
-    def _setup_hands(self, setup: dict, aside: list[int] = ()) -> list[int]:
-        """Take the hands of a scenario setup; return the cards of the deck in no hand and
-        not in ``aside`` (set aside / blind cards), in deck order."""
+    def _setup_hands(self, setup: Mapping[str, Any], aside: Sequence[int] = ()) -> list[int]:
+        """Take the hands of a scenario setup and its ``state`` flags (``revolution``,
+        ``direction``: as if earlier tricks of the unit had set them); return the cards of
+        the deck in no hand and not in ``aside`` (set aside / blind cards), in deck order."""
         self.hands = [list(setup["hands"][s]) for s in range(self.seats)]
+        st = setup["state"]
+        self.revolution = bool(st.get("revolution", False))
+        self.direction = -1 if st.get("direction", 1) == -1 else 1
         rest = full_deck()
         for c in [c for h in self.hands for c in h] + list(aside):
             rest.remove(c)
         return rest
 
-    def _reset_trick_flags(self, full: bool = False) -> None:
+    def _reset_trick_flags(self) -> None:
+        """Empty the field and reset what lasts one trick (C-7, C-8, LR-3, MD-12, LR-1)."""
         self.field: list[PlayRecord] = []
         self.count = 0
         self.ref: Readings | None = None
-        self.prev_sig: tuple | None = None
-        self.lock: tuple = ()
+        self.prev_sig: tuple[int, ...] | None = None
+        self.lock: tuple[int, ...] = ()
         self.nlock = False
         self.last_rank: int | None = None
         self.last_player: int | None = None
         self.passed = [False] * self.seats
         self.jback = False
-        if full:
-            self.revolution = False
-            self.direction = 1
+
+    def _reset_deal_flags(self) -> None:
+        """A new deal/game: the trick flags, and the revolution and direction (C-10, TM-4)."""
+        self._reset_trick_flags()
+        self.revolution = False
+        self.direction = 1
 
     # -- events -------------------------------------------------------------------------
-    def _event(self, ev: dict, visible: tuple | None = None, public: dict | None = None) -> None:
+    def _event(self, ev: dict[str, Any], visible: tuple[int, ...] | None = None,
+               public: dict[str, Any] | None = None) -> None:
         """Record an event; ``visible`` limits it to some seats, others see ``public``."""
         self.events.append((ev, visible, public))
+
+    def _hand_events(self) -> None:
+        """Each seat sees its own new hand (C-11)."""
+        for s in range(self.seats):
+            self._event({"type": "hand", "seat": s, "cards": format_cards(self.hands[s])}, (s,))
+
+    def _end_event(self, public: dict[str, Any]) -> None:
+        """The end of a deal/game: ``public`` for the seats, plus the hands left for the
+        post-game log only (C-11: with the cards played they would tell hidden cards)."""
+        full = {**public, "hands": {str(s): format_cards(self.hands[s]) for s in range(self.seats)}}
+        self._event(full, (), public)
+
+    # -- shared effects of an accepted play (C-8, C-10, MD-12, LR-1) ----------------------
+    def _toggle_revolution(self) -> None:
+        """C-10: the revolution flag toggles (a second revolution restores the order)."""
+        self.revolution = not self.revolution
+        self._event({"type": "revolution", "on": self.revolution})
+
+    def _toggle_jback(self) -> None:
+        """MD-12 / LR-1: the J-back flag toggles until the trick clears."""
+        self.jback = not self.jback
+        self._event({"type": "jback", "on": self.jback})
+
+    def _suit_lock(self, sig: tuple[int, ...], may_start: bool = True) -> None:
+        """C-8: a play whose non-empty suit signature ``sig`` equals the previous play's
+        starts the lock (unless ``may_start`` is False: a joker in ``jdf`` and
+        ``trump_millionaire``); once started it keeps its suits until the trick clears."""
+        if not self.lock and sig and sig == self.prev_sig and may_start:
+            self.lock = sig
+            self._event({"type": "lock", "suits": [SUIT_LETTERS[s] for s in sig]})
+        self.prev_sig = sig
+
+    # -- shared judging of a play (C-3, C-4, C-5, C-8) ------------------------------------
+    def _read_play(self, cards: Sequence[int], nat: Sequence[int], jokers: int, wild: int,
+                   declared: list[int] | None) -> Readings:
+        """Every reading of a play (C-3; jokers at their ``declared`` ranks, C-4) of the
+        trick's count (C-5 / MD-4), not yet compared with the field.
+
+        Raises:
+            InvalidAction: wrong count (``COUNT_RULE``), no legal form (C-3) or none with the
+                declared joker ranks (C-4).
+        """
+        n = len(cards)
+        if self.count and n != self.count:
+            raise InvalidAction(self.COUNT_RULE, f"the trick is of {self.count} card(s); this play has {n}")
+        r = readings(nat, jokers, wild, declared)
+        if r.empty():
+            rule = "C-4" if declared else "C-3"
+            raise InvalidAction(rule, lambda: f"{cards_text(cards)} is not a legal form" + (
+                " with the declared joker ranks" if declared else ""))
+        return r
+
+    def _check_lock(self, nat: Sequence[int], wild: int) -> None:
+        """C-8: raise :class:`InvalidAction` when the suit lock is not matched by the play's
+        natural cards and ``wild`` wild cards."""
+        if self.lock and not satisfies_lock(self.lock, nat, wild):
+            locked = "".join(SUIT_LETTERS[s] for s in self.lock)
+            raise InvalidAction("C-8", f"the suit lock {locked} is not matched")
 
     # -- basic queries ------------------------------------------------------------------
     @property
@@ -239,13 +420,13 @@ class Game:
         Time banks are per game, per deal in Trump Millionaire (TIME-1): reset them when
         this changes.
         """
-        return getattr(self, "deal_index", getattr(self, "game_index", 0))
+        return 0
 
     def field_size(self) -> int:
         """Number of cards on the field (0 when the trick has cleared)."""
         return sum(len(p.cards) for p in self.field)
 
-    def _ask(self, seat: int, kind: str, **info) -> None:
+    def _ask(self, seat: int, kind: str, **info: Any) -> None:
         self._decision = Decision(seat, kind, info)
 
     # -- rotation -----------------------------------------------------------------------
@@ -253,9 +434,10 @@ class Game:
         return (seat + self.direction) % self.seats
 
     def _next_still_in(self, seat: int) -> int | None:
-        """First seat still in after ``seat`` in the current direction (C-7)."""
+        """First other seat still in after ``seat`` in the current direction (C-7, LR-5), or
+        None when no other seat is still in."""
         s = seat
-        for _ in range(self.seats):
+        for _ in range(self.seats - 1):
             s = self._step(s)
             if self.still_in[s]:
                 return s
@@ -265,13 +447,17 @@ class Game:
         """Next seat to play after ``seat`` in this trick, or None if the trick clears.
 
         The turn goes in the current direction over seats still in that have not passed
-        (C-7); reaching the seat that made the last play means every other seat has passed:
-        the trick clears.
+        (C-7). Reaching the seat that made the last play while it is still in means every
+        other seat has passed or lost its turn to a five-skip: the trick clears. When that
+        seat is no longer still in, a seat passed over by a five-skip has not passed (LR-4,
+        C-7): the turn goes on to it, and the trick clears only when every seat still in has
+        passed.
         """
         s = seat
+        last = self.last_player
         for _ in range(self.seats):
             s = self._step(s)
-            if s == self.last_player:
+            if s == last and self.still_in[s]:
                 return None
             if self.still_in[s] and not self.passed[s]:
                 return s
@@ -294,10 +480,12 @@ class Game:
             self._set_leader(leader)
 
     def _set_leader(self, seat: int) -> None:
+        """Hook: ask ``seat`` to lead (C-6); TM-6 and JDF-5 refine who actually leads."""
         self._ask(seat, "play", lead=True)
 
     # -- action parsing -----------------------------------------------------------------
-    def _cards_field(self, action: dict, key: str = "cards", required: bool = True) -> list[int]:
+    def _cards_field(self, action: Action, key: str = "cards", required: bool = True) -> list[int]:
+        """The card codes of ``action[key]``; raises :class:`InvalidAction` (ACT, C-1)."""
         raw = action.get(key)
         if raw is None:
             if required:
@@ -315,7 +503,8 @@ class Game:
                     raise InvalidAction("C-1", f"field '{key}': {e}") from None
             raise  # pragma: no cover
 
-    def _declared(self, action: dict, jokers: int) -> list[int] | None:
+    def _declared(self, action: Action, jokers: int) -> list[int] | None:
+        """The ``jokers`` field (C-4) as rank indices, or None when absent."""
         if "jokers" not in action or action["jokers"] is None:
             return None
         raw = action["jokers"]
@@ -336,7 +525,7 @@ class Game:
         t = action.get("type")
         d = self._decision
         if d is not None and seat == d.seat and t in ANSWERS[d.kind]:
-            return t  # the common case, checked in one go
+            return t  # type: ignore[no-any-return]  # the common case, checked in one go
         if t is None:
             raise InvalidAction("ACT", "missing field 'type'")
         if t not in ACTION_TYPES:
@@ -350,7 +539,7 @@ class Game:
             f"(expected {' or '.join(ANSWERS[d.kind])})")
 
     # -- public API ---------------------------------------------------------------------
-    def apply(self, seat: int, action: dict) -> None:
+    def apply(self, seat: int, action: Action) -> None:
         """Apply an ACT-shaped ``action`` of ``seat``.
 
         Raises:
@@ -358,10 +547,10 @@ class Game:
                 ``rule`` names the RULES id. The state is unchanged after a refusal.
         """
         t = self._check_common(seat, action)
-        getattr(self, _DO[t])(seat, action)  # handlers validate fully before mutating
+        self.HANDLERS[t](self, seat, action)  # handlers validate fully before mutating
         self.actions.append({"seat": seat, "action": _normal_action(action)})
 
-    def check(self, seat: int, action: dict) -> None:
+    def check(self, seat: int, action: Action) -> None:
         """Validate ``action`` without applying it; raises :class:`InvalidAction`.
 
         Plays are judged in place (nothing changes); other actions are tried on a copy.
@@ -372,7 +561,7 @@ class Game:
         else:
             self.copy().apply(seat, action)
 
-    def is_legal(self, seat: int, action: dict) -> bool:
+    def is_legal(self, seat: int, action: Action) -> bool:
         """True if ``action`` would be accepted now (see :meth:`check`)."""
         try:
             self.check(seat, action)
@@ -380,27 +569,68 @@ class Game:
             return False
         return True
 
-    def copy(self) -> "Game":
+    def copy(self) -> Game:
         """An independent deep copy of the state (RNG included)."""
         return copy.deepcopy(self)
 
     def forfeit(self, seat: int, reason: str) -> None:
         """Apply FAULT-2 to ``seat`` (the runner calls this after a fault, FAULT-1).
 
-        ``reason`` is recorded (``timeout``, ``invalid_action``...). Subclasses define the
-        consequence per rule set; it is recorded in the log and replays. A forfeit of a seat
-        that is already out of the current deal/game (retired, finished, fallen) is a no-op
-        and is not logged.
+        ``reason`` is recorded (``timeout``, ``invalid_action``...). The consequence is the
+        rule set's (:meth:`_forfeit`); it is recorded in the log and replays. A forfeit of a
+        seat that is already out of the current deal/game (retired, finished, fallen) is a
+        no-op and is not logged.
         """
         if self.over or not self._forfeit(seat, reason):
             return
         self.actions.append({"seat": seat, "forfeit": reason})
 
-    def _forfeit(self, seat: int, reason: str) -> bool:  # pragma: no cover - abstract
-        """Apply FAULT-2; return False if it changed nothing."""
-        raise NotImplementedError
+    # -- the hooks a rule set implements ------------------------------------------------------
+    @abstractmethod
+    def _evaluate(self, seat: int, action: Action) -> object:
+        """Judge the play ``action`` of ``seat`` (C-3..C-8 and the rule set's rules) without
+        changing anything; return what the play handler needs to apply it.
 
-    # -- play validation shared by the face-up rule sets -----------------------------------
+        Raises:
+            InvalidAction: the play is refused (C-12).
+        """
+
+    @abstractmethod
+    def legal_actions(self, seat: int) -> Iterator[Action]:
+        """Every legal action of ``seat`` now (none when it is not asked); see
+        ``LISTS_EVERY_PLAY`` for what may be left out."""
+
+    @abstractmethod
+    def result(self) -> Result | None:
+        """The :class:`Result` of the whole unit once :attr:`over`, else None."""
+
+    @abstractmethod
+    def unit_result(self) -> UnitResult | None:
+        """The result of the last deal/game that ended (the unit of a scenario's ``over``):
+        MD :class:`Result`, TM :class:`DealResult`, JDF :class:`GameResult`; None before."""
+
+    @abstractmethod
+    def _forfeit(self, seat: int, reason: str) -> bool:
+        """Apply FAULT-2 to ``seat``; return False if it changed nothing (already out)."""
+
+    # -- hooks with a default -------------------------------------------------------------------
+    def _rank_restriction(self) -> int | None:
+        """Hook: a mask of ranks singles/groups must have (LR-3 number lock), or None."""
+        return None
+
+    def _finish_refused(self, nat: Sequence[int], jokers: int) -> bool:
+        """Hook: True if a play of these cards may not empty the hand (TM-5)."""
+        return False
+
+    def _extra_plays(self, seat: int) -> list[Play]:
+        """Hook: plays legal outside the normal comparison (JDF-9 spade-3 return)."""
+        return []
+
+    def _obs_extra(self, seat: int) -> dict[str, Any]:
+        """Hook: rule-set keys of :meth:`observation` (C-11)."""
+        return {}
+
+    # -- play validation shared by every rule set -----------------------------------------
     def _hand_check(self, seat: int, cards: list[int]) -> None:
         if not cards:
             raise InvalidAction("C-3", "a play needs at least one card")
@@ -409,19 +639,7 @@ class Game:
                 "C-12", f"seat {seat} does not hold {' '.join(format_cards(cards))}")
 
     # -- legal face-up plays -----------------------------------------------------------------
-    def _rank_restriction(self) -> int | None:
-        """Hook: a mask of ranks singles/groups must have (LR-3 number lock), or None."""
-        return None
-
-    def _finish_refused(self, nat: list[int], jokers: int) -> bool:
-        """Hook: True if a play of these cards may not empty the hand (TM-5)."""
-        return False
-
-    def _extra_plays(self, seat: int) -> list[tuple[list[int], list[int] | None]]:
-        """Hook: plays legal outside the normal comparison (JDF-9 spade-3 return)."""
-        return []
-
-    def face_up_plays(self, seat: int) -> list[tuple[list[int], list[int] | None]]:
+    def face_up_plays(self, seat: int) -> list[Play]:
         """Every legal face-up play of ``seat`` now, as ``(card codes, declared ranks)``.
 
         Generated by form (C-3) from the hand, keeping only ranks that beat the reference
@@ -451,7 +669,7 @@ class Game:
             js_ok = jp_ok = False
         if count == 1 and not self.lock and len(hand) > 1:
             # following a single without a lock: the common case, kept short
-            out1: list[tuple[list[int], list[int] | None]] = []
+            out1: list[Play] = []
             joker_seen = False
             for c in sorted(hand):  # rank order, jokers last (as the general path)
                 if c == JOKER:
@@ -463,21 +681,27 @@ class Game:
             out1.extend(self._extra_plays(seat))
             return out1
         jokers = 0
-        by_rank: list[list[int]] = [[] for _ in range(13)]
+        by_rank: dict[int, list[int]] = {}  # ranks held -> their cards, in hand order
         by_suit: list[dict[int, int]] = [{}, {}, {}, {}]
         for c in hand:
             if c == JOKER:
                 jokers += 1
             else:
-                by_rank[c >> 2].append(c)
-                by_suit[c & 3][c >> 2] = c
+                r = c >> 2
+                cards_of = by_rank.get(r)
+                if cards_of is None:
+                    by_rank[r] = [c]
+                else:
+                    cards_of.append(c)
+                by_suit[c & 3][r] = c
+        ranks_held = sorted(by_rank)
         lock = self.lock
         size = len(hand)
         refuse = self._finish_refused
-        out: list[tuple[list[int], list[int] | None]] = []
+        out: list[Play] = []
         plain = not lock and size > 1  # a single cannot empty the hand
 
-        def keep(cards, nat, j, declared):
+        def keep(cards: list[int], nat: Sequence[int], j: int, declared: list[int] | None) -> None:
             if lock and not satisfies_lock(lock, nat, j):
                 return
             if len(cards) == size and refuse(nat, j):
@@ -485,7 +709,7 @@ class Game:
             out.append((cards, declared))
 
         if count in (0, 1):
-            for r in range(13):
+            for r in ranks_held:
                 if s_ok >> r & 1:
                     for c in by_rank[r]:
                         if plain:
@@ -497,10 +721,10 @@ class Game:
         if count in (0, 2) and jokers == 2 and jp_ok:
             keep([JOKER, JOKER], [], 2, None)
         if count != 1 and g_ok:
-            for r in range(13):
-                nat = by_rank[r]
-                if not nat or not g_ok >> r & 1:
+            for r in ranks_held:
+                if not g_ok >> r & 1:
                     continue
+                nat = by_rank[r]
                 top = min(6, len(nat) + jokers)
                 if top < 2:
                     continue
@@ -521,6 +745,12 @@ class Game:
                 present = by_suit[s]
                 if not present or len(present) + jokers < 3:
                     continue
+                if jokers < 2:  # quick test: some 3 consecutive ranks hold 3 - jokers cards
+                    m = 0
+                    for x in present:
+                        m |= 1 << x
+                    if not (m & (m >> 1) & (m >> 2) if not jokers else (m & (m >> 1)) | (m & (m >> 2))):
+                        continue
                 for lo in range(0, 11):
                     if not st_ok >> lo & 1 or (not jokers and lo not in present):
                         continue
@@ -550,7 +780,7 @@ class Game:
         return out
 
     # -- observation (C-11) ----------------------------------------------------------------
-    def observation(self, seat: int) -> dict:
+    def observation(self, seat: int) -> dict[str, Any]:
         """Everything ``seat`` may see now (C-11), JSON-ready.
 
         Keys: ``ruleset``, ``seat``, ``seats``, ``hand`` (own cards, sorted), ``hand_sizes``
@@ -590,10 +820,7 @@ class Game:
         obs.update(self._obs_extra(seat))
         return obs
 
-    def _obs_extra(self, seat: int) -> dict:
-        return {}
-
-    def history(self, seat: int | None, start: int | None = None) -> list[dict]:
+    def history(self, seat: int | None, start: int | None = None) -> list[dict[str, Any]]:
         """Events since ``start`` (default: the current deal/game) as ``seat`` sees them.
 
         ``seat`` None gives the full (log) view, hidden information included.
@@ -607,7 +834,7 @@ class Game:
         return out
 
     # -- log and replay -------------------------------------------------------------------
-    def log(self) -> dict:
+    def log(self) -> dict[str, Any]:
         """The complete, JSON-ready log: enough to replay the game to the same state.
 
         Shape: ``{"format": "daifugo-arena-engine", "version": 1, "ruleset", "options",
@@ -627,38 +854,38 @@ class Game:
             "result": self.result(),
         }
 
-    def result(self) -> dict | None:  # pragma: no cover - abstract
-        raise NotImplementedError
-
     def card_count(self) -> int:
         """Cards in hands + field + discards + set-aside/blind/undealt: always 54 (C-1)."""
         return (sum(len(h) for h in self.hands) + self.field_size() + len(self.discards)
                 + len(self.outside))
 
 
-_DO = {t: "_do_" + t for t in ACTION_TYPES}
-
-
-def _normal_action(action: dict) -> dict:
+def _normal_action(action: Action) -> Action:
     """A JSON-clean copy of an accepted action for the log (known keys only)."""
     if len(action) == 2 and "cards" in action:
         return {"type": action["type"], "cards": list(action["cards"])}
     out = {"type": action["type"]}
-    for k in ("cards", "face_down", "jokers", "accept", "rate"):
-        v = action.get(k)
-        if v is not None:
-            out[k] = list(v) if type(v) is list else v
+    for k in _LOGGED_KEYS:
+        if k in action:
+            v = action[k]
+            if v is not None:
+                out[k] = list(v) if type(v) is list else v
     return out
 
 
-def cards_text(codes) -> str:
+_LOGGED_KEYS = ("cards", "face_down", "jokers", "accept", "rate")
+
+
+def cards_text(codes: Iterable[int]) -> str:
     """Cards as a space-separated wire string, for messages."""
     return " ".join(format_card(c) for c in codes)
 
 
-def hand_sorted(codes) -> list[str]:
+def hand_sorted(codes: Iterable[int]) -> list[str]:
     """Wire strings of a hand, sorted by rank then suit, jokers last."""
     return format_cards(sorted(codes, key=sort_key))
 
 
-__all__ = ["Game", "Decision", "InvalidAction", "PlayRecord", "DECISIONS", "ACTION_TYPES"]
+__all__ = ["Game", "Decision", "InvalidAction", "PlayRecord", "DECISIONS", "ACTION_TYPES",
+           "ANSWERS", "Action", "Play", "Result", "DealResult", "GameResult", "UnitResult",
+           "seat_keys"]

@@ -12,11 +12,29 @@ points (JDF-13).
 
 from __future__ import annotations
 
-from engine.cards import JOKER, R8, SPADE_3, format_cards, full_deck
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from engine.cards import JOKER, R2, R3, R8, SPADE_3, format_cards, full_deck
 from engine.climbing import Climbing, PlayInfo
-from engine.game import InvalidAction, _remove_all, _take, cards_text
+from engine.game import (
+    Action,
+    GameResult,
+    Handler,
+    InvalidAction,
+    Result,
+    _remove_all,
+    _take,
+    cards_text,
+    seat_keys,
+)
+from engine.options import JdfOptions
 
 DAIFUGO, FUGO, HINMIN, DAIHINMIN = 1, 2, 3, 4
+#: JDF-2: cards dealt to each seat.
+HAND_SIZE = 13
+#: JDF-2: blind cards set aside for a set.
+BLIND_CARDS = 2
 
 
 def exchange_order_key(c: int) -> tuple[int, int]:
@@ -27,13 +45,28 @@ def exchange_order_key(c: int) -> tuple[int, int]:
     return (c >> 2, 3 - (c & 3))
 
 
+class _Exchange:
+    """The JDF-4 exchange in progress: who leads after it, the automatic cards of the lower
+    seats, the choices made so far and the order of the upper seats' choices."""
+
+    __slots__ = ("leader", "auto", "give", "order")
+
+    def __init__(self, leader: int, auto: dict[int, tuple[list[int], int]],
+                 order: list[tuple[int, int, int]]):
+        self.leader = leader
+        self.auto = auto
+        self.give: dict[int, tuple[list[int], int]] = {}
+        self.order = order
+
+
 class Jdf(Climbing):
     """State of a JDF match (or of one game, when built from a setup)."""
 
     ruleset = "jdf"
-    SPADE_3_RETURN = True
 
-    def __init__(self, options, seed, setup):
+    options: JdfOptions
+
+    def __init__(self, options: JdfOptions, seed: int | None, setup: dict[str, Any] | None):
         super().__init__(options, seed, setup)
         self.totals = [0] * 4
         self.set_index = 0
@@ -41,24 +74,27 @@ class Jdf(Climbing):
         self.game_index = 0
         self.previous_ranks: dict[int, int] | None = None
         self.blind: list[int] = []
-        self.game_results: list[dict] = []
-        self.exchange: dict | None = None
+        self.game_results: list[GameResult] = []
+        self.exchange: _Exchange | None = None
         self._reset_game_records()
         if setup is None:
             self._new_set()
         else:
             st = setup["state"]
-            self.blind = list(setup["set_aside"])
-            self.discards.extend(self._setup_hands(setup, self.blind))  # not in this game
-            self.outside = self.blind
+            self.blind = self._setup_unit(setup)
             self.game_in_set = int(st.get("game_in_set", 1))
             pr = st.get("previous_ranks")
             if pr and self.game_in_set >= 2:
                 self.previous_ranks = {int(s): int(r) for s, r in pr.items()}
-            self.revolution = bool(st.get("revolution", False))
-            self.direction = -1 if st.get("direction", 1) == -1 else 1
-            self._game_events()
+            self.unit_start = len(self.events)
+            self._event(self._game_header())
+            self._hand_events()
             self._start_game(setup["leader"])
+
+    @property
+    def unit_index(self) -> int:
+        """Index of the current game of the match (TIME-1: time banks are per game)."""
+        return self.game_index
 
     def _reset_game_records(self) -> None:
         self.clean: list[int] = []
@@ -71,35 +107,28 @@ class Jdf(Climbing):
         """JDF-2: two random non-joker blind cards for the whole set."""
         naturals = list(range(52))
         self.rng.shuffle(naturals)
-        self.blind = naturals[:2]
+        self.blind = naturals[:BLIND_CARDS]
         self.game_in_set = 1
         self.previous_ranks = None
         self._new_game()
 
     def _new_game(self) -> None:
+        """JDF-2: the other 52 cards shuffled, 13 each; JDF-3 leader, JDF-4 exchange."""
         deck = [c for c in full_deck() if c not in self.blind]
         self.rng.shuffle(deck)
-        self.hands = [deck[i * 13:(i + 1) * 13] for i in range(4)]
-        self.outside = self.blind
-        self.discards = []
-        self._reset_trick_flags(full=True)
-        self.still_in = [True] * 4
-        self.unit_over = False
-        self.follow = None
+        n = HAND_SIZE
         self._reset_game_records()
-        self._game_events()
-        leader = None if self.previous_ranks else self.rng.randrange(4)
-        self._start_game(leader)
+        self._start_unit([deck[i * n:(i + 1) * n] for i in range(4)], self.blind, [True] * 4,
+                         self._game_header())
+        self._start_game(None if self.previous_ranks else self.rng.randrange(4))
 
-    def _game_events(self) -> None:
-        self.unit_start = len(self.events)
-        self._event({"type": "game", "set": self.set_index, "game_in_set": self.game_in_set,
-                     "game": self.game_index, "previous_ranks": _str_keys(self.previous_ranks),
-                     "totals": list(self.totals)})
-        for s in range(4):
-            self._event({"type": "hand", "seat": s, "cards": format_cards(self.hands[s])}, (s,))
+    def _game_header(self) -> dict[str, Any]:
+        return {"type": "game", "set": self.set_index, "game_in_set": self.game_in_set,
+                "game": self.game_index, "previous_ranks": _str_keys(self.previous_ranks),
+                "totals": list(self.totals)}
 
     def _seat_of(self, rank: int) -> int:
+        assert self.previous_ranks is not None
         return next(s for s, r in self.previous_ranks.items() if r == rank)
 
     def _start_game(self, leader: int | None) -> None:
@@ -109,70 +138,89 @@ class Jdf(Climbing):
             dfg, fg = self._seat_of(DAIFUGO), self._seat_of(FUGO)
             auto_low = sorted(self.hands[dhm], key=exchange_order_key, reverse=True)[:2]
             auto_hm = sorted(self.hands[hm], key=exchange_order_key, reverse=True)[:1]
-            self.exchange = {"leader": dhm if leader is None else leader,
-                             "auto": {dhm: (auto_low, dfg), hm: (auto_hm, fg)},
-                             "give": {}, "order": [(dfg, 2, dhm), (fg, 1, hm)]}
+            self.exchange = _Exchange(dhm if leader is None else leader,
+                                      {dhm: (auto_low, dfg), hm: (auto_hm, fg)},
+                                      [(dfg, 2, dhm), (fg, 1, hm)])
             self._ask_exchange()
         else:
+            assert leader is not None
             self._set_leader(leader)
 
     def _ask_exchange(self) -> None:
         ex = self.exchange
-        for seat, count, to in ex["order"]:
-            if seat not in ex["give"]:
+        assert ex is not None
+        for seat, count, to in ex.order:
+            if seat not in ex.give:
                 if seat in self.retired_now:  # FAULT-2: out at once, never asked
                     weakest = sorted(self.hands[seat], key=exchange_order_key)[:count]
-                    ex["give"][seat] = (weakest, to)
+                    ex.give[seat] = (weakest, to)
                     continue
                 self._ask(seat, "give", count=count, to=to, exchange=True)
                 return
         # every choice made: swap at once (JDF-4)
-        moves = [(s, cards, to) for s, (cards, to) in ex["auto"].items()]
-        moves += [(s, cards, to) for s, (cards, to) in ex["give"].items()]
-        for s, cards, to in moves:
+        moves = [(s, cards, to) for s, (cards, to) in ex.auto.items()]
+        moves += [(s, cards, to) for s, (cards, to) in ex.give.items()]
+        for s, cards, _to in moves:
             _take(self.hands[s], cards)
         for s, cards, to in moves:
             self.hands[to].extend(cards)
             self._event({"type": "exchange", "seat": s, "to": to, "cards": format_cards(cards)},
                         (s, to), {"type": "exchange", "seat": s, "to": to, "count": len(cards)})
-        leader = ex["leader"]
+        leader = ex.leader
         self.exchange = None
         for s in self.retired_now:  # a seat that faulted during the exchange is out now
             self.discards.extend(self.hands[s])
             self.hands[s] = []
         if self.retired_now and self._check_game_end():
             return
-        if not self.still_in[leader]:
-            leader = self._next_still_in(leader)
         self._set_leader(leader)
 
-    def _do_give(self, seat: int, action: dict) -> None:
+    def _set_leader(self, seat: int) -> None:
+        """C-7, JDF-5: ``seat`` leads if still in, else the first seat still in after it."""
+        if not self.still_in[seat]:
+            nxt = self._next_still_in(seat)
+            assert nxt is not None
+            seat = nxt
+        self._ask(seat, "play", lead=True)
+
+    def _do_give(self, seat: int, action: Action) -> None:
+        """JDF-4 exchange choice of the daifugo / fugo, or else the LR-5 give."""
         if self.exchange is None:
-            super()._do_give(seat, action)
+            Climbing._do_give(self, seat, action)
             return
+        d = self._decision
+        assert d is not None
         cards = self._cards_field(action)
-        count = self._decision.info["count"]
+        count = d.info["count"]
         if len(cards) != count:
             raise InvalidAction("JDF-4", f"give exactly {count} card(s), not {len(cards)}")
         if not _remove_all(self.hands[seat], cards):
             raise InvalidAction("C-12", f"seat {seat} does not hold {cards_text(cards)}")
-        self.exchange["give"][seat] = (cards, self._decision.info["to"])
+        self.exchange.give[seat] = (cards, d.info["to"])
         self._event({"type": "exchange_choice", "seat": seat})
         self._ask_exchange()
 
+    HANDLERS: ClassVar[Mapping[str, Handler]] = {**Climbing.HANDLERS, "give": _do_give}
+
     # -- presets ------------------------------------------------------------------------------
     def _is_revolution(self, p: PlayInfo) -> bool:
+        """JDF-7: a group of 4+ cards; stairs of 4+ only with LR-2."""
         if len(p.cards) < 4:
             return False
         return p.kind == "group" or (p.kind == "stairs" and self.options.stairs_revolution)
 
     def _is_eight_cut(self, p: PlayInfo) -> bool:
         """JDF-6: a single natural 8, or a group of rank 8 (jokers standing in for 8)."""
-        return (p.kind == "single" and p.rank == R8) or (p.kind == "group" and p.rank == R8)
+        return (p.kind == "single" or p.kind == "group") and p.rank == R8
+
+    def _is_return(self, cards: Sequence[int]) -> bool:
+        """JDF-9: a single 3S on a lone joker."""
+        return len(cards) == 1 and cards[0] == SPADE_3
 
     def _special_last_play(self, p: PlayInfo, revolution_before: bool) -> bool:
         """JDF-10: a 2 (3 in revolution), a joker, an 8-cut or a single 3S ends in a foul."""
-        return (self._holds_two(p, revolution_before) or self._is_eight_cut(p)
+        bad = R3 if revolution_before else R2
+        return (p.jokers > 0 or any(c >> 2 == bad for c in p.nat) or self._is_eight_cut(p)
                 or (len(p.cards) == 1 and p.cards[0] == SPADE_3))
 
     # -- finishes, ranks, points ---------------------------------------------------------------
@@ -201,24 +249,20 @@ class Jdf(Climbing):
             return False
         ranks = self._ranks()
         pts = self.options.rank_points
-        scores = {s: pts[ranks[s] - 1] for s in range(4)}
+        scores = [pts[ranks[s] - 1] for s in range(4)]
         last_of_set = self.game_in_set >= self.options.games_per_set
-        bonus = {s: 0 for s in range(4)}
+        bonus = [0] * 4
         if last_of_set and not self.single_unit:
             top = next(s for s in range(4) if ranks[s] == 1)
             bonus[top] = self.options.set_bonus
         for s in range(4):
             self.totals[s] += scores[s] + bonus[s]
-        res = {"set": self.set_index, "game_in_set": self.game_in_set, "game": self.game_index,
-               "ranks": ranks, "scores": scores, "set_bonus": bonus,
-               "fouls": list(self.fouls), "fallen": self.fallen, "retired": list(self.retired_now)}
-        self.game_results.append(res)
-        public = {"type": "game_end", "ranks": _str_keys(ranks), "scores": _str_keys(scores),
-                  "set_bonus": _str_keys(bonus), "totals": list(self.totals)}
-        # the hands left are for the post-game log only (C-11: with the cards played they
-        # would tell the set's blind cards, JDF-2)
-        self._event({**public, "hands": {str(s): format_cards(self.hands[s]) for s in range(4)}},
-                    (), public)
+        self.game_results.append({
+            "set": self.set_index, "game_in_set": self.game_in_set, "game": self.game_index,
+            "ranks": seat_keys(ranks), "scores": seat_keys(scores), "set_bonus": seat_keys(bonus),
+            "fouls": list(self.fouls), "fallen": self.fallen, "retired": list(self.retired_now)})
+        self._end_event({"type": "game_end", "ranks": seat_keys(ranks), "scores": seat_keys(scores),
+                         "set_bonus": seat_keys(bonus), "totals": list(self.totals)})
         self.unit_over = True
         self._decision = None
         self.follow = None
@@ -234,7 +278,7 @@ class Jdf(Climbing):
             if self.set_index >= self.options.sets:
                 self.over = True
                 self._event({"type": "match_end", "totals": list(self.totals),
-                             "ranks": _str_keys(self._match_ranks())})
+                             "ranks": seat_keys(self._match_ranks())})
                 return True
             self._new_set()
         else:
@@ -243,6 +287,7 @@ class Jdf(Climbing):
         return True
 
     def _ranks(self) -> dict[int, int]:
+        """JDF-12 places of the game that ends: seat -> 1..4."""
         order = list(self.clean)
         order += [s for s in range(4) if self.still_in[s]]
         if self.fallen is not None:
@@ -251,8 +296,9 @@ class Jdf(Climbing):
         order += list(reversed(self.retired_now))
         return {s: i + 1 for i, s in enumerate(order)}
 
-    def _match_ranks(self) -> dict[int, int]:
-        return {s: 1 + sum(1 for o in range(4) if self.totals[o] > self.totals[s]) for s in range(4)}
+    def _match_ranks(self) -> list[int]:
+        """JDF-13: places by match totals, equal totals share the place."""
+        return [1 + sum(1 for o in range(4) if self.totals[o] > self.totals[s]) for s in range(4)]
 
     def _forfeit(self, seat: int, reason: str) -> bool:
         """FAULT-2: the seat retires from this game: out at once, hand discarded unseen."""
@@ -268,54 +314,53 @@ class Jdf(Climbing):
             return True
         self.discards.extend(self.hands[seat])
         self.hands[seat] = []
-        if self._check_game_end():
-            return True
-        if d is None or d.seat != seat:
-            return True
-        if d.kind in ("give", "discard"):
-            self.follow["give"] = self.follow["discard"] = 0
-            self._continue()
-        elif not self.field:
-            self._set_leader(self._next_still_in(seat))
-        else:
-            self._next_turn(seat)
+        if not self._check_game_end():
+            self._forfeit_tail(seat, d)
         return True
 
-    def result(self) -> dict | None:
+    def result(self) -> Result | None:
         """When over: ``{"totals", "scores" (= totals), "ranks" (match places, ties share),
-        "winner" (place 1, lowest seat on a tie), "games": [per-game results]}``."""
+        "winner" (place 1, lowest seat on a tie), "games": [GameResult]}``; for a single game
+        from a setup ``scores`` and ``ranks`` are the game's (JDF-12, JDF-13)."""
         if not self.over:
             return None
+        totals = seat_keys(self.totals)
         if self.single_unit:
             g = self.game_results[-1]
-            return {"totals": dict(enumerate(self.totals)), "scores": dict(g["scores"]),
-                    "ranks": dict(g["ranks"]), "winner": next(s for s, r in g["ranks"].items() if r == 1),
-                    "games": [dict(x) for x in self.game_results]}
+            return {"totals": totals, "scores": dict(g["scores"]), "ranks": dict(g["ranks"]),
+                    "winner": next(int(s) for s, r in g["ranks"].items() if r == 1),
+                    "games": [_copy_game(x) for x in self.game_results]}
         ranks = self._match_ranks()
-        totals = dict(enumerate(self.totals))
-        return {"totals": totals, "scores": totals, "ranks": ranks,
+        return {"totals": totals, "scores": dict(totals), "ranks": seat_keys(ranks),
                 "winner": min(s for s in range(4) if ranks[s] == 1),
-                "games": [dict(x) for x in self.game_results]}
+                "games": [_copy_game(x) for x in self.game_results]}
 
-    def unit_result(self) -> dict | None:
+    def unit_result(self) -> GameResult | None:
         """The last game's result: ``{"ranks", "scores" (set bonus excluded), ...}``."""
-        return dict(self.game_results[-1]) if self.game_results else None
+        return _copy_game(self.game_results[-1]) if self.game_results else None
 
-    def _obs_extra(self, seat: int) -> dict:
-        extra = {"set": self.set_index, "game_in_set": self.game_in_set, "game": self.game_index,
-                 "previous_ranks": _str_keys(self.previous_ranks), "totals": list(self.totals),
-                 "finished": list(self.clean), "fouled": list(self.fouls),
-                 "fallen": self.fallen, "retired": list(self.retired_now),
-                 "blind_count": len(self.blind)}
-        if self.exchange is not None and seat in self.exchange["give"]:
-            extra["exchange_given"] = format_cards(self.exchange["give"][seat][0])
+    def _obs_extra(self, seat: int) -> dict[str, Any]:
+        extra: dict[str, Any] = {
+            "set": self.set_index, "game_in_set": self.game_in_set, "game": self.game_index,
+            "previous_ranks": _str_keys(self.previous_ranks), "totals": list(self.totals),
+            "finished": list(self.clean), "fouled": list(self.fouls),
+            "fallen": self.fallen, "retired": list(self.retired_now),
+            "blind_count": len(self.blind)}
+        if self.exchange is not None and seat in self.exchange.give:
+            extra["exchange_given"] = format_cards(self.exchange.give[seat][0])
         if self.over:
             extra["result"] = self.result()
         return extra
 
 
-def _str_keys(d):
-    return None if d is None else {str(k): v for k, v in d.items()}
+def _str_keys(d: dict[int, int] | None) -> dict[str, int] | None:
+    return None if d is None else seat_keys(d)
+
+
+def _copy_game(g: GameResult) -> GameResult:
+    return {"set": g["set"], "game_in_set": g["game_in_set"], "game": g["game"],
+            "ranks": dict(g["ranks"]), "scores": dict(g["scores"]), "set_bonus": dict(g["set_bonus"]),
+            "fouls": list(g["fouls"]), "fallen": g["fallen"], "retired": list(g["retired"])}
 
 
 __all__ = ["Jdf", "exchange_order_key"]

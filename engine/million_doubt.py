@@ -15,18 +15,35 @@ what is allowed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import combinations
-from typing import Iterator
+from typing import Any, ClassVar
 
-from engine.cards import R8, RJ, format_cards, full_deck
+from engine.cards import R8, RANKS, RJ, format_cards, full_deck
 from engine.forms import Readings, beating, choose, readings, satisfies_lock, signature, split
-from engine.game import Game, InvalidAction, PlayRecord, _remove_all, _take, cards_text
+from engine.game import (
+    Action,
+    Game,
+    Handler,
+    InvalidAction,
+    PlayRecord,
+    Result,
+    _remove_all,
+    _take,
+    cards_text,
+    seat_keys,
+)
+from engine.options import MillionDoubtOptions
 
 
 class _Eval:
+    """A play judged acceptable (MD-3): its cards, face-down cards, declared joker ranks,
+    face-up naturals and jokers, and the readings that beat the reference (MD-5 blanks)."""
+
     __slots__ = ("cards", "face_down", "declared", "fu_nat", "fu_jokers", "accepted")
 
-    def __init__(self, cards, face_down, declared, fu_nat, fu_jokers, accepted):
+    def __init__(self, cards: list[int], face_down: list[int], declared: list[int] | None,
+                 fu_nat: list[int], fu_jokers: int, accepted: Readings):
         self.cards = cards
         self.face_down = face_down
         self.declared = declared
@@ -35,7 +52,7 @@ class _Eval:
         self.accepted = accepted
 
 
-def _bind_declared(r: Readings, declared, nat, n: int) -> Readings:
+def _bind_declared(r: Readings, declared: Sequence[int], nat: Sequence[int], n: int) -> Readings:
     """Keep the readings of ``r`` in which jokers stand for the ``declared`` ranks (C-4),
     the other jokers (face-down ones, MD-7) standing in freely."""
     dm = 0
@@ -54,7 +71,8 @@ def _bind_declared(r: Readings, declared, nat, n: int) -> Readings:
     return Readings(0, group, stairs, False, False)
 
 
-def honest_play(cards, declared, ref: Readings | None, lock, reversed_order: bool) -> bool:
+def honest_play(cards: Sequence[int], declared: Sequence[int] | None, ref: Readings | None,
+                lock: Sequence[int], reversed_order: bool) -> bool:
     """MD-7: is a play honest? Its real ``cards`` (codes), jokers standing in as needed (the
     face-up ones at their ``declared`` ranks, C-4), form a legal form that beats the reference
     ``ref`` (readings, MD-5) under the suit ``lock`` (a lock suit matched only by a natural
@@ -74,17 +92,23 @@ class MillionDoubt(Game):
     """State of one Million Doubt game (MD-1..MD-17). See :mod:`engine.game` for the API."""
 
     ruleset = "million_doubt"
+    LISTS_EVERY_PLAY = False
+    COUNT_RULE = "MD-4"
+    #: MD-1: cards dealt to each seat.
     HAND_SIZE = 7
+    #: MD-10: a hand of this many cards bursts.
     BURST = 11
 
-    def __init__(self, options, seed, setup):
+    options: MillionDoubtOptions
+
+    def __init__(self, options: MillionDoubtOptions, seed: int | None, setup: dict[str, Any] | None):
         super().__init__(options, seed, setup)
-        self.pending: tuple | None = None  # (record, eval) of a play awaiting doubt/through
-        self.penalty_ctx: tuple | None = None  # (executor, receiver, honest, player)
+        self.pending: tuple[PlayRecord, _Eval] | None = None  # a play awaiting doubt/through
+        self.penalty_ctx: tuple[int, int, bool, int] | None = None  # (executor, receiver, honest, player)
         self.winner: int | None = None
         self.burst: int | None = None
         self.forfeited: int | None = None
-        self.scores: dict[int, int] | None = None
+        self.scores: dict[str, int] | None = None
         if setup is None:
             deck = full_deck()
             n = self.HAND_SIZE
@@ -95,15 +119,14 @@ class MillionDoubt(Game):
             self.outside = deck
             leader = self.rng.randrange(2)
         else:
-            self.outside = self._setup_hands(setup)
+            self.outside = self._setup_hands(setup)  # with the state flags (revolution, direction)
             leader = setup["leader"]
-        for s in range(2):
-            self._event({"type": "hand", "seat": s, "cards": format_cards(self.hands[s])}, (s,))
+        self._hand_events()
         self._event({"type": "start", "leader": leader})
         self._set_leader(leader)
 
     # -- validation -------------------------------------------------------------------------
-    def _evaluate(self, seat: int, action: dict) -> _Eval:
+    def _evaluate(self, seat: int, action: Action) -> _Eval:
         """Parse and check a play against MD-2..MD-5 and C-8 without changing anything."""
         cards = self._cards_field(action)
         if action.get("face_down"):
@@ -123,29 +146,21 @@ class MillionDoubt(Game):
         declared = self._declared(action, fu_j) if "jokers" in action else None
         return self._judge(cards, face_down, declared, fu_nat, fu_j)
 
-    def _judge(self, cards, face_down, declared, fu_nat, fu_j) -> _Eval:
+    def _judge(self, cards: list[int], face_down: list[int], declared: list[int] | None,
+               fu_nat: list[int], fu_j: int) -> _Eval:
         """MD-3..MD-5, C-8 on parsed cards held by the seat; raises InvalidAction."""
         wild = len(face_down)
-        n = len(cards)
-        if self.count and n != self.count:
-            raise InvalidAction("MD-4", f"the trick is of {self.count} card(s); this play has {n}")
-        r = readings(fu_nat, fu_j, wild, declared)
-        if r.empty():
-            rule = "C-4" if declared else "C-3"
-            raise InvalidAction(rule, lambda: f"{cards_text(cards)} is not a legal form" + (
-                " with the declared joker ranks" if declared else ""))
-        if self.lock and not satisfies_lock(self.lock, fu_nat, fu_j + wild):
-            locked = "".join("SHDC"[s] for s in self.lock)
-            raise InvalidAction("C-8", f"the suit lock {locked} is not matched")
+        r = self._read_play(cards, fu_nat, fu_j, wild, declared)
+        self._check_lock(fu_nat, fu_j + wild)
         ref = self.ref
         if ref is not None and (ref.joker or ref.joker_pair):
             raise InvalidAction("MD-5", "nothing beats a face-up lone joker or joker pair: pass")
         b = beating(r, ref, self.reversed_order)
         if b.empty():
-            raise InvalidAction("MD-3", lambda: f"no reading of {cards_text(cards)} beats the reference ({ref.describe()})")
+            raise InvalidAction("MD-3", lambda: f"no reading of {cards_text(cards)} beats the reference ({ref.describe() if ref else ''})")
         return _Eval(cards, face_down, declared, fu_nat, fu_j, b)
 
-    def validate_play(self, seat: int, action: dict) -> None:
+    def validate_play(self, seat: int, action: Action) -> None:
         """Raise :class:`InvalidAction` if ``action`` (a play, face-down cards allowed) is refused."""
         self._check_common(seat, action)
         if action.get("type") == "play":
@@ -161,7 +176,8 @@ class MillionDoubt(Game):
                 "(C-8, face-down cards are wild) and the current order (C-9).")
 
     # -- actions --------------------------------------------------------------------------
-    def _do_play(self, seat: int, action: dict) -> None:
+    def _do_play(self, seat: int, action: Action) -> None:
+        """MD-2..MD-6: a face-up play takes effect at once; a face-down one awaits an answer."""
         ev = self._evaluate(seat, action)
         _take(self.hands[seat], ev.cards)
         rec = PlayRecord(seat, ev.cards, ev.face_down, ev.declared)
@@ -183,24 +199,22 @@ class MillionDoubt(Game):
             self._after_accept(seat, cut)
 
     def _accept(self, rec: PlayRecord, ev: _Eval) -> bool:
-        """Take an accepted play's effects (MD-14); returns True for an 8-cut (MD-13)."""
+        """Take an accepted play's effects (MD-14); returns True for an 8-cut (MD-13).
+
+        The new reference (MD-5): the play's readings when it has a face-up natural card
+        (all of them when it also has face-down cards: the blanks), a face-up lone joker or
+        joker pair (MD-15: nothing beats it), else the reference stays."""
         n = len(rec.cards)
         if ev.fu_nat:
             self.ref = ev.accepted if ev.face_down else choose(ev.accepted, self.reversed_order)
         elif not ev.face_down and (n == 1 or (n == 2 and ev.fu_jokers == 2)):
             self.ref = Readings(joker=(n == 1), joker_pair=(n == 2))
         if n >= 4:  # MD-11
-            self.revolution = not self.revolution
-            self._event({"type": "revolution", "on": self.revolution})
+            self._toggle_revolution()
         ranks = {c >> 2 for c in ev.fu_nat}
         if RJ in ranks:  # MD-12
-            self.jback = not self.jback
-            self._event({"type": "jback", "on": self.jback})
-        sig = signature(ev.fu_nat) if ev.fu_nat else ()
-        if not self.lock and sig and sig == self.prev_sig:  # C-8
-            self.lock = sig
-            self._event({"type": "lock", "suits": ["SHDC"[s] for s in sig]})
-        self.prev_sig = sig
+            self._toggle_jback()
+        self._suit_lock(signature(ev.fu_nat) if ev.fu_nat else ())  # C-8
         self.last_player = rec.seat
         return R8 in ranks
 
@@ -213,24 +227,29 @@ class MillionDoubt(Game):
         else:
             self._ask(1 - seat, "play")
 
-    def _do_pass(self, seat: int, action: dict) -> None:
+    def _do_pass(self, seat: int, action: Action) -> None:
+        """MD-9: a pass clears the trick at once; the last player leads."""
         if not self.field:
             raise InvalidAction("C-6", "the leader may not pass")
         self._event({"type": "pass", "seat": seat})
-        self._clear(self.last_player)  # MD-9: the last player leads
+        self._clear(self.last_player)
 
-    def _do_through(self, seat: int, action: dict) -> None:
+    def _do_through(self, seat: int, action: Action) -> None:
+        """MD-6, MD-14: the play is accepted; the answering seat plays next."""
+        assert self.pending is not None
         rec, ev = self.pending
         self.pending = None
         self._event({"type": "through", "seat": seat})
         cut = self._accept(rec, ev)
-        self._after_accept(rec.seat, cut)  # the answering seat plays next (MD-6)
+        self._after_accept(rec.seat, cut)
 
     def _honest(self, rec: PlayRecord) -> bool:
         """MD-7: the real cards beat the reference under the lock and order then in force."""
         return honest_play(rec.cards, rec.declared, self.ref, self.lock, self.reversed_order)
 
-    def _do_doubt(self, seat: int, action: dict) -> None:
+    def _do_doubt(self, seat: int, action: Action) -> None:
+        """MD-7, MD-8: reveal the field, judge the play, ask the executor for the penalty."""
+        assert self.pending is not None
         rec, ev = self.pending
         self.pending = None
         self._event({"type": "doubt", "seat": seat})
@@ -242,20 +261,18 @@ class MillionDoubt(Game):
         player = rec.seat
         executor = player if honest else seat
         if honest and len(rec.cards) >= 4:  # MD-14: only the revolution matters
-            self.revolution = not self.revolution
-            self._event({"type": "revolution", "on": self.revolution})
+            self._toggle_revolution()
         self.penalty_ctx = (executor, 1 - executor, honest, player)
         must_give = (not honest) and not self.hands[player]  # MD-16
-        if must_give:
-            self._ask(executor, "penalty", min=1, field_size=self.field_size())
-        else:
-            self._ask(executor, "penalty", min=0, field_size=self.field_size())
+        self._ask(executor, "penalty", min=1 if must_give else 0, field_size=self.field_size())
 
-    def _do_penalty(self, seat: int, action: dict) -> None:
+    def _do_penalty(self, seat: int, action: Action) -> None:
+        """MD-7, MD-16, MD-10: the executor gives field cards; the rest is discarded."""
         cards = self._cards_field(action)
         pool = [c for p in self.field for c in p.cards]
         if not _remove_all(pool, cards):
             raise InvalidAction("MD-7", f"the penalty must be cards of the field; {cards_text(cards)} is not")
+        assert self.penalty_ctx is not None and self._decision is not None
         executor, receiver, honest, player = self.penalty_ctx
         if not cards and self._decision.info.get("min"):
             raise InvalidAction("MD-16", "after a caught lie on the last card the penalty must hold at least one card")
@@ -274,53 +291,52 @@ class MillionDoubt(Game):
         else:
             self._set_leader(executor)
 
+    HANDLERS: ClassVar[Mapping[str, Handler]] = {
+        "play": _do_play, "pass": _do_pass, "doubt": _do_doubt, "through": _do_through,
+        "penalty": _do_penalty,
+    }
+
     # -- results --------------------------------------------------------------------------
-    def _win(self, winner: int, how: str, burst: int | None = None) -> None:
+    def _end(self, winner: int, how: str, pts: int, burst: int | None) -> None:
+        """The game ends: ``winner`` gains ``pts``, the loser loses as many (MD-17)."""
         loser = 1 - winner
-        left = len(self.hands[loser])
-        if burst is not None or left >= self.BURST:  # MD-17
-            pts = self.options.burst_score
-            burst = loser
-        else:
-            pts = left
         self.winner, self.burst = winner, burst
-        self.scores = {winner: pts, loser: -pts}
+        self.scores = {str(winner): pts, str(loser): -pts}
         self.over = True
         self.unit_over = True
         self._decision = None
         self._event({"type": "game_end", "winner": winner, "how": how, "burst": burst,
-                     "scores": {str(k): v for k, v in self.scores.items()},
+                     "scores": dict(self.scores),
                      "hands": {str(s): format_cards(self.hands[s]) for s in range(2)}})
+
+    def _win(self, winner: int, how: str, burst: int | None = None) -> None:
+        left = len(self.hands[1 - winner])
+        if burst is not None or left >= self.BURST:  # MD-17
+            self._end(winner, how, self.options.burst_score, 1 - winner)
+        else:
+            self._end(winner, how, left, None)
 
     def _forfeit(self, seat: int, reason: str) -> bool:
         """FAULT-2: the faulting seat loses the game with the burst score."""
         self.forfeited = seat
         self._event({"type": "forfeit", "seat": seat, "reason": reason})
-        winner = 1 - seat
-        pts = self.options.burst_score
-        self.winner, self.burst = winner, None
-        self.scores = {winner: pts, seat: -pts}
-        self.over = True
-        self.unit_over = True
-        self._decision = None
-        self._event({"type": "game_end", "winner": winner, "how": "forfeit", "burst": None,
-                     "scores": {str(k): v for k, v in self.scores.items()},
-                     "hands": {str(s): format_cards(self.hands[s]) for s in range(2)}})
+        self._end(1 - seat, "forfeit", self.options.burst_score, None)
         return True
 
-    def result(self) -> dict | None:
-        """``{"winner", "scores": {seat: n}, "burst": seat|None, "forfeit": seat|None}`` or None."""
-        if not self.over:
+    def result(self) -> Result | None:
+        """``{"winner", "scores": {"seat": n}, "burst": seat|None, "forfeit": seat|None,
+        "ranks": {"seat": 1|2}}`` (MD-17, FAULT-2) once over, else None."""
+        if not self.over or self.winner is None or self.scores is None:
             return None
         return {"winner": self.winner, "scores": dict(self.scores), "burst": self.burst,
-                "forfeit": self.forfeited, "ranks": {self.winner: 1, 1 - self.winner: 2}}
+                "forfeit": self.forfeited, "ranks": seat_keys({self.winner: 1, 1 - self.winner: 2})}
 
-    def unit_result(self) -> dict | None:
-        """Result of the game (the unit the scenario ``over`` refers to)."""
+    def unit_result(self) -> Result | None:
+        """Result of the game (the unit the scenario ``over`` refers to): :meth:`result`."""
         return self.result()
 
     # -- legal actions --------------------------------------------------------------------
-    def legal_actions(self, seat: int) -> Iterator[dict]:
+    def legal_actions(self, seat: int) -> Iterator[Action]:
         """Legal actions of ``seat`` now: face-up plays, pass, doubt/through, penalties.
 
         Face-down plays are not listed (see the module docstring); check them with
@@ -334,9 +350,9 @@ class MillionDoubt(Game):
                 yield {"type": "pass"}
                 return
             for cards, declared in self.face_up_plays(seat):
-                action = {"type": "play", "cards": format_cards(cards)}
+                action: Action = {"type": "play", "cards": format_cards(cards)}
                 if declared:
-                    action["jokers"] = ["3456789TJQKA2"[r] for r in declared]
+                    action["jokers"] = [RANKS[r] for r in declared]
                 yield action
             if self.field:
                 yield {"type": "pass"}
@@ -353,8 +369,11 @@ class MillionDoubt(Game):
                     seen.add(combo)
                     yield {"type": "penalty", "cards": format_cards(combo)}
 
-    def _obs_extra(self, seat: int) -> dict:
-        extra = {"pending_doubt": self.pending is not None}
+    def _obs_extra(self, seat: int) -> dict[str, Any]:
+        extra: dict[str, Any] = {"pending_doubt": self.pending is not None}
         if self.over:
             extra["result"] = self.result()
         return extra
+
+
+__all__ = ["MillionDoubt", "honest_play"]

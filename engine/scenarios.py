@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, TextIO
 
 import engine
 from engine.game import InvalidAction
@@ -31,7 +32,7 @@ class ScenarioFailure(Exception):
 
 def _actual(g: engine.Game, key: str) -> Any:
     d = g.decision()
-    res = g.unit_result() if g.unit_over else None
+    res: Mapping[str, Any] | None = g.unit_result() if g.unit_over else None
     if key == "to_act":
         return d.seat if d else None
     if key == "decision":
@@ -53,18 +54,16 @@ def _actual(g: engine.Game, key: str) -> Any:
     if key in ("winner", "burst", "scores", "ranks"):
         if res is None:
             return None
-        value = res.get(key)
-        if isinstance(value, dict):
-            return {str(k): v for k, v in value.items()}
-        return value
+        return res.get(key)  # seat maps have string keys already (engine.game.Result)
     raise KeyError(key)
 
 
-def _compare(g: engine.Game, expect: dict, step: int) -> None:
+def _compare(g: engine.Game, expect: dict[str, Any], step: int) -> None:
     over = g.unit_over
     for key, want in expect.items():
         if over and key in ("to_act", "decision"):
             continue  # README: not checked once over
+        got: Any
         if key == "hand_sizes":
             got = {str(s): len(g.hands[int(s)]) for s in want}
         elif key == "hands":
@@ -83,7 +82,7 @@ def _compare(g: engine.Game, expect: dict, step: int) -> None:
             raise ScenarioFailure(step, f"expected {key}={json.dumps(want)} got {json.dumps(got)}")
 
 
-def run_scenario(data: dict) -> None:
+def run_scenario(data: dict[str, Any]) -> None:
     """Run one scenario; raise :class:`ScenarioFailure` at the first difference.
 
     Raises:
@@ -110,7 +109,7 @@ def run_scenario(data: dict) -> None:
                 raise ScenarioFailure(i, f"expected the action to be accepted got refused: {e}") from None
             after = json.dumps(g.observation(seat if isinstance(seat, int) and 0 <= seat < g.seats else 0), sort_keys=True)
             if after != before:
-                raise ScenarioFailure(i, "a refused action changed the state")
+                raise ScenarioFailure(i, "a refused action changed the state") from None
             continue
         if invalid:
             raise ScenarioFailure(i, f"expected {json.dumps(action)} to be refused got accepted")
@@ -127,11 +126,12 @@ def iter_files(paths: Iterable[str]) -> list[Path]:
     return files
 
 
-def run_paths(paths: Iterable[str], out=sys.stdout) -> tuple[int, int]:
+def run_paths(paths: Iterable[str], out: TextIO | None = None) -> tuple[int, int]:
     """Run every scenario under ``paths``; print one line each and the closing line.
 
-    Returns (passed, failed).
+    Returns (passed, failed). ``out`` defaults to standard output.
     """
+    out = sys.stdout if out is None else out
     passed = failed = 0
     for f in iter_files(paths):
         try:

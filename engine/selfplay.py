@@ -1,7 +1,7 @@
 """Random self-play: a random legal player, for benchmarks and property tests.
 
 :func:`random_action` picks uniformly among :meth:`Game.legal_actions`; in Million Doubt it
-sometimes bluffs instead (random cards of the trick's count, some of them face down, kept only
+sometimes bluffs instead (any rule set whose ``LISTS_EVERY_PLAY`` is False) (random cards of the trick's count, some of them face down, kept only
 if the engine accepts the play, MD-3).
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 import random
 
 from engine.cards import RANKS, format_cards
-from engine.game import Game, InvalidAction
+from engine.game import Action, Game, InvalidAction
 
 
-def _bluff(g: Game, seat: int, rng: random.Random) -> dict | None:
+def _bluff(g: Game, seat: int, rng: random.Random) -> Action | None:
     """Random cards of ``seat`` of the trick's count (1 to 4 on a lead), some face down; not
     checked. None when the hand is too small."""
     hand = g.hands[seat]
@@ -25,16 +25,22 @@ def _bluff(g: Game, seat: int, rng: random.Random) -> dict | None:
     return {"type": "play", "cards": format_cards(cards), "face_down": format_cards(cards[:k])}
 
 
-def random_bluff(g: Game, seat: int, rng: random.Random) -> dict | None:
+def random_bluff(g: Game, seat: int, rng: random.Random) -> Action | None:
     """A random face-down play of ``seat`` that the engine accepts, or None (MD-2, MD-3)."""
     action = _bluff(g, seat, rng)
     return action if action is not None and g.is_legal(seat, action) else None
 
 
-def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple[int, dict]:
-    """(seat, action) for the pending decision, chosen at random among legal actions."""
+def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple[int, Action]:
+    """(seat, action) for the pending decision, chosen at random among legal actions.
+
+    Raises:
+        ValueError: the game is over (no decision is pending).
+    """
     d = g.decision()
-    if d.kind == "play" and g.ruleset == "million_doubt" and rng.random() < bluff_rate:
+    if d is None:
+        raise ValueError("the game is over: no decision is pending")
+    if d.kind == "play" and not g.LISTS_EVERY_PLAY and rng.random() < bluff_rate:
         a = random_bluff(g, d.seat, rng)
         if a is not None:
             return d.seat, a
@@ -53,7 +59,7 @@ def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple
         if i == len(plays):
             return d.seat, {"type": "pass"}
         cards, declared = plays[i]
-        action = {"type": "play", "cards": format_cards(cards)}
+        action: Action = {"type": "play", "cards": format_cards(cards)}
         if declared:
             action["jokers"] = [RANKS[r] for r in declared]
         return d.seat, action
@@ -69,10 +75,10 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000,
     nothing, C-12) instead of being checked first and applied after.
     """
     n = 0
-    md = g.ruleset == "million_doubt"
+    bluffs = not g.LISTS_EVERY_PLAY  # face-down plays are not listed: try them (MD-2)
     while not g.over:
         d = g.decision()
-        if md and d.kind == "play" and rng.random() < bluff_rate:
+        if bluffs and d is not None and d.kind == "play" and rng.random() < bluff_rate:
             action = _bluff(g, d.seat, rng)
             if action is not None:
                 try:

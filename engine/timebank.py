@@ -36,7 +36,7 @@ class TimeRules:
     increment_ms: int = 10_000
     cap_ms: int = 60_000
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("initial_ms", "increment_ms", "cap_ms"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
@@ -47,11 +47,11 @@ class TimeRules:
             raise ValueError("time rule 'cap_ms' must be at least 'initial_ms'")
 
     @classmethod
-    def from_seconds(cls, initial: float = 60.0, increment: float = 10.0, cap: float = 60.0) -> "TimeRules":
+    def from_seconds(cls, initial: float = 60.0, increment: float = 10.0, cap: float = 60.0) -> TimeRules:
         """Build from seconds (the unit of the API and the CLI)."""
         return cls(round(initial * 1000), round(increment * 1000), round(cap * 1000))
 
-    def to_seconds(self) -> dict:
+    def to_seconds(self) -> dict[str, float]:
         """``{"initial", "increment", "cap"}`` in seconds."""
         return {"initial": self.initial_ms / 1000, "increment": self.increment_ms / 1000,
                 "cap": self.cap_ms / 1000}

@@ -11,26 +11,42 @@ finish, zero-sum (TM-7).
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
-from engine.cards import R8, format_cards, full_deck
-from engine.climbing import Climbing, PlayInfo
-from engine.game import InvalidAction
+from engine.cards import JOKER, R2, R3, R8, R9, format_cards, full_deck
+from engine.climbing import Climbing, FollowUp, PlayInfo
+from engine.game import Action, DealResult, Decision, Handler, InvalidAction, Result, seat_keys
+from engine.options import TrumpMillionaireOptions
+
+#: TM-2: cards dealt to each seat (the other 14 are set aside).
+HAND_SIZE = 10
+#: TM-6: after this many leaders in a row pass, the deal is void.
+STUCK_LEADERS_VOID = 4
+
+
+def forbidden_finish(nat: Sequence[int], jokers: int, revolution_before: bool) -> bool:
+    """TM-5: whether a play of natural cards ``nat`` and ``jokers`` jokers may not empty a
+    hand: it holds a joker, a natural 8 or a natural 2 (a natural 3 while the revolution flag
+    was on before the play; the J-back flag never counts)."""
+    if jokers:
+        return True
+    bad = R3 if revolution_before else R2
+    return any(c >> 2 == R8 or c >> 2 == bad for c in nat)
 
 
 class TrumpMillionaire(Climbing):
     """State of a Trump Millionaire game (or of one deal, when built from a setup)."""
 
     ruleset = "trump_millionaire"
-    FORBIDDEN_FINISH_INVALID = True
-    NINE_REVERSES = True
-    HAND_SIZE = 10
 
-    def __init__(self, options, seed, setup):
+    options: TrumpMillionaireOptions
+
+    def __init__(self, options: TrumpMillionaireOptions, seed: int | None, setup: dict[str, Any] | None):
         super().__init__(options, seed, setup)
         self.totals = [0] * 4
         self.deal_index = 0
-        self.deal_results: list[dict] = []
+        self.deal_results: list[DealResult] = []
         self.retired: list[int] = []  # in order of retirement (FAULT-2)
         self.millionaire: int | None = None
         self.rate = 1
@@ -40,57 +56,58 @@ class TrumpMillionaire(Climbing):
             self._new_deal()
         else:
             st = setup["state"]
-            self.set_aside = list(setup["set_aside"])
-            self.discards.extend(self._setup_hands(setup, self.set_aside))  # not in this deal
-            self.outside = self.set_aside
-            self.revolution = bool(st.get("revolution", False))
-            self.direction = -1 if st.get("direction", 1) == -1 else 1
+            self.set_aside = self._setup_unit(setup)
             self.millionaire = st.get("millionaire")
             self.rate = st.get("rate", 1)
-            self._deal_events()
+            self.unit_start = len(self.events)
+            self._event(self._deal_header())
+            self._hand_events()
             if self.millionaire is not None and "rate" not in st:
                 self._ask(self.millionaire, "exchange")
             else:
                 self._set_leader(setup["leader"])
 
+    @property
+    def unit_index(self) -> int:
+        """Index of the current deal (TIME-1: time banks are per deal)."""
+        return self.deal_index
+
     # -- deals --------------------------------------------------------------------------------
-    def _deal_events(self) -> None:
-        self.unit_start = len(self.events)
-        self._event({"type": "deal", "deal": self.deal_index, "millionaire": self.millionaire,
-                     "totals": list(self.totals)})
-        for s in range(4):
-            self._event({"type": "hand", "seat": s, "cards": format_cards(self.hands[s])}, (s,))
+    def _deal_header(self) -> dict[str, Any]:
+        return {"type": "deal", "deal": self.deal_index, "millionaire": self.millionaire,
+                "totals": list(self.totals)}
 
     def _new_deal(self) -> None:
         """TM-2: shuffle, 10 each, 14 set aside; TM-3 decisions or a random first leader."""
         deck = full_deck()
         self.rng.shuffle(deck)
-        n = self.HAND_SIZE
-        self.hands = [deck[i * n:(i + 1) * n] for i in range(4)]
+        n = HAND_SIZE
         self.set_aside = deck[4 * n:]
-        self.outside = self.set_aside
-        self.discards = []
-        self._reset_trick_flags(full=True)
-        self.still_in = [s not in self.retired for s in range(4)]
-        self.unit_over = False
         self.stuck_run = 0
         self.rate = 1
-        self.follow = None
-        self._deal_events()
+        self._start_unit([deck[i * n:(i + 1) * n] for i in range(4)], self.set_aside,
+                         [s not in self.retired for s in range(4)], self._deal_header())
         if self.millionaire is None:
             self._set_leader(self.rng.randrange(4))
         elif self.millionaire in self.retired:
-            self.rate = min(self.options.rate_choices)
-            self._event({"type": "rate", "seat": self.millionaire, "rate": self.rate})
-            self._set_leader(self.millionaire)
+            self._retired_millionaire(self.millionaire, exchange_event=False)
         else:
             self._ask(self.millionaire, "exchange")
+
+    def _retired_millionaire(self, seat: int, exchange_event: bool) -> None:
+        """TM-3, FAULT-2: a retired Millionaire declines the exchange, takes the lowest rate
+        of ``rate_choices`` and (being retired) passes as leader (TM-6)."""
+        if exchange_event:
+            self._event({"type": "exchange", "seat": seat, "accept": False})
+        self.rate = min(self.options.rate_choices)
+        self._event({"type": "rate", "seat": seat, "rate": self.rate})
+        self._set_leader(seat)
 
     def _set_leader(self, seat: int) -> None:
         """TM-6: a retired leader passes at once; a leader whose only card may not finish
         is asked ``play`` with ``pass`` as its only legal action."""
         while True:
-            if self.stuck_run >= 4:
+            if self.stuck_run >= STUCK_LEADERS_VOID:
                 self._void_deal()
                 return
             if len(self.retired) == 4:
@@ -103,20 +120,16 @@ class TrumpMillionaire(Climbing):
                 continue
             break
         hand = self.hands[seat]
-        stuck = len(hand) == 1 and self._forbidden_card(hand[0])
-        if stuck:
+        if len(hand) == 1 and self._finish_refused(*_split_one(hand[0])):
             self._ask(seat, "play", lead=True, stuck=True)
         else:
             self._ask(seat, "play", lead=True)
 
-    def _forbidden_card(self, c: int) -> bool:
-        bad = 0 if self.revolution else 12
-        return c == 52 or c >> 2 in (R8, bad)
-
     def _void_deal(self) -> None:
+        """TM-6: four leaders in a row passed: no score; redeal with the same Millionaire."""
         self._event({"type": "void_deal"})
         self.deal_results.append({"deal": self.deal_index, "void": True, "winner": None,
-                                  "scores": {s: 0 for s in range(4)}, "rate": self.rate})
+                                  "scores": seat_keys([0] * 4), "rate": self.rate})
         if self.single_unit:
             self.unit_over = True
             self.over = True
@@ -126,28 +139,43 @@ class TrumpMillionaire(Climbing):
         self._new_deal()
 
     # -- decisions before the first lead (TM-3) -----------------------------------------------
-    def _do_exchange(self, seat: int, action: dict) -> None:
+    def _do_exchange(self, seat: int, action: Action) -> None:
+        """TM-3 (1): on accept the hand is replaced by 10 cards drawn from the set-aside ones."""
         accept = action.get("accept")
         if not isinstance(accept, bool):
             raise InvalidAction("ACT", "field 'accept' must be true or false")
         if accept:
             old = self.hands[seat]
-            draw = self.set_aside[:10]
-            self.hands[seat] = list(draw)
-            self.set_aside = self.set_aside[10:] + old
+            self.hands[seat] = list(self.set_aside[:HAND_SIZE])
+            self.set_aside = self.set_aside[HAND_SIZE:] + old
             self.outside = self.set_aside
         self._event({"type": "exchange", "seat": seat, "accept": accept,
                      "hand": format_cards(self.hands[seat])}, (seat,),
                     {"type": "exchange", "seat": seat, "accept": accept})
         self._ask(seat, "rate", choices=list(self.options.rate_choices))
 
-    def _do_rate(self, seat: int, action: dict) -> None:
+    def _do_rate(self, seat: int, action: Action) -> None:
+        """TM-3 (2): the per-card rate, one of ``rate_choices``; then the Millionaire leads."""
         rate = action.get("rate")
         if not isinstance(rate, int) or isinstance(rate, bool) or rate not in self.options.rate_choices:
             raise InvalidAction("TM-3", f"rate must be one of {list(self.options.rate_choices)}")
         self.rate = rate
         self._event({"type": "rate", "seat": seat, "rate": rate})
         self._set_leader(seat)
+
+    def _do_pass(self, seat: int, action: Action) -> None:
+        """TM-6: a stuck leader's pass belongs to no trick; otherwise C-7."""
+        d = self._decision
+        if not self.field and d is not None and d.info.get("stuck"):
+            self._event({"type": "pass", "seat": seat, "stuck": True})
+            self.stuck_run += 1
+            self._set_leader(self._step(seat))
+            return
+        Climbing._do_pass(self, seat, action)
+
+    HANDLERS: ClassVar[Mapping[str, Handler]] = {
+        **Climbing.HANDLERS, "pass": _do_pass, "exchange": _do_exchange, "rate": _do_rate,
+    }
 
     # -- presets ------------------------------------------------------------------------------
     def _is_revolution(self, p: PlayInfo) -> bool:
@@ -156,46 +184,35 @@ class TrumpMillionaire(Climbing):
     def _is_eight_cut(self, p: PlayInfo) -> bool:
         return p.count(R8) > 0  # TM-4
 
-    def _special_last_play(self, p: PlayInfo, revolution_before: bool) -> bool:
-        return self._holds_two(p, revolution_before) or p.count(R8) > 0  # TM-5
+    def _reverses_direction(self, p: PlayInfo) -> bool:
+        return p.count(R9) > 0  # TM-4, once per play
 
-    def _finish_refused(self, nat: list[int], jokers: int) -> bool:
-        bad = 0 if self.revolution else 12
-        return jokers > 0 or any(c >> 2 in (R8, bad) for c in nat)
+    def _special_last_play(self, p: PlayInfo, revolution_before: bool) -> bool:
+        return forbidden_finish(p.nat, p.jokers, revolution_before)  # TM-5
+
+    def _finish_refused(self, nat: Sequence[int], jokers: int) -> bool:
+        return forbidden_finish(nat, jokers, self.revolution)  # TM-5
 
     def _before_play(self, seat: int) -> None:
         if not self.field:
-            self.stuck_run = 0
+            self.stuck_run = 0  # TM-6: a lead was made
 
-    def _check_empty_by_follow_up(self, f: dict) -> None:
-        if f["special"]:
+    def _check_empty_by_follow_up(self, f: FollowUp) -> None:
+        if f.special:
             raise InvalidAction(
                 "TM-5", "this give/discard would empty the hand after a play with a joker, an 8 or a 2 (a 3 in revolution)")
-
-    def _do_pass(self, seat: int, action: dict) -> None:
-        d = self._decision
-        if not self.field and d.info.get("stuck"):
-            self._event({"type": "pass", "seat": seat, "stuck": True})  # TM-6
-            self.stuck_run += 1
-            self._set_leader(self._step(seat))
-            return
-        super()._do_pass(seat, action)
 
     # -- end of a deal (TM-7) and of the game (TM-1) -------------------------------------------
     def _finish(self, seat: int, special: bool) -> None:
         others = sum(len(self.hands[s]) for s in range(4) if s != seat)
-        scores = {s: -self.rate * len(self.hands[s]) for s in range(4)}
+        scores = [-self.rate * len(self.hands[s]) for s in range(4)]
         scores[seat] = self.rate * others
         for s in range(4):
             self.totals[s] += scores[s]
         self.deal_results.append({"deal": self.deal_index, "void": False, "winner": seat,
-                                  "scores": scores, "rate": self.rate})
-        public = {"type": "deal_end", "winner": seat, "rate": self.rate,
-                  "scores": {str(s): v for s, v in scores.items()}, "totals": list(self.totals)}
-        # the hands left are for the post-game log only (C-11: they would tell the set-aside
-        # cards); seats see the sizes they already know
-        self._event({**public, "hands": {str(s): format_cards(self.hands[s]) for s in range(4)}},
-                    (), public)
+                                  "scores": seat_keys(scores), "rate": self.rate})
+        self._end_event({"type": "deal_end", "winner": seat, "rate": self.rate,
+                         "scores": seat_keys(scores), "totals": list(self.totals)})
         self.millionaire = seat
         self.unit_over = True
         if self.single_unit:
@@ -213,10 +230,10 @@ class TrumpMillionaire(Climbing):
         self._decision = None
         self._event({"type": "game_end", "totals": list(self.totals), "ranks": self._ranks()})
 
-    def _ranks(self) -> dict[int, int]:
+    def _ranks(self) -> dict[str, int]:
         """TM-1: by total score, equal totals share the place; retired seats below (FAULT-2)."""
-        key = {s: (s not in self.retired, self.totals[s]) for s in range(4)}
-        return {s: 1 + sum(1 for o in range(4) if key[o] > key[s]) for s in range(4)}
+        key = [(s not in self.retired, self.totals[s]) for s in range(4)]
+        return {str(s): 1 + sum(1 for o in range(4) if key[o] > key[s]) for s in range(4)}
 
     def _forfeit(self, seat: int, reason: str) -> bool:
         """FAULT-2: the seat retires for the rest of the game (never asked, passes)."""
@@ -230,42 +247,29 @@ class TrumpMillionaire(Climbing):
             if len(self.retired) == 4:
                 self._end_game()
             return True
-        if d.kind == "exchange":
-            self._event({"type": "exchange", "seat": seat, "accept": False})
-            self.rate = min(self.options.rate_choices)
-            self._event({"type": "rate", "seat": seat, "rate": self.rate})
-            self._set_leader(seat)
-        elif d.kind == "rate":
-            self.rate = min(self.options.rate_choices)
-            self._event({"type": "rate", "seat": seat, "rate": self.rate})
-            self._set_leader(seat)
-        elif d.kind in ("give", "discard"):
-            self.follow[d.kind] = 0
-            self._continue()
-        elif not self.field:
-            self._set_leader(seat)
+        if d.kind in ("exchange", "rate"):
+            self._retired_millionaire(seat, exchange_event=d.kind == "exchange")
         else:
-            self._next_turn(seat)
+            self._forfeit_tail(seat, d)
         return True
 
-    def result(self) -> dict | None:
-        """When over: ``{"totals": {seat: n}, "ranks": {seat: place}, "deals": [...],
-        "retired": [seats], "winner": seat of place 1 (lowest seat on a tie), "scores": totals}``."""
+    def result(self) -> Result | None:
+        """When over: ``{"totals": {"seat": n}, "scores": totals, "ranks": {"seat": place},
+        "winner": seat of place 1 (lowest seat on a tie), "deals": [DealResult],
+        "retired": [seats]}`` (TM-1, TM-7, FAULT-2)."""
         if not self.over:
             return None
         ranks = self._ranks()
-        totals = {s: self.totals[s] for s in range(4)}
-        return {"totals": totals, "scores": totals, "ranks": ranks,
-                "winner": min(s for s in range(4) if ranks[s] == 1),
-                "deals": [dict(d) for d in self.deal_results], "retired": list(self.retired)}
+        totals = seat_keys(self.totals)
+        return {"totals": totals, "scores": dict(totals), "ranks": ranks,
+                "winner": min(s for s in range(4) if ranks[str(s)] == 1),
+                "deals": [_copy_deal(d) for d in self.deal_results], "retired": list(self.retired)}
 
-    def unit_result(self) -> dict | None:
-        """The last deal's result: ``{"winner", "scores", "rate", "void"}``."""
-        if not self.deal_results:
-            return None
-        return dict(self.deal_results[-1])
+    def unit_result(self) -> DealResult | None:
+        """The last deal's result: ``{"deal", "void", "winner", "scores", "rate"}``."""
+        return _copy_deal(self.deal_results[-1]) if self.deal_results else None
 
-    def _other_legal(self, d) -> Iterator[dict]:
+    def _other_legal(self, d: Decision) -> Iterator[Action]:
         if d.kind == "exchange":
             yield {"type": "exchange", "accept": True}
             yield {"type": "exchange", "accept": False}
@@ -273,10 +277,23 @@ class TrumpMillionaire(Climbing):
             for r in self.options.rate_choices:
                 yield {"type": "rate", "rate": r}
 
-    def _obs_extra(self, seat: int) -> dict:
-        extra = {"deal": self.deal_index, "millionaire": self.millionaire, "rate": self.rate,
-                 "totals": list(self.totals), "set_aside_count": len(self.set_aside),
-                 "retired": list(self.retired), "target_score": self.options.target_score}
+    def _obs_extra(self, seat: int) -> dict[str, Any]:
+        extra: dict[str, Any] = {
+            "deal": self.deal_index, "millionaire": self.millionaire, "rate": self.rate,
+            "totals": list(self.totals), "set_aside_count": len(self.set_aside),
+            "retired": list(self.retired), "target_score": self.options.target_score}
         if self.over:
             extra["result"] = self.result()
         return extra
+
+
+def _split_one(c: int) -> tuple[list[int], int]:
+    return ([], 1) if c == JOKER else ([c], 0)
+
+
+def _copy_deal(d: DealResult) -> DealResult:
+    return {"deal": d["deal"], "void": d["void"], "winner": d["winner"], "scores": dict(d["scores"]),
+            "rate": d["rate"]}
+
+
+__all__ = ["TrumpMillionaire", "forbidden_finish"]

@@ -54,11 +54,11 @@ SLACK_S = 5.0
 def match_units(ruleset: str, games: int, options: Mapping[str, Any] | None = None) -> int:
     """Units of a match: MD games, TM deals (estimate), JDF games (sets x games per set)."""
     opts = engine.make_options(ruleset, options)
-    if ruleset == engine.MILLION_DOUBT:
-        return max(1, games)
-    if ruleset == engine.TRUMP_MILLIONAIRE:
+    if isinstance(opts, engine.TrumpMillionaireOptions):
         return max(1, math.ceil(TM_DEALS_PER_100 * opts.target_score / 100))
-    return opts.sets * opts.games_per_set
+    if isinstance(opts, engine.JdfOptions):
+        return opts.sets * opts.games_per_set
+    return max(1, games)  # Million Doubt: the games of the match (RuleSet.games_per_match_option)
 
 
 def longest_match_seconds(ruleset: str, time_rules: TimeRules, games: int = 2,

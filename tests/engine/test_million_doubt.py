@@ -124,7 +124,7 @@ def test_penalty_must_come_from_the_field():
 def test_forfeit_loses_with_the_burst_score_fault2():
     g = md({"0": ["KH", "5C"], "1": ["4D", "6D"]}, burst_score=15)
     g.forfeit(1, "timeout")
-    assert g.over and g.result()["scores"] == {0: 15, 1: -15} and g.result()["forfeit"] == 1
+    assert g.over and g.result()["scores"] == {"0": 15, "1": -15} and g.result()["forfeit"] == 1
     again = engine.replay(json.loads(json.dumps(g.log())))
     assert again.result() == g.result()
 
