@@ -36,6 +36,7 @@ def million_doubt_turn() -> dict:
         bots = [RandomBot(seed=seed), RandomBot(seed=seed + 1, bluff_rate=0.5, doubt_rate=0.0)]
         while not g.over:
             d = g.decision()
+            assert d is not None
             obs = g.observation(d.seat)
             if (d.kind == "play" and obs["field"] and len(obs["history"]) >= 6
                     and any(isinstance(p.get("face_down"), int) for p in obs["field"])):
@@ -52,6 +53,7 @@ def jdf_turn() -> dict:
     bot = GreedyBot()
     while True:
         d = g.decision()
+        assert d is not None
         obs = g.observation(d.seat)
         if d.kind == "play" and len(obs["field"]) >= 2:
             return _example(g, d.seat, 58_400, GreedyBot(), "example-jdf-1")

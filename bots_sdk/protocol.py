@@ -37,7 +37,6 @@ from typing import Any
 import orjson  # the fast serialiser of dumps (a dependency; same bytes as the standard library)
 
 import engine
-from engine.million_doubt import MillionDoubt
 from engine.timebank import TimeRules
 
 #: The protocol version this SDK speaks.
@@ -218,8 +217,9 @@ def build_request(g: engine.Game, seat: int, *, match_id: str, game: int,
         "observation": obs,
         "time": time_block(time_rules, remaining_ms),
     }
-    if g.ruleset == engine.MILLION_DOUBT and d.kind == "play":
-        req["face_down"] = {"allowed": True, "rule": MillionDoubt.face_down_rule()}
+    rule = engine.get_ruleset(g.ruleset).face_down_rule()
+    if rule is not None and d.kind == "play":
+        req["face_down"] = {"allowed": True, "rule": rule}
     return req
 
 

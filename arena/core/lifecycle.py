@@ -38,6 +38,7 @@ from sqlalchemy import CursorResult, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
+import engine
 from arena.core import matchlog
 from arena.core.db.models import (
     Bot,
@@ -305,9 +306,9 @@ ClaimResult = Claimed | Skipped
 
 
 def _games_per_match(t: Tournament) -> int:
-    # Million Doubt plays games_per_pairing games in one match (duplicate pairs); the
-    # 4-player rule sets play one engine game (a whole TM game / JDF match) per match.
-    return t.games_per_pairing if t.ruleset == "million_doubt" else 1
+    # Million Doubt plays games_per_pairing engine games in one match; the 4-player rule
+    # sets play one engine game (a whole TM game / JDF match) per match.
+    return t.games_per_pairing if engine.get_ruleset(t.ruleset).games_per_match_option else 1
 
 
 def claim_match(session: Session, match_id: int) -> ClaimResult:

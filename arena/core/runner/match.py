@@ -100,13 +100,13 @@ def _game_wins(ruleset: str, result: Mapping[str, Any], seats: Sequence[int]) ->
     ranks = result.get("ranks") or {}
     out = {}
     for seat, player in enumerate(seats):
-        out[player] = 1 if ranks.get(seat, ranks.get(str(seat))) == 1 else 0
+        out[player] = 1 if ranks.get(str(seat)) == 1 else 0
     return out
 
 
 def _game_scores(result: Mapping[str, Any], seats: Sequence[int]) -> dict[int, int]:
     scores = result.get("scores") or {}
-    return {p: int(scores.get(s, scores.get(str(s), 0))) for s, p in enumerate(seats)}
+    return {p: int(scores.get(str(s), 0)) for s, p in enumerate(seats)}
 
 
 def summarize(ruleset: str, n_players: int, games: Sequence[Mapping[str, Any]],
@@ -119,12 +119,13 @@ def summarize(ruleset: str, n_players: int, games: Sequence[Mapping[str, Any]],
             scores[p] += v
         for p, v in _game_wins(ruleset, gm["result"], gm["seats"]).items():
             wins[p] += v
-    ranks = None
-    if ruleset != engine.MILLION_DOUBT and len(games) == 1:
+    ranks: list[int] | None = None
+    if not engine.get_ruleset(ruleset).games_per_match_option and len(games) == 1:
+        # one engine game is the whole match (TM, JDF): its final ranks are the match's places
         r = games[0]["result"]["ranks"]
-        ranks = [None] * n_players
+        ranks = [0] * n_players
         for s, p in enumerate(games[0]["seats"]):
-            ranks[p] = int(r.get(s, r.get(str(s))))
+            ranks[p] = int(r[str(s)])
     return {"scores": scores, "wins": wins, "faults": list(faults_by_player), "games": len(games),
             "ranks": ranks}
 
@@ -240,12 +241,13 @@ def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, 
             bar_seats()
             continue
         d = g.decision()
+        assert d is not None  # the game is not over
         player_index = seats[d.seat]
         if player_index in barred:
             before = (d.seat, d.kind, len(g.actions))
             g.forfeit(d.seat, "max_faults")
-            if not g.over and g.decision() is not None and (g.decision().seat, g.decision().kind) == before[:2] \
-                    and len(g.actions) == before[2]:
+            after = g.decision()
+            if after is not None and (after.seat, after.kind) == before[:2] and len(g.actions) == before[2]:
                 raise RuntimeError("engine did not move after a forfeit (engine bug)")
             continue
         player = pls[player_index]
