@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from gunicorn.app.base import BaseApplication
 
@@ -28,8 +30,16 @@ GUNICORN_TIMEOUT_S = 60
 @click.option("--dev", is_flag=True, help="Flask development server (reloader off) instead of gunicorn")
 @click.option("--upgrade/--no-upgrade", default=True, show_default=True,
               help="run the database migrations before serving")
-def api(host: str, port: int, workers: int, dev: bool, upgrade: bool) -> None:
-    """Serve the REST API (gunicorn; --dev: Flask development server)."""
+@click.option("--control-socket", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="gunicorn control socket of this server (for gunicornc); default: none")
+def api(host: str, port: int, workers: int, dev: bool, upgrade: bool, control_socket: Path | None) -> None:
+    """Serve the REST API (gunicorn; --dev: Flask development server).
+
+    gunicorn's control socket (``gunicornc``) is off unless ``--control-socket PATH`` names
+    one for this server: gunicorn's default path (``$XDG_RUNTIME_DIR/gunicorn.ctl`` or
+    ``~/.gunicorn/gunicorn.ctl``) is shared by every server of a user, so a second API would
+    take it over and remove it when it stops.
+    """
     settings = Settings.from_env()
     if upgrade:
 
@@ -55,6 +65,10 @@ def api(host: str, port: int, workers: int, dev: bool, upgrade: bool) -> None:
             self.cfg.set("limit_request_fields", 100)
             self.cfg.set("limit_request_field_size", 8190)
             self.cfg.set("accesslog", "-")
+            if control_socket is None:
+                self.cfg.set("control_socket_disable", True)
+            else:
+                self.cfg.set("control_socket", str(control_socket.resolve()))
 
         def load(self):
             return create_app(settings)
