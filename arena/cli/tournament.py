@@ -110,10 +110,14 @@ class StallWatch:
                 or now - self._checked < self.hint_after_s):
             return None
         self._checked = now
-        if self._count("running"):
+        try:  # the hint is a courtesy: an API hiccup here must not end the wait
+            if self._count("running"):
+                return None
+            queued = self._count("queued")
+        except ApiError:
             return None
         self._hinted = True
-        return no_worker_hint(self.tournament_id, now - self._since, self._count("queued"), finished)
+        return no_worker_hint(self.tournament_id, now - self._since, queued, finished)
 
 
 def watch_progress(client: ApiClient, tournament_id: int, console=None, *, poll_s: float = 0.5,
