@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from flask import Flask, send_from_directory
+from flask import Flask, jsonify, redirect, request, send_from_directory
 
 from api.database import close_db
 from api.errors import ArenaApi, install_guards
+from api.markdown import MarkdownPlugin, markdown_tag
 from api.resources import accounts, bots, health, leaderboard, matches, tournaments
 from api.ui import init_ui
 from arena import __version__
@@ -47,14 +48,34 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
                                "sessionmaker": make_sessionmaker(engine)}
     app.teardown_appcontext(close_db)
     install_guards(app)
-    api = ArenaApi(app)
+    api = ArenaApi(app, spec_kwargs={"extra_plugins": [MarkdownPlugin()]})
 
     for module in (health, accounts, bots, tournaments, matches, leaderboard):
+        module.blp.description = markdown_tag(module.blp.description)
         api.register_blueprint(module.blp)
     _serve_swagger_assets(app)
+    _serve_root(app)
 
     init_ui(app)
     return app
+
+
+#: What ``GET /`` answers a client that does not ask for HTML.
+ROOT_LINKS = {"name": "Daifugo Arena", "api": "/api/v1", "openapi": "/openapi.json", "docs": "/docs",
+              "ui": "/ui/", "health": "/healthz"}
+
+
+def _serve_root(app: Flask) -> None:
+    """``GET /``: a browser (``Accept`` prefers ``text/html`` to JSON) is redirected (302) to
+    the pages at ``/ui/``; any other client gets 200 with :data:`ROOT_LINKS` (where the API,
+    its OpenAPI document, Swagger UI and the pages are)."""
+
+    @app.get("/")
+    def root():
+        accept = request.accept_mimetypes
+        if accept.quality("text/html") > accept.quality("application/json"):
+            return redirect("/ui/", code=302)
+        return jsonify(ROOT_LINKS)
 
 
 def _serve_swagger_assets(app: Flask) -> None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from gunicorn.app.base import BaseApplication
 
@@ -28,8 +30,16 @@ GUNICORN_TIMEOUT_S = 60
 @click.option("--dev", is_flag=True, help="Flask development server (reloader off) instead of gunicorn")
 @click.option("--upgrade/--no-upgrade", default=True, show_default=True,
               help="run the database migrations before serving")
-def api(host: str, port: int, workers: int, dev: bool, upgrade: bool) -> None:
-    """Serve the REST API (gunicorn; --dev: Flask development server)."""
+@click.option("--control-socket", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="gunicorn control socket of this server (for gunicornc); default: none")
+def api(host: str, port: int, workers: int, dev: bool, upgrade: bool, control_socket: Path | None) -> None:
+    """Serve the REST API (gunicorn; --dev: Flask development server).
+
+    gunicorn's control socket (``gunicornc``) is off unless ``--control-socket PATH`` names
+    one for this server: gunicorn's default path (``$XDG_RUNTIME_DIR/gunicorn.ctl`` or
+    ``~/.gunicorn/gunicorn.ctl``) is shared by every server of a user, so a second API would
+    take it over and remove it when it stops.
+    """
     settings = Settings.from_env()
     if upgrade:
 
@@ -39,27 +49,47 @@ def api(host: str, port: int, workers: int, dev: bool, upgrade: bool) -> None:
         create_app(settings).run(host=host, port=port, debug=False, use_reloader=False)
         return
 
-    class _Gunicorn(BaseApplication):
-        def load_config(self):
-            self.cfg.set("bind", f"{host}:{port}")
-            self.cfg.set("workers", workers)
-            # gthread: a slow client holds one thread, not a whole worker process; idle
-            # keep-alive connections wait in the event loop, not in a thread
-            self.cfg.set("worker_class", "gthread")
-            self.cfg.set("threads", GUNICORN_THREADS)
-            self.cfg.set("worker_connections", 1000)
-            self.cfg.set("keepalive", 5)  # seconds an idle keep-alive connection is kept
-            self.cfg.set("timeout", GUNICORN_TIMEOUT_S)  # a worker silent this long is restarted
-            self.cfg.set("graceful_timeout", 30)
-            self.cfg.set("limit_request_line", 4094)
-            self.cfg.set("limit_request_fields", 100)
-            self.cfg.set("limit_request_field_size", 8190)
-            self.cfg.set("accesslog", "-")
+    ApiServer(lambda: create_app(settings), host=host, port=port, workers=workers,
+              control_socket=control_socket).run()
 
-        def load(self):
-            return create_app(settings)
 
-    _Gunicorn().run()
+class ApiServer(BaseApplication):
+    """gunicorn serving the app made by ``factory()`` (called in each worker process).
+
+    ``host``/``port``: the bind address; ``workers``: worker processes (gthread, each with
+    :data:`GUNICORN_THREADS` threads; access log on stdout). ``control_socket``: the path of
+    this server's gunicorn control socket, or None for none (gunicorn's default path is
+    shared by every server of the user: a second server would take it over and remove it
+    when it stops).
+    """
+
+    def __init__(self, factory, *, host: str, port: int, workers: int, control_socket: Path | None = None):
+        self.factory, self.host, self.port, self.workers = factory, host, port, workers
+        self.control_socket = control_socket
+        super().__init__()
+
+    def load_config(self):
+        self.cfg.set("bind", f"{self.host}:{self.port}")
+        self.cfg.set("workers", self.workers)
+        # gthread: a slow client holds one thread, not a whole worker process; idle
+        # keep-alive connections wait in the event loop, not in a thread
+        self.cfg.set("worker_class", "gthread")
+        self.cfg.set("threads", GUNICORN_THREADS)
+        self.cfg.set("worker_connections", 1000)
+        self.cfg.set("keepalive", 5)  # seconds an idle keep-alive connection is kept
+        self.cfg.set("timeout", GUNICORN_TIMEOUT_S)  # a worker silent this long is restarted
+        self.cfg.set("graceful_timeout", 30)
+        self.cfg.set("limit_request_line", 4094)
+        self.cfg.set("limit_request_fields", 100)
+        self.cfg.set("limit_request_field_size", 8190)
+        self.cfg.set("accesslog", "-")
+        if self.control_socket is None:
+            self.cfg.set("control_socket_disable", True)
+        else:
+            self.cfg.set("control_socket", str(Path(self.control_socket).resolve()))
+
+    def load(self):
+        return self.factory()
 
 
 @click.group("db")

@@ -6,12 +6,18 @@ and ``--token TOKEN`` (env ``ARENA_TOKEN``; an organizer's token for create/star
 are one line (``Error: HTTP 422 on POST /api/v1/tournaments: invalid request: json.participants:
 bot 9 does not exist``) and exit status 1.
 
+Output for scripts: stdout carries only the value asked for (``create``: the bare tournament
+id; ``status``: its summary line; ``standings``: the table), or the API's JSON answer with
+``--json`` (``create``, ``start``, ``resume``, ``status``, ``standings``); summaries of
+actions, progress bars and hints go to stderr.
+
 ``arena logs`` is the group of :mod:`arena.cli.play` (``verify``) with ``download`` added.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,10 +65,73 @@ def progress_bar(console=None, *, transient: bool = False):
                     TimeElapsedColumn(), console=console, transient=transient)
 
 
+#: Seconds without progress and without a running match before ``--wait``/``--watch`` say
+#: that no worker takes the matches (``--worker-hint-after``, env ``ARENA_WORKER_HINT_S``).
+DEFAULT_WORKER_HINT_S = 15.0
+
+
+def no_worker_hint(tournament_id: int, stalled_s: float, queued: int, finished: int) -> str:
+    """The message shown when no match of a running tournament has been taken for a while."""
+    taken = "no worker has taken a match" if finished == 0 else "no worker has taken another match"
+    return (f"Hint: {taken} of tournament {tournament_id} for {stalled_s:.0f} s ({queued} queued, "
+            f"0 running). Start one with `arena worker`, on a machine that reaches the API's "
+            f"broker and database (the same ARENA_BROKER_URL and ARENA_DATABASE_URL). "
+            f"If workers are running, the broker may have lost the queue (a Redis restart "
+            f"without persistence): `arena tournament resume {tournament_id}`.")
+
+
+class StallWatch:
+    """Notices a running tournament whose matches no worker takes.
+
+    ``check(t)`` is given each polled tournament body. Once ``hint_after_s`` seconds have
+    passed without a newly finished match, it asks the API for the tournament's ``running``
+    matches; if there are none it returns :func:`no_worker_hint` (once per stall: progress
+    re-arms it), else None. Checks the API at most once per ``hint_after_s`` seconds.
+    ``hint_after_s`` None or 0: never.
+    """
+
+    def __init__(self, client: ApiClient, tournament_id: int, hint_after_s: float | None):
+        self.client, self.tournament_id, self.hint_after_s = client, tournament_id, hint_after_s
+        self._finished: int | None = None
+        self._since = self._checked = time.monotonic()
+        self._hinted = False
+
+    def _count(self, status: str) -> int:
+        body = self.client.request("GET", f"/tournaments/{self.tournament_id}/matches",
+                                   params={"status": status, "per_page": 1})
+        return int(body["total"])
+
+    def check(self, t: dict) -> str | None:
+        now = time.monotonic()
+        finished = t["progress"]["finished"]
+        if finished != self._finished:
+            self._finished, self._since, self._checked, self._hinted = finished, now, now, False
+        if (not self.hint_after_s or self._hinted or t["status"] != "running"
+                or now - self._checked < self.hint_after_s):
+            return None
+        self._checked = now
+        try:  # the hint is a courtesy: an API hiccup here must not end the wait
+            if self._count("running"):
+                return None
+            queued = self._count("queued")
+        except ApiError:
+            return None
+        self._hinted = True
+        return no_worker_hint(self.tournament_id, now - self._since, queued, finished)
+
+
 def watch_progress(client: ApiClient, tournament_id: int, console=None, *, poll_s: float = 0.5,
-                   timeout_s: float | None = None) -> dict:
+                   timeout_s: float | None = None, hint_after_s: float | None = None) -> dict:
     """Show a progress bar of finished matches until the tournament is finished or cancelled;
-    returns the tournament's last state."""
+    returns the tournament's last state.
+
+    ``timeout_s``: give up after that many seconds (one ``Error:`` line). ``hint_after_s``:
+    print :func:`no_worker_hint` on ``console`` when no match has been taken for that many
+    seconds (see :class:`StallWatch`; None: never).
+    """
+    from rich.text import Text
+
+    stall = StallWatch(client, tournament_id, hint_after_s)
     with progress_bar(console) as bar:
         task = bar.add_task(f"tournament {tournament_id}", total=None)
 
@@ -70,6 +139,9 @@ def watch_progress(client: ApiClient, tournament_id: int, console=None, *, poll_
             p = t["progress"]
             bar.update(task, completed=p["finished"], total=p["total"] or None,
                        description=f"tournament {tournament_id} ({t['status']})")
+            hint = stall.check(t)
+            if hint:
+                bar.console.print(Text(hint, style="yellow"))
 
         return _call(client.wait_finished, tournament_id, poll_s=poll_s, timeout_s=timeout_s,
                      on_progress=update)
@@ -97,11 +169,16 @@ def standings_table(standings: dict, names: dict[int, str] | None = None, title:
     return table
 
 
-def _echo_tournament(t: dict) -> None:
+def _echo_tournament(t: dict, *, err: bool = False) -> None:
+    """One summary line of a tournament (on stderr with ``err``: a message, not the output)."""
     p = t["progress"]
     click.echo(f"tournament {t['id']} {t['name']!r}: {t['ruleset']}, {t['status']}, "
                f"{p['finished']}/{p['total']} matches finished, participants {t['participants']}, "
-               f"seed {t['seed']}")
+               f"seed {t['seed']}", err=err)
+
+
+def _echo_json(body: Any) -> None:
+    click.echo(json.dumps(body, indent=2))
 
 
 @click.group("tournament")
@@ -129,7 +206,11 @@ def tournament_create(api_url: str, token: str | None, ruleset: str, bots: tuple
                       games_per_pairing: int, seed: int | None, options_json: str | None, time_bank: float,
                       increment: float, cap: float | None, max_faults: int, fill_with_house_bots: bool,
                       as_json: bool) -> None:
-    """Create a round-robin tournament (organizers); prints its id."""
+    """Create a round-robin tournament (organizers).
+
+    Prints the bare tournament id on stdout (``id=$(arena tournament create ...)``) and a
+    summary line on stderr; with --json, the API's JSON answer on stdout instead.
+    """
     options = parse_options_json(options_json)
     body: dict[str, Any] = {
         "name": name, "ruleset": ruleset, "participants": list(bots), "options": options,
@@ -142,9 +223,9 @@ def tournament_create(api_url: str, token: str | None, ruleset: str, bots: tuple
     with _client(api_url, token) as client:
         t = _call(client.create_tournament, **body)
     if as_json:
-        click.echo(json.dumps(t, indent=2))
+        _echo_json(t)
         return
-    _echo_tournament(t)
+    _echo_tournament(t, err=True)
     click.echo(t["id"])
 
 
@@ -153,28 +234,49 @@ def tournament_create(api_url: str, token: str | None, ruleset: str, bots: tuple
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option("--wait", is_flag=True, help="Show a progress bar until every match is finished.")
 @click.option("--poll", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="Seconds between polls (--wait).")
-def tournament_start(api_url: str, token: str | None, tournament_id: int, wait: bool, poll: float) -> None:
-    """Start a tournament (organizers): its schedule is stored and its matches are queued."""
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds to --wait at most (then Error:, exit status 1; default: no limit).")
+@click.option("--worker-hint-after", "hint_after_s", type=click.FloatRange(min=0), envvar="ARENA_WORKER_HINT_S",
+              default=DEFAULT_WORKER_HINT_S, show_default=True, show_envvar=True,
+              help="Seconds without progress and no running match before --wait says that no worker takes "
+                   "the matches (0: never).")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer (with --wait: the final state).")
+def tournament_start(api_url: str, token: str | None, tournament_id: int, wait: bool, poll: float,
+                     timeout_s: float | None, hint_after_s: float, as_json: bool) -> None:
+    """Start a tournament (organizers): its schedule is stored and its matches are queued.
+
+    The summary line, the progress bar (--wait) and hints go to stderr; stdout gets nothing,
+    or the JSON answer with --json. With --wait, a hint names `arena worker` when no match
+    has been taken for --worker-hint-after seconds.
+    """
     from rich.console import Console
 
     with _client(api_url, token) as client:
         t = _call(client.start_tournament, tournament_id, timeout_s=None)
-        _echo_tournament(t)
+        _echo_tournament(t, err=True)
         if wait:
-            t = watch_progress(client, tournament_id, Console(), poll_s=poll)
-            _echo_tournament(t)
+            t = watch_progress(client, tournament_id, Console(stderr=True), poll_s=poll, timeout_s=timeout_s,
+                               hint_after_s=hint_after_s)
+            _echo_tournament(t, err=True)
+    if as_json:
+        _echo_json(t)
 
 
 @tournament.command("resume")
 @_api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option("--include-running", is_flag=True, help="Also re-enqueue matches marked running (their worker may be gone).")
-def tournament_resume(api_url: str, token: str | None, tournament_id: int, include_running: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def tournament_resume(api_url: str, token: str | None, tournament_id: int, include_running: bool,
+                      as_json: bool) -> None:
     """Re-enqueue the matches of a running tournament that have no result (organizers), e.g.
-    after Redis was restarted without persistence."""
+    after Redis was restarted without persistence. Summary on stderr (--json: JSON on stdout)."""
     with _client(api_url, token) as client:
         t = _call(client.resume_tournament, tournament_id, include_running=include_running)
-        _echo_tournament(t)
+    if as_json:
+        _echo_json(t)
+    else:
+        _echo_tournament(t, err=True)
 
 
 @tournament.command("status")
@@ -182,16 +284,22 @@ def tournament_resume(api_url: str, token: str | None, tournament_id: int, inclu
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option("--watch", is_flag=True, help="Show a progress bar until the tournament is finished or cancelled.")
 @click.option("--poll", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="Seconds between polls (--watch).")
+@click.option("--worker-hint-after", "hint_after_s", type=click.FloatRange(min=0), envvar="ARENA_WORKER_HINT_S",
+              default=DEFAULT_WORKER_HINT_S, show_default=True, show_envvar=True,
+              help="Seconds without progress and no running match before --watch says that no worker takes "
+                   "the matches (0: never).")
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
-def tournament_status(api_url: str, token: str | None, tournament_id: int, watch: bool, poll: float, as_json: bool) -> None:
-    """Status and progress (finished/total matches) of a tournament."""
+def tournament_status(api_url: str, token: str | None, tournament_id: int, watch: bool, poll: float,
+                      hint_after_s: float, as_json: bool) -> None:
+    """Status and progress (finished/total matches) of a tournament: one summary line on
+    stdout (--json: the API's JSON answer); the --watch progress bar and hints on stderr."""
     from rich.console import Console
 
     with _client(api_url, token) as client:
-        t = watch_progress(client, tournament_id, Console(stderr=True), poll_s=poll) if watch else \
-            _call(client.tournament, tournament_id)
+        t = watch_progress(client, tournament_id, Console(stderr=True), poll_s=poll,
+                           hint_after_s=hint_after_s) if watch else _call(client.tournament, tournament_id)
     if as_json:
-        click.echo(json.dumps(t, indent=2))
+        _echo_json(t)
     else:
         _echo_tournament(t)
 
@@ -208,7 +316,7 @@ def tournament_standings(api_url: str, token: str | None, tournament_id: int, as
         s = _call(client.standings, tournament_id)
         names = _bot_names(client)
     if as_json:
-        click.echo(json.dumps(s, indent=2))
+        _echo_json(s)
         return
     Console().print(standings_table(s, names))
 
@@ -247,7 +355,7 @@ def logs_download(api_url: str, token: str | None, tournament_id: int, out_dir: 
             task = bar.add_task("logs", total=t["progress"]["finished"] or None)
             paths = _call(download_logs, client, tournament_id, out_dir,
                           on_log=lambda _mid, _p: bar.advance(task))
-    click.echo(f"{len(paths)} log(s) of tournament {tournament_id} written to {out_dir}")
+    click.echo(f"{len(paths)} log(s) of tournament {tournament_id} written to {out_dir}", err=True)
 
 
 def _logs_group() -> click.Group:

@@ -1,15 +1,25 @@
 """``arena worker``: start a real Celery worker consuming the match queue.
 
 Equivalent to ``celery -A worker.celery_app worker --without-mingle --without-gossip
--Q arena -c N``; settings come from the ``ARENA_*`` environment (``arena config``).
+-Q arena -c N -n arena-<pid>@%h`` (a node name unique per process, so several workers may
+run on one host); settings come from the ``ARENA_*`` environment (``arena config``).
 """
 
 from __future__ import annotations
+
+import os
 
 import click
 
 from arena.core.config import Settings
 from worker.celery_app import app, visibility_timeout
+
+
+def default_node_name() -> str:
+    """``arena-<pid>@%h``: Celery's own default, ``celery@HOST``, is the same for every worker
+    of a host, and two nodes of one name clash in ``celery inspect``/``control``, Flower and
+    the worker logs. Celery expands ``%h`` to the host name."""
+    return f"arena-{os.getpid()}@%h"
 
 
 @click.command("worker")
@@ -20,7 +30,8 @@ from worker.celery_app import app, visibility_timeout
 @click.option("--pool", type=click.Choice(["prefork", "threads", "solo"]), default="prefork", show_default=True,
               help="execution pool")
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
-@click.option("--hostname", "-n", default=None, help="node name (default celery's: celery@HOST)")
+@click.option("--hostname", "-n", default=None,
+              help="node name (default: arena-<pid>@%h, unique per process on a host; %h is the host name)")
 def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostname: str | None) -> None:
     """Run matches: a Celery worker for the ``arena.run_match`` tasks (blocks until stopped).
 
@@ -36,8 +47,7 @@ def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostn
             "--queues", ",".join(queue_list), "--loglevel", loglevel]
     if concurrency:
         argv += ["--concurrency", str(concurrency)]
-    if hostname:
-        argv += ["--hostname", hostname]
+    argv += ["--hostname", hostname or default_node_name()]
     click.echo(f"arena worker: queues {','.join(queue_list)}, visibility timeout "
                f"{visibility_timeout(Settings.from_env())} s", err=True)
     app.worker_main(argv)

@@ -278,7 +278,8 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
     Matches are rated in order of (tournament start time, tournament id, match index); house
     bots take part in the rating of a match but are not stored. Recomputing from scratch
     makes the table independent of the order in which workers finished matches.
-    Returns the number of bots rated.
+    ``ratings.games`` counts the bot's games (entries of ``match_results.games``; a result
+    without games counts one), not its matches. Returns the number of bots rated.
     """
     model = PlackettLuce()
     matches = session.scalars(
@@ -296,7 +297,7 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
         for k, team in zip(keys, model.rate(teams, ranks=[int(p) for p in rec.places])):
             ratings[k] = team[0]
             if isinstance(k, int):
-                games[k] = games.get(k, 0) + 1
+                games[k] = games.get(k, 0) + (len(rec.games) or 1)
     session.execute(delete(Rating).where(Rating.ruleset == ruleset))
     now = utcnow()
     for k, r in ratings.items():

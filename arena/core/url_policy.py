@@ -38,6 +38,11 @@ METADATA_ADDRESSES = frozenset(
 )
 
 
+#: Appended to the error for a loopback or private address (refused only without the setting).
+PRIVATE_HINT = (" (a local test or demo: set ARENA_ALLOW_PRIVATE_BOT_URLS=1 for the API and the workers "
+                "to accept loopback and private addresses)")
+
+
 class BotUrlError(ValueError):
     """A bot URL is refused; the message says why (shown to the user as a 422 on ``url``)."""
 
@@ -121,10 +126,12 @@ def checked_addresses(host: str, port: int, *, allow_private: bool) -> list[str]
         literal = None
     addresses = [host] if literal is not None else resolve_host(host, port)
     for address in addresses:
-        problem = _address_problem(ipaddress.ip_address(address.split("%", 1)[0]), allow_private)
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        problem = _address_problem(ip, allow_private)
         if problem:
             shown = host if literal is not None else f"{host} ({address})"
-            raise BotUrlError(f"host {shown} is {problem}; bot URLs must be public")
+            hint = PRIVATE_HINT if _address_problem(ip, True) is None else ""
+            raise BotUrlError(f"host {shown} is {problem}; bot URLs must be public{hint}")
     return addresses
 
 

@@ -237,7 +237,8 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
         s.commit()
     board = client.get("/api/v1/leaderboard?ruleset=million_doubt").json
     assert [r["bot_id"] for r in board["items"]] == order
-    assert board["items"][0]["games"] == 3 and board["items"][0]["mu"] == pytest.approx(best["mu"])
+    assert board["items"][0]["games"] == 6 and board["items"][0]["matches"] == 3  # 3 matches of 2 games
+    assert board["items"][0]["mu"] == pytest.approx(best["mu"])
     assert client.get("/api/v1/leaderboard?ruleset=go").status_code == 422
     assert client.get("/api/v1/leaderboard").status_code == 422
 

@@ -289,7 +289,7 @@ class Rating(Base):
     bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"), primary_key=True)
     mu: Mapped[float] = mapped_column(Float)
     sigma: Mapped[float] = mapped_column(Float)
-    #: Matches rated.
+    #: Games played in the rated matches (a match of 10 games counts 10; see rebuild_ratings).
     games: Mapped[int] = mapped_column(Integer, default=0)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

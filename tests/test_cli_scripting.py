@@ -1,0 +1,216 @@
+"""The command line as a newcomer scripts it (issue 18), through real processes.
+
+- ``arena tournament create`` prints the bare id on stdout (summary on stderr), or JSON;
+  ``arena accounts create`` the bare token.
+- ``arena tournament start --wait`` against a real broker with no worker says, on stderr,
+  that no worker has taken a match and to start ``arena worker``.
+- Two ``arena worker`` processes on one host answer a Celery ping under different names.
+- Two ``arena api`` servers keep their own gunicorn control sockets; none by default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from arena.cli.demo import WsgiServer
+from arena.cli.service import ApiServer
+from arena.core.accounts import create_account
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.core.db.models import Bot
+from arena.core.db.session import make_engine, make_sessionmaker
+from arena.core.security import new_secret
+
+REPO = Path(__file__).resolve().parent.parent
+ARENA = [sys.executable, "-m", "arena.cli"]
+#: Seconds a started server or worker gets to answer (readiness waits, not assertions).
+READY_S = 60.0
+
+
+def _env(**extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
+    return {**base, "PYTHONPATH": str(REPO), **extra}
+
+
+def run(*args: str, env: dict | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
+    return subprocess.run([*ARENA, *args], cwd=REPO, env=_env(**(env or {})), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _api(tmp_path: Path, broker_url: str) -> tuple[WsgiServer, str, object]:
+    """An API on SQLite with an organizer and three ``ready`` Million Doubt bots (ids 1-3)."""
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    with make_sessionmaker(engine)() as s:
+        boss, token = create_account(s, "boss", "organizer")
+        for i in range(3):
+            s.add(Bot(owner_id=boss.id, name=f"bot{i}", url=f"http://127.0.0.1:{9000 + i}/",
+                      rulesets=["million_doubt"], secret=new_secret(), status="ready"))
+        s.commit()
+    from api import create_app
+
+    server = WsgiServer(create_app(Settings(data_dir=tmp_path, database_url=url, broker_url=broker_url),
+                                   engine=engine))
+    return server, token, engine
+
+
+@pytest.fixture
+def offline_api(tmp_path):
+    server, token, engine = _api(tmp_path, "redis://127.0.0.1:1/0")
+    yield {"ARENA_API_URL": server.url, "ARENA_TOKEN": token}
+    server.close()
+    engine.dispose()  # type: ignore[attr-defined]
+
+
+CREATE = ("tournament", "create", "--ruleset", "million_doubt", "--bot", "1", "--bot", "2", "--bot", "3",
+          "--games-per-pairing", "2", "--seed", "7")
+
+
+def test_create_prints_the_bare_id_on_stdout(offline_api):
+    done = run(*CREATE, env=offline_api)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "1\n"
+    assert "tournament 1 '': million_doubt, created, 0/0 matches finished" in done.stderr
+    done = run(*CREATE, "--json", env=offline_api)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["id"] == 2 and body["status"] == "created" and done.stderr == ""
+
+
+def test_accounts_create_prints_the_bare_token_on_stdout(tmp_path):
+    done = run("accounts", "create", "--organizer", "boss",
+               env={"ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"})
+    assert done.returncode == 0, done.stderr
+    token, = done.stdout.splitlines()
+    assert re.fullmatch(r"\S{20,}", token) and done.stdout == token + "\n"
+    assert "account 1 boss (organizer)" in done.stderr
+
+
+@pytest.mark.services
+def test_start_wait_without_a_worker_says_so(tmp_path, redis_url):
+    import redis
+
+    broker = redis_url.rsplit("/", 1)[0] + "/11"  # a Redis database of its own: no worker consumes it
+    queue = redis.Redis.from_url(broker)
+    queue.delete("arena")
+    server, token, engine = _api(tmp_path, broker)
+    env = {"ARENA_API_URL": server.url, "ARENA_TOKEN": token}
+    try:
+        assert run(*CREATE, env=env).stdout == "1\n"
+        done = run("tournament", "start", "1", "--wait", "--poll", "0.2", "--worker-hint-after", "0.5",
+                   "--timeout", "10", env=env)
+        assert queue.llen("arena") == 3  # the real broker holds the three matches, untaken
+    finally:
+        queue.delete("arena")
+        server.close()
+        engine.dispose()  # type: ignore[attr-defined]
+    assert done.returncode == 1 and done.stdout == ""
+    err = " ".join(done.stderr.split())
+    assert "Hint: no worker has taken a match of tournament 1" in err
+    assert "(3 queued, 0 running)" in err and "Start one with `arena worker`" in err
+    assert "ARENA_BROKER_URL" in err and "arena tournament resume 1" in err
+    assert err.count("Hint:") == 1  # once per stall, not at every poll
+    assert done.stderr.strip().splitlines()[-1] == \
+        "Error: tournament 1 still running after 10 s (0/3 matches finished)"
+
+
+@pytest.mark.services
+def test_two_workers_on_one_host_have_different_names(tmp_path, redis_url):
+    from worker.celery_app import make_app
+
+    broker = redis_url.rsplit("/", 1)[0] + "/12"
+    queue = f"arena.names.{uuid.uuid4().hex[:8]}"  # nothing is ever sent here
+    env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
+    procs = []
+    client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
+    try:
+        for i in range(2):
+            log = open(tmp_path / f"worker{i}.log", "wb")
+            procs.append(subprocess.Popen([*ARENA, "worker", "--pool", "solo", "-Q", queue], cwd=REPO,
+                                          env=_env(**env), stdout=log, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, start_new_session=True))
+        host = socket.gethostname()
+        expected = {f"arena-{p.pid}@{host}" for p in procs}
+        names: set[str] = set()
+        deadline = time.monotonic() + READY_S
+        while names != expected and time.monotonic() < deadline:
+            assert all(p.poll() is None for p in procs), (tmp_path / "worker0.log").read_text()
+            names = {n for reply in client.control.ping(timeout=1.0) for n in reply} & expected
+        assert names == expected
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        client.close()
+
+
+def test_api_server_has_no_control_socket_by_default(tmp_path):
+    server = ApiServer(lambda: None, host="127.0.0.1", port=1, workers=1)
+    assert server.cfg.control_socket_disable is True
+    own = ApiServer(lambda: None, host="127.0.0.1", port=1, workers=1, control_socket=tmp_path / "a.ctl")
+    assert own.cfg.control_socket_disable is False and own.cfg.control_socket == str(tmp_path / "a.ctl")
+
+
+def _is_socket(path: Path) -> bool:
+    return path.exists() and stat.S_ISSOCK(path.stat().st_mode)
+
+
+def test_two_api_servers_keep_their_own_control_sockets(tmp_path, free_port):
+    home = tmp_path / "home"
+    home.mkdir()
+    servers = []
+    try:
+        for name in ("a", "b"):
+            port = free_port()
+            log = open(tmp_path / f"api-{name}.log", "wb")
+            proc = subprocess.Popen(
+                [*ARENA, "api", "--port", str(port), "--workers", "1", "--control-socket", str(tmp_path / f"{name}.ctl")],
+                cwd=REPO, env=_env(HOME=str(home), ARENA_DATABASE_URL=f"sqlite:///{tmp_path / (name + '.db')}"),
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            servers.append((proc, port, tmp_path / f"{name}.ctl"))
+        for proc, port, ctl in servers:
+            deadline = time.monotonic() + READY_S
+            while not (_healthy(port) and _is_socket(ctl)):
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "api-a.log").read_text()
+                time.sleep(0.1)
+        (a, _, a_ctl), (_, b_port, b_ctl) = servers
+        a.send_signal(signal.SIGTERM)
+        assert a.wait(30) == 0
+        assert not a_ctl.exists()  # gunicorn removes its own socket when it stops...
+        assert _is_socket(b_ctl) and _healthy(b_port)  # ...and only its own
+        assert not (home / ".gunicorn").exists()  # nothing at gunicorn's shared default path
+    finally:
+        for proc, _, _ in servers:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+
+def _healthy(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
