@@ -101,7 +101,8 @@ def _echo_tournament(t: dict) -> None:
     p = t["progress"]
     click.echo(f"tournament {t['id']} {t['name']!r}: {t['ruleset']}, {t['status']}, "
                f"{p['finished']}/{p['total']} matches finished, participants {t['participants']}, "
-               f"seed {t['seed']}")
+               + (f"seed {t['seed']}" if t.get("seed") is not None else "seed secret")
+               + (f", commitment {t['commitment']}" if t.get("commitment") else ""))
 
 
 @click.group("tournament")

@@ -190,6 +190,8 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
 
     faults_by_player = [0] * len(pls)
     barred: set[int] = set()
+    # a player named by its URL (no name given) is not named by it in a log kept without URLs
+    names = [URL_BLANK if not record_urls and p.url and p.name == p.url else p.name for p in pls]
     log: dict[str, Any] = {
         "format": LOG_FORMAT, "version": LOG_VERSION, "protocol": protocol.PROTOCOL_VERSION,
         "match_id": match_id, "ruleset": ruleset, "options": opts.to_dict(),
@@ -197,11 +199,10 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
                        "cap_ms": rules.cap_ms},
         "seed": seed, "max_faults": max_faults,
         **({"fairness": dict(fairness)} if fairness is not None else {}),
-        "players": [{"index": i, "name": p.name, "kind": p.kind, "url": p.url if record_urls else None}
+        "players": [{"index": i, "name": names[i], "kind": p.kind, "url": p.url if record_urls else None}
                     for i, p in enumerate(pls)],
         "games": [], "faults": [], "result": None, "started_at": time.time(), "finished_at": None,
     }
-    names = [p.name for p in pls]
     if notices:
         for i, p in enumerate(pls):
             p.notify(protocol.dumps(protocol.match_start_notice(
