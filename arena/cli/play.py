@@ -75,7 +75,7 @@ def seat_plan(ruleset: str, specs: list[str]) -> tuple[list[str], str | None]:
 @click.option("--games", "-n", type=click.IntRange(min=1), default=10, show_default=True,
               help="Million Doubt: games in all; trump_millionaire/jdf: matches (one engine game each).")
 @click.option("--games-per-match", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Million Doubt games per match (a match of 2 is one duplicate pair: same deal, seats swapped).")
+              help="Million Doubt games per match (each dealt afresh, seats swapped every game).")
 @click.option("--seed", type=int, default=None, help="Seed of everything (default: random, printed).")
 @click.option("--options", "options_json", default=None, help="Rule-set options as a JSON object.")
 @click.option("--time-bank", type=click.FloatRange(min=0.001), default=60.0, show_default=True, help="Initial bank, seconds (TIME-1).")
@@ -93,7 +93,7 @@ def play(bots: tuple[str, ...], ruleset: str, games: int, games_per_match: int, 
     """Play BOTS against each other locally, under the service's rules and time accounting.
 
     BOTS are sample names (random, greedy, heuristic), module:Class, or http:// URLs.
-    Seats are alternated (Million Doubt: duplicate pairs) or rotated (4-player) across
+    Seats are alternated (Million Doubt: swapped every game) or rotated (4-player) across
     matches. Prints per-bot games, wins (firsts), mean score and faults.
     """
     from rich.console import Console
