@@ -113,7 +113,8 @@ def test_a_cheating_contestant_learns_no_card_seed_or_url(arena, bots, celery_wo
                      and (r.rule.startswith("/api/v1") or r.rule.startswith("/ui"))
                      and "static" not in r.rule and r.rule != "/ui/login"})
     cheat_client = app.test_client()
-    assert cheat_client.get(f"/ui/?token={cheater_token}").status_code == 303  # signed in to the pages
+    signed = cheat_client.post("/ui/login", data={"token": cheater_token, "next": "/ui/"})
+    assert signed.status_code == 303  # signed in to the pages
     api_auth = {"Authorization": f"Bearer {cheater_token}"}
 
     worker = celery_worker_factory(concurrency=1, database_url=arena.database_url)
