@@ -1,8 +1,10 @@
 """Matches and their logs: ``GET /api/v1/matches/{id}`` and ``GET /api/v1/matches/{id}/log``.
 
-Who may read a match and its log: :func:`arena.core.access.can_read_match` (organizers; owners
-of a seated bot; once the tournament finished, owners of any participant; anyone when the
-tournament is public).
+Who may read a match: :func:`arena.core.access.can_read_match` (organizers; owners of a seated
+bot; once the tournament finished, owners of any participant; anyone when the tournament is
+public). Its log: :func:`arena.core.access.can_read_log` (the same, but contestants only once
+the tournament is over: log embargo). The match ``seed`` is null unless
+:func:`arena.core.access.can_see_seed`.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ class MatchSchema(ma.Schema):
     tournament_id = ma.fields.Integer(required=True)
     index = ma.fields.Integer(required=True)
     table = ma.fields.Integer(required=True)
-    seed = ma.fields.Integer(required=True)
+    seed = ma.fields.Integer(allow_none=True, metadata={
+        "description": "null until the tournament's seed is revealed, except for organizers"})
     status = ma.fields.String(required=True)
     attempts = ma.fields.Integer(required=True)
     seats = ma.fields.List(ma.fields.Nested(SeatSchema), required=True)
@@ -51,11 +54,13 @@ class MatchSchema(ma.Schema):
     finished_at = ma.fields.DateTime(allow_none=True)
 
 
-def match_dict(m: Match) -> dict:
+def match_dict(m: Match, *, show_seed: bool = False) -> dict:
+    """The API shape of a match; ``seed`` only with ``show_seed``
+    (:func:`arena.core.access.can_see_seed`)."""
     r = m.result
     return {
         "id": m.id, "tournament_id": m.tournament_id, "index": m.index, "table": m.table,
-        "seed": m.seed, "status": m.status, "attempts": m.attempts,
+        "seed": m.seed if show_seed else None, "status": m.status, "attempts": m.attempts,
         "seats": [{"seat": s.seat, "bot_id": s.bot_id, "house_bot": s.house_bot} for s in m.seats],
         "result": None if r is None else {"scores": r.scores, "places": r.places, "faults": r.faults,
                                           "games": r.games, "timings": r.timings},
@@ -63,7 +68,8 @@ def match_dict(m: Match) -> dict:
     }
 
 
-def readable_match(match_id: int) -> Match:
+def readable_match(match_id: int, *, log: bool = False) -> Match:
+    """The match if the viewer may read it (``log``: its log, under the embargo); 401/403/404."""
     account = optional_account()
     m = db().get(Match, match_id)
     if m is None:
@@ -76,6 +82,8 @@ def readable_match(match_id: int) -> Match:
         if account is None:
             abort(401, "missing bearer token (Authorization: Bearer <token>): the match is not public")
         abort(403, f"match {match_id} is not visible to you")
+    if log and not policy.can_read_log(db(), account, m, t):
+        abort(403, f"the log of match {match_id} is embargoed until tournament {t.id} is finished")
     return m
 
 
@@ -86,7 +94,10 @@ class MatchById(MethodView):
     @errors(blp, 401, 403, 404)
     def get(self, match_id):
         """A match: seats, status, result (scores, places, faults per seat, games), timings."""
-        return match_dict(readable_match(match_id))
+        m = readable_match(match_id)
+        t = db().get(Tournament, m.tournament_id)
+        assert t is not None
+        return match_dict(m, show_seed=policy.can_see_seed(db(), optional_account(), t))
 
 
 @blp.route("/<int(min=1, max=2147483647):match_id>/log")
@@ -96,8 +107,9 @@ class MatchLogById(MethodView):
         "content": {"application/json": {"schema": {"type": "object"}}}}})
     @errors(blp, 401, 403, 404)
     def get(self, match_id):
-        """The full log of a finished match as a JSON download; 404 until it is stored."""
-        response, missing = match_log_download(readable_match(match_id))
+        """The full log of a finished match as a JSON download; 404 until it is stored; 403
+        for contestants while the tournament is not over (log embargo)."""
+        response, missing = match_log_download(readable_match(match_id, log=True), optional_account())
         if response is None:
             abort(404, missing)
         return response

@@ -6,6 +6,11 @@ the rule set) and the games per pairing. Starting builds the whole schedule
 (:mod:`arena.core.schedule`), stores one ``matches`` row per match and enqueues one
 ``arena.run_match`` task per match. If the broker is down the start answers 503 and the
 matches stay ``pending``; starting again enqueues them.
+
+Fairness (docs/fairness.md): ``seed``, ``salt`` and the match seeds are null for everyone but
+organizers until the seed is revealed (:func:`arena.core.access.can_see_seed`); the
+``commitment`` to the seed is published when the tournament starts. Logs are embargoed
+for contestants until the tournament is over.
 """
 
 from __future__ import annotations
@@ -77,10 +82,12 @@ class TournamentCreateSchema(ma.Schema):
                                   validate=validate.Length(min=1, max=MAX_PARTICIPANTS))
     games_per_pairing = ma.fields.Integer(
         strict=True, load_default=2, validate=validate.Range(min=1, max=1000),
-        metadata={"description": "million_doubt: games per match (even, duplicate pairs); "
+        metadata={"description": "million_doubt: games per match (each dealt afresh, seats "
+                                 "swapped every game: even counts balance the seats); "
                                  "4-player rule sets: rounds of 4 seat rotations per table"})
     seed = ma.fields.Integer(strict=True, validate=validate.Range(min=0, max=2**63 - 1),
-                             metadata={"description": "tournament seed (random if omitted)"})
+                             metadata={"description": "tournament seed (random if omitted); kept "
+                                                      "secret from contestants until revealed"})
     max_faults = ma.fields.Integer(strict=True, load_default=3, validate=validate.Range(min=1, max=100),
                                    metadata={"description": "FAULT-3 faults per match before forfeit"})
     fill_with_house_bots = ma.fields.Boolean(load_default=False)
@@ -102,7 +109,14 @@ class TournamentSchema(ma.Schema):
     options = ma.fields.Dict(required=True)
     time_rules = ma.fields.Dict(required=True)
     games_per_pairing = ma.fields.Integer(required=True)
-    seed = ma.fields.Integer(required=True)
+    seed = ma.fields.Integer(allow_none=True, metadata={
+        "description": "null until the seed is revealed (no match left to play), except for organizers"})
+    salt = ma.fields.String(allow_none=True, metadata={
+        "description": "hex salt of the commitment; null like seed"})
+    commitment = ma.fields.String(allow_none=True, metadata={
+        "description": "SHA-256(salt || seed as 8 bytes big-endian), hex; set at the start"})
+    seed_revealed = ma.fields.Boolean(required=True, metadata={
+        "description": "seed and salt are shown to everyone who may read the tournament"})
     max_faults = ma.fields.Integer(required=True)
     fill_with_house_bots = ma.fields.Boolean(required=True)
     public_when_finished = ma.fields.Boolean(required=True)
@@ -158,12 +172,17 @@ def progress_counts(tournament_ids: list[int]) -> dict[int, tuple[int, int]]:
 
 
 def tournament_dict(t: Tournament, progress: tuple[int, int] | None = None) -> dict:
-    """The API shape of a tournament; ``progress`` = ``(finished, total)`` if already counted."""
+    """The API shape of a tournament as the request's viewer may see it (seed and salt only
+    if :func:`arena.core.access.can_see_seed`); ``progress`` = ``(finished, total)`` if
+    already counted."""
     finished, total = progress if progress is not None else progress_counts([t.id]).get(t.id, (0, 0))
+    revealed = policy.seed_revealed(db(), t)
+    seed_shown = revealed or policy.is_organizer(optional_account())
     return {
         "id": t.id, "name": t.name, "organizer_id": t.organizer_id, "ruleset": t.ruleset,
         "options": t.options, "time_rules": t.time_rules, "games_per_pairing": t.games_per_pairing,
-        "seed": t.seed, "max_faults": t.max_faults, "fill_with_house_bots": t.fill_with_house_bots,
+        "seed": t.seed if seed_shown else None, "salt": t.salt if seed_shown else None,
+        "commitment": t.commitment, "seed_revealed": revealed, "max_faults": t.max_faults, "fill_with_house_bots": t.fill_with_house_bots,
         "public_when_finished": t.public_when_finished,
         "participants": [p.bot_id for p in t.participants], "status": t.status,
         "progress": {"finished": finished, "total": total},
@@ -214,8 +233,6 @@ class Tournaments(MethodView):
         except engine.OptionsError as exc:
             field_error("options", str(exc))
         seats = engine.SEATS[ruleset]
-        if seats == 2 and data["games_per_pairing"] % 2:
-            field_error("games_per_pairing", "must be even for million_doubt (duplicate pairs)")
         _check_participants(ruleset, data["participants"])
         if len(data["participants"]) < seats and not data["fill_with_house_bots"]:
             field_error("participants", f"{ruleset} needs at least {seats} participants "
@@ -276,7 +293,7 @@ class TournamentStart(MethodView):
             try:
                 schedule = sched.build_schedule(
                     engine.SEATS[t.ruleset], [p.bot_id for p in t.participants], t.games_per_pairing,
-                    t.seed, fill_with_house_bots=t.fill_with_house_bots)
+                    t.seed, fill_with_house_bots=t.fill_with_house_bots, tournament_id=t.id)
             except sched.ScheduleError as exc:
                 abort(409, f"cannot schedule tournament {t.id}: {exc}")
         pending = _transition(lifecycle.start_tournament, s, t.id, schedule)
@@ -408,7 +425,8 @@ class TournamentMatches(MethodView):
                 .options(selectinload(Match.seats), selectinload(Match.result)))
         items, total = paginate_query(db(), stmt, select(func.count()).select_from(Match).where(*cond),
                                       args["page"], args["per_page"])
-        return {"items": [match_dict(m) for m in items], "total": total,
+        show_seed = policy.can_see_seed(db(), optional_account(), t)
+        return {"items": [match_dict(m, show_seed=show_seed) for m in items], "total": total,
                 "page": args["page"], "per_page": args["per_page"]}
 
 
@@ -421,13 +439,16 @@ class TournamentLogs(MethodView):
     def get(self, tournament_id):
         """All logs you may read of a tournament as a streamed JSON Lines download.
 
-        Organizers get every log; owners of a participant get theirs (all of them once the
-        tournament finished); others 403. Rows are fetched in batches while streaming.
+        Organizers get every log; once the tournament is over, owners of a participant get
+        the logs of every match (without other bots' URLs); before that, and for others, 403
+        (log embargo). Rows are fetched in batches while streaming.
         """
         t = get_tournament(tournament_id)
         account = optional_account()
         if not policy.can_download_tournament_logs(db(), account, t):
-            abort(403, f"none of your bots takes part in tournament {t.id}")
+            if policy.is_over(t) or account is None or not policy.owns_participant(db(), account, t.id):
+                abort(403, f"none of your bots takes part in tournament {t.id}")
+            abort(403, f"the logs of tournament {t.id} are embargoed until it is finished")
         cond = [Match.tournament_id == t.id]
         visible = policy.visible_matches_condition(db(), account, t)
         if visible is not None:
@@ -441,7 +462,10 @@ class TournamentLogs(MethodView):
                     select(MatchLog.match_id, MatchLog.data).where(MatchLog.match_id.in_(ids))
                     .order_by(MatchLog.match_id).execution_options(yield_per=20))
                 for match_id, data in rows:
-                    yield b'{"match_id":%d,"log":' % match_id + matchlog.decompress(data) + b"}\n"
+                    raw = matchlog.decompress(data)
+                    if b'"url":"' in raw:  # an old log stored with URLs
+                        raw = policy.redact_log(raw, account, policy.seat_owners(session, match_id))
+                    yield b'{"match_id":%d,"log":' % match_id + raw + b"}\n"
 
         return Response(stream_with_context(generate()), mimetype="application/x-ndjson", headers={
             "Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'})

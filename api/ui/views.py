@@ -199,7 +199,8 @@ def tournament_page(tournament_id: int):
         page=page, pages=pages, shown=shown,
         chart=score_chart([(r["label"], r["s"].mean_score, r["lo"], r["hi"]) for r in rows]),
         public=policy.is_public(t), logs_link=policy.can_download_tournament_logs(db(), account, t),
-        seats_per_match=engine.SEATS.get(t.ruleset, 0))
+        seats_per_match=engine.SEATS.get(t.ruleset, 0),
+        show_seed=policy.can_see_seed(db(), account, t), seed_revealed=policy.seed_revealed(db(), t))
 
 
 @bp.route("/matches/<int:match_id>")
@@ -212,7 +213,8 @@ def match_page(match_id: int):
     labels = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
     replay = None
     replay_error = None
-    match_log = _load_log(m.id)
+    embargoed = not policy.can_read_log(db(), account, m, t)
+    match_log = None if embargoed else _load_log(m.id)
     if match_log is not None:
         try:
             replay = build_replay(match_log, labels)
@@ -228,7 +230,8 @@ def match_page(match_id: int):
                       "faults": r.faults[i] if r else None})
     return render_template("match.html", m=m, t=t, seats=seats, result=r, faults=faults,
                            labels=labels, replay=replay, replay_error=replay_error,
-                           has_log=match_log is not None, public=policy.is_public(t))
+                           has_log=match_log is not None, public=policy.is_public(t), embargoed=embargoed,
+                           show_seed=policy.can_see_seed(db(), account, t))
 
 
 # ----------------------------------------------------------------------------- downloads
@@ -238,16 +241,19 @@ def _load_log(match_id: int) -> dict | None:
 
 
 def _readable_match(match_id: int) -> Match:
+    """The match if the viewer may read its log (log embargo included); 401/403/404."""
     account = access.viewer()
     m, t = _match(match_id)
     if not policy.can_read_match(db(), account, m, t):
         _deny(account, f"match {m.id}")
+    if not policy.can_read_log(db(), account, m, t):
+        abort(403, f"The log of match {m.id} is embargoed until the tournament is finished.")
     return m
 
 
 @bp.route("/matches/<int:match_id>/log.json")
 def match_log(match_id: int):
-    response, missing = match_log_download(_readable_match(match_id))
+    response, missing = match_log_download(_readable_match(match_id), access.viewer())
     if response is None:
         abort(404, missing[0].upper() + missing[1:] + ".")
     return response
@@ -274,6 +280,8 @@ def tournament_logs(tournament_id: int):
     account = access.viewer()
     t = _tournament(tournament_id)
     if not policy.can_download_tournament_logs(db(), account, t):
+        if account is not None and not policy.is_over(t) and policy.owns_participant(db(), account, t.id):
+            abort(403, f"The logs of tournament {t.id} are embargoed until it is finished.")
         _deny(account, f"the logs of tournament {t.id}")
     cond = [Match.tournament_id == t.id]
     visible = policy.visible_matches_condition(db(), account, t)
@@ -288,7 +296,10 @@ def tournament_logs(tournament_id: int):
                                    .where(MatchLog.match_id.in_(ids)).order_by(MatchLog.match_id)
                                    .execution_options(yield_per=20))
             for mid, data in rows:
-                yield b'{"match_id":%d,"log":' % mid + matchlog.decompress(data) + b"}\n"
+                raw = matchlog.decompress(data)
+                if b'"url":"' in raw:  # an old log stored with URLs
+                    raw = policy.redact_log(raw, account, policy.seat_owners(session, mid))
+                yield b'{"match_id":%d,"log":' % mid + raw + b"}\n"
 
     return Response(stream_with_context(generate()), mimetype="application/x-ndjson", headers={
         "Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'})

@@ -223,13 +223,15 @@ def _message(resp: httpx.Response) -> str:
 def download_logs(client: ApiClient, tournament_id: int, out_dir: str | Path,
                   on_log: Callable[[int, Path], None] | None = None) -> list[Path]:
     """Write every log of the tournament you may read to ``out_dir/match-<id>.json.gz``
-    (the :func:`arena.core.runner.match.write_log` format that ``arena logs verify`` reads).
+    (the :func:`arena.core.runner.match.write_log` format that ``arena logs verify`` reads),
+    and the tournament object (its seed and salt once revealed) to ``out_dir/tournament.json``.
 
-    Returns the written paths in match id order; ``on_log(match_id, path)`` after each one.
+    Returns the written log paths in match id order; ``on_log(match_id, path)`` after each one.
     """
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "tournament.json").write_text(json.dumps(client.tournament(tournament_id), indent=2) + "\n", "utf-8")
     paths: list[Path] = []
     for match_id, log in client.iter_logs(tournament_id):
         path = write_log(log, out / f"match-{match_id:05d}.json.gz")

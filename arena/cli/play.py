@@ -12,6 +12,7 @@ URL of a running bot.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import random
 import sys
@@ -74,7 +75,7 @@ def seat_plan(ruleset: str, specs: list[str]) -> tuple[list[str], str | None]:
 @click.option("--games", "-n", type=click.IntRange(min=1), default=10, show_default=True,
               help="Million Doubt: games in all; trump_millionaire/jdf: matches (one engine game each).")
 @click.option("--games-per-match", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Million Doubt games per match (a match of 2 is one duplicate pair: same deal, seats swapped).")
+              help="Million Doubt games per match (each dealt afresh, seats swapped every game).")
 @click.option("--seed", type=int, default=None, help="Seed of everything (default: random, printed).")
 @click.option("--options", "options_json", default=None, help="Rule-set options as a JSON object.")
 @click.option("--time-bank", type=click.FloatRange(min=0.001), default=60.0, show_default=True, help="Initial bank, seconds (TIME-1).")
@@ -92,7 +93,7 @@ def play(bots: tuple[str, ...], ruleset: str, games: int, games_per_match: int, 
     """Play BOTS against each other locally, under the service's rules and time accounting.
 
     BOTS are sample names (random, greedy, heuristic), module:Class, or http:// URLs.
-    Seats are alternated (Million Doubt: duplicate pairs) or rotated (4-player) across
+    Seats are alternated (Million Doubt: swapped every game) or rotated (4-player) across
     matches. Prints per-bot games, wins (firsts), mean score and faults.
     """
     from rich.console import Console
@@ -204,16 +205,57 @@ def logs() -> None:
     """Match logs."""
 
 
+#: The tournament object ``arena logs download`` writes next to the logs (never read as a log).
+TOURNAMENT_FILE = "tournament.json"
+
+
+def _load_tournament(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"{path}: not a tournament JSON file ({exc})", param_hint="--tournament") from None
+    if not isinstance(data, dict) or "commitment" not in data:
+        raise click.BadParameter(f"{path}: not a tournament object of the API", param_hint="--tournament")
+    if data.get("seed") is None or data.get("salt") is None:
+        raise click.UsageError(f"{path}: tournament {data.get('id')} has not revealed its seed yet "
+                               "(download again once it is finished)")
+    return data
+
+
 @logs.command("verify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--skip-requests", is_flag=True, help="Do not rebuild requests to check their digests (faster).")
-def logs_verify(paths: tuple[Path, ...], skip_requests: bool) -> None:
-    """Replay every match log in PATHS (files or folders) through the engine.
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None,
+              help="The tournament's revealed seed: also check that every deal follows from it.")
+@click.option("--salt", default=None, help="The tournament's revealed salt (hex), with --seed.")
+@click.option("--tournament", "tournament_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="The tournament JSON of the API (seed, salt, commitment, rules); default: "
+                                 f"a {TOURNAMENT_FILE} in a PATHS folder (written by `arena logs download`).")
+def logs_verify(paths: tuple[Path, ...], skip_requests: bool, seed: int | None, salt: str | None,
+                tournament_file: Path | None) -> None:
+    """Replay every match log in PATHS (files or folders) through the engine and, with the
+    revealed seed (--seed/--salt or --tournament), check the seed commitment and that every
+    deal follows from the seed (docs/fairness.md).
 
     Prints one line per failure and 'N verified, N failed'; exit status 1 on any failure.
     """
-
-    ok, failures = verify_logs(paths, check_requests=not skip_requests)
+    if (seed is None) != (salt is None):
+        raise click.UsageError("give both --seed and --salt")
+    tournament = _load_tournament(tournament_file) if tournament_file is not None else None
+    if tournament_file is None and seed is None:
+        found = [p / TOURNAMENT_FILE for p in paths if p.is_dir() and (p / TOURNAMENT_FILE).is_file()]
+        if len(found) == 1:
+            try:
+                tournament = _load_tournament(found[0])
+            except click.UsageError as exc:  # not revealed yet: replay only
+                click.echo(f"{exc.message}; replaying only", err=True)
+    if tournament is not None:
+        seed, salt = int(tournament["seed"]), str(tournament["salt"])
+    ok, failures = verify_logs(paths, check_requests=not skip_requests, seed=seed, salt=salt,
+                               tournament=tournament)
+    if seed is not None:
+        click.echo(f"deals checked against the revealed seed {seed} "
+                   f"(commitment {tournament['commitment'] if tournament else 'from the logs'})")
     for path, reason in failures:
         click.echo(f"FAILED {path}: {reason}")
     click.echo(f"{ok} verified, {len(failures)} failed")

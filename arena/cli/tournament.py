@@ -174,7 +174,8 @@ def _echo_tournament(t: dict, *, err: bool = False) -> None:
     p = t["progress"]
     click.echo(f"tournament {t['id']} {t['name']!r}: {t['ruleset']}, {t['status']}, "
                f"{p['finished']}/{p['total']} matches finished, participants {t['participants']}, "
-               f"seed {t['seed']}", err=err)
+               + (f"seed {t['seed']}" if t.get("seed") is not None else "seed secret")
+               + (f", commitment {t['commitment']}" if t.get("commitment") else ""), err=err)
 
 
 def _echo_json(body: Any) -> None:

@@ -9,21 +9,34 @@ A *viewer* is an :class:`~arena.core.db.models.Account` or ``None`` (anonymous).
   standings. Matches and their logs: organizers read all of them; a contestant reads the
   matches where one of its bots is seated, and every match of the tournament once it is
   finished if one of its bots took part.
-* The tournament's log download (JSON Lines) is open to organizers and to owners of a
-  participant (who receive the logs they may read), and to anyone when public.
+* **Log embargo.** While a tournament is not over (``finished`` or ``cancelled``), no
+  contestant reads a log of it, nor a page built from one (the replay): organizers do. A
+  contestant still reads the match records (seats, status, result) of its bots.
+  The tournament's log download (JSON Lines) is open to organizers, to anyone when public,
+  and, once the tournament is over, to owners of a participant (the logs they may read).
+* **Seeds** (:func:`can_see_seed`): the tournament seed, its salt and the match seeds are
+  shown to organizers (every organizer: they run the platform) and, once the seed is
+  revealed (:func:`seed_revealed`), to whoever may read the tournament. Before that anyone
+  sees the published commitment only (:mod:`arena.core.fairness`).
+* **Bot URLs** (:func:`can_see_bot_url`): a bot's endpoint URL is shown to its owner and to
+  organizers only; tournament logs are stored without URLs and older logs have them
+  removed on read (:func:`redact_log`).
 
 Every function is read-only and takes the caller's SQLAlchemy session.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, exists, select
 from sqlalchemy.orm import Session
 
+from arena.core import matchlog
 from arena.core.db.models import Account, Bot, Match, MatchSeat, Tournament, TournamentParticipant
-from arena.core.lifecycle import TournamentStatus
+from arena.core.lifecycle import MatchStatus, TournamentStatus
 
 #: Account roles.
 ORGANIZER = "organizer"
@@ -84,7 +97,66 @@ def visible_matches_condition(session: Session, viewer: Account | None, t: Tourn
 
 
 def can_download_tournament_logs(session: Session, viewer: Account | None, t: Tournament) -> bool:
-    """The tournament's JSON Lines download (as many logs as :func:`visible_matches_condition`)."""
+    """The tournament's JSON Lines download (as many logs as :func:`visible_matches_condition`);
+    contestants only once the tournament is over (log embargo)."""
     if is_public(t) or is_organizer(viewer):
         return True
-    return viewer is not None and owns_participant(session, viewer, t.id)
+    return viewer is not None and is_over(t) and owns_participant(session, viewer, t.id)
+
+
+# -- fairness: log embargo, seeds, bot URLs --------------------------------------------------------
+def is_over(t: Tournament) -> bool:
+    """True once the tournament is ``finished`` or ``cancelled``."""
+    return t.status in (TournamentStatus.FINISHED, TournamentStatus.CANCELLED)
+
+
+def can_read_log(session: Session, viewer: Account | None, m: Match, t: Tournament) -> bool:
+    """The match's log and what is built from it (replay, faults): organizers always; others
+    as :func:`can_read_match`, once the tournament is over (log embargo)."""
+    if is_organizer(viewer):
+        return True
+    return is_over(t) and can_read_match(session, viewer, m, t)
+
+
+def seed_revealed(session: Session, t: Tournament) -> bool:
+    """True when no deal of ``t`` is left to play: it is over and none of its matches is
+    pending, queued, running or failed (a failed match may be retried, so a finished
+    tournament with failed matches keeps its seed secret until they are played)."""
+    if not is_over(t):
+        return False
+    left = (MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING, MatchStatus.FAILED)
+    return not session.scalar(select(exists().where(Match.tournament_id == t.id, Match.status.in_(left))))
+
+
+def can_see_seed(session: Session, viewer: Account | None, t: Tournament) -> bool:
+    """The tournament seed, its salt and the match seeds (see the module docstring)."""
+    return is_organizer(viewer) or seed_revealed(session, t)
+
+
+def can_see_bot_url(viewer: Account | None, owner_id: int | None) -> bool:
+    """A bot's endpoint URL: its owner and organizers."""
+    return is_organizer(viewer) or (viewer is not None and owner_id is not None and viewer.id == owner_id)
+
+
+def seat_owners(session: Session, match_id: int) -> list[int | None]:
+    """Owner account id of the bot in each seat (None for a house seat), in seat order."""
+    rows = session.execute(select(MatchSeat.seat, Bot.owner_id).outerjoin(Bot, MatchSeat.bot_id == Bot.id)
+                           .where(MatchSeat.match_id == match_id).order_by(MatchSeat.seat)).all()
+    return [owner for _seat, owner in rows]
+
+
+def redact_log(raw: bytes, viewer: Account | None, owners: Sequence[int | None]) -> bytes:
+    """The UTF-8 JSON bytes of a match log as ``viewer`` may read them: every
+    ``players[i].url`` the viewer may not see (:func:`can_see_bot_url` of seat ``i``'s owner,
+    ``owners``) set to null. Logs stored without URLs are returned unchanged."""
+    if b'"url":"' not in raw:
+        return raw
+    log = json.loads(raw)
+    changed = False
+    for p in log.get("players") or []:
+        i = p.get("index")
+        owner = owners[i] if isinstance(i, int) and 0 <= i < len(owners) else None
+        if p.get("url") and not can_see_bot_url(viewer, owner):
+            p["url"] = None
+            changed = True
+    return matchlog.encode(log) if changed else raw

@@ -39,7 +39,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 import engine
-from arena.core import matchlog
+from arena.core import fairness, matchlog
 from arena.core.db.models import (
     Bot,
     Match,
@@ -121,7 +121,8 @@ def create_tournament(session: Session, *, participants: Sequence[int], **fields
 
 
 def start_tournament(session: Session, tournament_id: int, schedule: Iterable[ScheduledMatch]) -> list[int]:
-    """``created -> running``: store the schedule's matches as ``pending``; commit.
+    """``created -> running``: store the schedule's matches as ``pending``, draw the seed's
+    salt and publish its commitment (:mod:`arena.core.fairness`); commit.
 
     Returns the ids of the matches to enqueue (then call :func:`mark_queued`). A tournament
     already ``running`` is not rescheduled: the ids of its ``pending`` matches are returned
@@ -136,9 +137,11 @@ def start_tournament(session: Session, tournament_id: int, schedule: Iterable[Sc
         session.rollback()
         raise NotFound(f"tournament {tournament_id} not found")
     if t.status == TournamentStatus.CREATED:
+        salt = fairness.new_salt()
         claimed = _update(session, update(Tournament).where(
             Tournament.id == t.id, Tournament.status == TournamentStatus.CREATED).values(
-            status=TournamentStatus.RUNNING, started_at=utcnow()))
+            status=TournamentStatus.RUNNING, started_at=utcnow(),
+            salt=salt, commitment=fairness.commitment(int(t.seed), salt)))
         if claimed != 1:
             session.rollback()
             raise Conflict(f"tournament {tournament_id} was started concurrently")
@@ -263,7 +266,10 @@ class SeatPlan:
 @dataclass(frozen=True)
 class MatchPlan:
     """What a claimed match is to be played with (time rules in milliseconds inside
-    :class:`~engine.timebank.TimeRules`); ``attempt`` counts claims, from 1."""
+    :class:`~engine.timebank.TimeRules`); ``attempt`` counts claims, from 1; ``seed`` is the
+    match seed (the attempt is played from :func:`arena.core.fairness.attempt_seed`);
+    ``match_index`` its schedule position and ``commitment`` the tournament's, both recorded
+    in the log."""
 
     match_id: int
     tournament_id: int
@@ -275,6 +281,8 @@ class MatchPlan:
     max_faults: int
     attempt: int
     seats: tuple[SeatPlan, ...]
+    match_index: int = 0
+    commitment: str | None = None
 
 
 class SkipReason(StrEnum):
@@ -355,7 +363,7 @@ def claim_match(session: Session, match_id: int) -> ClaimResult:
         time_rules=TimeRules.from_seconds(float(tr.get("initial", 60.0)), float(tr.get("increment", 10.0)),
                                           float(tr.get("cap", 60.0))),
         games=_games_per_match(t), seed=int(match.seed), max_faults=t.max_faults,
-        attempt=match.attempts, seats=tuple(seats))
+        attempt=match.attempts, seats=tuple(seats), match_index=match.index, commitment=t.commitment)
     session.commit()
     return Claimed(plan)
 

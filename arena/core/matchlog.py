@@ -88,12 +88,18 @@ def read_log(path: str | Path) -> dict[str, Any]:
     return log
 
 
+#: A file in a log folder that is not a log: the tournament object ``arena logs download`` writes.
+NOT_A_LOG = "tournament.json"
+
+
 def log_files(paths: Any) -> list[Path]:
-    """Every ``*.json`` / ``*.json.gz`` file under ``paths`` (files or folders), sorted per folder."""
+    """Every ``*.json`` / ``*.json.gz`` file under ``paths`` (files or folders), sorted per
+    folder, except :data:`NOT_A_LOG` files found in folders."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith((".json", ".json.gz"))))
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name != NOT_A_LOG
+                              and f.name.endswith((".json", ".json.gz"))))
         else:
             out.append(p)
     return out

@@ -4,10 +4,10 @@ Pure functions, no database. ``build_schedule`` returns the whole schedule of a 
 the API stores it when the tournament starts (one ``matches`` row per entry).
 
 Two players (``million_doubt``)
-    Every pair of participants plays one match of ``games_per_pairing`` games. Those games are
-    duplicate pairs: the runner plays each seeded deal twice with the seats swapped (games
-    ``2k`` and ``2k+1`` share a deal), so ``games_per_pairing`` must be even. Pairs are ordered
-    by the circle method (rounds in which each bot plays at most once).
+    Every pair of participants plays one match of ``games_per_pairing`` games, each dealt
+    afresh, the seats swapped from one game to the next (an even count gives each bot each
+    seat equally often). Pairs are ordered by the circle method (rounds in which each bot
+    plays at most once).
 
 Four players (``trump_millionaire``, ``jdf``)
     Tables: every 4-subset of the participants, while there are at most ``table_limit`` (70 by
@@ -16,15 +16,17 @@ Four players (``trump_millionaire``, ``jdf``)
     other bot about once), built by a greedy construction that always succeeds in well under
     a second for 128 bots.
     Each table plays ``games_per_pairing`` rounds; a round is 4 matches with the seats rotated
-    cyclically (each bot sits in each seat once per round) sharing one seed, so the deals
-    rotate with the seats like duplicate bridge. Queue order: round by round, rotation by
-    rotation, table by table, so a bot's matches are spread over the tournament.
+    cyclically (each bot sits in each seat once per round), each match dealt afresh. Queue
+    order: round by round, rotation by rotation, table by table, so a bot's matches are
+    spread over the tournament.
 
 Fewer participants than seats: :class:`ScheduleError`, unless ``fill_with_house_bots``, in
 which case house sample bots named ``house-1``, ``house-2``... fill the missing places.
 
-Seeds: :func:`derive_seed` hashes the tournament seed with the match's coordinates, so the
-same tournament seed and participants give the same schedule and seeds (reproducible).
+Seeds: every match has its own seed, :func:`match_seed` of the tournament seed, the tournament
+id and the match's position, so no two matches (of any tournaments) share a deal, and the same
+tournament seed, id and participants give the same schedule and seeds (reproducible). The
+whole seed chain (match, attempt and game seeds) is in :mod:`arena.core.fairness`.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ TABLE_LIMIT = 70
 
 
 class ScheduleError(ValueError):
-    """The schedule cannot be built (too few participants, odd games for duplicate pairs...)."""
+    """The schedule cannot be built (too few participants, ``games_per_pairing`` < 1...)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,11 @@ def derive_seed(tournament_seed: int, *parts: object) -> int:
     """A 63-bit seed (fits a signed BIGINT) from the tournament seed and ``parts``."""
     text = ":".join(str(p) for p in (tournament_seed, *parts))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+def match_seed(tournament_seed: int, tournament_id: int, index: int) -> int:
+    """The seed of match ``index`` (schedule position) of tournament ``tournament_id``."""
+    return derive_seed(tournament_seed, "tournament", tournament_id, "match", index)
 
 
 def house_names(count: int) -> list[str]:
@@ -147,18 +154,20 @@ def build_schedule(
     *,
     fill_with_house_bots: bool = False,
     table_limit: int = TABLE_LIMIT,
+    tournament_id: int = 0,
 ) -> list[ScheduledMatch]:
     """The whole schedule of a round-robin tournament (see module docstring).
 
     Args:
         seats: seats per match (2 for ``million_doubt``, 4 for the others; ``engine.SEATS``).
         participants: distinct bot ids.
-        games_per_pairing: 2 seats: games per match (even); 4 seats: rounds per table.
-        seed: the tournament seed.
+        games_per_pairing: 2 seats: games per match; 4 seats: rounds per table.
+        seed: the tournament seed (secret until the tournament is over).
+        tournament_id: mixed into every match seed (:func:`match_seed`).
 
     Raises:
         ScheduleError: duplicate participants, too few participants (without house bots),
-            ``games_per_pairing`` < 1 or odd with 2 seats, ``seats`` not 2 or 4.
+            ``games_per_pairing`` < 1, ``seats`` not 2 or 4.
     """
     if len(set(participants)) != len(participants):
         raise ScheduleError("participants must be distinct")
@@ -175,10 +184,8 @@ def build_schedule(
         entrants += house_names(seats - len(entrants))
     out: list[ScheduledMatch] = []
     if seats == 2:
-        if games_per_pairing % 2:
-            raise ScheduleError("games_per_pairing must be even for 2-player duplicate pairs")
         for table, (a, b) in enumerate(circle_pairs(entrants)):
-            out.append(ScheduledMatch(len(out), table, (a, b), derive_seed(seed, "match", table)))
+            out.append(ScheduledMatch(len(out), table, (a, b), match_seed(seed, tournament_id, len(out))))
         return out
     if seats != 4:
         raise ScheduleError(f"unsupported seat count {seats}")
@@ -189,10 +196,10 @@ def build_schedule(
         tables = spread_tables(n, seed)
     # Queue order: round by round, and within a round rotation by rotation over every table,
     # so each bot's matches are spread over the whole tournament.
-    for rnd in range(games_per_pairing):
+    for _round in range(games_per_pairing):
         for k in range(4):
             for t, members in enumerate(tables):
                 group = [entrants[i] for i in members]
                 rotated = tuple(group[k:] + group[:k])
-                out.append(ScheduledMatch(len(out), t, rotated, derive_seed(seed, "table", t, "round", rnd)))
+                out.append(ScheduledMatch(len(out), t, rotated, match_seed(seed, tournament_id, len(out))))
     return out

@@ -11,6 +11,7 @@ import json
 import pytest
 import redis as redis_lib
 
+from arena.core.fairness import commitment
 from arena.core.lifecycle import store_result
 from arena.core.standings import rebuild_ratings
 from tests.api.conftest import register_ready_bot
@@ -65,7 +66,7 @@ def test_create_requires_organizer(client, league):
     ({"options": {"five_skip": True}}, "options", "five_skip"),
     ({"ruleset": "jdf", "options": {"fiveskip": True}}, "options", "fiveskip"),
     ({"ruleset": "jdf", "options": {"sets": "3"}}, "options", "sets"),
-    ({"games_per_pairing": 3}, "games_per_pairing", "even"),
+    ({"games_per_pairing": 1001}, "games_per_pairing", ""),
     ({"games_per_pairing": 1.5}, "games_per_pairing", ""),
     ({"games_per_pairing": 0}, "games_per_pairing", ""),
     ({"participants": [999999]}, "participants", "999999"),
@@ -185,9 +186,23 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
     outsider = accounts.contestant("zed")
     assert client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).status_code == 200
     assert client.get(f"/api/v1/matches/{bb['id']}", headers=league["a"]).status_code == 403
-    assert client.get(f"/api/v1/matches/{ab['id']}/log", headers=league["a"]).status_code == 404  # no log yet
+    embargo = client.get(f"/api/v1/matches/{ab['id']}/log", headers=league["a"])  # running: log embargo
+    assert embargo.status_code == 403 and "embargoed" in embargo.json["message"]
+    assert client.get(f"/api/v1/matches/{ab['id']}/log", headers=league["org"]).status_code == 404  # no log yet
     assert client.get(f"/api/v1/tournaments/{t['id']}/matches", headers=league["a"]).json["total"] == 5
     assert client.get(f"/api/v1/tournaments/{t['id']}/logs", headers=outsider).status_code == 403
+    embargo = client.get(f"/api/v1/tournaments/{t['id']}/logs", headers=league["a"])
+    assert embargo.status_code == 403 and "embargoed" in embargo.json["message"]
+    # Seeds: the organizer sees them; a contestant sees the commitment only.
+    seen = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["a"]).json
+    assert seen["seed"] is None and seen["salt"] is None and not seen["seed_revealed"]
+    assert len(seen["commitment"]) == 64
+    org_view = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["org"]).json
+    assert org_view["seed"] == 7 and org_view["commitment"] == commitment(7, org_view["salt"])
+    assert client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).json["seed"] is None
+    assert all(m["seed"] is None for m in client.get(
+        f"/api/v1/tournaments/{t['id']}/matches", headers=league["a"]).json["items"])
+    assert all(isinstance(m["seed"], int) for m in ms)  # the organizer's list
 
     _finish_all(sessionmaker, client, league, t["id"])
     with sessionmaker() as s:  # a second write of the same result is refused
@@ -195,6 +210,9 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
                                  timings={}, log={})
     t2 = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["org"]).json
     assert t2["status"] == "finished" and t2["progress"] == {"finished": 6, "total": 6}
+    revealed = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["a"]).json
+    assert revealed["seed_revealed"] and (revealed["seed"], revealed["salt"]) == (7, org_view["salt"])
+    assert client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).json["seed"] == ab["seed"]
 
     m = client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).json
     assert m["status"] == "finished" and m["result"]["faults"] == [0, 1]

@@ -27,6 +27,7 @@ import pytest
 from arena.cli.demo import WsgiServer
 from arena.core.config import Settings
 from arena.core.db.migrate import upgrade
+from arena.core.fairness import attempt_seed
 from arena.core.runner.match import read_log, replay
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
@@ -165,15 +166,18 @@ def test_tournament_end_to_end(stack, ruleset, tmp_path):
         for f in files:
             match_id = int(f.name.split("-")[1].split(".")[0])
             log = read_log(f)
-            assert log["ruleset"] == ruleset and log["seed"] == by_id[match_id]["seed"]
+            assert log["ruleset"] == ruleset and log["seed"] == attempt_seed(by_id[match_id]["seed"], 1)
             again = replay(log)
             stored = by_id[match_id]["result"]
             assert again["scores"] == pytest.approx(stored["scores"])  # player index = seat
             assert again["faults"] == stored["faults"]
             assert len(log["games"]) == len(stored["games"])
-            assert [p["url"] for p in log["players"]] == [servers[list(bot_ids).index(s["bot_id"])].url
-                                                          for s in by_id[match_id]["seats"]]
+            assert [p["url"] for p in log["players"]] == [None] * len(by_id[match_id]["seats"])  # no URLs
+        # The seed is revealed: verify checks the commitment and every deal against it too.
+        revealed = json.loads((logs_dir / "tournament.json").read_text())
+        assert revealed["seed"] == 2024 and revealed["seed_revealed"] and revealed["commitment"]
         done = _arena("logs", "verify", str(logs_dir), env={}, timeout=120)
+        assert "deals checked against the revealed seed 2024" in done.stdout
         assert done.stdout.strip().splitlines()[-1] == f"{expected_matches} verified, 0 failed"
     finally:
         http.close()

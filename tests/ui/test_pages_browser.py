@@ -138,7 +138,7 @@ def test_match_replay_steps_with_the_arrow_keys(site, page, artifacts):
     assert page.locator("#replay").get_attribute("data-step") == "0"
     page.click("#next")
     assert _shown_hands(page) == fr[1]["hands"]
-    # the second game of the duplicate pair: seats swapped
+    # the second game: dealt afresh, seats swapped
     page.select_option("#game-pick", "1")
     fr2 = frames(log["games"][1]["engine_log"])
     assert page.locator("#replay").get_attribute("data-game") == "1"

@@ -5,6 +5,7 @@ no task hangs. Also: cancel stops the remaining matches."""
 
 from __future__ import annotations
 
+from arena.core.fairness import attempt_seed
 from arena.core.runner.match import replay, run_match
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
@@ -40,7 +41,7 @@ def test_sleeping_garbage_and_down_bots(arena, bots, celery_worker_factory):
         if not any(faulty):  # good1 vs good2: no fault, and the same match as in-process
             assert res.faults == [0, 0] and log["faults"] == []
             alone = run_match([SAMPLE_BOTS["greedy"](), SAMPLE_BOTS["greedy"]()], "million_doubt",
-                              seed=m.seed, games=GAMES, time_rules=TimeRules.from_seconds(1.0, 0.1, 1.0),
+                              seed=attempt_seed(m.seed, m.attempts), games=GAMES, time_rules=TimeRules.from_seconds(1.0, 0.1, 1.0),
                               match_id=log["match_id"], notices=False)
             assert [g["engine_log"]["actions"] for g in log["games"]] == \
                    [g["engine_log"]["actions"] for g in alone["games"]]

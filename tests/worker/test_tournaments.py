@@ -10,6 +10,7 @@ from openskill.models import PlackettLuce
 from sqlalchemy import select
 
 from arena.core.db.models import Rating
+from arena.core.fairness import attempt_seed
 from arena.core.runner.match import replay
 from arena.core.standings import MatchRecord, compute_standings
 from bots_sdk.samples import SAMPLE_BOTS
@@ -48,7 +49,10 @@ def _check_tournament(arena, tid: int, bot_ids: list[int], ruleset: str, expecte
         again = replay(log)
         assert again["scores"] == [round(x) for x in res.scores]
         assert again["faults"] == res.faults
-        assert log["seed"] == m.seed and log["ruleset"] == ruleset
+        assert log["seed"] == attempt_seed(m.seed, 1) and log["ruleset"] == ruleset
+        assert log["fairness"] == {"tournament_id": tid, "match_index": m.index, "attempt": 1,
+                                   "commitment": t["commitment"]}
+        assert [p["url"] for p in log["players"]] == [None] * len(m.seats)  # no bot URL in logs
         assert [p["name"].rsplit("#", 1)[1] for p in log["players"]] == [str(s.bot_id) for s in m.seats]
         assert [p["kind"] for p in log["players"]] == ["http"] * len(m.seats)
         assert m.status == "finished" and m.attempts == 1
@@ -103,9 +107,9 @@ def test_million_doubt_tournament_runs_to_completion(arena, bots, celery_worker_
     arena.wait_finished(tid, workers=[worker])
     stored = _check_tournament(arena, tid, ids, "million_doubt", 6)
     for _m, res, log in stored:
-        assert len(log["games"]) == 4  # games_per_pairing, duplicate pairs: seats swapped
+        assert len(log["games"]) == 4  # games_per_pairing, each dealt afresh, seats swapped
         assert [g["seats"] for g in log["games"]] == [[0, 1], [1, 0], [0, 1], [1, 0]]
-        assert log["games"][0]["seed"] == log["games"][1]["seed"] != log["games"][2]["seed"]
+        assert len({g["seed"] for g in log["games"]}) == 4
         assert sum(res.scores) == 0  # Million Doubt scores are zero-sum (MD-17)
         assert res.places == ([1, 2] if res.scores[0] > res.scores[1] else [2, 1] if res.scores[0] < res.scores[1] else [1, 1])
         assert res.faults == [0, 0]
@@ -130,7 +134,8 @@ def test_trump_millionaire_tournament_with_a_per_bot_cap(arena, bots, celery_wor
     seatings = [tuple(s.bot_id for s in m.seats) for m, _, _ in stored]
     for seat in range(4):  # rotation: each bot sits in each seat once
         assert sorted(s[seat] for s in seatings) == sorted(ids)
-    assert len({m.seed for m, _, _ in stored}) == 1  # one deal sequence, rotated like duplicate bridge
+    assert len({m.seed for m, _, _ in stored}) == 4  # every rotation is dealt afresh
+    assert len({log["games"][0]["seed"] for _, _, log in stored}) == 4
     for _m, res, _log in stored:
         assert sorted(res.places)[0] == 1 and max(res.scores) >= 30
         assert res.timings["semaphore_bypassed"] == [0, 0, 0, 0]

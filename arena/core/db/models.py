@@ -171,6 +171,10 @@ class Tournament(Base):
     #: finished (the web pages under ``/ui``); false keeps them to the API's access rules.
     public_when_finished: Mapped[bool] = mapped_column(Boolean, default=True, server_default="1")
     status: Mapped[str] = mapped_column(String(16), default="created")
+    #: Provably fair deals (arena.core.fairness): the secret salt (64 hex digits) and the
+    #: published commitment SHA-256(salt || seed), both set when the tournament starts.
+    salt: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    commitment: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)

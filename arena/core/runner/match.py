@@ -6,9 +6,10 @@ both call :func:`run_match`.
 
 What a match is (one engine unit per game spec):
 
-* ``million_doubt``: ``games`` games between 2 players. By default game ``i`` is dealt from
-  seed ``derive_seed(seed, i // 2)`` with the seats swapped on odd ``i``, so games come in
-  duplicate pairs (the same deal played from both seats); pass ``game_specs`` to choose.
+* ``million_doubt``: ``games`` games between 2 players. By default game ``i`` is dealt afresh
+  from seed ``derive_seed(seed, i)``, the seats swapped on odd ``i`` (no deal is played
+  twice: a bot that remembers a hand learns nothing about a later game); pass
+  ``game_specs`` to choose.
 * ``trump_millionaire``: one game of deals to the target (4 players);
 * ``jdf``: one match of ``sets`` x ``games_per_set`` games (4 players).
 
@@ -28,7 +29,8 @@ The match log (:func:`run_match`'s return value, JSON-ready)::
 
     {"format": "daifugo-arena-match", "version": 1, "protocol": 1, "match_id", "ruleset",
      "options", "time_rules": {"initial_ms", "increment_ms", "cap_ms"}, "seed", "max_faults",
-     "players": [{"index", "name", "kind": "local"|"http", "url"}],
+     "fairness"?: {"tournament_id", "match_index", "attempt", "commitment"},
+     "players": [{"index", "name", "kind": "local"|"http", "url" (None unless record_urls)}],
      "games": [{"index", "seed", "seats", "engine_log" (engine.Game.log()),
                 "exchanges": [{"n", "seat", "player", "kind", "unit", "sent_at" (Unix s),
                                "elapsed_ms", "bank_before_ms", "bank_after_ms",
@@ -43,6 +45,9 @@ The match log (:func:`run_match`'s return value, JSON-ready)::
 Requests are stored as their SHA-256 (and size) unless ``log_requests=True``; :func:`replay`
 rebuilds every request from the engine and checks the digests, so the log still proves what
 was sent.
+
+``fairness`` (tournament matches, :mod:`arena.core.fairness`): where ``seed`` comes from, so
+that :func:`check_fairness` can recompute every deal from the tournament's revealed seed.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import engine
+from arena.core import fairness as fair
 from arena.core.matchlog import LOG_FORMAT, LOG_VERSION, log_files, read_log, write_log
 from arena.core.runner.players import HttpPlayer, LocalPlayer, make_player
 from bots_sdk import protocol
@@ -79,9 +85,10 @@ def derive_seed(seed: int, index: int) -> int:
 
 
 def default_game_specs(ruleset: str, seed: int, games: int = 1) -> list[dict]:
-    """Game specs of a match (module docstring): duplicate pairs in Million Doubt."""
+    """Game specs of a match (module docstring): in Million Doubt a fresh deal per game, the
+    seats swapped on odd games."""
     if ruleset == engine.MILLION_DOUBT:
-        return [{"seed": derive_seed(seed, i // 2), "seats": [0, 1] if i % 2 == 0 else [1, 0]}
+        return [{"seed": derive_seed(seed, i), "seats": [0, 1] if i % 2 == 0 else [1, 0]}
                 for i in range(games)]
     return [{"seed": derive_seed(seed, 0), "seats": list(range(engine.SEATS[ruleset]))}]
 
@@ -135,7 +142,8 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
               time_rules: TimeRules | None = None, max_faults: int = DEFAULT_MAX_FAULTS,
               match_id: str | None = None, log_requests: bool = False, notices: bool = True,
               on_decision: Callable[[dict], None] | None = None,
-              on_game_end: Callable[[dict], None] | None = None) -> dict:
+              on_game_end: Callable[[dict], None] | None = None,
+              fairness: Mapping[str, Any] | None = None, record_urls: bool = True) -> dict:
     """Play one match and return its log (module docstring).
 
     Args:
@@ -150,6 +158,12 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
         log_requests: also store every request body (large) in the log.
         notices: send match_start / match_end notices.
         on_decision, on_game_end: progress callbacks, given the exchange / game record.
+        fairness: ``{"tournament_id", "match_index", "attempt", "commitment"}`` of a
+            tournament match, stored as the log's ``fairness`` (``seed`` must then be the
+            attempt seed, :func:`arena.core.fairness.attempt_seed`).
+        record_urls: store the players' URLs in the log; when False, ``players[].url`` is
+            None and the URLs are blanked out of fault details (tournament logs: a
+            competitor must not learn an opponent's endpoint).
 
     Raises:
         MatchError: wrong number of players, bad seats in a spec.
@@ -177,16 +191,19 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
 
     faults_by_player = [0] * len(pls)
     barred: set[int] = set()
+    # a player named by its URL (no name given) is not named by it in a log kept without URLs
+    names = [URL_BLANK if not record_urls and p.url and p.name == p.url else p.name for p in pls]
     log: dict[str, Any] = {
         "format": LOG_FORMAT, "version": LOG_VERSION, "protocol": protocol.PROTOCOL_VERSION,
         "match_id": match_id, "ruleset": ruleset, "options": opts.to_dict(),
         "time_rules": {"initial_ms": rules.initial_ms, "increment_ms": rules.increment_ms,
                        "cap_ms": rules.cap_ms},
         "seed": seed, "max_faults": max_faults,
-        "players": [{"index": i, "name": p.name, "kind": p.kind, "url": p.url} for i, p in enumerate(pls)],
+        **({"fairness": dict(fairness)} if fairness is not None else {}),
+        "players": [{"index": i, "name": names[i], "kind": p.kind, "url": p.url if record_urls else None}
+                    for i, p in enumerate(pls)],
         "games": [], "faults": [], "result": None, "started_at": time.time(), "finished_at": None,
     }
-    names = [p.name for p in pls]
     if notices:
         for i, p in enumerate(pls):
             p.notify(protocol.dumps(protocol.match_start_notice(
@@ -196,6 +213,8 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
     for gi, spec in enumerate(specs):
         record = _play_game(gi, spec, pls, ruleset, opts, rules, match_id, max_faults,
                             faults_by_player, barred, log_requests, on_decision)
+        if not record_urls:
+            _blank_urls(record["faults"], pls)
         log["games"].append(record)
         log["faults"].extend(record["faults"])
         if on_game_end:
@@ -210,6 +229,31 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
                 match_id=match_id, ruleset=ruleset, players=names, you=i, scores=res["scores"],
                 wins=res["wins"], faults=res["faults"])))
     return log
+
+
+#: What replaces a bot's URL in the fault details of a log kept without URLs.
+URL_BLANK = "<bot url>"
+
+
+def _blank_urls(faults: list[dict], pls: Sequence[Any]) -> None:
+    """Replace every player's URL (and its host:port) in fault details by :data:`URL_BLANK`."""
+    needles: list[str] = []
+    for p in pls:
+        url = getattr(p, "url", None)
+        if url:
+            needles.append(url)
+            needles.append(url.rstrip("/"))
+            host = url.split("://", 1)[-1].split("/", 1)[0]
+            if host:
+                needles.append(host)
+    needles.sort(key=len, reverse=True)
+    for f in faults:
+        for key in ("detail", "received"):
+            text_value = f.get(key)
+            if isinstance(text_value, str):
+                for n in needles:
+                    text_value = text_value.replace(n, URL_BLANK)
+                f[key] = text_value
 
 
 def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, rules: TimeRules,
@@ -334,6 +378,9 @@ def replay(match_log: Mapping[str, Any], check_requests: bool = True) -> dict:
         got = _json(final.result())
         if got != gm["result"] or got != elog.get("result"):
             raise ReplayError(f"game {gi}: replayed result {got} differs from the recorded {gm['result']}")
+        if elog.get("setup") is None and _json(final.history(None, 0)) != elog.get("events"):
+            raise ReplayError(f"game {gi}: the recorded events (deals, plays) differ from the ones "
+                              "replayed from the seed")
     faults = [0] * len(match_log["players"])
     for f in match_log.get("faults", []):
         faults[f["player"]] += 1
@@ -379,23 +426,92 @@ def _replay_game(gi: int, gm: Mapping[str, Any], elog: Mapping[str, Any], rules:
     return g
 
 
+# -- fairness -----------------------------------------------------------------------------------
+def check_fairness(match_log: Mapping[str, Any], seed: int, salt: str,
+                   tournament: Mapping[str, Any] | None = None) -> None:
+    """Check that every deal of ``match_log`` follows from the revealed tournament ``seed``.
+
+    Checks (chain in :mod:`arena.core.fairness`): the log's ``fairness.commitment`` is
+    ``SHA-256(salt || seed)``; the log's ``seed`` is the attempt seed of its tournament id,
+    match index and attempt; every game's seed and seats are the default game specs of that
+    seed and the engine dealt it from that seed (no ``setup``). With ``tournament`` (the API's
+    tournament object: ``id``, ``commitment``, ``ruleset``, ``options``,
+    ``games_per_pairing``), also that the log belongs to it and plays its rules and game count.
+    Pair it with :func:`replay`, which checks that the recorded deals and play are the
+    engine's from those seeds.
+
+    Raises:
+        ReplayError: the first check that fails (the message says which).
+    """
+    fb = match_log.get("fairness")
+    if not isinstance(fb, Mapping):
+        raise ReplayError("the log has no 'fairness' record (not a tournament match log)")
+    try:
+        fair.check_commitment(seed, salt, fb.get("commitment"))  # type: ignore[arg-type]
+    except fair.FairnessError as e:
+        raise ReplayError(str(e)) from None
+    tid, index, attempt = fb.get("tournament_id"), fb.get("match_index"), fb.get("attempt")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (tid, index, attempt)) \
+            or index < 0 or attempt < 1:  # type: ignore[operator]
+        raise ReplayError("the log's 'fairness' record needs integer tournament_id, match_index >= 0, attempt >= 1")
+    ruleset = match_log.get("ruleset")
+    games = list(match_log.get("games") or [])
+    if tournament is not None:
+        if tournament.get("id") != tid or tournament.get("commitment") != fb.get("commitment"):
+            raise ReplayError(f"the log is of tournament {tid}, not of tournament {tournament.get('id')}")
+        if tournament.get("ruleset") != ruleset or _json(tournament.get("options") or {}) != match_log.get("options"):
+            raise ReplayError("the log's rule set or options differ from the tournament's")
+        if ruleset == engine.MILLION_DOUBT and len(games) != tournament.get("games_per_pairing"):
+            raise ReplayError(f"the log has {len(games)} games, the tournament plays "
+                              f"{tournament.get('games_per_pairing')} per match")
+    expected = fair.attempt_seed(fair.match_seed(seed, tid, index), attempt)  # type: ignore[arg-type]
+    where = f"tournament {tid}, match index {index}, attempt {attempt}"
+    if match_log.get("seed") != expected:
+        raise ReplayError(f"the match seed does not follow from the revealed seed ({where})")
+    if not games or (ruleset != engine.MILLION_DOUBT and len(games) != 1):
+        raise ReplayError(f"a {ruleset} match log has {len(games)} games")
+    for i, (gm, spec) in enumerate(zip(games, default_game_specs(str(ruleset), expected, len(games)), strict=True)):
+        elog = gm.get("engine_log") or {}
+        if gm.get("index") != i or gm.get("seed") != spec["seed"] or gm.get("seats") != spec["seats"]:
+            raise ReplayError(f"game {i}: its seed or seats do not follow from the revealed seed ({where})")
+        if elog.get("seed") != spec["seed"] or elog.get("setup") is not None:
+            raise ReplayError(f"game {i}: not dealt from its seed ({where})")
+
+
 # -- log files ---------------------------------------------------------------------------------
-def verify_logs(paths: Iterable[str | Path], check_requests: bool = True) -> tuple[int, list[tuple[str, str]]]:
+def verify_logs(paths: Iterable[str | Path], check_requests: bool = True, *, seed: int | None = None,
+                salt: str | None = None, tournament: Mapping[str, Any] | None = None,
+                ) -> tuple[int, list[tuple[str, str]]]:
     """Replay every log file under ``paths`` (files or folders, ``*.json`` / ``*.json.gz``).
+
+    With the revealed ``seed`` and ``salt`` (both, or neither) every log must also pass
+    :func:`check_fairness` (with ``tournament`` if given), and no two logs may be of the same
+    match (tournament id and match index).
 
     Returns ``(number verified, [(path, reason), ...])``; never raises for a bad file.
     """
     ok = 0
     failures: list[tuple[str, str]] = []
+    seen: dict[tuple[Any, Any], str] = {}
     for f in log_files(paths):
         try:
-            replay(read_log(f), check_requests=check_requests)
+            match_log = read_log(f)
+            replay(match_log, check_requests=check_requests)
+            if seed is not None or salt is not None:
+                if seed is None or salt is None:
+                    raise ReplayError("give both the revealed seed and the salt")
+                check_fairness(match_log, seed, salt, tournament)
+                fb = match_log["fairness"]
+                key = (fb["tournament_id"], fb["match_index"])
+                if key in seen:
+                    raise ReplayError(f"a second log of match index {key[1]} (the first: {seen[key]})")
+                seen[key] = str(f)
             ok += 1
         except Exception as e:  # unreadable, not JSON, or not replaying: all are failures
             failures.append((str(f), f"{type(e).__name__}: {e}"))
     return ok, failures
 
 
-__all__ = ["run_match", "replay", "verify_logs", "write_log", "read_log", "derive_seed",
+__all__ = ["run_match", "replay", "verify_logs", "check_fairness", "write_log", "read_log", "derive_seed",
            "default_game_specs", "summarize", "MatchError", "ReplayError", "LocalPlayer",
            "HttpPlayer", "DEFAULT_MAX_FAULTS"]

@@ -11,10 +11,14 @@ in-process through :mod:`arena.core.queue`). Steps:
 2. Players, one per seat (seat = player index of :func:`arena.core.runner.match.run_match`): a bot seat
    is a :class:`arena.core.runner.semaphore.CappedHttpPlayer` (the bot's URL and signing secret, its
    requests capped per bot in Redis, except in eager mode); a house seat (``house-1``...) is the sample bot
-   :data:`HOUSE_BOT` in-process, seeded from the match seed and the seat.
+   :data:`HOUSE_BOT` in-process, seeded from the attempt seed and the seat.
 3. :func:`arena.core.runner.match.run_match` with the tournament's rule set, options, time rules
-   (seconds in the database -> ``TimeRules.from_seconds``), ``max_faults`` (FAULT-3), the match
-   seed, and ``games_per_pairing`` games for Million Doubt (duplicate pairs).
+   (seconds in the database -> ``TimeRules.from_seconds``), ``max_faults`` (FAULT-3), the
+   *attempt seed* (:func:`arena.core.fairness.attempt_seed` of the match seed and the claim's
+   attempt number: a match played again after a crash gets fresh deals), and
+   ``games_per_pairing`` games for Million Doubt (each dealt afresh). The log records the
+   tournament id, match index, attempt and the seed commitment (its ``fairness`` record) and
+   no bot URL.
 4. :func:`arena.core.lifecycle.store_result` with the compressed log: exactly once (a
    re-delivered task that played the match again finds the result stored and stores nothing).
 5. When no match of the tournament is left to play (finished or cancelled), the ratings of the
@@ -47,7 +51,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.core import lifecycle
+from arena.core import fairness, lifecycle
 from arena.core.config import Settings
 from arena.core.db.session import make_engine, make_sessionmaker
 from arena.core.lifecycle import MatchPlan
@@ -55,7 +59,6 @@ from arena.core.limits import longest_match_seconds, visibility_timeout
 from arena.core.runner.match import run_match
 from arena.core.runner.players import LocalPlayer
 from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, SlotBook
-from arena.core.schedule import derive_seed
 from arena.core.standings import rebuild_ratings
 from bots_sdk.samples import SAMPLE_BOTS
 
@@ -81,7 +84,9 @@ def _redis(url: str) -> redis.Redis:
 
 
 def build_players(plan: MatchPlan, settings: Settings, book: SlotBook | None = None) -> list:
-    """Step 2: one player per seat, in seat order (``book``: the match's :class:`SlotBook`)."""
+    """Step 2: one player per seat, in seat order (``book``: the match's :class:`SlotBook`);
+    house bots are seeded from the attempt seed."""
+    seed = fairness.attempt_seed(plan.seed, plan.attempt)
     # Eager mode (a quick local run) has no broker: no per-bot cap there.
     client = None if settings.celery_eager else _redis(settings.broker_url)
     players: list[CappedHttpPlayer | LocalPlayer] = []
@@ -92,9 +97,15 @@ def build_players(plan: MatchPlan, settings: Settings, book: SlotBook | None = N
                                             allow_private=settings.allow_private_bot_urls,
                                             previous_secret=s.previous_secret))
         else:
-            bot = SAMPLE_BOTS[HOUSE_BOT](seed=derive_seed(plan.seed, "house", s.seat))
+            bot = SAMPLE_BOTS[HOUSE_BOT](seed=fairness.derive_seed(seed, "house", s.seat))
             players.append(LocalPlayer(bot, s.name))
     return players
+
+
+def protocol_match_id(plan: MatchPlan) -> str:
+    """The ``match_id`` the bots are sent: ``arena-<id>``, and ``arena-<id>-attempt-<n>`` when the
+    match is played again (attempt n > 1, fresh deals: a bot must not resume its memory)."""
+    return f"arena-{plan.match_id}" + (f"-attempt-{plan.attempt}" if plan.attempt > 1 else "")
 
 
 def _places_from_scores(scores: list[float]) -> list[int]:
@@ -190,9 +201,12 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
             p.wait_s += waited.get(sem.key, 0.0)
             p.bypassed += int(book.bypassed(sem))
     try:
-        match_log = run_match(players, plan.ruleset, plan.options, seed=plan.seed, games=plan.games,
+        match_log = run_match(players, plan.ruleset, plan.options,
+                              seed=fairness.attempt_seed(plan.seed, plan.attempt), games=plan.games,
                               time_rules=plan.time_rules, max_faults=plan.max_faults,
-                              match_id=f"arena-{plan.match_id}")
+                              match_id=protocol_match_id(plan), record_urls=False,
+                              fairness={"tournament_id": plan.tournament_id, "match_index": plan.match_index,
+                                        "attempt": plan.attempt, "commitment": plan.commitment})
     finally:
         book.flush()
         for p in players:
