@@ -119,7 +119,8 @@ def play(bots: tuple[str, ...], ruleset: str, games: int, games_per_match: int, 
         console.print(f"[yellow]{note}[/yellow]")
 
     n = len(specs)
-    if ruleset == engine.MILLION_DOUBT:
+    many_games = engine.get_ruleset(ruleset).games_per_match_option  # MD: a match is many engine games
+    if many_games:
         plan = []
         left = games
         while left > 0:
@@ -138,7 +139,7 @@ def play(bots: tuple[str, ...], ruleset: str, games: int, games_per_match: int, 
         task = progress.add_task("games", total=total_games)
         for mi, count in enumerate(plan):
             # rotate seats across matches (4-player: each bot sits in each seat in turn)
-            order = [specs[(i + mi) % n] for i in range(n)] if ruleset != engine.MILLION_DOUBT else (
+            order = [specs[(i + mi) % n] for i in range(n)] if not many_games else (
                 specs if mi % 2 == 0 else specs[::-1])
             players = []
             for i, spec in enumerate(order):

@@ -87,10 +87,11 @@ def derive_seed(seed: int, index: int) -> int:
 def default_game_specs(ruleset: str, seed: int, games: int = 1) -> list[dict]:
     """Game specs of a match (module docstring): in Million Doubt a fresh deal per game, the
     seats swapped on odd games."""
-    if ruleset == engine.MILLION_DOUBT:
+    rs = engine.get_ruleset(ruleset)
+    if rs.games_per_match_option:
         return [{"seed": derive_seed(seed, i), "seats": [0, 1] if i % 2 == 0 else [1, 0]}
                 for i in range(games)]
-    return [{"seed": derive_seed(seed, 0), "seats": list(range(engine.SEATS[ruleset]))}]
+    return [{"seed": derive_seed(seed, 0), "seats": list(range(rs.seats))}]
 
 
 def _json(value: Any) -> Any:
@@ -461,14 +462,14 @@ def check_fairness(match_log: Mapping[str, Any], seed: int, salt: str,
             raise ReplayError(f"the log is of tournament {tid}, not of tournament {tournament.get('id')}")
         if tournament.get("ruleset") != ruleset or _json(tournament.get("options") or {}) != match_log.get("options"):
             raise ReplayError("the log's rule set or options differ from the tournament's")
-        if ruleset == engine.MILLION_DOUBT and len(games) != tournament.get("games_per_pairing"):
+        if engine.get_ruleset(str(ruleset)).games_per_match_option and len(games) != tournament.get("games_per_pairing"):
             raise ReplayError(f"the log has {len(games)} games, the tournament plays "
                               f"{tournament.get('games_per_pairing')} per match")
     expected = fair.attempt_seed(fair.match_seed(seed, tid, index), attempt)  # type: ignore[arg-type]
     where = f"tournament {tid}, match index {index}, attempt {attempt}"
     if match_log.get("seed") != expected:
         raise ReplayError(f"the match seed does not follow from the revealed seed ({where})")
-    if not games or (ruleset != engine.MILLION_DOUBT and len(games) != 1):
+    if not games or (not engine.get_ruleset(str(ruleset)).games_per_match_option and len(games) != 1):
         raise ReplayError(f"a {ruleset} match log has {len(games)} games")
     for i, (gm, spec) in enumerate(zip(games, default_game_specs(str(ruleset), expected, len(games)), strict=True)):
         elog = gm.get("engine_log") or {}
