@@ -71,11 +71,13 @@ class ArenaApi(Api):
         return payload, code, headers
 
 
-def abort(code: int, message: str, **fields: str) -> NoReturn:
-    """Stop the request with ``code``; ``fields`` become ``errors.json.<field>`` (422 use)."""
+def abort(code: int, message: str, *, headers: dict[str, str] | None = None, **fields: str) -> NoReturn:
+    """Stop the request with ``code`` (and response ``headers``); ``fields`` become
+    ``errors.json.<field>`` (422 use)."""
+    extra: dict[str, Any] = {"headers": headers} if headers else {}
     if fields:
-        smorest_abort(code, message=message, errors={"json": {k: [v] for k, v in fields.items()}})
-    smorest_abort(code, message=message)
+        smorest_abort(code, message=message, errors={"json": {k: [v] for k, v in fields.items()}}, **extra)
+    smorest_abort(code, message=message, **extra)
     raise AssertionError("unreachable: flask_smorest.abort raises")
 
 

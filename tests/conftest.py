@@ -261,7 +261,7 @@ def celery_worker_factory(
 ) -> Iterator[Callable[..., WorkerHandle]]:
     """Start real Celery worker processes; all are stopped at teardown.
 
-    ``start(*, concurrency=1, pool="prefork", queues=("arena",), broker_url=None,
+    ``start(*, concurrency=1, pool="prefork", queues=("arena", "arena.checks"), broker_url=None,
     database_url=None, env=None, extra_args=()) -> WorkerHandle``
 
     - ``broker_url`` defaults to the ``redis_url`` fixture.
@@ -280,7 +280,7 @@ def celery_worker_factory(
         *,
         concurrency: int = 1,
         pool: str = "prefork",
-        queues: tuple[str, ...] = ("arena",),
+        queues: tuple[str, ...] = ("arena", "arena.checks"),
         broker_url: str | None = None,
         database_url: str | None = None,
         env: dict[str, str] | None = None,

@@ -1,12 +1,14 @@
 """The Celery tasks of the ``arena`` queue: thin wrappers around the shared core.
 
-``arena.run_match(match_id)`` runs :func:`arena.core.runner.service.play_and_store`.
+``arena.run_match(match_id)`` runs :func:`arena.core.runner.service.play_and_store`;
+``arena.check_bot(check_id)`` (queue ``arena.checks``) runs :func:`arena.core.conformance.run_check`.
 """
 
 from __future__ import annotations
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from arena.core.conformance import run_check
 from arena.core.runner.service import play_and_store
 from worker.celery_app import app
 
@@ -18,3 +20,12 @@ def run_match_task(self, match_id: int) -> str:
     """Celery task: :func:`play_and_store` (``args=[match_id]``), retried while the database
     is unreachable."""
     return play_and_store(int(match_id))
+
+
+@app.task(name="arena.check_bot", bind=True, acks_late=True, reject_on_worker_lost=True,
+          autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, retry_backoff_max=60,
+          max_retries=10)
+def check_bot_task(self, check_id: int) -> str:
+    """Celery task: :func:`run_check` (``args=[check_id]``), retried while the database is
+    unreachable; a re-delivered check runs again (its outcome is stored once)."""
+    return run_check(int(check_id))

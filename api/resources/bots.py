@@ -1,9 +1,14 @@
 """Bots: register, list, read, change, delete, and check (health + conformance).
 
-A new or changed bot (URL or rule sets) is ``unchecked``; ``POST /bots/{id}/check`` makes it
-``ready`` or ``failed``; only ``ready`` bots may enter a tournament. The signing ``secret``
-is shown once, in the response to ``POST /bots``. Deleting marks the bot ``deleted`` (its
-matches and logs keep referring to it) and hides it.
+A new or changed bot (URL or rule sets) is ``unchecked``; ``POST /bots/{id}/check`` answers
+202 at once with the check (its URL in ``Location``), the bot is ``checking`` while a worker
+runs it (:mod:`arena.core.conformance`), then ``ready`` or ``failed``; only ``ready`` bots may
+enter a tournament. One check per bot at a time (409), at most
+:data:`~arena.core.lifecycle.MAX_CHECKS_PER_ACCOUNT` per account (429). The signing
+``secret`` is shown once, in the response to ``POST /bots``. A bot entered in a created or
+running tournament cannot change its URL (409). Deleting marks the bot ``deleted`` (its
+matches and logs keep referring to it) and hides it; its seats in matches not yet played
+forfeit without a request. Every status change is in :mod:`arena.core.lifecycle`.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import marshmallow as ma
+from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow import validate
@@ -21,9 +27,10 @@ from api.auth import BEARER, current_account, protect
 from api.common import IdField, PageArgs, TextField, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
+from arena.core import lifecycle
 from arena.core.access import is_organizer
-from arena.core.conformance import check_bot
-from arena.core.db.models import Bot, utcnow
+from arena.core.db.models import Bot, BotCheck, utcnow
+from arena.core.queue import QueueError, enqueue_check
 from arena.core.security import SECRET_GRACE_S, new_secret
 from arena.core.url_policy import MAX_URL_LENGTH, BotUrlError, check_bot_url
 
@@ -52,11 +59,47 @@ class BotSchema(ma.Schema):
     name = ma.fields.String(required=True)
     url = ma.fields.String(required=True)
     rulesets = ma.fields.List(ma.fields.String(), required=True)
-    status = ma.fields.String(required=True, validate=validate.OneOf(("unchecked", "ready", "failed")))
+    status = ma.fields.String(required=True, validate=validate.OneOf(("unchecked", "checking", "ready", "failed")))
     last_check_at = ma.fields.DateTime(allow_none=True)
     last_check = ma.fields.Dict(allow_none=True)
+    warnings = ma.fields.Method("_warnings", metadata={
+        "description": "warnings of the last check, e.g. a badly signed request not answered 401"})
     created_at = ma.fields.DateTime(required=True)
     updated_at = ma.fields.DateTime(required=True)
+
+    def _warnings(self, obj) -> list[str]:
+        return list((obj.last_check or {}).get("warnings") or [])
+
+
+class BotCheckSchema(ma.Schema):
+    id = ma.fields.Integer(required=True)
+    bot_id = ma.fields.Integer(required=True)
+    status = ma.fields.String(required=True, metadata={
+        "description": "queued, running, passed, failed, or error (the check could not be run)"})
+    url = ma.fields.String(required=True, metadata={"description": "the bot URL checked"})
+    rulesets = ma.fields.List(ma.fields.String(), required=True)
+    progress = ma.fields.Dict(allow_none=True, metadata={
+        "description": "{stage, rulesets: {ruleset: {kind: {asked, faults}}}}: decisions asked per kind so far"})
+    result = ma.fields.Dict(allow_none=True, metadata={
+        "description": "the outcome when done: ok, health, signature, conformance per rule set, warnings"})
+    warnings = ma.fields.Method("_warnings", metadata={"description": "warnings of the result (passing checks too)"})
+    error = ma.fields.String(allow_none=True)
+    attempts = ma.fields.Integer(required=True)
+    check_url = ma.fields.Method("_url", metadata={"description": "where to follow this check"})
+    created_at = ma.fields.DateTime(required=True)
+    started_at = ma.fields.DateTime(allow_none=True)
+    finished_at = ma.fields.DateTime(allow_none=True)
+
+    def _warnings(self, obj) -> list[str]:
+        return list((obj.result or {}).get("warnings") or [])
+
+    def _url(self, obj) -> str:
+        return check_path(obj.bot_id, obj.id)
+
+
+def check_path(bot_id: int, check_id: int) -> str:
+    """The URL path of a bot check."""
+    return url_for("bots.BotCheckById", bot_id=bot_id, check_id=check_id)
 
 
 class BotSecretSchema(BotSchema):
@@ -142,58 +185,103 @@ class BotById(MethodView):
     @blp.doc(security=BEARER)
     @blp.arguments(BotPatchSchema)
     @blp.response(200, BotSchema)
-    @errors(blp, 401, 403, 404)
+    @errors(blp, 401, 403, 404, 409)
     def patch(self, data, bot_id):
-        """Change name, URL or rule sets (owner). A new URL or rule sets needs a new check."""
+        """Change name, URL or rule sets (owner). A new URL or rule sets needs a new check.
+
+        409: a URL or rule-set change while a check runs, or a URL change while the bot is
+        entered in a created or running tournament (its matches only call the URL that passed
+        the check; register another bot for a new URL, or delete this one to withdraw it)."""
         bot = get_bot_for(bot_id, write=True)
-        if "name" in data:
-            bot.name = data["name"]
-        if "url" in data and data["url"] != bot.url:
-            bot.url = _url(data["url"])
-            bot.status = "unchecked"
-        if "rulesets" in data:
-            rulesets = _rulesets(data["rulesets"])
-            if rulesets != bot.rulesets:
-                bot.rulesets = rulesets
-                bot.status = "unchecked"
-        bot.updated_at = utcnow()
-        db().commit()
-        return bot
+        url = _url(data["url"]) if "url" in data and data["url"] != bot.url else None
+        rulesets = _rulesets(data["rulesets"]) if "rulesets" in data else None
+        try:
+            return lifecycle.update_bot(db(), bot_id, name=data.get("name"), url=url, rulesets=rulesets)
+        except lifecycle.NotFound as exc:
+            abort(404, str(exc))
+        except lifecycle.Conflict as exc:
+            abort(409, str(exc))
 
     @blp.doc(security=BEARER)
     @blp.response(204)
     @errors(blp, 401, 403, 404)
     def delete(self, bot_id):
-        """Delete a bot (owner). Its past matches and logs stay; it can no longer enter tournaments."""
-        bot = get_bot_for(bot_id, write=True)
-        bot.status = "deleted"
-        bot.updated_at = utcnow()
-        db().commit()
+        """Delete a bot (owner). Its past matches and logs stay; it can no longer enter
+        tournaments; its matches not yet played in the tournaments it had entered are
+        forfeits (every game of its seat, FAULT-2/3) and its URL is never called again."""
+        get_bot_for(bot_id, write=True)
+        try:
+            lifecycle.delete_bot(db(), bot_id)
+        except lifecycle.NotFound as exc:
+            abort(404, str(exc))
         return None
 
 
-@blp.route("/<int(min=1, max=2147483647):bot_id>/check")
-class BotCheck(MethodView):
-    @blp.doc(security=BEARER)
-    @blp.response(200, BotSchema)
-    @errors(blp, 401, 403, 404)
-    def post(self, bot_id):
-        """Run the health check (and the conformance game, see arena.core.conformance) and record it.
+def _latest_check(bot_id: int) -> BotCheck | None:
+    return db().scalars(select(BotCheck).where(BotCheck.bot_id == bot_id).order_by(BotCheck.id.desc())
+                        .limit(1)).first()
 
-        The bot becomes ``ready`` if it passes, ``failed`` otherwise; ``last_check`` holds the
-        details (HTTP status, elapsed milliseconds, name and protocols announced, error).
-        """
-        bot = get_bot_for(bot_id, write=True)
-        url, rulesets, secret = bot.url, list(bot.rulesets), bot.secret
-        db().commit()  # do not hold a transaction open during the network call
-        outcome = check_bot(url, rulesets, allow_private=settings().allow_private_bot_urls, secret=secret)
-        bot = db().get(Bot, bot_id)
-        if bot.url == url and bot.rulesets == rulesets and bot.status != "deleted":
-            bot.status = "ready" if outcome["ok"] else "failed"
-        bot.last_check = outcome
-        bot.last_check_at = utcnow()
+
+@blp.route("/<int(min=1, max=2147483647):bot_id>/check")
+class BotCheckLatest(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(202, BotCheckSchema, headers={"Location": {"schema": {"type": "string"},
+                                                             "description": "the check's URL"}})
+    @errors(blp, 401, 403, 404, 409, 429, 503)
+    def post(self, bot_id):
+        """Start a check of the bot (owner): 202 at once; follow ``check_url`` (also ``Location``).
+
+        A worker runs the URL check, the health check, one badly signed request (a bot that
+        answers it with anything but 401 passes with a warning) and short conformance games
+        asking every decision kind of each rule set (arena.core.conformance). The bot is
+        ``checking`` until the check is done, then ``ready`` or ``failed``. 409 while the bot
+        has a check queued or running (its URL in ``Location``); 429 (``Retry-After``) when
+        the account already has 2 checks queued or running; 503 when no worker can be
+        reached (nothing changed)."""
+        get_bot_for(bot_id, write=True)
         db().commit()
-        return bot
+        try:
+            check = lifecycle.begin_check(db(), bot_id)
+        except lifecycle.CheckRunning as exc:
+            abort(409, str(exc), headers={"Location": check_path(bot_id, exc.check_id)})
+        except lifecycle.TooManyChecks as exc:
+            abort(429, str(exc), headers={"Retry-After": str(lifecycle.CHECK_RETRY_AFTER_S)})
+        except lifecycle.NotFound as exc:
+            abort(404, str(exc))
+        check_id = check.id
+        try:
+            enqueue_check(settings(), check_id)
+        except QueueError as exc:
+            lifecycle.release_check(db(), check_id, str(exc))
+            abort(503, f"the check could not be started: {exc}", headers={"Retry-After": "5"})
+        db().expire_all()
+        check = db().get(BotCheck, check_id)
+        return check, 202, {"Location": check_path(bot_id, check_id)}
+
+    @blp.doc(security=BEARER)
+    @blp.response(200, BotCheckSchema)
+    @errors(blp, 401, 403, 404)
+    def get(self, bot_id):
+        """The bot's latest check (owner or organizer): status, progress per decision kind, result."""
+        get_bot_for(bot_id, write=False)
+        check = _latest_check(bot_id)
+        if check is None:
+            abort(404, f"bot {bot_id} has never been checked")
+        return check
+
+
+@blp.route("/<int(min=1, max=2147483647):bot_id>/checks/<int(min=1, max=2147483647):check_id>")
+class BotCheckById(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(200, BotCheckSchema)
+    @errors(blp, 401, 403, 404)
+    def get(self, bot_id, check_id):
+        """One check of the bot (owner or organizer)."""
+        get_bot_for(bot_id, write=False)
+        check = db().get(BotCheck, check_id)
+        if check is None or check.bot_id != bot_id:
+            abort(404, f"bot {bot_id} has no check {check_id}")
+        return check
 
 
 @blp.route("/<int(min=1, max=2147483647):bot_id>/secret")

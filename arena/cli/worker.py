@@ -1,7 +1,7 @@
 """``arena worker``: start a real Celery worker consuming the match queue.
 
 Equivalent to ``celery -A worker.celery_app worker --without-mingle --without-gossip
--Q arena -c N -n arena-<pid>@%h`` (a node name unique per process, so several workers may
+-Q arena,arena.checks -c N -n arena-<pid>@%h`` (a node name unique per process, so several workers may
 run on one host); settings come from the ``ARENA_*`` environment (``arena config``).
 """
 
@@ -25,7 +25,7 @@ def default_node_name() -> str:
 @click.command("worker")
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
               help="worker processes (default: the number of CPUs)")
-@click.option("--queues", "-Q", default="arena", show_default=True,
+@click.option("--queues", "-Q", default="arena,arena.checks", show_default=True,
               help="comma-separated queues to consume")
 @click.option("--pool", type=click.Choice(["prefork", "threads", "solo"]), default="prefork", show_default=True,
               help="execution pool")
@@ -33,7 +33,8 @@ def default_node_name() -> str:
 @click.option("--hostname", "-n", default=None,
               help="node name (default: arena-<pid>@%h, unique per process on a host; %h is the host name)")
 def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostname: str | None) -> None:
-    """Run matches: a Celery worker for the ``arena.run_match`` tasks (blocks until stopped).
+    """Run matches and bot checks: a Celery worker for the ``arena.run_match`` and
+    ``arena.check_bot`` tasks (blocks until stopped).
 
     SIGTERM is a warm shutdown (running matches finish; unfinished deliveries go back to the
     queue); a killed worker's match is delivered again after the broker visibility timeout

@@ -1,6 +1,8 @@
 """Every status of a tournament and of a match, and every transition between them.
 
-This is the only module that writes a ``status`` column of ``tournaments`` or ``matches``.
+This is the only module that writes a ``status`` column of ``tournaments``, ``matches``,
+``bots`` or ``bot_checks`` (bots and their checks: :class:`BotStatus`, :class:`CheckStatus`,
+at the end of the module).
 API views, Celery tasks, the reaper and the command line call the functions below; each
 one is a transaction of its own (it commits, or rolls back and raises).
 
@@ -41,7 +43,9 @@ from sqlalchemy.orm import Session, selectinload
 import engine
 from arena.core import fairness, matchlog
 from arena.core.db.models import (
+    Account,
     Bot,
+    BotCheck,
     Match,
     MatchLog,
     MatchResult,
@@ -252,7 +256,8 @@ def finish_if_done(session: Session, tournament_id: int) -> bool:
 @dataclass(frozen=True)
 class SeatPlan:
     """A seat of a claimed match: a bot (id, ``name#id``, URL, signing secret, and the
-    previous secret while a rotation's grace period runs) or a house bot."""
+    previous secret while a rotation's grace period runs) or a house bot. ``withdrawn``: the
+    bot was deleted; its seat forfeits without any request (no URL is given)."""
 
     seat: int
     bot_id: int | None
@@ -261,6 +266,7 @@ class SeatPlan:
     url: str | None
     secret: str | None
     previous_secret: str | None = None
+    withdrawn: bool = False
 
 
 @dataclass(frozen=True)
@@ -351,7 +357,10 @@ def claim_match(session: Session, match_id: int) -> ClaimResult:
     for s in match.seats:
         if s.bot_id is not None:
             b = bots[s.bot_id]
-            seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret, b.grace_secret()))
+            if b.status == BotStatus.DELETED:
+                seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", None, None, withdrawn=True))
+            else:
+                seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret, b.grace_secret()))
         else:
             seats.append(SeatPlan(s.seat, None, s.house_bot, s.house_bot or "house", None, None))
     match.status = MatchStatus.RUNNING
@@ -467,3 +476,309 @@ def tournament_done(session: Session, tournament_id: int) -> bool:
     """True when no match of the tournament is pending, queued or running."""
     return unfinished_count(session, tournament_id) == 0
 
+
+
+# -- bots and bot checks ----------------------------------------------------------------------
+class BotStatus(StrEnum):
+    """Status of a bot (``bots.status``).
+
+    ::
+
+        unchecked --begin_check--> checking --finish_check--> ready | failed
+            ^                         |  (cannot be sent, abandoned: back to the status before)
+            +---- update_bot (URL or rule sets changed) ---- ready | failed
+        any --delete_bot--> deleted
+    """
+
+    UNCHECKED = "unchecked"
+    CHECKING = "checking"
+    READY = "ready"
+    FAILED = "failed"
+    DELETED = "deleted"
+
+
+class CheckStatus(StrEnum):
+    """Status of a bot check (``bot_checks.status``): ``queued -> running -> passed | failed``;
+    ``error`` when it could not be run (no broker, abandoned by its worker, internal error)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+
+
+#: Checks still to finish.
+ACTIVE_CHECKS: tuple[CheckStatus, ...] = (CheckStatus.QUEUED, CheckStatus.RUNNING)
+#: Most checks queued or running at once for the bots of one account (HTTP 429 beyond).
+MAX_CHECKS_PER_ACCOUNT = 2
+#: A queued or running check without a heartbeat for this long (seconds) is abandoned (its
+#: worker died): a new check of the bot may start. A running check beats at least every
+#: decision (at most 10 s apart, arena.core.conformance.CONFORMANCE_TIME_RULES_S).
+CHECK_STALE_S = 300
+#: ``Retry-After`` of a refused check (too many running for the account), seconds.
+CHECK_RETRY_AFTER_S = 30
+
+
+class CheckRunning(Conflict):
+    """The bot already has a check queued or running (``check_id``); HTTP 409."""
+
+    def __init__(self, message: str, check_id: int):
+        super().__init__(message)
+        self.check_id = check_id
+
+
+class TooManyChecks(LifecycleError):
+    """The account has :data:`MAX_CHECKS_PER_ACCOUNT` checks queued or running; HTTP 429."""
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """What a claimed bot check runs with: the URL and rule sets recorded when it was asked,
+    the bot's signing secret and (during a rotation's grace period) its previous secret."""
+
+    check_id: int
+    bot_id: int
+    url: str
+    rulesets: tuple[str, ...]
+    secret: str
+    previous_secret: str | None
+    attempt: int
+
+
+def _aware(value: Any) -> Any:
+    # SQLite gives naive datetimes back; every stored time is UTC
+    if value is not None and value.tzinfo is None:
+        from datetime import UTC
+
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def _stale_before(now: Any, stale_after_s: float) -> Any:
+    from datetime import timedelta
+
+    return now - timedelta(seconds=stale_after_s)
+
+
+def begin_check(session: Session, bot_id: int, *, max_per_account: int = MAX_CHECKS_PER_ACCOUNT,
+                stale_after_s: float = CHECK_STALE_S) -> BotCheck:
+    """``unchecked|ready|failed -> checking``: store a ``queued`` check of the bot's current URL
+    and rule sets; commit. The caller sends it to a worker (then :func:`release_check` if that
+    fails). The owner's account row is locked ``FOR UPDATE`` first, so concurrent requests of
+    one account count each other.
+
+    A check of the bot without a heartbeat for ``stale_after_s`` seconds is marked ``error``
+    (abandoned) and does not count.
+
+    Raises:
+        NotFound: no such bot, or deleted.
+        CheckRunning: the bot has a live check (``exc.check_id``).
+        TooManyChecks: the account has ``max_per_account`` live checks.
+    """
+    bot = session.get(Bot, bot_id)
+    if bot is None or bot.status == BotStatus.DELETED:
+        session.rollback()
+        raise NotFound(f"bot {bot_id} not found")
+    _locked(session, Account, bot.owner_id)
+    bot = _locked(session, Bot, bot_id)
+    now = utcnow()
+    stale = _stale_before(now, stale_after_s)
+    live = list(session.scalars(select(BotCheck).where(
+        BotCheck.account_id == bot.owner_id, BotCheck.status.in_(ACTIVE_CHECKS))))
+    previous = bot.status
+    for c in live:
+        if _aware(c.updated_at) < stale:
+            c.status = CheckStatus.ERROR
+            c.error = f"abandoned: no progress for {stale_after_s:g} s (its worker stopped)"
+            c.finished_at = now
+            if c.bot_id == bot.id:
+                previous = c.previous_status
+    live = [c for c in live if c.status in ACTIVE_CHECKS]
+    mine = [c for c in live if c.bot_id == bot.id]
+    if mine:
+        session.rollback()
+        raise CheckRunning(f"bot {bot_id} already has check {mine[0].id} {mine[0].status}; "
+                           f"wait for it to finish", mine[0].id)
+    if len(live) >= max_per_account:
+        session.rollback()
+        raise TooManyChecks(f"your account already has {len(live)} bot checks queued or running "
+                            f"(at most {max_per_account} at a time); retry when one has finished")
+    if previous == BotStatus.CHECKING:  # a checking bot without a live check: its check was lost
+        previous = BotStatus.UNCHECKED
+    check = BotCheck(bot_id=bot.id, account_id=bot.owner_id, status=CheckStatus.QUEUED, url=bot.url,
+                     rulesets=list(bot.rulesets), previous_status=previous, attempts=0,
+                     progress={}, created_at=now, updated_at=now)
+    session.add(check)
+    bot.status = BotStatus.CHECKING
+    session.commit()
+    return check
+
+
+def _restore_bot(session: Session, check: BotCheck) -> None:
+    bot = _locked(session, Bot, check.bot_id)
+    if bot is not None and bot.status == BotStatus.CHECKING:
+        bot.status = check.previous_status
+
+
+def release_check(session: Session, check_id: int, reason: str) -> None:
+    """``queued -> error`` for a check that could not be sent to a worker (``reason``); the bot
+    goes back to its status before the check; commit."""
+    check = _locked(session, BotCheck, check_id)
+    if check is None or check.status not in ACTIVE_CHECKS:
+        session.rollback()
+        return
+    check.status = CheckStatus.ERROR
+    check.error = " ".join(reason.split())[:MAX_FAILURE_CHARS] or "error"
+    check.finished_at = check.updated_at = utcnow()
+    _restore_bot(session, check)
+    session.commit()
+
+
+def claim_check(session: Session, check_id: int) -> CheckPlan | None:
+    """``queued|running -> running`` for a delivery of check ``check_id`` (``attempts + 1``);
+    commit. Returns None (nothing to run) for an unknown or finished check, or one whose bot
+    was deleted (the check becomes ``error``)."""
+    check = _locked(session, BotCheck, check_id)
+    if check is None or check.status not in ACTIVE_CHECKS:
+        session.rollback()
+        return None
+    bot = session.get(Bot, check.bot_id)
+    now = utcnow()
+    if bot is None or bot.status == BotStatus.DELETED:
+        check.status = CheckStatus.ERROR
+        check.error = "the bot was deleted"
+        check.finished_at = check.updated_at = now
+        session.commit()
+        return None
+    check.status = CheckStatus.RUNNING
+    check.attempts = (check.attempts or 0) + 1
+    check.started_at = check.started_at or now
+    check.updated_at = now
+    plan = CheckPlan(check.id, bot.id, check.url, tuple(check.rulesets), bot.secret,
+                     bot.grace_secret(), check.attempts)
+    session.commit()
+    return plan
+
+
+def record_check_progress(session: Session, check_id: int, progress: dict[str, Any]) -> bool:
+    """Store the progress of a running check and beat its heartbeat; commit. False if the
+    check is no longer running (abandoned or finished)."""
+    changed = _update(session, update(BotCheck).where(
+        BotCheck.id == check_id, BotCheck.status == CheckStatus.RUNNING).values(
+        progress=progress, updated_at=utcnow()))
+    session.commit()
+    return changed == 1
+
+
+def finish_check(session: Session, check_id: int, result: dict[str, Any]) -> str | None:
+    """``running -> passed|failed`` by ``result["ok"]``; the bot's ``last_check`` is the result
+    and, if it is still ``checking`` the URL and rule sets checked, it becomes ``ready`` or
+    ``failed`` (``unchecked`` if they changed; a deleted bot stays deleted); commit.
+
+    Returns the bot's new status, or None when the check was no longer running (nothing
+    changed: a duplicate delivery, or an abandoned check).
+    """
+    check = _locked(session, BotCheck, check_id)
+    if check is None or check.status != CheckStatus.RUNNING:
+        session.rollback()
+        return None
+    now = utcnow()
+    check.status = CheckStatus.PASSED if result.get("ok") else CheckStatus.FAILED
+    check.result = result
+    check.finished_at = check.updated_at = now
+    bot = _locked(session, Bot, check.bot_id)
+    assert bot is not None
+    bot.last_check = result
+    bot.last_check_at = now
+    if bot.status == BotStatus.CHECKING:
+        if bot.url == check.url and list(bot.rulesets) == list(check.rulesets):
+            bot.status = BotStatus.READY if result.get("ok") else BotStatus.FAILED
+        else:
+            bot.status = BotStatus.UNCHECKED
+    status = bot.status
+    session.commit()
+    return status
+
+
+def error_check(session: Session, check_id: int, reason: str) -> bool:
+    """``running|queued -> error`` (the check itself broke, not the bot: ``reason``); the bot
+    goes back to its status before the check; commit. False if it was already done."""
+    check = _locked(session, BotCheck, check_id)
+    if check is None or check.status not in ACTIVE_CHECKS:
+        session.rollback()
+        return False
+    check.status = CheckStatus.ERROR
+    check.error = " ".join(reason.split())[:MAX_FAILURE_CHARS] or "error"
+    check.finished_at = check.updated_at = utcnow()
+    _restore_bot(session, check)
+    session.commit()
+    return True
+
+
+def entered_in(session: Session, bot_id: int) -> list[int]:
+    """Ids of the ``created`` or ``running`` tournaments the bot is entered in."""
+    return list(session.scalars(select(Tournament.id).join(
+        TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id).where(
+        TournamentParticipant.bot_id == bot_id,
+        Tournament.status.in_((TournamentStatus.CREATED, TournamentStatus.RUNNING))).order_by(Tournament.id)))
+
+
+def update_bot(session: Session, bot_id: int, *, name: str | None = None, url: str | None = None,
+               rulesets: Sequence[str] | None = None) -> Bot:
+    """Change a bot's name, URL (already checked against the URL policy by the caller) or
+    rule sets; commit. A new URL or new rule sets make it ``unchecked``.
+
+    Raises:
+        NotFound: no such bot, or deleted.
+        Conflict: a URL or rule-set change while a check runs; a URL change while the bot is
+            entered in a created or running tournament (its matches call the checked URL
+            only: delete the bot to withdraw it, or wait until the tournaments end).
+    """
+    bot = _locked(session, Bot, bot_id)
+    if bot is None or bot.status == BotStatus.DELETED:
+        session.rollback()
+        raise NotFound(f"bot {bot_id} not found")
+    new_url = url is not None and url != bot.url
+    new_rulesets = rulesets is not None and list(rulesets) != list(bot.rulesets)
+    if (new_url or new_rulesets) and bot.status == BotStatus.CHECKING:
+        session.rollback()
+        raise Conflict(f"bot {bot_id} is being checked; change its URL or rule sets when the check is done")
+    if new_url:
+        tournaments = entered_in(session, bot_id)
+        if tournaments:
+            session.rollback()
+            raise Conflict(
+                f"bot {bot_id} is entered in tournament(s) {', '.join(map(str, tournaments))} that "
+                "are not finished: its URL cannot change until they end (its matches only call the "
+                "URL that passed the check); register a new bot for the new URL")
+    if name is not None:
+        bot.name = name
+    if new_url:
+        bot.url = url  # type: ignore[assignment]
+    if new_rulesets:
+        bot.rulesets = list(rulesets)  # type: ignore[arg-type]
+    if new_url or new_rulesets:
+        bot.status = BotStatus.UNCHECKED
+    bot.updated_at = utcnow()
+    session.commit()
+    return bot
+
+
+def delete_bot(session: Session, bot_id: int) -> None:
+    """``any -> deleted``; commit. Its past matches and logs stay. Its seats in matches not
+    yet played forfeit every game without a request (:func:`claim_match`: a deleted bot's
+    seat is ``withdrawn``, FAULT-3 from the first decision); a match already running plays out.
+
+    Raises:
+        NotFound: no such bot, or already deleted.
+    """
+    bot = _locked(session, Bot, bot_id)
+    if bot is None or bot.status == BotStatus.DELETED:
+        session.rollback()
+        raise NotFound(f"bot {bot_id} not found")
+    bot.status = BotStatus.DELETED
+    bot.updated_at = utcnow()
+    session.execute(update(BotCheck).where(BotCheck.bot_id == bot_id, BotCheck.status.in_(ACTIVE_CHECKS)).values(
+        status=CheckStatus.ERROR, error="the bot was deleted", finished_at=utcnow(), updated_at=utcnow()))
+    session.commit()

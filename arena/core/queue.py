@@ -7,6 +7,10 @@ With ``ARENA_CELERY_EAGER`` (the quick local run, no broker) a sent task would n
 the matches are played in-process, one after the other, by
 :func:`arena.core.runner.service.play_and_store` (what the task runs) with the caller's
 settings (its database). The call returns when every match is stored.
+
+Bot checks: :func:`enqueue_check` sends ``arena.check_bot(check_id)`` to the ``arena.checks``
+queue (consumed by ``arena worker`` next to ``arena``, so a check never waits behind a
+tournament's matches); in eager mode :func:`arena.core.conformance.run_check` runs in-process.
 """
 
 from __future__ import annotations
@@ -17,10 +21,14 @@ from functools import lru_cache
 from celery import Celery
 
 from arena.core.config import Settings
+from arena.core.conformance import run_check
 from arena.core.runner.service import play_and_store
 
 RUN_MATCH_TASK = "arena.run_match"
 QUEUE = "arena"
+CHECK_BOT_TASK = "arena.check_bot"
+#: Queue of the bot checks (``arena worker`` consumes it with :data:`QUEUE`).
+CHECK_QUEUE = "arena.checks"
 
 
 class QueueError(RuntimeError):
@@ -56,3 +64,21 @@ def enqueue_matches(settings: Settings, match_ids: Iterable[int]) -> int:
     except Exception as exc:  # kombu raises OperationalError and friends
         raise QueueError(f"cannot reach the task broker: {exc}") from exc
     return len(ids)
+
+
+def enqueue_check(settings: Settings, check_id: int) -> None:
+    """Send one ``arena.check_bot`` task (eager mode: run the check now, in-process).
+
+    Raises:
+        QueueError: the broker refused or could not be reached.
+    """
+    if settings.celery_eager:
+        run_check(check_id, settings)
+        return
+    client = _client(settings.broker_url)
+    try:
+        with client.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1)
+            client.send_task(CHECK_BOT_TASK, args=[check_id], queue=CHECK_QUEUE, connection=conn)
+    except Exception as exc:  # kombu raises OperationalError and friends
+        raise QueueError(f"cannot reach the task broker: {exc}") from exc

@@ -3,6 +3,7 @@ accounts, and tiny real HTTP bot servers on 127.0.0.1."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Iterator
@@ -176,11 +177,35 @@ def bot_server() -> Iterator[BotServer]:
     server.close()
 
 
+def eager_client(client):
+    """A test client of the same app and database in eager mode (``ARENA_CELERY_EAGER``): a
+    ``POST /bots/{id}/check`` runs the check in-process and answers 202 with it done."""
+    app = client.application
+    twin = app.extensions.get("arena-eager-twin")
+    if twin is None:
+        ext = app.extensions["arena"]
+        twin = create_app(dataclasses.replace(ext["settings"], celery_eager=True), engine=ext["engine"])
+        twin.testing = True
+        app.extensions["arena-eager-twin"] = twin
+    return twin.test_client()
+
+
+def run_check(client, bot_id: int, headers) -> tuple[dict, dict]:
+    """``POST /bots/{id}/check`` in eager mode; returns (the finished check, the bot)."""
+    r = eager_client(client).post(f"/api/v1/bots/{bot_id}/check", headers=headers)
+    assert r.status_code == 202, r.json
+    assert r.headers["Location"] == r.json["check_url"] == f"/api/v1/bots/{bot_id}/checks/{r.json['id']}"
+    assert r.json["status"] in ("passed", "failed"), r.json
+    bot = client.get(f"/api/v1/bots/{bot_id}", headers=headers)
+    assert bot.status_code == 200, bot.json
+    return r.json, bot.json
+
+
 def register_ready_bot(client, headers, url: str, rulesets: list[str], name: str = "bot") -> int:
     """POST a bot and check it (it must pass); returns its id."""
     r = client.post("/api/v1/bots", json={"name": name, "url": url, "rulesets": rulesets}, headers=headers)
     assert r.status_code == 201, r.json
     bot_id = r.json["id"]
-    r = client.post(f"/api/v1/bots/{bot_id}/check", headers=headers)
-    assert r.status_code == 200 and r.json["status"] == "ready", r.json
+    check, bot = run_check(client, bot_id, headers)
+    assert check["status"] == "passed" and bot["status"] == "ready", check
     return bot_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.conftest import register_ready_bot
+from tests.api.conftest import register_ready_bot, run_check
 
 
 def test_create_account_returns_token_once_and_me_works(client, accounts):
@@ -75,19 +75,23 @@ def test_bot_lifecycle_owner(client, accounts, bot_server):
     listing = client.get("/api/v1/bots", headers=h).json
     assert listing["total"] == 1 and listing["items"][0]["id"] == bot["id"]
 
-    checked = client.post(f"/api/v1/bots/{bot['id']}/check", headers=h)
-    assert checked.status_code == 200
-    assert checked.json["status"] == "ready"
-    assert checked.json["last_check"]["health"]["name"] == "tiny"
-    assert checked.json["last_check"]["health"]["protocols"] == [1]
+    check, checked = run_check(client, bot["id"], h)
+    assert check["status"] == "passed" and checked["status"] == "ready"
+    assert checked["last_check"] == check["result"]
+    assert checked["last_check"]["health"]["name"] == "tiny"
+    assert checked["last_check"]["health"]["protocols"] == [1]
     assert bot_server.hits == ["/"]
+    # the tiny server ignores signatures: passed, with the warning on the check and the bot
+    assert check["result"]["signature"] == {"ok": False, "status": 200, "warning": check["warnings"][0]}
+    assert "not 401" in checked["warnings"][0]
+    assert client.get(f"/api/v1/bots/{bot['id']}/check", headers=h).json == check
 
     r = client.patch(f"/api/v1/bots/{bot['id']}", json={"name": "renamed"}, headers=h)
     assert r.status_code == 200 and r.json["name"] == "renamed" and r.json["status"] == "ready"
     r = client.patch(f"/api/v1/bots/{bot['id']}", json={"url": bot_server.url + "/protocols"}, headers=h)
     assert r.status_code == 200 and r.json["status"] == "unchecked"
-    r = client.post(f"/api/v1/bots/{bot['id']}/check", headers=h)
-    assert r.json["status"] == "ready" and r.json["last_check"]["health"]["protocols"] == [1, 2]
+    _, again = run_check(client, bot["id"], h)
+    assert again["status"] == "ready" and again["last_check"]["health"]["protocols"] == [1, 2]
 
     assert client.delete(f"/api/v1/bots/{bot['id']}", headers=h).status_code == 204
     assert client.get(f"/api/v1/bots/{bot['id']}", headers=h).status_code == 404
@@ -104,10 +108,9 @@ def test_failed_health_check_is_recorded(client, accounts, bot_server, path, err
     h = accounts.contestant("dave")
     bot_id = client.post("/api/v1/bots", json={"name": "b", "url": bot_server.url + path,
                                                "rulesets": ["jdf"]}, headers=h).json["id"]
-    r = client.post(f"/api/v1/bots/{bot_id}/check", headers=h)
-    assert r.status_code == 200
-    assert r.json["status"] == "failed"
-    assert error in r.json["last_check"]["health"]["error"]
+    check, bot = run_check(client, bot_id, h)
+    assert check["status"] == "failed" and bot["status"] == "failed"
+    assert error in bot["last_check"]["health"]["error"]
     assert bot_server.hits == [path]  # the redirect was not followed
 
 
@@ -115,8 +118,8 @@ def test_check_of_a_bot_that_is_down(client, accounts, free_port):
     h = accounts.contestant("erin")
     bot_id = client.post("/api/v1/bots", json={"name": "b", "url": f"http://127.0.0.1:{free_port()}/",
                                                "rulesets": ["jdf"]}, headers=h).json["id"]
-    r = client.post(f"/api/v1/bots/{bot_id}/check", headers=h)
-    assert r.json["status"] == "failed" and "ConnectError" in r.json["last_check"]["health"]["error"]
+    _, bot = run_check(client, bot_id, h)
+    assert bot["status"] == "failed" and "ConnectError" in bot["last_check"]["health"]["error"]
 
 
 def test_bot_access_rules(client, accounts, bot_server):

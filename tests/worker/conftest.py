@@ -4,6 +4,7 @@ SDK bots served over HTTP on 127.0.0.1 whose behaviour can be switched after the
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -116,6 +117,9 @@ class Arena:
         app = create_app(self.settings, engine=self.engine)
         app.testing = True
         self.client = app.test_client()
+        twin = create_app(dataclasses.replace(self.settings, celery_eager=True), engine=self.engine)
+        twin.testing = True
+        self.eager_client = twin.test_client()
         with self.sessions() as s:
             _, org = create_account(s, "org-" + uuid.uuid4().hex[:6], "organizer")
         self.org = {"Authorization": f"Bearer {org}"}
@@ -129,9 +133,17 @@ class Arena:
                              headers=self.owner)
         assert r.status_code == 201, r.json
         server.set_secret(r.json["secret"])
-        checked = self.client.post(f"/api/v1/bots/{r.json['id']}/check", headers=self.owner)
-        assert checked.status_code == 200 and checked.json["status"] == "ready", checked.json
+        check = self.check(r.json["id"])
+        assert check["status"] == "passed", check
+        assert self.get(f"/bots/{r.json['id']}")["status"] == "ready"
         return r.json["id"]
+
+    def check(self, bot_id: int) -> dict:
+        """``POST /bots/{id}/check`` run in-process (eager mode, the same database): the check,
+        done. Tests of the check on a worker post to ``self.client`` instead."""
+        r = self.eager_client.post(f"/api/v1/bots/{bot_id}/check", headers=self.owner)
+        assert r.status_code == 202, r.json
+        return r.json
 
     def create(self, ruleset: str, participants: list[int], **kw: Any) -> int:
         body = {"ruleset": ruleset, "participants": participants, "seed": 20260101,

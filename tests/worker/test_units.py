@@ -104,8 +104,9 @@ def test_eager_mode_over_sqlite_and_the_conformance_gate(tmp_path, bots):
         r = arena.client.post("/api/v1/bots", json={"name": "bad", "url": bots[2].url,
                                                     "rulesets": ["million_doubt"]}, headers=arena.owner)
         bots[2].set_secret(r.json["secret"])
-        checked = arena.client.post(f"/api/v1/bots/{r.json['id']}/check", headers=arena.owner).json
-        assert checked["status"] == "failed" and checked["last_check"]["health"]["ok"]
+        check = arena.check(r.json["id"])
+        checked = arena.get(f"/bots/{r.json['id']}")
+        assert check["status"] == "failed" and checked["status"] == "failed" and checked["last_check"]["health"]["ok"]
         conf = checked["last_check"]["conformance"][0]
         assert conf["ok"] is False and conf["faults"][0]["kind"] == "invalid_action"
         r = arena.client.post("/api/v1/tournaments", headers=arena.org, json={

@@ -8,6 +8,8 @@ Tables
 ``ui_sessions``    server-side sessions of the web pages (SHA-256 of the cookie value)
 ``bots``           a contestant's bot: endpoint URL, rule sets, signing secret, status,
                    last health/conformance check
+``bot_checks``     one run of the bot check (arena.core.conformance): status, progress
+                   per decision kind, result
 ``tournaments``    round-robin tournament: rule set, options, time rules (TIME-1, seconds),
                    games per pairing, seed, ``max_faults`` (FAULT-3), status, times
 ``tournament_participants`` the bots entered in a tournament
@@ -60,7 +62,9 @@ NAMING = {
 }
 
 ROLES = ("contestant", "organizer")
-BOT_STATUSES = ("unchecked", "ready", "failed", "deleted")
+BOT_STATUSES = ("unchecked", "checking", "ready", "failed", "deleted")
+#: Statuses of a bot check (``bot_checks.status``; owned by :mod:`arena.core.lifecycle`).
+CHECK_STATUSES = ("queued", "running", "passed", "failed", "error")
 #: The status values the database accepts; the statuses and their transitions are owned by
 #: :mod:`arena.core.lifecycle` (``TournamentStatus``, ``MatchStatus``; a test keeps them equal).
 TOURNAMENT_STATUSES = ("created", "running", "finished", "cancelled")
@@ -126,7 +130,8 @@ class Bot(Base):
     #: ``previous_secret_until`` (the grace period, arena.core.security.SECRET_GRACE_S).
     previous_secret: Mapped[str | None] = mapped_column(EncryptedText(), nullable=True)
     previous_secret_until: Mapped[datetime | None] = mapped_column(nullable=True)
-    #: ``unchecked`` (new or changed), ``ready`` (passed the check), ``failed``, ``deleted``.
+    #: ``unchecked`` (new or changed), ``checking`` (a check is queued or running), ``ready``
+    #: (passed the check), ``failed``, ``deleted`` (arena.core.lifecycle.BotStatus).
     status: Mapped[str] = mapped_column(String(16), default="unchecked")
     last_check_at: Mapped[datetime | None] = mapped_column(nullable=True)
     #: Outcome of the last check: ``{"ok", "health": {...}, "conformance": {...}}``.
@@ -144,6 +149,41 @@ class Bot(Base):
         if until.tzinfo is None:  # SQLite gives naive datetimes back
             until = until.replace(tzinfo=UTC)
         return self.previous_secret if (now or utcnow()) < until else None
+
+
+class BotCheck(Base):
+    """One run of the bot check (``POST /api/v1/bots/{id}/check``, the task ``arena.check_bot``).
+
+    ``url`` and ``rulesets`` are the bot's at the time the check was asked: the outcome
+    decides the bot's status only if they are still the bot's. ``previous_status`` is the
+    bot's status before ``checking`` (restored when the check cannot be sent to a worker).
+    ``progress``: ``{ruleset: {kind: {"asked": n, "faults": n}}}`` while it runs; ``result``:
+    the outcome of :func:`arena.core.conformance.check_bot`. ``updated_at`` is the heartbeat.
+    """
+
+    __tablename__ = "bot_checks"
+    __table_args__ = (
+        CheckConstraint(_in("status", CHECK_STATUSES), name="status"),
+        Index("ix_bot_checks_bot_status", "bot_id", "status"),
+        Index("ix_bot_checks_account_status", "account_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    url: Mapped[str] = mapped_column(String(2048))
+    rulesets: Mapped[list[str]] = mapped_column(JSONType)
+    previous_status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    #: Why the check is ``error`` (it could not be run), else NULL.
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class Tournament(Base):

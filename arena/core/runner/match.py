@@ -13,7 +13,9 @@ What a match is (one engine unit per game spec):
 * ``trump_millionaire``: one game of deals to the target (4 players);
 * ``jdf``: one match of ``sets`` x ``games_per_set`` games (4 players).
 
-A game spec is ``{"seed": int, "seats": [player index of seat 0, seat 1, ...]}``.
+A game spec is ``{"seed": int, "seats": [player index of seat 0, seat 1, ...]}``, or
+``{"setup": {...}, "seats": [...]}`` for a game from fixed hands (:func:`engine.from_setup`,
+the scenario ``setup`` format; the bot check plays such positions to ask every decision kind).
 
 Per decision (TIME-1..3, FAULT-1..3): the request is built from the seat's observation
 (:func:`bots_sdk.protocol.build_request`), sent with the seat's remaining bank as the
@@ -23,7 +25,9 @@ TM, a new game in JDF) and at each Million Doubt game. A fault (``timeout``,
 ``connection_error``, ``http_status``, ``body_too_large``, ``invalid_json``,
 ``invalid_action``, ``bot_error``) is recorded and the engine applies FAULT-2
 (``g.forfeit``); a player with ``max_faults`` faults in the match forfeits the rest of it
-(FAULT-3: reason ``max_faults``, no more requests).
+(FAULT-3: reason ``max_faults``, no more requests). A withdrawn player
+(:class:`~arena.core.runner.players.WithdrawnPlayer`: a deleted bot) forfeits every game from
+the start without any request or notice (reason ``withdrawn``).
 
 The match log (:func:`run_match`'s return value, JSON-ready)::
 
@@ -63,7 +67,7 @@ from typing import Any
 import engine
 from arena.core import fairness as fair
 from arena.core.matchlog import LOG_FORMAT, LOG_VERSION, log_files, read_log, write_log
-from arena.core.runner.players import HttpPlayer, LocalPlayer, make_player
+from arena.core.runner.players import HttpPlayer, LocalPlayer, WithdrawnPlayer, make_player
 from bots_sdk import protocol
 from engine.timebank import TimeBank, TimeRules
 
@@ -71,6 +75,10 @@ from engine.timebank import TimeBank, TimeRules
 DEFAULT_MAX_FAULTS = 3
 #: Safety stop: more decisions than this in one engine game is an engine bug, not a match.
 MAX_DECISIONS_PER_GAME = 200_000
+#: Forfeit reason of a withdrawn player's seats (a deleted bot), asked nothing.
+WITHDRAWN = "withdrawn"
+#: Forfeits the runner applies without an exchange (FAULT-3, withdrawn): replay expects none.
+BARRED_REASONS = frozenset({"max_faults", WITHDRAWN})
 _ACTION_KEYS = ("type", "cards", "face_down", "jokers", "accept", "rate")
 
 
@@ -184,14 +192,15 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
         if (not isinstance(seats, list) or len(seats) != n_seats
                 or any(not isinstance(p, int) or not 0 <= p < len(pls) for p in seats)):
             raise MatchError(f"game spec {i}: 'seats' must list {n_seats} player indices 0..{len(pls) - 1}")
-        if not isinstance(spec.get("seed"), int):
+        if spec.get("setup") is None and not isinstance(spec.get("seed"), int):
             raise MatchError(f"game spec {i}: 'seed' must be an integer")
     used = sorted({p for s in specs for p in s["seats"]})
     if used != list(range(len(pls))):
         raise MatchError(f"every player must sit in some game (players {len(pls)}, seated {used})")
 
     faults_by_player = [0] * len(pls)
-    barred: set[int] = set()
+    # player index -> forfeit reason of every game it sits in from now on
+    barred: dict[int, str] = {i: WITHDRAWN for i, p in enumerate(pls) if p.kind == WithdrawnPlayer.kind}
     # a player named by its URL (no name given) is not named by it in a log kept without URLs
     names = [URL_BLANK if not record_urls and p.url and p.name == p.url else p.name for p in pls]
     log: dict[str, Any] = {
@@ -207,6 +216,8 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
     }
     if notices:
         for i, p in enumerate(pls):
+            if i in barred:
+                continue
             p.notify(protocol.dumps(protocol.match_start_notice(
                 match_id=match_id, ruleset=ruleset, options=opts.to_dict(), time_rules=rules,
                 players=names, you=i, games=len(specs))))
@@ -226,6 +237,8 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
     if notices:
         res = log["result"]
         for i, p in enumerate(pls):
+            if barred.get(i) == WITHDRAWN:
+                continue
             p.notify(protocol.dumps(protocol.match_end_notice(
                 match_id=match_id, ruleset=ruleset, players=names, you=i, scores=res["scores"],
                 wins=res["wins"], faults=res["faults"])))
@@ -258,10 +271,13 @@ def _blank_urls(faults: list[dict], pls: Sequence[Any]) -> None:
 
 
 def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, rules: TimeRules,
-               match_id: str, max_faults: int, faults_by_player: list[int], barred: set[int],
+               match_id: str, max_faults: int, faults_by_player: list[int], barred: dict[int, str],
                log_requests: bool, on_decision) -> dict:
     seats = list(spec["seats"])
-    g = engine.new_game(ruleset, opts, spec["seed"])
+    if spec.get("setup") is not None:
+        g = engine.from_setup(ruleset, opts, spec["setup"])
+    else:
+        g = engine.new_game(ruleset, opts, spec["seed"])
     banks = [TimeBank(rules) for _ in seats]
     unit = g.unit_index
     exchanges: list[dict] = []
@@ -271,7 +287,7 @@ def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, 
     def bar_seats() -> None:
         for seat, p in enumerate(seats):
             if p in barred and not g.over and g.still_in[seat]:
-                g.forfeit(seat, "max_faults")
+                g.forfeit(seat, barred[p])
 
     bar_seats()
     steps = 0
@@ -290,7 +306,7 @@ def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, 
         player_index = seats[d.seat]
         if player_index in barred:
             before = (d.seat, d.kind, len(g.actions))
-            g.forfeit(d.seat, "max_faults")
+            g.forfeit(d.seat, barred[player_index])
             after = g.decision()
             if after is not None and (after.seat, after.kind) == before[:2] and len(g.actions) == before[2]:
                 raise RuntimeError("engine did not move after a forfeit (engine bug)")
@@ -338,11 +354,11 @@ def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, 
             faults_by_player[player_index] += 1
             g.forfeit(d.seat, fault)  # FAULT-2
             if faults_by_player[player_index] >= max_faults:  # FAULT-3
-                barred.add(player_index)
+                barred.setdefault(player_index, "max_faults")
                 bar_seats()
         if on_decision:
             on_decision(ex)
-    return {"index": gi, "seed": spec["seed"], "seats": seats, "engine_log": _json(g.log()),
+    return {"index": gi, "seed": spec.get("seed"), "seats": seats, "engine_log": _json(g.log()),
             "exchanges": exchanges, "faults": faults, "result": _json(g.result()),
             "started_at": started, "finished_at": time.time()}
 
@@ -393,13 +409,16 @@ def replay(match_log: Mapping[str, Any], check_requests: bool = True) -> dict:
 
 def _replay_game(gi: int, gm: Mapping[str, Any], elog: Mapping[str, Any], rules: TimeRules,
                  match_id: str, check_requests: bool) -> engine.Game:
-    g = engine.new_game(elog["ruleset"], elog.get("options"), elog["seed"])
+    if elog.get("setup") is not None:
+        g = engine.from_setup(elog["ruleset"], elog.get("options"), elog["setup"])
+    else:
+        g = engine.new_game(elog["ruleset"], elog.get("options"), elog["seed"])
     exchanges = list(gm.get("exchanges", []))
     k = 0
     for i, entry in enumerate(elog.get("actions", [])):
         seat = entry["seat"]
         reason = entry.get("forfeit")
-        if reason == "max_faults":
+        if reason in BARRED_REASONS:
             g.forfeit(seat, reason)
             continue
         if k >= len(exchanges):

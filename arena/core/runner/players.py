@@ -390,9 +390,30 @@ class HttpPlayer:
         self.transport.close()
 
 
+class WithdrawnPlayer:
+    """The seat of a bot that was withdrawn (deleted) before its match: the runner forfeits its
+    games from the start (:mod:`arena.core.runner.match`, reason ``withdrawn``) and never
+    calls it; it has no URL, so nothing can reach an endpoint that did not pass the check."""
+
+    kind = "withdrawn"
+
+    def __init__(self, name: str):
+        self.name = name
+        self.url = None
+
+    def decide(self, body: bytes, timeout_s: float) -> Outcome:
+        return Outcome(None, "connection_error", "withdrawn: the bot was deleted", "", 0, None)
+
+    def notify(self, body: bytes) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
 def make_player(spec: Any, secret: str | None = None, name: str | None = None):
     """A player from a :class:`Bot` instance, an ``http(s)://`` URL, or an existing player."""
-    if isinstance(spec, (LocalPlayer, HttpPlayer)):
+    if isinstance(spec, (LocalPlayer, HttpPlayer, WithdrawnPlayer)):
         return spec
     if isinstance(spec, Bot):
         return LocalPlayer(spec, name)

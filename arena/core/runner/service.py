@@ -57,7 +57,7 @@ from arena.core.db.session import make_engine, make_sessionmaker
 from arena.core.lifecycle import MatchPlan
 from arena.core.limits import longest_match_seconds, visibility_timeout
 from arena.core.runner.match import run_match
-from arena.core.runner.players import LocalPlayer
+from arena.core.runner.players import LocalPlayer, WithdrawnPlayer
 from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, SlotBook
 from arena.core.standings import rebuild_ratings
 from bots_sdk.samples import SAMPLE_BOTS
@@ -89,9 +89,11 @@ def build_players(plan: MatchPlan, settings: Settings, book: SlotBook | None = N
     seed = fairness.attempt_seed(plan.seed, plan.attempt)
     # Eager mode (a quick local run) has no broker: no per-bot cap there.
     client = None if settings.celery_eager else _redis(settings.broker_url)
-    players: list[CappedHttpPlayer | LocalPlayer] = []
+    players: list[CappedHttpPlayer | LocalPlayer | WithdrawnPlayer] = []
     for s in plan.seats:
-        if s.bot_id is not None:
+        if s.withdrawn:  # a deleted bot: forfeits without a request
+            players.append(WithdrawnPlayer(s.name))
+        elif s.bot_id is not None:
             sem = BotSemaphore(client, str(s.bot_id), settings.bot_max_concurrency) if client else None
             players.append(CappedHttpPlayer(s.url or "", s.secret, s.name, sem, book,
                                             allow_private=settings.allow_private_bot_urls,
