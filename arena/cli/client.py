@@ -125,10 +125,34 @@ class ApiClient:
         """``POST /bots``: the bot with its signing ``secret`` (shown this once)."""
         return self.request("POST", "/bots", json_body={"name": name, "url": url, "rulesets": rulesets})
 
-    def check_bot(self, bot_id: int, *, timeout_s: float | None = 120.0) -> dict:
-        """``POST /bots/{id}/check`` (health check and conformance game): the bot, ``status``
-        ``ready`` or ``failed`` with details in ``last_check``."""
+    def start_check(self, bot_id: int, *, timeout_s: float | None = 120.0) -> dict:
+        """``POST /bots/{id}/check``: the check just started (202; done already in eager
+        mode): ``{"id", "status", "check_url", "progress", "result", ...}``."""
         return self.request("POST", f"/bots/{bot_id}/check", timeout_s=timeout_s)
+
+    def get_check(self, bot_id: int, check_id: int) -> dict:
+        """``GET /bots/{id}/checks/{check_id}``: status, progress per decision kind, result."""
+        return self.request("GET", f"/bots/{bot_id}/checks/{check_id}")
+
+    def check_bot(self, bot_id: int, *, wait_s: float = 600.0, poll_s: float = 0.5) -> dict:
+        """Start a check and wait for it (polling every ``poll_s`` seconds, at most ``wait_s``
+        seconds): the bot, ``status`` ``ready`` or ``failed`` with details in ``last_check``
+        (its ``warnings`` too).
+
+        Raises:
+            ApiError: an API error, the check could not be run (``error``), or it did not
+                finish within ``wait_s`` seconds.
+        """
+        check = self.start_check(bot_id)
+        deadline = time.monotonic() + wait_s
+        while check["status"] in ("queued", "running"):
+            if time.monotonic() > deadline:
+                raise ApiError(f"check {check['id']} of bot {bot_id} still {check['status']} after {wait_s:g} s")
+            time.sleep(poll_s)
+            check = self.get_check(bot_id, check["id"])
+        if check["status"] == "error":
+            raise ApiError(f"check {check['id']} of bot {bot_id} could not be run: {check.get('error')}")
+        return self.request("GET", f"/bots/{bot_id}")
 
     # ------------------------------------------------------------------ tournaments
 

@@ -42,8 +42,9 @@ class SwitchBot:
 
     ``mode``: ``"ok"`` (the SDK app answers), ``"sleep"`` (sleeps ``sleep_s`` then answers),
     ``"garbage"`` (200 with a body that is not JSON), ``"slow"`` (sleeps ``think_s`` then
-    answers: a bot that thinks). ``down()`` closes the server (connection refused).
-    ``max_in_flight`` is the largest number of decision requests it served at once.
+    answers: a bot that thinks), ``"gate"`` (holds every decision until ``gate`` is set).
+    ``down()`` closes the server (connection refused). ``max_in_flight`` is the largest number
+    of decision requests it served at once; ``posts`` counts every POST (notices too).
     """
 
     def __init__(self, bot: Bot, mode: str = "ok", sleep_s: float = 0.0):
@@ -55,6 +56,8 @@ class SwitchBot:
         self.in_flight = 0
         self.max_in_flight = 0
         self.decisions = 0
+        self.posts = 0
+        self.gate = threading.Event()
         self._lock = threading.Lock()
         self._server = create_server(self.wsgi, host="127.0.0.1", port=0, threads=8, ident="switchbot")
         self.url = f"http://127.0.0.1:{self._server.effective_port}/"
@@ -81,7 +84,10 @@ class SwitchBot:
             self.in_flight += is_decision
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.decisions += is_decision
+            self.posts += 1
         try:
+            if is_decision and self.mode == "gate":
+                self.gate.wait(60)
             if is_decision and self.mode == "garbage":
                 start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "15")])
                 return [b"<<not json!!>>\n"]
