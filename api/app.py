@@ -7,6 +7,7 @@ from flask import Flask, jsonify, redirect, request, send_from_directory
 from api.database import close_db
 from api.errors import ArenaApi, install_guards
 from api.markdown import MarkdownPlugin, markdown_tag
+from api.ratelimit import init_rate_limits
 from api.resources import accounts, bots, health, leaderboard, matches, tournaments
 from api.ui import init_ui
 from arena import __version__
@@ -57,6 +58,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     _serve_root(app)
 
     init_ui(app)
+    init_rate_limits(app, settings)
     return app
 
 

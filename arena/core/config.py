@@ -17,6 +17,10 @@ Variable                        Meaning                                      Def
                                 all matches and workers (Redis semaphore)
 ``ARENA_VISIBILITY_TIMEOUT_S``  Broker visibility timeout, seconds (a task   computed, see
                                 unacked this long is delivered again)        ``worker.celery_app``
+``ARENA_RATE_LIMITS``           Per-client request rate limits of the API    true
+                                (``api.ratelimit``; Redis at the broker URL)
+``ARENA_PROXY_HOPS``            Reverse proxies in front of the API whose    0
+                                ``X-Forwarded-For`` is trusted (compose: 1)
 =============================== ============================================ ==========================
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
@@ -96,6 +100,10 @@ class Settings:
         visibility_timeout_s: broker visibility timeout in seconds, or None to compute it
             (``ARENA_VISIBILITY_TIMEOUT_S``; worker.celery_app.visibility_timeout).
         cookie_secure: the ``Secure`` flag of the web session cookie (``ARENA_COOKIE_SECURE``).
+        rate_limits: per-client rate limits of the API (``ARENA_RATE_LIMITS``, api.ratelimit).
+        proxy_hops: trusted reverse proxies in front of the API (``ARENA_PROXY_HOPS``): the
+            client address for the rate limits is taken from ``X-Forwarded-For`` that deep.
+        rate_limit_prefix: prefix of the rate-limit keys in Redis (tests isolate with it).
     """
 
     data_dir: Path
@@ -106,6 +114,9 @@ class Settings:
     bot_max_concurrency: int = DEFAULT_BOT_MAX_CONCURRENCY
     visibility_timeout_s: int | None = None
     cookie_secure: bool = True
+    rate_limits: bool = True
+    proxy_hops: int = 0
+    rate_limit_prefix: str = "arena-rl"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -127,4 +138,6 @@ class Settings:
             bot_max_concurrency=_positive_int(env, "ARENA_BOT_MAX_CONCURRENCY", None) or DEFAULT_BOT_MAX_CONCURRENCY,
             visibility_timeout_s=_positive_int(env, "ARENA_VISIBILITY_TIMEOUT_S", None),
             cookie_secure=_bool(env, "ARENA_COOKIE_SECURE", True),
+            rate_limits=_bool(env, "ARENA_RATE_LIMITS", True),
+            proxy_hops=_positive_int(env, "ARENA_PROXY_HOPS", None) or 0,
         )

@@ -51,7 +51,7 @@ def make_app(engine, database_url, tmp_path, unreachable_broker):
     def make(allow_private: bool = True, broker_url: str | None = None):
         settings = Settings(data_dir=tmp_path, database_url=database_url,
                             broker_url=broker_url or unreachable_broker,
-                            allow_private_bot_urls=allow_private)
+                            allow_private_bot_urls=allow_private, rate_limits=False)
         app = create_app(settings, engine=engine)
         app.testing = True
         return app

@@ -26,7 +26,7 @@ def fuzz_app(pg_url, redis_url, tmp_path):
     engine = make_engine(url)
     broker = redis_url.rsplit("/", 1)[0] + "/7"  # a Redis database of its own
     app = create_app(Settings(data_dir=tmp_path, database_url=url, broker_url=broker,
-                              allow_private_bot_urls=False), engine=engine)
+                              allow_private_bot_urls=False, rate_limits=False), engine=engine)
     with make_sessionmaker(engine)() as s:
         account, token = create_account(s, "fuzz-org", "organizer")
         s.add(Bot(owner_id=account.id, name="b", url="http://93.184.215.14/", rulesets=["million_doubt"],

@@ -19,6 +19,8 @@ import os
 import socket
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -75,7 +77,8 @@ def stack(pg_url, redis_url, celery_worker_factory, tmp_path):
     broker = redis_url.rsplit("/", 1)[0] + "/7"  # keep other tests' queued tasks away
     from api import create_app
 
-    settings = Settings(data_dir=tmp_path, database_url=db_url, broker_url=broker, allow_private_bot_urls=True)
+    settings = Settings(data_dir=tmp_path, database_url=db_url, broker_url=broker, allow_private_bot_urls=True,
+                        rate_limit_prefix=f"e2e-{uuid.uuid4().hex}")
     server = WsgiServer(create_app(settings))
     worker = celery_worker_factory(broker_url=broker, database_url=db_url, concurrency=2)
     yield {"api": server.url, "db": db_url, "worker": worker}
@@ -110,9 +113,14 @@ def test_tournament_end_to_end(stack, ruleset, tmp_path):
             bot = r.json()
             assert bot["status"] == "unchecked"
             servers.append(start_bot(SAMPLE_BOTS[sample](seed=i), "127.0.0.1", port, bot["secret"]))
-            r = http.post(f"/bots/{bot['id']}/check", headers=auth)
-            assert r.status_code == 200, r.text
-            assert r.json()["status"] == "ready", r.json()["last_check"]
+            r = http.post(f"/bots/{bot['id']}/check", headers=auth)  # 202: the worker checks it
+            assert r.status_code == 202, r.text
+            check, deadline = r.json(), time.monotonic() + TOURNAMENT_TIMEOUT_S
+            while check["status"] in ("queued", "running") and time.monotonic() < deadline:
+                time.sleep(0.2)
+                check = http.get(check["check_url"].removeprefix("/api/v1"), headers=auth).json()
+            assert check["status"] == "passed", check
+            assert http.get(f"/bots/{bot['id']}", headers=auth).json()["status"] == "ready"
             bot_ids[bot["id"]] = sample
 
         # The organizer creates and starts the tournament with the CLI, and watches it finish.

@@ -117,7 +117,7 @@ class Arena:
     def __init__(self, database_url: str, broker_url: str, *, eager: bool = False, tmp_path=None):
         self.database_url = database_url
         self.settings = Settings(data_dir=tmp_path, database_url=database_url, broker_url=broker_url,
-                                 allow_private_bot_urls=True, celery_eager=eager)
+                                 allow_private_bot_urls=True, celery_eager=eager, rate_limits=False)
         self.engine = make_engine(database_url)
         self.sessions = make_sessionmaker(self.engine)
         app = create_app(self.settings, engine=self.engine)
