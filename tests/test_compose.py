@@ -33,7 +33,7 @@ def compose() -> dict:
 
 
 def test_services_and_volumes(compose):
-    assert set(compose["services"]) == {"postgres", "redis", *ARENA_SERVICES}
+    assert set(compose["services"]) == {"postgres", "redis", "proxy", *ARENA_SERVICES}
     assert set(compose["volumes"]) == {"pgdata", "redisdata"}
     assert compose["services"]["postgres"]["image"].startswith("postgres:15")
     assert compose["services"]["redis"]["image"].startswith("redis:")
@@ -102,16 +102,32 @@ def test_api_runs_gunicorn_on_all_interfaces(compose):
     assert ctx.params["dev"] is False          # gunicorn, not the Flask dev server
     assert ctx.params["upgrade"] is False      # the migrate job did it
     assert ctx.params["workers"] >= 2
-    assert "8000:8000" in api["ports"]
+    assert "ports" not in api and api["expose"] == ["8000"]  # reached through the proxy only
+    assert api["environment"]["ARENA_PROXY_HOPS"] == "1"
+    assert api["environment"]["ARENA_BROKER_URL"] == "redis://redis:6379/0"  # rate limits' Redis
+
+
+def test_nginx_buffers_in_front_of_the_api(compose):
+    proxy = compose["services"]["proxy"]
+    assert proxy["image"].startswith("nginx:")
+    assert "8000:8000" in proxy["ports"] and proxy["depends_on"] == ["api"]
+    source, target = proxy["volumes"][0].split(":")[:2]
+    assert target == "/etc/nginx/nginx.conf"
+    conf = (Path(__file__).resolve().parent.parent / "infra" / source.removeprefix("./")).read_text()
+    for directive in ("proxy_pass http://arena_api;", "server api:8000;", "proxy_request_buffering on;",
+                      "proxy_buffering on;", "client_header_timeout 10s;", "client_body_timeout 10s;",
+                      "client_max_body_size 1m;", "X-Forwarded-For $proxy_add_x_forwarded_for;"):
+        assert directive in conf, directive
+    assert conf.count("{") == conf.count("}")
 
 
 def test_workers_consume_the_match_queue(compose):
-    from arena.core.queue import QUEUE
+    from arena.core.queue import CHECK_QUEUE, QUEUE
 
     worker = compose["services"]["worker"]
     command = worker["command"]
     assert command[:4] == ["celery", "-A", "worker.celery_app", "worker"]
-    assert command[command.index("--queues") + 1].split(",") == [QUEUE]
+    assert command[command.index("--queues") + 1].split(",") == [QUEUE, CHECK_QUEUE]
     assert "--without-mingle" in command and "--without-gossip" in command
     assert int(_interpolate(str(worker["deploy"]["replicas"]))) >= 1
     import worker.celery_app as celery_app  # the -A target imports
