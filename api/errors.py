@@ -83,7 +83,8 @@ def abort(code: int, message: str, *, headers: dict[str, str] | None = None, **f
 
 def field_error(field: str, message: str) -> NoReturn:
     """422 naming ``field`` of the JSON body."""
-    abort(422, f"invalid request: json.{field}: {message}", **{field: message})
+    smorest_abort(422, message=f"invalid request: json.{field}: {message}", errors={"json": {field: [message]}})
+    raise AssertionError("unreachable: flask_smorest.abort raises")
 
 
 def _value_problem(value: str, limit: int) -> str | None:

@@ -20,6 +20,8 @@ off (tests that are not about them).
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from flask import Flask, request
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
@@ -54,5 +56,5 @@ def init_rate_limits(app: Flask, settings: Settings) -> Limiter:
         storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
     )
     for endpoint, limit in (("accounts.Accounts", SIGNUP_LIMIT), ("bots.BotCheckLatest", CHECK_LIMIT)):
-        app.view_functions[endpoint] = limiter.limit(limit, methods=["POST"])(app.view_functions[endpoint])
+        app.view_functions[endpoint] = cast(Any, limiter.limit(limit, methods=["POST"])(app.view_functions[endpoint]))
     return limiter

@@ -331,6 +331,7 @@ def signature_probe(url: str, *, allow_private: bool = False,
     """
     g = engine.new_game("million_doubt", None, _secrets.randbits(62))
     d = g.decision()
+    assert d is not None  # a new game always asks a first decision
     rules = TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S)
     body = protocol.dumps(protocol.build_request(g, d.seat, match_id=f"conformance-signature-{_secrets.token_hex(4)}",
                                                  game=0, time_rules=rules, remaining_ms=rules.initial_ms))

@@ -755,7 +755,7 @@ def update_bot(session: Session, bot_id: int, *, name: str | None = None, url: s
     if name is not None:
         bot.name = name
     if new_url:
-        bot.url = url  # type: ignore[assignment]
+        bot.url = url
     if new_rulesets:
         bot.rulesets = list(rulesets)  # type: ignore[arg-type]
     if new_url or new_rulesets:
