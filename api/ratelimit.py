@@ -57,4 +57,5 @@ def init_rate_limits(app: Flask, settings: Settings) -> Limiter:
     )
     for endpoint, limit in (("accounts.Accounts", SIGNUP_LIMIT), ("bots.BotCheckLatest", CHECK_LIMIT)):
         app.view_functions[endpoint] = cast(Any, limiter.limit(limit, methods=["POST"])(app.view_functions[endpoint]))
+    app.extensions["arena-limiter"] = limiter  # the limit wrappers hold it weakly only
     return limiter
