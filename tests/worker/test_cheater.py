@@ -100,7 +100,7 @@ def test_a_cheating_contestant_learns_no_card_seed_or_url(arena, bots, celery_wo
                          headers=rival)
         assert rr.status_code == 201
         srv.set_secret(rr.json["secret"])
-        assert client.post(f"/api/v1/bots/{rr.json['id']}/check", headers=rival).json["status"] == "ready"
+        assert arena.eager_client.post(f"/api/v1/bots/{rr.json['id']}/check", headers=rival).json["status"] == "passed"
         others.append((rr.json["id"], srv))
     ids = [cheat_id] + [b for b, _ in others]
     tid = arena.create("trump_millionaire", ids, seed=SEED, games_per_pairing=2, options={"target_score": 20},
