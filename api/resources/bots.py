@@ -64,6 +64,10 @@ class BotSchema(ma.Schema):
     last_check = ma.fields.Dict(allow_none=True)
     warnings = ma.fields.Method("_warnings", metadata={
         "description": "warnings of the last check, e.g. a badly signed request not answered 401"})
+    max_concurrency = ma.fields.Integer(dump_only=True, dump_default=lambda: settings().bot_max_concurrency,
+                                        metadata={"description": "most requests the arena sends to this "
+                                                  "bot's endpoint at once (shared by every bot registered "
+                                                  "at the same endpoint; ARENA_BOT_MAX_CONCURRENCY)"})
     created_at = ma.fields.DateTime(required=True)
     updated_at = ma.fields.DateTime(required=True)
 

@@ -15,6 +15,9 @@ Variable                        Meaning                                      Def
                                 (``Secure``); 0 for plain-HTTP local runs
 ``ARENA_BOT_MAX_CONCURRENCY``   Most simultaneous requests to one bot, over  4
                                 all matches and workers (Redis semaphore)
+``ARENA_BOT_SLOT_WAIT_S``       Longest wait of a request for a slot of its  120
+                                endpoint's cap, seconds (then it is sent
+                                without one, and the bypass is recorded)
 ``ARENA_VISIBILITY_TIMEOUT_S``  Broker visibility timeout, seconds (a task   computed, see
                                 unacked this long is delivered again)        ``worker.celery_app``
 ``ARENA_RATE_LIMITS``           Per-client request rate limits of the API    true
@@ -83,6 +86,8 @@ def allow_private_from_env(env: Mapping[str, str] | None = None) -> bool:
 
 #: Default of ``ARENA_BOT_MAX_CONCURRENCY``.
 DEFAULT_BOT_MAX_CONCURRENCY = 4
+#: Default of ``ARENA_BOT_SLOT_WAIT_S`` (seconds).
+DEFAULT_BOT_SLOT_WAIT_S = 120
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ class Settings:
         celery_eager: run tasks in-process instead of on a worker.
         bot_max_concurrency: most simultaneous decision requests to one bot
             (``ARENA_BOT_MAX_CONCURRENCY``; arena.core.runner.semaphore).
+        bot_slot_wait_s: longest wait of a request for a slot of its endpoint's cap,
+            seconds (``ARENA_BOT_SLOT_WAIT_S``; arena.core.runner.semaphore).
         visibility_timeout_s: broker visibility timeout in seconds, or None to compute it
             (``ARENA_VISIBILITY_TIMEOUT_S``; worker.celery_app.visibility_timeout).
         cookie_secure: the ``Secure`` flag of the web session cookie (``ARENA_COOKIE_SECURE``).
@@ -117,6 +124,7 @@ class Settings:
     rate_limits: bool = True
     proxy_hops: int = 0
     rate_limit_prefix: str = "arena-rl"
+    bot_slot_wait_s: int = DEFAULT_BOT_SLOT_WAIT_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -140,4 +148,5 @@ class Settings:
             cookie_secure=_bool(env, "ARENA_COOKIE_SECURE", True),
             rate_limits=_bool(env, "ARENA_RATE_LIMITS", True),
             proxy_hops=_positive_int(env, "ARENA_PROXY_HOPS", None) or 0,
+            bot_slot_wait_s=_positive_int(env, "ARENA_BOT_SLOT_WAIT_S", None) or DEFAULT_BOT_SLOT_WAIT_S,
         )

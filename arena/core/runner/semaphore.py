@@ -1,44 +1,54 @@
-"""Per-bot concurrency cap held in Redis: a counting semaphore with leases that expire.
+"""Per-endpoint concurrency cap held in Redis: a counting semaphore with leases that expire.
 
-One bot endpoint may be seated in many matches running at once on many worker processes.
-:class:`BotSemaphore` caps the simultaneous decision requests to one bot at ``limit``
+One bot endpoint may be seated in many matches running at once on many worker processes,
+and the same endpoint may be registered by several bots. :class:`BotSemaphore` caps the
+simultaneous requests (decisions and notices) sent to one **endpoint** at ``limit``
 (``ARENA_BOT_MAX_CONCURRENCY``, default 4), so one bot's slowness under load does not
-distort the timing of the other matches it plays.
+distort the timing of the other matches it plays, and a server registered 64 times still
+gets at most ``limit`` requests at once.
 
-Design (a sorted-set semaphore, one Lua script per acquire, atomic in Redis):
+Design (a sorted-set semaphore, one Lua script per request, atomic in Redis):
 
-* key ``arena:bot-sem:<bot id>`` is a sorted set; each holder is a member (a random token)
-  whose score is its lease end, in Redis server time (seconds, ``TIME``), so clocks of
-  different worker machines never matter;
+* key ``arena:bot-sem:<endpoint digest>`` (:func:`endpoint_key`): the SHA-256 of the
+  normalized ``scheme://host:port/path`` of the bot URL (host lower-cased, default port
+  made explicit, ``.``/``..``/repeated and trailing slashes folded, query and fragment
+  dropped), so every registration of the same endpoint shares one cap;
+* the key is a sorted set; each holder is a member (a random token) whose score is its
+  lease end, in Redis server time (seconds, ``TIME``), so clocks of different worker
+  machines never matter;
 * acquire = drop expired members, then add the token if fewer than ``limit`` remain;
-  release = ``ZREM`` of the token;
-* a match holds one slot per bot from its start to its end (:class:`SlotBook`): a match
-  sends at most one request at a time to a bot, so the cap on simultaneous requests stays
-  exact, and no Redis round trip is spent per decision (a lease is renewed only when the next
-  request could outlive it); the slots are taken in key order, so matches cannot deadlock;
-* a lease is the request's timeout (the seat's remaining bank) plus :data:`LEASE_SLACK_S`
-  (plus :data:`RENEW_AHEAD_S` for a match's slot): a worker that dies while holding a slot
-  frees it when the lease ends;
-* a waiter polls with a short backoff (1 ms doubling to 20 ms).
+* a slot is taken **per request**, just before it is sent, and given back when the match
+  sends its next request (the same script call: release the previous slot, take the next,
+  :class:`MatchSlots`) or when the match ends. So a match holds at most one slot at any
+  moment and never holds a slot of a bot while it waits for another: a match waiting for
+  a busy bot idles none of its other bots (they serve other matches meanwhile), and the cost
+  is one Redis round trip per request;
+* a lease is the request's timeout (the seat's remaining bank) plus :data:`LEASE_SLACK_S`:
+  a worker that dies while holding a slot frees it when the lease ends;
+* a waiter polls with a short backoff (1 ms doubling to 10 ms).
 
 Time accounting (TIME-2): the wait for a slot is NOT charged to the bot's bank. The bank is
 charged from the moment the request is sent (``HttpPlayer.decide`` starts its monotonic clock
-after the slot is held; a match's slots are taken before its first request), because the
-wait is caused by the arena's scheduling, not by the
-bot. The wait is recorded per player in the match result's ``timings.semaphore_wait_ms``.
+after the slot is held), because the wait is caused by the arena's scheduling, not by the
+bot. Waits are recorded per request in the match log (exchange keys ``slot_wait_ms``,
+``slot_bypassed``, see :mod:`arena.core.runner.service`) and per seat in the match result
+(``timings.semaphore_wait_ms``, ``semaphore_max_wait_ms``, ``semaphore_bypassed``).
 
-Failure policy (never hang, never blame the bot for the arena): if Redis is unreachable, or
-no slot frees within ``max_wait_s`` (default :data:`DEFAULT_MAX_WAIT_S`), the request is sent
-anyway without a slot and the event is counted (``timings.semaphore_bypassed``) and logged;
-a match that went without a bot's slot does not wait again at each decision: it tries once
-more every :data:`RENEW_AHEAD_S` seconds.
+Failure policy (never hang, never blame the bot for the arena, never bypass silently): if
+Redis is unreachable, or no slot frees within ``max_wait_s`` (``ARENA_BOT_SLOT_WAIT_S``,
+default :data:`DEFAULT_MAX_WAIT_S`), the request is sent without a slot, and the bypass is
+recorded on that exchange (``slot_bypassed``), counted per seat in the result
+(``timings.semaphore_bypassed``) and logged as a warning.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import posixpath
 import time
 import uuid
+from urllib.parse import urlsplit
 
 import redis
 
@@ -49,6 +59,36 @@ LEASE_SLACK_S = 5.0
 #: Longest wait for a slot before the request is sent without one, seconds.
 DEFAULT_MAX_WAIT_S = 120.0
 KEY_PREFIX = "arena:bot-sem:"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalize_endpoint(url: str) -> str:
+    """The endpoint of a bot URL as ``scheme://host:port/path`` (module docstring): scheme
+    and host lower-cased, the default port written out, the path folded (``posixpath``
+    rules, no trailing slash), query and fragment dropped. A URL that cannot be parsed is
+    returned stripped (it still gets a key of its own; its requests fail anyway)."""
+    try:
+        parts = urlsplit(url.strip())
+        scheme = parts.scheme.lower()
+        host = (parts.hostname or "").rstrip(".")
+        try:  # an international name and its punycode form are one host
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            pass
+        port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
+    except ValueError:
+        return url.strip()
+    path = posixpath.normpath("/" + parts.path.lstrip("/")) if parts.path else "/"
+    path = "/" + path.lstrip("/")  # normpath keeps a leading '//'
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}{path.rstrip('/') or '/'}"
+
+
+def endpoint_key(url: str) -> str:
+    """The semaphore name of a bot URL: the first 32 hex digits of the SHA-256 of
+    :func:`normalize_endpoint` (the Redis key is ``arena:bot-sem:<name>``)."""
+    return hashlib.sha256(normalize_endpoint(url).encode()).hexdigest()[:32]
 
 _ACQUIRE = """
 local key, limit, lease, token = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
@@ -68,13 +108,17 @@ return 0
 
 
 class BotSemaphore:
-    """A Redis counting semaphore for one bot (see the module docstring).
+    """A Redis counting semaphore for one bot endpoint (see the module docstring).
 
     Args:
         client: a ``redis.Redis`` client.
-        name: what is limited, e.g. the bot id (the key is ``arena:bot-sem:<name>``).
+        name: what is limited (the key is ``arena:bot-sem:<name>``); :meth:`for_endpoint`
+            names it after a bot URL.
         limit: most holders at once (>= 1).
         max_wait_s: longest wait in :meth:`acquire`, seconds.
+
+    Raises:
+        ValueError: ``limit`` < 1.
     """
 
     def __init__(self, client: redis.Redis, name: str, limit: int, max_wait_s: float = DEFAULT_MAX_WAIT_S):
@@ -85,6 +129,13 @@ class BotSemaphore:
         self.limit = limit
         self.max_wait_s = max_wait_s
         self._script = client.register_script(_ACQUIRE)
+
+    @classmethod
+    def for_endpoint(cls, client: redis.Redis, url: str, limit: int,
+                     max_wait_s: float = DEFAULT_MAX_WAIT_S) -> BotSemaphore:
+        """The semaphore shared by every registration of the endpoint of ``url``
+        (:func:`endpoint_key`)."""
+        return cls(client, endpoint_key(url), limit, max_wait_s)
 
     def try_acquire(self, lease_s: float, release: tuple[str, str] | None = None) -> str | None:
         """One attempt: a token if a slot was taken for ``lease_s`` seconds, else None.
@@ -99,14 +150,16 @@ class BotSemaphore:
         return token if int(got) == 1 else None
 
     def acquire(self, lease_s: float, release: tuple[str, str] | None = None) -> tuple[str | None, float]:
-        """Wait for a slot: returns ``(token or None, seconds waited)``; ``release`` as in
-        :meth:`try_acquire` (given back by the first attempt).
+        """Wait for a slot: returns ``(token or None, seconds waited)`` (0.0 when the first
+        attempt got one); ``release`` as in
+        :meth:`try_acquire` (given back by the first attempt, so a waiter holds nothing).
 
-        None means no slot was taken (Redis down, or ``max_wait_s`` passed): the caller goes
-        on without one (module docstring). Never raises.
+        None means no slot was taken (Redis down, or ``max_wait_s`` passed): the caller sends
+        the request anyway and records the bypass (module docstring). Never raises.
         """
         start = time.monotonic()
         delay = 0.001
+        first = True
         while True:
             try:
                 token = self.try_acquire(lease_s, release)
@@ -114,13 +167,14 @@ class BotSemaphore:
             except redis.RedisError as exc:
                 log.warning("bot semaphore %s unavailable (%s): request sent without a slot", self.key, exc)
                 return None, time.monotonic() - start
-            if token is not None:
-                return token, time.monotonic() - start
+            if token is not None:  # a slot free at once is no wait (the script call is not one)
+                return token, 0.0 if first else time.monotonic() - start
+            first = False
             if time.monotonic() - start >= self.max_wait_s:
                 log.warning("no slot of %s within %.0f s: request sent without a slot", self.key, self.max_wait_s)
                 return None, time.monotonic() - start
             time.sleep(delay)
-            delay = min(delay * 2, 0.02)
+            delay = min(delay * 2, 0.01)
 
     def release(self, token: str | None) -> None:
         """Give a slot back (None: nothing to do). Never raises."""
@@ -140,111 +194,82 @@ class BotSemaphore:
 # -- an HTTP player whose requests hold a slot --------------------------------------------------
 from arena.core.runner.players import NOTICE_TIMEOUT_S, HttpPlayer, Outcome  # noqa: E402
 
-#: Seconds of lease taken beyond what the next request needs, so that a match renews its
-#: slots about once per this many seconds instead of once per decision.
-RENEW_AHEAD_S = 30.0
 
+class MatchSlots:
+    """The slot a match holds between two of its requests (at most one; module docstring).
 
-class SlotBook:
-    """The slots of one match: one per bot, held from the start of the match to its end.
-
-    A match sends at most one request at a time to a given bot (its seats are asked one at a
-    time), so holding a slot for the whole match keeps the cap exact: at most ``limit``
-    requests to a bot at once. It also costs no Redis round trip per decision: a slot's lease
-    is renewed only when the next request could outlive it (every :data:`RENEW_AHEAD_S` s
-    or so), and the renewal is one script call (release and take again, atomic).
-
-    :meth:`hold_all` takes every bot's slot before the first request, in key order, so two
-    matches waiting for each other's bots cannot deadlock. Not thread-safe (one per match).
+    A request's slot is not given back by a call of its own when the answer comes: it is
+    given back by the script call that takes the slot of the match's next request (whoever
+    that request goes to), or by :meth:`flush` when the match ends. So each request costs
+    one Redis round trip, and the slot outlives its request only by the arena's own work
+    between two requests. Not thread-safe (one per match; a match runs on one thread).
     """
 
     def __init__(self) -> None:
-        self._held: dict[str, list] = {}  # key -> [semaphore, token or None, lease end (monotonic)]
+        self._pending: tuple[BotSemaphore, str] | None = None
 
-    def hold_all(self, semaphores, timeout_s: float) -> dict[str, float]:
-        """Take a slot of each semaphore (in key order); returns seconds waited per key."""
-        waited = {}
-        for sem in sorted({s.key: s for s in semaphores if s is not None}.values(), key=lambda s: s.key):
-            waited[sem.key] = self.hold(sem, timeout_s)
-        return waited
+    def take_release(self) -> tuple[str, str] | None:
+        """The ``(key, token)`` to give back with the next acquire (and forget it)."""
+        pending, self._pending = self._pending, None
+        return (pending[0].key, pending[1]) if pending else None
 
-    def hold(self, semaphore: BotSemaphore, timeout_s: float) -> float:
-        """Make sure the match holds a slot of ``semaphore`` for a request of up to
-        ``timeout_s`` seconds; returns the seconds waited (0 without a Redis call when the
-        held lease already covers it). A slot that cannot be had (Redis down, ``max_wait_s``
-        passed) is bypassed: :meth:`bypassed` tells."""
-        now = time.monotonic()
-        entry = self._held.get(semaphore.key)
-        lease = timeout_s + LEASE_SLACK_S + RENEW_AHEAD_S
-        if entry is not None and entry[1] is None:
-            # this match already went without a slot (Redis down or the wait ran out): it
-            # does not wait again at every decision; it tries once, now and then
-            if now < entry[2]:
-                return 0.0
-            try:
-                token = semaphore.try_acquire(lease)
-            except redis.RedisError:
-                token = None
-            entry[1] = token
-            entry[2] = now + (lease if token is not None else RENEW_AHEAD_S)
-            return 0.0
-        if entry is not None and entry[2] >= now + timeout_s + LEASE_SLACK_S:
-            return 0.0
-        release = (semaphore.key, entry[1]) if entry is not None else None
-        token, waited = semaphore.acquire(lease, release)
-        # the lease end; for a bypass, when to try again
-        until = time.monotonic() + (lease - waited if token is not None else RENEW_AHEAD_S)
-        self._held[semaphore.key] = [semaphore, token, until]
-        return waited
-
-    def bypassed(self, semaphore: BotSemaphore) -> bool:
-        """True if the last :meth:`hold` of this semaphore went without a slot."""
-        entry = self._held.get(semaphore.key)
-        return entry is not None and entry[1] is None
+    def defer(self, semaphore: BotSemaphore, token: str) -> None:
+        """Keep ``token`` of ``semaphore`` until the next acquire or :meth:`flush`."""
+        if self._pending is not None:  # never two at once; give the older one back now
+            self._pending[0].release(self._pending[1])
+        self._pending = (semaphore, token)
 
     def flush(self) -> None:
-        """Give every slot back (the match ends). Never raises."""
-        held, self._held = self._held, {}
-        for sem, token, _ in held.values():
-            sem.release(token)
+        """Give the held slot back (the match ends). Never raises."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending[0].release(pending[1])
 
 
 class CappedHttpPlayer(HttpPlayer):
-    """An :class:`~arena.core.runner.players.HttpPlayer` whose decision requests and notices each hold a
-    slot of ``semaphore`` while in flight.
+    """An :class:`~arena.core.runner.players.HttpPlayer` whose every request (decision or
+    notice) holds a slot of ``semaphore`` (its endpoint's) while in flight.
 
     ``decide`` waits for a slot, then calls ``HttpPlayer.decide``, whose clock starts only
     then: the wait is not charged to the bank (TIME-2, module docstring). The slot is given
-    back through ``book`` (:class:`SlotBook`, shared by the match's players; the caller
-    flushes it when the match ends) or at once without a book. Totals for the match result:
-    ``wait_s`` (seconds waited) and ``bypassed`` (requests sent without a slot).
+    back through ``slots`` (:class:`MatchSlots`, shared by the match's players; the caller
+    flushes it when the match ends), or at once without it.
+
+    Figures, seconds: ``last_wait_s`` and ``last_bypassed`` of the latest request;
+    totals over the match ``wait_s``, ``max_wait_s`` (longest single wait) and
+    ``bypassed`` (requests sent without a slot).
     """
 
     def __init__(self, url: str, secret: str | None, name: str | None, semaphore: BotSemaphore | None,
-                 book: SlotBook | None = None, *, allow_private: bool | None = None,
+                 slots: MatchSlots | None = None, *, allow_private: bool | None = None,
                  previous_secret: str | None = None):
         super().__init__(url, secret, name, allow_private=allow_private, previous_secret=previous_secret)
         self.semaphore = semaphore
-        self.book = book
+        self.slots = slots
         self.wait_s = 0.0
+        self.max_wait_s = 0.0
         self.bypassed = 0
+        self.last_wait_s = 0.0
+        self.last_bypassed = False
 
     def _hold(self, timeout_s: float) -> str | None:
         if self.semaphore is None:
             return None
-        if self.book is not None:  # the match's slot, held until the match ends
-            self.wait_s += self.book.hold(self.semaphore, timeout_s)
-            if self.book.bypassed(self.semaphore):
-                self.bypassed += 1
-            return None
-        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S)
+        release = self.slots.take_release() if self.slots is not None else None
+        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S, release)
+        self.last_wait_s, self.last_bypassed = waited, token is None
         self.wait_s += waited
+        self.max_wait_s = max(self.max_wait_s, waited)
         if token is None:
             self.bypassed += 1
         return token
 
     def _done(self, token: str | None) -> None:
-        if self.semaphore is not None and self.book is None:
+        if token is None or self.semaphore is None:
+            return
+        if self.slots is not None:
+            self.slots.defer(self.semaphore, token)
+        else:
             self.semaphore.release(token)
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
@@ -255,7 +280,6 @@ class CappedHttpPlayer(HttpPlayer):
             self._done(token)
 
     def notify(self, body: bytes) -> None:
-
         token = self._hold(NOTICE_TIMEOUT_S)
         try:
             super().notify(body)

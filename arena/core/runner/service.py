@@ -9,14 +9,17 @@ in-process through :mod:`arena.core.queue`). Steps:
    (cancel stops the remaining matches); otherwise mark it ``running``, ``attempts + 1``,
    ``started_at``.
 2. Players, one per seat (seat = player index of :func:`arena.core.runner.match.run_match`): a bot seat
-   is a :class:`arena.core.runner.semaphore.CappedHttpPlayer` (the bot's URL and signing secret, its
-   requests capped per bot in Redis, except in eager mode); a house seat (``house-1``...) is the sample bot
+   is a :class:`arena.core.runner.semaphore.CappedHttpPlayer` (the bot's URL and signing secret, each
+   request holding a slot of its endpoint's cap in Redis, except in eager mode); a house seat (``house-1``...) is the sample bot
    :data:`HOUSE_BOT` in-process, seeded from the attempt seed and the seat.
 3. :func:`arena.core.runner.match.run_match` with the tournament's rule set, options, time rules
    (seconds in the database -> ``TimeRules.from_seconds``), ``max_faults`` (FAULT-3), the
    *attempt seed* (:func:`arena.core.fairness.attempt_seed` of the match seed and the claim's
    attempt number: a match played again after a crash gets fresh deals), and
-   ``games_per_pairing`` games for Million Doubt (each dealt afresh). The log records the
+   ``games_per_pairing`` games for Million Doubt (each dealt afresh). Each exchange of
+   the log whose request waited for a slot of its endpoint's cap carries ``slot_wait_ms``
+   (milliseconds, when 1 ms or more) and, if it was sent without a slot, ``slot_bypassed: true``
+   (:mod:`arena.core.runner.semaphore`: never a silent bypass). The log records the
    tournament id, match index, attempt and the seed commitment (its ``fairness`` record) and
    no bot URL.
 4. :func:`arena.core.lifecycle.store_result` with the compressed log: exactly once (a
@@ -31,7 +34,7 @@ Result shapes stored (lists indexed by seat): ``scores`` = match score per seat 
 games); ``places`` = 1 + number of seats with a strictly higher match score (Million Doubt), or
 the engine's final ranks (Trump Millionaire, JDF); ``games`` = per engine game
 ``{"scores", "places"}``; ``timings`` = ``{"wall_s", "decisions", "elapsed_ms",
-"max_elapsed_ms", "semaphore_wait_ms", "semaphore_bypassed", "attempt",
+"max_elapsed_ms", "semaphore_wait_ms", "semaphore_max_wait_ms", "semaphore_bypassed", "attempt",
 "longest_possible_s"}`` (milliseconds per seat, seconds as named).
 
 Idempotent: any number of deliveries of the same match store one result; the result of a
@@ -58,7 +61,7 @@ from arena.core.lifecycle import MatchPlan
 from arena.core.limits import longest_match_seconds, visibility_timeout
 from arena.core.runner.match import run_match
 from arena.core.runner.players import LocalPlayer, WithdrawnPlayer
-from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, SlotBook
+from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, MatchSlots
 from arena.core.standings import rebuild_ratings
 from bots_sdk.samples import SAMPLE_BOTS
 
@@ -83,8 +86,9 @@ def _redis(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30)
 
 
-def build_players(plan: MatchPlan, settings: Settings, book: SlotBook | None = None) -> list:
-    """Step 2: one player per seat, in seat order (``book``: the match's :class:`SlotBook`);
+def build_players(plan: MatchPlan, settings: Settings, slots: MatchSlots | None = None) -> list:
+    """Step 2: one player per seat, in seat order (``slots``: the match's :class:`MatchSlots`;
+    bot seats share their endpoint's semaphore, :meth:`BotSemaphore.for_endpoint`);
     house bots are seeded from the attempt seed."""
     seed = fairness.attempt_seed(plan.seed, plan.attempt)
     # Eager mode (a quick local run) has no broker: no per-bot cap there.
@@ -94,8 +98,9 @@ def build_players(plan: MatchPlan, settings: Settings, book: SlotBook | None = N
         if s.withdrawn:  # a deleted bot: forfeits without a request
             players.append(WithdrawnPlayer(s.name))
         elif s.bot_id is not None:
-            sem = BotSemaphore(client, str(s.bot_id), settings.bot_max_concurrency) if client else None
-            players.append(CappedHttpPlayer(s.url or "", s.secret, s.name, sem, book,
+            sem = (BotSemaphore.for_endpoint(client, s.url or "", settings.bot_max_concurrency,
+                                             float(settings.bot_slot_wait_s)) if client else None)
+            players.append(CappedHttpPlayer(s.url or "", s.secret, s.name, sem, slots,
                                             allow_private=settings.allow_private_bot_urls,
                                             previous_secret=s.previous_secret))
         else:
@@ -139,6 +144,7 @@ def result_fields(plan: MatchPlan, match_log: dict, players: list) -> dict[str, 
         "wall_s": round(match_log["finished_at"] - match_log["started_at"], 3),
         "decisions": decisions, "elapsed_ms": elapsed, "max_elapsed_ms": longest,
         "semaphore_wait_ms": [round(getattr(p, "wait_s", 0.0) * 1000, 1) for p in players],
+        "semaphore_max_wait_ms": [round(getattr(p, "max_wait_s", 0.0) * 1000, 1) for p in players],
         "semaphore_bypassed": [getattr(p, "bypassed", 0) for p in players],
         "attempt": plan.attempt,
         "longest_possible_s": round(longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options), 1),
@@ -162,6 +168,40 @@ def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
                 raise
             time.sleep(0.1 * (attempt + 1))
     return 0
+
+
+def slot_recorder(players: list):
+    """An ``on_decision`` callback of :func:`run_match` that writes on each exchange the wait
+    of its request for a slot of its endpoint's cap (``slot_wait_ms``, when 1 ms or more)
+    and ``slot_bypassed: true`` when it was sent without one (module docstring, step 3)."""
+    def record(ex: dict) -> None:
+        p = players[ex["player"]]
+        wait = getattr(p, "last_wait_s", 0.0)
+        if wait >= 0.001:
+            ex["slot_wait_ms"] = round(wait * 1000, 1)
+        if getattr(p, "last_bypassed", False):
+            ex["slot_bypassed"] = True
+    return record
+
+
+def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
+    """Steps 2-3 for a claimed match: returns ``(match log, players)``; every slot of the
+    per-endpoint cap is given back when it returns. Bots never make this raise."""
+    slots = MatchSlots()
+    players = build_players(plan, settings, slots)
+    try:
+        match_log = run_match(players, plan.ruleset, plan.options,
+                              seed=fairness.attempt_seed(plan.seed, plan.attempt), games=plan.games,
+                              time_rules=plan.time_rules, max_faults=plan.max_faults,
+                              match_id=protocol_match_id(plan), record_urls=False,
+                              fairness={"tournament_id": plan.tournament_id, "match_index": plan.match_index,
+                                        "attempt": plan.attempt, "commitment": plan.commitment},
+                              on_decision=slot_recorder(players))
+    finally:
+        slots.flush()
+        for p in players:
+            p.close()
+    return match_log, players
 
 
 def play_and_store(match_id: int, settings: Settings | None = None) -> str:
@@ -192,27 +232,7 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     if bound > vt:
         log.warning("match %s may last up to %.0f s, longer than the broker visibility timeout %d s: "
                     "it may be delivered twice (the result is still stored once)", plan.match_id, bound, vt)
-    book = SlotBook()
-    players = build_players(plan, settings, book)
-    # every bot's slot before the first request, in key order (no deadlock between matches)
-    waited = book.hold_all([getattr(p, "semaphore", None) for p in players],
-                           plan.time_rules.initial_ms / 1000)
-    for p in players:
-        sem = getattr(p, "semaphore", None)
-        if sem is not None:
-            p.wait_s += waited.get(sem.key, 0.0)
-            p.bypassed += int(book.bypassed(sem))
-    try:
-        match_log = run_match(players, plan.ruleset, plan.options,
-                              seed=fairness.attempt_seed(plan.seed, plan.attempt), games=plan.games,
-                              time_rules=plan.time_rules, max_faults=plan.max_faults,
-                              match_id=protocol_match_id(plan), record_urls=False,
-                              fairness={"tournament_id": plan.tournament_id, "match_index": plan.match_index,
-                                        "attempt": plan.attempt, "commitment": plan.commitment})
-    finally:
-        book.flush()
-        for p in players:
-            p.close()
+    match_log, players = play_plan(plan, settings)
     fields = result_fields(plan, match_log, players)
     with factory() as session:
         stored = lifecycle.store_result(session, plan.match_id, log=match_log, **fields)
