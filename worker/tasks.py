@@ -1,14 +1,18 @@
 """The Celery tasks of the ``arena`` queue: thin wrappers around the shared core.
 
 ``arena.run_match(match_id)`` runs :func:`arena.core.runner.service.play_and_store`;
-``arena.check_bot(check_id)`` (queue ``arena.checks``) runs :func:`arena.core.conformance.run_check`.
+``arena.check_bot(check_id)`` (queue ``arena.checks``) runs :func:`arena.core.conformance.run_check`;
+``arena.enqueue_tournament(tournament_id)`` runs :func:`arena.core.queue.send_tournament`
+(store a started tournament's schedule, send its matches).
 """
 
 from __future__ import annotations
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from arena.core.config import Settings
 from arena.core.conformance import run_check
+from arena.core.queue import QueueError, send_tournament
 from arena.core.runner.service import play_and_store
 from worker.celery_app import app
 
@@ -29,3 +33,10 @@ def check_bot_task(self, check_id: int) -> str:
     """Celery task: :func:`run_check` (``args=[check_id]``), retried while the database is
     unreachable; a re-delivered check runs again (its outcome is stored once)."""
     return run_check(int(check_id))
+@app.task(name="arena.enqueue_tournament", bind=True, acks_late=True, reject_on_worker_lost=True,
+          autoretry_for=(OperationalError, InterfaceError, QueueError), retry_backoff=2, retry_backoff_max=60,
+          max_retries=10)
+def enqueue_tournament_task(self, tournament_id: int) -> str:
+    """Celery task: :func:`send_tournament` (``args=[tournament_id]``), retried while the
+    database or the broker is unreachable (it resumes with the matches still pending)."""
+    return f"tournament {int(tournament_id)}: {send_tournament(Settings.from_env(), int(tournament_id))} matches sent"

@@ -5,7 +5,9 @@ option), the time rules (TIME-1, seconds), the participants (existing ``ready`` 
 the rule set) and the games per pairing. Starting builds the whole schedule
 (:mod:`arena.core.schedule`), stores one ``matches`` row per match and enqueues one
 ``arena.run_match`` task per match. If the broker is down the start answers 503 and the
-matches stay ``pending``; starting again enqueues them.
+matches stay ``pending``; starting again enqueues them. For more than
+``INLINE_START_PARTICIPANTS`` participants, building, storing and enqueueing happen on a worker
+(``arena.enqueue_tournament``, :mod:`arena.core.queue`): the start answers at once.
 
 Fairness (docs/fairness.md): ``seed``, ``salt`` and the match seeds are null for everyone but
 organizers until the seed is revealed (:func:`arena.core.access.can_see_seed`); the
@@ -43,7 +45,7 @@ from arena.core.db.models import (
     Tournament,
 )
 from arena.core.lifecycle import MatchStatus, TournamentStatus
-from arena.core.queue import QueueError, enqueue_matches
+from arena.core.queue import QueueError, enqueue_matches, launch_tournament
 from arena.core.standings import tournament_standings
 
 blp = Blueprint("tournaments", __name__, url_prefix="/api/v1/tournaments",
@@ -51,6 +53,11 @@ blp = Blueprint("tournaments", __name__, url_prefix="/api/v1/tournaments",
 protect(blp, organizer_methods=("POST",), anonymous_reads=True)
 
 MAX_PARTICIPANTS = 128
+#: Largest field whose start builds and stores its schedule in the request (a 16-bot Million
+#: Doubt round robin is 120 matches: well under a second); larger ones go to a worker.
+INLINE_START_PARTICIPANTS = 16
+#: Most pending matches a start (or a start again) sends to the broker in the request.
+INLINE_SEND_MATCHES = 200
 DEFAULT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 TIE_BREAK = ("higher mean score per game; then more wins; then higher rating ordinal; "
              "then fewer faults; then lower bot id (house bots last)")
@@ -99,6 +106,8 @@ class TournamentCreateSchema(ma.Schema):
 class ProgressSchema(ma.Schema):
     finished = ma.fields.Integer(required=True)
     total = ma.fields.Integer(required=True)
+    queued = ma.fields.Integer(required=True, metadata={
+        "description": "matches sent to the workers so far (every stored match but the pending ones)"})
 
 
 class TournamentSchema(ma.Schema):
@@ -166,16 +175,17 @@ def progress_counts(tournament_ids: list[int]) -> dict[int, tuple[int, int]]:
         return {}
     rows = db().execute(
         select(Match.tournament_id, func.count(),
-               func.count().filter(Match.status == MatchStatus.FINISHED))
+               func.count().filter(Match.status == MatchStatus.FINISHED),
+               func.count().filter(Match.status != MatchStatus.PENDING))
         .where(Match.tournament_id.in_(tournament_ids)).group_by(Match.tournament_id))
-    return {tid: (int(done), int(total)) for tid, total, done in rows}
+    return {tid: (int(done), int(total), int(sent)) for tid, total, done, sent in rows}
 
 
-def tournament_dict(t: Tournament, progress: tuple[int, int] | None = None) -> dict:
+def tournament_dict(t: Tournament, progress: tuple[int, int, int] | None = None) -> dict:
     """The API shape of a tournament as the request's viewer may see it (seed and salt only
-    if :func:`arena.core.access.can_see_seed`); ``progress`` = ``(finished, total)`` if
-    already counted."""
-    finished, total = progress if progress is not None else progress_counts([t.id]).get(t.id, (0, 0))
+    if :func:`arena.core.access.can_see_seed`); ``progress`` = ``(finished, total, queued)``
+    if already counted."""
+    finished, total, queued = progress if progress is not None else progress_counts([t.id]).get(t.id, (0, 0, 0))
     revealed = policy.seed_revealed(db(), t)
     seed_shown = revealed or policy.is_organizer(optional_account())
     return {
@@ -185,7 +195,7 @@ def tournament_dict(t: Tournament, progress: tuple[int, int] | None = None) -> d
         "commitment": t.commitment, "seed_revealed": revealed, "max_faults": t.max_faults, "fill_with_house_bots": t.fill_with_house_bots,
         "public_when_finished": t.public_when_finished,
         "participants": [p.bot_id for p in t.participants], "status": t.status,
-        "progress": {"finished": finished, "total": total},
+        "progress": {"finished": finished, "total": total, "queued": queued},
         "created_at": t.created_at, "started_at": t.started_at, "finished_at": t.finished_at,
     }
 
@@ -260,7 +270,7 @@ class Tournaments(MethodView):
             .options(selectinload(Tournament.participants)),
             select(func.count()).select_from(Tournament).where(*cond), args["page"], args["per_page"])
         counts = progress_counts([t.id for t in items])
-        return {"items": [tournament_dict(t, counts.get(t.id, (0, 0))) for t in items], "total": total,
+        return {"items": [tournament_dict(t, counts.get(t.id, (0, 0, 0))) for t in items], "total": total,
                 "page": args["page"], "per_page": args["per_page"]}
 
 
@@ -280,7 +290,12 @@ class TournamentStart(MethodView):
     @blp.response(202, TournamentSchema)
     @errors(blp, 401, 403, 404, 409, 503)
     def post(self, tournament_id):
-        """Start (organizers): build and store the schedule, enqueue one task per match.
+        """Start (organizers): the tournament becomes ``running`` and its matches are
+        scheduled and enqueued. Up to :data:`INLINE_START_PARTICIPANTS` participants this
+        happens in the request; for a larger field a worker builds and stores the schedule
+        and enqueues its matches (``arena.enqueue_tournament``), so the answer comes at once
+        whatever the field: ``progress.total`` counts the stored matches (0 until the
+        schedule is stored, seconds later) and ``progress.queued`` those sent so far.
 
         409 if finished or cancelled, or already running with nothing left to enqueue;
         503 if the task broker is unreachable (start again later to enqueue).
@@ -288,8 +303,8 @@ class TournamentStart(MethodView):
         require_organizer()
         t = get_tournament(tournament_id)
         s = db()
-        schedule: list[sched.ScheduledMatch] = []
-        if t.status == TournamentStatus.CREATED:
+        schedule: list[sched.ScheduledMatch] | None = None
+        if t.status == TournamentStatus.CREATED and len(t.participants) <= INLINE_START_PARTICIPANTS:
             try:
                 schedule = sched.build_schedule(
                     engine.SEATS[t.ruleset], [p.bot_id for p in t.participants], t.games_per_pairing,
@@ -297,7 +312,13 @@ class TournamentStart(MethodView):
             except sched.ScheduleError as exc:
                 abort(409, f"cannot schedule tournament {t.id}: {exc}")
         pending = _transition(lifecycle.start_tournament, s, t.id, schedule)
-        _enqueue(s, pending, "the schedule is stored, start again to enqueue it")
+        if pending and len(pending) <= INLINE_SEND_MATCHES:
+            _enqueue(s, pending, "the schedule is stored, start again to enqueue it")
+        else:  # a large field: a worker stores the schedule and sends the matches
+            try:
+                launch_tournament(settings(), t.id)
+            except QueueError as exc:
+                abort(503, f"{exc}; start again later")
         s.refresh(t)
         return tournament_dict(t)
 

@@ -31,12 +31,12 @@ answers 409), :class:`NotFound` (404).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, func, insert, select, update
+from sqlalchemy import CursorResult, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -124,17 +124,23 @@ def create_tournament(session: Session, *, participants: Sequence[int], **fields
     return t
 
 
-def start_tournament(session: Session, tournament_id: int, schedule: Iterable[ScheduledMatch]) -> list[int]:
-    """``created -> running``: store the schedule's matches as ``pending``, draw the seed's
-    salt and publish its commitment (:mod:`arena.core.fairness`); commit.
+def start_tournament(session: Session, tournament_id: int,
+                     schedule: Iterable[ScheduledMatch] | None = None) -> list[int]:
+    """``created -> running``: draw the seed's salt and publish its commitment
+    (:mod:`arena.core.fairness`); commit. With ``schedule``, its matches are stored as
+    ``pending`` in the same transaction; without it the tournament runs with no match yet,
+    and :func:`store_schedule` stores them off the request path (a 128-bot schedule has
+    thousands of matches: seconds of inserts).
 
     Returns the ids of the matches to enqueue (then call :func:`mark_queued`). A tournament
     already ``running`` is not rescheduled: the ids of its ``pending`` matches are returned
-    (a start whose enqueue failed is completed by starting again).
+    (a start whose enqueue failed is completed by starting again), or ``[]`` while it has
+    no match yet (its schedule is still to be stored).
 
     Raises:
         NotFound: no such tournament.
-        Conflict: finished or cancelled; started concurrently; running with nothing pending.
+        Conflict: finished or cancelled; started concurrently; running with matches, none
+            of them pending.
     """
     t = _locked(session, Tournament, tournament_id)
     if t is None:
@@ -149,18 +155,10 @@ def start_tournament(session: Session, tournament_id: int, schedule: Iterable[Sc
         if claimed != 1:
             session.rollback()
             raise Conflict(f"tournament {tournament_id} was started concurrently")
-        planned = list(schedule)
+        planned = list(schedule) if schedule is not None else []
         try:
             if planned:  # bulk inserts: a 128-bot schedule has thousands of matches
-                now = utcnow()
-                rows = session.execute(insert(Match).returning(Match.id, Match.index, sort_by_parameter_order=True), [
-                    {"tournament_id": t.id, "index": m.index, "table": m.table, "seed": m.seed,
-                     "status": MatchStatus.PENDING, "attempts": 0, "created_at": now} for m in planned]).all()
-                ids = {index: mid for mid, index in rows}
-                session.execute(insert(MatchSeat), [
-                    {"match_id": ids[m.index], "seat": i, "bot_id": e if isinstance(e, int) else None,
-                     "house_bot": e if isinstance(e, str) else None}
-                    for m in planned for i, e in enumerate(m.seats)])
+                _store_schedule(session, t.id, planned)
             session.commit()
         except IntegrityError:  # another start stored the schedule first (SQLite has no row lock)
             session.rollback()
@@ -170,10 +168,87 @@ def start_tournament(session: Session, tournament_id: int, schedule: Iterable[Sc
         raise Conflict(f"tournament {tournament_id} is {t.status}")
     pending = list(session.scalars(select(Match.id).where(
         Match.tournament_id == tournament_id, Match.status == MatchStatus.PENDING).order_by(Match.index)))
+    scheduled = bool(pending) or session.scalar(
+        select(Match.id).where(Match.tournament_id == tournament_id).limit(1)) is not None
     session.commit()
-    if not pending:
+    if not pending and scheduled:
         raise Conflict(f"tournament {tournament_id} is already running")
     return pending
+
+
+def store_schedule(session: Session, tournament_id: int,
+                   build: Callable[[], Iterable[ScheduledMatch]]) -> int:
+    """The second half of a start without a schedule (:func:`start_tournament`): store the
+    matches of ``build()`` as ``pending`` for a ``running`` tournament that has no match
+    yet; commit. The tournament row is locked first, so of two concurrent calls one stores.
+
+    Returns how many matches were stored: 0 when the tournament already has its matches,
+    or is not running (cancelled meanwhile). Errors of ``build`` propagate (nothing stored).
+    """
+    t = _locked(session, Tournament, tournament_id)
+    if t is None or t.status != TournamentStatus.RUNNING or session.scalar(
+            select(Match.id).where(Match.tournament_id == tournament_id).limit(1)) is not None:
+        session.rollback()
+        return 0
+    planned = list(build())
+    try:
+        if planned:
+            _store_schedule(session, tournament_id, planned)
+        session.commit()
+    except IntegrityError:  # stored concurrently (SQLite has no row lock)
+        session.rollback()
+        return 0
+    return len(planned)
+
+
+def _store_schedule(session: Session, tournament_id: int, planned: list[ScheduledMatch]) -> None:
+    """Insert the matches (``pending``) and their seats, in the caller's transaction.
+
+    PostgreSQL: the ids are drawn from the sequence in one query and both tables are
+    written with ``COPY`` (8,128 matches in a fraction of a second; multi-row ``INSERT``s
+    took seconds); other databases: two bulk ``INSERT``s."""
+    now = utcnow()
+    seat_rows = ((m, i, e if isinstance(e, int) else None, e if isinstance(e, str) else None)
+                 for m in planned for i, e in enumerate(m.seats))
+    if session.get_bind().dialect.name == "postgresql":
+        ids = list(session.scalars(
+            text("SELECT nextval(pg_get_serial_sequence('matches', 'id')) FROM generate_series(1, :n)"),
+            {"n": len(planned)}))
+        by_index = {m.index: mid for m, mid in zip(planned, ids)}
+        raw = session.connection().connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cur:
+            with cur.copy('COPY matches (id, tournament_id, "index", "table", seed, status, attempts, '
+                          'created_at) FROM STDIN') as copy:
+                for m, mid in zip(planned, ids):
+                    copy.write_row((mid, tournament_id, m.index, m.table, m.seed, MatchStatus.PENDING.value, 0, now))
+            with cur.copy("COPY match_seats (match_id, seat, bot_id, house_bot) FROM STDIN") as copy:
+                for m, i, bot_id, house in seat_rows:
+                    copy.write_row((by_index[m.index], i, bot_id, house))
+        return
+    rows = session.execute(insert(Match).returning(Match.id, Match.index, sort_by_parameter_order=True), [
+        {"tournament_id": tournament_id, "index": m.index, "table": m.table, "seed": m.seed,
+         "status": MatchStatus.PENDING, "attempts": 0, "created_at": now} for m in planned]).all()
+    by_index = {index: mid for mid, index in rows}
+    session.execute(insert(MatchSeat), [
+        {"match_id": by_index[m.index], "seat": i, "bot_id": bot_id, "house_bot": house}
+        for m, i, bot_id, house in seat_rows])
+
+
+def pending_batch(session: Session, tournament_id: int, limit: int) -> list[int]:
+    """Up to ``limit`` ids of the tournament's ``pending`` matches, in schedule order, to
+    send to the broker; ``[]`` when none is left or the tournament is not running.
+
+    Does not commit: on PostgreSQL the rows stay locked (``FOR UPDATE SKIP LOCKED``) until
+    the caller's :func:`mark_queued` commits, so two senders never send the same match."""
+    t = session.get(Tournament, tournament_id)
+    if t is None or t.status != TournamentStatus.RUNNING:
+        return []
+    stmt = select(Match.id).where(Match.tournament_id == tournament_id,
+                                  Match.status == MatchStatus.PENDING).order_by(Match.index).limit(limit)
+    if session.get_bind().dialect.name == "postgresql":
+        stmt = stmt.with_for_update(skip_locked=True)
+    return list(session.scalars(stmt))
 
 
 def mark_queued(session: Session, match_ids: Sequence[int]) -> int:

@@ -1,0 +1,76 @@
+"""Starting a tournament off the request path (arena.core.queue.send_tournament): the start
+only marks it running and sends one task; the schedule is stored once and every match is
+sent once, even by two senders at the same time; ``progress.queued`` shows the sending."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+
+import pytest
+import redis
+
+from arena.core.accounts import create_account
+from arena.core.db.models import Bot
+from arena.core.queue import ENQUEUE_TOURNAMENT_TASK, RUN_MATCH_TASK, send_tournament
+from tests.worker.conftest import Arena
+
+
+def _messages(client: redis.Redis) -> list[tuple[str, list]]:
+    out = []
+    for raw in client.lrange("arena", 0, -1):
+        headers = json.loads(raw)["headers"]
+        out.append((headers["task"], json.loads(headers["argsrepr"].replace("(", "[").replace(",)", "]")
+                                                 .replace(")", "]"))))
+    return out
+
+
+@pytest.mark.services
+def test_start_sends_one_task_and_two_senders_send_each_match_once(pg_database, redis_url, tmp_path):
+    # a Redis database no worker consumes: the messages stay there to be counted
+    broker = redis_url.rsplit("/", 1)[0] + "/7"
+    client = redis.Redis.from_url(broker)
+    client.delete("arena")
+    arena = Arena(pg_database, broker, tmp_path=tmp_path)
+    try:
+        with arena.sessions() as s:
+            owner, _ = create_account(s, "own-" + uuid.uuid4().hex[:6], "contestant")
+            bots = [Bot(owner_id=owner.id, name=f"b{i}", url=f"http://127.0.0.1:9/{i}", secret="x",
+                        rulesets=["million_doubt"], status="ready") for i in range(12)]
+            s.add_all(bots)
+            s.commit()
+            ids = [b.id for b in bots]
+        tid = arena.create("million_doubt", ids, games_per_pairing=2)
+        started = arena.start(tid)
+        # the answer comes before any match is stored: one task, no match message yet
+        assert started["status"] == "running" and started["progress"] == {"finished": 0, "total": 0, "queued": 0}
+        assert _messages(client) == [(ENQUEUE_TOURNAMENT_TASK, [tid])]
+        client.delete("arena")
+        # a start clicked twice, or a redelivered task: two senders at once
+        sent: list[int] = []
+        senders = [threading.Thread(target=lambda: sent.append(send_tournament(arena.settings, tid, batch=7)))
+                   for _ in range(2)]
+        for t in senders:
+            t.start()
+        for t in senders:
+            t.join(60)
+        assert sum(sent) == 66  # 12 bots: 66 pairs, each stored once and sent once
+        messages = _messages(client)
+        assert [task for task, _ in messages] == [RUN_MATCH_TASK] * 66
+        assert len({args[0] for _, args in messages}) == 66
+        got = arena.get(f"/tournaments/{tid}")
+        assert got["progress"] == {"finished": 0, "total": 66, "queued": 66}
+        assert arena.counts(tid)["matches"] == 66
+        # nothing left to send: a new start is a conflict, a new sender sends nothing
+        r = arena.client.post(f"/api/v1/tournaments/{tid}/start", headers=arena.org)
+        assert r.status_code == 409
+        assert send_tournament(arena.settings, tid) == 0 and client.llen("arena") == 66
+        # a cancelled tournament gets nothing sent (a start task that arrives late)
+        other = arena.create("million_doubt", ids[:4], games_per_pairing=2)
+        arena.start(other)
+        assert arena.client.post(f"/api/v1/tournaments/{other}/cancel", headers=arena.org).status_code == 200
+        assert send_tournament(arena.settings, other) == 0 and arena.counts(other)["matches"] == 0
+    finally:
+        client.delete("arena")
+        arena.close()
