@@ -91,7 +91,7 @@ def test_demo_serve_keeps_the_api_up(tmp_path):
         r = httpx.get(f"http://127.0.0.1:{port}/api/v1/tournaments/1",
                       headers={"Authorization": f"Bearer {token}"}, trust_env=False, timeout=10)
         assert r.status_code == 200 and r.json()["status"] == "finished"
-        assert r.json()["progress"] == {"finished": 4, "total": 4}
+        assert r.json()["progress"] == {"finished": 4, "total": 4, "queued": 4}
         assert r.json()["ruleset"] == "jdf" and r.json()["options"]["sets"] == 1
     finally:
         proc.send_signal(signal.SIGINT)

@@ -44,7 +44,7 @@ def test_create_and_read_tournament(client, league):
     r = _create(client, league, options={"burst_score": 13}, time_rules={"initial": 1.0, "increment": 0.5, "cap": 2.0})
     assert r.status_code == 201, r.json
     t = r.json
-    assert t["status"] == "created" and t["progress"] == {"finished": 0, "total": 0}
+    assert t["status"] == "created" and t["progress"] == {"finished": 0, "total": 0, "queued": 0}
     assert t["options"] == {"burst_score": 13}
     assert t["time_rules"] == {"initial": 1.0, "increment": 0.5, "cap": 2.0}
     assert t["max_faults"] == 3 and t["seed"] == 7
@@ -111,7 +111,7 @@ def test_start_builds_schedule_and_enqueues(make_app, league, redis_url):
     t = _create(client, league).json
     r = client.post(f"/api/v1/tournaments/{t['id']}/start", headers=league["org"])
     assert r.status_code == 202, r.json
-    assert r.json["status"] == "running" and r.json["progress"] == {"finished": 0, "total": 6}
+    assert r.json["status"] == "running" and r.json["progress"] == {"finished": 0, "total": 6, "queued": 6}
     assert _queue_length(redis_url) == 6
     bodies = [json.loads(m) for m in redis_lib.Redis.from_url(redis_url).lrange("arena", 0, -1)]
     assert {b["headers"]["task"] for b in bodies} == {"arena.run_match"}
@@ -209,7 +209,7 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
         assert not store_result(s, ab["id"], scores=[0, 0], places=[1, 1], faults=[0, 0], games=[],
                                  timings={}, log={})
     t2 = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["org"]).json
-    assert t2["status"] == "finished" and t2["progress"] == {"finished": 6, "total": 6}
+    assert t2["status"] == "finished" and t2["progress"] == {"finished": 6, "total": 6, "queued": 6}
     revealed = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["a"]).json
     assert revealed["seed_revealed"] and (revealed["seed"], revealed["salt"]) == (7, org_view["salt"])
     assert client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).json["seed"] == ab["seed"]

@@ -133,7 +133,7 @@ def test_tournament_end_to_end(stack, ruleset, tmp_path):
         done = _arena("tournament", "status", str(tid), "--watch", "--poll", "0.3", "--json", env=cli_env)
         final = json.loads(done.stdout)
         assert final["status"] == "finished", final
-        assert final["progress"] == {"finished": expected_matches, "total": expected_matches}
+        assert final["progress"] == {"finished": expected_matches, "total": expected_matches, "queued": expected_matches}
 
         org = {"Authorization": f"Bearer {organizer_token}"}
         matches = http.get(f"/tournaments/{tid}/matches", headers=org, params={"per_page": 100}).json()

@@ -31,7 +31,7 @@ def test_sleeping_garbage_and_down_bots(arena, bots, celery_worker_factory):
     worker = celery_worker_factory(concurrency=2, database_url=arena.database_url)
     arena.start(tid)
     t = arena.wait_finished(tid, workers=[worker])  # no hung task
-    assert t["status"] == "finished" and t["progress"] == {"finished": 10, "total": 10}
+    assert t["status"] == "finished" and t["progress"] == {"finished": 10, "total": 10, "queued": 10}
     stored = arena.stored(tid)
     assert len(stored) == 10
     for m, res, log in stored:

@@ -75,7 +75,7 @@ def test_redis_restart_loses_no_result_and_resume_finishes(pg_database, tmp_path
         else:
             assert r.status_code == 202, r.json
         t = arena.wait_finished(tid, timeout_s=120, workers=[worker])
-        assert t["status"] == "finished" and t["progress"] == {"finished": 6, "total": 6}
+        assert t["status"] == "finished" and t["progress"] == {"finished": 6, "total": 6, "queued": 6}
         assert arena.counts(tid) == {"matches": 6, "results": 6, "logs": 6}
         stored = arena.stored(tid)
         for m, res, log in stored:

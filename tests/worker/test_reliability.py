@@ -47,7 +47,7 @@ def test_sigkill_mid_match_then_a_new_worker_finishes(arena, bots, celery_worker
 
     second = celery_worker_factory(concurrency=1, database_url=arena.database_url, env=env)
     t = arena.wait_finished(tid, timeout_s=vt + 90, workers=[second])
-    assert t["status"] == "finished" and t["progress"] == {"finished": 6, "total": 6}
+    assert t["status"] == "finished" and t["progress"] == {"finished": 6, "total": 6, "queued": 6}
     assert arena.counts(tid) == {"matches": 6, "results": 6, "logs": 6}
     stored = arena.stored(tid)
     for m, res, log in stored:

@@ -37,7 +37,7 @@ def test_start_sends_one_task_and_two_senders_send_each_match_once(pg_database, 
         with arena.sessions() as s:
             owner, _ = create_account(s, "own-" + uuid.uuid4().hex[:6], "contestant")
             bots = [Bot(owner_id=owner.id, name=f"b{i}", url=f"http://127.0.0.1:9/{i}", secret="x",
-                        rulesets=["million_doubt"], status="ready") for i in range(12)]
+                        rulesets=["million_doubt"], status="ready") for i in range(20)]
             s.add_all(bots)
             s.commit()
             ids = [b.id for b in bots]
@@ -55,19 +55,19 @@ def test_start_sends_one_task_and_two_senders_send_each_match_once(pg_database, 
             t.start()
         for t in senders:
             t.join(60)
-        assert sum(sent) == 66  # 12 bots: 66 pairs, each stored once and sent once
+        assert sum(sent) == 190  # 20 bots: 190 pairs, each stored once and sent once
         messages = _messages(client)
-        assert [task for task, _ in messages] == [RUN_MATCH_TASK] * 66
-        assert len({args[0] for _, args in messages}) == 66
+        assert [task for task, _ in messages] == [RUN_MATCH_TASK] * 190
+        assert len({args[0] for _, args in messages}) == 190
         got = arena.get(f"/tournaments/{tid}")
-        assert got["progress"] == {"finished": 0, "total": 66, "queued": 66}
-        assert arena.counts(tid)["matches"] == 66
+        assert got["progress"] == {"finished": 0, "total": 190, "queued": 190}
+        assert arena.counts(tid)["matches"] == 190
         # nothing left to send: a new start is a conflict, a new sender sends nothing
         r = arena.client.post(f"/api/v1/tournaments/{tid}/start", headers=arena.org)
         assert r.status_code == 409
-        assert send_tournament(arena.settings, tid) == 0 and client.llen("arena") == 66
+        assert send_tournament(arena.settings, tid) == 0 and client.llen("arena") == 190
         # a cancelled tournament gets nothing sent (a start task that arrives late)
-        other = arena.create("million_doubt", ids[:4], games_per_pairing=2)
+        other = arena.create("million_doubt", ids, games_per_pairing=2)
         arena.start(other)
         assert arena.client.post(f"/api/v1/tournaments/{other}/cancel", headers=arena.org).status_code == 200
         assert send_tournament(arena.settings, other) == 0 and arena.counts(other)["matches"] == 0

@@ -41,7 +41,7 @@ def _records_from_logs(stored) -> list[MatchRecord]:
 def _check_tournament(arena, tid: int, bot_ids: list[int], ruleset: str, expected_matches: int) -> list:
     t = arena.get(f"/tournaments/{tid}")
     assert t["status"] == "finished"
-    assert t["progress"] == {"finished": expected_matches, "total": expected_matches}
+    assert t["progress"] == {"finished": expected_matches, "total": expected_matches, "queued": expected_matches}
     assert arena.counts(tid) == {"matches": expected_matches, "results": expected_matches, "logs": expected_matches}
     stored = arena.stored(tid)
     for m, res, log in stored:
