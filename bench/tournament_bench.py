@@ -1,0 +1,266 @@
+"""Tournament benchmark (issue 15): thinking bots, the makespan against its lower bound, and
+starting 128-bot tournaments.
+
+    .venv/bin/python bench/tournament_bench.py [--think-ms 100] [--quick] [--pool P -c N]
+
+Starts everything it needs and stops it afterwards: PostgreSQL and Redis (``infra/postgres.sh``,
+``infra/redis.sh`` on free ports), one real worker started as ``arena worker`` with its
+DEFAULT settings (pool and concurrency; ``--pool``/``-c`` override them for comparisons), and
+8 sample bots served by the SDK (waitress) on 127.0.0.1 in this process, each thinking
+``--think-ms`` milliseconds per decision. Tournaments go through the real API app.
+
+Prints five lines:
+
+* ``makespan/LB million_doubt: X`` and ``makespan/LB trump_millionaire: X``: a round robin of
+  the 8 bots (Million Doubt: 28 matches of 2 games; Trump Millionaire: the schedule's tables,
+  one deal each, ``target_score`` 1), time rules 60 s / +10 s / 60 s. Makespan: from the start
+  request to the tournament finished. LB, from the arena's own timings (the stored results'
+  ``timings``)::
+
+      LB = max(longest match wall_s,
+               max over bots of (the bot's summed elapsed_ms) / its cap (ARENA_BOT_MAX_CONCURRENCY),
+               (summed elapsed_ms of every seat) / worker slots)
+
+* ``start 128 million_doubt: N matches in X s`` and ``start 128 trump_millionaire: N matches in
+  X s``: ``POST /start`` of a 128-bot tournament (bots stored directly as ``ready``; no worker
+  consumes that broker database, so nothing is played): the answer's time. The details line
+  (stderr) also gives the time to store the schedule and send every match
+  (``arena.core.queue.send_tournament``, what the worker's ``arena.enqueue_tournament`` runs,
+  here in this process).
+* ``tournament page 8000 matches: X ms``: ``GET /ui/tournaments/{id}`` of the 128-bot Million
+  Doubt tournament (8,128 matches), signed in as the organizer, median of 3.
+
+``--quick``: bots think 20 ms and Million Doubt plays 2 games per pairing as before (the
+whole bench in about 2 minutes instead of 5-8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from orchestration_bench import Services, wait_finished  # noqa: E402
+
+from bots_sdk.samples import SAMPLE_BOTS  # noqa: E402
+
+BOTS = 8
+FIELD = 128
+TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
+
+
+class DefaultWorker:
+    """``arena worker`` as an operator starts it (its defaults), plus overrides if asked."""
+
+    def __init__(self, broker: str, db: str, log_dir: Path, pool: str | None, concurrency: int | None):
+        import os
+
+        self.log = log_dir / f"worker-{uuid.uuid4().hex[:6]}.log"
+        env = {**os.environ, "ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": db,
+               "ARENA_ALLOW_PRIVATE_BOT_URLS": "1", "ARENA_CELERY_EAGER": "0", "PYTHONPATH": str(REPO)}
+        cmd = [sys.executable, "-m", "arena.cli", "worker", "--loglevel", "WARNING",
+               "--hostname", f"tbench-{uuid.uuid4().hex[:6]}@127.0.0.1"]
+        if pool:
+            cmd += ["--pool", pool]
+        if concurrency:
+            cmd += ["--concurrency", str(concurrency)]
+        with open(self.log, "wb") as fh:
+            self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        from arena.core.config import Settings
+        from worker.celery_app import make_app
+
+        client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
+        assert client.send_task("arena.ping", queue="arena").get(timeout=60) == "pong"
+        stats = client.control.inspect(timeout=5).stats() or {}
+        pool_info = next(iter(stats.values()), {}).get("pool", {})
+        self.slots = int(pool_info.get("max-concurrency") or concurrency or 1)
+        self.pool = pool_info.get("implementation", pool or "?")
+        client.close()
+
+    def stop(self) -> None:
+        import os
+        import signal
+
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def lower_bound(stored, cap: int, slots: int) -> dict:
+    """LB of the module docstring from the stored results (seconds)."""
+    per_bot: dict[int, float] = {}
+    total = 0.0
+    longest = 0.0
+    for m, res, _log in stored:
+        longest = max(longest, res.timings["wall_s"])
+        for seat in sorted(m.seats, key=lambda s: s.seat):
+            ms = res.timings["elapsed_ms"][seat.seat]
+            per_bot[seat.bot_id] = per_bot.get(seat.bot_id, 0.0) + ms / 1000
+            total += ms / 1000
+    terms = {"longest_match_s": longest, "busiest_bot_s": max(per_bot.values()) / cap,
+             "all_thinking_s": total / slots}
+    return {**{k: round(v, 2) for k, v in terms.items()}, "lb_s": round(max(terms.values()), 2)}
+
+
+def play(arena, ruleset: str, ids: list[int], db: str, cap: int, slots: int, **kw) -> dict:
+    tid = arena.create(ruleset, ids, time_rules=TIME_RULES, **kw)
+    t0 = time.perf_counter()
+    arena.start(tid)
+    wait_finished(db, tid)
+    makespan = time.perf_counter() - t0
+    stored = arena.stored(tid)
+    lb = lower_bound(stored, cap, slots)
+    waits = [w for _, res, _ in stored for w in res.timings.get("semaphore_max_wait_ms", [])]
+    bypassed = sum(sum(res.timings["semaphore_bypassed"]) for _, res, _ in stored)
+    return {"matches": len(stored), "makespan_s": round(makespan, 2), **lb,
+            "ratio": round(makespan / lb["lb_s"], 3), "max_slot_wait_ms": max(waits or [0]),
+            "bypassed": bypassed}
+
+
+def start_field(arena, broker_idle: str, db: str) -> tuple[dict, int]:
+    """Start 128-bot tournaments on a broker database no worker reads; returns the figures
+    and the Million Doubt tournament id (for the page)."""
+    from api import create_app
+    from arena.core.accounts import create_account
+    from arena.core.config import Settings
+    from arena.core.db.models import Bot
+    from arena.core.queue import send_tournament
+
+    settings = Settings(data_dir=arena.settings.data_dir, database_url=db, broker_url=broker_idle,
+                        allow_private_bot_urls=True)
+    app = create_app(settings, engine=arena.engine)
+    client = app.test_client()
+    with arena.sessions() as s:
+        owner, _ = create_account(s, "field-" + uuid.uuid4().hex[:6], "contestant")
+        bots = [Bot(owner_id=owner.id, name=f"f{i}", url=f"http://127.0.0.1:9/{i}", secret="x",
+                    rulesets=["million_doubt", "trump_millionaire"], status="ready") for i in range(FIELD)]
+        s.add_all(bots)
+        s.commit()
+        ids = [b.id for b in bots]
+    out: dict = {}
+    md_id = 0
+    for ruleset, gpp in (("million_doubt", 2), ("trump_millionaire", 1)):
+        r = client.post("/api/v1/tournaments", headers=arena.org, json={
+            "ruleset": ruleset, "participants": ids, "games_per_pairing": gpp, "seed": 15})
+        assert r.status_code == 201, r.json
+        tid = r.json["id"]
+        t0 = time.perf_counter()
+        r = client.post(f"/api/v1/tournaments/{tid}/start", headers=arena.org)
+        answered = time.perf_counter() - t0
+        assert r.status_code == 202, r.json
+        t1 = time.perf_counter()
+        sent = send_tournament(settings, tid)  # what the worker's enqueue task does
+        queued = time.perf_counter() - t1
+        out[ruleset] = {"matches": sent, "answer_s": round(answered, 3), "stored_and_sent_s": round(queued, 2)}
+        if ruleset == "million_doubt":
+            md_id = tid
+    return out, md_id
+
+
+def page_ms(arena, tournament_id: int) -> float:
+    client = arena.client
+    token = arena.org["Authorization"].split()[1]
+    r = client.post("/ui/login", data={"token": token, "next": f"/ui/tournaments/{tournament_id}"})
+    assert r.status_code in (302, 303), r.status_code
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        r = client.get(f"/ui/tournaments/{tournament_id}")
+        r.get_data()
+        times.append((time.perf_counter() - t0) * 1000)
+        assert r.status_code == 200, r.status_code
+    return statistics.median(times)
+
+
+def main() -> None:
+    import tempfile
+
+    from arena.core.config import DEFAULT_BOT_MAX_CONCURRENCY
+    from arena.core.db.migrate import upgrade
+    from tests.worker.conftest import Arena, SwitchBot
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--think-ms", type=int, default=None, help="bot thinking time per decision (default 100; 20 with --quick)")
+    ap.add_argument("--quick", action="store_true", help="bots think 20 ms: about 2 minutes")
+    ap.add_argument("--pool", default=None, help="worker pool (default: arena worker's)")
+    ap.add_argument("-c", "--concurrency", type=int, default=None, help="worker slots (default: arena worker's)")
+    ap.add_argument("--skip-play", action="store_true", help="only the 128-bot starts and the page")
+    args = ap.parse_args()
+    think_ms = args.think_ms if args.think_ms is not None else (20 if args.quick else 100)
+
+    started = time.perf_counter()
+    services = Services()
+    tmp = Path(tempfile.mkdtemp(prefix="arena-tbench-"))
+    servers: list = []
+    worker = None
+    try:
+        pg = services.start("postgres.sh")
+        broker = services.start("redis.sh")
+        from sqlalchemy import create_engine, text
+
+        from arena.core.db.session import normalize_url
+
+        admin = create_engine(normalize_url(pg), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text('CREATE DATABASE "tbench"'))
+        admin.dispose()
+        db = normalize_url(pg).rsplit("/", 1)[0] + "/tbench"
+        upgrade(db)
+        arena = Arena(db, broker, tmp_path=tmp)
+        details: dict = {"think_ms": think_ms}
+        lines = []
+        if not args.skip_play:
+            servers += [SwitchBot(SAMPLE_BOTS["greedy"](), sleep_s=think_ms / 1000) for _ in range(BOTS)]
+            both = ["million_doubt", "trump_millionaire"]
+            md_ids = tm_ids = [arena.register(s, both, f"b{i}") for i, s in enumerate(servers)]
+            for s in servers:  # checked at full speed; they think from now on
+                s.mode = "slow"
+            worker = DefaultWorker(broker, db, tmp, args.pool, args.concurrency)
+            cap = DEFAULT_BOT_MAX_CONCURRENCY
+            details["worker"] = {"pool": worker.pool, "slots": worker.slots, "cap": cap}
+            md = play(arena, "million_doubt", md_ids, db, cap, worker.slots, games_per_pairing=2)
+            tm = play(arena, "trump_millionaire", tm_ids, db, cap, worker.slots, games_per_pairing=1,
+                      options={"target_score": 1})
+            details["million_doubt"], details["trump_millionaire"] = md, tm
+            lines += [f"makespan/LB million_doubt: {md['ratio']:.2f}",
+                      f"makespan/LB trump_millionaire: {tm['ratio']:.2f}"]
+            worker.stop()
+            worker = None
+        idle = broker.rsplit("/", 1)[0] + "/9"
+        starts, md_field = start_field(arena, idle, db)
+        details["start_128"] = starts
+        for ruleset in ("million_doubt", "trump_millionaire"):
+            s = starts[ruleset]
+            lines.append(f"start 128 {ruleset}: {s['matches']} matches in {s['answer_s']:.2f} s")
+        details["page_matches"] = starts["million_doubt"]["matches"]
+        lines.append(f"tournament page 8000 matches: {page_ms(arena, md_field):.0f} ms")
+        arena.close()
+        details["bench_s"] = round(time.perf_counter() - started, 1)
+        print(json.dumps(details), file=sys.stderr)
+        for line in lines:
+            print(line)
+    finally:
+        if worker is not None:
+            worker.stop()
+        for s in servers:
+            s.close()
+        services.stop()
+
+
+if __name__ == "__main__":
+    main()
