@@ -1,8 +1,14 @@
 """``arena worker``: start a real Celery worker consuming the match queue.
 
 Equivalent to ``celery -A worker.celery_app worker --without-mingle --without-gossip
--Q arena,arena.checks -c N -n arena-<pid>@%h`` (a node name unique per process, so several workers may
-run on one host); settings come from the ``ARENA_*`` environment (``arena config``).
+-Q arena,arena.checks --pool threads -c 32 -n arena-<pid>@%h`` (a node name unique per process, so several
+workers may run on one host); settings come from the ``ARENA_*`` environment (``arena config``).
+
+The default pool fits bots that think: a match spends nearly all its time waiting for its
+bots' answers, so one process runs :data:`DEFAULT_THREADS` matches at once on threads
+(docs/operations.md "Sizing workers", measured by ``bench/tournament_bench.py``). For bots
+that answer in about a millisecond the arena's own work is the limit: use ``--pool prefork``
+with one process per core.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ import click
 from arena.core.config import Settings
 from worker.celery_app import app, visibility_timeout
 
+#: Matches one worker process plays at once with the default thread pool.
+DEFAULT_THREADS = 32
+
 
 def default_node_name() -> str:
     """``arena-<pid>@%h``: Celery's own default, ``celery@HOST``, is the same for every worker
@@ -24,11 +33,12 @@ def default_node_name() -> str:
 
 @click.command("worker")
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
-              help="worker processes (default: the number of CPUs)")
+              help=f"matches played at once: threads (default {DEFAULT_THREADS}) or, with --pool prefork, "
+                   "processes (default: the number of CPUs)")
 @click.option("--queues", "-Q", default="arena,arena.checks", show_default=True,
               help="comma-separated queues to consume")
-@click.option("--pool", type=click.Choice(["prefork", "threads", "solo"]), default="prefork", show_default=True,
-              help="execution pool")
+@click.option("--pool", type=click.Choice(["threads", "prefork", "solo"]), default="threads", show_default=True,
+              help="execution pool (threads: many matches per process, for bots that think)")
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
 @click.option("--hostname", "-n", default=None,
               help="node name (default: arena-<pid>@%h, unique per process on a host; %h is the host name)")
@@ -46,6 +56,8 @@ def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostn
         raise click.BadParameter("name at least one queue", param_hint="--queues")
     argv = ["worker", "--without-mingle", "--without-gossip", "--pool", pool,
             "--queues", ",".join(queue_list), "--loglevel", loglevel]
+    if pool == "threads" and not concurrency:
+        concurrency = DEFAULT_THREADS
     if concurrency:
         argv += ["--concurrency", str(concurrency)]
     argv += ["--hostname", hostname or default_node_name()]
