@@ -169,8 +169,9 @@ TournamentPageSchema = page_schema(TournamentSchema, "TournamentPage")
 MatchPageSchema = page_schema(MatchSchema, "MatchPage")
 
 
-def progress_counts(tournament_ids: list[int]) -> dict[int, tuple[int, int]]:
-    """``{tournament id: (finished matches, all matches)}`` in one grouped query."""
+def progress_counts(tournament_ids: list[int]) -> dict[int, tuple[int, int, int]]:
+    """``{tournament id: (finished matches, all matches, matches not pending)}`` in one
+    grouped query."""
     if not tournament_ids:
         return {}
     rows = db().execute(
