@@ -76,7 +76,8 @@ def _pages(site) -> list[str]:
     with site.sessionmaker() as s:
         first = {key: s.scalar(select(Match.id).where(Match.tournament_id == tid).order_by(Match.index))
                  for key, tid in site.tournaments.items()}
-    pages = ["/ui/", "/ui/login", "/ui/tournaments/999999", "/ui/matches/99999999"]
+    pages = ["/ui/", "/ui/login", "/ui/signup", "/ui/bots", f"/ui/bots/{site.bots['Ace']}", "/ui/tournaments/new",
+             "/ui/tournaments/999999", "/ui/matches/99999999"]
     pages += [f"/ui/tournaments/{tid}" for tid in site.tournaments.values()]
     pages += [f"/ui/matches/{mid}" for mid in first.values()]
     return pages
