@@ -30,7 +30,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from api.ui import forms, lang  # noqa: F401 - register their routes on bp
+from api.ui import forms, lang, live  # noqa: F401 - register their routes on bp
 from api.ui.i18n import init_i18n
 from api.ui.views import bp
 

@@ -117,7 +117,8 @@ JS_MESSAGES: tuple[str, ...] = (
     N_("rate"), N_("penalty"), N_("Running totals after {what}"), N_("before the first result"),
     N_("new in this hand: {card}"), N_("Outlined cards are new in the hand."),
     N_("Spade-3 return (スペ3返し) by {who}: beats the joker, the field is cleared"), N_("blind cards: {cards}"),
-    N_("Set {set} · game {game}"), N_("through"), N_("Seat"),
+    N_("Set {set} · game {game}"), N_("through"), N_("Seat"), N_("game {g} · decision {n}"),
+    N_("reload for the replay"), N_("live view unavailable"),
 )
 
 
