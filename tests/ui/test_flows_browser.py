@@ -106,6 +106,9 @@ def test_contestant_and_organizer_run_a_tournament_through_the_pages(eager_site,
         assert page.locator("#bot-status").get_attribute("data-status") == "ready"
         assert page.locator("#check-result").get_attribute("class") == "ok"
         assert page.locator("#check-table tr[data-step=conformance-million_doubt]").count() == 1
+        # each decision kind's result (Million Doubt: play, doubt, ...)
+        kinds = page.locator("#check-table .kind-result").evaluate_all("ks => ks.map(k => k.dataset.kind)")
+        assert "play" in kinds and "doubt" in kinds
         assert page.locator("#secret-value").count() == 0  # shown once only
     page.screenshot(path=str(artifacts / "ui-bot-checked.png"), full_page=True)
     # --- rotates the secret of the first bot: a new one, shown once
