@@ -9,6 +9,7 @@ JavaScript file for the replay, no build step).
 ``/ui/matches/<id>/log.json``           the match log (JSON download)
 ``/ui/matches/<id>/replay.json``        the replay data of the page (api.ui.replay)
 ``/ui/login``, ``/ui/logout``           sign in with an API token / sign out
+``/ui/lang/<en|ja>``                    language switch (cookie; default: Accept-Language)
 ======================================= ==================================================
 
 Access: see :mod:`api.ui.access` (public once finished if the organizer allows it; else an
@@ -29,6 +30,8 @@ from pathlib import Path
 
 from flask import Flask
 
+from api.ui import forms, lang, live  # noqa: F401 - register their routes on bp
+from api.ui.i18n import init_i18n
 from api.ui.views import bp
 
 log = logging.getLogger(__name__)
@@ -70,4 +73,5 @@ def init_ui(app: Flask) -> None:
     app.config["SESSION_COOKIE_HTTPONLY"] = True
     app.config["SESSION_COOKIE_PATH"] = "/ui"
     app.config["SESSION_COOKIE_SECURE"] = settings.cookie_secure
+    init_i18n(app)
     app.register_blueprint(bp)

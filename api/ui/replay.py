@@ -18,7 +18,17 @@ Shape (JSON-ready, embedded in the page)::
                                  "status", "fault", "detail"} | None,
                     "banks_ms": [bank of each seat after this step, milliseconds],
                     "fault": {"kind", "detail"} | None   # this step is a fault/forfeit
-                }]}]}
+                }],
+                "units": [{"unit", "first_step", "end_step", "set", "game_in_set", "void",
+                           "scores": [per seat] | None, "totals": [per seat] | None}]}],
+     "game_totals": [{"game", "scores": [per player], "totals": [per player]}]}
+
+``units`` are the deals of a Trump Millionaire game (TM-1, TM-7: ``scores`` of the deal,
+``totals`` after it) or the games of a JDF match (JDF-1, JDF-13: ``set`` and ``game_in_set``
+from 0, ``game_in_set`` from 1; ``end_step``: the step whose events carry the result, or
+None); a Million Doubt game is one unit without scores. ``game_totals`` are the running
+totals over the match's games, by player index (a Million Doubt match has several games,
+MD-17; TM and JDF have one).
 
 Engine forfeits with reason ``max_faults`` (FAULT-3) have no exchange; every other engine
 action consumes the next exchange of its game in order.
@@ -94,7 +104,72 @@ def game_replay(game: Mapping[str, Any], initial_ms: int) -> dict:
     if k != len(exchanges):
         raise ReplayDataError(f"game {gi}: {len(exchanges) - k} request record(s) without an engine action")
     return {"index": gi, "seed": game.get("seed"), "seats": list(game.get("seats", [])),
-            "result": game.get("result"), "faults": list(game.get("faults", [])), "frames": out}
+            "result": game.get("result"), "faults": list(game.get("faults", [])), "frames": out,
+            "units": units_of(out)}
+
+
+def _by_seat(scores: Any, n: int) -> list | None:
+    """Seat-keyed scores (``{"0": 5, ...}`` or a list) as a list by seat, or None."""
+    if isinstance(scores, list):
+        return list(scores)
+    if isinstance(scores, Mapping):
+        return [scores.get(str(i), scores.get(i, 0)) for i in range(n)]
+    return None
+
+
+def units_of(frames: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The deals (TM) or games (JDF) of a game's frames: first step, scores, totals (module docstring).
+
+    One action may end a deal and start the next (the frame's ``unit`` is already the new
+    one): events are read in order, a ``deal`` / ``game`` event opens its unit
+    (``unit_index`` = ``deal`` / ``game``), an end event closes the open one. The engine's
+    ``unit_index`` moves past the last unit when the game ends: that is no unit.
+    """
+    units: dict[int, dict] = {}
+    n = len(frames[0]["hands"]) if frames else 0
+
+    def unit(u: int, step: int) -> dict:
+        if u not in units:
+            units[u] = {"unit": u, "first_step": step, "end_step": None, "set": None, "game_in_set": None,
+                        "void": False, "scores": None, "totals": None}
+        return units[u]
+
+    if not frames:
+        return []
+    open_unit = unit(int(frames[0].get("unit") or 0), 0)
+    for i, f in enumerate(frames):
+        for e in f.get("events", []):
+            t = e.get("type")
+            if t == "deal" and isinstance(e.get("deal"), int):
+                open_unit = unit(e["deal"], i)
+            elif t == "game" and isinstance(e.get("game"), int):  # JDF: a new game of a set
+                open_unit = unit(e["game"], i)
+                open_unit["set"], open_unit["game_in_set"] = e.get("set"), e.get("game_in_set")
+            elif t in ("deal_end", "game_end") and "totals" in e and e.get("scores") is not None:
+                open_unit["scores"] = _by_seat(e.get("scores"), n)
+                open_unit["totals"] = _by_seat(e.get("totals"), n)
+                open_unit["end_step"] = i
+            elif t == "void_deal":
+                open_unit["void"], open_unit["end_step"] = True, i
+    return [units[u] for u in sorted(units)]
+
+
+def game_totals(match_log: Mapping[str, Any]) -> list[dict]:
+    """Scores of each game of a match and running totals, by player index (module docstring)."""
+    n = len(match_log.get("players", []))
+    totals = [0.0] * n
+    out = []
+    for g in match_log.get("games", []):
+        res = g.get("result") or {}
+        by_seat = _by_seat(res.get("scores"), len(g.get("seats", [])))
+        scores = [0.0] * n
+        if by_seat is not None:
+            for seat, player in enumerate(g.get("seats", [])):
+                if player is not None and player < n and seat < len(by_seat):
+                    scores[player] = by_seat[seat]
+        totals = [a + b for a, b in zip(totals, scores)]
+        out.append({"game": g.get("index"), "scores": scores, "totals": list(totals)})
+    return out
 
 
 def build_replay(match_log: Mapping[str, Any], labels: Sequence[str] | None = None) -> dict:
@@ -114,4 +189,5 @@ def build_replay(match_log: Mapping[str, Any], labels: Sequence[str] | None = No
         players.append({"index": i, "name": p.get("name"), "label": label})
     return {"ruleset": match_log.get("ruleset"), "time_rules": tr, "players": players,
             "result": match_log.get("result"),
-            "games": [game_replay(g, initial_ms) for g in match_log.get("games", [])]}
+            "games": [game_replay(g, initial_ms) for g in match_log.get("games", [])],
+            "game_totals": game_totals(match_log)}

@@ -17,6 +17,7 @@ from flask import (
     stream_with_context,
     url_for,
 )
+from flask_babel import gettext as _
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 from werkzeug.exceptions import HTTPException
@@ -37,8 +38,6 @@ bp = Blueprint("ui", __name__, url_prefix="/ui", template_folder="templates",
 MAX_ID = 2**31 - 1
 #: Matches per page of a tournament page (/ui/tournaments/<id>?page=N).
 MATCHES_PER_PAGE = 100
-RULESET_NAMES = {"million_doubt": "Million Doubt", "trump_millionaire": "Trump Millionaire",
-                 "jdf": "JDF"}
 
 
 # ----------------------------------------------------------------------------- plumbing
@@ -73,7 +72,7 @@ def _signed(value, digits: int = 2) -> str:
 
 @bp.context_processor
 def _globals():
-    return {"viewer": access.viewer(), "ruleset_names": RULESET_NAMES}
+    return {"viewer": access.viewer()}  # translated names: api.ui.lang
 
 
 def _next_target(path: str | None) -> str:
@@ -85,21 +84,21 @@ def _next_target(path: str | None) -> str:
 
 def _deny(account, what: str):
     if account is None:
-        abort(401, f"Sign in with your API token to see {what}.")
-    abort(403, f"{what[0].upper()}{what[1:]} is not visible to your account.")
+        abort(401, _("Sign in with your API token to see %(what)s.", what=what))
+    abort(403, _("%(what)s is not visible to your account.", what=what[0].upper() + what[1:]))
 
 
 def _tournament(tournament_id: int) -> Tournament:
     t = db().get(Tournament, tournament_id) if 1 <= tournament_id <= MAX_ID else None
     if t is None:
-        abort(404, f"There is no tournament {tournament_id}.")
+        abort(404, _("There is no tournament %(id)s.", id=tournament_id))
     return t
 
 
 def _match(match_id: int) -> tuple[Match, Tournament]:
     m = db().get(Match, match_id) if 1 <= match_id <= MAX_ID else None
     if m is None:
-        abort(404, f"There is no match {match_id}.")
+        abort(404, _("There is no match %(id)s.", id=match_id))
     t = db().get(Tournament, m.tournament_id)
     assert t is not None  # matches.tournament_id is a foreign key
     return m, t
@@ -114,7 +113,7 @@ def _bot_names(ids) -> dict[int, str]:
 
 def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str]) -> str:
     if bot_id is None:
-        return f"{house} (house)"
+        return _("%(name)s (house)", name=house)
     return f"{names.get(bot_id, 'bot')} #{bot_id}"
 
 
@@ -135,7 +134,7 @@ def login():
         return render_template("login.html", error=None, next=target)
     account = access.account_for_token(request.form.get("token", ""))
     if account is None:
-        return render_template("login.html", error="That token is not valid.", next=target), 401
+        return render_template("login.html", error=_("That token is not valid."), next=target), 401
     access.sign_in(account)
     return redirect(target, code=303)
 
@@ -164,7 +163,7 @@ def tournament_page(tournament_id: int):
     account = access.viewer()
     t = _tournament(tournament_id)
     if not policy.can_view_tournament(db(), account, t):
-        _deny(account, f"tournament {t.id}")
+        _deny(account, _("tournament %(id)s", id=t.id))
     standings = tournament_standings(db(), t)
     # One page of the matches the viewer may read (a tournament may have thousands).
     cond = [Match.tournament_id == t.id]
@@ -208,7 +207,7 @@ def match_page(match_id: int):
     account = access.viewer()
     m, t = _match(match_id)
     if not policy.can_read_match(db(), account, m, t):
-        _deny(account, f"match {m.id}")
+        _deny(account, _("match %(id)s", id=m.id))
     names = _bot_names([s.bot_id for s in m.seats])
     labels = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
     replay = None
@@ -245,9 +244,9 @@ def _readable_match(match_id: int) -> Match:
     account = access.viewer()
     m, t = _match(match_id)
     if not policy.can_read_match(db(), account, m, t):
-        _deny(account, f"match {m.id}")
+        _deny(account, _("match %(id)s", id=m.id))
     if not policy.can_read_log(db(), account, m, t):
-        abort(403, f"The log of match {m.id} is embargoed until the tournament is finished.")
+        abort(403, _("The log of match %(id)s is embargoed until the tournament is finished.", id=m.id))
     return m
 
 
@@ -281,8 +280,8 @@ def tournament_logs(tournament_id: int):
     t = _tournament(tournament_id)
     if not policy.can_download_tournament_logs(db(), account, t):
         if account is not None and not policy.is_over(t) and policy.owns_participant(db(), account, t.id):
-            abort(403, f"The logs of tournament {t.id} are embargoed until it is finished.")
-        _deny(account, f"the logs of tournament {t.id}")
+            abort(403, _("The logs of tournament %(id)s are embargoed until it is finished.", id=t.id))
+        _deny(account, _("the logs of tournament %(id)s", id=t.id))
     cond = [Match.tournament_id == t.id]
     visible = policy.visible_matches_condition(db(), account, t)
     if visible is not None:

@@ -1,12 +1,13 @@
 """Fixtures of the web page tests: a site with real played matches, served over HTTP, and
 Debian's Chromium driven by Playwright.
 
-- ``site`` (session): a migrated SQLite database holding accounts, bots and three finished
-  tournaments whose matches were really played by ``arena.core.runner.match.run_match`` between sample
-  bots in-process and stored with ``arena.core.lifecycle.store_result``, plus a running one; the
+- ``site`` (session): a migrated SQLite database holding accounts, bots and four finished
+  tournaments (MD, JDF, TM with target score 20, a private MD) whose matches were really
+  played by ``arena.core.runner.match.run_match`` between sample bots in-process and stored with ``arena.core.lifecycle.store_result``, plus a running one; the
   API app (``api.create_app``) served by a werkzeug server on 127.0.0.1 in a thread.
 - ``chromium`` (session): path of the system Chromium; ``apt-get install -y chromium`` when
-  ``/usr/bin/chromium`` is missing (never ``playwright install``).
+  ``/usr/bin/chromium`` is missing (never ``playwright install``), and ``fonts-noto-cjk``
+  when there is no Japanese font.
 - ``browser`` (session) / ``page`` (function): headless Chromium through Playwright.
 - ``artifacts``: the ``test-artifacts/`` folder (gitignored) for screenshots.
 """
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,10 +122,10 @@ class Site:
 
 def _play_tournament(site: Site, s, name: str, ruleset: str, bot_names: list[str], *, games_per_pairing: int,
                      seed: int, public: bool = True, finish: bool = True, time_rules=None,
-                     slow: bool = False) -> int:
+                     slow: bool = False, options: dict | None = None) -> int:
     organizer = site.accounts["olga"]
     tr = time_rules or {"initial": 60.0, "increment": 10.0, "cap": 60.0}
-    t = Tournament(name=name, organizer_id=organizer, ruleset=ruleset, options={}, time_rules=tr,
+    t = Tournament(name=name, organizer_id=organizer, ruleset=ruleset, options=options or {}, time_rules=tr,
                    games_per_pairing=games_per_pairing, seed=seed, max_faults=3,
                    public_when_finished=public, status="running", started_at=utcnow())
     ids = [site.bots[b] for b in bot_names]
@@ -144,7 +146,7 @@ def _play_tournament(site: Site, s, name: str, ruleset: str, bot_names: list[str
         players = [_player(site.bot_kinds[x.bot_id], m.seed % 100_000 + x.seat, f"bot-{x.bot_id}", slow)
                    for x in seats]
         games = games_per_pairing if ruleset == "million_doubt" else 1
-        log = run_match(players, ruleset, {}, seed=m.seed, games=games, time_rules=rules,
+        log = run_match(players, ruleset, options or {}, seed=m.seed, games=games, time_rules=rules,
                         max_faults=3, match_id=str(m.id))
         assert store_result(s, m.id, log=log, **_result_fields(log, len(seats)))
     s.refresh(t)
@@ -184,6 +186,9 @@ def site(tmp_path_factory) -> Site:
             games_per_pairing=2, seed=11, time_rules={"initial": 5.0, "increment": 0.0, "cap": 5.0}, slow=True)
         site.tournaments["jdf"] = _play_tournament(
             site, s, "JDF cup", "jdf", ["Ace", "Greedo", "Rando", "Glitch"], games_per_pairing=1, seed=5)
+        site.tournaments["tm"] = _play_tournament(
+            site, s, "Trump Millionaire sprint", "trump_millionaire", ["Ace", "Greedo", "Rando", "Glitch"],
+            games_per_pairing=1, seed=8, options={"target_score": 20})
         site.tournaments["private"] = _play_tournament(
             site, s, "Private duel", "million_doubt", ["Ace", "Rando"], games_per_pairing=2, seed=3, public=False)
         site.tournaments["running"] = _play_tournament(
@@ -211,7 +216,23 @@ def chromium() -> str:
                                capture_output=True, text=True)
         if r.returncode != 0 or not os.path.exists(CHROMIUM):
             pytest.fail(f"apt-get install chromium failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    _japanese_font()
     return CHROMIUM
+
+
+def _japanese_font() -> None:
+    """Install a Japanese font (fonts-noto-cjk) when fontconfig has none, so screenshots of the
+    Japanese pages show text, not boxes. The tests read the DOM, so a failure only warns."""
+    fc, apt = shutil.which("fc-list"), shutil.which("apt-get")
+    if fc is None or apt is None:
+        return
+    if subprocess.run([fc, ":lang=ja"], capture_output=True, text=True).stdout.strip():
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    r = subprocess.run([apt, "install", "-y", "--no-install-recommends", "fonts-noto-cjk"], env=env,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        warnings.warn(f"no Japanese font for the screenshots: {r.stderr[-500:]}", stacklevel=2)
 
 
 @pytest.fixture(scope="session")

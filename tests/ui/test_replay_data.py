@@ -70,3 +70,47 @@ def test_a_log_whose_records_do_not_line_up_is_refused(faulty_log):
         build_replay(broken)
     with pytest.raises(ReplayDataError, match="not a"):
         build_replay({"format": "other"})
+
+
+def test_jdf_units_are_the_games_of_the_sets_with_running_totals(faulty_log):
+    g = build_replay(faulty_log)["games"][0]
+    units = g["units"]
+    res = faulty_log["games"][0]["result"]
+    assert len(units) == len(res["games"]) == 12  # 3 sets x 4 games (JDF-1)
+    assert [(u["set"], u["game_in_set"]) for u in units] == [(s, k) for s in range(3) for k in range(1, 5)]
+    for u, rec in zip(units, res["games"]):
+        assert u["scores"] == [rec["scores"][str(i)] for i in range(4)]
+        assert g["frames"][u["first_step"]]["unit"] == u["unit"]
+        assert u["first_step"] <= u["end_step"]
+    assert units[-1]["totals"] == [res["totals"][str(i)] for i in range(4)]
+
+
+def test_trump_millionaire_units_are_deals_and_totals_add_up():
+    players = [LocalPlayer(SAMPLE_BOTS["greedy"](seed=i), f"g{i}") for i in range(4)]
+    log = run_match(players, "trump_millionaire", {"target_score": 15}, seed=9,
+                    time_rules=TimeRules(60000, 10000, 60000), max_faults=3)
+    data = build_replay(log)
+    units = data["games"][0]["units"]
+    deals = log["games"][0]["result"]["deals"]
+    assert [u["unit"] for u in units] == [d["deal"] for d in deals]
+    running = [0, 0, 0, 0]
+    for u, d in zip(units, deals):
+        assert u["void"] == d["void"]
+        if d["void"]:
+            continue
+        assert u["scores"] == [d["scores"][str(i)] for i in range(4)]
+        running = [a + b for a, b in zip(running, u["scores"])]
+        assert u["totals"] == running
+    assert data["game_totals"] == [{"game": 0, "scores": log["result"]["scores"], "totals": log["result"]["scores"]}]
+
+
+def test_million_doubt_game_totals_are_by_player_across_games():
+    players = [LocalPlayer(SAMPLE_BOTS["greedy"](seed=1), "a"), LocalPlayer(SAMPLE_BOTS["random"](seed=2), "b")]
+    log = run_match(players, "million_doubt", {}, seed=4, games=4, time_rules=TimeRules(60000, 10000, 60000),
+                    max_faults=3)
+    gt = build_replay(log)["game_totals"]
+    assert len(gt) == 4
+    assert gt[-1]["totals"] == [float(x) for x in log["result"]["scores"]]
+    for rec, row in zip(log["games"], gt):  # scores keyed by seat in the log, by player here
+        for seat, player in enumerate(rec["seats"]):
+            assert row["scores"][player] == rec["result"]["scores"][str(seat)]

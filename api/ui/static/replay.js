@@ -10,6 +10,14 @@
   var SUITS = { S: "♠", H: "♥", D: "♦", C: "♣" };
   var RANKS = { T: "10" };
   var state = { game: 0, step: 0 };
+  var I18N = {};
+  try { I18N = JSON.parse((document.getElementById("i18n") || {}).textContent || "{}"); } catch (e) { I18N = {}; }
+  /* The message in the page's language (api/ui/i18n.py JS_MESSAGES), {name} filled from params. */
+  function T(msg, params) {
+    var s = I18N[msg] || msg;
+    if (params) s = s.replace(/\{(\w+)\}/g, function (m, k) { return params[k] !== undefined ? params[k] : m; });
+    return s;
+  }
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -19,7 +27,7 @@
   }
 
   function cardText(code) {
-    if (code === "JK") return "Joker";
+    if (code === "JK") return T("Joker");
     return (RANKS[code[0]] || code[0]) + SUITS[code[1]];
   }
 
@@ -35,7 +43,7 @@
     if (opts.back) {
       c.className += " back";
       c.setAttribute("data-down", "1");
-      c.title = "face-down: " + cardText(code);
+      c.title = T("face-down: {card}", { card: cardText(code) });
       return c;
     }
     if (code === "JK") {
@@ -48,8 +56,8 @@
       c.appendChild(el("b", null, RANKS[code[0]] || code[0]));
       c.appendChild(el("i", null, SUITS[suit]));
     }
-    if (opts.revealed) { c.className += " revealed"; c.title = "revealed by a doubt"; }
-    if (opts.down) { c.className += " wasdown"; c.title = "played face-down (revealed)"; }
+    if (opts.revealed) { c.className += " revealed"; c.title = T("revealed by a doubt"); }
+    if (opts.down) { c.className += " wasdown"; c.title = T("played face-down (revealed)"); }
     c.title = c.title || cardText(code);
     return c;
   }
@@ -58,28 +66,39 @@
   function frames() { return game().frames; }
   function label(seat) {
     var p = R.players[game().seats[seat]];
-    return p ? p.label : "seat " + seat;
+    return p ? p.label : T("seat {n}", { n: seat });
   }
   function seconds(ms) { return (ms / 1000).toFixed(2) + " s"; }
 
+  function signed(v) { return (v > 0 ? "+" : (v < 0 ? "−" : "±")) + Math.abs(v); }
+  /* Seat-keyed scores ({"0": 11, "1": -11}) as "Ace +11 · Rando −11" (never raw JSON). */
+  function scoresText(scores, labelOf) {
+    if (!scores) return "";
+    var parts = [];
+    var keys = Object.keys(scores).sort(function (x, y) { return x - y; });
+    keys.forEach(function (k) { parts.push(labelOf(parseInt(k, 10)) + " " + signed(scores[k])); });
+    return parts.join(" · ");
+  }
+  function decisionText(d) { return T(d || "act"); }
+
   function describeAction(f) {
-    if (f.forfeit) return "forfeits (" + f.forfeit + ")";
+    if (f.forfeit) return T("forfeits ({reason})", { reason: f.forfeit });
     var a = f.action;
     if (!a) return "";
     var t = a.type;
     if (t === "play") {
-      var s = "plays " + cardsText(a.cards);
-      if (a.face_down && a.face_down.length) s += " (" + a.face_down.length + " face-down: " + cardsText(a.face_down) + ")";
-      if (a.jokers && a.jokers.length) s += " (joker as " + a.jokers.join(", ") + ")";
+      var s = T("plays {cards}", { cards: cardsText(a.cards) });
+      if (a.face_down && a.face_down.length) s += " " + T("({n} face-down: {cards})", { n: a.face_down.length, cards: cardsText(a.face_down) });
+      if (a.jokers && a.jokers.length) s += " " + T("(joker as {ranks})", { ranks: a.jokers.join(", ") });
       return s;
     }
-    if (t === "pass") return "passes";
-    if (t === "through") return "lets it through";
-    if (t === "doubt") return "doubts!";
-    if (t === "penalty") return "gives " + cardsText(a.cards) + " as penalty";
-    if (t === "give") return "gives " + cardsText(a.cards);
-    if (t === "exchange") return a.accept ? "accepts the exchange" : "declines the exchange";
-    if (t === "rate") return "sets the rate to " + a.rate;
+    if (t === "pass") return T("passes");
+    if (t === "through") return T("lets it through (スルー)");
+    if (t === "doubt") return T("doubts! (ダウト)");
+    if (t === "penalty") return T("gives {cards} as penalty", { cards: cardsText(a.cards) });
+    if (t === "give") return T("gives {cards}", { cards: cardsText(a.cards) });
+    if (t === "exchange") return a.accept ? T("accepts the exchange") : T("declines the exchange");
+    if (t === "rate") return T("sets the rate to {rate}", { rate: a.rate });
     var rest = a.cards ? " " + cardsText(a.cards) : "";
     return t + rest;
   }
@@ -87,36 +106,39 @@
   function describeEvent(e) {
     var who = function (s) { return (s === undefined || s === null) ? "" : label(s); };
     switch (e.type) {
-      case "play": return who(e.seat) + " plays " + cardsText(e.cards) + (e.face_down ? " (" + (e.face_down.length || e.face_down) + " face-down)" : "");
-      case "pass": return who(e.seat) + " passes";
-      case "through": return who(e.seat) + " lets it through";
-      case "doubt": return who(e.seat) + " doubts";
-      case "reveal": return "Reveal: the play was " + (e.honest ? "honest" : "a bluff");
-      case "penalty": return who(e.seat) + " gives " + cardsText(e.cards) + " to " + who(e.to);
-      case "clear": return "Field cleared";
-      case "eight_cut": return "8-cut by " + who(e.seat);
-      case "revolution": return e.on ? "Revolution!" : "Revolution reversed";
-      case "jback": return e.on ? "J-back" : "J-back ends";
-      case "lock": return "Suit lock " + (e.suits || []).map(function (s) { return SUITS[s]; }).join("");
-      case "number_lock": return "Number lock (stairs)";
-      case "direction": return "Direction now " + (e.direction === 1 ? "clockwise" : "counter-clockwise");
-      case "finish": return who(e.seat) + " is out of cards" + (e.foul ? " (foul finish)" : "");
-      case "start": return who(e.leader) + " leads";
-      case "give": return who(e.seat) + " gives " + (e.cards ? cardsText(e.cards) : e.count + " card(s)") + " to " + who(e.to);
-      case "exchange": return e.cards ? (who(e.seat) + " gives " + cardsText(e.cards) + " to " + who(e.to))
-                                      : (who(e.seat) + (e.accept ? " accepts" : " declines") + " the exchange");
-      case "discard": return who(e.seat) + " discards " + cardsText(e.cards);
-      case "five_skip": return "5-skip";
-      case "forfeit": return who(e.seat) + " forfeits (" + e.reason + ")";
-      case "game": return "Game " + ((e.game_in_set || 0) + 1) + " of set " + ((e.set || 0) + 1);
-      case "deal": return "Deal " + ((e.deal || 0) + 1);
-      case "rate": return who(e.seat) + " sets the rate to " + e.rate;
-      case "miyako_ochi": return "Miyako-ochi: " + who(e.seat) + " falls";
-      case "game_end": return "Game over" + (e.winner !== undefined && e.winner !== null ? ": " + who(e.winner) + " wins" : "") + (e.scores ? " · scores " + JSON.stringify(e.scores) : "");
-      case "deal_end": return "Deal over: " + who(e.winner) + " wins";
-      case "set_end": return "Set " + ((e.set || 0) + 1) + " over";
-      case "match_end": return "Match over";
-      case "void_deal": return "Deal void";
+      case "play": return T("{who} plays {cards}", { who: who(e.seat), cards: cardsText(e.cards) }) + (e.face_down ? " " + T("({n} face-down)", { n: e.face_down.length || e.face_down }) : "");
+      case "pass": return T("{who} passes", { who: who(e.seat) });
+      case "through": return T("{who} lets it through (スルー)", { who: who(e.seat) });
+      case "doubt": return T("{who} doubts (ダウト)", { who: who(e.seat) });
+      case "reveal": return e.honest ? T("Doubt reveal: the play was honest") : T("Doubt reveal: the play was a bluff");
+      case "penalty": return T("{who} gives {cards} to {to} (penalty)", { who: who(e.seat), cards: cardsText(e.cards), to: who(e.to) });
+      case "clear": return T("Field cleared (trick over)");
+      case "eight_cut": return T("8-cut by {who}: the field is cleared", { who: who(e.seat) });
+      case "revolution": return e.on ? T("Revolution! Card strength is reversed") : T("Revolution reversed: normal strength again");
+      case "jback": return e.on ? T("J-back: strength reversed until the field clears") : T("J-back ends");
+      case "lock": return T("Suit lock {suits}: only these suits may follow", { suits: (e.suits || []).map(function (s) { return SUITS[s]; }).join("") });
+      case "number_lock": return T("Number lock (stairs): only the next ranks may follow");
+      case "direction": return e.direction === 1 ? T("Direction now clockwise") : T("Direction now counter-clockwise");
+      case "finish": return T("{who} is out of cards", { who: who(e.seat) }) + (e.foul ? " " + T("(foul finish: ranked last)") : "");
+      case "start": return T("{who} leads", { who: who(e.leader) });
+      case "give": return e.cards ? T("{who} gives {cards} to {to}", { who: who(e.seat), cards: cardsText(e.cards), to: who(e.to) })
+                                  : T("{who} gives {count} card(s) to {to}", { who: who(e.seat), count: e.count, to: who(e.to) });
+      case "exchange": return e.cards ? T("{who} gives {cards} to {to}", { who: who(e.seat), cards: cardsText(e.cards), to: who(e.to) })
+                                      : (e.accept ? T("{who} accepts the exchange", { who: who(e.seat) }) : T("{who} declines the exchange", { who: who(e.seat) }));
+      case "exchange_choice": return T("{who} gives {cards} to {to}", { who: who(e.seat), cards: cardsText(e.cards), to: who(e.to) });
+      case "spade_3_return": return T("Spade-3 return (スペ3返し) by {who}: beats the joker, the field is cleared", { who: who(e.seat) });
+      case "discard": return T("{who} discards {cards}", { who: who(e.seat), cards: cardsText(e.cards) });
+      case "five_skip": return T("5-skip: the next player is skipped");
+      case "forfeit": return T("{who} forfeits ({reason})", { who: who(e.seat), reason: e.reason });
+      case "game": return T("Game {game} of set {set}", { game: e.game_in_set || 1, set: (e.set || 0) + 1 });
+      case "deal": return T("Deal {n}", { n: (e.deal || 0) + 1 });
+      case "rate": return T("{who} sets the rate to {rate}", { who: who(e.seat), rate: e.rate });
+      case "miyako_ochi": return T("Miyako-ochi: {who} falls to last place", { who: who(e.seat) });
+      case "game_end": return T("Game over") + (e.winner !== undefined && e.winner !== null ? T(": {who} wins", { who: who(e.winner) }) : "") + (e.scores ? " · " + T("Score") + ": " + scoresText(e.scores, label) : "");
+      case "deal_end": return T("Deal over: {who} wins", { who: who(e.winner) }) + (e.scores ? " · " + scoresText(e.scores, label) : "");
+      case "set_end": return T("Set {n} over", { n: (e.set || 0) + 1 }) + (e.blind ? " · " + T("blind cards: {cards}", { cards: cardsText(e.blind) }) : "");
+      case "match_end": return T("Match over");
+      case "void_deal": return T("Deal void");
       default:
         var parts = [];
         for (var k in e) if (k !== "type") parts.push(k + "=" + JSON.stringify(e[k]));
@@ -138,11 +160,11 @@
       if (!f.still_in[s]) row.className += " out";
       var info = el("div", "seat-info");
       var name = el("div", "seat-name");
-      name.appendChild(el("span", "seat-no", "Seat " + s));
+      name.appendChild(el("span", "seat-no", T("Seat {n}", { n: s })));
       name.appendChild(el("span", "bot", label(s)));
       info.appendChild(name);
       var meta = el("div", "seat-meta");
-      meta.appendChild(el("span", "count", f.hand_sizes[s] + " card" + (f.hand_sizes[s] === 1 ? "" : "s")));
+      meta.appendChild(el("span", "count", T(f.hand_sizes[s] === 1 ? "{n} card" : "{n} cards", { n: f.hand_sizes[s] })));
       var bank = f.banks_ms[s];
       var b = el("span", "bank");
       b.setAttribute("data-bank-ms", bank);
@@ -151,20 +173,20 @@
       fill.style.width = Math.max(0, Math.min(100, 100 * bank / cap)) + "%";
       bar.appendChild(fill);
       b.appendChild(bar);
-      b.appendChild(el("span", "banktext", "bank " + seconds(bank)));
+      b.appendChild(el("span", "banktext", T("bank {s}", { s: seconds(bank) })));
       meta.appendChild(b);
-      if (!f.still_in[s]) meta.appendChild(el("span", "tag", "out"));
-      else if (f.to_act === s && !f.over) meta.appendChild(el("span", "tag act", "to " + (f.decision || "act")));
+      if (!f.still_in[s]) meta.appendChild(el("span", "tag", T("out")));
+      else if (f.to_act === s && !f.over) meta.appendChild(el("span", "tag act", T("to {decision}", { decision: decisionText(f.decision) })));
       info.appendChild(meta);
       row.appendChild(info);
       var hand = el("div", "hand");
       var before = prev ? prev.hands[s] : null;
       f.hands[s].forEach(function (code) {
         var c = card(code);
-        if (before && before.indexOf(code) < 0) c.className += " new";
+        if (before && before.indexOf(code) < 0) { c.className += " new"; c.title = T("new in this hand: {card}", { card: cardText(code) }); }
         hand.appendChild(c);
       });
-      if (!f.hands[s].length) hand.appendChild(el("span", "muted", "no cards"));
+      if (!f.hands[s].length) hand.appendChild(el("span", "muted", T("no cards")));
       row.appendChild(hand);
       list.appendChild(row);
     }
@@ -180,23 +202,25 @@
       st.appendChild(t);
       return t;
     }
-    flag(f.revolution, "Revolution", "rev", "card strength reversed").id = "ind-revolution";
-    flag(f.jback, "J-back", "jb", "strength reversed until the trick ends").id = "ind-jback";
+    flag(f.revolution, T("Revolution"), "rev", T("card strength reversed")).id = "ind-revolution";
+    flag(f.jback, T("J-back"), "jb", T("strength reversed until the trick ends")).id = "ind-jback";
     var lock = f.suit_lock && f.suit_lock.length;
-    var l = flag(lock, "Lock " + (lock ? f.suit_lock.map(function (x) { return SUITS[x]; }).join("") : ""), "lock", "suit lock");
+    var l = flag(lock, T("Lock {suits}", { suits: lock ? f.suit_lock.map(function (x) { return SUITS[x]; }).join("") : "" }), "lock", T("suit lock"));
     l.id = "ind-lock";
     if (lock && (f.suit_lock.indexOf("H") >= 0 || f.suit_lock.indexOf("D") >= 0)) l.className += " redsuit";
-    if (f.number_lock) flag(true, "Number lock", "lock").id = "ind-nlock";
-    flag(true, f.direction === 1 ? "↻ clockwise" : "↺ counter-clockwise", "dir").id = "ind-direction";
-    var unitName = R.ruleset === "trump_millionaire" ? "Deal " : (R.ruleset === "jdf" ? "Game " : null);
-    if (unitName) flag(true, unitName + (f.unit + 1), "unit").id = "ind-unit";
-    if (f.over) flag(true, "Game over", "over");
+    if (f.number_lock) flag(true, T("Number lock"), "lock").id = "ind-nlock";
+    flag(true, f.direction === 1 ? T("↻ clockwise") : T("↺ counter-clockwise"), "dir").id = "ind-direction";
+    var unitName = R.ruleset === "trump_millionaire" ? "Deal {n}" : (R.ruleset === "jdf" ? "Game {n}" : null);
+    var units = game().units || [];
+    var shownUnit = units.length && f.unit > units[units.length - 1].unit ? units[units.length - 1].unit : f.unit;
+    if (unitName) flag(true, T(unitName, { n: shownUnit + 1 }), "unit").id = "ind-unit";
+    if (f.over) flag(true, T("Game over"), "over");
   }
 
   function renderField(f) {
     var field = document.getElementById("field");
     field.textContent = "";
-    if (!f.field.length) { field.appendChild(el("span", "muted", "empty")); return; }
+    if (!f.field.length) { field.appendChild(el("span", "muted", T("empty"))); return; }
     f.field.forEach(function (p, i) {
       var play = el("div", "play" + (i === f.field.length - 1 ? " top" : ""));
       play.setAttribute("data-seat", p.seat);
@@ -212,7 +236,7 @@
         cards.appendChild(card(code, { back: isDown && !p.revealed, revealed: isDown && p.revealed, as: as }));
       });
       play.appendChild(cards);
-      if (p.revealed) play.appendChild(el("span", "tag reveal", "revealed"));
+      if (p.revealed) play.appendChild(el("span", "tag reveal", T("revealed")));
       field.appendChild(play);
     });
   }
@@ -222,22 +246,40 @@
     box.textContent = "";
     box.className = "action" + (f.fault ? " fault" : "");
     if (f.index === 0) {
-      box.appendChild(el("span", "muted", "Start of game " + (state.game + 1) + ": " + label(f.to_act) + " to " + (f.decision || "act")));
+      box.appendChild(el("span", "muted", T("Start of game {n}: {who} to {decision}", { n: state.game + 1, who: label(f.to_act), decision: decisionText(f.decision) })));
+      explainDecision(box, f.decision);
       return;
     }
     box.appendChild(el("span", "who", label(f.seat)));
     box.appendChild(el("span", "what", " " + describeAction(f)));
     var ex = f.exchange;
     if (ex) {
-      var t = el("span", "took", ex.elapsed_ms + " ms");
-      t.title = "bank " + seconds(ex.bank_before_ms) + " → " + seconds(ex.bank_after_ms);
+      var bankText = T("bank {before} → {after}", { before: seconds(ex.bank_before_ms), after: seconds(ex.bank_after_ms) });
+      var t = el("span", "took", T("{ms} ms", { ms: ex.elapsed_ms }));
+      t.title = bankText;
       box.appendChild(t);
-      box.appendChild(el("span", "muted small", " bank " + seconds(ex.bank_before_ms) + " → " + seconds(ex.bank_after_ms)));
+      box.appendChild(el("span", "muted small", " " + bankText));
     }
     if (f.fault) {
-      var fl = el("div", "faultline", "FAULT " + f.fault.kind + (f.fault.detail ? ": " + f.fault.detail : ""));
+      var fl = el("div", "faultline", T("FAULT {kind}", { kind: T("fault:" + f.fault.kind) }) + (f.fault.detail ? ": " + f.fault.detail : ""));
+      fl.setAttribute("data-kind", f.fault.kind);
       box.appendChild(fl);
     }
+    var a = f.action;
+    if (a && (a.type === "exchange" || a.type === "give")) explainDecision(box, a.type);
+    else if (!f.over) explainDecision(box, f.decision);
+  }
+
+  /* A plain-words line for the exchange steps (TM-3 exchange, JDF-4 give); new cards are outlined. */
+  function explainDecision(box, kind) {
+    var text = null;
+    if (kind === "exchange") text = T("Exchange (TM-3): the Millionaire may swap its whole hand for 10 cards drawn at random from the 14 set aside");
+    else if (kind === "give") text = T("Card exchange (JDF-4): the daihinmin gives its 2 strongest cards to the daifugo, the hinmin its strongest to the fugo; they give back cards of their choice");
+    if (!text) return;
+    var d = el("div", "explain", text);
+    d.id = "explain";
+    d.appendChild(el("span", "legend", " " + T("Outlined cards are new in the hand.")));
+    box.appendChild(d);
   }
 
   function renderEvents(f) {
@@ -248,6 +290,132 @@
       var cls = "ev ev-" + e.type;
       box.appendChild(el("div", cls, describeEvent(e)));
     });
+  }
+
+  var COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea"];
+  var SVGNS = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs) {
+    var e = document.createElementNS(SVGNS, tag);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    return e;
+  }
+  function unitName(u) {
+    if (R.ruleset === "trump_millionaire") return T("Deal {n}", { n: u.unit + 1 }) + (u.void ? " · " + T("Deal void") : "");
+    if (R.ruleset === "jdf" && u.set !== null) return T("Set {set} · game {game}", { set: u.set + 1, game: u.game_in_set });
+    return T("Game {n}", { n: u.unit + 1 });
+  }
+
+  /* Running totals: the deals (TM) or games (JDF) of this game, else the games of the match (MD). */
+  function totalsSeries() {
+    var g = game();
+    var units = (g.units || []).filter(function (u) { return u.totals; });
+    if (units.length > 0 && R.ruleset !== "million_doubt") {
+      return { rows: units, n: g.seats.length, who: label,
+               done: function (row) { return row.end_step <= state.step; },
+               name: unitName, jump: function (row) { go(row.first_step); } };
+    }
+    var gt = R.game_totals || [];
+    if (gt.length > 1) {
+      return { rows: gt, n: R.players.length,
+               who: function (p) { return R.players[p] ? R.players[p].label : String(p); },
+               done: function (row, i) { return i < state.game || (i === state.game && frames()[state.step].over); },
+               name: function (row, i) { return T("Game {n}", { n: i + 1 }); },
+               jump: function (row, i) { setGame(i); } };
+    }
+    return null;
+  }
+
+  function renderTotals() {
+    var box = document.getElementById("totals");
+    if (!box) return;
+    box.textContent = "";
+    var S = totalsSeries();
+    if (!S) { box.style.display = "none"; return; }
+    box.style.display = "";
+    var last = -1;
+    S.rows.forEach(function (row, i) { if (S.done(row, i)) last = i; });
+    var head = el("h3", null, last >= 0 ? T("Running totals after {what}", { what: S.name(S.rows[last], last) })
+                                        : T("Running totals") + " · " + T("before the first result"));
+    box.appendChild(head);
+    var wrap = el("div", "totals-wrap");
+    var tbl = el("table", "grid totals-table");
+    tbl.id = "totals-table";
+    var tr = el("tr");
+    [T("Seat"), T("Score"), T("Total")].forEach(function (h, k) { tr.appendChild(el("th", k ? "num" : null, h)); });
+    var thead = el("thead"); thead.appendChild(tr); tbl.appendChild(thead);
+    var tbody = el("tbody");
+    for (var s = 0; s < S.n; s++) {
+      var r = el("tr");
+      r.setAttribute("data-seat", s);
+      var sw = el("span", "swatch"); sw.style.background = COLORS[s % COLORS.length];
+      var c0 = el("td"); c0.appendChild(sw); c0.appendChild(document.createTextNode(" " + S.who(s))); r.appendChild(c0);
+      var row = last >= 0 ? S.rows[last] : null;
+      r.appendChild(el("td", "num score", row && row.scores ? signed(row.scores[s]) : "—"));
+      r.appendChild(el("td", "num total", row ? signed(row.totals[s]) : "0"));
+      tbody.appendChild(r);
+    }
+    tbl.appendChild(tbody);
+    wrap.appendChild(tbl);
+    wrap.appendChild(totalsChart(S, last));
+    box.appendChild(wrap);
+  }
+
+  /* Line chart of each seat's running total over the deals / games; a click jumps there. */
+  function totalsChart(S, last) {
+    var W = 640, H = 170, L = 44, Rm = 10, Tp = 10, B = 24;
+    var n = S.rows.length;
+    var lo = 0, hi = 0;
+    S.rows.forEach(function (row) { row.totals.forEach(function (v) { lo = Math.min(lo, v); hi = Math.max(hi, v); }); });
+    if (hi === lo) hi = lo + 1;
+    var x = function (i) { return L + (n <= 1 ? 0 : (W - L - Rm) * i / (n - 1)); };
+    var y = function (v) { return Tp + (H - Tp - B) * (hi - v) / (hi - lo); };
+    var c = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, "class": "chart totals-chart", role: "img" });
+    c.id = "totals-chart";
+    c.setAttribute("aria-label", T("Running totals"));
+    c.appendChild(svg("line", { x1: L, x2: W - Rm, y1: y(0), y2: y(0), "class": "zero" }));
+    [lo, 0, hi].forEach(function (v) {
+      var t = svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end", "class": "ticklabel" });
+      t.textContent = String(Math.round(v));
+      c.appendChild(t);
+    });
+    var t0 = svg("text", { x: L, y: H - 6, "class": "ticklabel" }); t0.textContent = S.name(S.rows[0], 0); c.appendChild(t0);
+    if (n > 1) {
+      var t1 = svg("text", { x: W - Rm, y: H - 6, "text-anchor": "end", "class": "ticklabel" });
+      t1.textContent = S.name(S.rows[n - 1], n - 1); c.appendChild(t1);
+    }
+    for (var s = 0; s < S.n; s++) {
+      var pts = S.rows.map(function (row, i) { return x(i).toFixed(1) + "," + y(row.totals[s]).toFixed(1); }).join(" ");
+      c.appendChild(svg("polyline", { points: pts, fill: "none", stroke: COLORS[s % COLORS.length], "stroke-width": 2, "data-seat": s }));
+    }
+    if (last >= 0) c.appendChild(svg("line", { x1: x(last), x2: x(last), y1: Tp, y2: H - B, "class": "marker" }));
+    c.addEventListener("click", function (ev) {
+      var rect = c.getBoundingClientRect();
+      var px = (ev.clientX - rect.left) * W / rect.width;
+      var i = n <= 1 ? 0 : Math.round((px - L) / ((W - L - Rm) / (n - 1)));
+      i = Math.max(0, Math.min(n - 1, i));
+      S.jump(S.rows[i], i);
+    });
+    return c;
+  }
+
+  function syncUnitPick(f) {
+    var up = document.getElementById("unit-pick");
+    if (!up) return;
+    var u = String(f.unit);
+    for (var i = 0; i < up.options.length; i++) if (up.options[i].value === u) { up.value = u; return; }
+  }
+
+  function fillUnitPick() {
+    var up = document.getElementById("unit-pick");
+    if (!up) return;
+    up.textContent = "";
+    var units = game().units || [];
+    units.forEach(function (u) {
+      var o = el("option", null, unitName(u) + (u.scores ? " (" + scoresText(u.scores, label) + ")" : ""));
+      o.value = String(u.unit);
+      up.appendChild(o);
+    });
+    document.getElementById("unit-pick-wrap").style.display = units.length > 1 ? "" : "none";
   }
 
   function render() {
@@ -264,7 +432,9 @@
     var slider = document.getElementById("slider");
     slider.max = fr.length - 1;
     slider.value = state.step;
-    document.getElementById("step-label").textContent = "step " + state.step + " / " + (fr.length - 1);
+    document.getElementById("step-label").textContent = T("step {step} / {last}", { step: state.step, last: fr.length - 1 });
+    renderTotals();
+    syncUnitPick(f);
     document.getElementById("prev").disabled = state.step === 0;
     document.getElementById("first").disabled = state.step === 0;
     document.getElementById("next").disabled = state.step === fr.length - 1;
@@ -284,17 +454,27 @@
     state.game = Math.max(0, Math.min(R.games.length - 1, gi));
     document.getElementById("game-pick").value = String(state.game);
     state.step = 0;
+    fillUnitPick();
     render();
   }
 
   var pick = document.getElementById("game-pick");
   R.games.forEach(function (g, i) {
-    var o = el("option", null, "#" + (i + 1) + " (" + g.seats.map(function (p) { return R.players[p] ? R.players[p].label : p; }).join(" vs ") + ")");
+    var gt = (R.game_totals || [])[i];
+    var o = el("option", null, "#" + (i + 1) + " (" + g.seats.map(function (p) {
+      var name = R.players[p] ? R.players[p].label : String(p);
+      return gt && R.games.length > 1 ? name + " " + signed(gt.scores[p]) : name;
+    }).join(" · ") + ")");
     o.value = String(i);
     pick.appendChild(o);
   });
   if (R.games.length < 2) document.getElementById("game-pick-wrap").style.display = "none";
   pick.addEventListener("change", function () { setGame(parseInt(pick.value, 10)); });
+  var unitPick = document.getElementById("unit-pick");
+  if (unitPick) unitPick.addEventListener("change", function () {
+    var u = parseInt(unitPick.value, 10);
+    (game().units || []).forEach(function (x) { if (x.unit === u) go(x.first_step); });
+  });
   document.getElementById("first").addEventListener("click", function () { go(0); });
   document.getElementById("prev").addEventListener("click", function () { go(state.step - 1); });
   document.getElementById("next").addEventListener("click", function () { go(state.step + 1); });
@@ -316,5 +496,5 @@
     pick.value = String(state.game);
     state.step = Math.min(frames().length - 1, parseInt(m[2], 10));
   }
-  if (R.games.length) render();
+  if (R.games.length) { fillUnitPick(); render(); }
 })();

@@ -152,6 +152,7 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
               match_id: str | None = None, log_requests: bool = False, notices: bool = True,
               on_decision: Callable[[dict], None] | None = None,
               on_game_end: Callable[[dict], None] | None = None,
+              on_step: Callable[[int, Any, dict], None] | None = None,
               fairness: Mapping[str, Any] | None = None, record_urls: bool = True) -> dict:
     """Play one match and return its log (module docstring).
 
@@ -167,6 +168,8 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
         log_requests: also store every request body (large) in the log.
         notices: send match_start / match_end notices.
         on_decision, on_game_end: progress callbacks, given the exchange / game record.
+        on_step: called after every decision with ``(game index, the engine game, the
+            exchange record)`` (the live view, :mod:`arena.core.live`); must not raise.
         fairness: ``{"tournament_id", "match_index", "attempt", "commitment"}`` of a
             tournament match, stored as the log's ``fairness`` (``seed`` must then be the
             attempt seed, :func:`arena.core.fairness.attempt_seed`).
@@ -224,7 +227,7 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
 
     for gi, spec in enumerate(specs):
         record = _play_game(gi, spec, pls, ruleset, opts, rules, match_id, max_faults,
-                            faults_by_player, barred, log_requests, on_decision)
+                            faults_by_player, barred, log_requests, on_decision, on_step)
         if not record_urls:
             _blank_urls(record["faults"], pls)
         log["games"].append(record)
@@ -272,7 +275,7 @@ def _blank_urls(faults: list[dict], pls: Sequence[Any]) -> None:
 
 def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, rules: TimeRules,
                match_id: str, max_faults: int, faults_by_player: list[int], barred: dict[int, str],
-               log_requests: bool, on_decision) -> dict:
+               log_requests: bool, on_decision, on_step=None) -> dict:
     seats = list(spec["seats"])
     if spec.get("setup") is not None:
         g = engine.from_setup(ruleset, opts, spec["setup"])
@@ -358,6 +361,8 @@ def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, 
                 bar_seats()
         if on_decision:
             on_decision(ex)
+        if on_step:
+            on_step(gi, g, ex)
     return {"index": gi, "seed": spec.get("seed"), "seats": seats, "engine_log": _json(g.log()),
             "exchanges": exchanges, "faults": faults, "result": _json(g.result()),
             "started_at": started, "finished_at": time.time()}

@@ -59,6 +59,7 @@ from arena.core.config import Settings
 from arena.core.db.session import make_engine, make_sessionmaker
 from arena.core.lifecycle import MatchPlan
 from arena.core.limits import longest_match_seconds, visibility_timeout
+from arena.core.live import LivePublisher
 from arena.core.runner.match import run_match
 from arena.core.runner.players import LocalPlayer, WithdrawnPlayer
 from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, MatchSlots
@@ -192,6 +193,8 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
     per-endpoint cap is given back when it returns. Bots never make this raise."""
     slots = MatchSlots()
     players = build_players(plan, settings, slots)
+    # the live view (arena.core.live): every decision to Redis pub/sub, never failing the match
+    live = LivePublisher(settings.broker_url, plan.match_id) if settings.broker_url.startswith("redis") else None
     try:
         match_log = run_match(players, plan.ruleset, plan.options,
                               seed=fairness.attempt_seed(plan.seed, plan.attempt), games=plan.games,
@@ -199,11 +202,14 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
                               match_id=protocol_match_id(plan), record_urls=False,
                               fairness={"tournament_id": plan.tournament_id, "match_index": plan.match_index,
                                         "attempt": plan.attempt, "commitment": plan.commitment},
-                              on_decision=slot_recorder(players))
+                              on_decision=slot_recorder(players),
+                              on_step=live.step if live is not None else None)
     finally:
         slots.flush()
         for p in players:
             p.close()
+        if live is not None:
+            live.end()
     return match_log, players
 
 

@@ -1,0 +1,290 @@
+"""Contestant and organizer forms of the ``/ui`` pages: the browser as a whole client.
+
+Every form is a client of the REST API: :func:`call_api` runs the API endpoint in-process
+(same app, same request session, the signed-in account as the caller) and the page shows its
+answer. Validation, access rules and status changes (``arena.core.lifecycle``) are the API's;
+nothing here re-implements them. A 422 is shown next to the fields it names.
+
+======================================= ==================================================
+``GET|POST /ui/signup``                 create a contestant account; the token shown once
+``GET /ui/bots``                        your bots; the register form
+``POST /ui/bots``                       register (``POST /api/v1/bots``); the secret shown once
+``GET /ui/bots/<id>``                   the bot, its last check, matches and faults
+``POST /ui/bots/<id>/check``            ``POST /api/v1/bots/<id>/check``
+``POST /ui/bots/<id>/secret``           ``POST /api/v1/bots/<id>/secret``; shown once
+``GET|POST /ui/tournaments/new``        organizers: ``POST /api/v1/tournaments``
+``POST /ui/tournaments/<id>/<action>``  organizers: start, cancel, resume, retry
+======================================= ==================================================
+
+CSRF: every form carries ``csrf``, a random per-session token kept in the signed session
+cookie; a POST here without the matching token is a 400 (the cookie is ``SameSite=Lax`` too).
+Tokens and secrets are rendered into the answer of the POST that made them and never stored
+for a later page: reloading does not show them again.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+from typing import Any
+
+from flask import abort, current_app, g, redirect, render_template, request, session, url_for
+from flask_babel import gettext as _
+from sqlalchemy import select
+
+import engine
+from api.database import db
+from api.ui import access
+from api.ui.views import _entrant_label, bp
+from arena.core import access as policy
+from arena.core.db.models import Bot, Match, MatchSeat, Tournament
+
+CSRF_KEY = "csrf"
+#: Matches listed on a bot page (newest first).
+BOT_MATCHES_SHOWN = 50
+ACTIONS = ("start", "cancel", "resume", "retry")
+
+
+# ----------------------------------------------------------------------------- plumbing
+def csrf_token() -> str:
+    """This session's CSRF token (made on first use)."""
+    tok = session.get(CSRF_KEY)
+    if not isinstance(tok, str) or len(tok) < 32:
+        tok = secrets.token_urlsafe(32)
+        session[CSRF_KEY] = tok
+    return tok
+
+
+def _check_csrf() -> None:
+    sent = request.form.get(CSRF_KEY, "")
+    tok = session.get(CSRF_KEY)
+    if not isinstance(tok, str) or not sent or not hmac.compare_digest(sent, tok):
+        abort(400, _("The form expired or came from another site: reload the page and try again."))
+
+
+@bp.app_context_processor
+def _csrf_globals():
+    return {"csrf_token": csrf_token}
+
+
+def call_api(method: str, path: str, body: dict | None = None,
+             query: dict | None = None) -> tuple[int, dict[str, Any]]:
+    """Run the API endpoint ``method path`` in-process as the signed-in viewer.
+
+    Returns ``(HTTP status, JSON body)`` (``{}`` for an empty body). The nested request shares
+    this request's application context, so the API sees the viewer as ``g.account`` and uses
+    the same database session.
+    """
+    account = access.viewer()
+    if account is not None:
+        g.account = account
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    with app.test_request_context(path, method=method, json=body, query_string=query,
+                                  environ_base={"REMOTE_ADDR": request.remote_addr or "127.0.0.1"}):
+        resp = app.full_dispatch_request()
+    data = resp.get_data(as_text=True)
+    try:
+        parsed = json.loads(data) if data else {}
+    except ValueError:
+        parsed = {"message": data[:500]}
+    return resp.status_code, parsed if isinstance(parsed, dict) else {"items": parsed}
+
+
+def _field_errors(body: dict) -> dict[str, str]:
+    """``{"field": "message"}`` from an API error body (``errors.json.<field>``)."""
+    out: dict[str, str] = {}
+    errs = (body.get("errors") or {}).get("json") or {}
+    if isinstance(errs, dict):
+        for field, msgs in errs.items():
+            if isinstance(msgs, list):
+                out[field] = "; ".join(str(m) for m in msgs)
+            elif isinstance(msgs, dict):
+                out[field] = "; ".join(f"{k}: {v}" for k, v in msgs.items())
+            else:
+                out[field] = str(msgs)
+    return out
+
+
+def _need_viewer():
+    account = access.viewer()
+    if account is None:
+        abort(401, _("Sign in with your API token to see %(what)s.", what=_("this page")))
+    return account
+
+
+def _number(text: str, kind=int):
+    """The form text as a number for the API, or the text itself (the API's 422 names it)."""
+    text = (text or "").strip()
+    try:
+        return kind(text)
+    except ValueError:
+        return text
+
+
+# ----------------------------------------------------------------------------- contestants
+@bp.route("/signup", methods=["GET", "POST"])
+def signup():
+    """GET: the form; POST ``name``: ``POST /api/v1/accounts``, sign in, show the token once."""
+    if request.method == "GET":
+        return render_template("signup.html", name="", errors={}, message=None, token=None)
+    _check_csrf()
+    name = request.form.get("name", "")
+    status, body = call_api("POST", "/api/v1/accounts", {"name": name})
+    if status != 201:
+        return render_template("signup.html", name=name, errors=_field_errors(body),
+                               message=body.get("message"), token=None), status
+    account = access.account_for_token(body["token"])
+    if account is not None:
+        access.sign_in(account)
+    return render_template("signup.html", name=name, errors={}, message=None, token=body["token"],
+                           account=body), 201
+
+
+def _bots_page(form: dict | None = None, errors: dict | None = None, message: str | None = None,
+               status: int = 200):
+    _need_viewer()
+    code, body = call_api("GET", "/api/v1/bots", query={"per_page": 100})
+    bots = body.get("items", []) if code == 200 else []
+    return render_template("bots.html", bots=bots, form=form or {"name": "", "url": "", "rulesets": []},
+                           errors=errors or {}, message=message, rulesets=engine.RULESETS), status
+
+
+@bp.route("/bots", methods=["GET", "POST"])
+def bots():
+    """GET: your bots and the register form; POST ``name``, ``url``, ``rulesets``: register."""
+    if request.method == "GET":
+        return _bots_page()
+    _need_viewer()
+    _check_csrf()
+    form = {"name": request.form.get("name", ""), "url": request.form.get("url", ""),
+            "rulesets": request.form.getlist("rulesets")}
+    status, body = call_api("POST", "/api/v1/bots", form)
+    if status != 201:
+        return _bots_page(form, _field_errors(body), body.get("message"), status)
+    return _bot_page(body["id"], secret=body["secret"], status=201)
+
+
+def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, message: str | None = None):
+    account = _need_viewer()
+    code, bot = call_api("GET", f"/api/v1/bots/{bot_id}")
+    if code != 200:
+        abort(code, bot.get("message"))
+    s = db()
+    rows = s.execute(select(Match, MatchSeat.seat).join(MatchSeat, MatchSeat.match_id == Match.id)
+                     .where(MatchSeat.bot_id == bot_id).order_by(Match.id.desc()).limit(BOT_MATCHES_SHOWN)).all()
+    tournaments = {t.id: t for t in s.scalars(select(Tournament).where(
+        Tournament.id.in_({m.tournament_id for m, _seat in rows})))} if rows else {}
+    matches = []
+    for m, seat in rows:
+        t = tournaments[m.tournament_id]
+        readable = policy.can_read_match(s, account, m, t)
+        r = m.result if readable else None
+        matches.append({"m": m, "t": t, "seat": seat, "readable": readable,
+                        "score": r.scores[seat] if r else None, "place": r.places[seat] if r else None,
+                        "faults": r.faults[seat] if r else None})
+    return render_template("bot.html", bot=bot, secret=secret, matches=matches, message=message,
+                           owner=bot.get("owner_id") == account.id, label=_entrant_label), status
+
+
+@bp.route("/bots/<int:bot_id>")
+def bot_page(bot_id: int):
+    return _bot_page(bot_id)
+
+
+@bp.route("/bots/<int:bot_id>/check", methods=["POST"])
+def bot_check(bot_id: int):
+    """``POST /api/v1/bots/<id>/check``, then the bot page (its ``last_check``, or ``checking``)."""
+    _need_viewer()
+    _check_csrf()
+    status, body = call_api("POST", f"/api/v1/bots/{bot_id}/check")
+    if status >= 400:
+        return _bot_page(bot_id, status=status, message=body.get("message"))
+    return redirect(url_for("ui.bot_page", bot_id=bot_id), code=303)
+
+
+@bp.route("/bots/<int:bot_id>/secret", methods=["POST"])
+def bot_secret(bot_id: int):
+    """``POST /api/v1/bots/<id>/secret``; the new secret shown once on the answer."""
+    _need_viewer()
+    _check_csrf()
+    status, body = call_api("POST", f"/api/v1/bots/{bot_id}/secret")
+    if status != 200:
+        return _bot_page(bot_id, status=status, message=body.get("message"))
+    return _bot_page(bot_id, secret=body["secret"])
+
+
+# ----------------------------------------------------------------------------- organizers
+def _ready_bots() -> list[Bot]:
+    return list(db().scalars(select(Bot).where(Bot.status == "ready").order_by(Bot.id)))
+
+
+def _new_tournament_page(form: dict, errors: dict | None = None, message: str | None = None, status: int = 200):
+    account = _need_viewer()
+    if not policy.is_organizer(account):
+        abort(403, _("Only organizers create tournaments."))
+    defaults = {rs: engine.make_options(rs, {}).to_dict() for rs in engine.RULESETS}
+    return render_template("tournament_new.html", form=form, errors=errors or {}, message=message,
+                           bots=_ready_bots(), defaults=defaults, rulesets=engine.RULESETS,
+                           seats=engine.SEATS), status
+
+
+DEFAULT_FORM = {"name": "", "ruleset": "million_doubt", "participants": [], "options": "{}",
+                "initial": "60", "increment": "10", "cap": "60", "games_per_pairing": "2",
+                "max_faults": "3", "seed": "", "fill_with_house_bots": False, "public_when_finished": True}
+
+
+@bp.route("/tournaments/new", methods=["GET", "POST"])
+def tournament_new():
+    """GET: the form; POST: ``POST /api/v1/tournaments`` with the form's fields, then its page."""
+    if request.method == "GET":
+        return _new_tournament_page(dict(DEFAULT_FORM))
+    _need_viewer()
+    _check_csrf()
+    f = request.form
+    form = {k: f.get(k, "") for k in ("name", "ruleset", "options", "initial", "increment", "cap",
+                                       "games_per_pairing", "max_faults", "seed")}
+    form["participants"] = f.getlist("participants")
+    form["fill_with_house_bots"] = f.get("fill_with_house_bots") == "1"
+    form["public_when_finished"] = f.get("public_when_finished") == "1"
+    try:
+        options = json.loads(form["options"] or "{}")
+    except ValueError as exc:
+        return _new_tournament_page(form, {"options": _("not valid JSON: %(error)s", error=str(exc))},
+                                    None, 422)
+    body: dict[str, Any] = {
+        "name": form["name"], "ruleset": form["ruleset"], "options": options,
+        "participants": [_number(p) for p in form["participants"]],
+        "time_rules": {k: _number(form[k], float) for k in ("initial", "increment", "cap")},
+        "games_per_pairing": _number(form["games_per_pairing"]), "max_faults": _number(form["max_faults"]),
+        "fill_with_house_bots": form["fill_with_house_bots"],
+        "public_when_finished": form["public_when_finished"]}
+    if form["seed"].strip():
+        body["seed"] = _number(form["seed"])
+    status, answer = call_api("POST", "/api/v1/tournaments", body)
+    if status != 201:
+        return _new_tournament_page(form, _field_errors(answer), answer.get("message"), status)
+    return redirect(url_for("ui.tournament_page", tournament_id=answer["id"]), code=303)
+
+
+@bp.route("/tournaments/<int:tournament_id>/<action>", methods=["POST"])
+def tournament_action(tournament_id: int, action: str):
+    """``POST /api/v1/tournaments/<id>/<action>`` (start, cancel, resume, retry), then its page
+    with the API's message when it refused (409 nothing to do, 503 broker down, ...)."""
+    if action not in ACTIONS:
+        abort(404)
+    _need_viewer()
+    _check_csrf()
+    query = {"include_running": "true"} if action == "resume" and request.form.get("include_running") else None
+    status, body = call_api("POST", f"/api/v1/tournaments/{tournament_id}/{action}", query=query)
+    if status >= 400:
+        session["ui_notice"] = f"{status}: {body.get('message', '')}"[:500]
+    return redirect(url_for("ui.tournament_page", tournament_id=tournament_id), code=303)
+
+
+@bp.app_context_processor
+def _notice():
+    """A one-time notice (the API's refusal of a tournament action), shown once then dropped."""
+    def pop_notice():
+        return session.pop("ui_notice", None)
+    return {"pop_notice": pop_notice}

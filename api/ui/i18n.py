@@ -1,0 +1,138 @@
+"""English and Japanese for the ``/ui`` pages (Flask-Babel).
+
+Locale of a page request: the ``arena_lang`` cookie when it names a supported locale (set by
+the switch link ``GET /ui/lang/<code>?next=<path>``), else the best match of the browser's
+``Accept-Language`` among :data:`LOCALES`, else English. Requests outside ``/ui`` (the REST
+API) are always English. UI responses carry ``Vary: Accept-Language, Cookie``.
+
+Catalogs: ``api/ui/translations/<locale>/LC_MESSAGES/messages.po`` is the source; the compiled
+``messages.mo`` next to it is committed, so a fresh clone needs no build step. After editing
+templates or a ``.po`` file run ``bash infra/i18n.sh`` (extract, update, compile);
+``tests/ui/test_i18n.py`` fails when a committed ``.mo`` does not match its ``.po``.
+
+Japanese game terms follow the source rule texts (``../shared/seeds``): 大富豪, 革命, 8切り,
+Jバック, 縛り, 階段, 都落ち, 反則上がり, ミリオネア, ディール, ダウト, スルー, バースト, 持ち時間.
+
+The replay script (``static/replay.js``) is translated through :func:`js_strings`: a JSON
+object of English message -> translated message embedded in every page (``#i18n``);
+``{name}`` placeholders are filled in by the script.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Flask, Response, request
+from flask_babel import Babel, get_locale
+from flask_babel import gettext as _
+
+#: Supported locales, the first is the default.
+LOCALES = ("en", "ja")
+LOCALE_NAMES = {"en": "English", "ja": "日本語"}
+COOKIE = "arena_lang"
+#: Lifetime of the language cookie, seconds (one year).
+COOKIE_MAX_AGE_S = 365 * 24 * 3600
+TRANSLATIONS = Path(__file__).resolve().parent / "translations"
+
+
+def select_locale() -> str:
+    """The locale of this request (module docstring)."""
+    if not request.path.startswith("/ui"):
+        return LOCALES[0]
+    chosen = request.cookies.get(COOKIE, "")
+    if chosen in LOCALES:
+        return chosen
+    return request.accept_languages.best_match(LOCALES, default=LOCALES[0]) or LOCALES[0]
+
+
+def current_locale() -> str:
+    loc = get_locale()
+    return str(loc.language) if loc is not None else LOCALES[0]
+
+
+def vary(resp: Response) -> Response:
+    resp.vary.add("Accept-Language")
+    resp.vary.add("Cookie")
+    return resp
+
+
+def init_i18n(app: Flask) -> None:
+    """Attach Flask-Babel to ``app`` with the UI's catalogs and locale selector."""
+    Babel(app, locale_selector=select_locale, default_translation_directories=str(TRANSLATIONS))
+
+
+def ruleset_names() -> dict[str, str]:
+    """Display names of the rule sets in the current locale."""
+    return {"million_doubt": _("Million Doubt"), "trump_millionaire": _("Trump Millionaire"),
+            "jdf": _("JDF")}
+
+
+def status_name(status: str) -> str:
+    """Display name of a tournament or match status (lifecycle enums) in the current locale."""
+    names = {"draft": _("draft"), "running": _("running"), "paused": _("paused"),
+             "finished": _("finished"), "cancelled": _("cancelled"), "queued": _("queued"),
+             "playing": _("playing"), "failed": _("failed"), "forfeited": _("forfeited"),
+             "scheduled": _("scheduled"), "pending": _("pending"), "ready": _("ready"),
+             "checking": _("checking"), "check_failed": _("check failed"),
+             "created": _("created"), "retrying": _("retrying")}
+    return names.get(status, status)
+
+
+def N_(message: str) -> str:  # noqa: N802 - the gettext convention; marks a message for extraction
+    """Mark ``message`` for extraction (``pybabel extract -k N_``) without translating it now."""
+    return message
+
+
+#: English messages of ``static/replay.js`` (``{name}`` placeholders are filled in by the script).
+JS_MESSAGES: tuple[str, ...] = (
+    N_("Joker"), N_("face-down: {card}"), N_("revealed by a doubt"), N_("played face-down (revealed)"),
+    N_("seat {n}"), N_("Seat {n}"), N_("{n} card"), N_("{n} cards"), N_("bank {s}"), N_("out"),
+    N_("to {decision}"), N_("act"), N_("no cards"), N_("empty"), N_("revealed"), N_("forfeits ({reason})"),
+    N_("plays {cards}"), N_("({n} face-down: {cards})"), N_("(joker as {ranks})"), N_("passes"),
+    N_("lets it through (スルー)"), N_("doubts! (ダウト)"), N_("gives {cards} as penalty"), N_("gives {cards}"),
+    N_("accepts the exchange"), N_("declines the exchange"), N_("sets the rate to {rate}"),
+    N_("{who} plays {cards}"), N_("({n} face-down)"), N_("{who} passes"), N_("{who} lets it through (スルー)"),
+    N_("{who} doubts (ダウト)"), N_("Doubt reveal: the play was honest"),
+    N_("Doubt reveal: the play was a bluff"), N_("{who} gives {cards} to {to} (penalty)"),
+    N_("Field cleared (trick over)"), N_("8-cut by {who}: the field is cleared"),
+    N_("Revolution! Card strength is reversed"), N_("Revolution reversed: normal strength again"),
+    N_("J-back: strength reversed until the field clears"), N_("J-back ends"),
+    N_("Suit lock {suits}: only these suits may follow"),
+    N_("Number lock (stairs): only the next ranks may follow"), N_("Direction now clockwise"),
+    N_("Direction now counter-clockwise"), N_("{who} is out of cards"), N_("(foul finish: ranked last)"),
+    N_("{who} leads"), N_("{who} gives {cards} to {to}"), N_("{who} gives {count} card(s) to {to}"),
+    N_("{who} accepts the exchange"), N_("{who} declines the exchange"), N_("{who} discards {cards}"),
+    N_("5-skip: the next player is skipped"), N_("{who} forfeits ({reason})"), N_("Game {game} of set {set}"),
+    N_("Deal {n}"), N_("{who} sets the rate to {rate}"), N_("Miyako-ochi: {who} falls to last place"),
+    N_("Game over"), N_(": {who} wins"), N_("Score"), N_("Deal over: {who} wins"), N_("Set {n} over"),
+    N_("Match over"), N_("Deal void"), N_("Revolution"), N_("card strength reversed"), N_("J-back"),
+    N_("strength reversed until the trick ends"), N_("Lock {suits}"), N_("suit lock"), N_("Number lock"),
+    N_("↻ clockwise"), N_("↺ counter-clockwise"), N_("Game {n}"),
+    N_("Start of game {n}: {who} to {decision}"), N_("{ms} ms"), N_("bank {before} → {after}"),
+    N_("FAULT {kind}"), N_("step {step} / {last}"),
+    N_("Exchange (TM-3): the Millionaire may swap its whole hand for 10 cards drawn at random from the 14 set aside"),
+    N_("Card exchange (JDF-4): the daihinmin gives its 2 strongest cards to the daifugo, the hinmin its "
+       "strongest to the fugo; they give back cards of their choice"),
+    N_("Running totals"), N_("after"), N_("Total"), N_("play"), N_("doubt"), N_("exchange"), N_("give"),
+    N_("rate"), N_("penalty"), N_("Running totals after {what}"), N_("before the first result"),
+    N_("new in this hand: {card}"), N_("Outlined cards are new in the hand."),
+    N_("Spade-3 return (スペ3返し) by {who}: beats the joker, the field is cleared"), N_("blind cards: {cards}"),
+    N_("Set {set} · game {game}"), N_("through"), N_("Seat"), N_("game {g} · decision {n}"),
+    N_("reload for the replay"), N_("live view unavailable"),
+)
+
+
+def fault_names() -> dict[str, str]:
+    """Display names of the fault kinds recorded by the runner (FAULT-1, FAULT-3)."""
+    return {"timeout": _("time-out"), "connection_error": _("connection error"),
+            "http_status": _("HTTP error status"), "body_too_large": _("answer too large"),
+            "invalid_json": _("invalid JSON"), "invalid_action": _("invalid action"),
+            "bot_error": _("bot error"), "max_faults": _("too many faults (forfeit)")}
+
+
+def js_strings() -> dict[str, str]:
+    """English message -> message in the current locale, for ``static/replay.js``; fault kinds
+    as ``"fault:<kind>"`` -> display name."""
+    out = {k: _(k) for k in JS_MESSAGES}
+    out.update({f"fault:{k}": v for k, v in fault_names().items()})
+    return out

@@ -1,0 +1,192 @@
+"""The browser as a whole client (Chromium, headless, 1366x768): a contestant signs up,
+registers and checks bots and rotates a secret; an organizer creates and starts a tournament
+and sees it finished, all through the /ui forms (which call the REST API in-process).
+
+The site runs with ``celery_eager`` (the queue calls the runner in-process, as in a
+single-process installation), so starting a tournament plays it within the request; the bots
+are real HTTP servers (bots_sdk.server) on 127.0.0.1. Screenshots in test-artifacts/."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+from sqlalchemy import select
+from werkzeug.serving import make_server
+
+from api import create_app
+from arena.core.accounts import create_account
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.core.db.models import Bot, Tournament
+from arena.core.db.session import make_engine, make_sessionmaker
+from bots_sdk.samples import SAMPLE_BOTS
+from bots_sdk.server import start as start_bot
+
+from .conftest import _QuietHandler
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def eager_site(tmp_path_factory):
+    data = tmp_path_factory.mktemp("ui-flows")
+    url = f"sqlite:///{data / 'arena.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    sm = make_sessionmaker(engine)
+    settings = Settings(data_dir=data, database_url=url, broker_url="redis://127.0.0.1:1/0",
+                        allow_private_bot_urls=True, celery_eager=True)
+    app = create_app(settings, engine=engine)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    bots = [start_bot(SAMPLE_BOTS[kind](seed=i)) for i, kind in enumerate(("greedy", "heuristic"))]
+    with sm() as s:
+        _account, organizer_token = create_account(s, "olga", "organizer")
+    yield {"url": f"http://127.0.0.1:{server.server_port}", "sm": sm, "organizer": organizer_token,
+           "bots": [b.url for b in bots], "app": app}
+    for b in bots:
+        b.close()
+    server.shutdown()
+    engine.dispose()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1366, "height": 768}, device_scale_factor=1,
+                                  permissions=["clipboard-read", "clipboard-write"])
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.on("dialog", lambda d: d.accept())
+    yield pg
+    context.close()
+    assert errors == [], errors
+
+
+def test_contestant_and_organizer_run_a_tournament_through_the_pages(eager_site, page, artifacts):
+    site = eager_site["url"]
+    # --- a contestant signs up: the token is shown once, with a copy button
+    page.goto(site + "/ui/signup")
+    page.fill("#name", "mika")
+    page.click("form button[type=submit]")
+    token = page.locator("#token-value").inner_text()
+    assert token.startswith("arena_") or len(token) >= 32
+    page.click("button.copy")
+    assert page.locator("button.copy").get_attribute("data-copied") == "1"
+    assert page.evaluate("navigator.clipboard.readText()") == token
+    page.screenshot(path=str(artifacts / "ui-signup-token.png"))
+    assert "mika" in page.locator("header .who").inner_text()  # signed in
+    page.reload()  # the token is never shown again
+    assert page.locator("#token-value").count() == 0
+    # --- registers a bot with a bad URL: the API's message is shown next to the field
+    page.goto(site + "/ui/bots")
+    page.fill("#bot-name", "Bad")
+    page.fill("#bot-url", "ftp://nowhere")
+    page.check("input[name=rulesets][value=million_doubt]")
+    page.click("#register-bot button[type=submit]")
+    assert page.locator(".field-error[data-field=url]").count() == 1
+    # --- registers two real bots and checks them
+    ids = []
+    for name, bot_url in zip(("Mika-greedy", "Mika-heuristic"), eager_site["bots"]):
+        page.goto(site + "/ui/bots")
+        page.fill("#bot-name", name)
+        page.fill("#bot-url", bot_url)
+        page.check("input[name=rulesets][value=million_doubt]")
+        page.click("#register-bot button[type=submit]")
+        secret = page.locator("#secret-value").inner_text()
+        assert len(secret) == 64
+        if not ids:
+            page.screenshot(path=str(artifacts / "ui-bot-secret.png"))
+        assert page.locator("#bot-status").get_attribute("data-status") == "unchecked"
+        bot_id = int(re.search(r"#(\d+)", page.locator("h1").inner_text()).group(1))
+        ids.append(bot_id)
+        page.click("#run-check")
+        assert page.locator("#bot-status").get_attribute("data-status") == "ready"
+        assert page.locator("#check-result").get_attribute("class") == "ok"
+        assert page.locator("#check-table tr[data-step=conformance-million_doubt]").count() == 1
+        # each decision kind's result (Million Doubt: play, doubt, ...)
+        kinds = page.locator("#check-table .kind-result").evaluate_all("ks => ks.map(k => k.dataset.kind)")
+        assert "play" in kinds and "doubt" in kinds
+        assert page.locator("#secret-value").count() == 0  # shown once only
+    page.screenshot(path=str(artifacts / "ui-bot-checked.png"), full_page=True)
+    # --- rotates the secret of the first bot: a new one, shown once
+    with eager_site["sm"]() as s:
+        old = s.get(Bot, ids[0]).secret
+    page.goto(f"{site}/ui/bots/{ids[0]}")
+    page.click("#rotate-secret")
+    new = page.locator("#secret-value").inner_text()
+    with eager_site["sm"]() as s:
+        b = s.get(Bot, ids[0])
+        assert new == b.secret != old and b.previous_secret == old
+    # --- a contestant cannot open the organizer form
+    resp = page.goto(site + "/ui/tournaments/new")
+    assert resp.status == 403
+    page.click("header form button")  # sign out
+
+    # --- the organizer signs in, creates a tournament: first with a mistake the API names
+    page.goto(site + "/ui/login")
+    page.fill("#token", eager_site["organizer"])
+    page.click("main form button[type=submit]")
+    page.goto(site + "/ui/tournaments/new")
+    page.fill("#t-name", "Browser cup")
+    page.select_option("#t-ruleset", "million_doubt")
+    page.fill("#t-gpp", "0")  # out of range (1-1000): the API names the field
+    for bid in ids:
+        page.check(f"#participants input[value='{bid}']")
+    page.click("#create-tournament")
+    assert page.locator(".field-error[data-field=games_per_pairing]").count() == 1
+    assert page.locator("#t-name").input_value() == "Browser cup"  # the form keeps its values
+    page.fill("#t-gpp", "2")
+    page.fill("input[name=initial]", "20")
+    page.fill("input[name=cap]", "20")
+    page.screenshot(path=str(artifacts / "ui-tournament-new.png"), full_page=True)
+    page.click("#create-tournament")
+    assert page.locator("#status").get_attribute("data-status") == "created"
+    tid = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    assert page.locator("#standings td.rank").all_inner_texts() == ["—", "—"]  # nobody ranked yet
+    # --- starts it: eager mode plays every match within the request
+    page.click("#action-start")
+    assert page.locator("#status").get_attribute("data-status") == "finished"
+    with eager_site["sm"]() as s:
+        t = s.get(Tournament, tid)
+        assert t.status == "finished" and t.time_rules["initial"] == 20.0
+        assert sorted(p.bot_id for p in t.participants) == sorted(ids)
+    assert sorted(page.locator("#standings td.rank").all_inner_texts()) == ["1", "2"]
+    page.screenshot(path=str(artifacts / "ui-tournament-finished.png"), full_page=True)
+    # --- starting again is refused by the API rules (409), shown as a notice
+    assert page.locator("#action-start").count() == 0  # finished: no start button
+    page.evaluate(f"""() => {{ const f = document.createElement('form'); f.method = 'post';
+        f.action = '/ui/tournaments/{tid}/start';
+        const i = document.createElement('input'); i.name = 'csrf';
+        i.value = document.querySelector('input[name=csrf]').value; f.appendChild(i);
+        document.body.appendChild(f); f.submit(); }}""")
+    page.wait_for_load_state()
+    assert page.locator("#notice").inner_text().startswith("409")
+    # --- the bot page lists the bot's matches
+    page.goto(f"{site}/ui/bots/{ids[0]}")
+    assert page.locator("#bot-matches tbody tr").count() == 1
+
+
+def test_forms_need_the_session_csrf_token(eager_site):
+    c = eager_site["app"].test_client()
+    r = c.post("/ui/signup", data={"name": "eve"})
+    assert r.status_code == 400
+    r = c.post("/ui/login", data={"token": eager_site["organizer"], "next": "/ui/"})
+    assert r.status_code == 303
+    with eager_site["sm"]() as s:
+        tid = s.scalar(select(Tournament.id).order_by(Tournament.id.desc()))
+    if tid is not None:
+        r = c.post(f"/ui/tournaments/{tid}/cancel", data={"csrf": "forged"})
+        assert r.status_code == 400
+    html = c.get("/ui/tournaments/new").get_data(as_text=True)
+    token = re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+    r = c.post("/ui/tournaments/new", data={"csrf": token, "ruleset": "jdf", "options": "{not json"})
+    assert r.status_code == 422 and 'data-field="options"' in r.get_data(as_text=True)
+    r = c.post("/ui/tournaments/new", data={"csrf": token, "ruleset": "jdf", "options": '{"sets": 0}',
+                                            "games_per_pairing": "1", "max_faults": "3",
+                                            "initial": "60", "increment": "10", "cap": "60"})
+    assert r.status_code == 422
+    r = c.post("/ui/tournaments/1/explode", data={"csrf": token})
+    assert r.status_code == 404

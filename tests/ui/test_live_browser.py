@@ -1,0 +1,177 @@
+"""Live match view in a real browser: the match is played by ``run_match`` with the worker's
+publisher (``arena.core.live.LivePublisher.step`` as ``on_step``, as
+``arena.core.runner.service.play_and_store`` wires it) through a real Redis; Chromium watches
+the match page over server-sent events as an organizer, while a contestant owning a seated
+bot gets no live view (the log embargo, docs/fairness.md).
+
+A gated bot blocks at its 6th decision until the test releases it, so the page is checked
+while the match is provably still being played (no timed assertion)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import httpx
+import pytest
+import redis
+from werkzeug.serving import make_server
+
+from api import create_app
+from arena.core import live
+from arena.core.accounts import create_account
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.core.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
+from arena.core.db.session import make_engine, make_sessionmaker
+from arena.core.runner.match import run_match
+from arena.core.runner.players import LocalPlayer
+from bots_sdk.samples import SAMPLE_BOTS
+from engine.timebank import TimeRules
+
+from .conftest import _QuietHandler
+
+pytestmark = pytest.mark.browser
+
+SUITS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
+
+
+def _card_text(c: str) -> str:
+    return ("10" if c[0] == "T" else c[0]) + SUITS[c[1]]
+
+
+class GatedBot:
+    """A sample bot that waits for ``gate`` before its ``stop_at``-th decision."""
+
+    def __init__(self, bot, gate: threading.Event, stop_at: int):
+        self.bot, self.gate, self.stop_at, self.name, self.calls = bot, gate, stop_at, bot.name, 0
+
+    def decide(self, request):
+        self.calls += 1
+        if self.calls == self.stop_at:
+            self.gate.wait(120)
+        return self.bot.decide(request)
+
+    def notice(self, message):
+        return self.bot.notice(message)
+
+
+@pytest.fixture
+def live_site(tmp_path, redis_url):
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    sm = make_sessionmaker(engine)
+    app = create_app(Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url,
+                              allow_private_bot_urls=True), engine=engine)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    with sm() as s:
+        olga, olga_token = create_account(s, "olga", "organizer")
+        alice, alice_token = create_account(s, "alice", "contestant")
+        bots = []
+        for name in ("A", "B"):
+            b = Bot(owner_id=alice.id, name=name, url="http://127.0.0.1:9/", rulesets=["million_doubt"],
+                    secret="s", status="ready")
+            s.add(b)
+            bots.append(b)
+        s.flush()
+        t = Tournament(name="Live cup", organizer_id=olga.id, ruleset="million_doubt", options={},
+                       time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0}, games_per_pairing=2,
+                       seed=1, max_faults=3, public_when_finished=True, status="running", started_at=utcnow())
+        t.participants = [TournamentParticipant(bot_id=b.id) for b in bots]
+        s.add(t)
+        s.flush()
+        m = Match(tournament_id=t.id, index=0, table=0, seed=77, status="running",
+                  seats=[MatchSeat(seat=i, bot_id=b.id) for i, b in enumerate(bots)])
+        s.add(m)
+        s.commit()
+        mid = m.id
+    yield {"url": f"http://127.0.0.1:{server.server_port}", "redis": redis_url, "match": mid,
+           "tokens": {"olga": olga_token, "alice": alice_token}}
+    server.shutdown()
+    engine.dispose()
+
+
+def _signed_in_page(browser, site, who):
+    ctx = browser.new_context(viewport={"width": 1366, "height": 768})
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.goto(site["url"] + "/ui/login")
+    pg.fill("#token", site["tokens"][who])
+    pg.click("main form button[type=submit]")
+    pg.goto(f"{site['url']}/ui/matches/{site['match']}")
+    return ctx, pg, errors
+
+
+def test_running_match_updates_live_for_the_organizer_and_not_for_a_contestant(browser, live_site, artifacts):
+    site = live_site
+    ctx_c, contestant, errs_c = _signed_in_page(browser, site, "alice")
+    ctx_o, organizer, errs_o = _signed_in_page(browser, site, "olga")
+    # the contestant owning the seated bots: no live card, the stream refused (embargo)
+    assert contestant.locator("#live-card").count() == 0
+    refused = contestant.request.get(f"{site['url']}/ui/matches/{site['match']}/live")
+    assert refused.status == 403 and "embargoed" in refused.text()
+    r = redis.Redis.from_url(site["redis"])
+    full = live.channel(site["match"], True)
+    for _ in range(600):  # the organizer's page has subscribed before the first decision
+        if dict(r.pubsub_numsub(full)).get(full.encode(), 0) >= 1:
+            break
+        threading.Event().wait(0.05)
+    else:
+        pytest.fail("the live page did not subscribe")
+    rec = r.pubsub(ignore_subscribe_messages=True)
+    rec.subscribe(full)
+    gate = threading.Event()
+    players = [LocalPlayer(GatedBot(SAMPLE_BOTS["random"](seed=1), gate, 6), "a"),
+               LocalPlayer(SAMPLE_BOTS["random"](seed=2), "b")]
+    publisher = live.LivePublisher(site["redis"], site["match"])
+    result: dict = {}
+
+    def play():
+        result["log"] = run_match(players, "million_doubt", {}, seed=5, games=2,
+                                  time_rules=TimeRules(60000, 10000, 60000), max_faults=3,
+                                  on_step=publisher.step)
+        publisher.end()
+
+    worker = threading.Thread(target=play, daemon=True)
+    worker.start()
+    try:
+        # the page updates while the match is blocked in the gated bot's 6th decision
+        organizer.wait_for_function(
+            "() => Number(document.getElementById('live-card').dataset.steps || 0) >= 5", timeout=30000)
+        assert worker.is_alive() and "log" not in result  # still being played (the gate is closed)
+        fulls = []
+        for _ in range(100):  # drain: the match is blocked, so the messages stop after the 5th
+            msg = rec.get_message(timeout=0.5)
+            if msg is not None:
+                fulls.append(json.loads(msg["data"]))
+            elif len(fulls) >= 5:
+                break
+        last = fulls[-1]
+        hands = organizer.locator(".live-hand").all_inner_texts()
+        assert [h.split() for h in hands] == [[_card_text(c) if c != "JK" else "Joker" for c in hand]
+                                              for hand in last["hands"]]
+        sizes = organizer.locator("#live-table .live-seat .count").all_inner_texts()
+        assert [int(x.split()[0]) for x in sizes] == last["hand_sizes"]
+        organizer.screenshot(path=str(artifacts / "ui-live-organizer.png"), full_page=True)
+        contestant.reload()
+        assert contestant.locator("#live-card").count() == 0
+        assert contestant.locator(".live-hand").count() == 0
+    finally:
+        gate.set()
+        worker.join(120)
+    organizer.wait_for_function("() => document.getElementById('live-state').dataset.state === 'ended'",
+                                timeout=30000)
+    assert "log" in result
+    ctx_c.close()
+    ctx_o.close()
+    rec.close()
+    r.close()
+    assert errs_c == [] and errs_o == []
+
+
+def test_live_stream_of_an_unknown_match_is_a_404(live_site):
+    with httpx.Client(base_url=live_site["url"]) as c:
+        assert c.get(f"/ui/matches/{live_site['match'] + 1000}/live").status_code == 404
