@@ -193,8 +193,10 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
     per-endpoint cap is given back when it returns. Bots never make this raise."""
     slots = MatchSlots()
     players = build_players(plan, settings, slots)
-    # the live view (arena.core.live): every decision to Redis pub/sub, never failing the match
-    live = LivePublisher(settings.broker_url, plan.match_id) if settings.broker_url.startswith("redis") else None
+    # the live view (arena.core.live): every decision to Redis pub/sub, never failing the match;
+    # not in eager mode (a quick local run has no Redis)
+    live = (LivePublisher(settings.broker_url, plan.match_id)
+            if settings.broker_url.startswith("redis") and not settings.celery_eager else None)
     try:
         match_log = run_match(players, plan.ruleset, plan.options,
                               seed=fairness.attempt_seed(plan.seed, plan.attempt), games=plan.games,
