@@ -67,7 +67,8 @@ from typing import Any
 import engine
 from arena.core import fairness as fair
 from arena.core.matchlog import LOG_FORMAT, LOG_VERSION, log_files, read_log, write_log
-from arena.core.runner.players import HttpPlayer, LocalPlayer, WithdrawnPlayer, make_player
+from arena.core.runner.answers import check_action, safe_text
+from arena.core.runner.players import RECEIVED_LOG_CHARS, HttpPlayer, LocalPlayer, WithdrawnPlayer, make_player
 from bots_sdk import protocol
 from engine.timebank import TimeBank, TimeRules
 
@@ -327,13 +328,14 @@ def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, 
             fault, detail = "timeout", f"answer took {out.elapsed_ms} ms, the bank had {before_ms} ms"
         action = out.action
         if fault is None:
-            try:
-                protocol.check_action_shape(action)
-                g.apply(d.seat, action)
-            except protocol.ProtocolError as e:
-                fault, detail = "invalid_action", f"{e} [ACT]"
-            except engine.InvalidAction as e:
-                fault, detail = "invalid_action", f"{e.reason} [{e.rule}]"
+            why = check_action(action)
+            if why:
+                fault, detail = "invalid_action", f"{why} [ACT]"
+            else:
+                try:
+                    g.apply(d.seat, action)
+                except engine.InvalidAction as e:
+                    fault, detail = "invalid_action", safe_text(f"{e.reason} [{e.rule}]", RECEIVED_LOG_CHARS)
         if fault is None:
             bank.spend(out.elapsed_ms)
             after_ms = bank.remaining_ms
@@ -350,7 +352,8 @@ def _play_game(gi: int, spec: Mapping[str, Any], pls: list, ruleset: str, opts, 
             ex["request"] = req
         exchanges.append(ex)
         if fault is not None:
-            received = out.received if out.received else (json.dumps(action)[:500] if action is not None else "")
+            received = out.received if out.received else (
+                safe_text(json.dumps(action), RECEIVED_LOG_CHARS) if action is not None else "")
             f = {"game": gi, "n": ex["n"], "seat": d.seat, "player": player_index, "kind": fault,
                  "detail": detail, "received": received, "elapsed_ms": out.elapsed_ms}
             faults.append(f)

@@ -21,7 +21,8 @@ Fault kinds (RULES FAULT-1; the runner adds ``invalid_action``):
 ``connection_error`` refused, reset or closed connection, DNS failure
 ``http_status``     an answer whose status is not 200 (redirects included)
 ``body_too_large``  an answer body over ``max_body_bytes``
-``invalid_json``    an answer body that is not a JSON object
+``invalid_json``    an answer body that is not a strict UTF-8 JSON object
+                    (:func:`arena.core.runner.answers.parse_answer`)
 ``bot_error``       in-process bots only: the bot raised an exception (a server answers 500)
 =================== ==================================================================
 """
@@ -42,6 +43,7 @@ import httpx
 
 from arena.core.bot_transport import PinnedTransport
 from arena.core.config import allow_private_from_env
+from arena.core.runner.answers import parse_answer, safe_text
 from bots_sdk import protocol
 from bots_sdk.bot import Bot, Request
 
@@ -73,23 +75,13 @@ class Outcome(NamedTuple):
     status: int | None
 
 
-def _truncate(text: str, limit: int = RECEIVED_LOG_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
+def _truncate(text: str | bytes, limit: int = RECEIVED_LOG_CHARS) -> str:
+    # what a fault keeps of a bot's text is strict UTF-8 (arena.core.runner.answers.safe_text)
+    return safe_text(text, limit)
 
 
 def _ms(seconds: float) -> int:
     return int(round(seconds * 1000))
-
-
-def parse_answer(raw: bytes) -> tuple[dict | None, str]:
-    """Parse an answer body: (object, '') or (None, reason)."""
-    try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        return None, f"answer is not JSON: {e}"
-    if not isinstance(value, dict):
-        return None, "answer is not a JSON object"
-    return value, ""
 
 
 class LocalPlayer:
@@ -116,13 +108,13 @@ class LocalPlayer:
                            _ms(time.monotonic() - start), None)
         try:
             raw = json.dumps(action).encode("utf-8")
-        except (TypeError, ValueError) as e:
-            return Outcome(None, "invalid_json", f"answer is not JSON-serializable: {e}",
+        except (TypeError, ValueError, RecursionError) as e:
+            return Outcome(None, "invalid_json", _truncate(f"answer is not JSON-serializable: {e}"),
                            _truncate(repr(action)), _ms(time.monotonic() - start), None)
         obj, why = parse_answer(raw)
         elapsed = _ms(time.monotonic() - start)
         if obj is None:
-            return Outcome(None, "invalid_json", why, _truncate(raw.decode("utf-8", "replace")), elapsed, None)
+            return Outcome(None, "invalid_json", why, _truncate(raw), elapsed, None)
         return Outcome(obj, None, "", "", elapsed, None)
 
     def notify(self, body: bytes) -> None:
@@ -361,7 +353,7 @@ class HttpPlayer:
             fault, detail = "invalid_json", why
         elif fault is None:
             fault, detail = "http_status", f"HTTP status {status}"
-        return Outcome(None, fault, _truncate(detail or ""), _truncate(raw.decode("utf-8", "replace")),
+        return Outcome(None, fault, _truncate(detail or ""), _truncate(raw),
                        elapsed, status)
 
     def _reset(self) -> None:
