@@ -52,6 +52,8 @@ class MatchSchema(ma.Schema):
     created_at = ma.fields.DateTime(required=True)
     started_at = ma.fields.DateTime(allow_none=True)
     finished_at = ma.fields.DateTime(allow_none=True)
+    failure = ma.fields.String(allow_none=True, metadata={
+        "description": "why a failed match could not be played (not a bot's fault); null otherwise"})
 
 
 def match_dict(m: Match, *, show_seed: bool = False) -> dict:
@@ -61,6 +63,7 @@ def match_dict(m: Match, *, show_seed: bool = False) -> dict:
     return {
         "id": m.id, "tournament_id": m.tournament_id, "index": m.index, "table": m.table,
         "seed": m.seed if show_seed else None, "status": m.status, "attempts": m.attempts,
+        "failure": m.failure,
         "seats": [{"seat": s.seat, "bot_id": s.bot_id, "house_bot": s.house_bot} for s in m.seats],
         "result": None if r is None else {"scores": r.scores, "places": r.places, "faults": r.faults,
                                           "games": r.games, "timings": r.timings},

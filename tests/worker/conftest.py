@@ -42,7 +42,8 @@ class SwitchBot:
 
     ``mode``: ``"ok"`` (the SDK app answers), ``"sleep"`` (sleeps ``sleep_s`` then answers),
     ``"garbage"`` (200 with a body that is not JSON), ``"slow"`` (sleeps ``think_s`` then
-    answers: a bot that thinks), ``"gate"`` (holds every decision until ``gate`` is set).
+    answers: a bot that thinks), ``"gate"`` (holds every decision until ``gate`` is set),
+    ``"poison"`` (200 with the bodies of ``poison``, in turn).
     ``down()`` closes the server (connection refused). ``max_in_flight`` is the largest number
     of decision requests it served at once; ``posts`` counts every POST (notices too).
     """
@@ -58,6 +59,7 @@ class SwitchBot:
         self.decisions = 0
         self.posts = 0
         self.gate = threading.Event()
+        self.poison: list[bytes] = []
         self._lock = threading.Lock()
         self._server = create_server(self.wsgi, host="127.0.0.1", port=0, threads=8, ident="switchbot")
         self.url = f"http://127.0.0.1:{self._server.effective_port}/"
@@ -91,6 +93,11 @@ class SwitchBot:
             if is_decision and self.mode == "garbage":
                 start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "15")])
                 return [b"<<not json!!>>\n"]
+            if is_decision and self.mode == "poison":
+                with self._lock:
+                    raw = self.poison[(self.decisions - 1) % len(self.poison)]
+                start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(raw)))])
+                return [raw]
             if is_decision and self.mode in ("sleep", "slow"):
                 time.sleep(self.sleep_s)
             import io

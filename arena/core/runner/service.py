@@ -24,6 +24,11 @@ in-process through :mod:`arena.core.queue`). Steps:
    no bot URL.
 4. :func:`arena.core.lifecycle.store_result` with the compressed log: exactly once (a
    re-delivered task that played the match again finds the result stored and stores nothing).
+   A transient database error is retried with backoff (:func:`store_with_retry`), never by
+   playing the match again; when the retries are spent the match ends ``failed``.
+   An exception while playing (an internal error: bots' failures are faults) ends the match
+   ``failed`` with a short reason (:func:`internal_reason`) through
+   :func:`arena.core.lifecycle.fail_match`; the task returns normally.
 5. When no match of the tournament is left to play (finished or cancelled), the ratings of the
    rule set are rebuilt from every finished match (:func:`arena.core.standings.rebuild_ratings`),
    serialized by a PostgreSQL advisory lock. Not after every match: a rebuild reads every
@@ -46,21 +51,24 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from functools import lru_cache
 from typing import Any
 
 import redis
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.core import fairness, lifecycle
+import engine
+from arena.core import fairness, lifecycle, matchlog
 from arena.core.config import Settings
 from arena.core.db.session import make_engine, make_sessionmaker
 from arena.core.lifecycle import MatchPlan
 from arena.core.limits import longest_match_seconds, visibility_timeout
 from arena.core.live import LivePublisher
-from arena.core.runner.match import run_match
+from arena.core.runner.answers import safe_text
+from arena.core.runner.match import MatchError, run_match
 from arena.core.runner.players import LocalPlayer, WithdrawnPlayer
 from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, MatchSlots
 from arena.core.standings import rebuild_ratings
@@ -215,6 +223,92 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
     return match_log, players
 
 
+#: Attempts at storing a played match's result before the match is failed (retry the store,
+#: never the play), and the first wait between two attempts in seconds (doubling each time:
+#: 0.5 + 1 + 2 + 4 + 8 + 16 = 31.5 s of waits in all).
+STORE_ATTEMPTS = 7
+STORE_BACKOFF_S = 0.5
+#: Database errors worth another attempt (connection lost, server restarting, serialization
+#: failure, deadlock); anything else fails the store at once.
+TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
+
+
+class StoreFailed(RuntimeError):
+    """A played match's result could not be stored; ``str(exc)`` is a short reason."""
+
+
+def internal_reason(step: str, exc: BaseException) -> str:
+    """A short failure reason for the organizer: the step and the exception type, plus the
+    message only for our own exceptions that never hold a log or hands (bad options)."""
+    reason = f"internal error while {step}: {type(exc).__name__}"
+    if isinstance(exc, (MatchError, engine.OptionsError)):
+        reason += f": {safe_text(str(exc), 200)}"
+    return reason
+
+
+def store_with_retry(factory: sessionmaker[Session], match_id: int, match_log: dict, fields: dict[str, Any], *,
+                     attempts: int | None = None, backoff_s: float | None = None) -> bool:
+    """Step 4 with retries: :func:`arena.core.lifecycle.store_result`, again after a transient
+    database error (:data:`TRANSIENT_DB_ERRORS`), up to ``attempts`` (default
+    :data:`STORE_ATTEMPTS`) times, waiting ``backoff_s`` seconds (default
+    :data:`STORE_BACKOFF_S`), then twice as long each time. The match is never played again for it.
+
+    Returns:
+        True if stored, False if a result was already stored (a duplicate delivery).
+    Raises:
+        StoreFailed: the log is not strict JSON, a non-transient database error, or
+            ``attempts`` transient errors (the cause is chained).
+    """
+    attempts = attempts or STORE_ATTEMPTS
+    wait = STORE_BACKOFF_S if backoff_s is None else backoff_s
+    for attempt in range(1, attempts + 1):
+        try:
+            with factory() as session:
+                return lifecycle.store_result(session, match_id, log=match_log, **fields)
+        except matchlog.LogEncodingError as exc:
+            raise StoreFailed(f"could not store the result: {exc}") from exc
+        except TRANSIENT_DB_ERRORS as exc:
+            if attempt == attempts:
+                raise StoreFailed(f"could not store the result after {attempts} attempts: "
+                                  f"{type(exc).__name__} (database unavailable)") from exc
+            log.warning("match %s: storing the result failed (%s), attempt %d of %d, again in %.1f s",
+                        match_id, type(exc).__name__, attempt, attempts, wait)
+            time.sleep(wait)
+            wait *= 2
+        except DBAPIError as exc:
+            raise StoreFailed(f"could not store the result: {type(exc).__name__}") from exc
+    raise AssertionError("unreachable")
+
+
+def _fail(factory: sessionmaker[Session], plan: MatchPlan, reason: str, exc: BaseException | None) -> str:
+    """End a claimed match ``failed`` with ``reason``; log the traceback's frames (never the
+    exception's text: it may hold the log and every hand). Returns the task's status line."""
+    frames = "".join(traceback.format_tb(exc.__traceback__)) if exc is not None else ""
+    log.error("match %s failed: %s\n%s", plan.match_id, reason, frames)
+    for attempt in range(3):
+        try:
+            with factory() as session:
+                lifecycle.fail_match(session, plan.match_id, reason)
+            break
+        except TRANSIENT_DB_ERRORS:
+            if attempt == 2:  # the match stays running; its lease expires and the reaper takes it
+                log.error("match %s: could not record the failure (database unavailable)", plan.match_id)
+                return f"lost match {plan.match_id}: {reason}"
+            time.sleep(1.0 * (attempt + 1))
+    _rate_if_done(factory, plan.tournament_id, plan.ruleset)
+    return f"failed match {plan.match_id} (attempt {plan.attempt}): {reason}"
+
+
+def _rate_if_done(factory: sessionmaker[Session], tournament_id: int, ruleset: str) -> None:
+    """Step 5; a database error here only delays the ratings (the next rebuild has them)."""
+    try:
+        with factory() as session:
+            if lifecycle.tournament_done(session, tournament_id):
+                update_ratings(session, ruleset)
+    except DBAPIError as exc:
+        log.warning("ratings of %s not rebuilt: %s", ruleset, type(exc).__name__)
+
+
 def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     """Play match ``match_id`` and store its result (module docstring). Returns a status line:
     ``"stored match N ..."``, ``"duplicate match N ..."`` or ``"skipped: ..."``.
@@ -238,18 +332,24 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
                     update_ratings(session, claimed.ruleset or "")
         return f"skipped: {claimed.message}"
     plan = claimed.plan
-    bound = longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options)
+    try:
+        bound = longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options)
+    except Exception as exc:  # stored options the engine refuses: an internal error
+        return _fail(factory, plan, internal_reason("preparing", exc), exc)
     vt = visibility_timeout(settings)
     if bound > vt:
         log.warning("match %s may last up to %.0f s, longer than the broker visibility timeout %d s: "
                     "it may be delivered twice (the result is still stored once)", plan.match_id, bound, vt)
-    match_log, players = play_plan(plan, settings)
-    fields = result_fields(plan, match_log, players)
-    with factory() as session:
-        stored = lifecycle.store_result(session, plan.match_id, log=match_log, **fields)
-    with factory() as session:
-        if lifecycle.tournament_done(session, plan.tournament_id):
-            update_ratings(session, plan.ruleset)
+    try:
+        match_log, players = play_plan(plan, settings)
+        fields = result_fields(plan, match_log, players)
+    except Exception as exc:  # an internal error (bots' failures are faults, never exceptions)
+        return _fail(factory, plan, internal_reason("playing", exc), exc)
+    try:
+        stored = store_with_retry(factory, plan.match_id, match_log, fields)
+    except StoreFailed as exc:
+        return _fail(factory, plan, str(exc), exc.__cause__)
+    _rate_if_done(factory, plan.tournament_id, plan.ruleset)
     word = "stored" if stored else "duplicate"
     line = (f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, "
             f"faults {fields['faults']}")

@@ -1,0 +1,152 @@
+"""No stuck status (issue 13, items 1, 3, 4): a bot answering poison pills to a real worker; an
+internal error while playing; a database error while storing (a real PostgreSQL trigger
+refusing the insert), retried without playing the match again, or failing the match when the
+retries are spent. Every match ends finished or failed and its tournament finishes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import redis
+from sqlalchemy import text
+
+from arena.core.db.models import Match
+from arena.core.runner import service
+from arena.core.runner.match import replay
+from arena.core.runner.service import play_and_store
+from bots_sdk.samples import SAMPLE_BOTS
+from tests.worker.conftest import SwitchBot
+
+pytestmark = pytest.mark.services
+
+POISON = [
+    b"[" * 60000,                                        # RecursionError in the old parser
+    b'{"type":"pass","comment":"\\ud800"}',              # a lone surrogate in a legal action
+    b'{"type":"rate","rate":NaN}',                       # not strict JSON
+]
+
+
+def _strict(data: bytes):
+    def no_constant(name):
+        raise ValueError(f"{name} in a stored log")
+    return json.loads(data.decode("utf-8"), parse_constant=no_constant)
+
+
+def _start_unqueued(arena, redis_url, tid) -> list[int]:
+    """Start through the API, then drop the broker messages: the test plays in-process."""
+    arena.start(tid)
+    redis.Redis.from_url(redis_url).delete("arena")
+    with arena.sessions() as s:
+        return list(s.scalars(text("SELECT id FROM matches WHERE tournament_id = :t ORDER BY index"),
+                              {"t": tid}))
+
+
+def test_poison_pill_bot_against_a_real_worker(arena, bots, celery_worker_factory):
+    honest, poison = SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())
+    bots.extend([honest, poison])
+    ids = [arena.register(honest, ["million_doubt"], "honest"), arena.register(poison, ["million_doubt"], "poison")]
+    poison.poison, poison.mode = POISON, "poison"
+    tid = arena.create("million_doubt", ids, games_per_pairing=4, max_faults=3)
+    worker = celery_worker_factory(concurrency=1, database_url=arena.database_url)
+    arena.start(tid)
+    t = arena.wait_finished(tid, workers=[worker])
+    assert t["status"] == "finished", worker.log()[-3000:]
+    [(m, res, log)] = arena.stored(tid)
+    with arena.sessions() as s:
+        data = s.execute(text("SELECT data FROM match_logs WHERE match_id = :m"), {"m": m.id}).scalar_one()
+    from arena.core import matchlog
+    assert _strict(matchlog.decompress(data)) == log  # strict JSON in UTF-8
+    p = next(i for i, seat in enumerate(m.seats) if seat.bot_id == ids[1])
+    kinds = [(f["kind"], f["detail"]) for f in log["faults"]]
+    assert [f["player"] for f in log["faults"]] == [p, p, p]
+    assert [k for k, _ in kinds] == ["invalid_json"] * 3, kinds
+    assert "deeper" in kinds[0][1] and "surrogate" in kinds[1][1] and "NaN" in kinds[2][1]
+    for f in log["faults"]:
+        f["received"].encode("utf-8")
+        assert len(f["received"]) <= 503
+    assert res.faults[p] == 3 and res.faults[1 - p] == 0
+    # the honest bot's games are kept: it won all four (three faults, then FAULT-3)
+    assert log["result"]["wins"][1 - p] == 4 and len(log["games"]) == 4
+    assert replay(log)["scores"] == [round(x) for x in res.scores]
+    # the worker's log and the task result never hold a hand
+    assert "Traceback" not in worker.log()
+
+
+def test_internal_error_fails_the_match_and_the_tournament_finishes(arena, bots, redis_url):
+    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
+    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
+    tid = arena.create("million_doubt", ids, games_per_pairing=2)
+    [mid] = _start_unqueued(arena, redis_url, tid)
+    with arena.sessions() as s:  # data the engine refuses: playing raises (an internal error)
+        s.execute(text("UPDATE tournaments SET options = '{\"no_such_option\": 1}' WHERE id = :t"), {"t": tid})
+        s.commit()
+    line = play_and_store(mid, arena.settings)
+    assert line.startswith(f"failed match {mid}") and "OptionsError" in line
+    t = arena.get(f"/tournaments/{tid}")
+    assert t["status"] == "finished"
+    [row] = arena.get(f"/tournaments/{tid}/matches")["items"]
+    assert row["status"] == "failed" and row["failure"].startswith("internal error while preparing: OptionsError")
+    assert len(row["failure"]) <= 500
+    # the organizer fixes nothing here but can retry: the match is queued again
+    with arena.sessions() as s:
+        s.execute(text("UPDATE tournaments SET options = '{}' WHERE id = :t"), {"t": tid})
+        s.commit()
+    r = arena.client.post(f"/api/v1/tournaments/{tid}/retry", headers=arena.org)
+    assert r.status_code == 202, r.json
+    redis.Redis.from_url(redis_url).delete("arena")
+    assert play_and_store(mid, arena.settings).startswith(f"stored match {mid}")
+    assert arena.get(f"/tournaments/{tid}")["status"] == "finished"
+
+
+def _refuse_inserts(arena, times: int) -> None:
+    """A trigger refusing the first ``times`` result inserts with a serialization failure
+    (SQLSTATE 40001: a transient error). A sequence counts, as it is not rolled back."""
+    with arena.sessions() as s:
+        s.execute(text("CREATE SEQUENCE refused"))
+        s.execute(text(f"""
+            CREATE FUNCTION refuse_store() RETURNS trigger AS $$
+            BEGIN
+              IF nextval('refused') <= {int(times)} THEN
+                RAISE EXCEPTION 'refused by the test' USING ERRCODE = '40001';
+              END IF;
+              RETURN NEW;
+            END $$ LANGUAGE plpgsql"""))
+        s.execute(text("CREATE TRIGGER refuse_store BEFORE INSERT ON match_results "
+                       "FOR EACH ROW EXECUTE FUNCTION refuse_store()"))
+        s.commit()
+
+
+def test_store_error_is_retried_without_replaying(arena, bots, redis_url, monkeypatch):
+    monkeypatch.setattr(service, "STORE_BACKOFF_S", 0.05)
+    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
+    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
+    tid = arena.create("million_doubt", ids, games_per_pairing=2)
+    [mid] = _start_unqueued(arena, redis_url, tid)
+    _refuse_inserts(arena, times=3)
+    before = sum(b.decisions for b in bots)
+    assert play_and_store(mid, arena.settings).startswith(f"stored match {mid} (attempt 1)")
+    [(m, res, log)] = arena.stored(tid)
+    played = sum(len(g["exchanges"]) for g in log["games"])
+    assert sum(b.decisions for b in bots) - before == played  # played once
+    assert m.attempts == 1 and m.status == "finished"
+    with arena.sessions() as s:
+        assert s.execute(text("SELECT last_value FROM refused")).scalar_one() == 4  # 3 refused + 1
+    assert arena.get(f"/tournaments/{tid}")["status"] == "finished"
+
+
+def test_store_retries_spent_fail_the_match(arena, bots, redis_url, monkeypatch):
+    monkeypatch.setattr(service, "STORE_BACKOFF_S", 0.01)
+    monkeypatch.setattr(service, "STORE_ATTEMPTS", 3)
+    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
+    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
+    tid = arena.create("million_doubt", ids, games_per_pairing=2)
+    [mid] = _start_unqueued(arena, redis_url, tid)
+    _refuse_inserts(arena, times=1000)
+    line = play_and_store(mid, arena.settings)
+    assert line.startswith(f"failed match {mid}") and "after 3 attempts" in line
+    with arena.sessions() as s:
+        m = s.get(Match, mid)
+        assert m.status == "failed" and "could not store the result after 3 attempts" in m.failure
+        assert s.execute(text("SELECT last_value FROM refused")).scalar_one() == 3
+    assert arena.get(f"/tournaments/{tid}")["status"] == "finished"
