@@ -45,6 +45,7 @@ from arena.core.db.models import (
     Tournament,
 )
 from arena.core.lifecycle import MatchStatus, TournamentStatus
+from arena.core.limits import BoundsError, check_match_bounds
 from arena.core.queue import QueueError, enqueue_matches, launch_tournament
 from arena.core.standings import tournament_standings
 
@@ -241,8 +242,11 @@ class Tournaments(MethodView):
         ruleset = data["ruleset"]
         try:
             options = engine.make_options(ruleset, data["options"]).to_dict()
+            check_match_bounds(ruleset, data["options"])
         except engine.OptionsError as exc:
             field_error("options", str(exc))
+        except BoundsError as exc:
+            field_error(exc.field, str(exc))
         seats = engine.SEATS[ruleset]
         _check_participants(ruleset, data["participants"])
         if len(data["participants"]) < seats and not data["fill_with_house_bots"]:

@@ -39,6 +39,15 @@ import engine
 from arena.core.config import Settings
 from engine.timebank import TimeRules
 
+#: Safety stop of the match runner: more decisions than this in one engine game (a MD game, a
+#: whole TM game, a whole JDF match) is taken for an engine bug and ends the match failed.
+MAX_DECISIONS_PER_GAME = 200_000
+#: Largest absolute value of a scoring option (``burst_score``, ``set_bonus``, an entry of
+#: ``rank_points`` or ``rate_choices``): scores stay exact integers in JSON readers (2**53).
+MAX_SCORING_VALUE = 1_000_000
+#: Most entries of ``rate_choices`` (TM-3).
+MAX_RATE_CHOICES = 10
+
 #: Upper estimate of decisions in one unit (MD game, TM deal, JDF game), see module docstring.
 DECISIONS_PER_UNIT = {engine.MILLION_DOUBT: 80, engine.TRUMP_MILLIONAIRE: 200, engine.JDF: 250}
 #: Upper estimate of Trump Millionaire deals per 100 points of ``target_score``.
@@ -49,6 +58,58 @@ REQUEST_OVERHEAD_S = 0.02
 NOTICES_S_PER_SEAT = 4.0
 SAFETY = 1.25
 SLACK_S = 5.0
+
+
+class BoundsError(ValueError):
+    """Options that would let a match run past the runner's limits; ``field`` names the
+    option (``options.target_score``), ``str(exc)`` says the bound."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def max_units_per_game(ruleset: str) -> int:
+    """Most units (TM deals, JDF games) one engine game may hold so that even the upper
+    estimate of its decisions stays under :data:`MAX_DECISIONS_PER_GAME`."""
+    return MAX_DECISIONS_PER_GAME // DECISIONS_PER_UNIT[ruleset]
+
+
+def check_match_bounds(ruleset: str, options: Mapping[str, Any] | None = None) -> None:
+    """Check that a match with these (engine-valid) options can finish within the runner's
+    limits (issue 13): the upper estimate of decisions in one engine game is at most
+    :data:`MAX_DECISIONS_PER_GAME` (TM: ``ceil(TM_DEALS_PER_100 * target_score / 100)``
+    deals of ``DECISIONS_PER_UNIT`` decisions, so ``target_score`` <= 333; JDF:
+    ``sets x games_per_set`` <= 800 games), and scoring options are at most
+    :data:`MAX_SCORING_VALUE` in absolute value.
+
+    Raises:
+        BoundsError: naming the option (``options.<name>``).
+        engine.OptionsError: options the engine refuses.
+    """
+    opts = engine.make_options(ruleset, options)
+    given = dict(options or {})
+    for name in ("burst_score", "set_bonus", "target_score"):
+        if name in given and abs(getattr(opts, name)) > MAX_SCORING_VALUE:
+            raise BoundsError(f"options.{name}", f"must be at most {MAX_SCORING_VALUE} in absolute value")
+    for name in ("rank_points", "rate_choices"):
+        if name in given and any(abs(v) > MAX_SCORING_VALUE for v in getattr(opts, name)):
+            raise BoundsError(f"options.{name}", f"entries must be at most {MAX_SCORING_VALUE} in absolute value")
+    if "rate_choices" in given and len(opts.rate_choices) > MAX_RATE_CHOICES:
+        raise BoundsError("options.rate_choices", f"at most {MAX_RATE_CHOICES} entries")
+    if ruleset == engine.MILLION_DOUBT:
+        return
+    units = match_units(ruleset, 1, opts.to_dict())
+    limit = max_units_per_game(ruleset)
+    if units <= limit:
+        return
+    if ruleset == engine.TRUMP_MILLIONAIRE:
+        most = limit * 100 // TM_DEALS_PER_100
+        raise BoundsError("options.target_score", f"must be at most {most} (a game of up to "
+                          f"{limit} deals; longer games exceed the runner's decision limit)")
+    raise BoundsError("options.games_per_set" if "games_per_set" in given else "options.sets",
+                      f"sets x games_per_set must be at most {limit} (it is {units}; "
+                      "longer matches exceed the runner's decision limit)")
 
 
 def match_units(ruleset: str, games: int, options: Mapping[str, Any] | None = None) -> int:

@@ -62,6 +62,13 @@ def test_create_requires_organizer(client, league):
     assert r.status_code == 403 and r.json["message"] == "organizer role required"
 
 
+def test_bounds_at_the_limit_are_accepted(client, league):
+    for ruleset, options in (("jdf", {"sets": 8, "games_per_set": 100}), ("trump_millionaire", {"target_score": 333})):
+        r = _create(client, league, ruleset=ruleset, options=options, fill_with_house_bots=True)
+        assert r.status_code in (201, 422), r.json
+        assert "options" not in (r.json.get("errors") or {}).get("json", {}), r.json
+
+
 @pytest.mark.parametrize("overrides, field, words", [
     ({"options": {"five_skip": True}}, "options", "five_skip"),
     ({"ruleset": "jdf", "options": {"fiveskip": True}}, "options", "fiveskip"),
@@ -77,6 +84,13 @@ def test_create_requires_organizer(client, league):
     ({"time_rules": {"initial": -1}}, "time_rules", ""),
     ({"max_faults": 0}, "max_faults", ""),
     ({"colour": "red"}, "colour", "Unknown"),
+    # options every match of which would exceed the runner's decision limit (issue 13)
+    ({"ruleset": "jdf", "options": {"sets": 100, "games_per_set": 100}}, "options.games_per_set", "800"),
+    ({"ruleset": "jdf", "options": {"sets": 9, "games_per_set": 100}}, "options.games_per_set", "900"),
+    ({"ruleset": "trump_millionaire", "options": {"target_score": 10**18}}, "options.target_score", "at most"),
+    ({"ruleset": "trump_millionaire", "options": {"target_score": 334}}, "options.target_score", "333"),
+    ({"ruleset": "trump_millionaire", "options": {"rate_choices": [1, 10**9]}}, "options.rate_choices", ""),
+    ({"options": {"burst_score": 10**18}}, "options.burst_score", "1000000"),
 ])
 def test_create_errors_name_the_field(client, league, overrides, field, words):
     r = _create(client, league, **overrides)

@@ -66,6 +66,7 @@ from typing import Any
 
 import engine
 from arena.core import fairness as fair
+from arena.core import limits
 from arena.core.matchlog import LOG_FORMAT, LOG_VERSION, log_files, read_log, write_log
 from arena.core.runner.answers import check_action, safe_text
 from arena.core.runner.players import RECEIVED_LOG_CHARS, HttpPlayer, LocalPlayer, WithdrawnPlayer, make_player
@@ -74,8 +75,9 @@ from engine.timebank import TimeBank, TimeRules
 
 #: FAULT-3 default.
 DEFAULT_MAX_FAULTS = 3
-#: Safety stop: more decisions than this in one engine game is an engine bug, not a match.
-MAX_DECISIONS_PER_GAME = 200_000
+#: Safety stop: more decisions than this in one engine game is an engine bug, not a match
+#: (the API bounds options so that no accepted match comes near it: arena.core.limits).
+MAX_DECISIONS_PER_GAME = limits.MAX_DECISIONS_PER_GAME
 #: Forfeit reason of a withdrawn player's seats (a deleted bot), asked nothing.
 WITHDRAWN = "withdrawn"
 #: Forfeits the runner applies without an exchange (FAULT-3, withdrawn): replay expects none.
