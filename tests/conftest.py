@@ -261,7 +261,7 @@ def celery_worker_factory(
 ) -> Iterator[Callable[..., WorkerHandle]]:
     """Start real Celery worker processes; all are stopped at teardown.
 
-    ``start(*, concurrency=1, pool="prefork", queues=("arena", "arena.checks"), broker_url=None,
+    ``start(*, concurrency=1, pool="prefork", queues=("arena.priority", "arena.checks", "arena"), broker_url=None,
     database_url=None, env=None, extra_args=()) -> WorkerHandle``
 
     - ``broker_url`` defaults to the ``redis_url`` fixture.
@@ -280,7 +280,7 @@ def celery_worker_factory(
         *,
         concurrency: int = 1,
         pool: str = "prefork",
-        queues: tuple[str, ...] = ("arena", "arena.checks"),
+        queues: tuple[str, ...] = ("arena.priority", "arena.checks", "arena"),
         broker_url: str | None = None,
         database_url: str | None = None,
         env: dict[str, str] | None = None,
@@ -335,6 +335,79 @@ def celery_worker_factory(
         answer = result.get(timeout=5)
         if answer != "pong":
             pytest.fail(f"celery worker answered ping with {answer!r}", pytrace=False)
+        return handle
+
+    yield start
+
+    for handle in reversed(handles):
+        handle.stop()
+
+
+# --------------------------------------------------------------------------- celery beat
+
+
+@dataclass
+class BeatHandle:
+    """A running ``arena beat`` process (the reaper) started by ``beat_factory``."""
+
+    proc: subprocess.Popen
+    log_path: Path
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(WORKER_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def beat_factory(
+    request: pytest.FixtureRequest, redis_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., BeatHandle]]:
+    """Start real ``arena beat`` processes (Celery beat running the reaper); stopped at teardown.
+
+    ``start(*, database_url, broker_url=None, env=None) -> BeatHandle``: ``env`` adds
+    variables (e.g. ``ARENA_LEASE_S``, ``ARENA_REAPER_INTERVAL_S``, ``ARENA_LOST_AFTER_S``).
+    Returns once the process logged its start (at most ``WORKER_READY_TIMEOUT_S`` seconds).
+    """
+    handles: list[BeatHandle] = []
+    folder = tmp_path_factory.mktemp("celery-beat")
+
+    def start(*, database_url: str, broker_url: str | None = None, env: dict[str, str] | None = None) -> BeatHandle:
+        tag = uuid.uuid4().hex[:6]
+        log_path = folder / f"beat-{tag}.log"
+        benv = {
+            **os.environ,
+            "ARENA_BROKER_URL": broker_url or redis_url,
+            "ARENA_DATABASE_URL": database_url,
+            "ARENA_CELERY_EAGER": "0",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+            **(env or {}),
+        }
+        cmd = [sys.executable, "-m", "arena.cli", "beat", "--schedule", str(folder / f"schedule-{tag}")]
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, cwd=REPO, env=benv, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        handle = BeatHandle(proc, log_path)
+        handles.append(handle)
+        deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
+        while "beat: Starting" not in handle.log():
+            if not handle.alive() or time.monotonic() > deadline:
+                handle.stop()
+                pytest.fail(f"arena beat did not start:\n{handle.log()}", pytrace=False)
+            time.sleep(0.05)
         return handle
 
     yield start

@@ -19,8 +19,17 @@ giving it back (SIGKILL, power loss), the message is delivered again once it is 
 **visibility timeout**. The match task is idempotent (``worker.tasks.play_and_store``): a
 re-delivered match is played again from its seed and its result is stored once.
 
-The visibility timeout must be longer than the longest possible match; the formula and its
-defaults are in :mod:`arena.core.limits`.
+Leases and the reaper (issue 13). The worker playing a match holds a lease on it in
+PostgreSQL, renewed every few seconds; ``arena beat`` (Celery beat with
+:class:`worker.beat.ReaperScheduler`) runs :func:`arena.core.reaper.reap` every
+``ARENA_REAPER_INTERVAL_S`` seconds, which sends a match whose lease expired (a dead worker)
+or whose message Redis lost (a restart without persistence) to ``arena.priority``. Workers
+consume ``arena.priority`` (and the bot checks) before ``arena`` (``-Q
+arena.priority,arena.checks,arena``, queue order
+``priority``), so such a match is played next. The visibility timeout is only a backstop:
+it must still be longer than the longest possible match (formula and defaults in
+:mod:`arena.core.limits`), or a match being played may be delivered again (the delivery
+finds its live lease and skips it).
 """
 
 from __future__ import annotations
@@ -29,8 +38,13 @@ from celery import Celery
 
 from arena.core.config import Settings
 from arena.core.limits import visibility_timeout
+from arena.core.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
 
-QUEUE = "arena"
+#: The reaper's task (arena.core.reaper.reap), run by the beat process itself (worker.beat).
+REAP_TASK = "arena.reap"
+#: What a worker consumes, first queue first (the ``priority`` queue order): reaped matches,
+#: then bot checks (short, and a contestant waits for them), then the match queue.
+WORKER_QUEUES = (PRIORITY_QUEUE, CHECK_QUEUE, QUEUE)
 
 def make_app(settings: Settings | None = None) -> Celery:
     """Build the Celery app named ``arena`` from ``settings`` (default: ``Settings.from_env()``).
@@ -58,11 +72,17 @@ def make_app(settings: Settings | None = None) -> Celery:
             "visibility_timeout": vt,
             "unacked_restore_interval": max(1, min(60, vt // 10)),
             "unacked_restore_throttle": 1,
+            # -Q arena.priority,arena: the first queue with a message is always read first
+            "queue_order_strategy": "priority",
         },
         result_backend_transport_options={"visibility_timeout": vt},
         result_expires=24 * 3600,
         timezone="UTC",
         enable_utc=True,
+        beat_schedule={
+            "arena-reaper": {"task": REAP_TASK, "schedule": float(settings.reaper_interval_s),
+                             "options": {"queue": PRIORITY_QUEUE, "expires": float(settings.reaper_interval_s)}},
+        },
     )
     return app
 

@@ -4,6 +4,8 @@
 ``arena.check_bot(check_id)`` (queue ``arena.checks``) runs :func:`arena.core.conformance.run_check`;
 ``arena.enqueue_tournament(tournament_id)`` runs :func:`arena.core.queue.send_tournament`
 (store a started tournament's schedule, send its matches).
+``arena.reap()`` runs :func:`arena.core.reaper.reap` (normally inside ``arena beat``, see
+:mod:`worker.beat`; a worker runs it only when it is sent to a queue explicitly).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from arena.core.config import Settings
 from arena.core.conformance import run_check
 from arena.core.queue import QueueError, send_tournament
+from arena.core.reaper import reap
 from arena.core.runner.service import play_and_store
-from worker.celery_app import app
+from worker.celery_app import REAP_TASK, app
 
 
 @app.task(name="arena.run_match", bind=True, acks_late=True, reject_on_worker_lost=True,
@@ -40,3 +43,9 @@ def enqueue_tournament_task(self, tournament_id: int) -> str:
     """Celery task: :func:`send_tournament` (``args=[tournament_id]``), retried while the
     database or the broker is unreachable (it resumes with the matches still pending)."""
     return f"tournament {int(tournament_id)}: {send_tournament(Settings.from_env(), int(tournament_id))} matches sent"
+
+
+@app.task(name=REAP_TASK, ignore_result=True)
+def reap_task() -> str:
+    """Celery task: one reaper run (:func:`arena.core.reaper.reap`); returns its report line."""
+    return str(reap(Settings.from_env()))

@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "accounts": "arena.cli.service:accounts",
     "secrets": "arena.cli.service:secrets_group",
     "worker": "arena.cli.worker:worker",
+    "beat": "arena.cli.worker:beat",
     "tournament": "arena.cli.tournament:tournament",
     "demo": "arena.cli.demo:demo",
 }

@@ -1,7 +1,8 @@
-"""``arena worker``: start a real Celery worker consuming the match queue.
+"""``arena worker``: start a real Celery worker consuming the match queues; ``arena beat``:
+the beat process running the reaper.
 
 Equivalent to ``celery -A worker.celery_app worker --without-mingle --without-gossip
--Q arena,arena.checks --pool threads -c 32 -n arena-<pid>@%h`` (a node name unique per process, so several
+-Q arena.priority,arena.checks,arena --pool threads -c 32 -n arena-<pid>@%h`` (a node name unique per process, so several
 workers may run on one host); settings come from the ``ARENA_*`` environment (``arena config``).
 
 The default pool fits bots that think: a match spends nearly all its time waiting for its
@@ -9,6 +10,9 @@ bots' answers, so one process runs :data:`DEFAULT_THREADS` matches at once on th
 (docs/operations.md "Sizing workers", measured by ``bench/tournament_bench.py``). For bots
 that answer in about a millisecond the arena's own work is the limit: use ``--pool prefork``
 with one process per core.
+
+``arena beat`` is ``celery -A worker.celery_app beat -S worker.beat:ReaperScheduler -s
+<data dir>/celerybeat-schedule`` (the reaper: docs/operations.md "Leases and the reaper").
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import os
 import click
 
 from arena.core.config import Settings
-from worker.celery_app import app, visibility_timeout
+from worker.celery_app import WORKER_QUEUES, app, visibility_timeout
 
 #: Matches one worker process plays at once with the default thread pool.
 DEFAULT_THREADS = 32
@@ -35,8 +39,8 @@ def default_node_name() -> str:
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
               help=f"matches played at once: threads (default {DEFAULT_THREADS}) or, with --pool prefork, "
                    "processes (default: the number of CPUs)")
-@click.option("--queues", "-Q", default="arena,arena.checks", show_default=True,
-              help="comma-separated queues to consume")
+@click.option("--queues", "-Q", default=",".join(WORKER_QUEUES), show_default=True,
+              help="comma-separated queues to consume, first queue first")
 @click.option("--pool", type=click.Choice(["threads", "prefork", "solo"]), default="threads", show_default=True,
               help="execution pool (threads: many matches per process, for bots that think)")
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
@@ -47,8 +51,8 @@ def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostn
     ``arena.check_bot`` tasks (blocks until stopped).
 
     SIGTERM is a warm shutdown (running matches finish; unfinished deliveries go back to the
-    queue); a killed worker's match is delivered again after the broker visibility timeout
-    (see ``worker.celery_app``).
+    queue); a killed worker's match is played again once its lease expires (``arena beat``
+    runs the reaper; see ``worker.celery_app``).
     """
 
     queue_list = [q.strip() for q in queues.split(",") if q.strip()]
@@ -64,3 +68,24 @@ def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostn
     click.echo(f"arena worker: queues {','.join(queue_list)}, visibility timeout "
                f"{visibility_timeout(Settings.from_env())} s", err=True)
     app.worker_main(argv)
+
+
+@click.command("beat")
+@click.option("--schedule", "-s", "schedule_path", default=None,
+              help="beat's schedule file (default: <data dir>/celerybeat-schedule)")
+@click.option("--loglevel", "-l", default="INFO", show_default=True)
+def beat(schedule_path: str | None, loglevel: str) -> None:
+    """Run the reaper every ARENA_REAPER_INTERVAL_S seconds: Celery beat (blocks until stopped).
+
+    Matches whose worker died (lease expired, ARENA_LEASE_S) and queued matches the broker
+    lost are sent again ahead of the queue (arena.core.reaper). Run exactly one per
+    deployment (two are harmless: their runs skip each other's rows).
+    """
+    settings = Settings.from_env()
+    path = schedule_path or str(settings.data_dir / "celerybeat-schedule")
+    if schedule_path is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    click.echo(f"arena beat: reaper every {settings.reaper_interval_s} s, lease {settings.lease_s} s, "
+               f"lost after {settings.lost_after_s} s", err=True)
+    app.start(["beat", "--scheduler", "worker.beat:ReaperScheduler", "--schedule", path,
+               "--loglevel", loglevel])

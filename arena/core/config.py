@@ -24,6 +24,10 @@ Variable                        Meaning                                      Def
                                 (``api.ratelimit``; Redis at the broker URL)
 ``ARENA_PROXY_HOPS``            Reverse proxies in front of the API whose    0
                                 ``X-Forwarded-For`` is trusted (compose: 1)
+``ARENA_LEASE_S``               Lease of a playing match, seconds            30
+``ARENA_REAPER_INTERVAL_S``     Seconds between two reaper runs (beat)       10
+``ARENA_LOST_AFTER_S``          Seconds a queued match may be missing from   60
+                                the broker before the reaper re-sends it
 =============================== ============================================ ==========================
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
@@ -84,6 +88,13 @@ def allow_private_from_env(env: Mapping[str, str] | None = None) -> bool:
     return _bool(os.environ if env is None else env, "ARENA_ALLOW_PRIVATE_BOT_URLS", False)
 
 
+#: Defaults of ``ARENA_LEASE_S`` (a match's lease, renewed every sixth of it),
+#: ``ARENA_REAPER_INTERVAL_S`` (how often the reaper runs) and ``ARENA_LOST_AFTER_S`` (how
+#: long a queued match may be missing from the broker before it is sent again), seconds.
+#: A SIGKILLed worker's match is playing again within lease + interval + a pick-up (~45 s).
+DEFAULT_LEASE_S = 30
+DEFAULT_REAPER_INTERVAL_S = 10
+DEFAULT_LOST_AFTER_S = 60
 #: Default of ``ARENA_BOT_MAX_CONCURRENCY``.
 DEFAULT_BOT_MAX_CONCURRENCY = 4
 #: Default of ``ARENA_BOT_SLOT_WAIT_S`` (seconds).
@@ -111,6 +122,11 @@ class Settings:
         proxy_hops: trusted reverse proxies in front of the API (``ARENA_PROXY_HOPS``): the
             client address for the rate limits is taken from ``X-Forwarded-For`` that deep.
         rate_limit_prefix: prefix of the rate-limit keys in Redis (tests isolate with it).
+        lease_s: a playing match's lease, seconds (``ARENA_LEASE_S``; renewed every
+            ``lease_s / 6``; an expired lease is re-enqueued by the reaper).
+        reaper_interval_s: seconds between two reaper runs (``ARENA_REAPER_INTERVAL_S``).
+        lost_after_s: seconds a queued match may be missing from the broker before the
+            reaper sends it again (``ARENA_LOST_AFTER_S``).
     """
 
     data_dir: Path
@@ -125,6 +141,9 @@ class Settings:
     proxy_hops: int = 0
     rate_limit_prefix: str = "arena-rl"
     bot_slot_wait_s: int = DEFAULT_BOT_SLOT_WAIT_S
+    lease_s: int = DEFAULT_LEASE_S
+    reaper_interval_s: int = DEFAULT_REAPER_INTERVAL_S
+    lost_after_s: int = DEFAULT_LOST_AFTER_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -149,4 +168,8 @@ class Settings:
             rate_limits=_bool(env, "ARENA_RATE_LIMITS", True),
             proxy_hops=_positive_int(env, "ARENA_PROXY_HOPS", None) or 0,
             bot_slot_wait_s=_positive_int(env, "ARENA_BOT_SLOT_WAIT_S", None) or DEFAULT_BOT_SLOT_WAIT_S,
+            lease_s=_positive_int(env, "ARENA_LEASE_S", DEFAULT_LEASE_S) or DEFAULT_LEASE_S,
+            reaper_interval_s=_positive_int(env, "ARENA_REAPER_INTERVAL_S", DEFAULT_REAPER_INTERVAL_S)
+            or DEFAULT_REAPER_INTERVAL_S,
+            lost_after_s=_positive_int(env, "ARENA_LOST_AFTER_S", DEFAULT_LOST_AFTER_S) or DEFAULT_LOST_AFTER_S,
         )

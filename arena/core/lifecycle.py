@@ -16,8 +16,15 @@ Match::
 
     pending --queue--> queued --claim--> running --store_result--> finished
        ^                 ^                  |  \\--fail----------> failed --retry--> queued
-       |                 +---(requeue: lease expired, broker lost it)
+       |                 +---(reap_expired: lease expired; lost_queued re-sends a queued one)
        +-- (cancel: pending/queued -> cancelled; a running match plays out and keeps its result)
+
+Leases: :func:`claim_match` gives the claiming delivery a lease (``lease_owner``,
+``lease_expires_at``) that its worker renews every few seconds (:func:`renew_lease`) while
+it plays; a delivery finding a live lease skips the match, so a match is never played twice
+at once. The reaper (:mod:`arena.core.reaper`) puts a match whose lease expired back to
+``queued`` (:func:`reap_expired`) and re-sends queued matches the broker lost
+(:func:`lost_queued`). Times are the workers' clocks in UTC (keep them in sync, NTP).
 
 A match is *done* when it is ``finished``, ``cancelled`` or ``failed``. When the last match of
 a running tournament is done, the transaction that made it done also marks the tournament
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, cast
 
@@ -257,7 +265,8 @@ def mark_queued(session: Session, match_ids: Sequence[int]) -> int:
     if not match_ids:
         return 0
     changed = _update(session, update(Match).where(
-        Match.id.in_(list(match_ids)), Match.status == MatchStatus.PENDING).values(status=MatchStatus.QUEUED))
+        Match.id.in_(list(match_ids)), Match.status == MatchStatus.PENDING).values(
+        status=MatchStatus.QUEUED, queued_at=utcnow()))
     session.commit()
     return changed
 
@@ -372,6 +381,8 @@ class SkipReason(StrEnum):
     NO_SUCH_MATCH = "no such match"
     DONE = "already done"
     CANCELLED = "tournament cancelled"
+    #: Another delivery holds a live lease on it: it is being played (never twice at once).
+    LEASED = "being played"
 
 
 @dataclass(frozen=True)
@@ -400,13 +411,29 @@ def _games_per_match(t: Tournament) -> int:
     return t.games_per_pairing if engine.get_ruleset(t.ruleset).games_per_match_option else 1
 
 
-def claim_match(session: Session, match_id: int) -> ClaimResult:
+def _now() -> datetime:
+    return utcnow()
+
+
+def _lease_live(match: Match, now: datetime) -> bool:
+    exp = match.lease_expires_at
+    if exp is None:
+        return False
+    if exp.tzinfo is None:  # SQLite returns naive datetimes (stored as UTC)
+        exp = exp.replace(tzinfo=UTC)
+    return exp > now
+
+
+def claim_match(session: Session, match_id: int, *, owner: str | None = None,
+                lease_s: float | None = None) -> ClaimResult:
     """``queued|pending|running -> running`` for a delivery of match ``match_id``; commit.
 
-    The match row is locked ``FOR UPDATE``. A finished, cancelled or failed match, or one
-    with a stored result, is skipped; a match of a cancelled tournament becomes
-    ``cancelled`` and is skipped. Otherwise ``attempts`` grows by one and the plan is
-    returned.
+    The match row is locked ``FOR UPDATE`` (a compare-and-set of the lease). A finished,
+    cancelled or failed match, or one with a stored result, is skipped; a match of a
+    cancelled tournament becomes ``cancelled`` and is skipped; a ``running`` match whose
+    lease is still live is skipped (``LEASED``: another delivery plays it). Otherwise
+    ``attempts`` grows by one, the lease goes to ``owner`` until now + ``lease_s`` seconds
+    (no lease when ``lease_s`` is None) and the plan is returned.
     """
     stmt = select(Match).where(Match.id == match_id).options(selectinload(Match.seats))
     if session.get_bind().dialect.name == "postgresql":
@@ -424,8 +451,13 @@ def claim_match(session: Session, match_id: int) -> ClaimResult:
         return Skipped(SkipReason.DONE, f"match {match_id} is {status}", t.id, t.ruleset)
     if t.status == TournamentStatus.CANCELLED:
         match.status = MatchStatus.CANCELLED
+        match.lease_owner = match.lease_expires_at = None
         session.commit()
         return Skipped(SkipReason.CANCELLED, f"match {match_id}: tournament {t.id} is cancelled", t.id, t.ruleset)
+    now = _now()
+    if match.status == MatchStatus.RUNNING and _lease_live(match, now):
+        session.rollback()
+        return Skipped(SkipReason.LEASED, f"match {match_id} is being played (leased)", t.id, t.ruleset)
     bot_ids = [s.bot_id for s in match.seats if s.bot_id is not None]
     bots = {b.id: b for b in session.scalars(select(Bot).where(Bot.id.in_(bot_ids)))}
     seats = []
@@ -440,7 +472,9 @@ def claim_match(session: Session, match_id: int) -> ClaimResult:
             seats.append(SeatPlan(s.seat, None, s.house_bot, s.house_bot or "house", None, None))
     match.status = MatchStatus.RUNNING
     match.attempts = (match.attempts or 0) + 1
-    match.started_at = utcnow()
+    match.started_at = now
+    match.lease_owner = owner
+    match.lease_expires_at = None if lease_s is None else now + timedelta(seconds=lease_s)
     tr = t.time_rules or {}
     plan = MatchPlan(
         match_id=match.id, tournament_id=t.id, ruleset=t.ruleset, options=dict(t.options or {}),
@@ -493,7 +527,8 @@ def store_result(
         session.rollback()
         return False
     session.execute(update(Match).where(Match.id == match_id).values(
-        status=MatchStatus.FINISHED, finished_at=utcnow(), failure=None))
+        status=MatchStatus.FINISHED, finished_at=utcnow(), failure=None, lease_owner=None,
+        lease_expires_at=None))
     finish_if_done(session, match.tournament_id)
     session.commit()
     return True
@@ -510,6 +545,7 @@ def fail_match(session: Session, match_id: int, reason: str) -> bool:
     match.status = MatchStatus.FAILED
     match.failure = " ".join(reason.split())[:MAX_FAILURE_CHARS] or "failed"
     match.finished_at = utcnow()
+    match.lease_owner = match.lease_expires_at = None
     session.flush()
     finish_if_done(session, match.tournament_id)
     session.commit()
@@ -543,6 +579,60 @@ def retry_failed(session: Session, tournament_id: int, match_ids: Sequence[int] 
     if t.status == TournamentStatus.FINISHED:
         t.status = TournamentStatus.RUNNING
         t.finished_at = None
+    session.commit()
+    return ids
+
+
+def renew_lease(session: Session, match_id: int, owner: str, lease_s: float) -> bool:
+    """Extend ``owner``'s lease on running match ``match_id`` to now + ``lease_s`` seconds;
+    commit. Returns False if the match is no longer running under that owner's lease (it was
+    stored, failed, or the reaper gave it to another delivery after the lease expired)."""
+    res = session.execute(update(Match).where(
+        Match.id == match_id, Match.status == MatchStatus.RUNNING, Match.lease_owner == owner).values(
+        lease_expires_at=_now() + timedelta(seconds=lease_s)))
+    session.commit()
+    return res.rowcount == 1
+
+
+def reap_expired(session: Session, *, limit: int = 500) -> list[int]:
+    """``running -> queued`` for matches whose lease has expired (their worker died or hung):
+    the lease is cleared and ``queued_at`` set; commit. Returns their ids, to send to the
+    broker (the reaper sends them ahead of the queue). Rows another transaction holds are
+    skipped (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), so concurrent reapers never return
+    the same match. A running match without a lease (claimed by code that took none) is left.
+    """
+    now = _now()
+    stmt = select(Match.id).where(Match.status == MatchStatus.RUNNING, Match.lease_expires_at.is_not(None),
+                                  Match.lease_expires_at < now).order_by(Match.id).limit(limit)
+    if session.get_bind().dialect.name == "postgresql":
+        stmt = stmt.with_for_update(skip_locked=True)
+    ids = list(session.scalars(stmt))
+    if ids:
+        session.execute(update(Match).where(Match.id.in_(ids)).values(
+            status=MatchStatus.QUEUED, lease_owner=None, lease_expires_at=None, queued_at=now))
+    session.commit()
+    return ids
+
+
+def lost_queued(session: Session, in_broker: Iterable[int], *, older_than_s: float, limit: int = 500) -> list[int]:
+    """Queued matches of running tournaments that the broker lost: queued more than
+    ``older_than_s`` seconds ago (or at an unknown time) and not among ``in_broker`` (the
+    match ids of the broker's messages, waiting or delivered). Their ``queued_at`` becomes
+    now (so they are not sent again before another ``older_than_s``); commit. Returns their
+    ids, to send again. A duplicate message is harmless: the second delivery finds the
+    match running under a live lease, or done, and skips it."""
+    now = _now()
+    present = set(in_broker)
+    cutoff = now - timedelta(seconds=older_than_s)
+    stmt = (select(Match.id).join(Tournament, Tournament.id == Match.tournament_id)
+            .where(Match.status == MatchStatus.QUEUED, Tournament.status == TournamentStatus.RUNNING,
+                   (Match.queued_at.is_(None)) | (Match.queued_at < cutoff))
+            .order_by(Match.tournament_id, Match.index).limit(limit))
+    if session.get_bind().dialect.name == "postgresql":
+        stmt = stmt.with_for_update(of=Match, skip_locked=True)
+    ids = [i for i in session.scalars(stmt) if i not in present]
+    if ids:
+        session.execute(update(Match).where(Match.id.in_(ids)).values(queued_at=now))
     session.commit()
     return ids
 

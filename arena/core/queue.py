@@ -58,6 +58,9 @@ SEND_BATCH = 200
 CHECK_BOT_TASK = "arena.check_bot"
 #: Queue of the bot checks (``arena worker`` consumes it with :data:`QUEUE`).
 CHECK_QUEUE = "arena.checks"
+#: Consumed before :data:`QUEUE` by every worker (``-Q arena.priority,arena`` with the
+#: ``priority`` queue order): the reaper's re-enqueued matches and its own runs.
+PRIORITY_QUEUE = "arena.priority"
 
 
 class QueueError(RuntimeError):
@@ -73,8 +76,8 @@ def _client(broker_url: str) -> Celery:
     return app
 
 
-def enqueue_matches(settings: Settings, match_ids: Iterable[int]) -> int:
-    """Send one ``arena.run_match`` task per match id; returns how many were sent.
+def enqueue_matches(settings: Settings, match_ids: Iterable[int], queue: str = QUEUE) -> int:
+    """Send one ``arena.run_match`` task per match id to ``queue``; returns how many were sent.
 
     Raises:
         QueueError: the broker refused or could not be reached (message says which).
@@ -89,7 +92,7 @@ def enqueue_matches(settings: Settings, match_ids: Iterable[int]) -> int:
         with client.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1)
             for mid in ids:
-                client.send_task(RUN_MATCH_TASK, args=[mid], queue=QUEUE, connection=conn)
+                client.send_task(RUN_MATCH_TASK, args=[mid], queue=queue, connection=conn)
     except Exception as exc:  # kombu raises OperationalError and friends
         raise QueueError(f"cannot reach the task broker: {exc}") from exc
     return len(ids)

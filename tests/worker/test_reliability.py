@@ -1,5 +1,8 @@
-"""Reliability: a worker SIGKILLed in the middle of a match; a new worker finishes the
-tournament and every match's result is stored exactly once. Idempotent re-delivery."""
+"""Reliability: a worker SIGKILLed in the middle of a match; its lease expires, the reaper
+(``arena beat``, a real process) sends the match again ahead of the queue, a new worker
+finishes the tournament with no resume call, and every match's result is stored exactly
+once. The broker visibility timeout stays at its default (days): only the lease brings the
+match back. Idempotent re-delivery."""
 
 from __future__ import annotations
 
@@ -8,26 +11,27 @@ import time
 from sqlalchemy import func, select
 
 from arena.core.db.models import Match, MatchResult
-from arena.core.limits import longest_match_seconds, visibility_timeout_for
 from arena.core.runner.match import replay
 from arena.core.runner.service import play_and_store
 from bots_sdk.samples import SAMPLE_BOTS
-from engine.timebank import TimeRules
 from tests.worker.conftest import SwitchBot
 
 TIME_RULES_S = {"initial": 1.0, "increment": 0.0, "cap": 1.0}
 
 
-def test_sigkill_mid_match_then_a_new_worker_finishes(arena, bots, celery_worker_factory):
+#: Short lease and reaper interval so the test does not wait the defaults (30 s, 10 s).
+LEASE_ENV = {"ARENA_LEASE_S": "3", "ARENA_REAPER_INTERVAL_S": "1", "ARENA_LOST_AFTER_S": "3"}
+
+
+def test_sigkill_mid_match_then_a_new_worker_finishes(arena, bots, celery_worker_factory, beat_factory):
     # Bots that think 20 ms per decision, so a match lasts about a second.
     for _i in range(4):
         bots.append(SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.02))
     ids = [arena.register(b, ["million_doubt"], f"k{i}") for i, b in enumerate(bots)]
     tid = arena.create("million_doubt", ids, games_per_pairing=2, time_rules=TIME_RULES_S)
-    # The visibility timeout from the formula for these time rules (24 s), so the killed
-    # worker's match comes back within the test.
-    vt = visibility_timeout_for(longest_match_seconds("million_doubt", TimeRules.from_seconds(**TIME_RULES_S), 2))
-    env = {"ARENA_VISIBILITY_TIMEOUT_S": str(vt)}
+    # The default visibility timeout (days): the killed worker's match comes back by its lease.
+    env = dict(LEASE_ENV)
+    beat = beat_factory(database_url=arena.database_url, env=env)
     first = celery_worker_factory(concurrency=1, database_url=arena.database_url, env=env)
     arena.start(tid)
     deadline = time.monotonic() + 60
@@ -46,7 +50,7 @@ def test_sigkill_mid_match_then_a_new_worker_finishes(arena, bots, celery_worker
     assert not first.alive()
 
     second = celery_worker_factory(concurrency=1, database_url=arena.database_url, env=env)
-    t = arena.wait_finished(tid, timeout_s=vt + 90, workers=[second])
+    t = arena.wait_finished(tid, timeout_s=120, workers=[second, beat])
     assert t["status"] == "finished" and t["progress"] == {"finished": 6, "total": 6, "queued": 6}
     assert arena.counts(tid) == {"matches": 6, "results": 6, "logs": 6}
     stored = arena.stored(tid)
@@ -54,6 +58,8 @@ def test_sigkill_mid_match_then_a_new_worker_finishes(arena, bots, celery_worker
         assert replay(log)["scores"] == [round(x) for x in res.scores]
         assert m.attempts == (2 if m.id == running.id else 1)
         assert res.timings["attempt"] == m.attempts
+        assert m.lease_owner is None and m.lease_expires_at is None
+    assert f"expired lease(s) [{running.id}]" in beat.log()
     # Delivered once more (a duplicate message): nothing is played or stored again.
     before = sum(b.decisions for b in bots)
     assert play_and_store(running.id, arena.settings).startswith("skipped:")

@@ -243,6 +243,7 @@ class Match(Base):
         UniqueConstraint("tournament_id", "index", name="uq_matches_tournament_index"),
         CheckConstraint(_in("status", MATCH_STATUSES), name="status"),
         Index("ix_matches_tournament_status", "tournament_id", "status"),
+        Index("ix_matches_status_lease", "status", "lease_expires_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -258,6 +259,12 @@ class Match(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     #: Why the match is ``failed`` (not a bot's fault: an internal error, retries spent).
     failure: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Who plays a ``running`` match (``host:pid:token`` of the claiming delivery) and until
+    #: when its lease holds (renewed every few seconds while it plays; arena.core.lifecycle).
+    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: When the match was last sent to the broker (the reaper's check for lost messages).
+    queued_at: Mapped[datetime | None] = mapped_column(nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)

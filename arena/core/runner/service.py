@@ -4,10 +4,13 @@
 result, without Celery (the task is a thin wrapper; ``ARENA_CELERY_EAGER`` calls it
 in-process through :mod:`arena.core.queue`). Steps:
 
-1. Claim (:func:`arena.core.lifecycle.claim_match`, one transaction, the match row locked ``FOR UPDATE`` on PostgreSQL): skip the match
-   if it is finished or cancelled, already has a result, or its tournament is cancelled
-   (cancel stops the remaining matches); otherwise mark it ``running``, ``attempts + 1``,
-   ``started_at``.
+1. Claim (:func:`arena.core.lifecycle.claim_match`, one transaction, the match row locked
+   ``FOR UPDATE`` on PostgreSQL): skip the match if it is finished or cancelled, already has
+   a result, its tournament is cancelled (cancel stops the remaining matches), or another
+   delivery holds a live lease on it; otherwise mark it ``running``, ``attempts + 1``,
+   ``started_at``, and take its lease (``ARENA_LEASE_S``), renewed by a
+   :class:`LeaseKeeper` thread while the match is played. If the worker dies, the lease
+   expires and the reaper (:mod:`arena.core.reaper`) sends the match again.
 2. Players, one per seat (seat = player index of :func:`arena.core.runner.match.run_match`): a bot seat
    is a :class:`arena.core.runner.semaphore.CappedHttpPlayer` (the bot's URL and signing secret, each
    request holding a slot of its endpoint's cap in Redis, except in eager mode); a house seat (``house-1``...) is the sample bot
@@ -49,9 +52,12 @@ delivery that loses the race is dropped (``"duplicate"``).
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 import traceback
+import uuid
 from functools import lru_cache
 from typing import Any
 
@@ -309,6 +315,49 @@ def _rate_if_done(factory: sessionmaker[Session], tournament_id: int, ruleset: s
         log.warning("ratings of %s not rebuilt: %s", ruleset, type(exc).__name__)
 
 
+def lease_owner() -> str:
+    """``host:pid:token``: who holds a match's lease (a new token per delivery)."""
+    return f"{socket.gethostname()[:64]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+class LeaseKeeper:
+    """A daemon thread renewing a claimed match's lease every ``lease_s / 6`` seconds while
+    the match is played (:func:`arena.core.lifecycle.renew_lease`). A renewal that fails for
+    a database error is tried again at the next tick; a lost lease (the reaper gave the
+    match to another delivery after it expired) is logged and the renewals stop: the result
+    is still stored once, by whichever delivery stores first."""
+
+    def __init__(self, factory: sessionmaker[Session], match_id: int, owner: str, lease_s: float):
+        self.factory, self.match_id, self.owner, self.lease_s = factory, match_id, owner, lease_s
+        self.renewals = 0
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lease-{match_id}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(max(0.2, self.lease_s / 6)):
+            try:
+                with self.factory() as session:
+                    ok = lifecycle.renew_lease(session, self.match_id, self.owner, self.lease_s)
+            except DBAPIError as exc:
+                log.warning("match %s: lease not renewed (%s)", self.match_id, type(exc).__name__)
+                continue
+            if not ok:
+                if not self._stop.is_set():
+                    self.lost = True
+                    log.warning("match %s: lease lost (expired and taken over, or the match ended)",
+                                self.match_id)
+                return
+            self.renewals += 1
+
+
 def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     """Play match ``match_id`` and store its result (module docstring). Returns a status line:
     ``"stored match N ..."``, ``"duplicate match N ..."`` or ``"skipped: ..."``.
@@ -321,8 +370,9 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     """
     settings = settings or Settings.from_env()
     factory = _sessions(settings.database_url)
+    owner = lease_owner()
     with factory() as session:
-        claimed = lifecycle.claim_match(session, int(match_id))
+        claimed = lifecycle.claim_match(session, int(match_id), owner=owner, lease_s=settings.lease_s)
     if isinstance(claimed, lifecycle.Skipped):
         log.info("skipped: %s", claimed.message)
         if claimed.reason is lifecycle.SkipReason.CANCELLED and claimed.tournament_id is not None:
@@ -332,6 +382,15 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
                     update_ratings(session, claimed.ruleset or "")
         return f"skipped: {claimed.message}"
     plan = claimed.plan
+    keeper = LeaseKeeper(factory, plan.match_id, owner, settings.lease_s)
+    keeper.start()
+    try:
+        return _play_claimed(plan, settings, factory)
+    finally:
+        keeper.stop()
+
+
+def _play_claimed(plan: MatchPlan, settings: Settings, factory: sessionmaker[Session]) -> str:
     try:
         bound = longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options)
     except Exception as exc:  # stored options the engine refuses: an internal error

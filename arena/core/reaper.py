@@ -1,0 +1,154 @@
+"""The reaper: matches come back by themselves when a worker dies or the broker forgets.
+
+Run every ``ARENA_REAPER_INTERVAL_S`` seconds (10) by the Celery beat process (``arena
+beat``; the run happens inside the beat process, so it never waits for a free worker).
+One run (:func:`reap`):
+
+1. **Expired leases** (:func:`arena.core.lifecycle.reap_expired`): a ``running`` match whose
+   lease (``ARENA_LEASE_S``, 30 s, renewed every 5 s by the worker playing it) has expired
+   goes back to ``queued`` and is sent to :data:`arena.core.queue.PRIORITY_QUEUE`, which
+   every worker consumes before the main queue. With the defaults, a SIGKILLed worker's
+   match is playing again within about 30 + 10 s plus a free worker process.
+2. **Lost messages** (:func:`arena.core.lifecycle.lost_queued`): the match ids of every
+   message the broker holds, waiting or delivered-unacknowledged, are read from Redis
+   (:func:`broker_match_ids`); a ``queued`` match of a running tournament missing from
+   them for ``ARENA_LOST_AFTER_S`` (60 s) is sent again (a Redis restart without
+   persistence). When Redis cannot be read, this step is skipped for the run.
+
+Never twice at once: a re-sent match that is still being played is skipped by the delivery
+(its lease is live: :func:`arena.core.lifecycle.claim_match`), and a result is stored once.
+The broker's visibility timeout stays as a backstop only.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.core import lifecycle
+from arena.core.config import Settings
+from arena.core.db.session import make_engine, make_sessionmaker
+from arena.core.queue import PRIORITY_QUEUE, QUEUE, RUN_MATCH_TASK, QueueError, enqueue_matches
+
+log = logging.getLogger("arena.reaper")
+
+#: kombu's Redis transport: the hash of delivered, unacknowledged messages, and the separator
+#: and steps of its per-priority lists (``queue``, ``queue\x06\x163``, ...).
+UNACKED_KEY = "unacked"
+PRIORITY_SEP = "\x06\x16"
+PRIORITY_STEPS = (0, 3, 6, 9)
+
+
+@dataclass
+class ReapReport:
+    """What one run did: match ids re-enqueued for an expired lease / a lost message."""
+
+    expired: list[int] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+    broker_checked: bool = False
+
+    def __str__(self) -> str:
+        return (f"reaper: {len(self.expired)} expired lease(s) {self.expired}, "
+                f"{len(self.lost)} lost message(s) {self.lost}"
+                + ("" if self.broker_checked else " (broker not readable: lost messages not checked)"))
+
+
+def _match_id(message: Any) -> int | None:
+    """The match id of a kombu message (a dict with ``headers`` and a base64 ``body``)."""
+    if not isinstance(message, dict) or (message.get("headers") or {}).get("task") != RUN_MATCH_TASK:
+        return None
+    try:
+        body = message["body"]
+        if message.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        args = json.loads(body)[0]
+        return int(args[0])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def _queue_keys(queues: Iterable[str]) -> list[str]:
+    return [q if step == 0 else f"{q}{PRIORITY_SEP}{step}" for q in queues for step in PRIORITY_STEPS]
+
+
+def broker_match_ids(client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEUE, QUEUE)) -> set[int]:
+    """Match ids of every ``arena.run_match`` message in Redis: waiting in the queues' lists,
+    then delivered and unacknowledged (read in that order, so a message moving from a list
+    to the unacked hash meanwhile is still seen).
+
+    Raises:
+        redis.RedisError: Redis cannot be read.
+    """
+    ids: set[int] = set()
+    for key in _queue_keys(queues):
+        for raw in client.lrange(key, 0, -1):
+            mid = _match_id(_loads(raw))
+            if mid is not None:
+                ids.add(mid)
+    for raw in client.hvals(UNACKED_KEY):
+        entry = _loads(raw)
+        mid = _match_id(entry[0] if isinstance(entry, list) and entry else None)
+        if mid is not None:
+            ids.add(mid)
+    return ids
+
+
+def _loads(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def reap(settings: Settings, sessions: sessionmaker[Session] | None = None,
+         client: redis.Redis | None = None) -> ReapReport:
+    """One reaper run (module docstring). Returns what it did.
+
+    Raises:
+        sqlalchemy.exc.OperationalError: the database is unreachable (the next run retries).
+    """
+    factory = sessions or _sessions(settings.database_url)
+    report = ReapReport()
+    with factory() as session:
+        report.expired = lifecycle.reap_expired(session)
+    rc = client or _redis(settings.broker_url)
+    try:
+        present = broker_match_ids(rc)
+        report.broker_checked = True
+    except redis.RedisError as exc:
+        log.warning("reaper: cannot read the broker (%s)", type(exc).__name__)
+        present = None
+    if present is not None:
+        with factory() as session:
+            report.lost = lifecycle.lost_queued(session, present, older_than_s=settings.lost_after_s)
+    todo = report.expired + report.lost
+    if todo:
+        try:
+            enqueue_matches(settings, todo, queue=PRIORITY_QUEUE)
+        except QueueError as exc:  # they are queued in the database: the next runs re-send them
+            log.warning("reaper: %s", exc)
+        log.warning(str(report))
+    return report
+
+
+_SESSIONS: dict[str, sessionmaker[Session]] = {}
+_CLIENTS: dict[str, redis.Redis] = {}
+
+
+def _sessions(url: str) -> sessionmaker[Session]:
+    if url not in _SESSIONS:
+        _SESSIONS[url] = make_sessionmaker(make_engine(url))
+    return _SESSIONS[url]
+
+
+def _redis(url: str) -> redis.Redis:
+    if url not in _CLIENTS:
+        _CLIENTS[url] = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+    return _CLIENTS[url]
