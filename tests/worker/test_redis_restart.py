@@ -1,10 +1,12 @@
 """Reliability: Redis restarted (empty, as it runs without persistence) in the middle of a
-tournament. No finished result is lost or changed; the worker reconnects; ``resume``
-re-enqueues what the broker forgot and the tournament finishes with every result stored once.
+tournament. No finished result is lost or changed; the worker reconnects; the reaper
+(``arena beat``) re-sends the queued matches the broker forgot, with no resume call, and the
+tournament finishes with every result stored once.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import subprocess
@@ -41,8 +43,11 @@ def _start_redis(port: int) -> subprocess.Popen:
         time.sleep(0.05)
 
 
-def test_redis_restart_loses_no_result_and_resume_finishes(pg_database, tmp_path, free_port,
-                                                           bots, celery_worker_factory):
+LEASE_ENV = {"ARENA_LEASE_S": "3", "ARENA_REAPER_INTERVAL_S": "1", "ARENA_LOST_AFTER_S": "3"}
+
+
+def test_redis_restart_loses_no_result_and_the_reaper_finishes(pg_database, tmp_path, free_port, bots,
+                                                               celery_worker_factory, beat_factory):
     port = free_port()
     broker = f"redis://127.0.0.1:{port}/0"
     server = _start_redis(port)
@@ -53,7 +58,8 @@ def test_redis_restart_loses_no_result_and_resume_finishes(pg_database, tmp_path
         ids = [arena.register(b, ["million_doubt"], f"r{i}") for i, b in enumerate(bots)]
         tid = arena.create("million_doubt", ids, games_per_pairing=2, time_rules=TIME_RULES_S)
         worker = celery_worker_factory(concurrency=1, broker_url=broker,
-                                       database_url=arena.database_url)
+                                       database_url=arena.database_url, env=LEASE_ENV)
+        beat = beat_factory(database_url=arena.database_url, broker_url=broker, env=LEASE_ENV)
         arena.start(tid)
         deadline = time.monotonic() + 90
         while arena.counts(tid)["results"] < 2:
@@ -67,14 +73,8 @@ def test_redis_restart_loses_no_result_and_resume_finishes(pg_database, tmp_path
                 select(MatchResult).join(MatchResult.match).where(MatchResult.match.has(tournament_id=tid)))}
         assert len(before) >= 2
         server = _start_redis(port)
-        # the worker reconnects by itself; what the broker forgot is enqueued again
-        time.sleep(2.0)
-        r = arena.client.post(f"/api/v1/tournaments/{tid}/resume", headers=arena.org)
-        if r.status_code == 409:  # everything had already been played or was in flight
-            assert "no match to re-enqueue" in r.json["message"]
-        else:
-            assert r.status_code == 202, r.json
-        t = arena.wait_finished(tid, timeout_s=120, workers=[worker])
+        # the worker reconnects by itself; the reaper re-sends what the broker forgot
+        t = arena.wait_finished(tid, timeout_s=120, workers=[worker, beat])
         assert t["status"] == "finished" and t["progress"] == {"finished": 6, "total": 6, "queued": 6}
         assert arena.counts(tid) == {"matches": 6, "results": 6, "logs": 6}
         stored = arena.stored(tid)
@@ -82,6 +82,8 @@ def test_redis_restart_loses_no_result_and_resume_finishes(pg_database, tmp_path
             assert replay(log)["scores"] == [round(x) for x in res.scores]
             if m.id in before:  # finished before the restart: unchanged
                 assert list(res.scores) == before[m.id]
+        # the queued matches came back through the reaper's broker check
+        assert re.search(r"reaper: \d+ expired lease\(s\) \[[\d, ]*\], [1-9]\d* lost message", beat.log())
     finally:
         arena.close()
         if server.poll() is None:
