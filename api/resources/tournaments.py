@@ -384,7 +384,8 @@ class TournamentRetry(MethodView):
 
         A failed match could not be played for a reason that is not a bot's (its ``failure``
         says why). Its status goes back to ``queued``; a finished tournament runs again until
-        they are done. 409 if cancelled or nothing failed; 503 if the broker is down.
+        they are done. 409 if cancelled or nothing failed; 503 if the broker is down (the
+        matches are then ``pending``: start the tournament again to send them).
         """
         require_organizer()
         t = get_tournament(tournament_id)
@@ -406,10 +407,12 @@ def _transition(fn, *args, **kwargs):
 
 
 def _enqueue(s, match_ids: list[int], hint: str) -> None:
-    """Send the matches to the broker and mark them queued; 503 (with ``hint``) if it is down."""
+    """Send the matches to the broker and mark them queued; 503 (with ``hint``) if it is down
+    (matches the transition marked queued go back to pending, so a later start sends them)."""
     try:
         enqueue_matches(settings(), match_ids)
     except QueueError as exc:
+        lifecycle.release_queued(s, match_ids)
         abort(503, f"{exc}; {hint}")
     lifecycle.mark_queued(s, match_ids)
 

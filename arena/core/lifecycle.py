@@ -132,18 +132,32 @@ def create_tournament(session: Session, *, participants: Sequence[int], **fields
     return t
 
 
+def _take_pending(session: Session, tournament_id: int) -> list[int]:
+    """``pending -> queued`` (compare-and-set, inside the caller's transaction) for the
+    tournament's pending matches; returns their ids in schedule order. Of concurrent callers,
+    each match goes to exactly one."""
+    rows = session.execute(update(Match).where(
+        Match.tournament_id == tournament_id, Match.status == MatchStatus.PENDING).values(
+        status=MatchStatus.QUEUED, queued_at=utcnow()).returning(Match.id, Match.index)).all()
+    return [r[0] for r in sorted(rows, key=lambda r: r[1])]
+
+
 def start_tournament(session: Session, tournament_id: int,
                      schedule: Iterable[ScheduledMatch] | None = None) -> list[int]:
     """``created -> running``: draw the seed's salt and publish its commitment
-    (:mod:`arena.core.fairness`); commit. With ``schedule``, its matches are stored as
-    ``pending`` in the same transaction; without it the tournament runs with no match yet,
-    and :func:`store_schedule` stores them off the request path (a 128-bot schedule has
+    (:mod:`arena.core.fairness`); commit. With ``schedule``, its matches are stored in the
+    same transaction; without it the tournament runs with no match yet, and
+    :func:`store_schedule` stores them off the request path (a 128-bot schedule has
     thousands of matches: seconds of inserts).
 
-    Returns the ids of the matches to enqueue (then call :func:`mark_queued`). A tournament
-    already ``running`` is not rescheduled: the ids of its ``pending`` matches are returned
-    (a start whose enqueue failed is completed by starting again), or ``[]`` while it has
-    no match yet (its schedule is still to be stored).
+    Returns the ids of the matches to send to the broker, marked ``queued`` in the same
+    transaction (compare-and-set ``pending -> queued``): this caller owns them, so of
+    concurrent starts exactly one gets each match (the others get :class:`Conflict`). If
+    sending fails, give them back with :func:`release_queued` (a later start sends them);
+    if the caller dies before sending, the reaper finds them missing from the broker and
+    sends them (:func:`lost_queued`). A tournament already ``running`` is not rescheduled:
+    its ``pending`` matches are taken, or ``[]`` is returned while it has no match yet (its
+    schedule is still to be stored).
 
     Raises:
         NotFound: no such tournament.
@@ -167,21 +181,36 @@ def start_tournament(session: Session, tournament_id: int,
         try:
             if planned:  # bulk inserts: a 128-bot schedule has thousands of matches
                 _store_schedule(session, t.id, planned)
-            session.commit()
+            session.flush()
         except IntegrityError:  # another start stored the schedule first (SQLite has no row lock)
             session.rollback()
             raise Conflict(f"tournament {tournament_id} was started concurrently") from None
     elif t.status != TournamentStatus.RUNNING:
         session.rollback()
         raise Conflict(f"tournament {tournament_id} is {t.status}")
-    pending = list(session.scalars(select(Match.id).where(
-        Match.tournament_id == tournament_id, Match.status == MatchStatus.PENDING).order_by(Match.index)))
-    scheduled = bool(pending) or session.scalar(
-        select(Match.id).where(Match.tournament_id == tournament_id).limit(1)) is not None
-    session.commit()
-    if not pending and scheduled:
+    try:
+        taken = _take_pending(session, tournament_id)
+        scheduled = bool(taken) or session.scalar(
+            select(Match.id).where(Match.tournament_id == tournament_id).limit(1)) is not None
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict(f"tournament {tournament_id} was started concurrently") from None
+    if not taken and scheduled:
         raise Conflict(f"tournament {tournament_id} is already running")
-    return pending
+    return taken
+
+
+def release_queued(session: Session, match_ids: Sequence[int]) -> int:
+    """``queued -> pending`` for matches whose sending to the broker failed (after
+    :func:`start_tournament` or :func:`retry_failed`), so a later start sends them; commit.
+    Returns how many changed."""
+    if not match_ids:
+        return 0
+    changed = _update(session, update(Match).where(
+        Match.id.in_(list(match_ids)), Match.status == MatchStatus.QUEUED).values(status=MatchStatus.PENDING))
+    session.commit()
+    return changed
 
 
 def store_schedule(session: Session, tournament_id: int,
@@ -261,7 +290,8 @@ def pending_batch(session: Session, tournament_id: int, limit: int) -> list[int]
 
 def mark_queued(session: Session, match_ids: Sequence[int]) -> int:
     """``pending -> queued`` for the given matches (after they were sent to the broker);
-    commit. Returns how many changed."""
+    commit. Returns how many changed (0 for matches :func:`start_tournament` or
+    :func:`retry_failed` already marked queued)."""
     if not match_ids:
         return 0
     changed = _update(session, update(Match).where(
@@ -553,9 +583,10 @@ def fail_match(session: Session, match_id: int, reason: str) -> bool:
 
 
 def retry_failed(session: Session, tournament_id: int, match_ids: Sequence[int] | None = None) -> list[int]:
-    """``failed -> pending`` for the tournament's failed matches (all, or ``match_ids``); a
+    """``failed -> queued`` for the tournament's failed matches (all, or ``match_ids``); a
     finished tournament with failed matches goes back to ``running``; commit. Returns the ids
-    to enqueue (then :func:`mark_queued`).
+    to send to the broker, owned by this caller as for :func:`start_tournament` (a failed
+    send: :func:`release_queued`, then start the tournament again).
 
     Raises:
         NotFound, Conflict: no such tournament; cancelled; no failed match to retry.
@@ -575,7 +606,7 @@ def retry_failed(session: Session, tournament_id: int, match_ids: Sequence[int] 
         session.rollback()
         raise Conflict(f"tournament {tournament_id} has no failed match to retry")
     session.execute(update(Match).where(Match.id.in_(ids)).values(
-        status=MatchStatus.PENDING, finished_at=None))
+        status=MatchStatus.QUEUED, finished_at=None, queued_at=utcnow()))
     if t.status == TournamentStatus.FINISHED:
         t.status = TournamentStatus.RUNNING
         t.finished_at = None
