@@ -19,7 +19,7 @@ from arena.core.db.session import normalize_url
 REPO = Path(__file__).resolve().parent.parent
 COMPOSE = REPO / "infra" / "docker-compose.yml"
 DOCKERFILE = REPO / "infra" / "Dockerfile"
-ARENA_SERVICES = ("migrate", "api", "worker", "flower")
+ARENA_SERVICES = ("migrate", "api", "worker", "beat", "flower")
 
 
 def _interpolate(value: str) -> str:
@@ -122,12 +122,14 @@ def test_nginx_buffers_in_front_of_the_api(compose):
 
 
 def test_workers_consume_the_match_queue(compose):
-    from arena.core.queue import CHECK_QUEUE, QUEUE
+    from arena.core.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
 
     worker = compose["services"]["worker"]
     command = worker["command"]
     assert command[:4] == ["celery", "-A", "worker.celery_app", "worker"]
-    assert command[command.index("--queues") + 1].split(",") == [QUEUE, CHECK_QUEUE]
+    assert command[command.index("--queues") + 1].split(",") == [PRIORITY_QUEUE, CHECK_QUEUE, QUEUE]
+    beat = compose["services"]["beat"]
+    assert beat["command"][:2] == ["arena", "beat"] and beat["deploy"]["replicas"] == 1
     assert "--without-mingle" in command and "--without-gossip" in command
     assert int(_interpolate(str(worker["deploy"]["replicas"]))) >= 1
     import worker.celery_app as celery_app  # the -A target imports
