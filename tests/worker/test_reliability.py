@@ -6,7 +6,10 @@ match back. Idempotent re-delivery."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
+from pathlib import Path
 
 from sqlalchemy import func, select
 
@@ -66,3 +69,44 @@ def test_sigkill_mid_match_then_a_new_worker_finishes(arena, bots, celery_worker
     assert sum(b.decisions for b in bots) == before
     with arena.sessions() as s:
         assert s.scalar(select(func.count()).select_from(MatchResult).where(MatchResult.match_id == running.id)) == 1
+
+
+def _pool_children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def test_sigkilled_pool_child_match_comes_back_ahead_of_the_queue(arena, bots, celery_worker_factory, beat_factory):
+    """The main worker process survives; Celery rejects the lost task back to the broker, its
+    new delivery finds the live lease and skips; after the lease expires the reaper sends the
+    match to arena.priority, played before the matches still queued."""
+    for _i in range(4):
+        bots.append(SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.02))
+    ids = [arena.register(b, ["million_doubt"], f"c{i}") for i, b in enumerate(bots)]
+    tid = arena.create("million_doubt", ids, games_per_pairing=2, time_rules=TIME_RULES_S)
+    beat = beat_factory(database_url=arena.database_url, env=LEASE_ENV)
+    worker = celery_worker_factory(concurrency=1, database_url=arena.database_url, env=LEASE_ENV)
+    arena.start(tid)
+    deadline = time.monotonic() + 60
+    while True:
+        with arena.sessions() as s:
+            running = s.scalars(select(Match).where(Match.tournament_id == tid, Match.status == "running")).first()
+        if running is not None and sum(b.decisions for b in bots) > 40:
+            break
+        assert time.monotonic() < deadline, worker.log()[-3000:]
+        time.sleep(0.02)
+    [child] = _pool_children(worker.pid)
+    os.kill(child, signal.SIGKILL)
+    t = arena.wait_finished(tid, timeout_s=120, workers=[worker, beat])
+    assert worker.alive()
+    assert t["status"] == "finished" and arena.counts(tid) == {"matches": 6, "results": 6, "logs": 6}
+    stored = {m.id: (m, res) for m, res, _log in arena.stored(tid)}
+    killed, res = stored[running.id]
+    assert killed.attempts == 2 and res.timings["attempt"] == 2
+    assert all(m.attempts == 1 for mid, (m, _r) in stored.items() if mid != running.id)
+    assert f"expired lease(s) [{running.id}]" in beat.log()
+    # ahead of the queue: the reaped match finished before some match that was queued behind it
+    later = [m for m, _r in stored.values() if m.index > killed.index]
+    assert later and any(m.finished_at > killed.finished_at for m in later)
