@@ -173,6 +173,10 @@ class ApiClient:
         q = "?include_running=true" if include_running else ""
         return self.request("POST", f"/tournaments/{tournament_id}/resume{q}")
 
+    def retry_tournament(self, tournament_id: int) -> dict:
+        """``POST /tournaments/{id}/retry`` (organizers): play the ``failed`` matches again."""
+        return self.request("POST", f"/tournaments/{tournament_id}/retry")
+
     def cancel_tournament(self, tournament_id: int) -> dict:
         return self.request("POST", f"/tournaments/{tournament_id}/cancel")
 

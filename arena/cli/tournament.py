@@ -270,10 +270,26 @@ def tournament_start(api_url: str, token: str | None, tournament_id: int, wait: 
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def tournament_resume(api_url: str, token: str | None, tournament_id: int, include_running: bool,
                       as_json: bool) -> None:
-    """Re-enqueue the matches of a running tournament that have no result (organizers), e.g.
-    after Redis was restarted without persistence. Summary on stderr (--json: JSON on stdout)."""
+    """Re-enqueue the matches of a running tournament that have no result (organizers). Not
+    needed after a crash when ``arena beat`` runs: its reaper does this by itself. Summary on
+    stderr (--json: JSON on stdout)."""
     with _client(api_url, token) as client:
         t = _call(client.resume_tournament, tournament_id, include_running=include_running)
+    if as_json:
+        _echo_json(t)
+    else:
+        _echo_tournament(t, err=True)
+
+
+@tournament.command("retry")
+@_api_options
+@click.argument("tournament_id", type=click.IntRange(min=1))
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def tournament_retry(api_url: str, token: str | None, tournament_id: int, as_json: bool) -> None:
+    """Play the failed matches of a tournament again (organizers); ``status`` lists them.
+    Summary on stderr (--json: JSON on stdout)."""
+    with _client(api_url, token) as client:
+        t = _call(client.retry_tournament, tournament_id)
     if as_json:
         _echo_json(t)
     else:
@@ -299,10 +315,16 @@ def tournament_status(api_url: str, token: str | None, tournament_id: int, watch
     with _client(api_url, token) as client:
         t = watch_progress(client, tournament_id, Console(stderr=True), poll_s=poll,
                            hint_after_s=hint_after_s) if watch else _call(client.tournament, tournament_id)
+        failed = [] if as_json or t["status"] not in ("running", "finished") else \
+            [m for m in _call(client.matches, tournament_id) if m.get("status") == "failed"]
     if as_json:
         _echo_json(t)
     else:
         _echo_tournament(t)
+        for m in failed:  # not a bot's fault: the organizer may retry them
+            click.echo(f"match {m['id']} failed: {m.get('failure') or 'no reason recorded'}")
+        if failed:
+            click.echo(f"{len(failed)} failed match(es): arena tournament retry {tournament_id}")
 
 
 @tournament.command("standings")

@@ -6,11 +6,15 @@ retries are spent. Every match ends finished or failed and its tournament finish
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import redis
 from sqlalchemy import text
 
+from arena.cli.demo import WsgiServer
 from arena.core.db.models import Match
 from arena.core.runner import service
 from arena.core.runner.match import replay
@@ -19,6 +23,7 @@ from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
 
 pytestmark = pytest.mark.services
+REPO = Path(__file__).resolve().parents[2]
 
 POISON = [
     b"[" * 60000,                                        # RecursionError in the old parser
@@ -88,6 +93,19 @@ def test_internal_error_fails_the_match_and_the_tournament_finishes(arena, bots,
     [row] = arena.get(f"/tournaments/{tid}/matches")["items"]
     assert row["status"] == "failed" and row["failure"].startswith("internal error while preparing: OptionsError")
     assert len(row["failure"]) <= 500
+    # the pages and the CLI show the reason too
+    page = arena.client.get(f"/ui/tournaments/{tid}", headers=arena.org)
+    assert page.status_code == 200 and "internal error while preparing: OptionsError" in page.text
+    server = WsgiServer(arena.client.application)
+    try:
+        done = subprocess.run([sys.executable, "-m", "arena.cli", "tournament", "status", str(tid),
+                               "--api", server.url, "--token", arena.org["Authorization"].split()[1]],
+                              capture_output=True, text=True, timeout=60, cwd=REPO)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert f"match {mid} failed: internal error while preparing: OptionsError" in done.stdout
+    assert f"arena tournament retry {tid}" in done.stdout
     # the organizer fixes nothing here but can retry: the match is queued again
     with arena.sessions() as s:
         s.execute(text("UPDATE tournaments SET options = '{}' WHERE id = :t"), {"t": tid})
