@@ -301,24 +301,40 @@ def mark_queued(session: Session, match_ids: Sequence[int]) -> int:
     return changed
 
 
+#: A match sent to the broker less than this many seconds ago is not sent again by resume
+#: (of concurrent resume calls, one wins).
+RESUME_GUARD_S = 10.0
+
+
 def resumable_matches(session: Session, tournament_id: int, *, include_running: bool = False) -> list[int]:
     """Ids of a running tournament's matches to send to the broker again: ``pending`` and
-    ``queued`` (and ``running`` with ``include_running``), in schedule order. Read-only.
+    ``queued`` (and ``running`` with ``include_running``), in schedule order, except those
+    sent less than :data:`RESUME_GUARD_S` seconds ago; their ``queued_at`` becomes now, under
+    the tournament's row lock, so of concurrent calls one gets the matches and the others
+    :class:`Conflict`; commit. (With ``arena beat`` running, the reaper does this by itself.)
 
     Raises:
         NotFound, Conflict: no such tournament; not running; nothing to re-enqueue.
     """
-    t = session.get(Tournament, tournament_id)
+    t = _locked(session, Tournament, tournament_id)
     if t is None:
+        session.rollback()
         raise NotFound(f"tournament {tournament_id} not found")
     if t.status != TournamentStatus.RUNNING:
+        session.rollback()
         raise Conflict(f"tournament {tournament_id} is {t.status}, not running")
     states = UNFINISHED if include_running else (MatchStatus.PENDING, MatchStatus.QUEUED)
+    now = _now()
+    cutoff = now - timedelta(seconds=RESUME_GUARD_S)
     ids = list(session.scalars(select(Match.id).where(
-        Match.tournament_id == tournament_id, Match.status.in_(states)).order_by(Match.index)))
-    session.rollback()
+        Match.tournament_id == tournament_id, Match.status.in_(states),
+        Match.queued_at.is_(None) | (Match.queued_at < cutoff)).order_by(Match.index)))
     if not ids:
-        raise Conflict(f"tournament {tournament_id} has no match to re-enqueue")
+        session.rollback()
+        raise Conflict(f"tournament {tournament_id} has no match to re-enqueue "
+                       f"(none, or all sent less than {RESUME_GUARD_S:.0f} s ago)")
+    session.execute(update(Match).where(Match.id.in_(ids)).values(queued_at=now))
+    session.commit()
     return ids
 
 

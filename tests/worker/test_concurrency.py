@@ -124,6 +124,39 @@ def test_ten_concurrent_starts_one_202_and_each_match_enqueued_once(arena, bots,
     assert len(matches) == 6 and sorted(sent) == sorted(matches)  # each match sent exactly once
 
 
+def test_ten_concurrent_resumes_one_wins(arena, redis_url):
+    with arena.sessions() as s:
+        org, _ = create_account(s, "resume-org", "organizer")
+        t = lifecycle.create_tournament(s, participants=[], name="r", organizer_id=org.id, ruleset="million_doubt",
+                                        options={}, time_rules={}, games_per_pairing=2, seed=1, max_faults=3,
+                                        fill_with_house_bots=True, public_when_finished=True)
+        tid = t.id
+    with arena.sessions() as s:
+        ids = lifecycle.start_tournament(s, tid, [ScheduledMatch(i, 0, ("house-1", "house-2"), i) for i in range(4)])
+    with arena.sessions() as s:  # sent a while ago, and the broker lost them
+        s.execute(text("UPDATE matches SET queued_at = :t"), {"t": utcnow() - timedelta(seconds=120)})
+        s.commit()
+    barrier = threading.Barrier(10)
+    got: list = []
+
+    def resume() -> None:
+        with arena.sessions() as s:
+            s.execute(text("SELECT 1"))
+            barrier.wait()
+            try:
+                got.append(lifecycle.resumable_matches(s, tid))
+            except lifecycle.Conflict:
+                got.append(None)
+
+    threads = [threading.Thread(target=resume) for _ in range(10)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    winners = [g for g in got if g is not None]
+    assert winners == [ids] and got.count(None) == 9
+
+
 def test_live_lease_is_skipped_expired_lease_is_reaped(arena):
     tid, [a, b] = _tournament(arena, 2)
     with arena.sessions() as s:  # a second delivery while the first plays: skipped
