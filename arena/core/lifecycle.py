@@ -638,7 +638,7 @@ def renew_lease(session: Session, match_id: int, owner: str, lease_s: float) -> 
         Match.id == match_id, Match.status == MatchStatus.RUNNING, Match.lease_owner == owner).values(
         lease_expires_at=_now() + timedelta(seconds=lease_s)))
     session.commit()
-    return res.rowcount == 1
+    return getattr(res, "rowcount", 0) == 1
 
 
 def reap_expired(session: Session, *, limit: int = 500) -> list[int]:

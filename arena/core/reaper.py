@@ -100,7 +100,7 @@ def broker_match_ids(client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEU
     return ids
 
 
-def _loads(raw: bytes) -> Any:
+def _loads(raw: bytes | str) -> Any:
     try:
         return json.loads(raw)
     except ValueError:
