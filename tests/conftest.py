@@ -174,7 +174,8 @@ class WorkerHandle:
         proc: the ``subprocess.Popen`` of the worker's main process (its own process group,
             so its prefork pool children can be killed with it).
         name: the worker's node name (``-n``), e.g. ``arena-test-1-ab12cd@127.0.0.1``.
-        queues: queues it consumes; the last one is private to this worker.
+        queues: queues it consumes, first queue first; the first one is private to this worker
+            (read before the match queues: a ping is answered even while matches wait).
         app: a client Celery app on the same broker, for sending tasks
             (``handle.app.send_task("arena.ping", queue="arena").get(timeout=30)``).
         log_path: file holding the worker's stdout and stderr.
@@ -194,7 +195,7 @@ class WorkerHandle:
     @property
     def private_queue(self) -> str:
         """A queue only this worker consumes (send here to reach exactly this worker)."""
-        return self.queues[-1]
+        return self.queues[0]
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -291,7 +292,7 @@ def celery_worker_factory(
         tag = f"{next(_worker_counter)}-{uuid.uuid4().hex[:6]}"
         name = f"arena-test-{tag}@127.0.0.1"
         private = f"arena.test.{tag}"
-        all_queues = (*queues, private)
+        all_queues = (private, *queues)
         log_path = logs / f"worker-{tag}.log"
         wenv = {
             **os.environ,
