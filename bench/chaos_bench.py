@@ -140,11 +140,15 @@ def figures(arena, db: str, tid: int) -> dict[str, int]:
             SELECT m.id, m.status, (SELECT count(*) FROM match_results r WHERE r.match_id = m.id),
                    (SELECT count(*) FROM match_logs l WHERE l.match_id = m.id)
             FROM matches m WHERE m.tournament_id = :t"""), {"t": tid}).all()
-    replayed = {m.id for m, _res, log in arena.stored(tid) if replay(log) is not None}
+    stored = arena.stored(tid)
+    replayed = {m.id for m, _res, log in stored if replay(log) is not None}
+    poison_faults = sum(1 for _m, _res, log in stored for f in log["faults"]
+                        if f["kind"] in ("invalid_json", "invalid_action"))
     return {"matches": len(rows),
             "stored_once": sum(1 for mid, st, r, lg in rows if st == "finished" and r == 1 and lg == 1 and mid in replayed),
             "failed": sum(1 for _m, st, _r, _l in rows if st == "failed"),
-            "stuck": sum(1 for _m, st, _r, _l in rows if st in ("pending", "queued", "running"))}
+            "stuck": sum(1 for _m, st, _r, _l in rows if st in ("pending", "queued", "running")),
+            "poison_faults": poison_faults}
 
 
 def run(arena, ids, games: int, broker: str, db: str, tmp: Path, services: Services, *, chaos: bool,

@@ -11,9 +11,10 @@ One run (:func:`reap`):
    match is playing again within about 30 + 10 s plus a free worker process.
 2. **Lost messages** (:func:`arena.core.lifecycle.lost_queued`): the match ids of every
    message the broker holds, waiting or delivered-unacknowledged, are read from Redis
-   (:func:`broker_match_ids`); a ``queued`` match of a running tournament missing from
-   them for ``ARENA_LOST_AFTER_S`` (60 s) is sent again (a Redis restart without
-   persistence). When Redis cannot be read, this step is skipped for the run.
+   (:func:`broker_match_ids`, twice, 0.2 s apart); a ``queued`` match of a running tournament
+   missing from them for ``ARENA_LOST_AFTER_S`` (60 s) is sent again: a Redis restart
+   without persistence, or a message delivered to a worker that died before claiming it
+   (delivered more than ``ARENA_LOST_AFTER_S`` ago and still unclaimed). When Redis cannot be read, this step is skipped for the run.
 
 Never twice at once: a re-sent match that is still being played is skipped by the delivery
 (its lease is live: :func:`arena.core.lifecycle.claim_match`), and a result is stored once.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,8 +44,12 @@ log = logging.getLogger("arena.reaper")
 #: kombu's Redis transport: the hash of delivered, unacknowledged messages, and the separator
 #: and steps of its per-priority lists (``queue``, ``queue\x06\x163``, ...).
 UNACKED_KEY = "unacked"
+#: kombu's sorted set of delivery tags scored by delivery time (Unix seconds).
+UNACKED_INDEX_KEY = "unacked_index"
 PRIORITY_SEP = "\x06\x16"
 PRIORITY_STEPS = (0, 3, 6, 9)
+#: Seconds between the reaper's two reads of the broker (see :func:`reap`).
+SECOND_READ_AFTER_S = 0.2
 
 
 @dataclass
@@ -78,10 +84,14 @@ def _queue_keys(queues: Iterable[str]) -> list[str]:
     return [q if step == 0 else f"{q}{PRIORITY_SEP}{step}" for q in queues for step in PRIORITY_STEPS]
 
 
-def broker_match_ids(client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEUE, QUEUE)) -> set[int]:
+def broker_match_ids(client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEUE, QUEUE), *,
+                     unacked_max_age_s: float | None = None) -> set[int]:
     """Match ids of every ``arena.run_match`` message in Redis: waiting in the queues' lists,
     then delivered and unacknowledged (read in that order, so a message moving from a list
-    to the unacked hash meanwhile is still seen).
+    to the unacked hash meanwhile is still seen). With ``unacked_max_age_s``, a delivered
+    message older than that many seconds is left out: its match is still ``queued`` (no
+    worker claimed it), so the worker holding it died (a live worker claims a delivered
+    match at once: it reserves no more messages than it has free processes).
 
     Raises:
         redis.RedisError: Redis cannot be read.
@@ -92,7 +102,11 @@ def broker_match_ids(client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEU
             mid = _match_id(_loads(raw))
             if mid is not None:
                 ids.add(mid)
-    for raw in client.hvals(UNACKED_KEY):
+    delivered_at = {} if unacked_max_age_s is None else dict(client.zrange(UNACKED_INDEX_KEY, 0, -1, withscores=True))
+    now = time.time()
+    for tag, raw in client.hgetall(UNACKED_KEY).items():
+        if unacked_max_age_s is not None and now - float(delivered_at.get(tag, now)) > unacked_max_age_s:
+            continue
         entry = _loads(raw)
         mid = _match_id(entry[0] if isinstance(entry, list) and entry else None)
         if mid is not None:
@@ -120,7 +134,12 @@ def reap(settings: Settings, sessions: sessionmaker[Session] | None = None,
         report.expired = lifecycle.reap_expired(session)
     rc = client or _redis(settings.broker_url)
     try:
-        present = broker_match_ids(rc)
+        # two reads a moment apart: a message being handed to a worker (popped from its list,
+        # not yet in the unacked hash) is in neither for an instant, never in both reads
+        age = float(settings.lost_after_s)
+        present = broker_match_ids(rc, unacked_max_age_s=age)
+        time.sleep(SECOND_READ_AFTER_S)
+        present |= broker_match_ids(rc, unacked_max_age_s=age)
         report.broker_checked = True
     except redis.RedisError as exc:
         log.warning("reaper: cannot read the broker (%s)", type(exc).__name__)

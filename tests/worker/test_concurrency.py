@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -226,3 +227,29 @@ def test_two_reapers_never_take_the_same_match(arena):
         th.join(60)
     flat = [m for part in taken for m in part]
     assert sorted(flat) == sorted(ids)  # every expired match once, none twice
+
+
+def test_broker_match_ids_reads_waiting_and_recent_deliveries(arena, redis_url):
+    from arena.core.queue import PRIORITY_QUEUE, enqueue_matches
+    from arena.core.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, broker_match_ids
+
+    rc = redis.Redis.from_url(redis_url)
+    queue = f"arena.test.ids-{id(rc)}"
+    rc.delete(queue)
+    enqueue_matches(arena.settings, [7, 8], queue=queue)
+    enqueue_matches(arena.settings, [9], queue=PRIORITY_QUEUE)
+    raw = rc.lrange(queue, 0, 0)[0]
+    try:
+        assert {7, 8} <= broker_match_ids(rc, queues=(queue,))
+        assert 9 in broker_match_ids(rc, queues=(PRIORITY_QUEUE,))
+        # a delivery held by a worker: seen while recent, left out once old (its worker died)
+        rc.hset(UNACKED_KEY, "tag-old", json.dumps([json.loads(raw), "", queue]))
+        rc.zadd(UNACKED_INDEX_KEY, {"tag-old": time.time() - 120})
+        recent = broker_match_ids(rc, queues=())
+        assert len(recent) == 1 and recent <= {7, 8}
+        assert broker_match_ids(rc, queues=(), unacked_max_age_s=60) == set()
+    finally:
+        rc.delete(queue)
+        rc.lrem(PRIORITY_QUEUE, 0, rc.lrange(PRIORITY_QUEUE, 0, -1)[-1])
+        rc.hdel(UNACKED_KEY, "tag-old")
+        rc.zrem(UNACKED_INDEX_KEY, "tag-old")
