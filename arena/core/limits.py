@@ -95,7 +95,7 @@ def check_match_bounds(ruleset: str, options: Mapping[str, Any] | None = None) -
     for name in ("rank_points", "rate_choices"):
         if name in given and any(abs(v) > MAX_SCORING_VALUE for v in getattr(opts, name)):
             raise BoundsError(f"options.{name}", f"entries must be at most {MAX_SCORING_VALUE} in absolute value")
-    if "rate_choices" in given and len(opts.rate_choices) > MAX_RATE_CHOICES:
+    if "rate_choices" in given and len(getattr(opts, "rate_choices")) > MAX_RATE_CHOICES:  # noqa: B009
         raise BoundsError("options.rate_choices", f"at most {MAX_RATE_CHOICES} entries")
     if ruleset == engine.MILLION_DOUBT:
         return

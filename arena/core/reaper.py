@@ -102,7 +102,11 @@ def broker_match_ids(client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEU
             mid = _match_id(_loads(raw))
             if mid is not None:
                 ids.add(mid)
-    delivered_at = {} if unacked_max_age_s is None else dict(client.zrange(UNACKED_INDEX_KEY, 0, -1, withscores=True))
+    delivered_at: dict[Any, float] = {}
+    if unacked_max_age_s is not None:
+        pairs: list[Any] = list(client.zrange(UNACKED_INDEX_KEY, 0, -1, withscores=True))
+        for tag, score in pairs:
+            delivered_at[tag] = float(score)
     now = time.time()
     for tag, raw in client.hgetall(UNACKED_KEY).items():
         if unacked_max_age_s is not None and now - float(delivered_at.get(tag, now)) > unacked_max_age_s:
