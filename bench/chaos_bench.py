@@ -102,7 +102,7 @@ def start_worker(broker: str, db: str, tmp: Path) -> Proc:
     private = f"chaos.{tag}"
     w = Proc([sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--without-mingle",
               "--without-gossip", "--without-heartbeat", "--concurrency", "1",
-              "--queues", f"{private},arena.priority,arena", "--loglevel", "INFO",
+              "--queues", f"{private},arena.priority,arena.checks,arena", "--loglevel", "INFO",
               "--hostname", f"chaos-{tag}@127.0.0.1"], _env(broker, db), tmp / f"worker-{tag}.log")
     from arena.core.config import Settings
     from worker.celery_app import make_app

@@ -101,7 +101,7 @@ class Worker:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--without-mingle",
                  "--without-gossip", "--without-heartbeat", "--concurrency", str(concurrency),
-                 "--queues", "arena.priority,arena", "--loglevel", "WARNING", "--hostname", f"bench-{uuid.uuid4().hex[:6]}@127.0.0.1"],
+                 "--queues", "arena.priority,arena.checks,arena", "--loglevel", "WARNING", "--hostname", f"bench-{uuid.uuid4().hex[:6]}@127.0.0.1"],
                 cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         from arena.core.config import Settings
         from worker.celery_app import make_app
