@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.services
 def _tournament(arena, n_matches: int) -> tuple[int, list[int]]:
     """A running 2-seat tournament of house-bot matches, every match claimed (running)."""
     with arena.sessions() as s:
-        org, _ = create_account(s, "o" + str(n_matches) + str(id(s)), "organizer")
+        org, _ = create_account(s, "o-" + uuid.uuid4().hex[:12], "organizer")
         t = lifecycle.create_tournament(s, participants=[], name="c", organizer_id=org.id, ruleset="million_doubt",
                                         options={}, time_rules={}, games_per_pairing=2, seed=1, max_faults=3,
                                         fill_with_house_bots=True, public_when_finished=True)
@@ -231,23 +232,23 @@ def test_two_reapers_never_take_the_same_match(arena):
 
 def test_broker_match_ids_reads_waiting_and_recent_deliveries(arena, redis_url):
     from arena.core.queue import PRIORITY_QUEUE, enqueue_matches
-    from arena.core.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, broker_match_ids
+    from arena.core.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, _match_id, broker_match_ids
 
     rc = redis.Redis.from_url(redis_url)
     queue = f"arena.test.ids-{id(rc)}"
     rc.delete(queue)
-    enqueue_matches(arena.settings, [7, 8], queue=queue)
+    enqueue_matches(arena.settings, [987650, 987651], queue=queue)
     enqueue_matches(arena.settings, [9], queue=PRIORITY_QUEUE)
     raw = rc.lrange(queue, 0, 0)[0]
     try:
-        assert {7, 8} <= broker_match_ids(rc, queues=(queue,))
+        assert {987650, 987651} <= broker_match_ids(rc, queues=(queue,))
         assert 9 in broker_match_ids(rc, queues=(PRIORITY_QUEUE,))
         # a delivery held by a worker: seen while recent, left out once old (its worker died)
         rc.hset(UNACKED_KEY, "tag-old", json.dumps([json.loads(raw), "", queue]))
         rc.zadd(UNACKED_INDEX_KEY, {"tag-old": time.time() - 120})
-        recent = broker_match_ids(rc, queues=())
-        assert len(recent) == 1 and recent <= {7, 8}
-        assert broker_match_ids(rc, queues=(), unacked_max_age_s=60) == set()
+        held = _match_id(json.loads(raw))
+        assert held in (987650, 987651) and held in broker_match_ids(rc, queues=())
+        assert held not in broker_match_ids(rc, queues=(), unacked_max_age_s=60)
     finally:
         rc.delete(queue)
         rc.lrem(PRIORITY_QUEUE, 0, rc.lrange(PRIORITY_QUEUE, 0, -1)[-1])
