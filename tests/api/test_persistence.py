@@ -193,3 +193,31 @@ def test_two_player_schedule_rounds_for_every_field_size():
         for r in range(0, len(plan), max(1, n // 2)):
             block = [e for m in plan[r:r + n // 2] for e in m.seats]
             assert len(block) == len(set(block))
+
+
+def test_concurrent_upgrades_of_one_postgresql_database_take_turns(pg_url):
+    """`arena api` starting while `arena db upgrade` runs: both migrate the same empty
+    database; the advisory lock makes one migrate and the other find it at the head."""
+    import threading
+
+    from tests.helpers import create_pg_database
+
+    url = create_pg_database(pg_url, "race")
+    errors: list[str] = []
+
+    def go() -> None:
+        try:
+            upgrade(url)
+        except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=go) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    engine = make_engine(url)
+    try:
+        assert errors == [] and current(engine) == _head()
+    finally:
+        engine.dispose()

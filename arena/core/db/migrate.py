@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from arena.core.db.session import make_engine, normalize_url
 
@@ -26,18 +26,36 @@ def alembic_config(url: str | None = None, engine: Engine | None = None) -> Conf
     return cfg
 
 
+#: Key of the PostgreSQL advisory lock that serializes migrations ("arena-db").
+MIGRATION_LOCK = 0x6172656E612D6462
+
+
 def upgrade(url: str | None = None, revision: str = "head", engine: Engine | None = None) -> None:
-    """Upgrade the database (``engine``, or one made from ``url``) to ``revision`` (default head)."""
+    """Upgrade the database (``engine``, or one made from ``url``) to ``revision`` (default head).
+
+    On PostgreSQL, processes upgrading at the same time (an ``arena api`` starting while
+    ``arena db upgrade`` or ``arena accounts create`` runs) take turns on an advisory lock:
+    the first migrates, the others find the database at the head and do nothing.
+    """
+    owned = engine is None
     if engine is None:
         if url is None:
             raise ValueError("upgrade() needs a url or an engine")
         engine = make_engine(url)
-        try:
+    try:
+        if engine.dialect.name == "postgresql":
+            with engine.connect() as lock:
+                lock.execute(text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK})
+                try:
+                    command.upgrade(alembic_config(engine=engine), revision)
+                finally:
+                    lock.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK})
+                    lock.commit()
+        else:
             command.upgrade(alembic_config(engine=engine), revision)
-        finally:
+    finally:
+        if owned:
             engine.dispose()
-    else:
-        command.upgrade(alembic_config(engine=engine), revision)
 
 
 def current(engine: Engine) -> str | None:
