@@ -172,7 +172,8 @@ def standings_table(standings: dict, names: dict[int, str] | None = None, title:
 def _echo_tournament(t: dict, *, err: bool = False) -> None:
     """One summary line of a tournament (on stderr with ``err``: a message, not the output)."""
     p = t["progress"]
-    click.echo(f"tournament {t['id']} {t['name']!r}: {t['ruleset']}, {t['status']}, "
+    name = f" {t['name']!r}" if t.get("name") else ""
+    click.echo(f"tournament {t['id']}{name}: {t['ruleset']}, {t['status']}, "
                f"{p['finished']}/{p['total']} matches finished, participants {t['participants']}, "
                + (f"seed {t['seed']}" if t.get("seed") is not None else "seed secret")
                + (f", commitment {t['commitment']}" if t.get("commitment") else ""), err=err)
