@@ -84,7 +84,7 @@ def test_create_prints_the_bare_id_on_stdout(offline_api):
     done = run(*CREATE, env=offline_api)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "1\n"
-    assert "tournament 1 '': million_doubt, created, 0/0 matches finished" in done.stderr
+    assert "tournament 1: million_doubt, created, 0/0 matches finished" in done.stderr
     done = run(*CREATE, "--json", env=offline_api)
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import (
     Blueprint,
@@ -126,12 +127,24 @@ def _progress(t: Tournament) -> dict:
 
 
 # ----------------------------------------------------------------------------- sign in / out
+def _refuse_cross_site() -> None:
+    """Login CSRF: a sign-in or sign-out posted from another site (the browser's
+    ``Sec-Fetch-Site`` or ``Origin`` says so) is refused with 400, so no page elsewhere can
+    sign a visitor into the attacker's account."""
+    if request.headers.get("Sec-Fetch-Site") == "cross-site":
+        abort(400, _("The form expired or came from another site: reload the page and try again."))
+    origin = request.headers.get("Origin")
+    if origin is not None and (origin == "null" or urlsplit(origin).netloc != request.host):
+        abort(400, _("The form expired or came from another site: reload the page and try again."))
+
+
 @bp.route("/login", methods=["GET", "POST"])
 def login():
     """GET: the form; POST ``token`` (and ``next``): sign in and go back to ``next``."""
     target = _next_target(request.values.get("next"))
     if request.method == "GET":
         return render_template("login.html", error=None, next=target)
+    _refuse_cross_site()
     account = access.account_for_token(request.form.get("token", ""))
     if account is None:
         return render_template("login.html", error=_("That token is not valid."), next=target), 401
@@ -141,6 +154,7 @@ def login():
 
 @bp.route("/logout", methods=["POST"])
 def logout():
+    _refuse_cross_site()
     access.sign_out()
     return redirect(url_for("ui.index"), code=303)
 

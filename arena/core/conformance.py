@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import secrets as _secrets
+import socket
 import time
 from collections.abc import Callable
 from functools import lru_cache
@@ -46,7 +47,7 @@ from arena.core.bot_transport import PinnedTransport
 from arena.core.config import Settings
 from arena.core.db.session import make_engine, make_sessionmaker
 from arena.core.runner.match import run_match
-from arena.core.runner.players import HttpPlayer
+from arena.core.runner.players import WATCHDOG, HttpPlayer
 from arena.core.safejson import JsonLimitError, loads_limited
 from arena.core.url_policy import BotUrlError, check_bot_url
 from bots_sdk import protocol
@@ -87,19 +88,45 @@ def health_check(url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx
     out: dict[str, Any] = {"ok": False, "status": None, "elapsed_ms": None, "name": None,
                            "protocols": [], "error": None}
     start = time.monotonic()
+    # The whole exchange, headers included, ends within timeout_s: a bot that drips one byte
+    # per read timeout is cut off by the watchdog (its socket shut down), not waited for.
+    sockets: list[Any] = []
+
+    def trace(event: str, info: dict[str, Any]) -> None:
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                sockets.append(sock)
+
+    def cut() -> None:
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    handle = WATCHDOG.arm(start + timeout_s, cut)
     try:
-        with client.stream("GET", url, follow_redirects=False, headers={"Accept": "application/json"}) as resp:
+        # identity encoding, raw bytes: a compressed answer is not inflated (no gzip bomb)
+        with client.stream("GET", url, follow_redirects=False, extensions={"trace": trace},
+                           headers={"Accept": "application/json", "Accept-Encoding": "identity"}) as resp:
             out["status"] = resp.status_code
             body = b""
-            for chunk in resp.iter_bytes():
+            for chunk in resp.iter_raw():
                 body += chunk
                 if len(body) > MAX_HEALTH_BYTES:
                     raise ValueError(f"response larger than {MAX_HEALTH_BYTES} bytes")
-    except (httpx.HTTPError, ValueError) as exc:
+                if time.monotonic() - start > timeout_s:
+                    raise ValueError(f"no complete answer within {timeout_s:g} s")
+    except (httpx.HTTPError, ValueError, OSError) as exc:
         out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
-        out["error"] = _truncate(f"{type(exc).__name__}: {exc}")
+        late = time.monotonic() - start >= timeout_s
+        out["error"] = (f"no complete answer within {timeout_s:g} s" if late
+                        else _truncate(f"{type(exc).__name__}: {exc}"))
         return out
     finally:
+        WATCHDOG.disarm(handle)
         if own:
             client.close()
     out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)

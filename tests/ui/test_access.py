@@ -135,3 +135,16 @@ def test_api_accepts_public_when_finished(site):
     # API errors stay JSON next to the HTML pages
     assert c.get("/api/v1/matches/999999").status_code == 401
     assert c.get("/api/v1/matches/999999").is_json
+
+
+def test_sign_in_and_out_posted_from_another_site_are_refused(site):
+    """Login CSRF (adversarial review): another site cannot sign a visitor into its account."""
+    c = site.app.test_client()
+    token = site.tokens["olga"]
+    r = c.post("/ui/login", data={"token": token}, headers={"Origin": "https://evil.example"})
+    assert r.status_code == 400 and "arena_ui" not in r.headers.get("Set-Cookie", "")
+    r = c.post("/ui/login", data={"token": token}, headers={"Sec-Fetch-Site": "cross-site"})
+    assert r.status_code == 400
+    r = c.post("/ui/login", data={"token": token}, headers={"Origin": "http://localhost"})
+    assert r.status_code == 303  # same origin (the test client's host)
+    assert c.post("/ui/logout", headers={"Origin": "https://evil.example"}).status_code == 400

@@ -58,11 +58,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import engine
 from arena.core import fairness as fair
@@ -255,24 +257,54 @@ def run_match(players: Sequence[Any], ruleset: str, options: Mapping[str, Any] |
 URL_BLANK = "<bot url>"
 
 
+#: IP address literals in an error text (IPv4 dotted quads, IPv6 with at least two colons).
+_ADDRESS = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b|\[?\b[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}\b\]?")
+
+
+def _url_needles(url: str) -> list[str]:
+    """Every spelling of a bot URL's endpoint an error text may carry: the URL as typed, its
+    host and port as typed and normalised (lower case, no trailing dot, IDNA), the host alone."""
+    out = [url, url.rstrip("/")]
+    netloc = url.split("://", 1)[-1].split("/", 1)[0]
+    out.append(netloc)
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").rstrip(".")
+        port = parts.port
+    except ValueError:
+        return [n for n in out if n]
+    spellings = {host}
+    try:
+        spellings.add(host.encode("idna").decode("ascii"))
+    except UnicodeError:
+        pass
+    for h in spellings:
+        if h:
+            out.append(h)
+            if port is not None:
+                out.append(f"{h}:{port}")
+    return [n for n in out if n]
+
+
 def _blank_urls(faults: list[dict], pls: Sequence[Any]) -> None:
-    """Replace every player's URL (and its host:port) in fault details by :data:`URL_BLANK`."""
+    """Replace every player's URL and host (every spelling, any case) in fault details by
+    :data:`URL_BLANK`, and IP addresses in the arena's own error texts (``detail``) too: the
+    address a host resolved to identifies the bot's server as well as its name (C-11)."""
     needles: list[str] = []
     for p in pls:
         url = getattr(p, "url", None)
         if url:
-            needles.append(url)
-            needles.append(url.rstrip("/"))
-            host = url.split("://", 1)[-1].split("/", 1)[0]
-            if host:
-                needles.append(host)
-    needles.sort(key=len, reverse=True)
+            needles.extend(_url_needles(url))
+    needles = sorted(set(needles), key=len, reverse=True)
+    pattern = re.compile("|".join(re.escape(n) for n in needles), re.IGNORECASE) if needles else None
     for f in faults:
         for key in ("detail", "received"):
             text_value = f.get(key)
             if isinstance(text_value, str):
-                for n in needles:
-                    text_value = text_value.replace(n, URL_BLANK)
+                if pattern is not None:
+                    text_value = pattern.sub(URL_BLANK, text_value)
+                if key == "detail":
+                    text_value = _ADDRESS.sub("<address>", text_value)
                 f[key] = text_value
 
 
