@@ -74,7 +74,7 @@ def test_contestant_and_organizer_run_a_tournament_through_the_pages(eager_site,
     token = page.locator("#token-value").inner_text()
     assert token.startswith("arena_") or len(token) >= 32
     page.click("button.copy")
-    assert page.locator("button.copy").get_attribute("data-copied") == "1"
+    page.wait_for_selector("button.copy[data-copied='1']", timeout=10_000)  # the copy is asynchronous
     assert page.evaluate("navigator.clipboard.readText()") == token
     page.screenshot(path=str(artifacts / "ui-signup-token.png"))
     assert "mika" in page.locator("header .who").inner_text()  # signed in
