@@ -183,6 +183,14 @@ def _echo_json(body: Any) -> None:
     click.echo(json.dumps(body, indent=2))
 
 
+def _echo_result(t: dict, as_json: bool) -> None:
+    """A command's tournament answer: JSON on stdout with ``--json``, else the summary on stderr."""
+    if as_json:
+        _echo_json(t)
+    else:
+        _echo_tournament(t, err=True)
+
+
 @click.group("tournament")
 def tournament() -> None:
     """Organize round-robin tournaments through the API (create, start, status, standings)."""
@@ -276,10 +284,7 @@ def tournament_resume(api_url: str, token: str | None, tournament_id: int, inclu
     stderr (--json: JSON on stdout)."""
     with _client(api_url, token) as client:
         t = _call(client.resume_tournament, tournament_id, include_running=include_running)
-    if as_json:
-        _echo_json(t)
-    else:
-        _echo_tournament(t, err=True)
+    _echo_result(t, as_json)
 
 
 @tournament.command("retry")
@@ -291,10 +296,7 @@ def tournament_retry(api_url: str, token: str | None, tournament_id: int, as_jso
     Summary on stderr (--json: JSON on stdout)."""
     with _client(api_url, token) as client:
         t = _call(client.retry_tournament, tournament_id)
-    if as_json:
-        _echo_json(t)
-    else:
-        _echo_tournament(t, err=True)
+    _echo_result(t, as_json)
 
 
 @tournament.command("status")

@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 from celery import Celery
 from sqlalchemy import select
@@ -76,6 +77,22 @@ def _client(broker_url: str) -> Celery:
     return app
 
 
+def _send(settings: Settings, task: str, queue: str, args_list: Iterable[list[Any]]) -> None:
+    """Send ``task`` once per argument list to ``queue`` over one broker connection.
+
+    Raises:
+        QueueError: the broker refused or could not be reached.
+    """
+    client = _client(settings.broker_url)
+    try:
+        with client.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1)
+            for args in args_list:
+                client.send_task(task, args=args, queue=queue, connection=conn)
+    except Exception as exc:  # kombu raises OperationalError and friends
+        raise QueueError(f"cannot reach the task broker: {exc}") from exc
+
+
 def enqueue_matches(settings: Settings, match_ids: Iterable[int], queue: str = QUEUE) -> int:
     """Send one ``arena.run_match`` task per match id to ``queue``; returns how many were sent.
 
@@ -87,14 +104,7 @@ def enqueue_matches(settings: Settings, match_ids: Iterable[int], queue: str = Q
         for mid in ids:
             play_and_store(mid, settings)
         return len(ids)
-    client = _client(settings.broker_url)
-    try:
-        with client.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1)
-            for mid in ids:
-                client.send_task(RUN_MATCH_TASK, args=[mid], queue=queue, connection=conn)
-    except Exception as exc:  # kombu raises OperationalError and friends
-        raise QueueError(f"cannot reach the task broker: {exc}") from exc
+    _send(settings, RUN_MATCH_TASK, queue, ([mid] for mid in ids))
     return len(ids)
 
 
@@ -107,13 +117,7 @@ def enqueue_check(settings: Settings, check_id: int) -> None:
     if settings.celery_eager:
         run_check(check_id, settings)
         return
-    client = _client(settings.broker_url)
-    try:
-        with client.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1)
-            client.send_task(CHECK_BOT_TASK, args=[check_id], queue=CHECK_QUEUE, connection=conn)
-    except Exception as exc:  # kombu raises OperationalError and friends
-        raise QueueError(f"cannot reach the task broker: {exc}") from exc
+    _send(settings, CHECK_BOT_TASK, CHECK_QUEUE, [[check_id]])
 
 
 @lru_cache(maxsize=4)
@@ -131,13 +135,7 @@ def launch_tournament(settings: Settings, tournament_id: int) -> None:
     if settings.celery_eager:
         send_tournament(settings, tournament_id)
         return
-    client = _client(settings.broker_url)
-    try:
-        with client.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1)
-            client.send_task(ENQUEUE_TOURNAMENT_TASK, args=[int(tournament_id)], queue=QUEUE, connection=conn)
-    except Exception as exc:  # kombu raises OperationalError and friends
-        raise QueueError(f"cannot reach the task broker: {exc}") from exc
+    _send(settings, ENQUEUE_TOURNAMENT_TASK, QUEUE, [[int(tournament_id)]])
 
 
 def _build(session: Session, tournament_id: int):
