@@ -320,6 +320,9 @@ class TournamentStart(MethodView):
         if pending and len(pending) <= INLINE_SEND_MATCHES:
             _enqueue(s, pending, "the schedule is stored, start again to enqueue it")
         else:  # a large field: a worker stores the schedule and sends the matches
+            # The transition marked what it took `queued`; the worker sends `pending`
+            # matches only, so give them back first (else they wait for the reaper).
+            lifecycle.release_queued(s, pending)
             try:
                 launch_tournament(settings(), t.id)
             except QueueError as exc:

@@ -74,3 +74,37 @@ def test_start_sends_one_task_and_two_senders_send_each_match_once(pg_database, 
     finally:
         client.delete("arena")
         arena.close()
+
+
+@pytest.mark.services
+def test_small_field_with_many_matches_has_every_match_sent(pg_database, redis_url, tmp_path):
+    """8 bots at Trump Millionaire: the schedule (280 matches, over the inline send limit)
+    is stored in the request, the matches are sent by the worker's task. Every match must
+    reach the broker (a regression: the start left them marked ``queued`` but unsent, so
+    the sender found nothing ``pending`` and they waited for the reaper)."""
+    broker = redis_url.rsplit("/", 1)[0] + "/6"
+    client = redis.Redis.from_url(broker)
+    client.delete("arena")
+    arena = Arena(pg_database, broker, tmp_path=tmp_path)
+    try:
+        with arena.sessions() as s:
+            owner, _ = create_account(s, "own-" + uuid.uuid4().hex[:6], "contestant")
+            bots = [Bot(owner_id=owner.id, name=f"t{i}", url=f"http://127.0.0.1:9/{i}", secret="x",
+                        rulesets=["trump_millionaire"], status="ready") for i in range(8)]
+            s.add_all(bots)
+            s.commit()
+            ids = [b.id for b in bots]
+        tid = arena.create("trump_millionaire", ids, games_per_pairing=1)
+        started = arena.start(tid)
+        # stored in the request, nothing sent yet: every match pending, one task
+        assert started["progress"] == {"finished": 0, "total": 280, "queued": 0}
+        assert _messages(client) == [(ENQUEUE_TOURNAMENT_TASK, [tid])]
+        client.delete("arena")
+        assert send_tournament(arena.settings, tid) == 280  # what the task runs
+        messages = _messages(client)
+        assert [task for task, _ in messages] == [RUN_MATCH_TASK] * 280
+        assert len({args[0] for _, args in messages}) == 280
+        assert arena.get(f"/tournaments/{tid}")["progress"] == {"finished": 0, "total": 280, "queued": 280}
+    finally:
+        client.delete("arena")
+        arena.close()
