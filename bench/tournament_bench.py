@@ -200,6 +200,8 @@ def main() -> None:
     ap.add_argument("--pool", default=None, help="worker pool (default: arena worker's)")
     ap.add_argument("-c", "--concurrency", type=int, default=None, help="worker slots (default: arena worker's)")
     ap.add_argument("--skip-play", action="store_true", help="only the 128-bot starts and the page")
+    ap.add_argument("--only", choices=["million_doubt", "trump_millionaire"], default=None,
+                    help="play one rule set's round robin, then stop (no 128-bot starts)")
     args = ap.parse_args()
     think_ms = args.think_ms if args.think_ms is not None else (20 if args.quick else 100)
 
@@ -233,14 +235,20 @@ def main() -> None:
             worker = DefaultWorker(broker, db, tmp, args.pool, args.concurrency)
             cap = DEFAULT_BOT_MAX_CONCURRENCY
             details["worker"] = {"pool": worker.pool, "slots": worker.slots, "cap": cap}
-            md = play(arena, "million_doubt", md_ids, db, cap, worker.slots, games_per_pairing=2)
-            tm = play(arena, "trump_millionaire", tm_ids, db, cap, worker.slots, games_per_pairing=1,
-                      options={"target_score": 1})
-            details["million_doubt"], details["trump_millionaire"] = md, tm
-            lines += [f"makespan/LB million_doubt: {md['ratio']:.2f}",
-                      f"makespan/LB trump_millionaire: {tm['ratio']:.2f}"]
+            for ruleset in ("million_doubt", "trump_millionaire"):
+                if args.only not in (None, ruleset):
+                    continue
+                kw: dict = ({"games_per_pairing": 2} if ruleset == "million_doubt"
+                            else {"games_per_pairing": 1, "options": {"target_score": 1}})
+                details[ruleset] = got = play(arena, ruleset, md_ids if ruleset == "million_doubt" else tm_ids,
+                                              db, cap, worker.slots, **kw)
+                lines.append(f"makespan/LB {ruleset}: {got['ratio']:.2f}")
             worker.stop()
             worker = None
+        if args.only:
+            print(json.dumps(details), file=sys.stderr)
+            print("\n".join(lines))
+            return
         idle = broker.rsplit("/", 1)[0] + "/9"
         starts, md_field = start_field(arena, idle, db)
         details["start_128"] = starts

@@ -221,3 +221,23 @@ def test_concurrent_upgrades_of_one_postgresql_database_take_turns(pg_url):
         assert errors == [] and current(engine) == _head()
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("n", [5, 6, 7, 8])
+def test_every_subset_tables_are_queued_spread_over_the_bots(n):
+    """Issue 15 item 2: with every 4-subset as tables (n <= 8), the queue does not start
+    with all the tables of one bot (a lexicographic order would: 35 of 70 seat bot 0 for
+    n = 8): at every point the tables queued so far seat any two bots at most 2 apart, and
+    for n = 8 every two consecutive tables of a rotation seat every bot once."""
+    entrants = list(range(100, 100 + n))
+    matches = build_schedule(4, entrants, 1, seed=3)
+    first_rotation = matches[: math.comb(n, 4)]
+    seated = dict.fromkeys(entrants, 0)
+    for m in first_rotation:
+        for e in m.seats:
+            seated[e] += 1
+        assert max(seated.values()) - min(seated.values()) <= 2
+    assert set(seated.values()) == {math.comb(n - 1, 3)}
+    if n == 8:
+        for a, b in zip(first_rotation[::2], first_rotation[1::2]):
+            assert sorted(a.seats + b.seats) == entrants

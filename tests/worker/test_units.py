@@ -134,3 +134,58 @@ def test_arena_worker_command_is_registered():
     assert result.exit_code == 0 and "--concurrency" in result.output and "--queues" in result.output
     bad = CliRunner().invoke(main, ["worker", "--queues", " , "])
     assert bad.exit_code != 0 and "queue" in bad.output
+
+
+def test_semaphore_serves_waiters_first_come_first_served(redis_url):
+    """Waiters get a freed slot in the order they asked (RULES-free: the arena's own
+    fairness between matches), each woken by the release, not by polling; a waiter
+    whose worker died (it never retries) leaves the queue and blocks no one for long."""
+    from arena.core.runner import semaphore as semaphore_mod
+
+    client = redis.Redis.from_url(redis_url)
+    sem = BotSemaphore(client, uuid.uuid4().hex, limit=1, max_wait_s=60)
+    holder = sem.try_acquire(60)
+    assert holder is not None and sem.try_acquire(60) is None  # full, and a try leaves no trace
+    assert sem.waiting() == 0
+    order: list[int] = []
+    lock = threading.Lock()
+
+    def wait_turn(i: int) -> None:
+        token, _ = sem.acquire(60)
+        assert token is not None
+        with lock:
+            order.append(i)
+        sem.release(token)
+
+    threads = []
+    for i in range(6):
+        t = threading.Thread(target=wait_turn, args=(i,))
+        t.start()
+        threads.append(t)
+        deadline = time.monotonic() + 30
+        while sem.waiting() < i + 1 and time.monotonic() < deadline:  # queued before the next asks
+            time.sleep(0.005)
+    assert sem.waiting() == 6
+    # a newcomer's single try does not jump the queue even when a slot is free
+    before = _evalsha_calls(client)
+    sem.release(holder)
+    for t in threads:
+        t.join(60)
+    assert order == [0, 1, 2, 3, 4, 5]
+    assert sem.holders() == 0 and sem.waiting() == 0
+    # 6 releases, and each waiter called the script once more after its wake-up (plus at
+    # most a few periodic retries on a slow machine, never a polling loop)
+    assert 12 <= _evalsha_calls(client) - before <= 12 + 6
+    # a dead waiter: queued through the script, then silent; it is dropped after the stale time
+    holder = sem.try_acquire(60)
+    assert sem._call("dead-waiter", 60, None, wait=True) is False and sem.waiting() == 1
+    sem.release(holder)
+    assert sem.try_acquire(60) is None  # the dead ticket is still first in line
+    time.sleep(semaphore_mod.WAITER_STALE_S + 0.5)
+    token = sem.try_acquire(60)
+    assert token is not None and sem.waiting() == 0
+    sem.release(token)
+
+
+def _evalsha_calls(client: redis.Redis) -> int:
+    return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))

@@ -7,25 +7,36 @@ simultaneous requests (decisions and notices) sent to one **endpoint** at ``limi
 distort the timing of the other matches it plays, and a server registered 64 times still
 gets at most ``limit`` requests at once.
 
-Design (a sorted-set semaphore, one Lua script per request, atomic in Redis):
+Design (a first-come first-served semaphore in Redis, atomic Lua scripts):
 
-* key ``arena:bot-sem:<endpoint digest>`` (:func:`endpoint_key`): the SHA-256 of the
-  normalized ``scheme://host:port/path`` of the bot URL (host lower-cased, default port
+* keys ``arena:bot-sem:<endpoint digest>`` (:func:`endpoint_key`, the SHA-256 of the
+  normalized ``scheme://host:port/path`` of the bot URL: host lower-cased, default port
   made explicit, ``.``/``..``/repeated and trailing slashes folded, query and fragment
   dropped), so every registration of the same endpoint shares one cap;
-* the key is a sorted set; each holder is a member (a random token) whose score is its
-  lease end, in Redis server time (seconds, ``TIME``), so clocks of different worker
-  machines never matter;
-* acquire = drop expired members, then add the token if fewer than ``limit`` remain;
+* that key is a sorted set of **holders**: each is a member (a random ticket) whose score is
+  its lease end, in Redis server time (seconds, ``TIME``), so clocks of different worker
+  machines never matter; ``<key>:q`` is the **queue** of waiting tickets (score: arrival
+  order), ``<key>:seen`` when each waiter last showed it is alive, ``<key>:limit`` the cap;
+* acquire = drop expired holders and waiters gone quiet (a dead worker's), put the ticket in
+  the queue if it is not there, and grant it a slot if it is among the first
+  ``limit - holders`` of the queue: requests get slots in the order they asked for them,
+  from every worker process alike (first come, first served: no waiter starves, the
+  longest wait is bounded by the queue ahead of it);
+* a waiter does not poll: it blocks (``BLPOP``, at most :data:`WAKE_POLL_S` at a time, then
+  retries, which also tells the script it is alive) on its own wake-up list
+  ``arena:bot-sem:wake:<ticket>``; giving a slot back wakes the queue's new head(s) at once,
+  so a freed slot is taken within a Redis round trip, not a polling interval. A lease that
+  ends (a dead worker) wakes nobody: the waiters' periodic retry finds it within
+  :data:`WAKE_POLL_S`;
 * a slot is taken **per request**, just before it is sent, and given back when the match
   sends its next request (the same script call: release the previous slot, take the next,
   :class:`MatchSlots`) or when the match ends. So a match holds at most one slot at any
   moment and never holds a slot of a bot while it waits for another: a match waiting for
   a busy bot idles none of its other bots (they serve other matches meanwhile), and the cost
-  is one Redis round trip per request;
+  is one Redis round trip per request when no one waits;
 * a lease is the request's timeout (the seat's remaining bank) plus :data:`LEASE_SLACK_S`:
-  a worker that dies while holding a slot frees it when the lease ends;
-* a waiter polls with a short backoff (1 ms doubling to 10 ms).
+  a worker that dies while holding a slot frees it when the lease ends; one that dies while
+  waiting leaves the queue after :data:`WAITER_STALE_S`.
 
 Time accounting (TIME-2): the wait for a slot is NOT charged to the bot's bank. The bank is
 charged from the moment the request is sent (``HttpPlayer.decide`` starts its monotonic clock
@@ -58,7 +69,12 @@ log = logging.getLogger("arena.semaphore")
 LEASE_SLACK_S = 5.0
 #: Longest wait for a slot before the request is sent without one, seconds.
 DEFAULT_MAX_WAIT_S = 120.0
+#: Longest single block of a waiter before it retries (and shows it is alive), seconds.
+WAKE_POLL_S = 1.0
+#: A waiter that has not retried for this long is dropped from the queue (its worker died), seconds.
+WAITER_STALE_S = 4.0
 KEY_PREFIX = "arena:bot-sem:"
+WAKE_PREFIX = KEY_PREFIX + "wake:"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -90,20 +106,78 @@ def endpoint_key(url: str) -> str:
     :func:`normalize_endpoint` (the Redis key is ``arena:bot-sem:<name>``)."""
     return hashlib.sha256(normalize_endpoint(url).encode()).hexdigest()[:32]
 
-_ACQUIRE = """
-local key, limit, lease, token = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-if ARGV[4] ~= '' then redis.call('ZREM', KEYS[2], ARGV[4]) end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-if redis.call('ZCARD', key) < limit then
-  redis.call('ZADD', key, now + lease, token)
-  local ttl = redis.call('PTTL', key)
-  local want = math.ceil(lease * 1000) + 1000
-  if ttl < want then redis.call('PEXPIRE', key, want) end
+# Shared by both scripts: give ``token`` of holders set ``hkey`` back and wake the first
+# waiters of that key's queue that the freed slots can take (one wake-up list per ticket).
+_RELEASE_AND_WAKE = """
+local function now_s()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+local function wake(hkey, now)
+  local limit = tonumber(redis.call('GET', hkey .. ':limit') or '0')
+  if limit < 1 then return end
+  redis.call('ZREMRANGEBYSCORE', hkey, '-inf', now)
+  local free = limit - redis.call('ZCARD', hkey)
+  if free < 1 then return end
+  for _, t in ipairs(redis.call('ZRANGE', hkey .. ':q', 0, free - 1)) do
+    local w = '""" + WAKE_PREFIX + r"""' .. t
+    redis.call('RPUSH', w, '1')
+    redis.call('PEXPIRE', w, 10000)
+  end
+end
+local function release(hkey, token, now)
+  if token ~= '' and redis.call('ZREM', hkey, token) == 1 then wake(hkey, now) end
+end
+"""
+
+# KEYS: holders, queue, seen, limit, release-holders. ARGV: limit, lease_s, ticket,
+# release-token, wait (1: stay queued when no slot is granted; 0: one try, leave no trace),
+# stale_s. Returns 1 (granted) or 0.
+_ACQUIRE = _RELEASE_AND_WAKE + """
+local hkey, qkey, skey, lkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local limit, lease, ticket = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local now = now_s()
+release(KEYS[5], ARGV[4], now)
+redis.call('SET', lkey, limit, 'EX', 86400)
+redis.call('ZREMRANGEBYSCORE', hkey, '-inf', now)
+for _, t in ipairs(redis.call('ZRANGEBYSCORE', skey, '-inf', now - tonumber(ARGV[6]))) do
+  redis.call('ZREM', qkey, t)
+  redis.call('ZREM', skey, t)
+end
+if not redis.call('ZSCORE', qkey, ticket) then
+  local seq = redis.call('INCR', hkey .. ':seq')
+  redis.call('ZADD', qkey, seq, ticket)
+end
+local free = limit - redis.call('ZCARD', hkey)
+local rank = redis.call('ZRANK', qkey, ticket)
+local want = math.ceil(lease * 1000) + 60000
+if free > 0 and rank < free then
+  redis.call('ZREM', qkey, ticket)
+  redis.call('ZREM', skey, ticket)
+  redis.call('ZADD', hkey, now + lease, ticket)
+  for _, k in ipairs({hkey, qkey, skey, hkey .. ':seq'}) do
+    if redis.call('PTTL', k) < want then redis.call('PEXPIRE', k, want) end
+  end
   return 1
 end
+if ARGV[5] == '1' then
+  redis.call('ZADD', skey, now, ticket)
+  for _, k in ipairs({qkey, skey, hkey .. ':seq'}) do
+    if redis.call('PTTL', k) < want then redis.call('PEXPIRE', k, want) end
+  end
+else
+  redis.call('ZREM', qkey, ticket)
+end
 return 0
+"""
+
+# KEYS: holders, queue, seen. ARGV: token. Gives the slot (or the queue place) back.
+_RELEASE = _RELEASE_AND_WAKE + """
+local now = now_s()
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+release(KEYS[1], ARGV[1], now)
+return 1
 """
 
 
@@ -128,7 +202,8 @@ class BotSemaphore:
         self.key = KEY_PREFIX + str(name)
         self.limit = limit
         self.max_wait_s = max_wait_s
-        self._script = client.register_script(_ACQUIRE)
+        self._acquire = client.register_script(_ACQUIRE)
+        self._release = client.register_script(_RELEASE)
 
     @classmethod
     def for_endpoint(cls, client: redis.Redis, url: str, limit: int,
@@ -137,51 +212,68 @@ class BotSemaphore:
         (:func:`endpoint_key`)."""
         return cls(client, endpoint_key(url), limit, max_wait_s)
 
+    def _call(self, ticket: str, lease_s: float, release: tuple[str, str] | None, wait: bool) -> bool:
+        rkey, rtoken = release if release else (self.key, "")
+        got = self._acquire(keys=[self.key, self.key + ":q", self.key + ":seen", self.key + ":limit", rkey],
+                            args=[self.limit, float(lease_s), ticket, rtoken, "1" if wait else "0",
+                                  WAITER_STALE_S])
+        return int(got) == 1
+
     def try_acquire(self, lease_s: float, release: tuple[str, str] | None = None) -> str | None:
-        """One attempt: a token if a slot was taken for ``lease_s`` seconds, else None.
-        ``release`` = ``(key, token)`` of a slot given back first, in the same script.
+        """One attempt that never queues: a token if a slot was free for ``lease_s`` seconds
+        and no request was waiting ahead, else None. ``release`` = ``(key, token)`` of a
+        slot given back first, in the same script call.
 
         Raises:
             redis.RedisError: Redis is unreachable.
         """
-        token = uuid.uuid4().hex
-        rkey, rtoken = release if release else (self.key, "")
-        got = self._script(keys=[self.key, rkey], args=[self.limit, float(lease_s), token, rtoken])
-        return token if int(got) == 1 else None
+        ticket = uuid.uuid4().hex
+        return ticket if self._call(ticket, lease_s, release, wait=False) else None
 
     def acquire(self, lease_s: float, release: tuple[str, str] | None = None) -> tuple[str | None, float]:
-        """Wait for a slot: returns ``(token or None, seconds waited)`` (0.0 when the first
-        attempt got one); ``release`` as in
+        """Wait in the queue for a slot (first come, first served): returns ``(token or
+        None, seconds waited)`` (0.0 when the first attempt got one); ``release`` as in
         :meth:`try_acquire` (given back by the first attempt, so a waiter holds nothing).
 
         None means no slot was taken (Redis down, or ``max_wait_s`` passed): the caller sends
         the request anyway and records the bypass (module docstring). Never raises.
         """
         start = time.monotonic()
-        delay = 0.001
-        first = True
-        while True:
-            try:
-                token = self.try_acquire(lease_s, release)
-                release = None
-            except redis.RedisError as exc:
-                log.warning("bot semaphore %s unavailable (%s): request sent without a slot", self.key, exc)
-                return None, time.monotonic() - start
-            if token is not None:  # a slot free at once is no wait (the script call is not one)
-                return token, 0.0 if first else time.monotonic() - start
-            first = False
-            if time.monotonic() - start >= self.max_wait_s:
-                log.warning("no slot of %s within %.0f s: request sent without a slot", self.key, self.max_wait_s)
-                return None, time.monotonic() - start
-            time.sleep(delay)
-            delay = min(delay * 2, 0.01)
+        ticket = uuid.uuid4().hex
+        wake = WAKE_PREFIX + ticket
+        try:
+            if self._call(ticket, lease_s, release, wait=True):
+                return ticket, 0.0  # a slot free at once is no wait (the script call is not one)
+            while True:
+                left = self.max_wait_s - (time.monotonic() - start)
+                if left <= 0:
+                    self._leave(ticket)
+                    log.warning("no slot of %s within %.0f s: request sent without a slot",
+                                self.key, self.max_wait_s)
+                    return None, time.monotonic() - start
+                # blocks until a release wakes this ticket (or WAKE_POLL_S passes: a lease
+                # that ended wakes no one); Redis wants a timeout of at least 10 ms
+                self.client.blpop([wake], timeout=max(0.01, min(WAKE_POLL_S, left)))
+                if self._call(ticket, lease_s, None, wait=True):
+                    self.client.delete(wake)
+                    return ticket, time.monotonic() - start
+        except redis.RedisError as exc:
+            log.warning("bot semaphore %s unavailable (%s): request sent without a slot", self.key, exc)
+            return None, time.monotonic() - start
+
+    def _leave(self, ticket: str) -> None:
+        try:
+            self.release(ticket)
+            self.client.delete(WAKE_PREFIX + ticket)
+        except redis.RedisError:
+            pass  # the queue drops a silent waiter after WAITER_STALE_S
 
     def release(self, token: str | None) -> None:
-        """Give a slot back (None: nothing to do). Never raises."""
+        """Give a slot back and wake the next waiter(s) (None: nothing to do). Never raises."""
         if token is None:
             return
         try:
-            self.client.zrem(self.key, token)
+            self._release(keys=[self.key, self.key + ":q", self.key + ":seen"], args=[token])
         except redis.RedisError as exc:  # the lease expires by itself
             log.warning("bot semaphore %s release failed (%s): the lease will expire", self.key, exc)
 
@@ -189,6 +281,10 @@ class BotSemaphore:
         """Holders whose lease has not ended (for tests and monitoring)."""
         now = self.client.time()
         return int(self.client.zcount(self.key, now[0] + now[1] / 1e6, "+inf"))
+
+    def waiting(self) -> int:
+        """Requests waiting in the queue (for tests and monitoring)."""
+        return int(self.client.zcard(self.key + ":q"))
 
 
 # -- an HTTP player whose requests hold a slot --------------------------------------------------
