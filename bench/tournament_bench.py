@@ -117,19 +117,47 @@ def lower_bound(stored, cap: int, slots: int) -> dict:
     return {**{k: round(v, 2) for k, v in terms.items()}, "lb_s": round(max(terms.values()), 2)}
 
 
-def play(arena, ruleset: str, ids: list[int], db: str, cap: int, slots: int, **kw) -> dict:
+class Utilization:
+    """Samples the bots' decisions in flight every 20 ms while a tournament plays: the
+    share of the bots' capacity (``cap`` each) in use, per tenth of the makespan. Tells a
+    steady state that leaves slots idle from a tail where matches run out."""
+
+    def __init__(self, servers: list, cap: int):
+        import threading
+
+        self.servers, self.cap, self.samples = servers, cap, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.samples.append(sum(min(s.in_flight, self.cap) for s in self.servers)
+                                / (self.cap * len(self.servers)))
+
+    def stop(self) -> list[float]:
+        self._stop.set()
+        self._thread.join()
+        n = len(self.samples)
+        return [round(statistics.mean(self.samples[i * n // 10:(i + 1) * n // 10] or [0]), 2) for i in range(10)]
+
+
+def play(arena, ruleset: str, ids: list[int], db: str, cap: int, slots: int, servers: list | None = None,
+         **kw) -> dict:
     tid = arena.create(ruleset, ids, time_rules=TIME_RULES, **kw)
     t0 = time.perf_counter()
+    usage = Utilization(servers, cap) if servers else None
     arena.start(tid)
     wait_finished(db, tid)
     makespan = time.perf_counter() - t0
+    deciles = usage.stop() if usage else []
     stored = arena.stored(tid)
     lb = lower_bound(stored, cap, slots)
     waits = [w for _, res, _ in stored for w in res.timings.get("semaphore_max_wait_ms", [])]
     bypassed = sum(sum(res.timings["semaphore_bypassed"]) for _, res, _ in stored)
     return {"matches": len(stored), "makespan_s": round(makespan, 2), **lb,
             "ratio": round(makespan / lb["lb_s"], 3), "max_slot_wait_ms": max(waits or [0]),
-            "bypassed": bypassed}
+            "bypassed": bypassed, "bot_capacity_used_by_tenth": deciles}
 
 
 def start_field(arena, broker_idle: str, db: str) -> tuple[dict, int]:
@@ -241,7 +269,7 @@ def main() -> None:
                 kw: dict = ({"games_per_pairing": 2} if ruleset == "million_doubt"
                             else {"games_per_pairing": 1, "options": {"target_score": 1}})
                 details[ruleset] = got = play(arena, ruleset, md_ids if ruleset == "million_doubt" else tm_ids,
-                                              db, cap, worker.slots, **kw)
+                                              db, cap, worker.slots, servers=servers, **kw)
                 lines.append(f"makespan/LB {ruleset}: {got['ratio']:.2f}")
             worker.stop()
             worker = None

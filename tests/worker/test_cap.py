@@ -124,7 +124,7 @@ def test_a_match_waiting_for_a_busy_bot_idles_none_of_its_other_bots(redis_url, 
         first.join(60)
     fields1 = result_fields(_plan(1, [b, a]), out["log"], out["players"])
     assert fields1["faults"] == [0, 0] and fields1["timings"]["semaphore_bypassed"] == [0, 0]
-    assert fields1["timings"]["semaphore_max_wait_ms"][1] >= 300  # A's start notice waited
+    assert fields1["timings"]["semaphore_max_wait_ms"][1] > 0  # A's start notice waited (for the blocker)
     # alone on Redis now: each request costs one script call (the release rides on the
     # next), plus one for the last slot given back when the match ends
     before = _evalsha_calls(client)

@@ -187,5 +187,58 @@ def test_semaphore_serves_waiters_first_come_first_served(redis_url):
     sem.release(token)
 
 
+def test_semaphore_serves_the_least_advanced_match_first_and_ages_waiters(redis_url, monkeypatch):
+    """Queue order (issue 15): the request of the match with the fewest requests so far is
+    served first, whatever the arrival order; a request that has waited AGING_S moves to
+    the front rank, so a far-advanced match never starves."""
+    from arena.core.runner import semaphore as semaphore_mod
+
+    client = redis.Redis.from_url(redis_url)
+    sem = BotSemaphore(client, uuid.uuid4().hex, limit=1, max_wait_s=60)
+    holder = sem.try_acquire(60)
+    order: list[int] = []
+    lock = threading.Lock()
+
+    def wait_turn(priority: int) -> None:
+        token, _ = sem.acquire(60, priority=priority)
+        with lock:
+            order.append(priority)
+        sem.release(token)
+
+    def queue(priorities, aging_s=None):
+        threads = []
+        for p in priorities:
+            t = threading.Thread(target=wait_turn, args=(p,))
+            t.start()
+            threads.append(t)
+            deadline = time.monotonic() + 30
+            while sem.waiting() < len(threads) and time.monotonic() < deadline:
+                time.sleep(0.005)
+        return threads
+
+    threads = queue([50, 7, 30, 7, 0])
+    sem.release(holder)
+    for t in threads:
+        t.join(60)
+    assert order == [0, 7, 7, 30, 50]
+    # aging: a request of an advanced match (priority 900) waits; after AGING_S it ranks
+    # with priority 0, ahead of a later priority-1 request
+    monkeypatch.setattr(semaphore_mod, "AGING_S", 0.3)
+    order.clear()
+    holder = sem.try_acquire(60)
+    threads = queue([900])
+    threads += queue([1])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # wait until the old request has been re-ranked
+        scores = dict(client.zrange(sem.key + ":q", 0, -1, withscores=True))
+        if len(scores) == 2 and min(scores.values()) < 1048576:
+            break
+        time.sleep(0.05)
+    sem.release(holder)
+    for t in threads:
+        t.join(60)
+    assert order == [900, 1]
+
+
 def _evalsha_calls(client: redis.Redis) -> int:
     return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))

@@ -19,9 +19,16 @@ Design (a first-come first-served semaphore in Redis, atomic Lua scripts):
   order), ``<key>:seen`` when each waiter last showed it is alive, ``<key>:limit`` the cap;
 * acquire = drop expired holders and waiters gone quiet (a dead worker's), put the ticket in
   the queue if it is not there, and grant it a slot if it is among the first
-  ``limit - holders`` of the queue: requests get slots in the order they asked for them,
-  from every worker process alike (first come, first served: no waiter starves, the
-  longest wait is bounded by the queue ahead of it);
+  ``limit - holders`` of the queue, from every worker process alike;
+* queue order: **least progress first**, then first come, first served. A request's
+  priority is how many requests its match has sent so far (:class:`MatchSlots` counts
+  them): a bot's free slot goes to the match furthest from its end. So the matches in
+  play advance together and end together, instead of the last matches started trailing
+  alone at the end of a tournament while most bots idle (the tail that kept the makespan
+  far above its lower bound, issue 15); a match just started catches up with the others
+  at once. Among equal progress, the first to ask is served first. No request starves: a
+  request that has waited :data:`AGING_S` moves to the front rank (priority 0, behind only
+  those already there), and the longest wait is capped by ``max_wait_s`` anyway;
 * a waiter does not poll: it blocks (``BLPOP``, at most :data:`WAKE_POLL_S` at a time, then
   retries, which also tells the script it is alive) on its own wake-up list
   ``arena:bot-sem:wake:<ticket>``; giving a slot back wakes the queue's new head(s) at once,
@@ -71,6 +78,8 @@ LEASE_SLACK_S = 5.0
 DEFAULT_MAX_WAIT_S = 120.0
 #: Longest single block of a waiter before it retries (and shows it is alive), seconds.
 WAKE_POLL_S = 1.0
+#: A request waiting this long moves to the front rank of the queue (no starvation), seconds.
+AGING_S = 30.0
 #: A waiter that has not retried for this long is dropped from the queue (its worker died), seconds.
 WAITER_STALE_S = 4.0
 KEY_PREFIX = "arena:bot-sem:"
@@ -132,7 +141,8 @@ end
 
 # KEYS: holders, queue, seen, limit, release-holders. ARGV: limit, lease_s, ticket,
 # release-token, wait (1: stay queued when no slot is granted; 0: one try, leave no trace),
-# stale_s. Returns 1 (granted) or 0.
+# stale_s, priority (lower first; the score is priority * 2^20 + arrival order mod 2^20,
+# exact in a double for any priority below 2^32). Returns 1 (granted) or 0.
 _ACQUIRE = _RELEASE_AND_WAKE + """
 local hkey, qkey, skey, lkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local limit, lease, ticket = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
@@ -144,9 +154,12 @@ for _, t in ipairs(redis.call('ZRANGEBYSCORE', skey, '-inf', now - tonumber(ARGV
   redis.call('ZREM', qkey, t)
   redis.call('ZREM', skey, t)
 end
-if not redis.call('ZSCORE', qkey, ticket) then
-  local seq = redis.call('INCR', hkey .. ':seq')
-  redis.call('ZADD', qkey, seq, ticket)
+local old = redis.call('ZSCORE', qkey, ticket)
+if not old then
+  local seq = redis.call('INCR', hkey .. ':seq') % 1048576
+  redis.call('ZADD', qkey, tonumber(ARGV[7]) * 1048576 + seq, ticket)
+else  -- a waiter that aged: a lower priority, its place among equals kept
+  redis.call('ZADD', qkey, 'LT', tonumber(ARGV[7]) * 1048576 + tonumber(old) % 1048576, ticket)
 end
 local free = limit - redis.call('ZCARD', hkey)
 local rank = redis.call('ZRANK', qkey, ticket)
@@ -212,11 +225,12 @@ class BotSemaphore:
         (:func:`endpoint_key`)."""
         return cls(client, endpoint_key(url), limit, max_wait_s)
 
-    def _call(self, ticket: str, lease_s: float, release: tuple[str, str] | None, wait: bool) -> bool:
+    def _call(self, ticket: str, lease_s: float, release: tuple[str, str] | None, wait: bool,
+              priority: int = 0) -> bool:
         rkey, rtoken = release if release else (self.key, "")
         got = self._acquire(keys=[self.key, self.key + ":q", self.key + ":seen", self.key + ":limit", rkey],
                             args=[self.limit, float(lease_s), ticket, rtoken, "1" if wait else "0",
-                                  WAITER_STALE_S])
+                                  WAITER_STALE_S, max(0, min(int(priority), 2**32 - 1))])
         return int(got) == 1
 
     def try_acquire(self, lease_s: float, release: tuple[str, str] | None = None) -> str | None:
@@ -227,13 +241,15 @@ class BotSemaphore:
         Raises:
             redis.RedisError: Redis is unreachable.
         """
-        ticket = uuid.uuid4().hex
-        return ticket if self._call(ticket, lease_s, release, wait=False) else None
+        ticket = uuid.uuid4().hex  # ranked behind every waiter: a try never jumps the queue
+        return ticket if self._call(ticket, lease_s, release, wait=False, priority=2**32 - 1) else None
 
-    def acquire(self, lease_s: float, release: tuple[str, str] | None = None) -> tuple[str | None, float]:
-        """Wait in the queue for a slot (first come, first served): returns ``(token or
-        None, seconds waited)`` (0.0 when the first attempt got one); ``release`` as in
-        :meth:`try_acquire` (given back by the first attempt, so a waiter holds nothing).
+    def acquire(self, lease_s: float, release: tuple[str, str] | None = None,
+                priority: int = 0) -> tuple[str | None, float]:
+        """Wait in the queue for a slot: returns ``(token or None, seconds waited)`` (0.0
+        when the first attempt got one); ``release`` as in :meth:`try_acquire` (given back by
+        the first attempt, so a waiter holds nothing). ``priority``: the match's progress
+        (requests sent so far); lower is served first, equal ones first come, first served.
 
         None means no slot was taken (Redis down, or ``max_wait_s`` passed): the caller sends
         the request anyway and records the bypass (module docstring). Never raises.
@@ -242,7 +258,7 @@ class BotSemaphore:
         ticket = uuid.uuid4().hex
         wake = WAKE_PREFIX + ticket
         try:
-            if self._call(ticket, lease_s, release, wait=True):
+            if self._call(ticket, lease_s, release, wait=True, priority=priority):
                 return ticket, 0.0  # a slot free at once is no wait (the script call is not one)
             while True:
                 left = self.max_wait_s - (time.monotonic() - start)
@@ -254,7 +270,8 @@ class BotSemaphore:
                 # blocks until a release wakes this ticket (or WAKE_POLL_S passes: a lease
                 # that ended wakes no one); Redis wants a timeout of at least 10 ms
                 self.client.blpop([wake], timeout=max(0.01, min(WAKE_POLL_S, left)))
-                if self._call(ticket, lease_s, None, wait=True):
+                aged = time.monotonic() - start >= AGING_S
+                if self._call(ticket, lease_s, None, wait=True, priority=0 if aged else priority):
                     self.client.delete(wake)
                     return ticket, time.monotonic() - start
         except redis.RedisError as exc:
@@ -303,6 +320,8 @@ class MatchSlots:
 
     def __init__(self) -> None:
         self._pending: tuple[BotSemaphore, str] | None = None
+        #: requests of the match so far: the priority of its next one (module docstring)
+        self.requests = 0
 
     def take_release(self) -> tuple[str, str] | None:
         """The ``(key, token)`` to give back with the next acquire (and forget it)."""
@@ -352,7 +371,10 @@ class CappedHttpPlayer(HttpPlayer):
         if self.semaphore is None:
             return None
         release = self.slots.take_release() if self.slots is not None else None
-        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S, release)
+        progress = self.slots.requests if self.slots is not None else 0
+        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S, release, priority=progress)
+        if self.slots is not None:
+            self.slots.requests += 1
         self.last_wait_s, self.last_bypassed = waited, token is None
         self.wait_s += waited
         self.max_wait_s = max(self.max_wait_s, waited)
