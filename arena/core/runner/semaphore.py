@@ -37,10 +37,14 @@ Design (a first-come first-served semaphore in Redis, atomic Lua scripts):
   :data:`WAKE_POLL_S`;
 * a slot is taken **per request**, just before it is sent, and given back when the match
   sends its next request (the same script call: release the previous slot, take the next,
-  :class:`MatchSlots`) or when the match ends. So a match holds at most one slot at any
-  moment and never holds a slot of a bot while it waits for another: a match waiting for
-  a busy bot idles none of its other bots (they serve other matches meanwhile), and the cost
-  is one Redis round trip per request when no one waits;
+  :class:`MatchSlots`) or when the match ends; but when other requests were already
+  waiting for the endpoint as the slot was granted (the script says so), the slot is given
+  back as soon as the answer comes, so the arena's own work between two requests (the
+  engine, the log, the live view) never keeps a busy bot's slot from its next request.
+  So a match holds at most one slot at any moment and never holds a slot of a bot while it
+  waits for another: a match waiting for a busy bot idles none of its other bots (they
+  serve other matches meanwhile), and the cost is one Redis round trip per request when no
+  one waits (two for a busy bot's request);
 * a lease is the request's timeout (the seat's remaining bank) plus :data:`LEASE_SLACK_S`:
   a worker that dies while holding a slot frees it when the lease ends; one that dies while
   waiting leaves the queue after :data:`WAITER_STALE_S`.
@@ -142,7 +146,8 @@ end
 # KEYS: holders, queue, seen, limit, release-holders. ARGV: limit, lease_s, ticket,
 # release-token, wait (1: stay queued when no slot is granted; 0: one try, leave no trace),
 # stale_s, priority (lower first; the score is priority * 2^20 + arrival order mod 2^20,
-# exact in a double for any priority below 2^32). Returns 1 (granted) or 0.
+# exact in a double for any priority below 2^32). Returns 0 (not granted), 1 (granted) or
+# 2 (granted, and other requests are waiting for this endpoint).
 _ACQUIRE = _RELEASE_AND_WAKE + """
 local hkey, qkey, skey, lkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local limit, lease, ticket = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
@@ -167,10 +172,12 @@ local want = math.ceil(lease * 1000) + 60000
 if free > 0 and rank < free then
   redis.call('ZREM', qkey, ticket)
   redis.call('ZREM', skey, ticket)
+  redis.call('DEL', '""" + WAKE_PREFIX + r"""' .. ticket)
   redis.call('ZADD', hkey, now + lease, ticket)
   for _, k in ipairs({hkey, qkey, skey, hkey .. ':seq'}) do
     if redis.call('PTTL', k) < want then redis.call('PEXPIRE', k, want) end
   end
+  if redis.call('ZCARD', qkey) > 0 then return 2 end
   return 1
 end
 if ARGV[5] == '1' then
@@ -217,6 +224,9 @@ class BotSemaphore:
         self.max_wait_s = max_wait_s
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
+        #: True when the latest slot taken had other requests waiting behind it: the holder
+        #: gives it back as soon as its answer comes (:class:`CappedHttpPlayer`)
+        self.contended = False
 
     @classmethod
     def for_endpoint(cls, client: redis.Redis, url: str, limit: int,
@@ -231,7 +241,8 @@ class BotSemaphore:
         got = self._acquire(keys=[self.key, self.key + ":q", self.key + ":seen", self.key + ":limit", rkey],
                             args=[self.limit, float(lease_s), ticket, rtoken, "1" if wait else "0",
                                   WAITER_STALE_S, max(0, min(int(priority), 2**32 - 1))])
-        return int(got) == 1
+        self.contended = int(got) == 2
+        return int(got) >= 1
 
     def try_acquire(self, lease_s: float, release: tuple[str, str] | None = None) -> str | None:
         """One attempt that never queues: a token if a slot was free for ``lease_s`` seconds
@@ -272,7 +283,6 @@ class BotSemaphore:
                 self.client.blpop([wake], timeout=max(0.01, min(WAKE_POLL_S, left)))
                 aged = time.monotonic() - start >= AGING_S
                 if self._call(ticket, lease_s, None, wait=True, priority=0 if aged else priority):
-                    self.client.delete(wake)
                     return ticket, time.monotonic() - start
         except redis.RedisError as exc:
             log.warning("bot semaphore %s unavailable (%s): request sent without a slot", self.key, exc)
@@ -385,9 +395,9 @@ class CappedHttpPlayer(HttpPlayer):
     def _done(self, token: str | None) -> None:
         if token is None or self.semaphore is None:
             return
-        if self.slots is not None:
+        if self.slots is not None and not self.semaphore.contended:
             self.slots.defer(self.semaphore, token)
-        else:
+        else:  # others wait for this bot: free the slot now, not after the arena's own work
             self.semaphore.release(token)
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
