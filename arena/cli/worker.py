@@ -2,7 +2,7 @@
 the beat process running the reaper.
 
 Equivalent to ``celery -A worker.celery_app worker --without-mingle --without-gossip
--Q arena.priority,arena.checks,arena --pool threads -c 32 -n arena-<pid>@%h`` (a node name unique per process, so several
+-Q arena.priority,arena.checks,arena --pool threads -c 64 -n arena-<pid>@%h`` (a node name unique per process, so several
 workers may run on one host); settings come from the ``ARENA_*`` environment (``arena config``).
 
 The default pool fits bots that think: a match spends nearly all its time waiting for its
@@ -25,7 +25,7 @@ from arena.core.config import Settings
 from worker.celery_app import WORKER_QUEUES, app, visibility_timeout
 
 #: Matches one worker process plays at once with the default thread pool.
-DEFAULT_THREADS = 32
+DEFAULT_THREADS = 64
 
 
 def default_node_name() -> str:

@@ -93,9 +93,11 @@ _local = threading.local()
 @lru_cache(maxsize=4)
 def _sessions(database_url: str) -> sessionmaker[Session]:
     # One engine per database URL and process; built lazily, so after the prefork fork. A
-    # thread-pool worker runs up to 32 matches at once (arena worker): enough connections
-    # that a burst of claims and stores never waits out the pool timeout.
-    pool = {"pool_size": 8, "max_overflow": 40} if database_url.startswith(("postgresql", "postgres:")) else {}
+    # thread-pool worker runs up to 64 matches at once (arena worker), each touching the
+    # database only to claim, renew its lease and store: 48 connections at most, 20 kept
+    # open (an overflow connection is closed when given back, and a PostgreSQL connection
+    # costs a process fork, so a burst of claims should mostly find open ones).
+    pool = {"pool_size": 20, "max_overflow": 28} if database_url.startswith(("postgresql", "postgres:")) else {}
     return make_sessionmaker(make_engine(database_url, **pool))
 
 
