@@ -35,7 +35,7 @@ from sqlalchemy import select
 
 import engine
 from api.database import db
-from api.ui import access
+from api.ui import access, fields
 from api.ui.views import _entrant_label, bp
 from arena.core import access as policy
 from arena.core.db.models import Bot, Match, MatchSeat, Tournament
@@ -99,8 +99,9 @@ def _field_errors(body: dict) -> dict[str, str]:
         for field, msgs in errs.items():
             if isinstance(msgs, list):
                 out[field] = "; ".join(str(m) for m in msgs)
-            elif isinstance(msgs, dict):
-                out[field] = "; ".join(f"{k}: {v}" for k, v in msgs.items())
+            elif isinstance(msgs, dict):  # a nested schema (time_rules): one entry per inner field
+                for k, v in msgs.items():
+                    out[f"{field}.{k}"] = "; ".join(str(m) for m in v) if isinstance(v, list) else str(v)
             else:
                 out[field] = str(msgs)
     return out
@@ -113,13 +114,15 @@ def _need_viewer():
     return account
 
 
-def _number(text: str, kind=int):
-    """The form text as a number for the API, or the text itself (the API's 422 names it)."""
+def _number(text: str, kind: type = int):
+    """The form text as a number for the API, or the text itself (the API's 422 names it).
+    ``nan`` and ``inf`` stay text (the API refuses them as numbers)."""
     text = (text or "").strip()
     try:
-        return kind(text)
+        value = kind(text)
     except ValueError:
         return text
+    return value if value == value and value not in (float("inf"), float("-inf")) else text
 
 
 # ----------------------------------------------------------------------------- contestants
@@ -223,37 +226,49 @@ def _new_tournament_page(form: dict, errors: dict | None = None, message: str | 
     account = _need_viewer()
     if not policy.is_organizer(account):
         abort(403, _("Only organizers create tournaments."))
-    defaults = {rs: engine.make_options(rs, {}).to_dict() for rs in engine.RULESETS}
     return render_template("tournament_new.html", form=form, errors=errors or {}, message=message,
-                           bots=_ready_bots(), defaults=defaults, rulesets=engine.RULESETS,
-                           seats=engine.SEATS), status
+                           bots=_ready_bots(), rulesets=engine.RULESETS, seats=engine.SEATS,
+                           option_fields=fields.option_fields(), ranges=fields.schema_ranges(),
+                           field_name=fields.field_name), status
 
 
-DEFAULT_FORM = {"name": "", "ruleset": "million_doubt", "participants": [], "options": "{}",
-                "initial": "60", "increment": "10", "cap": "60", "games_per_pairing": "2",
-                "max_faults": "3", "seed": "", "fill_with_house_bots": False, "public_when_finished": True}
+def _default_form() -> dict[str, Any]:
+    return {"name": "", "ruleset": engine.MILLION_DOUBT, "participants": [], "initial": "60",
+            "increment": "10", "cap": "60", "games_per_pairing": "2", "max_faults": "3", "seed": "",
+            "fill_with_house_bots": False, "public_when_finished": True, "opts": fields.default_values()}
+
+
+_TEXT_FIELDS = ("name", "ruleset", "initial", "increment", "cap", "games_per_pairing", "max_faults", "seed")
 
 
 @bp.route("/tournaments/new", methods=["GET", "POST"])
 def tournament_new():
-    """GET: the form; POST: ``POST /api/v1/tournaments`` with the form's fields, then its page."""
+    """GET: the form; POST: ``POST /api/v1/tournaments`` with the form's fields, then its page.
+
+    Fields: ``name``, ``ruleset``, ``participants`` (bot ids, repeated), ``initial``,
+    ``increment``, ``cap`` (TIME-1, seconds), ``games_per_pairing``, ``max_faults``, ``seed``
+    (empty: random), ``fill_with_house_bots`` and ``public_when_finished`` (``1`` when
+    checked), and one ``opt-<ruleset>-<option>`` per option (:mod:`api.ui.fields`); only the
+    chosen rule set's options are sent. A refusal (422) shows the API's messages by the fields
+    they name, with the form as typed."""
     if request.method == "GET":
-        return _new_tournament_page(dict(DEFAULT_FORM))
+        return _new_tournament_page(_default_form())
     _need_viewer()
     _check_csrf()
     f = request.form
-    form = {k: f.get(k, "") for k in ("name", "ruleset", "options", "initial", "increment", "cap",
-                                       "games_per_pairing", "max_faults", "seed")}
+    form: dict[str, Any] = {k: f.get(k, "") for k in _TEXT_FIELDS}
     form["participants"] = f.getlist("participants")
     form["fill_with_house_bots"] = f.get("fill_with_house_bots") == "1"
     form["public_when_finished"] = f.get("public_when_finished") == "1"
-    try:
-        options = json.loads(form["options"] or "{}")
-    except ValueError as exc:
-        return _new_tournament_page(form, {"options": _("not valid JSON: %(error)s", error=str(exc))},
-                                    None, 422)
+    opts: dict[str, Any] = {}
+    for rs, option_fields in fields.option_fields().items():
+        for of in option_fields:
+            name = fields.field_name(rs, of.name)
+            opts[name] = f.get(name) == "1" if of.kind == "bool" else f.get(name, "")
+    form["opts"] = opts
     body: dict[str, Any] = {
-        "name": form["name"], "ruleset": form["ruleset"], "options": options,
+        "name": form["name"], "ruleset": form["ruleset"],
+        "options": fields.form_to_options(form["ruleset"], f),
         "participants": [_number(p) for p in form["participants"]],
         "time_rules": {k: _number(form[k], float) for k in ("initial", "increment", "cap")},
         "games_per_pairing": _number(form["games_per_pairing"]), "max_faults": _number(form["max_faults"]),
@@ -263,7 +278,8 @@ def tournament_new():
         body["seed"] = _number(form["seed"])
     status, answer = call_api("POST", "/api/v1/tournaments", body)
     if status != 201:
-        return _new_tournament_page(form, _field_errors(answer), answer.get("message"), status)
+        errors = fields.option_error_fields(form["ruleset"], _field_errors(answer))
+        return _new_tournament_page(form, errors, answer.get("message"), status)
     return redirect(url_for("ui.tournament_page", tournament_id=answer["id"]), code=303)
 
 
@@ -280,6 +296,12 @@ def tournament_action(tournament_id: int, action: str):
     if status >= 400:
         session["ui_notice"] = f"{status}: {body.get('message', '')}"[:500]
     return redirect(url_for("ui.tournament_page", tournament_id=tournament_id), code=303)
+
+
+@bp.app_template_filter("number")
+def _number_text(value) -> str:
+    """A bound as a reader writes it: ``3600`` for 3600.0, ``0.001``, integers in full."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 @bp.app_context_processor
