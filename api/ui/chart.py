@@ -63,3 +63,46 @@ def score_chart(rows: Iterable[tuple[str, float | None, float | None, float | No
     height = PAD_TOP + len(data) * ROW_H + PAD_BOTTOM
     return {"width": WIDTH, "height": height, "x0": x(0.0), "bars": bars, "ticks": ticks,
             "plot_top": PAD_TOP - 6, "plot_bottom": PAD_TOP + len(data) * ROW_H, "label_w": LABEL_W}
+
+
+RATING_W = 640
+RATING_H = 200
+RATING_PAD = (34, 14, 12, 24)  # left, right, top, bottom
+
+
+def rating_chart(points: list[tuple[str, float, float]]) -> dict | None:
+    """Geometry of a line chart of ratings: ``(label, mu, sigma)`` points in time order, the
+    line through ``mu`` and a band ``mu ± sigma`` (openskill units).
+
+    Returns ``{"width", "height", "line" (SVG points), "band" (SVG polygon points),
+    "dots": [{"x", "y", "label", "mu", "sigma"}], "ticks": [{"y", "value"}], "left", "right"}``
+    (pixels), or None without points.
+    """
+    if not points:
+        return None
+    lo = min(mu - sigma for _, mu, sigma in points)
+    hi = max(mu + sigma for _, mu, sigma in points)
+    if hi - lo < 1e-9:
+        lo, hi = lo - 1, hi + 1
+    step = _nice_step(hi - lo)
+    lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
+    left, right, top, bottom = RATING_PAD
+    plot_w, plot_h = RATING_W - left - right, RATING_H - top - bottom
+
+    def x(i: int) -> float:
+        return round(left + (plot_w * i / (len(points) - 1) if len(points) > 1 else plot_w / 2), 1)
+
+    def y(v: float) -> float:
+        return round(top + (hi - v) / (hi - lo) * plot_h, 1)
+
+    dots = [{"x": x(i), "y": y(mu), "label": label, "mu": mu, "sigma": sigma}
+            for i, (label, mu, sigma) in enumerate(points)]
+    upper = [f"{x(i)},{y(mu + sigma)}" for i, (_, mu, sigma) in enumerate(points)]
+    lower = [f"{x(i)},{y(mu - sigma)}" for i, (_, mu, sigma) in reversed(list(enumerate(points)))]
+    ticks = []
+    v = lo
+    while v <= hi + step / 2:
+        ticks.append({"y": y(v), "value": f"{v:g}"})
+        v += step
+    return {"width": RATING_W, "height": RATING_H, "line": " ".join(f"{d['x']},{d['y']}" for d in dots),
+            "band": " ".join(upper + lower), "dots": dots, "ticks": ticks, "left": left, "right": RATING_W - right}

@@ -9,7 +9,7 @@ nothing here re-implements them. A 422 is shown next to the fields it names.
 ``GET|POST /ui/signup``                 create a contestant account; the token shown once
 ``GET /ui/bots``                        your bots; the register form
 ``POST /ui/bots``                       register (``POST /api/v1/bots``); the secret shown once
-``GET /ui/bots/<id>``                   the bot, its last check, matches and faults
+``GET /ui/bots/<id>``                   the bot, its check, cap, rating history, matches and faults
 ``POST /ui/bots/<id>/check``            ``POST /api/v1/bots/<id>/check``
 ``POST /ui/bots/<id>/secret``           ``POST /api/v1/bots/<id>/secret``; shown once
 ``GET|POST /ui/tournaments/new``        organizers: ``POST /api/v1/tournaments``
@@ -31,18 +31,23 @@ from typing import Any
 
 from flask import abort, current_app, g, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.orm import selectinload
 
 import engine
 from api.database import db
 from api.ui import access, fields
-from api.ui.views import _entrant_label, bp
+from api.ui.chart import rating_chart
+from api.ui.views import _entrant_label, _load_log, bp
 from arena.core import access as policy
-from arena.core.db.models import Bot, Match, MatchSeat, Tournament
+from arena.core.db.models import Bot, Match, MatchSeat, Rating, Tournament, TournamentParticipant
+from arena.core.standings import tournament_standings
 
 CSRF_KEY = "csrf"
-#: Matches listed on a bot page (newest first).
-BOT_MATCHES_SHOWN = 50
+#: Matches per page of a bot page (newest first; ``?page=N``).
+BOT_MATCHES_PER_PAGE = 25
+#: Finished tournaments shown in a bot's rating history (the latest ones).
+RATING_TOURNAMENTS_SHOWN = 50
 ACTIONS = ("start", "cancel", "resume", "retry")
 
 
@@ -168,26 +173,91 @@ def bots():
     return _bot_page(body["id"], secret=body["secret"], status=201)
 
 
+def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The bot's rating in each finished tournament it played (oldest first, the latest
+    :data:`RATING_TOURNAMENTS_SHOWN`) and a chart per rule set.
+
+    Each tournament's rating is the openskill rating of its standings
+    (:func:`arena.core.standings.tournament_standings`: every tournament starts from the
+    model's prior, matches rated in schedule order). A finished tournament's fold is cached in
+    ``standings_cache``, so a read folds nothing again. The rating across tournaments is the
+    ``ratings`` table (:func:`current_ratings`).
+    """
+    s = db()
+    ts = list(s.scalars(select(Tournament).join(TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id)
+                        .where(TournamentParticipant.bot_id == bot_id, Tournament.status == "finished")
+                        .order_by(Tournament.finished_at.desc(), Tournament.id.desc())
+                        .limit(RATING_TOURNAMENTS_SHOWN)
+                        .options(selectinload(Tournament.participants))))
+    rows: list[dict[str, Any]] = []
+    for t in reversed(ts):
+        table = tournament_standings(s, t)
+        mine = next((st for st in table if st.entrant == bot_id), None)
+        if mine is None or not mine.games:
+            continue
+        rows.append({"t": t, "s": mine, "entrants": len(table)})
+    charts: dict[str, dict[str, Any]] = {}
+    for rs in engine.RULESETS:
+        pts = [(r["t"].name or f"#{r['t'].id}", r["s"].mu, r["s"].sigma) for r in rows if r["t"].ruleset == rs]
+        geometry = rating_chart(pts)
+        if geometry is not None:
+            charts[rs] = geometry
+    return rows, charts
+
+
+def current_ratings(bot_id: int) -> list[Rating]:
+    """The bot's rating across tournaments per rule set (the ``ratings`` table, rebuilt by the
+    worker when a tournament finishes: :func:`arena.core.standings.rebuild_ratings`)."""
+    return list(db().scalars(select(Rating).where(Rating.bot_id == bot_id).order_by(Rating.ruleset)))
+
+
 def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, message: str | None = None):
+    """The bot page: ``GET /api/v1/bots/<id>`` (owner or organizer, else the API's 403/404),
+    its check, per-endpoint concurrency cap, rating history, one page of its matches
+    (``?page=N``, :data:`BOT_MATCHES_PER_PAGE` newest first) and the faults in them.
+
+    Access (:mod:`arena.core.access`): a match is linked when the viewer may read it; fault
+    details (kind, request, detail) come from the match log, shown only when the viewer may
+    read the log (log embargo: not while the tournament runs, except to organizers); else
+    only the count of the result."""
     account = _need_viewer()
     code, bot = call_api("GET", f"/api/v1/bots/{bot_id}")
     if code != 200:
         abort(code, bot.get("message"))
     s = db()
+    total = s.scalar(select(func.count()).select_from(MatchSeat).where(MatchSeat.bot_id == bot_id)) or 0
+    pages = max(1, -(-total // BOT_MATCHES_PER_PAGE))
+    page = min(max(1, request.args.get("page", 1, type=int) or 1), pages)
     rows = s.execute(select(Match, MatchSeat.seat).join(MatchSeat, MatchSeat.match_id == Match.id)
-                     .where(MatchSeat.bot_id == bot_id).order_by(Match.id.desc()).limit(BOT_MATCHES_SHOWN)).all()
+                     .where(MatchSeat.bot_id == bot_id).order_by(Match.id.desc())
+                     .offset((page - 1) * BOT_MATCHES_PER_PAGE).limit(BOT_MATCHES_PER_PAGE)
+                     .options(selectinload(Match.result))).all()
     tournaments = {t.id: t for t in s.scalars(select(Tournament).where(
         Tournament.id.in_({m.tournament_id for m, _seat in rows})))} if rows else {}
-    matches = []
+    matches, faults, embargoed = [], [], 0
     for m, seat in rows:
         t = tournaments[m.tournament_id]
         readable = policy.can_read_match(s, account, m, t)
         r = m.result if readable else None
+        n_faults = r.faults[seat] if r else None
         matches.append({"m": m, "t": t, "seat": seat, "readable": readable,
                         "score": r.scores[seat] if r else None, "place": r.places[seat] if r else None,
-                        "faults": r.faults[seat] if r else None})
+                        "faults": n_faults})
+        if not n_faults:
+            continue
+        if not policy.can_read_log(s, account, m, t):
+            embargoed += 1
+            continue
+        log = _load_log(m.id) or {}
+        for f in log.get("faults") or []:
+            if f.get("player") == seat:
+                faults.append({"m": m, "t": t, **f})
+    history, charts = _rating_history(bot_id)
     return render_template("bot.html", bot=bot, secret=secret, matches=matches, message=message,
-                           owner=bot.get("owner_id") == account.id, label=_entrant_label), status
+                           owner=bot.get("owner_id") == account.id, label=_entrant_label,
+                           page=page, pages=pages, total_matches=total, faults=faults,
+                           faults_embargoed=embargoed, history=history, charts=charts,
+                           ratings=current_ratings(bot_id)), status
 
 
 @bp.route("/bots/<int:bot_id>")

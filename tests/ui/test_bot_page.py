@@ -1,0 +1,138 @@
+"""The bot page (/ui/bots/<id>): rating history, concurrency cap, paginated matches, faults,
+and who sees what (arena.core.access). Test client against the shared ``site`` of conftest
+(real matches played between sample bots, one bot faulting)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy import func, select
+
+from api.ui import forms
+from arena.core.db.models import Match, MatchSeat, Tournament
+from arena.core.standings import tournament_standings
+
+
+def _client(site, who: str | None):
+    c = site.app.test_client()
+    if who is not None:
+        r = c.post("/ui/login", data={"token": site.tokens[who], "next": "/ui/"})
+        assert r.status_code == 303
+    return c
+
+
+def _rows(html: str, table_id: str) -> list[str]:
+    body = html.split(f'id="{table_id}"', 1)[1].split("</table>", 1)[0]
+    return re.findall(r"<tr (data-[a-z]+=\"[^\"]+\")", body)
+
+
+def test_rating_history_is_each_finished_tournaments_standings_rating(site):
+    ace = site.bots["Ace"]
+    html = _client(site, "alice").get(f"/ui/bots/{ace}").get_data(as_text=True)
+    with site.sessionmaker() as s:
+        finished = s.scalars(select(Tournament).where(Tournament.status == "finished")
+                             .order_by(Tournament.finished_at, Tournament.id)).all()
+        played = [t for t in finished if ace in [p.bot_id for p in t.participants]]
+        expected = []
+        for t in played:
+            mine = next(st for st in tournament_standings(s, t) if st.entrant == ace)
+            expected.append((t.id, f"{mine.mu:.2f}", f"{mine.sigma:.2f}", mine.rank))
+    assert len(expected) == 4  # MD open, JDF cup, TM sprint, the private duel
+    assert _rows(html, "rating-table") == [f'data-tournament="{tid}"' for tid, *_ in expected]
+    table = html.split('id="rating-table"', 1)[1]
+    for tid, mu, sigma, rank in expected:
+        row = table.split(f'data-tournament="{tid}"', 1)[1].split("</tr>", 1)[0]
+        assert f"{mu} <span class=\"muted\">± {sigma}</span>" in row
+        assert f">{rank} / " in row
+    # one chart per rule set played, a dot per tournament of that rule set
+    for rs, n in (("million_doubt", 2), ("jdf", 1), ("trump_millionaire", 1)):
+        svg = html.split(f'<svg class="rating-chart" data-ruleset="{rs}"', 1)[1].split("</svg>", 1)[0]
+        assert svg.count('<circle class="dot"') == n
+
+
+def test_the_cap_is_the_value_the_bot_api_returns(site):
+    ace = site.bots["Ace"]
+    c = _client(site, "alice")
+    api = c.get(f"/api/v1/bots/{ace}", headers={"Authorization": f"Bearer {site.tokens['alice']}"}).get_json()
+    html = c.get(f"/ui/bots/{ace}").get_data(as_text=True)
+    assert f'id="max-concurrency" data-value="{api["max_concurrency"]}"' in html
+    assert f"{api['max_concurrency']} requests at once" in html
+
+
+def test_matches_are_paginated(site, monkeypatch):
+    ace = site.bots["Ace"]
+    with site.sessionmaker() as s:
+        ids = list(s.scalars(select(MatchSeat.match_id).where(MatchSeat.bot_id == ace)
+                             .order_by(MatchSeat.match_id.desc())))
+    assert len(ids) > 5
+    monkeypatch.setattr(forms, "BOT_MATCHES_PER_PAGE", 5)
+    c = _client(site, "alice")
+    seen = []
+    pages = -(-len(ids) // 5)
+    for page in range(1, pages + 1):
+        html = c.get(f"/ui/bots/{ace}?page={page}").get_data(as_text=True)
+        rows = [int(x.split('"')[1]) for x in _rows(html, "bot-matches")]
+        assert len(rows) == (5 if page < pages else len(ids) - 5 * (pages - 1))
+        assert f"page {page} of {pages}" in html
+        seen += rows
+    assert seen == ids
+    html = c.get(f"/ui/bots/{ace}?page=999").get_data(as_text=True)  # past the end: the last page
+    assert f"page {pages} of {pages}" in html
+
+
+def _fault_counts(site, bot_id: int) -> int:
+    with site.sessionmaker() as s:
+        total = 0
+        for m, seat in s.execute(select(Match, MatchSeat.seat).join(MatchSeat, MatchSeat.match_id == Match.id)
+                                 .where(MatchSeat.bot_id == bot_id)):
+            if m.result is not None:
+                total += m.result.faults[seat]
+        return total
+
+
+def test_faults_listed_from_the_logs_the_viewer_may_read(site):
+    glitch = site.bots["Glitch"]
+    n = _fault_counts(site, glitch)
+    assert n > 0
+    html = _client(site, "bob").get(f"/ui/bots/{glitch}").get_data(as_text=True)
+    body = html.split('id="bot-faults"', 1)[1].split("</table>", 1)[0]
+    assert body.count('<tr class="bad"') == n
+    assert "Invalid action" in body or "invalid_action" in body
+    assert 'id="faults-embargoed"' not in html
+
+
+def test_fault_details_wait_for_the_end_of_a_running_tournament(site):
+    """Log embargo: while the tournament runs, the owner sees the count, not the details;
+    an organizer sees the details."""
+    glitch = site.bots["Glitch"]
+    tid = site.tournaments["jdf"]
+    with site.sessionmaker() as s:
+        in_jdf = s.scalar(select(func.count()).select_from(Match).join(MatchSeat, MatchSeat.match_id == Match.id)
+                          .where(Match.tournament_id == tid, MatchSeat.bot_id == glitch))
+        t = s.get(Tournament, tid)
+        t.status = "running"  # as if still being played
+        s.commit()
+    try:
+        assert in_jdf
+        owner = _client(site, "bob").get(f"/ui/bots/{glitch}").get_data(as_text=True)
+        organizer = _client(site, "olga").get(f"/ui/bots/{glitch}").get_data(as_text=True)
+        assert 'id="faults-embargoed"' in owner
+        owner_rows = owner.split('id="bot-faults"', 1)[1].split("</table>", 1)[0].count('<tr class="bad"') \
+            if '<table class="grid faults" id="bot-faults"' in owner else 0
+        organizer_rows = organizer.split('id="bot-faults"', 1)[1].split("</table>", 1)[0].count('<tr class="bad"')
+        assert organizer_rows == _fault_counts(site, glitch) > owner_rows
+        assert 'id="faults-embargoed"' not in organizer
+        jdf_links = re.findall(r'<tr class="bad" data-match="(\d+)">', owner)
+        with site.sessionmaker() as s:
+            assert all(s.get(Match, int(m)).tournament_id != tid for m in jdf_links)
+    finally:
+        with site.sessionmaker() as s:
+            s.get(Tournament, tid).status = "finished"
+            s.commit()
+
+
+@pytest.mark.parametrize(("who", "status"), [(None, 401), ("carol", 403), ("bob", 403), ("olga", 200)])
+def test_only_the_owner_and_organizers_open_a_bot_page(site, who, status):
+    r = _client(site, who).get(f"/ui/bots/{site.bots['Ace']}")
+    assert r.status_code == status
