@@ -138,17 +138,20 @@ def form_to_options(ruleset: str, form: Mapping[str, Any]) -> dict[str, Any]:
 
     Booleans: the checkbox is sent (``"1"``) or not. Integers: the text as an int, or the
     text itself when it is not one (the API's 422 names the option). Lists: comma- or
-    space-separated entries, each an int or its text. An unknown rule set gives ``{}``.
+    space-separated entries, each an int or its text. A number or list left empty (or not
+    sent) is left out: the rule set's default. An unknown rule set gives ``{}``.
     """
     out: dict[str, Any] = {}
     for f in option_fields().get(ruleset, []):
         raw = form.get(field_name(ruleset, f.name))
         if f.kind == "bool":
             out[f.name] = raw in ("1", "on", True)
+        elif raw is None or not str(raw).strip():
+            continue  # empty: the rule set's default
         elif f.kind == "int":
-            out[f.name] = _int_or_text(str(raw or ""))
+            out[f.name] = _int_or_text(str(raw))
         else:
-            out[f.name] = [_int_or_text(p) for p in re.split(r"[,\s、，]+", str(raw or "").strip()) if p]
+            out[f.name] = [_int_or_text(p) for p in re.split(r"[,\s、，]+", str(raw).strip()) if p]
     return out
 
 

@@ -182,9 +182,10 @@ def test_forms_need_the_session_csrf_token(eager_site):
         assert r.status_code == 400
     html = c.get("/ui/tournaments/new").get_data(as_text=True)
     token = re.search(r'name="csrf" value="([^"]+)"', html).group(1)
-    r = c.post("/ui/tournaments/new", data={"csrf": token, "ruleset": "jdf", "opt-jdf-sets": "0",
+    r = c.post("/ui/tournaments/new", data={"csrf": token, "ruleset": "jdf", "opt-jdf-sets": "0", "participants": "1",
                                             "games_per_pairing": "1", "max_faults": "3",
                                             "initial": "60", "increment": "10", "cap": "60"})
-    assert r.status_code == 422 and 'data-field="opt-jdf-sets"' in r.get_data(as_text=True)
+    html = r.get_data(as_text=True)
+    assert r.status_code == 422 and 'data-field="opt-jdf-sets"' in html, re.findall(r'data-field="[^"]*">[^<]*', html)
     r = c.post("/ui/tournaments/1/explode", data={"csrf": token})
     assert r.status_code == 404
