@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flask_babel import lazy_gettext as _l
+from flask_babel import gettext as _
 from marshmallow import validate
 
 import engine
@@ -43,7 +43,7 @@ class OptionField:
     name: str
     kind: str
     rule: str
-    help: Any  # a lazy translated string
+    help: str  # translated (the request's locale)
     min: int | None = None
     max: int | None = None
     entries: tuple[int, int] | None = None
@@ -60,12 +60,12 @@ SCORING = limits.MAX_SCORING_VALUE
 
 def _local_rules() -> list[OptionField]:
     helps = {
-        "eleven_back": _l("A play with a natural J turns the order back (J-back) until the trick clears."),
-        "stairs_revolution": _l("Stairs of 4 or more cards are a revolution too."),
-        "number_lock": _l("Two plays one step apart lock the trick to consecutive numbers."),
-        "five_skip": _l("A play with k natural 5s skips the next k seats."),
-        "seven_pass": _l("A play with k natural 7s gives up to k cards to the next seat."),
-        "ten_discard": _l("A play with k natural 10s discards up to k cards."),
+        "eleven_back": _("A play with a natural J turns the order back (J-back) until the trick clears."),
+        "stairs_revolution": _("Stairs of 4 or more cards are a revolution too."),
+        "number_lock": _("Two plays one step apart lock the trick to consecutive numbers."),
+        "five_skip": _("A play with k natural 5s skips the next k seats."),
+        "seven_pass": _("A play with k natural 7s gives up to k cards to the next seat."),
+        "ten_discard": _("A play with k natural 10s discards up to k cards."),
     }
     return [OptionField(name, "bool", rule, helps[name]) for name, rule in engine.LOCAL_RULES.items()]
 
@@ -73,21 +73,21 @@ def _local_rules() -> list[OptionField]:
 def option_fields() -> dict[str, list[OptionField]]:
     """The option fields of each rule set, in the options' wire order."""
     tm_max = _tm_target_max()
-    md = [OptionField("burst_score", "int", "MD-17", _l("Score of a game whose loser holds 11 or more cards at the end (a burst)."),
+    md = [OptionField("burst_score", "int", "MD-17", _("Score of a game whose loser holds 11 or more cards at the end (a burst)."),
                       0, SCORING)]
     tm = [OptionField("target_score", "int", "TM-1",
-                      _l("The game ends after the deal where a seat's total reaches it (at most %(max)s: longer games "
+                      _("The game ends after the deal where a seat's total reaches it (at most %(max)s: longer games "
                          "exceed the runner's decision limit).", max=tm_max), 1, tm_max),
           OptionField("rate_choices", "int_list", "TM-3",
-                      _l("Rates the Millionaire may pick, comma-separated."), 1, SCORING,
+                      _("Rates the Millionaire may pick, comma-separated."), 1, SCORING,
                       (1, limits.MAX_RATE_CHOICES)),
           *_local_rules()]
     jdf = [OptionField("sets", "int", "JDF-1",
-                       _l("Sets in a match (sets × games per set at most %(max)s).", max=JDF_MAX_GAMES), 1, 100),
-           OptionField("games_per_set", "int", "JDF-1", _l("Games in a set."), 1, 100),
+                       _("Sets in a match (sets × games per set at most %(max)s).", max=JDF_MAX_GAMES), 1, 100),
+           OptionField("games_per_set", "int", "JDF-1", _("Games in a set."), 1, 100),
            OptionField("rank_points", "int_list", "JDF-13",
-                       _l("Points for places 1 to 4, comma-separated."), -SCORING, SCORING, (4, 4)),
-           OptionField("set_bonus", "int", "JDF-13", _l("Extra points of the daifugo of a set's last game."), 0, SCORING),
+                       _("Points for places 1 to 4, comma-separated."), -SCORING, SCORING, (4, 4)),
+           OptionField("set_bonus", "int", "JDF-13", _("Extra points of the daifugo of a set's last game."), 0, SCORING),
            *_local_rules()]
     out = {engine.MILLION_DOUBT: md, engine.TRUMP_MILLIONAIRE: tm, engine.JDF: jdf}
     for rs, fields in out.items():  # one field per option of the engine, nothing more
