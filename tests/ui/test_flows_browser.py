@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 
 import pytest
 from sqlalchemy import select
@@ -189,3 +190,131 @@ def test_forms_need_the_session_csrf_token(eager_site):
     assert r.status_code == 422 and 'data-field="opt-jdf-sets"' in html, re.findall(r'data-field="[^"]*">[^<]*', html)
     r = c.post("/ui/tournaments/1/explode", data={"csrf": token})
     assert r.status_code == 404
+
+
+# --------------------------------------------------------------------------- on a real worker
+#: Guard against a hung check or tournament (never a timed assertion: the test waits for
+#: conditions and fails only when one never comes).
+WAIT_GUARD_MS = 180_000
+
+
+@pytest.fixture
+def worker_site(pg_url, redis_url, celery_worker_factory, tmp_path):
+    """The site as it is deployed: the API app (pages included) on PostgreSQL and Redis, not
+    eager, served over HTTP; one real Celery worker process (threads, like ``arena worker``)
+    playing checks and matches against real HTTP bots on 127.0.0.1; one organizer account
+    (``arena accounts create --organizer``). Only the service is started here: every
+    contestant and organizer step is done through the pages."""
+    from tests.worker.conftest import SwitchBot, fresh_pg_database
+
+    url = fresh_pg_database(pg_url)
+    db_engine = make_engine(url)
+    sm = make_sessionmaker(db_engine)
+    settings = Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url,
+                        allow_private_bot_urls=True, celery_eager=False, rate_limits=False)
+    app = create_app(settings, engine=db_engine)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    worker = celery_worker_factory(database_url=url, pool="threads", concurrency=4)
+    bots = [SwitchBot(SAMPLE_BOTS[kind](seed=i)) for i, kind in enumerate(("greedy", "heuristic", "random"))]
+    with sm() as s:
+        _account, organizer_token = create_account(s, "olga", "organizer")
+    yield {"url": f"http://127.0.0.1:{server.server_port}", "sm": sm, "organizer": organizer_token,
+           "bots": bots, "worker": worker}
+    for b in bots:
+        b.close()
+    server.shutdown()
+    db_engine.dispose()
+
+
+def _sign_up(page, site: str, name: str) -> None:
+    page.goto(site + "/ui/signup")
+    page.fill("#name", name)
+    page.click("form button[type=submit]")
+    assert page.locator("#token-value").inner_text()
+    assert name in page.locator("header .who").inner_text()
+
+
+def _register_and_check(page, site: str, name: str, bot) -> int:
+    """Register ``bot`` on the bots page, give it the secret shown once (as its author would
+    start it with ``secret=...``), run the check and wait until the worker has done it."""
+    page.goto(site + "/ui/bots")
+    page.fill("#bot-name", name)
+    page.fill("#bot-url", bot.url)
+    page.check("input[name=rulesets][value=million_doubt]")
+    page.click("#register-bot button[type=submit]")
+    bot.set_secret(page.locator("#secret-value").inner_text())
+    bot_id = int(re.search(r"#(\d+)", page.locator("h1").inner_text()).group(1))
+    page.click("#run-check")
+    # the check runs on the worker: the page says so and reloads itself until it is done
+    page.wait_for_selector("#bot-status[data-status=ready], #bot-status[data-status=failed]",
+                           timeout=WAIT_GUARD_MS)
+    assert page.locator("#bot-status").get_attribute("data-status") == "ready", page.content()[-3000:]
+    assert page.locator("#check-result").get_attribute("class") == "ok"
+    assert page.locator("#check-table tr[data-step=signature] td").nth(1).inner_text() == "✔"  # it checks signatures
+    return bot_id
+
+
+@pytest.mark.services
+def test_a_tournament_from_sign_up_to_replay_on_a_real_worker(worker_site, page, artifacts):
+    site, bots = worker_site["url"], worker_site["bots"]
+    # --- a contestant signs up and registers two bots; a second contestant a third one
+    _sign_up(page, site, "mika")
+    ids = [_register_and_check(page, site, "Mika-greedy", bots[0])]
+    kinds = page.locator("#check-table .kind-result").evaluate_all(
+        "ks => ks.map(k => [k.dataset.kind, k.classList.contains('bad'), k.textContent])")
+    assert {k for k, _bad, _text in kinds} >= {"play", "doubt"}  # each decision kind's result
+    assert all("✔" in text for kind, bad, text in kinds if kind == "play")
+    ids.append(_register_and_check(page, site, "Mika-heuristic", bots[1]))
+    page.click("header form button")  # sign out
+    _sign_up(page, site, "ken")
+    ids.append(_register_and_check(page, site, "Ken-random", bots[2]))
+    page.click("header form button")
+
+    # --- the organizer signs in and creates the tournament through the form
+    page.goto(site + "/ui/login")
+    page.fill("#token", worker_site["organizer"])
+    page.click("main form button[type=submit]")
+    page.goto(site + "/ui/tournaments/new")
+    page.fill("#t-name", "Worker cup")
+    page.select_option("#t-ruleset", "million_doubt")
+    assert page.locator("#options-million_doubt").is_visible()
+    assert not page.locator("#options-jdf").is_visible()  # the script shows the chosen rule set's options
+    page.fill("#opt-million_doubt-burst_score", "12")
+    page.fill("#t-initial", "10")
+    page.fill("#t-increment", "1")
+    page.fill("#t-cap", "10")
+    page.fill("#t-gpp", "2")
+    for bid in ids:
+        page.check(f"#participants input[value='{bid}']")
+    page.click("#create-tournament")
+    page.wait_for_selector("#status[data-status=created]")
+    assert "12" in page.locator("#options").inner_text()
+    # --- starts it and watches the progress until the worker has played every match
+    page.click("#action-start")
+    page.wait_for_selector("#status[data-status=running], #status[data-status=finished]")
+    progress: list[tuple[int, int]] = []
+    guard = time.monotonic() + WAIT_GUARD_MS / 1000
+    while True:  # the organizer reloads the page until it says finished
+        done, total = map(int, re.search(r"(\d+) / (\d+)", page.locator("#progress").inner_text()).groups())
+        progress.append((done, total))
+        if page.locator("#status").get_attribute("data-status") == "finished":
+            break
+        if time.monotonic() > guard:
+            pytest.fail(f"tournament not finished: progress {progress}\n{worker_site['worker'].log()[-3000:]}")
+        page.wait_for_timeout(1000)
+        page.reload()
+    assert progress[-1] == (3, 3) and all(t == 3 for _d, t in progress)
+    assert [d for d, _t in progress] == sorted(d for d, _t in progress)  # never goes back
+    assert sorted(page.locator("#standings td.rank").all_inner_texts()) == ["1", "2", "3"]
+    page.screenshot(path=str(artifacts / "ui-tournament-worker-finished.png"), full_page=True)
+    with worker_site["sm"]() as s:
+        t = s.scalar(select(Tournament).where(Tournament.name == "Worker cup"))
+        assert t.status == "finished" and t.options == {"burst_score": 12}
+        assert t.time_rules == {"initial": 10.0, "increment": 1.0, "cap": 10.0}
+        assert sorted(p.bot_id for p in t.participants) == sorted(ids)
+    # --- a replay is shown
+    page.locator("#matches a", has_text="replay").first.click()
+    page.wait_for_selector("#replay #seat-list .seat, #replay #seat-list > *")
+    assert page.locator("#replay-card").is_visible()
+    assert page.locator("#game-pick option").count() == 2  # two games per pairing
