@@ -65,8 +65,8 @@ def score_chart(rows: Iterable[tuple[str, float | None, float | None, float | No
             "plot_top": PAD_TOP - 6, "plot_bottom": PAD_TOP + len(data) * ROW_H, "label_w": LABEL_W}
 
 
-RATING_W = 640
-RATING_H = 200
+RATING_W = 520
+RATING_H = 150
 RATING_PAD = (34, 14, 12, 24)  # left, right, top, bottom
 
 
