@@ -32,7 +32,7 @@ def form_site(tmp_path_factory):
                               allow_private_bot_urls=True), engine=db_engine)
     with sm() as s:
         organizer, token = create_account(s, "olga", "organizer")
-        contestant, _ctoken = create_account(s, "mika", "contestant")
+        contestant, ctoken = create_account(s, "mika", "contestant")
         ids = []
         for i in range(4):
             b = Bot(owner_id=contestant.id, name=f"B{i}", url="http://127.0.0.1:9/", rulesets=list(engine.RULESETS),
@@ -41,7 +41,7 @@ def form_site(tmp_path_factory):
             s.flush()
             ids.append(b.id)
         s.commit()
-    yield {"app": app, "sm": sm, "token": token, "bots": ids}
+    yield {"app": app, "sm": sm, "token": token, "contestant": ctoken, "bots": ids}
     db_engine.dispose()
 
 
@@ -158,3 +158,28 @@ def test_a_bad_value_shows_the_apis_message_by_its_field_and_keeps_the_form(orga
         else:
             assert f'name="{k}" value="{v}"' in html
     assert 'id="form-message"' in html  # the API's message at the top too
+
+
+def test_a_contestant_cannot_create_a_tournament_through_the_form(form_site):
+    c = form_site["app"].test_client()
+    assert c.post("/ui/login", data={"token": form_site["contestant"], "next": "/ui/"}).status_code == 303
+    assert c.get("/ui/tournaments/new").status_code == 403
+    html = c.get("/ui/bots").get_data(as_text=True)
+    c.csrf = re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+    with form_site["sm"]() as s:
+        before = s.query(Tournament).count()
+    r = _post(c, form_site["bots"], name="Sneaky")
+    assert r.status_code == 403
+    with form_site["sm"]() as s:
+        assert s.query(Tournament).count() == before
+
+
+def test_options_of_another_rule_set_are_not_sent(organizer, form_site):
+    """A field of a rule set not chosen (here a JDF local rule with Million Doubt, which
+    refuses local rules) is ignored: only the chosen rule set's options reach the API."""
+    r = _post(organizer, form_site["bots"][:2], ruleset="million_doubt", **{"opt-jdf-five_skip": "1",
+                                                                           "opt-million_doubt-burst_score": "15"})
+    assert r.status_code == 303, r.get_data(as_text=True)[:1500]
+    tid = int(r.headers["Location"].rstrip("/").rsplit("/", 1)[1])
+    with form_site["sm"]() as s:
+        assert s.get(Tournament, tid).options == {"burst_score": 15}
