@@ -332,7 +332,7 @@ def arrange_family(fam: CyclicFamily, multipliers: list[int] | None = None, judg
     keeps its classes, so the result is as even as ``fam``. For each ``u`` (all units, or
     ``multipliers``) the translations are chosen block by block to keep entrant 0's tables apart
     (the others' follow by symmetry); the best ``judged`` candidates are judged by :func:`spread_metrics`.
-    Deterministic. Time: about ``units * blocks * n * n/k`` steps (a second for ``n = 128``).
+    Deterministic. Time: about ``units * blocks * n * n/k`` steps (2 s for ``n = 128``).
     """
     n, h = fam.n, fam.n // 2
     units = multipliers or [u for u in range(1, n) if math.gcd(u, n) == 1]
@@ -360,8 +360,8 @@ def arrange_family(fam: CyclicFamily, multipliers: list[int] | None = None, judg
         halves = tuple(sorted(u * a % n % h for a in fam.halves))
         scored.append((spread, u, CyclicFamily(n, tuple(blocks), halves, fam.quarter)))
     scored.sort(key=lambda item: item[:2])
-    judged = [(spread_metrics(cand.tables(), n), i, cand) for i, (_, _, cand) in enumerate(scored[:judged])]
-    return min(judged, key=lambda item: item[:2])[2]
+    ranked = [(spread_metrics(cand.tables(), n), i, cand) for i, (_, _, cand) in enumerate(scored[:judged])]
+    return min(ranked, key=lambda item: item[:2])[2]
 
 
 def spread_tables(n: int, seed: int) -> list[tuple[int, ...]]:
@@ -372,21 +372,28 @@ def spread_tables(n: int, seed: int) -> list[tuple[int, ...]]:
 
     - every index sits at the same number of tables ``k``: :func:`base_tables_per_entrant`
       (``m * ceil((n-1) / (3m))``, ``m = 4 / gcd(n, 4)``, the fewest that fill whole tables and
-      let every index meet all others), or the next count a cyclic family reaches (one more for
-      ``n = 0 mod 4`` with ``k = 3 mod 4``, e.g. 44 instead of 43 for ``n = 128``; 16: 6, 18: 8,
-      25: 12 ...; ``bench/schedule_bench.py`` prints every ``n``);
-    - every pair of indexes meets ``floor(3k / (n-1))`` or one more times (max - min <= 1; for
-      ``n = 1 or 4 mod 12`` with ``3k = n - 1`` every pair meets exactly once), which
-      ``tests/api/test_persistence.py`` checks for every ``n`` from 4 to 128;
-    - queue order: translate by translate, so each index's tables are spread over the queue:
-      at most 2 (3 for a few ``n``) of an index's tables in any ``n/4`` consecutive tables and a
-      wait of at most about 2.5 ``n/4`` tables between two of them (:func:`spread_metrics`).
+      let every index meet all others), or the next count a cyclic family reaches: one more
+      where ``n = 0 mod 4`` and that ``k = 3 mod 4`` (no cyclic family has it: 20, 32, 44, ...,
+      128 with 44 instead of 43 tables, +2.3%), and 16: 6 (not 5), 18: 8 (6), 24: 9 (8), 25: 12
+      (8; no cyclic design with every pair meeting once exists), 28: 10 (9), 36: 13 (12),
+      124: 42 (41), where the search found none (``bench/schedule_bench.py`` prints every ``n``);
+    - every pair of indexes meets ``floor(3k / (n-1))`` or one more times (max - min <= 1), at
+      least once; for ``n`` = 13, 37, 40, 49, 52, 61, 64, 73, 76, 85, 88, 97, 100, 109, 112 and 121
+      exactly once (``3k = n - 1``); ``tests/api/test_persistence.py`` checks every ``n`` from 4 to
+      128 with several seeds;
+    - queue order: translate by translate (:meth:`CyclicFamily.tables`, the family multiplied and
+      translated by :func:`arrange_family`), so each index's tables are spread over the queue: at
+      most 2 of an index's tables in any ``n/4`` consecutive tables (3 for most even ``n`` with a
+      half or quarter block), and at most ``2.75 * n/4`` tables between two of them, the queue
+      taken as cyclic (:func:`spread_metrics`; ``n/4`` is ideal).
 
-    Deterministic: the same ``n`` and ``seed`` give the same tables. Time: developing the stored
-    family, about 10 ms for ``n = 128`` on this 2-core machine (``bench/schedule_bench.py``).
-    A field without a stored family (above 128) gets a family from :func:`search_family`
-    (bounded: at most 4 x 20,000 steps, about 3 s) or, failing that, the greedy
-    :func:`_greedy_tables` (every index at ``k`` tables, pairs meeting 0 to 3 times).
+    Deterministic: the same ``n`` and ``seed`` give the same tables (the seed only relabels, so
+    the properties above hold for every seed). Time: about 3 ms for ``n = 128`` (5 ms the first
+    call, which parses :data:`FAMILIES`) on this 2-core machine under load; a whole
+    ``build_schedule`` of 128 bots (5,632 matches, one seed hash each) 50-100 ms
+    (``bench/schedule_bench.py``). A field without a stored family (above 128) gets one from
+    :func:`search_family` (bounded: at most 4 x 20,000 steps, a few seconds) or, failing that,
+    the greedy :func:`_greedy_tables` (every index at ``k`` tables, pairs meeting 0 to 3 times).
 
     Raises:
         ScheduleError: ``n < 4``.
@@ -400,10 +407,12 @@ def spread_tables(n: int, seed: int) -> list[tuple[int, ...]]:
     return [tuple(sorted(perm[i] for i in table)) for table in tables]
 
 
+@functools.cache
 def family(n: int) -> CyclicFamily | None:
     """The even cyclic family used for a field of ``n``: the stored one (:data:`FAMILIES`) if it
     checks out, else the first found by :func:`search_family` (seed 0, 20,000 steps) for ``k`` =
-    :func:`base_tables_per_entrant` and the next 3 table counts; None if none was found."""
+    :func:`base_tables_per_entrant` and the next 3 table counts; None if none was found.
+    Cached (the result depends on ``n`` only)."""
     fam = _stored_families().get(n)
     if fam is not None and fam.is_even():
         return fam
