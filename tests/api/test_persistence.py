@@ -15,6 +15,7 @@ from sqlalchemy import inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from arena.cli import main
+from arena.core import schedule as sched
 from arena.core.db.migrate import alembic_config, current, upgrade
 from arena.core.db.models import Account, Base, Bot, Match, MatchSeat, Tournament
 from arena.core.db.session import make_engine
@@ -151,38 +152,102 @@ def test_four_player_schedule_rotates_seats_and_fills_with_house_bots():
         build_schedule(4, [7, 9, 11], 1, seed=1)
 
 
-def _spread_within(positions: list[int], total: int, count: int) -> int:
-    """Largest gap between an entrant's consecutive matches, measured in matches."""
-    marks = [-1, *positions, total]
-    return max(b - a for a, b in zip(marks, marks[1:]))
+def _spread(tables: list[tuple], entrants: list) -> tuple[int, int]:
+    """(most tables of one entrant in any len(entrants)//4 consecutive tables, longest distance in
+    tables between an entrant's consecutive tables), the queue taken as cyclic (it repeats)."""
+    window = max(1, len(entrants) // 4)
+    crowd = wait = 0
+    for e in entrants:
+        pos = [i for i, t in enumerate(tables) if e in t]
+        ring = pos + [p + len(tables) for p in pos]
+        wait = max(wait, max(b - a for a, b in zip(ring, ring[1:len(pos) + 1])))
+        crowd = max(crowd, max(sum(1 for q in ring if p <= q < p + window) for p in pos))
+    return crowd, wait
+
+
+def _check_four_player_plan(plan, entrants: list) -> tuple[int, list[int], int, int]:
+    """The invariants of every 4-player plan; returns (tables per bot, pair meetings, crowd, wait)."""
+    n = len(entrants)
+    seats = collections.Counter(e for m in plan for e in m.seats)
+    assert set(seats) == set(entrants) and len(set(seats.values())) == 1  # every bot plays as many matches
+    by_seat = collections.Counter((e, i) for m in plan for i, e in enumerate(m.seats))
+    assert len(by_seat) == 4 * n and len(set(by_seat.values())) == 1  # ... and sits in each seat as often
+    assert all(len(set(m.seats)) == 4 for m in plan)
+    assert [m.index for m in plan] == list(range(len(plan))) and len({m.seed for m in plan}) == len(plan)
+    tables = [tuple(sorted(m.seats)) for m in plan[:len(plan) // 4]]  # one rotation: every table once
+    assert sorted(m.table for m in plan[:len(tables)]) == list(range(len(tables)))
+    for k in range(4):  # the same table order in every rotation, the seats rotated
+        assert [m.table for m in plan[k * len(tables):(k + 1) * len(tables)]] == list(range(len(tables)))
+    meets = collections.Counter(p for t in tables for p in itertools.combinations(t, 2))
+    counts = [meets[p] for p in itertools.combinations(sorted(entrants), 2)]
+    return seats[entrants[0]] // 4, counts, *_spread(tables, entrants)
 
 
 @pytest.mark.parametrize("n", range(4, 129))
 def test_four_player_schedule_for_every_field_size(n):
-    """Issue 15: every bot seated equally often (and in each seat equally often), pairs meeting
-    evenly, each bot's matches spread over the queue; built quickly for 4..128 bots."""
-    plan = build_schedule(4, list(range(1000, 1000 + n)), 1, seed=n)
-    seats = collections.Counter(e for m in plan for e in m.seats)
-    assert len(seats) == n and len(set(seats.values())) == 1  # every bot plays as many matches
-    by_seat = collections.Counter((e, i) for m in plan for i, e in enumerate(m.seats))
-    assert len(set(by_seat.values())) == 1  # ... and sits in each seat as often
-    assert all(len(set(m.seats)) == 4 for m in plan)
-    tables = {m.table: tuple(sorted(m.seats)) for m in plan}
-    meets = collections.Counter(p for t in tables.values() for p in itertools.combinations(t, 2))
-    counts = [meets[p] for p in itertools.combinations(range(1000, 1000 + n), 2)]
-    if n <= 8:  # every 4-subset: every pair meets exactly C(n-2, 2) times
-        assert set(counts) == {math.comb(n - 2, 2)}
-    else:
-        assert max(counts) <= 3  # nobody meets the same bot more than 3 times
-        assert sum(1 for c in counts if c >= 1) >= 0.85 * len(counts)  # nearly every pair meets
-    # spread: no bot waits more than a fifth of the queue (plus one table round) between matches
-    positions = collections.defaultdict(list)
-    for m in plan:
-        for e in m.seats:
-            positions[e].append(m.index)
-    per_bot = len(plan) * 4 // n
-    worst = max(_spread_within(p, len(plan), per_bot) for p in positions.values())
-    assert worst <= max(len(plan) // 5, 4 * n), (worst, len(plan))
+    """Issue 15: every bot at the same number of tables (and in each seat equally often), every
+    pair meeting as evenly as the numbers allow (max - min <= 1, and every pair meets), each
+    bot's tables spread over the queue; the same for every seed, and reproducible."""
+    entrants = list(range(1000, 1000 + n))
+    base = sched.base_tables_per_entrant(n)
+    for seed in (n, 1, 2**62 + 12345):
+        plan = build_schedule(4, entrants, 1, seed=seed)
+        k, counts, crowd, wait = _check_four_player_plan(plan, entrants)
+        if n <= 8:  # every 4-subset: every pair meets exactly C(n-2, 2) times
+            assert set(counts) == {math.comb(n - 2, 2)} and k == math.comb(n - 1, 3)
+        else:
+            low = 3 * k // (n - 1)
+            assert min(counts) >= 1 and set(counts) <= {low, low + 1}, collections.Counter(counts)
+            assert base <= k <= base + 4 // math.gcd(n, 4)  # the fewest tables, or one step more
+            assert k == sched.family(n).per_entrant and len(plan) == 4 * n * k // 4
+        # spread: about one table of a bot per n/4 tables of the queue, never a long wait
+        assert crowd <= 3, crowd
+        assert wait <= 5 * max(n, 8) // 8 + 4, (wait, n)  # 2.5 n/4 tables
+        assert plan == build_schedule(4, list(reversed(entrants)), 1, seed=seed)  # deterministic
+    if n > 8:  # the seed relabels the bots: another seed, other tables
+        assert build_schedule(4, entrants, 1, seed=1) != build_schedule(4, entrants, 1, seed=2)
+
+
+def test_stored_families_are_even_and_spread_tables_is_the_same_without_the_table_limit():
+    for n in range(4, 129):
+        fam = sched._stored_families()[n]
+        assert fam.is_even() and sched.family(n) == fam
+        counts = fam.class_counts()[1:]
+        assert max(counts) - min(counts) <= 1
+        tables = sched.spread_tables(n, seed=7)
+        assert sorted(collections.Counter(i for t in tables for i in t).values()) == [fam.per_entrant] * n
+    # the exact designs among them: every pair meets exactly once (Steiner systems S(2, 4, n))
+    exact = [n for n in range(9, 129) if set(sched._stored_families()[n].class_counts()[1:]) == {1}]
+    assert exact == [13, 37, 40, 49, 52, 61, 64, 73, 76, 85, 88, 97, 100, 109, 112, 121]
+    plan = build_schedule(4, list(range(8)), 1, seed=3, table_limit=0)  # 8 bots, the cyclic family
+    k, counts, _, _ = _check_four_player_plan(plan, list(range(8)))
+    assert k == 4 and set(counts) == {1, 2}
+
+
+def test_family_search_and_its_limits():
+    fam = sched.search_family(40, 13, seed=0, max_steps=50_000)
+    assert fam is not None and fam.is_even() and fam.per_entrant == 13 and fam.quarter
+    assert sched.search_family(128, 43, seed=0, max_steps=1000) is None  # k = 3 mod 4: no cyclic family
+    assert sched.family_shape(128, 43) is None and sched.family_shape(128, 44) == (11, 0, False)
+    assert sched.search_family(25, 8, seed=0, max_steps=2000) is None  # no cyclic S(2, 4, 25) exists
+    # a family that is not even, or whose block would be its own half-turn, is rejected
+    assert not sched.CyclicFamily(9, ((0, 1, 2, 3),)).is_even()
+    assert not sched.CyclicFamily(8, ((0, 1, 4, 5),)).is_even()
+    line = sched.family_line(sched.family(16))
+    assert line.startswith("16: ") and sched.family(16).per_entrant == 6
+
+
+def test_four_player_fields_beyond_the_stored_families_still_get_a_valid_schedule():
+    for n in (129, 131):  # searched at run time, bounded; or the greedy fallback
+        tables = sched.spread_tables(n, seed=5)
+        per = collections.Counter(i for t in tables for i in t)
+        assert len(per) == n and len(set(per.values())) == 1 and all(len(set(t)) == 4 for t in tables)
+    greedy = sched._greedy_tables(131, seed=5)
+    per = collections.Counter(i for t in greedy for i in t)
+    assert len(per) == 131 and set(per.values()) == {sched.base_tables_per_entrant(131)}
+    assert all(len(set(t)) == 4 for t in greedy)
+    with pytest.raises(ScheduleError, match="at least 4"):
+        sched.spread_tables(3, seed=1)
 
 
 def test_two_player_schedule_rounds_for_every_field_size():
