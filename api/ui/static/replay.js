@@ -164,7 +164,7 @@
     var list = document.getElementById("seat-list");
     list.textContent = "";
     var cap = (R.time_rules && R.time_rules.cap_ms) || 60000;
-    for (var s = 0; s < f.hands.length; s++) {
+    for (var s = 0; s < f.hand_sizes.length; s++) {
       var row = el("div", "seat");
       row.id = "seat-" + s;
       row.setAttribute("data-seat", s);
