@@ -47,6 +47,7 @@ from arena.core.db.models import (
 from arena.core.lifecycle import MatchStatus, TournamentStatus
 from arena.core.limits import BoundsError, check_match_bounds
 from arena.core.queue import QueueError, enqueue_matches, launch_tournament
+from arena.core.runner.service import announce
 from arena.core.standings import tournament_standings
 
 blp = Blueprint("tournaments", __name__, url_prefix="/api/v1/tournaments",
@@ -395,6 +396,7 @@ class TournamentRetry(MethodView):
         s = db()
         ids = _transition(lifecycle.retry_failed, s, t.id)
         _enqueue(s, ids, "retry again later")
+        announce(settings(), t.id, "queued", ids)  # the tournament page's live view (after the commit)
         s.refresh(t)
         return tournament_dict(t)
 

@@ -8,6 +8,8 @@ JavaScript file for the replay, no build step).
 ``/ui/matches/<id>``                    seats, result, faults, step-by-step replay
 ``/ui/matches/<id>/log.json``           the match log (JSON download)
 ``/ui/matches/<id>/replay.json``        the replay data of the page (api.ui.replay)
+``/ui/matches/<id>/live``               live view stream (SSE; api.ui.live)
+``/ui/tournaments/<id>/live``           tournament events (SSE; also ``live.html``)
 ``/ui/login``, ``/ui/logout``           sign in with an API token / sign out
 ``/ui/lang/<en|ja>``                    language switch (cookie; default: Accept-Language)
 ======================================= ==================================================

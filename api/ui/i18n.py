@@ -83,7 +83,7 @@ def N_(message: str) -> str:  # noqa: N802 - the gettext convention; marks a mes
     return message
 
 
-#: English messages of ``static/replay.js`` (``{name}`` placeholders are filled in by the script).
+#: English messages of ``static/replay.js`` and ``static/tournament_live.js`` (``{name}`` placeholders are filled in by the script).
 JS_MESSAGES: tuple[str, ...] = (
     N_("Joker"), N_("face-down: {card}"), N_("revealed by a doubt"), N_("played face-down (revealed)"),
     N_("seat {n}"), N_("Seat {n}"), N_("{n} card"), N_("{n} cards"), N_("bank {s}"), N_("out"),
@@ -118,7 +118,9 @@ JS_MESSAGES: tuple[str, ...] = (
     N_("new in this hand: {card}"), N_("Outlined cards are new in the hand."),
     N_("Spade-3 return (スペ3返し) by {who}: beats the joker, the field is cleared"), N_("blind cards: {cards}"),
     N_("Set {set} · game {game}"), N_("through"), N_("Seat"), N_("game {g} · decision {n}"),
-    N_("reload for the replay"), N_("live view unavailable"),
+    N_("live view unavailable"), N_("hidden card"), N_("face-down card"), N_("Open the replay"),
+    N_("The replay is shown when the tournament is finished."), N_("Match page"),
+    N_("waiting for the next decision"), N_("reconnecting…"), N_("no longer running"), N_("live"),
 )
 
 

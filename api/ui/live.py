@@ -1,66 +1,199 @@
-"""Live match stream for the pages: ``GET /ui/matches/<id>/live`` (server-sent events).
+"""Live views for the pages (server-sent events relayed from Redis, :mod:`arena.core.live`).
 
-The worker publishes every decision of a running match to Redis (:mod:`arena.core.live`);
-this stream relays the match's channel to the browser, one ``data: <json>`` event per
-decision, ``: keep-alive`` comments while nothing happens, and ends after the ``end``
-message. Who may watch: whoever may read the match's log (``arena.core.access.can_read_log``):
-the log embargo (docs/fairness.md) keeps a running tournament's moves from contestants until
-it is over, and a live view of them would undo it, so while a tournament runs only organizers
-watch (the full channel: hands, face-down cards named). Everyone else gets 403 (a sign-in
-page when signed out). Other viewers get the public channel (hand sizes, the field with
-face-down cards as counts, public events) should the policy allow them. A match that is not
-playing answers one ``end`` event at once. Redis down: one ``error`` event.
+``GET /ui/matches/<id>/live``: the match's live channel, one ``data: <json>`` event per
+decision, ``: keep-alive`` comments while nothing happens, and one ``end`` event when the
+match is over. Who watches what is :func:`arena.core.access.live_view_for`, the one policy of
+the stream and of the page: organizers get the full channel (every hand, face-down cards
+named); anyone else who may read the match (a contestant: the matches of its bots) gets the
+PUBLIC channel only (C-11: hand sizes, face-up cards, face-down cards as counts, public
+events), whatever the request carries (no parameter or header selects a channel); everyone
+else gets 403 (a sign-in page when signed out). The log embargo is unchanged: the log and the
+replay of a running tournament stay organizers' (docs/fairness.md). A match that is not
+playing answers one ``end`` event at once; the match's status is read again after subscribing
+and at every keep-alive, so an end published before the subscription is never waited for.
+Redis down: one ``error`` event (the browser's ``EventSource`` reconnects by itself).
+
+``GET /ui/tournaments/<id>/live``: the tournament's events (a match claimed, finished, failed
+or sent again) as ``data: {"type": "tournament", "event"}`` (plus ``match_ids`` for viewers who
+see every match of it), for whoever may view the tournament, while it runs; ``end`` once it is
+no longer running. ``GET /ui/tournaments/<id>/live.html``: the parts of the tournament page
+that change (status, progress, the matches playing now that the viewer may read, standings),
+re-fetched by ``static/tournament_live.js`` after events (debounced).
+
+No database connection is held while streaming (each status check takes one and gives it
+back).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 
 import redis
-from flask import Response, abort, stream_with_context
-from flask_babel import gettext as _
+from flask import Response, current_app, render_template, stream_with_context
+from sqlalchemy import select
 
 from api.database import db, settings
 from api.ui import access
-from api.ui.views import _deny, _match, bp
+from api.ui.views import _bot_names, _deny, _match, _progress, _tournament, bp, playing_now, standings_rows
 from arena.core import access as policy
 from arena.core import live
+from arena.core.db.models import Match, Tournament
+from arena.core.standings import tournament_standings
 
+#: Match statuses in which a match may still be played (its live view is open).
 LIVE_STATUSES = ("queued", "running", "pending")
+#: Seconds without a message before a keep-alive (and a status check), both streams.
+IDLE_S = 15.0
+SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 
 def can_watch_live(m, t) -> bool:
-    """True when the viewer may open the live stream of match ``m`` of tournament ``t`` now."""
-    return m.status in LIVE_STATUSES and policy.can_read_log(db(), access.viewer(), m, t)
+    """True when the viewer may open the live view of match ``m`` of tournament ``t`` now
+    (it is playing or waiting to be played, and :func:`arena.core.access.live_view_for` allows it)."""
+    return m.status in LIVE_STATUSES and policy.live_view_for(db(), access.viewer(), m, t) is not None
+
+
+def live_view(m, t) -> str | None:
+    """``"full"``, ``"public"`` or None: the viewer's live channel of match ``m``."""
+    return policy.live_view_for(db(), access.viewer(), m, t)
 
 
 @bp.app_context_processor
 def _live_globals():
-    return {"can_watch_live": can_watch_live}
+    return {"can_watch_live": can_watch_live, "live_view": live_view}
+
+
+def _sse(message: dict) -> str:
+    return "data: " + json.dumps(message, separators=(",", ":")) + "\n\n"
+
+
+def _status_reader(model, key: int) -> Callable[[], str | None]:
+    factory = current_app.extensions["arena"]["sessionmaker"]
+
+    def read() -> str | None:
+        with factory() as s:
+            return s.scalar(select(model.status).where(model.id == key))
+    return read
+
+
+def _error(exc: Exception) -> str:
+    return "event: error\ndata: " + json.dumps({"error": str(exc)[:200]}) + "\n\n"
 
 
 @bp.route("/matches/<int:match_id>/live")
 def match_live(match_id: int):
     account = access.viewer()
     m, t = _match(match_id)
-    if not policy.can_read_match(db(), account, m, t):
+    view = policy.live_view_for(db(), account, m, t)
+    if view is None:
         _deny(account, f"match {m.id}")
-    if not policy.can_read_log(db(), account, m, t):
-        abort(403, _("The live view of match %(id)s is embargoed until the tournament is finished.", id=m.id))
-    full = policy.is_organizer(account)
+    full = view == "full"  # the policy's answer only: nothing in the request chooses the channel
     status, url, mid = m.status, settings().broker_url, m.id
+    read_status = _status_reader(Match, mid)
     db().close()  # hold no database connection while streaming
 
-    def events():
-        if status not in LIVE_STATUSES:
-            yield "data: " + json.dumps({"type": "end", "match_id": mid, "status": status}) + "\n\n"
-            return
-        yield ": live\n\n"
-        try:
-            for text in live.subscribe(url, mid, full=full):
-                yield ": keep-alive\n\n" if text is None else f"data: {text}\n\n"
-        except redis.RedisError as exc:
-            yield "event: error\ndata: " + json.dumps({"error": str(exc)[:200]}) + "\n\n"
+    def end(now: str | None) -> str:
+        return _sse({"type": "end", "match_id": mid, "status": now})
 
-    return Response(stream_with_context(events()), mimetype="text/event-stream",
-                    headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    def events() -> Iterator[str]:
+        if status not in LIVE_STATUSES:
+            yield end(status)
+            return
+        try:
+            sub = live.Subscription(url, live.channel(mid, full))
+        except redis.RedisError as exc:
+            yield _error(exc)
+            return
+        try:
+            yield ": live\n\n"
+            now = read_status()  # after subscribing: an end published before is not waited for
+            if now not in LIVE_STATUSES:
+                yield end(now)
+                return
+            for text in sub.messages(IDLE_S):
+                if text is not None:
+                    yield f"data: {text}\n\n"
+                    continue
+                now = read_status()
+                if now not in LIVE_STATUSES:
+                    yield end(now)
+                    return
+                yield ": keep-alive\n\n"
+        except redis.RedisError as exc:
+            yield _error(exc)
+        finally:
+            sub.close()
+
+    return Response(stream_with_context(events()), mimetype="text/event-stream", headers=SSE_HEADERS)
+
+
+def _viewable_tournament(tournament_id: int) -> Tournament:
+    account = access.viewer()
+    t = _tournament(tournament_id)
+    if not policy.can_view_tournament(db(), account, t):
+        _deny(account, f"tournament {t.id}")
+    return t
+
+
+@bp.route("/tournaments/<int:tournament_id>/live")
+def tournament_live(tournament_id: int):
+    t = _viewable_tournament(tournament_id)
+    with_ids = policy.sees_all_matches(db(), access.viewer(), t)
+    status, url, tid = t.status, settings().broker_url, t.id
+    read_status = _status_reader(Tournament, tid)
+    db().close()
+
+    def end(now: str | None) -> str:
+        return _sse({"type": "end", "tournament_id": tid, "status": now})
+
+    def events() -> Iterator[str]:
+        if status != "running":
+            yield end(status)
+            return
+        try:
+            sub = live.subscribe_tournament(url, tid)
+        except redis.RedisError as exc:
+            yield _error(exc)
+            return
+        try:
+            yield ": live\n\n"
+            for text in sub.messages(IDLE_S, until_end=False):
+                if text is None:
+                    now = read_status()
+                    if now != "running":
+                        yield end(now)
+                        return
+                    yield ": keep-alive\n\n"
+                    continue
+                try:
+                    msg = json.loads(text)
+                except ValueError:
+                    continue
+                out = {"type": "tournament", "event": msg.get("event")}
+                if with_ids:
+                    out["match_ids"] = msg.get("match_ids") or []
+                yield _sse(out)
+                if msg.get("event") in ("finished", "failed"):
+                    now = read_status()
+                    if now != "running":
+                        yield end(now)
+                        return
+        except redis.RedisError as exc:
+            yield _error(exc)
+        finally:
+            sub.close()
+
+    return Response(stream_with_context(events()), mimetype="text/event-stream", headers=SSE_HEADERS)
+
+
+@bp.route("/tournaments/<int:tournament_id>/live.html")
+def tournament_live_state(tournament_id: int):
+    """The changing parts of the tournament page (module docstring), as the page renders them."""
+    t = _viewable_tournament(tournament_id)
+    account = access.viewer()
+    names = _bot_names([p.bot_id for p in t.participants])
+    rows = standings_rows(tournament_standings(db(), t), names)
+    html = render_template("_tournament_live.html", t=t, progress=_progress(t), rows=rows,
+                           playing=playing_now(t, account))
+    return Response(html, mimetype="text/html", headers={"Cache-Control": "no-store"})

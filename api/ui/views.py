@@ -126,6 +126,39 @@ def _progress(t: Tournament) -> dict:
     return {"finished": done, "total": total, "percent": round(100 * done / total) if total else 0}
 
 
+def standings_rows(standings, names: dict[int, str]) -> list[dict[str, Any]]:
+    """Rows of the standings table (``_standings_table.html``): the standing, its label, the
+    95% interval's ends."""
+    rows: list[dict[str, Any]] = []
+    for st in standings:
+        label = _entrant_label(st.entrant if isinstance(st.entrant, int) else None,
+                               st.entrant if isinstance(st.entrant, str) else None, names)
+        lo = hi = None
+        if st.mean_score is not None and st.ci95 is not None:
+            lo, hi = st.mean_score - st.ci95, st.mean_score + st.ci95
+        rows.append({"s": st, "label": label, "lo": lo, "hi": hi})
+    return rows
+
+
+#: Matches listed as playing now on a tournament page, at most.
+PLAYING_LIMIT = 50
+
+
+def playing_now(t: Tournament, account) -> dict[str, Any]:
+    """The tournament's matches being played now that ``account`` may read (at most
+    :data:`PLAYING_LIMIT`, with their seat labels), and how many are playing in all."""
+    cond = [Match.tournament_id == t.id, Match.status == "running"]
+    everyone = db().scalar(select(func.count()).select_from(Match).where(*cond)) or 0
+    visible = policy.visible_matches_condition(db(), account, t)
+    if visible is not None:
+        cond.append(visible)
+    matches = db().scalars(select(Match).where(*cond).order_by(Match.index).limit(PLAYING_LIMIT)
+                           .options(selectinload(Match.seats))).all()
+    names = _bot_names([s.bot_id for m in matches for s in m.seats])
+    rows = [{"m": m, "seats": [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]} for m in matches]
+    return {"rows": rows, "total": everyone, "hidden": max(0, everyone - len(rows))}
+
+
 # ----------------------------------------------------------------------------- sign in / out
 def _refuse_cross_site() -> None:
     """Login CSRF: a sign-in or sign-out posted from another site (the browser's
@@ -193,14 +226,7 @@ def tournament_page(tournament_id: int):
                            .options(selectinload(Match.seats), selectinload(Match.result))).all()
     names = _bot_names([p.bot_id for p in t.participants]
                        + [s.bot_id for m in matches for s in m.seats])
-    rows: list[dict[str, Any]] = []
-    for st in standings:
-        label = _entrant_label(st.entrant if isinstance(st.entrant, int) else None,
-                               st.entrant if isinstance(st.entrant, str) else None, names)
-        lo = hi = None
-        if st.mean_score is not None and st.ci95 is not None:
-            lo, hi = st.mean_score - st.ci95, st.mean_score + st.ci95
-        rows.append({"s": st, "label": label, "lo": lo, "hi": hi})
+    rows = standings_rows(standings, names)
     match_rows = []
     for m in matches:
         seats = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
@@ -209,6 +235,7 @@ def tournament_page(tournament_id: int):
                            "faults": sum(r.faults) if r else 0})
     return render_template(
         "tournament.html", t=t, progress=_progress(t), rows=rows, matches=match_rows, hidden=total - shown,
+        playing=playing_now(t, account) if t.status == "running" else None,
         page=page, pages=pages, shown=shown,
         chart=score_chart([(r["label"], r["s"].mean_score, r["lo"], r["hi"]) for r in rows]),
         public=policy.is_public(t), logs_link=policy.can_download_tournament_logs(db(), account, t),
@@ -242,7 +269,7 @@ def match_page(match_id: int):
                       "score": r.scores[i] if r else None, "place": r.places[i] if r else None,
                       "faults": r.faults[i] if r else None})
     return render_template("match.html", m=m, t=t, seats=seats, result=r, faults=faults,
-                           labels=labels, replay=replay, replay_error=replay_error,
+                           labels=labels, live_players=[{"index": i, "name": x, "label": x} for i, x in enumerate(labels)], replay=replay, replay_error=replay_error,
                            has_log=match_log is not None, public=policy.is_public(t), embargoed=embargoed,
                            show_seed=policy.can_see_seed(db(), account, t))
 

@@ -18,6 +18,11 @@ A *viewer* is an :class:`~arena.core.db.models.Account` or ``None`` (anonymous).
   shown to organizers (every organizer: they run the platform) and, once the seed is
   revealed (:func:`seed_revealed`), to whoever may read the tournament. Before that anyone
   sees the published commitment only (:mod:`arena.core.fairness`).
+* **Live view** (:func:`live_view_for`): organizers watch a playing match on the full
+  channel (every hand, face-down cards named); whoever else may read the match
+  (:func:`can_read_match`: a contestant, its own bots' matches) watches the public channel
+  only (C-11: hand sizes, face-up cards, face-down cards as counts, public events), never
+  the full one. The log embargo is unchanged (:func:`can_read_log`).
 * **Bot URLs** (:func:`can_see_bot_url`): a bot's endpoint URL is shown to its owner and to
   organizers only; tournament logs are stored without URLs and older logs have them
   removed on read (:func:`redact_log`).
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, exists, select
 from sqlalchemy.orm import Session
@@ -116,6 +121,23 @@ def can_read_log(session: Session, viewer: Account | None, m: Match, t: Tourname
     if is_organizer(viewer):
         return True
     return is_over(t) and can_read_match(session, viewer, m, t)
+
+
+#: The two live channels of a match (:mod:`arena.core.live`).
+LiveView = Literal["full", "public"]
+
+
+def live_view_for(session: Session, viewer: Account | None, m: Match, t: Tournament) -> LiveView | None:
+    """Which live channel of match ``m`` (tournament ``t``) the viewer may watch:
+    ``"full"`` for organizers, ``"public"`` for anyone else who may read the match
+    (:func:`can_read_match`), None for the rest. Never ``"full"`` for a non-organizer, even
+    once the log is readable: the live stream is not the log (C-11; module docstring).
+    Whether the match is playing now is the caller's question."""
+    if is_organizer(viewer):
+        return "full"
+    if can_read_match(session, viewer, m, t):
+        return "public"
+    return None
 
 
 def seed_revealed(session: Session, t: Tournament) -> bool:

@@ -1,29 +1,44 @@
-"""Live match views through Redis pub/sub: the worker publishes, the pages stream them.
+"""Live views through Redis pub/sub: the worker publishes, the pages stream them.
 
-After every decision of a match the runner (``run_match(on_step=...)``, wired by
+**Matches.** After every decision of a match the runner (``run_match(on_step=...)``, wired by
 :func:`arena.core.runner.service.play_and_store`) calls :meth:`LivePublisher.step`, which
 publishes two JSON messages:
 
 - channel ``arena:live:match:<id>:public``: :func:`public_view`, the table as a spectator
-  sees it: hand sizes, the field with every unrevealed face-down card as a count only,
+  sees it (C-11): hand sizes, the field with every unrevealed face-down card as a count only,
   flags, whose turn, the acting seat's time bank, and the events since the previous step as
   ``engine.Game.history`` gives them to a viewer who is no seat (public versions of private
-  events: no hand, no face-down identity, no set-aside or blind card, C-11 / MD-8);
+  events: no hand, no face-down identity, no set-aside or blind card before its reveal, no
+  card given or exchanged between two seats, MD-8 / TM-2 / TM-3 / JDF-2 / JDF-4), with the
+  ``hands`` left at a Million Doubt game's end removed too (the post-game log has them);
 - channel ``arena:live:match:<id>:full``: :func:`full_view`, the same plus every hand, the
   field and events in the full (log) view, for organizers.
 
-A final ``{"type": "end"}`` message is published on both when the match is over.
+A final ``{"type": "end"}`` message is published on both when the match is over. Who may
+watch which channel: :func:`arena.core.access.live_view_for`.
 
-Publishing never fails a match: a Redis error disables the publisher for the rest of the
-match (one warning in the worker log); the match log stays the record. Readers subscribe with
-:func:`subscribe`.
+**Tournaments.** :func:`publish_tournament_event` puts a small message on
+``arena:live:tournament:<id>`` when one of its matches is claimed by a worker, finishes,
+fails or is sent again (the reaper, a retry): :data:`TOURNAMENT_EVENTS`. The tournament page
+re-reads its progress, the matches playing now and the standings on each one.
 
-Message shape (JSON)::
+Publishing never fails a match or a transaction: a Redis error disables a match's publisher
+for the rest of the match (one warning in the worker log), a tournament event is dropped with
+a warning; the database stays the record. Callers publish after their commit. Readers
+subscribe with :func:`subscribe` / :func:`subscribe_tournament`.
 
-    {"type": "step", "match_id", "game", "step", "unit", "seat" (who acted), "player" (its player index), "kind",
-     "elapsed_ms", "bank_after_ms" (that seat's bank, milliseconds), "fault", "hand_sizes", "field", "revolution", "jback",
+Match message shape (JSON)::
+
+    {"type": "step", "match_id", "game", "step", "unit", "seat" (who acted), "player" (its player index),
+     "seats" (player index of each seat in this game, or null), "kind", "elapsed_ms",
+     "bank_after_ms" (that seat's bank, milliseconds), "fault", "hand_sizes", "field", "revolution", "jback",
      "suit_lock", "number_lock", "direction", "to_act", "decision", "still_in", "over",
      "events": [...], "hands"?: [[card, ...] per seat] (full channel only)}
+
+Tournament message shape (JSON)::
+
+    {"type": "tournament", "tournament_id", "event": "claimed" | "finished" | "failed" | "queued",
+     "match_ids": [id, ...]}
 """
 
 from __future__ import annotations
@@ -45,9 +60,21 @@ SPECTATOR = -1
 PUBLISH_TIMEOUT_S = 0.25
 
 
+#: Tournament events (:func:`publish_tournament_event`).
+TOURNAMENT_EVENTS = ("claimed", "finished", "failed", "queued")
+#: Keys an event of the spectator's view never keeps (the hands at a Million Doubt game's
+#: end are in the post-game log, not in a live view of a running tournament).
+PRIVATE_EVENT_KEYS = ("hand", "hands")
+
+
 def channel(match_id: int | str, full: bool) -> str:
     """The pub/sub channel of a match's public or full live view."""
     return f"arena:live:match:{match_id}:{'full' if full else 'public'}"
+
+
+def tournament_channel(tournament_id: int | str) -> str:
+    """The pub/sub channel of a tournament's events."""
+    return f"arena:live:tournament:{tournament_id}"
 
 
 def _table(g: Any, seat: int | None) -> dict[str, Any]:
@@ -66,7 +93,9 @@ def _table(g: Any, seat: int | None) -> dict[str, Any]:
 
 def public_view(g: Any, events_from: int) -> dict[str, Any]:
     """The spectator's view of engine game ``g`` and its events since index ``events_from``."""
-    return {**_table(g, SPECTATOR), "events": g.history(SPECTATOR, events_from)}
+    events = [{k: v for k, v in e.items() if k not in PRIVATE_EVENT_KEYS}
+              for e in g.history(SPECTATOR, events_from)]
+    return {**_table(g, SPECTATOR), "events": events}
 
 
 def full_view(g: Any, events_from: int) -> dict[str, Any]:
@@ -76,10 +105,12 @@ def full_view(g: Any, events_from: int) -> dict[str, Any]:
 
 
 class LivePublisher:
-    """Publishes one match's live views to Redis at ``url`` (module docstring)."""
+    """Publishes one match's live views to Redis at ``url`` (module docstring); ``seats``:
+    the player index of each seat, per game of the match (the match's game specs)."""
 
-    def __init__(self, url: str, match_id: int | str):
+    def __init__(self, url: str, match_id: int | str, seats: list[list[int]] | None = None):
         self.match_id = match_id
+        self.seats = seats
         self._events_seen: dict[int, int] = {}
         try:
             self._redis: redis.Redis | None = redis.Redis.from_url(
@@ -104,7 +135,9 @@ class LivePublisher:
         start = self._events_seen.get(game_index, 0)
         self._events_seen[game_index] = len(g.events)
         head = {"type": "step", "match_id": self.match_id, "game": game_index, "step": exchange.get("n"),
-                "seat": exchange.get("seat"), "player": exchange.get("player"), "kind": exchange.get("kind"),
+                "seat": exchange.get("seat"), "player": exchange.get("player"),
+                "seats": self.seats[game_index] if self.seats and game_index < len(self.seats) else None,
+                "kind": exchange.get("kind"),
                 "elapsed_ms": exchange.get("elapsed_ms"), "bank_after_ms": exchange.get("bank_after_ms"),
                 "fault": exchange.get("fault")}
         self._publish(False, {**head, **public_view(g, start)})
@@ -118,6 +151,83 @@ class LivePublisher:
             self._redis.close()
 
 
+def publish_tournament_event(url: str, tournament_id: int, event: str, match_ids: list[int]) -> bool:
+    """Publish a tournament event (module docstring) to Redis at ``url``; call it after the
+    commit that made it true. Never raises: returns False (and logs a warning) when Redis
+    cannot be reached or ``url`` is no Redis URL.
+
+    Raises:
+        ValueError: ``event`` is not one of :data:`TOURNAMENT_EVENTS` (a programming error).
+    """
+    if event not in TOURNAMENT_EVENTS:
+        raise ValueError(f"unknown tournament event {event!r}")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return False
+    message = {"type": "tournament", "tournament_id": tournament_id, "event": event,
+               "match_ids": [int(m) for m in match_ids]}
+    try:
+        client = _tournament_client(url)
+        client.publish(tournament_channel(tournament_id), json.dumps(message, separators=(",", ":")))
+        return True
+    except (ValueError, redis.RedisError) as exc:
+        log.warning("live: tournament %s event %s not published (%s)", tournament_id, event, exc)
+        return False
+
+
+_TOURNAMENT_CLIENTS: dict[str, redis.Redis] = {}
+
+
+def _tournament_client(url: str) -> redis.Redis:
+    if url not in _TOURNAMENT_CLIENTS:
+        _TOURNAMENT_CLIENTS[url] = redis.Redis.from_url(
+            url, socket_connect_timeout=PUBLISH_TIMEOUT_S, socket_timeout=PUBLISH_TIMEOUT_S)
+    return _TOURNAMENT_CLIENTS[url]
+
+
+class Subscription:
+    """A subscription to one pub/sub channel, open from construction (so a caller can check
+    the database *after* subscribing and miss nothing); iterate :meth:`messages`, then
+    :meth:`close`.
+
+    Raises (constructor):
+        redis.RedisError: Redis cannot be reached.
+    """
+
+    def __init__(self, url: str, name: str):
+        self._client = redis.Redis.from_url(url, socket_connect_timeout=2.0)
+        self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        try:
+            self._pubsub.subscribe(name)
+        except redis.RedisError:
+            self.close()
+            raise
+
+    def messages(self, idle_s: float = 15.0, until_end: bool = True) -> Iterator[str | None]:
+        """Messages (JSON text) as they come; ``None`` after ``idle_s`` seconds without one
+        (a keep-alive point for the reader). With ``until_end``, ends after a message of
+        type ``end``.
+
+        Raises:
+            redis.RedisError: the connection to Redis is lost.
+        """
+        while True:
+            msg = self._pubsub.get_message(timeout=idle_s)
+            if msg is None:
+                yield None
+                continue
+            data = msg.get("data")
+            text = data.decode() if isinstance(data, bytes) else str(data)
+            yield text
+            if until_end and text.startswith('{"type":"end"'):
+                return
+
+    def close(self) -> None:
+        try:
+            self._pubsub.close()
+        finally:
+            self._client.close()
+
+
 def subscribe(url: str, match_id: int | str, *, full: bool, idle_s: float = 15.0) -> Iterator[str | None]:
     """Messages (JSON text) of a match's live channel as they come; ``None`` after ``idle_s``
     seconds without one (a keep-alive point for the reader). Ends after the ``end`` message.
@@ -125,20 +235,17 @@ def subscribe(url: str, match_id: int | str, *, full: bool, idle_s: float = 15.0
     Raises:
         redis.RedisError: Redis cannot be reached.
     """
-    client = redis.Redis.from_url(url, socket_connect_timeout=2.0)
-    pubsub = client.pubsub(ignore_subscribe_messages=True)
-    pubsub.subscribe(channel(match_id, full))
+    sub = Subscription(url, channel(match_id, full))
     try:
-        while True:
-            msg = pubsub.get_message(timeout=idle_s)
-            if msg is None:
-                yield None
-                continue
-            data = msg.get("data")
-            text = data.decode() if isinstance(data, bytes) else str(data)
-            yield text
-            if text.startswith('{"type":"end"'):
-                return
+        yield from sub.messages(idle_s)
     finally:
-        pubsub.close()
-        client.close()
+        sub.close()
+
+
+def subscribe_tournament(url: str, tournament_id: int | str) -> Subscription:
+    """An open :class:`Subscription` to a tournament's events (iterate with ``until_end=False``).
+
+    Raises:
+        redis.RedisError: Redis cannot be reached.
+    """
+    return Subscription(url, tournament_channel(tournament_id))

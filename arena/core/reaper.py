@@ -16,6 +16,10 @@ One run (:func:`reap`):
    without persistence, or a message delivered to a worker that died before claiming it
    (delivered more than ``ARENA_LOST_AFTER_S`` ago and still unclaimed). When Redis cannot be read, this step is skipped for the run.
 
+After a successful send, each tournament of the re-sent matches gets a ``queued`` event on
+its live channel (:func:`arena.core.runner.service.announce`), so its page shows the match
+waiting again instead of playing.
+
 Never twice at once: a re-sent match that is still being played is skipped by the delivery
 (its lease is live: :func:`arena.core.lifecycle.claim_match`), and a result is stored once.
 The broker's visibility timeout stays as a backstop only.
@@ -32,12 +36,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.core import lifecycle
 from arena.core.config import Settings
+from arena.core.db.models import Match
 from arena.core.db.session import make_engine, make_sessionmaker
 from arena.core.queue import PRIORITY_QUEUE, QUEUE, RUN_MATCH_TASK, QueueError, enqueue_matches
+from arena.core.runner.service import announce
 
 log = logging.getLogger("arena.reaper")
 
@@ -157,8 +164,26 @@ def reap(settings: Settings, sessions: sessionmaker[Session] | None = None,
             enqueue_matches(settings, todo, queue=PRIORITY_QUEUE)
         except QueueError as exc:  # they are queued in the database: the next runs re-send them
             log.warning("reaper: %s", exc)
+        else:
+            _announce_queued(settings, factory, todo)
         log.warning(str(report))
     return report
+
+
+def _announce_queued(settings: Settings, factory: sessionmaker[Session], match_ids: list[int]) -> None:
+    """A ``queued`` tournament event per tournament of the re-sent matches (module docstring);
+    a database error here only costs the pages an update."""
+    try:
+        with factory() as session:
+            rows = session.execute(select(Match.tournament_id, Match.id).where(Match.id.in_(match_ids))).all()
+    except Exception as exc:  # never fail a reaper run for a page update
+        log.warning("reaper: no live event (%s)", type(exc).__name__)
+        return
+    by_tournament: dict[int, list[int]] = {}
+    for tid, mid in rows:
+        by_tournament.setdefault(tid, []).append(mid)
+    for tid, mids in by_tournament.items():
+        announce(settings, tid, "queued", sorted(mids))
 
 
 _SESSIONS: dict[str, sessionmaker[Session]] = {}

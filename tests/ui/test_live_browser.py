@@ -1,8 +1,9 @@
 """Live match view in a real browser: the match is played by ``run_match`` with the worker's
 publisher (``arena.core.live.LivePublisher.step`` as ``on_step``, as
 ``arena.core.runner.service.play_and_store`` wires it) through a real Redis; Chromium watches
-the match page over server-sent events as an organizer, while a contestant owning a seated
-bot gets no live view (the log embargo, docs/fairness.md).
+the match page over server-sent events as an organizer (the full channel: every hand) and as
+a contestant owning the seated bots (the public channel: hand sizes as card backs, no card of
+a hand; the log and the replay stay embargoed, docs/fairness.md).
 
 A gated bot blocks at its 6th decision until the test releases it, so the page is checked
 while the match is provably still being played (no timed assertion)."""
@@ -105,28 +106,28 @@ def _signed_in_page(browser, site, who):
     return ctx, pg, errors
 
 
-def test_running_match_updates_live_for_the_organizer_and_not_for_a_contestant(browser, live_site, artifacts):
+def test_running_match_updates_live_for_the_organizer_and_the_contestant(browser, live_site, artifacts):
     site = live_site
     ctx_c, contestant, errs_c = _signed_in_page(browser, site, "alice")
     ctx_o, organizer, errs_o = _signed_in_page(browser, site, "olga")
-    # the contestant owning the seated bots: no live card, the stream refused (embargo)
-    assert contestant.locator("#live-card").count() == 0
-    refused = contestant.request.get(f"{site['url']}/ui/matches/{site['match']}/live")
-    assert refused.status == 403 and "embargoed" in refused.text()
+    assert contestant.locator("#live-card").get_attribute("data-view") == "public"
+    assert organizer.locator("#live-card").get_attribute("data-view") == "full"
+    assert contestant.locator("#replay-data").count() == 1 and contestant.locator("#replay-card").count() == 0
     r = redis.Redis.from_url(site["redis"])
-    full = live.channel(site["match"], True)
-    for _ in range(600):  # the organizer's page has subscribed before the first decision
-        if dict(r.pubsub_numsub(full)).get(full.encode(), 0) >= 1:
+    full, public = live.channel(site["match"], True), live.channel(site["match"], False)
+    for _ in range(600):  # both pages have subscribed before the first decision
+        if (dict(r.pubsub_numsub(full)).get(full.encode(), 0) >= 1
+                and dict(r.pubsub_numsub(public)).get(public.encode(), 0) >= 1):
             break
         threading.Event().wait(0.05)
     else:
-        pytest.fail("the live page did not subscribe")
+        pytest.fail(f"the live pages did not subscribe: {errs_c} {errs_o}")
     rec = r.pubsub(ignore_subscribe_messages=True)
     rec.subscribe(full)
     gate = threading.Event()
     players = [LocalPlayer(GatedBot(SAMPLE_BOTS["random"](seed=1), gate, 6), "a"),
                LocalPlayer(SAMPLE_BOTS["random"](seed=2), "b")]
-    publisher = live.LivePublisher(site["redis"], site["match"])
+    publisher = live.LivePublisher(site["redis"], site["match"], seats=[[0, 1], [1, 0]])
     result: dict = {}
 
     def play():
@@ -138,7 +139,7 @@ def test_running_match_updates_live_for_the_organizer_and_not_for_a_contestant(b
     worker = threading.Thread(target=play, daemon=True)
     worker.start()
     try:
-        # the page updates while the match is blocked in the gated bot's 6th decision
+        # the pages update while the match is blocked in the gated bot's 6th decision
         organizer.wait_for_function(
             "() => Number(document.getElementById('live-card').dataset.steps || 0) >= 5", timeout=30000)
         assert worker.is_alive() and "log" not in result  # still being played (the gate is closed)
@@ -150,20 +151,26 @@ def test_running_match_updates_live_for_the_organizer_and_not_for_a_contestant(b
             elif len(fulls) >= 5:
                 break
         last = fulls[-1]
-        hands = organizer.locator(".live-hand").all_inner_texts()
-        assert [h.split() for h in hands] == [[_card_text(c) if c != "JK" else "Joker" for c in hand]
-                                              for hand in last["hands"]]
-        sizes = organizer.locator("#live-table .live-seat .count").all_inner_texts()
+        organizer.wait_for_function(
+            f"() => Number(document.getElementById('live-card').dataset.steps) === {len(fulls)}", timeout=30000)
+        hands = [organizer.locator(f"#seat-{s} .hand .c").evaluate_all("els => els.map(e => e.dataset.card)")
+                 for s in range(2)]
+        assert hands == last["hands"]
+        sizes = organizer.locator("#seat-list .seat .count").all_inner_texts()
         assert [int(x.split()[0]) for x in sizes] == last["hand_sizes"]
+        contestant.wait_for_function(
+            f"() => Number(document.getElementById('live-card').dataset.steps) === {len(fulls)}", timeout=30000)
+        assert contestant.locator("#seat-list .hand .c[data-card]").count() == 0
+        assert [contestant.locator(f"#seat-{s} .hand .c.back").count() for s in range(2)] == last["hand_sizes"]
         organizer.screenshot(path=str(artifacts / "ui-live-organizer.png"), full_page=True)
-        contestant.reload()
-        assert contestant.locator("#live-card").count() == 0
-        assert contestant.locator(".live-hand").count() == 0
     finally:
         gate.set()
         worker.join(120)
-    organizer.wait_for_function("() => document.getElementById('live-state').dataset.state === 'ended'",
-                                timeout=30000)
+    for pg in (organizer, contestant):
+        pg.wait_for_function("() => document.getElementById('live-state').dataset.state === 'ended'",
+                             timeout=30000)
+    assert organizer.locator("#live-replay-link").inner_text() == "Open the replay"
+    assert "when the tournament is finished" in contestant.locator("#live-after").inner_text()
     assert "log" in result
     ctx_c.close()
     ctx_o.close()

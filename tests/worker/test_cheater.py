@@ -73,6 +73,19 @@ def _dealt_hands(log: dict) -> list[tuple[int, int, int, tuple[int, ...]]]:
     return out
 
 
+def _stream_head(client, path: str) -> tuple[int, str]:
+    """Status and first chunk of a live stream (``/ui/.../live``), then the stream is closed.
+    What a contestant's live stream may carry is tested message by message against the
+    engine's full view in ``tests/ui/test_live_public.py`` (the public channel shows played
+    cards, which this test's deal-subset check would flag)."""
+    resp = client.get(path, buffered=False)
+    try:
+        head = next(iter(resp.response), b"") if resp.status_code == 200 else resp.get_data()
+    finally:
+        resp.close()
+    return resp.status_code, head.decode() if isinstance(head, bytes) else str(head)
+
+
 def _subset(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
     rest = list(big)
     for c in small:
@@ -146,6 +159,9 @@ def test_a_cheating_contestant_learns_no_card_seed_or_url(arena, bots, celery_wo
         this_round = []
         for rule in routes:
             for path in paths(rule):
+                if path.endswith("/live"):  # a server-sent event stream (lasts as long as the match)
+                    this_round.append((time.time(), path, *_stream_head(cheat_client, path)))
+                    continue
                 resp = cheat_client.get(path, headers=api_auth if path.startswith("/api/") else None)
                 this_round.append((time.time(), path, resp.status_code, resp.get_data(as_text=True)))
         if arena.get(f"/tournaments/{tid}")["status"] == "running":  # all of it seen while running

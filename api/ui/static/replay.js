@@ -1,6 +1,12 @@
 /* Daifugo Arena replay viewer: steps through the frames embedded in #replay-data
  * (built by api/ui/replay.py). Plain JavaScript, no build step.
- * Keys: ArrowLeft / ArrowRight step, Home / End jump. The address keeps #g<game>s<step>. */
+ * Keys: ArrowLeft / ArrowRight step, Home / End jump. The address keeps #g<game>s<step>.
+ *
+ * Live mode (#replay-data has "live": {"url", "view", "page", "after"}): the same renderer
+ * fed by the match's server-sent events (api/ui/live.py, arena/core/live.py): each message
+ * becomes a frame of its game; the view follows the newest frame unless the viewer steps
+ * back. A public message has no hands: each seat shows its hand size as card backs that
+ * carry no card, and a face-down card on the field is a back without identity. */
 (function () {
   "use strict";
   var dataEl = document.getElementById("replay-data");
@@ -33,6 +39,14 @@
 
   function cardsText(cards) {
     return (cards || []).map(cardText).join(" ");
+  }
+
+  /* A card back that names no card (a hidden hand, an unrevealed face-down card in a public view). */
+  function hiddenCard(title) {
+    var c = el("span", "c back hidden");
+    c.setAttribute("data-hidden", "1");
+    c.title = title;
+    return c;
   }
 
   /* One card: a face (rank over suit, red for hearts/diamonds) or a back. */
@@ -150,7 +164,7 @@
     var list = document.getElementById("seat-list");
     list.textContent = "";
     var cap = (R.time_rules && R.time_rules.cap_ms) || 60000;
-    for (var s = 0; s < f.hands.length; s++) {
+    for (var s = 0; s < f.hand_sizes.length; s++) {
       var row = el("div", "seat");
       row.id = "seat-" + s;
       row.setAttribute("data-seat", s);
@@ -180,7 +194,15 @@
       info.appendChild(meta);
       row.appendChild(info);
       var hand = el("div", "hand");
-      var before = prev ? prev.hands[s] : null;
+      if (!f.hands) {  // a public live view: the hand size only
+        hand.className += " hidden-hand";
+        for (var k = 0; k < f.hand_sizes[s]; k++) hand.appendChild(hiddenCard(T("hidden card")));
+        if (!f.hand_sizes[s]) hand.appendChild(el("span", "muted", T("no cards")));
+        row.appendChild(hand);
+        list.appendChild(row);
+        continue;
+      }
+      var before = prev && prev.hands ? prev.hands[s] : null;
       f.hands[s].forEach(function (code) {
         var c = card(code);
         if (before && before.indexOf(code) < 0) { c.className += " new"; c.title = T("new in this hand: {card}", { card: cardText(code) }); }
@@ -226,6 +248,14 @@
       play.setAttribute("data-seat", p.seat);
       play.appendChild(el("span", "who", label(p.seat)));
       var cards = el("span", "cards");
+      if (typeof p.face_down === "number") {  // a public view: face-up cards, then backs for the hidden ones
+        var jk = (p.jokers || []).slice();
+        (p.cards || []).forEach(function (code) { cards.appendChild(card(code, { as: code === "JK" ? jk.shift() : undefined })); });
+        for (var k = 0; k < p.face_down; k++) cards.appendChild(hiddenCard(T("face-down card")));
+        play.appendChild(cards);
+        field.appendChild(play);
+        return;
+      }
       var down = (p.face_down || []).slice();
       var jokerAs = (p.jokers || []).slice();
       p.cards.forEach(function (code) {
@@ -251,7 +281,7 @@
       return;
     }
     box.appendChild(el("span", "who", label(f.seat)));
-    box.appendChild(el("span", "what", " " + describeAction(f)));
+    box.appendChild(el("span", "what", " " + (f.live ? liveAction(f) : describeAction(f))));
     var ex = f.exchange;
     if (ex) {
       var bankText = T("bank {before} → {after}", { before: seconds(ex.bank_before_ms), after: seconds(ex.bank_after_ms) });
@@ -280,6 +310,17 @@
     d.id = "explain";
     d.appendChild(el("span", "legend", " " + T("Outlined cards are new in the hand.")));
     box.appendChild(d);
+  }
+
+  /* A live frame's action in words: the first event of the acting seat (no action is sent live). */
+  function liveAction(f) {
+    if (f.forfeit) return T("forfeits ({reason})", { reason: f.forfeit });
+    var mine = (f.events || []).filter(function (e) { return e.seat === f.seat && e.type !== "finish"; });
+    if (!mine.length) return T(f.kind || "act");
+    var e = mine[0];
+    var text = describeEvent(e);
+    var name = label(f.seat);
+    return text.indexOf(name) === 0 ? text.slice(name.length).replace(/^\s+/, "") : text;
   }
 
   function renderEvents(f) {
@@ -439,7 +480,7 @@
     document.getElementById("first").disabled = state.step === 0;
     document.getElementById("next").disabled = state.step === fr.length - 1;
     document.getElementById("last").disabled = state.step === fr.length - 1;
-    if (window.history && history.replaceState) {
+    if (!R.live && window.history && history.replaceState) {
       history.replaceState(null, "", "#g" + state.game + "s" + state.step);
     }
   }
@@ -458,17 +499,151 @@
     render();
   }
 
+  /* -- live mode (header comment) ------------------------------------------------------------ */
+  function bySeat(scores, n) {
+    var out = [];
+    for (var s = 0; s < n; s++) out.push(scores ? (scores[s] !== undefined ? scores[s] : (scores[String(s)] || 0)) : 0);
+    return out;
+  }
+
+  function liveGame(m) {
+    var n = m.hand_sizes.length;
+    while (R.games.length <= m.game) {
+      var gi = R.games.length;
+      R.games.push({ index: gi, seats: null, frames: [], units: [], banks: null, unit: null });
+    }
+    var g = R.games[m.game];
+    if (!g.seats) {
+      if (m.seats) g.seats = m.seats.slice();
+      else { g.seats = []; for (var s = 0; s < n; s++) g.seats.push(s); }
+      fillGamePick();
+    }
+    return g;
+  }
+
+  /* The units (deals, JDF games) and the match's game totals, from the events of a live frame. */
+  function liveTotals(g, f) {
+    var n = f.hand_sizes.length;
+    f.events.forEach(function (e) {
+      if (e.type === "deal" || (e.type === "game" && R.ruleset === "jdf")) {
+        var u = e.type === "deal" ? e.deal : e.game;
+        g.units.push({ unit: u, first_step: g.frames.length, end_step: null, set: e.set === undefined ? null : e.set,
+                       game_in_set: e.game_in_set === undefined ? null : e.game_in_set, void: false, scores: null, totals: null });
+      } else if ((e.type === "deal_end" || e.type === "game_end") && e.totals && e.scores && g.units.length) {
+        var last = g.units[g.units.length - 1];
+        last.scores = bySeat(e.scores, n); last.totals = bySeat(e.totals, n); last.end_step = g.frames.length;
+      } else if (e.type === "void_deal" && g.units.length) {
+        g.units[g.units.length - 1].void = true;
+      }
+      if (e.type === "game_end" && R.ruleset === "million_doubt" && e.scores) {
+        var scores = [], prev = R.game_totals.length ? R.game_totals[R.game_totals.length - 1].totals : null;
+        for (var p = 0; p < R.players.length; p++) scores.push(0);
+        g.seats.forEach(function (player, seat) { scores[player] = Number(e.scores[String(seat)] || 0); });
+        R.game_totals[g.index] = { game: g.index, scores: scores,
+          totals: scores.map(function (v, p) { return v + (prev ? prev[p] : 0); }) };
+      }
+    });
+  }
+
+  function liveFrame(m, g) {
+    var n = m.hand_sizes.length;
+    var initial = (R.time_rules && R.time_rules.initial_ms) || 60000;
+    if (!g.banks) { g.banks = []; for (var s = 0; s < n; s++) g.banks.push(initial); g.unit = m.unit; }
+    var before = g.banks[m.seat];
+    if (m.seat !== null && m.seat !== undefined && m.bank_after_ms !== null && m.bank_after_ms !== undefined) g.banks[m.seat] = m.bank_after_ms;
+    if (m.unit !== g.unit) {  // a new deal (TM) / game (JDF): banks reset (TIME-1)
+      g.unit = m.unit;
+      for (var k = 0; k < n; k++) g.banks[k] = initial;
+    }
+    var evs = (m.events || []).filter(function (e) { return e.type !== "hand"; });
+    return {
+      live: true, index: g.frames.length + 1, seat: m.seat, kind: m.kind, to_act: m.to_act, decision: m.decision,
+      over: m.over, still_in: m.still_in, hand_sizes: m.hand_sizes, hands: m.hands || null, field: m.field || [],
+      revolution: m.revolution, jback: m.jback, suit_lock: m.suit_lock, number_lock: m.number_lock,
+      direction: m.direction, unit: m.unit, events: evs, action: null,
+      exchange: m.elapsed_ms === null || m.elapsed_ms === undefined ? null
+        : { elapsed_ms: m.elapsed_ms, bank_before_ms: before, bank_after_ms: m.bank_after_ms },
+      fault: m.fault ? { kind: m.fault, detail: null } : null,
+      banks_ms: g.banks.slice()
+    };
+  }
+
+  function startLive() {
+    var L = R.live;
+    var card = document.getElementById("live-card");
+    var liveState = document.getElementById("live-state");
+    var steps = 0;
+    function setState(name, text) { liveState.setAttribute("data-state", name); liveState.textContent = text; }
+    function push(m) {
+      // follow the newest frame unless the viewer stepped back (or picked another game)
+      var following = !R.games.length || (state.game === R.games.length - 1 && state.step >= frames().length - 1);
+      var g = liveGame(m);
+      var f = liveFrame(m, g);
+      var units = g.units.length;
+      liveTotals(g, f);
+      g.frames.push(f);
+      if (g.units.length !== units && state.game === m.game) fillUnitPick();
+      steps += 1;
+      card.setAttribute("data-steps", steps);
+      setState("live", T("game {g} · decision {n}", { g: m.game + 1, n: (m.step || 0) + 1 }));
+      if (following) {
+        if (state.game !== m.game) { state.game = m.game; pick.value = String(state.game); fillUnitPick(); }
+        state.step = g.frames.length - 1;
+        render();
+      } else {
+        document.getElementById("slider").max = frames().length - 1;
+      }
+    }
+    function ended() {
+      setState("ended", T("Match over"));
+      var after = document.getElementById("live-after");
+      after.textContent = "";
+      if (L.after === "replay") {
+        var a = el("a", "button", T("Open the replay"));
+        a.id = "live-replay-link";
+        a.href = L.page;
+        after.appendChild(a);
+      } else {
+        after.appendChild(el("span", "muted", T("The replay is shown when the tournament is finished.") + " "));
+        var r = el("a", null, T("Match page"));
+        r.id = "live-replay-link";
+        r.href = L.page;
+        after.appendChild(r);
+      }
+      after.style.display = "";
+    }
+    if (!window.EventSource) { setState("error", T("live view unavailable")); return; }
+    var source = new EventSource(L.url);
+    source.onopen = function () { if (liveState.getAttribute("data-state") === "connecting" || liveState.getAttribute("data-state") === "reconnecting") setState("waiting", T("waiting for the next decision")); };
+    source.onmessage = function (ev) {
+      var m;
+      try { m = JSON.parse(ev.data); } catch (e) { return; }
+      if (m.type === "end") { source.close(); ended(); return; }
+      if (m.type === "step") push(m);
+    };
+    source.addEventListener("error", function () {
+      if (liveState.getAttribute("data-state") === "ended") return;
+      if (source.readyState === EventSource.CLOSED) setState("error", T("live view unavailable"));
+      else setState("reconnecting", T("reconnecting…"));  // EventSource reconnects by itself
+    });
+  }
+
   var pick = document.getElementById("game-pick");
-  R.games.forEach(function (g, i) {
-    var gt = (R.game_totals || [])[i];
-    var o = el("option", null, "#" + (i + 1) + " (" + g.seats.map(function (p) {
-      var name = R.players[p] ? R.players[p].label : String(p);
-      return gt && R.games.length > 1 ? name + " " + signed(gt.scores[p]) : name;
-    }).join(" · ") + ")");
-    o.value = String(i);
-    pick.appendChild(o);
-  });
-  if (R.games.length < 2) document.getElementById("game-pick-wrap").style.display = "none";
+  function fillGamePick() {
+    pick.textContent = "";
+    R.games.forEach(function (g, i) {
+      var gt = (R.game_totals || [])[i];
+      var o = el("option", null, "#" + (i + 1) + " (" + g.seats.map(function (p) {
+        var name = R.players[p] ? R.players[p].label : String(p);
+        return gt && R.games.length > 1 ? name + " " + signed(gt.scores[p]) : name;
+      }).join(" · ") + ")");
+      o.value = String(i);
+      pick.appendChild(o);
+    });
+    pick.value = String(state.game);
+    document.getElementById("game-pick-wrap").style.display = R.games.length < 2 ? "none" : "";
+  }
+  fillGamePick();
   pick.addEventListener("change", function () { setGame(parseInt(pick.value, 10)); });
   var unitPick = document.getElementById("unit-pick");
   if (unitPick) unitPick.addEventListener("change", function () {
@@ -490,6 +665,7 @@
     else if (e.key === "End") { go(frames().length - 1); e.preventDefault(); }
   });
 
+  if (R.live) { startLive(); return; }
   var m = /^#g(\d+)s(\d+)$/.exec(window.location.hash || "");
   if (m && R.games.length) {
     state.game = Math.min(R.games.length - 1, parseInt(m[1], 10));

@@ -32,6 +32,9 @@ in-process through :mod:`arena.core.queue`). Steps:
    An exception while playing (an internal error: bots' failures are faults) ends the match
    ``failed`` with a short reason (:func:`internal_reason`) through
    :func:`arena.core.lifecycle.fail_match`; the task returns normally.
+   After each of these commits (claim, store, fail) a tournament event goes to Redis
+   (:func:`announce`, :func:`arena.core.live.publish_tournament_event`: ``claimed``,
+   ``finished``, ``failed``), for the tournament page's live view; it never fails the match.
 5. When no match of the tournament is left to play (finished or cancelled), the ratings of the
    rule set are rebuilt from every finished match (:func:`arena.core.standings.rebuild_ratings`),
    serialized by a PostgreSQL advisory lock. Not after every match: a rebuild reads every
@@ -72,9 +75,9 @@ from arena.core.config import Settings
 from arena.core.db.session import make_engine, make_sessionmaker
 from arena.core.lifecycle import MatchPlan
 from arena.core.limits import longest_match_seconds, visibility_timeout
-from arena.core.live import LivePublisher
+from arena.core.live import LivePublisher, publish_tournament_event
 from arena.core.runner.answers import safe_text
-from arena.core.runner.match import MatchError, run_match
+from arena.core.runner.match import MatchError, default_game_specs, run_match
 from arena.core.runner.players import LocalPlayer, WithdrawnPlayer
 from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, MatchSlots
 from arena.core.standings import rebuild_ratings
@@ -211,11 +214,13 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
     players = build_players(plan, settings, slots)
     # the live view (arena.core.live): every decision to Redis pub/sub, never failing the match;
     # not in eager mode (a quick local run has no Redis)
-    live = (LivePublisher(settings.broker_url, plan.match_id)
-            if settings.broker_url.startswith("redis") and not settings.celery_eager else None)
+    seed = fairness.attempt_seed(plan.seed, plan.attempt)
+    live = (LivePublisher(settings.broker_url, plan.match_id,
+                          seats=[spec["seats"] for spec in default_game_specs(plan.ruleset, seed, plan.games)])
+            if live_enabled(settings) else None)
     try:
         match_log = run_match(players, plan.ruleset, plan.options,
-                              seed=fairness.attempt_seed(plan.seed, plan.attempt), games=plan.games,
+                              seed=seed, games=plan.games,
                               time_rules=plan.time_rules, max_faults=plan.max_faults,
                               match_id=protocol_match_id(plan), record_urls=False,
                               fairness={"tournament_id": plan.tournament_id, "match_index": plan.match_index,
@@ -229,6 +234,19 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
         if live is not None:
             live.end()
     return match_log, players
+
+
+def live_enabled(settings: Settings) -> bool:
+    """True when live views are published: a Redis broker, not eager mode (a quick local run
+    has no Redis)."""
+    return settings.broker_url.startswith("redis") and not settings.celery_eager
+
+
+def announce(settings: Settings, tournament_id: int, event: str, match_ids: list[int]) -> None:
+    """Publish a tournament event (:func:`arena.core.live.publish_tournament_event`) after the
+    commit that made it true, when live views are on; never raises for Redis."""
+    if live_enabled(settings):
+        publish_tournament_event(settings.broker_url, tournament_id, event, match_ids)
 
 
 #: Attempts at storing a played match's result before the match is failed (retry the store,
@@ -288,7 +306,8 @@ def store_with_retry(factory: sessionmaker[Session], match_id: int, match_log: d
     raise AssertionError("unreachable")
 
 
-def _fail(factory: sessionmaker[Session], plan: MatchPlan, reason: str, exc: BaseException | None) -> str:
+def _fail(factory: sessionmaker[Session], plan: MatchPlan, reason: str, exc: BaseException | None,
+          settings: Settings | None = None) -> str:
     """End a claimed match ``failed`` with ``reason``; log the traceback's frames (never the
     exception's text: it may hold the log and every hand). Returns the task's status line."""
     frames = "".join(traceback.format_tb(exc.__traceback__)) if exc is not None else ""
@@ -296,7 +315,9 @@ def _fail(factory: sessionmaker[Session], plan: MatchPlan, reason: str, exc: Bas
     for attempt in range(3):
         try:
             with factory() as session:
-                lifecycle.fail_match(session, plan.match_id, reason)
+                failed = lifecycle.fail_match(session, plan.match_id, reason)
+            if failed and settings is not None:
+                announce(settings, plan.tournament_id, "failed", [plan.match_id])
             break
         except TRANSIENT_DB_ERRORS:
             if attempt == 2:  # the match stays running; its lease expires and the reaper takes it
@@ -384,6 +405,7 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
                     update_ratings(session, claimed.ruleset or "")
         return f"skipped: {claimed.message}"
     plan = claimed.plan
+    announce(settings, plan.tournament_id, "claimed", [plan.match_id])
     keeper = LeaseKeeper(factory, plan.match_id, owner, settings.lease_s)
     keeper.start()
     try:
@@ -396,7 +418,7 @@ def _play_claimed(plan: MatchPlan, settings: Settings, factory: sessionmaker[Ses
     try:
         bound = longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options)
     except Exception as exc:  # stored options the engine refuses: an internal error
-        return _fail(factory, plan, internal_reason("preparing", exc), exc)
+        return _fail(factory, plan, internal_reason("preparing", exc), exc, settings)
     vt = visibility_timeout(settings)
     if bound > vt:
         log.warning("match %s may last up to %.0f s, longer than the broker visibility timeout %d s: "
@@ -405,11 +427,13 @@ def _play_claimed(plan: MatchPlan, settings: Settings, factory: sessionmaker[Ses
         match_log, players = play_plan(plan, settings)
         fields = result_fields(plan, match_log, players)
     except Exception as exc:  # an internal error (bots' failures are faults, never exceptions)
-        return _fail(factory, plan, internal_reason("playing", exc), exc)
+        return _fail(factory, plan, internal_reason("playing", exc), exc, settings)
     try:
         stored = store_with_retry(factory, plan.match_id, match_log, fields)
     except StoreFailed as exc:
-        return _fail(factory, plan, str(exc), exc.__cause__)
+        return _fail(factory, plan, str(exc), exc.__cause__, settings)
+    if stored:
+        announce(settings, plan.tournament_id, "finished", [plan.match_id])
     _rate_if_done(factory, plan.tournament_id, plan.ruleset)
     word = "stored" if stored else "duplicate"
     line = (f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, "

@@ -1,0 +1,86 @@
+/* Live tournament page (#live-tournament): an EventSource on /ui/tournaments/<id>/live (a
+ * message when a match is claimed, finishes, fails or is sent again: api/ui/live.py); after
+ * each burst of messages (debounced) the page re-reads /ui/tournaments/<id>/live.html and
+ * swaps in its status, progress, the matches playing now and the standings. */
+(function () {
+  "use strict";
+  var box = document.getElementById("live-tournament");
+  if (!box || !window.EventSource || !window.fetch || !window.DOMParser) return;
+  var I18N = {};
+  try { I18N = JSON.parse(document.getElementById("i18n").textContent || "{}"); } catch (e) { I18N = {}; }
+  function T(msg) { return I18N[msg] || msg; }
+  var tag = document.getElementById("live-tournament-state");
+  var DEBOUNCE_MS = 400;
+  var timer = null, busy = false, again = false, refreshes = 0, events = 0, source = null;
+
+  function setState(name, text) {
+    box.setAttribute("data-state", name);
+    if (text) tag.textContent = text;
+  }
+
+  function swap(doc, id, whole) {
+    var fresh = doc.getElementById(id), old = document.getElementById(id);
+    if (!fresh || !old) return;
+    if (whole) old.replaceWith(fresh); else old.innerHTML = fresh.innerHTML;
+  }
+
+  function refresh() {
+    timer = null;
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(box.getAttribute("data-state-url"), { credentials: "same-origin", cache: "no-store" })
+      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.text(); })
+      .then(function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        swap(doc, "status", true);
+        swap(doc, "progress", false);
+        swap(doc, "playing", false);
+        swap(doc, "standings", true);
+        refreshes += 1;
+        box.setAttribute("data-refreshes", refreshes);
+        var frag = doc.getElementById("live-fragment");
+        var status = frag ? frag.getAttribute("data-status") : "running";
+        if (status !== "running") {
+          if (source) source.close();
+          setState("ended", T("no longer running"));
+        }
+      })
+      .catch(function () { /* the next event tries again */ })
+      .then(function () {
+        busy = false;
+        if (again) { again = false; schedule(); }
+      });
+  }
+
+  function schedule() {
+    if (timer !== null) clearTimeout(timer);
+    timer = setTimeout(refresh, DEBOUNCE_MS);
+  }
+
+  source = new EventSource(box.getAttribute("data-live-url"));
+  var opened = 0;
+  source.onopen = function () {
+    if (box.getAttribute("data-state") !== "ended") setState("live", T("live"));
+    opened += 1;
+    if (opened > 1) schedule();  // reconnected: events may have been missed
+  };
+  source.onmessage = function (ev) {
+    var m;
+    try { m = JSON.parse(ev.data); } catch (e) { return; }
+    events += 1;
+    box.setAttribute("data-events", events);
+    if (m.type === "end") {
+      source.close();
+      refresh();
+      return;
+    }
+    schedule();
+  };
+  source.addEventListener("error", function () {
+    if (source.readyState === EventSource.CLOSED && box.getAttribute("data-state") !== "ended") {
+      setState("error", T("live view unavailable"));
+    } else if (source.readyState === EventSource.CONNECTING) {
+      setState("connecting", T("reconnecting…"));
+    }
+  });
+})();
