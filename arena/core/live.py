@@ -2,7 +2,8 @@
 
 **Matches.** After every decision of a match the runner (``run_match(on_step=...)``, wired by
 :func:`arena.core.runner.service.play_and_store`) calls :meth:`LivePublisher.step`, which
-publishes two JSON messages:
+publishes two JSON messages (in one round trip; a channel nobody listens to is skipped for
+:data:`QUIET_S` seconds at a time, see :meth:`LivePublisher.step`):
 
 - channel ``arena:live:match:<id>:public``: :func:`public_view`, the table as a spectator
   sees it (C-11): hand sizes, the field with every unrevealed face-down card as a count only,
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,6 +58,8 @@ log = logging.getLogger(__name__)
 
 #: A seat number no seat has: Game views for it are the spectator's (public) views.
 SPECTATOR = -1
+#: A channel nobody listened to is skipped for this long, seconds (:meth:`LivePublisher.step`).
+QUIET_S = 1.0
 #: Redis socket timeouts of the publisher, seconds (a slow Redis must not slow a match).
 PUBLISH_TIMEOUT_S = 0.25
 
@@ -111,7 +115,10 @@ class LivePublisher:
     def __init__(self, url: str, match_id: int | str, seats: list[list[int]] | None = None):
         self.match_id = match_id
         self.seats = seats
-        self._events_seen: dict[int, int] = {}
+        # per channel (False: public, True: full) and game: events already published
+        self._events_seen: dict[tuple[bool, int], int] = {}
+        # per channel: monotonic time before which nobody was listening (skip building it)
+        self._quiet_until = {False: 0.0, True: 0.0}
         try:
             self._redis: redis.Redis | None = redis.Redis.from_url(
                 url, socket_connect_timeout=PUBLISH_TIMEOUT_S, socket_timeout=PUBLISH_TIMEOUT_S)
@@ -129,19 +136,40 @@ class LivePublisher:
             self._redis = None
 
     def step(self, game_index: int, g: Any, exchange: dict[str, Any]) -> None:
-        """Publish the views after one decision (``exchange``: the runner's record of it)."""
+        """Publish the views after one decision (``exchange``: the runner's record of it).
+
+        Both channels go in one Redis round trip. A channel whose last message reached no
+        subscriber is neither built nor sent for :data:`QUIET_S` seconds (most matches are
+        watched by no one, and a worker plays many at once): a viewer who opens the live
+        view gets its first message within that time, with every event since the last
+        message sent on that channel."""
         if self._redis is None:
             return
-        start = self._events_seen.get(game_index, 0)
-        self._events_seen[game_index] = len(g.events)
+        now = time.monotonic()
+        channels = [full for full in (False, True) if now >= self._quiet_until[full]]
+        if not channels:
+            return
         head = {"type": "step", "match_id": self.match_id, "game": game_index, "step": exchange.get("n"),
                 "seat": exchange.get("seat"), "player": exchange.get("player"),
                 "seats": self.seats[game_index] if self.seats and game_index < len(self.seats) else None,
                 "kind": exchange.get("kind"),
                 "elapsed_ms": exchange.get("elapsed_ms"), "bank_after_ms": exchange.get("bank_after_ms"),
                 "fault": exchange.get("fault")}
-        self._publish(False, {**head, **public_view(g, start)})
-        self._publish(True, {**head, **full_view(g, start)})
+        pipe = self._redis.pipeline(transaction=False)
+        for full in channels:
+            start = self._events_seen.get((full, game_index), 0)
+            self._events_seen[(full, game_index)] = len(g.events)
+            view = full_view(g, start) if full else public_view(g, start)
+            pipe.publish(channel(self.match_id, full), json.dumps({**head, **view}, separators=(",", ":")))
+        try:
+            received = pipe.execute()
+        except redis.RedisError as exc:
+            log.warning("live: publishing match %s stopped (%s)", self.match_id, exc)
+            self._redis = None
+            return
+        for full, count in zip(channels, received):
+            if not count:
+                self._quiet_until[full] = now + QUIET_S
 
     def end(self) -> None:
         """Publish the end of the match on both channels and close the connection."""

@@ -109,13 +109,32 @@ def _redis(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30)
 
 
-def build_players(plan: MatchPlan, settings: Settings, slots: MatchSlots | None = None) -> list:
+def match_redis(settings: Settings) -> redis.Redis | None:
+    """A Redis client for one match's semaphore calls: one connection of the process's pool
+    held for the whole match (``single_connection_client``: a match runs on one thread), so
+    no request pays the pool's checkout and its health probe; give it back with ``close()``.
+    None in eager mode (a quick local run has no broker: no per-bot cap there), or when
+    Redis cannot be reached now (the players then use the pooled client, whose failures the
+    semaphore records as bypasses). Never raises."""
+    if settings.celery_eager:
+        return None
+    try:
+        return redis.Redis(connection_pool=_redis(settings.broker_url).connection_pool,
+                           single_connection_client=True)
+    except redis.RedisError as exc:
+        log.warning("no Redis connection for the match's semaphore calls (%s)", exc)
+        return None
+
+
+def build_players(plan: MatchPlan, settings: Settings, slots: MatchSlots | None = None,
+                  client: redis.Redis | None = None) -> list:
     """Step 2: one player per seat, in seat order (``slots``: the match's :class:`MatchSlots`;
-    bot seats share their endpoint's semaphore, :meth:`BotSemaphore.for_endpoint`);
-    house bots are seeded from the attempt seed."""
+    bot seats share their endpoint's semaphore, :meth:`BotSemaphore.for_endpoint`, through
+    ``client``, default the process's pooled client; none in eager mode); house bots are
+    seeded from the attempt seed."""
     seed = fairness.attempt_seed(plan.seed, plan.attempt)
-    # Eager mode (a quick local run) has no broker: no per-bot cap there.
-    client = None if settings.celery_eager else _redis(settings.broker_url)
+    if client is None and not settings.celery_eager:
+        client = _redis(settings.broker_url)
     players: list[CappedHttpPlayer | LocalPlayer | WithdrawnPlayer] = []
     for s in plan.seats:
         if s.withdrawn:  # a deleted bot: forfeits without a request
@@ -211,7 +230,8 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
     """Steps 2-3 for a claimed match: returns ``(match log, players)``; every slot of the
     per-endpoint cap is given back when it returns. Bots never make this raise."""
     slots = MatchSlots()
-    players = build_players(plan, settings, slots)
+    client = match_redis(settings)
+    players = build_players(plan, settings, slots, client)
     # the live view (arena.core.live): every decision to Redis pub/sub, never failing the match;
     # not in eager mode (a quick local run has no Redis)
     seed = fairness.attempt_seed(plan.seed, plan.attempt)
@@ -231,6 +251,8 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
         slots.flush()
         for p in players:
             p.close()
+        if client is not None:
+            client.close()  # the connection goes back to the pool
         if live is not None:
             live.end()
     return match_log, players
