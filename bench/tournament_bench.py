@@ -155,9 +155,20 @@ def play(arena, ruleset: str, ids: list[int], db: str, cap: int, slots: int, ser
     lb = lower_bound(stored, cap, slots)
     waits = [w for _, res, _ in stored for w in res.timings.get("semaphore_max_wait_ms", [])]
     bypassed = sum(sum(res.timings["semaphore_bypassed"]) for _, res, _ in stored)
+    # when the matches were claimed and finished, seconds after the tournament started
+    from arena.core.db.models import Tournament
+
+    with arena.sessions() as s:
+        t_start = s.get(Tournament, tid).started_at
+    claims = sorted((m.started_at - t_start).total_seconds() for m, _, _ in stored)
+    ends = sorted((m.finished_at - t_start).total_seconds() for m, _, _ in stored if m.finished_at)
+    def pct(xs, q):
+        return round(xs[min(len(xs) - 1, int(q * len(xs)))], 2) if xs else None
+    timeline = {"first_claim_s": pct(claims, 0), f"claim_{slots}th_s": pct(claims, (slots - 1) / max(1, len(claims))),
+                "last_claim_s": pct(claims, 1), "first_end_s": pct(ends, 0), "last_end_s": pct(ends, 1)}
     return {"matches": len(stored), "makespan_s": round(makespan, 2), **lb,
             "ratio": round(makespan / lb["lb_s"], 3), "max_slot_wait_ms": max(waits or [0]),
-            "bypassed": bypassed, "bot_capacity_used_by_tenth": deciles}
+            "bypassed": bypassed, "bot_capacity_used_by_tenth": deciles, "timeline": timeline}
 
 
 def start_field(arena, broker_idle: str, db: str) -> tuple[dict, int]:
@@ -227,6 +238,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="bots think 20 ms: about 2 minutes")
     ap.add_argument("--pool", default=None, help="worker pool (default: arena worker's)")
     ap.add_argument("-c", "--concurrency", type=int, default=None, help="worker slots (default: arena worker's)")
+    ap.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     ap.add_argument("--skip-play", action="store_true", help="only the 128-bot starts and the page")
     ap.add_argument("--only", choices=["million_doubt", "trump_millionaire"], default=None,
                     help="play one rule set's round robin, then stop (no 128-bot starts)")
@@ -261,8 +273,10 @@ def main() -> None:
             for s in servers:  # checked at full speed; they think from now on
                 s.mode = "slow"
             worker = DefaultWorker(broker, db, tmp, args.pool, args.concurrency)
+            extra = [DefaultWorker(broker, db, tmp, args.pool, args.concurrency) for _ in range(args.workers - 1)]
+            worker.slots *= args.workers
             cap = DEFAULT_BOT_MAX_CONCURRENCY
-            details["worker"] = {"pool": worker.pool, "slots": worker.slots, "cap": cap}
+            details["worker"] = {"pool": worker.pool, "processes": args.workers, "slots": worker.slots, "cap": cap}
             for ruleset in ("million_doubt", "trump_millionaire"):
                 if args.only not in (None, ruleset):
                     continue
@@ -271,6 +285,8 @@ def main() -> None:
                 details[ruleset] = got = play(arena, ruleset, md_ids if ruleset == "million_doubt" else tm_ids,
                                               db, cap, worker.slots, servers=servers, **kw)
                 lines.append(f"makespan/LB {ruleset}: {got['ratio']:.2f}")
+            for w in extra:
+                w.stop()
             worker.stop()
             worker = None
         if args.only:

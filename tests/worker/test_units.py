@@ -187,10 +187,10 @@ def test_semaphore_serves_waiters_first_come_first_served(redis_url):
     sem.release(token)
 
 
-def test_semaphore_serves_the_least_advanced_match_first_and_ages_waiters(redis_url, monkeypatch):
-    """Queue order (issue 15): the request of the match with the fewest requests so far is
-    served first, whatever the arrival order; a request that has waited AGING_S moves to
-    the front rank, so a far-advanced match never starves."""
+def test_semaphore_serves_the_lower_priority_first_and_ages_waiters(redis_url, monkeypatch):
+    """Queue order (issue 15): a lower priority (a notice: NOTICE_PRIORITY) is served first,
+    whatever the arrival order, equal ones first come first served; a request that has
+    waited AGING_S moves to the front rank, so no request starves behind later ones."""
     from arena.core.runner import semaphore as semaphore_mod
 
     client = redis.Redis.from_url(redis_url)
@@ -221,7 +221,7 @@ def test_semaphore_serves_the_least_advanced_match_first_and_ages_waiters(redis_
     for t in threads:
         t.join(60)
     assert order == [0, 7, 7, 30, 50]
-    # aging: a request of an advanced match (priority 900) waits; after AGING_S it ranks
+    # aging: a request of priority 900 waits; after AGING_S it ranks
     # with priority 0, ahead of a later priority-1 request
     monkeypatch.setattr(semaphore_mod, "AGING_S", 0.3)
     order.clear()

@@ -20,15 +20,16 @@ Design (a first-come first-served semaphore in Redis, atomic Lua scripts):
 * acquire = drop expired holders and waiters gone quiet (a dead worker's), put the ticket in
   the queue if it is not there, and grant it a slot if it is among the first
   ``limit - holders`` of the queue, from every worker process alike;
-* queue order: **least progress first**, then first come, first served. A request's
-  priority is how many requests its match has sent so far (:class:`MatchSlots` counts
-  them): a bot's free slot goes to the match furthest from its end. So the matches in
-  play advance together and end together, instead of the last matches started trailing
-  alone at the end of a tournament while most bots idle (the tail that kept the makespan
-  far above its lower bound, issue 15); a match just started catches up with the others
-  at once. Among equal progress, the first to ask is served first. No request starves: a
-  request that has waited :data:`AGING_S` moves to the front rank (priority 0, behind only
-  those already there), and the longest wait is capped by ``max_wait_s`` anyway;
+* queue order: by priority, then first come, first served. Notices (match start and end:
+  small requests a bot answers at once) have priority :data:`NOTICE_PRIORITY` and go
+  before decisions (:data:`DECISION_PRIORITY`), since a match waiting to start or end holds
+  a worker thread while adding no work for the bots; decisions are served in the order
+  they asked, from every worker process alike, so no match starves and a wait is bounded
+  by the queue ahead of it. (Least-progress-first, a match's requests so far as its
+  priority, was measured too: it made the last matches end together but let waits grow
+  to 17 s, for no shorter tournament; ``bench/tournament_bench.py``.) A request that has
+  waited :data:`AGING_S` moves to priority 0 (behind only those already there), and the
+  longest wait is capped by ``max_wait_s`` anyway;
 * a waiter does not poll: it blocks (``BLPOP``, at most :data:`WAKE_POLL_S` at a time, then
   retries, which also tells the script it is alive) on its own wake-up list
   ``arena:bot-sem:wake:<ticket>``; giving a slot back wakes the queue's new head(s) at once,
@@ -82,6 +83,9 @@ LEASE_SLACK_S = 5.0
 DEFAULT_MAX_WAIT_S = 120.0
 #: Longest single block of a waiter before it retries (and shows it is alive), seconds.
 WAKE_POLL_S = 1.0
+#: Queue ranks (lower first): notices of match start and end, then decisions.
+NOTICE_PRIORITY = 0
+DECISION_PRIORITY = 1
 #: A request waiting this long moves to the front rank of the queue (no starvation), seconds.
 AGING_S = 30.0
 #: A waiter that has not retried for this long is dropped from the queue (its worker died), seconds.
@@ -259,8 +263,8 @@ class BotSemaphore:
                 priority: int = 0) -> tuple[str | None, float]:
         """Wait in the queue for a slot: returns ``(token or None, seconds waited)`` (0.0
         when the first attempt got one); ``release`` as in :meth:`try_acquire` (given back by
-        the first attempt, so a waiter holds nothing). ``priority``: the match's progress
-        (requests sent so far); lower is served first, equal ones first come, first served.
+        the first attempt, so a waiter holds nothing). ``priority``: the request's rank (0 or
+        more; lower is served first, equal ones first come, first served).
 
         None means no slot was taken (Redis down, or ``max_wait_s`` passed): the caller sends
         the request anyway and records the bypass (module docstring). Never raises.
@@ -330,8 +334,6 @@ class MatchSlots:
 
     def __init__(self) -> None:
         self._pending: tuple[BotSemaphore, str] | None = None
-        #: requests of the match so far: the priority of its next one (module docstring)
-        self.requests = 0
 
     def take_release(self) -> tuple[str, str] | None:
         """The ``(key, token)`` to give back with the next acquire (and forget it)."""
@@ -377,14 +379,13 @@ class CappedHttpPlayer(HttpPlayer):
         self.last_wait_s = 0.0
         self.last_bypassed = False
 
-    def _hold(self, timeout_s: float) -> str | None:
+    def _hold(self, timeout_s: float, notice: bool = False) -> str | None:
         if self.semaphore is None:
             return None
         release = self.slots.take_release() if self.slots is not None else None
-        progress = self.slots.requests if self.slots is not None else 0
-        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S, release, priority=progress)
-        if self.slots is not None:
-            self.slots.requests += 1
+        # a notice goes before decisions (module docstring: queue order)
+        priority = NOTICE_PRIORITY if notice else DECISION_PRIORITY
+        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S, release, priority=priority)
         self.last_wait_s, self.last_bypassed = waited, token is None
         self.wait_s += waited
         self.max_wait_s = max(self.max_wait_s, waited)
@@ -408,7 +409,7 @@ class CappedHttpPlayer(HttpPlayer):
             self._done(token)
 
     def notify(self, body: bytes) -> None:
-        token = self._hold(NOTICE_TIMEOUT_S)
+        token = self._hold(NOTICE_TIMEOUT_S, notice=True)
         try:
             super().notify(body)
         finally:
