@@ -183,14 +183,19 @@ WATCHDOG = _Watchdog()
 
 
 _TLS_CONTEXT: ssl.SSLContext | None = None
+_TLS_LOCK = threading.Lock()
 
 
 def _tls_context() -> ssl.SSLContext:
     """One verifying TLS context for every bot client: building one (loading the CA bundle)
-    costs about 40 ms, which a client per match would pay again and again."""
+    costs about 40 ms of CPU, which a client per match would pay again and again. Built once
+    under a lock: a thread-pool worker starts dozens of matches at once, and without it each
+    of them built its own (1-2 s of CPU before the first decision of a tournament)."""
     global _TLS_CONTEXT
     if _TLS_CONTEXT is None:
-        _TLS_CONTEXT = ssl.create_default_context()
+        with _TLS_LOCK:
+            if _TLS_CONTEXT is None:
+                _TLS_CONTEXT = ssl.create_default_context()
     return _TLS_CONTEXT
 
 
