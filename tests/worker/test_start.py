@@ -26,6 +26,17 @@ def _messages(client: redis.Redis) -> list[tuple[str, list]]:
     return out
 
 
+def _ready_bots(arena: Arena, ruleset: str, count: int) -> list[int]:
+    """``count`` bots stored as ``ready`` for ``ruleset`` (never called: no worker plays)."""
+    with arena.sessions() as s:
+        owner, _ = create_account(s, "own-" + uuid.uuid4().hex[:6], "contestant")
+        bots = [Bot(owner_id=owner.id, name=f"b{i}", url=f"http://127.0.0.1:9/{i}", secret="x",
+                    rulesets=[ruleset], status="ready") for i in range(count)]
+        s.add_all(bots)
+        s.commit()
+        return [b.id for b in bots]
+
+
 @pytest.mark.services
 def test_start_sends_one_task_and_two_senders_send_each_match_once(pg_database, redis_url, tmp_path):
     # a Redis database no worker consumes: the messages stay there to be counted
@@ -34,13 +45,7 @@ def test_start_sends_one_task_and_two_senders_send_each_match_once(pg_database, 
     client.delete("arena")
     arena = Arena(pg_database, broker, tmp_path=tmp_path)
     try:
-        with arena.sessions() as s:
-            owner, _ = create_account(s, "own-" + uuid.uuid4().hex[:6], "contestant")
-            bots = [Bot(owner_id=owner.id, name=f"b{i}", url=f"http://127.0.0.1:9/{i}", secret="x",
-                        rulesets=["million_doubt"], status="ready") for i in range(20)]
-            s.add_all(bots)
-            s.commit()
-            ids = [b.id for b in bots]
+        ids = _ready_bots(arena, "million_doubt", 20)
         tid = arena.create("million_doubt", ids, games_per_pairing=2)
         started = arena.start(tid)
         # the answer comes before any match is stored: one task, no match message yet
@@ -87,13 +92,7 @@ def test_small_field_with_many_matches_has_every_match_sent(pg_database, redis_u
     client.delete("arena")
     arena = Arena(pg_database, broker, tmp_path=tmp_path)
     try:
-        with arena.sessions() as s:
-            owner, _ = create_account(s, "own-" + uuid.uuid4().hex[:6], "contestant")
-            bots = [Bot(owner_id=owner.id, name=f"t{i}", url=f"http://127.0.0.1:9/{i}", secret="x",
-                        rulesets=["trump_millionaire"], status="ready") for i in range(8)]
-            s.add_all(bots)
-            s.commit()
-            ids = [b.id for b in bots]
+        ids = _ready_bots(arena, "trump_millionaire", 8)
         tid = arena.create("trump_millionaire", ids, games_per_pairing=1)
         started = arena.start(tid)
         # stored in the request, nothing sent yet: every match pending, one task
