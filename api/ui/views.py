@@ -119,11 +119,13 @@ def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str])
 
 
 def _progress(t: Tournament) -> dict:
-    s = db()
-    total = s.scalar(select(func.count()).select_from(Match).where(Match.tournament_id == t.id)) or 0
-    done = s.scalar(select(func.count()).select_from(Match).where(
-        Match.tournament_id == t.id, Match.status == "finished")) or 0
-    return {"finished": done, "total": total, "percent": round(100 * done / total) if total else 0}
+    """``finished``, ``total``, ``percent`` and ``by_status`` (match count per status), from
+    one grouped query."""
+    counts = {str(st): int(n) for st, n in db().execute(
+        select(Match.status, func.count()).where(Match.tournament_id == t.id).group_by(Match.status))}
+    total, done = sum(counts.values()), counts.get("finished", 0)
+    return {"finished": done, "total": total, "percent": round(100 * done / total) if total else 0,
+            "by_status": counts}
 
 
 def standings_rows(standings, names: dict[int, str]) -> list[dict[str, Any]]:

@@ -148,3 +148,20 @@ def test_sign_in_and_out_posted_from_another_site_are_refused(site):
     r = c.post("/ui/login", data={"token": token}, headers={"Origin": "http://localhost"})
     assert r.status_code == 303  # same origin (the test client's host)
     assert c.post("/ui/logout", headers={"Origin": "https://evil.example"}).status_code == 400
+
+
+def test_organizer_actions_shown_only_where_they_apply(site):
+    """The tournament page offers an action only where it can succeed: a finished
+    tournament with no failed match offers none; a running one with every match queued
+    offers resume and cancel, not start nor retry."""
+    organizer = _signed_in(site, "olga")
+
+    def actions(key: str) -> set[str]:
+        html = organizer.get(f"/ui/tournaments/{site.tournaments[key]}").get_data(as_text=True)
+        return {a for a in ("start", "resume", "retry", "cancel") if f'id="action-{a}"' in html}
+
+    assert actions("md") == set()
+    assert actions("running") == {"resume", "cancel"}
+    contestant = _signed_in(site, "alice")
+    assert 'id="organizer-actions"' not in contestant.get(
+        f"/ui/tournaments/{site.tournaments['md']}").get_data(as_text=True)

@@ -182,3 +182,64 @@ def test_running_match_updates_live_for_the_organizer_and_the_contestant(browser
 def test_live_stream_of_an_unknown_match_is_a_404(live_site):
     with httpx.Client(base_url=live_site["url"]) as c:
         assert c.get(f"/ui/matches/{live_site['match'] + 1000}/live").status_code == 404
+
+
+class SecondGameGate:
+    """A sample bot that, at its first decision of game 2 (protocol ``game`` 1), says so
+    (``reached``) and waits for ``gate``."""
+
+    def __init__(self, bot, gate: threading.Event, reached: threading.Event):
+        self.bot, self.gate, self.reached, self.name = bot, gate, reached, bot.name
+
+    def decide(self, request):
+        if request.raw.get("game") == 1 and not self.reached.is_set():
+            self.reached.set()
+            self.gate.wait(120)
+        return self.bot.decide(request)
+
+    def notice(self, message):
+        return self.bot.notice(message)
+
+
+def test_a_live_view_opened_after_the_first_game_follows_the_second(browser, live_site):
+    """A viewer who opens the live view while game 2 of a match is played (game 1 was never
+    seen by the page) gets the board of game 2, with no script error (the game picker used
+    to fail on the unseen game)."""
+    site = live_site
+    gate, reached = threading.Event(), threading.Event()
+    players = [LocalPlayer(SecondGameGate(SAMPLE_BOTS["random"](seed=1), gate, reached), "a"),
+               LocalPlayer(SecondGameGate(SAMPLE_BOTS["random"](seed=2), gate, reached), "b")]
+    publisher = live.LivePublisher(site["redis"], site["match"], seats=[[0, 1], [1, 0]])
+    result: dict = {}
+
+    def play():
+        result["log"] = run_match(players, "million_doubt", {}, seed=5, games=2,
+                                  time_rules=TimeRules(60000, 10000, 60000), max_faults=3,
+                                  on_step=publisher.step)
+        publisher.end()
+
+    worker = threading.Thread(target=play, daemon=True)
+    worker.start()
+    try:
+        assert reached.wait(60)  # game 1 is over, game 2 waits for its first decision
+        ctx, organizer, errors = _signed_in_page(browser, site, "olga")
+        r = redis.Redis.from_url(site["redis"])
+        full = live.channel(site["match"], True)
+        for _ in range(600):
+            if dict(r.pubsub_numsub(full)).get(full.encode(), 0) >= 1:
+                break
+            threading.Event().wait(0.05)
+        r.close()
+        # the publisher skips a channel nobody listened to for up to QUIET_S: wait it out
+        threading.Event().wait(live.QUIET_S + 0.2)
+        gate.set()
+        organizer.wait_for_function("() => document.getElementById('live-state').dataset.state === 'ended'",
+                                    timeout=60000)
+        assert int(organizer.locator("#live-card").get_attribute("data-steps") or 0) > 0
+        assert organizer.locator("#seat-list .seat").count() == 2
+        assert errors == []
+        ctx.close()
+    finally:
+        gate.set()
+        worker.join(120)
+    assert "log" in result

@@ -632,6 +632,7 @@
   function fillGamePick() {
     pick.textContent = "";
     R.games.forEach(function (g, i) {
+      if (!g.seats) return;  /* a live view opened later: a game played before it, never seen */
       var gt = (R.game_totals || [])[i];
       var o = el("option", null, "#" + (i + 1) + " (" + g.seats.map(function (p) {
         var name = R.players[p] ? R.players[p].label : String(p);
