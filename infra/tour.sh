@@ -74,15 +74,26 @@ status() {
     done
 }
 
+port_free() {  # true if nothing listens on 127.0.0.1:$1
+    ! { exec 9<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || { exec 9>&- 9<&-; return 1; }
+}
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 start() {
     alive site && { echo "tour.sh: already running (bash infra/tour.sh stop first)"; status; exit 0; }
     bash "$REPO/infra/bootstrap.sh"
     mkdir -p "$STATE"
-    local pg_port="${ARENA_PG_PORT:-54329}" redis_port="${ARENA_REDIS_PORT:-63799}"
+    # like infra/test.sh: a default port that is taken (another run) gives way to a free one
+    local pg_port="${ARENA_PG_PORT:-}" redis_port="${ARENA_REDIS_PORT:-}"
+    if [[ -z "$pg_port" ]]; then pg_port=54329; port_free "$pg_port" || pg_port="$(free_port)"; fi
+    if [[ -z "$redis_port" ]]; then redis_port=63799; port_free "$redis_port" || redis_port="$(free_port)"; fi
+    # written first, so `stop` also cleans up a start that failed half-way
+    printf 'TOUR_PG_PORT=%s\nTOUR_REDIS_PORT=%s\n' "$pg_port" "$redis_port" >"$STATE/env"
     export ARENA_DATABASE_URL ARENA_BROKER_URL
     ARENA_DATABASE_URL="$(ARENA_PG_PORT="$pg_port" bash "$REPO/infra/postgres.sh" start)"
     ARENA_BROKER_URL="$(ARENA_REDIS_PORT="$redis_port" bash "$REPO/infra/redis.sh" start)"
-    printf 'TOUR_PG_PORT=%s\nTOUR_REDIS_PORT=%s\n' "$pg_port" "$redis_port" >"$STATE/env"
     export ARENA_ALLOW_PRIVATE_BOT_URLS=1 ARENA_COOKIE_SECURE=0 ARENA_DATA_DIR="$STATE/data"
     mkdir -p "$ARENA_DATA_DIR"
     "$ARENA" db upgrade >"$STATE/upgrade.log" 2>&1 || { cat "$STATE/upgrade.log" >&2; die "arena db upgrade failed"; }
