@@ -40,7 +40,7 @@ from api.ui import access, fields
 from api.ui.chart import rating_chart
 from api.ui.views import _entrant_label, _load_log, bp
 from arena.core import access as policy
-from arena.core.db.models import Bot, Match, MatchSeat, Rating, Tournament, TournamentParticipant
+from arena.core.db.models import Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
 from arena.core.standings import tournament_standings
 
 CSRF_KEY = "csrf"
@@ -181,7 +181,9 @@ def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[s
     (:func:`arena.core.standings.tournament_standings`: every tournament starts from the
     model's prior, matches rated in schedule order). A finished tournament's fold is cached in
     ``standings_cache``, so a read folds nothing again. The rating across tournaments is the
-    ``ratings`` table (:func:`current_ratings`).
+    ``ratings`` table (:func:`current_ratings`); its value after each tournament (``after``:
+    a ``rating_history`` row, or None before the worker rebuilt the ratings) comes from
+    ``rating_history``.
     """
     s = db()
     ts = list(s.scalars(select(Tournament).join(TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id)
@@ -189,13 +191,15 @@ def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[s
                         .order_by(Tournament.finished_at.desc(), Tournament.id.desc())
                         .limit(RATING_TOURNAMENTS_SHOWN)
                         .options(selectinload(Tournament.participants))))
+    after = {h.tournament_id: h for h in s.scalars(select(RatingHistory).where(
+        RatingHistory.bot_id == bot_id, RatingHistory.tournament_id.in_([t.id for t in ts])))}
     rows: list[dict[str, Any]] = []
     for t in reversed(ts):
         table = tournament_standings(s, t)
         mine = next((st for st in table if st.entrant == bot_id), None)
         if mine is None or not mine.games:
             continue
-        rows.append({"t": t, "s": mine, "entrants": len(table)})
+        rows.append({"t": t, "s": mine, "entrants": len(table), "after": after.get(t.id)})
     charts: dict[str, dict[str, Any]] = {}
     for rs in engine.RULESETS:
         pts = [(r["t"].name or f"#{r['t'].id}", r["s"].mu, r["s"].sigma) for r in rows if r["t"].ruleset == rs]

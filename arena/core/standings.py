@@ -28,7 +28,8 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from arena.core.db.models import Match, MatchResult, Rating, StandingsCache, Tournament, utcnow
+from arena.core.db.models import Match, MatchResult, Rating, RatingHistory, StandingsCache, Tournament, utcnow
+from arena.core.lifecycle import TournamentStatus
 
 Entrant = int | str
 
@@ -290,7 +291,24 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
     ).all()
     ratings: dict[Entrant, Any] = {}
     games: dict[int, int] = {}
+    finished = set(session.scalars(select(Tournament.id).where(
+        Tournament.ruleset == ruleset, Tournament.status == TournamentStatus.FINISHED)))
+    history: list[RatingHistory] = []
+    played: set[int] = set()  # bots of the tournament being folded
+
+    def snapshot(tournament_id: int | None) -> None:
+        if tournament_id in finished:
+            position = len({h.tournament_id for h in history})
+            history.extend(RatingHistory(ruleset=ruleset, bot_id=b, tournament_id=tournament_id, position=position,
+                                         mu=ratings[b].mu, sigma=ratings[b].sigma, games=games[b])
+                           for b in sorted(played))
+        played.clear()
+
+    current: int | None = None
     for m in matches:
+        if m.tournament_id != current:
+            snapshot(current)
+            current = m.tournament_id
         rec = _record(m)
         keys = [e if isinstance(e, int) else f"{m.tournament_id}:{e}" for e in rec.seats]
         teams = [[ratings.setdefault(k, model.rating(name=str(k)))] for k in keys]
@@ -298,7 +316,11 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
             ratings[k] = team[0]
             if isinstance(k, int):
                 games[k] = games.get(k, 0) + (len(rec.games) or 1)
+                played.add(k)
+    snapshot(current)
     session.execute(delete(Rating).where(Rating.ruleset == ruleset))
+    session.execute(delete(RatingHistory).where(RatingHistory.ruleset == ruleset))
+    session.add_all(history)
     now = utcnow()
     for k, r in ratings.items():
         if isinstance(k, int):

@@ -10,7 +10,9 @@ import json
 
 import pytest
 import redis as redis_lib
+from sqlalchemy import select
 
+from arena.core.db.models import Rating, RatingHistory
 from arena.core.fairness import commitment
 from arena.core.lifecycle import store_result
 from arena.core.standings import rebuild_ratings
@@ -267,6 +269,15 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
     with sessionmaker() as s:
         assert rebuild_ratings(s, "million_doubt") == 4
         s.commit()
+        # the history after each finished tournament (one here): equal to the ratings, and
+        # rewritten, not added to, by another rebuild
+        assert rebuild_ratings(s, "million_doubt") == 4
+        s.commit()
+        ratings = {r.bot_id: (r.mu, r.sigma, r.games) for r in s.scalars(select(Rating))}
+        history = s.scalars(select(RatingHistory)).all()
+        assert sorted(h.bot_id for h in history) == sorted(ratings)
+        assert all((h.tournament_id, h.position, h.ruleset) == (t["id"], 0, "million_doubt") for h in history)
+        assert {h.bot_id: (h.mu, h.sigma, h.games) for h in history} == ratings
     board = client.get("/api/v1/leaderboard?ruleset=million_doubt").json
     assert [r["bot_id"] for r in board["items"]] == order
     assert board["items"][0]["games"] == 6 and board["items"][0]["matches"] == 3  # 3 matches of 2 games

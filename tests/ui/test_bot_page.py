@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from api.ui import forms
-from arena.core.db.models import Match, MatchSeat, Tournament
+from arena.core.db.models import Match, MatchSeat, RatingHistory, Tournament
 from arena.core.standings import tournament_standings
 
 
@@ -136,3 +136,24 @@ def test_fault_details_wait_for_the_end_of_a_running_tournament(site):
 def test_only_the_owner_and_organizers_open_a_bot_page(site, who, status):
     r = _client(site, who).get(f"/ui/bots/{site.bots['Ace']}")
     assert r.status_code == status
+
+
+def test_rating_history_shows_the_rating_across_tournaments_after_each(site):
+    """The last column of the rating history is the ``rating_history`` row of that
+    tournament (the cross-tournament rating as it stood after it), a dash without one."""
+    ace, md = site.bots["Ace"], site.tournaments["md"]
+    with site.sessionmaker() as s:
+        s.add(RatingHistory(ruleset="million_doubt", bot_id=ace, tournament_id=md, position=0,
+                            mu=27.125, sigma=6.5, games=4))
+        s.commit()
+    try:
+        html = _client(site, "alice").get(f"/ui/bots/{ace}").get_data(as_text=True)
+        table = html.split('id="rating-table"', 1)[1].split("</table>", 1)[0]
+        row = table.split(f'data-tournament="{md}"', 1)[1].split("</tr>", 1)[0]
+        assert '<td class="num after">27.12 <span class="muted">± 6.50</span></td>' in row
+        other = table.split(f'data-tournament="{site.tournaments["jdf"]}"', 1)[1].split("</tr>", 1)[0]
+        assert '<td class="num after"><span class="muted">–</span></td>' in other
+    finally:
+        with site.sessionmaker() as s:
+            s.query(RatingHistory).delete()
+            s.commit()

@@ -345,6 +345,24 @@ class Rating(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+class RatingHistory(Base):
+    """A bot's cross-tournament rating in one rule set after each finished tournament it
+    played (``position``: the tournament's place in the rating order, from 0), written with
+    the ``ratings`` rows by :func:`arena.core.standings.rebuild_ratings` (the whole rule
+    set's rows are rewritten at each rebuild, like ``ratings``)."""
+
+    __tablename__ = "rating_history"
+
+    ruleset: Mapped[str] = mapped_column(String(32), primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"), primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    #: Games rated so far, this tournament included (as ``ratings.games``).
+    games: Mapped[int] = mapped_column(Integer)
+
+
 class StandingsCache(Base):
     """The standings fold of a tournament's longest finished prefix of the schedule
     (:func:`arena.core.standings.tournament_standings`): matches with ``index <=
