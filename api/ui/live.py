@@ -22,15 +22,28 @@ re-fetched by ``static/tournament_live.js`` after events (debounced).
 
 No database connection is held while streaming (each status check takes one and gives it
 back).
+
+Streams are capped, since each holds a server thread (gunicorn's gthread workers have 16):
+at most :data:`STREAMS_PER_PROCESS` open streams per server process (the others stay free
+for the API and the pages) and :data:`STREAMS_PER_ACCOUNT` per account across every process
+(a Redis sorted set of leases, ``arena:live:streams:<account>``); a stream beyond either cap
+answers 429 with a message. A stream lasts at most :data:`MAX_STREAM_S` seconds, then
+closes, and the browser's ``EventSource`` reconnects (taking a slot again), and a viewer
+that left is noticed within :data:`IDLE_S` seconds (the next keep-alive write fails), so a
+flood of abandoned streams frees its threads soon.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 
 import redis
-from flask import Response, current_app, render_template, stream_with_context
+from flask import Response, abort, current_app, render_template, stream_with_context
+from flask_babel import gettext as _
 from sqlalchemy import select
 
 from api.database import db, settings
@@ -44,8 +57,99 @@ from arena.core.standings import tournament_standings
 #: Match statuses in which a match may still be played (its live view is open).
 LIVE_STATUSES = ("queued", "running", "pending")
 #: Seconds without a message before a keep-alive (and a status check), both streams.
-IDLE_S = 15.0
+IDLE_S = 5.0
+#: Longest life of one stream, seconds (then the browser reconnects).
+MAX_STREAM_S = 300.0
+#: Open streams per server process (of gunicorn's 16 threads per worker: half stay free).
+STREAMS_PER_PROCESS = 8
+#: Open streams per account, across every server process.
+STREAMS_PER_ACCOUNT = 5
 SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+_process_streams = threading.BoundedSemaphore(STREAMS_PER_PROCESS)
+_open_lock = threading.Lock()
+_open = 0
+
+
+def open_streams() -> int:
+    """Streams open in this process now (for tests and monitoring)."""
+    return _open
+
+
+def _count(delta: int) -> None:
+    global _open
+    with _open_lock:
+        _open += delta
+_TAKE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[1]))
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], tonumber(ARGV[3]), ARGV[4])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3]) - tonumber(ARGV[1])) + 60)
+return 1
+"""
+
+
+class StreamSlot:
+    """A place among the open streams (module docstring): taken by :meth:`take` when the
+    stream is asked for (429 when none is left), given back by :meth:`release` when it
+    ends. Redis unreachable: only the per-process cap applies."""
+
+    def __init__(self, url: str, account_id: int | None):
+        self.url, self.account_id = url, account_id
+        self.token = uuid.uuid4().hex
+        self._process = False
+        self._account = False
+
+    def _key(self) -> str:
+        return f"arena:live:streams:{self.account_id}"
+
+    def take(self) -> None:
+        """Take the slot, or abort with 429 (a message saying which cap)."""
+        if not _process_streams.acquire(blocking=False):
+            abort(429, _("Too many live views are open on this server; try again in a minute."))
+        self._process = True
+        _count(1)
+        if self.account_id is None:
+            return
+        try:
+            client = live.redis_client(self.url)
+            now = time.time()
+            got = client.eval(_TAKE, 1, self._key(), now, STREAMS_PER_ACCOUNT, now + MAX_STREAM_S + 30, self.token)
+        except redis.RedisError:
+            return
+        if not int(got):
+            self.release()
+            abort(429, _("You have %(n)s live views open already: close one first.", n=STREAMS_PER_ACCOUNT))
+        self._account = True
+
+    def release(self) -> None:
+        """Give the slot back (idempotent; never raises)."""
+        if self._process:
+            self._process = False
+            _process_streams.release()
+            _count(-1)
+        if self._account:
+            self._account = False
+            try:
+                live.redis_client(self.url).zrem(self._key(), self.token)
+            except redis.RedisError:
+                pass  # the lease ends by itself
+
+
+def _stream(events: Iterator[str], slot: StreamSlot | None) -> Response:
+    """The SSE response; the slot is given back when the server closes the response, also
+    when the viewer left before the first event (the generator's ``finally`` never runs then)."""
+    resp = Response(stream_with_context(events), mimetype="text/event-stream", headers=SSE_HEADERS)
+    if slot is not None:
+        resp.call_on_close(slot.release)
+    return resp
+
+
+def _slot() -> StreamSlot:
+    account = access.viewer()
+    slot = StreamSlot(settings().broker_url, account.id if account is not None else None)
+    slot.take()
+    return slot
 
 
 def can_watch_live(m, t) -> bool:
@@ -91,6 +195,7 @@ def match_live(match_id: int):
     full = view == "full"  # the policy's answer only: nothing in the request chooses the channel
     status, url, mid = m.status, settings().broker_url, m.id
     read_status = _status_reader(Match, mid)
+    slot = _slot() if status in LIVE_STATUSES else None
     db().close()  # hold no database connection while streaming
 
     def end(now: str | None) -> str:
@@ -103,10 +208,13 @@ def match_live(match_id: int):
         try:
             sub = live.Subscription(url, live.channel(mid, full))
         except redis.RedisError as exc:
+            if slot is not None:
+                slot.release()
             yield _error(exc)
             return
+        deadline = time.monotonic() + MAX_STREAM_S
         try:
-            yield ": live\n\n"
+            yield "retry: 2000\n: live\n\n"
             now = read_status()  # after subscribing: an end published before is not waited for
             if now not in LIVE_STATUSES:
                 yield end(now)
@@ -119,13 +227,17 @@ def match_live(match_id: int):
                 if now not in LIVE_STATUSES:
                     yield end(now)
                     return
+                if time.monotonic() > deadline:
+                    return  # the browser reconnects
                 yield ": keep-alive\n\n"
         except redis.RedisError as exc:
             yield _error(exc)
         finally:
             sub.close()
+            if slot is not None:
+                slot.release()
 
-    return Response(stream_with_context(events()), mimetype="text/event-stream", headers=SSE_HEADERS)
+    return _stream(events(), slot)
 
 
 def _viewable_tournament(tournament_id: int) -> Tournament:
@@ -142,6 +254,7 @@ def tournament_live(tournament_id: int):
     with_ids = policy.sees_all_matches(db(), access.viewer(), t)
     status, url, tid = t.status, settings().broker_url, t.id
     read_status = _status_reader(Tournament, tid)
+    slot = _slot() if status == "running" else None
     db().close()
 
     def end(now: str | None) -> str:
@@ -154,16 +267,21 @@ def tournament_live(tournament_id: int):
         try:
             sub = live.subscribe_tournament(url, tid)
         except redis.RedisError as exc:
+            if slot is not None:
+                slot.release()
             yield _error(exc)
             return
+        deadline = time.monotonic() + MAX_STREAM_S
         try:
-            yield ": live\n\n"
+            yield "retry: 2000\n: live\n\n"
             for text in sub.messages(IDLE_S, until_end=False):
                 if text is None:
                     now = read_status()
                     if now != "running":
                         yield end(now)
                         return
+                    if time.monotonic() > deadline:
+                        return  # the browser reconnects
                     yield ": keep-alive\n\n"
                     continue
                 try:
@@ -183,8 +301,10 @@ def tournament_live(tournament_id: int):
             yield _error(exc)
         finally:
             sub.close()
+            if slot is not None:
+                slot.release()
 
-    return Response(stream_with_context(events()), mimetype="text/event-stream", headers=SSE_HEADERS)
+    return _stream(events(), slot)
 
 
 @bp.route("/tournaments/<int:tournament_id>/live.html")

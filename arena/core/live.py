@@ -277,3 +277,9 @@ def subscribe_tournament(url: str, tournament_id: int | str) -> Subscription:
         redis.RedisError: Redis cannot be reached.
     """
     return Subscription(url, tournament_channel(tournament_id))
+
+
+def redis_client(url: str) -> redis.Redis:
+    """A pooled Redis client for ``url`` shared by the process (short timeouts: a slow Redis
+    must not hold a page), for small bookkeeping such as the pages' stream caps."""
+    return _tournament_client(url)
