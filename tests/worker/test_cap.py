@@ -23,16 +23,20 @@ from tests.worker.conftest import SwitchBot
 
 
 def test_endpoint_normalization_folds_spellings_of_one_endpoint():
+    """One server's port is one endpoint whatever the path (the attacker review registered
+    /, /v1 of one server to get two caps), scheme, query or spelling of the host."""
     same = ["http://127.0.0.1:8000/bot", "HTTP://127.0.0.1:8000/bot/", "http://127.0.0.1:8000//bot?x=1#f",
-            "http://127.0.0.1:8000/a/../bot", "http://127.0.0.1:8000/./bot"]
-    assert {normalize_endpoint(u) for u in same} == {"http://127.0.0.1:8000/bot"}
+            "http://127.0.0.1:8000/a/../bot", "http://127.0.0.1:8000/", "http://127.0.0.1:8000/v1",
+            "https://127.0.0.1:8000/other"]
+    assert {normalize_endpoint(u) for u in same} == {"127.0.0.1:8000"}
     assert len({endpoint_key(u) for u in same}) == 1
-    assert normalize_endpoint("https://Bot.Example.org") == normalize_endpoint("https://bot.example.org:443/")
-    assert normalize_endpoint("http://bücher.example/") == "http://xn--bcher-kva.example:80/"
-    # other ports, paths or schemes are other endpoints
-    others = ["http://127.0.0.1:8000/bot", "http://127.0.0.1:8001/bot", "http://127.0.0.1:8000/bot2",
-              "https://127.0.0.1:8000/bot"]
-    assert len({endpoint_key(u) for u in others}) == 4
+    assert normalize_endpoint("https://Bot.Example.org") == normalize_endpoint("https://bot.example.org:443/x")
+    assert normalize_endpoint("http://bücher.example/") == "xn--bcher-kva.example:80"
+    assert normalize_endpoint("http://[::1]:9000/") == "[::1]:9000"
+    # other ports or host names are other endpoints (no folding by address: shared proxies)
+    others = ["http://127.0.0.1:8000/bot", "http://127.0.0.1:8001/bot", "http://localhost:8000/bot",
+              "https://bot.example.org/", "https://other.example.org/"]
+    assert len({endpoint_key(u) for u in others}) == 5
 
 
 @pytest.mark.services

@@ -4,15 +4,16 @@ One bot endpoint may be seated in many matches running at once on many worker pr
 and the same endpoint may be registered by several bots. :class:`BotSemaphore` caps the
 simultaneous requests (decisions and notices) sent to one **endpoint** at ``limit``
 (``ARENA_BOT_MAX_CONCURRENCY``, default 4), so one bot's slowness under load does not
-distort the timing of the other matches it plays, and a server registered 64 times still
+distort the timing of the other matches it plays, and a server registered 64 times (under
+any paths: the endpoint is its `host:port`) still
 gets at most ``limit`` requests at once.
 
 Design (a first-come first-served semaphore in Redis, atomic Lua scripts):
 
 * keys ``arena:bot-sem:<endpoint digest>`` (:func:`endpoint_key`, the SHA-256 of the
-  normalized ``scheme://host:port/path`` of the bot URL: host lower-cased, default port
-  made explicit, ``.``/``..``/repeated and trailing slashes folded, query and fragment
-  dropped), so every registration of the same endpoint shares one cap;
+  normalized ``host:port`` of the bot URL: host lower-cased, default port made explicit;
+  scheme, path, query and fragment dropped), so every registration of the same server
+  shares one cap, whatever path it names;
 * that key is a sorted set of **holders**: each is a member (a random ticket) whose score is
   its lease end, in Redis server time (seconds, ``TIME``), so clocks of different worker
   machines never matter; ``<key>:q`` is the **queue** of waiting tickets (score: arrival
@@ -68,7 +69,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import posixpath
 import time
 import uuid
 from urllib.parse import urlsplit
@@ -96,10 +96,14 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def normalize_endpoint(url: str) -> str:
-    """The endpoint of a bot URL as ``scheme://host:port/path`` (module docstring): scheme
-    and host lower-cased, the default port written out, the path folded (``posixpath``
-    rules, no trailing slash), query and fragment dropped. A URL that cannot be parsed is
-    returned stripped (it still gets a key of its own; its requests fail anyway)."""
+    """The endpoint of a bot URL as ``host:port`` (module docstring): the host lower-cased
+    and IDNA-encoded (no trailing dot), the default port of the scheme written out; the
+    scheme, path, query and fragment are dropped, since one server answers every path of its
+    port (the SDK does), so ``/``, ``/v1`` and ``/a/../b`` of one server share one cap. A URL
+    that cannot be parsed is returned stripped (it gets a key of its own; its requests fail
+    anyway). Different host names of one server (``localhost`` and ``127.0.0.1``, two DNS
+    names) are different endpoints: the arena does not fold them by address, since unrelated
+    bots behind one shared proxy address must not share a cap."""
     try:
         parts = urlsplit(url.strip())
         scheme = parts.scheme.lower()
@@ -111,11 +115,9 @@ def normalize_endpoint(url: str) -> str:
         port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
     except ValueError:
         return url.strip()
-    path = posixpath.normpath("/" + parts.path.lstrip("/")) if parts.path else "/"
-    path = "/" + path.lstrip("/")  # normpath keeps a leading '//'
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
-    return f"{scheme}://{host}:{port}{path.rstrip('/') or '/'}"
+    return f"{host}:{port}"
 
 
 def endpoint_key(url: str) -> str:
