@@ -80,15 +80,19 @@ def house_names(count: int) -> list[str]:
 
 
 def circle_pairs(entrants: list[Entrant]) -> list[tuple[Entrant, Entrant]]:
-    """All pairs of ``entrants``, ordered in round-robin rounds (circle method)."""
+    """All pairs of ``entrants``, ordered in round-robin rounds (circle method). Each bot is
+    listed first in as many pairs as any other, within one (the fixed player alternates
+    sides), so with an odd ``games_per_pairing`` no bot gets seat 0 more than once extra."""
     players: list[Entrant | None] = list(entrants)
     if len(players) % 2:
         players.append(None)
     n = len(players)
     out: list[tuple[Entrant, Entrant]] = []
-    for _ in range(n - 1):
+    for r in range(n - 1):
         for i in range(n // 2):
             a, b = players[i], players[n - 1 - i]
+            if i == 0 and r % 2:  # the fixed player alternates sides: every player is listed
+                a, b = b, a       # first (seat 0 of an odd game count) within one of the others
             if a is not None and b is not None:
                 out.append((a, b))
         players = [players[0], players[-1], *players[1:-1]]
@@ -670,6 +674,14 @@ def family_line(fam: CyclicFamily) -> str:
     return f"{fam.n}: {full} | {' '.join(map(str, fam.halves))} | {'q' if fam.quarter else ''}".rstrip()
 
 
+def _seat_order(members: tuple[int, ...], seed: int, table: int) -> list[int]:
+    """The order around table ``table`` of its ``members``: a seeded shuffle (the same seed
+    gives the same order; a different table, another)."""
+    order = list(members)
+    random.Random(derive_seed(seed, "seat-order", table)).shuffle(order)
+    return order
+
+
 def build_schedule(
     seats: int,
     participants: list[int],
@@ -718,11 +730,16 @@ def build_schedule(
         tables: list[tuple[int, ...]] = spread_order(list(itertools.combinations(range(n), 4)), n)
     else:
         tables = spread_tables(n, seed)
+    # The order around each table is drawn from the seed: a table's members in id order
+    # would seat the lower id before the higher at every table the two share, so a
+    # contestant's two bots registered one after the other would always sit in turn (a
+    # partner feeding or passing for the other). The rotations keep that table's order.
+    orders = [_seat_order(members, seed, t) for t, members in enumerate(tables)]
     # Queue order: round by round, and within a round rotation by rotation over every table,
     # so each bot's matches are spread over the whole tournament.
     for _round in range(games_per_pairing):
         for k in range(4):
-            for t, members in enumerate(tables):
+            for t, members in enumerate(orders):
                 group = [entrants[i] for i in members]
                 rotated = tuple(group[k:] + group[:k])
                 out.append(ScheduledMatch(len(out), t, rotated, match_seed(seed, tournament_id, len(out))))
