@@ -158,6 +158,8 @@ def test_contestant_and_organizer_run_a_tournament_through_the_pages(eager_site,
     page.screenshot(path=str(artifacts / "ui-tournament-finished.png"), full_page=True)
     # --- starting again is refused by the API rules (409), shown as a notice
     assert page.locator("#action-start").count() == 0  # finished: no start button
+    assert page.locator("#organizer-actions form").count() == 0  # nor any other action
+    page.goto(f"{site}/ui/tournaments/new")  # a page with the session's CSRF token in a form
     page.evaluate(f"""() => {{ const f = document.createElement('form'); f.method = 'post';
         f.action = '/ui/tournaments/{tid}/start';
         const i = document.createElement('input'); i.name = 'csrf';
