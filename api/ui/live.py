@@ -137,8 +137,9 @@ class StreamSlot:
 
 
 def _stream(events: Iterator[str], slot: StreamSlot | None) -> Response:
-    """The SSE response; the slot is given back when the server closes the response, also
-    when the viewer left before the first event (the generator's ``finally`` never runs then)."""
+    """The SSE response; the slot is given back when the server closes the response: after
+    the last event, or when the viewer left (even before the first event, when the
+    generator's ``finally`` would never run)."""
     resp = Response(stream_with_context(events), mimetype="text/event-stream", headers=SSE_HEADERS)
     if slot is not None:
         resp.call_on_close(slot.release)
@@ -208,8 +209,6 @@ def match_live(match_id: int):
         try:
             sub = live.Subscription(url, live.channel(mid, full))
         except redis.RedisError as exc:
-            if slot is not None:
-                slot.release()
             yield _error(exc)
             return
         deadline = time.monotonic() + MAX_STREAM_S
@@ -234,8 +233,6 @@ def match_live(match_id: int):
             yield _error(exc)
         finally:
             sub.close()
-            if slot is not None:
-                slot.release()
 
     return _stream(events(), slot)
 
@@ -267,8 +264,6 @@ def tournament_live(tournament_id: int):
         try:
             sub = live.subscribe_tournament(url, tid)
         except redis.RedisError as exc:
-            if slot is not None:
-                slot.release()
             yield _error(exc)
             return
         deadline = time.monotonic() + MAX_STREAM_S
@@ -301,8 +296,6 @@ def tournament_live(tournament_id: int):
             yield _error(exc)
         finally:
             sub.close()
-            if slot is not None:
-                slot.release()
 
     return _stream(events(), slot)
 
