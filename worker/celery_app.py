@@ -34,11 +34,16 @@ finds its live lease and skips it).
 
 from __future__ import annotations
 
-from celery import Celery
+import logging
+
+from celery import Celery, signals
 
 from arena.core.config import Settings
 from arena.core.limits import visibility_timeout
 from arena.core.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
+from arena.core.runner.service import prewarm
+
+log = logging.getLogger("arena.worker")
 
 #: The reaper's task (arena.core.reaper.reap), run by the beat process itself (worker.beat).
 REAP_TASK = "arena.reap"
@@ -94,3 +99,22 @@ app = make_app()
 def ping() -> str:
     """Health check: returns ``"pong"``. Used by tests to know a worker is consuming."""
     return "pong"
+
+
+@signals.worker_init.connect
+def _prewarm_threads(sender=None, **_kw) -> None:
+    """A thread (or solo) pool: open the process's connections before it consumes
+    (:func:`arena.core.runner.service.prewarm`, one per thread). A prefork pool's children
+    open their own after the fork (below): nothing may be opened in the parent."""
+    pool = str(getattr(sender, "pool_cls", ""))
+    if "prefork" in pool or "processes" in pool:
+        return
+    threads = int(getattr(sender, "concurrency", 1) or 1)
+    opened = prewarm(Settings.from_env(), threads)
+    log.info("opened ahead for %d threads: %s", threads, opened)
+
+
+@signals.worker_process_init.connect
+def _prewarm_child(**_kw) -> None:
+    """A prefork child plays one match at a time: its own connections, after the fork."""
+    prewarm(Settings.from_env(), 1)

@@ -186,7 +186,7 @@ _TLS_CONTEXT: ssl.SSLContext | None = None
 _TLS_LOCK = threading.Lock()
 
 
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """One verifying TLS context for every bot client: building one (loading the CA bundle)
     costs about 40 ms of CPU, which a client per match would pay again and again. Built once
     under a lock: a thread-pool worker starts dozens of matches at once, and without it each
@@ -219,7 +219,7 @@ def _new_transport(allow_private: bool) -> httpx.HTTPTransport:
     environment's proxy variables never apply), each connection to a checked address
     (:class:`~arena.core.bot_transport.PinnedTransport`)."""
     return PinnedTransport(
-        allow_private=allow_private, ssl_context=_tls_context(), socket_options=_SOCKET_OPTIONS,
+        allow_private=allow_private, ssl_context=tls_context(), socket_options=_SOCKET_OPTIONS,
         limits=httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=60))
 
 

@@ -78,7 +78,7 @@ from arena.core.limits import longest_match_seconds, visibility_timeout
 from arena.core.live import LivePublisher, publish_tournament_event
 from arena.core.runner.answers import safe_text
 from arena.core.runner.match import MatchError, default_game_specs, run_match
-from arena.core.runner.players import LocalPlayer, WithdrawnPlayer
+from arena.core.runner.players import LocalPlayer, WithdrawnPlayer, tls_context
 from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, MatchSlots
 from arena.core.standings import rebuild_ratings
 from bots_sdk.samples import SAMPLE_BOTS
@@ -93,20 +93,79 @@ RATINGS_LOCK = 0x6172656E61  # "arena"
 _local = threading.local()
 
 
+#: Database connections a worker process keeps open (its pool size, SQLAlchemy's QueuePool),
+#: and how many more it may open in a burst (closed again when given back); set from the
+#: worker's thread count by :func:`prewarm` before the first match.
+_POOL = {"pool_size": 20, "max_overflow": 28}
+
+
 @lru_cache(maxsize=4)
 def _sessions(database_url: str) -> sessionmaker[Session]:
     # One engine per database URL and process; built lazily, so after the prefork fork. A
-    # thread-pool worker runs up to 64 matches at once (arena worker), each touching the
-    # database only to claim, renew its lease and store: 48 connections at most, 20 kept
-    # open (an overflow connection is closed when given back, and a PostgreSQL connection
-    # costs a process fork, so a burst of claims should mostly find open ones).
-    pool = {"pool_size": 20, "max_overflow": 28} if database_url.startswith(("postgresql", "postgres:")) else {}
+    # thread-pool worker runs many matches at once (arena worker), each touching the database
+    # only to claim, renew its lease and store: :data:`_POOL` (one kept-open connection per
+    # thread, so a burst of claims finds open ones: a PostgreSQL connection costs a process
+    # fork, 10-50 ms each when dozens open at once).
+    pool = dict(_POOL) if database_url.startswith(("postgresql", "postgres:")) else {}
     return make_sessionmaker(make_engine(database_url, **pool))
+
+
+def prewarm(settings: Settings, threads: int) -> dict[str, int]:
+    """Open what a worker process's first matches need before they come (issue 15): a
+    tournament's first ``threads`` matches start at the same moment, and each opening its own
+    database and Redis connections (and the bots' TLS context) made each claim take 0.1-0.4 s
+    instead of a few milliseconds.
+
+    Sets the process's database pool to ``threads`` kept-open connections (plus ``threads //
+    2`` in a burst: the lease renewals; for the engines built from now on, so before the first
+    match), opens that many, opens
+    ``threads`` Redis connections of the pool the matches' semaphore calls use
+    (:func:`match_redis`), and builds the TLS context. Call it once per worker process, before
+    it consumes (a prefork child: in the child). Returns ``{"database": n, "redis": m}``, the
+    connections opened (0 for SQLite, or for a service down now: the matches then open their
+    own, later, as before). Never raises.
+    """
+    threads = max(1, int(threads))
+    _POOL.update(pool_size=threads, max_overflow=max(4, threads // 2))
+    tls_context()
+    opened = {"database": 0, "redis": 0}
+    if settings.database_url.startswith(("postgresql", "postgres:")):
+        engine_ = _sessions(settings.database_url).kw["bind"]
+        conns = []
+        try:
+            for _ in range(min(threads, _POOL["pool_size"])):
+                conns.append(engine_.connect())
+        except DBAPIError as exc:
+            log.warning("database connections not opened ahead (%s)", type(exc).__name__)
+        finally:
+            opened["database"] = len(conns)
+            for c in conns:
+                c.close()  # back to the pool, which keeps them open
+    if live_enabled(settings):
+        pool = _redis(settings.broker_url).connection_pool
+        rconns = []
+        try:
+            for _ in range(threads):
+                rconns.append(pool.get_connection())
+        except redis.RedisError as exc:
+            log.warning("Redis connections not opened ahead (%s)", exc)
+        finally:
+            opened["redis"] = len(rconns)
+            for rc in rconns:
+                pool.release(rc)
+    return opened
+
+
+#: Most Redis connections of a worker process's pool (redis-py's default is 100, and a match
+#: holds one for its whole length: a worker running more matches than that at once sent
+#: their requests without a slot, "Too many connections").
+REDIS_MAX_CONNECTIONS = 4096
 
 
 @lru_cache(maxsize=4)
 def _redis(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30)
+    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30,
+                                max_connections=REDIS_MAX_CONNECTIONS)
 
 
 def match_redis(settings: Settings) -> redis.Redis | None:

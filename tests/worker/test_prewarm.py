@@ -1,0 +1,72 @@
+"""A worker process opens its connections before its first matches (issue 15): the database
+pool sized to the threads and that many connections open, Redis connections for the matches'
+semaphore calls, and no ceiling below the matches one process runs at once (redis-py's
+default pool of 100 connections made the 101st concurrent match send every request without
+a slot, "Too many connections"). Real PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from arena.core.config import Settings
+from arena.core.runner import service
+from arena.core.runner.semaphore import BotSemaphore
+
+pytestmark = pytest.mark.services
+
+
+def test_prewarm_opens_one_database_and_one_redis_connection_per_thread(pg_database, redis_url, tmp_path):
+    # a URL of its own (the engine is built once per URL and process), so the pool is new here
+    url = pg_database + "?application_name=arena-prewarm-test"
+    settings = Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url, celery_eager=False)
+    pool_before = dict(service._POOL)
+    try:
+        opened = service.prewarm(settings, 12)
+        engine = service._sessions(url).kw["bind"]
+        assert opened == {"database": 12, "redis": 12}
+        assert engine.pool.size() == 12
+        assert engine.pool.checkedin() == 12  # open and given back: the pool keeps them
+        assert engine.pool.checkedout() == 0
+        # a claim's session takes a connection the pool already has
+        with service._sessions(url)() as s:
+            assert s.connection().scalar(text("select 1")) == 1
+            assert engine.pool.checkedin() == 11
+        assert engine.pool.checkedin() == 12
+    finally:
+        service._POOL.clear()
+        service._POOL.update(pool_before)
+        service._sessions(url).kw["bind"].dispose()
+
+
+def test_prewarm_with_databases_down_opens_nothing_and_does_not_raise(redis_url, free_port, tmp_path):
+    port = free_port()
+    settings = Settings(data_dir=tmp_path, database_url=f"postgresql+psycopg://arena@127.0.0.1:{port}/none?connect_timeout=2",
+                        broker_url=f"redis://127.0.0.1:{free_port()}/0", celery_eager=False)
+    pool_before = dict(service._POOL)
+    try:
+        assert service.prewarm(settings, 3) == {"database": 0, "redis": 0}
+    finally:
+        service._POOL.clear()
+        service._POOL.update(pool_before)
+
+
+def test_more_matches_at_once_than_redis_pys_default_pool_all_get_their_slot_calls(redis_url, tmp_path):
+    """150 matches at once on one process, each holding its Redis connection (match_redis):
+    every one can still call the semaphore (no "Too many connections" bypass)."""
+    settings = Settings(data_dir=tmp_path, database_url="sqlite://", broker_url=redis_url, celery_eager=False)
+    clients = [service.match_redis(settings) for _ in range(150)]
+    try:
+        assert all(c is not None for c in clients)
+        tokens = []
+        for i, c in enumerate(clients):
+            sem = BotSemaphore(c, f"prewarm-test-{i % 5}", limit=200)
+            token = sem.try_acquire(5.0)
+            assert token is not None, f"match {i} got no slot call"
+            tokens.append((sem, token))
+        for sem, token in tokens:
+            sem.release(token)
+    finally:
+        for c in clients:
+            if c is not None:
+                c.close()
