@@ -59,20 +59,27 @@ TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 
 
 class DefaultWorker:
-    """``arena worker`` as an operator starts it (its defaults), plus overrides if asked."""
+    """``arena worker`` as an operator starts it (its defaults: :func:`arena.cli.worker.default_processes`
+    processes of the thread pool), plus overrides if asked."""
 
-    def __init__(self, broker: str, db: str, log_dir: Path, pool: str | None, concurrency: int | None):
+    def __init__(self, broker: str, db: str, log_dir: Path, pool: str | None, concurrency: int | None,
+                 processes: int | None = None):
         import os
+
+        from arena.cli.worker import default_processes
 
         self.log = log_dir / f"worker-{uuid.uuid4().hex[:6]}.log"
         env = {**os.environ, "ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": db,
                "ARENA_ALLOW_PRIVATE_BOT_URLS": "1", "ARENA_CELERY_EAGER": "0", "PYTHONPATH": str(REPO)}
-        cmd = [sys.executable, "-m", "arena.cli", "worker", "--loglevel", "WARNING",
-               "--hostname", f"tbench-{uuid.uuid4().hex[:6]}@127.0.0.1"]
+        name = f"tbench{uuid.uuid4().hex[:6]}"
+        cmd = [sys.executable, "-m", "arena.cli", "worker", "--loglevel", "WARNING", "--hostname", f"{name}@127.0.0.1"]
         if pool:
             cmd += ["--pool", pool]
         if concurrency:
             cmd += ["--concurrency", str(concurrency)]
+        if processes:
+            cmd += ["--processes", str(processes)]
+        self.processes = processes or (default_processes() if pool in (None, "threads") else 1)
         with open(self.log, "wb") as fh:
             self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT,
                                          start_new_session=True)
@@ -81,10 +88,15 @@ class DefaultWorker:
 
         client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
         assert client.send_task("arena.ping", queue="arena").get(timeout=60) == "pong"
-        stats = client.control.inspect(timeout=5).stats() or {}
-        pool_info = next(iter(stats.values()), {}).get("pool", {})
-        self.slots = int(pool_info.get("max-concurrency") or concurrency or 1)
-        self.pool = pool_info.get("implementation", pool or "?")
+        deadline = time.monotonic() + 60
+        mine: dict = {}
+        while len(mine) < self.processes and time.monotonic() < deadline:  # every node up
+            stats = client.control.inspect(timeout=2).stats() or {}
+            mine = {n: v for n, v in stats.items() if n.startswith(name)}
+        assert len(mine) == self.processes, f"{len(mine)} of {self.processes} worker processes answered"
+        self.slots = sum(int(v.get("pool", {}).get("max-concurrency") or 1) for v in mine.values())
+        self.pool = next(iter(mine.values())).get("pool", {}).get("implementation", pool or "?")
+        self.pids = [int(v["pid"]) for v in mine.values()]
         client.close()
 
     def stop(self) -> None:
@@ -122,10 +134,18 @@ class Utilization:
     share of the bots' capacity (``cap`` each) in use, per tenth of the makespan. Tells a
     steady state that leaves slots idle from a tail where matches run out."""
 
-    def __init__(self, servers: list, cap: int):
+    def __init__(self, servers: list, cap: int, broker: str | None = None):
         import threading
 
+        import redis
+
+        from arena.core.runner.semaphore import KEY_PREFIX, endpoint_key
+
         self.servers, self.cap, self.samples = servers, cap, []
+        #: per sample: (requests in flight at the bots, requests waiting for a slot)
+        self.load: list[tuple[int, int, int]] = []
+        self._redis = redis.Redis.from_url(broker) if broker else None
+        self._queues = [KEY_PREFIX + endpoint_key(s.url) + ":q" for s in servers]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -134,6 +154,23 @@ class Utilization:
         while not self._stop.wait(0.02):
             self.samples.append(sum(min(s.in_flight, self.cap) for s in self.servers)
                                 / (self.cap * len(self.servers)))
+            if self._redis is not None:
+                pipe = self._redis.pipeline(transaction=False)
+                for q in self._queues:
+                    pipe.zcard(q)
+                queued = [int(n) for n in pipe.execute()]
+                flying = [s.in_flight for s in self.servers]
+                # slots idle although requests wait for them: the hand-over's cost
+                idle = sum(min(self.cap - f, q) for f, q in zip(flying, queued) if f < self.cap)
+                self.load.append((sum(flying), sum(queued), idle))
+
+    def requests(self) -> dict:
+        """Mean requests in flight at the bots and waiting for a slot (all bots together)."""
+        if not self.load:
+            return {}
+        return {"in_flight_mean": round(statistics.mean(a for a, _, _ in self.load), 1),
+                "waiting_mean": round(statistics.mean(b for _, b, _ in self.load), 1),
+                "idle_slots_with_waiters_mean": round(statistics.mean(c for _, _, c in self.load), 1)}
 
     def stop(self) -> list[float]:
         self._stop.set()
@@ -142,14 +179,31 @@ class Utilization:
         return [round(statistics.mean(self.samples[i * n // 10:(i + 1) * n // 10] or [0]), 2) for i in range(10)]
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process and its children used so far (Linux /proc)."""
+    import os
+
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def play(arena, ruleset: str, ids: list[int], db: str, cap: int, slots: int, servers: list | None = None,
-         **kw) -> dict:
+         broker: str | None = None, workers: list | None = None, **kw) -> dict:
+    import os
+
     tid = arena.create(ruleset, ids, time_rules=TIME_RULES, **kw)
+    pids = [pid for w in workers or [] for pid in w.pids]
+    cpu0 = [cpu_s(p) for p in pids] + [cpu_s(os.getpid())]
     t0 = time.perf_counter()
-    usage = Utilization(servers, cap) if servers else None
+    usage = Utilization(servers, cap, broker) if servers else None
     arena.start(tid)
     wait_finished(db, tid)
     makespan = time.perf_counter() - t0
+    # share of one core each worker process used, then this process (the bots)
+    cpu = [round((cpu_s(p) - c) / makespan, 2) for p, c in zip([*pids, os.getpid()], cpu0)]
     deciles = usage.stop() if usage else []
     stored = arena.stored(tid)
     lb = lower_bound(stored, cap, slots)
@@ -162,13 +216,22 @@ def play(arena, ruleset: str, ids: list[int], db: str, cap: int, slots: int, ser
         t_start = s.get(Tournament, tid).started_at
     claims = sorted((m.started_at - t_start).total_seconds() for m, _, _ in stored)
     ends = sorted((m.finished_at - t_start).total_seconds() for m, _, _ in stored if m.finished_at)
+    import os as _os
+    if _os.environ.get("PROBE"):
+        with open(_os.environ["PROBE"], "w") as fh:
+            for m, res, _ in sorted(stored, key=lambda x: x[0].started_at):
+                print(round((m.started_at - t_start).total_seconds(), 3), round((m.finished_at - t_start).total_seconds(), 3),
+                      res.timings["wall_s"], file=fh)
+            print("makespan", makespan, file=fh)
     def pct(xs, q):
         return round(xs[min(len(xs) - 1, int(q * len(xs)))], 2) if xs else None
     timeline = {"first_claim_s": pct(claims, 0), f"claim_{slots}th_s": pct(claims, (slots - 1) / max(1, len(claims))),
                 "last_claim_s": pct(claims, 1), "first_end_s": pct(ends, 0), "last_end_s": pct(ends, 1)}
     return {"matches": len(stored), "makespan_s": round(makespan, 2), **lb,
             "ratio": round(makespan / lb["lb_s"], 3), "max_slot_wait_ms": max(waits or [0]),
-            "bypassed": bypassed, "bot_capacity_used_by_tenth": deciles, "timeline": timeline}
+            "bypassed": bypassed, "bot_capacity_used_by_tenth": deciles,
+            "requests": usage.requests() if usage else {}, "timeline": timeline,
+            "cpu_cores": {"workers": cpu[:-1], "bench_and_bots": cpu[-1]}}
 
 
 def start_field(arena, broker_idle: str, db: str) -> tuple[dict, int]:
@@ -238,7 +301,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="bots think 20 ms: about 2 minutes")
     ap.add_argument("--pool", default=None, help="worker pool (default: arena worker's)")
     ap.add_argument("-c", "--concurrency", type=int, default=None, help="worker slots (default: arena worker's)")
-    ap.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    ap.add_argument("--processes", type=int, default=None, help="processes of the arena worker (default: its own)")
+    ap.add_argument("--workers", type=int, default=1, help="arena worker commands (default 1)")
     ap.add_argument("--skip-play", action="store_true", help="only the 128-bot starts and the page")
     ap.add_argument("--only", choices=["million_doubt", "trump_millionaire"], default=None,
                     help="play one rule set's round robin, then stop (no 128-bot starts)")
@@ -272,18 +336,21 @@ def main() -> None:
             md_ids = tm_ids = [arena.register(s, both, f"b{i}") for i, s in enumerate(servers)]
             for s in servers:  # checked at full speed; they think from now on
                 s.mode = "slow"
-            worker = DefaultWorker(broker, db, tmp, args.pool, args.concurrency)
-            extra = [DefaultWorker(broker, db, tmp, args.pool, args.concurrency) for _ in range(args.workers - 1)]
-            worker.slots *= args.workers
+            worker = DefaultWorker(broker, db, tmp, args.pool, args.concurrency, args.processes)
+            extra = [DefaultWorker(broker, db, tmp, args.pool, args.concurrency, args.processes)
+                     for _ in range(args.workers - 1)]
+            worker.slots += sum(w.slots for w in extra)
             cap = DEFAULT_BOT_MAX_CONCURRENCY
-            details["worker"] = {"pool": worker.pool, "processes": args.workers, "slots": worker.slots, "cap": cap}
+            details["worker"] = {"pool": worker.pool, "commands": args.workers,
+                                 "processes": worker.processes * args.workers, "slots": worker.slots, "cap": cap}
             for ruleset in ("million_doubt", "trump_millionaire"):
                 if args.only not in (None, ruleset):
                     continue
                 kw: dict = ({"games_per_pairing": 2} if ruleset == "million_doubt"
                             else {"games_per_pairing": 1, "options": {"target_score": 1}})
                 details[ruleset] = got = play(arena, ruleset, md_ids if ruleset == "million_doubt" else tm_ids,
-                                              db, cap, worker.slots, servers=servers, **kw)
+                                              db, cap, worker.slots, servers=servers, broker=broker,
+                                              workers=[worker, *extra], **kw)
                 lines.append(f"makespan/LB {ruleset}: {got['ratio']:.2f}")
             for w in extra:
                 w.stop()

@@ -5,6 +5,8 @@
 - ``arena tournament start --wait`` against a real broker with no worker says, on stderr,
   that no worker has taken a match and to start ``arena worker``.
 - Two ``arena worker`` processes on one host answer a Celery ping under different names.
+- ``arena worker --processes 2`` starts two nodes, starts a new one when one is killed, stops
+  both on SIGTERM (exit 0), and its processes stop when the launcher itself is killed.
 - Two ``arena api`` servers keep their own gunicorn control sockets; none by default.
 """
 
@@ -160,6 +162,96 @@ def test_two_workers_on_one_host_have_different_names(tmp_path, redis_url):
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
+        client.close()
+
+
+def _nodes(client, prefix: str) -> dict[str, int]:
+    """Node name -> process id of the live workers whose name starts with ``prefix``."""
+    stats = client.control.inspect(timeout=1.0).stats() or {}
+    return {name: int(s["pid"]) for name, s in stats.items() if name.startswith(prefix)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.services
+def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url):
+    from worker.celery_app import make_app
+
+    broker = redis_url.rsplit("/", 1)[0] + "/12"
+    tag = uuid.uuid4().hex[:8]
+    queue = f"arena.procs.{tag}"  # nothing is ever sent here
+    env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
+    client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
+    log = open(tmp_path / "launcher.log", "wb")
+    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "-c", "2", "-Q", queue,
+                                 "-n", f"lt{tag}@127.0.0.1"], cwd=REPO, env=_env(**env), stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    first, second = f"lt{tag}-1@127.0.0.1", f"lt{tag}-2@127.0.0.1"
+
+    def wait_for(cond, what: str) -> dict[str, int]:
+        deadline = time.monotonic() + READY_S
+        while time.monotonic() < deadline:
+            assert launcher.poll() is None, (tmp_path / "launcher.log").read_text()
+            nodes = _nodes(client, f"lt{tag}")
+            if cond(nodes):
+                return nodes
+            time.sleep(0.2)
+        raise AssertionError(f"{what}: {(tmp_path / 'launcher.log').read_text()}")
+
+    try:
+        nodes = wait_for(lambda n: set(n) == {first, second}, "two nodes")
+        assert nodes[first] != nodes[second] != launcher.pid
+        os.kill(nodes[first], signal.SIGKILL)  # a worker process dies
+        again = wait_for(lambda n: set(n) == {first, second} and n[first] != nodes[first], "a new first node")
+        assert again[second] == nodes[second]  # the other one played on
+        assert not _alive(nodes[first])
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(60) == 0
+        assert not _alive(again[first]) and not _alive(again[second])
+        assert "exited with status -9" in (tmp_path / "launcher.log").read_text()
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+        client.close()
+
+
+@pytest.mark.services
+def test_worker_processes_stop_when_the_launcher_is_killed(tmp_path, redis_url):
+    from worker.celery_app import make_app
+
+    broker = redis_url.rsplit("/", 1)[0] + "/12"
+    tag = uuid.uuid4().hex[:8]
+    env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
+    client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
+    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "-c", "1", "-Q", f"arena.procs.{tag}",
+                                 "-n", f"lk{tag}@127.0.0.1"], cwd=REPO, env=_env(**env),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + READY_S
+        nodes: dict[str, int] = {}
+        while len(nodes) < 2 and time.monotonic() < deadline:
+            nodes = _nodes(client, f"lk{tag}")
+        assert len(nodes) == 2
+        launcher.kill()  # SIGKILL: no chance to pass anything on
+        launcher.wait()
+        deadline = time.monotonic() + READY_S
+        while any(_alive(p) for p in nodes.values()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in nodes.values())  # no orphan plays on
+    finally:
+        for p in nodes.values():
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
         client.close()
 
 

@@ -1,15 +1,24 @@
-"""``arena worker``: start a real Celery worker consuming the match queues; ``arena beat``:
+"""``arena worker``: start real Celery workers consuming the match queues; ``arena beat``:
 the beat process running the reaper.
 
-Equivalent to ``celery -A worker.celery_app worker --without-mingle --without-gossip
--Q arena.priority,arena.checks,arena --pool threads -c 64 -n arena-<pid>@%h`` (a node name unique per process, so several
-workers may run on one host); settings come from the ``ARENA_*`` environment (``arena config``).
+Each worker process is ``celery -A worker.celery_app worker --without-mingle --without-gossip
+-Q arena.priority,arena.checks,arena --pool threads -c 32 -n arena-<pid>@%h`` (a node name
+unique per process, so several workers may run on one host); settings come from the
+``ARENA_*`` environment (``arena config``).
 
-The default pool fits bots that think: a match spends nearly all its time waiting for its
-bots' answers, so one process runs :data:`DEFAULT_THREADS` matches at once on threads
-(docs/operations.md "Sizing workers", measured by ``bench/tournament_bench.py``). For bots
-that answer in about a millisecond the arena's own work is the limit: use ``--pool prefork``
-with one process per core.
+The defaults fit bots that think (issue 15; docs/operations.md "Sizing workers", measured by
+``bench/tournament_bench.py``): a match spends nearly all its time waiting for its bots'
+answers, so each process runs :data:`DEFAULT_THREADS` matches at once on threads, and
+``arena worker`` starts :func:`default_processes` such processes (one per core, 2 to 4). One
+process per core, not one process with more threads: the arena's own work between two
+answers (the engine, the log, the slot calls, the live view) runs under one GIL per process,
+and with 64 threads in one process an answer waited its turn long enough that a bot's
+freed slot stayed idle (Trump Millionaire bench: 1.26 x LB with 1 x 64 threads, 1.14 with 2
+x 32, on 2 cores). With ``--processes`` above 1, ``arena worker`` is a small launcher: it
+starts the processes (each a full Celery worker node), passes SIGTERM/SIGINT on to them (a
+warm shutdown: running matches finish) and starts a new process when one dies (its matches
+go back to the queue, :mod:`worker.celery_app`). For bots that answer in about a millisecond
+the arena's own work is the limit: use ``--pool prefork`` with one process per core.
 
 ``arena beat`` is ``celery -A worker.celery_app beat -S worker.beat:ReaperScheduler -s
 <data dir>/celerybeat-schedule`` (the reaper: docs/operations.md "Leases and the reaper").
@@ -18,6 +27,10 @@ with one process per core.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import click
 
@@ -25,7 +38,21 @@ from arena.core.config import Settings
 from worker.celery_app import WORKER_QUEUES, app, visibility_timeout
 
 #: Matches one worker process plays at once with the default thread pool.
-DEFAULT_THREADS = 64
+DEFAULT_THREADS = 32
+#: Bounds of the default number of worker processes (one per core within them).
+MIN_PROCESSES, MAX_PROCESSES = 2, 4
+#: A process that died is started again after this many seconds, doubled (up to
+#: :data:`RESTART_MAX_S`) each time it dies within :data:`RESTART_RESET_S` of its start.
+RESTART_S, RESTART_MAX_S, RESTART_RESET_S = 1.0, 30.0, 60.0
+
+
+def default_processes() -> int:
+    """Worker processes ``arena worker`` starts by default: one per core
+    (``os.cpu_count()``), at least :data:`MIN_PROCESSES` (two GILs help even on one core:
+    the operating system's scheduler is fairer to an answer waiting for its turn) and at most
+    :data:`MAX_PROCESSES` (each keeps one database connection per thread open: see
+    docs/operations.md for PostgreSQL's ``max_connections``)."""
+    return max(MIN_PROCESSES, min(MAX_PROCESSES, os.cpu_count() or 1))
 
 
 def default_node_name() -> str:
@@ -37,8 +64,11 @@ def default_node_name() -> str:
 
 @click.command("worker")
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
-              help=f"matches played at once: threads (default {DEFAULT_THREADS}) or, with --pool prefork, "
-                   "processes (default: the number of CPUs)")
+              help=f"matches played at once per process: threads (default {DEFAULT_THREADS}) or, with "
+                   "--pool prefork, pool processes (default: the number of CPUs)")
+@click.option("--processes", "-p", type=click.IntRange(min=1), default=None,
+              help=f"worker processes of the thread pool (default: one per core, {MIN_PROCESSES} to "
+                   f"{MAX_PROCESSES}); each is a Celery node playing --concurrency matches at once")
 @click.option("--queues", "-Q", default=",".join(WORKER_QUEUES), show_default=True,
               help="comma-separated queues to consume, first queue first")
 @click.option("--pool", type=click.Choice(["threads", "prefork", "solo"]), default="threads", show_default=True,
@@ -46,9 +76,11 @@ def default_node_name() -> str:
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
 @click.option("--hostname", "-n", default=None,
               help="node name (default: arena-<pid>@%h, unique per process on a host; %h is the host name)")
-def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostname: str | None) -> None:
-    """Run matches and bot checks: a Celery worker for the ``arena.run_match`` and
-    ``arena.check_bot`` tasks (blocks until stopped).
+def worker(concurrency: int | None, processes: int | None, queues: str, pool: str, loglevel: str,
+           hostname: str | None) -> None:
+    """Run matches and bot checks: Celery workers for the ``arena.run_match`` and
+    ``arena.check_bot`` tasks (blocks until stopped): ``--processes`` of them (thread pool),
+    each playing ``--concurrency`` matches at once.
 
     SIGTERM is a warm shutdown (running matches finish; unfinished deliveries go back to the
     queue); a killed worker's match is played again once its lease expires (``arena beat``
@@ -58,6 +90,20 @@ def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostn
     queue_list = [q.strip() for q in queues.split(",") if q.strip()]
     if not queue_list:
         raise click.BadParameter("name at least one queue", param_hint="--queues")
+    if processes is not None and processes > 1 and pool != "threads":
+        raise click.BadParameter("several processes are for the thread pool (--pool prefork has its own "
+                                 "processes: --concurrency)", param_hint="--processes")
+    if processes is None:
+        processes = default_processes() if pool == "threads" else 1
+    if processes > 1:
+        child = [sys.executable, "-m", "arena.cli", "worker", "--processes", "1", "--pool", pool,
+                 "--queues", ",".join(queue_list), "--loglevel", loglevel]
+        if concurrency:
+            child += ["--concurrency", str(concurrency)]
+        names = ([_numbered(hostname, i) for i in range(1, processes + 1)] if hostname
+                 else [None] * processes)
+        click.echo(f"arena worker: {processes} processes of {concurrency or DEFAULT_THREADS} threads", err=True)
+        raise SystemExit(Launcher(child, names).run())
     argv = ["worker", "--without-mingle", "--without-gossip", "--pool", pool,
             "--queues", ",".join(queue_list), "--loglevel", loglevel]
     if pool == "threads" and not concurrency:
@@ -68,6 +114,86 @@ def worker(concurrency: int | None, queues: str, pool: str, loglevel: str, hostn
     click.echo(f"arena worker: queues {','.join(queue_list)}, visibility timeout "
                f"{visibility_timeout(Settings.from_env())} s", err=True)
     app.worker_main(argv)
+
+
+def _numbered(hostname: str, i: int) -> str:
+    """``name@host`` -> ``name-i@host`` (each process of one launcher a node name of its own)."""
+    name, at, host = hostname.partition("@")
+    return f"{name}-{i}{at}{host}"
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: the child gets SIGTERM (a warm shutdown) if the launcher is killed, instead of
+    playing on as an orphan nobody stops."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class Launcher:
+    """Starts one worker process per entry of ``names`` (``argv`` plus ``--hostname name``
+    when a name is given), passes SIGTERM, SIGINT and SIGQUIT on to them, and starts a process
+    again when it exits while the launcher is not stopping (after :data:`RESTART_S` seconds,
+    doubled up to :data:`RESTART_MAX_S` while it keeps dying within :data:`RESTART_RESET_S`
+    of its start). :meth:`run` returns 0 once every process has exited after a signal.
+    Celery restarts nothing itself for a thread pool; this is the least an operator expects
+    of one command (a process supervisor such as systemd restarts the launcher)."""
+
+    def __init__(self, argv: list[str], names: list[str | None]):
+        self.argv, self.names = argv, names
+        self.procs: list[subprocess.Popen | None] = [None] * len(names)
+        self.started = [0.0] * len(names)
+        self.backoff = [RESTART_S] * len(names)
+        self.due = [0.0] * len(names)
+        self.stopping = False
+
+    def _start(self, i: int) -> None:
+        cmd = self.argv + (["--hostname", self.names[i]] if self.names[i] else [])
+        # a session of its own: a terminal's Ctrl-C reaches the launcher only, which passes it
+        # on once (a second SIGINT is Celery's cold shutdown)
+        self.procs[i] = subprocess.Popen(cmd, start_new_session=True,
+                                         preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        self.started[i] = time.monotonic()
+
+    def _signal(self, signum: int, _frame=None) -> None:
+        self.stopping = True
+        for p in self.procs:
+            if p is not None and p.poll() is None:
+                try:
+                    p.send_signal(signum)
+                except ProcessLookupError:
+                    pass
+
+    def run(self) -> int:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+            signal.signal(sig, self._signal)
+        for i in range(len(self.names)):
+            self._start(i)
+        while True:
+            alive = False
+            for i, p in enumerate(self.procs):
+                if p is not None and p.poll() is None:
+                    alive = True
+                    continue
+                if self.stopping:
+                    continue
+                now = time.monotonic()
+                if p is not None:  # it just died: schedule its restart
+                    up = now - self.started[i]
+                    self.backoff[i] = RESTART_S if up >= RESTART_RESET_S else min(RESTART_MAX_S, self.backoff[i] * 2)
+                    self.due[i] = now + self.backoff[i]
+                    click.echo(f"arena worker: process {p.pid} exited with status {p.returncode} after "
+                               f"{up:.0f} s; a new one starts in {self.backoff[i]:.0f} s", err=True)
+                    self.procs[i] = None
+                if now >= self.due[i]:
+                    self._start(i)
+                alive = True
+            if not alive:
+                return 0
+            time.sleep(0.2)
 
 
 @click.command("beat")
