@@ -216,13 +216,6 @@ def play(arena, ruleset: str, ids: list[int], db: str, cap: int, slots: int, ser
         t_start = s.get(Tournament, tid).started_at
     claims = sorted((m.started_at - t_start).total_seconds() for m, _, _ in stored)
     ends = sorted((m.finished_at - t_start).total_seconds() for m, _, _ in stored if m.finished_at)
-    import os as _os
-    if _os.environ.get("PROBE"):
-        with open(_os.environ["PROBE"], "w") as fh:
-            for m, res, _ in sorted(stored, key=lambda x: x[0].started_at):
-                print(round((m.started_at - t_start).total_seconds(), 3), round((m.finished_at - t_start).total_seconds(), 3),
-                      res.timings["wall_s"], file=fh)
-            print("makespan", makespan, file=fh)
     def pct(xs, q):
         return round(xs[min(len(xs) - 1, int(q * len(xs)))], 2) if xs else None
     timeline = {"first_claim_s": pct(claims, 0), f"claim_{slots}th_s": pct(claims, (slots - 1) / max(1, len(claims))),

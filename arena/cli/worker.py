@@ -100,8 +100,8 @@ def worker(concurrency: int | None, processes: int | None, queues: str, pool: st
                  "--queues", ",".join(queue_list), "--loglevel", loglevel]
         if concurrency:
             child += ["--concurrency", str(concurrency)]
-        names = ([_numbered(hostname, i) for i in range(1, processes + 1)] if hostname
-                 else [None] * processes)
+        names: list[str | None] = ([_numbered(hostname, i) for i in range(1, processes + 1)] if hostname
+                                   else [None] * processes)
         click.echo(f"arena worker: {processes} processes of {concurrency or DEFAULT_THREADS} threads", err=True)
         raise SystemExit(Launcher(child, names).run())
     argv = ["worker", "--without-mingle", "--without-gossip", "--pool", pool,
@@ -151,7 +151,8 @@ class Launcher:
         self.stopping = False
 
     def _start(self, i: int) -> None:
-        cmd = self.argv + (["--hostname", self.names[i]] if self.names[i] else [])
+        name = self.names[i]
+        cmd = self.argv + (["--hostname", name] if name else [])
         # a session of its own: a terminal's Ctrl-C reaches the launcher only, which passes it
         # on once (a second SIGINT is Celery's cold shutdown)
         self.procs[i] = subprocess.Popen(cmd, start_new_session=True,
