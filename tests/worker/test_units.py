@@ -168,22 +168,75 @@ def test_semaphore_serves_waiters_first_come_first_served(redis_url):
     assert sem.waiting() == 6
     # a newcomer's single try does not jump the queue even when a slot is free
     before = _evalsha_calls(client)
+    extended = semaphore_mod.EXTENDER.extended
     sem.release(holder)
     for t in threads:
         t.join(60)
     assert order == [0, 1, 2, 3, 4, 5]
     assert sem.holders() == 0 and sem.waiting() == 0
-    # 6 releases, and each waiter called the script once more after its wake-up (plus at
-    # most a few periodic retries on a slow machine, never a polling loop)
+    deadline = time.monotonic() + 30
+    while semaphore_mod.EXTENDER.extended < extended + 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # 6 releases, each handing the slot over to the next waiter, which needs no script call
+    # of its own to take it: its full lease is set by the extender thread, off its path (plus
+    # at most a few periodic retries on a slow machine, never a polling loop)
+    assert semaphore_mod.EXTENDER.extended == extended + 6
     assert 12 <= _evalsha_calls(client) - before <= 12 + 6
-    # a dead waiter: queued through the script, then silent; it is dropped after the stale time
+    # a dead waiter: queued through the script, then silent. Not seen lately when the slot
+    # frees, it is only woken (nobody takes the slot for it) and leaves after the stale time
     holder = sem.try_acquire(60)
     assert sem._call("dead-waiter", 60, None, wait=True) is False and sem.waiting() == 1
+    time.sleep(semaphore_mod.FRESH_WAITER_S + 0.2)
     sem.release(holder)
     assert sem.try_acquire(60) is None  # the dead ticket is still first in line
-    time.sleep(semaphore_mod.WAITER_STALE_S + 0.5)
+    time.sleep(semaphore_mod.WAITER_STALE_S - semaphore_mod.FRESH_WAITER_S + 0.5)
     token = sem.try_acquire(60)
     assert token is not None and sem.waiting() == 0
+    sem.release(token)
+
+
+def test_a_handed_over_slot_gets_its_full_lease_and_a_dead_waiters_ends_soon(redis_url, monkeypatch):
+    """A release hands the freed slot to the next waiter with a short first lease, which the
+    process's extender makes the request's full lease off the request's path; a waiter that
+    died just before (seen lately, so handed the slot) keeps it only for the short lease."""
+    from arena.core.runner import semaphore as semaphore_mod
+
+    monkeypatch.setattr(semaphore_mod, "HANDOVER_LEASE_S", 1.0)
+    client = redis.Redis.from_url(redis_url)
+    sem = BotSemaphore(client, uuid.uuid4().hex, limit=1, max_wait_s=60)
+
+    def lease_left(ticket: str) -> float:
+        now = client.time()
+        score = client.zscore(sem.key, ticket)
+        return -1.0 if score is None else score - (now[0] + now[1] / 1e6)
+
+    # a live waiter: handed the slot, then given the full lease of 60 s
+    holder = sem.try_acquire(60)
+    got: list = []
+    waiter = threading.Thread(target=lambda: got.append(sem.acquire(60)))
+    waiter.start()
+    deadline = time.monotonic() + 30
+    while sem.waiting() < 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    extended = semaphore_mod.EXTENDER.extended
+    sem.release(holder)
+    waiter.join(30)
+    token, _ = got[0]
+    assert token is not None and client.zscore(sem.key, token) is not None
+    deadline = time.monotonic() + 30
+    while semaphore_mod.EXTENDER.extended == extended and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert 55 < lease_left(token) <= 60
+    sem.release(token)
+    # a waiter that died right after queuing: handed the slot, which frees after the short lease
+    holder = sem.try_acquire(60)
+    assert sem._call("dead-waiter", 60, None, wait=True) is False
+    sem.release(holder)
+    assert 0 < lease_left("dead-waiter") <= 1.0 and sem.waiting() == 0
+    assert sem.try_acquire(60) is None
+    time.sleep(1.2)
+    token = sem.try_acquire(60)
+    assert token is not None
     sem.release(token)
 
 

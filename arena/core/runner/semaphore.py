@@ -33,10 +33,16 @@ Design (a first-come first-served semaphore in Redis, atomic Lua scripts):
   longest wait is capped by ``max_wait_s`` anyway;
 * a waiter does not poll: it blocks (``BLPOP``, at most :data:`WAKE_POLL_S` at a time, then
   retries, which also tells the script it is alive) on its own wake-up list
-  ``arena:bot-sem:wake:<ticket>``; giving a slot back wakes the queue's new head(s) at once,
-  so a freed slot is taken within a Redis round trip, not a polling interval. A lease that
-  ends (a dead worker) wakes nobody: the waiters' periodic retry finds it within
-  :data:`WAKE_POLL_S`;
+  ``arena:bot-sem:wake:<ticket>``. Giving a slot back **hands it over** to the queue's head
+  in the same script call: the head becomes a holder and its wake-up list says so, so the
+  waiter sends its request as soon as it wakes, with no script call of its own (a freed slot
+  is busy again within one wake-up, not a wake-up plus a round trip). The handed-over slot's
+  first lease is short (:data:`HANDOVER_LEASE_S`); the process's :class:`LeaseExtender`
+  thread gives it the request's full lease off the request's path, so a waiter whose worker
+  died just before the hand-over keeps the slot only that long. Only a waiter seen within
+  :data:`FRESH_WAITER_S` is handed a slot; from the first one not seen lately on, waiters are
+  only woken and take the slot themselves (queue order is kept). A lease that ends (a dead
+  worker) wakes nobody: the waiters' periodic retry finds it within :data:`WAKE_POLL_S`;
 * a slot is taken **per request**, just before it is sent, and given back when the match
   sends its next request (the same script call: release the previous slot, take the next,
   :class:`MatchSlots`) or when the match ends; but when other requests were already
@@ -46,7 +52,8 @@ Design (a first-come first-served semaphore in Redis, atomic Lua scripts):
   So a match holds at most one slot at any moment and never holds a slot of a bot while it
   waits for another: a match waiting for a busy bot idles none of its other bots (they
   serve other matches meanwhile), and the cost is one Redis round trip per request when no
-  one waits (two for a busy bot's request);
+  one waits (for a busy bot's request: the queuing call, the wake-up, and the release, plus
+  the extender's batched lengthening on its own thread);
 * a lease is the request's timeout (the seat's remaining bank) plus :data:`LEASE_SLACK_S`:
   a worker that dies while holding a slot frees it when the lease ends; one that dies while
   waiting leaves the queue after :data:`WAITER_STALE_S`.
@@ -69,6 +76,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import queue
+import threading
 import time
 import uuid
 from urllib.parse import urlsplit
@@ -90,6 +99,17 @@ DECISION_PRIORITY = 1
 AGING_S = 30.0
 #: A waiter that has not retried for this long is dropped from the queue (its worker died), seconds.
 WAITER_STALE_S = 4.0
+#: A freed slot is handed over to the next waiter only if it retried this recently (else it is
+#: only woken, and takes the slot itself): a dead worker's waiter is handed at most this long
+#: after its death, and then keeps the slot for its lease, seconds.
+FRESH_WAITER_S = 2.0 * WAKE_POLL_S
+#: First lease of a handed-over slot, seconds: :data:`EXTENDER` makes it the request's full
+#: lease within milliseconds, off the request's path; a waiter that died before it could
+#: keeps the slot at most this long.
+HANDOVER_LEASE_S = 5.0
+#: The extender gathers handed-over slots for this long before one pipeline, seconds (it runs
+#: under the matches' GIL: one wake-up per slot cost them more than the lengthening itself).
+EXTEND_BATCH_S = 0.1
 KEY_PREFIX = "arena:bot-sem:"
 WAKE_PREFIX = KEY_PREFIX + "wake:"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -132,38 +152,61 @@ local function now_s()
   local t = redis.call('TIME')
   return tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
-local function wake(hkey, now)
+local function wake(hkey, now, handover)
   local limit = tonumber(redis.call('GET', hkey .. ':limit') or '0')
   if limit < 1 then return end
   redis.call('ZREMRANGEBYSCORE', hkey, '-inf', now)
   local free = limit - redis.call('ZCARD', hkey)
   if free < 1 then return end
-  for _, t in ipairs(redis.call('ZRANGE', hkey .. ':q', 0, free - 1)) do
+  local qkey, skey, lkey = hkey .. ':q', hkey .. ':seen', hkey .. ':lease'
+  local hand = true
+  for _, t in ipairs(redis.call('ZRANGE', qkey, 0, free - 1)) do
     local w = '""" + WAKE_PREFIX + r"""' .. t
-    redis.call('RPUSH', w, '1')
+    local seen = tonumber(redis.call('ZSCORE', skey, t) or '0')
+    local lease = tonumber(redis.call('HGET', lkey, t) or '0')
+    -- hand the slot over to a waiter seen lately (a dead worker's would keep it for a lease);
+    -- from the first one not seen lately on, only wake them (queue order is kept)
+    hand = hand and lease > 0 and now - seen <= """ + repr(FRESH_WAITER_S) + """
+    if hand then
+      redis.call('ZREM', qkey, t)
+      redis.call('ZREM', skey, t)
+      redis.call('HDEL', lkey, t)
+      redis.call('ZADD', hkey, now + math.min(lease, handover), t)
+      if redis.call('ZCARD', qkey) > 0 then redis.call('RPUSH', w, '2') else redis.call('RPUSH', w, '1') end
+    else
+      redis.call('RPUSH', w, '0')
+    end
     redis.call('PEXPIRE', w, 10000)
   end
 end
-local function release(hkey, token, now)
-  if token ~= '' and redis.call('ZREM', hkey, token) == 1 then wake(hkey, now) end
+local function release(hkey, token, now, handover)
+  if token ~= '' and redis.call('ZREM', hkey, token) == 1 then wake(hkey, now, handover) end
 end
 """
 
 # KEYS: holders, queue, seen, limit, release-holders. ARGV: limit, lease_s, ticket,
 # release-token, wait (1: stay queued when no slot is granted; 0: one try, leave no trace),
 # stale_s, priority (lower first; the score is priority * 2^20 + arrival order mod 2^20,
-# exact in a double for any priority below 2^32). Returns 0 (not granted), 1 (granted) or
+# exact in a double for any priority below 2^32), handover_s (the first lease of a slot
+# handed over by the release of ARGV[4]). Returns 0 (not granted), 1 (granted) or
 # 2 (granted, and other requests are waiting for this endpoint).
 _ACQUIRE = _RELEASE_AND_WAKE + """
 local hkey, qkey, skey, lkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local limit, lease, ticket = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local now = now_s()
-release(KEYS[5], ARGV[4], now)
+release(KEYS[5], ARGV[4], now, tonumber(ARGV[8]))
 redis.call('SET', lkey, limit, 'EX', 86400)
 redis.call('ZREMRANGEBYSCORE', hkey, '-inf', now)
+if redis.call('ZSCORE', hkey, ticket) then  -- handed over by a release while this waiter looked away
+  redis.call('DEL', '""" + WAKE_PREFIX + r"""' .. ticket)
+  redis.call('ZADD', hkey, 'XX', 'GT', now + lease, ticket)  -- its full lease
+  if redis.call('ZCARD', qkey) > 0 then return 2 end
+  return 1
+end
 for _, t in ipairs(redis.call('ZRANGEBYSCORE', skey, '-inf', now - tonumber(ARGV[6]))) do
   redis.call('ZREM', qkey, t)
   redis.call('ZREM', skey, t)
+  redis.call('HDEL', hkey .. ':lease', t)
 end
 local old = redis.call('ZSCORE', qkey, ticket)
 if not old then
@@ -178,9 +221,10 @@ local want = math.ceil(lease * 1000) + 60000
 if free > 0 and rank < free then
   redis.call('ZREM', qkey, ticket)
   redis.call('ZREM', skey, ticket)
+  redis.call('HDEL', hkey .. ':lease', ticket)
   redis.call('DEL', '""" + WAKE_PREFIX + r"""' .. ticket)
   redis.call('ZADD', hkey, now + lease, ticket)
-  for _, k in ipairs({hkey, qkey, skey, hkey .. ':seq'}) do
+  for _, k in ipairs({hkey, qkey, skey, hkey .. ':seq', hkey .. ':lease'}) do
     if redis.call('PTTL', k) < want then redis.call('PEXPIRE', k, want) end
   end
   if redis.call('ZCARD', qkey) > 0 then return 2 end
@@ -188,7 +232,8 @@ if free > 0 and rank < free then
 end
 if ARGV[5] == '1' then
   redis.call('ZADD', skey, now, ticket)
-  for _, k in ipairs({qkey, skey, hkey .. ':seq'}) do
+  redis.call('HSET', hkey .. ':lease', ticket, lease)
+  for _, k in ipairs({qkey, skey, hkey .. ':seq', hkey .. ':lease'}) do
     if redis.call('PTTL', k) < want then redis.call('PEXPIRE', k, want) end
   end
 else
@@ -197,14 +242,89 @@ end
 return 0
 """
 
-# KEYS: holders, queue, seen. ARGV: token. Gives the slot (or the queue place) back.
+# KEYS: holders, queue, seen. ARGV: token, handover_s. Gives the slot (or the queue place) back.
 _RELEASE = _RELEASE_AND_WAKE + """
 local now = now_s()
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-release(KEYS[1], ARGV[1], now)
+redis.call('HDEL', KEYS[1] .. ':lease', ARGV[1])
+release(KEYS[1], ARGV[1], now, tonumber(ARGV[2]))
 return 1
 """
+
+
+# KEYS: holders. ARGV: ticket, lease_s. A handed-over slot's full lease (only if still held).
+_EXTEND = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], 'XX', 'GT', now + tonumber(ARGV[2]), ARGV[1])
+  return 1
+end
+return 0
+"""
+
+
+class LeaseExtender:
+    """One daemon thread per process giving each handed-over slot its full lease (module
+    docstring). A release hands the freed slot to the next waiter with a short lease
+    (:data:`HANDOVER_LEASE_S`, so a dead waiter cannot keep it long); the waiter sends its
+    request at once and leaves the lengthening to this thread, which gathers what comes
+    within :data:`EXTEND_BATCH_S` into one pipeline per Redis connection pool. A failure is logged (the slot then
+    ends after the short lease: a request longer than that may share its bot's cap)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._clients: dict[int, redis.Redis] = {}
+        #: slots lengthened so far (for tests and monitoring)
+        self.extended = 0
+
+    def extend(self, client: redis.Redis, key: str, ticket: str, lease_s: float) -> None:
+        """Give ``ticket`` of holders ``key`` a lease of ``lease_s`` seconds from now, soon,
+        on this object's thread (through a client of ``client``'s connection pool: a match's
+        own client is not shared between threads). Never raises, never blocks."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="arena-slot-leases", daemon=True)
+                self._thread.start()
+        self._queue.put((client.connection_pool, key, ticket, float(lease_s)))
+
+    def _client(self, pool) -> redis.Redis:
+        c = self._clients.get(id(pool))
+        if c is None:
+            c = self._clients[id(pool)] = redis.Redis(connection_pool=pool)
+        return c
+
+    def _run(self) -> None:
+        while True:
+            items = [self._queue.get()]
+            time.sleep(EXTEND_BATCH_S)  # gather what comes meanwhile: one pipeline, one wake-up
+            while True:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            by_pool: dict[int, list] = {}
+            for it in items:
+                by_pool.setdefault(id(it[0]), []).append(it)
+            for group in by_pool.values():
+                client = self._client(group[0][0])
+                try:
+                    script = client.register_script(_EXTEND)
+                    pipe = client.pipeline(transaction=False)
+                    for _pool, key, ticket, lease_s in group:
+                        script(keys=[key], args=[ticket, lease_s], client=pipe)
+                    pipe.execute()
+                    self.extended += len(group)
+                except Exception as exc:  # Redis, or a pool closed under it: the thread lives on
+                    log.warning("%d handed-over slots keep their first lease of %.0f s (%s: %s)",
+                                len(group), HANDOVER_LEASE_S, type(exc).__name__, exc)
+
+
+#: The process's :class:`LeaseExtender`.
+EXTENDER = LeaseExtender()
 
 
 class BotSemaphore:
@@ -246,7 +366,7 @@ class BotSemaphore:
         rkey, rtoken = release if release else (self.key, "")
         got = self._acquire(keys=[self.key, self.key + ":q", self.key + ":seen", self.key + ":limit", rkey],
                             args=[self.limit, float(lease_s), ticket, rtoken, "1" if wait else "0",
-                                  WAITER_STALE_S, max(0, min(int(priority), 2**32 - 1))])
+                                  WAITER_STALE_S, max(0, min(int(priority), 2**32 - 1)), HANDOVER_LEASE_S])
         self.contended = int(got) == 2
         return int(got) >= 1
 
@@ -286,7 +406,11 @@ class BotSemaphore:
                     return None, time.monotonic() - start
                 # blocks until a release wakes this ticket (or WAKE_POLL_S passes: a lease
                 # that ended wakes no one); Redis wants a timeout of at least 10 ms
-                self.client.blpop([wake], timeout=max(0.01, min(WAKE_POLL_S, left)))
+                woken = self.client.blpop([wake], timeout=max(0.01, min(WAKE_POLL_S, left)))
+                if woken is not None and woken[1] in (b"1", b"2"):  # the slot was handed over
+                    self.contended = woken[1] == b"2"
+                    EXTENDER.extend(self.client, self.key, ticket, lease_s)
+                    return ticket, time.monotonic() - start
                 aged = time.monotonic() - start >= AGING_S
                 if self._call(ticket, lease_s, None, wait=True, priority=0 if aged else priority):
                     return ticket, time.monotonic() - start
@@ -306,7 +430,7 @@ class BotSemaphore:
         if token is None:
             return
         try:
-            self._release(keys=[self.key, self.key + ":q", self.key + ":seen"], args=[token])
+            self._release(keys=[self.key, self.key + ":q", self.key + ":seen"], args=[token, HANDOVER_LEASE_S])
         except redis.RedisError as exc:  # the lease expires by itself
             log.warning("bot semaphore %s release failed (%s): the lease will expire", self.key, exc)
 
