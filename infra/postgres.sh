@@ -89,7 +89,7 @@ local all all trust
 host  all all 127.0.0.1/32 trust
 HBA
     as_pg "$BIN/pg_ctl" -D "$d" -l "$top/server.log" -w -t 30 \
-        -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$top -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+        -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$top -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
         start >/dev/null || { cat "$top/server.log" >&2 || true; die "server did not start on port $PORT"; }
     echo "$top/server.log" > "$STATE/logfile"
     as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres arena \
