@@ -124,14 +124,22 @@ def test_nginx_buffers_in_front_of_the_api(compose):
 def test_workers_consume_the_match_queue(compose):
     from arena.core.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
 
+    from arena.cli.worker import WORKER_QUEUES
+
     worker = compose["services"]["worker"]
     command = worker["command"]
-    assert command[:4] == ["celery", "-A", "worker.celery_app", "worker"]
-    assert command[command.index("--queues") + 1].split(",") == [PRIORITY_QUEUE, CHECK_QUEUE, QUEUE]
+    assert command[:2] == ["arena", "worker"]
+    _cmd, ctx = _cli_context(command[1:])  # parsed by the real CLI
+    assert ctx.params["queues"].split(",") == list(WORKER_QUEUES) == [PRIORITY_QUEUE, CHECK_QUEUE, QUEUE]
+    assert ctx.params["pool"] == "threads" and ctx.params["processes"] * ctx.params["concurrency"] >= 32
+    # one kept-open connection per thread, and half as many more in a burst, per container
+    replicas = int(_interpolate(str(worker["deploy"]["replicas"])))
+    pg_command = compose["services"]["postgres"]["command"]
+    max_connections = int(pg_command[pg_command.index("-c") + 1].split("=")[1])
+    assert replicas * ctx.params["processes"] * ctx.params["concurrency"] * 1.5 + 50 <= max_connections
     beat = compose["services"]["beat"]
     assert beat["command"][:2] == ["arena", "beat"] and beat["deploy"]["replicas"] == 1
-    assert "--without-mingle" in command and "--without-gossip" in command
-    assert int(_interpolate(str(worker["deploy"]["replicas"]))) >= 1
+    assert replicas >= 1
     import worker.celery_app as celery_app  # the -A target imports
 
     assert celery_app.app.main == "arena"
