@@ -122,9 +122,8 @@ def test_nginx_buffers_in_front_of_the_api(compose):
 
 
 def test_workers_consume_the_match_queue(compose):
-    from arena.core.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
-
     from arena.cli.worker import WORKER_QUEUES
+    from arena.core.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
 
     worker = compose["services"]["worker"]
     command = worker["command"]
