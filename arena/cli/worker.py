@@ -75,7 +75,8 @@ def default_node_name() -> str:
               help="execution pool (threads: many matches per process, for bots that think)")
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
 @click.option("--hostname", "-n", default=None,
-              help="node name (default: arena-<pid>@%h, unique per process on a host; %h is the host name)")
+              help="node name (default: arena-<pid>@%h, unique per process on a host; %h is the host name); "
+                   "with several processes NAME@HOST becomes NAME-1@HOST, NAME-2@HOST...")
 def worker(concurrency: int | None, processes: int | None, queues: str, pool: str, loglevel: str,
            hostname: str | None) -> None:
     """Run matches and bot checks: Celery workers for the ``arena.run_match`` and
@@ -91,8 +92,8 @@ def worker(concurrency: int | None, processes: int | None, queues: str, pool: st
     if not queue_list:
         raise click.BadParameter("name at least one queue", param_hint="--queues")
     if processes is not None and processes > 1 and pool != "threads":
-        raise click.BadParameter("several processes are for the thread pool (--pool prefork has its own "
-                                 "processes: --concurrency)", param_hint="--processes")
+        raise click.BadParameter(f"several processes are for the thread pool, not --pool {pool} (prefork "
+                                 "sizes its own processes with --concurrency)", param_hint="--processes")
     if processes is None:
         processes = default_processes() if pool == "threads" else 1
     if processes > 1:

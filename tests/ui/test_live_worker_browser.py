@@ -227,6 +227,11 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
     assert tpage.locator("#playing li").count() == 0
     assert sorted(tpage.locator("#standings td.rank").all_inner_texts()) == ["1", "2"]
     assert int(tpage.locator("#live-tournament").get_attribute("data-refreshes")) >= 2
+    # then the page loads itself again: the finished page (no live part, the match's replay
+    # link in the table, no Resume/Cancel), with no reload by hand
+    tpage.wait_for_selector("#live-tournament", state="detached", timeout=WAIT_MS)
+    tpage.wait_for_selector(f"td a[href$='/ui/matches/{mid}']:text-is('replay')", timeout=WAIT_MS)
+    assert tpage.locator("#status").get_attribute("data-status") == "finished"
     rec.close()
     r.close()
     for c in (ctx_t, ctx_c, ctx_o):

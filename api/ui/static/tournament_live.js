@@ -1,7 +1,9 @@
 /* Live tournament page (#live-tournament): an EventSource on /ui/tournaments/<id>/live (a
  * message when a match is claimed, finishes, fails or is sent again: api/ui/live.py); after
  * each burst of messages (debounced) the page re-reads /ui/tournaments/<id>/live.html and
- * swaps in its status, progress, the matches playing now and the standings. */
+ * swaps in its status, progress, the matches playing now and the standings. When the
+ * tournament is no longer running the whole page is loaded again once (its actions, chart,
+ * match table with replay links and seed change too; the reloaded page has no live part). */
 (function () {
   "use strict";
   var box = document.getElementById("live-tournament");
@@ -10,7 +12,7 @@
   try { I18N = JSON.parse(document.getElementById("i18n").textContent || "{}"); } catch (e) { I18N = {}; }
   function T(msg) { return I18N[msg] || msg; }
   var tag = document.getElementById("live-tournament-state");
-  var DEBOUNCE_MS = 400;
+  var DEBOUNCE_MS = 400, RELOAD_MS = 600;
   var timer = null, busy = false, again = false, refreshes = 0, events = 0, source = null;
 
   function setState(name, text) {
@@ -43,6 +45,7 @@
         if (status !== "running") {
           if (source) source.close();
           setState("ended", T("no longer running"));
+          setTimeout(function () { window.location.reload(); }, RELOAD_MS);
         }
       })
       .catch(function () { /* the next event tries again */ })
