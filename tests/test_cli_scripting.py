@@ -5,8 +5,9 @@
 - ``arena tournament start --wait`` against a real broker with no worker says, on stderr,
   that no worker has taken a match and to start ``arena worker``.
 - Two ``arena worker`` processes on one host answer a Celery ping under different names.
-- ``arena worker --processes 2`` starts two nodes, starts a new one when one is killed, stops
-  both on SIGTERM (exit 0), and its processes stop when the launcher itself is killed.
+- ``arena worker --processes 2`` starts two nodes, starts a new one when one is killed,
+  restarts both on SIGHUP, stops both on SIGTERM (exit 0), also when the SIGTERM comes while a
+  process is being started, and its processes stop when the launcher itself is killed.
 - Two ``arena api`` servers keep their own gunicorn control sockets; none by default.
 """
 
@@ -214,6 +215,11 @@ def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url)
         again = wait_for(lambda n: set(n) == {first, second} and n[first] != nodes[first], "a new first node")
         assert again[second] == nodes[second]  # the other one played on
         assert not _alive(nodes[first])
+        launcher.send_signal(signal.SIGHUP)  # a restart of every process, not a stop
+        hupped = wait_for(lambda n: set(n) == {first, second} and n[first] != again[first]
+                          and n[second] != again[second], "both nodes restarted")
+        assert launcher.poll() is None
+        again = hupped
         launcher.send_signal(signal.SIGTERM)
         assert launcher.wait(60) == 0
         assert not _alive(again[first]) and not _alive(again[second])
@@ -253,6 +259,41 @@ def test_worker_processes_stop_when_the_launcher_is_killed(tmp_path, redis_url):
             if _alive(p):
                 os.kill(p, signal.SIGKILL)
         client.close()
+
+
+def test_a_sigterm_while_the_worker_processes_start_stops_them_all(tmp_path, redis_url):
+    """The stop comes while the launcher is starting its processes (the moment its first child
+    exists): every process already started gets it, none is started after it, and the
+    launcher exits 0 (the signal was lost before: launcher and children played on)."""
+    broker = redis_url.rsplit("/", 1)[0] + "/12"
+    tag = uuid.uuid4().hex[:8]
+    env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
+    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "4", "-c", "1", "-Q", f"arena.procs.{tag}"],
+                                cwd=REPO, env=_env(**env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL)
+    children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children")
+    seen: set[int] = set()
+    try:
+        deadline = time.monotonic() + READY_S
+        while not children.read_text().split() and time.monotonic() < deadline:
+            pass  # no sleep: the signal must land while the others are still being started
+        launcher.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + READY_S
+        while launcher.poll() is None and time.monotonic() < deadline:
+            try:
+                seen |= {int(p) for p in children.read_text().split()}
+            except OSError:
+                break
+            time.sleep(0.05)
+        assert launcher.wait(READY_S) == 0
+        assert seen and not any(_alive(p) for p in seen)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+        for p in seen:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
 
 
 def test_api_server_has_no_control_socket_by_default(tmp_path):

@@ -109,7 +109,8 @@ def _prewarm_threads(sender=None, **_kw) -> None:
     pool = str(getattr(sender, "pool_cls", ""))
     if "prefork" in pool or "processes" in pool:
         return
-    threads = int(getattr(sender, "concurrency", 1) or 1)
+    # solo plays one match at a time (its "concurrency" is Celery's default, the CPU count)
+    threads = 1 if "solo" in pool else int(getattr(sender, "concurrency", 1) or 1)
     opened = prewarm(Settings.from_env(), threads)
     log.info("opened ahead for %d threads: %s", threads, opened)
 

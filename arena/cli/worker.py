@@ -136,10 +136,17 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 
 class Launcher:
     """Starts one worker process per entry of ``names`` (``argv`` plus ``--hostname name``
-    when a name is given), passes SIGTERM, SIGINT and SIGQUIT on to them, and starts a process
-    again when it exits while the launcher is not stopping (after :data:`RESTART_S` seconds,
-    doubled up to :data:`RESTART_MAX_S` while it keeps dying within :data:`RESTART_RESET_S`
-    of its start). :meth:`run` returns 0 once every process has exited after a signal.
+    when a name is given) and watches them:
+
+    * SIGTERM, SIGINT and SIGQUIT are passed on to every process (Celery's warm shutdown; a
+      second SIGINT is its cold shutdown), also to one being started at that very moment, and
+      no process is started after them; :meth:`run` returns 0 once every process has exited;
+    * SIGHUP restarts every process (each gets SIGTERM, finishes its running matches, and a new
+      one starts at once), as Celery's own SIGHUP restarts a worker;
+    * a process that exits otherwise (killed, crashed, or shut down remotely) is started again
+      after :data:`RESTART_S` seconds, doubled up to :data:`RESTART_MAX_S` while it keeps
+      dying within :data:`RESTART_RESET_S` of its start.
+
     Celery restarts nothing itself for a thread pool; this is the least an operator expects
     of one command (a process supervisor such as systemd restarts the launcher)."""
 
@@ -147,48 +154,75 @@ class Launcher:
         self.argv, self.names = argv, names
         self.procs: list[subprocess.Popen | None] = [None] * len(names)
         self.started = [0.0] * len(names)
-        self.backoff = [RESTART_S] * len(names)
+        self.delay = [RESTART_S] * len(names)
         self.due = [0.0] * len(names)
-        self.stopping = False
+        self.hup = [False] * len(names)
+        self.stopping: int | None = None  # the stop signal received, if any
+        self._signalled: set[int] = set()  # processes a stop signal was passed to
 
     def _start(self, i: int) -> None:
         name = self.names[i]
         cmd = self.argv + (["--hostname", name] if name else [])
         # a session of its own: a terminal's Ctrl-C reaches the launcher only, which passes it
         # on once (a second SIGINT is Celery's cold shutdown)
-        self.procs[i] = subprocess.Popen(cmd, start_new_session=True,
-                                         preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        proc = subprocess.Popen(cmd, start_new_session=True,
+                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        self.procs[i] = proc
         self.started[i] = time.monotonic()
+        if self.stopping is not None and proc.pid not in self._signalled:
+            self._send(proc, self.stopping)  # the stop came while it was being started
+
+    def _send(self, proc: subprocess.Popen, signum: int) -> None:
+        if proc.poll() is None:
+            try:
+                proc.send_signal(signum)
+            except ProcessLookupError:
+                pass
+        if signum != signal.SIGHUP:
+            self._signalled.add(proc.pid)
 
     def _signal(self, signum: int, _frame=None) -> None:
-        self.stopping = True
+        self.stopping = signum
         for p in self.procs:
+            if p is not None:
+                self._send(p, signum)
+
+    def _restart_all(self, _signum: int, _frame=None) -> None:
+        if self.stopping is not None:
+            return
+        for i, p in enumerate(self.procs):
             if p is not None and p.poll() is None:
-                try:
-                    p.send_signal(signum)
-                except ProcessLookupError:
-                    pass
+                self.hup[i] = True
+                self._send(p, signal.SIGTERM)
 
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
             signal.signal(sig, self._signal)
+        signal.signal(signal.SIGHUP, self._restart_all)
         for i in range(len(self.names)):
-            self._start(i)
+            if self.stopping is None:
+                self._start(i)
         while True:
             alive = False
             for i, p in enumerate(self.procs):
                 if p is not None and p.poll() is None:
                     alive = True
                     continue
-                if self.stopping:
+                if self.stopping is not None:
                     continue
                 now = time.monotonic()
-                if p is not None:  # it just died: schedule its restart
+                if p is not None:  # it just exited: when to start a new one
                     up = now - self.started[i]
-                    self.backoff[i] = RESTART_S if up >= RESTART_RESET_S else min(RESTART_MAX_S, self.backoff[i] * 2)
-                    self.due[i] = now + self.backoff[i]
+                    if self.hup[i]:
+                        wait, self.hup[i] = 0.0, False
+                    else:
+                        if up >= RESTART_RESET_S:
+                            self.delay[i] = RESTART_S
+                        wait = self.delay[i]
+                        self.delay[i] = min(RESTART_MAX_S, wait * 2)
+                    self.due[i] = now + wait
                     click.echo(f"arena worker: process {p.pid} exited with status {p.returncode} after "
-                               f"{up:.0f} s; a new one starts in {self.backoff[i]:.0f} s", err=True)
+                               f"{up:.0f} s; a new one starts in {wait:.0f} s", err=True)
                     self.procs[i] = None
                 if now >= self.due[i]:
                     self._start(i)

@@ -16,23 +16,27 @@ from arena.core.runner.semaphore import BotSemaphore
 pytestmark = pytest.mark.services
 
 
-def test_prewarm_opens_one_database_and_one_redis_connection_per_thread(pg_database, redis_url, tmp_path):
+def test_prewarm_opens_the_pools_connections_and_one_redis_connection_per_thread(pg_database, redis_url,
+                                                                                tmp_path):
     # a URL of its own (the engine is built once per URL and process), so the pool is new here
     url = pg_database + "?application_name=arena-prewarm-test"
     settings = Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url, celery_eager=False)
     pool_before = dict(service._POOL)
     try:
-        opened = service.prewarm(settings, 12)
+        opened = service.prewarm(settings, 32)
         engine = service._sessions(url).kw["bind"]
-        assert opened == {"database": 12, "redis": 12}
-        assert engine.pool.size() == 12
-        assert engine.pool.checkedin() == 12  # open and given back: the pool keeps them
+        # at most POOL_SIZE kept open whatever the threads (an idle worker of 4 processes x 32
+        # threads must not take PostgreSQL's 100 connections)
+        assert service.POOL_SIZE == 10
+        assert opened == {"database": 10, "redis": 32}
+        assert engine.pool.size() == 10
+        assert engine.pool.checkedin() == 10  # open and given back: the pool keeps them
         assert engine.pool.checkedout() == 0
         # a claim's session takes a connection the pool already has
         with service._sessions(url)() as s:
             assert s.connection().scalar(text("select 1")) == 1
-            assert engine.pool.checkedin() == 11
-        assert engine.pool.checkedin() == 12
+            assert engine.pool.checkedin() == 9
+        assert engine.pool.checkedin() == 10
     finally:
         service._POOL.clear()
         service._POOL.update(pool_before)
@@ -70,3 +74,47 @@ def test_more_matches_at_once_than_redis_pys_default_pool_all_get_their_slot_cal
         for c in clients:
             if c is not None:
                 c.close()
+
+
+def test_prewarm_gives_up_on_a_database_that_accepts_and_never_answers(redis_url, tmp_path, monkeypatch):
+    """A server that accepts connections and never speaks (a hung PostgreSQL, a blackhole
+    proxy) must not hang a worker's start-up: the connect times out, prewarm opens nothing."""
+    import socket
+    import threading
+    import time
+
+    monkeypatch.setattr(service, "DB_CONNECT_TIMEOUT_S", 1)
+    mute = socket.socket()
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        mute.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(mute.accept()[0])
+            except OSError:
+                pass
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    url = f"postgresql+psycopg://arena@127.0.0.1:{mute.getsockname()[1]}/arena"
+    settings = Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url, celery_eager=False)
+    pool_before = dict(service._POOL)
+    try:
+        t0 = time.monotonic()
+        opened = service.prewarm(settings, 4)
+        took = time.monotonic() - t0
+        assert opened["database"] == 0
+        assert took < 60  # a hang guard, not a speed goal: without the timeout it never returns
+    finally:
+        stop.set()
+        t.join(5)
+        for c in held:
+            c.close()
+        mute.close()
+        service._POOL.clear()
+        service._POOL.update(pool_before)
+        service._sessions(url).kw["bind"].dispose()

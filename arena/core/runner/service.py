@@ -93,20 +93,28 @@ RATINGS_LOCK = 0x6172656E61  # "arena"
 _local = threading.local()
 
 
-#: Database connections a worker process keeps open (its pool size, SQLAlchemy's QueuePool),
-#: and how many more it may open in a burst (closed again when given back); set from the
-#: worker's thread count by :func:`prewarm` before the first match.
-_POOL = {"pool_size": 20, "max_overflow": 28}
+#: Most database connections a worker process keeps open (its pool size, SQLAlchemy's
+#: QueuePool; opened ahead by :func:`prewarm`), and how many more it may open in a burst
+#: (closed again when given back). A match holds a connection only for a few milliseconds at
+#: a time (claim, lease renewals, store), so a burst of claims waits its turn for one of
+#: these rather than opening one per thread: an idle worker must not hold a connection per
+#: thread (4 processes of 32 threads would take more than PostgreSQL's default 100).
+POOL_SIZE, POOL_OVERFLOW = 10, 5
+#: Seconds to open a database connection before giving up (a server that accepts and never
+#: answers must not hang a worker's start-up or a match's claim).
+DB_CONNECT_TIMEOUT_S = 10
+_POOL = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW, "pool_timeout": 60}
 
 
 @lru_cache(maxsize=4)
 def _sessions(database_url: str) -> sessionmaker[Session]:
     # One engine per database URL and process; built lazily, so after the prefork fork. A
     # thread-pool worker runs many matches at once (arena worker), each touching the database
-    # only to claim, renew its lease and store: :data:`_POOL` (one kept-open connection per
-    # thread, so a burst of claims finds open ones: a PostgreSQL connection costs a process
-    # fork, 10-50 ms each when dozens open at once).
-    pool = dict(_POOL) if database_url.startswith(("postgresql", "postgres:")) else {}
+    # only to claim, renew its lease and store: :data:`_POOL` (kept open, so a burst of claims
+    # finds open ones: a PostgreSQL connection costs a process fork, 10-50 ms each when dozens
+    # open at once).
+    pool = ({**_POOL, "connect_args": {"connect_timeout": DB_CONNECT_TIMEOUT_S}}
+            if database_url.startswith(("postgresql", "postgres:")) else {})
     return make_sessionmaker(make_engine(database_url, **pool))
 
 
@@ -116,9 +124,9 @@ def prewarm(settings: Settings, threads: int) -> dict[str, int]:
     database and Redis connections (and the bots' TLS context) made each claim take 0.1-0.4 s
     instead of a few milliseconds.
 
-    Sets the process's database pool to ``threads`` kept-open connections (plus ``threads //
-    2`` in a burst: the lease renewals; for the engines built from now on, so before the first
-    match), opens that many, opens
+    Sets the process's database pool to ``min(threads, POOL_SIZE)`` kept-open connections
+    (plus :data:`POOL_OVERFLOW` in a burst; for the engines built from now on, so before the
+    first match), opens that many, opens
     ``threads`` Redis connections of the pool the matches' semaphore calls use
     (:func:`match_redis`), and builds the TLS context. Call it once per worker process, before
     it consumes (a prefork child: in the child). Returns ``{"database": n, "redis": m}``, the
@@ -126,7 +134,7 @@ def prewarm(settings: Settings, threads: int) -> dict[str, int]:
     own, later, as before). Never raises.
     """
     threads = max(1, int(threads))
-    _POOL.update(pool_size=threads, max_overflow=max(4, threads // 2))
+    _POOL.update(pool_size=min(threads, POOL_SIZE), max_overflow=POOL_OVERFLOW)
     tls_context()
     opened = {"database": 0, "redis": 0}
     if settings.database_url.startswith(("postgresql", "postgres:")):
