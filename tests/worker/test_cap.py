@@ -131,6 +131,9 @@ def test_a_match_waiting_for_a_busy_bot_idles_none_of_its_other_bots(redis_url, 
     assert fields1["timings"]["semaphore_max_wait_ms"][1] > 0  # A's start notice waited (for the blocker)
     # alone on Redis now: each request costs one script call (the release rides on the
     # next), plus one for the last slot given back when the match ends
+    from arena.core.runner.semaphore import EXTENDER
+
+    assert EXTENDER.drain(30)  # match 1's hand-overs lengthened: none of their calls counted here
     before = _evalsha_calls(client)
     log3, _ = play_plan(_plan(4, [b, c]), settings)
     requests = sum(len(g["exchanges"]) for g in log3["games"]) + 4  # decisions + 2 notices per seat

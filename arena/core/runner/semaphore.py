@@ -105,8 +105,11 @@ WAITER_STALE_S = 4.0
 FRESH_WAITER_S = 2.0 * WAKE_POLL_S
 #: First lease of a handed-over slot, seconds: :data:`EXTENDER` makes it the request's full
 #: lease within milliseconds, off the request's path; a waiter that died before it could
-#: keeps the slot at most this long.
-HANDOVER_LEASE_S = 5.0
+#: keeps the slot at most this long (a worker that dies holding a slot keeps it for the
+#: request's lease, up to the time bank's cap + :data:`LEASE_SLACK_S`). A worker process
+#: stalled longer than this right after a hand-over (a VM paused, swapping) finds the slot
+#: gone: its bot may then get one request more than its cap; the extender logs it.
+HANDOVER_LEASE_S = 15.0
 #: The extender gathers handed-over slots for this long before one pipeline, seconds (it runs
 #: under the matches' GIL: one wake-up per slot cost them more than the lengthening itself).
 EXTEND_BATCH_S = 0.1
@@ -270,16 +273,22 @@ class LeaseExtender:
     docstring). A release hands the freed slot to the next waiter with a short lease
     (:data:`HANDOVER_LEASE_S`, so a dead waiter cannot keep it long); the waiter sends its
     request at once and leaves the lengthening to this thread, which gathers what comes
-    within :data:`EXTEND_BATCH_S` into one pipeline per Redis connection pool. A failure is logged (the slot then
-    ends after the short lease: a request longer than that may share its bot's cap)."""
+    within :data:`EXTEND_BATCH_S` into one pipeline per Redis connection pool. A failure is
+    logged (the slot then ends after the short lease: a request longer than that may share
+    its bot's cap), and so is a slot that had already ended when its lengthening ran
+    (``lost``)."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._clients: dict[int, redis.Redis] = {}
-        #: slots lengthened so far (for tests and monitoring)
+        #: slots lengthened so far, and slots already ended when their turn came (for tests
+        #: and monitoring)
         self.extended = 0
+        self.lost = 0
+        self._submitted = 0
+        self._processed = 0
 
     def extend(self, client: redis.Redis, key: str, ticket: str, lease_s: float) -> None:
         """Give ``ticket`` of holders ``key`` a lease of ``lease_s`` seconds from now, soon,
@@ -289,7 +298,20 @@ class LeaseExtender:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="arena-slot-leases", daemon=True)
                 self._thread.start()
-        self._queue.put((client.connection_pool, key, ticket, float(lease_s)))
+        with self._lock:
+            self._submitted += 1
+        self._queue.put((client.connection_pool, key, ticket, float(lease_s), time.monotonic()))
+
+    def drain(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every slot submitted so far was handled (True), at most ``timeout_s``
+        seconds (False). For tests and a tidy shutdown."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._processed >= self._submitted:
+                    return True
+            time.sleep(0.01)
+        return False
 
     def _client(self, pool) -> redis.Redis:
         c = self._clients.get(id(pool))
@@ -314,13 +336,24 @@ class LeaseExtender:
                 try:
                     script = client.register_script(_EXTEND)
                     pipe = client.pipeline(transaction=False)
-                    for _pool, key, ticket, lease_s in group:
+                    for _pool, key, ticket, lease_s, _at in group:
                         script(keys=[key], args=[ticket, lease_s], client=pipe)
-                    pipe.execute()
-                    self.extended += len(group)
+                    done = pipe.execute()
+                    # not held any more: given back already (a quick answer, the usual case),
+                    # or, if its first lease may have run out meanwhile, lost
+                    late = time.monotonic() - HANDOVER_LEASE_S
+                    lost = [it for it, ok in zip(group, done) if not ok and it[4] <= late]
+                    self.extended += sum(1 for ok in done if ok)
+                    if lost:
+                        self.lost += len(lost)
+                        log.warning("%d handed-over slots had ended before their lease was lengthened "
+                                    "(this process stalled over %.0f s?): those bots may have had one "
+                                    "request more than their cap", len(lost), HANDOVER_LEASE_S)
                 except Exception as exc:  # Redis, or a pool closed under it: the thread lives on
                     log.warning("%d handed-over slots keep their first lease of %.0f s (%s: %s)",
                                 len(group), HANDOVER_LEASE_S, type(exc).__name__, exc)
+            with self._lock:
+                self._processed += len(items)
 
 
 #: The process's :class:`LeaseExtender`.
