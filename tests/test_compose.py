@@ -131,11 +131,13 @@ def test_workers_consume_the_match_queue(compose):
     _cmd, ctx = _cli_context(command[1:])  # parsed by the real CLI
     assert ctx.params["queues"].split(",") == list(WORKER_QUEUES) == [PRIORITY_QUEUE, CHECK_QUEUE, QUEUE]
     assert ctx.params["pool"] == "threads" and ctx.params["processes"] * ctx.params["concurrency"] >= 32
-    # one kept-open connection per thread, and half as many more in a burst, per container
+    # each worker process's pool (kept open, plus a burst) fits PostgreSQL with room for the API
+    from arena.core.runner.service import POOL_OVERFLOW, POOL_SIZE
+
     replicas = int(_interpolate(str(worker["deploy"]["replicas"])))
     pg_command = compose["services"]["postgres"]["command"]
     max_connections = int(pg_command[pg_command.index("-c") + 1].split("=")[1])
-    assert replicas * ctx.params["processes"] * ctx.params["concurrency"] * 1.5 + 50 <= max_connections
+    assert replicas * ctx.params["processes"] * (POOL_SIZE + POOL_OVERFLOW) + 50 <= max_connections
     beat = compose["services"]["beat"]
     assert beat["command"][:2] == ["arena", "beat"] and beat["deploy"]["replicas"] == 1
     assert replicas >= 1
