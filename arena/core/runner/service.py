@@ -498,12 +498,13 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     keeper = LeaseKeeper(factory, plan.match_id, owner, settings.lease_s)
     keeper.start()
     try:
-        return _play_claimed(plan, settings, factory)
+        return _play_claimed(plan, settings, factory, keeper)
     finally:
         keeper.stop()
 
 
-def _play_claimed(plan: MatchPlan, settings: Settings, factory: sessionmaker[Session]) -> str:
+def _play_claimed(plan: MatchPlan, settings: Settings, factory: sessionmaker[Session],
+                  keeper: LeaseKeeper | None = None) -> str:
     try:
         bound = longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options)
     except Exception as exc:  # stored options the engine refuses: an internal error
@@ -521,6 +522,8 @@ def _play_claimed(plan: MatchPlan, settings: Settings, factory: sessionmaker[Ses
         stored = store_with_retry(factory, plan.match_id, match_log, fields)
     except StoreFailed as exc:
         return _fail(factory, plan, str(exc), exc.__cause__, settings)
+    if keeper is not None:  # the match is over: a renewal now would only find it finished
+        keeper.stop()
     if stored:
         announce(settings, plan.tournament_id, "finished", [plan.match_id])
     _rate_if_done(factory, plan.tournament_id, plan.ruleset)
