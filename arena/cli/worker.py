@@ -50,7 +50,7 @@ def default_processes() -> int:
     """Worker processes ``arena worker`` starts by default: one per core
     (``os.cpu_count()``), at least :data:`MIN_PROCESSES` (two GILs help even on one core:
     the operating system's scheduler is fairer to an answer waiting for its turn) and at most
-    :data:`MAX_PROCESSES` (each keeps one database connection per thread open: see
+    :data:`MAX_PROCESSES` (each keeps up to 10 database connections open: see
     docs/operations.md for PostgreSQL's ``max_connections``)."""
     return max(MIN_PROCESSES, min(MAX_PROCESSES, os.cpu_count() or 1))
 

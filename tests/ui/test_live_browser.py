@@ -94,6 +94,23 @@ def live_site(tmp_path, redis_url):
     engine.dispose()
 
 
+def _play_live(site, players) -> tuple[threading.Thread, dict]:
+    """Play a 2-game Million Doubt match of ``players`` on a thread, published live on the
+    site's match channel; returns the thread and a dict that gets the log (key ``"log"``)."""
+    publisher = live.LivePublisher(site["redis"], site["match"], seats=[[0, 1], [1, 0]])
+    result: dict = {}
+
+    def play():
+        result["log"] = run_match(players, "million_doubt", {}, seed=5, games=2,
+                                  time_rules=TimeRules(60000, 10000, 60000), max_faults=3,
+                                  on_step=publisher.step)
+        publisher.end()
+
+    worker = threading.Thread(target=play, daemon=True)
+    worker.start()
+    return worker, result
+
+
 def _signed_in_page(browser, site, who):
     ctx = browser.new_context(viewport={"width": 1366, "height": 768})
     pg = ctx.new_page()
@@ -127,17 +144,7 @@ def test_running_match_updates_live_for_the_organizer_and_the_contestant(browser
     gate = threading.Event()
     players = [LocalPlayer(GatedBot(SAMPLE_BOTS["random"](seed=1), gate, 6), "a"),
                LocalPlayer(SAMPLE_BOTS["random"](seed=2), "b")]
-    publisher = live.LivePublisher(site["redis"], site["match"], seats=[[0, 1], [1, 0]])
-    result: dict = {}
-
-    def play():
-        result["log"] = run_match(players, "million_doubt", {}, seed=5, games=2,
-                                  time_rules=TimeRules(60000, 10000, 60000), max_faults=3,
-                                  on_step=publisher.step)
-        publisher.end()
-
-    worker = threading.Thread(target=play, daemon=True)
-    worker.start()
+    worker, result = _play_live(site, players)
     try:
         # the pages update while the match is blocked in the gated bot's 6th decision
         organizer.wait_for_function(
@@ -209,17 +216,7 @@ def test_a_live_view_opened_after_the_first_game_follows_the_second(browser, liv
     gate, reached = threading.Event(), threading.Event()
     players = [LocalPlayer(SecondGameGate(SAMPLE_BOTS["random"](seed=1), gate, reached), "a"),
                LocalPlayer(SecondGameGate(SAMPLE_BOTS["random"](seed=2), gate, reached), "b")]
-    publisher = live.LivePublisher(site["redis"], site["match"], seats=[[0, 1], [1, 0]])
-    result: dict = {}
-
-    def play():
-        result["log"] = run_match(players, "million_doubt", {}, seed=5, games=2,
-                                  time_rules=TimeRules(60000, 10000, 60000), max_faults=3,
-                                  on_step=publisher.step)
-        publisher.end()
-
-    worker = threading.Thread(target=play, daemon=True)
-    worker.start()
+    worker, result = _play_live(site, players)
     try:
         assert reached.wait(60)  # game 1 is over, game 2 waits for its first decision
         ctx, organizer, errors = _signed_in_page(browser, site, "olga")

@@ -83,6 +83,7 @@ import uuid
 from urllib.parse import urlsplit
 
 import redis
+from redis.commands.core import Script
 
 log = logging.getLogger("arena.semaphore")
 
@@ -282,7 +283,7 @@ class LeaseExtender:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._clients: dict[int, redis.Redis] = {}
+        self._clients: dict[int, tuple[redis.Redis, Script]] = {}
         #: slots lengthened so far, and slots already ended when their turn came (for tests
         #: and monitoring)
         self.extended = 0
@@ -298,7 +299,6 @@ class LeaseExtender:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="arena-slot-leases", daemon=True)
                 self._thread.start()
-        with self._lock:
             self._submitted += 1
         self._queue.put((client.connection_pool, key, ticket, float(lease_s), time.monotonic()))
 
@@ -313,11 +313,13 @@ class LeaseExtender:
             time.sleep(0.01)
         return False
 
-    def _client(self, pool) -> redis.Redis:
-        c = self._clients.get(id(pool))
-        if c is None:
-            c = self._clients[id(pool)] = redis.Redis(connection_pool=pool)
-        return c
+    def _client(self, pool) -> tuple[redis.Redis, Script]:
+        """This thread's client of ``pool`` and its registered :data:`_EXTEND` script."""
+        got = self._clients.get(id(pool))
+        if got is None:
+            client = redis.Redis(connection_pool=pool)
+            got = self._clients[id(pool)] = (client, client.register_script(_EXTEND))
+        return got
 
     def _run(self) -> None:
         while True:
@@ -332,9 +334,8 @@ class LeaseExtender:
             for it in items:
                 by_pool.setdefault(id(it[0]), []).append(it)
             for group in by_pool.values():
-                client = self._client(group[0][0])
+                client, script = self._client(group[0][0])
                 try:
-                    script = client.register_script(_EXTEND)
                     pipe = client.pipeline(transaction=False)
                     for _pool, key, ticket, lease_s, _at in group:
                         script(keys=[key], args=[ticket, lease_s], client=pipe)

@@ -106,6 +106,10 @@ DB_CONNECT_TIMEOUT_S = 10
 _POOL = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW, "pool_timeout": 60}
 
 
+def _is_postgres(database_url: str) -> bool:
+    return database_url.startswith(("postgresql", "postgres:"))
+
+
 @lru_cache(maxsize=4)
 def _sessions(database_url: str) -> sessionmaker[Session]:
     # One engine per database URL and process; built lazily, so after the prefork fork. A
@@ -114,7 +118,7 @@ def _sessions(database_url: str) -> sessionmaker[Session]:
     # finds open ones: a PostgreSQL connection costs a process fork, 10-50 ms each when dozens
     # open at once).
     pool = ({**_POOL, "connect_args": {"connect_timeout": DB_CONNECT_TIMEOUT_S}}
-            if database_url.startswith(("postgresql", "postgres:")) else {})
+            if _is_postgres(database_url) else {})
     return make_sessionmaker(make_engine(database_url, **pool))
 
 
@@ -137,7 +141,7 @@ def prewarm(settings: Settings, threads: int) -> dict[str, int]:
     _POOL.update(pool_size=min(threads, POOL_SIZE), max_overflow=POOL_OVERFLOW)
     tls_context()
     opened = {"database": 0, "redis": 0}
-    if settings.database_url.startswith(("postgresql", "postgres:")):
+    if _is_postgres(settings.database_url):
         engine_ = _sessions(settings.database_url).kw["bind"]
         conns = []
         try:
