@@ -72,7 +72,7 @@ class DefaultWorker:
         env = {**os.environ, "ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": db,
                "ARENA_ALLOW_PRIVATE_BOT_URLS": "1", "ARENA_CELERY_EAGER": "0", "PYTHONPATH": str(REPO)}
         name = f"tbench{uuid.uuid4().hex[:6]}"
-        cmd = [sys.executable, "-m", "arena.cli", "worker", "--loglevel", "WARNING", "--hostname", f"{name}@127.0.0.1"]
+        cmd = [sys.executable, "-m", "arena.cli", "worker", "--loglevel", os.environ.get("TBENCH_LOGLEVEL", "WARNING"), "--hostname", f"{name}@127.0.0.1"]
         if pool:
             cmd += ["--pool", pool]
         if concurrency:
@@ -143,7 +143,7 @@ class Utilization:
 
         self.servers, self.cap, self.samples = servers, cap, []
         #: per sample: (requests in flight at the bots, requests waiting for a slot)
-        self.load: list[tuple[int, int, int]] = []
+        self.load: list[tuple[int, ...]] = []
         self._redis = redis.Redis.from_url(broker) if broker else None
         self._queues = [KEY_PREFIX + endpoint_key(s.url) + ":q" for s in servers]
         self._stop = threading.Event()
@@ -158,19 +158,26 @@ class Utilization:
                 pipe = self._redis.pipeline(transaction=False)
                 for q in self._queues:
                     pipe.zcard(q)
-                queued = [int(n) for n in pipe.execute()]
+                for q in self._queues:
+                    pipe.zcard(q[:-2])
+                got = [int(n) for n in pipe.execute()]
+                queued, held = got[:len(self._queues)], got[len(self._queues):]
                 flying = [s.in_flight for s in self.servers]
                 # slots idle although requests wait for them: the hand-over's cost
                 idle = sum(min(self.cap - f, q) for f, q in zip(flying, queued) if f < self.cap)
-                self.load.append((sum(flying), sum(queued), idle))
+                # slots taken (holders) although their bot is not answering a decision
+                held_idle = sum(max(0, h - f) for f, h in zip(flying, held))
+                self.load.append((sum(flying), sum(queued), idle, sum(held), held_idle))
 
     def requests(self) -> dict:
         """Mean requests in flight at the bots and waiting for a slot (all bots together)."""
         if not self.load:
             return {}
-        return {"in_flight_mean": round(statistics.mean(a for a, _, _ in self.load), 1),
-                "waiting_mean": round(statistics.mean(b for _, b, _ in self.load), 1),
-                "idle_slots_with_waiters_mean": round(statistics.mean(c for _, _, c in self.load), 1)}
+        return {"in_flight_mean": round(statistics.mean(x[0] for x in self.load), 1),
+                "waiting_mean": round(statistics.mean(x[1] for x in self.load), 1),
+                "idle_slots_with_waiters_mean": round(statistics.mean(x[2] for x in self.load), 1),
+                "held_mean": round(statistics.mean(x[3] for x in self.load), 1),
+                "held_not_in_flight_mean": round(statistics.mean(x[4] for x in self.load), 1)}
 
     def stop(self) -> list[float]:
         self._stop.set()
@@ -218,7 +225,9 @@ def play(arena, ruleset: str, ids: list[int], db: str, cap: int, slots: int, ser
     ends = sorted((m.finished_at - t_start).total_seconds() for m, _, _ in stored if m.finished_at)
     def pct(xs, q):
         return round(xs[min(len(xs) - 1, int(q * len(xs)))], 2) if xs else None
-    timeline = {"first_claim_s": pct(claims, 0), f"claim_{slots}th_s": pct(claims, (slots - 1) / max(1, len(claims))),
+    ramp = {f"claim_{k}th_s": claims[k - 1] for k in (8, 16, 32, 48) if k <= len(claims)}
+    timeline = {"first_claim_s": pct(claims, 0), **{k: round(v, 2) for k, v in ramp.items()},
+                f"claim_{slots}th_s": pct(claims, (slots - 1) / max(1, len(claims))),
                 "last_claim_s": pct(claims, 1), "first_end_s": pct(ends, 0), "last_end_s": pct(ends, 1)}
     return {"matches": len(stored), "makespan_s": round(makespan, 2), **lb,
             "ratio": round(makespan / lb["lb_s"], 3), "max_slot_wait_ms": max(waits or [0]),

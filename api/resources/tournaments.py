@@ -58,7 +58,10 @@ MAX_PARTICIPANTS = 128
 #: Largest field whose start builds and stores its schedule in the request (a 16-bot Million
 #: Doubt round robin is 120 matches: well under a second); larger ones go to a worker.
 INLINE_START_PARTICIPANTS = 16
-#: Most pending matches a start (or a start again) sends to the broker in the request.
+#: Most pending matches a start (or a start again) sends to the broker in the request (about
+#: 0.5 ms each); the others are sent by ``arena.enqueue_tournament`` on a worker. Sending the
+#: first ones here matters: a worker busy starting matches sends slowly (15 ms a match
+#: measured by ``bench/tournament_bench.py``), so its first claims would wait on it.
 INLINE_SEND_MATCHES = 200
 DEFAULT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 TIE_BREAK = ("higher mean score per game; then more wins; then higher rating ordinal; "
@@ -297,10 +300,11 @@ class TournamentStart(MethodView):
     @errors(blp, 401, 403, 404, 409, 503)
     def post(self, tournament_id):
         """Start (organizers): the tournament becomes ``running`` and its matches are
-        scheduled and enqueued. Up to :data:`INLINE_START_PARTICIPANTS` participants this
-        happens in the request; for a larger field a worker builds and stores the schedule
-        and enqueues its matches (``arena.enqueue_tournament``), so the answer comes at once
-        whatever the field: ``progress.total`` counts the stored matches (0 until the
+        scheduled and enqueued. Up to :data:`INLINE_START_PARTICIPANTS` participants the
+        schedule is stored in the request and its first :data:`INLINE_SEND_MATCHES` matches
+        are sent (a worker's ``arena.enqueue_tournament`` sends the others); for a larger
+        field a worker builds and stores the schedule and enqueues its matches, so the
+        answer comes at once whatever the field: ``progress.total`` counts the stored matches (0 until the
         schedule is stored, seconds later) and ``progress.queued`` those sent so far.
 
         409 if finished or cancelled, or already running with nothing left to enqueue;
@@ -318,12 +322,15 @@ class TournamentStart(MethodView):
             except sched.ScheduleError as exc:
                 abort(409, f"cannot schedule tournament {t.id}: {exc}")
         pending = _transition(lifecycle.start_tournament, s, t.id, schedule)
-        if pending and len(pending) <= INLINE_SEND_MATCHES:
-            _enqueue(s, pending, "the schedule is stored, start again to enqueue it")
-        else:  # a large field: a worker stores the schedule and sends the matches
-            # The transition marked what it took `queued`; the worker sends `pending`
-            # matches only, so give them back first (else they wait for the reaper).
-            lifecycle.release_queued(s, pending)
+        # The first matches are sent here (the workers start on them at once); the rest, or
+        # a large field's whole schedule, by a worker's task. The transition marked what it
+        # took `queued`; the task sends `pending` matches only, so the rest go back first
+        # (else they wait for the reaper).
+        now, rest = pending[:INLINE_SEND_MATCHES], pending[INLINE_SEND_MATCHES:]
+        lifecycle.release_queued(s, rest)
+        if now:
+            _enqueue(s, now, "the schedule is stored, start again to enqueue it")
+        if rest or not pending:
             try:
                 launch_tournament(settings(), t.id)
             except QueueError as exc:

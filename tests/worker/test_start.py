@@ -12,8 +12,17 @@ import pytest
 import redis
 
 from arena.core.accounts import create_account
-from arena.core.db.models import Bot
-from arena.core.queue import ENQUEUE_TOURNAMENT_TASK, RUN_MATCH_TASK, send_tournament
+from sqlalchemy import select
+
+from api.resources.tournaments import INLINE_SEND_MATCHES
+from arena.core.db.models import Bot, Match
+from arena.core.queue import (
+    ENQUEUE_TOURNAMENT_TASK,
+    FIRST_SEND_BATCH,
+    RUN_MATCH_TASK,
+    SEND_BATCH,
+    send_tournament,
+)
 from tests.worker.conftest import Arena
 
 
@@ -84,9 +93,10 @@ def test_start_sends_one_task_and_two_senders_send_each_match_once(pg_database, 
 @pytest.mark.services
 def test_small_field_with_many_matches_has_every_match_sent(pg_database, redis_url, tmp_path):
     """8 bots at Trump Millionaire: the schedule (280 matches, over the inline send limit)
-    is stored in the request, the matches are sent by the worker's task. Every match must
-    reach the broker (a regression: the start left them marked ``queued`` but unsent, so
-    the sender found nothing ``pending`` and they waited for the reaper)."""
+    is stored in the request, which sends the first 200 matches (so the workers start at
+    once, not after a busy worker sent them); the worker's task sends the other 80. Every
+    match must reach the broker once (a regression: the start left them marked ``queued``
+    but unsent, so the sender found nothing ``pending`` and they waited for the reaper)."""
     broker = redis_url.rsplit("/", 1)[0] + "/6"
     client = redis.Redis.from_url(broker)
     client.delete("arena")
@@ -95,15 +105,53 @@ def test_small_field_with_many_matches_has_every_match_sent(pg_database, redis_u
         ids = _ready_bots(arena, "trump_millionaire", 8)
         tid = arena.create("trump_millionaire", ids, games_per_pairing=1)
         started = arena.start(tid)
-        # stored in the request, nothing sent yet: every match pending, one task
-        assert started["progress"] == {"finished": 0, "total": 280, "queued": 0}
+        assert started["progress"] == {"finished": 0, "total": 280, "queued": INLINE_SEND_MATCHES}
+        with arena.sessions() as s:
+            order = list(s.scalars(select(Match.id).where(Match.tournament_id == tid).order_by(Match.index)))
+        # LPUSH: the list's tail is the oldest message; the first matches of the schedule
+        # went first, then the task that sends the rest
+        sent = list(reversed(_messages(client)))
+        assert sent == [(RUN_MATCH_TASK, [m]) for m in order[:INLINE_SEND_MATCHES]] + [(ENQUEUE_TOURNAMENT_TASK, [tid])]
+        client.delete("arena")
+        assert send_tournament(arena.settings, tid) == 280 - INLINE_SEND_MATCHES  # what the task runs
+        assert list(reversed(_messages(client))) == [(RUN_MATCH_TASK, [m]) for m in order[INLINE_SEND_MATCHES:]]
+        assert arena.get(f"/tournaments/{tid}")["progress"] == {"finished": 0, "total": 280, "queued": 280}
+        assert send_tournament(arena.settings, tid) == 0
+    finally:
+        client.delete("arena")
+        arena.close()
+
+
+@pytest.mark.services
+def test_the_task_sends_small_batches_first(pg_database, redis_url, tmp_path):
+    """A worker's claim of a match waits while the batch holding its row is being sent, so
+    the task's batches start small and double (FIRST_SEND_BATCH up to SEND_BATCH): the first
+    matches are claimable after 4 sends, not after 200. Each batch is marked ``queued`` in
+    one transaction (one ``queued_at``), in schedule order."""
+    broker = redis_url.rsplit("/", 1)[0] + "/5"
+    client = redis.Redis.from_url(broker)
+    client.delete("arena")
+    arena = Arena(pg_database, broker, tmp_path=tmp_path)
+    try:
+        ids = _ready_bots(arena, "million_doubt", 20)  # over the inline field: the task stores and sends
+        tid = arena.create("million_doubt", ids, games_per_pairing=2)
+        arena.start(tid)
         assert _messages(client) == [(ENQUEUE_TOURNAMENT_TASK, [tid])]
         client.delete("arena")
-        assert send_tournament(arena.settings, tid) == 280  # what the task runs
-        messages = _messages(client)
-        assert [task for task, _ in messages] == [RUN_MATCH_TASK] * 280
-        assert len({args[0] for _, args in messages}) == 280
-        assert arena.get(f"/tournaments/{tid}")["progress"] == {"finished": 0, "total": 280, "queued": 280}
+        assert send_tournament(arena.settings, tid) == 190
+        with arena.sessions() as s:
+            rows = s.execute(select(Match.id, Match.queued_at).where(Match.tournament_id == tid)
+                             .order_by(Match.index)).all()
+        sizes: list[int] = []
+        for i, (_index, at) in enumerate(rows):
+            if i == 0 or at != rows[i - 1][1]:
+                sizes.append(0)
+            sizes[-1] += 1
+        assert FIRST_SEND_BATCH == 4 and SEND_BATCH == 200
+        assert sizes == [4, 8, 16, 32, 64, 66]
+        assert [queued for _, queued in rows] == sorted(queued for _, queued in rows)
+        # the messages went out in the same order
+        assert list(reversed(_messages(client))) == [(RUN_MATCH_TASK, [m]) for m, _ in rows]
     finally:
         client.delete("arena")
         arena.close()
