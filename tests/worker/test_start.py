@@ -10,11 +10,10 @@ import uuid
 
 import pytest
 import redis
-
-from arena.core.accounts import create_account
 from sqlalchemy import select
 
 from api.resources.tournaments import INLINE_SEND_MATCHES
+from arena.core.accounts import create_account
 from arena.core.db.models import Bot, Match
 from arena.core.queue import (
     ENQUEUE_TOURNAMENT_TASK,
