@@ -34,6 +34,11 @@ log = logging.getLogger("bots_sdk.server")
 MAX_BODY_BYTES = 4 * 1024 * 1024
 #: Threads answering requests (waitress ``threads``).
 DEFAULT_THREADS = 8
+#: Most open connections (waitress ``connection_limit``; its default is 100). The arena keeps
+#: one keep-alive connection per seat of each match it plays against this bot at once, from
+#: every worker process: a bot in 100 matches at once would otherwise leave the next match's
+#: connection unaccepted until an idle one timed out, and lose its bank waiting.
+CONNECTION_LIMIT = 2000
 
 
 def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protocol.MAX_SKEW_S) -> Callable:
@@ -101,20 +106,25 @@ class BotServer:
         from waitress.server import create_server
 
         self.bot = bot
+        # poll(), not select(): select() cannot watch a socket numbered 1024 or more, and
+        # waitress's loop dies on one (the bot stops answering at ~1,000 connections)
         self._server = create_server(make_app(bot, secret), host=host, port=port, threads=threads,
                                      ident="bots_sdk", expose_tracebacks=False,
-                                     channel_timeout=300, clear_untrusted_proxy_headers=True)
+                                     channel_timeout=300, clear_untrusted_proxy_headers=True,
+                                     connection_limit=CONNECTION_LIMIT, asyncore_use_poll=True)
         self.host = host
         self.port = self._server.effective_port
         self.url = f"http://{host}:{self.port}/"
         self._thread: threading.Thread | None = None
+        self._closing = False
 
     def run(self) -> None:
         """Serve until :meth:`close` (blocks)."""
         try:
             self._server.run()
         except (OSError, ValueError):  # the listening socket closed by close()
-            pass
+            if not self._closing:  # anything else stops the bot answering: say so
+                log.exception("bot server on %s stopped", self.url)
 
     def start(self) -> BotServer:
         """Serve on a daemon thread and return at once."""
@@ -124,6 +134,7 @@ class BotServer:
 
     def close(self) -> None:
         """Stop serving and close every connection."""
+        self._closing = True
         self._server.close()
         if self._thread is not None:
             self._thread.join(timeout=5)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 import engine
 from arena.core.runner.match import read_log, replay, run_match
@@ -135,3 +136,40 @@ def test_arena_play_cli_by_url_and_logs_verify(bot_server, tmp_path):
     lines = out.stdout.strip().splitlines()
     assert lines[-1] == "2 verified, 1 failed"
     assert lines[0].startswith(f"FAILED {bad}")
+
+
+def test_server_answers_with_over_a_thousand_connections_open(bot_server):
+    """The arena keeps one keep-alive connection per seat of every match it plays against a
+    bot at once, from every worker process. waitress's defaults stop there: at 100
+    connections it stops accepting (a new match's connection waits until an idle one times
+    out, and the bot loses its bank waiting), and its select() loop dies on a socket
+    numbered 1024 or more (the bot never answers again). The SDK server takes
+    ``CONNECTION_LIMIT`` connections and polls."""
+    import resource
+    import socket
+
+    from bots_sdk.server import CONNECTION_LIMIT
+
+    idle = 1100  # over 1024: this process holds both ends, so the server's sockets pass 2,000
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 2 * idle + 500
+    if hard != resource.RLIM_INFINITY and hard < want:
+        pytest.skip(f"needs {want} open files, the hard limit is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), hard))
+    assert CONNECTION_LIMIT > idle
+    server = bot_server(RandomBot())
+    socks = []
+    try:
+        for _ in range(idle):
+            socks.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
+        # each of them is accepted and served (waitress answers a request on each)
+        for s in socks[-3:]:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(65536).startswith(b"HTTP/1.1 200")
+        # and a new connection still gets its answer
+        r = httpx.get(server.url, timeout=10)
+        assert r.status_code == 200 and r.json()["protocol"] == 1
+    finally:
+        for s in socks:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
