@@ -28,6 +28,11 @@ from typing import Any
 from bots_sdk import protocol
 from bots_sdk.bot import Bot
 
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None  # type: ignore[assignment]
+
 log = logging.getLogger("bots_sdk.server")
 
 #: Largest request body the server reads, in bytes.
@@ -39,6 +44,33 @@ DEFAULT_THREADS = 8
 #: every worker process: a bot in 100 matches at once would otherwise leave the next match's
 #: connection unaccepted until an idle one timed out, and lose its bank waiting.
 CONNECTION_LIMIT = 2000
+#: Files kept free beside the connections (the listening socket, logs, the bot's own files).
+FILE_RESERVE = 100
+#: Seconds an idle connection stays open (waitress ``channel_timeout``): above the arena's 60 s
+#: keep-alive, short enough that idle connections held by someone else free up.
+IDLE_TIMEOUT_S = 120
+
+
+def connection_limit() -> int:
+    """How many connections this process can serve: :data:`CONNECTION_LIMIT`, after raising
+    the soft limit of open files towards ``CONNECTION_LIMIT + FILE_RESERVE`` (at most the
+    hard limit), or that soft limit minus :data:`FILE_RESERVE` if it stays lower. Past it
+    waitress stops accepting until a connection closes; without it, ``accept()`` failing
+    with "too many open files" would spin the server and flood its log."""
+    if resource is None:  # no such limit here (Windows)
+        return CONNECTION_LIMIT
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = CONNECTION_LIMIT + FILE_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < want:
+        raised = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return CONNECTION_LIMIT
+    return max(1, min(CONNECTION_LIMIT, soft - FILE_RESERVE))
 
 
 def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protocol.MAX_SKEW_S) -> Callable:
@@ -108,10 +140,12 @@ class BotServer:
         self.bot = bot
         # poll(), not select(): select() cannot watch a socket numbered 1024 or more, and
         # waitress's loop dies on one (the bot stops answering at ~1,000 connections)
+        #: most connections served at once (:func:`connection_limit`)
+        self.connection_limit = connection_limit()
         self._server = create_server(make_app(bot, secret), host=host, port=port, threads=threads,
                                      ident="bots_sdk", expose_tracebacks=False,
-                                     channel_timeout=300, clear_untrusted_proxy_headers=True,
-                                     connection_limit=CONNECTION_LIMIT, asyncore_use_poll=True)
+                                     channel_timeout=IDLE_TIMEOUT_S, clear_untrusted_proxy_headers=True,
+                                     connection_limit=self.connection_limit, asyncore_use_poll=True)
         self.host = host
         self.port = self._server.effective_port
         self.url = f"http://{host}:{self.port}/"

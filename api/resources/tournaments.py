@@ -308,7 +308,9 @@ class TournamentStart(MethodView):
         schedule is stored, seconds later) and ``progress.queued`` those sent so far.
 
         409 if finished or cancelled, or already running with nothing left to enqueue;
-        503 if the task broker is unreachable (start again later to enqueue).
+        503 if the task broker is unreachable: the tournament is running, with what was sent
+        so far; start again to send the rest (``arena beat``'s reaper also sends it by
+        itself once the broker is back, after ``ARENA_LOST_AFTER_S``).
         """
         require_organizer()
         t = get_tournament(tournament_id)
@@ -329,12 +331,15 @@ class TournamentStart(MethodView):
         now, rest = pending[:INLINE_SEND_MATCHES], pending[INLINE_SEND_MATCHES:]
         lifecycle.release_queued(s, rest)
         if now:
-            _enqueue(s, now, "the schedule is stored, start again to enqueue it")
+            _enqueue(s, now, "the tournament is running with its schedule stored and no match sent: "
+                             "start again to send them (the reaper also does, once the broker is back)")
         if rest or not pending:
             try:
                 launch_tournament(settings(), t.id)
             except QueueError as exc:
-                abort(503, f"{exc}; start again later")
+                sent = f"{len(now)} of its {len(pending)} matches were sent" if now else "no match was sent"
+                abort(503, f"{exc}; the tournament is running and {sent}: start again to send the rest "
+                           "(the reaper also does, once the broker is back)")
         s.refresh(t)
         return tournament_dict(t)
 

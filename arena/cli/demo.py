@@ -30,6 +30,7 @@ import json
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -263,7 +264,9 @@ def run_demo(ruleset: str, out: Path, *, port: int = 0, serve: bool = False, see
         else:
             console.print(f"Replay pages: run the demo with --serve (it prints `Open: {api_server.url.rsplit(':', 1)[0]}:8000/ui/tournaments/<id>`), "
                           f"or serve this database and open {'http://127.0.0.1:8000'}/ui/tournaments/{tid}:")
-            console.print(f"  ARENA_DATABASE_URL={db_url} arena api --dev --port 8000", soft_wrap=True)
+            # the data folder too: it holds the key that decrypts the stored bot secrets
+            console.print(f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL={db_url} {Path(sys.executable).parent / 'arena'} api --dev --port 8000",
+                          soft_wrap=True)
         organizer.close()
         public.close()
         return result

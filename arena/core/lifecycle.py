@@ -44,7 +44,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, func, insert, select, text, update
+from sqlalchemy import CursorResult, exists, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -682,6 +682,22 @@ def lost_queued(session: Session, in_broker: Iterable[int], *, older_than_s: flo
         session.execute(update(Match).where(Match.id.in_(ids)).values(queued_at=now))
     session.commit()
     return ids
+
+
+def stalled_tournaments(session: Session, *, older_than_s: float, limit: int = 100) -> list[int]:
+    """Ids of running tournaments started more than ``older_than_s`` seconds ago that still
+    have a match to send (``pending``) or no match at all (a large field whose schedule was
+    never stored): their sender is gone (``arena.enqueue_tournament`` lost with the broker,
+    its worker killed, its retries spent; a start that answered 503 halfway). The reaper
+    sends the task again for those it finds no message of (:mod:`arena.core.reaper`). Reads
+    only; oldest first."""
+    cutoff = _now() - timedelta(seconds=older_than_s)
+    has_pending = exists().where(Match.tournament_id == Tournament.id, Match.status == MatchStatus.PENDING)
+    has_match = exists().where(Match.tournament_id == Tournament.id)
+    stmt = (select(Tournament.id).where(Tournament.status == TournamentStatus.RUNNING,
+                                        Tournament.started_at < cutoff, has_pending | ~has_match)
+            .order_by(Tournament.started_at).limit(limit))
+    return list(session.scalars(stmt))
 
 
 def tournament_done(session: Session, tournament_id: int) -> bool:

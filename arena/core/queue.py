@@ -131,9 +131,9 @@ def _sessions(database_url: str) -> sessionmaker[Session]:
     return make_sessionmaker(make_engine(database_url))
 
 
-def launch_tournament(settings: Settings, tournament_id: int) -> None:
-    """Send ``arena.enqueue_tournament(tournament_id)`` (module docstring); in eager mode
-    run :func:`send_tournament` here (it plays every match before returning).
+def launch_tournament(settings: Settings, tournament_id: int, queue: str = QUEUE) -> None:
+    """Send ``arena.enqueue_tournament(tournament_id)`` to ``queue`` (module docstring); in
+    eager mode run :func:`send_tournament` here (it plays every match before returning).
 
     Raises:
         QueueError: the broker refused or could not be reached.
@@ -141,7 +141,7 @@ def launch_tournament(settings: Settings, tournament_id: int) -> None:
     if settings.celery_eager:
         send_tournament(settings, tournament_id)
         return
-    _send(settings, ENQUEUE_TOURNAMENT_TASK, QUEUE, [[int(tournament_id)]])
+    _send(settings, ENQUEUE_TOURNAMENT_TASK, queue, [[int(tournament_id)]])
 
 
 def _build(session: Session, tournament_id: int):

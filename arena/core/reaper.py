@@ -16,6 +16,14 @@ One run (:func:`reap`):
    without persistence, or a message delivered to a worker that died before claiming it
    (delivered more than ``ARENA_LOST_AFTER_S`` ago and still unclaimed). When Redis cannot be read, this step is skipped for the run.
 
+3. **Stalled starts** (:func:`arena.core.lifecycle.stalled_tournaments`): a running
+   tournament started more than ``ARENA_LOST_AFTER_S`` ago that still has ``pending``
+   matches, or no match at all, and no ``arena.enqueue_tournament`` message in the broker
+   (waiting, or delivered less than ``ARENA_LOST_AFTER_S`` ago): its sender is gone (the
+   broker lost the task, its worker machine died mid-send, its retries ran out, or a start
+   answered 503 halfway). The task is sent again, to the priority queue; it sends the
+   matches still pending (and stores the schedule first if there is none), each once.
+
 After a successful send, each tournament of the re-sent matches gets a ``queued`` event on
 its live channel (:func:`arena.core.runner.service.announce`), so its page shows the match
 waiting again instead of playing.
@@ -43,7 +51,15 @@ from arena.core import lifecycle
 from arena.core.config import Settings
 from arena.core.db.models import Match
 from arena.core.db.session import make_engine, make_sessionmaker
-from arena.core.queue import PRIORITY_QUEUE, QUEUE, RUN_MATCH_TASK, QueueError, enqueue_matches
+from arena.core.queue import (
+    ENQUEUE_TOURNAMENT_TASK,
+    PRIORITY_QUEUE,
+    QUEUE,
+    RUN_MATCH_TASK,
+    QueueError,
+    enqueue_matches,
+    launch_tournament,
+)
 from arena.core.runner.service import announce
 
 log = logging.getLogger("arena.reaper")
@@ -57,32 +73,41 @@ PRIORITY_SEP = "\x06\x16"
 PRIORITY_STEPS = (0, 3, 6, 9)
 #: Seconds between the reaper's two reads of the broker (see :func:`reap`).
 SECOND_READ_AFTER_S = 0.2
+#: The tasks whose messages the reaper looks for in the broker.
+WATCHED_TASKS = (RUN_MATCH_TASK, ENQUEUE_TOURNAMENT_TASK)
 
 
 @dataclass
 class ReapReport:
-    """What one run did: match ids re-enqueued for an expired lease / a lost message."""
+    """What one run did: match ids re-enqueued for an expired lease / a lost message, and the
+    tournaments whose sending was started again (stalled)."""
 
     expired: list[int] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
+    stalled: list[int] = field(default_factory=list)
     broker_checked: bool = False
 
     def __str__(self) -> str:
         return (f"reaper: {len(self.expired)} expired lease(s) {self.expired}, "
-                f"{len(self.lost)} lost message(s) {self.lost}"
+                f"{len(self.lost)} lost message(s) {self.lost}, "
+                f"{len(self.stalled)} stalled start(s) {self.stalled}"
                 + ("" if self.broker_checked else " (broker not readable: lost messages not checked)"))
 
 
-def _match_id(message: Any) -> int | None:
-    """The match id of a kombu message (a dict with ``headers`` and a base64 ``body``)."""
-    if not isinstance(message, dict) or (message.get("headers") or {}).get("task") != RUN_MATCH_TASK:
+def _task_id(message: Any) -> tuple[str, int] | None:
+    """``(task name, first argument)`` of a kombu message of one of :data:`WATCHED_TASKS` (a
+    dict with ``headers`` and a base64 ``body``): a match id, or a tournament id."""
+    if not isinstance(message, dict):
+        return None
+    task = (message.get("headers") or {}).get("task")
+    if task not in WATCHED_TASKS:
         return None
     try:
         body = message["body"]
         if message.get("properties", {}).get("body_encoding") == "base64":
             body = base64.b64decode(body)
         args = json.loads(body)[0]
-        return int(args[0])
+        return task, int(args[0])
     except (KeyError, IndexError, TypeError, ValueError):
         return None
 
@@ -93,22 +118,34 @@ def _queue_keys(queues: Iterable[str]) -> list[str]:
 
 def broker_match_ids(client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEUE, QUEUE), *,
                      unacked_max_age_s: float | None = None) -> set[int]:
-    """Match ids of every ``arena.run_match`` message in Redis: waiting in the queues' lists,
-    then delivered and unacknowledged (read in that order, so a message moving from a list
-    to the unacked hash meanwhile is still seen). With ``unacked_max_age_s``, a delivered
-    message older than that many seconds is left out: its match is still ``queued`` (no
-    worker claimed it), so the worker holding it died (a live worker claims a delivered
-    match at once: it reserves no more messages than it has free processes).
+    """Match ids of every ``arena.run_match`` message in Redis (:func:`broker_task_ids`).
 
     Raises:
         redis.RedisError: Redis cannot be read.
     """
-    ids: set[int] = set()
+    return broker_task_ids(client, queues, unacked_max_age_s=unacked_max_age_s)[RUN_MATCH_TASK]
+
+
+def broker_task_ids(client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEUE, QUEUE), *,
+                    unacked_max_age_s: float | None = None) -> dict[str, set[int]]:
+    """Per task of :data:`WATCHED_TASKS`, the first arguments of its messages in Redis (the
+    match ids of ``arena.run_match``, the tournament ids of ``arena.enqueue_tournament``):
+    waiting in the queues' lists, then delivered and unacknowledged (read in that order, so
+    a message moving from a list to the unacked hash meanwhile is still seen). With
+    ``unacked_max_age_s``, a delivered message older than that many seconds is left out: a
+    match still ``queued`` (no worker claimed it) whose worker died, or a sender that has
+    run that long (if it still runs, a second sender is harmless: they share the matches,
+    row locks keep each match to one of them).
+
+    Raises:
+        redis.RedisError: Redis cannot be read.
+    """
+    found: dict[str, set[int]] = {task: set() for task in WATCHED_TASKS}
     for key in _queue_keys(queues):
         for raw in client.lrange(key, 0, -1):
-            mid = _match_id(_loads(raw))
-            if mid is not None:
-                ids.add(mid)
+            got = _task_id(_loads(raw))
+            if got is not None:
+                found[got[0]].add(got[1])
     delivered_at: dict[Any, float] = {}
     if unacked_max_age_s is not None:
         pairs: list[Any] = list(client.zrange(UNACKED_INDEX_KEY, 0, -1, withscores=True))
@@ -119,10 +156,10 @@ def broker_match_ids(client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEU
         if unacked_max_age_s is not None and now - float(delivered_at.get(tag, now)) > unacked_max_age_s:
             continue
         entry = _loads(raw)
-        mid = _match_id(entry[0] if isinstance(entry, list) and entry else None)
-        if mid is not None:
-            ids.add(mid)
-    return ids
+        got = _task_id(entry[0] if isinstance(entry, list) and entry else None)
+        if got is not None:
+            found[got[0]].add(got[1])
+    return found
 
 
 def _loads(raw: bytes | str) -> Any:
@@ -144,21 +181,36 @@ def reap(settings: Settings, sessions: sessionmaker[Session] | None = None,
     with factory() as session:
         report.expired = lifecycle.reap_expired(session)
     rc = client or _redis(settings.broker_url)
+    present: set[int] | None = None
+    senders: set[int] | None = None
     try:
         # two reads a moment apart: a message being handed to a worker (popped from its list,
         # not yet in the unacked hash) is in neither for an instant, never in both reads
         age = float(settings.lost_after_s)
-        present = broker_match_ids(rc, unacked_max_age_s=age)
+        first = broker_task_ids(rc, unacked_max_age_s=age)
         time.sleep(SECOND_READ_AFTER_S)
-        present |= broker_match_ids(rc, unacked_max_age_s=age)
+        second = broker_task_ids(rc, unacked_max_age_s=age)
+        present = first[RUN_MATCH_TASK] | second[RUN_MATCH_TASK]
+        senders = first[ENQUEUE_TOURNAMENT_TASK] | second[ENQUEUE_TOURNAMENT_TASK]
         report.broker_checked = True
     except redis.RedisError as exc:
         log.warning("reaper: cannot read the broker (%s)", type(exc).__name__)
-        present = None
-    if present is not None:
+    if present is not None and senders is not None:
         with factory() as session:
             report.lost = lifecycle.lost_queued(session, present, older_than_s=settings.lost_after_s)
+            stalled = lifecycle.stalled_tournaments(session, older_than_s=settings.lost_after_s)
+        for tid in stalled:
+            if tid in senders:
+                continue
+            try:  # its sender is idempotent: it sends the matches still pending, once each
+                launch_tournament(settings, tid, queue=PRIORITY_QUEUE)
+            except QueueError as exc:
+                log.warning("reaper: %s", exc)
+                break
+            report.stalled.append(tid)
     todo = report.expired + report.lost
+    if report.stalled and not todo:
+        log.warning(str(report))
     if todo:
         try:
             enqueue_matches(settings, todo, queue=PRIORITY_QUEUE)

@@ -173,3 +173,42 @@ def test_server_answers_with_over_a_thousand_connections_open(bot_server):
         for s in socks:
             s.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_server_under_a_low_file_limit_stops_accepting_instead_of_spinning(tmp_path):
+    """The attacker's flood of a bot whose process may open only 1,024 files (a common
+    default) and cannot raise it: the server serves at most 1,024 - FILE_RESERVE connections,
+    so waitress stops accepting instead of failing ``accept()`` ("too many open files") in a
+    loop that spins and writes a traceback each time; once connections close, it accepts
+    again."""
+    import socket
+
+    from bots_sdk.server import FILE_RESERVE
+
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))\n"
+            "from bots_sdk.samples import RandomBot\nfrom bots_sdk.server import BotServer\n"
+            "s = BotServer(RandomBot(), '127.0.0.1', 0, None, 8)\n"
+            "print(s.port, s.connection_limit, flush=True)\ns.run()\n")
+    err = (tmp_path / "server.err").open("w")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
+    socks = []
+    try:
+        port, limit = (int(x) for x in proc.stdout.readline().split())
+        assert limit == 1024 - FILE_RESERVE
+        for _ in range(limit + 80):  # the last 80 wait in the listen backlog
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        assert socks[0].sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") is None
+        assert socks[0].recv(65536).startswith(b"HTTP/1.1 200")  # an accepted one is served
+        for s in socks[1:201]:  # the flood eases: the backlog is accepted, and room is left
+            s.close()
+        r = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)
+        assert r.status_code == 200
+        assert proc.poll() is None
+    finally:
+        for s in socks:
+            s.close()
+        proc.terminate()
+        proc.wait(10)
+        err.close()
+    log = (tmp_path / "server.err").read_text()
+    assert "Too many open files" not in log and log.count("\n") < 20, log[-2000:]

@@ -232,7 +232,7 @@ def test_two_reapers_never_take_the_same_match(arena):
 
 def test_broker_match_ids_reads_waiting_and_recent_deliveries(arena, redis_url):
     from arena.core.queue import PRIORITY_QUEUE, enqueue_matches
-    from arena.core.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, _match_id, broker_match_ids
+    from arena.core.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, _task_id, broker_match_ids
 
     rc = redis.Redis.from_url(redis_url)
     queue = f"arena.test.ids-{id(rc)}"
@@ -246,7 +246,7 @@ def test_broker_match_ids_reads_waiting_and_recent_deliveries(arena, redis_url):
         # a delivery held by a worker: seen while recent, left out once old (its worker died)
         rc.hset(UNACKED_KEY, "tag-old", json.dumps([json.loads(raw), "", queue]))
         rc.zadd(UNACKED_INDEX_KEY, {"tag-old": time.time() - 120})
-        held = _match_id(json.loads(raw))
+        held = _task_id(json.loads(raw))[1]
         assert held in (987650, 987651) and held in broker_match_ids(rc, queues=())
         assert held not in broker_match_ids(rc, queues=(), unacked_max_age_s=60)
     finally:

@@ -4,24 +4,29 @@ sent once, even by two senders at the same time; ``progress.queued`` shows the s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
+import time
 import uuid
 
 import pytest
 import redis
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from api.resources.tournaments import INLINE_SEND_MATCHES
+from arena.core import lifecycle
 from arena.core.accounts import create_account
 from arena.core.db.models import Bot, Match
 from arena.core.queue import (
     ENQUEUE_TOURNAMENT_TASK,
     FIRST_SEND_BATCH,
+    PRIORITY_QUEUE,
     RUN_MATCH_TASK,
     SEND_BATCH,
     send_tournament,
 )
+from arena.core.reaper import reap
 from tests.worker.conftest import Arena
 
 
@@ -154,3 +159,92 @@ def test_the_task_sends_small_batches_first(pg_database, redis_url, tmp_path):
     finally:
         client.delete("arena")
         arena.close()
+
+
+def _backdate_start(arena: Arena, tid: int, seconds: float) -> None:
+    with arena.sessions() as s:
+        s.execute(text("UPDATE tournaments SET started_at = started_at - make_interval(secs => :s) WHERE id = :t"),
+                  {"s": seconds, "t": tid})
+        s.commit()
+
+
+@pytest.mark.services
+def test_reaper_resends_a_start_whose_sender_the_broker_lost(pg_database, redis_url, tmp_path):
+    """The attacker's Redis restart without persistence right after a start: the 200 matches
+    the request sent and its ``arena.enqueue_tournament`` task (for the other 80) are gone.
+    The reaper re-sends the queued matches (lost messages) and the task (a stalled start),
+    once: a second run finds the task's message and sends nothing. The task then sends the
+    80 still pending and the tournament has every match in the broker, no operator action."""
+    broker = redis_url.rsplit("/", 1)[0] + "/4"
+    client = redis.Redis.from_url(broker)
+    client.flushdb()
+    arena = Arena(pg_database, broker, tmp_path=tmp_path)
+    settings = dataclasses.replace(arena.settings, lost_after_s=60)
+    try:
+        ids = _ready_bots(arena, "trump_millionaire", 8)
+        tid = arena.create("trump_millionaire", ids, games_per_pairing=1)
+        arena.start(tid)
+        client.flushdb()  # Redis restarted without its data
+        # nothing to do while the start is recent: its sender may still be on its way
+        assert reap(settings, arena.sessions, client).stalled == []
+        _backdate_start(arena, tid, 120)
+        with arena.sessions() as s:
+            s.execute(text("UPDATE matches SET queued_at = queued_at - interval '120 seconds' WHERE tournament_id = :t"),
+                      {"t": tid})
+            s.commit()
+        report = reap(settings, arena.sessions, client)
+        assert len(report.lost) == INLINE_SEND_MATCHES and report.stalled == [tid]
+        assert (ENQUEUE_TOURNAMENT_TASK, [tid]) in [
+            (headers["task"], args) for headers, args in _priority_messages(client)]
+        again = reap(settings, arena.sessions, client)
+        assert again.stalled == [] and again.lost == []
+        assert send_tournament(settings, tid) == 280 - INLINE_SEND_MATCHES  # what the task runs
+        with arena.sessions() as s:
+            assert lifecycle.stalled_tournaments(s, older_than_s=60) == []
+        assert arena.get(f"/tournaments/{tid}")["progress"] == {"finished": 0, "total": 280, "queued": 280}
+    finally:
+        client.flushdb()
+        arena.close()
+
+
+@pytest.mark.services
+def test_reaper_restarts_a_large_start_whose_worker_died_before_storing(pg_database, redis_url, tmp_path):
+    """A field over the inline size: the worker holding ``arena.enqueue_tournament`` died
+    (its message delivered and never acknowledged, older than ``lost_after_s``) before the
+    schedule was stored. The running tournament has no match: the reaper sends the task
+    again, which stores the schedule and sends every match."""
+    from arena.core.reaper import UNACKED_INDEX_KEY, UNACKED_KEY
+
+    broker = redis_url.rsplit("/", 1)[0] + "/3"
+    client = redis.Redis.from_url(broker)
+    client.flushdb()
+    arena = Arena(pg_database, broker, tmp_path=tmp_path)
+    settings = dataclasses.replace(arena.settings, lost_after_s=60)
+    try:
+        ids = _ready_bots(arena, "million_doubt", 20)
+        tid = arena.create("million_doubt", ids, games_per_pairing=2)
+        arena.start(tid)
+        # a worker took the task and died: the message sits in kombu's unacked hash
+        raw = client.rpop("arena")
+        client.hset(UNACKED_KEY, "tag-dead", json.dumps([json.loads(raw), "", "arena"]))
+        client.zadd(UNACKED_INDEX_KEY, {"tag-dead": time.time() - 30})
+        _backdate_start(arena, tid, 120)
+        # delivered 30 s ago: its worker may still be storing the schedule
+        assert reap(settings, arena.sessions, client).stalled == []
+        client.zadd(UNACKED_INDEX_KEY, {"tag-dead": time.time() - 120})
+        assert reap(settings, arena.sessions, client).stalled == [tid]
+        assert send_tournament(settings, tid) == 190
+        with arena.sessions() as s:
+            assert lifecycle.stalled_tournaments(s, older_than_s=60) == []
+        assert arena.counts(tid)["matches"] == 190
+    finally:
+        client.flushdb()
+        arena.close()
+
+
+def _priority_messages(client: redis.Redis) -> list[tuple[dict, list]]:
+    out = []
+    for raw in client.lrange(PRIORITY_QUEUE, 0, -1):
+        headers = json.loads(raw)["headers"]
+        out.append((headers, json.loads(headers["argsrepr"].replace("(", "[").replace(",)", "]").replace(")", "]"))))
+    return out
