@@ -4,6 +4,7 @@ sent once, even by two senders at the same time; ``progress.queued`` shows the s
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import threading
@@ -26,7 +27,7 @@ from arena.core.queue import (
     SEND_BATCH,
     send_tournament,
 )
-from arena.core.reaper import reap
+from arena.core.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, reap
 from tests.worker.conftest import Arena
 
 
@@ -161,6 +162,21 @@ def test_the_task_sends_small_batches_first(pg_database, redis_url, tmp_path):
         arena.close()
 
 
+@contextlib.contextmanager
+def _reaper_arena(pg_database, redis_url, tmp_path, db: int):
+    """``(arena, broker client, settings with lost_after_s 60)`` on broker database ``db``
+    (no worker reads it), emptied before and after."""
+    broker = redis_url.rsplit("/", 1)[0] + f"/{db}"
+    client = redis.Redis.from_url(broker)
+    client.flushdb()
+    arena = Arena(pg_database, broker, tmp_path=tmp_path)
+    try:
+        yield arena, client, dataclasses.replace(arena.settings, lost_after_s=60)
+    finally:
+        client.flushdb()
+        arena.close()
+
+
 def _backdate_start(arena: Arena, tid: int, seconds: float) -> None:
     with arena.sessions() as s:
         s.execute(text("UPDATE tournaments SET started_at = started_at - make_interval(secs => :s) WHERE id = :t"),
@@ -175,12 +191,7 @@ def test_reaper_resends_a_start_whose_sender_the_broker_lost(pg_database, redis_
     The reaper re-sends the queued matches (lost messages) and the task (a stalled start),
     once: a second run finds the task's message and sends nothing. The task then sends the
     80 still pending and the tournament has every match in the broker, no operator action."""
-    broker = redis_url.rsplit("/", 1)[0] + "/4"
-    client = redis.Redis.from_url(broker)
-    client.flushdb()
-    arena = Arena(pg_database, broker, tmp_path=tmp_path)
-    settings = dataclasses.replace(arena.settings, lost_after_s=60)
-    try:
+    with _reaper_arena(pg_database, redis_url, tmp_path, 4) as (arena, client, settings):
         ids = _ready_bots(arena, "trump_millionaire", 8)
         tid = arena.create("trump_millionaire", ids, games_per_pairing=1)
         arena.start(tid)
@@ -202,9 +213,6 @@ def test_reaper_resends_a_start_whose_sender_the_broker_lost(pg_database, redis_
         with arena.sessions() as s:
             assert lifecycle.stalled_tournaments(s, older_than_s=60) == []
         assert arena.get(f"/tournaments/{tid}")["progress"] == {"finished": 0, "total": 280, "queued": 280}
-    finally:
-        client.flushdb()
-        arena.close()
 
 
 @pytest.mark.services
@@ -213,14 +221,7 @@ def test_reaper_restarts_a_large_start_whose_worker_died_before_storing(pg_datab
     (its message delivered and never acknowledged, older than ``lost_after_s``) before the
     schedule was stored. The running tournament has no match: the reaper sends the task
     again, which stores the schedule and sends every match."""
-    from arena.core.reaper import UNACKED_INDEX_KEY, UNACKED_KEY
-
-    broker = redis_url.rsplit("/", 1)[0] + "/3"
-    client = redis.Redis.from_url(broker)
-    client.flushdb()
-    arena = Arena(pg_database, broker, tmp_path=tmp_path)
-    settings = dataclasses.replace(arena.settings, lost_after_s=60)
-    try:
+    with _reaper_arena(pg_database, redis_url, tmp_path, 3) as (arena, client, settings):
         ids = _ready_bots(arena, "million_doubt", 20)
         tid = arena.create("million_doubt", ids, games_per_pairing=2)
         arena.start(tid)
@@ -237,9 +238,6 @@ def test_reaper_restarts_a_large_start_whose_worker_died_before_storing(pg_datab
         with arena.sessions() as s:
             assert lifecycle.stalled_tournaments(s, older_than_s=60) == []
         assert arena.counts(tid)["matches"] == 190
-    finally:
-        client.flushdb()
-        arena.close()
 
 
 def _priority_messages(client: redis.Redis) -> list[tuple[dict, list]]:
