@@ -138,10 +138,10 @@ class BotServer:
         from waitress.server import create_server
 
         self.bot = bot
-        # poll(), not select(): select() cannot watch a socket numbered 1024 or more, and
-        # waitress's loop dies on one (the bot stops answering at ~1,000 connections)
         #: most connections served at once (:func:`connection_limit`)
         self.connection_limit = connection_limit()
+        # poll(), not select(): select() cannot watch a socket numbered 1024 or more, and
+        # waitress's loop dies on one (the bot stops answering at ~1,000 connections)
         self._server = create_server(make_app(bot, secret), host=host, port=port, threads=threads,
                                      ident="bots_sdk", expose_tracebacks=False,
                                      channel_timeout=IDLE_TIMEOUT_S, clear_untrusted_proxy_headers=True,

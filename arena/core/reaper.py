@@ -209,8 +209,6 @@ def reap(settings: Settings, sessions: sessionmaker[Session] | None = None,
                 break
             report.stalled.append(tid)
     todo = report.expired + report.lost
-    if report.stalled and not todo:
-        log.warning(str(report))
     if todo:
         try:
             enqueue_matches(settings, todo, queue=PRIORITY_QUEUE)
@@ -218,6 +216,7 @@ def reap(settings: Settings, sessions: sessionmaker[Session] | None = None,
             log.warning("reaper: %s", exc)
         else:
             _announce_queued(settings, factory, todo)
+    if todo or report.stalled:
         log.warning(str(report))
     return report
 

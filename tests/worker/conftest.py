@@ -22,7 +22,7 @@ from arena.core.db.migrate import upgrade
 from arena.core.db.models import Match, MatchLog, MatchResult, Tournament
 from arena.core.db.session import make_engine, make_sessionmaker
 from bots_sdk.bot import Bot
-from bots_sdk.server import CONNECTION_LIMIT
+from bots_sdk.server import connection_limit
 from bots_sdk.server import make_app as sdk_app
 from tests.helpers import create_pg_database
 
@@ -62,9 +62,9 @@ class SwitchBot:
         self.gate = threading.Event()
         self.poison: list[bytes] = []
         self._lock = threading.Lock()
-        # as the SDK's server: many connections, polled (bots_sdk.server.CONNECTION_LIMIT)
+        # as the SDK's server: many connections, fitted to the file limit, polled
         self._server = create_server(self.wsgi, host="127.0.0.1", port=0, threads=8, ident="switchbot",
-                                     connection_limit=CONNECTION_LIMIT, asyncore_use_poll=True)
+                                     connection_limit=connection_limit(), asyncore_use_poll=True)
         self.url = f"http://127.0.0.1:{self._server.effective_port}/"
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
