@@ -99,6 +99,7 @@ class StreamSlot:
         self.token = uuid.uuid4().hex
         self._process = False
         self._account = False
+        self._lock = threading.Lock()  # release() may run twice at once (the events' end, the close)
 
     def _key(self) -> str:
         return f"arena:live:streams:{self.account_id}"
@@ -123,13 +124,14 @@ class StreamSlot:
         self._account = True
 
     def release(self) -> None:
-        """Give the slot back (idempotent; never raises)."""
-        if self._process:
-            self._process = False
+        """Give the slot back (idempotent, thread-safe; never raises)."""
+        with self._lock:
+            process, account = self._process, self._account
+            self._process = self._account = False
+        if process:
             _process_streams.release()
             _count(-1)
-        if self._account:
-            self._account = False
+        if account:
             try:
                 live.redis_client(self.url).zrem(self._key(), self.token)
             except redis.RedisError:
@@ -137,12 +139,22 @@ class StreamSlot:
 
 
 def _stream(events: Iterator[str], slot: StreamSlot | None) -> Response:
-    """The SSE response; the slot is given back when the server closes the response: after
-    the last event, or when the viewer left (even before the first event, when the
-    generator's ``finally`` would never run)."""
-    resp = Response(stream_with_context(events), mimetype="text/event-stream", headers=SSE_HEADERS)
-    if slot is not None:
-        resp.call_on_close(slot.release)
+    """The SSE response. The slot is given back (:meth:`StreamSlot.release`, idempotent) by
+    whichever comes first: the events end (the last one sent, an error, or the generator
+    closed), or the server closes the response (the viewer left, even before the first
+    event, when a generator's ``finally`` never runs). Both are needed: werkzeug's server
+    skips the close when the viewer's reset reaches it while it drains the socket."""
+    if slot is None:
+        return Response(stream_with_context(events), mimetype="text/event-stream", headers=SSE_HEADERS)
+
+    def released_at_the_end() -> Iterator[str]:
+        try:
+            yield from events
+        finally:
+            slot.release()
+
+    resp = Response(stream_with_context(released_at_the_end()), mimetype="text/event-stream", headers=SSE_HEADERS)
+    resp.call_on_close(slot.release)
     return resp
 
 

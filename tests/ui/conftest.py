@@ -29,6 +29,7 @@ from sqlalchemy import select
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from api import create_app
+from api.ui import live as live_pages
 from arena.core.accounts import create_account
 from arena.core.config import Settings
 from arena.core.db.migrate import upgrade
@@ -106,6 +107,17 @@ def _result_fields(match_log: dict, n: int) -> dict[str, Any]:
 class _QuietHandler(WSGIRequestHandler):
     def log_request(self, *args, **kwargs):
         pass
+
+
+def wait_streams_released(timeout_s: float = 60.0) -> None:
+    """Wait until this process's live streams (``api.ui.live``) gave their places back, then
+    assert it: a stream whose viewer left is noticed at its next keep-alive write (5 s), and
+    the next test of the process starts with every place free (the places are per process,
+    and the test sites share one Redis, where the same account ids hold leases)."""
+    deadline = time.monotonic() + timeout_s
+    while live_pages.open_streams() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live_pages.open_streams() == 0, "a live stream kept its place"
 
 
 @dataclass

@@ -30,7 +30,7 @@ from arena.core.runner.players import LocalPlayer
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 
-from .conftest import _QuietHandler
+from .conftest import _QuietHandler, wait_streams_released
 
 pytestmark = pytest.mark.browser
 
@@ -90,6 +90,7 @@ def live_site(tmp_path, redis_url):
         mid = m.id
     yield {"url": f"http://127.0.0.1:{server.server_port}", "redis": redis_url, "match": mid,
            "tokens": {"olga": olga_token, "alice": alice_token}}
+    wait_streams_released()
     server.shutdown()
     engine.dispose()
 

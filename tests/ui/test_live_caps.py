@@ -5,13 +5,18 @@ opened 40 streams and took the site down). Real HTTP server and Redis."""
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 
 import httpx
 import pytest
+import redis
 
 from api.ui import live as live_pages
+from arena.core import live
+from tests.ui.conftest import wait_streams_released
 from tests.ui.test_live_browser import live_site  # noqa: F401  (the fixture)
 
 
@@ -84,7 +89,7 @@ def test_one_account_holds_at_most_its_streams_and_the_site_keeps_answering(live
     assert status == 200
     for s in [*streams, other]:
         s.close()
-    _all_released()
+    wait_streams_released()
     for c in [*clients, organizer]:
         c.close()
 
@@ -99,13 +104,33 @@ def test_a_server_process_keeps_threads_for_everything_else(live_site, monkeypat
     second = _signed_in(site, "alice").get(path)
     assert second.status_code == 429 and "on this server" in second.text
     first.close()
-    _all_released()
+    wait_streams_released()
 
 
-def _all_released() -> None:
-    """Wait until the server noticed the closed streams (its next keep-alive write) and
-    gave their places back, so later tests of this process start with every place free."""
-    deadline = time.monotonic() + 60
-    while live_pages.open_streams() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert live_pages.open_streams() == 0
+@pytest.mark.services
+def test_a_viewer_that_resets_the_connection_after_the_end_gives_its_place_back(live_site):  # noqa: F811
+    """The werkzeug server skips the response's close when the client's reset reaches it
+    while it drains the socket (seen in CI: a leaked place, then a 429 for the next stream);
+    the stream gives its place back when its events end, whatever the server does."""
+    site = live_site
+    client = _signed_in(site, "alice")
+    host, port = site["url"].removeprefix("http://").split(":")
+    r = redis.Redis.from_url(site["redis"])
+    for _ in range(3):
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        sock.sendall(f"GET /ui/matches/{site['match']}/live HTTP/1.1\r\nHost: {host}\r\n"
+                     f"Cookie: {client.headers['Cookie']}\r\n\r\n".encode())
+        got = b""
+        while b": live" not in got:  # subscribed: the first event is sent after the subscription
+            got += sock.recv(4096)
+        assert b" 200 " in got.split(b"\r\n", 1)[0]
+        assert live_pages.open_streams() == 1
+        live.LivePublisher(site["redis"], site["match"]).end()
+        while b'"type":"end"' not in got:
+            got += sock.recv(4096)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset, at once
+        wait_streams_released()
+        assert r.keys("arena:live:streams:*") == []  # the account's lease is gone too
+    client.close()
+    r.close()

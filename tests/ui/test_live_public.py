@@ -38,7 +38,7 @@ from bots_sdk.samples import SAMPLE_BOTS
 from engine.cards import format_cards
 from engine.timebank import TimeRules
 
-from .conftest import _QuietHandler
+from .conftest import _QuietHandler, wait_streams_released
 
 CARD = re.compile(r"^(?:[2-9TJQKA][SHDC]|JK)$")
 RULESETS = {"million_doubt": (2, {}, 4), "trump_millionaire": (4, {"target_score": 10}, 1),
@@ -86,6 +86,7 @@ def site(tmp_path, redis_url):
     st, server, engine = _site(tmp_path, redis_url)
     st["redis"] = redis_url
     yield st
+    wait_streams_released()
     server.shutdown()
     engine.dispose()
 
