@@ -305,9 +305,8 @@ class MillionDoubt(Game):
         self.over = True
         self.unit_over = True
         self._decision = None
-        self._event({"type": "game_end", "winner": winner, "how": how, "burst": burst,
-                     "scores": dict(self.scores),
-                     "hands": {str(s): format_cards(self.hands[s]) for s in range(2)}})
+        self._end_event({"type": "game_end", "winner": winner, "how": how, "burst": burst,
+                         "scores": dict(self.scores)})  # the hands left: log only (C-11, MD-8)
 
     def _win(self, winner: int, how: str, burst: int | None = None) -> None:
         left = len(self.hands[1 - winner])

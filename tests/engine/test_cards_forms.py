@@ -137,17 +137,22 @@ def test_jdf_exchange_never_asks_a_retired_seat_fault2():
     assert sorted(engine.format_cards(g.hands[2])) == ["4D", "6S"]  # got the fugo's weakest card
 
 
-def test_end_of_game_hands_are_for_the_log_only_c11():
+@pytest.mark.parametrize("ruleset", ["jdf", "million_doubt"])
+def test_end_of_game_hands_are_for_the_log_only_c11(ruleset):
+    """C-11: the hands left at a game's end are in the full log only; with the cards played
+    they would name the unrevealed face-down cards (MD-8) or the cards exchanged between two other seats."""
     import random
 
     from engine.selfplay import random_action
 
-    g = engine.new_game("jdf", seed=1)
+    g = engine.new_game(ruleset, seed=1)
     rng = random.Random(1)
-    while g.game_index == 0:
+    while not (g.over if ruleset == "million_doubt" else g.game_index > 0):  # one game played
         g.apply(*random_action(g, rng))
     ends = [e for e in g.history(None, 0) if e["type"] == "game_end"]
     assert ends and "hands" in ends[0]  # the full log keeps them (post-game record)
-    for seat in range(4):
+    assert sum(map(len, ends[0]["hands"].values())) > 0  # some cards were left
+    key = "ranks" if ruleset == "jdf" else "scores"
+    for seat in range(g.seats):
         seen = [e for e in g.history(seat, 0) if e["type"] == "game_end"]
-        assert seen and "hands" not in seen[0] and seen[0]["ranks"] == ends[0]["ranks"]
+        assert seen and "hands" not in seen[0] and seen[0][key] == ends[0][key]
