@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import select
 
-from arena.core import matchlog
-from arena.core.db.models import Match, MatchLog
+from arena.core import crypto, matchlog
+from arena.core.db.models import Bot, Match, MatchLog
 
 
 @pytest.fixture
@@ -165,3 +166,22 @@ def test_organizer_actions_shown_only_where_they_apply(site):
     contestant = _signed_in(site, "alice")
     assert 'id="organizer-actions"' not in contestant.get(
         f"/ui/tournaments/{site.tournaments['md']}").get_data(as_text=True)
+
+
+def test_read_pages_show_bot_names_without_decrypting_secrets(site, client, monkeypatch):
+    """The pages read bot names only: with the secrets' key lost or rotated away (no key
+    decrypts them), a public tournament page, its match page and its live parts still answer
+    200 with the names (loading whole bots gave a 500)."""
+    monkeypatch.setenv(crypto.ENV_KEYS, Fernet.generate_key().decode())
+    tid = site.tournaments["md"]
+    pages = [f"/ui/tournaments/{tid}", f"/ui/matches/{_match_ids(site, 'md')[0]}", "/ui/"]
+    htmls = []
+    for path in pages:
+        r = client.get(path)
+        assert r.status_code == 200, path
+        htmls.append(r.get_data(as_text=True))
+    named = [n for n in site.bots if n in htmls[0]]
+    assert named and all(n in htmls[0] for n in named)
+    with site.sessionmaker() as s:  # the key really is gone for the secrets
+        with pytest.raises(crypto.ConfigError):
+            s.scalars(select(Bot)).first()
