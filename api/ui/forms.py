@@ -149,13 +149,21 @@ def signup():
                            account=body), 201
 
 
+#: Session key of the register forms already sent (form id -> bot id): the bot page answers the
+#: form (its secret is shown once, so no redirect), and a reload sends the form again.
+REGISTERED_KEY = "ui_registered"
+#: Register forms remembered per session.
+REGISTERED_KEPT = 10
+
+
 def _bots_page(form: dict | None = None, errors: dict | None = None, message: str | None = None,
                status: int = 200):
     _need_viewer()
     code, body = call_api("GET", "/api/v1/bots", query={"per_page": 100})
     bots = body.get("items", []) if code == 200 else []
     return render_template("bots.html", bots=bots, form=form or {"name": "", "url": "", "rulesets": []},
-                           errors=errors or {}, message=message, rulesets=engine.RULESETS), status
+                           errors=errors or {}, message=message, rulesets=engine.RULESETS,
+                           form_id=secrets.token_hex(16)), status
 
 
 @bp.route("/bots", methods=["GET", "POST"])
@@ -165,11 +173,19 @@ def bots():
         return _bots_page()
     _need_viewer()
     _check_csrf()
+    form_id = request.form.get("form_id", "")[:64]
+    sent: dict[str, int] = session.get(REGISTERED_KEY) or {}
+    if form_id and form_id in sent:  # the answer page reloaded: the browser sent the form again
+        return _bot_page(sent[form_id], message=_(
+            "This form was sent already: the bot was registered then and its secret shown once. "
+            "Rotate the secret below if you did not keep it."))
     form = {"name": request.form.get("name", ""), "url": request.form.get("url", ""),
             "rulesets": request.form.getlist("rulesets")}
     status, body = call_api("POST", "/api/v1/bots", form)
     if status != 201:
         return _bots_page(form, _field_errors(body), body.get("message"), status)
+    if form_id:
+        session[REGISTERED_KEY] = dict(list(sent.items())[-(REGISTERED_KEPT - 1):] + [(form_id, body["id"])])
     return _bot_page(body["id"], secret=body["secret"], status=201)
 
 

@@ -9,8 +9,13 @@ import re
 import pytest
 from sqlalchemy import func, select
 
+from api import create_app
 from api.ui import forms
-from arena.core.db.models import Match, MatchSeat, RatingHistory, Tournament
+from arena.core.accounts import create_account
+from arena.core.config import Settings
+from arena.core.db.migrate import upgrade
+from arena.core.db.models import Bot, Match, MatchSeat, RatingHistory, Tournament
+from arena.core.db.session import make_engine, make_sessionmaker
 from arena.core.standings import tournament_standings
 
 
@@ -157,3 +162,44 @@ def test_rating_history_shows_the_rating_across_tournaments_after_each(site):
         with site.sessionmaker() as s:
             s.query(RatingHistory).delete()
             s.commit()
+
+
+def test_reloading_the_register_answer_registers_no_second_bot(tmp_path):
+    """The register form is answered by the new bot's page (its secret shown once, so no
+    redirect); a reload sends the same form again, and gets that bot's page back, without
+    the secret, instead of a second bot. A new form (a new form id) registers again."""
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    upgrade(url)
+    engine_ = make_engine(url)
+    sm = make_sessionmaker(engine_)
+    app = create_app(Settings(data_dir=tmp_path, database_url=url, broker_url="redis://127.0.0.1:1/0",
+                              allow_private_bot_urls=True, rate_limits=False), engine=engine_)
+    with sm() as s:
+        _mika, token = create_account(s, "mika", "contestant")
+        s.commit()
+    c = app.test_client()
+    assert c.post("/ui/login", data={"token": token, "next": "/ui/"}).status_code == 303
+
+    def form() -> dict:
+        html = c.get("/ui/bots").get_data(as_text=True)
+        return {"csrf": re.search(r'name="csrf" value="([^"]+)"', html).group(1),
+                "form_id": re.search(r'name="form_id" value="([0-9a-f]{32})"', html).group(1),
+                "name": "Kestrel", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]}
+
+    def bots() -> list[int]:
+        with sm() as s:
+            return list(s.scalars(select(Bot.id).order_by(Bot.id)))
+
+    sent = form()
+    first = c.post("/ui/bots", data=sent)
+    assert first.status_code == 201
+    assert bots() and len(bots()) == 1
+    secret = re.search(r'id="secret-value">([^<]+)<', first.get_data(as_text=True)).group(1)
+    again = c.post("/ui/bots", data=sent)  # the browser's reload
+    html = again.get_data(as_text=True)
+    assert again.status_code == 200 and "This form was sent already" in html
+    assert len(bots()) == 1 and f"#{bots()[0]}" in html
+    assert secret not in html and 'id="secret-card"' not in html  # shown once only
+    assert c.post("/ui/bots", data=form()).status_code == 201  # a new form: a second bot
+    assert len(bots()) == 2
+    engine_.dispose()
