@@ -163,6 +163,9 @@ def test_organizer_actions_shown_only_where_they_apply(site):
 
     assert actions("md") == set()
     assert actions("running") == {"resume", "cancel"}
+    html = organizer.get(f"/ui/tournaments/{site.tournaments['running']}").get_data(as_text=True)
+    resume = html.split('id="action-resume"', 1)[1].split(">", 1)[0]
+    assert "the reaper also does it by itself" in resume  # each button says what it does
     contestant = _signed_in(site, "alice")
     assert 'id="organizer-actions"' not in contestant.get(
         f"/ui/tournaments/{site.tournaments['md']}").get_data(as_text=True)
