@@ -232,6 +232,37 @@ def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url)
 
 
 @pytest.mark.services
+def test_a_stop_that_kills_a_worker_process_is_the_launchers_exit_status(tmp_path, redis_url):
+    """A process that does not shut down cleanly after the stop (here SIGKILLed during its
+    warm shutdown) makes the launcher exit 128 + 9, not 0: a supervisor sees it."""
+    from worker.celery_app import make_app
+
+    broker = redis_url.rsplit("/", 1)[0] + "/12"
+    tag = uuid.uuid4().hex[:8]
+    env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
+    client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
+    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "-c", "1", "-Q", f"arena.procs.{tag}",
+                                 "-n", f"lx{tag}@127.0.0.1"], cwd=REPO, env=_env(**env),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    nodes: dict[str, int] = {}
+    try:
+        deadline = time.monotonic() + READY_S
+        while len(nodes) < 2 and time.monotonic() < deadline:
+            nodes = _nodes(client, f"lx{tag}")
+        assert len(nodes) == 2
+        launcher.send_signal(signal.SIGTERM)
+        os.kill(nodes[f"lx{tag}-1@127.0.0.1"], signal.SIGKILL)  # dies in its warm shutdown
+        assert launcher.wait(60) == 128 + signal.SIGKILL
+        assert not any(_alive(p) for p in nodes.values())
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+        client.close()
+
+
+@pytest.mark.services
 def test_worker_processes_stop_when_the_launcher_is_killed(tmp_path, redis_url):
     from worker.celery_app import make_app
 

@@ -140,7 +140,8 @@ class Launcher:
 
     * SIGTERM, SIGINT and SIGQUIT are passed on to every process (Celery's warm shutdown; a
       second SIGINT is its cold shutdown), also to one being started at that very moment, and
-      no process is started after them; :meth:`run` returns 0 once every process has exited;
+      no process is started after them; :meth:`run` returns once every process has exited:
+      0 when each shut down cleanly, else the first other status (:meth:`_stop_status`);
     * SIGHUP restarts every process (each gets SIGTERM, finishes its running matches, and a new
       one starts at once), as Celery's own SIGHUP restarts a worker;
     * a process that exits otherwise (killed, crashed, or shut down remotely) is started again
@@ -228,8 +229,19 @@ class Launcher:
                     self._start(i)
                 alive = True
             if not alive:
-                return 0
+                return self._stop_status()
             time.sleep(0.2)
+
+    def _stop_status(self) -> int:
+        """The launcher's exit status once every process has exited after a stop signal: 0
+        when each shut down cleanly (or was ended by that signal itself while it started,
+        before Celery handles it), else the first other status (128 + N for a process killed
+        by signal N, as a shell reports it), so a supervisor sees a stop that went wrong."""
+        for p in self.procs:
+            code = p.returncode if p is not None else 0
+            if code and code != -(self.stopping or 0):
+                return 128 - code if code < 0 else code
+        return 0
 
 
 @click.command("beat")
