@@ -34,7 +34,9 @@ Match message shape (JSON)::
      "seats" (player index of each seat in this game, or null), "kind", "elapsed_ms",
      "bank_after_ms" (that seat's bank, milliseconds), "fault", "hand_sizes", "field", "revolution", "jback",
      "suit_lock", "number_lock", "direction", "to_act", "decision", "still_in", "over",
-     "events": [...], "hands"?: [[card, ...] per seat] (full channel only)}
+     "match_totals" (each player's score summed over the match's games ended so far, by player
+     index, or null when the seats are not known), "events": [...],
+     "hands"?: [[card, ...] per seat] (full channel only)}
 
 Tournament message shape (JSON)::
 
@@ -119,6 +121,9 @@ class LivePublisher:
         self._events_seen: dict[tuple[bool, int], int] = {}
         # per channel: monotonic time before which nobody was listening (skip building it)
         self._quiet_until = {False: 0.0, True: 0.0}
+        # each player's score over the games ended so far (a viewer who joins late gets them)
+        self._totals: list[int] | None = [0] * len(seats[0]) if seats else None
+        self._totalled: set[int] = set()
         try:
             self._redis: redis.Redis | None = redis.Redis.from_url(
                 url, socket_connect_timeout=PUBLISH_TIMEOUT_S, socket_timeout=PUBLISH_TIMEOUT_S)
@@ -145,6 +150,7 @@ class LivePublisher:
         message sent on that channel."""
         if self._redis is None:
             return
+        self._add_game_scores(game_index, g)
         now = time.monotonic()
         channels = [full for full in (False, True) if now >= self._quiet_until[full]]
         if not channels:
@@ -154,7 +160,8 @@ class LivePublisher:
                 "seats": self.seats[game_index] if self.seats and game_index < len(self.seats) else None,
                 "kind": exchange.get("kind"),
                 "elapsed_ms": exchange.get("elapsed_ms"), "bank_after_ms": exchange.get("bank_after_ms"),
-                "fault": exchange.get("fault")}
+                "fault": exchange.get("fault"),
+                "match_totals": list(self._totals) if self._totals is not None else None}
         pipe = self._redis.pipeline(transaction=False)
         for full in channels:
             start = self._events_seen.get((full, game_index), 0)
@@ -170,6 +177,19 @@ class LivePublisher:
         for full, count in zip(channels, received):
             if not count:
                 self._quiet_until[full] = now + QUIET_S
+
+    def _add_game_scores(self, game_index: int, g: Any) -> None:
+        """Once game ``game_index`` is over, add its scores (``Game.result()``, by seat) to the
+        players' match totals, as the match result sums them (``arena.core.runner.match``)."""
+        if self._totals is None or game_index in self._totalled or not g.over or self.seats is None:
+            return
+        result = g.result()
+        if result is None or game_index >= len(self.seats):
+            return
+        self._totalled.add(game_index)
+        for seat, player in enumerate(self.seats[game_index]):
+            if player < len(self._totals):
+                self._totals[player] += int(result["scores"].get(str(seat), 0))
 
     def end(self) -> None:
         """Publish the end of the match on both channels and close the connection."""

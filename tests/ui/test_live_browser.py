@@ -235,6 +235,14 @@ def test_a_live_view_opened_after_the_first_game_follows_the_second(browser, liv
                                     timeout=60000)
         assert int(organizer.locator("#live-card").get_attribute("data-steps") or 0) > 0
         assert organizer.locator("#seat-list .seat").count() == 2
+        # the running totals after game 2 are the match's, though game 1 was never seen here
+        worker.join(60)
+        shown = {int(row.get_attribute("data-seat")): row.locator("td.total").inner_text()
+                 for row in organizer.locator("#totals-table tbody tr").all()}
+        want = result["log"]["result"]["scores"]
+        game2 = result["log"]["games"][1]
+        assert want != [game2["result"]["scores"][str(game2["seats"].index(p))] for p in range(2)]  # telling
+        assert {p: int(v.replace("−", "-").replace("±", "")) for p, v in shown.items()} == dict(enumerate(want))
         assert errors == []
         ctx.close()
     finally:

@@ -406,3 +406,37 @@ def dataclass_replace(obj, **kw):
     import dataclasses
 
     return dataclasses.replace(obj, **kw)
+
+
+@pytest.mark.services
+def test_each_step_carries_the_match_totals_of_the_games_ended_so_far(site):
+    """A viewer who joins after game 1 still shows right running totals: every step names
+    each player's score over the games ended so far (``match_totals``), as the match result
+    sums them; the last one is the match's scores."""
+    mid = site["matches"]["million_doubt"]
+    sub = live.Subscription(site["redis"], live.channel(mid, False))
+    try:
+        log, _rec = _play(site, "million_doubt")
+        steps, idle = [], 0
+        for text in sub.messages(idle_s=1):
+            if text is None:  # (the subscription's own confirmation reads as one too)
+                idle += 1
+                assert idle < 5, "the end never came"
+                continue
+            msg = json.loads(text)
+            if msg["type"] == "end":
+                break
+            steps.append(msg)
+    finally:
+        sub.close()
+    assert len(log["games"]) == 4 and len(steps) == sum(len(g["exchanges"]) for g in log["games"])
+    running, ended = [0, 0], 0
+    for m in steps:
+        game = log["games"][m["game"]]
+        if m["over"] and m["game"] == ended:  # the step that ended this game
+            for seat, player in enumerate(game["seats"]):
+                running[player] += game["result"]["scores"][str(seat)]
+            ended += 1
+        assert m["match_totals"] == running, (m["game"], m["step"])
+    assert ended == 4 and running == log["result"]["scores"]
+    assert any(v != 0 for v in running)  # real scores, not a default

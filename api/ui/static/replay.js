@@ -522,7 +522,7 @@
   }
 
   /* The units (deals, JDF games) and the match's game totals, from the events of a live frame. */
-  function liveTotals(g, f) {
+  function liveTotals(g, f, m) {
     var n = f.hand_sizes.length;
     f.events.forEach(function (e) {
       if (e.type === "deal" || (e.type === "game" && R.ruleset === "jdf")) {
@@ -539,8 +539,10 @@
         var scores = [], prev = R.game_totals.length ? R.game_totals[R.game_totals.length - 1].totals : null;
         for (var p = 0; p < R.players.length; p++) scores.push(0);
         g.seats.forEach(function (player, seat) { scores[player] = Number(e.scores[String(seat)] || 0); });
+        /* the publisher's match totals: right even for a viewer who joined after game 1 */
         R.game_totals[g.index] = { game: g.index, scores: scores,
-          totals: scores.map(function (v, p) { return v + (prev ? prev[p] : 0); }) };
+          totals: m && m.match_totals ? m.match_totals.slice()
+                                      : scores.map(function (v, p) { return v + (prev ? prev[p] : 0); }) };
       }
     });
   }
@@ -580,7 +582,7 @@
       var g = liveGame(m);
       var f = liveFrame(m, g);
       var units = g.units.length;
-      liveTotals(g, f);
+      liveTotals(g, f, m);
       g.frames.push(f);
       if (g.units.length !== units && state.game === m.game) fillUnitPick();
       steps += 1;
