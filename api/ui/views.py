@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -60,7 +60,16 @@ def _error_page(exc: HTTPException):
 
 
 @bp.app_template_filter("when")
-def _when(value: datetime | None) -> str:
+def _when(value: datetime | str | None) -> str:
+    """``2026-12-01 19:46 UTC`` of a datetime or of an API's ISO 8601 text (naive: UTC);
+    "—" for none; a text that is no date is shown as it is."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+        if value.tzinfo is not None:
+            value = value.astimezone(timezone.utc)
     return value.strftime("%Y-%m-%d %H:%M UTC") if value else "—"
 
 

@@ -203,3 +203,17 @@ def test_reloading_the_register_answer_registers_no_second_bot(tmp_path):
     assert c.post("/ui/bots", data=form()).status_code == 201  # a new form: a second bot
     assert len(bots()) == 2
     engine_.dispose()
+
+
+def test_times_from_the_api_are_shown_as_the_pages_show_theirs():
+    """The bot page's check and registration times come from the API as ISO 8601 text; the
+    pages show them as every other time, in UTC to the minute."""
+    from datetime import datetime
+
+    from api.ui.views import _when
+
+    want = "2026-12-01 19:46 UTC"
+    assert _when("2026-12-01T19:46:15.123456+00:00") == want
+    assert _when("2026-12-01T21:46:59+02:00") == want  # another offset: converted
+    assert _when("2026-12-01T19:46:15") == want == _when(datetime(2026, 12, 1, 19, 46, 15))
+    assert _when(None) == "—" and _when("soon") == "soon"
