@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -69,7 +69,7 @@ def _when(value: datetime | str | None) -> str:
         except ValueError:
             return value
         if value.tzinfo is not None:
-            value = value.astimezone(timezone.utc)
+            value = value.astimezone(UTC)
     return value.strftime("%Y-%m-%d %H:%M UTC") if value else "—"
 
 
