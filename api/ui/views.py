@@ -65,11 +65,10 @@ def _when(value: datetime | str | None) -> str:
     "—" for none; a text that is no date is shown as it is."""
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value)
+            parsed = datetime.fromisoformat(value)
         except ValueError:
             return value
-        if value.tzinfo is not None:
-            value = value.astimezone(UTC)
+        value = parsed.astimezone(UTC) if parsed.tzinfo is not None else parsed
     return value.strftime("%Y-%m-%d %H:%M UTC") if value else "—"
 
 
