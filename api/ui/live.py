@@ -25,12 +25,15 @@ back).
 
 Streams are capped, since each holds a server thread (gunicorn's gthread workers have 16):
 at most :data:`STREAMS_PER_PROCESS` open streams per server process (the others stay free
-for the API and the pages) and :data:`STREAMS_PER_ACCOUNT` per account across every process
-(a Redis sorted set of leases, ``arena:live:streams:<account>``); a stream beyond either cap
-answers 429 with a message. A stream lasts at most :data:`MAX_STREAM_S` seconds, then
-closes, and the browser's ``EventSource`` reconnects (taking a slot again), and a viewer
-that left is noticed within :data:`IDLE_S` seconds (the next keep-alive write fails), so a
-flood of abandoned streams frees its threads soon.
+for the API and the pages), :data:`STREAMS_RESERVED` of them for viewers with a stake
+(organizers, contestants with a bot in the match or the tournament: accounts signed up just
+to watch a tournament's events cannot fill a process), and :data:`STREAMS_PER_ACCOUNT` per
+account across every process (a Redis sorted set of leases,
+``arena:live:streams:<account>``); a stream beyond a cap answers 429 with a message. A
+stream lasts at most :data:`MAX_STREAM_S` seconds (checked after every message and every
+keep-alive, busy or not), then closes, and the browser's ``EventSource`` reconnects (taking
+a slot again), and a viewer that left is noticed within :data:`IDLE_S` seconds (the next
+keep-alive write fails), so a flood of abandoned streams frees its threads soon.
 """
 
 from __future__ import annotations
@@ -62,11 +65,16 @@ IDLE_S = 5.0
 MAX_STREAM_S = 300.0
 #: Open streams per server process (of gunicorn's 16 threads per worker: half stay free).
 STREAMS_PER_PROCESS = 8
+#: Of those, places only viewers with a stake take: organizers, and contestants with a bot in
+#: the match or the tournament. Any signed-in account may watch a tournament's events, so
+#: accounts signed up just for it could otherwise fill a process (two, at 5 each).
+STREAMS_RESERVED = 4
 #: Open streams per account, across every server process.
 STREAMS_PER_ACCOUNT = 5
 SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
-_process_streams = threading.BoundedSemaphore(STREAMS_PER_PROCESS)
+_process_streams = threading.BoundedSemaphore(STREAMS_PER_PROCESS - STREAMS_RESERVED)  # anyone's
+_reserved_streams = threading.BoundedSemaphore(STREAMS_RESERVED)  # viewers with a stake only
 _open_lock = threading.Lock()
 _open = 0
 
@@ -94,10 +102,10 @@ class StreamSlot:
     stream is asked for (429 when none is left), given back by :meth:`release` when it
     ends. Redis unreachable: only the per-process cap applies."""
 
-    def __init__(self, url: str, account_id: int | None):
-        self.url, self.account_id = url, account_id
+    def __init__(self, url: str, account_id: int | None, stake: bool = False):
+        self.url, self.account_id, self.stake = url, account_id, stake
         self.token = uuid.uuid4().hex
-        self._process = False
+        self._process: threading.BoundedSemaphore | None = None
         self._account = False
         self._lock = threading.Lock()  # release() may run twice at once (the events' end, the close)
 
@@ -105,10 +113,14 @@ class StreamSlot:
         return f"arena:live:streams:{self.account_id}"
 
     def take(self) -> None:
-        """Take the slot, or abort with 429 (a message saying which cap)."""
-        if not _process_streams.acquire(blocking=False):
+        """Take the slot, or abort with 429 (a message saying which cap): a place any viewer
+        may take, else, for a viewer with a stake, a reserved one."""
+        for places in ([_process_streams, _reserved_streams] if self.stake else [_process_streams]):
+            if places.acquire(blocking=False):
+                self._process = places
+                break
+        else:
             abort(429, _("Too many live views are open on this server; try again in a minute."))
-        self._process = True
         _count(1)
         if self.account_id is None:
             return
@@ -127,9 +139,9 @@ class StreamSlot:
         """Give the slot back (idempotent, thread-safe; never raises)."""
         with self._lock:
             process, account = self._process, self._account
-            self._process = self._account = False
-        if process:
-            _process_streams.release()
+            self._process, self._account = None, False
+        if process is not None:
+            process.release()
             _count(-1)
         if account:
             try:
@@ -158,9 +170,11 @@ def _stream(events: Iterator[str], slot: StreamSlot | None) -> Response:
     return resp
 
 
-def _slot() -> StreamSlot:
+def _slot(stake: bool) -> StreamSlot:
+    """The viewer's place among the open streams (429 when none is left); ``stake``: the
+    viewer is an organizer or has a bot in the match or the tournament (reserved places)."""
     account = access.viewer()
-    slot = StreamSlot(settings().broker_url, account.id if account is not None else None)
+    slot = StreamSlot(settings().broker_url, account.id if account is not None else None, stake)
     slot.take()
     return slot
 
@@ -208,7 +222,8 @@ def match_live(match_id: int):
     full = view == "full"  # the policy's answer only: nothing in the request chooses the channel
     status, url, mid = m.status, settings().broker_url, m.id
     read_status = _status_reader(Match, mid)
-    slot = _slot() if status in LIVE_STATUSES else None
+    # the policy gives a live view to organizers and to contestants with a seat in it only
+    slot = _slot(stake=True) if status in LIVE_STATUSES else None
     db().close()  # hold no database connection while streaming
 
     def end(now: str | None) -> str:
@@ -233,6 +248,8 @@ def match_live(match_id: int):
             for text in sub.messages(IDLE_S):
                 if text is not None:
                     yield f"data: {text}\n\n"
+                    if time.monotonic() > deadline:
+                        return  # a busy stream ends too (its lease would end before it)
                     continue
                 now = read_status()
                 if now not in LIVE_STATUSES:
@@ -263,7 +280,9 @@ def tournament_live(tournament_id: int):
     with_ids = policy.sees_all_matches(db(), access.viewer(), t)
     status, url, tid = t.status, settings().broker_url, t.id
     read_status = _status_reader(Tournament, tid)
-    slot = _slot() if status == "running" else None
+    viewer = access.viewer()
+    stake = with_ids or (viewer is not None and policy.owns_participant(db(), viewer, tid))
+    slot = _slot(stake) if status == "running" else None
     db().close()
 
     def end(now: str | None) -> str:
@@ -299,6 +318,8 @@ def tournament_live(tournament_id: int):
                 if with_ids:
                     out["match_ids"] = msg.get("match_ids") or []
                 yield _sse(out)
+                if time.monotonic() > deadline:
+                    return  # a busy stream ends too (its lease would end before it)
                 if msg.get("event") in ("finished", "failed"):
                     now = read_status()
                     if now != "running":

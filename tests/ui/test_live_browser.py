@@ -88,8 +88,9 @@ def live_site(tmp_path, redis_url):
         s.add(m)
         s.commit()
         mid = m.id
-    yield {"url": f"http://127.0.0.1:{server.server_port}", "redis": redis_url, "match": mid,
-           "tokens": {"olga": olga_token, "alice": alice_token}}
+        tid = t.id
+    yield {"url": f"http://127.0.0.1:{server.server_port}", "redis": redis_url, "match": mid, "tournament": tid,
+           "sm": sm, "tokens": {"olga": olga_token, "alice": alice_token}}
     wait_streams_released()
     server.shutdown()
     engine.dispose()

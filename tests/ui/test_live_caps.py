@@ -16,6 +16,7 @@ import redis
 
 from api.ui import live as live_pages
 from arena.core import live
+from arena.core.accounts import create_account
 from tests.ui.conftest import wait_streams_released
 from tests.ui.test_live_browser import live_site  # noqa: F401  (the fixture)
 
@@ -98,12 +99,60 @@ def test_one_account_holds_at_most_its_streams_and_the_site_keeps_answering(live
 def test_a_server_process_keeps_threads_for_everything_else(live_site, monkeypatch):  # noqa: F811
     site = live_site
     monkeypatch.setattr(live_pages, "_process_streams", threading.BoundedSemaphore(1))
+    monkeypatch.setattr(live_pages, "_reserved_streams", threading.BoundedSemaphore(0))
     path = f"/ui/matches/{site['match']}/live"
     first = OpenStream(_signed_in(site, "olga"), path)
     assert first.status == 200
     second = _signed_in(site, "alice").get(path)
     assert second.status_code == 429 and "on this server" in second.text
     first.close()
+    wait_streams_released()
+
+
+@pytest.mark.services
+def test_accounts_signed_up_to_watch_cannot_take_the_places_of_viewers_with_a_stake(live_site):  # noqa: F811
+    """Any signed-in account may watch a running tournament's events; those without a bot in
+    it share STREAMS_PER_PROCESS - STREAMS_RESERVED places, so a flood of fresh accounts
+    (the attacker review: two, at 5 each, filled a process) leaves the organizer and the
+    tournament's contestants their places."""
+    site = live_site
+    shared = live_pages.STREAMS_PER_PROCESS - live_pages.STREAMS_RESERVED
+    with site["sm"]() as s:
+        tokens = [create_account(s, f"watcher{i}", "contestant")[1] for i in range(2)]
+        s.commit()
+    site["tokens"].update({f"watcher{i}": tok for i, tok in enumerate(tokens)})
+    tournament = f"/ui/tournaments/{site['tournament']}/live"
+    flood = []
+    for i in range(2):  # two fresh accounts open all they may
+        for _ in range(live_pages.STREAMS_PER_ACCOUNT):
+            stream = OpenStream(_signed_in(site, f"watcher{i}"), tournament)
+            flood.append(stream)
+    assert sorted(s.status for s in flood) == [200] * shared + [429] * (len(flood) - shared)
+    stake = [OpenStream(_signed_in(site, "olga"), f"/ui/matches/{site['match']}/live"),
+             OpenStream(_signed_in(site, "olga"), tournament),
+             OpenStream(_signed_in(site, "alice"), tournament),  # a bot of hers is entered
+             OpenStream(_signed_in(site, "alice"), f"/ui/matches/{site['match']}/live")]
+    assert [s.status for s in stake] == [200] * live_pages.STREAMS_RESERVED
+    assert live_pages.open_streams() == live_pages.STREAMS_PER_PROCESS
+    for s in [*flood, *stake]:
+        s.close()
+    wait_streams_released()
+
+
+@pytest.mark.services
+def test_a_busy_stream_ends_after_its_longest_life_too(live_site, monkeypatch):  # noqa: F811
+    """MAX_STREAM_S bounds a stream that never idles (events more often than IDLE_S): it used
+    to be checked only when idle, so a busy stream outlived its account lease (330 s) and its
+    account could open more than STREAMS_PER_ACCOUNT (the attacker review)."""
+    site = live_site
+    monkeypatch.setattr(live_pages, "MAX_STREAM_S", 1.0)
+    stream = OpenStream(_signed_in(site, "alice"), f"/ui/tournaments/{site['tournament']}/live")
+    assert stream.status == 200
+    deadline = time.monotonic() + 30
+    while stream._thread.is_alive() and time.monotonic() < deadline:
+        live.publish_tournament_event(site["redis"], site["tournament"], "claimed", [1])  # never idle
+        time.sleep(0.2)
+    assert not stream._thread.is_alive()  # the server ended it (the browser would reconnect)
     wait_streams_released()
 
 
