@@ -31,13 +31,21 @@ die() { echo "tour.sh: $*" >&2; exit 1; }
 
 alive() { [[ -f "$STATE/$1.pid" ]] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
 
-wait_for() {  # wait_for WHAT COMMAND...: until COMMAND succeeds; gives up after 60 s
-    local what="$1"; shift
+wait_for() {  # wait_for NAME WHAT COMMAND...: until COMMAND succeeds; gives up after 60 s,
+    # or as soon as process NAME has exited; then stops everything started and says why
+    local name="$1" what="$2"; shift 2
     for _ in $(seq 1 240); do
         "$@" >/dev/null 2>&1 && return 0
+        if ! alive "$name"; then
+            echo "tour.sh: $what exited; the end of $STATE/$name.log:" >&2
+            tail -n 5 "$STATE/$name.log" >&2 || true
+            stop >/dev/null
+            die "$what did not come up (everything started is stopped again)"
+        fi
         sleep 0.25
     done
-    die "$what did not come up; see $STATE/*.log"
+    stop >/dev/null
+    die "$what did not come up within 60 s (everything started is stopped again); see $STATE/*.log"
 }
 
 spawn() {  # spawn NAME COMMAND...: a background process in its own session, pid and log in STATE
@@ -48,7 +56,8 @@ spawn() {  # spawn NAME COMMAND...: a background process in its own session, pid
 
 stop() {
     local name pid
-    for name in bot2 bot1 beat worker site; do
+    # the worker first: its running matches finish (a warm shutdown) while the bots still answer
+    for name in beat worker bot2 bot1 site; do
         if alive "$name"; then
             pid="$(cat "$STATE/$name.pid")"
             kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
@@ -83,6 +92,10 @@ free_port() {
 
 start() {
     alive site && { echo "tour.sh: already running (bash infra/tour.sh stop first)"; status; exit 0; }
+    local p
+    for p in "$PORT" "${BOT_PORTS[@]}"; do
+        port_free "$p" || die "port $p is in use: choose others with ARENA_TOUR_PORT (site, now $PORT) and ARENA_TOUR_BOT_PORTS (bots, now \"${BOT_PORTS[*]}\")"
+    done
     bash "$REPO/infra/bootstrap.sh"
     mkdir -p "$STATE"
     # like infra/test.sh: a default port that is taken (another run) gives way to a free one
@@ -107,10 +120,10 @@ start() {
     spawn beat "$ARENA" beat --schedule "$STATE/beat-schedule"
     spawn bot1 "$ARENA" bots serve greedy --port "${BOT_PORTS[0]}"
     spawn bot2 "$ARENA" bots serve heuristic --port "${BOT_PORTS[1]}"
-    wait_for "the site" curl -sf "$SITE/healthz"
-    wait_for "the worker" grep -q "ready\." "$STATE/worker.log"
-    wait_for "bot 1" curl -sf "http://127.0.0.1:${BOT_PORTS[0]}/"
-    wait_for "bot 2" curl -sf "http://127.0.0.1:${BOT_PORTS[1]}/"
+    wait_for site "the site" curl -sf "$SITE/healthz"
+    wait_for worker "the worker" grep -q "ready\." "$STATE/worker.log"
+    wait_for bot1 "bot 1" curl -sf "http://127.0.0.1:${BOT_PORTS[0]}/"
+    wait_for bot2 "bot 2" curl -sf "http://127.0.0.1:${BOT_PORTS[1]}/"
     cat <<EOF
 
 Daifugo Arena is running (bash infra/tour.sh stop stops it):

@@ -118,7 +118,7 @@ def _bot_names(ids) -> dict[int, str]:
     if not ids:
         return {}
     # the two columns only: loading whole bots would decrypt every secret (a lost key: a 500)
-    return dict(db().execute(select(Bot.id, Bot.name).where(Bot.id.in_(ids))).tuples().all())
+    return {bot_id: name for bot_id, name in db().execute(select(Bot.id, Bot.name).where(Bot.id.in_(ids)))}
 
 
 def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str]) -> str:

@@ -46,7 +46,7 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, exists, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session, selectinload, undefer_group
 
 import engine
 from arena.core import fairness, matchlog
@@ -505,7 +505,8 @@ def claim_match(session: Session, match_id: int, *, owner: str | None = None,
         session.rollback()
         return Skipped(SkipReason.LEASED, f"match {match_id} is being played (leased)", t.id, t.ruleset)
     bot_ids = [s.bot_id for s in match.seats if s.bot_id is not None]
-    bots = {b.id: b for b in session.scalars(select(Bot).where(Bot.id.in_(bot_ids)))}
+    bots = {b.id: b for b in session.scalars(select(Bot).where(Bot.id.in_(bot_ids))
+                                             .options(undefer_group("secrets")))}  # one query
     seats = []
     for s in match.seats:
         if s.bot_id is not None:

@@ -124,11 +124,14 @@ class Bot(Base):
     #: Rule-set ids the bot plays, e.g. ``["million_doubt"]``.
     rulesets: Mapped[list[str]] = mapped_column(JSONType)
     #: HMAC signing secret shared with the bot (shown to the owner once, used by the worker);
-    #: stored encrypted (arena.core.crypto), plain in Python.
-    secret: Mapped[str] = mapped_column(EncryptedText())
+    #: stored encrypted (arena.core.crypto), plain in Python. Deferred (group ``secrets``):
+    #: loaded, and decrypted, only where it is read (a claim, a check, a rotation), so
+    #: reading bots never needs the key (a lost key is then a 500 on those paths only).
+    secret: Mapped[str] = mapped_column(EncryptedText(), deferred=True, deferred_group="secrets")
     #: The secret before the last rotation, still sent as a second signature until
     #: ``previous_secret_until`` (the grace period, arena.core.security.SECRET_GRACE_S).
-    previous_secret: Mapped[str | None] = mapped_column(EncryptedText(), nullable=True)
+    previous_secret: Mapped[str | None] = mapped_column(EncryptedText(), nullable=True, deferred=True,
+                                                        deferred_group="secrets")
     previous_secret_until: Mapped[datetime | None] = mapped_column(nullable=True)
     #: ``unchecked`` (new or changed), ``checking`` (a check is queued or running), ``ready``
     #: (passed the check), ``failed``, ``deleted`` (arena.core.lifecycle.BotStatus).
