@@ -235,16 +235,7 @@ def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url)
 def test_a_stop_that_kills_a_worker_process_is_the_launchers_exit_status(tmp_path, redis_url):
     """A process that does not shut down cleanly after the stop (here SIGKILLed during its
     warm shutdown) makes the launcher exit 128 + 9, not 0: a supervisor sees it."""
-    from worker.celery_app import make_app
-
-    broker = redis_url.rsplit("/", 1)[0] + "/12"
-    tag = uuid.uuid4().hex[:8]
-    env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
-    client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
-    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "-c", "1", "-Q", f"arena.procs.{tag}",
-                                 "-n", f"lx{tag}@127.0.0.1"], cwd=REPO, env=_env(**env),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+    tag, client, launcher = _quiet_launcher(tmp_path, redis_url, "lx", start_new_session=True)
     nodes: dict[str, int] = {}
     try:
         deadline = time.monotonic() + READY_S
@@ -262,8 +253,9 @@ def test_a_stop_that_kills_a_worker_process_is_the_launchers_exit_status(tmp_pat
         client.close()
 
 
-@pytest.mark.services
-def test_worker_processes_stop_when_the_launcher_is_killed(tmp_path, redis_url):
+def _quiet_launcher(tmp_path, redis_url, prefix: str, **popen):
+    """``arena worker --processes 2 -c 1`` on a queue nothing is sent to, its nodes named
+    ``<prefix><tag>-N@127.0.0.1``: (tag, a client Celery app on its broker, the Popen)."""
     from worker.celery_app import make_app
 
     broker = redis_url.rsplit("/", 1)[0] + "/12"
@@ -271,8 +263,14 @@ def test_worker_processes_stop_when_the_launcher_is_killed(tmp_path, redis_url):
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
     launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "-c", "1", "-Q", f"arena.procs.{tag}",
-                                 "-n", f"lk{tag}@127.0.0.1"], cwd=REPO, env=_env(**env),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+                                 "-n", f"{prefix}{tag}@127.0.0.1"], cwd=REPO, env=_env(**env),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, **popen)
+    return tag, client, launcher
+
+
+@pytest.mark.services
+def test_worker_processes_stop_when_the_launcher_is_killed(tmp_path, redis_url):
+    tag, client, launcher = _quiet_launcher(tmp_path, redis_url, "lk")
     try:
         deadline = time.monotonic() + READY_S
         nodes: dict[str, int] = {}
