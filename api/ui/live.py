@@ -222,8 +222,8 @@ def match_live(match_id: int):
     full = view == "full"  # the policy's answer only: nothing in the request chooses the channel
     status, url, mid = m.status, settings().broker_url, m.id
     read_status = _status_reader(Match, mid)
-    # the policy gives a live view to organizers and to contestants with a seat in it only
-    slot = _slot(stake=True) if status in LIVE_STATUSES else None
+    stake = full or (account is not None and policy.owns_participant(db(), account, t.id))
+    slot = _slot(stake) if status in LIVE_STATUSES else None
     db().close()  # hold no database connection while streaming
 
     def end(now: str | None) -> str:
