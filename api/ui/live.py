@@ -170,10 +170,12 @@ def _stream(events: Iterator[str], slot: StreamSlot | None) -> Response:
     return resp
 
 
-def _slot(stake: bool) -> StreamSlot:
-    """The viewer's place among the open streams (429 when none is left); ``stake``: the
-    viewer is an organizer or has a bot in the match or the tournament (reserved places)."""
+def _slot(t: Tournament) -> StreamSlot:
+    """The viewer's place among the open streams of tournament ``t`` or one of its matches
+    (429 when none is left); a viewer with a stake (an organizer, or the owner of a bot in
+    ``t``) may take a reserved place."""
     account = access.viewer()
+    stake = account is not None and (policy.is_organizer(account) or policy.owns_participant(db(), account, t.id))
     slot = StreamSlot(settings().broker_url, account.id if account is not None else None, stake)
     slot.take()
     return slot
@@ -222,8 +224,7 @@ def match_live(match_id: int):
     full = view == "full"  # the policy's answer only: nothing in the request chooses the channel
     status, url, mid = m.status, settings().broker_url, m.id
     read_status = _status_reader(Match, mid)
-    stake = full or (account is not None and policy.owns_participant(db(), account, t.id))
-    slot = _slot(stake) if status in LIVE_STATUSES else None
+    slot = _slot(t) if status in LIVE_STATUSES else None
     db().close()  # hold no database connection while streaming
 
     def end(now: str | None) -> str:
@@ -280,9 +281,7 @@ def tournament_live(tournament_id: int):
     with_ids = policy.sees_all_matches(db(), access.viewer(), t)
     status, url, tid = t.status, settings().broker_url, t.id
     read_status = _status_reader(Tournament, tid)
-    viewer = access.viewer()
-    stake = with_ids or (viewer is not None and policy.owns_participant(db(), viewer, tid))
-    slot = _slot(stake) if status == "running" else None
+    slot = _slot(t) if status == "running" else None
     db().close()
 
     def end(now: str | None) -> str:

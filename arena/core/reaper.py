@@ -181,8 +181,7 @@ def reap(settings: Settings, sessions: sessionmaker[Session] | None = None,
     with factory() as session:
         report.expired = lifecycle.reap_expired(session)
     rc = client or _redis(settings.broker_url)
-    present: set[int] | None = None
-    senders: set[int] | None = None
+    in_broker: dict[str, set[int]] | None = None  # per watched task; None: Redis not read
     try:
         # two reads a moment apart: a message being handed to a worker (popped from its list,
         # not yet in the unacked hash) is in neither for an instant, never in both reads
@@ -190,17 +189,16 @@ def reap(settings: Settings, sessions: sessionmaker[Session] | None = None,
         first = broker_task_ids(rc, unacked_max_age_s=age)
         time.sleep(SECOND_READ_AFTER_S)
         second = broker_task_ids(rc, unacked_max_age_s=age)
-        present = first[RUN_MATCH_TASK] | second[RUN_MATCH_TASK]
-        senders = first[ENQUEUE_TOURNAMENT_TASK] | second[ENQUEUE_TOURNAMENT_TASK]
+        in_broker = {task: first[task] | second[task] for task in WATCHED_TASKS}
         report.broker_checked = True
     except redis.RedisError as exc:
         log.warning("reaper: cannot read the broker (%s)", type(exc).__name__)
-    if present is not None and senders is not None:
+    if in_broker is not None:
         with factory() as session:
-            report.lost = lifecycle.lost_queued(session, present, older_than_s=settings.lost_after_s)
+            report.lost = lifecycle.lost_queued(session, in_broker[RUN_MATCH_TASK], older_than_s=settings.lost_after_s)
             stalled = lifecycle.stalled_tournaments(session, older_than_s=settings.lost_after_s)
         for tid in stalled:
-            if tid in senders:
+            if tid in in_broker[ENQUEUE_TOURNAMENT_TASK]:
                 continue
             try:  # its sender is idempotent: it sends the matches still pending, once each
                 launch_tournament(settings, tid, queue=PRIORITY_QUEUE)
