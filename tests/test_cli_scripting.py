@@ -143,7 +143,7 @@ def test_two_workers_on_one_host_have_different_names(tmp_path, redis_url):
     try:
         for i in range(2):
             log = open(tmp_path / f"worker{i}.log", "wb")
-            procs.append(subprocess.Popen([*ARENA, "worker", "--pool", "solo", "-Q", queue], cwd=REPO,
+            procs.append(subprocess.Popen([*ARENA, "worker", "--pool", "solo", "--checks", "0", "-Q", queue], cwd=REPO,
                                           env=_env(**env), stdout=log, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, start_new_session=True))
         host = socket.gethostname()
@@ -193,7 +193,7 @@ def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url)
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
     log = open(tmp_path / "launcher.log", "wb")
-    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "-c", "2", "-Q", queue,
+    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "--checks", "0", "-c", "2", "-Q", queue,
                                  "-n", f"lt{tag}@127.0.0.1"], cwd=REPO, env=_env(**env), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     first, second = f"lt{tag}-1@127.0.0.1", f"lt{tag}-2@127.0.0.1"
@@ -262,7 +262,7 @@ def _quiet_launcher(tmp_path, redis_url, prefix: str, **popen):
     tag = uuid.uuid4().hex[:8]
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
-    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "-c", "1", "-Q", f"arena.procs.{tag}",
+    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "--checks", "0", "-c", "1", "-Q", f"arena.procs.{tag}",
                                  "-n", f"{prefix}{tag}@127.0.0.1"], cwd=REPO, env=_env(**env),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, **popen)
     return tag, client, launcher
@@ -297,7 +297,7 @@ def test_a_sigterm_while_the_worker_processes_start_stops_them_all(tmp_path, red
     broker = redis_url.rsplit("/", 1)[0] + "/12"
     tag = uuid.uuid4().hex[:8]
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
-    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "4", "-c", "1", "-Q", f"arena.procs.{tag}"],
+    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "4", "--checks", "0", "-c", "1", "-Q", f"arena.procs.{tag}"],
                                 cwd=REPO, env=_env(**env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 stdin=subprocess.DEVNULL)
     children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children")

@@ -122,22 +122,25 @@ def test_nginx_buffers_in_front_of_the_api(compose):
 
 
 def test_workers_consume_the_match_queue(compose):
-    from arena.cli.worker import WORKER_QUEUES
+    from arena.cli.worker import CHECK_QUEUES, WORKER_QUEUES
     from arena.core.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
 
     worker = compose["services"]["worker"]
     command = worker["command"]
     assert command[:2] == ["arena", "worker"]
     _cmd, ctx = _cli_context(command[1:])  # parsed by the real CLI
-    assert ctx.params["queues"].split(",") == list(WORKER_QUEUES) == [PRIORITY_QUEUE, CHECK_QUEUE, QUEUE]
+    assert ctx.params["queues"].split(",") == list(WORKER_QUEUES) == [PRIORITY_QUEUE, QUEUE]
     assert ctx.params["pool"] == "threads" and ctx.params["processes"] * ctx.params["concurrency"] >= 32
+    # the bot checks: a process of their own in each container, a few threads (issue 24)
+    assert CHECK_QUEUES == (CHECK_QUEUE,) and 1 <= ctx.params["checks"] <= 8
     # each worker process's pool (kept open, plus a burst) fits PostgreSQL with room for the API
     from arena.core.runner.service import POOL_OVERFLOW, POOL_SIZE
 
     replicas = int(_interpolate(str(worker["deploy"]["replicas"])))
     pg_command = compose["services"]["postgres"]["command"]
     max_connections = int(pg_command[pg_command.index("-c") + 1].split("=")[1])
-    assert replicas * ctx.params["processes"] * (POOL_SIZE + POOL_OVERFLOW) + 50 <= max_connections
+    # ... and the check process's pool (SQLAlchemy's default: 5 kept, 10 in a burst)
+    assert replicas * (ctx.params["processes"] * (POOL_SIZE + POOL_OVERFLOW) + 15) + 50 <= max_connections
     beat = compose["services"]["beat"]
     assert beat["command"][:2] == ["arena", "beat"] and beat["deploy"]["replicas"] == 1
     assert replicas >= 1

@@ -24,9 +24,9 @@ PostgreSQL, renewed every few seconds; ``arena beat`` (Celery beat with
 :class:`worker.beat.ReaperScheduler`) runs :func:`arena.core.reaper.reap` every
 ``ARENA_REAPER_INTERVAL_S`` seconds, which sends a match whose lease expired (a dead worker)
 or whose message Redis lost (a restart without persistence) to ``arena.priority``. Workers
-consume ``arena.priority`` (and the bot checks) before ``arena`` (``-Q
-arena.priority,arena.checks,arena``, queue order
-``priority``), so such a match is played next. The visibility timeout is only a backstop:
+consume ``arena.priority`` before ``arena`` (``-Q arena.priority,arena``, queue order
+``priority``), so such a match is played next; bot checks (``arena.checks``) have a worker
+process of their own, with a few threads (``arena worker --checks``). The visibility timeout is only a backstop:
 it must still be longer than the longest possible match (formula and defaults in
 :mod:`arena.core.limits`), or a match being played may be delivered again (the delivery
 finds its live lease and skips it).
@@ -47,9 +47,13 @@ log = logging.getLogger("arena.worker")
 
 #: The reaper's task (arena.core.reaper.reap), run by the beat process itself (worker.beat).
 REAP_TASK = "arena.reap"
-#: What a worker consumes, first queue first (the ``priority`` queue order): reaped matches,
-#: then bot checks (short, and a contestant waits for them), then the match queue.
-WORKER_QUEUES = (PRIORITY_QUEUE, CHECK_QUEUE, QUEUE)
+#: What a match worker process consumes, first queue first (the ``priority`` queue order):
+#: reaped matches, then the match queue. Bot checks are not among them: ``arena worker``
+#: runs them in a process of their own (:data:`CHECK_QUEUES`), so a flood of slow checks
+#: never holds a thread, or the interpreter lock, of a match (issue 24).
+WORKER_QUEUES = (PRIORITY_QUEUE, QUEUE)
+#: What the check process of ``arena worker`` consumes.
+CHECK_QUEUES = (CHECK_QUEUE,)
 
 def make_app(settings: Settings | None = None) -> Celery:
     """Build the Celery app named ``arena`` from ``settings`` (default: ``Settings.from_env()``).

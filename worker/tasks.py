@@ -16,17 +16,28 @@ from arena.core.config import Settings
 from arena.core.conformance import run_check
 from arena.core.queue import QueueError, send_tournament
 from arena.core.reaper import reap
-from arena.core.runner.service import play_and_store
+from arena.core.runner.claims import defer_countdown_s
+from arena.core.runner.service import MatchDeferred, play_and_store
 from worker.celery_app import REAP_TASK, app
 
 
 @app.task(name="arena.run_match", bind=True, acks_late=True, reject_on_worker_lost=True,
           autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, retry_backoff_max=60,
           max_retries=10)
-def run_match_task(self, match_id: int) -> str:
+def run_match_task(self, match_id: int, deferred: int = 0) -> str:
     """Celery task: :func:`play_and_store` (``args=[match_id]``), retried while the database
-    is unreachable."""
-    return play_and_store(int(match_id))
+    is unreachable. A delivery refused because a bot of the match is busy
+    (:class:`MatchDeferred`) is sent again to the same queue after
+    :func:`defer_countdown_s` (``kwargs={"deferred": n}``, the refusals so far): the thread
+    goes on to the next message instead of waiting for that bot."""
+    try:
+        return play_and_store(int(match_id))
+    except MatchDeferred as exc:
+        queue = (self.request.delivery_info or {}).get("routing_key") or None
+        countdown = defer_countdown_s(deferred)
+        self.apply_async(args=[int(match_id)], kwargs={"deferred": int(deferred) + 1},
+                         countdown=countdown, queue=queue)
+        return f"{exc} (again in {countdown:.1f} s)"
 
 
 @app.task(name="arena.check_bot", bind=True, acks_late=True, reject_on_worker_lost=True,

@@ -240,16 +240,18 @@ class BotCheckLatest(MethodView):
         asking every decision kind of each rule set (arena.core.conformance). The bot is
         ``checking`` until the check is done, then ``ready`` or ``failed``. 409 while the bot
         has a check queued or running (its URL in ``Location``); 429 (``Retry-After``) when
-        the account already has 2 checks queued or running; 503 when no worker can be
+        the account already has 2 checks queued or running, or its checks ran
+        ``ARENA_CHECK_SECONDS_PER_HOUR`` (900) seconds in the last hour; 503 when no worker can be
         reached (nothing changed)."""
         get_bot_for(bot_id, write=True)
         db().commit()
         try:
-            check = lifecycle.begin_check(db(), bot_id)
+            check = lifecycle.begin_check(db(), bot_id,
+                                          max_seconds_per_hour=settings().check_seconds_per_hour)
         except lifecycle.CheckRunning as exc:
             abort(409, str(exc), headers={"Location": check_path(bot_id, exc.check_id)})
         except lifecycle.TooManyChecks as exc:
-            abort(429, str(exc), headers={"Retry-After": str(lifecycle.CHECK_RETRY_AFTER_S)})
+            abort(429, str(exc), headers={"Retry-After": str(exc.retry_after_s)})
         except lifecycle.NotFound as exc:
             abort(404, str(exc))
         check_id = check.id

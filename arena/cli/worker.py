@@ -1,10 +1,13 @@
-"""``arena worker``: start real Celery workers consuming the match queues; ``arena beat``:
-the beat process running the reaper.
+"""``arena worker``: start real Celery workers consuming the match queues and the bot
+checks; ``arena beat``: the beat process running the reaper.
 
-Each worker process is ``celery -A worker.celery_app worker --without-mingle --without-gossip
--Q arena.priority,arena.checks,arena --pool threads -c 32 -n arena-<pid>@%h`` (a node name
-unique per process, so several workers may run on one host); settings come from the
-``ARENA_*`` environment (``arena config``).
+Each match worker process is ``celery -A worker.celery_app worker --without-mingle
+--without-gossip -Q arena.priority,arena --pool threads -c 32 -n arena-<pid>@%h`` (a node
+name unique per process, so several workers may run on one host); one more process consumes
+the bot checks alone (``-Q arena.checks -c 4``, ``--checks``): a check holds a thread for
+minutes when its bot uses its whole time bank, and checks sharing the matches' threads (and
+interpreter lock) let anyone who can sign up starve every tournament's matches (issue 24).
+Settings come from the ``ARENA_*`` environment (``arena config``).
 
 The defaults fit bots that think (issue 15; docs/operations.md "Sizing workers", measured by
 ``bench/tournament_bench.py``): a match spends nearly all its time waiting for its bots'
@@ -35,10 +38,12 @@ import time
 import click
 
 from arena.core.config import Settings
-from worker.celery_app import WORKER_QUEUES, app, visibility_timeout
+from worker.celery_app import CHECK_QUEUES, WORKER_QUEUES, app, visibility_timeout
 
 #: Matches one worker process plays at once with the default thread pool.
 DEFAULT_THREADS = 32
+#: Bot checks run at once by the check process of ``arena worker`` (``--checks``).
+DEFAULT_CHECK_THREADS = 4
 #: Bounds of the default number of worker processes (one per core within them).
 MIN_PROCESSES, MAX_PROCESSES = 2, 4
 #: A process that died is started again after this many seconds, doubled (up to
@@ -73,15 +78,19 @@ def default_node_name() -> str:
               help="comma-separated queues to consume, first queue first")
 @click.option("--pool", type=click.Choice(["threads", "prefork", "solo"]), default="threads", show_default=True,
               help="execution pool (threads: many matches per process, for bots that think)")
+@click.option("--checks", type=click.IntRange(min=0), default=DEFAULT_CHECK_THREADS, show_default=True,
+              help="bot checks run at once, in one more process of their own (queue arena.checks); "
+                   "0: no check process (run one elsewhere)")
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
 @click.option("--hostname", "-n", default=None,
               help="node name (default: arena-<pid>@%h, unique per process on a host; %h is the host name); "
                    "with several processes NAME@HOST becomes NAME-1@HOST, NAME-2@HOST...")
-def worker(concurrency: int | None, processes: int | None, queues: str, pool: str, loglevel: str,
+def worker(concurrency: int | None, processes: int | None, queues: str, pool: str, checks: int, loglevel: str,
            hostname: str | None) -> None:
     """Run matches and bot checks: Celery workers for the ``arena.run_match`` and
     ``arena.check_bot`` tasks (blocks until stopped): ``--processes`` of them (thread pool),
-    each playing ``--concurrency`` matches at once.
+    each playing ``--concurrency`` matches at once, and one process running ``--checks``
+    bot checks at once (none with ``--checks 0``).
 
     SIGTERM is a warm shutdown (running matches finish; unfinished deliveries go back to the
     queue); a killed worker's match is played again once its lease expires (``arena beat``
@@ -96,15 +105,22 @@ def worker(concurrency: int | None, processes: int | None, queues: str, pool: st
                                  "sizes its own processes with --concurrency)", param_hint="--processes")
     if processes is None:
         processes = default_processes() if pool == "threads" else 1
-    if processes > 1:
-        child = [sys.executable, "-m", "arena.cli", "worker", "--processes", "1", "--pool", pool,
-                 "--queues", ",".join(queue_list), "--loglevel", loglevel]
+    if processes > 1 or checks > 0:
+        child = [sys.executable, "-m", "arena.cli", "worker", "--processes", "1", "--checks", "0",
+                 "--loglevel", loglevel]
+        matches = child + ["--pool", pool, "--queues", ",".join(queue_list)]
         if concurrency:
-            child += ["--concurrency", str(concurrency)]
+            matches += ["--concurrency", str(concurrency)]
+        commands = [matches] * processes
         names: list[str | None] = ([_numbered(hostname, i) for i in range(1, processes + 1)] if hostname
                                    else [None] * processes)
-        click.echo(f"arena worker: {processes} processes of {concurrency or DEFAULT_THREADS} threads", err=True)
-        raise SystemExit(Launcher(child, names).run())
+        if checks > 0:
+            commands.append(child + ["--pool", "threads", "--queues", ",".join(CHECK_QUEUES),
+                                     "--concurrency", str(checks)])
+            names.append(_numbered(hostname, "checks") if hostname else None)
+        click.echo(f"arena worker: {processes} processes of {concurrency or DEFAULT_THREADS} threads"
+                   + (f", 1 process of {checks} bot checks" if checks else ""), err=True)
+        raise SystemExit(Launcher(commands, names).run())
     argv = ["worker", "--without-mingle", "--without-gossip", "--pool", pool,
             "--queues", ",".join(queue_list), "--loglevel", loglevel]
     if pool == "threads" and not concurrency:
@@ -117,7 +133,7 @@ def worker(concurrency: int | None, processes: int | None, queues: str, pool: st
     app.worker_main(argv)
 
 
-def _numbered(hostname: str, i: int) -> str:
+def _numbered(hostname: str, i: int | str) -> str:
     """``name@host`` -> ``name-i@host`` (each process of one launcher a node name of its own)."""
     name, at, host = hostname.partition("@")
     return f"{name}-{i}{at}{host}"
@@ -135,7 +151,8 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 
 
 class Launcher:
-    """Starts one worker process per entry of ``names`` (``argv`` plus ``--hostname name``
+    """Starts one worker process per entry of ``names`` (the command of the same index in
+    ``commands``, or ``commands`` itself when it is one command, plus ``--hostname name``
     when a name is given) and watches them:
 
     * SIGTERM, SIGINT and SIGQUIT are passed on to every process (Celery's warm shutdown; a
@@ -151,8 +168,12 @@ class Launcher:
     Celery restarts nothing itself for a thread pool; this is the least an operator expects
     of one command (a process supervisor such as systemd restarts the launcher)."""
 
-    def __init__(self, argv: list[str], names: list[str | None]):
-        self.argv, self.names = argv, names
+    def __init__(self, commands: list[list[str]] | list[str], names: list[str | None]):
+        if commands and isinstance(commands[0], str):
+            self.commands = [[str(c) for c in commands]] * len(names)
+        else:
+            self.commands = [list(c) for c in commands]
+        self.names = names
         self.procs: list[subprocess.Popen | None] = [None] * len(names)
         self.started = [0.0] * len(names)
         self.delay = [RESTART_S] * len(names)
@@ -163,7 +184,7 @@ class Launcher:
 
     def _start(self, i: int) -> None:
         name = self.names[i]
-        cmd = self.argv + (["--hostname", name] if name else [])
+        cmd = self.commands[i] + (["--hostname", name] if name else [])
         # a session of its own: a terminal's Ctrl-C reaches the launcher only, which passes it
         # on once (a second SIGINT is Celery's cold shutdown)
         proc = subprocess.Popen(cmd, start_new_session=True,

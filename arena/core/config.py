@@ -28,6 +28,13 @@ Variable                        Meaning                                      Def
 ``ARENA_REAPER_INTERVAL_S``     Seconds between two reaper runs (beat)       10
 ``ARENA_LOST_AFTER_S``          Seconds a queued match may be missing from   60
                                 the broker before the reaper re-sends it
+``ARENA_BOT_MAX_MATCHES``       Most matches claimed at once that seat one   8 x the concurrency cap
+                                bot endpoint (a slow bot cannot hold every
+                                worker thread; arena.core.runner.claims)
+``ARENA_CHECK_TIME_LIMIT_S``    Longest a bot check may run, seconds (then   180
+                                it fails, saying so)
+``ARENA_CHECK_SECONDS_PER_HOUR`` Most seconds of bot checks one account may  900
+                                run in an hour (HTTP 429 beyond)
 =============================== ============================================ ==========================
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
@@ -99,6 +106,11 @@ DEFAULT_LOST_AFTER_S = 60
 DEFAULT_BOT_MAX_CONCURRENCY = 4
 #: Default of ``ARENA_BOT_SLOT_WAIT_S`` (seconds).
 DEFAULT_BOT_SLOT_WAIT_S = 120
+#: ``ARENA_BOT_MAX_MATCHES`` defaults to this many times ``ARENA_BOT_MAX_CONCURRENCY``.
+BOT_MATCHES_PER_SLOT = 8
+#: Defaults of ``ARENA_CHECK_TIME_LIMIT_S`` and ``ARENA_CHECK_SECONDS_PER_HOUR`` (seconds).
+DEFAULT_CHECK_TIME_LIMIT_S = 180
+DEFAULT_CHECK_SECONDS_PER_HOUR = 900
 
 
 @dataclass(frozen=True)
@@ -125,6 +137,12 @@ class Settings:
         lease_s: a playing match's lease, seconds (``ARENA_LEASE_S``; renewed every
             ``lease_s / 6``; an expired lease is re-enqueued by the reaper).
         reaper_interval_s: seconds between two reaper runs (``ARENA_REAPER_INTERVAL_S``).
+        bot_max_matches: most matches claimed at once seating one bot endpoint
+            (``ARENA_BOT_MAX_MATCHES``; default :data:`BOT_MATCHES_PER_SLOT` x
+            ``bot_max_concurrency``; arena.core.runner.claims).
+        check_time_limit_s: longest run of one bot check, seconds (``ARENA_CHECK_TIME_LIMIT_S``).
+        check_seconds_per_hour: most check seconds per account in any hour
+            (``ARENA_CHECK_SECONDS_PER_HOUR``; arena.core.lifecycle.begin_check).
         lost_after_s: seconds a queued match may be missing from the broker before the
             reaper sends it again (``ARENA_LOST_AFTER_S``).
     """
@@ -144,6 +162,9 @@ class Settings:
     lease_s: int = DEFAULT_LEASE_S
     reaper_interval_s: int = DEFAULT_REAPER_INTERVAL_S
     lost_after_s: int = DEFAULT_LOST_AFTER_S
+    bot_max_matches: int = BOT_MATCHES_PER_SLOT * DEFAULT_BOT_MAX_CONCURRENCY
+    check_time_limit_s: int = DEFAULT_CHECK_TIME_LIMIT_S
+    check_seconds_per_hour: int = DEFAULT_CHECK_SECONDS_PER_HOUR
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -156,13 +177,14 @@ class Settings:
         env = os.environ if env is None else env
         data_dir = Path(env.get("ARENA_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve()
         database_url = env.get("ARENA_DATABASE_URL") or f"sqlite:///{data_dir / 'arena.db'}"
+        concurrency = _positive_int(env, "ARENA_BOT_MAX_CONCURRENCY", None) or DEFAULT_BOT_MAX_CONCURRENCY
         return cls(
             data_dir=data_dir,
             database_url=database_url,
             broker_url=env.get("ARENA_BROKER_URL") or DEFAULT_BROKER_URL,
             allow_private_bot_urls=_bool(env, "ARENA_ALLOW_PRIVATE_BOT_URLS", False),
             celery_eager=_bool(env, "ARENA_CELERY_EAGER", False),
-            bot_max_concurrency=_positive_int(env, "ARENA_BOT_MAX_CONCURRENCY", None) or DEFAULT_BOT_MAX_CONCURRENCY,
+            bot_max_concurrency=concurrency,
             visibility_timeout_s=_positive_int(env, "ARENA_VISIBILITY_TIMEOUT_S", None),
             cookie_secure=_bool(env, "ARENA_COOKIE_SECURE", True),
             rate_limits=_bool(env, "ARENA_RATE_LIMITS", True),
@@ -172,4 +194,8 @@ class Settings:
             reaper_interval_s=_positive_int(env, "ARENA_REAPER_INTERVAL_S", DEFAULT_REAPER_INTERVAL_S)
             or DEFAULT_REAPER_INTERVAL_S,
             lost_after_s=_positive_int(env, "ARENA_LOST_AFTER_S", DEFAULT_LOST_AFTER_S) or DEFAULT_LOST_AFTER_S,
+            bot_max_matches=_positive_int(env, "ARENA_BOT_MAX_MATCHES", None) or BOT_MATCHES_PER_SLOT * concurrency,
+            check_time_limit_s=_positive_int(env, "ARENA_CHECK_TIME_LIMIT_S", None) or DEFAULT_CHECK_TIME_LIMIT_S,
+            check_seconds_per_hour=_positive_int(env, "ARENA_CHECK_SECONDS_PER_HOUR", None)
+            or DEFAULT_CHECK_SECONDS_PER_HOUR,
         )

@@ -253,15 +253,28 @@ class FaceDownLiar(Bot):
         return self._greedy.decide(req)
 
 
+class CheckTimeUp(RuntimeError):
+    """The check ran past its deadline (``ARENA_CHECK_TIME_LIMIT_S``); ``str(exc)`` says so."""
+
+
+def _time_up(limit_s: float | None) -> str:
+    limit = f"{limit_s:g} s" if limit_s is not None else "its limit"
+    return (f"the check ran over its time limit of {limit}: answer its decisions faster "
+            f"(each of its games has a {CONFORMANCE_TIME_RULES_S['initial']:g} s time bank)")
+
+
 def _kinds_table(ruleset: str) -> dict[str, dict[str, int]]:
     return {k: {"asked": 0, "faults": 0} for k in DECISION_KINDS[ruleset]}
 
 
 def conformance_game(url: str, ruleset: str, *, secret: str | None = None, seed: int | None = None,
                      allow_private: bool = False, previous_secret: str | None = None,
-                     on_progress: ProgressFn | None = None) -> dict[str, Any]:
+                     on_progress: ProgressFn | None = None, deadline: float | None = None,
+                     limit_s: float | None = None) -> dict[str, Any]:
     """Play the conformance matches of ``ruleset`` (module docstring, step 4): the bot at
-    ``url`` (seat 0) against sample bots.
+    ``url`` (seat 0) against sample bots. ``deadline`` (``time.monotonic()`` seconds): past
+    it, the check stops after the bot's current decision and fails (``error`` names the
+    limit, ``limit_s``).
 
     Setup: the random short match of :data:`CONFORMANCE_SETUP`, then every position of
     :data:`PROBES`; :data:`CONFORMANCE_TIME_RULES_S`; the bot signed with ``secret`` (and
@@ -293,6 +306,8 @@ def conformance_game(url: str, ruleset: str, *, secret: str | None = None, seed:
                         previous_secret=previous_secret)
 
     def seen(ex: dict) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            raise CheckTimeUp(_time_up(limit_s))
         if ex["player"] != 0:
             return
         row = kinds.setdefault(ex["kind"], {"asked": 0, "faults": 0})
@@ -303,6 +318,9 @@ def conformance_game(url: str, ruleset: str, *, secret: str | None = None, seed:
 
     try:
         for i, (probe, opts, specs, scripted) in enumerate(runs):
+            if deadline is not None and time.monotonic() > deadline:
+                out["error"] = _time_up(limit_s)
+                return out
             others = [FaceDownLiar() if s in scripted else SAMPLE_BOTS[CONFORMANCE_OPPONENT](seed=seed + s)
                       for s in range(1, engine.SEATS[ruleset])]
             try:
@@ -310,6 +328,9 @@ def conformance_game(url: str, ruleset: str, *, secret: str | None = None, seed:
                                       game_specs=specs,
                                       time_rules=TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S),
                                       max_faults=1, match_id=f"conformance-{seed}-{probe}", on_decision=seen)
+            except CheckTimeUp as exc:
+                out["error"] = str(exc)
+                return out
             except Exception as exc:  # a runner bug must not pass or crash the check
                 out["error"] = _truncate(f"{probe}: {type(exc).__name__}: {exc}")
                 return out
@@ -378,9 +399,10 @@ def signature_probe(url: str, *, allow_private: bool = False,
 
 def check_bot(url: str, rulesets: list[str], *, allow_private: bool, secret: str | None = None,
               previous_secret: str | None = None, timeout_s: float = HEALTH_TIMEOUT_S,
-              on_progress: ProgressFn | None = None) -> dict[str, Any]:
+              on_progress: ProgressFn | None = None, limit_s: float | None = None) -> dict[str, Any]:
     """Run the URL check, the health check, the signature probe and the conformance games
-    (module docstring). ``on_progress(progress)`` gets ``{"stage": "url" | "health" |
+    (module docstring), within ``limit_s`` seconds in all (None: no limit; past it the
+    conformance games stop after the bot's current decision and the check fails). ``on_progress(progress)`` gets ``{"stage": "url" | "health" |
     "signature" | "conformance" | "done", "rulesets": {ruleset: {kind: {"asked", "faults"}}}}``.
     Never raises for the bot's behaviour."""
     result: dict[str, Any] = {"ok": False, "url": {"ok": True, "error": None}, "health": None,
@@ -393,6 +415,7 @@ def check_bot(url: str, rulesets: list[str], *, allow_private: bool, secret: str
         if on_progress is not None:
             on_progress(progress)
 
+    deadline = None if limit_s is None else time.monotonic() + float(limit_s)
     report("url")
     try:
         check_bot_url(url, allow_private=allow_private)
@@ -416,7 +439,8 @@ def check_bot(url: str, rulesets: list[str], *, allow_private: bool, secret: str
             report("conformance")
 
         game = conformance_game(url, rs, secret=secret, previous_secret=previous_secret,
-                                allow_private=allow_private, on_progress=kinds_done)
+                                allow_private=allow_private, on_progress=kinds_done, deadline=deadline,
+                                limit_s=limit_s)
         result["conformance"].append(game)
         result["warnings"] += game["warnings"]
         progress["rulesets"][rs] = game["kinds"]
@@ -468,7 +492,8 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
 
     try:
         outcome = check_bot(plan.url, list(plan.rulesets), allow_private=settings.allow_private_bot_urls,
-                            secret=plan.secret, previous_secret=plan.previous_secret, on_progress=beat)
+                            secret=plan.secret, previous_secret=plan.previous_secret, on_progress=beat,
+                            limit_s=float(settings.check_time_limit_s))
     except Exception as exc:
         log.exception("check %s broke", plan.check_id)
         with factory() as session:

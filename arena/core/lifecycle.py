@@ -533,6 +533,18 @@ def claim_match(session: Session, match_id: int, *, owner: str | None = None,
     return Claimed(plan)
 
 
+def match_bot_urls(session: Session, match_id: int) -> list[str]:
+    """The URLs of the bots seated in match ``match_id`` that are not deleted, in seat order
+    (read without a lock: for the endpoint claims taken before :func:`claim_match`,
+    :mod:`arena.core.runner.claims`); empty for an unknown match. Ends the transaction."""
+    urls = list(session.scalars(
+        select(Bot.url).join(MatchSeat, MatchSeat.bot_id == Bot.id)
+        .where(MatchSeat.match_id == match_id, Bot.status != BotStatus.DELETED)
+        .order_by(MatchSeat.seat)))
+    session.rollback()
+    return [u for u in urls if u]
+
+
 def store_result(
     session: Session,
     match_id: int,
@@ -758,7 +770,31 @@ class CheckRunning(Conflict):
 
 
 class TooManyChecks(LifecycleError):
-    """The account has :data:`MAX_CHECKS_PER_ACCOUNT` checks queued or running; HTTP 429."""
+    """The account has :data:`MAX_CHECKS_PER_ACCOUNT` checks queued or running, or used its
+    hour of check time; HTTP 429 with ``Retry-After: retry_after_s``."""
+
+    def __init__(self, message: str, retry_after_s: int = CHECK_RETRY_AFTER_S):
+        super().__init__(message)
+        self.retry_after_s = max(1, int(retry_after_s))
+
+
+#: The window of the per-account check time cap (``ARENA_CHECK_SECONDS_PER_HOUR``), seconds.
+CHECK_TIME_WINDOW_S = 3600
+
+
+def _check_seconds(session: Session, account_id: int, now: datetime) -> tuple[float, datetime | None]:
+    """Seconds of checks the account ran in the last :data:`CHECK_TIME_WINDOW_S` (a running
+    check counts up to now), and the start of its oldest check in the window."""
+    since = now - timedelta(seconds=CHECK_TIME_WINDOW_S)
+    rows = session.execute(select(BotCheck.started_at, BotCheck.finished_at).where(
+        BotCheck.account_id == account_id, BotCheck.started_at.is_not(None),
+        BotCheck.started_at >= since)).all()
+    used, oldest = 0.0, None
+    for started, finished in rows:
+        started, finished = _aware(started), _aware(finished) or now
+        used += max(0.0, (min(finished, now) - started).total_seconds())
+        oldest = started if oldest is None or started < oldest else oldest
+    return used, oldest
 
 
 @dataclass(frozen=True)
@@ -791,19 +827,22 @@ def _stale_before(now: Any, stale_after_s: float) -> Any:
 
 
 def begin_check(session: Session, bot_id: int, *, max_per_account: int = MAX_CHECKS_PER_ACCOUNT,
-                stale_after_s: float = CHECK_STALE_S) -> BotCheck:
+                stale_after_s: float = CHECK_STALE_S, max_seconds_per_hour: float | None = None) -> BotCheck:
     """``unchecked|ready|failed -> checking``: store a ``queued`` check of the bot's current URL
     and rule sets; commit. The caller sends it to a worker (then :func:`release_check` if that
     fails). The owner's account row is locked ``FOR UPDATE`` first, so concurrent requests of
     one account count each other.
 
     A check of the bot without a heartbeat for ``stale_after_s`` seconds is marked ``error``
-    (abandoned) and does not count.
+    (abandoned) and does not count. With ``max_seconds_per_hour``, an account whose checks
+    ran that many seconds in the last hour (``ARENA_CHECK_SECONDS_PER_HOUR``) gets no more
+    until the oldest of them leaves the hour.
 
     Raises:
         NotFound: no such bot, or deleted.
         CheckRunning: the bot has a live check (``exc.check_id``).
-        TooManyChecks: the account has ``max_per_account`` live checks.
+        TooManyChecks: the account has ``max_per_account`` live checks, or used its check
+            time (``exc.retry_after_s``: when to ask again).
     """
     bot = session.get(Bot, bot_id)
     if bot is None or bot.status == BotStatus.DELETED:
@@ -833,6 +872,14 @@ def begin_check(session: Session, bot_id: int, *, max_per_account: int = MAX_CHE
         session.rollback()
         raise TooManyChecks(f"your account already has {len(live)} bot checks queued or running "
                             f"(at most {max_per_account} at a time); retry when one has finished")
+    if max_seconds_per_hour is not None:
+        used, oldest = _check_seconds(session, bot.owner_id, now)
+        if used >= max_seconds_per_hour:
+            session.rollback()
+            wait = (oldest + timedelta(seconds=CHECK_TIME_WINDOW_S) - now).total_seconds() if oldest else 60
+            raise TooManyChecks(f"your account's bot checks ran {used:.0f} s in the last hour (at most "
+                                f"{max_seconds_per_hour:g} s an hour); retry in {max(1, round(wait))} s",
+                                retry_after_s=round(wait))
     if previous == BotStatus.CHECKING:  # a checking bot without a live check: its check was lost
         previous = BotStatus.UNCHECKED
     check = BotCheck(bot_id=bot.id, account_id=bot.owner_id, status=CheckStatus.QUEUED, url=bot.url,

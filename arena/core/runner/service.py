@@ -77,6 +77,7 @@ from arena.core.lifecycle import MatchPlan
 from arena.core.limits import longest_match_seconds, visibility_timeout
 from arena.core.live import LivePublisher, publish_tournament_event
 from arena.core.runner.answers import safe_text
+from arena.core.runner.claims import Claim, EndpointClaims, Refused
 from arena.core.runner.match import MatchError, default_game_specs, run_match
 from arena.core.runner.players import LocalPlayer, WithdrawnPlayer, tls_context
 from arena.core.runner.semaphore import BotSemaphore, CappedHttpPlayer, MatchSlots
@@ -443,8 +444,11 @@ class LeaseKeeper:
     match to another delivery after it expired) is logged and the renewals stop: the result
     is still stored once, by whichever delivery stores first."""
 
-    def __init__(self, factory: sessionmaker[Session], match_id: int, owner: str, lease_s: float):
+    def __init__(self, factory: sessionmaker[Session], match_id: int, owner: str, lease_s: float,
+                 claims: tuple[EndpointClaims, Claim] | None = None):
         self.factory, self.match_id, self.owner, self.lease_s = factory, match_id, owner, lease_s
+        self.claims = claims  # the match's endpoint claims, renewed with its lease
+        self._claims_lock = threading.Lock()
         self.renewals = 0
         self.lost = False
         self._stop = threading.Event()
@@ -453,12 +457,23 @@ class LeaseKeeper:
     def start(self) -> None:
         self._thread.start()
 
+    def release_claims(self) -> None:
+        """Give the match's endpoint claims back now (its bots are not needed any more: the
+        store, and its retries, need no bot)."""
+        with self._claims_lock:
+            claims, self.claims = self.claims, None
+            if claims is not None:
+                claims[0].release(claims[1])
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
 
     def _run(self) -> None:
         while not self._stop.wait(max(0.2, self.lease_s / 6)):
+            with self._claims_lock:  # never renewed after their release (a renewal re-adds)
+                if self.claims is not None:
+                    self.claims[0].renew(self.claims[1])
             try:
                 with self.factory() as session:
                     ok = lifecycle.renew_lease(session, self.match_id, self.owner, self.lease_s)
@@ -474,11 +489,37 @@ class LeaseKeeper:
             self.renewals += 1
 
 
+class MatchDeferred(RuntimeError):
+    """A delivery not played now: a bot endpoint of the match holds as many matches as it may
+    (:mod:`arena.core.runner.claims`). Nothing was claimed; the task sends the match again
+    after a countdown. ``str(exc)`` says which endpoint and why."""
+
+
+@lru_cache(maxsize=4)
+def _claims(broker_url: str, hard: int, limit: int, lease_s: float) -> EndpointClaims:
+    return EndpointClaims(_redis(broker_url), hard=hard, limit=limit, lease_s=lease_s)
+
+
+def endpoint_claims(settings: Settings) -> EndpointClaims | None:
+    """The process's :class:`EndpointClaims` for ``settings``; None in eager mode or without
+    a Redis broker (no cap there)."""
+    if not live_enabled(settings):
+        return None
+    return _claims(settings.broker_url, settings.bot_max_matches, settings.bot_max_concurrency,
+                   float(settings.lease_s))
+
+
 def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     """Play match ``match_id`` and store its result (module docstring). Returns a status line:
     ``"stored match N ..."``, ``"duplicate match N ..."`` or ``"skipped: ..."``.
 
+    Before the claim, the delivery takes a claim on each of its bots' endpoints
+    (:mod:`arena.core.runner.claims`): a bot already holding as many matches as it may is
+    not given one more thread.
+
     Raises:
+        MatchDeferred: a bot endpoint of the match is busy; nothing was claimed (the task
+            sends the match again later).
         sqlalchemy.exc.OperationalError: the database is unreachable (the task retries).
         arena.core.runner.match.MatchError, engine.OptionsError: the stored match cannot be played
             (bad data; the match stays ``running``).
@@ -487,9 +528,25 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     settings = settings or Settings.from_env()
     factory = _sessions(settings.database_url)
     owner = lease_owner()
+    claims = endpoint_claims(settings)
+    claim: Claim | None = None
+    if claims is not None:
+        with factory() as session:
+            urls = lifecycle.match_bot_urls(session, int(match_id))
+        got = claims.take(int(match_id), urls)
+        if isinstance(got, Refused):
+            raise MatchDeferred(f"match {match_id} deferred: {got}")
+        claim = got
     with factory() as session:
-        claimed = lifecycle.claim_match(session, int(match_id), owner=owner, lease_s=settings.lease_s)
+        try:
+            claimed = lifecycle.claim_match(session, int(match_id), owner=owner, lease_s=settings.lease_s)
+        except BaseException:
+            if claims is not None and claim is not None:
+                claims.release(claim)
+            raise
     if isinstance(claimed, lifecycle.Skipped):
+        if claims is not None and claim is not None:
+            claims.release(claim)
         log.info("skipped: %s", claimed.message)
         if claimed.reason is lifecycle.SkipReason.CANCELLED and claimed.tournament_id is not None:
             # the last match of a cancelled tournament: rate the others
@@ -499,12 +556,14 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
         return f"skipped: {claimed.message}"
     plan = claimed.plan
     announce(settings, plan.tournament_id, "claimed", [plan.match_id])
-    keeper = LeaseKeeper(factory, plan.match_id, owner, settings.lease_s)
+    keeper = LeaseKeeper(factory, plan.match_id, owner, settings.lease_s,
+                         claims=(claims, claim) if claims is not None and claim is not None else None)
     keeper.start()
     try:
         return _play_claimed(plan, settings, factory, keeper)
     finally:
         keeper.stop()
+        keeper.release_claims()
 
 
 def _play_claimed(plan: MatchPlan, settings: Settings, factory: sessionmaker[Session],
@@ -519,6 +578,8 @@ def _play_claimed(plan: MatchPlan, settings: Settings, factory: sessionmaker[Ses
                     "it may be delivered twice (the result is still stored once)", plan.match_id, bound, vt)
     try:
         match_log, players = play_plan(plan, settings)
+        if keeper is not None:
+            keeper.release_claims()
         fields = result_fields(plan, match_log, players)
     except Exception as exc:  # an internal error (bots' failures are faults, never exceptions)
         return _fail(factory, plan, internal_reason("playing", exc), exc, settings)
