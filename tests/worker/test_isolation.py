@@ -29,6 +29,8 @@ from api import create_app
 from arena.core.conformance import run_check
 from arena.core.db.models import BotCheck
 from arena.core.lifecycle import begin_check
+from arena.core.runner.claims import Claim, EndpointClaims, Refused
+from arena.core.runner.semaphore import KEY_PREFIX, endpoint_key
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import FINISH_TIMEOUT_S, Arena, SwitchBot
 
@@ -47,11 +49,13 @@ def _wait(cond, what: str, timeout_s: float = FINISH_TIMEOUT_S, logs=()):
         time.sleep(0.05)
 
 
-def test_a_bot_that_holds_its_answers_holds_no_more_than_its_claims(arena, bots, celery_worker_factory):
+def test_a_bot_that_holds_its_answers_holds_no_more_than_its_claims(arena, bots, celery_worker_factory, redis_url):
     """Tournament A seats a bot that holds every decision (within its 60 s bank) in 3 of its
-    6 matches; the worker has 3 threads and ``ARENA_BOT_MAX_MATCHES=1``. While that bot
-    holds its first answer, tournament B (honest bots only, started after A) is played to its
-    end on the other threads; then the bot answers and A finishes. Every match is stored
+    6 matches; the worker has 3 threads, each endpoint serves 1 request at a time and holds
+    at most 2 matches claimed (``ARENA_BOT_MAX_CONCURRENCY=1``, ``ARENA_BOT_MAX_MATCHES=2``):
+    that bot gets 2 matches claimed, never 3, and its third is sent again later. While it
+    holds its first answer, tournament B (honest bots only, started after A) is played to
+    its end on the thread left; then the bot answers and A finishes. Every match is stored
     once and played once; B's bots have no fault."""
     slow = SwitchBot(SAMPLE_BOTS["greedy"]())
     honest = [SwitchBot(SAMPLE_BOTS["greedy"]()) for _ in range(3)]
@@ -64,23 +68,26 @@ def test_a_bot_that_holds_its_answers_holds_no_more_than_its_claims(arena, bots,
     a = arena.create("million_doubt", [slow_id, *ids], games_per_pairing=2, time_rules=long_bank)
     b = arena.create("million_doubt", ids, games_per_pairing=2)
     worker = celery_worker_factory(concurrency=3, pool="threads", database_url=arena.database_url,
-                                   env={"ARENA_BOT_MAX_MATCHES": "1"})
+                                   env={"ARENA_BOT_MAX_CONCURRENCY": "1", "ARENA_BOT_MAX_MATCHES": "2"})
+    claims = EndpointClaims(redis.Redis.from_url(redis_url), hard=2, limit=1, lease_s=30)
     arena.start(a)
-    _wait(lambda: slow.in_flight >= 1, "the holding bot asked its first decision", logs=[worker.log()])
+    _wait(lambda: slow.in_flight >= 1 and claims.claimed(slow.url) == 2,
+          "the holding bot asked its first decision, its second match waiting", logs=[worker.log()])
     arena.start(b)
     done = arena.wait_finished(b, workers=[worker])
     assert not slow.gate.is_set() and slow.in_flight == 1  # it still holds its first answer
+    assert claims.claimed(slow.url) == 2  # its third match was never claimed
     assert done["status"] == "finished"
     stored_b = arena.stored(b)
     assert len(stored_b) == 3
     assert all(res.faults == [0, 0] and m.attempts == 1 for m, res, _log in stored_b)
-    assert "deferred" in worker.log()  # A's other deliveries of the busy bot were sent again
+    assert "deferred: bot endpoint" in worker.log()  # A's third, sent again
     slow.gate.set()
     assert arena.wait_finished(a, workers=[worker])["status"] == "finished"
     stored_a = arena.stored(a)
     assert len(stored_a) == 6 and arena.counts(a) == {"matches": 6, "results": 6, "logs": 6}
     assert all(m.attempts == 1 for m, _res, _log in stored_a)
-    assert slow.max_in_flight == 1  # never two of its matches at once
+    assert claims.claimed(slow.url) == 0  # every claim given back
 
 
 def _launcher(broker: str, db: str, log: Path, *args: str) -> subprocess.Popen:
@@ -184,7 +191,7 @@ def test_an_account_that_used_its_check_time_waits(arena, bots):
     """With ``check_seconds_per_hour`` of 1, a second check of the account after a first one
     that ran over a second is refused 429 with a ``Retry-After`` within the hour."""
 
-    b = SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.01)
+    b = SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.1)
     bots.append(b)
     app = create_app(dataclasses.replace(arena.settings, celery_eager=True, check_seconds_per_hour=1),
                      engine=arena.engine)
