@@ -112,7 +112,7 @@ def health_check(url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx
         with client.stream("GET", url, follow_redirects=False, extensions={"trace": trace},
                            headers={"Accept": "application/json", "Accept-Encoding": "identity"}) as resp:
             out["status"] = resp.status_code
-            body = b""
+            body = bytearray()  # += on bytes copies the whole body per chunk
             for chunk in resp.iter_raw():
                 body += chunk
                 if len(body) > MAX_HEALTH_BYTES:
@@ -137,7 +137,7 @@ def health_check(url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx
         out["error"] = f"HTTP status {resp.status_code}, expected 200"
         return out
     try:
-        data = loads_limited(body)
+        data = loads_limited(bytes(body))
     except JsonLimitError as exc:
         out["error"] = _truncate(f"response is not JSON within the limits: {exc}")
         return out

@@ -65,6 +65,19 @@ def _string_problem(s: str, max_string: int) -> str | None:
     return None
 
 
+#: Where a value sits: None for the document, else (where its container sits, key or index).
+_Where = tuple[Any, Any] | None
+
+
+def _path(where: _Where) -> str:
+    """The dotted path of a place (``tournament.options.rounds``; ``""`` for the document)."""
+    parts: list[str] = []
+    while where is not None:
+        where, key = where
+        parts.append(str(key))
+    return ".".join(reversed(parts))
+
+
 def loads_limited(raw: bytes | str, *, max_depth: int = MAX_DEPTH, max_int_digits: int = MAX_INT_DIGITS,
                   max_string: int = MAX_STRING_CHARS) -> Any:
     """Parse ``raw`` (UTF-8 bytes or text) as JSON within the limits; return the value.
@@ -85,29 +98,30 @@ def loads_limited(raw: bytes | str, *, max_depth: int = MAX_DEPTH, max_int_digit
         raise JsonLimitError("", f"nested deeper than {max_depth} levels") from None
     except ValueError as exc:
         raise JsonLimitError("", f"not valid JSON ({exc})") from None
-    stack: list[tuple[Any, str, int]] = [(value, "", 1)]
+    # each item carries where it sits as a chain (parent's chain, key): the dotted path is built
+    # only for the one error reported, never per item (a path per item is quadratic in the body)
+    stack: list[tuple[Any, _Where, int]] = [(value, None, 1)]
     while stack:
-        item, path, depth = stack.pop()
+        item, where, depth = stack.pop()
         if isinstance(item, _BigInt):
-            raise JsonLimitError(path, f"integer of more than {max_int_digits} digits")
+            raise JsonLimitError(_path(where), f"integer of more than {max_int_digits} digits")
         if isinstance(item, str):
             problem = _string_problem(item, max_string)
             if problem:
-                raise JsonLimitError(path, problem)
+                raise JsonLimitError(_path(where), problem)
         elif isinstance(item, float):
             if item != item or item in (float("inf"), float("-inf")):
-                raise JsonLimitError(path, "number out of range")
+                raise JsonLimitError(_path(where), "number out of range")
         elif isinstance(item, (dict, list)):
             if depth > max_depth:
-                raise JsonLimitError(path, f"nested deeper than {max_depth} levels")
+                raise JsonLimitError(_path(where), f"nested deeper than {max_depth} levels")
             if isinstance(item, dict):
                 for key, child in item.items():
-                    child_path = f"{path}.{key}" if path else str(key)
                     problem = _string_problem(key, max_string)
                     if problem:
-                        raise JsonLimitError(path or "(keys)", f"an object key {problem}")
-                    stack.append((child, child_path, depth + 1))
+                        raise JsonLimitError(_path(where) or "(keys)", f"an object key {problem}")
+                    stack.append((child, (where, key), depth + 1))
             else:
                 for i, child in enumerate(item):
-                    stack.append((child, f"{path}.{i}" if path else str(i), depth + 1))
+                    stack.append((child, (where, i), depth + 1))
     return value

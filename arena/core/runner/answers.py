@@ -14,6 +14,9 @@ Two steps, both total functions (they return, whatever the bytes):
    type (cards: card strings of C-1, at most 54; jokers: rank letters; ``accept`` a boolean;
    ``rate`` an integer >= 1). Any other key is invalid (docs/protocol.md, FAULT-1).
 
+Both run in time linear in the body and never run a regular expression on a bot's text
+(docs/operations.md, "Hostile input and outages").
+
 What passes both steps holds only finite numbers, bounded integers and strings that encode
 to UTF-8, so a log holding it is strict JSON (:func:`arena.core.matchlog.encode` cannot fail
 on it). :func:`safe_text` makes the raw text kept with a fault (``received``) the same.
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 #: Deepest nesting of arrays and objects accepted in an answer (an action needs 2).
@@ -35,8 +37,9 @@ MAX_COMMENT_CHARS = 256
 #: Most cards in one ``cards``/``face_down`` list (a 54-card deck).
 MAX_CARDS = 54
 
-_CARD = re.compile(r"(?:[3-9TJQKA2][SHDC]|JK)\Z")
 _RANKS = frozenset("3456789TJQKA2")
+#: Every card string of C-1 (a set: no regular expression ever runs on a bot's text).
+_CARDS = frozenset({r + s for r in _RANKS for s in "SHDC"} | {"JK"})
 #: Keys allowed per action type (``type`` and ``comment`` are allowed for every type).
 _KEYS: dict[str, frozenset[str]] = {
     "play": frozenset({"cards", "jokers", "face_down"}),
@@ -49,7 +52,7 @@ _REQUIRED: dict[str, frozenset[str]] = {
     "play": frozenset({"cards"}), "penalty": frozenset({"cards"}), "give": frozenset({"cards"}),
     "discard": frozenset({"cards"}), "exchange": frozenset({"accept"}), "rate": frozenset({"rate"}),
 }
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_TOO_DEEP = f"answer nests deeper than {MAX_DEPTH} levels"
 
 
 class _Reject(ValueError):
@@ -86,36 +89,38 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_c
                             parse_int=_bounded_int, parse_float=_finite_float)
 
 
-def _depth(text: str) -> int:
-    """Deepest nesting of ``[``/``{`` outside strings (the text need not be valid JSON)."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return 0  # cannot be deeper: the common, cheap case
-    depth = deepest = 0
-    for ch in _STRING.sub("", text):
-        if ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
+def _inspect(value: Any) -> str:
+    """The reason ``value`` (a decoded answer) is refused by its shape, or ``""``.
 
-
-def _has_surrogate(value: Any) -> bool:
-    """True if a string (or key) anywhere in ``value`` holds a lone surrogate (iterative)."""
-    stack = [value]
+    One iterative walk, linear in the size of ``value``: nesting deeper than
+    :data:`MAX_DEPTH` arrays/objects (the top-level value is depth 1) is refused first, then a
+    string or key holding a lone surrogate. No recursion, no regular expression: the decoder
+    already bounded the work by the body's size."""
+    surrogate = False
+    stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            items: Any = v.values()
+            for key in v:
+                surrogate = surrogate or not _encodes(key)
         elif isinstance(v, list):
-            stack.extend(v)
-    return False
+            items = v
+        else:
+            surrogate = surrogate or (isinstance(v, str) and not _encodes(v))
+            continue
+        if depth > MAX_DEPTH:
+            return _TOO_DEEP
+        stack.extend((child, depth + 1) for child in items)
+    return "answer holds a lone surrogate (not UTF-8 text)" if surrogate else ""
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse_answer(raw: bytes) -> tuple[dict | None, str]:
@@ -129,20 +134,21 @@ def parse_answer(raw: bytes) -> tuple[dict | None, str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         return None, f"answer is not UTF-8 (byte {e.start})"
-    if _depth(text) > MAX_DEPTH:
-        return None, f"answer nests deeper than {MAX_DEPTH} levels"
     try:
         value = _DECODER.decode(text)
     except _Reject as e:
         return None, f"answer is not strict JSON: {e}"
     except json.JSONDecodeError as e:
         return None, f"answer is not JSON: {e.msg} (line {e.lineno} column {e.colno})"
-    except (ValueError, RecursionError, MemoryError) as e:  # belt and braces: never escapes
+    except RecursionError:  # the C decoder's own bound on nesting (the recursion limit)
+        return None, _TOO_DEEP
+    except (ValueError, MemoryError) as e:  # belt and braces: never escapes
         return None, f"answer is not JSON ({type(e).__name__})"
+    why = _inspect(value)
+    if why:
+        return None, why
     if not isinstance(value, dict):
         return None, "answer is not a JSON object"
-    if _has_surrogate(value):
-        return None, "answer holds a lone surrogate (not UTF-8 text)"
     return value, ""
 
 
@@ -170,7 +176,7 @@ def check_action(action: Any) -> str:
         if key in action:
             v = action[key]
             if not isinstance(v, list) or len(v) > MAX_CARDS or not all(
-                    isinstance(c, str) and _CARD.match(c) for c in v):
+                    isinstance(c, str) and c in _CARDS for c in v):
                 return f"field {key!r} must be a list of at most {MAX_CARDS} cards (C-1)"
     if kind == "play" and not action["cards"]:
         return "field 'cards' of a play must not be empty"
