@@ -97,11 +97,15 @@ def slow_bot_round(arena, servers, ids: list[int], db: str, hold: bool) -> dict:
     wall = time.perf_counter() - t0
     others, n = others_finished_s(arena, tid, ids[0])
     stored = arena.stored(tid)
-    timeouts = sum(1 for m, _res, log in stored for f in log["faults"]
-                   if f["kind"] == "timeout" and {s.seat: s.bot_id for s in m.seats}[f["player"]] != ids[0])
+    # timeout faults of the other bots: in the matches without bot 0, and in those with it
+    timeouts = {"without_bot0": 0, "with_bot0": 0}
+    for m, _res, log in stored:
+        seat_bot = {s.seat: s.bot_id for s in m.seats}
+        where = "with_bot0" if ids[0] in seat_bot.values() else "without_bot0"
+        timeouts[where] += sum(1 for f in log["faults"] if f["kind"] == "timeout" and seat_bot[f["player"]] != ids[0])
+    deferred = sum(1 for m, _r, _l in stored if m.attempts > 1)
     return {"others_s": round(others, 2), "others": n, "matches": len(stored), "all_s": round(wall, 2),
-            "attempts_over_1": sum(1 for m, _r, _l in stored if m.attempts > 1),
-            "timeouts_of_others": timeouts}
+            "attempts_over_1": deferred, "timeouts_of_other_bots": timeouts}
 
 
 def check_flood_round(arena, ids: list[int], db: str, holders: list | None) -> dict:
