@@ -196,10 +196,7 @@ def main() -> None:
     args = parser.parse_args()
     games, kill_every = (2, (8.0, 10.0)) if args.short else (8, (15.0, 20.0))
 
-    from sqlalchemy import create_engine, text
 
-    from arena.core.db.migrate import upgrade
-    from arena.core.db.session import normalize_url
     from tests.worker.conftest import Arena, SwitchBot
 
     bench_started = time.monotonic()
@@ -208,14 +205,7 @@ def main() -> None:
     servers: list = []
     beat = None
     try:
-        pg = services.start("postgres.sh")
-        broker = services.start("redis.sh")
-        admin = create_engine(normalize_url(pg), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text('CREATE DATABASE "chaos"'))
-        admin.dispose()
-        db = normalize_url(pg).rsplit("/", 1)[0] + "/chaos"
-        upgrade(db)
+        db, broker = services.stack("chaos")
         arena = Arena(db, broker, tmp_path=tmp)
         servers = [SwitchBot(ThinkingBot()) for _ in range(BOTS)]
         ids = [arena.register(s, ["million_doubt"], f"c{i}") for i, s in enumerate(servers)]

@@ -155,7 +155,6 @@ def _wait_running(arena, checks: list[int]) -> None:
 
 
 def main() -> None:
-    from arena.core.db.migrate import upgrade
     from tests.worker.conftest import Arena, SwitchBot
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -169,18 +168,7 @@ def main() -> None:
     servers: list = []
     worker = None
     try:
-        pg = services.start("postgres.sh")
-        broker = services.start("redis.sh")
-        from sqlalchemy import create_engine, text
-
-        from arena.core.db.session import normalize_url
-
-        admin = create_engine(normalize_url(pg), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text('CREATE DATABASE "isobench"'))
-        admin.dispose()
-        db = normalize_url(pg).rsplit("/", 1)[0] + "/isobench"
-        upgrade(db)
+        db, broker = services.stack("isobench")
         arena = Arena(db, broker, tmp_path=tmp)
         field = 6 if args.quick else 8
         servers += [_bank_sleeper(SwitchBot(SAMPLE_BOTS["greedy"]()), think) for _ in range(field)]

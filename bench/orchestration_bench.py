@@ -86,6 +86,24 @@ class Services:
         self.started.append(script)
         return out.stdout.strip().splitlines()[-1]
 
+    def stack(self, name: str) -> tuple[str, str]:
+        """Start PostgreSQL and Redis, create and migrate the database ``name``; returns
+        ``(database URL, broker URL)``."""
+        from sqlalchemy import create_engine, text
+
+        from arena.core.db.migrate import upgrade
+        from arena.core.db.session import normalize_url
+
+        pg = self.start("postgres.sh")
+        broker = self.start("redis.sh")
+        admin = create_engine(normalize_url(pg), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        db = normalize_url(pg).rsplit("/", 1)[0] + f"/{name}"
+        upgrade(db)
+        return db, broker
+
     def stop(self) -> None:
         for script in reversed(self.started):
             subprocess.run(["bash", str(REPO / "infra" / script), "stop"], env=self.env, capture_output=True)
@@ -288,7 +306,6 @@ def scaling_rounds(arena, ids: list[int], tmp: Path, broker: str, db: str) -> tu
 def main() -> None:
     import tempfile
 
-    from arena.core.db.migrate import upgrade
     from tests.worker.conftest import Arena, SwitchBot
 
     started = time.perf_counter()
@@ -296,18 +313,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="arena-bench-"))
     servers = []
     try:
-        pg = services.start("postgres.sh")
-        broker = services.start("redis.sh")
-        from sqlalchemy import create_engine, text
-
-        from arena.core.db.session import normalize_url
-
-        admin = create_engine(normalize_url(pg), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text('CREATE DATABASE "bench"'))
-        admin.dispose()
-        db = normalize_url(pg).rsplit("/", 1)[0] + "/bench"
-        upgrade(db)
+        db, broker = services.stack("bench")
         arena = Arena(db, broker, tmp_path=tmp)
 
         fast = [SwitchBot(SAMPLE_BOTS["greedy"]()) for _ in range(FAST_BOTS)]

@@ -296,7 +296,6 @@ def main() -> None:
     import tempfile
 
     from arena.core.config import DEFAULT_BOT_MAX_CONCURRENCY
-    from arena.core.db.migrate import upgrade
     from tests.worker.conftest import Arena, SwitchBot
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -318,18 +317,7 @@ def main() -> None:
     servers: list = []
     worker = None
     try:
-        pg = services.start("postgres.sh")
-        broker = services.start("redis.sh")
-        from sqlalchemy import create_engine, text
-
-        from arena.core.db.session import normalize_url
-
-        admin = create_engine(normalize_url(pg), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text('CREATE DATABASE "tbench"'))
-        admin.dispose()
-        db = normalize_url(pg).rsplit("/", 1)[0] + "/tbench"
-        upgrade(db)
+        db, broker = services.stack("tbench")
         arena = Arena(db, broker, tmp_path=tmp)
         details: dict = {"think_ms": think_ms}
         lines = []
