@@ -28,6 +28,11 @@ Variable                        Meaning                                      Def
 ``ARENA_REAPER_INTERVAL_S``     Seconds between two reaper runs (beat)       10
 ``ARENA_LOST_AFTER_S``          Seconds a queued match may be missing from   60
                                 the broker before the reaper re-sends it
+``ARENA_STORE_RETRY_S``         How long a worker keeps trying to store a    600
+                                played match's result, seconds (then the
+                                reaper stores it from the spool)
+``ARENA_SPOOL_TTL_S``           How long a played result waits in the Redis  259200 (3 days)
+                                spool for the database, seconds
 =============================== ============================================ ==========================
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
@@ -95,6 +100,11 @@ def allow_private_from_env(env: Mapping[str, str] | None = None) -> bool:
 DEFAULT_LEASE_S = 30
 DEFAULT_REAPER_INTERVAL_S = 10
 DEFAULT_LOST_AFTER_S = 60
+#: Defaults of ``ARENA_STORE_RETRY_S`` (how long a worker keeps trying to store a played
+#: match's result through a database outage) and ``ARENA_SPOOL_TTL_S`` (how long the result
+#: waits in the Redis spool, arena.core.spool, for the reaper to store it), seconds.
+DEFAULT_STORE_RETRY_S = 600
+DEFAULT_SPOOL_TTL_S = 3 * 24 * 3600
 #: Default of ``ARENA_BOT_MAX_CONCURRENCY``.
 DEFAULT_BOT_MAX_CONCURRENCY = 4
 #: Default of ``ARENA_BOT_SLOT_WAIT_S`` (seconds).
@@ -127,6 +137,10 @@ class Settings:
         reaper_interval_s: seconds between two reaper runs (``ARENA_REAPER_INTERVAL_S``).
         lost_after_s: seconds a queued match may be missing from the broker before the
             reaper sends it again (``ARENA_LOST_AFTER_S``).
+        store_retry_s: seconds a worker keeps trying to store a played match's result while
+            the database fails (``ARENA_STORE_RETRY_S``; arena.core.runner.service).
+        spool_ttl_s: seconds a played result is kept in the Redis spool while it cannot be
+            stored (``ARENA_SPOOL_TTL_S``; arena.core.spool).
     """
 
     data_dir: Path
@@ -144,6 +158,8 @@ class Settings:
     lease_s: int = DEFAULT_LEASE_S
     reaper_interval_s: int = DEFAULT_REAPER_INTERVAL_S
     lost_after_s: int = DEFAULT_LOST_AFTER_S
+    store_retry_s: int = DEFAULT_STORE_RETRY_S
+    spool_ttl_s: int = DEFAULT_SPOOL_TTL_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -172,4 +188,6 @@ class Settings:
             reaper_interval_s=_positive_int(env, "ARENA_REAPER_INTERVAL_S", DEFAULT_REAPER_INTERVAL_S)
             or DEFAULT_REAPER_INTERVAL_S,
             lost_after_s=_positive_int(env, "ARENA_LOST_AFTER_S", DEFAULT_LOST_AFTER_S) or DEFAULT_LOST_AFTER_S,
+            store_retry_s=_positive_int(env, "ARENA_STORE_RETRY_S", DEFAULT_STORE_RETRY_S) or DEFAULT_STORE_RETRY_S,
+            spool_ttl_s=_positive_int(env, "ARENA_SPOOL_TTL_S", DEFAULT_SPOOL_TTL_S) or DEFAULT_SPOOL_TTL_S,
         )

@@ -642,16 +642,21 @@ def renew_lease(session: Session, match_id: int, owner: str, lease_s: float) -> 
     return getattr(res, "rowcount", 0) == 1
 
 
-def reap_expired(session: Session, *, limit: int = 500) -> list[int]:
+def reap_expired(session: Session, *, limit: int = 500, keep: Iterable[int] = ()) -> list[int]:
     """``running -> queued`` for matches whose lease has expired (their worker died or hung):
     the lease is cleared and ``queued_at`` set; commit. Returns their ids, to send to the
     broker (the reaper sends them ahead of the queue). Rows another transaction holds are
     skipped (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), so concurrent reapers never return
-    the same match. A running match without a lease (claimed by code that took none) is left.
+    the same match. A running match without a lease (claimed by code that took none) is left,
+    and so are the matches of ``keep`` (played, their result waiting in the spool to be
+    stored, :mod:`arena.core.spool`: never played again).
     """
     now = _now()
     stmt = select(Match.id).where(Match.status == MatchStatus.RUNNING, Match.lease_expires_at.is_not(None),
                                   Match.lease_expires_at < now).order_by(Match.id).limit(limit)
+    kept = list(keep)
+    if kept:
+        stmt = stmt.where(Match.id.not_in(kept))
     if session.get_bind().dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
     ids = list(session.scalars(stmt))
