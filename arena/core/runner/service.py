@@ -563,7 +563,9 @@ class LeaseKeeper:
 
 def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     """Play match ``match_id`` and store its result (module docstring). Returns a status line:
-    ``"stored match N ..."``, ``"duplicate match N ..."`` or ``"skipped: ..."``.
+    ``"stored match N ..."``, ``"duplicate match N ..."``, ``"spooled match N ..."`` (left to
+    the reaper), ``"failed ..."`` (also when this worker's ``ARENA_ENCRYPTION_KEYS`` cannot
+    decrypt the bots' secrets: :func:`arena.core.lifecycle.claim_match`) or ``"skipped: ..."``.
 
     Raises:
         sqlalchemy.exc.OperationalError: the database is unreachable (the task retries).
@@ -580,6 +582,12 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     with factory() as session:
         claimed = lifecycle.claim_match(session, int(match_id), owner=owner, lease_s=settings.lease_s)
     if isinstance(claimed, lifecycle.Skipped):
+        if claimed.reason is lifecycle.SkipReason.NO_KEY and claimed.tournament_id is not None:
+            # this worker's key cannot decrypt the bots' secrets: the match failed, not played
+            log.error("%s", claimed.message)
+            announce(settings, claimed.tournament_id, "failed", [int(match_id)])
+            rate_if_done(factory, claimed.tournament_id, claimed.ruleset or "")
+            return f"failed: {claimed.message}"
         log.info("skipped: %s", claimed.message)
         if claimed.reason is lifecycle.SkipReason.CANCELLED and claimed.tournament_id is not None:
             # the last match of a cancelled tournament: rate the others
