@@ -444,7 +444,8 @@ class Claimed:
 
 @dataclass(frozen=True)
 class Skipped:
-    """The delivery must not play the match; ``tournament_id`` is None for an unknown match."""
+    """The delivery must not play the match; ``tournament_id`` is None for an unknown match.
+    ``message`` says why (for ``NO_KEY``: the failure reason stored on the match)."""
 
     reason: SkipReason
     message: str
@@ -580,7 +581,7 @@ def _fail_unplayable(session: Session, match_id: int, reason: str) -> Skipped:
     session.flush()
     finish_if_done(session, t.id)
     session.commit()
-    return Skipped(SkipReason.NO_KEY, f"match {match_id} failed: {match.failure}", t.id, t.ruleset)
+    return Skipped(SkipReason.NO_KEY, match.failure, t.id, t.ruleset)
 
 
 def store_result(

@@ -242,7 +242,7 @@ def test_store_retries_spent_leave_the_result_in_the_spool(arena, bots, redis_ur
 def test_a_spooled_result_of_another_database_is_left_alone(arena, bots, redis_url):
     """A spool entry whose tournament, index or commitment is not this database's match's
     (a Redis shared by mistake) is neither stored nor deleted, nor keeps the match from
-    being reaped."""
+    being reaped; an entry that cannot be read back is deleted."""
     bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
     ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
     tid = arena.create("million_doubt", ids, games_per_pairing=2)
@@ -251,6 +251,7 @@ def test_a_spooled_result_of_another_database_is_left_alone(arena, bots, redis_u
     foreign = spool.SpooledResult(match_id=mid, tournament_id=tid, match_index=0, commitment="0" * 64,
                                   ruleset="million_doubt", attempt=1, fields={}, log={})
     spool.put(client, foreign, 60)
+    client.set(spool.key(mid + 1000), b"not a spooled result", ex=60)  # unreadable: deleted
     try:
         with arena.sessions() as s:
             assert lifecycle.claim_match(s, mid, owner="gone", lease_s=0.01).__class__ is lifecycle.Claimed
@@ -261,7 +262,9 @@ def test_a_spooled_result_of_another_database_is_left_alone(arena, bots, redis_u
         report = reap(arena.settings, sessions=arena.sessions, client=client)
         assert report.expired == [mid] and report.spooled == report.waiting == []
         assert spool.get(client, mid) == foreign
+        assert not client.exists(spool.key(mid + 1000))
         assert arena.counts(tid)["results"] == 0
     finally:
         spool.drop(client, mid)
+        spool.drop(client, mid + 1000)
         client.delete(PRIORITY_QUEUE)  # the reaped match's message: no other test's worker takes it

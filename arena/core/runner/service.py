@@ -584,10 +584,11 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     if isinstance(claimed, lifecycle.Skipped):
         if claimed.reason is lifecycle.SkipReason.NO_KEY and claimed.tournament_id is not None:
             # this worker's key cannot decrypt the bots' secrets: the match failed, not played
-            log.error("%s", claimed.message)
+            line = f"failed match {int(match_id)} (not played): {claimed.message}"
+            log.error("%s", line)
             announce(settings, claimed.tournament_id, "failed", [int(match_id)])
             rate_if_done(factory, claimed.tournament_id, claimed.ruleset or "")
-            return f"failed: {claimed.message}"
+            return line
         log.info("skipped: %s", claimed.message)
         if claimed.reason is lifecycle.SkipReason.CANCELLED and claimed.tournament_id is not None:
             # the last match of a cancelled tournament: rate the others
