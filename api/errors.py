@@ -17,6 +17,11 @@ Database outage: SQLAlchemy ``OperationalError``/``InterfaceError`` (server down
 lost) on any endpoint is a 503 with the JSON body above and ``Retry-After``
 (:data:`DB_RETRY_AFTER_S` seconds); ``/ui`` pages get the HTML error page with the same status.
 A ``DataError`` the guard did not foresee (a value the database refuses) is a 422, not a 500.
+
+Encryption key: a request that needs a bot's signing secret while this server's
+``ARENA_ENCRYPTION_KEYS`` cannot decrypt (or encrypt) it (wrong, missing, malformed:
+:class:`arena.core.crypto.EncryptionKeyError`) is a 503 with the JSON body above, its
+``message`` naming the key problem, and ``Retry-After``; nothing is changed.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ from typing import Any, NoReturn
 from flask import Flask, jsonify, render_template, request
 from flask_smorest import Api
 from flask_smorest import abort as smorest_abort
-from sqlalchemy.exc import DataError, InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError, StatementError
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
+from arena.core.crypto import EncryptionKeyError
 from arena.core.safejson import JsonLimitError, loads_limited
 
 #: Longest query-string or form value, characters.
@@ -138,6 +144,25 @@ def _service_unavailable(exc: Exception):
     return jsonify(code=503, status="Service Unavailable", message=message), 503, headers
 
 
+#: ``Retry-After`` of the 503 answered while the encryption key is wrong, seconds.
+KEY_RETRY_AFTER_S = 60
+
+
+def _key_unavailable(exc: EncryptionKeyError):
+    message = f"{exc}, on this API server: an operator must fix its configuration; try again later"
+    headers = {"Retry-After": str(KEY_RETRY_AFTER_S)}
+    if request.path.startswith("/ui/") or request.path == "/ui":
+        return render_template("error.html", code=503, name="Service Unavailable", message=message), 503, headers
+    return jsonify(code=503, status="Service Unavailable", message=message), 503, headers
+
+
+def _statement_error(exc: StatementError):
+    # a value SQLAlchemy could not bind: the encryption of a secret with a malformed key
+    if isinstance(exc.orig, EncryptionKeyError):
+        return _key_unavailable(exc.orig)
+    raise exc
+
+
 def _data_error(exc: DataError):
     return jsonify(code=422, status="Unprocessable Entity",
                    message="invalid request: a value is out of the range the database accepts"), 422
@@ -149,3 +174,5 @@ def install_guards(app: Flask) -> None:
     app.register_error_handler(OperationalError, _service_unavailable)
     app.register_error_handler(InterfaceError, _service_unavailable)
     app.register_error_handler(DataError, _data_error)
+    app.register_error_handler(EncryptionKeyError, _key_unavailable)
+    app.register_error_handler(StatementError, _statement_error)

@@ -4,6 +4,8 @@
 #   bash infra/postgres.sh start    # prints postgresql+psycopg://postgres@127.0.0.1:PORT/arena
 #   bash infra/postgres.sh status   # prints the URL and exits 0 if running, exits 1 otherwise
 #   bash infra/postgres.sh stop     # stops the server and deletes its data folder
+#   bash infra/postgres.sh halt     # stops the server, keeping its data: an outage; `start`
+#                                   # brings the same server back on its data
 #
 # Env:
 #   ARENA_PG_PORT  TCP port on 127.0.0.1 (default 54329)
@@ -58,9 +60,24 @@ install_if_missing() {
     [[ -x "$BIN/pg_ctl" ]] || die "PostgreSQL binaries still missing in $BIN after apt-get"
 }
 
+# The server's options, the same at every start (a halted server comes back as it was).
+server_options() {
+    echo "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+}
+
 start() {
     install_if_missing
     if running; then
+        echo "$URL"
+        return 0
+    fi
+    local kept; kept="$(datadir)"
+    if [[ -f "$STATE/halted" && -n "$kept" && -d "$kept" ]]; then
+        # halted: the same server again, on its data
+        local top; top="$(dirname "$kept")"
+        as_pg "$BIN/pg_ctl" -D "$kept" -l "$top/server.log" -w -t 30 -o "$(server_options "$top")" \
+            start >/dev/null || { cat "$top/server.log" >&2 || true; die "server did not start again on port $PORT"; }
+        rm -f "$STATE/halted"
         echo "$URL"
         return 0
     fi
@@ -88,13 +105,22 @@ start() {
 local all all trust
 host  all all 127.0.0.1/32 trust
 HBA
-    as_pg "$BIN/pg_ctl" -D "$d" -l "$top/server.log" -w -t 30 \
-        -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$top -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    as_pg "$BIN/pg_ctl" -D "$d" -l "$top/server.log" -w -t 30 -o "$(server_options "$top")" \
         start >/dev/null || { cat "$top/server.log" >&2 || true; die "server did not start on port $PORT"; }
     echo "$top/server.log" > "$STATE/logfile"
     as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres arena \
         || die "could not create database arena"
     echo "$URL"
+}
+
+halt() {
+    # An outage: open connections are cut and new ones refused; the data stays. A fast
+    # shutdown, not an immediate one: with synchronous_commit=off an immediate one would
+    # lose the commits of the last fraction of a second.
+    local d; d="$(datadir)"
+    [[ -n "$d" && -d "$d" ]] || die "no server on port $PORT"
+    touch "$STATE/halted"
+    as_pg "$BIN/pg_ctl" -D "$d" -m fast -w stop >/dev/null
 }
 
 stop() {
@@ -109,6 +135,7 @@ stop() {
 case "${1:-}" in
     start) start ;;
     stop) stop ;;
+    halt) halt ;;
     status) if running; then echo "$URL"; else echo "postgres.sh: not running on port $PORT" >&2; exit 1; fi ;;
-    *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+    *) echo "usage: $0 start|stop|halt|status" >&2; exit 2 ;;
 esac

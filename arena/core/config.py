@@ -35,6 +35,11 @@ Variable                        Meaning                                      Def
                                 it fails, saying so)
 ``ARENA_CHECK_SECONDS_PER_HOUR`` Most seconds of bot checks one account may  900
                                 run in an hour (HTTP 429 beyond)
+``ARENA_STORE_RETRY_S``         How long a worker keeps trying to store a    600
+                                played match's result, seconds (then the
+                                reaper stores it from the spool)
+``ARENA_SPOOL_TTL_S``           How long a played result waits in the Redis  259200 (3 days)
+                                spool for the database, seconds
 =============================== ============================================ ==========================
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
@@ -102,6 +107,11 @@ def allow_private_from_env(env: Mapping[str, str] | None = None) -> bool:
 DEFAULT_LEASE_S = 30
 DEFAULT_REAPER_INTERVAL_S = 10
 DEFAULT_LOST_AFTER_S = 60
+#: Defaults of ``ARENA_STORE_RETRY_S`` (how long a worker keeps trying to store a played
+#: match's result through a database outage) and ``ARENA_SPOOL_TTL_S`` (how long the result
+#: waits in the Redis spool, arena.core.spool, for the reaper to store it), seconds.
+DEFAULT_STORE_RETRY_S = 600
+DEFAULT_SPOOL_TTL_S = 3 * 24 * 3600
 #: Default of ``ARENA_BOT_MAX_CONCURRENCY``.
 DEFAULT_BOT_MAX_CONCURRENCY = 4
 #: Default of ``ARENA_BOT_SLOT_WAIT_S`` (seconds).
@@ -145,6 +155,10 @@ class Settings:
             (``ARENA_CHECK_SECONDS_PER_HOUR``; arena.core.lifecycle.begin_check).
         lost_after_s: seconds a queued match may be missing from the broker before the
             reaper sends it again (``ARENA_LOST_AFTER_S``).
+        store_retry_s: seconds a worker keeps trying to store a played match's result while
+            the database fails (``ARENA_STORE_RETRY_S``; arena.core.runner.service).
+        spool_ttl_s: seconds a played result is kept in the Redis spool while it cannot be
+            stored (``ARENA_SPOOL_TTL_S``; arena.core.spool).
     """
 
     data_dir: Path
@@ -165,6 +179,8 @@ class Settings:
     bot_max_matches: int = BOT_MATCHES_PER_SLOT * DEFAULT_BOT_MAX_CONCURRENCY
     check_time_limit_s: int = DEFAULT_CHECK_TIME_LIMIT_S
     check_seconds_per_hour: int = DEFAULT_CHECK_SECONDS_PER_HOUR
+    store_retry_s: int = DEFAULT_STORE_RETRY_S
+    spool_ttl_s: int = DEFAULT_SPOOL_TTL_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -198,4 +214,6 @@ class Settings:
             check_time_limit_s=_positive_int(env, "ARENA_CHECK_TIME_LIMIT_S", None) or DEFAULT_CHECK_TIME_LIMIT_S,
             check_seconds_per_hour=_positive_int(env, "ARENA_CHECK_SECONDS_PER_HOUR", None)
             or DEFAULT_CHECK_SECONDS_PER_HOUR,
+            store_retry_s=_positive_int(env, "ARENA_STORE_RETRY_S", DEFAULT_STORE_RETRY_S) or DEFAULT_STORE_RETRY_S,
+            spool_ttl_s=_positive_int(env, "ARENA_SPOOL_TTL_S", DEFAULT_SPOOL_TTL_S) or DEFAULT_SPOOL_TTL_S,
         )

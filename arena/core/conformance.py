@@ -479,7 +479,7 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
     with factory() as session:
         plan = lifecycle.claim_check(session, int(check_id))
     if plan is None:
-        return f"skipped check {check_id}: not queued or running"
+        return f"skipped check {check_id}: not queued or running, or it could not run (its error says why)"
     last = [0.0]
 
     def beat(progress: dict[str, Any], force: bool = False) -> None:

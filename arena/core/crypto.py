@@ -12,6 +12,11 @@ Without the variable (a single-machine development install) the key is read from
 ``<ARENA_DATA_DIR>/bot-secret-key`` (created on first use, mode 0600); every process of an
 installation must share it, so production sets ``ARENA_ENCRYPTION_KEYS`` explicitly.
 
+A process whose keys cannot decrypt the stored secrets (a wrong key, the variable missing
+so that its own key file is used, a malformed key) gets :class:`EncryptionKeyError`, whose
+message says which of these it is, for an operator: a match it is given ends ``failed``
+with that reason, a bot check ``error``, an API request 503.
+
 Stored values are ``fernet:<token>``; a value without the prefix is a plaintext row from
 before migration 0004 (which encrypts them) and is read as is. :class:`EncryptedText` is the
 SQLAlchemy column type doing this transparently: ``bot.secret`` is always the plain secret in
@@ -35,13 +40,28 @@ KEY_FILE = "bot-secret-key"
 PREFIX = "fernet:"
 
 
+class EncryptionKeyError(ConfigError):
+    """This process's ``ARENA_ENCRYPTION_KEYS`` cannot encrypt or decrypt the bot signing
+    secrets (wrong, missing or malformed); ``str(exc)`` says which, for an operator (it
+    starts with :data:`KEY_PROBLEM`; the caller adds where: which worker, the API), and
+    holds no secret, key or path."""
+
+
+#: The first words of every :class:`EncryptionKeyError` message.
+KEY_PROBLEM = "the bot signing secrets cannot be decrypted"
+
+
+def _key_file_path() -> Path:
+    return Path(os.environ.get("ARENA_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve() / KEY_FILE
+
+
 def new_key() -> str:
     """A fresh Fernet key (44 characters)."""
     return Fernet.generate_key().decode("ascii")
 
 
 def _key_file_key() -> str:
-    path = Path(os.environ.get("ARENA_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve() / KEY_FILE
+    path = _key_file_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -58,13 +78,22 @@ def _fernet(keys: str) -> MultiFernet:
     try:
         return MultiFernet([Fernet(k.strip().encode("ascii")) for k in keys.split(",") if k.strip()])
     except (ValueError, UnicodeEncodeError) as exc:
-        raise ConfigError(f"{ENV_KEYS} must be comma-separated Fernet keys ({exc})") from None
+        raise EncryptionKeyError(
+            f"{KEY_PROBLEM} or encrypted: {ENV_KEYS} is malformed (it must be comma-separated "
+            f"Fernet keys, made with `arena secrets new-key`: {exc})") from None
+
+
+def _env_keys() -> str:
+    return os.environ.get(ENV_KEYS, "").strip()
 
 
 def fernet() -> MultiFernet:
-    """The keys of this process (module docstring). Raises :class:`ConfigError` for a bad key."""
-    keys = os.environ.get(ENV_KEYS, "").strip() or _key_file_key()
-    return _fernet(keys)
+    """The keys of this process (module docstring).
+
+    Raises:
+        EncryptionKeyError: a malformed key (``ARENA_ENCRYPTION_KEYS``, or the key file).
+    """
+    return _fernet(_env_keys() or _key_file_key())
 
 
 def encrypt(plain: str) -> str:
@@ -76,14 +105,23 @@ def decrypt(stored: str) -> str:
     """The plain text of a stored value (a value without the prefix is returned as is).
 
     Raises:
-        ConfigError: no configured key decrypts it (the message names ``ARENA_ENCRYPTION_KEYS``).
+        EncryptionKeyError: no key of this process decrypts it, or a key is malformed (the
+            message names ``ARENA_ENCRYPTION_KEYS`` and says whether it is wrong or missing).
     """
     if not stored.startswith(PREFIX):
         return stored
     try:
         return fernet().decrypt(stored[len(PREFIX):].encode("ascii")).decode("utf-8")
     except InvalidToken:
-        raise ConfigError(f"a stored bot secret is not decrypted by any key of {ENV_KEYS}") from None
+        raise EncryptionKeyError(_not_decrypted()) from None
+
+
+def _not_decrypted() -> str:
+    if _env_keys():
+        return (f"{KEY_PROBLEM}: {ENV_KEYS} is wrong (none of its keys decrypts them; the API and "
+                "every worker need the same keys)")
+    return (f"{KEY_PROBLEM}: {ENV_KEYS} is missing (the key file used instead holds another key; "
+            "the API and every worker need the same keys)")
 
 
 def reencrypt(stored: str) -> str:

@@ -50,6 +50,7 @@ from sqlalchemy.orm import Session, selectinload, undefer_group
 
 import engine
 from arena.core import fairness, matchlog
+from arena.core.crypto import EncryptionKeyError
 from arena.core.db.models import (
     Account,
     Bot,
@@ -429,6 +430,9 @@ class SkipReason(StrEnum):
     CANCELLED = "tournament cancelled"
     #: Another delivery holds a live lease on it: it is being played (never twice at once).
     LEASED = "being played"
+    #: This worker cannot decrypt the bots' signing secrets (a wrong or missing
+    #: ``ARENA_ENCRYPTION_KEYS``): the match is now ``failed`` with the reason.
+    NO_KEY = "secrets not decrypted"
 
 
 @dataclass(frozen=True)
@@ -440,7 +444,8 @@ class Claimed:
 
 @dataclass(frozen=True)
 class Skipped:
-    """The delivery must not play the match; ``tournament_id`` is None for an unknown match."""
+    """The delivery must not play the match; ``tournament_id`` is None for an unknown match.
+    ``message`` says why (for ``NO_KEY``: the failure reason stored on the match)."""
 
     reason: SkipReason
     message: str
@@ -480,6 +485,13 @@ def claim_match(session: Session, match_id: int, *, owner: str | None = None,
     lease is still live is skipped (``LEASED``: another delivery plays it). Otherwise
     ``attempts`` grows by one, the lease goes to ``owner`` until now + ``lease_s`` seconds
     (no lease when ``lease_s`` is None) and the plan is returned.
+
+    When the bots' signing secrets cannot be decrypted here (a wrong or missing
+    ``ARENA_ENCRYPTION_KEYS``: :class:`arena.core.crypto.EncryptionKeyError`), the match is
+    not played: it becomes ``failed`` with a reason naming the key problem and the worker
+    (``owner``'s ``host:pid``), and is skipped (``NO_KEY``). Every worker of a deployment
+    shares the key, so another worker would not do better; the organizer retries the match
+    once the key is fixed (:func:`retry_failed`).
     """
     stmt = select(Match).where(Match.id == match_id).options(selectinload(Match.seats))
     if session.get_bind().dialect.name == "postgresql":
@@ -504,19 +516,13 @@ def claim_match(session: Session, match_id: int, *, owner: str | None = None,
     if match.status == MatchStatus.RUNNING and _lease_live(match, now):
         session.rollback()
         return Skipped(SkipReason.LEASED, f"match {match_id} is being played (leased)", t.id, t.ruleset)
-    bot_ids = [s.bot_id for s in match.seats if s.bot_id is not None]
-    bots = {b.id: b for b in session.scalars(select(Bot).where(Bot.id.in_(bot_ids))
-                                             .options(undefer_group("secrets")))}  # one query
-    seats = []
-    for s in match.seats:
-        if s.bot_id is not None:
-            b = bots[s.bot_id]
-            if b.status == BotStatus.DELETED:
-                seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", None, None, withdrawn=True))
-            else:
-                seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret, b.grace_secret()))
-        else:
-            seats.append(SeatPlan(s.seat, None, s.house_bot, s.house_bot or "house", None, None))
+    try:
+        seats = _seat_plans(session, match)
+    except EncryptionKeyError as exc:
+        session.rollback()
+        where = (owner or "").rsplit(":", 1)[0] or "?"
+        return _fail_unplayable(session, match_id, f"{exc}, on worker {where}: the match was not played; "
+                                "fix that worker's key, then retry the match")
     match.status = MatchStatus.RUNNING
     match.attempts = (match.attempts or 0) + 1
     match.started_at = now
@@ -543,6 +549,51 @@ def match_bot_urls(session: Session, match_id: int) -> list[str]:
         .order_by(MatchSeat.seat)))
     session.rollback()
     return [u for u in urls if u]
+
+
+def _seat_plans(session: Session, match: Match) -> list[SeatPlan]:
+    """The seats of ``match`` with their bots' URLs and decrypted secrets (one query).
+
+    Raises:
+        arena.core.crypto.EncryptionKeyError: the secrets cannot be decrypted here.
+    """
+    bot_ids = [s.bot_id for s in match.seats if s.bot_id is not None]
+    bots = {b.id: b for b in session.scalars(select(Bot).where(Bot.id.in_(bot_ids))
+                                             .options(undefer_group("secrets")))}
+    seats = []
+    for s in match.seats:
+        if s.bot_id is not None:
+            b = bots[s.bot_id]
+            if b.status == BotStatus.DELETED:
+                seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", None, None, withdrawn=True))
+            else:
+                seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret, b.grace_secret()))
+        else:
+            seats.append(SeatPlan(s.seat, None, s.house_bot, s.house_bot or "house", None, None))
+    return seats
+
+
+def _fail_unplayable(session: Session, match_id: int, reason: str) -> Skipped:
+    """The ``NO_KEY`` end of :func:`claim_match`, in a transaction of its own: the match row
+    locked again, and failed unless meanwhile done or leased by another delivery; commit."""
+    match = _locked(session, Match, match_id)
+    assert match is not None  # claim_match found it; matches are never deleted
+    t = session.get(Tournament, match.tournament_id)
+    assert t is not None
+    if match.status in DONE or session.get(MatchResult, match_id) is not None:
+        session.rollback()
+        return Skipped(SkipReason.DONE, f"match {match_id} is {match.status}", t.id, t.ruleset)
+    if match.status == MatchStatus.RUNNING and _lease_live(match, _now()):
+        session.rollback()
+        return Skipped(SkipReason.LEASED, f"match {match_id} is being played (leased)", t.id, t.ruleset)
+    match.status = MatchStatus.FAILED
+    match.failure = " ".join(reason.split())[:MAX_FAILURE_CHARS]
+    match.finished_at = utcnow()
+    match.lease_owner = match.lease_expires_at = None
+    session.flush()
+    finish_if_done(session, t.id)
+    session.commit()
+    return Skipped(SkipReason.NO_KEY, match.failure, t.id, t.ruleset)
 
 
 def store_result(
@@ -654,16 +705,21 @@ def renew_lease(session: Session, match_id: int, owner: str, lease_s: float) -> 
     return getattr(res, "rowcount", 0) == 1
 
 
-def reap_expired(session: Session, *, limit: int = 500) -> list[int]:
+def reap_expired(session: Session, *, limit: int = 500, keep: Iterable[int] = ()) -> list[int]:
     """``running -> queued`` for matches whose lease has expired (their worker died or hung):
     the lease is cleared and ``queued_at`` set; commit. Returns their ids, to send to the
     broker (the reaper sends them ahead of the queue). Rows another transaction holds are
     skipped (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), so concurrent reapers never return
-    the same match. A running match without a lease (claimed by code that took none) is left.
+    the same match. A running match without a lease (claimed by code that took none) is left,
+    and so are the matches of ``keep`` (played, their result waiting in the spool to be
+    stored, :mod:`arena.core.spool`: never played again).
     """
     now = _now()
     stmt = select(Match.id).where(Match.status == MatchStatus.RUNNING, Match.lease_expires_at.is_not(None),
                                   Match.lease_expires_at < now).order_by(Match.id).limit(limit)
+    kept = list(keep)
+    if kept:
+        stmt = stmt.where(Match.id.not_in(kept))
     if session.get_bind().dialect.name == "postgresql":
         stmt = stmt.with_for_update(skip_locked=True)
     ids = list(session.scalars(stmt))
@@ -913,8 +969,9 @@ def release_check(session: Session, check_id: int, reason: str) -> None:
 
 def claim_check(session: Session, check_id: int) -> CheckPlan | None:
     """``queued|running -> running`` for a delivery of check ``check_id`` (``attempts + 1``);
-    commit. Returns None (nothing to run) for an unknown or finished check, or one whose bot
-    was deleted (the check becomes ``error``)."""
+    commit. Returns None (nothing to run) for an unknown or finished check, one whose bot
+    was deleted, or one whose bot's signing secret cannot be decrypted here (a wrong or
+    missing ``ARENA_ENCRYPTION_KEYS``); the check then becomes ``error`` with the reason."""
     check = _locked(session, BotCheck, check_id)
     if check is None or check.status not in ACTIVE_CHECKS:
         session.rollback()
@@ -927,12 +984,18 @@ def claim_check(session: Session, check_id: int) -> CheckPlan | None:
         check.finished_at = check.updated_at = now
         session.commit()
         return None
+    try:
+        secret, previous = bot.secret, bot.grace_secret()
+    except EncryptionKeyError as exc:  # not the bot's fault: the check could not run
+        session.rollback()
+        error_check(session, check_id, f"{exc}: the check could not run on this worker; "
+                    "check the bot again once an operator has fixed the key")
+        return None
     check.status = CheckStatus.RUNNING
     check.attempts = (check.attempts or 0) + 1
     check.started_at = check.started_at or now
     check.updated_at = now
-    plan = CheckPlan(check.id, bot.id, check.url, tuple(check.rulesets), bot.secret,
-                     bot.grace_secret(), check.attempts)
+    plan = CheckPlan(check.id, bot.id, check.url, tuple(check.rulesets), secret, previous, check.attempts)
     session.commit()
     return plan
 

@@ -4,6 +4,13 @@ Run every ``ARENA_REAPER_INTERVAL_S`` seconds (10) by the Celery beat process (`
 beat``; the run happens inside the beat process, so it never waits for a free worker).
 One run (:func:`reap`):
 
+0. **Spooled results** (:mod:`arena.core.spool`): every played result a worker could not
+   store (a database outage longer than ``ARENA_STORE_RETRY_S``, or its worker died while
+   retrying) is stored now, once (:func:`arena.core.runner.service.store_from_spool`), and
+   its spool entry deleted. A spooled match still waiting (the database refused it again)
+   is left out of step 1: its lease may have expired during the outage, but a played match
+   is stored, never played again with new deals. When Redis cannot be read this step and
+   step 1 are skipped for the run (a match whose result may be spooled is not re-queued).
 1. **Expired leases** (:func:`arena.core.lifecycle.reap_expired`): a ``running`` match whose
    lease (``ARENA_LEASE_S``, 30 s, renewed every 5 s by the worker playing it) has expired
    goes back to ``queued`` and is sent to :data:`arena.core.queue.PRIORITY_QUEUE`, which
@@ -45,9 +52,10 @@ from typing import Any
 
 import redis
 from sqlalchemy import select
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena.core import lifecycle
+from arena.core import lifecycle, spool
 from arena.core.config import Settings
 from arena.core.db.models import Match
 from arena.core.db.session import make_engine, make_sessionmaker
@@ -60,7 +68,7 @@ from arena.core.queue import (
     enqueue_matches,
     launch_tournament,
 )
-from arena.core.runner.service import announce
+from arena.core.runner.service import announce, store_from_spool
 
 log = logging.getLogger("arena.reaper")
 
@@ -79,18 +87,24 @@ WATCHED_TASKS = (RUN_MATCH_TASK, ENQUEUE_TOURNAMENT_TASK)
 
 @dataclass
 class ReapReport:
-    """What one run did: match ids re-enqueued for an expired lease / a lost message, and the
-    tournaments whose sending was started again (stalled)."""
+    """What one run did: match ids re-enqueued for an expired lease / a lost message, the
+    tournaments whose sending was started again (stalled), the match ids whose spooled
+    result was stored (``spooled``) and those whose spooled result still waits
+    (``waiting``)."""
 
     expired: list[int] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
     stalled: list[int] = field(default_factory=list)
+    spooled: list[int] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)
     broker_checked: bool = False
 
     def __str__(self) -> str:
         return (f"reaper: {len(self.expired)} expired lease(s) {self.expired}, "
                 f"{len(self.lost)} lost message(s) {self.lost}, "
-                f"{len(self.stalled)} stalled start(s) {self.stalled}"
+                f"{len(self.stalled)} stalled start(s) {self.stalled}, "
+                f"{len(self.spooled)} spooled result(s) stored {self.spooled}"
+                + (f", {len(self.waiting)} still spooled {self.waiting}" if self.waiting else "")
                 + ("" if self.broker_checked else " (broker not readable: lost messages not checked)"))
 
 
@@ -178,9 +192,14 @@ def reap(settings: Settings, sessions: sessionmaker[Session] | None = None,
     """
     factory = sessions or _sessions(settings.database_url)
     report = ReapReport()
-    with factory() as session:
-        report.expired = lifecycle.reap_expired(session)
     rc = client or _redis(settings.broker_url)
+    try:
+        _store_spooled(settings, factory, rc, report)
+    except redis.RedisError as exc:
+        log.warning("reaper: cannot read the spool (%s): expired leases not reaped this run", type(exc).__name__)
+    else:
+        with factory() as session:
+            report.expired = lifecycle.reap_expired(session, keep=report.waiting)
     in_broker: dict[str, set[int]] | None = None  # per watched task; None: Redis not read
     try:
         # two reads a moment apart: a message being handed to a worker (popped from its list,
@@ -214,9 +233,31 @@ def reap(settings: Settings, sessions: sessionmaker[Session] | None = None,
             log.warning("reaper: %s", exc)
         else:
             _announce_queued(settings, factory, todo)
-    if todo or report.stalled:
+    if todo or report.stalled or report.spooled or report.waiting:
         log.warning(str(report))
     return report
+
+
+def _store_spooled(settings: Settings, factory: sessionmaker[Session], client: redis.Redis,
+                   report: ReapReport) -> None:
+    """Step 0 (module docstring): fills ``report.spooled`` and ``report.waiting``.
+
+    Raises:
+        redis.RedisError: the spool cannot be read.
+    """
+    ids = spool.spooled_ids(client)
+    for n, match_id in enumerate(ids):
+        record = spool.get(client, match_id)
+        if record is None:  # stored and deleted by its worker meanwhile, or unreadable
+            continue
+        try:
+            outcome = store_from_spool(settings, factory, client, record)
+        except (OperationalError, InterfaceError) as exc:  # the database still fails: they all wait
+            log.warning("reaper: %d spooled result(s) not stored yet (%s)", len(ids) - n, type(exc).__name__)
+            report.waiting.extend(ids[n:])
+            return
+        if outcome is spool.Outcome.STORED:
+            report.spooled.append(match_id)
 
 
 def _announce_queued(settings: Settings, factory: sessionmaker[Session], match_ids: list[int]) -> None:

@@ -1,10 +1,12 @@
 """Credentials: token rotation and expiry, bot secret rotation with the SDK's grace period,
-bot secrets encrypted at rest (read back raw from the database)."""
+bot secrets encrypted at rest (read back raw from the database); a wrong, missing or malformed
+encryption key is a 503 naming it."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import text
 
 from arena.core import crypto
@@ -95,3 +97,39 @@ def test_key_rotation_with_the_cli(database_url, monkeypatch):
     with make_sessionmaker(engine)() as s:
         assert s.query(Bot).one().secret == "plain-secret"
     engine.dispose()
+
+
+@pytest.mark.parametrize("key", ["wrong", "missing", "malformed"])
+def test_a_key_problem_is_a_503_naming_it_and_changes_nothing(client, accounts, sessionmaker, monkeypatch,
+                                                              tmp_path, key):
+    """The API's ARENA_ENCRYPTION_KEYS cannot decrypt the stored secrets (another key; none, so
+    its own key file; not a Fernet key): rotating a secret is a 503 with a JSON message naming
+    the problem, not a 500; the bot reads on (no secret needed) and nothing is changed."""
+    good = crypto.new_key()
+    monkeypatch.setenv(crypto.ENV_KEYS, good)
+    headers = accounts.contestant("fay")
+    r = client.post("/api/v1/bots", json={"name": "b", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]},
+                    headers=headers)
+    assert r.status_code == 201
+    bot_id, secret = r.json["id"], r.json["secret"]
+    if key == "wrong":
+        monkeypatch.setenv(crypto.ENV_KEYS, crypto.new_key())
+    elif key == "missing":
+        monkeypatch.setenv(crypto.ENV_KEYS, "")
+        monkeypatch.setenv("ARENA_DATA_DIR", str(tmp_path / "another-data-dir"))
+    else:
+        monkeypatch.setenv(crypto.ENV_KEYS, "not-a-fernet-key")
+    r = client.post(f"/api/v1/bots/{bot_id}/secret", headers=headers)
+    assert r.status_code == 503 and r.json["code"] == 503 and r.headers["Retry-After"].isdigit()
+    assert r.json["message"].startswith(crypto.KEY_PROBLEM), r.json
+    assert f"ARENA_ENCRYPTION_KEYS is {key}" in r.json["message"] and "on this API server" in r.json["message"]
+    assert client.get(f"/api/v1/bots/{bot_id}", headers=headers).status_code == 200
+    if key == "malformed":  # a new secret cannot be encrypted either
+        r = client.post("/api/v1/bots", json={"name": "c", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]},
+                        headers=headers)
+        assert r.status_code == 503 and "ARENA_ENCRYPTION_KEYS is malformed" in r.json["message"]
+    monkeypatch.setenv(crypto.ENV_KEYS, good)
+    with sessionmaker() as s:
+        bot = s.get(Bot, bot_id)
+        assert bot.secret == secret and bot.previous_secret is None
+        assert [b.name for b in s.query(Bot)] == ["b"]

@@ -1,13 +1,16 @@
 """No stuck status (issue 13, items 1, 3, 4): a bot answering poison pills to a real worker; an
 internal error while playing; a database error while storing (a real PostgreSQL trigger
-refusing the insert), retried without playing the match again, or failing the match when the
-retries are spent. Every match ends finished or failed and its tournament finishes."""
+refusing the insert), retried without playing the match again; when the retries are spent
+the result waits in the Redis spool for the reaper (no spool: the match fails). Every match
+ends finished or failed and its tournament finishes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,10 @@ import redis
 from sqlalchemy import text
 
 from arena.cli.demo import WsgiServer
+from arena.core import lifecycle, spool
 from arena.core.db.models import Match
+from arena.core.queue import PRIORITY_QUEUE
+from arena.core.reaper import reap
 from arena.core.runner import service
 from arena.core.runner.match import replay
 from arena.core.runner.service import play_and_store
@@ -154,18 +160,111 @@ def test_store_error_is_retried_without_replaying(arena, bots, redis_url, monkey
     assert arena.get(f"/tournaments/{tid}")["status"] == "finished"
 
 
-def test_store_retries_spent_fail_the_match(arena, bots, redis_url, monkeypatch):
+def test_store_retries_spent_without_a_spool_fail_the_match(arena, bots, redis_url, monkeypatch):
+    """No Redis to spool to (eager mode): when the retries are spent the match fails."""
     monkeypatch.setattr(service, "STORE_BACKOFF_S", 0.01)
-    monkeypatch.setattr(service, "STORE_ATTEMPTS", 3)
     bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
     ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
     tid = arena.create("million_doubt", ids, games_per_pairing=2)
     [mid] = _start_unqueued(arena, redis_url, tid)
-    _refuse_inserts(arena, times=1000)
-    line = play_and_store(mid, arena.settings)
-    assert line.startswith(f"failed match {mid}") and "after 3 attempts" in line
+    _refuse_inserts(arena, times=100000)
+    line = play_and_store(mid, dataclasses.replace(arena.settings, celery_eager=True, store_retry_s=1))
+    assert line.startswith(f"failed match {mid}") and "could not store the result in 1 s (" in line
     with arena.sessions() as s:
         m = s.get(Match, mid)
-        assert m.status == "failed" and "could not store the result after 3 attempts" in m.failure
-        assert s.execute(text("SELECT last_value FROM refused")).scalar_one() == 3
+        assert m.status == "failed" and "could not store the result in 1 s (" in m.failure
+        refused = s.execute(text("SELECT last_value FROM refused")).scalar_one()
+        assert f"({refused} attempts): OperationalError (database unavailable)" in m.failure
     assert arena.get(f"/tournaments/{tid}")["status"] == "finished"
+    assert not redis.Redis.from_url(redis_url).exists(spool.key(mid))
+
+
+def _lease_expired(arena, mid: int) -> bool:
+    with arena.sessions() as s:
+        return bool(s.execute(text("SELECT lease_expires_at < now() FROM matches WHERE id = :m"),
+                              {"m": mid}).scalar_one())
+
+
+@pytest.mark.parametrize("stored_by", ["reaper", "delivery"])
+def test_store_retries_spent_leave_the_result_in_the_spool(arena, bots, redis_url, monkeypatch, stored_by):
+    """The database refuses the result longer than the worker retries: the result waits in
+    the Redis spool, the match stays running (its tournament too) even once its lease has
+    expired, and the reaper, or the next delivery of the match, stores it once: not played
+    again."""
+    monkeypatch.setattr(service, "STORE_BACKOFF_S", 0.01)
+    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
+    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
+    tid = arena.create("million_doubt", ids, games_per_pairing=2)
+    [mid] = _start_unqueued(arena, redis_url, tid)
+    _refuse_inserts(arena, times=100000)
+    settings = dataclasses.replace(arena.settings, store_retry_s=1, lease_s=1)
+    client = redis.Redis.from_url(redis_url)
+    before = sum(b.decisions for b in bots)
+    line = play_and_store(mid, settings)
+    assert line.startswith(f"spooled match {mid} (attempt 1): could not store the result in 1 s"), line
+    assert line.endswith(f"the result waits in arena:spool:{mid} for the reaper")
+    record = spool.get(client, mid)
+    assert record is not None and record.attempt == 1 and record.tournament_id == tid
+    assert 0 < client.ttl(spool.key(mid)) <= settings.spool_ttl_s
+    decisions = sum(b.decisions for b in bots)
+    assert decisions - before == sum(len(g["exchanges"]) for g in record.log["games"])
+    deadline = time.monotonic() + 30
+    while not _lease_expired(arena, mid):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    # still refused: the reaper neither stores nor re-queues it, the tournament stays running
+    report = reap(settings, sessions=arena.sessions, client=client)
+    assert report.waiting == [mid] and report.expired == [] and report.spooled == []
+    with arena.sessions() as s:
+        assert s.get(Match, mid).status == "running"
+    assert arena.get(f"/tournaments/{tid}")["status"] == "running"
+    with arena.sessions() as s:
+        s.execute(text("DROP TRIGGER refuse_store ON match_results"))
+        s.commit()
+    if stored_by == "reaper":
+        report = reap(settings, sessions=arena.sessions, client=client)
+        assert report.spooled == [mid] and report.expired == [] and report.waiting == []
+    else:
+        assert play_and_store(mid, settings) == f"stored match {mid} (attempt 1) from the spool"
+    assert sum(b.decisions for b in bots) == decisions  # not played again
+    [(m, res, log)] = arena.stored(tid)
+    assert m.status == "finished" and m.attempts == 1 and res.timings["attempt"] == 1
+    assert log == record.log and replay(log)["scores"] == [round(x) for x in res.scores]
+    assert not client.exists(spool.key(mid))
+    assert arena.get(f"/tournaments/{tid}")["status"] == "finished"
+    # once more: nothing to do, nothing stored twice
+    report = reap(settings, sessions=arena.sessions, client=client)
+    assert report.spooled == report.expired == report.waiting == []
+    assert play_and_store(mid, settings).startswith("skipped:")
+    assert arena.counts(tid) == {"matches": 1, "results": 1, "logs": 1}
+
+
+def test_a_spooled_result_of_another_database_is_left_alone(arena, bots, redis_url):
+    """A spool entry whose tournament, index or commitment is not this database's match's
+    (a Redis shared by mistake) is neither stored nor deleted, nor keeps the match from
+    being reaped; an entry that cannot be read back is deleted."""
+    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
+    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
+    tid = arena.create("million_doubt", ids, games_per_pairing=2)
+    [mid] = _start_unqueued(arena, redis_url, tid)
+    client = redis.Redis.from_url(redis_url)
+    foreign = spool.SpooledResult(match_id=mid, tournament_id=tid, match_index=0, commitment="0" * 64,
+                                  ruleset="million_doubt", attempt=1, fields={}, log={})
+    spool.put(client, foreign, 60)
+    client.set(spool.key(mid + 1000), b"not a spooled result", ex=60)  # unreadable: deleted
+    try:
+        with arena.sessions() as s:
+            assert lifecycle.claim_match(s, mid, owner="gone", lease_s=0.01).__class__ is lifecycle.Claimed
+        deadline = time.monotonic() + 30
+        while not _lease_expired(arena, mid):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        report = reap(arena.settings, sessions=arena.sessions, client=client)
+        assert report.expired == [mid] and report.spooled == report.waiting == []
+        assert spool.get(client, mid) == foreign
+        assert not client.exists(spool.key(mid + 1000))
+        assert arena.counts(tid)["results"] == 0
+    finally:
+        spool.drop(client, mid)
+        spool.drop(client, mid + 1000)
+        client.delete(PRIORITY_QUEUE)  # the reaped match's message: no other test's worker takes it

@@ -27,8 +27,15 @@ in-process through :mod:`arena.core.queue`). Steps:
    no bot URL.
 4. :func:`arena.core.lifecycle.store_result` with the compressed log: exactly once (a
    re-delivered task that played the match again finds the result stored and stores nothing).
-   A transient database error is retried with backoff (:func:`store_with_retry`), never by
-   playing the match again; when the retries are spent the match ends ``failed``.
+   A transient database error is retried with backoff (:func:`store_with_retry`: 0.5 s,
+   doubling, at most 10 s apart, for ``ARENA_STORE_RETRY_S``), never by playing the match
+   again; at the first such error the result is also spooled to Redis
+   (:class:`ResultSpool`, :mod:`arena.core.spool`). When the retries are spent the match
+   stays ``running`` and the reaper stores the spooled result once the database is back
+   (a delivery of the match meanwhile stores it too, instead of playing:
+   :func:`_store_spooled_first`). Only a result that can never be stored (not strict JSON,
+   a non-transient database error), or one that could not be spooled either (Redis down
+   too, or eager mode), ends the match ``failed``.
    An exception while playing (an internal error: bots' failures are faults) ends the match
    ``failed`` with a short reason (:func:`internal_reason`) through
    :func:`arena.core.lifecycle.fail_match`; the task returns normally.
@@ -61,16 +68,18 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 import redis
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 import engine
-from arena.core import fairness, lifecycle, matchlog
+from arena.core import fairness, lifecycle, matchlog, spool
 from arena.core.config import Settings
 from arena.core.db.session import make_engine, make_sessionmaker
 from arena.core.lifecycle import MatchPlan
@@ -343,18 +352,25 @@ def announce(settings: Settings, tournament_id: int, event: str, match_ids: list
         publish_tournament_event(settings.broker_url, tournament_id, event, match_ids)
 
 
-#: Attempts at storing a played match's result before the match is failed (retry the store,
-#: never the play), and the first wait between two attempts in seconds (doubling each time:
-#: 0.5 + 1 + 2 + 4 + 8 + 16 = 31.5 s of waits in all).
-STORE_ATTEMPTS = 7
+#: The first wait between two attempts at storing a played match's result, seconds, doubling
+#: each time up to :data:`STORE_BACKOFF_MAX_S`; the worker keeps trying for
+#: ``ARENA_STORE_RETRY_S`` (:attr:`Settings.store_retry_s`), then leaves the result to the
+#: spool (:mod:`arena.core.spool`) and the reaper. Retry the store, never the play.
 STORE_BACKOFF_S = 0.5
+STORE_BACKOFF_MAX_S = 10.0
 #: Database errors worth another attempt (connection lost, server restarting, serialization
-#: failure, deadlock); anything else fails the store at once.
-TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
+#: failure, deadlock, no pooled connection free in time); anything else fails the store at once.
+TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError, PoolTimeout)
 
 
 class StoreFailed(RuntimeError):
-    """A played match's result could not be stored; ``str(exc)`` is a short reason."""
+    """A played match's result could not be stored; ``str(exc)`` is a short reason.
+    ``transient``: the database kept failing for a transient error until the retries were
+    spent (it may store it later), as opposed to a result it can never store."""
+
+    def __init__(self, reason: str, *, transient: bool = False):
+        super().__init__(reason)
+        self.transient = transient
 
 
 def internal_reason(step: str, exc: BaseException) -> str:
@@ -367,37 +383,107 @@ def internal_reason(step: str, exc: BaseException) -> str:
 
 
 def store_with_retry(factory: sessionmaker[Session], match_id: int, match_log: dict, fields: dict[str, Any], *,
-                     attempts: int | None = None, backoff_s: float | None = None) -> bool:
+                     retry_s: float, backoff_s: float | None = None, backoff_max_s: float | None = None,
+                     on_retry: Callable[[int], None] | None = None) -> bool:
     """Step 4 with retries: :func:`arena.core.lifecycle.store_result`, again after a transient
-    database error (:data:`TRANSIENT_DB_ERRORS`), up to ``attempts`` (default
-    :data:`STORE_ATTEMPTS`) times, waiting ``backoff_s`` seconds (default
-    :data:`STORE_BACKOFF_S`), then twice as long each time. The match is never played again for it.
+    database error (:data:`TRANSIENT_DB_ERRORS`) for up to ``retry_s`` seconds from the first
+    attempt, waiting ``backoff_s`` seconds (default :data:`STORE_BACKOFF_S`), then twice as
+    long each time up to ``backoff_max_s`` (default :data:`STORE_BACKOFF_MAX_S`). Before each
+    wait ``on_retry(attempt)`` is called (the caller spools the result). The match is never
+    played again for it.
 
     Returns:
-        True if stored, False if a result was already stored (a duplicate delivery).
+        True if stored, False if a result was already stored (a duplicate delivery, or the
+        reaper stored the spooled result first).
     Raises:
         StoreFailed: the log is not strict JSON, a non-transient database error, or
-            ``attempts`` transient errors (the cause is chained).
+            transient errors for ``retry_s`` seconds (``transient`` set; the cause is chained).
     """
-    attempts = attempts or STORE_ATTEMPTS
     wait = STORE_BACKOFF_S if backoff_s is None else backoff_s
-    for attempt in range(1, attempts + 1):
+    cap = STORE_BACKOFF_MAX_S if backoff_max_s is None else backoff_max_s
+    deadline = time.monotonic() + retry_s
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             with factory() as session:
                 return lifecycle.store_result(session, match_id, log=match_log, **fields)
         except matchlog.LogEncodingError as exc:
             raise StoreFailed(f"could not store the result: {exc}") from exc
         except TRANSIENT_DB_ERRORS as exc:
-            if attempt == attempts:
-                raise StoreFailed(f"could not store the result after {attempts} attempts: "
-                                  f"{type(exc).__name__} (database unavailable)") from exc
-            log.warning("match %s: storing the result failed (%s), attempt %d of %d, again in %.1f s",
-                        match_id, type(exc).__name__, attempt, attempts, wait)
-            time.sleep(wait)
-            wait *= 2
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreFailed(f"could not store the result in {retry_s:g} s ({attempt} attempts): "
+                                  f"{type(exc).__name__} (database unavailable)", transient=True) from exc
+            pause = min(wait, left)
+            log.warning("match %s: storing the result failed (%s), attempt %d, again in %.1f s",
+                        match_id, type(exc).__name__, attempt, pause)
+            if on_retry is not None:
+                on_retry(attempt)
+            time.sleep(pause)
+            wait = min(wait * 2, cap)
         except DBAPIError as exc:
             raise StoreFailed(f"could not store the result: {type(exc).__name__}") from exc
-    raise AssertionError("unreachable")
+
+
+def spool_client(settings: Settings) -> redis.Redis | None:
+    """The Redis client of the result spool (:mod:`arena.core.spool`): the broker's, the
+    process's pooled client; None in eager mode (no Redis: no spool)."""
+    return None if settings.celery_eager or not settings.broker_url.startswith("redis") else _redis(settings.broker_url)
+
+
+class ResultSpool:
+    """Step 4's spool of one played match (:mod:`arena.core.spool`): :meth:`save` writes the
+    result to Redis once (tried again at each call until it succeeds), :meth:`drop` deletes
+    it once stored. Never raises for Redis (a failure is logged: the worker keeps retrying
+    the database)."""
+
+    def __init__(self, settings: Settings, plan: MatchPlan, match_log: dict, fields: dict[str, Any]):
+        self.client = spool_client(settings)
+        self.ttl_s = settings.spool_ttl_s
+        self.record = spool.SpooledResult(
+            match_id=plan.match_id, tournament_id=plan.tournament_id, match_index=plan.match_index,
+            commitment=plan.commitment, ruleset=plan.ruleset, attempt=plan.attempt, fields=fields, log=match_log)
+        self.saved = False
+
+    def save(self, _attempt: int = 0) -> None:
+        if self.saved or self.client is None:
+            return
+        try:
+            spool.put(self.client, self.record, self.ttl_s)
+        except (redis.RedisError, matchlog.LogEncodingError) as exc:
+            log.warning("match %s: result not spooled (%s)", self.record.match_id, type(exc).__name__)
+            return
+        self.saved = True
+        log.warning("match %s: result spooled in Redis (%s) while the database cannot store it",
+                    self.record.match_id, spool.key(self.record.match_id))
+
+    def drop(self) -> None:
+        if not self.saved or self.client is None:
+            return
+        try:
+            spool.drop(self.client, self.record.match_id)
+        except redis.RedisError as exc:  # the reaper finds it stored and deletes it
+            log.warning("match %s: spooled result not deleted (%s)", self.record.match_id, type(exc).__name__)
+
+
+def store_from_spool(settings: Settings, factory: sessionmaker[Session], client: redis.Redis,
+                     record: spool.SpooledResult) -> spool.Outcome:
+    """Store a spooled result (:func:`arena.core.spool.store_spooled`), then do what a worker
+    does after a store: the ``finished`` event, the ratings when the tournament is done.
+
+    Raises:
+        sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError: the database is
+            unreachable (the spooled result stays).
+        redis.RedisError: the spool entry could not be deleted (the result is stored).
+    """
+    with factory() as session:
+        outcome = spool.store_spooled(session, client, record)
+    if outcome is spool.Outcome.STORED:
+        log.warning("match %s: result of attempt %d stored from the spool", record.match_id, record.attempt)
+        announce(settings, record.tournament_id, "finished", [record.match_id])
+        rate_if_done(factory, record.tournament_id, record.ruleset)
+    return outcome
 
 
 def _fail(factory: sessionmaker[Session], plan: MatchPlan, reason: str, exc: BaseException | None,
@@ -418,12 +504,13 @@ def _fail(factory: sessionmaker[Session], plan: MatchPlan, reason: str, exc: Bas
                 log.error("match %s: could not record the failure (database unavailable)", plan.match_id)
                 return f"lost match {plan.match_id}: {reason}"
             time.sleep(1.0 * (attempt + 1))
-    _rate_if_done(factory, plan.tournament_id, plan.ruleset)
+    rate_if_done(factory, plan.tournament_id, plan.ruleset)
     return f"failed match {plan.match_id} (attempt {plan.attempt}): {reason}"
 
 
-def _rate_if_done(factory: sessionmaker[Session], tournament_id: int, ruleset: str) -> None:
-    """Step 5; a database error here only delays the ratings (the next rebuild has them)."""
+def rate_if_done(factory: sessionmaker[Session], tournament_id: int, ruleset: str) -> None:
+    """Step 5 when no match of the tournament is left to play; a database error here only
+    delays the ratings (the next rebuild has them)."""
     try:
         with factory() as session:
             if lifecycle.tournament_done(session, tournament_id):
@@ -511,7 +598,9 @@ def endpoint_claims(settings: Settings) -> EndpointClaims | None:
 
 def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     """Play match ``match_id`` and store its result (module docstring). Returns a status line:
-    ``"stored match N ..."``, ``"duplicate match N ..."`` or ``"skipped: ..."``.
+    ``"stored match N ..."``, ``"duplicate match N ..."``, ``"spooled match N ..."`` (left to
+    the reaper), ``"failed ..."`` (also when this worker's ``ARENA_ENCRYPTION_KEYS`` cannot
+    decrypt the bots' secrets: :func:`arena.core.lifecycle.claim_match`) or ``"skipped: ..."``.
 
     Before the claim, the delivery takes a claim on each of its bots' endpoints
     (:mod:`arena.core.runner.claims`): a bot already holding as many matches as it may is
@@ -527,6 +616,9 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     """
     settings = settings or Settings.from_env()
     factory = _sessions(settings.database_url)
+    spooled = _store_spooled_first(settings, factory, int(match_id))
+    if spooled is not None:
+        return spooled
     owner = lease_owner()
     claims = endpoint_claims(settings)
     claim: Claim | None = None
@@ -547,6 +639,13 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     if isinstance(claimed, lifecycle.Skipped):
         if claims is not None and claim is not None:
             claims.release(claim)
+        if claimed.reason is lifecycle.SkipReason.NO_KEY and claimed.tournament_id is not None:
+            # this worker's key cannot decrypt the bots' secrets: the match failed, not played
+            line = f"failed match {int(match_id)} (not played): {claimed.message}"
+            log.error("%s", line)
+            announce(settings, claimed.tournament_id, "failed", [int(match_id)])
+            rate_if_done(factory, claimed.tournament_id, claimed.ruleset or "")
+            return line
         log.info("skipped: %s", claimed.message)
         if claimed.reason is lifecycle.SkipReason.CANCELLED and claimed.tournament_id is not None:
             # the last match of a cancelled tournament: rate the others
@@ -566,6 +665,27 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
         keeper.release_claims()
 
 
+def _store_spooled_first(settings: Settings, factory: sessionmaker[Session], match_id: int) -> str | None:
+    """A delivery of a match whose played result waits in the spool (its worker gave up or
+    died during a database outage) stores that result instead of playing the match again:
+    returns the status line, or None when there is no spooled result of this database's
+    match (or Redis cannot be read: the claim decides, as before)."""
+    client = spool_client(settings)
+    if client is None:
+        return None
+    try:
+        record = spool.get(client, match_id)
+        if record is None:
+            return None
+        outcome = store_from_spool(settings, factory, client, record)
+    except redis.RedisError as exc:
+        log.warning("match %s: spool not read (%s)", match_id, type(exc).__name__)
+        return None
+    if outcome in (spool.Outcome.FOREIGN, spool.Outcome.UNUSABLE):
+        return None
+    return f"{outcome} match {match_id} (attempt {record.attempt}) from the spool"
+
+
 def _play_claimed(plan: MatchPlan, settings: Settings, factory: sessionmaker[Session],
                   keeper: LeaseKeeper | None = None) -> str:
     try:
@@ -583,15 +703,24 @@ def _play_claimed(plan: MatchPlan, settings: Settings, factory: sessionmaker[Ses
         fields = result_fields(plan, match_log, players)
     except Exception as exc:  # an internal error (bots' failures are faults, never exceptions)
         return _fail(factory, plan, internal_reason("playing", exc), exc, settings)
+    kept = ResultSpool(settings, plan, match_log, fields)
     try:
-        stored = store_with_retry(factory, plan.match_id, match_log, fields)
+        stored = store_with_retry(factory, plan.match_id, match_log, fields, retry_s=settings.store_retry_s,
+                                  on_retry=kept.save)
     except StoreFailed as exc:
+        if exc.transient and kept.saved:  # the reaper stores it when the database is back
+            line = (f"spooled match {plan.match_id} (attempt {plan.attempt}): {exc}; the result waits in "
+                    f"{spool.key(plan.match_id)} for the reaper")
+            log.error(line)
+            return line
+        kept.drop()  # nothing will store it: the match fails (the organizer may retry it)
         return _fail(factory, plan, str(exc), exc.__cause__, settings)
+    kept.drop()
     if keeper is not None:  # the match is over: a renewal now would only find it finished
         keeper.stop()
     if stored:
         announce(settings, plan.tournament_id, "finished", [plan.match_id])
-    _rate_if_done(factory, plan.tournament_id, plan.ruleset)
+    rate_if_done(factory, plan.tournament_id, plan.ruleset)
     word = "stored" if stored else "duplicate"
     line = (f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, "
             f"faults {fields['faults']}")
