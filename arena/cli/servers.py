@@ -4,6 +4,8 @@ whole (head, then body) in its event loop before a thread serves it, within
 client (slowloris) holds a connection for seconds and never a thread.
 
 - :class:`RequestReadingWorker`: gunicorn's gthread worker with that read (``arena api``).
+- :class:`WsgiServer`: waitress on a daemon thread with the same deadlines (``arena demo``,
+  tests).
 
 Why and how: docs/operations.md, "Slow clients".
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import selectors
+import threading
 import time
 from functools import partial
 from typing import Any
@@ -21,6 +24,10 @@ from gunicorn import util
 from gunicorn.http import RequestParser
 from gunicorn.http.body import LengthReader
 from gunicorn.workers.gthread import ThreadWorker
+from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.server import TcpWSGIServer
+from waitress.task import ThreadedTaskDispatcher
 
 from api.app import MAX_BODY_BYTES
 
@@ -198,3 +205,71 @@ class RequestReadingWorker(ThreadWorker):
             if self._reading.get(conn) is read and read.deadline == deadline:
                 self.log.info("Closed the connection of ip=%s: no whole request in time", conn.client[0])
                 self._drop(conn)
+
+
+class _DeadlineChannel(HTTPChannel):
+    """A waitress channel that knows by when the request it is receiving must be whole."""
+
+    deadline: float | None = None
+    _timed: Any = None  # the request (waitress's parser) the deadline is for
+    _timed_body = False  # whether the deadline is the body's
+
+    def received(self, data: bytes) -> bool:
+        result = super().received(data)
+        request = self.request  # the request not yet whole, if any
+        if request is None:
+            self.deadline, self._timed = None, None
+        elif request is not self._timed:  # a request began in these bytes
+            self._timed, self._timed_body = request, False
+            self.deadline = time.monotonic() + REQUEST_HEAD_TIMEOUT_S
+        if request is not None and request.headers_finished and not self._timed_body:
+            self._timed_body = True
+            self.deadline = time.monotonic() + REQUEST_BODY_TIMEOUT_S
+        return result
+
+
+class _DeadlineServer(TcpWSGIServer):
+    """waitress's TCP server closing the channels whose request is late (every second)."""
+
+    channel_class = _DeadlineChannel
+
+    def maintenance(self, now: float) -> None:
+        super().maintenance(now)
+        late = time.monotonic()
+        for channel in self.active_channels.values():
+            if channel.request is not None and channel.deadline is not None and channel.deadline <= late:
+                channel.will_close = True
+
+
+class WsgiServer:
+    """A WSGI app served by waitress on a daemon thread (``url``, ``port``; ``close()``).
+
+    waitress reads every request whole in its event loop before a thread serves it; here the
+    head must also be in within :data:`REQUEST_HEAD_TIMEOUT_S` of its first byte and the body
+    within :data:`REQUEST_BODY_TIMEOUT_S` after it, and an idle connection is closed after
+    :data:`REQUEST_HEAD_TIMEOUT_S` (waitress alone waits 120 s for a silent client and never
+    closes one that sends a byte now and then, each keeping one of the 100 connections
+    waitress accepts at once).
+    """
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, threads: int = 8):
+        adj = Adjustments(host=host, port=port, threads=threads, ident="arena", expose_tracebacks=False,
+                          clear_untrusted_proxy_headers=True, channel_timeout=int(REQUEST_HEAD_TIMEOUT_S),
+                          cleanup_interval=1)
+        dispatcher = ThreadedTaskDispatcher()
+        dispatcher.set_thread_count(threads)
+        self._server = _DeadlineServer(app, {}, dispatcher=dispatcher, adj=adj, sockinfo=adj.listen[0])
+        self.port = self._server.effective_port
+        self.url = f"http://{host}:{self.port}"
+        self._thread = threading.Thread(target=self._run, name="arena-api", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._server.run()
+        except (OSError, ValueError):  # closed
+            pass
+
+    def close(self) -> None:
+        self._server.close()
+        self._thread.join(timeout=5)
