@@ -7,7 +7,8 @@ What it does, in order (everything over real HTTP on 127.0.0.1):
    ``ARENA_CELERY_EAGER=1`` (matches run in-process: the Celery task's code, no broker) and
    ``ARENA_ALLOW_PRIVATE_BOT_URLS=1`` (the bots live on 127.0.0.1).
 2. The REST API (:func:`api.create_app`) served by waitress on 127.0.0.1 (``--port``, or a
-   free port), and an organizer account made by the code of ``arena accounts create --organizer``.
+   free port; :class:`arena.cli.servers.WsgiServer`, with request deadlines against slow
+   clients), and an organizer account made by the code of ``arena accounts create --organizer``.
 3. Four sample bots (:data:`bots_sdk.samples.SAMPLE_BOTS`: heuristic, greedy and two random
    bots) served over HTTP by :func:`bots_sdk.server.start`, each verifying the signing secret
    the API gave it; four contestant accounts sign up through the API, register one bot each
@@ -42,6 +43,7 @@ import click
 import engine
 from api import create_app
 from arena.cli.client import ApiClient, ApiError, download_logs
+from arena.cli.servers import WsgiServer
 from arena.cli.tournament import progress_bar, standings_table
 from arena.core.accounts import create_account
 from arena.core.config import Settings
@@ -69,30 +71,6 @@ DEMO_SIZES: dict[str, dict[str, Any]] = {
 }
 #: TIME-1 rules of the demo tournament, seconds (the service's defaults).
 DEMO_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
-
-
-class WsgiServer:
-    """A WSGI app served by waitress on a daemon thread (``url``, ``port``; ``close()``)."""
-
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, threads: int = 8):
-        from waitress.server import create_server
-
-        self._server = create_server(app, host=host, port=port, threads=threads, ident="arena",
-                                     expose_tracebacks=False, clear_untrusted_proxy_headers=True)
-        self.port = self._server.effective_port
-        self.url = f"http://{host}:{self.port}"
-        self._thread = threading.Thread(target=self._run, name="arena-api", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._server.run()
-        except (OSError, ValueError):  # closed
-            pass
-
-    def close(self) -> None:
-        self._server.close()
-        self._thread.join(timeout=5)
 
 
 def _free_port() -> int:

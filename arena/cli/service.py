@@ -9,6 +9,7 @@ import click
 from gunicorn.app.base import BaseApplication
 
 from api import create_app
+from arena.cli.servers import RequestReadingWorker
 from arena.core import crypto
 from arena.core.accounts import NAME_RE, NameTaken, create_account
 from arena.core.config import Settings
@@ -16,7 +17,8 @@ from arena.core.db.migrate import current, upgrade
 from arena.core.db.migrate import upgrade as run_upgrade
 from arena.core.db.session import make_engine, make_sessionmaker, normalize_url
 
-#: Threads per gunicorn worker (gthread worker class).
+#: Threads per gunicorn worker (gthread worker class, reading requests first:
+#: :class:`arena.cli.servers.RequestReadingWorker`).
 GUNICORN_THREADS = 16
 #: Seconds a gunicorn worker may go without heartbeat before it is killed and restarted.
 GUNICORN_TIMEOUT_S = 60
@@ -57,7 +59,9 @@ class ApiServer(BaseApplication):
     """gunicorn serving the app made by ``factory()`` (called in each worker process).
 
     ``host``/``port``: the bind address; ``workers``: worker processes (gthread, each with
-    :data:`GUNICORN_THREADS` threads; access log on stdout). ``control_socket``: the path of
+    :data:`GUNICORN_THREADS` threads, each request read whole by the worker's event loop
+    before a thread serves it, within deadlines: :class:`~arena.cli.servers.RequestReadingWorker`;
+    access log on stdout). ``control_socket``: the path of
     this server's gunicorn control socket, or None for none (gunicorn's default path is
     shared by every server of the user: a second server would take it over and remove it
     when it stops).
@@ -71,9 +75,10 @@ class ApiServer(BaseApplication):
     def load_config(self):
         self.cfg.set("bind", f"{self.host}:{self.port}")
         self.cfg.set("workers", self.workers)
-        # gthread: a slow client holds one thread, not a whole worker process; idle
-        # keep-alive connections wait in the event loop, not in a thread
-        self.cfg.set("worker_class", "gthread")
+        # gthread, whose event loop reads each request whole before a thread serves it: a
+        # slow client holds a connection until its deadline, never a thread; idle keep-alive
+        # connections wait in the event loop too
+        self.cfg.set("worker_class", RequestReadingWorker)
         self.cfg.set("threads", GUNICORN_THREADS)
         self.cfg.set("worker_connections", 1000)
         self.cfg.set("keepalive", 5)  # seconds an idle keep-alive connection is kept
