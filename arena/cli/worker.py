@@ -117,7 +117,7 @@ def worker(concurrency: int | None, processes: int | None, queues: str, pool: st
         if checks > 0:
             commands.append(child + ["--pool", "threads", "--queues", ",".join(CHECK_QUEUES),
                                      "--concurrency", str(checks)])
-            names.append(_numbered(hostname, "checks") if hostname else None)
+            names.append(_numbered(hostname, "checks") if hostname else f"arena-checks-{os.getpid()}@%h")
         click.echo(f"arena worker: {processes} processes of {concurrency or DEFAULT_THREADS} threads"
                    + (f", 1 process of {checks} bot checks" if checks else ""), err=True)
         raise SystemExit(Launcher(commands, names).run())
