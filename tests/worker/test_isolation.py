@@ -213,9 +213,6 @@ def test_an_account_that_used_its_check_time_waits(arena, bots):
 def test_claims_are_given_back_and_renewed(redis_url):
     """The claim script with real Redis: all or nothing over a match's endpoints, the hard
     cap, the soft cap once requests wait, and release."""
-    from arena.core.runner.claims import Claim, EndpointClaims, Refused
-    from arena.core.runner.semaphore import KEY_PREFIX, endpoint_key
-
     client = redis.Redis.from_url(redis_url)
     tag = uuid.uuid4().hex[:6]
     u1, u2 = f"http://{tag}-a.example:1/", f"http://{tag}-b.example:1/"
