@@ -20,7 +20,9 @@ Fault kinds (RULES FAULT-1; the runner adds ``invalid_action``):
 ``timeout``         no complete answer within the bank (TIME-3)
 ``connection_error`` refused, reset or closed connection, DNS failure
 ``http_status``     an answer whose status is not 200 (redirects included)
-``body_too_large``  an answer body over ``max_body_bytes``
+``body_too_large``  an answer body over ``max_body_bytes``, in more than
+                    :data:`MAX_BODY_PIECES` pieces, or over :data:`WIRE_SLACK_BYTES`
+                    more than that on the wire (headers, ``1xx`` answers, chunk framing)
 ``invalid_json``    an answer body that is not a strict UTF-8 JSON object
                     (:func:`arena.core.runner.answers.parse_answer`)
 ``bot_error``       in-process bots only: the bot raised an exception (a server answers 500)
@@ -49,6 +51,17 @@ from bots_sdk.bot import Bot, Request
 
 #: Largest answer body read from a bot, bytes (larger is the fault ``body_too_large``).
 MAX_BODY_BYTES = 64 * 1024
+#: Most bytes read from a bot's connection for one answer beyond its body cap: the status
+#: line and headers (an answer needs well under 1 KiB), ``1xx`` answers and chunk framing
+#: (about 8 bytes a chunk). More is the fault ``body_too_large``
+#: (:class:`arena.core.bot_transport.WireMeter`): a bot streaming ``100 Continue`` or chunk
+#: extensions for its whole bank kept a core busy.
+WIRE_SLACK_BYTES = 32 * 1024
+#: Most pieces (HTTP chunks, or reads of a body that drips) of one answer body; more is the
+#: fault ``body_too_large``. Each piece costs the worker about 20 microseconds under the
+#: interpreter lock: 64 KiB of one-byte chunks took 1.3 s of CPU per answer and slowed
+#: every other match of the process 5-fold, while an answer sent at once arrives in a few.
+MAX_BODY_PIECES = 1024
 #: How much of a faulty answer the log keeps, characters.
 RECEIVED_LOG_CHARS = 500
 #: Time allowed for a notice (match start/end), seconds; its errors are ignored.
@@ -213,7 +226,7 @@ _CONNECTION_ERRORS = (httpx.HTTPError, OSError, ValueError)
 _BASE_HEADERS = {"User-Agent": "daifugo-arena/1", "Accept": "application/json"}
 
 
-def _new_transport(allow_private: bool) -> httpx.HTTPTransport:
+def _new_transport(allow_private: bool) -> PinnedTransport:
     """httpx's keep-alive connection pool for one bot: one connection, TCP_NODELAY, the
     shared verifying TLS context, no proxy (requests go straight to the transport, so the
     environment's proxy variables never apply), each connection to a checked address
@@ -309,6 +322,7 @@ class HttpPlayer:
         request = httpx.Request("POST", self._url, content=body, headers={**_BASE_HEADERS, **headers},
                                 extensions={"timeout": {"connect": t, "read": t, "write": t, "pool": t},
                                             "trace": self._trace})
+        self.transport.backend.meter.start(self.max_body_bytes + WIRE_SLACK_BYTES)
         resp = self.transport.handle_request(request)
         try:
             status = resp.status_code
@@ -322,6 +336,9 @@ class HttpPlayer:
                     return status, b"".join(chunks)[:RECEIVED_LOG_CHARS], "body_too_large", \
                         f"answer body over {self.max_body_bytes} bytes"
                 chunks.append(chunk)
+                if len(chunks) > MAX_BODY_PIECES:
+                    return status, b"".join(chunks)[:RECEIVED_LOG_CHARS], "body_too_large", \
+                        f"answer body in more than {MAX_BODY_PIECES} pieces (chunks or reads)"
             return status, b"".join(chunks), None, ""
         finally:
             resp.close()
@@ -341,6 +358,9 @@ class HttpPlayer:
             fault, detail = "timeout", f"no complete answer within the bank ({type(e).__name__})"
         except _CONNECTION_ERRORS as e:
             fault, detail = "connection_error", f"{type(e).__name__}: {e}"
+            if self.transport.backend.meter.over:
+                fault, detail = "body_too_large", (f"answer over {self.max_body_bytes + WIRE_SLACK_BYTES} bytes "
+                                                   "on the wire (headers, 1xx answers and chunk framing included)")
         finally:
             self._disarm(handle)
         elapsed_s = time.monotonic() - start
