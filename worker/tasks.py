@@ -28,13 +28,14 @@ def run_match_task(self, match_id: int, deferred: int = 0) -> str:
     """Celery task: :func:`play_and_store` (``args=[match_id]``), retried while the database
     is unreachable. A delivery refused because a bot of the match is busy
     (:class:`MatchDeferred`) is sent again to the same queue after
-    :func:`defer_countdown_s` (``kwargs={"deferred": n}``, the refusals so far): the thread
+    :func:`defer_countdown_s` (``kwargs={"deferred": n}``, the refusals so far; longer when
+    many matches wait for the same bot): the thread
     goes on to the next message instead of waiting for that bot."""
     try:
         return play_and_store(int(match_id))
     except MatchDeferred as exc:
         queue = (self.request.delivery_info or {}).get("routing_key") or None
-        countdown = defer_countdown_s(deferred)
+        countdown = defer_countdown_s(deferred, exc.deferred_on_endpoint)
         self.apply_async(args=[int(match_id)], kwargs={"deferred": int(deferred) + 1},
                          countdown=countdown, queue=queue)
         return f"{exc} (again in {countdown:.1f} s)"
