@@ -539,17 +539,16 @@ def claim_match(session: Session, match_id: int, *, owner: str | None = None,
     return Claimed(plan)
 
 
-def match_bots(session: Session, match_id: int) -> list[tuple[str, int]]:
-    """``(url, owner account id)`` of each bot seated in match ``match_id`` that is not
-    deleted, in seat order (read without a lock: for the endpoint claims taken before
-    :func:`claim_match`, :mod:`arena.core.runner.claims`); empty for an unknown match. Ends
-    the transaction."""
-    rows = session.execute(
-        select(Bot.url, Bot.owner_id).join(MatchSeat, MatchSeat.bot_id == Bot.id)
+def match_bot_urls(session: Session, match_id: int) -> list[str]:
+    """The URLs of the bots seated in match ``match_id`` that are not deleted, in seat order
+    (read without a lock: for the endpoint claims taken before :func:`claim_match`,
+    :mod:`arena.core.runner.claims`); empty for an unknown match. Ends the transaction."""
+    urls = list(session.scalars(
+        select(Bot.url).join(MatchSeat, MatchSeat.bot_id == Bot.id)
         .where(MatchSeat.match_id == match_id, Bot.status != BotStatus.DELETED)
-        .order_by(MatchSeat.seat)).all()
+        .order_by(MatchSeat.seat)))
     session.rollback()
-    return [(url, int(owner)) for url, owner in rows if url]
+    return [u for u in urls if u]
 
 
 def _seat_plans(session: Session, match: Match) -> list[SeatPlan]:

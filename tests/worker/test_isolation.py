@@ -241,33 +241,6 @@ def test_claims_are_given_back_and_renewed(redis_url):
     assert claims.claimed(u1) == claims.claimed(u2) == 0
 
 
-def test_an_accounts_bots_together_hold_no_more_than_its_claims(redis_url):
-    """One account's slow bots on endpoints of their own (the attacker review: 8 of them held
-    all 64 threads): once one of a match's endpoints is saturated, the account holds at most
-    4 x the cap; a match of an unsaturated endpoint of the same account still goes."""
-    client = redis.Redis.from_url(redis_url)
-    tag = uuid.uuid4().hex[:6]
-    urls = [f"http://{tag}-{i}.example:1/" for i in range(6)]
-    owner = int(uuid.uuid4().int % 10**6) + 10**6
-    claims = EndpointClaims(client, hard=8, limit=1, lease_s=30)
-    held = [claims.take(i, [urls[i]], [owner]) for i in range(4)]
-    assert all(isinstance(c, Claim) for c in held)
-    client.zadd(KEY_PREFIX + endpoint_key(urls[4]) + ":q", {"waiter": 1})  # urls[4] saturated
-    refused = claims.take(10, [urls[4]], [owner])
-    assert isinstance(refused, Refused) and refused.account == 0 and refused.claimed == 4
-    assert "account" in str(refused)
-    fine = claims.take(11, [urls[5]], [owner])  # not saturated: the account cap does not apply
-    assert isinstance(fine, Claim)
-    other = claims.take(12, [urls[4]], [owner + 1])  # another account's bot on the busy endpoint
-    assert isinstance(other, Claim)
-    claims.release(held[0])
-    again = claims.take(10, [urls[4]], [owner])  # 4 held by the account again (3 + 11)
-    assert isinstance(again, Refused)
-    claims.release(fine)
-    assert isinstance(claims.take(10, [urls[4]], [owner]), Claim)
-    client.delete(KEY_PREFIX + endpoint_key(urls[4]) + ":q")
-
-
 def test_a_busy_endpoints_deferred_matches_come_back_at_a_bounded_rate(redis_url):
     """Each refusal counts the match in the endpoint's deferred set (once per match); a
     claim taken removes it; the countdown grows with that count (the attacker review: 208

@@ -16,11 +16,7 @@ the match in the database, and is refused when one endpoint
 * already has ``hard`` matches claimed (``ARENA_BOT_MAX_MATCHES``), or
 * has ``soft`` (2 x its concurrency cap) or more claimed **and** is saturated: as many
   requests already wait for its slots as it may serve at once. One more match of that bot
-  would only add a thread waiting for it;
-* or when the owner account of one of its bots holds ``account_soft`` (4 x the cap) matches
-  or more (a set ``arena:account-claims:<account id>``) while one of the match's endpoints
-  is saturated: one contestant's many slow bots, each on an endpoint of its own, hold at most
-  that many threads together.
+  would only add a thread waiting for it.
 
 A refused delivery is not played: the task sends the match again after a countdown
 (:func:`defer_countdown_s`; Celery's own ``countdown``, no queue of our own), and the
@@ -50,11 +46,8 @@ from arena.core.runner.semaphore import KEY_PREFIX, endpoint_key
 log = logging.getLogger("arena.claims")
 
 CLAIM_PREFIX = "arena:bot-claims:"
-ACCOUNT_PREFIX = "arena:account-claims:"
 #: A saturated endpoint may still get matches up to this many times its concurrency cap.
 SOFT_PER_SLOT = 2
-#: The bots of one account may hold this many times the cap while one of them is saturated.
-ACCOUNT_SOFT_PER_SLOT = 4
 #: First countdown of a refused delivery, seconds; doubled per refusal up to the maximum.
 DEFER_FIRST_S, DEFER_MAX_S = 0.5, 4.0
 #: Deliveries of one busy endpoint sent again per second at most (all of its deferred
@@ -63,49 +56,35 @@ DEFER_RATE_PER_S, DEFER_CAP_S = 10.0, 60.0
 #: Seconds a deferred match counts in its endpoint's deferred set after its last refusal.
 DEFERRED_WINDOW_S = 60
 
-# KEYS: n claim sets, the n semaphore queues, the n deferred sets, then m account claim sets.
-# ARGV: member, lease_s, soft, hard, limit, account_soft, match id, n. Returns {1} when taken,
-# else {0, index of the busy endpoint (1-based), claimed, waiting, deferred on it, account}.
+# KEYS: n claim sets, the n semaphore queues, then the n deferred sets. ARGV: member,
+# lease_s, soft, hard, limit, match id. Returns {1} when taken, else {0, index of the busy
+# endpoint (1-based), claimed, waiting (-1: not read), deferred on it}.
 _TAKE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local n = tonumber(ARGV[8])
-local m = #KEYS - 3 * n
+local n = #KEYS / 3
 local member, lease = ARGV[1], tonumber(ARGV[2])
-local soft, hard, limit = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local account_soft, match = tonumber(ARGV[6]), ARGV[7]
-local function refuse(i, held, waiting, account)
+local soft, hard, limit, match = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local function refuse(i, held, waiting)
   local dkey = KEYS[2 * n + i]
   redis.call('ZREMRANGEBYSCORE', dkey, '-inf', now - """ + str(DEFERRED_WINDOW_S) + """)
   redis.call('ZADD', dkey, now, match)
   redis.call('EXPIRE', dkey, """ + str(2 * DEFERRED_WINDOW_S) + """)
-  return {0, i, held, waiting, redis.call('ZCARD', dkey), account}
+  return {0, i, held, waiting, redis.call('ZCARD', dkey)}
 end
-local saturated = 0
 for i = 1, n do
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
   local held = redis.call('ZCARD', KEYS[i])
-  if held >= hard then return refuse(i, held, -1, 0) end
-  local waiting = redis.call('ZCARD', KEYS[n + i])
-  if waiting >= limit then
-    if held >= soft then return refuse(i, held, waiting, 0) end
-    if saturated == 0 then saturated = i end
+  if held >= hard then return refuse(i, held, -1) end
+  if held >= soft then
+    local waiting = redis.call('ZCARD', KEYS[n + i])
+    if waiting >= limit then return refuse(i, held, waiting) end
   end
-end
-for j = 1, m do
-  local akey = KEYS[3 * n + j]
-  redis.call('ZREMRANGEBYSCORE', akey, '-inf', now)
-  local held = redis.call('ZCARD', akey)
-  if saturated > 0 and held >= account_soft then return refuse(saturated, held, -1, j) end
 end
 for i = 1, n do
   redis.call('ZADD', KEYS[i], now + lease, member)
   redis.call('EXPIRE', KEYS[i], math.ceil(lease) * 2 + 60)
   redis.call('ZREM', KEYS[2 * n + i], match)
-end
-for j = 1, m do
-  redis.call('ZADD', KEYS[3 * n + j], now + lease, member)
-  redis.call('EXPIRE', KEYS[3 * n + j], math.ceil(lease) * 2 + 60)
 end
 return {1}
 """
@@ -137,21 +116,15 @@ class Claim:
 class Refused:
     """A delivery refused because ``endpoint`` (its index among the match's distinct bot
     endpoints) holds ``claimed`` matches and ``waiting`` requests (-1: not read, the hard cap
-    was reached), or, when ``account`` is set, that bots' owner (its index among the match's
-    accounts, from 0) holds ``claimed`` matches while ``endpoint`` is saturated.
-    ``deferred``: matches refused on that endpoint in the last minute, this one included."""
+    was reached). ``deferred``: matches refused on that endpoint in the last minute, this one
+    included."""
 
     endpoint: int
     claimed: int
     waiting: int
     deferred: int = 1
-    account: int | None = None
 
     def __str__(self) -> str:
-        if self.account is not None:
-            why = (f"its bots' account holds {self.claimed} matches while bot endpoint "
-                   f"{self.endpoint + 1} is saturated")
-            return f"a bot account of the match is busy: {why}"
         why = (f"{self.claimed} matches claimed (the most)" if self.waiting < 0
                else f"{self.claimed} matches claimed and {self.waiting} requests waiting for it")
         return f"bot endpoint {self.endpoint + 1} of the match is busy: {why}"
@@ -171,7 +144,6 @@ class EndpointClaims:
     def __init__(self, client: redis.Redis, *, hard: int, limit: int, lease_s: float):
         self.client, self.hard, self.limit, self.lease_s = client, max(1, hard), max(1, limit), float(lease_s)
         self.soft = min(self.hard, SOFT_PER_SLOT * self.limit)
-        self.account_soft = ACCOUNT_SOFT_PER_SLOT * self.limit
         self._take = client.register_script(_TAKE)
         self._renew = client.register_script(_RENEW)
 
@@ -185,29 +157,24 @@ class EndpointClaims:
                 out.append(key)
         return out
 
-    def take(self, match_id: int, urls: list[str], accounts: list[int] | None = None) -> Claim | Refused:
-        """Claim every endpoint of ``urls`` (the match's bot seats) and every account of
-        ``accounts`` (their owners) for ``match_id``, or none. Redis unreachable: an empty
-        :class:`Claim` (the match plays uncapped; logged)."""
+    def take(self, match_id: int, urls: list[str]) -> Claim | Refused:
+        """Claim every endpoint of ``urls`` (the match's bot seats) for ``match_id``, or
+        none. Redis unreachable: an empty :class:`Claim` (the match plays uncapped; logged)."""
         keys = self.keys_for(urls)
         member = f"{int(match_id)}:{uuid.uuid4().hex[:12]}"
         if not keys:
             return Claim(member, ())
         queues = [KEY_PREFIX + k[len(CLAIM_PREFIX):] + ":q" for k in keys]
         deferred = [k + ":deferred" for k in keys]
-        owners = [ACCOUNT_PREFIX + str(int(a)) for a in dict.fromkeys(accounts or [])]
         try:
-            got = self._take(keys=[*keys, *queues, *deferred, *owners],
-                             args=[member, self.lease_s, self.soft, self.hard, self.limit,
-                                   self.account_soft, int(match_id), len(keys)])
+            got = self._take(keys=[*keys, *queues, *deferred],
+                             args=[member, self.lease_s, self.soft, self.hard, self.limit, int(match_id)])
         except redis.RedisError as exc:
             log.warning("match %s claimed without an endpoint claim (Redis: %s)", match_id, exc)
             return Claim(member, ())
         if int(got[0]) == 1:
-            return Claim(member, (*keys, *owners))
-        account = int(got[5]) - 1
-        return Refused(int(got[1]) - 1, int(got[2]), int(got[3]), int(got[4]),
-                       account if account >= 0 else None)
+            return Claim(member, tuple(keys))
+        return Refused(int(got[1]) - 1, int(got[2]), int(got[3]), int(got[4]))
 
     def renew(self, claim: Claim) -> bool:
         """Lengthen ``claim`` to a full lease from now. False if Redis failed or a claim had

@@ -577,8 +577,7 @@ class LeaseKeeper:
 
 
 class MatchDeferred(RuntimeError):
-    """A delivery not played now: a bot endpoint (or bot account) of the match holds as many
-    matches as it may (:mod:`arena.core.runner.claims`). Nothing was claimed; the task sends
+    """A delivery not played now: a bot endpoint of the match holds as many matches as it may (:mod:`arena.core.runner.claims`). Nothing was claimed; the task sends
     the match again after a countdown. ``str(exc)`` says which endpoint and why;
     ``deferred_on_endpoint``: the matches refused on that endpoint in the last minute."""
 
@@ -629,8 +628,8 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     claim: Claim | None = None
     if claims is not None:
         with factory() as session:
-            bots = lifecycle.match_bots(session, int(match_id))
-        got = claims.take(int(match_id), [url for url, _ in bots], [owner for _, owner in bots])
+            urls = lifecycle.match_bot_urls(session, int(match_id))
+        got = claims.take(int(match_id), urls)
         if isinstance(got, Refused):
             raise MatchDeferred(f"match {match_id} deferred: {got}", got.deferred)
         claim = got
