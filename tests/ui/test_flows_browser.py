@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from sqlalchemy import select
 from werkzeug.serving import make_server
 
@@ -26,6 +27,18 @@ from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 
 from .conftest import _QuietHandler
+
+
+def _reload(page) -> None:
+    """Reload ``page``; the tournament page also reloads itself when its live events say the
+    status changed (tournament_live.js), and the two can meet: Playwright then reports
+    ``ERR_ABORTED`` for ours while the page's own reload goes on. Wait for that one instead."""
+    try:
+        page.reload()
+    except PlaywrightError as exc:
+        if "ERR_ABORTED" not in str(exc):
+            raise
+        page.wait_for_load_state()
 
 pytestmark = pytest.mark.browser
 
@@ -305,7 +318,7 @@ def test_a_tournament_from_sign_up_to_replay_on_a_real_worker(worker_site, page,
         if time.monotonic() > guard:
             pytest.fail(f"tournament not finished: progress {progress}\n{worker_site['worker'].log()[-3000:]}")
         page.wait_for_timeout(1000)
-        page.reload()
+        _reload(page)
     assert progress[-1] == (3, 3) and all(t == 3 for _d, t in progress)
     assert [d for d, _t in progress] == sorted(d for d, _t in progress)  # never goes back
     assert sorted(page.locator("#standings td.rank").all_inner_texts()) == ["1", "2", "3"]
