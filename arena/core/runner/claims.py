@@ -1,5 +1,5 @@
-"""Per-endpoint cap on the matches claimed at once (issue 24: one slow bot cannot hold every
-worker thread).
+"""Per-endpoint cap on the matches claimed at once: one slow bot cannot hold every worker
+thread (docs/operations.md, "Isolation").
 
 A match holds a worker thread from its claim to its end, also while it waits for a slot of
 its bot's endpoint cap (:mod:`arena.core.runner.semaphore`). A bot that is slow but legal
@@ -23,9 +23,9 @@ A refused delivery is not played: the task sends the match again after a countdo
 thread takes the next message. The countdown grows with the refusals of that delivery and
 with the matches deferred on the busy endpoint in the last minute (a set
 ``<claims>:deferred``), so the deliveries of one busy endpoint come back at most
-:data:`DEFER_RATE_PER_S` a second in all, whatever their number. The claim is renewed with the match's lease (the same
-:class:`arena.core.runner.service.LeaseKeeper` tick) and given back when the match ends; a
-dead worker's claims end with their lease.
+:data:`DEFER_RATE_PER_S` a second in all, whatever their number. The claim is renewed with
+the match's lease (the same :class:`arena.core.runner.service.LeaseKeeper` tick) and given
+back when the match has been played; a dead worker's claims end with their lease.
 
 Failure policy: when Redis cannot be reached the match is played without a claim (logged):
 the cap protects other matches' throughput, it must never stop a tournament. Eager mode
