@@ -28,7 +28,7 @@ Variable                        Meaning                                      Def
 ``ARENA_REAPER_INTERVAL_S``     Seconds between two reaper runs (beat)       10
 ``ARENA_LOST_AFTER_S``          Seconds a queued match may be missing from   60
                                 the broker before the reaper re-sends it
-``ARENA_BOT_MAX_MATCHES``       Most matches claimed at once that seat one   8 x the concurrency cap
+``ARENA_BOT_MAX_MATCHES``       Most matches claimed at once that seat one   16 x the concurrency cap
                                 bot endpoint (a slow bot cannot hold every
                                 worker thread; arena.core.runner.claims)
 ``ARENA_CHECK_TIME_LIMIT_S``    Longest a bot check may run, seconds (then   180
@@ -117,7 +117,7 @@ DEFAULT_BOT_MAX_CONCURRENCY = 4
 #: Default of ``ARENA_BOT_SLOT_WAIT_S`` (seconds).
 DEFAULT_BOT_SLOT_WAIT_S = 120
 #: ``ARENA_BOT_MAX_MATCHES`` defaults to this many times ``ARENA_BOT_MAX_CONCURRENCY``.
-BOT_MATCHES_PER_SLOT = 8
+BOT_MATCHES_PER_SLOT = 16
 #: Defaults of ``ARENA_CHECK_TIME_LIMIT_S`` and ``ARENA_CHECK_SECONDS_PER_HOUR`` (seconds).
 DEFAULT_CHECK_TIME_LIMIT_S = 180
 DEFAULT_CHECK_SECONDS_PER_HOUR = 900

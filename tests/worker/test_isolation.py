@@ -222,32 +222,34 @@ def test_an_account_that_used_its_check_time_waits(arena, bots):
 
 
 def test_claims_are_given_back_and_renewed(redis_url):
-    """The claim script with real Redis: all or nothing over a match's endpoints, the hard
-    cap, the soft cap once requests wait, and release."""
-
+    """The claim script with real Redis: all or nothing over a match's endpoints, the soft cap
+    (4 x the cap) once twice the cap of requests wait, the hard cap, and release."""
     client = redis.Redis.from_url(redis_url)
     tag = uuid.uuid4().hex[:6]
     u1, u2 = f"http://{tag}-a.example:1/", f"http://{tag}-b.example:1/"
-    claims = EndpointClaims(client, hard=3, limit=1, lease_s=30)
+    claims = EndpointClaims(client, hard=6, limit=1, lease_s=30)
     first = claims.take(1, [u1, u2])
     assert isinstance(first, Claim) and len(first.keys) == 2
-    second = claims.take(2, [u1])
-    assert isinstance(second, Claim)
-    assert claims.claimed(u1) == 2 and claims.claimed(u2) == 1
-    # u1 holds the soft cap (2 x 1): refused only once a request waits for its slot
-    client.zadd(KEY_PREFIX + endpoint_key(u1) + ":q", {"waiter": 1})
-    refused = claims.take(3, [u2, u1])
-    assert isinstance(refused, Refused) and refused.endpoint == 1 and refused.waiting == 1
+    more = [claims.take(m, [u1]) for m in (2, 3, 4)]
+    assert all(isinstance(c, Claim) for c in more)
+    assert claims.claimed(u1) == 4 and claims.claimed(u2) == 1
+    queue = KEY_PREFIX + endpoint_key(u1) + ":q"
+    client.zadd(queue, {"waiter-1": 1})  # one request waiting: not saturated yet
+    fifth = claims.take(5, [u1])
+    assert isinstance(fifth, Claim)
+    client.zadd(queue, {"waiter-2": 2})  # two waiting (2 x the cap): saturated, at the soft cap
+    refused = claims.take(6, [u2, u1])
+    assert isinstance(refused, Refused) and refused.endpoint == 1 and refused.waiting == 2
     assert claims.claimed(u2) == 1  # nothing taken on u2 either
-    client.delete(KEY_PREFIX + endpoint_key(u1) + ":q")
-    third = claims.take(3, [u1])
-    assert isinstance(third, Claim) and claims.claimed(u1) == 3
-    hard = claims.take(4, [u1])
+    client.delete(queue)
+    sixth = claims.take(6, [u1])
+    assert isinstance(sixth, Claim) and claims.claimed(u1) == 6
+    hard = claims.take(7, [u1])
     assert isinstance(hard, Refused) and hard.waiting == -1
-    claims.release(second)
-    assert claims.claimed(u1) == 2
+    claims.release(more[0])
+    assert claims.claimed(u1) == 5
     assert claims.renew(first) and claims.claimed(u2) == 1
-    for c in (first, third):
+    for c in (first, *more[1:], fifth, sixth):
         claims.release(c)
     assert claims.claimed(u1) == claims.claimed(u2) == 0
 
@@ -266,7 +268,7 @@ def test_a_busy_endpoints_deferred_matches_come_back_at_a_bounded_rate(redis_url
     claims.release(first)
     assert isinstance(claims.take(3, [url]), Claim)
     assert isinstance(claims.take(5, [url]), Refused) and claims.take(6, [url]).deferred == 4  # type: ignore[union-attr]
-    assert all(0.25 <= defer_countdown_s(0) <= 0.75 for _ in range(50))
-    assert all(2.0 <= defer_countdown_s(3) <= 6.0 for _ in range(50))
+    assert all(0.125 <= defer_countdown_s(0) <= 0.375 for _ in range(50))
+    assert all(1.0 <= defer_countdown_s(3) <= 3.0 for _ in range(50))
     assert all(10.0 <= defer_countdown_s(0, 200) <= 30.0 for _ in range(50))  # 200 / 10 a second
     assert all(defer_countdown_s(9, 10**6) <= 90.0 for _ in range(50))  # capped at 60 s +- 50 %

@@ -14,8 +14,8 @@ on every endpoint of its bot seats in one script call, all or nothing, **before*
 the match in the database, and is refused when one endpoint
 
 * already has ``hard`` matches claimed (``ARENA_BOT_MAX_MATCHES``), or
-* has ``soft`` (2 x its concurrency cap) or more claimed **and** is saturated: as many
-  requests already wait for its slots as it may serve at once. One more match of that bot
+* has ``soft`` (4 x its concurrency cap) or more claimed **and** is saturated: twice as
+  many requests already wait for its slots as it may serve at once. One more match of that bot
   would only add a thread waiting for it.
 
 A refused delivery is not played: the task sends the match again after a countdown
@@ -46,10 +46,12 @@ from arena.core.runner.semaphore import KEY_PREFIX, endpoint_key
 log = logging.getLogger("arena.claims")
 
 CLAIM_PREFIX = "arena:bot-claims:"
-#: A saturated endpoint may still get matches up to this many times its concurrency cap.
-SOFT_PER_SLOT = 2
+#: A saturated endpoint may still get matches up to this many times its concurrency cap...
+SOFT_PER_SLOT = 4
+#: ... and it is saturated when this many times its cap of requests wait for its slots.
+SATURATED_PER_SLOT = 2
 #: First countdown of a refused delivery, seconds; doubled per refusal up to the maximum.
-DEFER_FIRST_S, DEFER_MAX_S = 0.5, 4.0
+DEFER_FIRST_S, DEFER_MAX_S = 0.25, 4.0
 #: Deliveries of one busy endpoint sent again per second at most (all of its deferred
 #: matches together), and the longest countdown, seconds.
 DEFER_RATE_PER_S, DEFER_CAP_S = 10.0, 60.0
@@ -168,7 +170,8 @@ class EndpointClaims:
         deferred = [k + ":deferred" for k in keys]
         try:
             got = self._take(keys=[*keys, *queues, *deferred],
-                             args=[member, self.lease_s, self.soft, self.hard, self.limit, int(match_id)])
+                             args=[member, self.lease_s, self.soft, self.hard,
+                                   SATURATED_PER_SLOT * self.limit, int(match_id)])
         except redis.RedisError as exc:
             log.warning("match %s claimed without an endpoint claim (Redis: %s)", match_id, exc)
             return Claim(member, ())
