@@ -136,12 +136,16 @@ def check_request_input() -> None:
             _refuse(code, "json", exc.path, exc.reason)
 
 
-def _service_unavailable(exc: Exception):
-    message = f"database unavailable ({type(exc).__name__}); try again later"
-    headers = {"Retry-After": str(DB_RETRY_AFTER_S)}
+def _unavailable(message: str, retry_after_s: int):
+    """A 503 with ``message`` and ``Retry-After``: the error page under /ui, else JSON."""
+    headers = {"Retry-After": str(retry_after_s)}
     if request.path.startswith("/ui/") or request.path == "/ui":
         return render_template("error.html", code=503, name="Service Unavailable", message=message), 503, headers
     return jsonify(code=503, status="Service Unavailable", message=message), 503, headers
+
+
+def _service_unavailable(exc: Exception):
+    return _unavailable(f"database unavailable ({type(exc).__name__}); try again later", DB_RETRY_AFTER_S)
 
 
 #: ``Retry-After`` of the 503 answered while the encryption key is wrong, seconds.
@@ -149,11 +153,8 @@ KEY_RETRY_AFTER_S = 60
 
 
 def _key_unavailable(exc: EncryptionKeyError):
-    message = f"{exc}, on this API server: an operator must fix its configuration; try again later"
-    headers = {"Retry-After": str(KEY_RETRY_AFTER_S)}
-    if request.path.startswith("/ui/") or request.path == "/ui":
-        return render_template("error.html", code=503, name="Service Unavailable", message=message), 503, headers
-    return jsonify(code=503, status="Service Unavailable", message=message), 503, headers
+    return _unavailable(f"{exc}, on this API server: an operator must fix its configuration; try again later",
+                        KEY_RETRY_AFTER_S)
 
 
 def _statement_error(exc: StatementError):

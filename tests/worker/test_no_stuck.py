@@ -53,6 +53,16 @@ def _start_unqueued(arena, redis_url, tid) -> list[int]:
                               {"t": tid}))
 
 
+def _one_match(arena, bots, redis_url) -> tuple[int, int]:
+    """Two greedy bots registered, a one-match tournament started with its match unqueued:
+    ``(tournament id, match id)``."""
+    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
+    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
+    tid = arena.create("million_doubt", ids, games_per_pairing=2)
+    [mid] = _start_unqueued(arena, redis_url, tid)
+    return tid, mid
+
+
 def test_poison_pill_bot_against_a_real_worker(arena, bots, celery_worker_factory):
     honest, poison = SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())
     bots.extend([honest, poison])
@@ -86,10 +96,7 @@ def test_poison_pill_bot_against_a_real_worker(arena, bots, celery_worker_factor
 
 
 def test_internal_error_fails_the_match_and_the_tournament_finishes(arena, bots, redis_url):
-    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
-    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
-    tid = arena.create("million_doubt", ids, games_per_pairing=2)
-    [mid] = _start_unqueued(arena, redis_url, tid)
+    tid, mid = _one_match(arena, bots, redis_url)
     with arena.sessions() as s:  # data the engine refuses: playing raises (an internal error)
         s.execute(text("UPDATE tournaments SET options = '{\"no_such_option\": 1}' WHERE id = :t"), {"t": tid})
         s.commit()
@@ -144,10 +151,7 @@ def _refuse_inserts(arena, times: int) -> None:
 
 def test_store_error_is_retried_without_replaying(arena, bots, redis_url, monkeypatch):
     monkeypatch.setattr(service, "STORE_BACKOFF_S", 0.05)
-    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
-    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
-    tid = arena.create("million_doubt", ids, games_per_pairing=2)
-    [mid] = _start_unqueued(arena, redis_url, tid)
+    tid, mid = _one_match(arena, bots, redis_url)
     _refuse_inserts(arena, times=3)
     before = sum(b.decisions for b in bots)
     assert play_and_store(mid, arena.settings).startswith(f"stored match {mid} (attempt 1)")
@@ -163,10 +167,7 @@ def test_store_error_is_retried_without_replaying(arena, bots, redis_url, monkey
 def test_store_retries_spent_without_a_spool_fail_the_match(arena, bots, redis_url, monkeypatch):
     """No Redis to spool to (eager mode): when the retries are spent the match fails."""
     monkeypatch.setattr(service, "STORE_BACKOFF_S", 0.01)
-    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
-    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
-    tid = arena.create("million_doubt", ids, games_per_pairing=2)
-    [mid] = _start_unqueued(arena, redis_url, tid)
+    tid, mid = _one_match(arena, bots, redis_url)
     _refuse_inserts(arena, times=100000)
     line = play_and_store(mid, dataclasses.replace(arena.settings, celery_eager=True, store_retry_s=1))
     assert line.startswith(f"failed match {mid}") and "could not store the result in 1 s (" in line
@@ -192,10 +193,7 @@ def test_store_retries_spent_leave_the_result_in_the_spool(arena, bots, redis_ur
     expired, and the reaper, or the next delivery of the match, stores it once: not played
     again."""
     monkeypatch.setattr(service, "STORE_BACKOFF_S", 0.01)
-    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
-    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
-    tid = arena.create("million_doubt", ids, games_per_pairing=2)
-    [mid] = _start_unqueued(arena, redis_url, tid)
+    tid, mid = _one_match(arena, bots, redis_url)
     _refuse_inserts(arena, times=100000)
     settings = dataclasses.replace(arena.settings, store_retry_s=1, lease_s=1)
     client = redis.Redis.from_url(redis_url)
@@ -243,10 +241,7 @@ def test_a_spooled_result_of_another_database_is_left_alone(arena, bots, redis_u
     """A spool entry whose tournament, index or commitment is not this database's match's
     (a Redis shared by mistake) is neither stored nor deleted, nor keeps the match from
     being reaped; an entry that cannot be read back is deleted."""
-    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
-    ids = [arena.register(b, ["million_doubt"], f"b{i}") for i, b in enumerate(bots)]
-    tid = arena.create("million_doubt", ids, games_per_pairing=2)
-    [mid] = _start_unqueued(arena, redis_url, tid)
+    tid, mid = _one_match(arena, bots, redis_url)
     client = redis.Redis.from_url(redis_url)
     foreign = spool.SpooledResult(match_id=mid, tournament_id=tid, match_index=0, commitment="0" * 64,
                                   ruleset="million_doubt", attempt=1, fields={}, log={})
