@@ -11,8 +11,8 @@ from api.ratelimit import init_rate_limits
 from api.resources import accounts, bots, health, leaderboard, matches, tournaments
 from api.ui import init_ui
 from arena import __version__
-from arena.core.config import Settings
-from arena.core.db.session import make_engine, make_sessionmaker
+from arena.config import Settings
+from arena.db.session import make_engine, make_sessionmaker
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -38,15 +38,16 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         JSON_SORT_KEYS=False,
         API_SPEC_OPTIONS={
-            "info": {"description": "REST API of Daifugo Arena: accounts, bots, round-robin "
-                                    "tournaments, matches, logs and ratings. Authenticate with "
-                                    "`Authorization: Bearer <token>`."},
+            "info": {
+                "description": "REST API of Daifugo Arena: accounts, bots, round-robin "
+                "tournaments, matches, logs and ratings. Authenticate with "
+                "`Authorization: Bearer <token>`."
+            },
             "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
         },
     )
     engine = engine if engine is not None else make_engine(settings.database_url)
-    app.extensions["arena"] = {"settings": settings, "engine": engine,
-                               "sessionmaker": make_sessionmaker(engine)}
+    app.extensions["arena"] = {"settings": settings, "engine": engine, "sessionmaker": make_sessionmaker(engine)}
     app.teardown_appcontext(close_db)
     install_guards(app)
     api = ArenaApi(app, spec_kwargs={"extra_plugins": [MarkdownPlugin()]})
@@ -63,8 +64,14 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
 
 
 #: What ``GET /`` answers a client that does not ask for HTML.
-ROOT_LINKS = {"name": "Daifugo Arena", "api": "/api/v1", "openapi": "/openapi.json", "docs": "/docs",
-              "ui": "/ui/", "health": "/healthz"}
+ROOT_LINKS = {
+    "name": "Daifugo Arena",
+    "api": "/api/v1",
+    "openapi": "/openapi.json",
+    "docs": "/docs",
+    "ui": "/ui/",
+    "health": "/healthz",
+}
 
 
 def _serve_root(app: Flask) -> None:

@@ -3,7 +3,7 @@
 ``Authorization: Bearer <token>``; the SHA-256 of the token is looked up in ``accounts``.
 Missing, wrong or expired token (``accounts.token_expires_at``): 401. Contestants manage their own bots; organizers see every bot but
 still cannot modify others' bots (403). What each account (or an anonymous reader of a public
-tournament) may read is :mod:`arena.core.access`.
+tournament) may read is :mod:`arena.access`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from sqlalchemy import select
 
 from api.database import db
 from api.errors import abort
-from arena.core.access import is_organizer
-from arena.core.db.models import Account, utcnow
-from arena.core.security import hash_token
+from arena.access import is_organizer
+from arena.db.models import Account, utcnow
+from arena.security import hash_token
 
 BEARER: list[dict[str, list[str]]] = [{"bearerAuth": []}]
 
@@ -75,7 +75,7 @@ def protect(blp, *, organizer_methods: tuple[str, ...] = (), anonymous_reads: bo
 
     Requests with a method in ``organizer_methods`` also need the organizer role (403).
     With ``anonymous_reads``, ``GET`` requests without a token go through (the views apply
-    :mod:`arena.core.access`, which opens public tournaments to them). ``OPTIONS`` requests
+    :mod:`arena.access`, which opens public tournaments to them). ``OPTIONS`` requests
     are left alone.
     """
 

@@ -26,8 +26,9 @@ def _clean_text(value: str) -> None:
 def TextField(*, max_length: int, min_length: int = 0, validators: tuple = (), **kwargs) -> ma.fields.String:
     """A string argument of ``min_length..max_length`` characters without NUL or lone surrogates
     (what PostgreSQL and UTF-8 refuse); a 422 naming the field otherwise."""
-    return ma.fields.String(validate=[validate.Length(min=min_length, max=max_length), _clean_text, *validators],
-                            **kwargs)
+    return ma.fields.String(
+        validate=[validate.Length(min=min_length, max=max_length), _clean_text, *validators], **kwargs
+    )
 
 
 def IdField(**kwargs) -> ma.fields.Integer:
@@ -44,12 +45,15 @@ class PageArgs(ma.Schema):
 
 def page_schema(item_schema: type[ma.Schema], name: str) -> type[ma.Schema]:
     """A ``{"items": [...], "total", "page", "per_page"}`` schema for ``item_schema``."""
-    return ma.Schema.from_dict({
-        "items": ma.fields.List(ma.fields.Nested(item_schema), required=True),
-        "total": ma.fields.Integer(required=True),
-        "page": ma.fields.Integer(required=True),
-        "per_page": ma.fields.Integer(required=True),
-    }, name=name)
+    return ma.Schema.from_dict(
+        {
+            "items": ma.fields.List(ma.fields.Nested(item_schema), required=True),
+            "total": ma.fields.Integer(required=True),
+            "page": ma.fields.Integer(required=True),
+            "per_page": ma.fields.Integer(required=True),
+        },
+        name=name,
+    )
 
 
 def errors(blp, *codes: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -6,8 +6,8 @@ from flask import Response, current_app, g
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena.core import access, matchlog
-from arena.core.db.models import MatchLog
+from arena import access, matchlog
+from arena.db.models import MatchLog
 
 
 def db() -> Session:
@@ -24,18 +24,21 @@ def close_db(_exc: BaseException | None = None) -> None:
 
 
 def settings():
-    """The app's :class:`arena.core.config.Settings`."""
+    """The app's :class:`arena.config.Settings`."""
     return current_app.extensions["arena"]["settings"]
 
 
 def match_log_download(match, viewer=None):
     """``(Response, None)`` with the match's stored log as a JSON download
     (``match-<id>.json``), bot URLs ``viewer`` may not see removed
-    (:func:`arena.core.access.redact_log`), or ``(None, message)`` when it is not stored yet.
-    The caller checks :func:`arena.core.access.can_read_log` first."""
+    (:func:`arena.access.redact_log`), or ``(None, message)`` when it is not stored yet.
+    The caller checks :func:`arena.access.can_read_log` first."""
     data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == match.id))
     if data is None:
         return None, f"match {match.id} has no log yet (status {match.status})"
     raw = access.redact_log(matchlog.decompress(data), viewer, access.seat_owners(db(), match.id))
-    return Response(raw, mimetype="application/json", headers={
-        "Content-Disposition": f'attachment; filename="match-{match.id}.json"'}), None
+    return Response(
+        raw,
+        mimetype="application/json",
+        headers={"Content-Disposition": f'attachment; filename="match-{match.id}.json"'},
+    ), None

@@ -6,9 +6,9 @@
   401 responses carry ``WWW-Authenticate: Bearer``.
 
 Input guard (:func:`install_guards`, before any view): every JSON body is parsed once by
-:func:`arena.core.safejson.loads_limited`; malformed JSON or nesting deeper than
-:data:`~arena.core.safejson.MAX_DEPTH` is a 400, an integer over 19 digits, a string over
-:data:`~arena.core.safejson.MAX_STRING_CHARS` characters or holding NUL or a lone surrogate
+:func:`arena.safejson.loads_limited`; malformed JSON or nesting deeper than
+:data:`~arena.safejson.MAX_DEPTH` is a 400, an integer over 19 digits, a string over
+:data:`~arena.safejson.MAX_STRING_CHARS` characters or holding NUL or a lone surrogate
 is a 422 naming the field (``errors.json.<path>``). Query-string and form values get the
 same string checks (``errors.query.<name>``, ``errors.form.<name>``; at most
 :data:`MAX_QUERY_CHARS` characters).
@@ -20,7 +20,7 @@ A ``DataError`` the guard did not foresee (a value the database refuses) is a 42
 
 Encryption key: a request that needs a bot's signing secret while this server's
 ``ARENA_ENCRYPTION_KEYS`` cannot decrypt (or encrypt) it (wrong, missing, malformed:
-:class:`arena.core.crypto.EncryptionKeyError`) is a 503 with the JSON body above, its
+:class:`arena.crypto.EncryptionKeyError`) is a 503 with the JSON body above, its
 ``message`` naming the key problem, and ``Retry-After``; nothing is changed.
 """
 
@@ -34,8 +34,8 @@ from flask_smorest import abort as smorest_abort
 from sqlalchemy.exc import DataError, InterfaceError, OperationalError, StatementError
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from arena.core.crypto import EncryptionKeyError
-from arena.core.safejson import JsonLimitError, loads_limited
+from arena.crypto import EncryptionKeyError
+from arena.safejson import JsonLimitError, loads_limited
 
 #: Longest query-string or form value, characters.
 MAX_QUERY_CHARS = 2048
@@ -107,8 +107,7 @@ def _value_problem(value: str, limit: int) -> str | None:
 
 def _refuse(code: int, location: str, path: str, reason: str) -> None:
     field = path or "(document)"
-    smorest_abort(code, message=f"invalid request: {location}.{field}: {reason}",
-                  errors={location: {field: [reason]}})
+    smorest_abort(code, message=f"invalid request: {location}.{field}: {reason}", errors={location: {field: [reason]}})
 
 
 def _is_json(mimetype: str) -> bool:
@@ -117,8 +116,13 @@ def _is_json(mimetype: str) -> bool:
 
 def check_request_input() -> None:
     """The input guard of the module docstring for the current request (aborts 400/422)."""
-    for location, values in (("query", request.args), ("form", request.form if request.mimetype in (
-            "application/x-www-form-urlencoded", "multipart/form-data") else None)):
+    for location, values in (
+        ("query", request.args),
+        (
+            "form",
+            request.form if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data") else None,
+        ),
+    ):
         if not values:
             continue
         for key, value in values.items(multi=True):
@@ -153,8 +157,9 @@ KEY_RETRY_AFTER_S = 60
 
 
 def _key_unavailable(exc: EncryptionKeyError):
-    return _unavailable(f"{exc}, on this API server: an operator must fix its configuration; try again later",
-                        KEY_RETRY_AFTER_S)
+    return _unavailable(
+        f"{exc}, on this API server: an operator must fix its configuration; try again later", KEY_RETRY_AFTER_S
+    )
 
 
 def _statement_error(exc: StatementError):
@@ -165,8 +170,11 @@ def _statement_error(exc: StatementError):
 
 
 def _data_error(exc: DataError):
-    return jsonify(code=422, status="Unprocessable Entity",
-                   message="invalid request: a value is out of the range the database accepts"), 422
+    return jsonify(
+        code=422,
+        status="Unprocessable Entity",
+        message="invalid request: a value is out of the range the database accepts",
+    ), 422
 
 
 def install_guards(app: Flask) -> None:

@@ -1,7 +1,7 @@
 """OpenAPI descriptions in Markdown (what Swagger UI renders), from reStructuredText docstrings.
 
 The API's docstrings are written for Sphinx-style readers: ``code`` in double backticks and
-roles such as :mod:`arena.core.schedule`. OpenAPI descriptions are CommonMark, where double
+roles such as :mod:`arena.schedule`. OpenAPI descriptions are CommonMark, where double
 backticks show literally in Swagger UI. :func:`rst_to_markdown` turns both into single
 backtick code spans; :class:`MarkdownPlugin` (an apispec plugin) applies it to every
 ``description`` and ``summary`` of the operations, parameters, responses, headers and schema
@@ -73,7 +73,6 @@ class MarkdownPlugin(BasePlugin):
         markdown_descriptions(header)
         return None
 
-    def operation_helper(self, path: str | None = None, operations: dict | None = None,
-                         **kwargs: Any) -> None:
+    def operation_helper(self, path: str | None = None, operations: dict | None = None, **kwargs: Any) -> None:
         if operations:
             markdown_descriptions(operations)

@@ -27,7 +27,7 @@ from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from arena.core.config import Settings
+from arena.config import Settings
 
 #: Sign-ups per client address.
 SIGNUP_LIMIT = "5 per minute;30 per hour"
@@ -49,10 +49,17 @@ def init_rate_limits(app: Flask, settings: Settings) -> Limiter:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.proxy_hops)  # type: ignore[method-assign]
     storage = "memory://" if settings.celery_eager else settings.broker_url
     limiter = Limiter(
-        get_remote_address, app=app, storage_uri=storage, key_prefix=settings.rate_limit_prefix,
-        strategy="fixed-window", headers_enabled=True, enabled=settings.rate_limits,
-        default_limits=[WRITE_LIMIT], default_limits_exempt_when=_not_a_write,
-        in_memory_fallback_enabled=True, swallow_errors=True,
+        get_remote_address,
+        app=app,
+        storage_uri=storage,
+        key_prefix=settings.rate_limit_prefix,
+        strategy="fixed-window",
+        headers_enabled=True,
+        enabled=settings.rate_limits,
+        default_limits=[WRITE_LIMIT],
+        default_limits_exempt_when=_not_a_write,
+        in_memory_fallback_enabled=True,
+        swallow_errors=True,
         storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
     )
     for endpoint, limit in (("accounts.Accounts", SIGNUP_LIMIT), ("bots.BotCheckLatest", CHECK_LIMIT)):

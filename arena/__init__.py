@@ -1,4 +1,15 @@
-"""Daifugo Arena: shared configuration, persistence and the ``arena`` command line."""
+"""Daifugo Arena's shared core: what the API, the workers and the command line have in common.
+
+Layers (import-linter contracts in ``pyproject.toml``, run by ``infra/lint.sh``)::
+
+    cli                  the ``arena`` command line (may import api and worker)
+    api | worker         the REST API and pages | the Celery tasks (independent of each other)
+    arena                this package: configuration, persistence, lifecycle, the match runner
+    bots_sdk             the bot protocol and SDK
+    engine               the rules engine (standard library only)
+
+docs/architecture.md maps the modules.
+"""
 
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version

@@ -98,18 +98,30 @@ def main() -> int:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="arena-api-bench-") as tmp:
-        env = {**os.environ, "ARENA_DATA_DIR": tmp, "ARENA_DATABASE_URL": f"sqlite:///{tmp}/arena.db",
-               "ARENA_RATE_LIMITS": "0", "ARENA_CELERY_EAGER": "1", "ARENA_COOKIE_SECURE": "0"}
-        server = subprocess.Popen([sys.executable, "-m", "arena.cli", "api", "--port", str(port),
-                                   "--workers", str(args.workers)], env=env, cwd=REPO,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = {
+            **os.environ,
+            "ARENA_DATA_DIR": tmp,
+            "ARENA_DATABASE_URL": f"sqlite:///{tmp}/arena.db",
+            "ARENA_RATE_LIMITS": "0",
+            "ARENA_CELERY_EAGER": "1",
+            "ARENA_COOKIE_SECURE": "0",
+        }
+        server = subprocess.Popen(
+            [sys.executable, "-m", "cli", "api", "--port", str(port), "--workers", str(args.workers)],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             wait_ready(base)
             stop = threading.Event()
             threads = [threading.Thread(target=slowloris, args=(port, stop), daemon=True) for _ in range(2)]
             counts, errors = [0], [0]
-            threads += [threading.Thread(target=load_client, args=(base, stop, counts, errors, args.rate), daemon=True)
-                        for _ in range(args.clients)]
+            threads += [
+                threading.Thread(target=load_client, args=(base, stop, counts, errors, args.rate), daemon=True)
+                for _ in range(args.clients)
+            ]
             for t in threads:
                 t.start()
             time.sleep(1.0)  # let the load settle
@@ -134,11 +146,15 @@ def main() -> int:
             probe.close()
             latencies.sort()
             p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
-            print(f"healthz under load: {len(latencies)} probes, p50 {statistics.median(latencies):.1f} ms, "
-                  f"p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms, errors {probe_errors} (goal p99 < 200 ms)")
-            print(f"load: {args.clients} clients at {args.rate:g}/s each, {counts[0] / elapsed:.0f} requests/s served, "
-                  f"{errors[0]} errors; "
-                  f"2 slowloris connections; {args.workers} gunicorn gthread workers")
+            print(
+                f"healthz under load: {len(latencies)} probes, p50 {statistics.median(latencies):.1f} ms, "
+                f"p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms, errors {probe_errors} (goal p99 < 200 ms)"
+            )
+            print(
+                f"load: {args.clients} clients at {args.rate:g}/s each, {counts[0] / elapsed:.0f} requests/s served, "
+                f"{errors[0]} errors; "
+                f"2 slowloris connections; {args.workers} gunicorn gthread workers"
+            )
         finally:
             server.terminate()
             try:

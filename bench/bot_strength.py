@@ -11,7 +11,7 @@ heuristic must win at least 0.70 of them (exit status 1 otherwise). Trump Millio
 JDF: 200 games (one engine game each: a game of deals to the target; a 3-set match) with the
 heuristic's seat rotated; first place shared on a tie counts.
 
-Games go through :func:`arena.core.runner.match.run_match` with in-process players (the runner's
+Games go through :func:`arena.runner.match.run_match` with in-process players (the runner's
 request building, JSON round trip and time accounting; no HTTP), split over the CPU cores.
 Usage: ``python bench/bot_strength.py [--md-games N] [--games N] [--workers N]``.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arena.core.runner.match import derive_seed, run_match  # noqa: E402
+from arena.runner.match import derive_seed, run_match  # noqa: E402
 from bots_sdk.samples import HeuristicBot, RandomBot  # noqa: E402
 
 SEED = 20261129
@@ -37,8 +37,13 @@ def md_chunk(first: int, count: int) -> tuple[int, int]:
     """Million Doubt games ``first``..``first+count`` (pairs): (heuristic wins, games)."""
     wins = games = 0
     for pair in range(first, first + count):
-        log = run_match([HeuristicBot(seed=pair), RandomBot(seed=10**6 + pair)], "million_doubt",
-                        seed=derive_seed(SEED, pair), games=2, notices=False)
+        log = run_match(
+            [HeuristicBot(seed=pair), RandomBot(seed=10**6 + pair)],
+            "million_doubt",
+            seed=derive_seed(SEED, pair),
+            games=2,
+            notices=False,
+        )
         wins += log["result"]["wins"][0]
         games += log["result"]["games"]
     return wins, games
@@ -84,8 +89,11 @@ def main(argv: list[str] | None = None) -> int:
             games += g
         rate = wins / games
         ok = rate >= 0.70
-        print(f"million_doubt heuristic vs random: win rate {rate:.2f} over {games} games"
-              f"  ({time.perf_counter() - t:.1f} s)", flush=True)
+        print(
+            f"million_doubt heuristic vs random: win rate {rate:.2f} over {games} games"
+            f"  ({time.perf_counter() - t:.1f} s)",
+            flush=True,
+        )
         for ruleset in ("trump_millionaire", "jdf"):
             t = time.perf_counter()
             jobs = [pool.submit(four_chunk, ruleset, s, n) for s, n in _split(args.games, args.workers * 4)]
@@ -94,8 +102,11 @@ def main(argv: list[str] | None = None) -> int:
                 f, g = j.result()
                 firsts += f
                 total += g
-            print(f"{ruleset} heuristic vs 3 random: first place rate {firsts / total:.2f} over {total} games"
-                  f"  ({time.perf_counter() - t:.1f} s)", flush=True)
+            print(
+                f"{ruleset} heuristic vs 3 random: first place rate {firsts / total:.2f} over {total} games"
+                f"  ({time.perf_counter() - t:.1f} s)",
+                flush=True,
+            )
     if not ok:
         print("FAIL: the Million Doubt heuristic must win at least 0.70 of its games", file=sys.stderr)
     return 0 if ok else 1

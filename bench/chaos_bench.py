@@ -53,8 +53,13 @@ from bots_sdk.samples import SAMPLE_BOTS  # noqa: E402
 LEASE_ENV = {"ARENA_LEASE_S": "6", "ARENA_REAPER_INTERVAL_S": "2", "ARENA_LOST_AFTER_S": "6"}
 BOTS = 12
 THINK_S = 0.01
-POISON = [b"[" * 60000, b'{"type":"pass","comment":"\\ud800"}', b'{"type":"rate","rate":NaN}',
-          b'{"type":"pass","type":"doubt"}', b'{"type":"pass","extra":1}']
+POISON = [
+    b"[" * 60000,
+    b'{"type":"pass","comment":"\\ud800"}',
+    b'{"type":"rate","rate":NaN}',
+    b'{"type":"pass","type":"doubt"}',
+    b'{"type":"pass","extra":1}',
+]
 
 
 class ThinkingBot(SAMPLE_BOTS["greedy"]):
@@ -71,8 +76,15 @@ class Proc:
     def __init__(self, cmd: list[str], env: dict[str, str], log: Path):
         self.log = log
         with open(log, "ab") as fh:
-            self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=fh,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=REPO,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def kill(self) -> None:
         try:
@@ -93,18 +105,44 @@ class Proc:
 
 
 def _env(broker: str, db: str) -> dict[str, str]:
-    return {**os.environ, "ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": db, "ARENA_ALLOW_PRIVATE_BOT_URLS": "1",
-            "ARENA_CELERY_EAGER": "0", "PYTHONPATH": str(REPO), **LEASE_ENV}
+    return {
+        **os.environ,
+        "ARENA_BROKER_URL": broker,
+        "ARENA_DATABASE_URL": db,
+        "ARENA_ALLOW_PRIVATE_BOT_URLS": "1",
+        "ARENA_CELERY_EAGER": "0",
+        "PYTHONPATH": str(REPO),
+        **LEASE_ENV,
+    }
 
 
 def start_worker(broker: str, db: str, tmp: Path) -> Proc:
     tag = uuid.uuid4().hex[:6]
     private = f"chaos.{tag}"
-    w = Proc([sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--without-mingle",
-              "--without-gossip", "--without-heartbeat", "--concurrency", "1",
-              "--queues", f"{private},arena.priority,arena.checks,arena", "--loglevel", "INFO",
-              "--hostname", f"chaos-{tag}@127.0.0.1"], _env(broker, db), tmp / f"worker-{tag}.log")
-    from arena.core.config import Settings
+    w = Proc(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker.celery_app",
+            "worker",
+            "--without-mingle",
+            "--without-gossip",
+            "--without-heartbeat",
+            "--concurrency",
+            "1",
+            "--queues",
+            f"{private},arena.priority,arena.checks,arena",
+            "--loglevel",
+            "INFO",
+            "--hostname",
+            f"chaos-{tag}@127.0.0.1",
+        ],
+        _env(broker, db),
+        tmp / f"worker-{tag}.log",
+    )
+    from arena.config import Settings
     from worker.celery_app import make_app
 
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
@@ -116,8 +154,11 @@ def start_worker(broker: str, db: str, tmp: Path) -> Proc:
 
 
 def start_beat(broker: str, db: str, tmp: Path) -> Proc:
-    return Proc([sys.executable, "-m", "arena.cli", "beat", "--schedule", str(tmp / "beat-schedule")],
-                _env(broker, db), tmp / "beat.log")
+    return Proc(
+        [sys.executable, "-m", "cli", "beat", "--schedule", str(tmp / "beat-schedule")],
+        _env(broker, db),
+        tmp / "beat.log",
+    )
 
 
 def status_counts(db: str, tid: int) -> tuple[str, dict[str, int]]:
@@ -125,36 +166,56 @@ def status_counts(db: str, tid: int) -> tuple[str, dict[str, int]]:
 
     with psycopg.connect(db.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
         status = conn.execute("SELECT status FROM tournaments WHERE id = %s", (tid,)).fetchone()[0]
-        rows = conn.execute("SELECT status, count(*) FROM matches WHERE tournament_id = %s GROUP BY status",
-                            (tid,)).fetchall()
+        rows = conn.execute(
+            "SELECT status, count(*) FROM matches WHERE tournament_id = %s GROUP BY status", (tid,)
+        ).fetchall()
     return status, {s: int(n) for s, n in rows}
 
 
 def figures(arena, db: str, tid: int) -> dict[str, int]:
     from sqlalchemy import text
 
-    from arena.core.runner.match import replay
+    from arena.runner.match import replay
 
     with arena.sessions() as s:
-        rows = s.execute(text("""
+        rows = s.execute(
+            text("""
             SELECT m.id, m.status, (SELECT count(*) FROM match_results r WHERE r.match_id = m.id),
                    (SELECT count(*) FROM match_logs l WHERE l.match_id = m.id)
-            FROM matches m WHERE m.tournament_id = :t"""), {"t": tid}).all()
+            FROM matches m WHERE m.tournament_id = :t"""),
+            {"t": tid},
+        ).all()
     stored = arena.stored(tid)
     replayed = {m.id for m, _res, log in stored if replay(log) is not None}
-    poison_faults = sum(1 for _m, _res, log in stored for f in log["faults"]
-                        if f["kind"] in ("invalid_json", "invalid_action"))
-    return {"matches": len(rows),
-            "stored_once": sum(1 for mid, st, r, lg in rows if st == "finished" and r == 1 and lg == 1 and mid in replayed),
-            "failed": sum(1 for _m, st, _r, _l in rows if st == "failed"),
-            "stuck": sum(1 for _m, st, _r, _l in rows if st in ("pending", "queued", "running")),
-            "poison_faults": poison_faults}
+    poison_faults = sum(
+        1 for _m, _res, log in stored for f in log["faults"] if f["kind"] in ("invalid_json", "invalid_action")
+    )
+    return {
+        "matches": len(rows),
+        "stored_once": sum(1 for mid, st, r, lg in rows if st == "finished" and r == 1 and lg == 1 and mid in replayed),
+        "failed": sum(1 for _m, st, _r, _l in rows if st == "failed"),
+        "stuck": sum(1 for _m, st, _r, _l in rows if st in ("pending", "queued", "running")),
+        "poison_faults": poison_faults,
+    }
 
 
-def run(arena, ids, games: int, broker: str, db: str, tmp: Path, services: Services, *, chaos: bool,
-        kill_every: tuple[float, float], t0: float | None, bound: float | None) -> dict:
-    tid = arena.create("million_doubt", ids, games_per_pairing=games,
-                       time_rules={"initial": 2.0, "increment": 0.2, "cap": 2.0})
+def run(
+    arena,
+    ids,
+    games: int,
+    broker: str,
+    db: str,
+    tmp: Path,
+    services: Services,
+    *,
+    chaos: bool,
+    kill_every: tuple[float, float],
+    t0: float | None,
+    bound: float | None,
+) -> dict:
+    tid = arena.create(
+        "million_doubt", ids, games_per_pairing=games, time_rules={"initial": 2.0, "increment": 0.2, "cap": 2.0}
+    )
     workers = [start_worker(broker, db, tmp), start_worker(broker, db, tmp)]
     rng = random.Random(20261201)
     kills, redis_restarts = 0, 0
@@ -176,18 +237,31 @@ def run(arena, ids, games: int, broker: str, db: str, tmp: Path, services: Servi
                 workers.append(start_worker(broker, db, tmp))
                 next_kill = time.monotonic() + rng.uniform(*kill_every)
             if chaos and not redis_restarts and now >= redis_at:
-                subprocess.run(["bash", str(REPO / "infra" / "redis.sh"), "stop"], env=services.env,
-                               capture_output=True, check=False)
-                subprocess.run(["bash", str(REPO / "infra" / "redis.sh"), "start"], env=services.env,
-                               capture_output=True, check=True)
+                subprocess.run(
+                    ["bash", str(REPO / "infra" / "redis.sh"), "stop"],
+                    env=services.env,
+                    capture_output=True,
+                    check=False,
+                )
+                subprocess.run(
+                    ["bash", str(REPO / "infra" / "redis.sh"), "start"],
+                    env=services.env,
+                    capture_output=True,
+                    check=True,
+                )
                 redis_restarts += 1
             time.sleep(0.2)
         elapsed = time.monotonic() - started
     finally:
         for w in workers:
             w.stop()
-    return {"tournament": tid, "elapsed_s": round(elapsed, 1), "kills": kills, "redis_restarts": redis_restarts,
-            **figures(arena, db, tid)}
+    return {
+        "tournament": tid,
+        "elapsed_s": round(elapsed, 1),
+        "kills": kills,
+        "redis_restarts": redis_restarts,
+        **figures(arena, db, tid),
+    }
 
 
 def main() -> None:
@@ -195,7 +269,6 @@ def main() -> None:
     parser.add_argument("--short", action="store_true", help="CI form: 2 games per match, kills every 8-10 s")
     args = parser.parse_args()
     games, kill_every = (2, (8.0, 10.0)) if args.short else (8, (15.0, 20.0))
-
 
     from tests.worker.conftest import Arena, SwitchBot
 
@@ -211,17 +284,43 @@ def main() -> None:
         ids = [arena.register(s, ["million_doubt"], f"c{i}") for i, s in enumerate(servers)]
         servers[-1].poison, servers[-1].mode = POISON, "poison"
         beat = start_beat(broker, db, tmp)
-        calm = run(arena, ids, games, broker, db, tmp, services, chaos=False, kill_every=kill_every, t0=None, bound=None)
+        calm = run(
+            arena, ids, games, broker, db, tmp, services, chaos=False, kill_every=kill_every, t0=None, bound=None
+        )
         lease = float(LEASE_ENV["ARENA_LEASE_S"])
         bound = 1.5 * calm["elapsed_s"] + lease
-        wild = run(arena, ids, games, broker, db, tmp, services, chaos=True, kill_every=kill_every,
-                   t0=calm["elapsed_s"], bound=bound)
+        wild = run(
+            arena,
+            ids,
+            games,
+            broker,
+            db,
+            tmp,
+            services,
+            chaos=True,
+            kill_every=kill_every,
+            t0=calm["elapsed_s"],
+            bound=bound,
+        )
         arena.close()
-        print(json.dumps({"undisturbed": calm, "chaos": wild, "bound_s": round(bound, 1), "lease": LEASE_ENV,
-                          "games_per_match": games, "kill_every_s": kill_every,
-                          "bench_s": round(time.monotonic() - bench_started, 1)}), file=sys.stderr)
-        print(f"chaos: {wild['matches']} matches, {wild['stored_once']} stored once, {wild['failed']} failed, "
-              f"{wild['stuck']} stuck, finished in {wild['elapsed_s']:.0f} s (bound {bound:.0f} s)")
+        print(
+            json.dumps(
+                {
+                    "undisturbed": calm,
+                    "chaos": wild,
+                    "bound_s": round(bound, 1),
+                    "lease": LEASE_ENV,
+                    "games_per_match": games,
+                    "kill_every_s": kill_every,
+                    "bench_s": round(time.monotonic() - bench_started, 1),
+                }
+            ),
+            file=sys.stderr,
+        )
+        print(
+            f"chaos: {wild['matches']} matches, {wild['stored_once']} stored once, {wild['failed']} failed, "
+            f"{wild['stuck']} stuck, finished in {wild['elapsed_s']:.0f} s (bound {bound:.0f} s)"
+        )
     finally:
         if beat is not None:
             beat.stop()

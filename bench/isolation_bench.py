@@ -78,13 +78,16 @@ def _bank_sleeper(server, think_s: float):
 def others_finished_s(arena, tid: int, slow_bot: int) -> tuple[float, int]:
     """Seconds from the tournament's start to the last stored match without ``slow_bot``,
     and how many such matches."""
-    from arena.core.db.models import Tournament
+    from arena.db.models import Tournament
 
     stored = arena.stored(tid)
     with arena.sessions() as s:
         t0 = s.get(Tournament, tid).started_at
-    ends = [(m.finished_at - t0).total_seconds() for m, _res, _log in stored
-            if all(seat.bot_id != slow_bot for seat in m.seats)]
+    ends = [
+        (m.finished_at - t0).total_seconds()
+        for m, _res, _log in stored
+        if all(seat.bot_id != slow_bot for seat in m.seats)
+    ]
     return max(ends), len(ends)
 
 
@@ -104,8 +107,14 @@ def slow_bot_round(arena, servers, ids: list[int], db: str, hold: bool) -> dict:
         where = "with_bot0" if ids[0] in seat_bot.values() else "without_bot0"
         timeouts[where] += sum(1 for f in log["faults"] if f["kind"] == "timeout" and seat_bot[f["player"]] != ids[0])
     deferred = sum(1 for m, _r, _l in stored if m.attempts > 1)
-    return {"others_s": round(others, 2), "others": n, "matches": len(stored), "all_s": round(wall, 2),
-            "attempts_over_1": deferred, "timeouts_of_other_bots": timeouts}
+    return {
+        "others_s": round(others, 2),
+        "others": n,
+        "matches": len(stored),
+        "all_s": round(wall, 2),
+        "attempts_over_1": deferred,
+        "timeouts_of_other_bots": timeouts,
+    }
 
 
 def check_flood_round(arena, ids: list[int], db: str, holders: list | None) -> dict:
@@ -114,10 +123,16 @@ def check_flood_round(arena, ids: list[int], db: str, holders: list | None) -> d
         for i in range(0, len(holders), 2):
             tok = arena.client.post("/api/v1/accounts", json={"name": f"flood-{uuid.uuid4().hex[:8]}"})
             owner = {"Authorization": f"Bearer {tok.json['token']}"}
-            for h in holders[i:i + 2]:
-                r = arena.client.post("/api/v1/bots", json={"name": f"slow-{uuid.uuid4().hex[:4]}", "url": h.url,
-                                                            "rulesets": ["million_doubt", "trump_millionaire",
-                                                                         "jdf"]}, headers=owner)
+            for h in holders[i : i + 2]:
+                r = arena.client.post(
+                    "/api/v1/bots",
+                    json={
+                        "name": f"slow-{uuid.uuid4().hex[:4]}",
+                        "url": h.url,
+                        "rulesets": ["million_doubt", "trump_millionaire", "jdf"],
+                    },
+                    headers=owner,
+                )
                 h.set_secret(r.json["secret"])
                 c = arena.client.post(f"/api/v1/bots/{r.json['id']}/check", headers=owner)
                 assert c.status_code == 202, c.json
@@ -137,14 +152,14 @@ def check_flood_round(arena, ids: list[int], db: str, holders: list | None) -> d
 
 
 def _active(arena, checks: list[int]) -> int:
-    from arena.core.db.models import BotCheck
+    from arena.db.models import BotCheck
 
     with arena.sessions() as s:
         return sum(1 for c in checks if s.get(BotCheck, c).status in ("queued", "running"))
 
 
 def _wait_running(arena, checks: list[int]) -> None:
-    from arena.core.db.models import BotCheck
+    from arena.db.models import BotCheck
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -186,8 +201,9 @@ def main() -> None:
         alone = check_flood_round(arena, ids[:4], db, None)
         flood = check_flood_round(arena, ids[:4], db, holders)
         details["check_flood"] = {"baseline": alone, "flood": flood}
-        line2 = (f"isolation check flood: tournament {flood['tournament_s']:.1f} s, "
-                 f"baseline {alone['tournament_s']:.1f} s")
+        line2 = (
+            f"isolation check flood: tournament {flood['tournament_s']:.1f} s, baseline {alone['tournament_s']:.1f} s"
+        )
         details["bench_s"] = round(time.perf_counter() - started, 1)
         print(json.dumps(details), file=sys.stderr)
         print(line1)

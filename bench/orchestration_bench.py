@@ -20,7 +20,7 @@ Prints four lines:
   averaged (the machine's speed drifts). Bots answer at once (the greedy sample bot: no
   sleep, only its own decision code and the signature check). The details line (stderr)
   also gives the round trip through httpx's transport alone (``bare_transport_ms``), which
-  is what the arena's requests go through (arena/core/runner/players.py), and the arena time over it.
+  is what the arena's requests go through (arena/runner/players.py), and the arena time over it.
 * ``decisions/s per worker process: N``: decisions / tournament wall time (from the start
   request to the last result stored), same tournaments.
 * ``matches/min with 1 worker: N`` and ``matches/min with 2 workers: N``: tournaments of 8
@@ -81,8 +81,9 @@ class Services:
         self.started: list[str] = []
 
     def start(self, script: str) -> str:
-        out = subprocess.run(["bash", str(REPO / "infra" / script), "start"], env=self.env,
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["bash", str(REPO / "infra" / script), "start"], env=self.env, capture_output=True, text=True, check=True
+        )
         self.started.append(script)
         return out.stdout.strip().splitlines()[-1]
 
@@ -91,8 +92,8 @@ class Services:
         ``(database URL, broker URL)``."""
         from sqlalchemy import create_engine, text
 
-        from arena.core.db.migrate import upgrade
-        from arena.core.db.session import normalize_url
+        from arena.db.migrate import upgrade
+        from arena.db.session import normalize_url
 
         pg = self.start("postgres.sh")
         broker = self.start("redis.sh")
@@ -112,16 +113,42 @@ class Services:
 class Worker:
     def __init__(self, broker: str, db: str, concurrency: int, log_dir: Path):
         self.log = log_dir / f"worker-{uuid.uuid4().hex[:6]}.log"
-        env = {**os.environ, "ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": db,
-               "ARENA_ALLOW_PRIVATE_BOT_URLS": "1", "ARENA_CELERY_EAGER": "0",
-               "PYTHONPATH": str(REPO)}
+        env = {
+            **os.environ,
+            "ARENA_BROKER_URL": broker,
+            "ARENA_DATABASE_URL": db,
+            "ARENA_ALLOW_PRIVATE_BOT_URLS": "1",
+            "ARENA_CELERY_EAGER": "0",
+            "PYTHONPATH": str(REPO),
+        }
         with open(self.log, "wb") as fh:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--without-mingle",
-                 "--without-gossip", "--without-heartbeat", "--concurrency", str(concurrency),
-                 "--queues", "arena.priority,arena.checks,arena", "--loglevel", "WARNING", "--hostname", f"bench-{uuid.uuid4().hex[:6]}@127.0.0.1"],
-                cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-        from arena.core.config import Settings
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "worker.celery_app",
+                    "worker",
+                    "--without-mingle",
+                    "--without-gossip",
+                    "--without-heartbeat",
+                    "--concurrency",
+                    str(concurrency),
+                    "--queues",
+                    "arena.priority,arena.checks,arena",
+                    "--loglevel",
+                    "WARNING",
+                    "--hostname",
+                    f"bench-{uuid.uuid4().hex[:6]}@127.0.0.1",
+                ],
+                cwd=REPO,
+                env=env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        from arena.config import Settings
         from worker.celery_app import make_app
 
         client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
@@ -164,9 +191,13 @@ def sample_requests(n_games: int = 12) -> list[bytes]:
         g = engine.new_game("million_doubt", None, seed)
         while not g.over:
             d = g.decision()
-            bodies.append(protocol.dumps(protocol.build_request(
-                g, d.seat, match_id="bench", game=0, time_rules=engine.TimeRules(),
-                remaining_ms=60000)))
+            bodies.append(
+                protocol.dumps(
+                    protocol.build_request(
+                        g, d.seat, match_id="bench", game=0, time_rules=engine.TimeRules(), remaining_ms=60000
+                    )
+                )
+            )
             g.apply(*random_action(g, rng))
     return bodies
 
@@ -178,14 +209,15 @@ def bare_round_trip(url: str, secret: str | None) -> tuple[float, float]:
 
     The first is THE bare round trip of the ratio: what ``httpx.Client.post`` costs. The
     second is the floor of the arena's own path (it sends through ``httpx.HTTPTransport``
-    directly, see arena/core/runner/players.py), printed in the details for comparison.
+    directly, see arena/runner/players.py), printed in the details for comparison.
 
     The requests are signed with the bot's secret as the arena signs them (the bot verifies
     each signature, as it does in the tournament), but before the clock starts: only the
     round trip is timed. Each sampled request is sent in turn, several times over, the two
     clients taking turns by blocks of 100 requests."""
-    out = subprocess.run([sys.executable, __file__, "--bare", url, secret or ""],
-                         capture_output=True, text=True, check=True, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, __file__, "--bare", url, secret or ""], capture_output=True, text=True, check=True, cwd=REPO
+    )
     client_s, transport_s = out.stdout.strip().splitlines()[-1].split()
     return float(client_s), float(transport_s)
 
@@ -208,8 +240,10 @@ def _bare_client(url: str, secret: str | None) -> tuple[float, float]:
 
     times: dict[str, list[float]] = {"client": [], "transport": []}
     with httpx.Client(trust_env=False) as client, httpx.HTTPTransport() as transport:
-        senders = {"client": lambda b, h: via_client(client, b, h),
-                   "transport": lambda b, h: via_transport(transport, b, h)}
+        senders = {
+            "client": lambda b, h: via_client(client, b, h),
+            "transport": lambda b, h: via_transport(transport, b, h),
+        }
         for send in senders.values():  # warm up: connections open, code paths hot
             for body, headers in signed[:100]:
                 if send(body, headers) != 200:
@@ -247,12 +281,22 @@ def register(arena, servers) -> list[int]:
     return [arena.register(s, ["million_doubt"], f"b{i}-{uuid.uuid4().hex[:4]}") for i, s in enumerate(servers)]
 
 
-def run_tournament(arena, ids: list[int], games: int, tmp: Path, broker: str, db: str, *,
-                   workers: int = 1, worker: Worker | None = None) -> dict:
+def run_tournament(
+    arena,
+    ids: list[int],
+    games: int,
+    tmp: Path,
+    broker: str,
+    db: str,
+    *,
+    workers: int = 1,
+    worker: Worker | None = None,
+) -> dict:
     """One Million Doubt round-robin of ``ids``: on ``worker`` if given (left running), else on
     a new worker process with ``workers`` pool processes (stopped afterwards)."""
-    tid = arena.create("million_doubt", ids, games_per_pairing=games,
-                       time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0})
+    tid = arena.create(
+        "million_doubt", ids, games_per_pairing=games, time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0}
+    )
     w = worker or Worker(broker, db, workers, tmp)
     try:
         t0 = time.perf_counter()
@@ -289,8 +333,12 @@ def overhead_rounds(arena, servers, ids: list[int], tmp: Path, broker: str, db: 
             runs.append(run_tournament(arena, ids, FAST_GAMES, tmp, broker, db, worker=worker))
     finally:
         worker.stop()
-    return {**summed(runs), "bare_s": statistics.fmean(bares), "bare_transport_s": statistics.fmean(floors),
-            "bare_ms_each": [round(x * 1000, 3) for x in bares]}
+    return {
+        **summed(runs),
+        "bare_s": statistics.fmean(bares),
+        "bare_transport_s": statistics.fmean(floors),
+        "bare_ms_each": [round(x * 1000, 3) for x in bares],
+    }
 
 
 def scaling_rounds(arena, ids: list[int], tmp: Path, broker: str, db: str) -> tuple[dict, dict]:
@@ -327,11 +375,16 @@ def main() -> None:
         slow_ids = register(arena, slow)
         one, two = scaling_rounds(arena, slow_ids, tmp, broker, db)
         arena.close()
-        details = {"bare_round_trip_ms": round(bare * 1000, 3),
-                   "bare_transport_ms": round(floor * 1000, 3),
-                   "arena_vs_transport": round(per_decision / floor, 3), "arena_ms_per_decision": round(per_decision * 1000, 3),
-                   "fast": a, "thinking_1_worker": one, "thinking_2_workers": two,
-                   "bench_s": round(time.perf_counter() - started, 1)}
+        details = {
+            "bare_round_trip_ms": round(bare * 1000, 3),
+            "bare_transport_ms": round(floor * 1000, 3),
+            "arena_vs_transport": round(per_decision / floor, 3),
+            "arena_ms_per_decision": round(per_decision * 1000, 3),
+            "fast": a,
+            "thinking_1_worker": one,
+            "thinking_2_workers": two,
+            "bench_s": round(time.perf_counter() - started, 1),
+        }
         print(json.dumps(details), file=sys.stderr)
         print(f"per-decision overhead ratio: {per_decision / bare:.2f}")
         print(f"decisions/s per worker process: {a['decisions'] / a['wall_s']:.0f}")

@@ -25,7 +25,7 @@ Prints five lines:
   X s``: ``POST /start`` of a 128-bot tournament (bots stored directly as ``ready``; no worker
   consumes that broker database, so nothing is played): the answer's time. The details line
   (stderr) also gives the time to store the schedule and send every match
-  (``arena.core.queue.send_tournament``, what the worker's ``arena.enqueue_tournament`` runs,
+  (``arena.queue.send_tournament``, what the worker's ``arena.enqueue_tournament`` runs,
   here in this process).
 * ``tournament page 8000 matches: X ms``: ``GET /ui/tournaments/{id}`` of the 128-bot Million
   Doubt tournament (8,128 matches), signed in as the organizer, median of 3.
@@ -59,20 +59,42 @@ TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 
 
 class DefaultWorker:
-    """``arena worker`` as an operator starts it (its defaults: :func:`arena.cli.worker.default_processes`
+    """``arena worker`` as an operator starts it (its defaults: :func:`cli.worker.default_processes`
     processes of the thread pool), plus overrides if asked."""
 
-    def __init__(self, broker: str, db: str, log_dir: Path, pool: str | None, concurrency: int | None,
-                 processes: int | None = None):
+    def __init__(
+        self,
+        broker: str,
+        db: str,
+        log_dir: Path,
+        pool: str | None,
+        concurrency: int | None,
+        processes: int | None = None,
+    ):
         import os
 
-        from arena.cli.worker import default_processes
+        from cli.worker import default_processes
 
         self.log = log_dir / f"worker-{uuid.uuid4().hex[:6]}.log"
-        env = {**os.environ, "ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": db,
-               "ARENA_ALLOW_PRIVATE_BOT_URLS": "1", "ARENA_CELERY_EAGER": "0", "PYTHONPATH": str(REPO)}
+        env = {
+            **os.environ,
+            "ARENA_BROKER_URL": broker,
+            "ARENA_DATABASE_URL": db,
+            "ARENA_ALLOW_PRIVATE_BOT_URLS": "1",
+            "ARENA_CELERY_EAGER": "0",
+            "PYTHONPATH": str(REPO),
+        }
         name = f"tbench{uuid.uuid4().hex[:6]}"
-        cmd = [sys.executable, "-m", "arena.cli", "worker", "--loglevel", os.environ.get("TBENCH_LOGLEVEL", "WARNING"), "--hostname", f"{name}@127.0.0.1"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "cli",
+            "worker",
+            "--loglevel",
+            os.environ.get("TBENCH_LOGLEVEL", "WARNING"),
+            "--hostname",
+            f"{name}@127.0.0.1",
+        ]
         if pool:
             cmd += ["--pool", pool]
         if concurrency:
@@ -81,9 +103,10 @@ class DefaultWorker:
             cmd += ["--processes", str(processes)]
         self.processes = processes or (default_processes() if pool in (None, "threads") else 1)
         with open(self.log, "wb") as fh:
-            self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        from arena.core.config import Settings
+            self.proc = subprocess.Popen(
+                cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        from arena.config import Settings
         from worker.celery_app import make_app
 
         client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
@@ -125,8 +148,7 @@ def lower_bound(stored, cap: int, slots: int) -> dict:
             ms = res.timings["elapsed_ms"][seat.seat]
             per_bot[seat.bot_id] = per_bot.get(seat.bot_id, 0.0) + ms / 1000
             total += ms / 1000
-    terms = {"longest_match_s": longest, "busiest_bot_s": max(per_bot.values()) / cap,
-             "all_thinking_s": total / slots}
+    terms = {"longest_match_s": longest, "busiest_bot_s": max(per_bot.values()) / cap, "all_thinking_s": total / slots}
     return {**{k: round(v, 2) for k, v in terms.items()}, "lb_s": round(max(terms.values()), 2)}
 
 
@@ -140,7 +162,7 @@ class Utilization:
 
         import redis
 
-        from arena.core.runner.semaphore import KEY_PREFIX, endpoint_key
+        from arena.runner.semaphore import KEY_PREFIX, endpoint_key
 
         self.servers, self.cap, self.samples = servers, cap, []
         #: per sample: (requests in flight at the bots, requests waiting for a slot)
@@ -153,8 +175,7 @@ class Utilization:
 
     def _run(self) -> None:
         while not self._stop.wait(0.02):
-            self.samples.append(sum(min(s.in_flight, self.cap) for s in self.servers)
-                                / (self.cap * len(self.servers)))
+            self.samples.append(sum(min(s.in_flight, self.cap) for s in self.servers) / (self.cap * len(self.servers)))
             if self._redis is not None:
                 pipe = self._redis.pipeline(transaction=False)
                 for q in self._queues:
@@ -162,7 +183,7 @@ class Utilization:
                 for q in self._queues:
                     pipe.zcard(q[:-2])
                 got = [int(n) for n in pipe.execute()]
-                queued, held = got[:len(self._queues)], got[len(self._queues):]
+                queued, held = got[: len(self._queues)], got[len(self._queues) :]
                 flying = [s.in_flight for s in self.servers]
                 # slots idle although requests wait for them: the hand-over's cost
                 idle = sum(min(self.cap - f, q) for f, q in zip(flying, queued) if f < self.cap)
@@ -174,17 +195,19 @@ class Utilization:
         """Mean requests in flight at the bots and waiting for a slot (all bots together)."""
         if not self.load:
             return {}
-        return {"in_flight_mean": round(statistics.mean(x[0] for x in self.load), 1),
-                "waiting_mean": round(statistics.mean(x[1] for x in self.load), 1),
-                "idle_slots_with_waiters_mean": round(statistics.mean(x[2] for x in self.load), 1),
-                "held_mean": round(statistics.mean(x[3] for x in self.load), 1),
-                "held_not_in_flight_mean": round(statistics.mean(x[4] for x in self.load), 1)}
+        return {
+            "in_flight_mean": round(statistics.mean(x[0] for x in self.load), 1),
+            "waiting_mean": round(statistics.mean(x[1] for x in self.load), 1),
+            "idle_slots_with_waiters_mean": round(statistics.mean(x[2] for x in self.load), 1),
+            "held_mean": round(statistics.mean(x[3] for x in self.load), 1),
+            "held_not_in_flight_mean": round(statistics.mean(x[4] for x in self.load), 1),
+        }
 
     def stop(self) -> list[float]:
         self._stop.set()
         self._thread.join()
         n = len(self.samples)
-        return [round(statistics.mean(self.samples[i * n // 10:(i + 1) * n // 10] or [0]), 2) for i in range(10)]
+        return [round(statistics.mean(self.samples[i * n // 10 : (i + 1) * n // 10] or [0]), 2) for i in range(10)]
 
 
 def cpu_s(pid: int) -> float:
@@ -198,8 +221,18 @@ def cpu_s(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def play(arena, ruleset: str, ids: list[int], db: str, cap: int, slots: int, servers: list | None = None,
-         broker: str | None = None, workers: list | None = None, **kw) -> dict:
+def play(
+    arena,
+    ruleset: str,
+    ids: list[int],
+    db: str,
+    cap: int,
+    slots: int,
+    servers: list | None = None,
+    broker: str | None = None,
+    workers: list | None = None,
+    **kw,
+) -> dict:
     import os
 
     tid = arena.create(ruleset, ids, time_rules=TIME_RULES, **kw)
@@ -218,50 +251,77 @@ def play(arena, ruleset: str, ids: list[int], db: str, cap: int, slots: int, ser
     waits = [w for _, res, _ in stored for w in res.timings.get("semaphore_max_wait_ms", [])]
     bypassed = sum(sum(res.timings["semaphore_bypassed"]) for _, res, _ in stored)
     # when the matches were claimed and finished, seconds after the tournament started
-    from arena.core.db.models import Tournament
+    from arena.db.models import Tournament
 
     with arena.sessions() as s:
         t_start = s.get(Tournament, tid).started_at
     claims = sorted((m.started_at - t_start).total_seconds() for m, _, _ in stored)
     ends = sorted((m.finished_at - t_start).total_seconds() for m, _, _ in stored if m.finished_at)
+
     def pct(xs, q):
         return round(xs[min(len(xs) - 1, int(q * len(xs)))], 2) if xs else None
+
     ramp = {f"claim_{k}th_s": claims[k - 1] for k in (8, 16, 32, 48) if k <= len(claims)}
-    timeline = {"first_claim_s": pct(claims, 0), **{k: round(v, 2) for k, v in ramp.items()},
-                f"claim_{slots}th_s": pct(claims, (slots - 1) / max(1, len(claims))),
-                "last_claim_s": pct(claims, 1), "first_end_s": pct(ends, 0), "last_end_s": pct(ends, 1)}
-    return {"matches": len(stored), "makespan_s": round(makespan, 2), **lb,
-            "ratio": round(makespan / lb["lb_s"], 3), "max_slot_wait_ms": max(waits or [0]),
-            "bypassed": bypassed, "bot_capacity_used_by_tenth": deciles,
-            "requests": usage.requests() if usage else {}, "timeline": timeline,
-            "cpu_cores": {"workers": cpu[:-1], "bench_and_bots": cpu[-1]}}
+    timeline = {
+        "first_claim_s": pct(claims, 0),
+        **{k: round(v, 2) for k, v in ramp.items()},
+        f"claim_{slots}th_s": pct(claims, (slots - 1) / max(1, len(claims))),
+        "last_claim_s": pct(claims, 1),
+        "first_end_s": pct(ends, 0),
+        "last_end_s": pct(ends, 1),
+    }
+    return {
+        "matches": len(stored),
+        "makespan_s": round(makespan, 2),
+        **lb,
+        "ratio": round(makespan / lb["lb_s"], 3),
+        "max_slot_wait_ms": max(waits or [0]),
+        "bypassed": bypassed,
+        "bot_capacity_used_by_tenth": deciles,
+        "requests": usage.requests() if usage else {},
+        "timeline": timeline,
+        "cpu_cores": {"workers": cpu[:-1], "bench_and_bots": cpu[-1]},
+    }
 
 
 def start_field(arena, broker_idle: str, db: str) -> tuple[dict, int]:
     """Start 128-bot tournaments on a broker database no worker reads; returns the figures
     and the Million Doubt tournament id (for the page)."""
     from api import create_app
-    from arena.core.accounts import create_account
-    from arena.core.config import Settings
-    from arena.core.db.models import Bot
-    from arena.core.queue import send_tournament
+    from arena.accounts import create_account
+    from arena.config import Settings
+    from arena.db.models import Bot
+    from arena.queue import send_tournament
 
-    settings = Settings(data_dir=arena.settings.data_dir, database_url=db, broker_url=broker_idle,
-                        allow_private_bot_urls=True)
+    settings = Settings(
+        data_dir=arena.settings.data_dir, database_url=db, broker_url=broker_idle, allow_private_bot_urls=True
+    )
     app = create_app(settings, engine=arena.engine)
     client = app.test_client()
     with arena.sessions() as s:
         owner, _ = create_account(s, "field-" + uuid.uuid4().hex[:6], "contestant")
-        bots = [Bot(owner_id=owner.id, name=f"f{i}", url=f"http://127.0.0.1:9/{i}", secret="x",
-                    rulesets=["million_doubt", "trump_millionaire"], status="ready") for i in range(FIELD)]
+        bots = [
+            Bot(
+                owner_id=owner.id,
+                name=f"f{i}",
+                url=f"http://127.0.0.1:9/{i}",
+                secret="x",
+                rulesets=["million_doubt", "trump_millionaire"],
+                status="ready",
+            )
+            for i in range(FIELD)
+        ]
         s.add_all(bots)
         s.commit()
         ids = [b.id for b in bots]
     out: dict = {}
     md_id = 0
     for ruleset, gpp in (("million_doubt", 2), ("trump_millionaire", 1)):
-        r = client.post("/api/v1/tournaments", headers=arena.org, json={
-            "ruleset": ruleset, "participants": ids, "games_per_pairing": gpp, "seed": 15})
+        r = client.post(
+            "/api/v1/tournaments",
+            headers=arena.org,
+            json={"ruleset": ruleset, "participants": ids, "games_per_pairing": gpp, "seed": 15},
+        )
         assert r.status_code == 201, r.json
         tid = r.json["id"]
         t0 = time.perf_counter()
@@ -295,19 +355,25 @@ def page_ms(arena, tournament_id: int) -> float:
 def main() -> None:
     import tempfile
 
-    from arena.core.config import DEFAULT_BOT_MAX_CONCURRENCY
+    from arena.config import DEFAULT_BOT_MAX_CONCURRENCY
     from tests.worker.conftest import Arena, SwitchBot
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--think-ms", type=int, default=None, help="bot thinking time per decision (default 100; 20 with --quick)")
+    ap.add_argument(
+        "--think-ms", type=int, default=None, help="bot thinking time per decision (default 100; 20 with --quick)"
+    )
     ap.add_argument("--quick", action="store_true", help="bots think 20 ms: about 2 minutes")
     ap.add_argument("--pool", default=None, help="worker pool (default: arena worker's)")
     ap.add_argument("-c", "--concurrency", type=int, default=None, help="worker slots (default: arena worker's)")
     ap.add_argument("--processes", type=int, default=None, help="processes of the arena worker (default: its own)")
     ap.add_argument("--workers", type=int, default=1, help="arena worker commands (default 1)")
     ap.add_argument("--skip-play", action="store_true", help="only the 128-bot starts and the page")
-    ap.add_argument("--only", choices=["million_doubt", "trump_millionaire"], default=None,
-                    help="play one rule set's round robin, then stop (no 128-bot starts)")
+    ap.add_argument(
+        "--only",
+        choices=["million_doubt", "trump_millionaire"],
+        default=None,
+        help="play one rule set's round robin, then stop (no 128-bot starts)",
+    )
     args = ap.parse_args()
     think_ms = args.think_ms if args.think_ms is not None else (20 if args.quick else 100)
 
@@ -328,20 +394,39 @@ def main() -> None:
             for s in servers:  # checked at full speed; they think from now on
                 s.mode = "slow"
             worker = DefaultWorker(broker, db, tmp, args.pool, args.concurrency, args.processes)
-            extra = [DefaultWorker(broker, db, tmp, args.pool, args.concurrency, args.processes)
-                     for _ in range(args.workers - 1)]
+            extra = [
+                DefaultWorker(broker, db, tmp, args.pool, args.concurrency, args.processes)
+                for _ in range(args.workers - 1)
+            ]
             worker.slots += sum(w.slots for w in extra)
             cap = DEFAULT_BOT_MAX_CONCURRENCY
-            details["worker"] = {"pool": worker.pool, "commands": args.workers,
-                                 "processes": worker.processes * args.workers, "slots": worker.slots, "cap": cap}
+            details["worker"] = {
+                "pool": worker.pool,
+                "commands": args.workers,
+                "processes": worker.processes * args.workers,
+                "slots": worker.slots,
+                "cap": cap,
+            }
             for ruleset in ("million_doubt", "trump_millionaire"):
                 if args.only not in (None, ruleset):
                     continue
-                kw: dict = ({"games_per_pairing": 2} if ruleset == "million_doubt"
-                            else {"games_per_pairing": 1, "options": {"target_score": 1}})
-                details[ruleset] = got = play(arena, ruleset, md_ids if ruleset == "million_doubt" else tm_ids,
-                                              db, cap, worker.slots, servers=servers, broker=broker,
-                                              workers=[worker, *extra], **kw)
+                kw: dict = (
+                    {"games_per_pairing": 2}
+                    if ruleset == "million_doubt"
+                    else {"games_per_pairing": 1, "options": {"target_score": 1}}
+                )
+                details[ruleset] = got = play(
+                    arena,
+                    ruleset,
+                    md_ids if ruleset == "million_doubt" else tm_ids,
+                    db,
+                    cap,
+                    worker.slots,
+                    servers=servers,
+                    broker=broker,
+                    workers=[worker, *extra],
+                    **kw,
+                )
                 lines.append(f"makespan/LB {ruleset}: {got['ratio']:.2f}")
             for w in extra:
                 w.stop()

@@ -92,8 +92,18 @@ class Request:
         choice (dict; empty when the decision offers none), remaining_ms (int, this seat's time bank in milliseconds).
     """
 
-    __slots__ = ("raw", "kind", "info", "seat", "ruleset", "options", "observation",
-                 "legal_actions", "choice", "remaining_ms")
+    __slots__ = (
+        "raw",
+        "kind",
+        "info",
+        "seat",
+        "ruleset",
+        "options",
+        "observation",
+        "legal_actions",
+        "choice",
+        "remaining_ms",
+    )
 
     def __init__(self, raw: Mapping[str, Any]):
         self.raw = raw
@@ -137,7 +147,7 @@ class Request:
         jokers last."""
         pool = list(self.hand if cards is None else cards)
         pool.sort(key=lambda c: (rank(c), c))
-        return pool[:max(0, n)]
+        return pool[: max(0, n)]
 
 
 class Bot:
@@ -195,7 +205,7 @@ class Bot:
     def penalty(self, req: Request) -> dict:
         """``penalty`` decision (MD-7): cards of ``req.choice["from"]`` given to the other player."""
         ch = req.choice or {"from": [], "max": 0}
-        return {"type": "penalty", "cards": list(ch["from"])[:ch["max"]]}
+        return {"type": "penalty", "cards": list(ch["from"])[: ch["max"]]}
 
     def exchange(self, req: Request) -> dict:
         """``exchange`` decision (TM-3): swap the hand for 10 set-aside cards or not."""
@@ -215,5 +225,16 @@ class Bot:
         return {"type": "discard", "cards": []}
 
 
-__all__ = ["Bot", "Request", "PASS", "DOUBT", "THROUGH", "rank", "suit", "strength",
-           "is_card", "play_strength", "JOKER"]
+__all__ = [
+    "Bot",
+    "Request",
+    "PASS",
+    "DOUBT",
+    "THROUGH",
+    "rank",
+    "suit",
+    "strength",
+    "is_card",
+    "play_strength",
+    "JOKER",
+]

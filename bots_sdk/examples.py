@@ -21,8 +21,7 @@ RULES = TimeRules()
 
 
 def _example(g, seat, remaining_ms, bot, match_id, game=0) -> dict:
-    req = protocol.build_request(g, seat, match_id=match_id, game=game, time_rules=RULES,
-                                 remaining_ms=remaining_ms)
+    req = protocol.build_request(g, seat, match_id=match_id, game=game, time_rules=RULES, remaining_ms=remaining_ms)
     body = protocol.dumps(req)
     headers = protocol.sign(SECRET, body, now=TIMESTAMP)
     answer = bot.decide(json.loads(body))
@@ -38,11 +37,18 @@ def million_doubt_turn() -> dict:
             d = g.decision()
             assert d is not None
             obs = g.observation(d.seat)
-            if (d.kind == "play" and obs["field"] and len(obs["history"]) >= 6
-                    and any(isinstance(p.get("face_down"), int) for p in obs["field"])):
+            if (
+                d.kind == "play"
+                and obs["field"]
+                and len(obs["history"]) >= 6
+                and any(isinstance(p.get("face_down"), int) for p in obs["field"])
+            ):
                 return _example(g, d.seat, 51_230, GreedyBot(), "example-md-1")
-            req = json.loads(protocol.dumps(protocol.build_request(
-                g, d.seat, match_id="x", game=0, time_rules=RULES, remaining_ms=1)))
+            req = json.loads(
+                protocol.dumps(
+                    protocol.build_request(g, d.seat, match_id="x", game=0, time_rules=RULES, remaining_ms=1)
+                )
+            )
             g.apply(d.seat, bots[d.seat].decide(req))
     raise RuntimeError("no example found")
 
@@ -57,8 +63,9 @@ def jdf_turn() -> dict:
         obs = g.observation(d.seat)
         if d.kind == "play" and len(obs["field"]) >= 2:
             return _example(g, d.seat, 58_400, GreedyBot(), "example-jdf-1")
-        req = json.loads(protocol.dumps(protocol.build_request(
-            g, d.seat, match_id="x", game=0, time_rules=RULES, remaining_ms=1)))
+        req = json.loads(
+            protocol.dumps(protocol.build_request(g, d.seat, match_id="x", game=0, time_rules=RULES, remaining_ms=1))
+        )
         g.apply(d.seat, bot.decide(req))
 
 
@@ -68,13 +75,15 @@ def all_examples() -> dict:
 
 def _block(ex: dict) -> str:
     headers = "\n".join(f"{k}: {v}" for k, v in ex["headers"].items())
-    return ("Headers (secret `example-secret`, time 1800000000):\n\n```http\n"
-            f"POST /bot HTTP/1.1\n{headers}\n```\n\n"
-            "Request body (pretty-printed here; on the wire it is compact JSON, and the signature "
-            "is computed over those exact bytes):\n\n```json\n"
-            f"{json.dumps(ex['request'], indent=2)}\n```\n\n"
-            f"Response (`200`, `Content-Type: application/json`):\n\n```json\n"
-            f"{json.dumps(ex['response'])}\n```\n")
+    return (
+        "Headers (secret `example-secret`, time 1800000000):\n\n```http\n"
+        f"POST /bot HTTP/1.1\n{headers}\n```\n\n"
+        "Request body (pretty-printed here; on the wire it is compact JSON, and the signature "
+        "is computed over those exact bytes):\n\n```json\n"
+        f"{json.dumps(ex['request'], indent=2)}\n```\n\n"
+        f"Response (`200`, `Content-Type: application/json`):\n\n```json\n"
+        f"{json.dumps(ex['response'])}\n```\n"
+    )
 
 
 def render(text: str, examples: dict | None = None) -> str:

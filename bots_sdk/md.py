@@ -101,8 +101,9 @@ def trick_state(obs: Mapping[str, Any]) -> TrickState:
     return TrickState(ref, lock, rev != jback, count, pending)
 
 
-def face_down_variants(play: Mapping[str, Any], hand: list[str], rng: random.Random | None = None,
-                       k: int | None = None) -> list[dict]:
+def face_down_variants(
+    play: Mapping[str, Any], hand: list[str], rng: random.Random | None = None, k: int | None = None
+) -> list[dict]:
     """Face-down versions of a listed face-up ``play`` that MD-3 must accept.
 
     Each variant keeps some natural cards of ``play`` face up and puts ``k`` (default: every
@@ -120,8 +121,8 @@ def face_down_variants(play: Mapping[str, Any], hand: list[str], rng: random.Ran
     for size in sizes:
         if size < jokers or size > n:
             continue
-        keep = naturals[:n - size]
-        replaced = naturals[n - size:] + ["JK"] * jokers
+        keep = naturals[: n - size]
+        replaced = naturals[n - size :] + ["JK"] * jokers
         # honest: the replaced cards face down
         out.append({"type": "play", "cards": keep + replaced, "face_down": replaced})
         others = Counter(hand) - Counter(keep)
@@ -175,8 +176,7 @@ def _honest(state: TrickState, cards: list[int], declared) -> bool:
     return honest_play(cards, declared, state.ref, state.lock, state.reversed_order)
 
 
-def honest_probability(obs: Mapping[str, Any], rng: random.Random | None = None,
-                       samples: int = 400) -> float:
+def honest_probability(obs: Mapping[str, Any], rng: random.Random | None = None, samples: int = 400) -> float:
     """Share of the identities of the pending play's face-down cards, drawn from
     :func:`unseen_cards`, under which the play is honest (MD-7). 1.0 when nothing is pending.
 
@@ -213,5 +213,13 @@ def card_names(codes) -> list[str]:
     return [format_card(c) for c in codes]
 
 
-__all__ = ["TrickState", "trick_state", "face_down_variants", "all_face_down_ok",
-           "unseen_cards", "honest_probability", "JOKER", "R8"]
+__all__ = [
+    "TrickState",
+    "trick_state",
+    "face_down_variants",
+    "all_face_down_ok",
+    "unseen_cards",
+    "honest_probability",
+    "JOKER",
+    "R8",
+]

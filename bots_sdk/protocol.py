@@ -111,8 +111,7 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
     return "sha256=" + hmac.digest(secret.encode("utf-8"), timestamp.encode("ascii") + b"." + body, "sha256").hex()
 
 
-def sign(secret: str | None, body: bytes, now: float | None = None, *,
-         previous: str | None = None) -> dict[str, str]:
+def sign(secret: str | None, body: bytes, now: float | None = None, *, previous: str | None = None) -> dict[str, str]:
     """Headers to send with ``body``: content type, protocol and, with a secret, the signature
     (and with ``previous``, a rotated secret in its grace period, the previous signature)."""
     headers = {"Content-Type": "application/json", PROTOCOL_HEADER: str(PROTOCOL_VERSION)}
@@ -125,8 +124,9 @@ def sign(secret: str | None, body: bytes, now: float | None = None, *,
     return headers
 
 
-def verify(secret: str, body: bytes, headers: Mapping[str, str], *,
-           max_skew_s: float = MAX_SKEW_S, now: float | None = None) -> None:
+def verify(
+    secret: str, body: bytes, headers: Mapping[str, str], *, max_skew_s: float = MAX_SKEW_S, now: float | None = None
+) -> None:
     """Check the signature headers of a received message (``headers`` keys case-insensitive).
 
     Raises:
@@ -155,8 +155,12 @@ def verify(secret: str, body: bytes, headers: Mapping[str, str], *,
 # -- decision requests ----------------------------------------------------------------------
 def time_block(rules: TimeRules, remaining_ms: int) -> dict:
     """The ``time`` object of a request (milliseconds, TIME-1)."""
-    return {"initial_ms": rules.initial_ms, "increment_ms": rules.increment_ms,
-            "cap_ms": rules.cap_ms, "remaining_ms": int(remaining_ms)}
+    return {
+        "initial_ms": rules.initial_ms,
+        "increment_ms": rules.increment_ms,
+        "cap_ms": rules.cap_ms,
+        "remaining_ms": int(remaining_ms),
+    }
 
 
 def _choice(g: engine.Game, d: engine.Decision, obs: dict) -> dict:
@@ -173,8 +177,9 @@ def _choice(g: engine.Game, d: engine.Decision, obs: dict) -> dict:
     return {"from": hand, "min": 0, "max": n, "to": info.get("to")}
 
 
-def build_request(g: engine.Game, seat: int, *, match_id: str, game: int,
-                  time_rules: TimeRules, remaining_ms: int) -> dict:
+def build_request(
+    g: engine.Game, seat: int, *, match_id: str, game: int, time_rules: TimeRules, remaining_ms: int
+) -> dict:
     """The decision request (protocol v1) for ``seat``, which must be the seat asked now.
 
     Shape (see ``schema/decision-request.schema.json``)::
@@ -224,21 +229,46 @@ def build_request(g: engine.Game, seat: int, *, match_id: str, game: int,
 
 
 # -- notices --------------------------------------------------------------------------------
-def match_start_notice(*, match_id: str, ruleset: str, options: Mapping[str, Any],
-                       time_rules: TimeRules, players: list[str], you: int, games: int) -> dict:
+def match_start_notice(
+    *,
+    match_id: str,
+    ruleset: str,
+    options: Mapping[str, Any],
+    time_rules: TimeRules,
+    players: list[str],
+    you: int,
+    games: int,
+) -> dict:
     """``match_start`` notice: ``players`` are the bot names by player index, ``you`` is the
     receiver's index; seats per game are given in each decision request."""
-    return {"protocol": PROTOCOL_VERSION, "type": "match_start", "match_id": str(match_id),
-            "ruleset": ruleset, "options": dict(options), "time": time_block(time_rules, time_rules.initial_ms),
-            "players": list(players), "you": you, "games": games}
+    return {
+        "protocol": PROTOCOL_VERSION,
+        "type": "match_start",
+        "match_id": str(match_id),
+        "ruleset": ruleset,
+        "options": dict(options),
+        "time": time_block(time_rules, time_rules.initial_ms),
+        "players": list(players),
+        "you": you,
+        "games": games,
+    }
 
 
-def match_end_notice(*, match_id: str, ruleset: str, players: list[str], you: int,
-                     scores: list[int], wins: list[int], faults: list[int]) -> dict:
+def match_end_notice(
+    *, match_id: str, ruleset: str, players: list[str], you: int, scores: list[int], wins: list[int], faults: list[int]
+) -> dict:
     """``match_end`` notice: per-player match scores, wins and fault counts (by player index)."""
-    return {"protocol": PROTOCOL_VERSION, "type": "match_end", "match_id": str(match_id),
-            "ruleset": ruleset, "players": list(players), "you": you, "scores": list(scores),
-            "wins": list(wins), "faults": list(faults)}
+    return {
+        "protocol": PROTOCOL_VERSION,
+        "type": "match_end",
+        "match_id": str(match_id),
+        "ruleset": ruleset,
+        "players": list(players),
+        "you": you,
+        "scores": list(scores),
+        "wins": list(wins),
+        "faults": list(faults),
+    }
 
 
 def health(name: str) -> dict:
@@ -261,7 +291,8 @@ def _validator(name: str):
     from referencing import Registry, Resource
 
     registry = Registry().with_resources(
-        (load_schema(n)["$id"], Resource.from_contents(load_schema(n))) for n in SCHEMAS)
+        (load_schema(n)["$id"], Resource.from_contents(load_schema(n))) for n in SCHEMAS
+    )
     schema = load_schema(name)
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema, registry=registry)

@@ -78,8 +78,7 @@ def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protoco
 
     def respond(start_response, status: str, payload: Any) -> Iterable[bytes]:
         body = protocol.dumps(payload)
-        start_response(status, [("Content-Type", "application/json"),
-                                ("Content-Length", str(len(body)))])
+        start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
         return [body]
 
     def app(environ, start_response):
@@ -87,15 +86,17 @@ def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protoco
         if method in ("GET", "HEAD"):
             return respond(start_response, "200 OK", protocol.health(bot.name))
         if method != "POST":
-            return respond(start_response, "405 Method Not Allowed",
-                           {"error": f"method {method} not allowed: use GET (health) or POST"})
+            return respond(
+                start_response,
+                "405 Method Not Allowed",
+                {"error": f"method {method} not allowed: use GET (health) or POST"},
+            )
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
         if length > MAX_BODY_BYTES:
-            return respond(start_response, "413 Payload Too Large",
-                           {"error": f"body over {MAX_BODY_BYTES} bytes"})
+            return respond(start_response, "413 Payload Too Large", {"error": f"body over {MAX_BODY_BYTES} bytes"})
         body = environ["wsgi.input"].read(length) if length else b""
         if secret:
             headers = {k[5:].replace("_", "-"): v for k, v in environ.items() if k.startswith("HTTP_")}
@@ -108,8 +109,9 @@ def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protoco
         except ValueError:
             return respond(start_response, "400 Bad Request", {"error": "body is not JSON"})
         if not isinstance(message, dict) or message.get("protocol") != protocol.PROTOCOL_VERSION:
-            return respond(start_response, "400 Bad Request",
-                           {"error": "body must be a JSON object with \"protocol\": 1"})
+            return respond(
+                start_response, "400 Bad Request", {"error": 'body must be a JSON object with "protocol": 1'}
+            )
         kind = message.get("type")
         try:
             if kind == "decision":
@@ -119,8 +121,7 @@ def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protoco
                 return respond(start_response, "200 OK", {"ok": True})
         except Exception as e:  # the bot's own error: a 500 the arena records as a fault
             log.exception("bot %s failed on a %s message", bot.name, kind)
-            return respond(start_response, "500 Internal Server Error",
-                           {"error": f"{type(e).__name__}: {e}"[:500]})
+            return respond(start_response, "500 Internal Server Error", {"error": f"{type(e).__name__}: {e}"[:500]})
         return respond(start_response, "400 Bad Request", {"error": f"unknown message type {kind!r}"})
 
     return app
@@ -142,10 +143,18 @@ class BotServer:
         self.connection_limit = connection_limit()
         # poll(), not select(): select() cannot watch a socket numbered 1024 or more, and
         # waitress's loop dies on one (the bot stops answering at ~1,000 connections)
-        self._server = create_server(make_app(bot, secret), host=host, port=port, threads=threads,
-                                     ident="bots_sdk", expose_tracebacks=False,
-                                     channel_timeout=IDLE_TIMEOUT_S, clear_untrusted_proxy_headers=True,
-                                     connection_limit=self.connection_limit, asyncore_use_poll=True)
+        self._server = create_server(
+            make_app(bot, secret),
+            host=host,
+            port=port,
+            threads=threads,
+            ident="bots_sdk",
+            expose_tracebacks=False,
+            channel_timeout=IDLE_TIMEOUT_S,
+            clear_untrusted_proxy_headers=True,
+            connection_limit=self.connection_limit,
+            asyncore_use_poll=True,
+        )
         self.host = host
         self.port = self._server.effective_port
         self.url = f"http://{host}:{self.port}/"
@@ -180,23 +189,28 @@ class BotServer:
         self.close()
 
 
-def start(bot: Bot, host: str = "127.0.0.1", port: int = 0, secret: str | None = None,
-          threads: int = DEFAULT_THREADS) -> BotServer:
+def start(
+    bot: Bot, host: str = "127.0.0.1", port: int = 0, secret: str | None = None, threads: int = DEFAULT_THREADS
+) -> BotServer:
     """Start serving ``bot`` on a background thread; ``port=0`` picks a free port
     (read it from ``.port`` / ``.url``). Stop it with ``.close()``."""
     return BotServer(bot, host, port, secret, threads).start()
 
 
-def serve(bot: Bot, host: str = "127.0.0.1", port: int = 8000, secret: str | None = None,
-          threads: int = DEFAULT_THREADS) -> None:
+def serve(
+    bot: Bot, host: str = "127.0.0.1", port: int = 8000, secret: str | None = None, threads: int = DEFAULT_THREADS
+) -> None:
     """Serve ``bot`` in the foreground until interrupted (Ctrl-C).
 
     ``secret`` is the signing secret the arena gave at registration: with it, requests with
     a missing or bad signature get ``401`` (protocol.verify). Without it nothing is checked.
     """
     server = BotServer(bot, host, port, secret, threads)
-    print(f"serving bot {bot.name!r} on {server.url} (protocol {protocol.PROTOCOL_VERSION}"
-          f"{', signatures verified' if secret else ''})", flush=True)
+    print(
+        f"serving bot {bot.name!r} on {server.url} (protocol {protocol.PROTOCOL_VERSION}"
+        f"{', signatures verified' if secret else ''})",
+        flush=True,
+    )
     try:
         server.run()
     except KeyboardInterrupt:

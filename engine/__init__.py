@@ -68,8 +68,7 @@ from engine.rulesets import RULESETS, RuleSet, get_ruleset
 from engine.timebank import TimeBank, TimeRules
 
 
-def new_game(ruleset: str, options: Mapping[str, Any] | Options | None = None,
-             seed: int = 0) -> Game:
+def new_game(ruleset: str, options: Mapping[str, Any] | Options | None = None, seed: int = 0) -> Game:
     """A new unit of ``ruleset`` with a random deal drawn from ``seed`` (reproducible).
 
     Raises:
@@ -81,8 +80,7 @@ def new_game(ruleset: str, options: Mapping[str, Any] | Options | None = None,
     return get_ruleset(ruleset).game_class(opts, seed, None)
 
 
-def from_setup(ruleset: str, options: Mapping[str, Any] | Options | None,
-               setup: Mapping[str, Any]) -> Game:
+def from_setup(ruleset: str, options: Mapping[str, Any] | Options | None, setup: Mapping[str, Any]) -> Game:
     """A state of one deal (TM) / one game (MD, JDF) from explicit hands, as in scenarios.
 
     ``setup`` is the scenario ``setup`` object (``../shared/scenarios/README.md``):
@@ -133,8 +131,7 @@ def _parse_setup(opts: Options, setup: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("setup.state.revolution must be true or false")
     if state.get("direction", 1) not in (1, -1) or isinstance(state.get("direction"), bool):
         raise ValueError("setup.state.direction must be 1 or -1")
-    return {"hands": hands, "leader": leader, "set_aside": set_aside, "state": state,
-            "raw": dict(setup)}
+    return {"hands": hands, "leader": leader, "set_aside": set_aside, "state": state, "raw": dict(setup)}
 
 
 def replay(log: Mapping[str, Any]) -> Game:
@@ -161,10 +158,41 @@ def replay(log: Mapping[str, Any]) -> Game:
 
 
 __all__ = [
-    "RULESETS", "RuleSet", "get_ruleset", "SEATS", "LOCAL_RULES", "MILLION_DOUBT", "TRUMP_MILLIONAIRE", "JDF",
-    "Options", "MillionDoubtOptions", "LocalRuleOptions", "TrumpMillionaireOptions", "JdfOptions",
-    "OptionsError", "make_options", "check_ruleset", "option_names",
-    "CardError", "parse_card", "parse_cards", "format_card", "format_cards",
-    "Game", "Decision", "InvalidAction", "Action", "Result", "DealResult", "GameResult", "UnitResult", "DECISIONS", "ACTION_TYPES",
-    "TimeBank", "TimeRules", "new_game", "from_setup", "replay",
+    "RULESETS",
+    "RuleSet",
+    "get_ruleset",
+    "SEATS",
+    "LOCAL_RULES",
+    "MILLION_DOUBT",
+    "TRUMP_MILLIONAIRE",
+    "JDF",
+    "Options",
+    "MillionDoubtOptions",
+    "LocalRuleOptions",
+    "TrumpMillionaireOptions",
+    "JdfOptions",
+    "OptionsError",
+    "make_options",
+    "check_ruleset",
+    "option_names",
+    "CardError",
+    "parse_card",
+    "parse_cards",
+    "format_card",
+    "format_cards",
+    "Game",
+    "Decision",
+    "InvalidAction",
+    "Action",
+    "Result",
+    "DealResult",
+    "GameResult",
+    "UnitResult",
+    "DECISIONS",
+    "ACTION_TYPES",
+    "TimeBank",
+    "TimeRules",
+    "new_game",
+    "from_setup",
+    "replay",
 ]

@@ -47,9 +47,7 @@ def parse_card(text: str) -> int:
     """
     code = _CODES.get(text) if isinstance(text, str) else None
     if code is None:
-        raise CardError(
-            f"unknown card {text!r}: expected rank {RANKS} then suit {SUITS}, or JK"
-        )
+        raise CardError(f"unknown card {text!r}: expected rank {RANKS} then suit {SUITS}, or JK")
     return code
 
 

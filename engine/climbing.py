@@ -52,8 +52,15 @@ class PlayInfo:
 
     __slots__ = ("cards", "nat", "jokers", "declared", "reading", "kind", "rank", "is_return")
 
-    def __init__(self, cards: list[int], nat: list[int], jokers: int, declared: list[int] | None,
-                 reading: Readings, is_return: bool):
+    def __init__(
+        self,
+        cards: list[int],
+        nat: list[int],
+        jokers: int,
+        declared: list[int] | None,
+        reading: Readings,
+        is_return: bool,
+    ):
         self.cards = cards
         self.nat = nat
         self.jokers = jokers
@@ -87,8 +94,7 @@ class FollowUp:
 
     __slots__ = ("seat", "give", "discard", "cut", "is_return", "skip", "special")
 
-    def __init__(self, seat: int, give: int, discard: int, cut: bool, is_return: bool, skip: int,
-                 special: bool):
+    def __init__(self, seat: int, give: int, discard: int, cut: bool, is_return: bool, skip: int, special: bool):
         self.seat = seat
         self.give = give
         self.discard = discard
@@ -146,8 +152,9 @@ class Climbing(Game):
         return iter(())
 
     # -- deals / games ----------------------------------------------------------------------
-    def _start_unit(self, hands: list[list[int]], outside: list[int], still_in: list[bool],
-                    header: dict[str, Any]) -> None:
+    def _start_unit(
+        self, hands: list[list[int]], outside: list[int], still_in: list[bool], header: dict[str, Any]
+    ) -> None:
         """A new deal (TM-2) / game (JDF-2): the hands, the cards out of it, fresh flags
         (C-10, TM-4), the ``header`` event and each seat's hand event (C-11)."""
         self.hands = hands
@@ -192,8 +199,7 @@ class Climbing(Game):
         return 0 if want is None else 1 << want
 
     def _extra_plays(self, seat: int) -> list[Play]:
-        if (self.ref is not None and self.ref.joker and SPADE_3 in self.hands[seat]
-                and self._is_return([SPADE_3])):
+        if self.ref is not None and self.ref.joker and SPADE_3 in self.hands[seat] and self._is_return([SPADE_3]):
             return [([SPADE_3], None)]
         return []
 
@@ -211,8 +217,7 @@ class Climbing(Game):
         declared = self._declared(action, jk)
         return self._judge(seat, cards, nat, jk, declared)
 
-    def _judge(self, seat: int, cards: list[int], nat: list[int], jk: int,
-               declared: list[int] | None) -> PlayInfo:
+    def _judge(self, seat: int, cards: list[int], nat: list[int], jk: int, declared: list[int] | None) -> PlayInfo:
         """C-3..C-8, LR-3, JDF-9, TM-5 on parsed cards held by ``seat``; raises InvalidAction."""
         r = self._read_play(cards, nat, jk, 0, declared)
         ref = self.ref
@@ -221,7 +226,9 @@ class Climbing(Game):
         if ref is not None:
             b = beating(r, ref, self.reversed_order)
             if b.empty():
-                raise InvalidAction("C-5", lambda: f"{cards_text(cards)} does not beat the last play ({ref.describe()})")
+                raise InvalidAction(
+                    "C-5", lambda: f"{cards_text(cards)} does not beat the last play ({ref.describe()})"
+                )
         else:
             b = r
         self._check_lock(nat, jk)
@@ -357,8 +364,11 @@ class Climbing(Game):
         to = d.info["to"]
         _take(self.hands[seat], cards)
         self.hands[to].extend(cards)
-        self._event({"type": "give", "seat": seat, "to": to, "cards": format_cards(cards)},
-                    (seat, to), {"type": "give", "seat": seat, "to": to, "count": len(cards)})
+        self._event(
+            {"type": "give", "seat": seat, "to": to, "cards": format_cards(cards)},
+            (seat, to),
+            {"type": "give", "seat": seat, "to": to, "count": len(cards)},
+        )
         f.give = 0
         self._continue()
 
@@ -382,7 +392,10 @@ class Climbing(Game):
         self._next_turn(seat)
 
     HANDLERS: ClassVar[Mapping[str, Handler]] = {
-        "play": _do_play, "pass": _do_pass, "give": _do_give, "discard": _do_discard,
+        "play": _do_play,
+        "pass": _do_pass,
+        "give": _do_give,
+        "discard": _do_discard,
     }
 
     # -- legal actions ------------------------------------------------------------------------

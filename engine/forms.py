@@ -70,8 +70,9 @@ def _span_mask(lo: int, n: int) -> int:
     return ((1 << n) - 1) << lo
 
 
-def readings(naturals: Sequence[int], jokers: int = 0, wild: int = 0,
-             declared: Sequence[int] | None = None) -> Readings:
+def readings(
+    naturals: Sequence[int], jokers: int = 0, wild: int = 0, declared: Sequence[int] | None = None
+) -> Readings:
     """All forms (C-3) that a play can be read as.
 
     Args:
@@ -112,8 +113,7 @@ def readings(naturals: Sequence[int], jokers: int = 0, wild: int = 0,
             if ranks & (ranks - 1) == 0 and (not declared or decl_mask == ranks):
                 group = ranks
         elif wild:
-            group = decl_mask if declared and decl_mask & (decl_mask - 1) == 0 else (
-                0 if declared else ALL_RANKS)
+            group = decl_mask if declared and decl_mask & (decl_mask - 1) == 0 else (0 if declared else ALL_RANKS)
     joker_pair = n == 2 and nat == 0 and not declared and jokers + wild == 2
     # stairs (C-3): 3+ consecutive ranks of one suit, no wrap, at least one natural card
     stairs = 0

@@ -26,8 +26,7 @@ from engine.cards import format_cards, sort_key
 from engine.game import Game
 
 
-def _frame(g: Game, index: int, entry: Mapping[str, Any] | None,
-           events: list[dict[str, Any]]) -> dict[str, Any]:
+def _frame(g: Game, index: int, entry: Mapping[str, Any] | None, events: list[dict[str, Any]]) -> dict[str, Any]:
     d = g.decision()
     return {
         "index": index,

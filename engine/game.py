@@ -190,8 +190,7 @@ class PlayRecord:
 
     __slots__ = ("seat", "cards", "face_down", "revealed", "declared")
 
-    def __init__(self, seat: int, cards: list[int], face_down: list[int],
-                 declared: list[int] | None = None):
+    def __init__(self, seat: int, cards: list[int], face_down: list[int], declared: list[int] | None = None):
         self.seat = seat
         self.cards = cards
         self.face_down = face_down
@@ -334,8 +333,9 @@ class Game(ABC):
         self.direction = 1
 
     # -- events -------------------------------------------------------------------------
-    def _event(self, ev: dict[str, Any], visible: tuple[int, ...] | None = None,
-               public: dict[str, Any] | None = None) -> None:
+    def _event(
+        self, ev: dict[str, Any], visible: tuple[int, ...] | None = None, public: dict[str, Any] | None = None
+    ) -> None:
         """Record an event; ``visible`` limits it to some seats, others see ``public``."""
         self.events.append((ev, visible, public))
 
@@ -371,8 +371,9 @@ class Game(ABC):
         self.prev_sig = sig
 
     # -- shared judging of a play (C-3, C-4, C-5, C-8) ------------------------------------
-    def _read_play(self, cards: Sequence[int], nat: Sequence[int], jokers: int, wild: int,
-                   declared: list[int] | None) -> Readings:
+    def _read_play(
+        self, cards: Sequence[int], nat: Sequence[int], jokers: int, wild: int, declared: list[int] | None
+    ) -> Readings:
         """Every reading of a play (C-3; jokers at their ``declared`` ranks, C-4) of the
         trick's count (C-5 / MD-4), not yet compared with the field.
 
@@ -386,8 +387,12 @@ class Game(ABC):
         r = readings(nat, jokers, wild, declared)
         if r.empty():
             rule = "C-4" if declared else "C-3"
-            raise InvalidAction(rule, lambda: f"{cards_text(cards)} is not a legal form" + (
-                " with the declared joker ranks" if declared else ""))
+            raise InvalidAction(
+                rule,
+                lambda: (
+                    f"{cards_text(cards)} is not a legal form" + (" with the declared joker ranks" if declared else "")
+                ),
+            )
         return r
 
     def _check_lock(self, nat: Sequence[int], wild: int) -> None:
@@ -511,8 +516,7 @@ class Game(ABC):
         if type(raw) is not list or not all(type(r) is str and len(r) == 1 and r in RANKS for r in raw):
             raise InvalidAction("C-4", f"field 'jokers' must be a list of ranks from {RANKS}")
         if len(raw) != jokers:
-            raise InvalidAction(
-                "C-4", f"'jokers' declares {len(raw)} rank(s) for {jokers} joker(s) in the play")
+            raise InvalidAction("C-4", f"'jokers' declares {len(raw)} rank(s) for {jokers} joker(s) in the play")
         return [RANKS.index(r) for r in raw]
 
     def _check_common(self, seat: Any, action: Any) -> str:
@@ -535,8 +539,8 @@ class Game(ABC):
         if seat != d.seat:
             raise InvalidAction("C-12", f"seat {seat} is not asked; seat {d.seat} must {d.kind}")
         raise InvalidAction(
-            "C-12", f"action {t!r} does not answer a {d.kind!r} decision "
-            f"(expected {' or '.join(ANSWERS[d.kind])})")
+            "C-12", f"action {t!r} does not answer a {d.kind!r} decision (expected {' or '.join(ANSWERS[d.kind])})"
+        )
 
     # -- public API ---------------------------------------------------------------------
     def apply(self, seat: int, action: Action) -> None:
@@ -635,8 +639,7 @@ class Game(ABC):
         if not cards:
             raise InvalidAction("C-3", "a play needs at least one card")
         if not _remove_all(self.hands[seat], cards):
-            raise InvalidAction(
-                "C-12", f"seat {seat} does not hold {' '.join(format_cards(cards))}")
+            raise InvalidAction("C-12", f"seat {seat} does not hold {' '.join(format_cards(cards))}")
 
     # -- legal face-up plays -----------------------------------------------------------------
     def face_up_plays(self, seat: int) -> list[Play]:
@@ -769,10 +772,9 @@ class Game(ABC):
                             continue
                         spare = jokers - missing
                         for rep in range(0, min(spare, len(have) - 1) + 1):
-                            for replaced in (combinations(have, rep) if rep else ((),)):
+                            for replaced in combinations(have, rep) if rep else ((),):
                                 used = [present[x] for x in have if x not in replaced]
-                                jr = sorted([x for x in range(lo, r + 1) if x not in present]
-                                            + list(replaced))
+                                jr = sorted([x for x in range(lo, r + 1) if x not in present] + list(replaced))
                                 keep(used + [JOKER] * len(jr), used, len(jr), jr or None)
                         if count:
                             break
@@ -826,7 +828,7 @@ class Game(ABC):
         ``seat`` None gives the full (log) view, hidden information included.
         """
         out = []
-        for ev, visible, public in self.events[self.unit_start if start is None else start:]:
+        for ev, visible, public in self.events[self.unit_start if start is None else start :]:
             if seat is None or visible is None or seat in visible:
                 out.append(ev)
             elif public is not None:
@@ -856,8 +858,7 @@ class Game(ABC):
 
     def card_count(self) -> int:
         """Cards in hands + field + discards + set-aside/blind/undealt: always 54 (C-1)."""
-        return (sum(len(h) for h in self.hands) + self.field_size() + len(self.discards)
-                + len(self.outside))
+        return sum(len(h) for h in self.hands) + self.field_size() + len(self.discards) + len(self.outside)
 
 
 def _normal_action(action: Action) -> Action:
@@ -886,6 +887,19 @@ def hand_sorted(codes: Iterable[int]) -> list[str]:
     return format_cards(sorted(codes, key=sort_key))
 
 
-__all__ = ["Game", "Decision", "InvalidAction", "PlayRecord", "DECISIONS", "ACTION_TYPES",
-           "ANSWERS", "Action", "Play", "Result", "DealResult", "GameResult", "UnitResult",
-           "seat_keys"]
+__all__ = [
+    "Game",
+    "Decision",
+    "InvalidAction",
+    "PlayRecord",
+    "DECISIONS",
+    "ACTION_TYPES",
+    "ANSWERS",
+    "Action",
+    "Play",
+    "Result",
+    "DealResult",
+    "GameResult",
+    "UnitResult",
+    "seat_keys",
+]

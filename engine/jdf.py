@@ -51,8 +51,7 @@ class _Exchange:
 
     __slots__ = ("leader", "auto", "give", "order")
 
-    def __init__(self, leader: int, auto: dict[int, tuple[list[int], int]],
-                 order: list[tuple[int, int, int]]):
+    def __init__(self, leader: int, auto: dict[int, tuple[list[int], int]], order: list[tuple[int, int, int]]):
         self.leader = leader
         self.auto = auto
         self.give: dict[int, tuple[list[int], int]] = {}
@@ -118,14 +117,18 @@ class Jdf(Climbing):
         self.rng.shuffle(deck)
         n = HAND_SIZE
         self._reset_game_records()
-        self._start_unit([deck[i * n:(i + 1) * n] for i in range(4)], self.blind, [True] * 4,
-                         self._game_header())
+        self._start_unit([deck[i * n : (i + 1) * n] for i in range(4)], self.blind, [True] * 4, self._game_header())
         self._start_game(None if self.previous_ranks else self.rng.randrange(4))
 
     def _game_header(self) -> dict[str, Any]:
-        return {"type": "game", "set": self.set_index, "game_in_set": self.game_in_set,
-                "game": self.game_index, "previous_ranks": _str_keys(self.previous_ranks),
-                "totals": list(self.totals)}
+        return {
+            "type": "game",
+            "set": self.set_index,
+            "game_in_set": self.game_in_set,
+            "game": self.game_index,
+            "previous_ranks": _str_keys(self.previous_ranks),
+            "totals": list(self.totals),
+        }
 
     def _seat_of(self, rank: int) -> int:
         assert self.previous_ranks is not None
@@ -138,9 +141,11 @@ class Jdf(Climbing):
             dfg, fg = self._seat_of(DAIFUGO), self._seat_of(FUGO)
             auto_low = sorted(self.hands[dhm], key=exchange_order_key, reverse=True)[:2]
             auto_hm = sorted(self.hands[hm], key=exchange_order_key, reverse=True)[:1]
-            self.exchange = _Exchange(dhm if leader is None else leader,
-                                      {dhm: (auto_low, dfg), hm: (auto_hm, fg)},
-                                      [(dfg, 2, dhm), (fg, 1, hm)])
+            self.exchange = _Exchange(
+                dhm if leader is None else leader,
+                {dhm: (auto_low, dfg), hm: (auto_hm, fg)},
+                [(dfg, 2, dhm), (fg, 1, hm)],
+            )
             self._ask_exchange()
         else:
             assert leader is not None
@@ -164,8 +169,11 @@ class Jdf(Climbing):
             _take(self.hands[s], cards)
         for s, cards, to in moves:
             self.hands[to].extend(cards)
-            self._event({"type": "exchange", "seat": s, "to": to, "cards": format_cards(cards)},
-                        (s, to), {"type": "exchange", "seat": s, "to": to, "count": len(cards)})
+            self._event(
+                {"type": "exchange", "seat": s, "to": to, "cards": format_cards(cards)},
+                (s, to),
+                {"type": "exchange", "seat": s, "to": to, "count": len(cards)},
+            )
         leader = ex.leader
         self.exchange = None
         for s in self.retired_now:  # a seat that faulted during the exchange is out now
@@ -220,8 +228,12 @@ class Jdf(Climbing):
     def _special_last_play(self, p: PlayInfo, revolution_before: bool) -> bool:
         """JDF-10: a 2 (3 in revolution), a joker, an 8-cut or a single 3S ends in a foul."""
         bad = R3 if revolution_before else R2
-        return (p.jokers > 0 or any(c >> 2 == bad for c in p.nat) or self._is_eight_cut(p)
-                or (len(p.cards) == 1 and p.cards[0] == SPADE_3))
+        return (
+            p.jokers > 0
+            or any(c >> 2 == bad for c in p.nat)
+            or self._is_eight_cut(p)
+            or (len(p.cards) == 1 and p.cards[0] == SPADE_3)
+        )
 
     # -- finishes, ranks, points ---------------------------------------------------------------
     def _finish(self, seat: int, special: bool) -> None:
@@ -257,12 +269,28 @@ class Jdf(Climbing):
             bonus[top] = self.options.set_bonus
         for s in range(4):
             self.totals[s] += scores[s] + bonus[s]
-        self.game_results.append({
-            "set": self.set_index, "game_in_set": self.game_in_set, "game": self.game_index,
-            "ranks": seat_keys(ranks), "scores": seat_keys(scores), "set_bonus": seat_keys(bonus),
-            "fouls": list(self.fouls), "fallen": self.fallen, "retired": list(self.retired_now)})
-        self._end_event({"type": "game_end", "ranks": seat_keys(ranks), "scores": seat_keys(scores),
-                         "set_bonus": seat_keys(bonus), "totals": list(self.totals)})
+        self.game_results.append(
+            {
+                "set": self.set_index,
+                "game_in_set": self.game_in_set,
+                "game": self.game_index,
+                "ranks": seat_keys(ranks),
+                "scores": seat_keys(scores),
+                "set_bonus": seat_keys(bonus),
+                "fouls": list(self.fouls),
+                "fallen": self.fallen,
+                "retired": list(self.retired_now),
+            }
+        )
+        self._end_event(
+            {
+                "type": "game_end",
+                "ranks": seat_keys(ranks),
+                "scores": seat_keys(scores),
+                "set_bonus": seat_keys(bonus),
+                "totals": list(self.totals),
+            }
+        )
         self.unit_over = True
         self._decision = None
         self.follow = None
@@ -272,13 +300,11 @@ class Jdf(Climbing):
         self.previous_ranks = ranks
         self.game_index += 1
         if last_of_set:
-            self._event({"type": "set_end", "set": self.set_index,
-                         "blind": format_cards(self.blind)})
+            self._event({"type": "set_end", "set": self.set_index, "blind": format_cards(self.blind)})
             self.set_index += 1
             if self.set_index >= self.options.sets:
                 self.over = True
-                self._event({"type": "match_end", "totals": list(self.totals),
-                             "ranks": seat_keys(self._match_ranks())})
+                self._event({"type": "match_end", "totals": list(self.totals), "ranks": seat_keys(self._match_ranks())})
                 return True
             self._new_set()
         else:
@@ -327,13 +353,21 @@ class Jdf(Climbing):
         totals = seat_keys(self.totals)
         if self.single_unit:
             g = self.game_results[-1]
-            return {"totals": totals, "scores": dict(g["scores"]), "ranks": dict(g["ranks"]),
-                    "winner": next(int(s) for s, r in g["ranks"].items() if r == 1),
-                    "games": [_copy_game(x) for x in self.game_results]}
+            return {
+                "totals": totals,
+                "scores": dict(g["scores"]),
+                "ranks": dict(g["ranks"]),
+                "winner": next(int(s) for s, r in g["ranks"].items() if r == 1),
+                "games": [_copy_game(x) for x in self.game_results],
+            }
         ranks = self._match_ranks()
-        return {"totals": totals, "scores": dict(totals), "ranks": seat_keys(ranks),
-                "winner": min(s for s in range(4) if ranks[s] == 1),
-                "games": [_copy_game(x) for x in self.game_results]}
+        return {
+            "totals": totals,
+            "scores": dict(totals),
+            "ranks": seat_keys(ranks),
+            "winner": min(s for s in range(4) if ranks[s] == 1),
+            "games": [_copy_game(x) for x in self.game_results],
+        }
 
     def unit_result(self) -> GameResult | None:
         """The last game's result: ``{"ranks", "scores" (set bonus excluded), ...}``."""
@@ -341,11 +375,17 @@ class Jdf(Climbing):
 
     def _obs_extra(self, seat: int) -> dict[str, Any]:
         extra: dict[str, Any] = {
-            "set": self.set_index, "game_in_set": self.game_in_set, "game": self.game_index,
-            "previous_ranks": _str_keys(self.previous_ranks), "totals": list(self.totals),
-            "finished": list(self.clean), "fouled": list(self.fouls),
-            "fallen": self.fallen, "retired": list(self.retired_now),
-            "blind_count": len(self.blind)}
+            "set": self.set_index,
+            "game_in_set": self.game_in_set,
+            "game": self.game_index,
+            "previous_ranks": _str_keys(self.previous_ranks),
+            "totals": list(self.totals),
+            "finished": list(self.clean),
+            "fouled": list(self.fouls),
+            "fallen": self.fallen,
+            "retired": list(self.retired_now),
+            "blind_count": len(self.blind),
+        }
         if self.exchange is not None and seat in self.exchange.give:
             extra["exchange_given"] = format_cards(self.exchange.give[seat][0])
         if self.over:
@@ -358,9 +398,17 @@ def _str_keys(d: dict[int, int] | None) -> dict[str, int] | None:
 
 
 def _copy_game(g: GameResult) -> GameResult:
-    return {"set": g["set"], "game_in_set": g["game_in_set"], "game": g["game"],
-            "ranks": dict(g["ranks"]), "scores": dict(g["scores"]), "set_bonus": dict(g["set_bonus"]),
-            "fouls": list(g["fouls"]), "fallen": g["fallen"], "retired": list(g["retired"])}
+    return {
+        "set": g["set"],
+        "game_in_set": g["game_in_set"],
+        "game": g["game"],
+        "ranks": dict(g["ranks"]),
+        "scores": dict(g["scores"]),
+        "set_bonus": dict(g["set_bonus"]),
+        "fouls": list(g["fouls"]),
+        "fallen": g["fallen"],
+        "retired": list(g["retired"]),
+    }
 
 
 __all__ = ["Jdf", "exchange_order_key"]

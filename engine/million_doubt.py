@@ -42,8 +42,15 @@ class _Eval:
 
     __slots__ = ("cards", "face_down", "declared", "fu_nat", "fu_jokers", "accepted")
 
-    def __init__(self, cards: list[int], face_down: list[int], declared: list[int] | None,
-                 fu_nat: list[int], fu_jokers: int, accepted: Readings):
+    def __init__(
+        self,
+        cards: list[int],
+        face_down: list[int],
+        declared: list[int] | None,
+        fu_nat: list[int],
+        fu_jokers: int,
+        accepted: Readings,
+    ):
         self.cards = cards
         self.face_down = face_down
         self.declared = declared
@@ -71,8 +78,13 @@ def _bind_declared(r: Readings, declared: Sequence[int], nat: Sequence[int], n: 
     return Readings(0, group, stairs, False, False)
 
 
-def honest_play(cards: Sequence[int], declared: Sequence[int] | None, ref: Readings | None,
-                lock: Sequence[int], reversed_order: bool) -> bool:
+def honest_play(
+    cards: Sequence[int],
+    declared: Sequence[int] | None,
+    ref: Readings | None,
+    lock: Sequence[int],
+    reversed_order: bool,
+) -> bool:
     """MD-7: is a play honest? Its real ``cards`` (codes), jokers standing in as needed (the
     face-up ones at their ``declared`` ranks, C-4), form a legal form that beats the reference
     ``ref`` (readings, MD-5) under the suit ``lock`` (a lock suit matched only by a natural
@@ -146,8 +158,9 @@ class MillionDoubt(Game):
         declared = self._declared(action, fu_j) if "jokers" in action else None
         return self._judge(cards, face_down, declared, fu_nat, fu_j)
 
-    def _judge(self, cards: list[int], face_down: list[int], declared: list[int] | None,
-               fu_nat: list[int], fu_j: int) -> _Eval:
+    def _judge(
+        self, cards: list[int], face_down: list[int], declared: list[int] | None, fu_nat: list[int], fu_j: int
+    ) -> _Eval:
         """MD-3..MD-5, C-8 on parsed cards held by the seat; raises InvalidAction."""
         wild = len(face_down)
         r = self._read_play(cards, fu_nat, fu_j, wild, declared)
@@ -157,7 +170,10 @@ class MillionDoubt(Game):
             raise InvalidAction("MD-5", "nothing beats a face-up lone joker or joker pair: pass")
         b = beating(r, ref, self.reversed_order)
         if b.empty():
-            raise InvalidAction("MD-3", lambda: f"no reading of {cards_text(cards)} beats the reference ({ref.describe() if ref else ''})")
+            raise InvalidAction(
+                "MD-3",
+                lambda: f"no reading of {cards_text(cards)} beats the reference ({ref.describe() if ref else ''})",
+            )
         return _Eval(cards, face_down, declared, fu_nat, fu_j, b)
 
     def validate_play(self, seat: int, action: Action) -> None:
@@ -169,11 +185,13 @@ class MillionDoubt(Game):
     @staticmethod
     def face_down_rule() -> str:
         """What a face-down play must satisfy (MD-2, MD-3), in words, for bots."""
-        return ("Any cards of your hand may be played, any of them face down ('face_down', a "
-                "sub-multiset of 'cards'). The play is accepted when some identity of the "
-                "face-down cards (any card, joker included) makes it a legal form (C-3) with the "
-                "trick's card count (MD-4) that beats the reference (MD-5) under the suit lock "
-                "(C-8, face-down cards are wild) and the current order (C-9).")
+        return (
+            "Any cards of your hand may be played, any of them face down ('face_down', a "
+            "sub-multiset of 'cards'). The play is accepted when some identity of the "
+            "face-down cards (any card, joker included) makes it a legal form (C-3) with the "
+            "trick's card count (MD-4) that beats the reference (MD-5) under the suit lock "
+            "(C-8, face-down cards are wild) and the current order (C-9)."
+        )
 
     # -- actions --------------------------------------------------------------------------
     def _do_play(self, seat: int, action: Action) -> None:
@@ -256,8 +274,7 @@ class MillionDoubt(Game):
         honest = self._honest(rec)  # context: the state before the play's effects
         for p in self.field:
             p.revealed = True
-        self._event({"type": "reveal", "field": [p.view(None) for p in self.field],
-                     "honest": honest})
+        self._event({"type": "reveal", "field": [p.view(None) for p in self.field], "honest": honest})
         player = rec.seat
         executor = player if honest else seat
         if honest and len(rec.cards) >= 4:  # MD-14: only the revolution matters
@@ -292,7 +309,10 @@ class MillionDoubt(Game):
             self._set_leader(executor)
 
     HANDLERS: ClassVar[Mapping[str, Handler]] = {
-        "play": _do_play, "pass": _do_pass, "doubt": _do_doubt, "through": _do_through,
+        "play": _do_play,
+        "pass": _do_pass,
+        "doubt": _do_doubt,
+        "through": _do_through,
         "penalty": _do_penalty,
     }
 
@@ -305,8 +325,9 @@ class MillionDoubt(Game):
         self.over = True
         self.unit_over = True
         self._decision = None
-        self._end_event({"type": "game_end", "winner": winner, "how": how, "burst": burst,
-                         "scores": dict(self.scores)})  # the hands left: log only (C-11, MD-8)
+        self._end_event(
+            {"type": "game_end", "winner": winner, "how": how, "burst": burst, "scores": dict(self.scores)}
+        )  # the hands left: log only (C-11, MD-8)
 
     def _win(self, winner: int, how: str, burst: int | None = None) -> None:
         left = len(self.hands[1 - winner])
@@ -327,8 +348,13 @@ class MillionDoubt(Game):
         "ranks": {"seat": 1|2}}`` (MD-17, FAULT-2) once over, else None."""
         if not self.over or self.winner is None or self.scores is None:
             return None
-        return {"winner": self.winner, "scores": dict(self.scores), "burst": self.burst,
-                "forfeit": self.forfeited, "ranks": seat_keys({self.winner: 1, 1 - self.winner: 2})}
+        return {
+            "winner": self.winner,
+            "scores": dict(self.scores),
+            "burst": self.burst,
+            "forfeit": self.forfeited,
+            "ranks": seat_keys({self.winner: 1, 1 - self.winner: 2}),
+        }
 
     def unit_result(self) -> Result | None:
         """Result of the game (the unit the scenario ``over`` refers to): :meth:`result`."""

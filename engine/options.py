@@ -149,7 +149,9 @@ class JdfOptions(LocalRuleOptions):
 
 #: The option class of each rule set.
 OPTION_CLASSES: dict[str, type[Options]] = {
-    MILLION_DOUBT: MillionDoubtOptions, TRUMP_MILLIONAIRE: TrumpMillionaireOptions, JDF: JdfOptions,
+    MILLION_DOUBT: MillionDoubtOptions,
+    TRUMP_MILLIONAIRE: TrumpMillionaireOptions,
+    JDF: JdfOptions,
 }
 
 _INT_OPTIONS = {"burst_score", "target_score", "sets", "games_per_set", "set_bonus"}
@@ -192,9 +194,7 @@ def make_options(ruleset: str, values: Mapping[str, Any] | Options | None = None
                 raise OptionsError(
                     f"option {name!r} is a local rule ({LOCAL_RULES[name]}) and cannot be used with {ruleset}"
                 )
-            raise OptionsError(
-                f"unknown option {name!r} for {ruleset}; known: {', '.join(allowed)}"
-            )
+            raise OptionsError(f"unknown option {name!r} for {ruleset}; known: {', '.join(allowed)}")
         if name in LOCAL_RULES:
             if not isinstance(value, bool):
                 raise OptionsError(f"option {name!r} must be true or false, not {value!r}")
@@ -242,7 +242,20 @@ def option_names(ruleset: str) -> tuple[str, ...]:
 
 
 __all__ = [
-    "RULESET_IDS", "SEATS", "LOCAL_RULES", "MILLION_DOUBT", "TRUMP_MILLIONAIRE", "JDF",
-    "Options", "MillionDoubtOptions", "LocalRuleOptions", "TrumpMillionaireOptions", "JdfOptions",
-    "OPTION_CLASSES", "OptionsError", "make_options", "check_ruleset", "option_names",
+    "RULESET_IDS",
+    "SEATS",
+    "LOCAL_RULES",
+    "MILLION_DOUBT",
+    "TRUMP_MILLIONAIRE",
+    "JDF",
+    "Options",
+    "MillionDoubtOptions",
+    "LocalRuleOptions",
+    "TrumpMillionaireOptions",
+    "JdfOptions",
+    "OPTION_CLASSES",
+    "OptionsError",
+    "make_options",
+    "check_ruleset",
+    "option_names",
 ]

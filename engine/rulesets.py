@@ -90,18 +90,28 @@ class RuleSet:
 
 def _ruleset(name: str, title: str, game_class: type[Game], unit: str, games_per_match: bool) -> RuleSet:
     option_class = OPTION_CLASSES[name]
-    return RuleSet(name, title, SEATS[name], option_class, game_class, unit, games_per_match,
-                   games_per_match, issubclass(option_class, LocalRuleOptions),
-                   game_class.LISTS_EVERY_PLAY)
+    return RuleSet(
+        name,
+        title,
+        SEATS[name],
+        option_class,
+        game_class,
+        unit,
+        games_per_match,
+        games_per_match,
+        issubclass(option_class, LocalRuleOptions),
+        game_class.LISTS_EVERY_PLAY,
+    )
 
 
 #: The registry: rule-set id -> :class:`RuleSet`, in RULES.md order.
-RULESETS: Mapping[str, RuleSet] = MappingProxyType({
-    MILLION_DOUBT: _ruleset(MILLION_DOUBT, "Million Doubt", MillionDoubt, "game", True),
-    TRUMP_MILLIONAIRE: _ruleset(TRUMP_MILLIONAIRE, "Trump Millionaire", TrumpMillionaire,
-                                "game of deals", False),
-    JDF: _ruleset(JDF, "Japan Daifugo Federation official rules", Jdf, "match", False),
-})
+RULESETS: Mapping[str, RuleSet] = MappingProxyType(
+    {
+        MILLION_DOUBT: _ruleset(MILLION_DOUBT, "Million Doubt", MillionDoubt, "game", True),
+        TRUMP_MILLIONAIRE: _ruleset(TRUMP_MILLIONAIRE, "Trump Millionaire", TrumpMillionaire, "game of deals", False),
+        JDF: _ruleset(JDF, "Japan Daifugo Federation official rules", Jdf, "match", False),
+    }
+)
 
 
 def get_ruleset(name: Any) -> RuleSet:

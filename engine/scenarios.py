@@ -101,13 +101,17 @@ def run_scenario(data: dict[str, Any]) -> None:
         invalid = bool(step.get("invalid"))
         before = None
         if invalid:
-            before = json.dumps(g.observation(seat if isinstance(seat, int) and 0 <= seat < g.seats else 0), sort_keys=True)
+            before = json.dumps(
+                g.observation(seat if isinstance(seat, int) and 0 <= seat < g.seats else 0), sort_keys=True
+            )
         try:
             g.apply(seat, action)
         except InvalidAction as e:
             if not invalid:
                 raise ScenarioFailure(i, f"expected the action to be accepted got refused: {e}") from None
-            after = json.dumps(g.observation(seat if isinstance(seat, int) and 0 <= seat < g.seats else 0), sort_keys=True)
+            after = json.dumps(
+                g.observation(seat if isinstance(seat, int) and 0 <= seat < g.seats else 0), sort_keys=True
+            )
             if after != before:
                 raise ScenarioFailure(i, "a refused action changed the state") from None
             continue

@@ -67,8 +67,7 @@ def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple
     return d.seat, actions[int(rng.random() * len(actions))]
 
 
-def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000,
-                bluff_rate: float = 0.2) -> int:
+def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, bluff_rate: float = 0.2) -> int:
     """Play ``g`` to its end with random actions; return the number of decisions.
 
     Million Doubt bluffs are tried straight on :meth:`Game.apply` (a refused one changes

@@ -53,8 +53,7 @@ class TimeRules:
 
     def to_seconds(self) -> dict[str, float]:
         """``{"initial", "increment", "cap"}`` in seconds."""
-        return {"initial": self.initial_ms / 1000, "increment": self.increment_ms / 1000,
-                "cap": self.cap_ms / 1000}
+        return {"initial": self.initial_ms / 1000, "increment": self.increment_ms / 1000, "cap": self.cap_ms / 1000}
 
 
 class TimeBank:
@@ -79,6 +78,5 @@ class TimeBank:
         if elapsed_ms > self.remaining_ms:
             self.remaining_ms = 0
             return False
-        self.remaining_ms = min(self.rules.cap_ms,
-                                self.remaining_ms - elapsed_ms + self.rules.increment_ms)
+        self.remaining_ms = min(self.rules.cap_ms, self.remaining_ms - elapsed_ms + self.rules.increment_ms)
         return True

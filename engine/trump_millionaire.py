@@ -74,19 +74,22 @@ class TrumpMillionaire(Climbing):
 
     # -- deals --------------------------------------------------------------------------------
     def _deal_header(self) -> dict[str, Any]:
-        return {"type": "deal", "deal": self.deal_index, "millionaire": self.millionaire,
-                "totals": list(self.totals)}
+        return {"type": "deal", "deal": self.deal_index, "millionaire": self.millionaire, "totals": list(self.totals)}
 
     def _new_deal(self) -> None:
         """TM-2: shuffle, 10 each, 14 set aside; TM-3 decisions or a random first leader."""
         deck = full_deck()
         self.rng.shuffle(deck)
         n = HAND_SIZE
-        self.set_aside = deck[4 * n:]
+        self.set_aside = deck[4 * n :]
         self.stuck_run = 0
         self.rate = 1
-        self._start_unit([deck[i * n:(i + 1) * n] for i in range(4)], self.set_aside,
-                         [s not in self.retired for s in range(4)], self._deal_header())
+        self._start_unit(
+            [deck[i * n : (i + 1) * n] for i in range(4)],
+            self.set_aside,
+            [s not in self.retired for s in range(4)],
+            self._deal_header(),
+        )
         if self.millionaire is None:
             self._set_leader(self.rng.randrange(4))
         elif self.millionaire in self.retired:
@@ -128,8 +131,9 @@ class TrumpMillionaire(Climbing):
     def _void_deal(self) -> None:
         """TM-6: four leaders in a row passed: no score; redeal with the same Millionaire."""
         self._event({"type": "void_deal"})
-        self.deal_results.append({"deal": self.deal_index, "void": True, "winner": None,
-                                  "scores": seat_keys([0] * 4), "rate": self.rate})
+        self.deal_results.append(
+            {"deal": self.deal_index, "void": True, "winner": None, "scores": seat_keys([0] * 4), "rate": self.rate}
+        )
         if self.single_unit:
             self.unit_over = True
             self.over = True
@@ -149,9 +153,11 @@ class TrumpMillionaire(Climbing):
             self.hands[seat] = list(self.set_aside[:HAND_SIZE])
             self.set_aside = self.set_aside[HAND_SIZE:] + old
             self.outside = self.set_aside
-        self._event({"type": "exchange", "seat": seat, "accept": accept,
-                     "hand": format_cards(self.hands[seat])}, (seat,),
-                    {"type": "exchange", "seat": seat, "accept": accept})
+        self._event(
+            {"type": "exchange", "seat": seat, "accept": accept, "hand": format_cards(self.hands[seat])},
+            (seat,),
+            {"type": "exchange", "seat": seat, "accept": accept},
+        )
         self._ask(seat, "rate", choices=list(self.options.rate_choices))
 
     def _do_rate(self, seat: int, action: Action) -> None:
@@ -174,7 +180,10 @@ class TrumpMillionaire(Climbing):
         Climbing._do_pass(self, seat, action)
 
     HANDLERS: ClassVar[Mapping[str, Handler]] = {
-        **Climbing.HANDLERS, "pass": _do_pass, "exchange": _do_exchange, "rate": _do_rate,
+        **Climbing.HANDLERS,
+        "pass": _do_pass,
+        "exchange": _do_exchange,
+        "rate": _do_rate,
     }
 
     # -- presets ------------------------------------------------------------------------------
@@ -200,7 +209,9 @@ class TrumpMillionaire(Climbing):
     def _check_empty_by_follow_up(self, f: FollowUp) -> None:
         if f.special:
             raise InvalidAction(
-                "TM-5", "this give/discard would empty the hand after a play with a joker, an 8 or a 2 (a 3 in revolution)")
+                "TM-5",
+                "this give/discard would empty the hand after a play with a joker, an 8 or a 2 (a 3 in revolution)",
+            )
 
     # -- end of a deal (TM-7) and of the game (TM-1) -------------------------------------------
     def _finish(self, seat: int, special: bool) -> None:
@@ -209,10 +220,18 @@ class TrumpMillionaire(Climbing):
         scores[seat] = self.rate * others
         for s in range(4):
             self.totals[s] += scores[s]
-        self.deal_results.append({"deal": self.deal_index, "void": False, "winner": seat,
-                                  "scores": seat_keys(scores), "rate": self.rate})
-        self._end_event({"type": "deal_end", "winner": seat, "rate": self.rate,
-                         "scores": seat_keys(scores), "totals": list(self.totals)})
+        self.deal_results.append(
+            {"deal": self.deal_index, "void": False, "winner": seat, "scores": seat_keys(scores), "rate": self.rate}
+        )
+        self._end_event(
+            {
+                "type": "deal_end",
+                "winner": seat,
+                "rate": self.rate,
+                "scores": seat_keys(scores),
+                "totals": list(self.totals),
+            }
+        )
         self.millionaire = seat
         self.unit_over = True
         if self.single_unit:
@@ -261,9 +280,14 @@ class TrumpMillionaire(Climbing):
             return None
         ranks = self._ranks()
         totals = seat_keys(self.totals)
-        return {"totals": totals, "scores": dict(totals), "ranks": ranks,
-                "winner": min(s for s in range(4) if ranks[str(s)] == 1),
-                "deals": [_copy_deal(d) for d in self.deal_results], "retired": list(self.retired)}
+        return {
+            "totals": totals,
+            "scores": dict(totals),
+            "ranks": ranks,
+            "winner": min(s for s in range(4) if ranks[str(s)] == 1),
+            "deals": [_copy_deal(d) for d in self.deal_results],
+            "retired": list(self.retired),
+        }
 
     def unit_result(self) -> DealResult | None:
         """The last deal's result: ``{"deal", "void", "winner", "scores", "rate"}``."""
@@ -279,9 +303,14 @@ class TrumpMillionaire(Climbing):
 
     def _obs_extra(self, seat: int) -> dict[str, Any]:
         extra: dict[str, Any] = {
-            "deal": self.deal_index, "millionaire": self.millionaire, "rate": self.rate,
-            "totals": list(self.totals), "set_aside_count": len(self.set_aside),
-            "retired": list(self.retired), "target_score": self.options.target_score}
+            "deal": self.deal_index,
+            "millionaire": self.millionaire,
+            "rate": self.rate,
+            "totals": list(self.totals),
+            "set_aside_count": len(self.set_aside),
+            "retired": list(self.retired),
+            "target_score": self.options.target_score,
+        }
         if self.over:
             extra["result"] = self.result()
         return extra
@@ -292,8 +321,7 @@ def _split_one(c: int) -> tuple[list[int], int]:
 
 
 def _copy_deal(d: DealResult) -> DealResult:
-    return {"deal": d["deal"], "void": d["void"], "winner": d["winner"], "scores": dict(d["scores"]),
-            "rate": d["rate"]}
+    return {"deal": d["deal"], "void": d["void"], "winner": d["winner"], "scores": dict(d["scores"]), "rate": d["rate"]}
 
 
 __all__ = ["TrumpMillionaire", "forbidden_finish"]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The static gates, in the order CI runs them before the tests (.ci/run):
 #   lint-imports  the layer contract of pyproject.toml ([tool.importlinter])
+#   ruff format   the one code format (--check: fails on any file it would change)
 #   ruff check    lint and import order ([tool.ruff])
 #   mypy          types: strict on engine/, clean on the rest ([tool.mypy])
 # Uses .venv (infra/bootstrap.sh makes it). Exit status: the first gate that fails.
@@ -10,6 +11,8 @@ cd "$REPO"
 bash infra/bootstrap.sh
 echo "lint.sh: lint-imports" >&2
 .venv/bin/lint-imports --no-cache
+echo "lint.sh: ruff format --check" >&2
+.venv/bin/ruff format --check .
 echo "lint.sh: ruff check" >&2
 .venv/bin/ruff check .
 echo "lint.sh: mypy" >&2

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-# Test bots live on 127.0.0.1: the bot connections' SSRF policy (arena.core.bot_transport)
+# Test bots live on 127.0.0.1: the bot connections' SSRF policy (arena.bot_transport)
 # must allow loopback where a test does not choose, as infra/test.sh exports it.
 os.environ.setdefault("ARENA_ALLOW_PRIVATE_BOT_URLS", "1")
 
@@ -249,7 +249,7 @@ class WorkerHandle:
 
 
 def _client_app(broker_url: str):
-    from arena.core.config import Settings
+    from arena.config import Settings
     from worker.celery_app import make_app
 
     env = {**os.environ, "ARENA_BROKER_URL": broker_url, "ARENA_CELERY_EAGER": "0"}
@@ -304,16 +304,36 @@ def celery_worker_factory(
             **(env or {}),
         }
         cmd = [
-            sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-            "--without-mingle", "--without-gossip", "--without-heartbeat",
-            "--pool", pool, "--concurrency", str(concurrency),
-            "--queues", ",".join(all_queues), "--hostname", name,
-            "--loglevel", "INFO", *extra_args,
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker.celery_app",
+            "worker",
+            "--without-mingle",
+            "--without-gossip",
+            "--without-heartbeat",
+            "--pool",
+            pool,
+            "--concurrency",
+            str(concurrency),
+            "--queues",
+            ",".join(all_queues),
+            "--hostname",
+            name,
+            "--loglevel",
+            "INFO",
+            *extra_args,
         ]
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                cmd, cwd=REPO, env=wenv, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                cmd,
+                cwd=REPO,
+                env=wenv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         handle = WorkerHandle(proc, name, all_queues, _client_app(broker), log_path)
         handles.append(handle)
@@ -323,14 +343,14 @@ def celery_worker_factory(
         while not result.ready():
             if not handle.alive():
                 pytest.fail(
-                    f"celery worker exited with {proc.returncode} before answering ping:\n"
-                    f"{handle.log()}", pytrace=False,
+                    f"celery worker exited with {proc.returncode} before answering ping:\n{handle.log()}",
+                    pytrace=False,
                 )
             if time.monotonic() > deadline:
                 handle.stop()
                 pytest.fail(
-                    f"celery worker did not answer ping in {WORKER_READY_TIMEOUT_S} s:\n"
-                    f"{handle.log()}", pytrace=False,
+                    f"celery worker did not answer ping in {WORKER_READY_TIMEOUT_S} s:\n{handle.log()}",
+                    pytrace=False,
                 )
             time.sleep(0.05)
         answer = result.get(timeout=5)
@@ -397,10 +417,17 @@ def beat_factory(
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
             **(env or {}),
         }
-        cmd = [sys.executable, "-m", "arena.cli", "beat", "--schedule", str(folder / f"schedule-{tag}")]
+        cmd = [sys.executable, "-m", "cli", "beat", "--schedule", str(folder / f"schedule-{tag}")]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(cmd, cwd=REPO, env=benv, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                cwd=REPO,
+                env=benv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         handle = BeatHandle(proc, log_path)
         handles.append(handle)
         deadline = time.monotonic() + WORKER_READY_TIMEOUT_S

@@ -6,7 +6,7 @@ import uuid
 
 from sqlalchemy import create_engine, text
 
-from arena.core.db.session import normalize_url
+from arena.db.session import normalize_url
 
 
 def create_pg_database(pg_url: str, prefix: str = "t") -> str:

@@ -28,17 +28,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from arena.cli.demo import WsgiServer
-from arena.cli.service import ApiServer
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Bot
-from arena.core.db.session import make_engine, make_sessionmaker
-from arena.core.security import new_secret
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.models import Bot
+from arena.db.session import make_engine, make_sessionmaker
+from arena.security import new_secret
+from cli.demo import WsgiServer
+from cli.service import ApiServer
 
 REPO = Path(__file__).resolve().parent.parent
-ARENA = [sys.executable, "-m", "arena.cli"]
+ARENA = [sys.executable, "-m", "cli"]
 #: Seconds a started server or worker gets to answer (readiness waits, not assertions).
 READY_S = 60.0
 
@@ -49,8 +49,9 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def run(*args: str, env: dict | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
-    return subprocess.run([*ARENA, *args], cwd=REPO, env=_env(**(env or {})), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [*ARENA, *args], cwd=REPO, env=_env(**(env or {})), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _api(tmp_path: Path, broker_url: str) -> tuple[WsgiServer, str, object]:
@@ -61,13 +62,20 @@ def _api(tmp_path: Path, broker_url: str) -> tuple[WsgiServer, str, object]:
     with make_sessionmaker(engine)() as s:
         boss, token = create_account(s, "boss", "organizer")
         for i in range(3):
-            s.add(Bot(owner_id=boss.id, name=f"bot{i}", url=f"http://127.0.0.1:{9000 + i}/",
-                      rulesets=["million_doubt"], secret=new_secret(), status="ready"))
+            s.add(
+                Bot(
+                    owner_id=boss.id,
+                    name=f"bot{i}",
+                    url=f"http://127.0.0.1:{9000 + i}/",
+                    rulesets=["million_doubt"],
+                    secret=new_secret(),
+                    status="ready",
+                )
+            )
         s.commit()
     from api import create_app
 
-    server = WsgiServer(create_app(Settings(data_dir=tmp_path, database_url=url, broker_url=broker_url),
-                                   engine=engine))
+    server = WsgiServer(create_app(Settings(data_dir=tmp_path, database_url=url, broker_url=broker_url), engine=engine))
     return server, token, engine
 
 
@@ -79,8 +87,22 @@ def offline_api(tmp_path):
     engine.dispose()  # type: ignore[attr-defined]
 
 
-CREATE = ("tournament", "create", "--ruleset", "million_doubt", "--bot", "1", "--bot", "2", "--bot", "3",
-          "--games-per-pairing", "2", "--seed", "7")
+CREATE = (
+    "tournament",
+    "create",
+    "--ruleset",
+    "million_doubt",
+    "--bot",
+    "1",
+    "--bot",
+    "2",
+    "--bot",
+    "3",
+    "--games-per-pairing",
+    "2",
+    "--seed",
+    "7",
+)
 
 
 def test_create_prints_the_bare_id_on_stdout(offline_api):
@@ -95,10 +117,11 @@ def test_create_prints_the_bare_id_on_stdout(offline_api):
 
 
 def test_accounts_create_prints_the_bare_token_on_stdout(tmp_path):
-    done = run("accounts", "create", "--organizer", "boss",
-               env={"ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"})
+    done = run(
+        "accounts", "create", "--organizer", "boss", env={"ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"}
+    )
     assert done.returncode == 0, done.stderr
-    token, = done.stdout.splitlines()
+    (token,) = done.stdout.splitlines()
     assert re.fullmatch(r"\S{20,}", token) and done.stdout == token + "\n"
     assert "account 1 boss (organizer)" in done.stderr
 
@@ -114,8 +137,19 @@ def test_start_wait_without_a_worker_says_so(tmp_path, redis_url):
     env = {"ARENA_API_URL": server.url, "ARENA_TOKEN": token}
     try:
         assert run(*CREATE, env=env).stdout == "1\n"
-        done = run("tournament", "start", "1", "--wait", "--poll", "0.2", "--worker-hint-after", "0.5",
-                   "--timeout", "10", env=env)
+        done = run(
+            "tournament",
+            "start",
+            "1",
+            "--wait",
+            "--poll",
+            "0.2",
+            "--worker-hint-after",
+            "0.5",
+            "--timeout",
+            "10",
+            env=env,
+        )
         assert queue.llen("arena") == 3  # the real broker holds the three matches, untaken
     finally:
         queue.delete("arena")
@@ -127,8 +161,7 @@ def test_start_wait_without_a_worker_says_so(tmp_path, redis_url):
     assert "(3 queued, 0 running)" in err and "Start one with `arena worker`" in err
     assert "ARENA_BROKER_URL" in err and "arena tournament resume 1" in err
     assert err.count("Hint:") == 1  # once per stall, not at every poll
-    assert done.stderr.strip().splitlines()[-1] == \
-        "Error: tournament 1 still running after 10 s (0/3 matches finished)"
+    assert done.stderr.strip().splitlines()[-1] == "Error: tournament 1 still running after 10 s (0/3 matches finished)"
 
 
 @pytest.mark.services
@@ -143,9 +176,17 @@ def test_two_workers_on_one_host_have_different_names(tmp_path, redis_url):
     try:
         for i in range(2):
             log = open(tmp_path / f"worker{i}.log", "wb")
-            procs.append(subprocess.Popen([*ARENA, "worker", "--pool", "solo", "--checks", "0", "-Q", queue], cwd=REPO,
-                                          env=_env(**env), stdout=log, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, start_new_session=True))
+            procs.append(
+                subprocess.Popen(
+                    [*ARENA, "worker", "--pool", "solo", "--checks", "0", "-Q", queue],
+                    cwd=REPO,
+                    env=_env(**env),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
         host = socket.gethostname()
         expected = {f"arena-{p.pid}@{host}" for p in procs}
         names: set[str] = set()
@@ -193,9 +234,15 @@ def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url)
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
     log = open(tmp_path / "launcher.log", "wb")
-    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "--checks", "0", "-c", "2", "-Q", queue,
-                                 "-n", f"lt{tag}@127.0.0.1"], cwd=REPO, env=_env(**env), stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    launcher = subprocess.Popen(
+        [*ARENA, "worker", "--processes", "2", "--checks", "0", "-c", "2", "-Q", queue, "-n", f"lt{tag}@127.0.0.1"],
+        cwd=REPO,
+        env=_env(**env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     first, second = f"lt{tag}-1@127.0.0.1", f"lt{tag}-2@127.0.0.1"
 
     def wait_for(cond, what: str) -> dict[str, int]:
@@ -216,8 +263,10 @@ def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url)
         assert again[second] == nodes[second]  # the other one played on
         assert not _alive(nodes[first])
         launcher.send_signal(signal.SIGHUP)  # a restart of every process, not a stop
-        hupped = wait_for(lambda n: set(n) == {first, second} and n[first] != again[first]
-                          and n[second] != again[second], "both nodes restarted")
+        hupped = wait_for(
+            lambda n: set(n) == {first, second} and n[first] != again[first] and n[second] != again[second],
+            "both nodes restarted",
+        )
         assert launcher.poll() is None
         again = hupped
         launcher.send_signal(signal.SIGTERM)
@@ -262,9 +311,28 @@ def _quiet_launcher(tmp_path, redis_url, prefix: str, **popen):
     tag = uuid.uuid4().hex[:8]
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
-    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "2", "--checks", "0", "-c", "1", "-Q", f"arena.procs.{tag}",
-                                 "-n", f"{prefix}{tag}@127.0.0.1"], cwd=REPO, env=_env(**env),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, **popen)
+    launcher = subprocess.Popen(
+        [
+            *ARENA,
+            "worker",
+            "--processes",
+            "2",
+            "--checks",
+            "0",
+            "-c",
+            "1",
+            "-Q",
+            f"arena.procs.{tag}",
+            "-n",
+            f"{prefix}{tag}@127.0.0.1",
+        ],
+        cwd=REPO,
+        env=_env(**env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        **popen,
+    )
     return tag, client, launcher
 
 
@@ -297,9 +365,14 @@ def test_a_sigterm_while_the_worker_processes_start_stops_them_all(tmp_path, red
     broker = redis_url.rsplit("/", 1)[0] + "/12"
     tag = uuid.uuid4().hex[:8]
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
-    launcher = subprocess.Popen([*ARENA, "worker", "--processes", "4", "--checks", "0", "-c", "1", "-Q", f"arena.procs.{tag}"],
-                                cwd=REPO, env=_env(**env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL)
+    launcher = subprocess.Popen(
+        [*ARENA, "worker", "--processes", "4", "--checks", "0", "-c", "1", "-Q", f"arena.procs.{tag}"],
+        cwd=REPO,
+        env=_env(**env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children")
     seen: set[int] = set()
     try:
@@ -345,9 +418,23 @@ def test_two_api_servers_keep_their_own_control_sockets(tmp_path, free_port):
             port = free_port()
             log = open(tmp_path / f"api-{name}.log", "wb")
             proc = subprocess.Popen(
-                [*ARENA, "api", "--port", str(port), "--workers", "1", "--control-socket", str(tmp_path / f"{name}.ctl")],
-                cwd=REPO, env=_env(HOME=str(home), ARENA_DATABASE_URL=f"sqlite:///{tmp_path / (name + '.db')}"),
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                [
+                    *ARENA,
+                    "api",
+                    "--port",
+                    str(port),
+                    "--workers",
+                    "1",
+                    "--control-socket",
+                    str(tmp_path / f"{name}.ctl"),
+                ],
+                cwd=REPO,
+                env=_env(HOME=str(home), ARENA_DATABASE_URL=f"sqlite:///{tmp_path / (name + '.db')}"),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             servers.append((proc, port, tmp_path / f"{name}.ctl"))
         for proc, port, ctl in servers:
             deadline = time.monotonic() + READY_S

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from arena.cli.demo import WsgiServer
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.session import make_engine, make_sessionmaker
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.session import make_engine, make_sessionmaker
+from cli.demo import WsgiServer
 
 REPO = Path(__file__).resolve().parent.parent
-ARENA = [sys.executable, "-m", "arena.cli"]
+ARENA = [sys.executable, "-m", "cli"]
 
 
 @pytest.fixture
@@ -30,8 +30,9 @@ def api(tmp_path):
         _, contestant = create_account(s, "alice")
     from api import create_app
 
-    server = WsgiServer(create_app(Settings(data_dir=tmp_path, database_url=url,
-                                            broker_url="redis://127.0.0.1:1/0"), engine=engine))
+    server = WsgiServer(
+        create_app(Settings(data_dir=tmp_path, database_url=url, broker_url="redis://127.0.0.1:1/0"), engine=engine)
+    )
     yield {"url": server.url, "organizer": organizer, "contestant": contestant}
     server.close()
     engine.dispose()
@@ -39,8 +40,9 @@ def api(tmp_path):
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
-    return subprocess.run([*ARENA, *args], cwd=REPO, env={**base, **(env or {})}, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [*ARENA, *args], cwd=REPO, env={**base, **(env or {})}, capture_output=True, text=True, timeout=60
+    )
 
 
 def _one_error_line(done: subprocess.CompletedProcess) -> str:
@@ -70,8 +72,9 @@ def test_contestant_cannot_create_and_bad_participants_are_named(api):
     assert _one_error_line(done) == "Error: HTTP 403 on POST /api/v1/tournaments: organizer role required"
     env["ARENA_TOKEN"] = api["organizer"]
     done = run("tournament", "create", "--ruleset", "jdf", "--bot", "7", env=env)
-    assert _one_error_line(done) == ("Error: HTTP 422 on POST /api/v1/tournaments: invalid request: "
-                                     "json.participants: bot 7 does not exist")
+    assert _one_error_line(done) == (
+        "Error: HTTP 422 on POST /api/v1/tournaments: invalid request: json.participants: bot 7 does not exist"
+    )
     done = run("tournament", "create", "--ruleset", "jdf", "--bot", "7", "--options", "[1]", env=env)
     assert done.returncode == 2 and "must be a JSON object" in done.stderr
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arena.core.config import Settings
-from arena.core.db.session import normalize_url
+from arena.config import Settings
+from arena.db.session import normalize_url
 
 REPO = Path(__file__).resolve().parent.parent
 COMPOSE = REPO / "infra" / "docker-compose.yml"
@@ -58,7 +58,8 @@ def test_environment_is_read_by_settings(compose):
         assert settings.database_url == normalize_url(settings.database_url)  # psycopg 3 driver
         assert settings.database_url == (
             f"postgresql+psycopg://{pg['POSTGRES_USER']}:{_interpolate(pg['POSTGRES_PASSWORD'])}"
-            f"@postgres:5432/{pg['POSTGRES_DB']}")
+            f"@postgres:5432/{pg['POSTGRES_DB']}"
+        )
         assert settings.broker_url == "redis://redis:6379/0"
         assert settings.celery_eager is False and settings.allow_private_bot_urls is False
 
@@ -67,7 +68,7 @@ def _cli_context(args: list[str]):
     """Parse ``arena ARGS`` with the real click commands (raises click errors if wrong)."""
     import click
 
-    from arena.cli import main
+    from cli import main
 
     ctx = click.Context(main)
     cmd: click.Command = main
@@ -99,8 +100,8 @@ def test_api_runs_gunicorn_on_all_interfaces(compose):
     assert api["command"][:2] == ["arena", "api"]
     cmd, ctx = _cli_context(api["command"][1:])
     assert ctx.params["host"] == "0.0.0.0" and ctx.params["port"] == 8000
-    assert ctx.params["dev"] is False          # gunicorn, not the Flask dev server
-    assert ctx.params["upgrade"] is False      # the migrate job did it
+    assert ctx.params["dev"] is False  # gunicorn, not the Flask dev server
+    assert ctx.params["upgrade"] is False  # the migrate job did it
     assert ctx.params["workers"] >= 2
     assert "ports" not in api and api["expose"] == ["8000"]  # reached through the proxy only
     assert api["environment"]["ARENA_PROXY_HOPS"] == "1"
@@ -114,16 +115,23 @@ def test_nginx_buffers_in_front_of_the_api(compose):
     source, target = proxy["volumes"][0].split(":")[:2]
     assert target == "/etc/nginx/nginx.conf"
     conf = (Path(__file__).resolve().parent.parent / "infra" / source.removeprefix("./")).read_text()
-    for directive in ("proxy_pass http://arena_api;", "server api:8000;", "proxy_request_buffering on;",
-                      "proxy_buffering on;", "client_header_timeout 10s;", "client_body_timeout 10s;",
-                      "client_max_body_size 1m;", "X-Forwarded-For $proxy_add_x_forwarded_for;"):
+    for directive in (
+        "proxy_pass http://arena_api;",
+        "server api:8000;",
+        "proxy_request_buffering on;",
+        "proxy_buffering on;",
+        "client_header_timeout 10s;",
+        "client_body_timeout 10s;",
+        "client_max_body_size 1m;",
+        "X-Forwarded-For $proxy_add_x_forwarded_for;",
+    ):
         assert directive in conf, directive
     assert conf.count("{") == conf.count("}")
 
 
 def test_workers_consume_the_match_queue(compose):
-    from arena.cli.worker import CHECK_QUEUES, WORKER_QUEUES
-    from arena.core.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
+    from arena.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
+    from cli.worker import CHECK_QUEUES, WORKER_QUEUES
 
     worker = compose["services"]["worker"]
     command = worker["command"]
@@ -134,7 +142,7 @@ def test_workers_consume_the_match_queue(compose):
     # the bot checks: a process of their own in each container, a few threads (issue 24)
     assert CHECK_QUEUES == (CHECK_QUEUE,) and 1 <= ctx.params["checks"] <= 8
     # each worker process's pool (kept open, plus a burst) fits PostgreSQL with room for the API
-    from arena.core.runner.service import POOL_OVERFLOW, POOL_SIZE
+    from arena.runner.service import POOL_OVERFLOW, POOL_SIZE
 
     replicas = int(_interpolate(str(worker["deploy"]["replicas"])))
     pg_command = compose["services"]["postgres"]["command"]
@@ -175,6 +183,5 @@ def test_docker_compose_config_when_available():
     probe = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip("docker client without the compose plugin")
-    done = subprocess.run(["docker", "compose", "-f", str(COMPOSE), "config", "-q"],
-                          capture_output=True, text=True)
+    done = subprocess.run(["docker", "compose", "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

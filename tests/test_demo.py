@@ -17,7 +17,7 @@ import httpx
 from sqlalchemy import create_engine, text
 
 REPO = Path(__file__).resolve().parent.parent
-ARENA = [sys.executable, "-m", "arena.cli"]
+ARENA = [sys.executable, "-m", "cli"]
 DEMO_BOTS = ("heuristic", "greedy", "random-1", "random-2")
 
 
@@ -29,8 +29,15 @@ def _env() -> dict[str, str]:
 
 def test_demo_million_doubt(tmp_path):
     out = tmp_path / "demo"
-    done = subprocess.run([*ARENA, "demo", "--out", str(out), "--seed", "11"], cwd=tmp_path, env=_env(),
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [*ARENA, "demo", "--out", str(out), "--seed", "11"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     stdout = done.stdout
     assert "Standings: million_doubt tournament 1" in stdout
@@ -51,8 +58,9 @@ def test_demo_million_doubt(tmp_path):
 
     logs = sorted((out / "logs").glob("match-*.json.gz"))
     assert len(logs) == 6
-    verify = subprocess.run([*ARENA, "logs", "verify", str(out / "logs")], env=_env(),
-                            capture_output=True, text=True, timeout=300)
+    verify = subprocess.run(
+        [*ARENA, "logs", "verify", str(out / "logs")], env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert verify.stdout.strip().splitlines()[-1] == "6 verified, 0 failed"
 
@@ -73,9 +81,15 @@ def test_demo_serve_keeps_the_api_up(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     out = tmp_path / "demo"
-    proc = subprocess.Popen([*ARENA, "demo", "--ruleset", "jdf", "--out", str(out), "--serve", "--port", str(port),
-                             "--seed", "5"], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*ARENA, "demo", "--ruleset", "jdf", "--out", str(out), "--serve", "--port", str(port), "--seed", "5"],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     lines = []
     try:
         deadline = time.monotonic() + 300
@@ -88,8 +102,12 @@ def test_demo_serve_keeps_the_api_up(tmp_path):
             raise AssertionError(f"demo exited {proc.wait()} without an Open: line:\n{''.join(lines)}")
         assert lines[-1].strip() == f"Open: http://127.0.0.1:{port}/ui/tournaments/1"
         token = json.loads((out / "demo.json").read_text())["tokens"]["organizer"]
-        r = httpx.get(f"http://127.0.0.1:{port}/api/v1/tournaments/1",
-                      headers={"Authorization": f"Bearer {token}"}, trust_env=False, timeout=10)
+        r = httpx.get(
+            f"http://127.0.0.1:{port}/api/v1/tournaments/1",
+            headers={"Authorization": f"Bearer {token}"},
+            trust_env=False,
+            timeout=10,
+        )
         assert r.status_code == 200 and r.json()["status"] == "finished"
         assert r.json()["progress"] == {"finished": 4, "total": 4, "queued": 4}
         assert r.json()["ruleset"] == "jdf" and r.json()["options"]["sets"] == 1

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from arena.core import fairness
-from arena.core.matchlog import write_log
-from arena.core.runner.match import ReplayError, check_fairness, replay, run_match, verify_logs
-from arena.core.schedule import build_schedule
+from arena import fairness
+from arena.matchlog import write_log
+from arena.runner.match import ReplayError, check_fairness, replay, run_match, verify_logs
+from arena.schedule import build_schedule
 from bots_sdk.samples import SAMPLE_BOTS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,12 +27,26 @@ def _tournament_log(ruleset: str, index: int, attempt: int = 1, games: int = 2) 
     """A log as the worker writes it: match ``index`` of tournament TID seeded from SEED."""
     seed = fairness.attempt_seed(fairness.match_seed(SEED, TID, index), attempt)
     n = 2 if ruleset == "million_doubt" else 4
-    options = {"target_score": 10} if ruleset == "trump_millionaire" else (
-        {"sets": 1, "games_per_set": 1} if ruleset == "jdf" else {})
-    return run_match([SAMPLE_BOTS["heuristic"](seed=i) for i in range(n)], ruleset, options, seed=seed,
-                     games=games, notices=False, record_urls=False,
-                     fairness={"tournament_id": TID, "match_index": index, "attempt": attempt,
-                               "commitment": fairness.commitment(SEED, SALT)})
+    options = (
+        {"target_score": 10}
+        if ruleset == "trump_millionaire"
+        else ({"sets": 1, "games_per_set": 1} if ruleset == "jdf" else {})
+    )
+    return run_match(
+        [SAMPLE_BOTS["heuristic"](seed=i) for i in range(n)],
+        ruleset,
+        options,
+        seed=seed,
+        games=games,
+        notices=False,
+        record_urls=False,
+        fairness={
+            "tournament_id": TID,
+            "match_index": index,
+            "attempt": attempt,
+            "commitment": fairness.commitment(SEED, SALT),
+        },
+    )
 
 
 def test_commitment_is_sha256_of_salt_then_seed_as_8_bytes_big_endian():
@@ -117,17 +131,52 @@ def test_verify_rejects_logs_whose_deals_do_not_follow_from_the_seed(tmp_path):
     ok, failures = verify_logs([tmp_path / "forged.json", tmp_path / "swapped.json"])
     assert ok == 2 and not failures
     # The command line: exit status 1, one FAILED line per bad log; a good folder passes.
-    done = subprocess.run([sys.executable, "-m", "arena.cli", "logs", "verify", str(tmp_path), "--seed", str(SEED),
-                           "--salt", SALT], cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "cli", "logs", "verify", str(tmp_path), "--seed", str(SEED), "--salt", SALT],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and done.stdout.count("FAILED") == 4, done.stdout + done.stderr
     assert done.stdout.strip().splitlines()[-1] == "1 verified, 4 failed"
-    wrong = subprocess.run([sys.executable, "-m", "arena.cli", "logs", "verify", str(tmp_path / "good.json"),
-                            "--seed", str(SEED + 1), "--salt", SALT], cwd=REPO, capture_output=True, text=True,
-                           timeout=120)
+    wrong = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cli",
+            "logs",
+            "verify",
+            str(tmp_path / "good.json"),
+            "--seed",
+            str(SEED + 1),
+            "--salt",
+            SALT,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert wrong.returncode == 1 and "commitment" in wrong.stdout
-    right = subprocess.run([sys.executable, "-m", "arena.cli", "logs", "verify", str(tmp_path / "good.json"),
-                            "--seed", str(SEED), "--salt", SALT], cwd=REPO, capture_output=True, text=True,
-                           timeout=120)
+    right = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cli",
+            "logs",
+            "verify",
+            str(tmp_path / "good.json"),
+            "--seed",
+            str(SEED),
+            "--salt",
+            SALT,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert right.returncode == 0 and right.stdout.strip().endswith("1 verified, 0 failed"), right.stdout
 
 
@@ -139,8 +188,15 @@ def test_two_logs_of_one_match_are_refused(tmp_path):
 
 
 def test_logs_kept_without_urls_blank_them_from_fault_details():
-    log = run_match(["http://127.0.0.1:9/decide", SAMPLE_BOTS["random"](seed=1)], "million_doubt", seed=3,
-                    games=1, notices=False, record_urls=False,
-                    time_rules=None, max_faults=1)
+    log = run_match(
+        ["http://127.0.0.1:9/decide", SAMPLE_BOTS["random"](seed=1)],
+        "million_doubt",
+        seed=3,
+        games=1,
+        notices=False,
+        record_urls=False,
+        time_rules=None,
+        max_faults=1,
+    )
     assert [p["url"] for p in log["players"]] == [None, None]
     assert log["faults"] and "127.0.0.1:9" not in str(log)

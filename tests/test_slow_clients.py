@@ -1,6 +1,6 @@
 """Slow clients facing the real servers directly (issue 24 point 5), through real processes:
-``arena api`` (gunicorn, :class:`arena.cli.servers.RequestReadingWorker`) and ``arena demo
---serve`` (waitress, :class:`arena.cli.servers.WsgiServer`).
+``arena api`` (gunicorn, :class:`cli.servers.RequestReadingWorker`) and ``arena demo
+--serve`` (waitress, :class:`cli.servers.WsgiServer`).
 
 - 40 connections that drip a request (20 a head, 20 a body) one byte a second hold no server
   thread: ``/healthz`` answers a fresh client while every one of them is open, and the server
@@ -30,17 +30,19 @@ from pathlib import Path
 
 import httpx
 
-from arena.cli.servers import MAX_HEAD_BYTES, REQUEST_BODY_TIMEOUT_S, REQUEST_HEAD_TIMEOUT_S
+from cli.servers import MAX_HEAD_BYTES, REQUEST_BODY_TIMEOUT_S, REQUEST_HEAD_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parent.parent
-ARENA = [sys.executable, "-m", "arena.cli"]
+ARENA = [sys.executable, "-m", "cli"]
 #: Seconds a started server gets to answer, and a dripping connection to be closed after its
 #: deadline (guards against a hang, not timing goals).
 READY_S = 90.0
 #: The start of a request whose head never ends, and of one whose body never ends.
 DRIP_HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Drip: "
-DRIP_BODY = (b"POST /api/v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-             b"Content-Length: 4000\r\n\r\n{\"name\": \"")
+DRIP_BODY = (
+    b"POST /api/v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    b'Content-Length: 4000\r\n\r\n{"name": "'
+)
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -70,10 +72,15 @@ def _arena_api(tmp_path: Path, port: int):
     """A real ``arena api --workers 1`` on SQLite, answering ``/healthz``."""
     log = tmp_path / "api.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([*ARENA, "api", "--port", str(port), "--workers", "1"], cwd=REPO,
-                                env=_env(ARENA_DATABASE_URL=f"sqlite:///{tmp_path / 'arena.db'}"),
-                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [*ARENA, "api", "--port", str(port), "--workers", "1"],
+            cwd=REPO,
+            env=_env(ARENA_DATABASE_URL=f"sqlite:///{tmp_path / 'arena.db'}"),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + READY_S
         while not _healthy(port):
@@ -153,9 +160,28 @@ def test_dripping_clients_hold_no_thread_of_arena_api(tmp_path, free_port):
 
 def test_dripping_clients_hold_no_thread_of_the_demo_server(tmp_path, free_port):
     port = free_port()
-    proc = subprocess.Popen([*ARENA, "demo", "--games-per-pairing", "2", "--out", str(tmp_path / "demo"), "--serve",
-                             "--port", str(port), "--seed", "3"], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            *ARENA,
+            "demo",
+            "--games-per-pairing",
+            "2",
+            "--out",
+            str(tmp_path / "demo"),
+            "--serve",
+            "--port",
+            str(port),
+            "--seed",
+            "3",
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     lines: list[str] = []
     try:
         for line in proc.stdout:  # type: ignore[union-attr]
@@ -200,12 +226,16 @@ def test_arena_api_serves_requests_as_clients_send_them(tmp_path, free_port):
         answer = _exchange(port, get + get, b"GET /healthz HTTP/1.1\r\n" + host + b"Connection: close\r\n\r\n")
         assert _status_lines(answer) == [b"HTTP/1.1 200 OK"] * 3, answer
         # a JSON body, through an ordinary client
-        r = httpx.post(f"http://127.0.0.1:{port}/api/v1/accounts", json={"name": "slowpoke"}, trust_env=False, timeout=30)
+        r = httpx.post(
+            f"http://127.0.0.1:{port}/api/v1/accounts", json={"name": "slowpoke"}, trust_env=False, timeout=30
+        )
         assert r.status_code == 201 and r.json()["name"] == "slowpoke" and r.json()["token"], r.text
         # Expect: 100-continue (curl's way with a body over 1 KiB): 100 first, then the body
         body = json.dumps({"name": "patient"}).encode() + b" " * 2000
-        head = (b"POST /api/v1/accounts HTTP/1.1\r\n" + host + b"Content-Type: application/json\r\n"
-                b"Expect: 100-continue\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body))
+        head = (
+            b"POST /api/v1/accounts HTTP/1.1\r\n" + host + b"Content-Type: application/json\r\n"
+            b"Expect: 100-continue\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
+        )
         with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
             s.sendall(head)
             assert s.recv(65536).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -220,8 +250,10 @@ def test_arena_api_serves_requests_as_clients_send_them(tmp_path, free_port):
         assert _status_lines(answer) == [b"HTTP/1.1 431 Request Header Fields Too Large"], answer[:200]
         answer = _exchange(port, b"POST /api/v1/accounts HTTP/1.1\r\n" + host + b"Content-Length: 2000000\r\n\r\n{")
         assert _status_lines(answer) == [b"HTTP/1.1 413 Payload Too Large"], answer
-        answer = _exchange(port, b"POST /api/v1/accounts HTTP/1.1\r\n" + host + b"Transfer-Encoding: chunked\r\n\r\n"
-                           b"2\r\n{}\r\n0\r\n\r\n")
+        answer = _exchange(
+            port,
+            b"POST /api/v1/accounts HTTP/1.1\r\n" + host + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        )
         assert _status_lines(answer) == [b"HTTP/1.1 411 Length Required"], answer
         # a head gunicorn refuses: its own answer, as before
         answer = _exchange(port, b"GET /healthz HTTP/1.1\r\nBad Header\r\n\r\n")

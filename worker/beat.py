@@ -3,7 +3,7 @@
 :class:`ReaperScheduler` is Celery's :class:`~celery.beat.PersistentScheduler` except for the
 ``arena.reap`` entry: instead of sending that task to a queue (where it would wait for a free
 worker process, perhaps for a whole match), the beat process calls
-:func:`arena.core.reaper.reap` directly, every ``ARENA_REAPER_INTERVAL_S`` seconds. A reaper
+:func:`arena.reaper.reap` directly, every ``ARENA_REAPER_INTERVAL_S`` seconds. A reaper
 run that raises (database unreachable) is logged and tried again at the next tick.
 
 Start it with ``arena beat`` or::
@@ -18,8 +18,8 @@ from typing import Any
 
 from celery.beat import PersistentScheduler
 
-from arena.core.config import Settings
-from arena.core.reaper import reap
+from arena.config import Settings
+from arena.reaper import reap
 from worker.celery_app import REAP_TASK
 
 log = logging.getLogger("arena.beat")

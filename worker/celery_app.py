@@ -4,12 +4,12 @@ Start a worker with ``arena worker`` or::
 
     celery -A worker.celery_app worker -Q arena --without-mingle --without-gossip
 
-Configuration comes from the environment (see ``arena.core.config``):
+Configuration comes from the environment (see ``arena.config``):
 
 - ``ARENA_BROKER_URL``: broker and result backend URL (default ``redis://127.0.0.1:6379/0``).
 - ``ARENA_CELERY_EAGER``: run tasks in-process (quick local runs only; default false).
 - ``ARENA_VISIBILITY_TIMEOUT_S``: broker visibility timeout (default: computed, below).
-- ``ARENA_BOT_MAX_CONCURRENCY``: per-bot request cap (``arena.core.runner.semaphore``), default 4.
+- ``ARENA_BOT_MAX_CONCURRENCY``: per-bot request cap (``arena.runner.semaphore``), default 4.
 
 Reliability. Tasks are acknowledged after they finish (``task_acks_late``), a task whose
 worker process died is rejected back to the queue (``task_reject_on_worker_lost``) and each
@@ -21,14 +21,14 @@ re-delivered match is played again from its seed and its result is stored once.
 
 Leases and the reaper (issue 13). The worker playing a match holds a lease on it in
 PostgreSQL, renewed every few seconds; ``arena beat`` (Celery beat with
-:class:`worker.beat.ReaperScheduler`) runs :func:`arena.core.reaper.reap` every
+:class:`worker.beat.ReaperScheduler`) runs :func:`arena.reaper.reap` every
 ``ARENA_REAPER_INTERVAL_S`` seconds, which sends a match whose lease expired (a dead worker)
 or whose message Redis lost (a restart without persistence) to ``arena.priority``. Workers
 consume ``arena.priority`` before ``arena`` (``-Q arena.priority,arena``, queue order
 ``priority``), so such a match is played next; bot checks (``arena.checks``) have a worker
 process of their own, with a few threads (``arena worker --checks``). The visibility timeout is only a backstop:
 it must still be longer than the longest possible match (formula and defaults in
-:mod:`arena.core.limits`), or a match being played may be delivered again (the delivery
+:mod:`arena.limits`), or a match being played may be delivered again (the delivery
 finds its live lease and skips it).
 """
 
@@ -38,14 +38,14 @@ import logging
 
 from celery import Celery, signals
 
-from arena.core.config import Settings
-from arena.core.limits import visibility_timeout
-from arena.core.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
-from arena.core.runner.service import prewarm
+from arena.config import Settings
+from arena.limits import visibility_timeout
+from arena.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
+from arena.runner.service import prewarm
 
 log = logging.getLogger("arena.worker")
 
-#: The reaper's task (arena.core.reaper.reap), run by the beat process itself (worker.beat).
+#: The reaper's task (arena.reaper.reap), run by the beat process itself (worker.beat).
 REAP_TASK = "arena.reap"
 #: What a match worker process consumes, first queue first (the ``priority`` queue order):
 #: reaped matches, then the match queue. Bot checks are not among them: ``arena worker``
@@ -54,6 +54,7 @@ REAP_TASK = "arena.reap"
 WORKER_QUEUES = (PRIORITY_QUEUE, QUEUE)
 #: What the check process of ``arena worker`` consumes.
 CHECK_QUEUES = (CHECK_QUEUE,)
+
 
 def make_app(settings: Settings | None = None) -> Celery:
     """Build the Celery app named ``arena`` from ``settings`` (default: ``Settings.from_env()``).
@@ -89,8 +90,11 @@ def make_app(settings: Settings | None = None) -> Celery:
         timezone="UTC",
         enable_utc=True,
         beat_schedule={
-            "arena-reaper": {"task": REAP_TASK, "schedule": float(settings.reaper_interval_s),
-                             "options": {"queue": PRIORITY_QUEUE, "expires": float(settings.reaper_interval_s)}},
+            "arena-reaper": {
+                "task": REAP_TASK,
+                "schedule": float(settings.reaper_interval_s),
+                "options": {"queue": PRIORITY_QUEUE, "expires": float(settings.reaper_interval_s)},
+            },
         },
     )
     return app
@@ -108,7 +112,7 @@ def ping() -> str:
 @signals.worker_init.connect
 def _prewarm_threads(sender=None, **_kw) -> None:
     """A thread (or solo) pool: open the process's connections before it consumes
-    (:func:`arena.core.runner.service.prewarm`, one per thread). A prefork pool's children
+    (:func:`arena.runner.service.prewarm`, one per thread). A prefork pool's children
     open their own after the fork (below): nothing may be opened in the parent."""
     pool = str(getattr(sender, "pool_cls", ""))
     if "prefork" in pool or "processes" in pool:

@@ -1,10 +1,10 @@
 """The Celery tasks of the ``arena`` queue: thin wrappers around the shared core.
 
-``arena.run_match(match_id)`` runs :func:`arena.core.runner.service.play_and_store`;
-``arena.check_bot(check_id)`` (queue ``arena.checks``) runs :func:`arena.core.conformance.run_check`;
-``arena.enqueue_tournament(tournament_id)`` runs :func:`arena.core.queue.send_tournament`
+``arena.run_match(match_id)`` runs :func:`arena.runner.service.play_and_store`;
+``arena.check_bot(check_id)`` (queue ``arena.checks``) runs :func:`arena.conformance.run_check`;
+``arena.enqueue_tournament(tournament_id)`` runs :func:`arena.queue.send_tournament`
 (store a started tournament's schedule, send its matches).
-``arena.reap()`` runs :func:`arena.core.reaper.reap` (normally inside ``arena beat``, see
+``arena.reap()`` runs :func:`arena.reaper.reap` (normally inside ``arena beat``, see
 :mod:`worker.beat`; a worker runs it only when it is sent to a queue explicitly).
 """
 
@@ -12,18 +12,25 @@ from __future__ import annotations
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from arena.core.config import Settings
-from arena.core.conformance import run_check
-from arena.core.queue import QueueError, send_tournament
-from arena.core.reaper import reap
-from arena.core.runner.claims import defer_countdown_s
-from arena.core.runner.service import MatchDeferred, play_and_store
+from arena.config import Settings
+from arena.conformance import run_check
+from arena.queue import QueueError, send_tournament
+from arena.reaper import reap
+from arena.runner.claims import defer_countdown_s
+from arena.runner.service import MatchDeferred, play_and_store
 from worker.celery_app import REAP_TASK, app
 
 
-@app.task(name="arena.run_match", bind=True, acks_late=True, reject_on_worker_lost=True,
-          autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, retry_backoff_max=60,
-          max_retries=10)
+@app.task(
+    name="arena.run_match",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=10,
+)
 def run_match_task(self, match_id: int, deferred: int = 0) -> str:
     """Celery task: :func:`play_and_store` (``args=[match_id]``), retried while the database
     is unreachable. A delivery refused because a bot of the match is busy
@@ -36,21 +43,36 @@ def run_match_task(self, match_id: int, deferred: int = 0) -> str:
     except MatchDeferred as exc:
         queue = (self.request.delivery_info or {}).get("routing_key") or None
         countdown = defer_countdown_s(deferred, exc.deferred_on_endpoint)
-        self.apply_async(args=[int(match_id)], kwargs={"deferred": int(deferred) + 1},
-                         countdown=countdown, queue=queue)
+        self.apply_async(args=[int(match_id)], kwargs={"deferred": int(deferred) + 1}, countdown=countdown, queue=queue)
         return f"{exc} (again in {countdown:.1f} s)"
 
 
-@app.task(name="arena.check_bot", bind=True, acks_late=True, reject_on_worker_lost=True,
-          autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, retry_backoff_max=60,
-          max_retries=10)
+@app.task(
+    name="arena.check_bot",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=10,
+)
 def check_bot_task(self, check_id: int) -> str:
     """Celery task: :func:`run_check` (``args=[check_id]``), retried while the database is
     unreachable; a re-delivered check runs again (its outcome is stored once)."""
     return run_check(int(check_id))
-@app.task(name="arena.enqueue_tournament", bind=True, acks_late=True, reject_on_worker_lost=True,
-          autoretry_for=(OperationalError, InterfaceError, QueueError), retry_backoff=2, retry_backoff_max=60,
-          max_retries=10)
+
+
+@app.task(
+    name="arena.enqueue_tournament",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError, QueueError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=10,
+)
 def enqueue_tournament_task(self, tournament_id: int) -> str:
     """Celery task: :func:`send_tournament` (``args=[tournament_id]``), retried while the
     database or the broker is unreachable (it resumes with the matches still pending)."""
@@ -59,5 +81,5 @@ def enqueue_tournament_task(self, tournament_id: int) -> str:
 
 @app.task(name=REAP_TASK, ignore_result=True)
 def reap_task() -> str:
-    """Celery task: one reaper run (:func:`arena.core.reaper.reap`); returns its report line."""
+    """Celery task: one reaper run (:func:`arena.reaper.reap`); returns its report line."""
     return str(reap(Settings.from_env()))

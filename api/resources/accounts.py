@@ -16,15 +16,19 @@ from api.auth import BEARER, current_account
 from api.common import errors
 from api.database import db
 from api.errors import abort
-from arena.core.accounts import NAME_RE, NameTaken, create_account, rotate_token
-from arena.core.security import MAX_TOKEN_DAYS
+from arena.accounts import NAME_RE, NameTaken, create_account, rotate_token
+from arena.security import MAX_TOKEN_DAYS
 
 blp = Blueprint("accounts", __name__, url_prefix="/api/v1/accounts", description="Accounts and API tokens")
 
 
 class AccountCreateSchema(ma.Schema):
-    name = ma.fields.String(required=True, validate=validate.Regexp(
-        NAME_RE, error="must be 1-64 letters, digits, '_', '.', '-', starting with a letter or digit"))
+    name = ma.fields.String(
+        required=True,
+        validate=validate.Regexp(
+            NAME_RE, error="must be 1-64 letters, digits, '_', '.', '-', starting with a letter or digit"
+        ),
+    )
 
 
 class AccountSchema(ma.Schema):
@@ -37,13 +41,16 @@ class AccountSchema(ma.Schema):
 
 class TokenRotateSchema(ma.Schema):
     expires_in_days = ma.fields.Integer(
-        strict=True, allow_none=True, load_default=None, validate=validate.Range(min=1, max=MAX_TOKEN_DAYS),
-        metadata={"description": "lifetime of the new token in days (1..3650); omitted or null: no expiry"})
+        strict=True,
+        allow_none=True,
+        load_default=None,
+        validate=validate.Range(min=1, max=MAX_TOKEN_DAYS),
+        metadata={"description": "lifetime of the new token in days (1..3650); omitted or null: no expiry"},
+    )
 
 
 class AccountTokenSchema(AccountSchema):
     token = ma.fields.String(required=True, metadata={"description": "bearer token, shown once"})
-
 
 
 @blp.route("")
@@ -57,8 +64,14 @@ class Accounts(MethodView):
             account, token = create_account(db(), data["name"])
         except NameTaken:
             abort(409, f"account name {data['name']!r} is taken", name="taken")
-        return {"id": account.id, "name": account.name, "role": account.role,
-                "created_at": account.created_at, "token_expires_at": None, "token": token}
+        return {
+            "id": account.id,
+            "name": account.name,
+            "role": account.role,
+            "created_at": account.created_at,
+            "token_expires_at": None,
+            "token": token,
+        }
 
 
 @blp.route("/me")
@@ -83,5 +96,11 @@ class MyToken(MethodView):
         ``expires_in_days`` gives the new token an expiry."""
         account = current_account()
         account, token = rotate_token(db(), account, expires_in_days=(data or {}).get("expires_in_days"))
-        return {"id": account.id, "name": account.name, "role": account.role,
-                "created_at": account.created_at, "token_expires_at": account.token_expires_at, "token": token}
+        return {
+            "id": account.id,
+            "name": account.name,
+            "role": account.role,
+            "created_at": account.created_at,
+            "token_expires_at": account.token_expires_at,
+            "token": token,
+        }

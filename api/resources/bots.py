@@ -2,13 +2,13 @@
 
 A new or changed bot (URL or rule sets) is ``unchecked``; ``POST /bots/{id}/check`` answers
 202 at once with the check (its URL in ``Location``), the bot is ``checking`` while a worker
-runs it (:mod:`arena.core.conformance`), then ``ready`` or ``failed``; only ``ready`` bots may
+runs it (:mod:`arena.conformance`), then ``ready`` or ``failed``; only ``ready`` bots may
 enter a tournament. One check per bot at a time (409), at most
-:data:`~arena.core.lifecycle.MAX_CHECKS_PER_ACCOUNT` per account (429). The signing
+:data:`~arena.lifecycle.MAX_CHECKS_PER_ACCOUNT` per account (429). The signing
 ``secret`` is shown once, in the response to ``POST /bots``. A bot entered in a created or
 running tournament cannot change its URL (409). Deleting marks the bot ``deleted`` (its
 matches and logs keep referring to it) and hides it; its seats in matches not yet played
-forfeit without a request. Every status change is in :mod:`arena.core.lifecycle`.
+forfeit without a request. Every status change is in :mod:`arena.lifecycle`.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from api.auth import BEARER, current_account, protect
 from api.common import IdField, PageArgs, TextField, errors, page_schema, paginate_query
 from api.database import db, settings
 from api.errors import abort, field_error
-from arena.core import lifecycle
-from arena.core.access import is_organizer
-from arena.core.db.models import Bot, BotCheck, utcnow
-from arena.core.queue import QueueError, enqueue_check
-from arena.core.security import SECRET_GRACE_S, new_secret
-from arena.core.url_policy import MAX_URL_LENGTH, BotUrlError, check_bot_url
+from arena import lifecycle
+from arena.access import is_organizer
+from arena.db.models import Bot, BotCheck, utcnow
+from arena.queue import QueueError, enqueue_check
+from arena.security import SECRET_GRACE_S, new_secret
+from arena.url_policy import MAX_URL_LENGTH, BotUrlError, check_bot_url
 
 blp = Blueprint("bots", __name__, url_prefix="/api/v1/bots", description="Contestants' bots")
 protect(blp)
@@ -40,17 +40,26 @@ protect(blp)
 
 class BotCreateSchema(ma.Schema):
     name = TextField(required=True, min_length=1, max_length=64)
-    url = TextField(required=True, min_length=1, max_length=MAX_URL_LENGTH,
-                    metadata={"description": "http(s) endpoint of the bot; public hosts only"})
-    rulesets = ma.fields.List(ma.fields.String(validate=validate.OneOf(engine.RULESETS)),
-                              required=True, validate=validate.Length(min=1, max=len(engine.RULESETS)))
+    url = TextField(
+        required=True,
+        min_length=1,
+        max_length=MAX_URL_LENGTH,
+        metadata={"description": "http(s) endpoint of the bot; public hosts only"},
+    )
+    rulesets = ma.fields.List(
+        ma.fields.String(validate=validate.OneOf(engine.RULESETS)),
+        required=True,
+        validate=validate.Length(min=1, max=len(engine.RULESETS)),
+    )
 
 
 class BotPatchSchema(ma.Schema):
     name = TextField(min_length=1, max_length=64)
     url = TextField(min_length=1, max_length=MAX_URL_LENGTH)
-    rulesets = ma.fields.List(ma.fields.String(validate=validate.OneOf(engine.RULESETS)),
-                              validate=validate.Length(min=1, max=len(engine.RULESETS)))
+    rulesets = ma.fields.List(
+        ma.fields.String(validate=validate.OneOf(engine.RULESETS)),
+        validate=validate.Length(min=1, max=len(engine.RULESETS)),
+    )
 
 
 class BotSchema(ma.Schema):
@@ -62,12 +71,19 @@ class BotSchema(ma.Schema):
     status = ma.fields.String(required=True, validate=validate.OneOf(("unchecked", "checking", "ready", "failed")))
     last_check_at = ma.fields.DateTime(allow_none=True)
     last_check = ma.fields.Dict(allow_none=True)
-    warnings = ma.fields.Method("_warnings", metadata={
-        "description": "warnings of the last check, e.g. a badly signed request not answered 401"})
-    max_concurrency = ma.fields.Integer(dump_only=True, dump_default=lambda: settings().bot_max_concurrency,
-                                        metadata={"description": "most requests the arena sends to this "
-                                                  "bot's endpoint at once (shared by every bot registered "
-                                                  "at the same endpoint; ARENA_BOT_MAX_CONCURRENCY)"})
+    warnings = ma.fields.Method(
+        "_warnings",
+        metadata={"description": "warnings of the last check, e.g. a badly signed request not answered 401"},
+    )
+    max_concurrency = ma.fields.Integer(
+        dump_only=True,
+        dump_default=lambda: settings().bot_max_concurrency,
+        metadata={
+            "description": "most requests the arena sends to this "
+            "bot's endpoint at once (shared by every bot registered "
+            "at the same endpoint; ARENA_BOT_MAX_CONCURRENCY)"
+        },
+    )
     created_at = ma.fields.DateTime(required=True)
     updated_at = ma.fields.DateTime(required=True)
 
@@ -78,14 +94,22 @@ class BotSchema(ma.Schema):
 class BotCheckSchema(ma.Schema):
     id = ma.fields.Integer(required=True)
     bot_id = ma.fields.Integer(required=True)
-    status = ma.fields.String(required=True, metadata={
-        "description": "queued, running, passed, failed, or error (the check could not be run)"})
+    status = ma.fields.String(
+        required=True,
+        metadata={"description": "queued, running, passed, failed, or error (the check could not be run)"},
+    )
     url = ma.fields.String(required=True, metadata={"description": "the bot URL checked"})
     rulesets = ma.fields.List(ma.fields.String(), required=True)
-    progress = ma.fields.Dict(allow_none=True, metadata={
-        "description": "{stage, rulesets: {ruleset: {kind: {asked, faults}}}}: decisions asked per kind so far"})
-    result = ma.fields.Dict(allow_none=True, metadata={
-        "description": "the outcome when done: ok, health, signature, conformance per rule set, warnings"})
+    progress = ma.fields.Dict(
+        allow_none=True,
+        metadata={
+            "description": "{stage, rulesets: {ruleset: {kind: {asked, faults}}}}: decisions asked per kind so far"
+        },
+    )
+    result = ma.fields.Dict(
+        allow_none=True,
+        metadata={"description": "the outcome when done: ok, health, signature, conformance per rule set, warnings"},
+    )
     warnings = ma.fields.Method("_warnings", metadata={"description": "warnings of the result (passing checks too)"})
     error = ma.fields.String(allow_none=True)
     attempts = ma.fields.Integer(required=True)
@@ -150,8 +174,14 @@ class Bots(MethodView):
     def post(self, data):
         """Register a bot; the response holds its signing ``secret`` (shown this once)."""
         account = current_account()
-        bot = Bot(owner_id=account.id, name=data["name"], url=_url(data["url"]),
-                  rulesets=_rulesets(data["rulesets"]), secret=new_secret(), status="unchecked")
+        bot = Bot(
+            owner_id=account.id,
+            name=data["name"],
+            url=_url(data["url"]),
+            rulesets=_rulesets(data["rulesets"]),
+            secret=new_secret(),
+            status="unchecked",
+        )
         db().add(bot)
         db().commit()
         return bot
@@ -172,8 +202,12 @@ class Bots(MethodView):
         else:
             cond.append(Bot.owner_id == account.id)
         items, total = paginate_query(
-            db(), select(Bot).where(*cond).order_by(Bot.id),
-            select(func.count()).select_from(Bot).where(*cond), args["page"], args["per_page"])
+            db(),
+            select(Bot).where(*cond).order_by(Bot.id),
+            select(func.count()).select_from(Bot).where(*cond),
+            args["page"],
+            args["per_page"],
+        )
         return {"items": items, "total": total, "page": args["page"], "per_page": args["per_page"]}
 
 
@@ -222,22 +256,22 @@ class BotById(MethodView):
 
 
 def _latest_check(bot_id: int) -> BotCheck | None:
-    return db().scalars(select(BotCheck).where(BotCheck.bot_id == bot_id).order_by(BotCheck.id.desc())
-                        .limit(1)).first()
+    return db().scalars(select(BotCheck).where(BotCheck.bot_id == bot_id).order_by(BotCheck.id.desc()).limit(1)).first()
 
 
 @blp.route("/<int(min=1, max=2147483647):bot_id>/check")
 class BotCheckLatest(MethodView):
     @blp.doc(security=BEARER)
-    @blp.response(202, BotCheckSchema, headers={"Location": {"schema": {"type": "string"},
-                                                             "description": "the check's URL"}})
+    @blp.response(
+        202, BotCheckSchema, headers={"Location": {"schema": {"type": "string"}, "description": "the check's URL"}}
+    )
     @errors(blp, 401, 403, 404, 409, 429, 503)
     def post(self, bot_id):
         """Start a check of the bot (owner): 202 at once; follow ``check_url`` (also ``Location``).
 
         A worker runs the URL check, the health check, one badly signed request (a bot that
         answers it with anything but 401 passes with a warning) and short conformance games
-        asking every decision kind of each rule set (arena.core.conformance). The bot is
+        asking every decision kind of each rule set (arena.conformance). The bot is
         ``checking`` until the check is done, then ``ready`` or ``failed``. 409 while the bot
         has a check queued or running (its URL in ``Location``); 429 (``Retry-After``) when
         the account already has 2 checks queued or running, or its checks ran
@@ -246,8 +280,7 @@ class BotCheckLatest(MethodView):
         get_bot_for(bot_id, write=True)
         db().commit()
         try:
-            check = lifecycle.begin_check(db(), bot_id,
-                                          max_seconds_per_hour=settings().check_seconds_per_hour)
+            check = lifecycle.begin_check(db(), bot_id, max_seconds_per_hour=settings().check_seconds_per_hour)
         except lifecycle.CheckRunning as exc:
             abort(409, str(exc), headers={"Location": check_path(bot_id, exc.check_id)})
         except lifecycle.TooManyChecks as exc:

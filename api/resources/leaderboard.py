@@ -1,6 +1,6 @@
 """``GET /api/v1/leaderboard?ruleset=...``: openskill ratings across tournaments (public).
 
-Reads the ``ratings`` table (kept by the worker with arena.core.standings.rebuild_ratings);
+Reads the ``ratings`` table (kept by the worker with arena.standings.rebuild_ratings);
 ordered by the conservative ordinal ``mu - 3 sigma``, best first. Per bot: ``games`` (games
 played in the rated matches: a Million Doubt match of 10 games counts 10) and ``matches``.
 """
@@ -16,10 +16,11 @@ from sqlalchemy import func, select
 import engine
 from api.common import PageArgs, errors
 from api.database import db
-from arena.core.db.models import Account, Bot, Match, MatchResult, MatchSeat, Rating, Tournament
+from arena.db.models import Account, Bot, Match, MatchResult, MatchSeat, Rating, Tournament
 
-blp = Blueprint("leaderboard", __name__, url_prefix="/api/v1/leaderboard",
-                description="Ratings per rule set across tournaments")
+blp = Blueprint(
+    "leaderboard", __name__, url_prefix="/api/v1/leaderboard", description="Ratings per rule set across tournaments"
+)
 
 
 class LeaderboardArgs(PageArgs):
@@ -50,11 +51,18 @@ def _matches_played(ruleset: str, bot_ids: list[int]) -> dict[int, int]:
     """Bot id -> its finished matches (with a stored result) in ``ruleset``, one grouped query."""
     if not bot_ids:
         return {}
-    rows = db().execute(
-        select(MatchSeat.bot_id, func.count(func.distinct(Match.id)))
-        .join(Match, Match.id == MatchSeat.match_id).join(MatchResult, MatchResult.match_id == Match.id)
-        .join(Tournament, Tournament.id == Match.tournament_id)
-        .where(Tournament.ruleset == ruleset, MatchSeat.bot_id.in_(bot_ids)).group_by(MatchSeat.bot_id)).all()
+    rows = (
+        db()
+        .execute(
+            select(MatchSeat.bot_id, func.count(func.distinct(Match.id)))
+            .join(Match, Match.id == MatchSeat.match_id)
+            .join(MatchResult, MatchResult.match_id == Match.id)
+            .join(Tournament, Tournament.id == Match.tournament_id)
+            .where(Tournament.ruleset == ruleset, MatchSeat.bot_id.in_(bot_ids))
+            .group_by(MatchSeat.bot_id)
+        )
+        .all()
+    )
     return {bot_id: n for bot_id, n in rows if bot_id is not None}
 
 
@@ -69,14 +77,38 @@ class Leaderboard(MethodView):
         cond = Rating.ruleset == args["ruleset"]
         total = db().scalar(select(func.count()).select_from(Rating).where(cond)) or 0
         offset = (args["page"] - 1) * args["per_page"]
-        rows = db().execute(
-            select(Rating, Bot.name, Account.name, ordinal).join(Bot, Bot.id == Rating.bot_id)
-            .join(Account, Account.id == Bot.owner_id).where(cond)
-            .order_by(ordinal.desc(), Rating.bot_id).limit(args["per_page"]).offset(offset)).all()
+        rows = (
+            db()
+            .execute(
+                select(Rating, Bot.name, Account.name, ordinal)
+                .join(Bot, Bot.id == Rating.bot_id)
+                .join(Account, Account.id == Bot.owner_id)
+                .where(cond)
+                .order_by(ordinal.desc(), Rating.bot_id)
+                .limit(args["per_page"])
+                .offset(offset)
+            )
+            .all()
+        )
         played = _matches_played(args["ruleset"], [r.bot_id for r, *_ in rows])
-        items = [{"rank": offset + i + 1, "bot_id": r.bot_id, "bot_name": bot_name, "owner": owner,
-                  "mu": r.mu, "sigma": r.sigma, "ordinal": o, "games": r.games,
-                  "matches": played.get(r.bot_id, 0)}
-                 for i, (r, bot_name, owner, o) in enumerate(rows)]
-        return {"ruleset": args["ruleset"], "total": total, "page": args["page"],
-                "per_page": args["per_page"], "items": items}
+        items = [
+            {
+                "rank": offset + i + 1,
+                "bot_id": r.bot_id,
+                "bot_name": bot_name,
+                "owner": owner,
+                "mu": r.mu,
+                "sigma": r.sigma,
+                "ordinal": o,
+                "games": r.games,
+                "matches": played.get(r.bot_id, 0),
+            }
+            for i, (r, bot_name, owner, o) in enumerate(rows)
+        ]
+        return {
+            "ruleset": args["ruleset"],
+            "total": total,
+            "page": args["page"],
+            "per_page": args["per_page"],
+            "items": items,
+        }

@@ -1,10 +1,10 @@
 """Matches and their logs: ``GET /api/v1/matches/{id}`` and ``GET /api/v1/matches/{id}/log``.
 
-Who may read a match: :func:`arena.core.access.can_read_match` (organizers; owners of a seated
+Who may read a match: :func:`arena.access.can_read_match` (organizers; owners of a seated
 bot; once the tournament finished, owners of any participant; anyone when the tournament is
-public). Its log: :func:`arena.core.access.can_read_log` (the same, but contestants only once
+public). Its log: :func:`arena.access.can_read_log` (the same, but contestants only once
 the tournament is over: log embargo). The match ``seed`` is null unless
-:func:`arena.core.access.can_see_seed`.
+:func:`arena.access.can_see_seed`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from api.auth import BEARER, optional_account, protect
 from api.common import errors
 from api.database import db, match_log_download
 from api.errors import abort
-from arena.core import access as policy
-from arena.core.db.models import Match, Tournament
+from arena import access as policy
+from arena.db.models import Match, Tournament
 
 blp = Blueprint("matches", __name__, url_prefix="/api/v1/matches", description="Matches and match logs")
 protect(blp, anonymous_reads=True)
@@ -43,8 +43,9 @@ class MatchSchema(ma.Schema):
     tournament_id = ma.fields.Integer(required=True)
     index = ma.fields.Integer(required=True)
     table = ma.fields.Integer(required=True)
-    seed = ma.fields.Integer(allow_none=True, metadata={
-        "description": "null until the tournament's seed is revealed, except for organizers"})
+    seed = ma.fields.Integer(
+        allow_none=True, metadata={"description": "null until the tournament's seed is revealed, except for organizers"}
+    )
     status = ma.fields.String(required=True)
     attempts = ma.fields.Integer(required=True)
     seats = ma.fields.List(ma.fields.Nested(SeatSchema), required=True)
@@ -52,22 +53,32 @@ class MatchSchema(ma.Schema):
     created_at = ma.fields.DateTime(required=True)
     started_at = ma.fields.DateTime(allow_none=True)
     finished_at = ma.fields.DateTime(allow_none=True)
-    failure = ma.fields.String(allow_none=True, metadata={
-        "description": "why a failed match could not be played (not a bot's fault); null otherwise"})
+    failure = ma.fields.String(
+        allow_none=True,
+        metadata={"description": "why a failed match could not be played (not a bot's fault); null otherwise"},
+    )
 
 
 def match_dict(m: Match, *, show_seed: bool = False) -> dict:
     """The API shape of a match; ``seed`` only with ``show_seed``
-    (:func:`arena.core.access.can_see_seed`)."""
+    (:func:`arena.access.can_see_seed`)."""
     r = m.result
     return {
-        "id": m.id, "tournament_id": m.tournament_id, "index": m.index, "table": m.table,
-        "seed": m.seed if show_seed else None, "status": m.status, "attempts": m.attempts,
+        "id": m.id,
+        "tournament_id": m.tournament_id,
+        "index": m.index,
+        "table": m.table,
+        "seed": m.seed if show_seed else None,
+        "status": m.status,
+        "attempts": m.attempts,
         "failure": m.failure,
         "seats": [{"seat": s.seat, "bot_id": s.bot_id, "house_bot": s.house_bot} for s in m.seats],
-        "result": None if r is None else {"scores": r.scores, "places": r.places, "faults": r.faults,
-                                          "games": r.games, "timings": r.timings},
-        "created_at": m.created_at, "started_at": m.started_at, "finished_at": m.finished_at,
+        "result": None
+        if r is None
+        else {"scores": r.scores, "places": r.places, "faults": r.faults, "games": r.games, "timings": r.timings},
+        "created_at": m.created_at,
+        "started_at": m.started_at,
+        "finished_at": m.finished_at,
     }
 
 
@@ -105,9 +116,15 @@ class MatchById(MethodView):
 
 @blp.route("/<int(min=1, max=2147483647):match_id>/log")
 class MatchLogById(MethodView):
-    @blp.doc(security=BEARER, responses={"200": {
-        "description": "the full match log (JSON download, filename match-<id>.json)",
-        "content": {"application/json": {"schema": {"type": "object"}}}}})
+    @blp.doc(
+        security=BEARER,
+        responses={
+            "200": {
+                "description": "the full match log (JSON download, filename match-<id>.json)",
+                "content": {"application/json": {"schema": {"type": "object"}}},
+            }
+        },
+    )
     @errors(blp, 401, 403, 404)
     def get(self, match_id):
         """The full log of a finished match as a JSON download; 404 until it is stored; 403

@@ -3,14 +3,14 @@
 Creating validates the rule set, its options (``engine.make_options``: 422 naming the
 option), the time rules (TIME-1, seconds), the participants (existing ``ready`` bots that play
 the rule set) and the games per pairing. Starting builds the whole schedule
-(:mod:`arena.core.schedule`), stores one ``matches`` row per match and enqueues one
+(:mod:`arena.schedule`), stores one ``matches`` row per match and enqueues one
 ``arena.run_match`` task per match. If the broker is down the start answers 503 and the
 matches stay ``pending``; starting again enqueues them. For more than
 ``INLINE_START_PARTICIPANTS`` participants, building, storing and enqueueing happen on a worker
-(``arena.enqueue_tournament``, :mod:`arena.core.queue`): the start answers at once.
+(``arena.enqueue_tournament``, :mod:`arena.queue`): the start answers at once.
 
 Fairness (docs/fairness.md): ``seed``, ``salt`` and the match seeds are null for everyone but
-organizers until the seed is revealed (:func:`arena.core.access.can_see_seed`); the
+organizers until the seed is revealed (:func:`arena.access.can_see_seed`); the
 ``commitment`` to the seed is published when the tournament starts. Logs are embargoed
 for contestants until the tournament is over.
 """
@@ -33,10 +33,10 @@ from api.common import IdField, PageArgs, TextField, errors, page_schema, pagina
 from api.database import db, settings
 from api.errors import abort, field_error
 from api.resources.matches import MatchSchema, match_dict
-from arena.core import access as policy
-from arena.core import lifecycle, matchlog
-from arena.core import schedule as sched
-from arena.core.db.models import (
+from arena import access as policy
+from arena import lifecycle, matchlog
+from arena import schedule as sched
+from arena.db.models import (
     MATCH_STATUSES,
     Bot,
     Match,
@@ -44,14 +44,18 @@ from arena.core.db.models import (
     MatchSeat,
     Tournament,
 )
-from arena.core.lifecycle import MatchStatus, TournamentStatus
-from arena.core.limits import BoundsError, check_match_bounds
-from arena.core.queue import QueueError, enqueue_matches, launch_tournament
-from arena.core.runner.service import announce
-from arena.core.standings import tournament_standings
+from arena.lifecycle import MatchStatus, TournamentStatus
+from arena.limits import BoundsError, check_match_bounds
+from arena.queue import QueueError, enqueue_matches, launch_tournament
+from arena.runner.service import announce
+from arena.standings import tournament_standings
 
-blp = Blueprint("tournaments", __name__, url_prefix="/api/v1/tournaments",
-                description="Round-robin tournaments, their matches, standings and logs")
+blp = Blueprint(
+    "tournaments",
+    __name__,
+    url_prefix="/api/v1/tournaments",
+    description="Round-robin tournaments, their matches, standings and logs",
+)
 protect(blp, organizer_methods=("POST",), anonymous_reads=True)
 
 MAX_PARTICIPANTS = 128
@@ -64,19 +68,30 @@ INLINE_START_PARTICIPANTS = 16
 #: measured by ``bench/tournament_bench.py``), so its first claims would wait on it.
 INLINE_SEND_MATCHES = 200
 DEFAULT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
-TIE_BREAK = ("higher mean score per game; then more wins; then higher rating ordinal; "
-             "then fewer faults; then lower bot id (house bots last)")
+TIE_BREAK = (
+    "higher mean score per game; then more wins; then higher rating ordinal; "
+    "then fewer faults; then lower bot id (house bots last)"
+)
 
 
 class TimeRulesSchema(ma.Schema):
     """TIME-1 time bank, seconds."""
 
-    initial = ma.fields.Float(load_default=60.0, validate=validate.Range(min=0.001, max=3600),
-                              metadata={"description": "bank at the start of a game, seconds"})
-    increment = ma.fields.Float(load_default=10.0, validate=validate.Range(min=0, max=3600),
-                                metadata={"description": "added after each action, seconds"})
-    cap = ma.fields.Float(load_default=60.0, validate=validate.Range(min=0.001, max=3600),
-                          metadata={"description": "largest bank, seconds"})
+    initial = ma.fields.Float(
+        load_default=60.0,
+        validate=validate.Range(min=0.001, max=3600),
+        metadata={"description": "bank at the start of a game, seconds"},
+    )
+    increment = ma.fields.Float(
+        load_default=10.0,
+        validate=validate.Range(min=0, max=3600),
+        metadata={"description": "added after each action, seconds"},
+    )
+    cap = ma.fields.Float(
+        load_default=60.0,
+        validate=validate.Range(min=0.001, max=3600),
+        metadata={"description": "largest bank, seconds"},
+    )
 
     @ma.validates_schema
     def _cap(self, data, **_):
@@ -87,32 +102,50 @@ class TimeRulesSchema(ma.Schema):
 class TournamentCreateSchema(ma.Schema):
     name = TextField(load_default="", max_length=128)
     ruleset = ma.fields.String(required=True, validate=validate.OneOf(engine.RULESETS))
-    options = ma.fields.Dict(keys=ma.fields.String(), load_default=dict,
-                             metadata={"description": "rule-set options (engine.options)"})
+    options = ma.fields.Dict(
+        keys=ma.fields.String(), load_default=dict, metadata={"description": "rule-set options (engine.options)"}
+    )
     time_rules = ma.fields.Nested(TimeRulesSchema, load_default=lambda: dict(DEFAULT_TIME_RULES))
-    participants = ma.fields.List(IdField(strict=True), required=True,
-                                  validate=validate.Length(min=1, max=MAX_PARTICIPANTS))
+    participants = ma.fields.List(
+        IdField(strict=True), required=True, validate=validate.Length(min=1, max=MAX_PARTICIPANTS)
+    )
     games_per_pairing = ma.fields.Integer(
-        strict=True, load_default=2, validate=validate.Range(min=1, max=1000),
-        metadata={"description": "million_doubt: games per match (each dealt afresh, seats "
-                                 "swapped every game: even counts balance the seats); "
-                                 "4-player rule sets: rounds of 4 seat rotations per table"})
-    seed = ma.fields.Integer(strict=True, validate=validate.Range(min=0, max=2**63 - 1),
-                             metadata={"description": "tournament seed (random if omitted); kept "
-                                                      "secret from contestants until revealed"})
-    max_faults = ma.fields.Integer(strict=True, load_default=3, validate=validate.Range(min=1, max=100),
-                                   metadata={"description": "FAULT-3 faults per match before forfeit"})
+        strict=True,
+        load_default=2,
+        validate=validate.Range(min=1, max=1000),
+        metadata={
+            "description": "million_doubt: games per match (each dealt afresh, seats "
+            "swapped every game: even counts balance the seats); "
+            "4-player rule sets: rounds of 4 seat rotations per table"
+        },
+    )
+    seed = ma.fields.Integer(
+        strict=True,
+        validate=validate.Range(min=0, max=2**63 - 1),
+        metadata={"description": "tournament seed (random if omitted); kept secret from contestants until revealed"},
+    )
+    max_faults = ma.fields.Integer(
+        strict=True,
+        load_default=3,
+        validate=validate.Range(min=1, max=100),
+        metadata={"description": "FAULT-3 faults per match before forfeit"},
+    )
     fill_with_house_bots = ma.fields.Boolean(load_default=False)
     public_when_finished = ma.fields.Boolean(
-        load_default=True, metadata={"description": "once finished, its pages (/ui), matches and "
-                                                    "logs are readable by anyone without a token"})
+        load_default=True,
+        metadata={
+            "description": "once finished, its pages (/ui), matches and logs are readable by anyone without a token"
+        },
+    )
 
 
 class ProgressSchema(ma.Schema):
     finished = ma.fields.Integer(required=True)
     total = ma.fields.Integer(required=True)
-    queued = ma.fields.Integer(required=True, metadata={
-        "description": "matches sent to the workers so far (every stored match but the pending ones)"})
+    queued = ma.fields.Integer(
+        required=True,
+        metadata={"description": "matches sent to the workers so far (every stored match but the pending ones)"},
+    )
 
 
 class TournamentSchema(ma.Schema):
@@ -123,14 +156,17 @@ class TournamentSchema(ma.Schema):
     options = ma.fields.Dict(required=True)
     time_rules = ma.fields.Dict(required=True)
     games_per_pairing = ma.fields.Integer(required=True)
-    seed = ma.fields.Integer(allow_none=True, metadata={
-        "description": "null until the seed is revealed (no match left to play), except for organizers"})
-    salt = ma.fields.String(allow_none=True, metadata={
-        "description": "hex salt of the commitment; null like seed"})
-    commitment = ma.fields.String(allow_none=True, metadata={
-        "description": "SHA-256(salt || seed as 8 bytes big-endian), hex; set at the start"})
-    seed_revealed = ma.fields.Boolean(required=True, metadata={
-        "description": "seed and salt are shown to everyone who may read the tournament"})
+    seed = ma.fields.Integer(
+        allow_none=True,
+        metadata={"description": "null until the seed is revealed (no match left to play), except for organizers"},
+    )
+    salt = ma.fields.String(allow_none=True, metadata={"description": "hex salt of the commitment; null like seed"})
+    commitment = ma.fields.String(
+        allow_none=True, metadata={"description": "SHA-256(salt || seed as 8 bytes big-endian), hex; set at the start"}
+    )
+    seed_revealed = ma.fields.Boolean(
+        required=True, metadata={"description": "seed and salt are shown to everyone who may read the tournament"}
+    )
     max_faults = ma.fields.Integer(required=True)
     fill_with_house_bots = ma.fields.Boolean(required=True)
     public_when_finished = ma.fields.Boolean(required=True)
@@ -180,34 +216,51 @@ def progress_counts(tournament_ids: list[int]) -> dict[int, tuple[int, int, int]
     if not tournament_ids:
         return {}
     rows = db().execute(
-        select(Match.tournament_id, func.count(),
-               func.count().filter(Match.status == MatchStatus.FINISHED),
-               func.count().filter(Match.status != MatchStatus.PENDING))
-        .where(Match.tournament_id.in_(tournament_ids)).group_by(Match.tournament_id))
+        select(
+            Match.tournament_id,
+            func.count(),
+            func.count().filter(Match.status == MatchStatus.FINISHED),
+            func.count().filter(Match.status != MatchStatus.PENDING),
+        )
+        .where(Match.tournament_id.in_(tournament_ids))
+        .group_by(Match.tournament_id)
+    )
     return {tid: (int(done), int(total), int(sent)) for tid, total, done, sent in rows}
 
 
 def tournament_dict(t: Tournament, progress: tuple[int, int, int] | None = None) -> dict:
     """The API shape of a tournament as the request's viewer may see it (seed and salt only
-    if :func:`arena.core.access.can_see_seed`); ``progress`` = ``(finished, total, queued)``
+    if :func:`arena.access.can_see_seed`); ``progress`` = ``(finished, total, queued)``
     if already counted."""
     finished, total, queued = progress if progress is not None else progress_counts([t.id]).get(t.id, (0, 0, 0))
     revealed = policy.seed_revealed(db(), t)
     seed_shown = revealed or policy.is_organizer(optional_account())
     return {
-        "id": t.id, "name": t.name, "organizer_id": t.organizer_id, "ruleset": t.ruleset,
-        "options": t.options, "time_rules": t.time_rules, "games_per_pairing": t.games_per_pairing,
-        "seed": t.seed if seed_shown else None, "salt": t.salt if seed_shown else None,
-        "commitment": t.commitment, "seed_revealed": revealed, "max_faults": t.max_faults, "fill_with_house_bots": t.fill_with_house_bots,
+        "id": t.id,
+        "name": t.name,
+        "organizer_id": t.organizer_id,
+        "ruleset": t.ruleset,
+        "options": t.options,
+        "time_rules": t.time_rules,
+        "games_per_pairing": t.games_per_pairing,
+        "seed": t.seed if seed_shown else None,
+        "salt": t.salt if seed_shown else None,
+        "commitment": t.commitment,
+        "seed_revealed": revealed,
+        "max_faults": t.max_faults,
+        "fill_with_house_bots": t.fill_with_house_bots,
         "public_when_finished": t.public_when_finished,
-        "participants": [p.bot_id for p in t.participants], "status": t.status,
+        "participants": [p.bot_id for p in t.participants],
+        "status": t.status,
         "progress": {"finished": finished, "total": total, "queued": queued},
-        "created_at": t.created_at, "started_at": t.started_at, "finished_at": t.finished_at,
+        "created_at": t.created_at,
+        "started_at": t.started_at,
+        "finished_at": t.finished_at,
     }
 
 
 def get_tournament(tournament_id: int) -> Tournament:
-    """The tournament if the request's viewer may see it (:mod:`arena.core.access`).
+    """The tournament if the request's viewer may see it (:mod:`arena.access`).
 
     404 if there is none; an anonymous reader gets 401 for a tournament that is missing or
     not public (nothing tells it whether the tournament exists)."""
@@ -254,13 +307,18 @@ class Tournaments(MethodView):
         seats = engine.SEATS[ruleset]
         _check_participants(ruleset, data["participants"])
         if len(data["participants"]) < seats and not data["fill_with_house_bots"]:
-            field_error("participants", f"{ruleset} needs at least {seats} participants "
-                                        "(or fill_with_house_bots)")
+            field_error("participants", f"{ruleset} needs at least {seats} participants (or fill_with_house_bots)")
         t = lifecycle.create_tournament(
-            db(), participants=data["participants"],
-            name=data["name"], organizer_id=organizer.id, ruleset=ruleset, options=options,
-            time_rules=dict(data["time_rules"]), games_per_pairing=data["games_per_pairing"],
-            seed=data.get("seed", secrets.randbits(63)), max_faults=data["max_faults"],
+            db(),
+            participants=data["participants"],
+            name=data["name"],
+            organizer_id=organizer.id,
+            ruleset=ruleset,
+            options=options,
+            time_rules=dict(data["time_rules"]),
+            games_per_pairing=data["games_per_pairing"],
+            seed=data.get("seed", secrets.randbits(63)),
+            max_faults=data["max_faults"],
             fill_with_house_bots=data["fill_with_house_bots"],
             public_when_finished=data["public_when_finished"],
         )
@@ -272,15 +330,28 @@ class Tournaments(MethodView):
     @errors(blp, 401)
     def get(self, args):
         """All tournaments, newest first, paginated (without a token: the public ones)."""
-        cond = [] if optional_account() is not None else [
-            Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True)]
+        cond = (
+            []
+            if optional_account() is not None
+            else [Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True)]
+        )
         items, total = paginate_query(
-            db(), select(Tournament).where(*cond).order_by(Tournament.id.desc())
+            db(),
+            select(Tournament)
+            .where(*cond)
+            .order_by(Tournament.id.desc())
             .options(selectinload(Tournament.participants)),
-            select(func.count()).select_from(Tournament).where(*cond), args["page"], args["per_page"])
+            select(func.count()).select_from(Tournament).where(*cond),
+            args["page"],
+            args["per_page"],
+        )
         counts = progress_counts([t.id for t in items])
-        return {"items": [tournament_dict(t, counts.get(t.id, (0, 0, 0))) for t in items], "total": total,
-                "page": args["page"], "per_page": args["per_page"]}
+        return {
+            "items": [tournament_dict(t, counts.get(t.id, (0, 0, 0))) for t in items],
+            "total": total,
+            "page": args["page"],
+            "per_page": args["per_page"],
+        }
 
 
 @blp.route("/<int(min=1, max=2147483647):tournament_id>")
@@ -319,8 +390,13 @@ class TournamentStart(MethodView):
         if t.status == TournamentStatus.CREATED and len(t.participants) <= INLINE_START_PARTICIPANTS:
             try:
                 schedule = sched.build_schedule(
-                    engine.SEATS[t.ruleset], [p.bot_id for p in t.participants], t.games_per_pairing,
-                    t.seed, fill_with_house_bots=t.fill_with_house_bots, tournament_id=t.id)
+                    engine.SEATS[t.ruleset],
+                    [p.bot_id for p in t.participants],
+                    t.games_per_pairing,
+                    t.seed,
+                    fill_with_house_bots=t.fill_with_house_bots,
+                    tournament_id=t.id,
+                )
             except sched.ScheduleError as exc:
                 abort(409, f"cannot schedule tournament {t.id}: {exc}")
         pending = _transition(lifecycle.start_tournament, s, t.id, schedule)
@@ -331,22 +407,31 @@ class TournamentStart(MethodView):
         now, rest = pending[:INLINE_SEND_MATCHES], pending[INLINE_SEND_MATCHES:]
         lifecycle.release_queued(s, rest)
         if now:
-            _enqueue(s, now, "the tournament is running with its schedule stored and no match sent: "
-                             "start again to send them (the reaper also does, once the broker is back)")
+            _enqueue(
+                s,
+                now,
+                "the tournament is running with its schedule stored and no match sent: "
+                "start again to send them (the reaper also does, once the broker is back)",
+            )
         if rest or not pending:
             try:
                 launch_tournament(settings(), t.id)
             except QueueError as exc:
                 sent = f"{len(now)} of its {len(pending)} matches were sent" if now else "no match was sent"
-                abort(503, f"{exc}; the tournament is running and {sent}: start again to send the rest "
-                           "(the reaper also does, once the broker is back)")
+                abort(
+                    503,
+                    f"{exc}; the tournament is running and {sent}: start again to send the rest "
+                    "(the reaper also does, once the broker is back)",
+                )
         s.refresh(t)
         return tournament_dict(t)
 
 
 class ResumeQuerySchema(ma.Schema):
-    include_running = ma.fields.Boolean(load_default=False, metadata={
-        "description": "also re-enqueue matches marked running (their worker may be gone)"})
+    include_running = ma.fields.Boolean(
+        load_default=False,
+        metadata={"description": "also re-enqueue matches marked running (their worker may be gone)"},
+    )
 
 
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/resume")
@@ -414,7 +499,7 @@ class TournamentRetry(MethodView):
 
 
 def _transition(fn, *args, **kwargs):
-    """Call a :mod:`arena.core.lifecycle` transition; its errors become 404 / 409."""
+    """Call a :mod:`arena.lifecycle` transition; its errors become 404 / 409."""
     try:
         return fn(*args, **kwargs)
     except lifecycle.NotFound as exc:
@@ -440,7 +525,7 @@ class TournamentStandings(MethodView):
     @blp.response(200, StandingsSchema)
     @errors(blp, 401, 404)
     def get(self, tournament_id):
-        """Standings from the stored results (see arena.core.standings for the statistics)."""
+        """Standings from the stored results (see arena.standings for the statistics)."""
         t = get_tournament(tournament_id)
         rows = [r.to_dict() for r in tournament_standings(db(), t)]
         return {"tournament_id": t.id, "ruleset": t.ruleset, "tie_break": TIE_BREAK, "rows": rows}
@@ -467,20 +552,35 @@ class TournamentMatches(MethodView):
             cond.append(exists().where(MatchSeat.match_id == Match.id, MatchSeat.bot_id == args["bot_id"]))
         if "status" in args:
             cond.append(Match.status == args["status"])
-        stmt = (select(Match).where(*cond).order_by(Match.index)
-                .options(selectinload(Match.seats), selectinload(Match.result)))
-        items, total = paginate_query(db(), stmt, select(func.count()).select_from(Match).where(*cond),
-                                      args["page"], args["per_page"])
+        stmt = (
+            select(Match)
+            .where(*cond)
+            .order_by(Match.index)
+            .options(selectinload(Match.seats), selectinload(Match.result))
+        )
+        items, total = paginate_query(
+            db(), stmt, select(func.count()).select_from(Match).where(*cond), args["page"], args["per_page"]
+        )
         show_seed = policy.can_see_seed(db(), optional_account(), t)
-        return {"items": [match_dict(m, show_seed=show_seed) for m in items], "total": total,
-                "page": args["page"], "per_page": args["per_page"]}
+        return {
+            "items": [match_dict(m, show_seed=show_seed) for m in items],
+            "total": total,
+            "page": args["page"],
+            "per_page": args["per_page"],
+        }
 
 
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/logs")
 class TournamentLogs(MethodView):
-    @blp.doc(security=BEARER, responses={"200": {
-        "description": "JSON Lines, one ``{\"match_id\": n, \"log\": {...}}`` per line",
-        "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
+    @blp.doc(
+        security=BEARER,
+        responses={
+            "200": {
+                "description": 'JSON Lines, one ``{"match_id": n, "log": {...}}`` per line',
+                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+            }
+        },
+    )
     @errors(blp, 401, 403, 404)
     def get(self, tournament_id):
         """All logs you may read of a tournament as a streamed JSON Lines download.
@@ -505,16 +605,22 @@ class TournamentLogs(MethodView):
         def generate():
             with factory() as session:
                 rows = session.execute(
-                    select(MatchLog.match_id, MatchLog.data).where(MatchLog.match_id.in_(ids))
-                    .order_by(MatchLog.match_id).execution_options(yield_per=20))
+                    select(MatchLog.match_id, MatchLog.data)
+                    .where(MatchLog.match_id.in_(ids))
+                    .order_by(MatchLog.match_id)
+                    .execution_options(yield_per=20)
+                )
                 for match_id, data in rows:
                     raw = matchlog.decompress(data)
                     if b'"url":"' in raw:  # an old log stored with URLs
                         raw = policy.redact_log(raw, account, policy.seat_owners(session, match_id))
                     yield b'{"match_id":%d,"log":' % match_id + raw + b"}\n"
 
-        return Response(stream_with_context(generate()), mimetype="application/x-ndjson", headers={
-            "Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'})
+        return Response(
+            stream_with_context(generate()),
+            mimetype="application/x-ndjson",
+            headers={"Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'},
+        )
 
 
 def db_factory():

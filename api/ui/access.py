@@ -9,7 +9,7 @@ cookie (signed with the app's secret key; ``HttpOnly``, ``SameSite=Lax``, ``Secu
 so a copied cookie stops working at once; rotating the account's token
 (``POST /api/v1/accounts/me/token``) ends all its sessions, and an expired token ends them too.
 
-What a viewer may see is decided by :mod:`arena.core.access`, the policy the REST API uses too.
+What a viewer may see is decided by :mod:`arena.access`, the policy the REST API uses too.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from sqlalchemy import delete, select
 
 from api.auth import token_expired
 from api.database import db
-from arena.core.db.models import Account, UiSession, utcnow
-from arena.core.security import hash_token
+from arena.db.models import Account, UiSession, utcnow
+from arena.security import hash_token
 
 SESSION_KEY = "sid"
 MAX_TOKEN_CHARS = 256
@@ -44,8 +44,14 @@ def sign_in(account: Account) -> None:
     """Start a server-side session for ``account`` (commits) and put its id in the cookie."""
     sid = secrets.token_urlsafe(32)
     now = utcnow()
-    db().add(UiSession(id_hash=hash_token(sid), account_id=account.id, created_at=now,
-                       expires_at=now + timedelta(seconds=SESSION_LIFETIME_S)))
+    db().add(
+        UiSession(
+            id_hash=hash_token(sid),
+            account_id=account.id,
+            created_at=now,
+            expires_at=now + timedelta(seconds=SESSION_LIFETIME_S),
+        )
+    )
     db().commit()
     session.clear()
     session[SESSION_KEY] = sid

@@ -51,18 +51,37 @@ def score_chart(rows: Iterable[tuple[str, float | None, float | None, float | No
     for i, (label, mean, lo, hi) in enumerate(data):
         y = PAD_TOP + i * ROW_H
         x0, xm = x(0.0), x(mean)
-        bars.append({"label": label, "y": y, "x": min(x0, xm), "w": max(abs(xm - x0), 1.5),
-                     "mean": mean, "lo": lo, "hi": hi, "positive": mean >= 0,
-                     "lo_x": x(lo) if lo is not None else None, "hi_x": x(hi) if hi is not None else None,
-                     "mean_x": xm})
+        bars.append(
+            {
+                "label": label,
+                "y": y,
+                "x": min(x0, xm),
+                "w": max(abs(xm - x0), 1.5),
+                "mean": mean,
+                "lo": lo,
+                "hi": hi,
+                "positive": mean >= 0,
+                "lo_x": x(lo) if lo is not None else None,
+                "hi_x": x(hi) if hi is not None else None,
+                "mean_x": xm,
+            }
+        )
     ticks = []
     v = vmin
     while v <= vmax + step / 2:
         ticks.append({"x": x(v), "value": f"{v:g}"})
         v += step
     height = PAD_TOP + len(data) * ROW_H + PAD_BOTTOM
-    return {"width": WIDTH, "height": height, "x0": x(0.0), "bars": bars, "ticks": ticks,
-            "plot_top": PAD_TOP - 6, "plot_bottom": PAD_TOP + len(data) * ROW_H, "label_w": LABEL_W}
+    return {
+        "width": WIDTH,
+        "height": height,
+        "x0": x(0.0),
+        "bars": bars,
+        "ticks": ticks,
+        "plot_top": PAD_TOP - 6,
+        "plot_bottom": PAD_TOP + len(data) * ROW_H,
+        "label_w": LABEL_W,
+    }
 
 
 RATING_W = 520
@@ -95,8 +114,9 @@ def rating_chart(points: list[tuple[str, float, float]]) -> dict | None:
     def y(v: float) -> float:
         return round(top + (hi - v) / (hi - lo) * plot_h, 1)
 
-    dots = [{"x": x(i), "y": y(mu), "label": label, "mu": mu, "sigma": sigma}
-            for i, (label, mu, sigma) in enumerate(points)]
+    dots = [
+        {"x": x(i), "y": y(mu), "label": label, "mu": mu, "sigma": sigma} for i, (label, mu, sigma) in enumerate(points)
+    ]
     upper = [f"{x(i)},{y(mu + sigma)}" for i, (_, mu, sigma) in enumerate(points)]
     lower = [f"{x(i)},{y(mu - sigma)}" for i, (_, mu, sigma) in reversed(list(enumerate(points)))]
     ticks = []
@@ -104,5 +124,13 @@ def rating_chart(points: list[tuple[str, float, float]]) -> dict | None:
     while v <= hi + step / 2:
         ticks.append({"y": y(v), "value": f"{v:g}"})
         v += step
-    return {"width": RATING_W, "height": RATING_H, "line": " ".join(f"{d['x']},{d['y']}" for d in dots),
-            "band": " ".join(upper + lower), "dots": dots, "ticks": ticks, "left": left, "right": RATING_W - right}
+    return {
+        "width": RATING_W,
+        "height": RATING_H,
+        "line": " ".join(f"{d['x']},{d['y']}" for d in dots),
+        "band": " ".join(upper + lower),
+        "dots": dots,
+        "ticks": ticks,
+        "left": left,
+        "right": RATING_W - right,
+    }

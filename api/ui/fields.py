@@ -4,10 +4,10 @@ The form shows one field per rule-set option (:data:`engine.options.OPTION_CLASS
 time rules (TIME-1, seconds) and the tournament's counts, each with its range and a help
 text. The ranges are for display only (``min``/``max`` of the inputs and the help text): the
 REST API validates every submitted value (``engine.make_options``,
-:func:`arena.core.limits.check_match_bounds` and the marshmallow schemas of
+:func:`arena.limits.check_match_bounds` and the marshmallow schemas of
 :mod:`api.resources.tournaments`), and the form shows the API's answer. The bounds that exist
 as data are read from their source (the schemas' ``Range`` validators, the constants of
-:mod:`arena.core.limits`); those the engine only checks in code (``sets`` and
+:mod:`arena.limits`); those the engine only checks in code (``sets`` and
 ``games_per_set`` 1-100, non-negative ``burst_score`` and ``set_bonus``, ``target_score`` and
 ``rate_choices`` entries >= 1, four ``rank_points``) are written here, and
 ``tests/ui/test_tournament_form.py`` checks every bound against the API's validation.
@@ -28,7 +28,7 @@ from marshmallow import validate
 
 import engine
 from api.resources.tournaments import TimeRulesSchema, TournamentCreateSchema
-from arena.core import limits
+from arena import limits
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def _tm_target_max() -> int:
     return limits.max_units_per_game(engine.TRUMP_MILLIONAIRE) * 100 // limits.TM_DEALS_PER_100
 
 
-#: Most games in a JDF match (``sets x games_per_set``), :func:`arena.core.limits.check_match_bounds`.
+#: Most games in a JDF match (``sets x games_per_set``), :func:`arena.limits.check_match_bounds`.
 JDF_MAX_GAMES = limits.max_units_per_game(engine.JDF)
 SCORING = limits.MAX_SCORING_VALUE
 
@@ -73,22 +73,62 @@ def _local_rules() -> list[OptionField]:
 def option_fields() -> dict[str, list[OptionField]]:
     """The option fields of each rule set, in the options' wire order."""
     tm_max = _tm_target_max()
-    md = [OptionField("burst_score", "int", "MD-17", _("Score of a game whose loser holds 11 or more cards at the end (a burst)."),
-                      0, SCORING)]
-    tm = [OptionField("target_score", "int", "TM-1",
-                      _("The game ends after the deal where a seat's total reaches it (at most %(max)s: longer games "
-                         "exceed the runner's decision limit).", max=tm_max), 1, tm_max),
-          OptionField("rate_choices", "int_list", "TM-3",
-                      _("Rates the Millionaire may pick, comma-separated."), 1, SCORING,
-                      (1, limits.MAX_RATE_CHOICES)),
-          *_local_rules()]
-    jdf = [OptionField("sets", "int", "JDF-1",
-                       _("Sets in a match (sets × games per set at most %(max)s).", max=JDF_MAX_GAMES), 1, 100),
-           OptionField("games_per_set", "int", "JDF-1", _("Games in a set."), 1, 100),
-           OptionField("rank_points", "int_list", "JDF-13",
-                       _("Points for places 1 to 4, comma-separated."), -SCORING, SCORING, (4, 4)),
-           OptionField("set_bonus", "int", "JDF-13", _("Extra points of the daifugo of a set's last game."), 0, SCORING),
-           *_local_rules()]
+    md = [
+        OptionField(
+            "burst_score",
+            "int",
+            "MD-17",
+            _("Score of a game whose loser holds 11 or more cards at the end (a burst)."),
+            0,
+            SCORING,
+        )
+    ]
+    tm = [
+        OptionField(
+            "target_score",
+            "int",
+            "TM-1",
+            _(
+                "The game ends after the deal where a seat's total reaches it (at most %(max)s: longer games "
+                "exceed the runner's decision limit).",
+                max=tm_max,
+            ),
+            1,
+            tm_max,
+        ),
+        OptionField(
+            "rate_choices",
+            "int_list",
+            "TM-3",
+            _("Rates the Millionaire may pick, comma-separated."),
+            1,
+            SCORING,
+            (1, limits.MAX_RATE_CHOICES),
+        ),
+        *_local_rules(),
+    ]
+    jdf = [
+        OptionField(
+            "sets",
+            "int",
+            "JDF-1",
+            _("Sets in a match (sets × games per set at most %(max)s).", max=JDF_MAX_GAMES),
+            1,
+            100,
+        ),
+        OptionField("games_per_set", "int", "JDF-1", _("Games in a set."), 1, 100),
+        OptionField(
+            "rank_points",
+            "int_list",
+            "JDF-13",
+            _("Points for places 1 to 4, comma-separated."),
+            -SCORING,
+            SCORING,
+            (4, 4),
+        ),
+        OptionField("set_bonus", "int", "JDF-13", _("Extra points of the daifugo of a set's last game."), 0, SCORING),
+        *_local_rules(),
+    ]
     out = {engine.MILLION_DOUBT: md, engine.TRUMP_MILLIONAIRE: tm, engine.JDF: jdf}
     for rs, fields in out.items():  # one field per option of the engine, nothing more
         assert tuple(f.name for f in fields) == engine.option_names(rs), rs
@@ -106,9 +146,14 @@ def schema_ranges() -> dict[str, tuple[float | None, float | None]]:
     """``{field: (min, max)}`` of the time rules (seconds) and the counts, from the API schemas."""
     t = TimeRulesSchema().fields
     c = TournamentCreateSchema().fields
-    return {"initial": _range(t["initial"]), "increment": _range(t["increment"]), "cap": _range(t["cap"]),
-            "games_per_pairing": _range(c["games_per_pairing"]), "max_faults": _range(c["max_faults"]),
-            "seed": _range(c["seed"])}
+    return {
+        "initial": _range(t["initial"]),
+        "increment": _range(t["increment"]),
+        "cap": _range(t["cap"]),
+        "games_per_pairing": _range(c["games_per_pairing"]),
+        "max_faults": _range(c["max_faults"]),
+        "seed": _range(c["seed"]),
+    }
 
 
 def field_name(ruleset: str, option: str) -> str:
@@ -123,8 +168,9 @@ def default_values() -> dict[str, str | bool]:
         defaults = engine.make_options(rs, {}).to_dict()
         for f in fields:
             v = defaults[f.name]
-            out[field_name(rs, f.name)] = v if f.kind == "bool" else (
-                ", ".join(str(x) for x in v) if f.kind == "int_list" else str(v))
+            out[field_name(rs, f.name)] = (
+                v if f.kind == "bool" else (", ".join(str(x) for x in v) if f.kind == "int_list" else str(v))
+            )
     return out
 
 
@@ -166,8 +212,8 @@ def option_error_fields(ruleset: str, errors: Mapping[str, str]) -> dict[str, st
     out: dict[str, str] = {}
     for key, msg in errors.items():
         target = key
-        if key.startswith("options.") and key[len("options."):] in names:
-            target = field_name(ruleset, key[len("options."):])
+        if key.startswith("options.") and key[len("options.") :] in names:
+            target = field_name(ruleset, key[len("options.") :])
         elif key == "options":
             m = _OPTION_IN_MESSAGE.search(msg)
             if m and m.group(1) in names:

@@ -2,7 +2,7 @@
 
 Every form is a client of the REST API: :func:`call_api` runs the API endpoint in-process
 (same app, same request session, the signed-in account as the caller) and the page shows its
-answer. Validation, access rules and status changes (``arena.core.lifecycle``) are the API's;
+answer. Validation, access rules and status changes (``arena.lifecycle``) are the API's;
 nothing here re-implements them. A 422 is shown next to the fields it names.
 
 ======================================= ==================================================
@@ -39,9 +39,9 @@ from api.database import db
 from api.ui import access, fields
 from api.ui.chart import rating_chart
 from api.ui.views import _entrant_label, _load_log, bp
-from arena.core import access as policy
-from arena.core.db.models import Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
-from arena.core.standings import tournament_standings
+from arena import access as policy
+from arena.db.models import Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
+from arena.standings import tournament_standings
 
 CSRF_KEY = "csrf"
 #: Matches per page of a bot page (newest first; ``?page=N``).
@@ -73,8 +73,7 @@ def _csrf_globals():
     return {"csrf_token": csrf_token}
 
 
-def call_api(method: str, path: str, body: dict | None = None,
-             query: dict | None = None) -> tuple[int, dict[str, Any]]:
+def call_api(method: str, path: str, body: dict | None = None, query: dict | None = None) -> tuple[int, dict[str, Any]]:
     """Run the API endpoint ``method path`` in-process as the signed-in viewer.
 
     Returns ``(HTTP status, JSON body)`` (``{}`` for an empty body). The nested request shares
@@ -85,8 +84,13 @@ def call_api(method: str, path: str, body: dict | None = None,
     if account is not None:
         g.account = account
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    with app.test_request_context(path, method=method, json=body, query_string=query,
-                                  environ_base={"REMOTE_ADDR": request.remote_addr or "127.0.0.1"}):
+    with app.test_request_context(
+        path,
+        method=method,
+        json=body,
+        query_string=query,
+        environ_base={"REMOTE_ADDR": request.remote_addr or "127.0.0.1"},
+    ):
         resp = app.full_dispatch_request()
     data = resp.get_data(as_text=True)
     try:
@@ -140,13 +144,13 @@ def signup():
     name = request.form.get("name", "")
     status, body = call_api("POST", "/api/v1/accounts", {"name": name})
     if status != 201:
-        return render_template("signup.html", name=name, errors=_field_errors(body),
-                               message=body.get("message"), token=None), status
+        return render_template(
+            "signup.html", name=name, errors=_field_errors(body), message=body.get("message"), token=None
+        ), status
     account = access.account_for_token(body["token"])
     if account is not None:
         access.sign_in(account)
-    return render_template("signup.html", name=name, errors={}, message=None, token=body["token"],
-                           account=body), 201
+    return render_template("signup.html", name=name, errors={}, message=None, token=body["token"], account=body), 201
 
 
 #: Session key of the register forms already sent (form id -> bot id): the bot page answers the
@@ -156,14 +160,19 @@ REGISTERED_KEY = "ui_registered"
 REGISTERED_KEPT = 10
 
 
-def _bots_page(form: dict | None = None, errors: dict | None = None, message: str | None = None,
-               status: int = 200):
+def _bots_page(form: dict | None = None, errors: dict | None = None, message: str | None = None, status: int = 200):
     _need_viewer()
     code, body = call_api("GET", "/api/v1/bots", query={"per_page": 100})
     bots = body.get("items", []) if code == 200 else []
-    return render_template("bots.html", bots=bots, form=form or {"name": "", "url": "", "rulesets": []},
-                           errors=errors or {}, message=message, rulesets=engine.RULESETS,
-                           form_id=secrets.token_hex(16)), status
+    return render_template(
+        "bots.html",
+        bots=bots,
+        form=form or {"name": "", "url": "", "rulesets": []},
+        errors=errors or {},
+        message=message,
+        rulesets=engine.RULESETS,
+        form_id=secrets.token_hex(16),
+    ), status
 
 
 @bp.route("/bots", methods=["GET", "POST"])
@@ -176,16 +185,23 @@ def bots():
     form_id = request.form.get("form_id", "")[:64]
     sent: dict[str, int] = session.get(REGISTERED_KEY) or {}
     if form_id and form_id in sent:  # the answer page reloaded: the browser sent the form again
-        return _bot_page(sent[form_id], message=_(
-            "This form was sent already: the bot was registered then and its secret shown once. "
-            "Rotate the secret below if you did not keep it."))
-    form = {"name": request.form.get("name", ""), "url": request.form.get("url", ""),
-            "rulesets": request.form.getlist("rulesets")}
+        return _bot_page(
+            sent[form_id],
+            message=_(
+                "This form was sent already: the bot was registered then and its secret shown once. "
+                "Rotate the secret below if you did not keep it."
+            ),
+        )
+    form = {
+        "name": request.form.get("name", ""),
+        "url": request.form.get("url", ""),
+        "rulesets": request.form.getlist("rulesets"),
+    }
     status, body = call_api("POST", "/api/v1/bots", form)
     if status != 201:
         return _bots_page(form, _field_errors(body), body.get("message"), status)
     if form_id:
-        session[REGISTERED_KEY] = dict(list(sent.items())[-(REGISTERED_KEPT - 1):] + [(form_id, body["id"])])
+        session[REGISTERED_KEY] = dict(list(sent.items())[-(REGISTERED_KEPT - 1) :] + [(form_id, body["id"])])
     return _bot_page(body["id"], secret=body["secret"], status=201)
 
 
@@ -194,7 +210,7 @@ def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[s
     :data:`RATING_TOURNAMENTS_SHOWN`) and a chart per rule set.
 
     Each tournament's rating is the openskill rating of its standings
-    (:func:`arena.core.standings.tournament_standings`: every tournament starts from the
+    (:func:`arena.standings.tournament_standings`: every tournament starts from the
     model's prior, matches rated in schedule order). A finished tournament's fold is cached in
     ``standings_cache``, so a read folds nothing again. The rating across tournaments is the
     ``ratings`` table (:func:`current_ratings`); its value after each tournament (``after``:
@@ -202,13 +218,24 @@ def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[s
     ``rating_history``.
     """
     s = db()
-    ts = list(s.scalars(select(Tournament).join(TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id)
-                        .where(TournamentParticipant.bot_id == bot_id, Tournament.status == "finished")
-                        .order_by(Tournament.finished_at.desc(), Tournament.id.desc())
-                        .limit(RATING_TOURNAMENTS_SHOWN)
-                        .options(selectinload(Tournament.participants))))
-    after = {h.tournament_id: h for h in s.scalars(select(RatingHistory).where(
-        RatingHistory.bot_id == bot_id, RatingHistory.tournament_id.in_([t.id for t in ts])))}
+    ts = list(
+        s.scalars(
+            select(Tournament)
+            .join(TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id)
+            .where(TournamentParticipant.bot_id == bot_id, Tournament.status == "finished")
+            .order_by(Tournament.finished_at.desc(), Tournament.id.desc())
+            .limit(RATING_TOURNAMENTS_SHOWN)
+            .options(selectinload(Tournament.participants))
+        )
+    )
+    after = {
+        h.tournament_id: h
+        for h in s.scalars(
+            select(RatingHistory).where(
+                RatingHistory.bot_id == bot_id, RatingHistory.tournament_id.in_([t.id for t in ts])
+            )
+        )
+    }
     rows: list[dict[str, Any]] = []
     for t in reversed(ts):
         table = tournament_standings(s, t)
@@ -227,7 +254,7 @@ def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[s
 
 def current_ratings(bot_id: int) -> list[Rating]:
     """The bot's rating across tournaments per rule set (the ``ratings`` table, rebuilt by the
-    worker when a tournament finishes: :func:`arena.core.standings.rebuild_ratings`)."""
+    worker when a tournament finishes: :func:`arena.standings.rebuild_ratings`)."""
     return list(db().scalars(select(Rating).where(Rating.bot_id == bot_id).order_by(Rating.ruleset)))
 
 
@@ -236,7 +263,7 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
     its check, per-endpoint concurrency cap, rating history, one page of its matches
     (``?page=N``, :data:`BOT_MATCHES_PER_PAGE` newest first) and the faults in them.
 
-    Access (:mod:`arena.core.access`): a match is linked when the viewer may read it; fault
+    Access (:mod:`arena.access`): a match is linked when the viewer may read it; fault
     details (kind, request, detail) come from the match log, shown only when the viewer may
     read the log (log embargo: not while the tournament runs, except to organizers); else
     only the count of the result."""
@@ -248,21 +275,40 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
     total = s.scalar(select(func.count()).select_from(MatchSeat).where(MatchSeat.bot_id == bot_id)) or 0
     pages = max(1, -(-total // BOT_MATCHES_PER_PAGE))
     page = min(max(1, request.args.get("page", 1, type=int) or 1), pages)
-    rows = s.execute(select(Match, MatchSeat.seat).join(MatchSeat, MatchSeat.match_id == Match.id)
-                     .where(MatchSeat.bot_id == bot_id).order_by(Match.id.desc())
-                     .offset((page - 1) * BOT_MATCHES_PER_PAGE).limit(BOT_MATCHES_PER_PAGE)
-                     .options(selectinload(Match.result))).all()
-    tournaments = {t.id: t for t in s.scalars(select(Tournament).where(
-        Tournament.id.in_({m.tournament_id for m, _seat in rows})))} if rows else {}
+    rows = s.execute(
+        select(Match, MatchSeat.seat)
+        .join(MatchSeat, MatchSeat.match_id == Match.id)
+        .where(MatchSeat.bot_id == bot_id)
+        .order_by(Match.id.desc())
+        .offset((page - 1) * BOT_MATCHES_PER_PAGE)
+        .limit(BOT_MATCHES_PER_PAGE)
+        .options(selectinload(Match.result))
+    ).all()
+    tournaments = (
+        {
+            t.id: t
+            for t in s.scalars(select(Tournament).where(Tournament.id.in_({m.tournament_id for m, _seat in rows})))
+        }
+        if rows
+        else {}
+    )
     matches, faults, embargoed = [], [], 0
     for m, seat in rows:
         t = tournaments[m.tournament_id]
         readable = policy.can_read_match(s, account, m, t)
         r = m.result if readable else None
         n_faults = r.faults[seat] if r else None
-        matches.append({"m": m, "t": t, "seat": seat, "readable": readable,
-                        "score": r.scores[seat] if r else None, "place": r.places[seat] if r else None,
-                        "faults": n_faults})
+        matches.append(
+            {
+                "m": m,
+                "t": t,
+                "seat": seat,
+                "readable": readable,
+                "score": r.scores[seat] if r else None,
+                "place": r.places[seat] if r else None,
+                "faults": n_faults,
+            }
+        )
         if not n_faults:
             continue
         if not policy.can_read_log(s, account, m, t):
@@ -273,11 +319,23 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
             if f.get("player") == seat:
                 faults.append({"m": m, "t": t, **f})
     history, charts = _rating_history(bot_id)
-    return render_template("bot.html", bot=bot, secret=secret, matches=matches, message=message,
-                           owner=bot.get("owner_id") == account.id, label=_entrant_label,
-                           page=page, pages=pages, total_matches=total, faults=faults,
-                           faults_embargoed=embargoed, history=history, charts=charts,
-                           ratings=current_ratings(bot_id)), status
+    return render_template(
+        "bot.html",
+        bot=bot,
+        secret=secret,
+        matches=matches,
+        message=message,
+        owner=bot.get("owner_id") == account.id,
+        label=_entrant_label,
+        page=page,
+        pages=pages,
+        total_matches=total,
+        faults=faults,
+        faults_embargoed=embargoed,
+        history=history,
+        charts=charts,
+        ratings=current_ratings(bot_id),
+    ), status
 
 
 @bp.route("/bots/<int:bot_id>")
@@ -316,16 +374,35 @@ def _new_tournament_page(form: dict, errors: dict | None = None, message: str | 
     account = _need_viewer()
     if not policy.is_organizer(account):
         abort(403, _("Only organizers create tournaments."))
-    return render_template("tournament_new.html", form=form, errors=errors or {}, message=message,
-                           bots=_ready_bots(), rulesets=engine.RULESETS, seats=engine.SEATS,
-                           option_fields=fields.option_fields(), ranges=fields.schema_ranges(),
-                           field_name=fields.field_name), status
+    return render_template(
+        "tournament_new.html",
+        form=form,
+        errors=errors or {},
+        message=message,
+        bots=_ready_bots(),
+        rulesets=engine.RULESETS,
+        seats=engine.SEATS,
+        option_fields=fields.option_fields(),
+        ranges=fields.schema_ranges(),
+        field_name=fields.field_name,
+    ), status
 
 
 def _default_form() -> dict[str, Any]:
-    return {"name": "", "ruleset": engine.MILLION_DOUBT, "participants": [], "initial": "60",
-            "increment": "10", "cap": "60", "games_per_pairing": "2", "max_faults": "3", "seed": "",
-            "fill_with_house_bots": False, "public_when_finished": True, "opts": fields.default_values()}
+    return {
+        "name": "",
+        "ruleset": engine.MILLION_DOUBT,
+        "participants": [],
+        "initial": "60",
+        "increment": "10",
+        "cap": "60",
+        "games_per_pairing": "2",
+        "max_faults": "3",
+        "seed": "",
+        "fill_with_house_bots": False,
+        "public_when_finished": True,
+        "opts": fields.default_values(),
+    }
 
 
 _TEXT_FIELDS = ("name", "ruleset", "initial", "increment", "cap", "games_per_pairing", "max_faults", "seed")
@@ -357,13 +434,16 @@ def tournament_new():
             opts[name] = f.get(name) == "1" if of.kind == "bool" else f.get(name, "")
     form["opts"] = opts
     body: dict[str, Any] = {
-        "name": form["name"], "ruleset": form["ruleset"],
+        "name": form["name"],
+        "ruleset": form["ruleset"],
         "options": fields.form_to_options(form["ruleset"], f),
         "participants": [_number(p) for p in form["participants"]],
         "time_rules": {k: _number(form[k], float) for k in ("initial", "increment", "cap")},
-        "games_per_pairing": _number(form["games_per_pairing"]), "max_faults": _number(form["max_faults"]),
+        "games_per_pairing": _number(form["games_per_pairing"]),
+        "max_faults": _number(form["max_faults"]),
         "fill_with_house_bots": form["fill_with_house_bots"],
-        "public_when_finished": form["public_when_finished"]}
+        "public_when_finished": form["public_when_finished"],
+    }
     if form["seed"].strip():
         body["seed"] = _number(form["seed"])
     status, answer = call_api("POST", "/api/v1/tournaments", body)
@@ -397,6 +477,8 @@ def _number_text(value) -> str:
 @bp.app_context_processor
 def _notice():
     """A one-time notice (the API's refusal of a tournament action), shown once then dropped."""
+
     def pop_notice():
         return session.pop("ui_notice", None)
+
     return {"pop_notice": pop_notice}

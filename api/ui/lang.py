@@ -19,8 +19,7 @@ def set_language(code: str):
     if code not in i18n.LOCALES:
         abort(404, _("There is no language %(code)s.", code=code[:16]))
     resp = redirect(_next_target(request.args.get("next")), code=303)
-    resp.set_cookie(i18n.COOKIE, code, max_age=i18n.COOKIE_MAX_AGE_S, path="/ui", samesite="Lax",
-                    httponly=True)
+    resp.set_cookie(i18n.COOKIE, code, max_age=i18n.COOKIE_MAX_AGE_S, path="/ui", samesite="Lax", httponly=True)
     return resp
 
 
@@ -48,19 +47,31 @@ bp.add_app_template_filter(option_value, "option_value")
 def option_names() -> dict[str, str]:
     """Display names of the rule-set options (engine option keys)."""
     return {
-        "burst_score": _("burst score (バースト)"), "target_score": _("target score"),
-        "rate_choices": _("rate choices"), "sets": _("sets"), "games_per_set": _("games per set"),
-        "rank_points": _("rank points"), "set_bonus": _("set bonus"),
-        "eleven_back": _("11-back (イレブンバック)"), "stairs_revolution": _("stair revolution (階段革命)"),
-        "number_lock": _("number lock (数字しばり)"), "five_skip": _("5-skip (5スキップ)"),
-        "seven_pass": _("7-pass (7渡し)"), "ten_discard": _("10-discard (10捨て)"),
+        "burst_score": _("burst score (バースト)"),
+        "target_score": _("target score"),
+        "rate_choices": _("rate choices"),
+        "sets": _("sets"),
+        "games_per_set": _("games per set"),
+        "rank_points": _("rank points"),
+        "set_bonus": _("set bonus"),
+        "eleven_back": _("11-back (イレブンバック)"),
+        "stairs_revolution": _("stair revolution (階段革命)"),
+        "number_lock": _("number lock (数字しばり)"),
+        "five_skip": _("5-skip (5スキップ)"),
+        "seven_pass": _("7-pass (7渡し)"),
+        "ten_discard": _("10-discard (10捨て)"),
     }
 
 
 @bp.context_processor
 def _i18n_globals():
-    return {"locale": i18n.current_locale(), "locale_names": i18n.LOCALE_NAMES,
-            "js_strings": i18n.js_strings(), "ruleset_names": i18n.ruleset_names(),
-            "status_name": i18n.status_name, "option_names": option_names(),
-            "fault_names": i18n.fault_names(),
-            "role_names": {"organizer": _("organizer"), "contestant": _("contestant"), "admin": _("admin")}}
+    return {
+        "locale": i18n.current_locale(),
+        "locale_names": i18n.LOCALE_NAMES,
+        "js_strings": i18n.js_strings(),
+        "ruleset_names": i18n.ruleset_names(),
+        "status_name": i18n.status_name,
+        "option_names": option_names(),
+        "fault_names": i18n.fault_names(),
+        "role_names": {"organizer": _("organizer"), "contestant": _("contestant"), "admin": _("admin")},
+    }

@@ -1,8 +1,8 @@
-"""Live views for the pages (server-sent events relayed from Redis, :mod:`arena.core.live`).
+"""Live views for the pages (server-sent events relayed from Redis, :mod:`arena.live`).
 
 ``GET /ui/matches/<id>/live``: the match's live channel, one ``data: <json>`` event per
 decision, ``: keep-alive`` comments while nothing happens, and one ``end`` event when the
-match is over. Who watches what is :func:`arena.core.access.live_view_for`, the one policy of
+match is over. Who watches what is :func:`arena.access.live_view_for`, the one policy of
 the stream and of the page: organizers get the full channel (every hand, face-down cards
 named); anyone else who may read the match (a contestant: the matches of its bots) gets the
 PUBLIC channel only (C-11: hand sizes, face-up cards, face-down cards as counts, public
@@ -52,10 +52,10 @@ from sqlalchemy import select
 from api.database import db, settings
 from api.ui import access
 from api.ui.views import _bot_names, _deny, _match, _progress, _tournament, bp, playing_now, standings_rows
-from arena.core import access as policy
-from arena.core import live
-from arena.core.db.models import Match, Tournament
-from arena.core.standings import tournament_standings
+from arena import access as policy
+from arena import live
+from arena.db.models import Match, Tournament
+from arena.standings import tournament_standings
 
 #: Match statuses in which a match may still be played (its live view is open).
 LIVE_STATUSES = ("queued", "running", "pending")
@@ -88,6 +88,8 @@ def _count(delta: int) -> None:
     global _open
     with _open_lock:
         _open += delta
+
+
 _TAKE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[1]))
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
@@ -115,7 +117,7 @@ class StreamSlot:
     def take(self) -> None:
         """Take the slot, or abort with 429 (a message saying which cap): a place any viewer
         may take, else, for a viewer with a stake, a reserved one."""
-        for places in ([_process_streams, _reserved_streams] if self.stake else [_process_streams]):
+        for places in [_process_streams, _reserved_streams] if self.stake else [_process_streams]:
             if places.acquire(blocking=False):
                 self._process = places
                 break
@@ -183,7 +185,7 @@ def _slot(t: Tournament) -> StreamSlot:
 
 def can_watch_live(m, t) -> bool:
     """True when the viewer may open the live view of match ``m`` of tournament ``t`` now
-    (it is playing or waiting to be played, and :func:`arena.core.access.live_view_for` allows it)."""
+    (it is playing or waiting to be played, and :func:`arena.access.live_view_for` allows it)."""
     return m.status in LIVE_STATUSES and policy.live_view_for(db(), access.viewer(), m, t) is not None
 
 
@@ -207,6 +209,7 @@ def _status_reader(model, key: int) -> Callable[[], str | None]:
     def read() -> str | None:
         with factory() as s:
             return s.scalar(select(model.status).where(model.id == key))
+
     return read
 
 
@@ -339,6 +342,7 @@ def tournament_live_state(tournament_id: int):
     account = access.viewer()
     names = _bot_names([p.bot_id for p in t.participants])
     rows = standings_rows(tournament_standings(db(), t), names)
-    html = render_template("_tournament_live.html", t=t, progress=_progress(t), rows=rows,
-                           playing=playing_now(t, account))
+    html = render_template(
+        "_tournament_live.html", t=t, progress=_progress(t), rows=rows, playing=playing_now(t, account)
+    )
     return Response(html, mimetype="text/html", headers={"Cache-Control": "no-store"})

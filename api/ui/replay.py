@@ -2,7 +2,7 @@
 
 :func:`build_replay` re-runs each game's engine log through :func:`engine.frames.frames`
 (the full table view after every action, MD-8: the post-game record shows every hand) and
-merges in the worker's request/response records (``exchanges``, see :mod:`arena.core.runner.match`):
+merges in the worker's request/response records (``exchanges``, see :mod:`arena.runner.match`):
 who acted, the time the answer took (milliseconds) and each seat's time bank (TIME-1..3,
 milliseconds) after every step, and the faults (FAULT-1..3).
 
@@ -54,9 +54,15 @@ class ReplayDataError(ValueError):
 
 
 def _exchange_view(ex: Mapping[str, Any], detail: str | None) -> dict:
-    return {"n": ex.get("n"), "elapsed_ms": ex.get("elapsed_ms"),
-            "bank_before_ms": ex.get("bank_before_ms"), "bank_after_ms": ex.get("bank_after_ms"),
-            "status": ex.get("status"), "fault": ex.get("fault"), "detail": detail}
+    return {
+        "n": ex.get("n"),
+        "elapsed_ms": ex.get("elapsed_ms"),
+        "bank_before_ms": ex.get("bank_before_ms"),
+        "bank_after_ms": ex.get("bank_after_ms"),
+        "status": ex.get("status"),
+        "fault": ex.get("fault"),
+        "detail": detail,
+    }
 
 
 def game_replay(game: Mapping[str, Any], initial_ms: int) -> dict:
@@ -81,16 +87,16 @@ def game_replay(game: Mapping[str, Any], initial_ms: int) -> dict:
             entry = actions[i - 1]
             reason = entry.get("forfeit")
             if reason == "max_faults":
-                frame["fault"] = {"kind": "max_faults",
-                                  "detail": "forfeits the rest of the match (FAULT-3)"}
+                frame["fault"] = {"kind": "max_faults", "detail": "forfeits the rest of the match (FAULT-3)"}
             else:
                 if k >= len(exchanges):
                     raise ReplayDataError(f"game {gi}: step {i} has no request record")
                 ex = exchanges[k]
                 k += 1
                 if ex.get("seat") != entry.get("seat"):
-                    raise ReplayDataError(f"game {gi}: step {i} is seat {entry.get('seat')}, "
-                                          f"its request record seat {ex.get('seat')}")
+                    raise ReplayDataError(
+                        f"game {gi}: step {i} is seat {entry.get('seat')}, its request record seat {ex.get('seat')}"
+                    )
                 frame["exchange"] = _exchange_view(ex, details.get(ex.get("n")))
                 if ex.get("fault"):
                     frame["fault"] = {"kind": ex["fault"], "detail": details.get(ex.get("n"))}
@@ -103,9 +109,15 @@ def game_replay(game: Mapping[str, Any], initial_ms: int) -> dict:
         out.append(frame)
     if k != len(exchanges):
         raise ReplayDataError(f"game {gi}: {len(exchanges) - k} request record(s) without an engine action")
-    return {"index": gi, "seed": game.get("seed"), "seats": list(game.get("seats", [])),
-            "result": game.get("result"), "faults": list(game.get("faults", [])), "frames": out,
-            "units": units_of(out)}
+    return {
+        "index": gi,
+        "seed": game.get("seed"),
+        "seats": list(game.get("seats", [])),
+        "result": game.get("result"),
+        "faults": list(game.get("faults", [])),
+        "frames": out,
+        "units": units_of(out),
+    }
 
 
 def _by_seat(scores: Any, n: int) -> list | None:
@@ -130,8 +142,16 @@ def units_of(frames: Sequence[Mapping[str, Any]]) -> list[dict]:
 
     def unit(u: int, step: int) -> dict:
         if u not in units:
-            units[u] = {"unit": u, "first_step": step, "end_step": None, "set": None, "game_in_set": None,
-                        "void": False, "scores": None, "totals": None}
+            units[u] = {
+                "unit": u,
+                "first_step": step,
+                "end_step": None,
+                "set": None,
+                "game_in_set": None,
+                "void": False,
+                "scores": None,
+                "totals": None,
+            }
         return units[u]
 
     if not frames:
@@ -187,7 +207,11 @@ def build_replay(match_log: Mapping[str, Any], labels: Sequence[str] | None = No
         i = p.get("index")
         label = labels[i] if labels is not None and i is not None and i < len(labels) else p.get("name")
         players.append({"index": i, "name": p.get("name"), "label": label})
-    return {"ruleset": match_log.get("ruleset"), "time_rules": tr, "players": players,
-            "result": match_log.get("result"),
-            "games": [game_replay(g, initial_ms) for g in match_log.get("games", [])],
-            "game_totals": game_totals(match_log)}
+    return {
+        "ruleset": match_log.get("ruleset"),
+        "time_rules": tr,
+        "players": players,
+        "result": match_log.get("result"),
+        "games": [game_replay(g, initial_ms) for g in match_log.get("games", [])],
+        "game_totals": game_totals(match_log),
+    }

@@ -28,13 +28,14 @@ from api.database import db, match_log_download
 from api.ui import access
 from api.ui.chart import score_chart
 from api.ui.replay import ReplayDataError, build_replay
-from arena.core import access as policy
-from arena.core import matchlog
-from arena.core.db.models import Bot, Match, MatchLog, Tournament
-from arena.core.standings import tournament_standings
+from arena import access as policy
+from arena import matchlog
+from arena.db.models import Bot, Match, MatchLog, Tournament
+from arena.standings import tournament_standings
 
-bp = Blueprint("ui", __name__, url_prefix="/ui", template_folder="templates",
-               static_folder="static", static_url_path="/static")
+bp = Blueprint(
+    "ui", __name__, url_prefix="/ui", template_folder="templates", static_folder="static", static_url_path="/static"
+)
 
 MAX_ID = 2**31 - 1
 #: Matches per page of a tournament page (/ui/tournaments/<id>?page=N).
@@ -130,11 +131,14 @@ def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str])
 def _progress(t: Tournament) -> dict:
     """``finished``, ``total``, ``percent`` and ``by_status`` (match count per status), from
     one grouped query."""
-    counts = {str(st): int(n) for st, n in db().execute(
-        select(Match.status, func.count()).where(Match.tournament_id == t.id).group_by(Match.status))}
+    counts = {
+        str(st): int(n)
+        for st, n in db().execute(
+            select(Match.status, func.count()).where(Match.tournament_id == t.id).group_by(Match.status)
+        )
+    }
     total, done = sum(counts.values()), counts.get("finished", 0)
-    return {"finished": done, "total": total, "percent": round(100 * done / total) if total else 0,
-            "by_status": counts}
+    return {"finished": done, "total": total, "percent": round(100 * done / total) if total else 0, "by_status": counts}
 
 
 def standings_rows(standings, names: dict[int, str]) -> list[dict[str, Any]]:
@@ -142,8 +146,11 @@ def standings_rows(standings, names: dict[int, str]) -> list[dict[str, Any]]:
     95% interval's ends."""
     rows: list[dict[str, Any]] = []
     for st in standings:
-        label = _entrant_label(st.entrant if isinstance(st.entrant, int) else None,
-                               st.entrant if isinstance(st.entrant, str) else None, names)
+        label = _entrant_label(
+            st.entrant if isinstance(st.entrant, int) else None,
+            st.entrant if isinstance(st.entrant, str) else None,
+            names,
+        )
         lo = hi = None
         if st.mean_score is not None and st.ci95 is not None:
             lo, hi = st.mean_score - st.ci95, st.mean_score + st.ci95
@@ -163,8 +170,13 @@ def playing_now(t: Tournament, account) -> dict[str, Any]:
     visible = policy.visible_matches_condition(db(), account, t)
     if visible is not None:
         cond.append(visible)
-    matches = db().scalars(select(Match).where(*cond).order_by(Match.index).limit(PLAYING_LIMIT)
-                           .options(selectinload(Match.seats))).all()
+    matches = (
+        db()
+        .scalars(
+            select(Match).where(*cond).order_by(Match.index).limit(PLAYING_LIMIT).options(selectinload(Match.seats))
+        )
+        .all()
+    )
     names = _bot_names([s.bot_id for m in matches for s in m.seats])
     rows = [{"m": m, "seats": [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]} for m in matches]
     return {"rows": rows, "total": everyone, "hidden": max(0, everyone - len(rows))}
@@ -232,26 +244,43 @@ def tournament_page(tournament_id: int):
     total = db().scalar(select(func.count()).select_from(Match).where(Match.tournament_id == t.id)) or 0
     pages = max(1, -(-shown // MATCHES_PER_PAGE))
     page = min(max(1, request.args.get("page", 1, type=int) or 1), pages)
-    matches = db().scalars(select(Match).where(*cond).order_by(Match.index)
-                           .offset((page - 1) * MATCHES_PER_PAGE).limit(MATCHES_PER_PAGE)
-                           .options(selectinload(Match.seats), selectinload(Match.result))).all()
-    names = _bot_names([p.bot_id for p in t.participants]
-                       + [s.bot_id for m in matches for s in m.seats])
+    matches = (
+        db()
+        .scalars(
+            select(Match)
+            .where(*cond)
+            .order_by(Match.index)
+            .offset((page - 1) * MATCHES_PER_PAGE)
+            .limit(MATCHES_PER_PAGE)
+            .options(selectinload(Match.seats), selectinload(Match.result))
+        )
+        .all()
+    )
+    names = _bot_names([p.bot_id for p in t.participants] + [s.bot_id for m in matches for s in m.seats])
     rows = standings_rows(standings, names)
     match_rows = []
     for m in matches:
         seats = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
         r = m.result
-        match_rows.append({"m": m, "seats": seats, "result": r,
-                           "faults": sum(r.faults) if r else 0})
+        match_rows.append({"m": m, "seats": seats, "result": r, "faults": sum(r.faults) if r else 0})
     return render_template(
-        "tournament.html", t=t, progress=_progress(t), rows=rows, matches=match_rows, hidden=total - shown,
+        "tournament.html",
+        t=t,
+        progress=_progress(t),
+        rows=rows,
+        matches=match_rows,
+        hidden=total - shown,
         playing=playing_now(t, account) if t.status == "running" else None,
-        page=page, pages=pages, shown=shown,
+        page=page,
+        pages=pages,
+        shown=shown,
         chart=score_chart([(r["label"], r["s"].mean_score, r["lo"], r["hi"]) for r in rows]),
-        public=policy.is_public(t), logs_link=policy.can_download_tournament_logs(db(), account, t),
+        public=policy.is_public(t),
+        logs_link=policy.can_download_tournament_logs(db(), account, t),
         seats_per_match=engine.SEATS.get(t.ruleset, 0),
-        show_seed=policy.can_see_seed(db(), account, t), seed_revealed=policy.seed_revealed(db(), t))
+        show_seed=policy.can_see_seed(db(), account, t),
+        seed_revealed=policy.seed_revealed(db(), t),
+    )
 
 
 @bp.route("/matches/<int:match_id>")
@@ -276,13 +305,31 @@ def match_page(match_id: int):
     r = m.result
     seats = []
     for i, label in enumerate(labels):
-        seats.append({"seat": i, "label": label,
-                      "score": r.scores[i] if r else None, "place": r.places[i] if r else None,
-                      "faults": r.faults[i] if r else None})
-    return render_template("match.html", m=m, t=t, seats=seats, result=r, faults=faults,
-                           labels=labels, live_players=[{"index": i, "name": x, "label": x} for i, x in enumerate(labels)], replay=replay, replay_error=replay_error,
-                           has_log=match_log is not None, public=policy.is_public(t), embargoed=embargoed,
-                           show_seed=policy.can_see_seed(db(), account, t))
+        seats.append(
+            {
+                "seat": i,
+                "label": label,
+                "score": r.scores[i] if r else None,
+                "place": r.places[i] if r else None,
+                "faults": r.faults[i] if r else None,
+            }
+        )
+    return render_template(
+        "match.html",
+        m=m,
+        t=t,
+        seats=seats,
+        result=r,
+        faults=faults,
+        labels=labels,
+        live_players=[{"index": i, "name": x, "label": x} for i, x in enumerate(labels)],
+        replay=replay,
+        replay_error=replay_error,
+        has_log=match_log is not None,
+        public=policy.is_public(t),
+        embargoed=embargoed,
+        show_seed=policy.can_see_seed(db(), account, t),
+    )
 
 
 # ----------------------------------------------------------------------------- downloads
@@ -343,14 +390,20 @@ def tournament_logs(tournament_id: int):
 
     def generate():
         with factory() as session:
-            rows = session.execute(select(MatchLog.match_id, MatchLog.data)
-                                   .where(MatchLog.match_id.in_(ids)).order_by(MatchLog.match_id)
-                                   .execution_options(yield_per=20))
+            rows = session.execute(
+                select(MatchLog.match_id, MatchLog.data)
+                .where(MatchLog.match_id.in_(ids))
+                .order_by(MatchLog.match_id)
+                .execution_options(yield_per=20)
+            )
             for mid, data in rows:
                 raw = matchlog.decompress(data)
                 if b'"url":"' in raw:  # an old log stored with URLs
                     raw = policy.redact_log(raw, account, policy.seat_owners(session, mid))
                 yield b'{"match_id":%d,"log":' % mid + raw + b"}\n"
 
-    return Response(stream_with_context(generate()), mimetype="application/x-ndjson", headers={
-        "Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'})
+    return Response(
+        stream_with_context(generate()),
+        mimetype="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'},
+    )

@@ -79,8 +79,11 @@ class HeuristicBot(Bot):
             if spend and bad and len(hand) - bad <= 2:
                 return spend[-1] if req.leading else spend[0]
         sizes = req.observation["hand_sizes"]
-        opp_small = min(n for s, n in enumerate(sizes) if s != req.seat and n > 0) <= 3 if any(
-            n > 0 for s, n in enumerate(sizes) if s != req.seat) else True
+        opp_small = (
+            min(n for s, n in enumerate(sizes) if s != req.seat and n > 0) <= 3
+            if any(n > 0 for s, n in enumerate(sizes) if s != req.seat)
+            else True
+        )
         endgame = len(hand) <= 4 or opp_small
         cheap = [p for p in plays if not any(_is_power(c, rev) for c in p["cards"])]
         if req.leading:
@@ -132,7 +135,7 @@ class HeuristicBot(Bot):
             return {"type": "penalty", "cards": cards}
         give = [c for c in cards if c != "JK" and c[0] not in "28"]
         if len(give) < ch["min"]:
-            give = sorted(cards, key=rank)[:ch["min"]]
+            give = sorted(cards, key=rank)[: ch["min"]]
         return {"type": "penalty", "cards": give}
 
     # -- Trump Millionaire / JDF --------------------------------------------------------------

@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from api import create_app
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.session import make_engine, make_sessionmaker
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.session import make_engine, make_sessionmaker
 from tests.helpers import create_pg_database
 
 
@@ -49,9 +49,13 @@ def make_app(engine, database_url, tmp_path, unreachable_broker):
     """``make_app(allow_private=True, broker_url=None)`` -> Flask app on the migrated database."""
 
     def make(allow_private: bool = True, broker_url: str | None = None):
-        settings = Settings(data_dir=tmp_path, database_url=database_url,
-                            broker_url=broker_url or unreachable_broker,
-                            allow_private_bot_urls=allow_private, rate_limits=False)
+        settings = Settings(
+            data_dir=tmp_path,
+            database_url=database_url,
+            broker_url=broker_url or unreachable_broker,
+            allow_private_bot_urls=allow_private,
+            rate_limits=False,
+        )
         app = create_app(settings, engine=engine)
         app.testing = True
         return app

@@ -22,13 +22,16 @@ def test_duplicate_account_is_409(client):
     assert r.status_code == 409 and "taken" in r.json["message"]
 
 
-@pytest.mark.parametrize("body, field", [
-    ({}, "name"),
-    ({"name": "ok", "role": "organizer"}, "role"),
-    ({"name": ""}, "name"),
-    ({"name": "has space"}, "name"),
-    ({"name": 5}, "name"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({}, "name"),
+        ({"name": "ok", "role": "organizer"}, "role"),
+        ({"name": ""}, "name"),
+        ({"name": "has space"}, "name"),
+        ({"name": 5}, "name"),
+    ],
+)
 def test_account_body_errors_name_the_field(client, body, field):
     r = client.post("/api/v1/accounts", json=body)
     assert r.status_code == 422
@@ -64,8 +67,11 @@ def test_unknown_route_is_json_404(client):
 
 def test_bot_lifecycle_owner(client, accounts, bot_server):
     h = accounts.contestant("carol")
-    r = client.post("/api/v1/bots", json={"name": "b1", "url": bot_server.url + "/",
-                                          "rulesets": ["jdf", "million_doubt"]}, headers=h)
+    r = client.post(
+        "/api/v1/bots",
+        json={"name": "b1", "url": bot_server.url + "/", "rulesets": ["jdf", "million_doubt"]},
+        headers=h,
+    )
     assert r.status_code == 201
     bot = r.json
     assert len(bot["secret"]) == 64 and bot["status"] == "unchecked"
@@ -98,16 +104,20 @@ def test_bot_lifecycle_owner(client, accounts, bot_server):
     assert client.get("/api/v1/bots", headers=h).json["total"] == 0
 
 
-@pytest.mark.parametrize("path, error", [
-    ("/error", "HTTP status 500"),
-    ("/redirect", "redirect"),
-    ("/text", "not JSON"),
-    ("/noname", "name"),
-])
+@pytest.mark.parametrize(
+    "path, error",
+    [
+        ("/error", "HTTP status 500"),
+        ("/redirect", "redirect"),
+        ("/text", "not JSON"),
+        ("/noname", "name"),
+    ],
+)
 def test_failed_health_check_is_recorded(client, accounts, bot_server, path, error):
     h = accounts.contestant("dave")
-    bot_id = client.post("/api/v1/bots", json={"name": "b", "url": bot_server.url + path,
-                                               "rulesets": ["jdf"]}, headers=h).json["id"]
+    bot_id = client.post(
+        "/api/v1/bots", json={"name": "b", "url": bot_server.url + path, "rulesets": ["jdf"]}, headers=h
+    ).json["id"]
     check, bot = run_check(client, bot_id, h)
     assert check["status"] == "failed" and bot["status"] == "failed"
     assert error in bot["last_check"]["health"]["error"]
@@ -116,8 +126,9 @@ def test_failed_health_check_is_recorded(client, accounts, bot_server, path, err
 
 def test_check_of_a_bot_that_is_down(client, accounts, free_port):
     h = accounts.contestant("erin")
-    bot_id = client.post("/api/v1/bots", json={"name": "b", "url": f"http://127.0.0.1:{free_port()}/",
-                                               "rulesets": ["jdf"]}, headers=h).json["id"]
+    bot_id = client.post(
+        "/api/v1/bots", json={"name": "b", "url": f"http://127.0.0.1:{free_port()}/", "rulesets": ["jdf"]}, headers=h
+    ).json["id"]
     _, bot = run_check(client, bot_id, h)
     assert bot["status"] == "failed" and "ConnectError" in bot["last_check"]["health"]["error"]
 
@@ -140,16 +151,19 @@ def test_bot_access_rules(client, accounts, bot_server):
     assert client.get("/api/v1/bots/999999", headers=owner).status_code == 404
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"name": "b", "url": "http://127.0.0.1/"}, "rulesets"),
-    ({"name": "b", "url": "http://127.0.0.1/", "rulesets": ["chess"]}, "rulesets"),
-    ({"name": "b", "url": "http://127.0.0.1/", "rulesets": []}, "rulesets"),
-    ({"name": "b", "url": "http://127.0.0.1/", "rulesets": ["jdf", "jdf"]}, "rulesets"),
-    ({"name": "b", "url": "ftp://127.0.0.1/", "rulesets": ["jdf"]}, "url"),
-    ({"name": "b", "url": "http://u:p@127.0.0.1/", "rulesets": ["jdf"]}, "url"),
-    ({"name": "b", "url": "http://169.254.169.254/", "rulesets": ["jdf"]}, "url"),
-    ({"name": "b", "url": "http://127.0.0.1/", "rulesets": ["jdf"], "secret": "x"}, "secret"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"name": "b", "url": "http://127.0.0.1/"}, "rulesets"),
+        ({"name": "b", "url": "http://127.0.0.1/", "rulesets": ["chess"]}, "rulesets"),
+        ({"name": "b", "url": "http://127.0.0.1/", "rulesets": []}, "rulesets"),
+        ({"name": "b", "url": "http://127.0.0.1/", "rulesets": ["jdf", "jdf"]}, "rulesets"),
+        ({"name": "b", "url": "ftp://127.0.0.1/", "rulesets": ["jdf"]}, "url"),
+        ({"name": "b", "url": "http://u:p@127.0.0.1/", "rulesets": ["jdf"]}, "url"),
+        ({"name": "b", "url": "http://169.254.169.254/", "rulesets": ["jdf"]}, "url"),
+        ({"name": "b", "url": "http://127.0.0.1/", "rulesets": ["jdf"], "secret": "x"}, "secret"),
+    ],
+)
 def test_bot_body_errors_name_the_field(client, accounts, body, field):
     h = accounts.contestant("frank")
     r = client.post("/api/v1/bots", json=body, headers=h)
@@ -157,14 +171,17 @@ def test_bot_body_errors_name_the_field(client, accounts, body, field):
     assert field in r.json["errors"]["json"]
 
 
-@pytest.mark.parametrize("url, why", [
-    ("http://127.0.0.1/", "loopback"),
-    ("http://10.0.0.5/", "private"),
-    ("http://169.254.169.254/", "metadata"),
-    ("http://localhost:8000/", "loopback"),
-    ("http://[::1]/", "loopback"),
-    ("http://192.168.1.10/", "private"),
-])
+@pytest.mark.parametrize(
+    "url, why",
+    [
+        ("http://127.0.0.1/", "loopback"),
+        ("http://10.0.0.5/", "private"),
+        ("http://169.254.169.254/", "metadata"),
+        ("http://localhost:8000/", "loopback"),
+        ("http://[::1]/", "loopback"),
+        ("http://192.168.1.10/", "private"),
+    ],
+)
 def test_ssrf_refusals_without_private_setting(make_app, url, why):
     client = make_app(allow_private=False).test_client()
     token = client.post("/api/v1/accounts", json={"name": "gina"}).json["token"]

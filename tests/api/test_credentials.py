@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from arena.core import crypto
-from arena.core.db.models import Account, Bot, utcnow
+from arena import crypto
+from arena.db.models import Account, Bot, utcnow
 from bots_sdk import protocol
 
 
@@ -40,8 +40,9 @@ def test_token_expiry(client, accounts, sessionmaker):
 
 def test_bot_secret_is_encrypted_at_rest_and_rotates_with_a_grace_period(client, accounts, sessionmaker, engine):
     headers = accounts.contestant("dora")
-    r = client.post("/api/v1/bots", json={"name": "b", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]},
-                    headers=headers)
+    r = client.post(
+        "/api/v1/bots", json={"name": "b", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]}, headers=headers
+    )
     bot_id, first = r.json["id"], r.json["secret"]
     with engine.connect() as conn:
         raw = conn.execute(text("SELECT secret FROM bots WHERE id = :i"), {"i": bot_id}).scalar_one()
@@ -74,15 +75,15 @@ def test_bot_secret_is_encrypted_at_rest_and_rotates_with_a_grace_period(client,
 def test_key_rotation_with_the_cli(database_url, monkeypatch):
     from click.testing import CliRunner
 
-    from arena.cli import main
-    from arena.core.db.migrate import upgrade
+    from arena.db.migrate import upgrade
+    from cli import main
 
     old, new = crypto.new_key(), crypto.new_key()
     monkeypatch.setenv("ARENA_DATABASE_URL", database_url)
     monkeypatch.setenv(crypto.ENV_KEYS, old)
     upgrade(database_url)
-    from arena.core.accounts import create_account
-    from arena.core.db.session import make_engine, make_sessionmaker
+    from arena.accounts import create_account
+    from arena.db.session import make_engine, make_sessionmaker
 
     engine = make_engine(database_url)
     with make_sessionmaker(engine)() as s:
@@ -100,16 +101,18 @@ def test_key_rotation_with_the_cli(database_url, monkeypatch):
 
 
 @pytest.mark.parametrize("key", ["wrong", "missing", "malformed"])
-def test_a_key_problem_is_a_503_naming_it_and_changes_nothing(client, accounts, sessionmaker, monkeypatch,
-                                                              tmp_path, key):
+def test_a_key_problem_is_a_503_naming_it_and_changes_nothing(
+    client, accounts, sessionmaker, monkeypatch, tmp_path, key
+):
     """The API's ARENA_ENCRYPTION_KEYS cannot decrypt the stored secrets (another key; none, so
     its own key file; not a Fernet key): rotating a secret is a 503 with a JSON message naming
     the problem, not a 500; the bot reads on (no secret needed) and nothing is changed."""
     good = crypto.new_key()
     monkeypatch.setenv(crypto.ENV_KEYS, good)
     headers = accounts.contestant("fay")
-    r = client.post("/api/v1/bots", json={"name": "b", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]},
-                    headers=headers)
+    r = client.post(
+        "/api/v1/bots", json={"name": "b", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]}, headers=headers
+    )
     assert r.status_code == 201
     bot_id, secret = r.json["id"], r.json["secret"]
     if key == "wrong":
@@ -125,8 +128,9 @@ def test_a_key_problem_is_a_503_naming_it_and_changes_nothing(client, accounts, 
     assert f"ARENA_ENCRYPTION_KEYS is {key}" in r.json["message"] and "on this API server" in r.json["message"]
     assert client.get(f"/api/v1/bots/{bot_id}", headers=headers).status_code == 200
     if key == "malformed":  # a new secret cannot be encrypted either
-        r = client.post("/api/v1/bots", json={"name": "c", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]},
-                        headers=headers)
+        r = client.post(
+            "/api/v1/bots", json={"name": "c", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]}, headers=headers
+        )
         assert r.status_code == 503 and "ARENA_ENCRYPTION_KEYS is malformed" in r.json["message"]
     monkeypatch.setenv(crypto.ENV_KEYS, good)
     with sessionmaker() as s:

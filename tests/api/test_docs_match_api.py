@@ -20,10 +20,10 @@ import pytest
 
 from api import create_app
 from api.markdown import rst_to_markdown
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.runner.players import HttpPlayer
-from arena.core.security import new_secret
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.runner.players import HttpPlayer
+from arena.security import new_secret
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -39,8 +39,9 @@ def app(tmp_path_factory):
     data = tmp_path_factory.mktemp("docs-app")
     url = f"sqlite:///{data / 'arena.db'}"
     upgrade(url)
-    app = create_app(Settings(data_dir=data, database_url=url, broker_url="redis://127.0.0.1:1/0",
-                              allow_private_bot_urls=False))
+    app = create_app(
+        Settings(data_dir=data, database_url=url, broker_url="redis://127.0.0.1:1/0", allow_private_bot_urls=False)
+    )
     app.testing = True
     return app
 
@@ -63,7 +64,7 @@ def documented_endpoints(text: str) -> list[tuple[str, str, str]]:
     base = ""
     for m in ENDPOINT.finditer(text):
         method, written = m.group(1), m.group(2)
-        if text[m.end():m.end() + 6] == " HTTP/":
+        if text[m.end() : m.end() + 6] == " HTTP/":
             continue
         path = written.split("?", 1)[0].rstrip(".:")
         if path.startswith("..."):
@@ -82,13 +83,19 @@ def documented_endpoints(text: str) -> list[tuple[str, str, str]]:
 
 
 def test_the_extractor_reads_what_the_docs_write():
-    text = ("`POST /api/v1/tournaments/{id}/start`, `GET .../standings`, `GET /api/v1/leaderboard/{ruleset}`, "
-            "`GET /api/v1/leaderboard?ruleset=...`, `POST /tournaments/{id}/resume`, `POST <bot URL>`\n"
-            "POST /bot HTTP/1.1\n`GET /healthz`")
+    text = (
+        "`POST /api/v1/tournaments/{id}/start`, `GET .../standings`, `GET /api/v1/leaderboard/{ruleset}`, "
+        "`GET /api/v1/leaderboard?ruleset=...`, `POST /tournaments/{id}/resume`, `POST <bot URL>`\n"
+        "POST /bot HTTP/1.1\n`GET /healthz`"
+    )
     assert [(m, p) for m, p, _ in documented_endpoints(text)] == [
-        ("POST", "/api/v1/tournaments/{}/start"), ("GET", "/api/v1/tournaments/{}/standings"),
-        ("GET", "/api/v1/leaderboard/{}"), ("GET", "/api/v1/leaderboard"),
-        ("POST", "/api/v1/tournaments/{}/resume"), ("GET", "/healthz")]
+        ("POST", "/api/v1/tournaments/{}/start"),
+        ("GET", "/api/v1/tournaments/{}/standings"),
+        ("GET", "/api/v1/leaderboard/{}"),
+        ("GET", "/api/v1/leaderboard"),
+        ("POST", "/api/v1/tournaments/{}/resume"),
+        ("GET", "/healthz"),
+    ]
 
 
 def test_every_endpoint_in_the_readme_and_docs_is_in_the_openapi_document(app, spec):
@@ -118,8 +125,10 @@ def test_openapi_descriptions_are_markdown(app, spec):
     assert not re.search(r":(mod|func|class|meth|attr):`", text)
     post_bots = spec["paths"]["/api/v1/bots"]["post"]
     assert "`secret`" in post_bots["summary"] + post_bots.get("description", "")
-    assert rst_to_markdown("the ``secret`` (see :mod:`api.auth`) and ``a`` ``b``") == \
-        "the `secret` (see `api.auth`) and `a` `b`"
+    assert (
+        rst_to_markdown("the ``secret`` (see :mod:`api.auth`) and ``a`` ``b``")
+        == "the `secret` (see `api.auth`) and `a` `b`"
+    )
 
 
 def test_root_sends_browsers_to_the_pages_and_json_clients_to_the_api(app):
@@ -139,8 +148,11 @@ def test_root_sends_browsers_to_the_pages_and_json_clients_to_the_api(app):
 def test_loopback_or_private_bot_url_error_names_the_setting(app, url):
     client = app.test_client()
     token = client.post("/api/v1/accounts", json={"name": f"eve{abs(hash(url))}"}).json["token"]
-    r = client.post("/api/v1/bots", json={"name": "b", "url": url, "rulesets": ["jdf"]},
-                    headers={"Authorization": f"Bearer {token}"})
+    r = client.post(
+        "/api/v1/bots",
+        json={"name": "b", "url": url, "rulesets": ["jdf"]},
+        headers={"Authorization": f"Bearer {token}"},
+    )
     assert r.status_code == 422
     assert "ARENA_ALLOW_PRIVATE_BOT_URLS=1" in r.json["errors"]["json"]["url"][0]
 
@@ -148,8 +160,11 @@ def test_loopback_or_private_bot_url_error_names_the_setting(app, url):
 def test_metadata_url_error_does_not_suggest_the_setting(app):
     client = app.test_client()
     token = client.post("/api/v1/accounts", json={"name": "mallory"}).json["token"]
-    r = client.post("/api/v1/bots", json={"name": "b", "url": "http://169.254.169.254/", "rulesets": ["jdf"]},
-                    headers={"Authorization": f"Bearer {token}"})
+    r = client.post(
+        "/api/v1/bots",
+        json={"name": "b", "url": "http://169.254.169.254/", "rulesets": ["jdf"]},
+        headers={"Authorization": f"Bearer {token}"},
+    )
     assert r.status_code == 422
     message = r.json["errors"]["json"]["url"][0]
     assert "metadata" in message and "ARENA_ALLOW_PRIVATE_BOT_URLS" not in message
@@ -183,7 +198,7 @@ def test_runner_signs_with_the_secret_as_utf8_text():
         player.close()
         httpd.shutdown()
         httpd.server_close()
-    (headers, body), = seen
+    ((headers, body),) = seen
     mac_input = headers["x-arena-timestamp"].encode() + b"." + body
     as_text = "sha256=" + hmac.new(secret.encode("utf-8"), mac_input, hashlib.sha256).hexdigest()
     as_bytes = "sha256=" + hmac.new(bytes.fromhex(secret), mac_input, hashlib.sha256).hexdigest()

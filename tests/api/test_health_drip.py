@@ -1,5 +1,5 @@
 """A bot's health endpoint that drips its answer cannot hold a worker: the whole exchange,
-headers included, ends at the check's deadline (arena.core.conformance.health_check)."""
+headers included, ends at the check's deadline (arena.conformance.health_check)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from arena.core.conformance import health_check
+from arena.conformance import health_check
 
 
 def _dripping_server(phase: str) -> tuple[socket.socket, threading.Event]:
@@ -45,8 +45,12 @@ def _dripping_server(phase: str) -> tuple[socket.socket, threading.Event]:
 def test_a_dripping_health_answer_is_cut_at_the_deadline(phase):
     srv, stop = _dripping_server(phase)
     result: dict = {}
-    t = threading.Thread(target=lambda: result.update(health_check(
-        f"http://127.0.0.1:{srv.getsockname()[1]}/", timeout_s=1.0, allow_private=True)), daemon=True)
+    t = threading.Thread(
+        target=lambda: result.update(
+            health_check(f"http://127.0.0.1:{srv.getsockname()[1]}/", timeout_s=1.0, allow_private=True)
+        ),
+        daemon=True,
+    )
     try:
         t.start()
         t.join(30)  # a hang check, not a timing goal: the drip alone would last minutes

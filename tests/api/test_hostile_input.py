@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from api import create_app
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.conformance import health_check
-from arena.core.db.migrate import upgrade
-from arena.core.db.session import make_engine, make_sessionmaker
-from arena.core.safejson import MAX_DEPTH, JsonLimitError, loads_limited
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.conformance import health_check
+from arena.db.migrate import upgrade
+from arena.db.session import make_engine, make_sessionmaker
+from arena.safejson import MAX_DEPTH, JsonLimitError, loads_limited
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -55,17 +55,24 @@ def test_huge_integer_names_the_field(client, accounts):
     _field_error(_post(client, "/api/v1/tournaments", raw, org), 422, "json", "seed")
 
 
-@pytest.mark.parametrize("name, reason", [
-    ('"a\\u0000b"', "NUL"),
-    ('"a\\ud800b"', "surrogate"),
-    ('"' + "x" * 10_000 + '"', "longer than"),
-])
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ('"a\\u0000b"', "NUL"),
+        ('"a\\ud800b"', "surrogate"),
+        ('"' + "x" * 10_000 + '"', "longer than"),
+    ],
+)
 def test_bad_strings_name_the_field(client, accounts, name, reason):
     r = _post(client, "/api/v1/accounts", '{"name": ' + name + "}")
     assert reason in _field_error(r, 422, "json", "name")
     headers = accounts.contestant("alice")
-    r = _post(client, "/api/v1/bots", '{"name": ' + name + ', "url": "http://127.0.0.1:9/", '
-              '"rulesets": ["million_doubt"]}', headers)
+    r = _post(
+        client,
+        "/api/v1/bots",
+        '{"name": ' + name + ', "url": "http://127.0.0.1:9/", "rulesets": ["million_doubt"]}',
+        headers,
+    )
     assert reason in _field_error(r, 422, "json", "name")
 
 
@@ -149,18 +156,29 @@ def test_database_outage_is_503_json_on_every_endpoint(own_postgres, tmp_path, f
     url, stop = own_postgres
     upgrade(url)
     engine = make_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 2})
-    app = create_app(Settings(data_dir=tmp_path, database_url=url, broker_url=f"redis://127.0.0.1:{free_port()}/0",
-                              allow_private_bot_urls=True), engine=engine)
+    app = create_app(
+        Settings(
+            data_dir=tmp_path,
+            database_url=url,
+            broker_url=f"redis://127.0.0.1:{free_port()}/0",
+            allow_private_bot_urls=True,
+        ),
+        engine=engine,
+    )
     with make_sessionmaker(engine)() as s:
         _, token = create_account(s, "org", "organizer")
     client = app.test_client()
     auth = {"Authorization": f"Bearer {token}"}
     requests = [
-        ("GET", "/healthz", None), ("GET", "/api/v1/accounts/me", None),
-        ("POST", "/api/v1/accounts", {"name": "bob"}), ("GET", "/api/v1/bots", None),
+        ("GET", "/healthz", None),
+        ("GET", "/api/v1/accounts/me", None),
+        ("POST", "/api/v1/accounts", {"name": "bob"}),
+        ("GET", "/api/v1/bots", None),
         ("POST", "/api/v1/bots", {"name": "b", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]}),
-        ("GET", "/api/v1/bots/1", None), ("GET", "/api/v1/tournaments", None),
-        ("GET", "/api/v1/tournaments/1", None), ("GET", "/api/v1/matches/1", None),
+        ("GET", "/api/v1/bots/1", None),
+        ("GET", "/api/v1/tournaments", None),
+        ("GET", "/api/v1/tournaments/1", None),
+        ("GET", "/api/v1/matches/1", None),
         ("GET", "/api/v1/leaderboard?ruleset=jdf", None),
     ]
     assert client.get("/api/v1/tournaments", headers=auth).status_code == 200

@@ -11,11 +11,11 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 
 from api import create_app
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Bot
-from arena.core.db.session import make_engine, make_sessionmaker
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.models import Bot
+from arena.db.session import make_engine, make_sessionmaker
 from tests.api.conftest import _fresh_pg_database
 
 
@@ -25,12 +25,24 @@ def fuzz_app(pg_url, redis_url, tmp_path):
     upgrade(url)
     engine = make_engine(url)
     broker = redis_url.rsplit("/", 1)[0] + "/7"  # a Redis database of its own
-    app = create_app(Settings(data_dir=tmp_path, database_url=url, broker_url=broker,
-                              allow_private_bot_urls=False, rate_limits=False), engine=engine)
+    app = create_app(
+        Settings(
+            data_dir=tmp_path, database_url=url, broker_url=broker, allow_private_bot_urls=False, rate_limits=False
+        ),
+        engine=engine,
+    )
     with make_sessionmaker(engine)() as s:
         account, token = create_account(s, "fuzz-org", "organizer")
-        s.add(Bot(owner_id=account.id, name="b", url="http://93.184.215.14/", rulesets=["million_doubt"],
-                  secret="s" * 64, status="ready"))
+        s.add(
+            Bot(
+                owner_id=account.id,
+                name="b",
+                url="http://93.184.215.14/",
+                rulesets=["million_doubt"],
+                secret="s" * 64,
+                status="ready",
+            )
+        )
         s.commit()
     app.config["FUZZ_TOKEN"] = token
     yield app
@@ -66,14 +78,22 @@ def test_no_server_errors(fuzz_app):
     seen: list[int] = []
 
     for operation in operations:
+
         @given(case=operation.as_strategy())
-        @settings(max_examples=12, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=12, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+        )
         def check(case):
             response = case.call(headers=headers)
             seen.append(response.status_code)
-            assert response.status_code < 500, (case.method, case.path, case.body, case.query,
-                                                response.status_code, response.text[:300])
+            assert response.status_code < 500, (
+                case.method,
+                case.path,
+                case.body,
+                case.query,
+                response.status_code,
+                response.text[:300],
+            )
             if response.status_code >= 400:
                 body = response.json()
                 assert body["code"] == response.status_code and body["message"]
@@ -113,8 +133,9 @@ def test_hostile_values_in_every_body_field_and_query_parameter(fuzz_app):
         cases = []
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=1, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=1, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+        )
         def grab(case):
             cases.append(case)  # noqa: B023 (called right here, in this iteration)
 
@@ -128,8 +149,13 @@ def test_hostile_values_in_every_body_field_and_query_parameter(fuzz_app):
             body_fields = list(doc["components"]["schemas"][ref].get("properties", {}))
         for field in body_fields:
             for kind, raw in HOSTILE_JSON.items():
-                r = client.open(path, method=method.upper(), data='{"' + field + '": ' + raw + "}",
-                                content_type="application/json", headers=headers)
+                r = client.open(
+                    path,
+                    method=method.upper(),
+                    data='{"' + field + '": ' + raw + "}",
+                    content_type="application/json",
+                    headers=headers,
+                )
                 sent += 1
                 assert 400 <= r.status_code < 500, (method, path, field, kind, r.status_code, r.get_data()[:300])
                 assert r.json["code"] == r.status_code and r.json["message"]

@@ -14,14 +14,14 @@ from click.testing import CliRunner
 from sqlalchemy import inspect, select
 from sqlalchemy.exc import IntegrityError
 
-from arena.cli import main
-from arena.core import schedule as sched
-from arena.core.db.migrate import alembic_config, current, upgrade
-from arena.core.db.models import Account, Base, Bot, Match, MatchSeat, Tournament
-from arena.core.db.session import make_engine
-from arena.core.schedule import ScheduleError, build_schedule
-from arena.core.security import hash_token
-from arena.core.url_policy import BotUrlError, check_bot_url
+from arena import schedule as sched
+from arena.db.migrate import alembic_config, current, upgrade
+from arena.db.models import Account, Base, Bot, Match, MatchSeat, Tournament
+from arena.db.session import make_engine
+from arena.schedule import ScheduleError, build_schedule
+from arena.security import hash_token
+from arena.url_policy import BotUrlError, check_bot_url
+from cli import main
 
 
 def _head() -> str:
@@ -65,8 +65,9 @@ def test_constraints_protect_the_data(engine, sessionmaker):
             s.commit()
         s.rollback()
         org = s.scalar(select(Account))
-        t = Tournament(name="t", organizer_id=org.id, ruleset="jdf", options={}, time_rules={},
-                       games_per_pairing=1, seed=1)
+        t = Tournament(
+            name="t", organizer_id=org.id, ruleset="jdf", options={}, time_rules={}, games_per_pairing=1, seed=1
+        )
         s.add(t)
         s.commit()
         s.add(Match(tournament_id=t.id, index=0, seed=1, seats=[MatchSeat(seat=0)]))
@@ -97,16 +98,27 @@ def test_cli_db_upgrade_and_accounts_create(database_url, monkeypatch):
     assert r.exit_code == 1 and "taken" in r.output
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1/", "http://10.0.0.5/", "http://169.254.169.254/",
-                                 "http://localhost/", "http://[::ffff:127.0.0.1]/", "http://0.0.0.0/",
-                                 "http://metadata.google.internal/", "http://100.64.0.1/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/",
+        "http://10.0.0.5/",
+        "http://169.254.169.254/",
+        "http://localhost/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://0.0.0.0/",
+        "http://metadata.google.internal/",
+        "http://100.64.0.1/",
+    ],
+)
 def test_ssrf_refused_by_default(url):
     with pytest.raises(BotUrlError):
         check_bot_url(url)
 
 
-@pytest.mark.parametrize("url", ["http://xn--ls8h.la/bot", "http://xn--a.example/", "http://a..b/",
-                                 "http://[::1/", "ftp://bot.example/"])
+@pytest.mark.parametrize(
+    "url", ["http://xn--ls8h.la/bot", "http://xn--a.example/", "http://a..b/", "http://[::1/", "ftp://bot.example/"]
+)
 def test_urls_the_worker_could_not_call_are_refused(url):
     with pytest.raises(BotUrlError):
         check_bot_url(url, allow_private=True, resolve=False)
@@ -160,7 +172,7 @@ def _spread(tables: list[tuple], entrants: list) -> tuple[int, int]:
     for e in entrants:
         pos = [i for i, t in enumerate(tables) if e in t]
         ring = pos + [p + len(tables) for p in pos]
-        wait = max(wait, max(b - a for a, b in zip(ring, ring[1:len(pos) + 1])))
+        wait = max(wait, max(b - a for a, b in zip(ring, ring[1 : len(pos) + 1])))
         crowd = max(crowd, max(sum(1 for q in ring if p <= q < p + window) for p in pos))
     return crowd, wait
 
@@ -174,10 +186,10 @@ def _check_four_player_plan(plan, entrants: list) -> tuple[int, list[int], int, 
     assert len(by_seat) == 4 * n and len(set(by_seat.values())) == 1  # ... and sits in each seat as often
     assert all(len(set(m.seats)) == 4 for m in plan)
     assert [m.index for m in plan] == list(range(len(plan))) and len({m.seed for m in plan}) == len(plan)
-    tables = [tuple(sorted(m.seats)) for m in plan[:len(plan) // 4]]  # one rotation: every table once
-    assert sorted(m.table for m in plan[:len(tables)]) == list(range(len(tables)))
+    tables = [tuple(sorted(m.seats)) for m in plan[: len(plan) // 4]]  # one rotation: every table once
+    assert sorted(m.table for m in plan[: len(tables)]) == list(range(len(tables)))
     for k in range(4):  # the same table order in every rotation, the seats rotated
-        assert [m.table for m in plan[k * len(tables):(k + 1) * len(tables)]] == list(range(len(tables)))
+        assert [m.table for m in plan[k * len(tables) : (k + 1) * len(tables)]] == list(range(len(tables)))
     meets = collections.Counter(p for t in tables for p in itertools.combinations(t, 2))
     counts = [meets[p] for p in itertools.combinations(sorted(entrants), 2)]
     return seats[entrants[0]] // 4, counts, *_spread(tables, entrants)
@@ -256,7 +268,7 @@ def test_two_player_schedule_rounds_for_every_field_size():
         assert sorted(tuple(sorted(m.seats)) for m in plan) == list(itertools.combinations(range(n), 2))
         # circle method: in each block of n // 2 matches (a round) every bot plays at most once
         for r in range(0, len(plan), max(1, n // 2)):
-            block = [e for m in plan[r:r + n // 2] for e in m.seats]
+            block = [e for m in plan[r : r + n // 2] for e in m.seats]
             assert len(block) == len(set(block))
 
 

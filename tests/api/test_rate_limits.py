@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from api import create_app
-from arena.core.config import Settings
+from arena.config import Settings
 
 
 @pytest.fixture
@@ -18,8 +18,14 @@ def limited(engine, database_url, tmp_path, redis_url):
     prefix = f"rl-{uuid.uuid4().hex}"
 
     def make(proxy_hops: int = 0):
-        settings = Settings(data_dir=tmp_path, database_url=database_url, broker_url=redis_url,
-                            allow_private_bot_urls=True, rate_limit_prefix=prefix, proxy_hops=proxy_hops)
+        settings = Settings(
+            data_dir=tmp_path,
+            database_url=database_url,
+            broker_url=redis_url,
+            allow_private_bot_urls=True,
+            rate_limit_prefix=prefix,
+            proxy_hops=proxy_hops,
+        )
         app = create_app(settings, engine=engine)
         app.testing = True
         return app.test_client()
@@ -29,8 +35,9 @@ def limited(engine, database_url, tmp_path, redis_url):
 
 def test_sign_up_is_limited_per_client_across_processes(limited):
     first, second = limited(), limited()  # two API processes, one Redis
-    codes = [c.post("/api/v1/accounts", json={"name": f"u{i}"}).status_code
-             for i, c in zip(range(5), [first, second] * 3)]
+    codes = [
+        c.post("/api/v1/accounts", json={"name": f"u{i}"}).status_code for i, c in zip(range(5), [first, second] * 3)
+    ]
     assert codes == [201] * 5
     r = second.post("/api/v1/accounts", json={"name": "u5"})
     assert r.status_code == 429
@@ -43,21 +50,29 @@ def test_sign_up_is_limited_per_client_across_processes(limited):
 def test_behind_the_proxy_each_forwarded_client_has_its_own_count(limited):
     c = limited(proxy_hops=1)
     for i in range(5):
-        assert c.post("/api/v1/accounts", json={"name": f"p{i}"},
-                      headers={"X-Forwarded-For": "203.0.113.7"}).status_code == 201
-    assert c.post("/api/v1/accounts", json={"name": "p5"},
-                  headers={"X-Forwarded-For": "203.0.113.7"}).status_code == 429
-    assert c.post("/api/v1/accounts", json={"name": "p6"},
-                  headers={"X-Forwarded-For": "203.0.113.8"}).status_code == 201
+        assert (
+            c.post("/api/v1/accounts", json={"name": f"p{i}"}, headers={"X-Forwarded-For": "203.0.113.7"}).status_code
+            == 201
+        )
+    assert (
+        c.post("/api/v1/accounts", json={"name": "p5"}, headers={"X-Forwarded-For": "203.0.113.7"}).status_code == 429
+    )
+    assert (
+        c.post("/api/v1/accounts", json={"name": "p6"}, headers={"X-Forwarded-For": "203.0.113.8"}).status_code == 201
+    )
     # without a trusted proxy the header is ignored: the peer address counts
     direct = limited()
-    codes = [direct.post("/api/v1/accounts", json={"name": f"d{i}"},
-                         headers={"X-Forwarded-For": f"198.51.100.{i}"}).status_code for i in range(7)]
+    codes = [
+        direct.post(
+            "/api/v1/accounts", json={"name": f"d{i}"}, headers={"X-Forwarded-For": f"198.51.100.{i}"}
+        ).status_code
+        for i in range(7)
+    ]
     assert codes.count(429) >= 1
 
 
 def test_checks_and_writes_are_limited(limited, sessionmaker):
-    from arena.core.accounts import create_account
+    from arena.accounts import create_account
 
     with sessionmaker() as s:
         _, token = create_account(s, f"w-{uuid.uuid4().hex[:6]}")
@@ -68,6 +83,7 @@ def test_checks_and_writes_are_limited(limited, sessionmaker):
     codes = [c.post(f"/api/v1/bots/{bot.json['id']}/check", headers=h).status_code for _ in range(7)]
     # the first is queued (202), the next are refused while it is queued (409), then the limit
     assert codes[0] == 202 and codes[-1] == 429 and set(codes[1:6]) == {409}
-    codes = [c.patch(f"/api/v1/bots/{bot.json['id']}", json={"name": f"n{i}"}, headers=h).status_code
-             for i in range(121)]
+    codes = [
+        c.patch(f"/api/v1/bots/{bot.json['id']}", json={"name": f"n{i}"}, headers=h).status_code for i in range(121)
+    ]
     assert codes[:120] == [200] * 120 and codes[120] == 429

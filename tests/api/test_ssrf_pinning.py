@@ -16,12 +16,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from arena.core.conformance import health_check
-from arena.core.lifecycle import MatchPlan, SeatPlan
-from arena.core.runner.match import run_match
-from arena.core.runner.players import HttpPlayer
-from arena.core.runner.service import build_players
-from arena.core.url_policy import BotUrlError, check_bot_url
+from arena.conformance import health_check
+from arena.lifecycle import MatchPlan, SeatPlan
+from arena.runner.match import run_match
+from arena.runner.players import HttpPlayer
+from arena.runner.service import build_players
+from arena.url_policy import BotUrlError, check_bot_url
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 
@@ -99,8 +99,14 @@ class Resolver:
 def _play(player) -> dict:
     """A real two-game Million Doubt match of ``player`` against the greedy sample bot; the log."""
     try:
-        return run_match([player, SAMPLE_BOTS["greedy"](seed=2)], "million_doubt", seed=1, games=2,
-                         time_rules=TimeRules.from_seconds(initial=10, increment=1, cap=10), max_faults=1)
+        return run_match(
+            [player, SAMPLE_BOTS["greedy"](seed=2)],
+            "million_doubt",
+            seed=1,
+            games=2,
+            time_rules=TimeRules.from_seconds(initial=10, increment=1, cap=10),
+            max_faults=1,
+        )
     finally:
         player.close()
 
@@ -115,7 +121,8 @@ def test_rebinding_after_registration_is_refused_at_connection(monkeypatch, bot,
     resolver = Resolver(monkeypatch, [PUBLIC, "127.0.0.1"])
     headers = accounts.contestant("mallory")
     app.extensions["arena"]["settings"] = type(app.extensions["arena"]["settings"])(
-        **{**app.extensions["arena"]["settings"].__dict__, "allow_private_bot_urls": False})
+        **{**app.extensions["arena"]["settings"].__dict__, "allow_private_bot_urls": False}
+    )
     r = client.post("/api/v1/bots", json={"name": "b", "url": url, "rulesets": ["million_doubt"]}, headers=headers)
     assert r.status_code == 201, r.json  # the name was public when registered
     assert resolver.calls == ["bot.rebind.test"]
@@ -140,38 +147,58 @@ def test_connection_goes_to_the_checked_address_once_per_connection(monkeypatch,
 
 
 def test_workers_players_apply_the_policy_of_their_settings(monkeypatch, bot, tmp_path):
-    from arena.core.config import Settings
+    from arena.config import Settings
 
     Resolver(monkeypatch, ["127.0.0.1"])
-    seat = SeatPlan(seat=0, bot_id=1, house_bot=None, name="b#1", url=f"http://bot.rebind.test:{bot.port}/",
-                    secret="s" * 64)
+    seat = SeatPlan(
+        seat=0, bot_id=1, house_bot=None, name="b#1", url=f"http://bot.rebind.test:{bot.port}/", secret="s" * 64
+    )
     house = SeatPlan(seat=1, bot_id=None, house_bot="house-1", name="house-1", url=None, secret=None)
-    plan = MatchPlan(match_id=1, tournament_id=1, ruleset="million_doubt", options={},
-                     time_rules=TimeRules.from_seconds(), games=2, seed=1, max_faults=3, attempt=1,
-                     seats=(seat, house))
+    plan = MatchPlan(
+        match_id=1,
+        tournament_id=1,
+        ruleset="million_doubt",
+        options={},
+        time_rules=TimeRules.from_seconds(),
+        games=2,
+        seed=1,
+        max_faults=3,
+        attempt=1,
+        seats=(seat, house),
+    )
     for allow, fault in ((False, "connection_error"), (True, None)):
-        settings = Settings(data_dir=tmp_path, database_url="sqlite://", broker_url="redis://127.0.0.1:1/0",
-                            allow_private_bot_urls=allow, celery_eager=True)
+        settings = Settings(
+            data_dir=tmp_path,
+            database_url="sqlite://",
+            broker_url="redis://127.0.0.1:1/0",
+            allow_private_bot_urls=allow,
+            celery_eager=True,
+        )
         faults = _own_faults(_play(build_players(plan, settings)[0]))
         assert (faults[0]["kind"] if faults else None) == fault, faults
 
 
-@pytest.mark.parametrize("url", [
-    "http://[2002:7f00:1::]/",                        # 6to4 of 127.0.0.1
-    "http://[2002:a00:1::]/",                         # 6to4 of 10.0.0.1
-    "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",  # Teredo, client 127.0.0.1
-    "http://[64:ff9b::a9fe:a9fe]/",                   # NAT64 of 169.254.169.254
-    "http://[::ffff:10.1.2.3]/",                      # IPv4-mapped private
-    "http://[::ffff:7f00:1]/",                        # IPv4-mapped loopback, hex form
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[2002:7f00:1::]/",  # 6to4 of 127.0.0.1
+        "http://[2002:a00:1::]/",  # 6to4 of 10.0.0.1
+        "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",  # Teredo, client 127.0.0.1
+        "http://[64:ff9b::a9fe:a9fe]/",  # NAT64 of 169.254.169.254
+        "http://[::ffff:10.1.2.3]/",  # IPv4-mapped private
+        "http://[::ffff:7f00:1]/",  # IPv4-mapped loopback, hex form
+    ],
+)
 def test_ipv6_addresses_embedding_private_ones_are_refused(url, client, accounts):
     with pytest.raises(BotUrlError):
         check_bot_url(url)
     app = client.application
     app.extensions["arena"]["settings"] = type(app.extensions["arena"]["settings"])(
-        **{**app.extensions["arena"]["settings"].__dict__, "allow_private_bot_urls": False})
-    r = client.post("/api/v1/bots", json={"name": "b", "url": url, "rulesets": ["jdf"]},
-                    headers=accounts.contestant("eve"))
+        **{**app.extensions["arena"]["settings"].__dict__, "allow_private_bot_urls": False}
+    )
+    r = client.post(
+        "/api/v1/bots", json={"name": "b", "url": url, "rulesets": ["jdf"]}, headers=accounts.contestant("eve")
+    )
     assert r.status_code == 422 and "json.url" in r.json["message"], r.json
 
 

@@ -7,16 +7,28 @@ import random
 
 import pytest
 
-from arena.core.db.models import Account, Match, MatchSeat, StandingsCache, Tournament
-from arena.core.lifecycle import MatchStatus, store_result
-from arena.core.standings import compute_standings, load_records, tournament_standings
+from arena.db.models import Account, Match, MatchSeat, StandingsCache, Tournament
+from arena.lifecycle import MatchStatus, store_result
+from arena.standings import compute_standings, load_records, tournament_standings
 
 
 def _rows(standings):
-    return [(s.entrant, s.matches, s.games, s.wins, s.faults, round(s.total_score, 9),
-             None if s.mean_score is None else round(s.mean_score, 9),
-             None if s.ci95 is None else round(s.ci95, 9), round(s.mu, 9), round(s.sigma, 9), s.rank)
-            for s in standings]
+    return [
+        (
+            s.entrant,
+            s.matches,
+            s.games,
+            s.wins,
+            s.faults,
+            round(s.total_score, 9),
+            None if s.mean_score is None else round(s.mean_score, 9),
+            None if s.ci95 is None else round(s.ci95, 9),
+            round(s.mu, 9),
+            round(s.sigma, 9),
+            s.rank,
+        )
+        for s in standings
+    ]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -27,16 +39,31 @@ def test_cached_prefix_equals_a_full_recompute(sessionmaker, seed):
         org = Account(name=f"org{seed}", role="organizer", token_hash=f"{seed:064d}")
         s.add(org)
         s.flush()
-        t = Tournament(name="c", organizer_id=org.id, ruleset="million_doubt", options={}, time_rules={},
-                       games_per_pairing=2, seed=seed, max_faults=3, status="running")
+        t = Tournament(
+            name="c",
+            organizer_id=org.id,
+            ruleset="million_doubt",
+            options={},
+            time_rules={},
+            games_per_pairing=2,
+            seed=seed,
+            max_faults=3,
+            status="running",
+        )
         t.participants = []
         s.add(t)
         s.flush()
-        pairs = [(a, b) for i, a in enumerate(bots) for b in bots[i + 1:]]
+        pairs = [(a, b) for i, a in enumerate(bots) for b in bots[i + 1 :]]
         matches = []
         for index, (a, b) in enumerate(pairs):
-            m = Match(tournament_id=t.id, index=index, table=index, seed=index, status=MatchStatus.RUNNING,
-                      seats=[MatchSeat(seat=0, house_bot=str(a)), MatchSeat(seat=1, house_bot=str(b))])
+            m = Match(
+                tournament_id=t.id,
+                index=index,
+                table=index,
+                seed=index,
+                status=MatchStatus.RUNNING,
+                seats=[MatchSeat(seat=0, house_bot=str(a)), MatchSeat(seat=1, house_bot=str(b))],
+            )
             s.add(m)
             matches.append(m)
         s.commit()
@@ -48,10 +75,20 @@ def test_cached_prefix_equals_a_full_recompute(sessionmaker, seed):
         s.commit()
         for k, i in enumerate(order):
             x = rng.choice([-3.0, -1.0, 1.0, 2.5])
-            games = [{"scores": [x, -x], "places": [1, 2] if x > 0 else [2, 1]},
-                     {"scores": [-1.0, 1.0], "places": [2, 1]}]
-            assert store_result(s, matches[i].id, scores=[x - 1, 1 - x], places=[1, 2] if x > 1 else [2, 1],
-                                faults=[rng.randint(0, 1), 0], games=games, timings={}, log={"i": i})
+            games = [
+                {"scores": [x, -x], "places": [1, 2] if x > 0 else [2, 1]},
+                {"scores": [-1.0, 1.0], "places": [2, 1]},
+            ]
+            assert store_result(
+                s,
+                matches[i].id,
+                scores=[x - 1, 1 - x],
+                places=[1, 2] if x > 1 else [2, 1],
+                faults=[rng.randint(0, 1), 0],
+                games=games,
+                timings={},
+                log={"i": i},
+            )
             if k % 3 == 0:  # reads between the writes move the cached prefix
                 t = s.get(Tournament, tid)
                 assert _rows(tournament_standings(s, t)) == _rows(compute_standings(load_records(s, tid)))
@@ -76,13 +113,31 @@ def test_tournament_page_shows_one_page_of_matches(client, sessionmaker):
         org = Account(name="pager", role="organizer", token_hash="9" * 64)
         s.add(org)
         s.flush()
-        t = Tournament(name="big", organizer_id=org.id, ruleset="million_doubt", options={}, time_rules={},
-                       games_per_pairing=2, seed=1, max_faults=3, status="finished", public_when_finished=True)
+        t = Tournament(
+            name="big",
+            organizer_id=org.id,
+            ruleset="million_doubt",
+            options={},
+            time_rules={},
+            games_per_pairing=2,
+            seed=1,
+            max_faults=3,
+            status="finished",
+            public_when_finished=True,
+        )
         s.add(t)
         s.flush()
         for index in range(250):
-            s.add(Match(tournament_id=t.id, index=index, table=index, seed=index, status=MatchStatus.CANCELLED,
-                        seats=[MatchSeat(seat=0, house_bot="house-1"), MatchSeat(seat=1, house_bot="house-2")]))
+            s.add(
+                Match(
+                    tournament_id=t.id,
+                    index=index,
+                    table=index,
+                    seed=index,
+                    status=MatchStatus.CANCELLED,
+                    seats=[MatchSeat(seat=0, house_bot="house-1"), MatchSeat(seat=1, house_bot="house-2")],
+                )
+            )
         s.commit()
         tid = t.id
     pages = {}

@@ -1,6 +1,6 @@
 """Tournaments, matches, logs, standings and leaderboard through the API.
 
-Results are written with arena.core.lifecycle.store_result, the function the worker uses.
+Results are written with arena.lifecycle.store_result, the function the worker uses.
 Starting enqueues into a real Redis (the ``redis_url`` fixture); tasks are counted there.
 """
 
@@ -12,10 +12,10 @@ import pytest
 import redis as redis_lib
 from sqlalchemy import select
 
-from arena.core.db.models import Rating, RatingHistory
-from arena.core.fairness import commitment
-from arena.core.lifecycle import store_result
-from arena.core.standings import rebuild_ratings
+from arena.db.models import Rating, RatingHistory
+from arena.fairness import commitment
+from arena.lifecycle import store_result
+from arena.standings import rebuild_ratings
 from tests.api.conftest import register_ready_bot
 
 
@@ -36,8 +36,13 @@ def league(client, accounts, bot_server):
 
 
 def _create(client, league, **overrides):
-    body = {"name": "cup", "ruleset": "million_doubt", "participants": list(league["bots"].values()),
-            "games_per_pairing": 2, "seed": 7}
+    body = {
+        "name": "cup",
+        "ruleset": "million_doubt",
+        "participants": list(league["bots"].values()),
+        "games_per_pairing": 2,
+        "seed": 7,
+    }
     body.update(overrides)
     return client.post("/api/v1/tournaments", json=body, headers=league["org"])
 
@@ -71,29 +76,32 @@ def test_bounds_at_the_limit_are_accepted(client, league):
         assert "options" not in (r.json.get("errors") or {}).get("json", {}), r.json
 
 
-@pytest.mark.parametrize("overrides, field, words", [
-    ({"options": {"five_skip": True}}, "options", "five_skip"),
-    ({"ruleset": "jdf", "options": {"fiveskip": True}}, "options", "fiveskip"),
-    ({"ruleset": "jdf", "options": {"sets": "3"}}, "options", "sets"),
-    ({"games_per_pairing": 1001}, "games_per_pairing", ""),
-    ({"games_per_pairing": 1.5}, "games_per_pairing", ""),
-    ({"games_per_pairing": 0}, "games_per_pairing", ""),
-    ({"participants": [999999]}, "participants", "999999"),
-    ({"participants": []}, "participants", ""),
-    ({"participants": [1.5]}, "participants", ""),
-    ({"ruleset": "poker"}, "ruleset", ""),
-    ({"time_rules": {"initial": 10, "cap": 5}}, "time_rules", "cap"),
-    ({"time_rules": {"initial": -1}}, "time_rules", ""),
-    ({"max_faults": 0}, "max_faults", ""),
-    ({"colour": "red"}, "colour", "Unknown"),
-    # options every match of which would exceed the runner's decision limit (issue 13)
-    ({"ruleset": "jdf", "options": {"sets": 100, "games_per_set": 100}}, "options.games_per_set", "800"),
-    ({"ruleset": "jdf", "options": {"sets": 9, "games_per_set": 100}}, "options.games_per_set", "900"),
-    ({"ruleset": "trump_millionaire", "options": {"target_score": 10**18}}, "options.target_score", "at most"),
-    ({"ruleset": "trump_millionaire", "options": {"target_score": 334}}, "options.target_score", "333"),
-    ({"ruleset": "trump_millionaire", "options": {"rate_choices": [1, 10**9]}}, "options.rate_choices", ""),
-    ({"options": {"burst_score": 10**18}}, "options.burst_score", "1000000"),
-])
+@pytest.mark.parametrize(
+    "overrides, field, words",
+    [
+        ({"options": {"five_skip": True}}, "options", "five_skip"),
+        ({"ruleset": "jdf", "options": {"fiveskip": True}}, "options", "fiveskip"),
+        ({"ruleset": "jdf", "options": {"sets": "3"}}, "options", "sets"),
+        ({"games_per_pairing": 1001}, "games_per_pairing", ""),
+        ({"games_per_pairing": 1.5}, "games_per_pairing", ""),
+        ({"games_per_pairing": 0}, "games_per_pairing", ""),
+        ({"participants": [999999]}, "participants", "999999"),
+        ({"participants": []}, "participants", ""),
+        ({"participants": [1.5]}, "participants", ""),
+        ({"ruleset": "poker"}, "ruleset", ""),
+        ({"time_rules": {"initial": 10, "cap": 5}}, "time_rules", "cap"),
+        ({"time_rules": {"initial": -1}}, "time_rules", ""),
+        ({"max_faults": 0}, "max_faults", ""),
+        ({"colour": "red"}, "colour", "Unknown"),
+        # options every match of which would exceed the runner's decision limit (issue 13)
+        ({"ruleset": "jdf", "options": {"sets": 100, "games_per_set": 100}}, "options.games_per_set", "800"),
+        ({"ruleset": "jdf", "options": {"sets": 9, "games_per_set": 100}}, "options.games_per_set", "900"),
+        ({"ruleset": "trump_millionaire", "options": {"target_score": 10**18}}, "options.target_score", "at most"),
+        ({"ruleset": "trump_millionaire", "options": {"target_score": 334}}, "options.target_score", "333"),
+        ({"ruleset": "trump_millionaire", "options": {"rate_choices": [1, 10**9]}}, "options.rate_choices", ""),
+        ({"options": {"burst_score": 10**18}}, "options.burst_score", "1000000"),
+    ],
+)
 def test_create_errors_name_the_field(client, league, overrides, field, words):
     r = _create(client, league, **overrides)
     assert r.status_code == 422, r.json
@@ -103,8 +111,9 @@ def test_create_errors_name_the_field(client, league, overrides, field, words):
 
 def test_participants_must_be_checked_and_play_the_ruleset(client, league, bot_server, accounts):
     h = league["a"]
-    unchecked = client.post("/api/v1/bots", json={"name": "u", "url": bot_server.url + "/",
-                                                  "rulesets": ["million_doubt"]}, headers=h).json["id"]
+    unchecked = client.post(
+        "/api/v1/bots", json={"name": "u", "url": bot_server.url + "/", "rulesets": ["million_doubt"]}, headers=h
+    ).json["id"]
     r = _create(client, league, participants=[league["bots"]["a1"], unchecked])
     assert r.status_code == 422 and f"bot {unchecked} has not passed" in r.json["message"]
     md_only = register_ready_bot(client, h, bot_server.url + "/", ["million_doubt"], "md")
@@ -112,8 +121,14 @@ def test_participants_must_be_checked_and_play_the_ruleset(client, league, bot_s
     assert r.status_code == 422 and "does not play jdf" in r.json["message"]
     r = _create(client, league, ruleset="jdf", participants=list(league["bots"].values())[:3])
     assert r.status_code == 422 and "at least 4" in r.json["message"]
-    r = _create(client, league, ruleset="jdf", participants=list(league["bots"].values())[:3],
-                fill_with_house_bots=True, games_per_pairing=1)
+    r = _create(
+        client,
+        league,
+        ruleset="jdf",
+        participants=list(league["bots"].values())[:3],
+        fill_with_house_bots=True,
+        games_per_pairing=1,
+    )
     assert r.status_code == 201
 
 
@@ -169,9 +184,14 @@ def test_cancel(client, league):
 
 
 def test_unknown_tournament_and_match_are_404(client, league):
-    for path in ("/api/v1/tournaments/424242", "/api/v1/tournaments/424242/standings",
-                 "/api/v1/tournaments/424242/matches", "/api/v1/tournaments/424242/logs",
-                 "/api/v1/matches/424242", "/api/v1/matches/424242/log"):
+    for path in (
+        "/api/v1/tournaments/424242",
+        "/api/v1/tournaments/424242/standings",
+        "/api/v1/tournaments/424242/matches",
+        "/api/v1/tournaments/424242/logs",
+        "/api/v1/matches/424242",
+        "/api/v1/matches/424242/log",
+    ):
         assert client.get(path, headers=league["org"]).status_code == 404, path
         assert client.get(path).status_code == 401, path  # anonymous: nothing says whether it exists
 
@@ -186,8 +206,16 @@ def _finish_all(sessionmaker, client, league, tid):
             scores = [10, -10] if win == 0 else [-10, 10]
             places = [1, 2] if win == 0 else [2, 1]
             games = [{"scores": [s_ // 2 for s_ in scores], "places": places}] * 2
-            assert store_result(s, m["id"], scores=scores, places=places, faults=[0, 1], games=games,
-                                 timings={"wall_s": 0.5}, log={"match": m["id"], "seats": ids, "events": ["x"] * 3})
+            assert store_result(
+                s,
+                m["id"],
+                scores=scores,
+                places=places,
+                faults=[0, 1],
+                games=games,
+                timings={"wall_s": 0.5},
+                log={"match": m["id"], "seats": ids, "events": ["x"] * 3},
+            )
     return ms
 
 
@@ -216,14 +244,15 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
     org_view = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["org"]).json
     assert org_view["seed"] == 7 and org_view["commitment"] == commitment(7, org_view["salt"])
     assert client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).json["seed"] is None
-    assert all(m["seed"] is None for m in client.get(
-        f"/api/v1/tournaments/{t['id']}/matches", headers=league["a"]).json["items"])
+    assert all(
+        m["seed"] is None
+        for m in client.get(f"/api/v1/tournaments/{t['id']}/matches", headers=league["a"]).json["items"]
+    )
     assert all(isinstance(m["seed"], int) for m in ms)  # the organizer's list
 
     _finish_all(sessionmaker, client, league, t["id"])
     with sessionmaker() as s:  # a second write of the same result is refused
-        assert not store_result(s, ab["id"], scores=[0, 0], places=[1, 1], faults=[0, 0], games=[],
-                                 timings={}, log={})
+        assert not store_result(s, ab["id"], scores=[0, 0], places=[1, 1], faults=[0, 0], games=[], timings={}, log={})
     t2 = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["org"]).json
     assert t2["status"] == "finished" and t2["progress"] == {"finished": 6, "total": 6, "queued": 6}
     revealed = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["a"]).json
@@ -260,7 +289,7 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
     second = rows[order[1]]  # 2 match wins, 1 loss: scores 5,5,5,5,-5,-5
     sd = (sum((x - 5 / 3) ** 2 for x in [5, 5, 5, 5, -5, -5]) / 5) ** 0.5
     assert second["mean_score"] == pytest.approx(5 / 3)
-    assert second["ci95"] == pytest.approx(2.571 * sd / 6 ** 0.5)
+    assert second["ci95"] == pytest.approx(2.571 * sd / 6**0.5)
     assert best["mu"] > second["mu"] > worst["mu"] and best["ordinal"] == pytest.approx(best["mu"] - 3 * best["sigma"])
 
     # Leaderboard: empty until the ratings are rebuilt (the worker's job), then by ordinal.
@@ -300,7 +329,7 @@ def test_match_list_filters_and_pagination_bounds(client, league):
 
 
 def test_public_when_finished_opens_the_rest_api_to_anonymous_readers(client, league, sessionmaker, accounts):
-    """arena.core.access: a finished public tournament is readable without a token, through the
+    """arena.access: a finished public tournament is readable without a token, through the
     REST API as through the pages; before it finishes, or when not public, it is not."""
     pub = _create(client, league).json
     private = _create(client, league, public_when_finished=False).json

@@ -26,23 +26,23 @@ from pathlib import Path
 import httpx
 import pytest
 
-from arena.cli.demo import WsgiServer
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.fairness import attempt_seed
-from arena.core.runner.match import read_log, replay
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.fairness import attempt_seed
+from arena.runner.match import read_log, replay
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
+from cli.demo import WsgiServer
 from tests.helpers import create_pg_database
 
 pytestmark = pytest.mark.services
 
 REPO = Path(__file__).resolve().parents[2]
-ARENA = [sys.executable, "-m", "arena.cli"]
+ARENA = [sys.executable, "-m", "cli"]
 BOTS = (("alice", "heuristic"), ("bob", "greedy"), ("carol", "random"), ("dave", "random"))
 #: Per rule set: games_per_pairing, options, matches expected with 4 participants.
 SIZES = {
-    "million_doubt": (2, {}, 6),              # 6 pairs, one match of 2 games each
+    "million_doubt": (2, {}, 6),  # 6 pairs, one match of 2 games each
     "trump_millionaire": (1, {"target_score": 20}, 4),  # 1 table x 4 seat rotations
     "jdf": (1, {"sets": 1, "games_per_set": 2}, 4),
 }
@@ -62,8 +62,15 @@ def _free_port() -> int:
 
 
 def _arena(*args: str, env: dict[str, str], timeout: float = TOURNAMENT_TIMEOUT_S) -> subprocess.CompletedProcess:
-    done = subprocess.run([*ARENA, *args], cwd=REPO, env={**os.environ, **env}, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [*ARENA, *args],
+        cwd=REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, f"arena {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr, done.stderr
     return done
@@ -77,8 +84,13 @@ def stack(pg_url, redis_url, celery_worker_factory, tmp_path):
     broker = redis_url.rsplit("/", 1)[0] + "/7"  # keep other tests' queued tasks away
     from api import create_app
 
-    settings = Settings(data_dir=tmp_path, database_url=db_url, broker_url=broker, allow_private_bot_urls=True,
-                        rate_limit_prefix=f"e2e-{uuid.uuid4().hex}")
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=db_url,
+        broker_url=broker,
+        allow_private_bot_urls=True,
+        rate_limit_prefix=f"e2e-{uuid.uuid4().hex}",
+    )
     server = WsgiServer(create_app(settings))
     worker = celery_worker_factory(broker_url=broker, database_url=db_url, concurrency=2)
     yield {"api": server.url, "db": db_url, "worker": worker}
@@ -107,8 +119,11 @@ def test_tournament_end_to_end(stack, ruleset, tmp_path):
             assert r.json()["role"] == "contestant"
             auth = {"Authorization": f"Bearer {r.json()['token']}"}
             port = _free_port()
-            r = http.post("/bots", headers=auth, json={"name": f"{sample}-{i}", "url": f"http://127.0.0.1:{port}/",
-                                                       "rulesets": [ruleset]})
+            r = http.post(
+                "/bots",
+                headers=auth,
+                json={"name": f"{sample}-{i}", "url": f"http://127.0.0.1:{port}/", "rulesets": [ruleset]},
+            )
             assert r.status_code == 201, r.text
             bot = r.json()
             assert bot["status"] == "unchecked"
@@ -124,16 +139,39 @@ def test_tournament_end_to_end(stack, ruleset, tmp_path):
             bot_ids[bot["id"]] = sample
 
         # The organizer creates and starts the tournament with the CLI, and watches it finish.
-        done = _arena("tournament", "create", "--ruleset", ruleset, *sum((["--bot", str(b)] for b in bot_ids), []),
-                      "--games-per-pairing", str(gpp), "--options", json.dumps(options), "--seed", "2024",
-                      "--time-bank", str(TIME_RULES["initial"]), "--increment", str(TIME_RULES["increment"]),
-                      "--cap", str(TIME_RULES["cap"]), "--name", f"e2e {ruleset}", env=cli_env, timeout=60)
+        done = _arena(
+            "tournament",
+            "create",
+            "--ruleset",
+            ruleset,
+            *sum((["--bot", str(b)] for b in bot_ids), []),
+            "--games-per-pairing",
+            str(gpp),
+            "--options",
+            json.dumps(options),
+            "--seed",
+            "2024",
+            "--time-bank",
+            str(TIME_RULES["initial"]),
+            "--increment",
+            str(TIME_RULES["increment"]),
+            "--cap",
+            str(TIME_RULES["cap"]),
+            "--name",
+            f"e2e {ruleset}",
+            env=cli_env,
+            timeout=60,
+        )
         tid = int(done.stdout.strip().splitlines()[-1])
         _arena("tournament", "start", str(tid), env=cli_env, timeout=60)
         done = _arena("tournament", "status", str(tid), "--watch", "--poll", "0.3", "--json", env=cli_env)
         final = json.loads(done.stdout)
         assert final["status"] == "finished", final
-        assert final["progress"] == {"finished": expected_matches, "total": expected_matches, "queued": expected_matches}
+        assert final["progress"] == {
+            "finished": expected_matches,
+            "total": expected_matches,
+            "queued": expected_matches,
+        }
 
         org = {"Authorization": f"Bearer {organizer_token}"}
         matches = http.get(f"/tournaments/{tid}/matches", headers=org, params={"per_page": 100}).json()

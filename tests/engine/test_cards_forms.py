@@ -125,9 +125,20 @@ def test_time_bank_arithmetic_time1():
 
 def test_jdf_exchange_never_asks_a_retired_seat_fault2():
     st = {"game_in_set": 2, "previous_ranks": {"0": 1, "1": 2, "2": 3, "3": 4}}
-    g = engine.from_setup("jdf", {}, {"hands": {"0": ["9S", "TS", "3H", "3D"], "1": ["KS", "6S", "2C"],
-                                                 "2": ["AD", "4D"], "3": ["2S", "2H", "4C"]},
-                                       "leader": 3, "state": st})
+    g = engine.from_setup(
+        "jdf",
+        {},
+        {
+            "hands": {
+                "0": ["9S", "TS", "3H", "3D"],
+                "1": ["KS", "6S", "2C"],
+                "2": ["AD", "4D"],
+                "3": ["2S", "2H", "4C"],
+            },
+            "leader": 3,
+            "state": st,
+        },
+    )
     assert g.decision().seat == 0 and g.decision().kind == "give"
     g.forfeit(1, "timeout")  # the fugo retires while the daifugo is asked
     g.apply(0, {"type": "give", "cards": ["3H", "3D"]})

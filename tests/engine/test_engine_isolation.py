@@ -24,11 +24,14 @@ def test_engine_modules_import_only_the_standard_library():
 
 
 def test_importing_engine_loads_no_third_party_module():
-    code = ("import sys, engine, engine.scenarios, engine.frames, engine.selfplay;"
-            "import engine.million_doubt, engine.trump_millionaire, engine.jdf;"
-            "std = set(sys.stdlib_module_names);"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] not in std | {'engine', '__main__'});"
-            "print(','.join(bad))")
-    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
-                         cwd=ENGINE.parent, check=True)
+    code = (
+        "import sys, engine, engine.scenarios, engine.frames, engine.selfplay;"
+        "import engine.million_doubt, engine.trump_millionaire, engine.jdf;"
+        "std = set(sys.stdlib_module_names);"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] not in std | {'engine', '__main__'});"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=ENGINE.parent, check=True
+    )
     assert out.stdout.strip() == ""

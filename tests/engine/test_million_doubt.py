@@ -14,7 +14,8 @@ def md(hands, leader=0, **options):
 
 def snapshot(g):
     return json.dumps([g.observation(s) for s in range(g.seats)], sort_keys=True) + repr(
-        (g.hands, g.decision(), g.field_size()))
+        (g.hands, g.decision(), g.field_size())
+    )
 
 
 BAD_ACTIONS = [
@@ -131,6 +132,7 @@ def test_forfeit_loses_with_the_burst_score_fault2():
 
 def test_face_down_rule_is_documented_for_bots():
     from engine.million_doubt import MillionDoubt
+
     assert "face down" in MillionDoubt.face_down_rule()
     g = md({"0": ["5H", "6H"], "1": ["9S", "KD"]})
     actions = list(g.legal_actions(0))
@@ -158,8 +160,9 @@ def test_replay_frames_follow_the_log():
 def test_declared_face_up_joker_binds_in_the_honesty_check_c4_md7():
     g = md({"0": ["6S", "6H", "6D", "3C"], "1": ["JK", "JK", "9D", "4C"]})
     g.apply(0, {"type": "play", "cards": ["6S", "6H", "6D"]})
-    g.apply(1, {"type": "play", "cards": ["JK", "JK", "9D"], "face_down": ["JK", "9D"],
-                "jokers": ["7"]})  # claims a triple of 7s; 9D + JK(7) + JK is no triple
+    g.apply(
+        1, {"type": "play", "cards": ["JK", "JK", "9D"], "face_down": ["JK", "9D"], "jokers": ["7"]}
+    )  # claims a triple of 7s; 9D + JK(7) + JK is no triple
     g.apply(0, {"type": "doubt"})
     assert g.decision().seat == 0  # the doubt succeeds: the doubter executes
     reveal = [e for e in g.history(None) if e["type"] == "reveal"][0]

@@ -23,8 +23,9 @@ LOCAL_RULES_ON = {name: True for name in engine.LOCAL_RULES}
 
 
 def all_cards(g):
-    return sorted([c for h in g.hands for c in h] + [c for p in g.field for c in p.cards]
-                  + list(g.discards) + list(g.outside))
+    return sorted(
+        [c for h in g.hands for c in h] + [c for p in g.field for c in p.cards] + list(g.discards) + list(g.outside)
+    )
 
 
 def strings_in(obj, out):
@@ -98,8 +99,7 @@ class Tracker:
         elif t == "doubt":
             self.public([c for p in g.field for c in p.cards])
         elif t == "give":  # the receiver sees what it is given (C-11), even if it then falls
-            self.known[g.decision().info["to"]].update(
-                c for c in engine.parse_cards(action["cards"]) if c != JOKER)
+            self.known[g.decision().info["to"]].update(c for c in engine.parse_cards(action["cards"]) if c != JOKER)
         elif t == "discard":
             self.public(engine.parse_cards(action["cards"]))
 
@@ -123,8 +123,13 @@ def play_checked(ruleset, seed, options=None, check_every=1, compare_every=0):
     steps = 0
     while not g.over:
         d = g.decision()
-        if (compare_every and steps % compare_every == 0 and d.kind == "play"
-                and not d.info.get("stuck") and len(g.hands[d.seat]) <= 8):
+        if (
+            compare_every
+            and steps % compare_every == 0
+            and d.kind == "play"
+            and not d.info.get("stuck")
+            and len(g.hands[d.seat]) <= 8
+        ):
             fast = {(tuple(sorted(c)), tuple(dcl or ())) for c, dcl in g.face_up_plays(d.seat)}
             assert fast == brute_force_plays(g, d.seat)
         seat, action = random_action(g, rng)
@@ -160,8 +165,9 @@ def test_million_doubt_random_games(seed):
 @settings(max_examples=6, derandomize=True, deadline=None)
 @given(st.integers(0, 2**31), st.booleans())
 def test_trump_millionaire_whole_games(seed, local_rules):
-    g = play_checked("trump_millionaire", seed, LOCAL_RULES_ON if local_rules else None,
-                     check_every=3, compare_every=11)
+    g = play_checked(
+        "trump_millionaire", seed, LOCAL_RULES_ON if local_rules else None, check_every=3, compare_every=11
+    )
     r = g.result()
     for deal in r["deals"]:
         assert sum(deal["scores"].values()) == 0  # TM-7 zero-sum
@@ -173,8 +179,7 @@ def test_trump_millionaire_whole_games(seed, local_rules):
 @settings(max_examples=8, derandomize=True, deadline=None)
 @given(st.integers(0, 2**31), st.booleans())
 def test_jdf_whole_matches(seed, local_rules):
-    g = play_checked("jdf", seed, LOCAL_RULES_ON if local_rules else None,
-                     check_every=2, compare_every=7)
+    g = play_checked("jdf", seed, LOCAL_RULES_ON if local_rules else None, check_every=2, compare_every=7)
     r = g.result()
     assert len(r["games"]) == 12
     for game in r["games"]:
@@ -185,8 +190,7 @@ def test_jdf_whole_matches(seed, local_rules):
 
 
 @settings(max_examples=60, derandomize=True, deadline=None)
-@given(st.sampled_from(list(engine.RULESETS)), st.integers(0, 2**31), st.integers(0, 60),
-       st.booleans())
+@given(st.sampled_from(list(engine.RULESETS)), st.integers(0, 2**31), st.integers(0, 60), st.booleans())
 def test_forfeits_keep_cards_and_replay(ruleset, seed, at, local_rules):
     """FAULT-2 at any decision: the game still ends, cards are kept, the log replays."""
     options = LOCAL_RULES_ON if local_rules and ruleset != "million_doubt" else None

@@ -6,8 +6,9 @@ from __future__ import annotations
 import engine
 
 
-def _tm(hands: dict[str, list[str]], leader: int = 0, options: dict | None = None,
-        state: dict | None = None) -> engine.Game:
+def _tm(
+    hands: dict[str, list[str]], leader: int = 0, options: dict | None = None, state: dict | None = None
+) -> engine.Game:
     setup: dict = {"hands": hands, "leader": leader}
     if state:
         setup["state"] = state
@@ -15,8 +16,9 @@ def _tm(hands: dict[str, list[str]], leader: int = 0, options: dict | None = Non
 
 
 def test_seven_pass_asks_no_give_when_no_other_seat_is_still_in_lr5():
-    g = _tm({"0": ["7S", "4H", "5D"], "1": ["3C", "4C"], "2": ["3D", "4D"], "3": ["3H", "6D"]},
-            options={"seven_pass": True})
+    g = _tm(
+        {"0": ["7S", "4H", "5D"], "1": ["3C", "4C"], "2": ["3D", "4D"], "3": ["3H", "6D"]}, options={"seven_pass": True}
+    )
     for s in (1, 2, 3):
         g.forfeit(s, "timeout")  # FAULT-2: retired, no longer still in
     g.apply(0, {"type": "play", "cards": ["7S"]})
@@ -51,13 +53,17 @@ def test_retired_leader_counts_among_four_stuck_leaders_tm6():
         d = g.decision()
         assert d is not None and (d.seat, d.kind) == (s, "play") and d.info.get("stuck")
         g.apply(s, {"type": "pass"})
-    assert g.over and g.unit_result() == {"deal": 0, "void": True, "winner": None,
-                                          "scores": {"0": 0, "1": 0, "2": 0, "3": 0}, "rate": 1}
+    assert g.over and g.unit_result() == {
+        "deal": 0,
+        "void": True,
+        "winner": None,
+        "scores": {"0": 0, "1": 0, "2": 0, "3": 0},
+        "rate": 1,
+    }
 
 
 def test_tm_retired_seats_rank_below_the_others_and_share_equal_totals_fault2():
-    g = _tm({"0": ["4S"], "1": ["3C", "4C", "6C"], "2": ["3D", "4D"], "3": ["3H", "5H"]},
-            state={"rate": 1})
+    g = _tm({"0": ["4S"], "1": ["3C", "4C", "6C"], "2": ["3D", "4D"], "3": ["3H", "5H"]}, state={"rate": 1})
     g.forfeit(2, "timeout")
     g.forfeit(3, "invalid_action")
     g.apply(0, {"type": "play", "cards": ["4S"]})  # finishes: the deal ends (TM-7)
@@ -71,9 +77,9 @@ def test_tm_retired_seats_rank_below_the_others_and_share_equal_totals_fault2():
 
 
 def test_jdf_retired_seats_are_out_at_once_unseen_and_placed_later_above_earlier_fault2():
-    g = engine.from_setup("jdf", {}, {"hands": {"0": ["4S", "5S"], "1": ["3C", "KC"],
-                                                 "2": ["3D", "QD"], "3": ["3H", "JH"]},
-                                       "leader": 0})
+    g = engine.from_setup(
+        "jdf", {}, {"hands": {"0": ["4S", "5S"], "1": ["3C", "KC"], "2": ["3D", "QD"], "3": ["3H", "JH"]}, "leader": 0}
+    )
     g.forfeit(1, "timeout")
     assert g.hands[1] == [] and not g.still_in[1]
     seen = [e for e in g.history(0) if e.get("seat") == 1]

@@ -45,17 +45,23 @@ def test_local_rule_scenarios_cover_each_rule_twice_with_an_invalid_action():
 
 
 def _scenario(**over):
-    base = {"id": "t", "ruleset": "million_doubt", "rules": [], "options": {},
-            "setup": {"hands": {"0": ["AH", "3S"], "1": ["KD", "4C"]}, "leader": 0},
-            "steps": [{"seat": 0, "action": {"type": "play", "cards": ["3S"]}},
-                      {"expect": {"to_act": 1, "decision": "play"}}]}
+    base = {
+        "id": "t",
+        "ruleset": "million_doubt",
+        "rules": [],
+        "options": {},
+        "setup": {"hands": {"0": ["AH", "3S"], "1": ["KD", "4C"]}, "leader": 0},
+        "steps": [
+            {"seat": 0, "action": {"type": "play", "cards": ["3S"]}},
+            {"expect": {"to_act": 1, "decision": "play"}},
+        ],
+    }
     base.update(over)
     return base
 
 
 def test_runner_reports_the_first_difference():
-    bad = _scenario(steps=[{"seat": 0, "action": {"type": "play", "cards": ["3S"]}},
-                           {"expect": {"to_act": 0}}])
+    bad = _scenario(steps=[{"seat": 0, "action": {"type": "play", "cards": ["3S"]}}, {"expect": {"to_act": 0}}])
     with pytest.raises(ScenarioFailure) as e:
         run_scenario(bad)
     assert str(e.value) == "step 1: expected to_act=0 got 1"
@@ -66,13 +72,16 @@ def test_runner_reports_the_first_difference():
 
 def test_runner_command_lines_and_exit_status(tmp_path):
     (tmp_path / "good.json").write_text(json.dumps(_scenario(id="good")))
-    (tmp_path / "bad.json").write_text(json.dumps(_scenario(
-        id="bad", steps=[{"expect": {"to_act": 1}}])))
-    run = subprocess.run([sys.executable, "-m", "engine.scenarios", str(tmp_path)],
-                         capture_output=True, text=True, cwd=REPO)
+    (tmp_path / "bad.json").write_text(json.dumps(_scenario(id="bad", steps=[{"expect": {"to_act": 1}}])))
+    run = subprocess.run(
+        [sys.executable, "-m", "engine.scenarios", str(tmp_path)], capture_output=True, text=True, cwd=REPO
+    )
     assert run.returncode == 1
-    assert run.stdout.splitlines() == ["FAIL bad step 0: expected to_act=1 got 0", "PASS good",
-                                       "1 passed, 1 failed"]
-    ok = subprocess.run([sys.executable, "-m", "engine.scenarios", str(tmp_path / "good.json")],
-                        capture_output=True, text=True, cwd=REPO)
+    assert run.stdout.splitlines() == ["FAIL bad step 0: expected to_act=1 got 0", "PASS good", "1 passed, 1 failed"]
+    ok = subprocess.run(
+        [sys.executable, "-m", "engine.scenarios", str(tmp_path / "good.json")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert ok.returncode == 0 and ok.stdout.strip().endswith("1 passed, 0 failed")

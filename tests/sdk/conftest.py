@@ -80,8 +80,16 @@ class _BadServer:
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _send(self, conn, status: str, body: bytes, ctype: bytes = b"application/json") -> None:
-        conn.sendall(b"HTTP/1.1 " + status.encode() + b"\r\nContent-Type: " + ctype +
-                     b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        conn.sendall(
+            b"HTTP/1.1 "
+            + status.encode()
+            + b"\r\nContent-Type: "
+            + ctype
+            + b"\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
+        )
 
     def _handle(self, conn: socket.socket) -> None:
         try:
@@ -112,11 +120,13 @@ class _BadServer:
                 elif b in ("drip_headers", "drip_body"):
                     prefix = b"" if b == "drip_headers" else b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"
                     conn.sendall(prefix)
-                    payload = b"HTTP/1.1 200 OK\r\nX-Slow: " if b == "drip_headers" else b'{"type":"pass"' + b" " * 99000
+                    payload = (
+                        b"HTTP/1.1 200 OK\r\nX-Slow: " if b == "drip_headers" else b'{"type":"pass"' + b" " * 99000
+                    )
                     for i in range(10**6):
                         if self.stop.is_set():
                             return
-                        conn.sendall(payload[i % len(payload): i % len(payload) + 1])
+                        conn.sendall(payload[i % len(payload) : i % len(payload) + 1])
                         time.sleep(0.1)
                     return
         except OSError:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arena.core.runner.match import replay, run_match
-from arena.core.runner.players import HttpPlayer, LocalPlayer
+from arena.runner.match import replay, run_match
+from arena.runner.players import HttpPlayer, LocalPlayer
 from bots_sdk.bot import Bot
 from bots_sdk.samples import GreedyBot, RandomBot
 from engine.timebank import TimeRules
@@ -18,20 +18,29 @@ def _first_fault_game(log):
     return log["faults"][0]
 
 
-@pytest.mark.parametrize("behaviour,kind", [
-    ("sleep", "timeout"),
-    ("drip_headers", "timeout"),
-    ("drip_body", "timeout"),
-    ("garbage", "invalid_json"),
-    ("status500", "http_status"),
-    ("redirect", "http_status"),
-    ("huge", "body_too_large"),
-    ("illegal", "invalid_action"),
-])
+@pytest.mark.parametrize(
+    "behaviour,kind",
+    [
+        ("sleep", "timeout"),
+        ("drip_headers", "timeout"),
+        ("drip_body", "timeout"),
+        ("garbage", "invalid_json"),
+        ("status500", "http_status"),
+        ("redirect", "http_status"),
+        ("huge", "body_too_large"),
+        ("illegal", "invalid_action"),
+    ],
+)
 def test_http_fault_kinds_forfeit_the_million_doubt_game(bad_bot, behaviour, kind):
     srv = bad_bot(behaviour)
-    log = run_match([HttpPlayer(srv.url, name="bad"), GreedyBot()], "million_doubt", seed=3,
-                    games=2, time_rules=SHORT, notices=False)
+    log = run_match(
+        [HttpPlayer(srv.url, name="bad"), GreedyBot()],
+        "million_doubt",
+        seed=3,
+        games=2,
+        time_rules=SHORT,
+        notices=False,
+    )
     assert [f["kind"] for f in log["faults"]] == [kind, kind]
     for gm in log["games"]:
         bad_seat = gm["seats"].index(0)
@@ -55,8 +64,7 @@ def test_http_fault_kinds_forfeit_the_million_doubt_game(bad_bot, behaviour, kin
 
 
 def test_connection_refused_is_a_connection_error(refused_url):
-    log = run_match([refused_url, RandomBot(seed=1)], "million_doubt", seed=1, games=1,
-                    time_rules=SHORT, notices=True)
+    log = run_match([refused_url, RandomBot(seed=1)], "million_doubt", seed=1, games=1, time_rules=SHORT, notices=True)
     f = _first_fault_game(log)
     assert f["kind"] == "connection_error"
     assert log["games"][0]["result"]["forfeit"] == log["games"][0]["seats"].index(0)
@@ -65,8 +73,15 @@ def test_connection_refused_is_a_connection_error(refused_url):
 
 def test_fault_limit_forfeits_the_rest_of_the_match(bad_bot):
     srv = bad_bot("status500")
-    log = run_match([HttpPlayer(srv.url), GreedyBot()], "million_doubt", seed=9, games=6,
-                    time_rules=SHORT, max_faults=3, notices=False)
+    log = run_match(
+        [HttpPlayer(srv.url), GreedyBot()],
+        "million_doubt",
+        seed=9,
+        games=6,
+        time_rules=SHORT,
+        max_faults=3,
+        notices=False,
+    )
     assert [f["kind"] for f in log["faults"]] == ["http_status"] * 3
     assert srv.requests == 3  # games 4-6: no request at all (FAULT-3)
     for gm in log["games"][3:]:
@@ -81,8 +96,7 @@ def test_fault_limit_forfeits_the_rest_of_the_match(bad_bot):
 def test_trump_millionaire_fault_retires_the_seat(bad_bot):
     srv = bad_bot("garbage")
     players = [RandomBot(seed=1), HttpPlayer(srv.url), RandomBot(seed=2), RandomBot(seed=3)]
-    log = run_match(players, "trump_millionaire", {"target_score": 30}, seed=4,
-                    time_rules=SHORT, notices=False)
+    log = run_match(players, "trump_millionaire", {"target_score": 30}, seed=4, time_rules=SHORT, notices=False)
     assert [f["kind"] for f in log["faults"]] == ["invalid_json"]
     res = log["games"][0]["result"]
     assert res["retired"] == [1]
@@ -94,8 +108,9 @@ def test_trump_millionaire_fault_retires_the_seat(bad_bot):
 def test_jdf_fault_retires_the_seat_for_each_game_until_the_limit(bad_bot):
     srv = bad_bot("illegal")
     players = [RandomBot(seed=1), RandomBot(seed=2), HttpPlayer(srv.url), RandomBot(seed=3)]
-    log = run_match(players, "jdf", {"sets": 1, "games_per_set": 4}, seed=5,
-                    time_rules=SHORT, max_faults=2, notices=False)
+    log = run_match(
+        players, "jdf", {"sets": 1, "games_per_set": 4}, seed=5, time_rules=SHORT, max_faults=2, notices=False
+    )
     kinds = [f["kind"] for f in log["faults"]]
     assert kinds == ["invalid_action", "invalid_action"]
     assert "[" in log["faults"][0]["detail"]  # the refusal names its rule id
@@ -124,11 +139,11 @@ class Chatty(Bot):
         return {**super().play(req), "comment": "x" * 300}
 
 
-@pytest.mark.parametrize("bot,kind", [(Crasher(), "bot_error"), (NotJson(), "invalid_json"),
-                                      (Chatty(), "invalid_action")])
+@pytest.mark.parametrize(
+    "bot,kind", [(Crasher(), "bot_error"), (NotJson(), "invalid_json"), (Chatty(), "invalid_action")]
+)
 def test_in_process_bot_faults(bot, kind):
-    log = run_match([LocalPlayer(bot), GreedyBot()], "million_doubt", seed=2, games=2,
-                    time_rules=SHORT, notices=False)
+    log = run_match([LocalPlayer(bot), GreedyBot()], "million_doubt", seed=2, games=2, time_rules=SHORT, notices=False)
     assert [f["kind"] for f in log["faults"]] == [kind, kind]
     assert log["result"]["scores"] == [-22, 22]
     replay(log)
@@ -141,24 +156,27 @@ def test_notice_errors_are_not_faults(bad_bot):
         def decide(self, body, timeout_s):
             return LocalPlayer(GreedyBot()).decide(body, timeout_s)
 
-    log = run_match([Hybrid(srv.url), GreedyBot()], "million_doubt", seed=2, games=2,
-                    time_rules=SHORT, notices=True)
+    log = run_match([Hybrid(srv.url), GreedyBot()], "million_doubt", seed=2, games=2, time_rules=SHORT, notices=True)
     assert log["faults"] == []
     assert srv.requests == 2  # match_start and match_end reached the server
 
 
-@pytest.mark.parametrize("url,says", [
-    ("http://[::1", "not a valid URL"),  # httpx cannot parse it
-    ("ftp://127.0.0.1/bot", "unsupported protocol"),
-    ("http://xn--ls8h.la/bot", "Codepoint"),  # a real domain that IDNA 2008 refuses
-    ("http://a..b/bot", "label empty"),  # the resolver refuses it
-])
+@pytest.mark.parametrize(
+    "url,says",
+    [
+        ("http://[::1", "not a valid URL"),  # httpx cannot parse it
+        ("ftp://127.0.0.1/bot", "unsupported protocol"),
+        ("http://xn--ls8h.la/bot", "Codepoint"),  # a real domain that IDNA 2008 refuses
+        ("http://a..b/bot", "label empty"),  # the resolver refuses it
+    ],
+)
 def test_a_url_httpx_cannot_use_is_a_connection_error(url, says):
     """FAULT-1: a bot URL that cannot be parsed, has another scheme or a host name that IDNA
     or the resolver refuses is a recorded fault, never an exception out of the match (no
     network needed: each fails before any lookup or connection)."""
-    log = run_match([HttpPlayer(url, name="bad"), GreedyBot()], "million_doubt", seed=5, games=2,
-                    time_rules=SHORT, notices=True)
+    log = run_match(
+        [HttpPlayer(url, name="bad"), GreedyBot()], "million_doubt", seed=5, games=2, time_rules=SHORT, notices=True
+    )
     assert [f["kind"] for f in log["faults"]] == ["connection_error", "connection_error"]
     assert says in log["faults"][0]["detail"]
     assert log["result"]["scores"] == [-22, 22]
@@ -189,8 +207,9 @@ def test_cookies_set_by_a_bot_are_never_sent_back():
     threading.Thread(target=server.run, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.effective_port}/"
-        log = run_match([HttpPlayer(url), GreedyBot()], "million_doubt", seed=2, games=2,
-                        time_rules=SHORT, notices=True)
+        log = run_match(
+            [HttpPlayer(url), GreedyBot()], "million_doubt", seed=2, games=2, time_rules=SHORT, notices=True
+        )
     finally:
         server.close()
     assert log["faults"] == []
@@ -210,8 +229,9 @@ def test_a_deadline_that_fires_late_never_cuts_the_next_request():
     server = start(GreedyBot())
     try:
         g = engine.new_game("million_doubt", None, 4)
-        body = protocol.dumps(protocol.build_request(g, g.decision().seat, match_id="m", game=0,
-                                                     time_rules=SHORT, remaining_ms=500))
+        body = protocol.dumps(
+            protocol.build_request(g, g.decision().seat, match_id="m", game=0, time_rules=SHORT, remaining_ms=500)
+        )
         player = HttpPlayer(server.url)
         assert player.decide(body, 5.0).fault is None
         late = player._exchange  # the request that just ended

@@ -21,21 +21,32 @@ REPO = Path(__file__).resolve().parents[2]
 CARD = re.compile(r"^([3-9TJQKA2][SHDC]|JK)$")
 RULES = TimeRules(initial_ms=60_000, increment_ms=10_000, cap_ms=60_000)
 GAMES = {"million_doubt": 40, "trump_millionaire": 2, "jdf": 1}
-SMALL = {"million_doubt": {}, "trump_millionaire": {"target_score": 20},
-         "jdf": {"sets": 1, "games_per_set": 4, "seven_pass": True, "ten_discard": True}}
+SMALL = {
+    "million_doubt": {},
+    "trump_millionaire": {"target_score": 20},
+    "jdf": {"sets": 1, "games_per_set": 4, "seven_pass": True, "ten_discard": True},
+}
 
 
 def _request(g, seat):
-    return json.loads(protocol.dumps(protocol.build_request(
-        g, seat, match_id="m1", game=0, time_rules=RULES, remaining_ms=12_345)))
+    return json.loads(
+        protocol.dumps(protocol.build_request(g, seat, match_id="m1", game=0, time_rules=RULES, remaining_ms=12_345))
+    )
 
 
 ALL_LOCAL = {name: True for name in engine.options.LOCAL_RULES}
 
 
-@pytest.mark.parametrize("ruleset,options", [
-    ("million_doubt", {}), ("trump_millionaire", {}), ("trump_millionaire", ALL_LOCAL),
-    ("jdf", {"sets": 1}), ("jdf", {"sets": 1, **ALL_LOCAL})])
+@pytest.mark.parametrize(
+    "ruleset,options",
+    [
+        ("million_doubt", {}),
+        ("trump_millionaire", {}),
+        ("trump_millionaire", ALL_LOCAL),
+        ("jdf", {"sets": 1}),
+        ("jdf", {"sets": 1, **ALL_LOCAL}),
+    ],
+)
 def test_dumps_gives_the_standard_librarys_bytes(ruleset, options):
     """protocol.dumps (orjson) and json.dumps give the same bytes for every request and log:
     a request's SHA-256 in a match log must not depend on the serialiser."""
@@ -50,16 +61,21 @@ def test_dumps_gives_the_standard_librarys_bytes(ruleset, options):
         rng = random.Random(seed)
         while not g.over:
             d = g.decision()
-            req = protocol.build_request(g, d.seat, match_id="m\u00e9\u2028", game=seed, time_rules=RULES,
-                                         remaining_ms=12_345)
+            req = protocol.build_request(
+                g, d.seat, match_id="m\u00e9\u2028", game=seed, time_rules=RULES, remaining_ms=12_345
+            )
             assert protocol.dumps(req) == protocol._json_dumps(req)
             checked += 1
             g.apply(*random_action(g, rng))
         assert protocol.dumps(g.log()) == protocol._json_dumps(g.log())
     assert checked > 30
     # keys that are not strings, non-ASCII text, and what orjson cannot take (an int over 64 bits)
-    odd = {1: ["\u00e9", "\x00", None, True], "big": 2 ** 70, "t": (1, 2)}
-    assert protocol.dumps(odd) == protocol._json_dumps(odd) == '{"1":["\u00e9","\\u0000",null,true],"big":1180591620717411303424,"t":[1,2]}'.encode()
+    odd = {1: ["\u00e9", "\x00", None, True], "big": 2**70, "t": (1, 2)}
+    assert (
+        protocol.dumps(odd)
+        == protocol._json_dumps(odd)
+        == '{"1":["\u00e9","\\u0000",null,true],"big":1180591620717411303424,"t":[1,2]}'.encode()
+    )
 
 
 def test_docs_schemas_are_the_sdk_schemas():
@@ -100,10 +116,10 @@ def test_schemas_reject_bad_messages():
     assert protocol.schema_errors("action-response", {"type": "play", "cards": ["3S"], "face_down": ["3S"]}) == []
     assert protocol.schema_errors("health", protocol.health("x")) == []
     assert protocol.schema_errors("health", {"name": "x"})
-    start = protocol.match_start_notice(match_id="m", ruleset="jdf", options={}, time_rules=RULES,
-                                        players=["a", "b", "c", "d"], you=2, games=1)
-    end = protocol.match_end_notice(match_id="m", ruleset="jdf", players=["a"], you=0,
-                                    scores=[3], wins=[1], faults=[0])
+    start = protocol.match_start_notice(
+        match_id="m", ruleset="jdf", options={}, time_rules=RULES, players=["a", "b", "c", "d"], you=2, games=1
+    )
+    end = protocol.match_end_notice(match_id="m", ruleset="jdf", players=["a"], you=0, scores=[3], wins=[1], faults=[0])
     assert protocol.schema_errors("notice", start) == []
     assert protocol.schema_errors("notice", end) == []
     assert protocol.schema_errors("notice", {**end, "type": "other"})

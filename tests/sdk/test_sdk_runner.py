@@ -7,9 +7,9 @@ import copy
 import pytest
 from click.testing import CliRunner
 
-from arena.cli import main
-from arena.core.runner.match import MatchError, ReplayError, default_game_specs, derive_seed, replay, run_match
+from arena.runner.match import MatchError, ReplayError, default_game_specs, derive_seed, replay, run_match
 from bots_sdk.samples import GreedyBot, RandomBot
+from cli import main
 
 
 def test_default_million_doubt_games_are_each_dealt_afresh():
@@ -59,11 +59,14 @@ def test_replay_checks(log):
         replay(bad)
 
 
-@pytest.mark.parametrize("ruleset,args", [
-    ("million_doubt", ["--games", "6", "random", "greedy"]),
-    ("trump_millionaire", ["--games", "1", "--options", '{"target_score": 30}', "heuristic", "random"]),
-    ("jdf", ["--games", "1", "--options", '{"sets": 1}', "heuristic", "greedy", "random", "random"]),
-])
+@pytest.mark.parametrize(
+    "ruleset,args",
+    [
+        ("million_doubt", ["--games", "6", "random", "greedy"]),
+        ("trump_millionaire", ["--games", "1", "--options", '{"target_score": 30}', "heuristic", "random"]),
+        ("jdf", ["--games", "1", "--options", '{"sets": 1}', "heuristic", "greedy", "random", "random"]),
+    ],
+)
 def test_arena_play_every_ruleset(ruleset, args, tmp_path):
     res = CliRunner().invoke(main, ["play", "-r", ruleset, "--seed", "3", "-q", "--logs", str(tmp_path), *args])
     assert res.exit_code == 0, res.output
@@ -95,8 +98,11 @@ def test_writing_a_bot_example_plays_legally():
     namespace: dict = {"__name__": "mybot"}
     exec(compile(code, "mybot.py", "exec"), namespace)
     MyBot = namespace["MyBot"]
-    for ruleset, opts, n in [("million_doubt", {}, 2), ("trump_millionaire", {"target_score": 40}, 4),
-                             ("jdf", {"sets": 1}, 4)]:
+    for ruleset, opts, n in [
+        ("million_doubt", {}, 2),
+        ("trump_millionaire", {"target_score": 40}, 4),
+        ("jdf", {"sets": 1}, 4),
+    ]:
         players = [MyBot()] + [RandomBot(seed=s) for s in range(n - 1)]
         log = run_match(players, ruleset, opts, seed=1, games=20 if n == 2 else 1, notices=False)
         assert log["faults"] == [], (ruleset, log["faults"][:1])

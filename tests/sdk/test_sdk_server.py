@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 import engine
-from arena.core.runner.match import read_log, replay, run_match
-from arena.core.runner.players import HttpPlayer
+from arena.runner.match import read_log, replay, run_match
+from arena.runner.players import HttpPlayer
 from bots_sdk import protocol
 from bots_sdk.samples import GreedyBot, HeuristicBot, RandomBot
 from engine.timebank import TimeRules
@@ -23,8 +23,13 @@ REPO = Path(__file__).resolve().parents[2]
 def _request_body():
     g = engine.new_game("million_doubt", {}, 11)
     d = g.decision()
-    return g, d, protocol.dumps(protocol.build_request(
-        g, d.seat, match_id="m", game=0, time_rules=TimeRules(), remaining_ms=60_000))
+    return (
+        g,
+        d,
+        protocol.dumps(
+            protocol.build_request(g, d.seat, match_id="m", game=0, time_rules=TimeRules(), remaining_ms=60_000)
+        ),
+    )
 
 
 def test_health_and_signed_decisions(bot_server):
@@ -51,9 +56,17 @@ def test_health_and_signed_decisions(bot_server):
 
         junk = b"not json"
         assert c.post(srv.url, content=junk, headers=protocol.sign("s3cret", junk)).status_code == 400
-        notice = protocol.dumps(protocol.match_start_notice(
-            match_id="m", ruleset="million_doubt", options={}, time_rules=TimeRules(),
-            players=["a", "b"], you=0, games=2))
+        notice = protocol.dumps(
+            protocol.match_start_notice(
+                match_id="m",
+                ruleset="million_doubt",
+                options={},
+                time_rules=TimeRules(),
+                players=["a", "b"],
+                you=0,
+                games=2,
+            )
+        )
         n = c.post(srv.url, content=notice, headers=protocol.sign("s3cret", notice))
         assert n.status_code == 200 and n.json() == {"ok": True}
         assert c.put(srv.url).status_code == 405
@@ -73,8 +86,12 @@ def test_bot_exception_is_a_500(bot_server):
 def test_full_games_by_url_with_signatures(bot_server):
     a = bot_server(HeuristicBot(seed=1), "ka")
     b = bot_server(RandomBot(seed=2), "kb")
-    log = run_match([HttpPlayer(a.url, "ka", name="heuristic"), HttpPlayer(b.url, "kb", name="random")],
-                    "million_doubt", seed=8, games=4)
+    log = run_match(
+        [HttpPlayer(a.url, "ka", name="heuristic"), HttpPlayer(b.url, "kb", name="random")],
+        "million_doubt",
+        seed=8,
+        games=4,
+    )
     assert log["faults"] == []
     assert log["result"]["games"] == 4
     assert sum(log["result"]["wins"]) == 4
@@ -94,8 +111,14 @@ def test_four_player_game_over_http(bot_server):
 def test_bank_accounting_over_http(bot_server):
     srv = bot_server(GreedyBot())
     rules = TimeRules(initial_ms=5_000, increment_ms=1_000, cap_ms=6_000)
-    log = run_match([srv.url, GreedyBot()], "trump_millionaire", {"target_score": 25}, seed=2,
-                    game_specs=[{"seed": 5, "seats": [0, 1, 1, 1]}], time_rules=rules)
+    log = run_match(
+        [srv.url, GreedyBot()],
+        "trump_millionaire",
+        {"target_score": 25},
+        seed=2,
+        game_specs=[{"seed": 5, "seats": [0, 1, 1, 1]}],
+        time_rules=rules,
+    )
     exchanges = log["games"][0]["exchanges"]
     seen_units = set()
     for ex in exchanges:
@@ -110,9 +133,29 @@ def test_bank_accounting_over_http(bot_server):
 def test_arena_play_cli_by_url_and_logs_verify(bot_server, tmp_path):
     srv = bot_server(GreedyBot(), "k1")
     logs = tmp_path / "logs"
-    cmd = [sys.executable, "-m", "arena.cli", "play", "--ruleset", "million_doubt", "--games", "4",
-           "--seed", "7", "--secret", "k1", "--time-bank", "5", "--increment", "1",
-           "--logs", str(logs), "-q", srv.url, "random"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cli",
+        "play",
+        "--ruleset",
+        "million_doubt",
+        "--games",
+        "4",
+        "--seed",
+        "7",
+        "--secret",
+        "k1",
+        "--time-bank",
+        "5",
+        "--increment",
+        "1",
+        "--logs",
+        str(logs),
+        "-q",
+        srv.url,
+        "random",
+    ]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert srv.url in out.stdout and "random" in out.stdout and "win rate" in out.stdout
@@ -122,16 +165,26 @@ def test_arena_play_cli_by_url_and_logs_verify(bot_server, tmp_path):
     assert log["time_rules"] == {"initial_ms": 5000, "increment_ms": 1000, "cap_ms": 5000}
     assert log["players"][0]["kind"] == "http" and log["faults"] == []
 
-    ok = subprocess.run([sys.executable, "-m", "arena.cli", "logs", "verify", str(logs)], cwd=REPO,
-                        capture_output=True, text=True, timeout=120)
+    ok = subprocess.run(
+        [sys.executable, "-m", "cli", "logs", "verify", str(logs)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ok.returncode == 0 and ok.stdout.strip().endswith("2 verified, 0 failed")
 
     # tamper: a different response in one exchange -> reported, exit 1
     log["games"][0]["exchanges"][0]["response"] = {"type": "pass"}
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(log))
-    out = subprocess.run([sys.executable, "-m", "arena.cli", "logs", "verify", str(logs), str(bad)],
-                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "cli", "logs", "verify", str(logs), str(bad)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 1
     lines = out.stdout.strip().splitlines()
     assert lines[-1] == "2 verified, 1 failed"
@@ -185,10 +238,12 @@ def test_server_under_a_low_file_limit_stops_accepting_instead_of_spinning(tmp_p
 
     from bots_sdk.server import FILE_RESERVE
 
-    code = ("import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))\n"
-            "from bots_sdk.samples import RandomBot\nfrom bots_sdk.server import BotServer\n"
-            "s = BotServer(RandomBot(), '127.0.0.1', 0, None, 8)\n"
-            "print(s.port, s.connection_limit, flush=True)\ns.run()\n")
+    code = (
+        "import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))\n"
+        "from bots_sdk.samples import RandomBot\nfrom bots_sdk.server import BotServer\n"
+        "s = BotServer(RandomBot(), '127.0.0.1', 0, None, 8)\n"
+        "print(s.port, s.connection_limit, flush=True)\ns.run()\n"
+    )
     err = (tmp_path / "server.err").open("w")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
     socks = []

@@ -3,7 +3,7 @@ Debian's Chromium driven by Playwright.
 
 - ``site`` (session): a migrated SQLite database holding accounts, bots and four finished
   tournaments (MD, JDF, TM with target score 20, a private MD) whose matches were really
-  played by ``arena.core.runner.match.run_match`` between sample bots in-process and stored with ``arena.core.lifecycle.store_result``, plus a running one; the
+  played by ``arena.runner.match.run_match`` between sample bots in-process and stored with ``arena.lifecycle.store_result``, plus a running one; the
   API app (``api.create_app``) served by a werkzeug server on 127.0.0.1 in a thread.
 - ``chromium`` (session): path of the system Chromium; ``apt-get install -y chromium`` when
   ``/usr/bin/chromium`` is missing (never ``playwright install``), and ``fonts-noto-cjk``
@@ -30,15 +30,15 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from api import create_app
 from api.ui import live as live_pages
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
-from arena.core.db.session import make_engine, make_sessionmaker
-from arena.core.lifecycle import store_result
-from arena.core.runner.match import run_match
-from arena.core.runner.players import LocalPlayer
-from arena.core.schedule import build_schedule
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
+from arena.db.session import make_engine, make_sessionmaker
+from arena.lifecycle import store_result
+from arena.runner.match import run_match
+from arena.runner.players import LocalPlayer
+from arena.schedule import build_schedule
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 
@@ -99,8 +99,13 @@ def _result_fields(match_log: dict, n: int) -> dict[str, Any]:
             gs[player] = float(gm["result"]["scores"][str(seat)])
             gp[player] = int(gm["result"]["ranks"][str(seat)])
         games.append({"scores": gs, "places": gp})
-    return {"scores": scores, "places": places, "faults": [int(f) for f in res["faults"]],
-            "games": games, "timings": {"wall_s": round(match_log["finished_at"] - match_log["started_at"], 3)}}
+    return {
+        "scores": scores,
+        "places": places,
+        "faults": [int(f) for f in res["faults"]],
+        "games": games,
+        "timings": {"wall_s": round(match_log["finished_at"] - match_log["started_at"], 3)},
+    }
 
 
 # --------------------------------------------------------------------------- the site
@@ -132,22 +137,52 @@ class Site:
     app: Any = None
 
 
-def _play_tournament(site: Site, s, name: str, ruleset: str, bot_names: list[str], *, games_per_pairing: int,
-                     seed: int, public: bool = True, finish: bool = True, time_rules=None,
-                     slow: bool = False, options: dict | None = None) -> int:
+def _play_tournament(
+    site: Site,
+    s,
+    name: str,
+    ruleset: str,
+    bot_names: list[str],
+    *,
+    games_per_pairing: int,
+    seed: int,
+    public: bool = True,
+    finish: bool = True,
+    time_rules=None,
+    slow: bool = False,
+    options: dict | None = None,
+) -> int:
     organizer = site.accounts["olga"]
     tr = time_rules or {"initial": 60.0, "increment": 10.0, "cap": 60.0}
-    t = Tournament(name=name, organizer_id=organizer, ruleset=ruleset, options=options or {}, time_rules=tr,
-                   games_per_pairing=games_per_pairing, seed=seed, max_faults=3,
-                   public_when_finished=public, status="running", started_at=utcnow())
+    t = Tournament(
+        name=name,
+        organizer_id=organizer,
+        ruleset=ruleset,
+        options=options or {},
+        time_rules=tr,
+        games_per_pairing=games_per_pairing,
+        seed=seed,
+        max_faults=3,
+        public_when_finished=public,
+        status="running",
+        started_at=utcnow(),
+    )
     ids = [site.bots[b] for b in bot_names]
     t.participants = [TournamentParticipant(bot_id=b) for b in ids]
     s.add(t)
     s.flush()
     plan = build_schedule(4 if ruleset != "million_doubt" else 2, ids, games_per_pairing, seed)
     for m in plan:
-        s.add(Match(tournament_id=t.id, index=m.index, table=m.table, seed=m.seed, status="queued",
-                    seats=[MatchSeat(seat=i, bot_id=e) for i, e in enumerate(m.seats)]))
+        s.add(
+            Match(
+                tournament_id=t.id,
+                index=m.index,
+                table=m.table,
+                seed=m.seed,
+                status="queued",
+                seats=[MatchSeat(seat=i, bot_id=e) for i, e in enumerate(m.seats)],
+            )
+        )
     s.commit()
     if not finish:
         return t.id
@@ -155,11 +190,18 @@ def _play_tournament(site: Site, s, name: str, ruleset: str, bot_names: list[str
     rules = TimeRules(int(tr["initial"] * 1000), int(tr["increment"] * 1000), int(tr["cap"] * 1000))
     for m in matches:
         seats = sorted(m.seats, key=lambda x: x.seat)
-        players = [_player(site.bot_kinds[x.bot_id], m.seed % 100_000 + x.seat, f"bot-{x.bot_id}", slow)
-                   for x in seats]
+        players = [_player(site.bot_kinds[x.bot_id], m.seed % 100_000 + x.seat, f"bot-{x.bot_id}", slow) for x in seats]
         games = games_per_pairing if ruleset == "million_doubt" else 1
-        log = run_match(players, ruleset, options or {}, seed=m.seed, games=games, time_rules=rules,
-                        max_faults=3, match_id=str(m.id))
+        log = run_match(
+            players,
+            ruleset,
+            options or {},
+            seed=m.seed,
+            games=games,
+            time_rules=rules,
+            max_faults=3,
+            match_id=str(m.id),
+        )
         assert store_result(s, m.id, log=log, **_result_fields(log, len(seats)))
     s.refresh(t)
     assert t.status == "finished"
@@ -173,39 +215,71 @@ def site(tmp_path_factory) -> Site:
     upgrade(url)
     engine = make_engine(url)
     sm = make_sessionmaker(engine)
-    settings = Settings(data_dir=data, database_url=url, broker_url="redis://127.0.0.1:1/0",
-                        allow_private_bot_urls=True)
+    settings = Settings(
+        data_dir=data, database_url=url, broker_url="redis://127.0.0.1:1/0", allow_private_bot_urls=True
+    )
     app = create_app(settings, engine=engine)
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     site = Site(url=f"http://127.0.0.1:{server.server_port}", sessionmaker=sm, app=app)
     with sm() as s:
-        for name, role in (("olga", "organizer"), ("alice", "contestant"), ("bob", "contestant"),
-                           ("carol", "contestant")):
+        for name, role in (
+            ("olga", "organizer"),
+            ("alice", "contestant"),
+            ("bob", "contestant"),
+            ("carol", "contestant"),
+        ):
             account, token = create_account(s, name, role)
             site.tokens[name], site.accounts[name] = token, account.id
-        for owner, bname, kind in (("alice", "Ace", "heuristic"), ("alice", "Greedo", "greedy"),
-                                   ("bob", "Rando", "random"), ("bob", "Glitch", "faulty")):
-            bot = Bot(owner_id=site.accounts[owner], name=bname, url="http://127.0.0.1:9/",
-                      rulesets=["million_doubt", "trump_millionaire", "jdf"], secret="s", status="ready")
+        for owner, bname, kind in (
+            ("alice", "Ace", "heuristic"),
+            ("alice", "Greedo", "greedy"),
+            ("bob", "Rando", "random"),
+            ("bob", "Glitch", "faulty"),
+        ):
+            bot = Bot(
+                owner_id=site.accounts[owner],
+                name=bname,
+                url="http://127.0.0.1:9/",
+                rulesets=["million_doubt", "trump_millionaire", "jdf"],
+                secret="s",
+                status="ready",
+            )
             s.add(bot)
             s.flush()
             site.bots[bname], site.bot_kinds[bot.id] = bot.id, kind
         s.commit()
         site.tournaments["md"] = _play_tournament(
-            site, s, "Million Doubt open", "million_doubt", ["Ace", "Greedo", "Rando"],
-            games_per_pairing=2, seed=11, time_rules={"initial": 5.0, "increment": 0.0, "cap": 5.0}, slow=True)
+            site,
+            s,
+            "Million Doubt open",
+            "million_doubt",
+            ["Ace", "Greedo", "Rando"],
+            games_per_pairing=2,
+            seed=11,
+            time_rules={"initial": 5.0, "increment": 0.0, "cap": 5.0},
+            slow=True,
+        )
         site.tournaments["jdf"] = _play_tournament(
-            site, s, "JDF cup", "jdf", ["Ace", "Greedo", "Rando", "Glitch"], games_per_pairing=1, seed=5)
+            site, s, "JDF cup", "jdf", ["Ace", "Greedo", "Rando", "Glitch"], games_per_pairing=1, seed=5
+        )
         site.tournaments["tm"] = _play_tournament(
-            site, s, "Trump Millionaire sprint", "trump_millionaire", ["Ace", "Greedo", "Rando", "Glitch"],
-            games_per_pairing=1, seed=8, options={"target_score": 20})
+            site,
+            s,
+            "Trump Millionaire sprint",
+            "trump_millionaire",
+            ["Ace", "Greedo", "Rando", "Glitch"],
+            games_per_pairing=1,
+            seed=8,
+            options={"target_score": 20},
+        )
         site.tournaments["private"] = _play_tournament(
-            site, s, "Private duel", "million_doubt", ["Ace", "Rando"], games_per_pairing=2, seed=3, public=False)
+            site, s, "Private duel", "million_doubt", ["Ace", "Rando"], games_per_pairing=2, seed=3, public=False
+        )
         site.tournaments["running"] = _play_tournament(
-            site, s, "Still running", "million_doubt", ["Greedo", "Rando"], games_per_pairing=2, seed=4,
-            finish=False)
+            site, s, "Still running", "million_doubt", ["Greedo", "Rando"], games_per_pairing=2, seed=4, finish=False
+        )
     yield site
     server.shutdown()
     engine.dispose()
@@ -220,12 +294,14 @@ def chromium() -> str:
         if apt is None:
             pytest.fail("Chromium is missing and apt-get is not available to install it")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        r = subprocess.run([apt, "install", "-y", "--no-install-recommends", "chromium"], env=env,
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [apt, "install", "-y", "--no-install-recommends", "chromium"], env=env, capture_output=True, text=True
+        )
         if r.returncode != 0:  # package lists may be missing on a fresh machine
             subprocess.run([apt, "update"], env=env, capture_output=True, text=True, check=False)
-            r = subprocess.run([apt, "install", "-y", "--no-install-recommends", "chromium"], env=env,
-                               capture_output=True, text=True)
+            r = subprocess.run(
+                [apt, "install", "-y", "--no-install-recommends", "chromium"], env=env, capture_output=True, text=True
+            )
         if r.returncode != 0 or not os.path.exists(CHROMIUM):
             pytest.fail(f"apt-get install chromium failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
     _japanese_font()
@@ -241,8 +317,9 @@ def _japanese_font() -> None:
     if subprocess.run([fc, ":lang=ja"], capture_output=True, text=True).stdout.strip():
         return
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    r = subprocess.run([apt, "install", "-y", "--no-install-recommends", "fonts-noto-cjk"], env=env,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [apt, "install", "-y", "--no-install-recommends", "fonts-noto-cjk"], env=env, capture_output=True, text=True
+    )
     if r.returncode != 0:
         warnings.warn(f"no Japanese font for the screenshots: {r.stderr[-500:]}", stacklevel=2)
 
@@ -264,10 +341,18 @@ def page(browser):
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
     # 401/403 pages are expected in the access tests; a missing script or style is not
-    pg.on("console", lambda msg: errors.append(msg.text)
-          if msg.type == "error" and not msg.text.startswith("Failed to load resource") else None)
-    pg.on("response", lambda r: errors.append(f"{r.status} {r.url}")
-          if "/ui/static/" in r.url and r.status >= 400 else None)
+    pg.on(
+        "console",
+        lambda msg: (
+            errors.append(msg.text)
+            if msg.type == "error" and not msg.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
+    pg.on(
+        "response",
+        lambda r: errors.append(f"{r.status} {r.url}") if "/ui/static/" in r.url and r.status >= 400 else None,
+    )
     pg.js_errors = errors  # type: ignore[attr-defined]
     yield pg
     context.close()

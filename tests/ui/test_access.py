@@ -8,8 +8,8 @@ import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import select
 
-from arena.core import crypto, matchlog
-from arena.core.db.models import Bot, Match, MatchLog
+from arena import crypto, matchlog
+from arena.db.models import Bot, Match, MatchLog
 
 
 @pytest.fixture
@@ -19,7 +19,9 @@ def client(site):
 
 def _match_ids(site, key: str) -> list[int]:
     with site.sessionmaker() as s:
-        return list(s.scalars(select(Match.id).where(Match.tournament_id == site.tournaments[key]).order_by(Match.index)))
+        return list(
+            s.scalars(select(Match.id).where(Match.tournament_id == site.tournaments[key]).order_by(Match.index))
+        )
 
 
 def _signed_in(site, name: str):
@@ -40,12 +42,14 @@ def test_anonymous_sees_public_finished_tournaments_only(site, client):
     assert client.get(f"/ui/tournaments/{site.tournaments['md']}").status_code == 200
     md_match = _match_ids(site, "md")[0]
     assert client.get(f"/ui/matches/{md_match}").status_code == 200
-    for path in (f"/ui/tournaments/{site.tournaments['private']}",
-                 f"/ui/tournaments/{site.tournaments['running']}",  # public, but not finished yet
-                 f"/ui/matches/{_match_ids(site, 'private')[0]}",
-                 f"/ui/matches/{_match_ids(site, 'private')[0]}/log.json",
-                 f"/ui/matches/{_match_ids(site, 'private')[0]}/replay.json",
-                 f"/ui/tournaments/{site.tournaments['private']}/logs.jsonl"):
+    for path in (
+        f"/ui/tournaments/{site.tournaments['private']}",
+        f"/ui/tournaments/{site.tournaments['running']}",  # public, but not finished yet
+        f"/ui/matches/{_match_ids(site, 'private')[0]}",
+        f"/ui/matches/{_match_ids(site, 'private')[0]}/log.json",
+        f"/ui/matches/{_match_ids(site, 'private')[0]}/replay.json",
+        f"/ui/tournaments/{site.tournaments['private']}/logs.jsonl",
+    ):
         r = client.get(path)
         assert r.status_code == 401, path
         assert "Sign in" in r.get_data(as_text=True)
@@ -62,8 +66,7 @@ def test_public_match_log_download_is_the_stored_log(site, client):
         stored = json.loads(matchlog.decompress(s.scalar(select(MatchLog.data).where(MatchLog.match_id == mid))))
     assert r.get_json() == stored
     replay = client.get(f"/ui/matches/{mid}/replay.json").get_json()
-    assert [len(g["frames"]) for g in replay["games"]] == [
-        len(g["engine_log"]["actions"]) + 1 for g in stored["games"]]
+    assert [len(g["frames"]) for g in replay["games"]] == [len(g["engine_log"]["actions"]) + 1 for g in stored["games"]]
 
 
 def test_sign_in_by_form_post_only_with_a_server_side_session_logout_revokes(site, client):
@@ -103,8 +106,12 @@ def test_contestants_see_their_own_matches(site):
     assert r.status_code == 200  # every account reads tournaments and standings (as the API)
     html = r.get_data(as_text=True)
     assert f'href="/ui/matches/{private_match}"' not in html and "not visible to you" in html
-    for path in (f"/ui/matches/{private_match}", f"/ui/matches/{private_match}/log.json",
-                 f"/ui/tournaments/{site.tournaments['private']}/logs.jsonl", f"/ui/matches/{running_match}"):
+    for path in (
+        f"/ui/matches/{private_match}",
+        f"/ui/matches/{private_match}/log.json",
+        f"/ui/tournaments/{site.tournaments['private']}/logs.jsonl",
+        f"/ui/matches/{running_match}",
+    ):
         assert carol.get(path).status_code == 403, path
     bob = _signed_in(site, "bob")
     assert bob.get(f"/ui/matches/{private_match}").status_code == 200
@@ -167,8 +174,9 @@ def test_organizer_actions_shown_only_where_they_apply(site):
     resume = html.split('id="action-resume"', 1)[1].split(">", 1)[0]
     assert "the reaper also does it by itself" in resume  # each button says what it does
     contestant = _signed_in(site, "alice")
-    assert 'id="organizer-actions"' not in contestant.get(
-        f"/ui/tournaments/{site.tournaments['md']}").get_data(as_text=True)
+    assert 'id="organizer-actions"' not in contestant.get(f"/ui/tournaments/{site.tournaments['md']}").get_data(
+        as_text=True
+    )
 
 
 def test_read_pages_show_bot_names_without_decrypting_secrets(site, client, monkeypatch):

@@ -1,5 +1,5 @@
 """The bot page (/ui/bots/<id>): rating history, concurrency cap, paginated matches, faults,
-and who sees what (arena.core.access). Test client against the shared ``site`` of conftest
+and who sees what (arena.access). Test client against the shared ``site`` of conftest
 (real matches played between sample bots, one bot faulting)."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from sqlalchemy import func, select
 
 from api import create_app
 from api.ui import forms
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Bot, Match, MatchSeat, RatingHistory, Tournament
-from arena.core.db.session import make_engine, make_sessionmaker
-from arena.core.standings import tournament_standings
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.models import Bot, Match, MatchSeat, RatingHistory, Tournament
+from arena.db.session import make_engine, make_sessionmaker
+from arena.standings import tournament_standings
 
 
 def _client(site, who: str | None):
@@ -36,8 +36,9 @@ def test_rating_history_is_each_finished_tournaments_standings_rating(site):
     ace = site.bots["Ace"]
     html = _client(site, "alice").get(f"/ui/bots/{ace}").get_data(as_text=True)
     with site.sessionmaker() as s:
-        finished = s.scalars(select(Tournament).where(Tournament.status == "finished")
-                             .order_by(Tournament.finished_at, Tournament.id)).all()
+        finished = s.scalars(
+            select(Tournament).where(Tournament.status == "finished").order_by(Tournament.finished_at, Tournament.id)
+        ).all()
         played = [t for t in finished if ace in [p.bot_id for p in t.participants]]
         expected = []
         for t in played:
@@ -48,7 +49,7 @@ def test_rating_history_is_each_finished_tournaments_standings_rating(site):
     table = html.split('id="rating-table"', 1)[1]
     for tid, mu, sigma, rank in expected:
         row = table.split(f'data-tournament="{tid}"', 1)[1].split("</tr>", 1)[0]
-        assert f"{mu} <span class=\"muted\">± {sigma}</span>" in row
+        assert f'{mu} <span class="muted">± {sigma}</span>' in row
         assert f">{rank} / " in row
     # one chart per rule set played, a dot per tournament of that rule set
     for rs, n in (("million_doubt", 2), ("jdf", 1), ("trump_millionaire", 1)):
@@ -68,8 +69,9 @@ def test_the_cap_is_the_value_the_bot_api_returns(site):
 def test_matches_are_paginated(site, monkeypatch):
     ace = site.bots["Ace"]
     with site.sessionmaker() as s:
-        ids = list(s.scalars(select(MatchSeat.match_id).where(MatchSeat.bot_id == ace)
-                             .order_by(MatchSeat.match_id.desc())))
+        ids = list(
+            s.scalars(select(MatchSeat.match_id).where(MatchSeat.bot_id == ace).order_by(MatchSeat.match_id.desc()))
+        )
     assert len(ids) > 5
     monkeypatch.setattr(forms, "BOT_MATCHES_PER_PAGE", 5)
     c = _client(site, "alice")
@@ -89,8 +91,11 @@ def test_matches_are_paginated(site, monkeypatch):
 def _fault_counts(site, bot_id: int) -> int:
     with site.sessionmaker() as s:
         total = 0
-        for m, seat in s.execute(select(Match, MatchSeat.seat).join(MatchSeat, MatchSeat.match_id == Match.id)
-                                 .where(MatchSeat.bot_id == bot_id)):
+        for m, seat in s.execute(
+            select(Match, MatchSeat.seat)
+            .join(MatchSeat, MatchSeat.match_id == Match.id)
+            .where(MatchSeat.bot_id == bot_id)
+        ):
             if m.result is not None:
                 total += m.result.faults[seat]
         return total
@@ -113,8 +118,12 @@ def test_fault_details_wait_for_the_end_of_a_running_tournament(site):
     glitch = site.bots["Glitch"]
     tid = site.tournaments["jdf"]
     with site.sessionmaker() as s:
-        in_jdf = s.scalar(select(func.count()).select_from(Match).join(MatchSeat, MatchSeat.match_id == Match.id)
-                          .where(Match.tournament_id == tid, MatchSeat.bot_id == glitch))
+        in_jdf = s.scalar(
+            select(func.count())
+            .select_from(Match)
+            .join(MatchSeat, MatchSeat.match_id == Match.id)
+            .where(Match.tournament_id == tid, MatchSeat.bot_id == glitch)
+        )
         t = s.get(Tournament, tid)
         t.status = "running"  # as if still being played
         s.commit()
@@ -123,8 +132,11 @@ def test_fault_details_wait_for_the_end_of_a_running_tournament(site):
         owner = _client(site, "bob").get(f"/ui/bots/{glitch}").get_data(as_text=True)
         organizer = _client(site, "olga").get(f"/ui/bots/{glitch}").get_data(as_text=True)
         assert 'id="faults-embargoed"' in owner
-        owner_rows = owner.split('id="bot-faults"', 1)[1].split("</table>", 1)[0].count('<tr class="bad"') \
-            if '<table class="grid faults" id="bot-faults"' in owner else 0
+        owner_rows = (
+            owner.split('id="bot-faults"', 1)[1].split("</table>", 1)[0].count('<tr class="bad"')
+            if '<table class="grid faults" id="bot-faults"' in owner
+            else 0
+        )
         organizer_rows = organizer.split('id="bot-faults"', 1)[1].split("</table>", 1)[0].count('<tr class="bad"')
         assert organizer_rows == _fault_counts(site, glitch) > owner_rows
         assert 'id="faults-embargoed"' not in organizer
@@ -148,8 +160,11 @@ def test_rating_history_shows_the_rating_across_tournaments_after_each(site):
     tournament (the cross-tournament rating as it stood after it), a dash without one."""
     ace, md = site.bots["Ace"], site.tournaments["md"]
     with site.sessionmaker() as s:
-        s.add(RatingHistory(ruleset="million_doubt", bot_id=ace, tournament_id=md, position=0,
-                            mu=27.125, sigma=6.5, games=4))
+        s.add(
+            RatingHistory(
+                ruleset="million_doubt", bot_id=ace, tournament_id=md, position=0, mu=27.125, sigma=6.5, games=4
+            )
+        )
         s.commit()
     try:
         html = _client(site, "alice").get(f"/ui/bots/{ace}").get_data(as_text=True)
@@ -172,8 +187,16 @@ def test_reloading_the_register_answer_registers_no_second_bot(tmp_path):
     upgrade(url)
     engine_ = make_engine(url)
     sm = make_sessionmaker(engine_)
-    app = create_app(Settings(data_dir=tmp_path, database_url=url, broker_url="redis://127.0.0.1:1/0",
-                              allow_private_bot_urls=True, rate_limits=False), engine=engine_)
+    app = create_app(
+        Settings(
+            data_dir=tmp_path,
+            database_url=url,
+            broker_url="redis://127.0.0.1:1/0",
+            allow_private_bot_urls=True,
+            rate_limits=False,
+        ),
+        engine=engine_,
+    )
     with sm() as s:
         _mika, token = create_account(s, "mika", "contestant")
         s.commit()
@@ -182,9 +205,13 @@ def test_reloading_the_register_answer_registers_no_second_bot(tmp_path):
 
     def form() -> dict:
         html = c.get("/ui/bots").get_data(as_text=True)
-        return {"csrf": re.search(r'name="csrf" value="([^"]+)"', html).group(1),
-                "form_id": re.search(r'name="form_id" value="([0-9a-f]{32})"', html).group(1),
-                "name": "Kestrel", "url": "http://127.0.0.1:9/", "rulesets": ["jdf"]}
+        return {
+            "csrf": re.search(r'name="csrf" value="([^"]+)"', html).group(1),
+            "form_id": re.search(r'name="form_id" value="([0-9a-f]{32})"', html).group(1),
+            "name": "Kestrel",
+            "url": "http://127.0.0.1:9/",
+            "rulesets": ["jdf"],
+        }
 
     def bots() -> list[int]:
         with sm() as s:

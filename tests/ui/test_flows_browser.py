@@ -18,11 +18,11 @@ from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from api import create_app
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Bot, Tournament
-from arena.core.db.session import make_engine, make_sessionmaker
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.models import Bot, Tournament
+from arena.db.session import make_engine, make_sessionmaker
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 
@@ -40,6 +40,7 @@ def _reload(page) -> None:
             raise
         page.wait_for_load_state()
 
+
 pytestmark = pytest.mark.browser
 
 
@@ -50,16 +51,26 @@ def eager_site(tmp_path_factory):
     upgrade(url)
     engine = make_engine(url)
     sm = make_sessionmaker(engine)
-    settings = Settings(data_dir=data, database_url=url, broker_url="redis://127.0.0.1:1/0",
-                        allow_private_bot_urls=True, celery_eager=True)
+    settings = Settings(
+        data_dir=data,
+        database_url=url,
+        broker_url="redis://127.0.0.1:1/0",
+        allow_private_bot_urls=True,
+        celery_eager=True,
+    )
     app = create_app(settings, engine=engine)
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     bots = [start_bot(SAMPLE_BOTS[kind](seed=i)) for i, kind in enumerate(("greedy", "heuristic"))]
     with sm() as s:
         _account, organizer_token = create_account(s, "olga", "organizer")
-    yield {"url": f"http://127.0.0.1:{server.server_port}", "sm": sm, "organizer": organizer_token,
-           "bots": [b.url for b in bots], "app": app}
+    yield {
+        "url": f"http://127.0.0.1:{server.server_port}",
+        "sm": sm,
+        "organizer": organizer_token,
+        "bots": [b.url for b in bots],
+        "app": app,
+    }
     for b in bots:
         b.close()
     server.shutdown()
@@ -68,8 +79,11 @@ def eager_site(tmp_path_factory):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1366, "height": 768}, device_scale_factor=1,
-                                  permissions=["clipboard-read", "clipboard-write"])
+    context = browser.new_context(
+        viewport={"width": 1366, "height": 768},
+        device_scale_factor=1,
+        permissions=["clipboard-read", "clipboard-write"],
+    )
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -198,9 +212,20 @@ def test_forms_need_the_session_csrf_token(eager_site):
         assert r.status_code == 400
     html = c.get("/ui/tournaments/new").get_data(as_text=True)
     token = re.search(r'name="csrf" value="([^"]+)"', html).group(1)
-    r = c.post("/ui/tournaments/new", data={"csrf": token, "ruleset": "jdf", "opt-jdf-sets": "0", "participants": "1",
-                                            "games_per_pairing": "1", "max_faults": "3",
-                                            "initial": "60", "increment": "10", "cap": "60"})
+    r = c.post(
+        "/ui/tournaments/new",
+        data={
+            "csrf": token,
+            "ruleset": "jdf",
+            "opt-jdf-sets": "0",
+            "participants": "1",
+            "games_per_pairing": "1",
+            "max_faults": "3",
+            "initial": "60",
+            "increment": "10",
+            "cap": "60",
+        },
+    )
     html = r.get_data(as_text=True)
     assert r.status_code == 422 and 'data-field="opt-jdf-sets"' in html, re.findall(r'data-field="[^"]*">[^<]*', html)
     r = c.post("/ui/tournaments/1/explode", data={"csrf": token})
@@ -225,8 +250,14 @@ def worker_site(pg_url, redis_url, celery_worker_factory, tmp_path):
     url = fresh_pg_database(pg_url)
     db_engine = make_engine(url)
     sm = make_sessionmaker(db_engine)
-    settings = Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url,
-                        allow_private_bot_urls=True, celery_eager=False, rate_limits=False)
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=url,
+        broker_url=redis_url,
+        allow_private_bot_urls=True,
+        celery_eager=False,
+        rate_limits=False,
+    )
     app = create_app(settings, engine=db_engine)
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -234,8 +265,13 @@ def worker_site(pg_url, redis_url, celery_worker_factory, tmp_path):
     bots = [SwitchBot(SAMPLE_BOTS[kind](seed=i)) for i, kind in enumerate(("greedy", "heuristic", "random"))]
     with sm() as s:
         _account, organizer_token = create_account(s, "olga", "organizer")
-    yield {"url": f"http://127.0.0.1:{server.server_port}", "sm": sm, "organizer": organizer_token,
-           "bots": bots, "worker": worker}
+    yield {
+        "url": f"http://127.0.0.1:{server.server_port}",
+        "sm": sm,
+        "organizer": organizer_token,
+        "bots": bots,
+        "worker": worker,
+    }
     for b in bots:
         b.close()
     server.shutdown()
@@ -262,8 +298,7 @@ def _register_and_check(page, site: str, name: str, bot) -> int:
     bot_id = int(re.search(r"#(\d+)", page.locator("h1").inner_text()).group(1))
     page.click("#run-check")
     # the check runs on the worker: the page says so and reloads itself until it is done
-    page.wait_for_selector("#bot-status[data-status=ready], #bot-status[data-status=failed]",
-                           timeout=WAIT_GUARD_MS)
+    page.wait_for_selector("#bot-status[data-status=ready], #bot-status[data-status=failed]", timeout=WAIT_GUARD_MS)
     assert page.locator("#bot-status").get_attribute("data-status") == "ready", page.content()[-3000:]
     assert page.locator("#check-result").get_attribute("class") == "ok"
     assert page.locator("#check-table tr[data-step=signature] td").nth(1).inner_text() == "✔"  # it checks signatures
@@ -277,7 +312,8 @@ def test_a_tournament_from_sign_up_to_replay_on_a_real_worker(worker_site, page,
     _sign_up(page, site, "mika")
     ids = [_register_and_check(page, site, "Mika-greedy", bots[0])]
     kinds = page.locator("#check-table .kind-result").evaluate_all(
-        "ks => ks.map(k => [k.dataset.kind, k.classList.contains('bad'), k.textContent])")
+        "ks => ks.map(k => [k.dataset.kind, k.classList.contains('bad'), k.textContent])"
+    )
     assert {k for k, _bad, _text in kinds} >= {"play", "doubt"}  # each decision kind's result
     assert all("✔" in text for kind, bad, text in kinds if kind == "play")
     ids.append(_register_and_check(page, site, "Mika-heuristic", bots[1]))

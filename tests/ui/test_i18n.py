@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from api.ui import i18n
 from api.ui.lang import option_value
-from arena.core.db.models import Match
+from arena.db.models import Match
 
 UI = Path(i18n.__file__).resolve().parent
 PO = UI / "translations" / "ja" / "LC_MESSAGES" / "messages.po"
@@ -56,8 +56,13 @@ def test_game_terms_follow_the_japanese_rule_texts():
     assert t["Revolution"] == "革命"
     assert "8切り" in t["8-cut by {who}: the field is cleared"]
     assert t["Million Doubt"] == "ミリオンダウト" and t["Trump Millionaire"] == "トランプミリオネア"
-    assert "ミリオネア" in t["Exchange (TM-3): the Millionaire may swap its whole hand for 10 cards drawn at random "
-                          "from the 14 set aside"]
+    assert (
+        "ミリオネア"
+        in t[
+            "Exchange (TM-3): the Millionaire may swap its whole hand for 10 cards drawn at random "
+            "from the 14 set aside"
+        ]
+    )
     assert t["doubt"] == "ダウト" and t["lets it through (スルー)"] == "スルー"
     assert "都落ち" in t["Miyako-ochi: {who} falls to last place"]
     assert "階段" in t["Number lock (stairs): only the next ranks may follow"]
@@ -74,18 +79,27 @@ def _signed_in(site, name: str):
 
 def _pages(site) -> list[str]:
     with site.sessionmaker() as s:
-        first = {key: s.scalar(select(Match.id).where(Match.tournament_id == tid).order_by(Match.index))
-                 for key, tid in site.tournaments.items()}
-    pages = ["/ui/", "/ui/login", "/ui/signup", "/ui/bots", f"/ui/bots/{site.bots['Ace']}", "/ui/tournaments/new",
-             "/ui/tournaments/999999", "/ui/matches/99999999"]
+        first = {
+            key: s.scalar(select(Match.id).where(Match.tournament_id == tid).order_by(Match.index))
+            for key, tid in site.tournaments.items()
+        }
+    pages = [
+        "/ui/",
+        "/ui/login",
+        "/ui/signup",
+        "/ui/bots",
+        f"/ui/bots/{site.bots['Ace']}",
+        "/ui/tournaments/new",
+        "/ui/tournaments/999999",
+        "/ui/matches/99999999",
+    ]
     pages += [f"/ui/tournaments/{tid}" for tid in site.tournaments.values()]
     pages += [f"/ui/matches/{mid}" for mid in first.values()]
     return pages
 
 
 # Per language: the html lang attribute and words every page shows (header, navigation).
-EXPECT = {"en": ('<html lang="en">', "Tournaments", "sign out"),
-          "ja": ('<html lang="ja">', "大会", "サインアウト")}
+EXPECT = {"en": ('<html lang="en">', "Tournaments", "sign out"), "ja": ('<html lang="ja">', "大会", "サインアウト")}
 
 
 @pytest.mark.parametrize("lang", ["en", "ja"])

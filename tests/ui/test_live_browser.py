@@ -1,6 +1,6 @@
 """Live match view in a real browser: the match is played by ``run_match`` with the worker's
-publisher (``arena.core.live.LivePublisher.step`` as ``on_step``, as
-``arena.core.runner.service.play_and_store`` wires it) through a real Redis; Chromium watches
+publisher (``arena.live.LivePublisher.step`` as ``on_step``, as
+``arena.runner.service.play_and_store`` wires it) through a real Redis; Chromium watches
 the match page over server-sent events as an organizer (the full channel: every hand) and as
 a contestant owning the seated bots (the public channel: hand sizes as card backs, no card of
 a hand; the log and the replay stay embargoed, docs/fairness.md).
@@ -19,14 +19,14 @@ import redis
 from werkzeug.serving import make_server
 
 from api import create_app
-from arena.core import live
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
-from arena.core.db.session import make_engine, make_sessionmaker
-from arena.core.runner.match import run_match
-from arena.core.runner.players import LocalPlayer
+from arena import live
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
+from arena.db.session import make_engine, make_sessionmaker
+from arena.runner.match import run_match
+from arena.runner.players import LocalPlayer
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 
@@ -63,8 +63,9 @@ def live_site(tmp_path, redis_url):
     upgrade(url)
     engine = make_engine(url)
     sm = make_sessionmaker(engine)
-    app = create_app(Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url,
-                              allow_private_bot_urls=True), engine=engine)
+    app = create_app(
+        Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url, allow_private_bot_urls=True), engine=engine
+    )
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     with sm() as s:
@@ -72,25 +73,53 @@ def live_site(tmp_path, redis_url):
         alice, alice_token = create_account(s, "alice", "contestant")
         bots = []
         for name in ("A", "B"):
-            b = Bot(owner_id=alice.id, name=name, url="http://127.0.0.1:9/", rulesets=["million_doubt"],
-                    secret="s", status="ready")
+            b = Bot(
+                owner_id=alice.id,
+                name=name,
+                url="http://127.0.0.1:9/",
+                rulesets=["million_doubt"],
+                secret="s",
+                status="ready",
+            )
             s.add(b)
             bots.append(b)
         s.flush()
-        t = Tournament(name="Live cup", organizer_id=olga.id, ruleset="million_doubt", options={},
-                       time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0}, games_per_pairing=2,
-                       seed=1, max_faults=3, public_when_finished=True, status="running", started_at=utcnow())
+        t = Tournament(
+            name="Live cup",
+            organizer_id=olga.id,
+            ruleset="million_doubt",
+            options={},
+            time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0},
+            games_per_pairing=2,
+            seed=1,
+            max_faults=3,
+            public_when_finished=True,
+            status="running",
+            started_at=utcnow(),
+        )
         t.participants = [TournamentParticipant(bot_id=b.id) for b in bots]
         s.add(t)
         s.flush()
-        m = Match(tournament_id=t.id, index=0, table=0, seed=77, status="running",
-                  seats=[MatchSeat(seat=i, bot_id=b.id) for i, b in enumerate(bots)])
+        m = Match(
+            tournament_id=t.id,
+            index=0,
+            table=0,
+            seed=77,
+            status="running",
+            seats=[MatchSeat(seat=i, bot_id=b.id) for i, b in enumerate(bots)],
+        )
         s.add(m)
         s.commit()
         mid = m.id
         tid = t.id
-    yield {"url": f"http://127.0.0.1:{server.server_port}", "redis": redis_url, "match": mid, "tournament": tid,
-           "sm": sm, "tokens": {"olga": olga_token, "alice": alice_token}}
+    yield {
+        "url": f"http://127.0.0.1:{server.server_port}",
+        "redis": redis_url,
+        "match": mid,
+        "tournament": tid,
+        "sm": sm,
+        "tokens": {"olga": olga_token, "alice": alice_token},
+    }
     wait_streams_released()
     server.shutdown()
     engine.dispose()
@@ -103,9 +132,16 @@ def _play_live(site, players) -> tuple[threading.Thread, dict]:
     result: dict = {}
 
     def play():
-        result["log"] = run_match(players, "million_doubt", {}, seed=5, games=2,
-                                  time_rules=TimeRules(60000, 10000, 60000), max_faults=3,
-                                  on_step=publisher.step)
+        result["log"] = run_match(
+            players,
+            "million_doubt",
+            {},
+            seed=5,
+            games=2,
+            time_rules=TimeRules(60000, 10000, 60000),
+            max_faults=3,
+            on_step=publisher.step,
+        )
         publisher.end()
 
     worker = threading.Thread(target=play, daemon=True)
@@ -135,8 +171,10 @@ def test_running_match_updates_live_for_the_organizer_and_the_contestant(browser
     r = redis.Redis.from_url(site["redis"])
     full, public = live.channel(site["match"], True), live.channel(site["match"], False)
     for _ in range(600):  # both pages have subscribed before the first decision
-        if (dict(r.pubsub_numsub(full)).get(full.encode(), 0) >= 1
-                and dict(r.pubsub_numsub(public)).get(public.encode(), 0) >= 1):
+        if (
+            dict(r.pubsub_numsub(full)).get(full.encode(), 0) >= 1
+            and dict(r.pubsub_numsub(public)).get(public.encode(), 0) >= 1
+        ):
             break
         threading.Event().wait(0.05)
     else:
@@ -144,13 +182,16 @@ def test_running_match_updates_live_for_the_organizer_and_the_contestant(browser
     rec = r.pubsub(ignore_subscribe_messages=True)
     rec.subscribe(full)
     gate = threading.Event()
-    players = [LocalPlayer(GatedBot(SAMPLE_BOTS["random"](seed=1), gate, 6), "a"),
-               LocalPlayer(SAMPLE_BOTS["random"](seed=2), "b")]
+    players = [
+        LocalPlayer(GatedBot(SAMPLE_BOTS["random"](seed=1), gate, 6), "a"),
+        LocalPlayer(SAMPLE_BOTS["random"](seed=2), "b"),
+    ]
     worker, result = _play_live(site, players)
     try:
         # the pages update while the match is blocked in the gated bot's 6th decision
         organizer.wait_for_function(
-            "() => Number(document.getElementById('live-card').dataset.steps || 0) >= 5", timeout=30000)
+            "() => Number(document.getElementById('live-card').dataset.steps || 0) >= 5", timeout=30000
+        )
         assert worker.is_alive() and "log" not in result  # still being played (the gate is closed)
         fulls = []
         for _ in range(100):  # drain: the match is blocked, so the messages stop after the 5th
@@ -161,14 +202,18 @@ def test_running_match_updates_live_for_the_organizer_and_the_contestant(browser
                 break
         last = fulls[-1]
         organizer.wait_for_function(
-            f"() => Number(document.getElementById('live-card').dataset.steps) === {len(fulls)}", timeout=30000)
-        hands = [organizer.locator(f"#seat-{s} .hand .c").evaluate_all("els => els.map(e => e.dataset.card)")
-                 for s in range(2)]
+            f"() => Number(document.getElementById('live-card').dataset.steps) === {len(fulls)}", timeout=30000
+        )
+        hands = [
+            organizer.locator(f"#seat-{s} .hand .c").evaluate_all("els => els.map(e => e.dataset.card)")
+            for s in range(2)
+        ]
         assert hands == last["hands"]
         sizes = organizer.locator("#seat-list .seat .count").all_inner_texts()
         assert [int(x.split()[0]) for x in sizes] == last["hand_sizes"]
         contestant.wait_for_function(
-            f"() => Number(document.getElementById('live-card').dataset.steps) === {len(fulls)}", timeout=30000)
+            f"() => Number(document.getElementById('live-card').dataset.steps) === {len(fulls)}", timeout=30000
+        )
         assert contestant.locator("#seat-list .hand .c[data-card]").count() == 0
         assert [contestant.locator(f"#seat-{s} .hand .c.back").count() for s in range(2)] == last["hand_sizes"]
         organizer.screenshot(path=str(artifacts / "ui-live-organizer.png"), full_page=True)
@@ -176,8 +221,7 @@ def test_running_match_updates_live_for_the_organizer_and_the_contestant(browser
         gate.set()
         worker.join(120)
     for pg in (organizer, contestant):
-        pg.wait_for_function("() => document.getElementById('live-state').dataset.state === 'ended'",
-                             timeout=30000)
+        pg.wait_for_function("() => document.getElementById('live-state').dataset.state === 'ended'", timeout=30000)
     assert organizer.locator("#live-replay-link").inner_text() == "Open the replay"
     assert "when the tournament is finished" in contestant.locator("#live-after").inner_text()
     assert "log" in result
@@ -216,8 +260,10 @@ def test_a_live_view_opened_after_the_first_game_follows_the_second(browser, liv
     to fail on the unseen game)."""
     site = live_site
     gate, reached = threading.Event(), threading.Event()
-    players = [LocalPlayer(SecondGameGate(SAMPLE_BOTS["random"](seed=1), gate, reached), "a"),
-               LocalPlayer(SecondGameGate(SAMPLE_BOTS["random"](seed=2), gate, reached), "b")]
+    players = [
+        LocalPlayer(SecondGameGate(SAMPLE_BOTS["random"](seed=1), gate, reached), "a"),
+        LocalPlayer(SecondGameGate(SAMPLE_BOTS["random"](seed=2), gate, reached), "b"),
+    ]
     worker, result = _play_live(site, players)
     try:
         assert reached.wait(60)  # game 1 is over, game 2 waits for its first decision
@@ -232,14 +278,17 @@ def test_a_live_view_opened_after_the_first_game_follows_the_second(browser, liv
         # the publisher skips a channel nobody listened to for up to QUIET_S: wait it out
         threading.Event().wait(live.QUIET_S + 0.2)
         gate.set()
-        organizer.wait_for_function("() => document.getElementById('live-state').dataset.state === 'ended'",
-                                    timeout=60000)
+        organizer.wait_for_function(
+            "() => document.getElementById('live-state').dataset.state === 'ended'", timeout=60000
+        )
         assert int(organizer.locator("#live-card").get_attribute("data-steps") or 0) > 0
         assert organizer.locator("#seat-list .seat").count() == 2
         # the running totals after game 2 are the match's, though game 1 was never seen here
         worker.join(60)
-        shown = {int(row.get_attribute("data-seat")): row.locator("td.total").inner_text()
-                 for row in organizer.locator("#totals-table tbody tr").all()}
+        shown = {
+            int(row.get_attribute("data-seat")): row.locator("td.total").inner_text()
+            for row in organizer.locator("#totals-table tbody tr").all()
+        }
         want = result["log"]["result"]["scores"]
         game2 = result["log"]["games"][1]
         assert want != [game2["result"]["scores"][str(game2["seats"].index(p))] for p in range(2)]  # telling

@@ -15,8 +15,8 @@ import pytest
 import redis
 
 from api.ui import live as live_pages
-from arena.core import live
-from arena.core.accounts import create_account
+from arena import live
+from arena.accounts import create_account
 from tests.ui.conftest import wait_streams_released
 from tests.ui.test_live_browser import live_site  # noqa: F401  (the fixture)
 
@@ -128,10 +128,12 @@ def test_accounts_signed_up_to_watch_cannot_take_the_places_of_viewers_with_a_st
             stream = OpenStream(_signed_in(site, f"watcher{i}"), tournament)
             flood.append(stream)
     assert sorted(s.status for s in flood) == [200] * shared + [429] * (len(flood) - shared)
-    stake = [OpenStream(_signed_in(site, "olga"), f"/ui/matches/{site['match']}/live"),
-             OpenStream(_signed_in(site, "olga"), tournament),
-             OpenStream(_signed_in(site, "alice"), tournament),  # a bot of hers is entered
-             OpenStream(_signed_in(site, "alice"), f"/ui/matches/{site['match']}/live")]
+    stake = [
+        OpenStream(_signed_in(site, "olga"), f"/ui/matches/{site['match']}/live"),
+        OpenStream(_signed_in(site, "olga"), tournament),
+        OpenStream(_signed_in(site, "alice"), tournament),  # a bot of hers is entered
+        OpenStream(_signed_in(site, "alice"), f"/ui/matches/{site['match']}/live"),
+    ]
     assert [s.status for s in stake] == [200] * live_pages.STREAMS_RESERVED
     assert live_pages.open_streams() == live_pages.STREAMS_PER_PROCESS
     for s in [*flood, *stake]:
@@ -167,8 +169,10 @@ def test_a_viewer_that_resets_the_connection_after_the_end_gives_its_place_back(
     r = redis.Redis.from_url(site["redis"])
     for _ in range(3):
         sock = socket.create_connection((host, int(port)), timeout=30)
-        sock.sendall(f"GET /ui/matches/{site['match']}/live HTTP/1.1\r\nHost: {host}\r\n"
-                     f"Cookie: {client.headers['Cookie']}\r\n\r\n".encode())
+        sock.sendall(
+            f"GET /ui/matches/{site['match']}/live HTTP/1.1\r\nHost: {host}\r\n"
+            f"Cookie: {client.headers['Cookie']}\r\n\r\n".encode()
+        )
         got = b""
         while b": live" not in got:  # subscribed: the first event is sent after the subscription
             got += sock.recv(4096)

@@ -1,8 +1,8 @@
-"""The live view as contestants see it: the policy (``arena.core.access.live_view_for``), the
+"""The live view as contestants see it: the policy (``arena.access.live_view_for``), the
 tournament channel, and attacker tests of the public stream.
 
 The attacker tests play a match of each rule set in-process with the worker's publisher
-(``arena.core.live.LivePublisher.step`` as ``on_step``, real Redis) while a contestant owning a
+(``arena.live.LivePublisher.step`` as ``on_step``, real Redis) while a contestant owning a
 seated bot reads ``GET /ui/matches/<id>/live`` over HTTP. Every card named anywhere in the
 messages it receives must be public at that step by C-11, computed independently from the
 engine's full (log) view: cards played face up, a doubt's reveal (MD-8), penalty cards,
@@ -25,15 +25,15 @@ import redis
 from werkzeug.serving import make_server
 
 from api import create_app
-from arena.core import access, live
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
-from arena.core.db.session import make_engine, make_sessionmaker
-from arena.core.runner.match import default_game_specs, run_match
-from arena.core.runner.players import LocalPlayer
-from arena.core.runner.service import announce
+from arena import access, live
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
+from arena.db.session import make_engine, make_sessionmaker
+from arena.runner.match import default_game_specs, run_match
+from arena.runner.players import LocalPlayer
+from arena.runner.service import announce
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.cards import format_cards
 from engine.timebank import TimeRules
@@ -41,8 +41,7 @@ from engine.timebank import TimeRules
 from .conftest import _QuietHandler, wait_streams_released
 
 CARD = re.compile(r"^(?:[2-9TJQKA][SHDC]|JK)$")
-RULESETS = {"million_doubt": (2, {}, 4), "trump_millionaire": (4, {"target_score": 10}, 1),
-            "jdf": (4, {"sets": 1}, 1)}
+RULESETS = {"million_doubt": (2, {}, 4), "trump_millionaire": (4, {"target_score": 10}, 1), "jdf": (4, {"sets": 1}, 1)}
 
 
 # ----------------------------------------------------------------------------- the site
@@ -51,8 +50,17 @@ def _site(tmp_path, broker_url: str):
     upgrade(url)
     engine = make_engine(url)
     sm = make_sessionmaker(engine)
-    app = create_app(Settings(data_dir=tmp_path, database_url=url, broker_url=broker_url,
-                              allow_private_bot_urls=True, rate_limits=False, cookie_secure=False), engine=engine)
+    app = create_app(
+        Settings(
+            data_dir=tmp_path,
+            database_url=url,
+            broker_url=broker_url,
+            allow_private_bot_urls=True,
+            rate_limits=False,
+            cookie_secure=False,
+        ),
+        engine=engine,
+    )
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     site: dict = {"url": f"http://127.0.0.1:{server.server_port}", "sm": sm, "matches": {}, "tokens": {}}
@@ -61,18 +69,43 @@ def _site(tmp_path, broker_url: str):
         alice, site["tokens"]["alice"] = create_account(s, "alice", "contestant")
         _eve, site["tokens"]["eve"] = create_account(s, "eve", "contestant")  # owns no seated bot
         for ruleset, (n, options, games) in RULESETS.items():
-            bots = [Bot(owner_id=alice.id, name=f"{ruleset[:2]}{i}", url="http://127.0.0.1:9/", rulesets=[ruleset],
-                        secret="s", status="ready") for i in range(n)]
+            bots = [
+                Bot(
+                    owner_id=alice.id,
+                    name=f"{ruleset[:2]}{i}",
+                    url="http://127.0.0.1:9/",
+                    rulesets=[ruleset],
+                    secret="s",
+                    status="ready",
+                )
+                for i in range(n)
+            ]
             s.add_all(bots)
             s.flush()
-            t = Tournament(name=f"Live {ruleset}", organizer_id=olga.id, ruleset=ruleset, options=options,
-                           time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0}, games_per_pairing=games,
-                           seed=1, max_faults=3, public_when_finished=True, status="running", started_at=utcnow())
+            t = Tournament(
+                name=f"Live {ruleset}",
+                organizer_id=olga.id,
+                ruleset=ruleset,
+                options=options,
+                time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0},
+                games_per_pairing=games,
+                seed=1,
+                max_faults=3,
+                public_when_finished=True,
+                status="running",
+                started_at=utcnow(),
+            )
             t.participants = [TournamentParticipant(bot_id=b.id) for b in bots]
             s.add(t)
             s.flush()
-            m = Match(tournament_id=t.id, index=0, table=0, seed=77, status="running",
-                      seats=[MatchSeat(seat=i, bot_id=b.id) for i, b in enumerate(bots)])
+            m = Match(
+                tournament_id=t.id,
+                index=0,
+                table=0,
+                seed=77,
+                status="running",
+                seats=[MatchSeat(seat=i, bot_id=b.id) for i, b in enumerate(bots)],
+            )
             s.add(m)
             s.flush()
             site["matches"][ruleset] = m.id
@@ -221,8 +254,16 @@ def _play(site, ruleset: str, recorder_factory=PublicCards):
     pub = live.LivePublisher(site["redis"], mid, seats=seats)
     rec = recorder_factory(pub)
     players = [LocalPlayer(SAMPLE_BOTS["random"](seed=i + 1), f"p{i}") for i in range(n)]
-    log = run_match(players, ruleset, options, seed=seed, games=games, time_rules=TimeRules(60000, 10000, 60000),
-                    max_faults=3, on_step=rec)
+    log = run_match(
+        players,
+        ruleset,
+        options,
+        seed=seed,
+        games=games,
+        time_rules=TimeRules(60000, 10000, 60000),
+        max_faults=3,
+        on_step=rec,
+    )
     pub.end()
     return log, rec
 
@@ -281,9 +322,13 @@ def test_the_organizer_stream_is_the_full_one(site):
 def test_nothing_in_the_request_switches_a_contestant_to_the_full_channel(site):
     mid = site["matches"]["million_doubt"]
     r = redis.Redis.from_url(site["redis"])
-    tries = [("?full=1", {}), ("?view=full&channel=full", {}), ("?full=true&organizer=1", {}),
-             ("", {"X-Live-View": "full", "Last-Event-ID": "full", "Accept": "text/event-stream"}),
-             ("", {"X-Forwarded-User": "olga", "Authorization": "Bearer " + site["tokens"]["olga"]})]
+    tries = [
+        ("?full=1", {}),
+        ("?view=full&channel=full", {}),
+        ("?full=true&organizer=1", {}),
+        ("", {"X-Live-View": "full", "Last-Event-ID": "full", "Accept": "text/event-stream"}),
+        ("", {"X-Forwarded-User": "olga", "Authorization": "Bearer " + site["tokens"]["olga"]}),
+    ]
     with _client(site, "alice") as alice:
         readers = [SseReader(alice, f"/ui/matches/{mid}/live{q}", h) for q, h in tries]
         _wait_subscribed(r, live.channel(mid, False), len(tries))
@@ -322,7 +367,7 @@ def test_live_view_policy(tmp_path):
     server.shutdown()
     try:
         with st["sm"]() as s:
-            from arena.core.db.models import Account
+            from arena.db.models import Account
 
             olga, alice, eve = (s.query(Account).filter_by(name=n).one() for n in ("olga", "alice", "eve"))
             m = s.get(Match, st["matches"]["million_doubt"])
@@ -352,8 +397,16 @@ def test_public_view_drops_the_hands_of_a_million_doubt_game_end():
         seen.append(live.public_view(g, 0))
 
     players = [LocalPlayer(SAMPLE_BOTS["random"](seed=i), f"p{i}") for i in range(2)]
-    log = run_match(players, "million_doubt", {}, seed=3, games=1, time_rules=TimeRules(60000, 10000, 60000),
-                    max_faults=3, on_step=on_step)
+    log = run_match(
+        players,
+        "million_doubt",
+        {},
+        seed=3,
+        games=1,
+        time_rules=TimeRules(60000, 10000, 60000),
+        max_faults=3,
+        on_step=on_step,
+    )
     full_end = [e for e in log["games"][0]["engine_log"]["events"] if e["type"] == "game_end"]
     assert full_end and "hands" in full_end[0]  # the engine's record has them ...
     ends = [e for v in seen for e in v["events"] if e["type"] == "game_end"]
@@ -385,7 +438,9 @@ def test_tournament_events_reach_the_channel_and_the_stream(site):
         ra = SseReader(alice, f"/ui/tournaments/{tid}/live")
         ro = SseReader(olga, f"/ui/tournaments/{tid}/live")
         _wait_subscribed(r, live.tournament_channel(tid), 2)
-        settings = Settings(data_dir=Path("/nonexistent"), database_url="sqlite://", broker_url=site["redis"], celery_eager=False)
+        settings = Settings(
+            data_dir=Path("/nonexistent"), database_url="sqlite://", broker_url=site["redis"], celery_eager=False
+        )
         announce(settings, tid, "claimed", [11])
         announce(dataclass_replace(settings, celery_eager=True), tid, "claimed", [12])  # eager: nothing sent
         with site["sm"]() as s:
@@ -395,10 +450,15 @@ def test_tournament_events_reach_the_channel_and_the_stream(site):
         ra.join(60)
         ro.join(60)
         assert alice.get(f"/ui/tournaments/{tid}/live.html").status_code == 200
-    assert ra.messages == [{"type": "tournament", "event": "claimed"}, {"type": "tournament", "event": "finished"},
-                           {"type": "end", "tournament_id": tid, "status": "finished"}]
-    assert ro.messages[:2] == [{"type": "tournament", "event": "claimed", "match_ids": [11]},
-                               {"type": "tournament", "event": "finished", "match_ids": [11]}]
+    assert ra.messages == [
+        {"type": "tournament", "event": "claimed"},
+        {"type": "tournament", "event": "finished"},
+        {"type": "end", "tournament_id": tid, "status": "finished"},
+    ]
+    assert ro.messages[:2] == [
+        {"type": "tournament", "event": "claimed", "match_ids": [11]},
+        {"type": "tournament", "event": "finished", "match_ids": [11]},
+    ]
     r.close()
 
 

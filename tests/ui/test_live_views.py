@@ -1,13 +1,13 @@
-"""arena.core.live: the public view never carries a hand or an unrevealed face-down card; a
+"""arena.live: the public view never carries a hand or an unrevealed face-down card; a
 dead Redis never fails a match."""
 
 from __future__ import annotations
 
 import json
 
-from arena.core import live
-from arena.core.runner.match import run_match
-from arena.core.runner.players import LocalPlayer
+from arena import live
+from arena.runner.match import run_match
+from arena.runner.players import LocalPlayer
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 
@@ -19,8 +19,16 @@ def _views(ruleset: str, n: int, **kw):
         out.append((live.public_view(g, 0), live.full_view(g, 0), [list(h) for h in g.hands]))
 
     players = [LocalPlayer(SAMPLE_BOTS["random"](seed=i), f"p{i}") for i in range(n)]
-    run_match(players, ruleset, kw.pop("options", {}), seed=3, time_rules=TimeRules(60000, 10000, 60000),
-              max_faults=3, on_step=on_step, **kw)
+    run_match(
+        players,
+        ruleset,
+        kw.pop("options", {}),
+        seed=3,
+        time_rules=TimeRules(60000, 10000, 60000),
+        max_faults=3,
+        on_step=on_step,
+        **kw,
+    )
     return out
 
 
@@ -58,7 +66,15 @@ def test_four_player_public_view_has_no_hand_or_exchange_cards():
 def test_a_dead_redis_never_fails_the_match():
     pub = live.LivePublisher("redis://127.0.0.1:1/0", "m1")
     players = [LocalPlayer(SAMPLE_BOTS["random"](seed=i), f"p{i}") for i in range(2)]
-    log = run_match(players, "million_doubt", {}, seed=1, games=2, time_rules=TimeRules(60000, 10000, 60000),
-                    max_faults=3, on_step=pub.step)
+    log = run_match(
+        players,
+        "million_doubt",
+        {},
+        seed=1,
+        games=2,
+        time_rules=TimeRules(60000, 10000, 60000),
+        max_faults=3,
+        on_step=pub.step,
+    )
     pub.end()
     assert log["result"] is not None and pub._redis is None

@@ -25,8 +25,8 @@ from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from api import create_app
-from arena.core import live
-from arena.core.db.models import Match
+from arena import live
+from arena.db.models import Match
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import Arena, SwitchBot, fresh_pg_database
 
@@ -133,8 +133,9 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
     bots += [gated, other]
     ids = [arena.register(gated, ["million_doubt"], "Gated"), arena.register(other, ["million_doubt"], "Other")]
     gated.armed = True  # after its check: count tournament decisions only
-    tid = arena.create("million_doubt", ids, games_per_pairing=2,
-                       time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0})
+    tid = arena.create(
+        "million_doubt", ids, games_per_pairing=2, time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0}
+    )
     arena.start(tid)  # running; the schedule waits for a worker
     owner_token = arena.owner["Authorization"].split()[1]
     org_token = arena.org["Authorization"].split()[1]
@@ -153,8 +154,9 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
             mid = s.scalar(select(Match.id).where(Match.tournament_id == tid))
             assert s.get(Match, mid).status == "running"
         # the tournament page learnt of the claim: the match is listed as playing, with its live link
-        tpage.wait_for_selector(f"#playing li[data-match='{mid}'] a[href$='/ui/matches/{mid}#live-card']",
-                                timeout=WAIT_MS)
+        tpage.wait_for_selector(
+            f"#playing li[data-match='{mid}'] a[href$='/ui/matches/{mid}#live-card']", timeout=WAIT_MS
+        )
         assert "0 / 1" in tpage.locator("#progress").inner_text()
 
         # the match pages subscribe, and the test records both channels, before the gate opens
@@ -167,8 +169,10 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
         organizer.goto(f"{url}/ui/matches/{mid}")
         assert contestant.locator("#live-card").get_attribute("data-view") == "public"
         assert organizer.locator("#live-card").get_attribute("data-view") == "full"
-        _until(lambda: _subscribers(r, live.channel(mid, False)) >= 2 and _subscribers(r, live.channel(mid, True)) >= 2,
-               "the match pages' subscriptions")
+        _until(
+            lambda: _subscribers(r, live.channel(mid, False)) >= 2 and _subscribers(r, live.channel(mid, True)) >= 2,
+            "the match pages' subscriptions",
+        )
         gated.stops[1].set()
         _until(lambda: gated.reached[6].is_set(), "the gated bot's 6th decision")
         # the match is blocked in that decision: the messages stop; both pages show all of them
@@ -179,16 +183,19 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
         steps = [m for m in full if m["type"] == "step"]
         assert len(steps) >= 5 and len([m for m in public if m["type"] == "step"]) == len(steps)
         for pg in (contestant, organizer):
-            pg.wait_for_function(f"() => Number(document.getElementById('live-card').dataset.steps) === {len(steps)}",
-                                 timeout=WAIT_MS)
+            pg.wait_for_function(
+                f"() => Number(document.getElementById('live-card').dataset.steps) === {len(steps)}", timeout=WAIT_MS
+            )
         with arena.sessions() as s:
             assert s.get(Match, mid).status == "running"  # still being played: the gate is closed
         assert worker.alive() and not gated.stops[6].is_set()
 
         last = steps[-1]
         # the organizer sees every hand, as the full channel has it
-        hands = [organizer.locator(f"#seat-{s} .hand .c").evaluate_all("els => els.map(e => e.dataset.card)")
-                 for s in range(2)]
+        hands = [
+            organizer.locator(f"#seat-{s} .hand .c").evaluate_all("els => els.map(e => e.dataset.card)")
+            for s in range(2)
+        ]
         assert hands == last["hands"]
         # the contestant: hand sizes as backs naming no card; no hidden card anywhere on the page
         assert contestant.locator("#seat-list .hand .c[data-card]").count() == 0
@@ -201,8 +208,12 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
             if m["type"] == "step" and m["game"] == game:
                 shown |= set(re.findall(r'"((?:[2-9TJQKA][SHDC])|JK)"', json.dumps(m)))
         hidden = {c for h in last["hands"] for c in h}
-        hidden |= {c for p in last["field"] if isinstance(p.get("face_down"), list) and not p.get("revealed")
-                   for c in p["face_down"]}
+        hidden |= {
+            c
+            for p in last["field"]
+            if isinstance(p.get("face_down"), list) and not p.get("revealed")
+            for c in p["face_down"]
+        }
         hidden -= shown
         assert hidden
         html = contestant.locator("#live-card").inner_html()

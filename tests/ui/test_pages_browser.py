@@ -9,9 +9,9 @@ import json
 import pytest
 from sqlalchemy import select
 
-from arena.core import matchlog
-from arena.core.db.models import Bot, Match, MatchLog, Tournament
-from arena.core.standings import tournament_standings
+from arena import matchlog
+from arena.db.models import Bot, Match, MatchLog, Tournament
+from arena.standings import tournament_standings
 from engine.frames import frames
 
 pytestmark = pytest.mark.browser
@@ -34,16 +34,19 @@ def _matches(site, key: str) -> list[Match]:
 
 def _shown_hands(page) -> list[list[str]]:
     return page.eval_on_selector_all(
-        "#seat-list .seat", "rows => rows.map(r => Array.from(r.querySelectorAll('.hand [data-card]'))"
-                            ".map(c => c.dataset.card))")
+        "#seat-list .seat",
+        "rows => rows.map(r => Array.from(r.querySelectorAll('.hand [data-card]')).map(c => c.dataset.card))",
+    )
 
 
 def _shown_field(page) -> list[dict]:
     """Each play on the field: seat, cards, and which of them are drawn as card backs."""
     return page.eval_on_selector_all(
-        "#field .play", "plays => plays.map(p => ({seat: Number(p.dataset.seat), "
-                        "cards: Array.from(p.querySelectorAll('[data-card]')).map(c => c.dataset.card), "
-                        "backs: Array.from(p.querySelectorAll('[data-card].back')).map(c => c.dataset.card)}))")
+        "#field .play",
+        "plays => plays.map(p => ({seat: Number(p.dataset.seat), "
+        "cards: Array.from(p.querySelectorAll('[data-card]')).map(c => c.dataset.card), "
+        "backs: Array.from(p.querySelectorAll('[data-card].back')).map(c => c.dataset.card)}))",
+    )
 
 
 def _expected_field(frame: dict) -> list[dict]:
@@ -90,7 +93,8 @@ def test_finished_tournament_page_shows_the_standings(site, page, artifacts):
     matches = _matches(site, "md")
     links = page.locator("#matches a", has_text="replay")
     assert sorted(links.evaluate_all("as => as.map(a => a.getAttribute('href'))")) == sorted(
-        f"/ui/matches/{m.id}" for m in matches)
+        f"/ui/matches/{m.id}" for m in matches
+    )
     assert page.locator("#matches a", has_text="log").count() == len(matches)
     # the JSON Lines download holds every match log
     resp = page.request.get(f"{site.url}/ui/tournaments/{tid}/logs.jsonl")

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import select
 
 from api.ui.replay import build_replay
-from arena.core import matchlog
-from arena.core.db.models import Match, MatchLog
+from arena import matchlog
+from arena.db.models import Match, MatchLog
 
 pytestmark = pytest.mark.browser
 
@@ -59,8 +59,9 @@ def test_trump_millionaire_deal_picker_and_running_totals(site, small, artifacts
     assert [int(t.replace("−", "-").replace("±", "")) for t in totals] == first_done["totals"]
     assert small.locator("#totals-chart polyline").count() == 4
     # the deal starts with the Millionaire's exchange decision, explained in words (TM-3)
-    exch = next(i for i, f in enumerate(data["games"][0]["frames"])
-                if f["action"] and f["action"].get("type") == "exchange")
+    exch = next(
+        i for i, f in enumerate(data["games"][0]["frames"]) if f["action"] and f["action"].get("type") == "exchange"
+    )
     small.goto(f"{site.url}/ui/matches/{mid}#g0s{exch}")
     small.reload()
     assert "Millionaire" in small.locator("#explain").inner_text()
@@ -94,8 +95,11 @@ def test_million_doubt_end_line_and_game_totals(site, small, artifacts):
 
 def test_faults_table_stays_inside_its_card_at_1366(site, small, artifacts):
     with site.sessionmaker() as s:
-        mids = list(s.scalars(select(Match.id).where(Match.tournament_id.in_(
-            [site.tournaments["jdf"], site.tournaments["tm"]]))))
+        mids = list(
+            s.scalars(
+                select(Match.id).where(Match.tournament_id.in_([site.tournaments["jdf"], site.tournaments["tm"]]))
+            )
+        )
     shown = 0
     for mid in mids:
         small.goto(f"{site.url}/ui/matches/{mid}")

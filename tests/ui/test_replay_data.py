@@ -7,8 +7,8 @@ import copy
 import pytest
 
 from api.ui.replay import ReplayDataError, build_replay
-from arena.core.runner.match import run_match
-from arena.core.runner.players import LocalPlayer
+from arena.runner.match import run_match
+from arena.runner.players import LocalPlayer
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.frames import frames
 from engine.timebank import TimeRules
@@ -28,8 +28,12 @@ class Faulty(SAMPLE_BOTS["random"]):
 
 @pytest.fixture(scope="module")
 def faulty_log():
-    players = [LocalPlayer(SAMPLE_BOTS["greedy"](seed=1), "greedy"), LocalPlayer(Faulty(seed=2), "faulty"),
-               LocalPlayer(SAMPLE_BOTS["random"](seed=3), "random"), LocalPlayer(SAMPLE_BOTS["heuristic"](seed=4), "h")]
+    players = [
+        LocalPlayer(SAMPLE_BOTS["greedy"](seed=1), "greedy"),
+        LocalPlayer(Faulty(seed=2), "faulty"),
+        LocalPlayer(SAMPLE_BOTS["random"](seed=3), "random"),
+        LocalPlayer(SAMPLE_BOTS["heuristic"](seed=4), "h"),
+    ]
     return run_match(players, "jdf", {}, seed=7, time_rules=TimeRules(3000, 500, 4000), max_faults=3)
 
 
@@ -87,8 +91,14 @@ def test_jdf_units_are_the_games_of_the_sets_with_running_totals(faulty_log):
 
 def test_trump_millionaire_units_are_deals_and_totals_add_up():
     players = [LocalPlayer(SAMPLE_BOTS["greedy"](seed=i), f"g{i}") for i in range(4)]
-    log = run_match(players, "trump_millionaire", {"target_score": 15}, seed=9,
-                    time_rules=TimeRules(60000, 10000, 60000), max_faults=3)
+    log = run_match(
+        players,
+        "trump_millionaire",
+        {"target_score": 15},
+        seed=9,
+        time_rules=TimeRules(60000, 10000, 60000),
+        max_faults=3,
+    )
     data = build_replay(log)
     units = data["games"][0]["units"]
     deals = log["games"][0]["result"]["deals"]
@@ -106,8 +116,9 @@ def test_trump_millionaire_units_are_deals_and_totals_add_up():
 
 def test_million_doubt_game_totals_are_by_player_across_games():
     players = [LocalPlayer(SAMPLE_BOTS["greedy"](seed=1), "a"), LocalPlayer(SAMPLE_BOTS["random"](seed=2), "b")]
-    log = run_match(players, "million_doubt", {}, seed=4, games=4, time_rules=TimeRules(60000, 10000, 60000),
-                    max_faults=3)
+    log = run_match(
+        players, "million_doubt", {}, seed=4, games=4, time_rules=TimeRules(60000, 10000, 60000), max_faults=3
+    )
     gt = build_replay(log)["game_totals"]
     assert len(gt) == 4
     assert gt[-1]["totals"] == [float(x) for x in log["result"]["scores"]]

@@ -13,12 +13,12 @@ import pytest
 import engine
 from api import create_app
 from api.ui import fields
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Bot, Tournament
-from arena.core.db.session import make_engine, make_sessionmaker
-from arena.core.limits import BoundsError, check_match_bounds
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.models import Bot, Tournament
+from arena.db.session import make_engine, make_sessionmaker
+from arena.limits import BoundsError, check_match_bounds
 
 
 @pytest.fixture(scope="module")
@@ -28,15 +28,23 @@ def form_site(tmp_path_factory):
     upgrade(url)
     db_engine = make_engine(url)
     sm = make_sessionmaker(db_engine)
-    app = create_app(Settings(data_dir=data, database_url=url, broker_url="redis://127.0.0.1:1/0",
-                              allow_private_bot_urls=True), engine=db_engine)
+    app = create_app(
+        Settings(data_dir=data, database_url=url, broker_url="redis://127.0.0.1:1/0", allow_private_bot_urls=True),
+        engine=db_engine,
+    )
     with sm() as s:
         organizer, token = create_account(s, "olga", "organizer")
         contestant, ctoken = create_account(s, "mika", "contestant")
         ids = []
         for i in range(4):
-            b = Bot(owner_id=contestant.id, name=f"B{i}", url="http://127.0.0.1:9/", rulesets=list(engine.RULESETS),
-                    secret="s", status="ready")
+            b = Bot(
+                owner_id=contestant.id,
+                name=f"B{i}",
+                url="http://127.0.0.1:9/",
+                rulesets=list(engine.RULESETS),
+                secret="s",
+                status="ready",
+            )
             s.add(b)
             s.flush()
             ids.append(b.id)
@@ -56,9 +64,19 @@ def organizer(form_site):
 
 
 def _post(client, bots, **extra):
-    data = {"csrf": client.csrf, "name": "Form cup", "ruleset": "jdf", "initial": "60", "increment": "10",
-            "cap": "60", "games_per_pairing": "1", "max_faults": "3", "seed": "", "public_when_finished": "1",
-            "participants": [str(b) for b in bots]}
+    data = {
+        "csrf": client.csrf,
+        "name": "Form cup",
+        "ruleset": "jdf",
+        "initial": "60",
+        "increment": "10",
+        "cap": "60",
+        "games_per_pairing": "1",
+        "max_faults": "3",
+        "seed": "",
+        "public_when_finished": "1",
+        "participants": [str(b) for b in bots],
+    }
     data.update(fields.default_values())
     for k, v in list(data.items()):  # checkboxes are sent only when checked
         if isinstance(v, bool):
@@ -91,6 +109,7 @@ def test_every_option_has_a_field_and_its_bounds_are_the_apis():
 
             def value(x, f=f, defaults=defaults):
                 return x if f.kind == "int" else [x] * len(defaults[f.name]) if f.entries[0] == f.entries[1] else [x]
+
             assert _accepted(rs, {f.name: value(f.min)}), (rs, f.name, f.min)
             assert not _accepted(rs, {f.name: value(f.min - 1)}), (rs, f.name, f.min - 1)
             assert _accepted(rs, {f.name: value(f.max)}), (rs, f.name, f.max)
@@ -118,9 +137,19 @@ def test_the_form_shows_every_rule_sets_options_with_ranges(organizer):
 
 
 def test_options_from_fields_reach_the_tournament(organizer, form_site):
-    r = _post(organizer, form_site["bots"], **{"opt-jdf-sets": "2", "opt-jdf-games_per_set": "3",
-                                               "opt-jdf-five_skip": "1", "opt-jdf-rank_points": "5, 3, 1, 0",
-                                               "initial": "20", "cap": "30", "increment": "2.5"})
+    r = _post(
+        organizer,
+        form_site["bots"],
+        **{
+            "opt-jdf-sets": "2",
+            "opt-jdf-games_per_set": "3",
+            "opt-jdf-five_skip": "1",
+            "opt-jdf-rank_points": "5, 3, 1, 0",
+            "initial": "20",
+            "cap": "30",
+            "increment": "2.5",
+        },
+    )
     assert r.status_code == 303, r.get_data(as_text=True)[:2000]
     tid = int(r.headers["Location"].rstrip("/").rsplit("/", 1)[1])
     with form_site["sm"]() as s:
@@ -130,26 +159,35 @@ def test_options_from_fields_reach_the_tournament(organizer, form_site):
         assert t.time_rules == {"initial": 20.0, "increment": 2.5, "cap": 30.0}
 
 
-@pytest.mark.parametrize(("extra", "field", "words"), [
-    ({"opt-jdf-sets": "0"}, "opt-jdf-sets", "between 1 and 100"),
-    ({"opt-jdf-sets": "three"}, "opt-jdf-sets", "must be an integer"),
-    ({"opt-jdf-sets": "9", "opt-jdf-games_per_set": "100"}, "opt-jdf-games_per_set", "at most 800"),
-    ({"opt-jdf-rank_points": "3, 2, 1"}, "opt-jdf-rank_points", "4 integers"),
-    ({"ruleset": "trump_millionaire", "opt-trump_millionaire-target_score": "334"},
-     "opt-trump_millionaire-target_score", "at most 333"),
-    ({"ruleset": "trump_millionaire", "opt-trump_millionaire-rate_choices": "1, x"},
-     "opt-trump_millionaire-rate_choices", "list of integers"),
-    ({"cap": "10", "initial": "20"}, "time_rules.cap", "cap must be >= initial"),
-    ({"initial": "0"}, "time_rules.initial", "0.001"),
-    ({"increment": "soon"}, "time_rules.increment", "number"),
-    ({"max_faults": "101"}, "max_faults", "100"),
-])
+@pytest.mark.parametrize(
+    ("extra", "field", "words"),
+    [
+        ({"opt-jdf-sets": "0"}, "opt-jdf-sets", "between 1 and 100"),
+        ({"opt-jdf-sets": "three"}, "opt-jdf-sets", "must be an integer"),
+        ({"opt-jdf-sets": "9", "opt-jdf-games_per_set": "100"}, "opt-jdf-games_per_set", "at most 800"),
+        ({"opt-jdf-rank_points": "3, 2, 1"}, "opt-jdf-rank_points", "4 integers"),
+        (
+            {"ruleset": "trump_millionaire", "opt-trump_millionaire-target_score": "334"},
+            "opt-trump_millionaire-target_score",
+            "at most 333",
+        ),
+        (
+            {"ruleset": "trump_millionaire", "opt-trump_millionaire-rate_choices": "1, x"},
+            "opt-trump_millionaire-rate_choices",
+            "list of integers",
+        ),
+        ({"cap": "10", "initial": "20"}, "time_rules.cap", "cap must be >= initial"),
+        ({"initial": "0"}, "time_rules.initial", "0.001"),
+        ({"increment": "soon"}, "time_rules.increment", "number"),
+        ({"max_faults": "101"}, "max_faults", "100"),
+    ],
+)
 def test_a_bad_value_shows_the_apis_message_by_its_field_and_keeps_the_form(organizer, form_site, extra, field, words):
     r = _post(organizer, form_site["bots"], name="Kept name", **extra)
     html = r.get_data(as_text=True)
     assert r.status_code == 422
     m = re.search(rf'<p class="error field-error" data-field="{re.escape(field)}">([^<]*)</p>', html)
-    assert m, html[html.find("<form"):][:3000]
+    assert m, html[html.find("<form") :][:3000]
     assert words in html_lib.unescape(m.group(1))
     assert 'value="Kept name"' in html
     for k, v in extra.items():  # what the user typed is still in the form
@@ -177,8 +215,12 @@ def test_a_contestant_cannot_create_a_tournament_through_the_form(form_site):
 def test_options_of_another_rule_set_are_not_sent(organizer, form_site):
     """A field of a rule set not chosen (here a JDF local rule with Million Doubt, which
     refuses local rules) is ignored: only the chosen rule set's options reach the API."""
-    r = _post(organizer, form_site["bots"][:2], ruleset="million_doubt", **{"opt-jdf-five_skip": "1",
-                                                                           "opt-million_doubt-burst_score": "15"})
+    r = _post(
+        organizer,
+        form_site["bots"][:2],
+        ruleset="million_doubt",
+        **{"opt-jdf-five_skip": "1", "opt-million_doubt-burst_score": "15"},
+    )
     assert r.status_code == 303, r.get_data(as_text=True)[:1500]
     tid = int(r.headers["Location"].rstrip("/").rsplit("/", 1)[1])
     with form_site["sm"]() as s:

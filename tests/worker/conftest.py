@@ -15,12 +15,12 @@ import pytest
 from sqlalchemy import func, select
 
 from api import create_app
-from arena.core import matchlog
-from arena.core.accounts import create_account
-from arena.core.config import Settings
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Match, MatchLog, MatchResult, Tournament
-from arena.core.db.session import make_engine, make_sessionmaker
+from arena import matchlog
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.models import Match, MatchLog, MatchResult, Tournament
+from arena.db.session import make_engine, make_sessionmaker
 from bots_sdk.bot import Bot
 from bots_sdk.server import connection_limit
 from bots_sdk.server import make_app as sdk_app
@@ -63,8 +63,15 @@ class SwitchBot:
         self.poison: list[bytes] = []
         self._lock = threading.Lock()
         # as the SDK's server: many connections, fitted to the file limit, polled
-        self._server = create_server(self.wsgi, host="127.0.0.1", port=0, threads=8, ident="switchbot",
-                                     connection_limit=connection_limit(), asyncore_use_poll=True)
+        self._server = create_server(
+            self.wsgi,
+            host="127.0.0.1",
+            port=0,
+            threads=8,
+            ident="switchbot",
+            connection_limit=connection_limit(),
+            asyncore_use_poll=True,
+        )
         self.url = f"http://127.0.0.1:{self._server.effective_port}/"
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -126,8 +133,14 @@ class Arena:
 
     def __init__(self, database_url: str, broker_url: str, *, eager: bool = False, tmp_path=None):
         self.database_url = database_url
-        self.settings = Settings(data_dir=tmp_path, database_url=database_url, broker_url=broker_url,
-                                 allow_private_bot_urls=True, celery_eager=eager, rate_limits=False)
+        self.settings = Settings(
+            data_dir=tmp_path,
+            database_url=database_url,
+            broker_url=broker_url,
+            allow_private_bot_urls=True,
+            celery_eager=eager,
+            rate_limits=False,
+        )
         self.engine = make_engine(database_url)
         self.sessions = make_sessionmaker(self.engine)
         app = create_app(self.settings, engine=self.engine)
@@ -145,8 +158,9 @@ class Arena:
 
     def register(self, server: SwitchBot, rulesets: list[str], name: str) -> int:
         """Register ``server`` as a bot, give it its secret, check it (it must pass)."""
-        r = self.client.post("/api/v1/bots", json={"name": name, "url": server.url, "rulesets": rulesets},
-                             headers=self.owner)
+        r = self.client.post(
+            "/api/v1/bots", json={"name": name, "url": server.url, "rulesets": rulesets}, headers=self.owner
+        )
         assert r.status_code == 201, r.json
         server.set_secret(r.json["secret"])
         check = self.check(r.json["id"])
@@ -162,8 +176,13 @@ class Arena:
         return r.json
 
     def create(self, ruleset: str, participants: list[int], **kw: Any) -> int:
-        body = {"ruleset": ruleset, "participants": participants, "seed": 20260101,
-                "time_rules": {"initial": 1.0, "increment": 0.1, "cap": 1.0}, **kw}
+        body = {
+            "ruleset": ruleset,
+            "participants": participants,
+            "seed": 20260101,
+            "time_rules": {"initial": 1.0, "increment": 0.1, "cap": 1.0},
+            **kw,
+        }
         r = self.client.post("/api/v1/tournaments", json=body, headers=self.org)
         assert r.status_code == 201, r.json
         return r.json["id"]
@@ -188,8 +207,7 @@ class Arena:
                 return t
             if time.monotonic() > deadline:
                 logs = "\n".join(w.log()[-3000:] for w in workers)
-                pytest.fail(f"tournament {tournament_id} still running after {timeout_s} s: "
-                            f"{t['progress']}\n{logs}")
+                pytest.fail(f"tournament {tournament_id} still running after {timeout_s} s: {t['progress']}\n{logs}")
             time.sleep(0.2)
 
     def stored(self, tournament_id: int) -> list[tuple[Match, MatchResult, dict]]:
@@ -198,9 +216,12 @@ class Arena:
 
         with self.sessions() as s:
             rows = s.execute(
-                select(Match, MatchResult, MatchLog).join(MatchResult, MatchResult.match_id == Match.id)
+                select(Match, MatchResult, MatchLog)
+                .join(MatchResult, MatchResult.match_id == Match.id)
                 .join(MatchLog, MatchLog.match_id == Match.id)
-                .where(Match.tournament_id == tournament_id).order_by(Match.index)).all()
+                .where(Match.tournament_id == tournament_id)
+                .order_by(Match.index)
+            ).all()
             out = []
             for m, res, lg in rows:
                 _ = list(m.seats)
@@ -211,7 +232,9 @@ class Arena:
         with self.sessions() as s:
             ids = select(Match.id).where(Match.tournament_id == tournament_id)
             return {
-                "matches": s.scalar(select(func.count()).select_from(Match).where(Match.tournament_id == tournament_id)),
+                "matches": s.scalar(
+                    select(func.count()).select_from(Match).where(Match.tournament_id == tournament_id)
+                ),
                 "results": s.scalar(select(func.count()).select_from(MatchResult).where(MatchResult.match_id.in_(ids))),
                 "logs": s.scalar(select(func.count()).select_from(MatchLog).where(MatchLog.match_id.in_(ids))),
             }

@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from arena.core.db.models import Match
-from arena.core.runner.answers import MAX_DEPTH, parse_answer
-from arena.core.runner.players import MAX_BODY_BYTES
-from arena.core.safejson import JsonLimitError, loads_limited
+from arena.db.models import Match
+from arena.runner.answers import MAX_DEPTH, parse_answer
+from arena.runner.players import MAX_BODY_BYTES
+from arena.safejson import JsonLimitError, loads_limited
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
 from tests.worker.test_answers import answer_path
@@ -72,20 +72,64 @@ def test_the_attack_body_is_a_fault_at_once_and_no_thread_stalls():
 
 
 def test_deep_bodies_keep_the_nesting_reason():
-    for raw in (b"[" * 60000, b"[" * 33 + b"]" * 33, b'{"a":' * 20000 + b"1" + b"}" * 20000,
-                b'{"type":"pass","x":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}"):
+    for raw in (
+        b"[" * 60000,
+        b"[" * 33 + b"]" * 33,
+        b'{"a":' * 20000 + b"1" + b"}" * 20000,
+        b'{"type":"pass","x":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}",
+    ):
         assert parse_answer(raw) == (None, f"answer nests deeper than {MAX_DEPTH} levels")
 
 
 # -- property: a time bound per byte over adversarial bodies up to the cap -------------------------
 #: Pieces that make a backtracking or recursive parser work: quotes and backslashes unclosed,
 #: brackets, keys, numbers, escapes, bad bytes.
-_PIECES = [b'"\\', b"\\", b'"', b'\\"', b"\\\\", b"[", b"{", b'{"a":', b'{"a":[', b"]", b"}", b",",
-           b":", b"0", b"9", b"-", b"1e", b"e9", b".5", b"1.", b"\\u", b"\\ud800", b"\\udfff", b"\\u00",
-           b'"a"', b'"a":', b"true", b"null", b"NaN", b"Infinity", b" ", b"\n", b"\t", b"\x00",
-           b"\xff", b"\xc3\xa9", b"\xed\xa0\x80", b'{"type":"pass","comment":"', b'"cards":["3S",']
-_runs = st.lists(st.tuples(st.sampled_from(_PIECES) | st.binary(min_size=1, max_size=6),
-                           st.integers(1, MAX_BODY_BYTES)), min_size=1, max_size=6)
+_PIECES = [
+    b'"\\',
+    b"\\",
+    b'"',
+    b'\\"',
+    b"\\\\",
+    b"[",
+    b"{",
+    b'{"a":',
+    b'{"a":[',
+    b"]",
+    b"}",
+    b",",
+    b":",
+    b"0",
+    b"9",
+    b"-",
+    b"1e",
+    b"e9",
+    b".5",
+    b"1.",
+    b"\\u",
+    b"\\ud800",
+    b"\\udfff",
+    b"\\u00",
+    b'"a"',
+    b'"a":',
+    b"true",
+    b"null",
+    b"NaN",
+    b"Infinity",
+    b" ",
+    b"\n",
+    b"\t",
+    b"\x00",
+    b"\xff",
+    b"\xc3\xa9",
+    b"\xed\xa0\x80",
+    b'{"type":"pass","comment":"',
+    b'"cards":["3S",',
+]
+_runs = st.lists(
+    st.tuples(st.sampled_from(_PIECES) | st.binary(min_size=1, max_size=6), st.integers(1, MAX_BODY_BYTES)),
+    min_size=1,
+    max_size=6,
+)
 
 
 def _body(runs: list[tuple[bytes, int]]) -> bytes:
@@ -112,8 +156,12 @@ def _parse_time(raw: bytes) -> float:
     return best
 
 
-@settings(max_examples=400, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=400,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(_runs.map(_body))
 @example(ATTACK)
 @example(b'"\\' * 32768)
@@ -132,7 +180,7 @@ def test_health_answer_paths_are_built_only_for_the_error():
     key = "K" * 8000
     body = "[" + ",".join(["0"] * 15000) + "]"
     for _ in range(4):
-        body = '{"' + key + '":' + body + '}'
+        body = '{"' + key + '":' + body + "}"
     start = time.perf_counter()
     loads_limited(body)
     assert time.perf_counter() - start < ATTACK_BOUND_S
@@ -167,8 +215,7 @@ class AttackerBot(SwitchBot):
         return out
 
 
-def test_an_attackers_answer_leaves_another_tournament_untouched(arena, bots, celery_worker_factory,
-                                                                 beat_factory):
+def test_an_attackers_answer_leaves_another_tournament_untouched(arena, bots, celery_worker_factory, beat_factory):
     # honest bots answer in 30 ms, as in the issue
     bystanders = [SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.03) for _ in range(3)]
     partner = SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.03)
@@ -183,8 +230,7 @@ def test_an_attackers_answer_leaves_another_tournament_untouched(arena, bots, ce
 
     # one worker process, its matches in threads (as `arena worker` runs them), and the reaper
     beat = beat_factory(database_url=arena.database_url, env=LEASE_ENV)
-    worker = celery_worker_factory(concurrency=4, pool="threads", database_url=arena.database_url,
-                                   env=LEASE_ENV)
+    worker = celery_worker_factory(concurrency=4, pool="threads", database_url=arena.database_url, env=LEASE_ENV)
     arena.start(bystander_t)
     deadline = time.monotonic() + 60
     while _watched_decisions(bystanders) < 10:  # the bystander's matches are under way

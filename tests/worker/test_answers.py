@@ -3,7 +3,7 @@
 The answer path is what the runner does with a bot's bytes: ``parse_answer`` (fault
 ``invalid_json``), ``check_action`` (fault ``invalid_action``, rule ACT), then the engine
 (``InvalidAction``). Whatever the bytes, none of it raises, and whatever it accepts (and the
-text a fault keeps) encodes as strict JSON in UTF-8 (``arena.core.matchlog.encode``).
+text a fault keeps) encodes as strict JSON in UTF-8 (``arena.matchlog.encode``).
 Hypothesis generates 10,500 bodies (binary, JSON-like text with NaN/surrogates/deep nesting,
 action-shaped objects with mutations); the corpus holds the cases of the issue.
 """
@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine
-from arena.core import matchlog
-from arena.core.runner.answers import MAX_DEPTH, check_action, parse_answer, safe_text
-from arena.core.runner.players import RECEIVED_LOG_CHARS
+from arena import matchlog
+from arena.runner.answers import MAX_DEPTH, check_action, parse_answer, safe_text
+from arena.runner.players import RECEIVED_LOG_CHARS
 from bots_sdk import protocol
 from engine.timebank import TimeRules
 
@@ -106,8 +106,7 @@ def test_corpus_is_a_fault(name, raw, kind):
 
 def test_a_legal_action_passes_and_a_comment_is_kept():
     g = GAMES["million_doubt"]
-    req = protocol.build_request(g, g.decision().seat, match_id="m", game=0, time_rules=TimeRules(),
-                                 remaining_ms=60000)
+    req = protocol.build_request(g, g.decision().seat, match_id="m", game=0, time_rules=TimeRules(), remaining_ms=60000)
     legal = req["legal_actions"][0]
     body = json.dumps({**legal, "comment": "\u00e9\U0001f600 ok"}).encode()
     action, fault, detail = assert_safe(body)
@@ -131,12 +130,18 @@ def test_safe_text_of_surrogates_and_bad_bytes():
 
 # -- fuzz: 10,500 generated bodies ----------------------------------------------------------------
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
     st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=20),
     st.sampled_from(["3S", "JK", "AH", "2C", "pass", "play", "\ud800", "\udfff"]),
 )
-_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
-                       | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=10)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=10,
+)
 _KEYS = ["type", "cards", "face_down", "jokers", "accept", "rate", "comment", "extra", "\ud800"]
 _TYPES = ["play", "pass", "doubt", "through", "penalty", "give", "discard", "exchange", "rate", "fold", ""]
 
@@ -161,8 +166,12 @@ def _json_text_bytes(value) -> bytes:
 
 
 def fuzz(n: int):
-    return settings(max_examples=n, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=n,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 @fuzz(3500)

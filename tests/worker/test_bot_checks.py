@@ -9,11 +9,11 @@ import time
 import pytest
 from sqlalchemy import select
 
-from arena.core import lifecycle
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Bot as BotRow
-from arena.core.db.models import BotCheck
-from arena.core.runner.match import replay
+from arena import lifecycle
+from arena.db.migrate import upgrade
+from arena.db.models import Bot as BotRow
+from arena.db.models import BotCheck
+from arena.runner.match import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import Arena, SwitchBot
 
@@ -40,8 +40,9 @@ def sqlite_arena(tmp_path):
 
 
 def _post_bot(arena: Arena, server: SwitchBot, rulesets: list[str], name: str, *, sign: bool = True) -> int:
-    r = arena.client.post("/api/v1/bots", json={"name": name, "url": server.url, "rulesets": rulesets},
-                          headers=arena.owner)
+    r = arena.client.post(
+        "/api/v1/bots", json={"name": name, "url": server.url, "rulesets": rulesets}, headers=arena.owner
+    )
     assert r.status_code == 201, r.json
     if sign:
         server.set_secret(r.json["secret"])
@@ -61,8 +62,16 @@ def test_the_check_asks_every_decision_kind_of_each_rule_set(sqlite_arena, bots)
     assert all(v["faults"] == 0 for table in kinds.values() for v in table.values())
     assert check["progress"]["rulesets"] == kinds
     probes = [g["probe"] for c in check["result"]["conformance"] for g in c["games"]]
-    assert probes == ["random", "doubt", "random", "exchange-rate", "give-discard",
-                      "random", "exchange-give", "give-discard"]
+    assert probes == [
+        "random",
+        "doubt",
+        "random",
+        "exchange-rate",
+        "give-discard",
+        "random",
+        "exchange-give",
+        "give-discard",
+    ]
     # The SDK server checks signatures: the badly signed request got 401, no warning about it.
     assert check["result"]["signature"] == {"ok": True, "status": 401, "warning": None}
     assert check["warnings"] == [w for w in check["warnings"] if "never asked 'penalty'" in w] != []
@@ -79,8 +88,11 @@ def test_a_bot_answering_exchange_illegally_fails_its_check(sqlite_arena, bots):
     assert "exchange" in conf["error"]
     bot = sqlite_arena.get(f"/bots/{bot_id}")
     assert bot["status"] == "failed" and bot["last_check"] == check["result"]
-    r = sqlite_arena.client.post("/api/v1/tournaments", headers=sqlite_arena.org, json={
-        "ruleset": "trump_millionaire", "participants": [bot_id], "fill_with_house_bots": True})
+    r = sqlite_arena.client.post(
+        "/api/v1/tournaments",
+        headers=sqlite_arena.org,
+        json={"ruleset": "trump_millionaire", "participants": [bot_id], "fill_with_house_bots": True},
+    )
     assert r.status_code == 422 and "has not passed its check" in r.json["message"]
 
 

@@ -1,4 +1,4 @@
-"""The per-endpoint cap (arena.core.runner.semaphore) with real Redis, real HTTP bots and a
+"""The per-endpoint cap (arena.runner.semaphore) with real Redis, real HTTP bots and a
 real worker: registrations of one endpoint share the cap, a request is capped (not a match),
 a match waiting for a busy bot holds none of its other bots, and a request that gets no slot
 in time is sent and recorded, never silently."""
@@ -12,10 +12,10 @@ import uuid
 import pytest
 import redis
 
-from arena.core.config import Settings
-from arena.core.lifecycle import MatchPlan, SeatPlan
-from arena.core.runner.semaphore import BotSemaphore, endpoint_key, normalize_endpoint
-from arena.core.runner.service import play_plan, result_fields
+from arena.config import Settings
+from arena.lifecycle import MatchPlan, SeatPlan
+from arena.runner.semaphore import BotSemaphore, endpoint_key, normalize_endpoint
+from arena.runner.service import play_plan, result_fields
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import make_app as sdk_app
 from engine.timebank import TimeRules
@@ -25,17 +25,28 @@ from tests.worker.conftest import SwitchBot
 def test_endpoint_normalization_folds_spellings_of_one_endpoint():
     """One server's port is one endpoint whatever the path (the attacker review registered
     /, /v1 of one server to get two caps), scheme, query or spelling of the host."""
-    same = ["http://127.0.0.1:8000/bot", "HTTP://127.0.0.1:8000/bot/", "http://127.0.0.1:8000//bot?x=1#f",
-            "http://127.0.0.1:8000/a/../bot", "http://127.0.0.1:8000/", "http://127.0.0.1:8000/v1",
-            "https://127.0.0.1:8000/other"]
+    same = [
+        "http://127.0.0.1:8000/bot",
+        "HTTP://127.0.0.1:8000/bot/",
+        "http://127.0.0.1:8000//bot?x=1#f",
+        "http://127.0.0.1:8000/a/../bot",
+        "http://127.0.0.1:8000/",
+        "http://127.0.0.1:8000/v1",
+        "https://127.0.0.1:8000/other",
+    ]
     assert {normalize_endpoint(u) for u in same} == {"127.0.0.1:8000"}
     assert len({endpoint_key(u) for u in same}) == 1
     assert normalize_endpoint("https://Bot.Example.org") == normalize_endpoint("https://bot.example.org:443/x")
     assert normalize_endpoint("http://bücher.example/") == "xn--bcher-kva.example:80"
     assert normalize_endpoint("http://[::1]:9000/") == "[::1]:9000"
     # other ports or host names are other endpoints (no folding by address: shared proxies)
-    others = ["http://127.0.0.1:8000/bot", "http://127.0.0.1:8001/bot", "http://localhost:8000/bot",
-              "https://bot.example.org/", "https://other.example.org/"]
+    others = [
+        "http://127.0.0.1:8000/bot",
+        "http://127.0.0.1:8001/bot",
+        "http://localhost:8000/bot",
+        "https://bot.example.org/",
+        "https://other.example.org/",
+    ]
     assert len({endpoint_key(u) for u in others}) == 5
 
 
@@ -49,8 +60,9 @@ def test_registrations_of_one_endpoint_share_its_cap(arena, bots, celery_worker_
     bots.extend([shared, *others])
     first = arena.register(shared, ["million_doubt"], "shared-a")
     second_url = shared.url.rstrip("/")  # the same endpoint, spelled without the slash
-    r = arena.client.post("/api/v1/bots", json={"name": "shared-b", "url": second_url,
-                                                "rulesets": ["million_doubt"]}, headers=arena.owner)
+    r = arena.client.post(
+        "/api/v1/bots", json={"name": "shared-b", "url": second_url, "rulesets": ["million_doubt"]}, headers=arena.owner
+    )
     assert r.status_code == 201, r.json
     second = r.json["id"]
     shared.set_secret(r.json["secret"])
@@ -62,8 +74,9 @@ def test_registrations_of_one_endpoint_share_its_cap(arena, bots, celery_worker_
     for b in bots:
         b.max_in_flight = 0
     tid = arena.create("million_doubt", ids, games_per_pairing=2)
-    worker = celery_worker_factory(concurrency=4, pool="threads", database_url=arena.database_url,
-                                   env={"ARENA_BOT_MAX_CONCURRENCY": "1"})
+    worker = celery_worker_factory(
+        concurrency=4, pool="threads", database_url=arena.database_url, env={"ARENA_BOT_MAX_CONCURRENCY": "1"}
+    )
     arena.start(tid)
     arena.wait_finished(tid, workers=[worker])
     stored = arena.stored(tid)
@@ -83,14 +96,24 @@ def test_registrations_of_one_endpoint_share_its_cap(arena, bots, celery_worker_
 
 def _plan(match_id: int, servers: list[SwitchBot], ruleset: str = "million_doubt", games: int = 2) -> MatchPlan:
     seats = tuple(SeatPlan(i, 1000 + i, None, f"b{i}", s.url, s.secret) for i, s in enumerate(servers))
-    return MatchPlan(match_id=match_id, tournament_id=1, ruleset=ruleset, options={},
-                     time_rules=TimeRules.from_seconds(5, 1, 5), games=games, seed=match_id,
-                     max_faults=3, attempt=1, seats=seats)
+    return MatchPlan(
+        match_id=match_id,
+        tournament_id=1,
+        ruleset=ruleset,
+        options={},
+        time_rules=TimeRules.from_seconds(5, 1, 5),
+        games=games,
+        seed=match_id,
+        max_faults=3,
+        attempt=1,
+        seats=seats,
+    )
 
 
 def _settings(redis_url: str, tmp_path, **kw) -> Settings:
-    return Settings(data_dir=tmp_path, database_url="sqlite://", broker_url=redis_url,
-                    allow_private_bot_urls=True, **kw)
+    return Settings(
+        data_dir=tmp_path, database_url="sqlite://", broker_url=redis_url, allow_private_bot_urls=True, **kw
+    )
 
 
 def _evalsha_calls(client: redis.Redis) -> int:
@@ -131,7 +154,7 @@ def test_a_match_waiting_for_a_busy_bot_idles_none_of_its_other_bots(redis_url, 
     assert fields1["timings"]["semaphore_max_wait_ms"][1] > 0  # A's start notice waited (for the blocker)
     # alone on Redis now: each request costs one script call (the release rides on the
     # next), plus one for the last slot given back when the match ends
-    from arena.core.runner.semaphore import EXTENDER
+    from arena.runner.semaphore import EXTENDER
 
     assert EXTENDER.drain(30)  # match 1's hand-overs lengthened: none of their calls counted here
     before = _evalsha_calls(client)

@@ -17,13 +17,21 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.mark.services
 def test_chaos_bench_short():
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "chaos_bench.py"), "--short"], cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "chaos_bench.py"), "--short"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     line = done.stdout.strip().splitlines()[-1]
     print(line)
-    m = re.fullmatch(r"chaos: (\d+) matches, (\d+) stored once, (\d+) failed, (\d+) stuck, "
-                     r"finished in \d+ s \(bound \d+ s\)", line)
+    m = re.fullmatch(
+        r"chaos: (\d+) matches, (\d+) stored once, (\d+) failed, (\d+) stuck, "
+        r"finished in \d+ s \(bound \d+ s\)",
+        line,
+    )
     assert m, line
     matches, once, failed, stuck = map(int, m.groups())
     assert matches == 66 and once == 66 and failed == 0 and stuck == 0

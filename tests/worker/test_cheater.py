@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 import engine
-from arena.core.runner.match import check_fairness
+from arena.runner.match import check_fairness
 from engine.frames import frames
 from tests.worker.conftest import FINISH_TIMEOUT_S, SwitchBot
 
@@ -109,22 +109,38 @@ def test_a_cheating_contestant_learns_no_card_seed_or_url(arena, bots, celery_wo
     for i, kind in enumerate(["greedy", "heuristic", "random"]):
         srv = SwitchBot(engine_bot(kind, 10 + i), mode="sleep", sleep_s=0.01)
         bots.append(srv)
-        rr = client.post("/api/v1/bots", json={"name": f"rival-{i}", "url": srv.url, "rulesets": ["trump_millionaire"]},
-                         headers=rival)
+        rr = client.post(
+            "/api/v1/bots",
+            json={"name": f"rival-{i}", "url": srv.url, "rulesets": ["trump_millionaire"]},
+            headers=rival,
+        )
         assert rr.status_code == 201
         srv.set_secret(rr.json["secret"])
         assert arena.eager_client.post(f"/api/v1/bots/{rr.json['id']}/check", headers=rival).json["status"] == "passed"
         others.append((rr.json["id"], srv))
     ids = [cheat_id] + [b for b, _ in others]
-    tid = arena.create("trump_millionaire", ids, seed=SEED, games_per_pairing=2, options={"target_score": 20},
-                       public_when_finished=True)
+    tid = arena.create(
+        "trump_millionaire",
+        ids,
+        seed=SEED,
+        games_per_pairing=2,
+        options={"target_score": 20},
+        public_when_finished=True,
+    )
     cheat.received.clear()  # the check's requests are not part of the tournament
 
     # Every GET route of the app, with the ids a cheater would try (all matches, all bots).
     app = client.application
-    routes = sorted({r.rule for r in app.url_map.iter_rules() if "GET" in r.methods
-                     and (r.rule.startswith("/api/v1") or r.rule.startswith("/ui"))
-                     and "static" not in r.rule and r.rule != "/ui/login"})
+    routes = sorted(
+        {
+            r.rule
+            for r in app.url_map.iter_rules()
+            if "GET" in r.methods
+            and (r.rule.startswith("/api/v1") or r.rule.startswith("/ui"))
+            and "static" not in r.rule
+            and r.rule != "/ui/login"
+        }
+    )
     cheat_client = app.test_client()
     signed = cheat_client.post("/ui/login", data={"token": cheater_token, "next": "/ui/"})
     assert signed.status_code == 303  # signed in to the pages
@@ -211,7 +227,7 @@ def test_a_cheating_contestant_learns_no_card_seed_or_url(arena, bots, celery_wo
     assert len(firsts) >= len(stored)
     assert len(set(firsts.values())) == len(firsts)  # never the same hand twice
     seat_of = {m.id: next(s.seat for s in m.seats if s.bot_id == cheat_id) for m, _, _ in stored}
-    for (mid, _g, _u, seat, hand) in hands:
+    for mid, _g, _u, seat, hand in hands:
         if seat == seat_of[mid]:
             continue  # its own hands (it is told those)
         for got in firsts.values():

@@ -16,10 +16,10 @@ import pytest
 import redis
 from sqlalchemy import text
 
-from arena.core import lifecycle
-from arena.core.accounts import create_account
-from arena.core.db.models import Match, utcnow
-from arena.core.schedule import ScheduledMatch
+from arena import lifecycle
+from arena.accounts import create_account
+from arena.db.models import Match, utcnow
+from arena.schedule import ScheduledMatch
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
 
@@ -30,13 +30,25 @@ def _tournament(arena, n_matches: int) -> tuple[int, list[int]]:
     """A running 2-seat tournament of house-bot matches, every match claimed (running)."""
     with arena.sessions() as s:
         org, _ = create_account(s, "o-" + uuid.uuid4().hex[:12], "organizer")
-        t = lifecycle.create_tournament(s, participants=[], name="c", organizer_id=org.id, ruleset="million_doubt",
-                                        options={}, time_rules={}, games_per_pairing=2, seed=1, max_faults=3,
-                                        fill_with_house_bots=True, public_when_finished=True)
+        t = lifecycle.create_tournament(
+            s,
+            participants=[],
+            name="c",
+            organizer_id=org.id,
+            ruleset="million_doubt",
+            options={},
+            time_rules={},
+            games_per_pairing=2,
+            seed=1,
+            max_faults=3,
+            fill_with_house_bots=True,
+            public_when_finished=True,
+        )
         tid = t.id
     with arena.sessions() as s:
-        ids = lifecycle.start_tournament(s, tid, [ScheduledMatch(i, 0, ("house-1", "house-2"), i)
-                                                  for i in range(n_matches)])
+        ids = lifecycle.start_tournament(
+            s, tid, [ScheduledMatch(i, 0, ("house-1", "house-2"), i) for i in range(n_matches)]
+        )
     with arena.sessions() as s:
         lifecycle.mark_queued(s, ids)
     for mid in ids:
@@ -50,12 +62,16 @@ def _count_finishes(arena) -> None:
     rolled back, seen across connections)."""
     with arena.sessions() as s:
         s.execute(text("CREATE SEQUENCE finishes"))
-        s.execute(text("""
+        s.execute(
+            text("""
             CREATE FUNCTION count_finish() RETURNS trigger AS $$
-            BEGIN PERFORM nextval('finishes'); RETURN NEW; END $$ LANGUAGE plpgsql"""))
-        s.execute(text("""CREATE TRIGGER count_finish AFTER UPDATE ON tournaments FOR EACH ROW
+            BEGIN PERFORM nextval('finishes'); RETURN NEW; END $$ LANGUAGE plpgsql""")
+        )
+        s.execute(
+            text("""CREATE TRIGGER count_finish AFTER UPDATE ON tournaments FOR EACH ROW
                           WHEN (NEW.status = 'finished' AND OLD.status <> 'finished')
-                          EXECUTE FUNCTION count_finish()"""))
+                          EXECUTE FUNCTION count_finish()""")
+        )
         s.commit()
 
 
@@ -78,8 +94,16 @@ def test_last_matches_stored_at_once_finish_the_tournament_exactly_once(arena, n
                 with arena.sessions() as s:
                     s.get(Match, mid)  # the session is connected before the barrier
                     barrier.wait()
-                    assert lifecycle.store_result(s, mid, scores=[1.0, 0.0], places=[1, 2], faults=[0, 0],
-                                                  games=[], timings={}, log={"match": mid})
+                    assert lifecycle.store_result(
+                        s,
+                        mid,
+                        scores=[1.0, 0.0],
+                        places=[1, 2],
+                        faults=[0, 0],
+                        games=[],
+                        timings={},
+                        log={"match": mid},
+                    )
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
@@ -129,9 +153,20 @@ def test_ten_concurrent_starts_one_202_and_each_match_enqueued_once(arena, bots,
 def test_ten_concurrent_resumes_one_wins(arena, redis_url):
     with arena.sessions() as s:
         org, _ = create_account(s, "resume-org", "organizer")
-        t = lifecycle.create_tournament(s, participants=[], name="r", organizer_id=org.id, ruleset="million_doubt",
-                                        options={}, time_rules={}, games_per_pairing=2, seed=1, max_faults=3,
-                                        fill_with_house_bots=True, public_when_finished=True)
+        t = lifecycle.create_tournament(
+            s,
+            participants=[],
+            name="r",
+            organizer_id=org.id,
+            ruleset="million_doubt",
+            options={},
+            time_rules={},
+            games_per_pairing=2,
+            seed=1,
+            max_faults=3,
+            fill_with_house_bots=True,
+            public_when_finished=True,
+        )
         tid = t.id
     with arena.sessions() as s:
         ids = lifecycle.start_tournament(s, tid, [ScheduledMatch(i, 0, ("house-1", "house-2"), i) for i in range(4)])
@@ -165,8 +200,10 @@ def test_live_lease_is_skipped_expired_lease_is_reaped(arena):
         got = lifecycle.claim_match(s, a, owner="other", lease_s=60)
     assert isinstance(got, lifecycle.Skipped) and got.reason is lifecycle.SkipReason.LEASED
     with arena.sessions() as s:  # b's worker died: its lease ran out
-        s.execute(text("UPDATE matches SET lease_expires_at = :t WHERE id = :m"),
-                  {"t": utcnow() - timedelta(seconds=1), "m": b})
+        s.execute(
+            text("UPDATE matches SET lease_expires_at = :t WHERE id = :m"),
+            {"t": utcnow() - timedelta(seconds=1), "m": b},
+        )
         s.commit()
     with arena.sessions() as s:
         assert lifecycle.renew_lease(s, a, "t", 60) and not lifecycle.renew_lease(s, a, "other", 60)
@@ -186,9 +223,20 @@ def test_live_lease_is_skipped_expired_lease_is_reaped(arena):
 def test_lost_queued_only_what_the_broker_does_not_hold(arena):
     with arena.sessions() as s:
         org, _ = create_account(s, "lost-org", "organizer")
-        t = lifecycle.create_tournament(s, participants=[], name="q", organizer_id=org.id, ruleset="million_doubt",
-                                        options={}, time_rules={}, games_per_pairing=2, seed=1, max_faults=3,
-                                        fill_with_house_bots=True, public_when_finished=True)
+        t = lifecycle.create_tournament(
+            s,
+            participants=[],
+            name="q",
+            organizer_id=org.id,
+            ruleset="million_doubt",
+            options={},
+            time_rules={},
+            games_per_pairing=2,
+            seed=1,
+            max_faults=3,
+            fill_with_house_bots=True,
+            public_when_finished=True,
+        )
         tid = t.id
     with arena.sessions() as s:
         ids = lifecycle.start_tournament(s, tid, [ScheduledMatch(i, 0, ("house-1", "house-2"), i) for i in range(3)])
@@ -231,8 +279,8 @@ def test_two_reapers_never_take_the_same_match(arena):
 
 
 def test_broker_match_ids_reads_waiting_and_recent_deliveries(arena, redis_url):
-    from arena.core.queue import PRIORITY_QUEUE, enqueue_matches
-    from arena.core.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, _task_id, broker_match_ids
+    from arena.queue import PRIORITY_QUEUE, enqueue_matches
+    from arena.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, _task_id, broker_match_ids
 
     rc = redis.Redis.from_url(redis_url)
     queue = f"arena.test.ids-{id(rc)}"

@@ -5,14 +5,14 @@ no task hangs. Also: cancel stops the remaining matches."""
 
 from __future__ import annotations
 
-from arena.core.fairness import attempt_seed
-from arena.core.runner.match import replay, run_match
+from arena.fairness import attempt_seed
+from arena.runner.match import replay, run_match
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 from tests.worker.conftest import SwitchBot
 
 BURST = 11  # MD-17 burst score (default option)
-GAMES = 4   # with max_faults 3: three faulted games, then the fourth forfeited (FAULT-3)
+GAMES = 4  # with max_faults 3: three faulted games, then the fourth forfeited (FAULT-3)
 
 
 def test_sleeping_garbage_and_down_bots(arena, bots, celery_worker_factory):
@@ -40,11 +40,18 @@ def test_sleeping_garbage_and_down_bots(arena, bots, celery_worker_factory):
         faulty = [b in kind_of for b in seat_bots]
         if not any(faulty):  # good1 vs good2: no fault, and the same match as in-process
             assert res.faults == [0, 0] and log["faults"] == []
-            alone = run_match([SAMPLE_BOTS["greedy"](), SAMPLE_BOTS["greedy"]()], "million_doubt",
-                              seed=attempt_seed(m.seed, m.attempts), games=GAMES, time_rules=TimeRules.from_seconds(1.0, 0.1, 1.0),
-                              match_id=log["match_id"], notices=False)
-            assert [g["engine_log"]["actions"] for g in log["games"]] == \
-                   [g["engine_log"]["actions"] for g in alone["games"]]
+            alone = run_match(
+                [SAMPLE_BOTS["greedy"](), SAMPLE_BOTS["greedy"]()],
+                "million_doubt",
+                seed=attempt_seed(m.seed, m.attempts),
+                games=GAMES,
+                time_rules=TimeRules.from_seconds(1.0, 0.1, 1.0),
+                match_id=log["match_id"],
+                notices=False,
+            )
+            assert [g["engine_log"]["actions"] for g in log["games"]] == [
+                g["engine_log"]["actions"] for g in alone["games"]
+            ]
             assert log["result"]["scores"] == alone["result"]["scores"]
             continue
         for f in log["faults"]:  # every fault: the right kind, what was received, its time

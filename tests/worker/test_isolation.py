@@ -2,7 +2,7 @@
 workers, Redis, PostgreSQL and HTTP bots on 127.0.0.1.
 
 - A bot that holds its answers (legal: within its bank) gets at most
-  ``ARENA_BOT_MAX_MATCHES`` matches claimed at once (arena.core.runner.claims): the other
+  ``ARENA_BOT_MAX_MATCHES`` matches claimed at once (arena.runner.claims): the other
   deliveries are sent again later, so the worker's other threads play a bystander
   tournament to its end while that bot still holds its answers.
 - Bot checks run in a worker process of their own (``arena worker --checks``): a flood of
@@ -26,11 +26,11 @@ import redis
 from sqlalchemy import select
 
 from api import create_app
-from arena.core.conformance import run_check
-from arena.core.db.models import BotCheck
-from arena.core.lifecycle import begin_check
-from arena.core.runner.claims import Claim, EndpointClaims, Refused, defer_countdown_s
-from arena.core.runner.semaphore import KEY_PREFIX, endpoint_key
+from arena.conformance import run_check
+from arena.db.models import BotCheck
+from arena.lifecycle import begin_check
+from arena.runner.claims import Claim, EndpointClaims, Refused, defer_countdown_s
+from arena.runner.semaphore import KEY_PREFIX, endpoint_key
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import FINISH_TIMEOUT_S, Arena, SwitchBot
 
@@ -67,12 +67,19 @@ def test_a_bot_that_holds_its_answers_holds_no_more_than_its_claims(arena, bots,
     long_bank = {"initial": 60.0, "increment": 1.0, "cap": 60.0}
     a = arena.create("million_doubt", [slow_id, *ids], games_per_pairing=2, time_rules=long_bank)
     b = arena.create("million_doubt", ids, games_per_pairing=2)
-    worker = celery_worker_factory(concurrency=3, pool="threads", database_url=arena.database_url,
-                                   env={"ARENA_BOT_MAX_CONCURRENCY": "1", "ARENA_BOT_MAX_MATCHES": "2"})
+    worker = celery_worker_factory(
+        concurrency=3,
+        pool="threads",
+        database_url=arena.database_url,
+        env={"ARENA_BOT_MAX_CONCURRENCY": "1", "ARENA_BOT_MAX_MATCHES": "2"},
+    )
     claims = EndpointClaims(redis.Redis.from_url(redis_url), hard=2, limit=1, lease_s=30)
     arena.start(a)
-    _wait(lambda: slow.in_flight >= 1 and claims.claimed(slow.url) == 2,
-          "the holding bot asked its first decision, its second match waiting", logs=[worker.log()])
+    _wait(
+        lambda: slow.in_flight >= 1 and claims.claimed(slow.url) == 2,
+        "the holding bot asked its first decision, its second match waiting",
+        logs=[worker.log()],
+    )
     arena.start(b)
     done = arena.wait_finished(b, workers=[worker])
     assert not slow.gate.is_set() and slow.in_flight == 1  # it still holds its first answer
@@ -91,13 +98,23 @@ def test_a_bot_that_holds_its_answers_holds_no_more_than_its_claims(arena, bots,
 
 
 def _launcher(broker: str, db: str, log: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": db,
-           "ARENA_ALLOW_PRIVATE_BOT_URLS": "1", "ARENA_CELERY_EAGER": "0",
-           "PYTHONPATH": str(REPO)}
+    env = {
+        **os.environ,
+        "ARENA_BROKER_URL": broker,
+        "ARENA_DATABASE_URL": db,
+        "ARENA_ALLOW_PRIVATE_BOT_URLS": "1",
+        "ARENA_CELERY_EAGER": "0",
+        "PYTHONPATH": str(REPO),
+    }
     with open(log, "wb") as fh:
-        return subprocess.Popen([sys.executable, "-m", "arena.cli", "worker", *args, "--hostname",
-                                 f"iso{uuid.uuid4().hex[:6]}@127.0.0.1"], cwd=REPO, env=env,
-                                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "cli", "worker", *args, "--hostname", f"iso{uuid.uuid4().hex[:6]}@127.0.0.1"],
+            cwd=REPO,
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -130,8 +147,9 @@ def test_a_flood_of_slow_checks_leaves_the_matches_their_threads(pg_database, re
             if i % 2 == 0:
                 tok = arena.client.post("/api/v1/accounts", json={"name": f"flood{i}-{uuid.uuid4().hex[:4]}"})
                 owner = {"Authorization": f"Bearer {tok.json['token']}"}
-            r = arena.client.post("/api/v1/bots", json={"name": f"slow{i}", "url": h.url,
-                                                        "rulesets": ["million_doubt"]}, headers=owner)
+            r = arena.client.post(
+                "/api/v1/bots", json={"name": f"slow{i}", "url": h.url, "rulesets": ["million_doubt"]}, headers=owner
+            )
             assert r.status_code == 201, r.json
             h.set_secret(r.json["secret"])
             c = arena.client.post(f"/api/v1/bots/{r.json['id']}/check", headers=owner)
@@ -149,8 +167,11 @@ def test_a_flood_of_slow_checks_leaves_the_matches_their_threads(pg_database, re
         def statuses() -> list[str]:
             return [c.status for c in rows()]
 
-        _wait(lambda: statuses().count("running") == 2 and sum(h.in_flight for h in holders) >= 2,
-              "two checks running, their bots holding decisions", logs=[log.read_text()])
+        _wait(
+            lambda: statuses().count("running") == 2 and sum(h.in_flight for h in holders) >= 2,
+            "two checks running, their bots holding decisions",
+            logs=[log.read_text()],
+        )
         tid = arena.create("million_doubt", ids, games_per_pairing=2)
         arena.start(tid)
         t = arena.wait_finished(tid)
@@ -164,8 +185,9 @@ def test_a_flood_of_slow_checks_leaves_the_matches_their_threads(pg_database, re
         ended = rows()
         assert {c.status for c in ended} <= {"passed", "failed"}  # the bot's verdict, never an error
         # never more than the check process's two at once (from their stored times)
-        events = sorted([(c.started_at, 1) for c in ended] + [(c.finished_at, -1) for c in ended],
-                        key=lambda e: (e[0], e[1]))
+        events = sorted(
+            [(c.started_at, 1) for c in ended] + [(c.finished_at, -1) for c in ended], key=lambda e: (e[0], e[1])
+        )
         running = most = 0
         for _when, step in events:
             running += step
@@ -182,8 +204,9 @@ def test_a_check_stops_at_its_time_limit(arena, bots):
     error names the limit, and it stopped soon after it (within one decision's bank)."""
     thinker = SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.4)
     bots.append(thinker)
-    r = arena.client.post("/api/v1/bots", json={"name": "thinker", "url": thinker.url,
-                                                "rulesets": ["million_doubt"]}, headers=arena.owner)
+    r = arena.client.post(
+        "/api/v1/bots", json={"name": "thinker", "url": thinker.url, "rulesets": ["million_doubt"]}, headers=arena.owner
+    )
     thinker.set_secret(r.json["secret"])
     with arena.sessions() as s:  # queued as the API does, sent to no broker
         check_id = begin_check(s, r.json["id"]).id
@@ -204,11 +227,13 @@ def test_an_account_that_used_its_check_time_waits(arena, bots):
 
     b = SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.1)
     bots.append(b)
-    app = create_app(dataclasses.replace(arena.settings, celery_eager=True, check_seconds_per_hour=1),
-                     engine=arena.engine)
+    app = create_app(
+        dataclasses.replace(arena.settings, celery_eager=True, check_seconds_per_hour=1), engine=arena.engine
+    )
     client = app.test_client()
-    r = client.post("/api/v1/bots", json={"name": "c1", "url": b.url, "rulesets": ["million_doubt"]},
-                    headers=arena.owner)
+    r = client.post(
+        "/api/v1/bots", json={"name": "c1", "url": b.url, "rulesets": ["million_doubt"]}, headers=arena.owner
+    )
     b.set_secret(r.json["secret"])
     first = client.post(f"/api/v1/bots/{r.json['id']}/check", headers=arena.owner)
     assert first.status_code == 202 and first.json["status"] == "passed"

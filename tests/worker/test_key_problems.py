@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from arena.core import crypto
+from arena import crypto
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
 
@@ -22,15 +22,19 @@ GUARD_S = 120.0
 
 
 @pytest.mark.parametrize("key", ["wrong", "missing"])
-def test_a_worker_without_the_key_fails_the_match_and_the_check_saying_why(arena, bots, celery_worker_factory,
-                                                                           monkeypatch, tmp_path, key):
+def test_a_worker_without_the_key_fails_the_match_and_the_check_saying_why(
+    arena, bots, celery_worker_factory, monkeypatch, tmp_path, key
+):
     good = crypto.new_key()
     monkeypatch.setenv(crypto.ENV_KEYS, good)  # the API's key (and the good worker's, inherited)
     bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["greedy"]())])
     ids = [arena.register(b, ["million_doubt"], f"k{i}") for i, b in enumerate(bots)]
     tid = arena.create("million_doubt", ids, games_per_pairing=2)
-    bad_env = ({crypto.ENV_KEYS: crypto.new_key()} if key == "wrong"
-               else {crypto.ENV_KEYS: "", "ARENA_DATA_DIR": str(tmp_path / "worker-data")})
+    bad_env = (
+        {crypto.ENV_KEYS: crypto.new_key()}
+        if key == "wrong"
+        else {crypto.ENV_KEYS: "", "ARENA_DATA_DIR": str(tmp_path / "worker-data")}
+    )
     bad = celery_worker_factory(concurrency=1, database_url=arena.database_url, env=bad_env)
     posts = sum(b.posts for b in bots)
     arena.start(tid)

@@ -17,30 +17,31 @@ import pytest
 import redis
 from sqlalchemy import text
 
-from arena.cli.demo import WsgiServer
-from arena.core import lifecycle, spool
-from arena.core.db.models import Match
-from arena.core.queue import PRIORITY_QUEUE
-from arena.core.reaper import reap
-from arena.core.runner import service
-from arena.core.runner.match import replay
-from arena.core.runner.service import play_and_store
+from arena import lifecycle, spool
+from arena.db.models import Match
+from arena.queue import PRIORITY_QUEUE
+from arena.reaper import reap
+from arena.runner import service
+from arena.runner.match import replay
+from arena.runner.service import play_and_store
 from bots_sdk.samples import SAMPLE_BOTS
+from cli.demo import WsgiServer
 from tests.worker.conftest import SwitchBot
 
 pytestmark = pytest.mark.services
 REPO = Path(__file__).resolve().parents[2]
 
 POISON = [
-    b"[" * 60000,                                        # RecursionError in the old parser
-    b'{"type":"pass","comment":"\\ud800"}',              # a lone surrogate in a legal action
-    b'{"type":"rate","rate":NaN}',                       # not strict JSON
+    b"[" * 60000,  # RecursionError in the old parser
+    b'{"type":"pass","comment":"\\ud800"}',  # a lone surrogate in a legal action
+    b'{"type":"rate","rate":NaN}',  # not strict JSON
 ]
 
 
 def _strict(data: bytes):
     def no_constant(name):
         raise ValueError(f"{name} in a stored log")
+
     return json.loads(data.decode("utf-8"), parse_constant=no_constant)
 
 
@@ -49,8 +50,7 @@ def _start_unqueued(arena, redis_url, tid) -> list[int]:
     arena.start(tid)
     redis.Redis.from_url(redis_url).delete("arena")
     with arena.sessions() as s:
-        return list(s.scalars(text("SELECT id FROM matches WHERE tournament_id = :t ORDER BY index"),
-                              {"t": tid}))
+        return list(s.scalars(text("SELECT id FROM matches WHERE tournament_id = :t ORDER BY index"), {"t": tid}))
 
 
 def _one_match(arena, bots, redis_url) -> tuple[int, int]:
@@ -76,7 +76,8 @@ def test_poison_pill_bot_against_a_real_worker(arena, bots, celery_worker_factor
     [(m, res, log)] = arena.stored(tid)
     with arena.sessions() as s:
         data = s.execute(text("SELECT data FROM match_logs WHERE match_id = :m"), {"m": m.id}).scalar_one()
-    from arena.core import matchlog
+    from arena import matchlog
+
     assert _strict(matchlog.decompress(data)) == log  # strict JSON in UTF-8
     p = next(i for i, seat in enumerate(m.seats) if seat.bot_id == ids[1])
     kinds = [(f["kind"], f["detail"]) for f in log["faults"]]
@@ -112,9 +113,24 @@ def test_internal_error_fails_the_match_and_the_tournament_finishes(arena, bots,
     assert page.status_code == 200 and "internal error while preparing: OptionsError" in page.text
     server = WsgiServer(arena.client.application)
     try:
-        done = subprocess.run([sys.executable, "-m", "arena.cli", "tournament", "status", str(tid),
-                               "--api", server.url, "--token", arena.org["Authorization"].split()[1]],
-                              capture_output=True, text=True, timeout=60, cwd=REPO)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cli",
+                "tournament",
+                "status",
+                str(tid),
+                "--api",
+                server.url,
+                "--token",
+                arena.org["Authorization"].split()[1],
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+        )
     finally:
         server.close()
     assert done.returncode == 0, done.stderr
@@ -136,16 +152,22 @@ def _refuse_inserts(arena, times: int) -> None:
     (SQLSTATE 40001: a transient error). A sequence counts, as it is not rolled back."""
     with arena.sessions() as s:
         s.execute(text("CREATE SEQUENCE refused"))
-        s.execute(text(f"""
+        s.execute(
+            text(f"""
             CREATE FUNCTION refuse_store() RETURNS trigger AS $$
             BEGIN
               IF nextval('refused') <= {int(times)} THEN
                 RAISE EXCEPTION 'refused by the test' USING ERRCODE = '40001';
               END IF;
               RETURN NEW;
-            END $$ LANGUAGE plpgsql"""))
-        s.execute(text("CREATE TRIGGER refuse_store BEFORE INSERT ON match_results "
-                       "FOR EACH ROW EXECUTE FUNCTION refuse_store()"))
+            END $$ LANGUAGE plpgsql""")
+        )
+        s.execute(
+            text(
+                "CREATE TRIGGER refuse_store BEFORE INSERT ON match_results "
+                "FOR EACH ROW EXECUTE FUNCTION refuse_store()"
+            )
+        )
         s.commit()
 
 
@@ -182,8 +204,9 @@ def test_store_retries_spent_without_a_spool_fail_the_match(arena, bots, redis_u
 
 def _lease_expired(arena, mid: int) -> bool:
     with arena.sessions() as s:
-        return bool(s.execute(text("SELECT lease_expires_at < now() FROM matches WHERE id = :m"),
-                              {"m": mid}).scalar_one())
+        return bool(
+            s.execute(text("SELECT lease_expires_at < now() FROM matches WHERE id = :m"), {"m": mid}).scalar_one()
+        )
 
 
 @pytest.mark.parametrize("stored_by", ["reaper", "delivery"])
@@ -243,8 +266,16 @@ def test_a_spooled_result_of_another_database_is_left_alone(arena, bots, redis_u
     being reaped; an entry that cannot be read back is deleted."""
     tid, mid = _one_match(arena, bots, redis_url)
     client = redis.Redis.from_url(redis_url)
-    foreign = spool.SpooledResult(match_id=mid, tournament_id=tid, match_index=0, commitment="0" * 64,
-                                  ruleset="million_doubt", attempt=1, fields={}, log={})
+    foreign = spool.SpooledResult(
+        match_id=mid,
+        tournament_id=tid,
+        match_index=0,
+        commitment="0" * 64,
+        ruleset="million_doubt",
+        attempt=1,
+        fields={},
+        log={},
+    )
     spool.put(client, foreign, 60)
     client.set(spool.key(mid + 1000), b"not a spooled result", ex=60)  # unreadable: deleted
     try:

@@ -28,10 +28,10 @@ import pytest
 import redis
 from sqlalchemy import select
 
-from arena.core import spool
-from arena.core.db.migrate import upgrade
-from arena.core.db.models import Match
-from arena.core.runner.match import replay
+from arena import spool
+from arena.db.migrate import upgrade
+from arena.db.models import Match
+from arena.runner.match import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import Arena, SwitchBot
 
@@ -54,8 +54,13 @@ class OwnPostgres:
         self.url = self._run("start").strip().splitlines()[-1]
 
     def _run(self, what: str) -> str:
-        done = subprocess.run(["bash", str(REPO / "infra" / "postgres.sh"), what], env=self.env,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["bash", str(REPO / "infra" / "postgres.sh"), what],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout
 
@@ -93,8 +98,9 @@ def _ids_in(pattern: str, text: str) -> set[int]:
 
 
 @pytest.mark.parametrize("stored_by", ["reaper", "worker"])
-def test_a_database_outage_loses_no_played_match(own_postgres, redis_url, tmp_path, bots,
-                                                 celery_worker_factory, beat_factory, stored_by):
+def test_a_database_outage_loses_no_played_match(
+    own_postgres, redis_url, tmp_path, bots, celery_worker_factory, beat_factory, stored_by
+):
     arena = Arena(own_postgres.url, redis_url, tmp_path=tmp_path)
     client = redis.Redis.from_url(redis_url)
     try:
@@ -118,8 +124,11 @@ def test_a_database_outage_loses_no_played_match(own_postgres, redis_url, tmp_pa
                 return list(s.scalars(select(Match.id).where(Match.tournament_id == tid, Match.status == "running")))
 
         # every worker thread holds a match, each held at its first decision
-        _wait("4 matches at their first decision",
-              lambda: len(playing()) == THREADS and sum(b.in_flight for b in bots) == THREADS, *logs)
+        _wait(
+            "4 matches at their first decision",
+            lambda: len(playing()) == THREADS and sum(b.in_flight for b in bots) == THREADS,
+            *logs,
+        )
         played = playing()
         own_postgres.halt()
         for b in bots:
@@ -129,9 +138,15 @@ def test_a_database_outage_loses_no_played_match(own_postgres, redis_url, tmp_pa
         if stored_by == "reaper":  # the worker gives up and leaves them to the reaper
             _wait("given up", lambda: all(f"spooled match {m} (attempt 1)" in worker.log() for m in played), *logs)
         else:  # the worker keeps trying, longer than it used to
-            _wait("retried more than 7 times", lambda: all(
-                f"match {m}: storing the result failed (OperationalError), attempt {OLD_ATTEMPTS + 1}," in worker.log()
-                for m in played), *logs)
+            _wait(
+                "retried more than 7 times",
+                lambda: all(
+                    f"match {m}: storing the result failed (OperationalError), attempt {OLD_ATTEMPTS + 1},"
+                    in worker.log()
+                    for m in played
+                ),
+                *logs,
+            )
         own_postgres.start()
 
         t = arena.wait_finished(tid, timeout_s=GUARD_S, workers=logs)

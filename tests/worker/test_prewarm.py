@@ -9,15 +9,14 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from arena.core.config import Settings
-from arena.core.runner import service
-from arena.core.runner.semaphore import BotSemaphore
+from arena.config import Settings
+from arena.runner import service
+from arena.runner.semaphore import BotSemaphore
 
 pytestmark = pytest.mark.services
 
 
-def test_prewarm_opens_the_pools_connections_and_one_redis_connection_per_thread(pg_database, redis_url,
-                                                                                tmp_path):
+def test_prewarm_opens_the_pools_connections_and_one_redis_connection_per_thread(pg_database, redis_url, tmp_path):
     # a URL of its own (the engine is built once per URL and process), so the pool is new here
     url = pg_database + "?application_name=arena-prewarm-test"
     settings = Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url, celery_eager=False)
@@ -45,8 +44,12 @@ def test_prewarm_opens_the_pools_connections_and_one_redis_connection_per_thread
 
 def test_prewarm_with_databases_down_opens_nothing_and_does_not_raise(redis_url, free_port, tmp_path):
     port = free_port()
-    settings = Settings(data_dir=tmp_path, database_url=f"postgresql+psycopg://arena@127.0.0.1:{port}/none?connect_timeout=2",
-                        broker_url=f"redis://127.0.0.1:{free_port()}/0", celery_eager=False)
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=f"postgresql+psycopg://arena@127.0.0.1:{port}/none?connect_timeout=2",
+        broker_url=f"redis://127.0.0.1:{free_port()}/0",
+        celery_eager=False,
+    )
     pool_before = dict(service._POOL)
     try:
         assert service.prewarm(settings, 3) == {"database": 0, "redis": 0}

@@ -16,8 +16,8 @@ import pytest
 import redis
 from sqlalchemy import select
 
-from arena.core.db.models import MatchResult
-from arena.core.runner.match import replay
+from arena.db.models import MatchResult
+from arena.runner.match import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import Arena, SwitchBot
 
@@ -28,9 +28,11 @@ def _start_redis(port: int) -> subprocess.Popen:
     exe = shutil.which("redis-server")
     if exe is None:  # infra/test.sh installs it; a bare pytest run may not have it
         pytest.fail("redis-server is not installed (run the tests through infra/test.sh)")
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     client = redis.Redis(host="127.0.0.1", port=port)
     deadline = time.monotonic() + 10
     while True:
@@ -46,8 +48,9 @@ def _start_redis(port: int) -> subprocess.Popen:
 LEASE_ENV = {"ARENA_LEASE_S": "3", "ARENA_REAPER_INTERVAL_S": "1", "ARENA_LOST_AFTER_S": "3"}
 
 
-def test_redis_restart_loses_no_result_and_the_reaper_finishes(pg_database, tmp_path, free_port, bots,
-                                                               celery_worker_factory, beat_factory):
+def test_redis_restart_loses_no_result_and_the_reaper_finishes(
+    pg_database, tmp_path, free_port, bots, celery_worker_factory, beat_factory
+):
     port = free_port()
     broker = f"redis://127.0.0.1:{port}/0"
     server = _start_redis(port)
@@ -57,8 +60,7 @@ def test_redis_restart_loses_no_result_and_the_reaper_finishes(pg_database, tmp_
             bots.append(SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.01))
         ids = [arena.register(b, ["million_doubt"], f"r{i}") for i, b in enumerate(bots)]
         tid = arena.create("million_doubt", ids, games_per_pairing=2, time_rules=TIME_RULES_S)
-        worker = celery_worker_factory(concurrency=1, broker_url=broker,
-                                       database_url=arena.database_url, env=LEASE_ENV)
+        worker = celery_worker_factory(concurrency=1, broker_url=broker, database_url=arena.database_url, env=LEASE_ENV)
         beat = beat_factory(database_url=arena.database_url, broker_url=broker, env=LEASE_ENV)
         arena.start(tid)
         deadline = time.monotonic() + 90
@@ -69,8 +71,12 @@ def test_redis_restart_loses_no_result_and_the_reaper_finishes(pg_database, tmp_
         server.send_signal(signal.SIGKILL)
         server.wait(10)
         with arena.sessions() as s:
-            before = {r.match_id: list(r.scores) for r in s.scalars(
-                select(MatchResult).join(MatchResult.match).where(MatchResult.match.has(tournament_id=tid)))}
+            before = {
+                r.match_id: list(r.scores)
+                for r in s.scalars(
+                    select(MatchResult).join(MatchResult.match).where(MatchResult.match.has(tournament_id=tid))
+                )
+            }
         assert len(before) >= 2
         server = _start_redis(port)
         # the worker reconnects by itself; the reaper re-sends what the broker forgot

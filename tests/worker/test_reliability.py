@@ -13,9 +13,9 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from arena.core.db.models import Match, MatchResult
-from arena.core.runner.match import replay
-from arena.core.runner.service import play_and_store
+from arena.db.models import Match, MatchResult
+from arena.runner.match import replay
+from arena.runner.service import play_and_store
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
 
@@ -87,8 +87,9 @@ def test_sigkilled_pool_child_match_comes_back_ahead_of_the_queue(arena, bots, c
     for _i in range(4):
         bots.append(SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.05))
     ids = [arena.register(b, ["million_doubt"], f"c{i}") for i, b in enumerate(bots)]
-    tid = arena.create("million_doubt", ids, games_per_pairing=2,
-                       time_rules={"initial": 10.0, "increment": 0.0, "cap": 10.0})
+    tid = arena.create(
+        "million_doubt", ids, games_per_pairing=2, time_rules={"initial": 10.0, "increment": 0.0, "cap": 10.0}
+    )
     beat = beat_factory(database_url=arena.database_url, env=LEASE_ENV)
     worker = celery_worker_factory(concurrency=1, database_url=arena.database_url, env=LEASE_ENV)
     arena.start(tid)

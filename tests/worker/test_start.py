@@ -1,4 +1,4 @@
-"""Starting a tournament off the request path (arena.core.queue.send_tournament): the start
+"""Starting a tournament off the request path (arena.queue.send_tournament): the start
 only marks it running and sends one task; the schedule is stored once and every match is
 sent once, even by two senders at the same time; ``progress.queued`` shows the sending."""
 
@@ -16,10 +16,10 @@ import redis
 from sqlalchemy import select, text
 
 from api.resources.tournaments import INLINE_SEND_MATCHES
-from arena.core import lifecycle
-from arena.core.accounts import create_account
-from arena.core.db.models import Bot, Match
-from arena.core.queue import (
+from arena import lifecycle
+from arena.accounts import create_account
+from arena.db.models import Bot, Match
+from arena.queue import (
     ENQUEUE_TOURNAMENT_TASK,
     FIRST_SEND_BATCH,
     PRIORITY_QUEUE,
@@ -27,7 +27,7 @@ from arena.core.queue import (
     SEND_BATCH,
     send_tournament,
 )
-from arena.core.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, reap
+from arena.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, reap
 from tests.worker.conftest import Arena
 
 
@@ -35,8 +35,9 @@ def _messages(client: redis.Redis) -> list[tuple[str, list]]:
     out = []
     for raw in client.lrange("arena", 0, -1):
         headers = json.loads(raw)["headers"]
-        out.append((headers["task"], json.loads(headers["argsrepr"].replace("(", "[").replace(",)", "]")
-                                                 .replace(")", "]"))))
+        out.append(
+            (headers["task"], json.loads(headers["argsrepr"].replace("(", "[").replace(",)", "]").replace(")", "]")))
+        )
     return out
 
 
@@ -44,8 +45,17 @@ def _ready_bots(arena: Arena, ruleset: str, count: int) -> list[int]:
     """``count`` bots stored as ``ready`` for ``ruleset`` (never called: no worker plays)."""
     with arena.sessions() as s:
         owner, _ = create_account(s, "own-" + uuid.uuid4().hex[:6], "contestant")
-        bots = [Bot(owner_id=owner.id, name=f"b{i}", url=f"http://127.0.0.1:9/{i}", secret="x",
-                    rulesets=[ruleset], status="ready") for i in range(count)]
+        bots = [
+            Bot(
+                owner_id=owner.id,
+                name=f"b{i}",
+                url=f"http://127.0.0.1:9/{i}",
+                secret="x",
+                rulesets=[ruleset],
+                status="ready",
+            )
+            for i in range(count)
+        ]
         s.add_all(bots)
         s.commit()
         return [b.id for b in bots]
@@ -68,8 +78,10 @@ def test_start_sends_one_task_and_two_senders_send_each_match_once(pg_database, 
         client.delete("arena")
         # a start clicked twice, or a redelivered task: two senders at once
         sent: list[int] = []
-        senders = [threading.Thread(target=lambda: sent.append(send_tournament(arena.settings, tid, batch=7)))
-                   for _ in range(2)]
+        senders = [
+            threading.Thread(target=lambda: sent.append(send_tournament(arena.settings, tid, batch=7)))
+            for _ in range(2)
+        ]
         for t in senders:
             t.start()
         for t in senders:
@@ -145,8 +157,9 @@ def test_the_task_sends_small_batches_first(pg_database, redis_url, tmp_path):
         client.delete("arena")
         assert send_tournament(arena.settings, tid) == 190
         with arena.sessions() as s:
-            rows = s.execute(select(Match.id, Match.queued_at).where(Match.tournament_id == tid)
-                             .order_by(Match.index)).all()
+            rows = s.execute(
+                select(Match.id, Match.queued_at).where(Match.tournament_id == tid).order_by(Match.index)
+            ).all()
         sizes: list[int] = []
         for i, (_index, at) in enumerate(rows):
             if i == 0 or at != rows[i - 1][1]:
@@ -179,8 +192,10 @@ def _reaper_arena(pg_database, redis_url, tmp_path, db: int):
 
 def _backdate_start(arena: Arena, tid: int, seconds: float) -> None:
     with arena.sessions() as s:
-        s.execute(text("UPDATE tournaments SET started_at = started_at - make_interval(secs => :s) WHERE id = :t"),
-                  {"s": seconds, "t": tid})
+        s.execute(
+            text("UPDATE tournaments SET started_at = started_at - make_interval(secs => :s) WHERE id = :t"),
+            {"s": seconds, "t": tid},
+        )
         s.commit()
 
 
@@ -200,13 +215,16 @@ def test_reaper_resends_a_start_whose_sender_the_broker_lost(pg_database, redis_
         assert reap(settings, arena.sessions, client).stalled == []
         _backdate_start(arena, tid, 120)
         with arena.sessions() as s:
-            s.execute(text("UPDATE matches SET queued_at = queued_at - interval '120 seconds' WHERE tournament_id = :t"),
-                      {"t": tid})
+            s.execute(
+                text("UPDATE matches SET queued_at = queued_at - interval '120 seconds' WHERE tournament_id = :t"),
+                {"t": tid},
+            )
             s.commit()
         report = reap(settings, arena.sessions, client)
         assert len(report.lost) == INLINE_SEND_MATCHES and report.stalled == [tid]
         assert (ENQUEUE_TOURNAMENT_TASK, [tid]) in [
-            (headers["task"], args) for headers, args in _priority_messages(client)]
+            (headers["task"], args) for headers, args in _priority_messages(client)
+        ]
         again = reap(settings, arena.sessions, client)
         assert again.stalled == [] and again.lost == []
         assert send_tournament(settings, tid) == 280 - INLINE_SEND_MATCHES  # what the task runs

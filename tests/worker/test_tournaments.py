@@ -9,10 +9,10 @@ from collections import defaultdict
 from openskill.models import PlackettLuce
 from sqlalchemy import select
 
-from arena.core.db.models import Rating
-from arena.core.fairness import attempt_seed
-from arena.core.runner.match import replay
-from arena.core.standings import MatchRecord, compute_standings
+from arena.db.models import Rating
+from arena.fairness import attempt_seed
+from arena.runner.match import replay
+from arena.standings import MatchRecord, compute_standings
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
 
@@ -50,14 +50,19 @@ def _check_tournament(arena, tid: int, bot_ids: list[int], ruleset: str, expecte
         assert again["scores"] == [round(x) for x in res.scores]
         assert again["faults"] == res.faults
         assert log["seed"] == attempt_seed(m.seed, 1) and log["ruleset"] == ruleset
-        assert log["fairness"] == {"tournament_id": tid, "match_index": m.index, "attempt": 1,
-                                   "commitment": t["commitment"]}
+        assert log["fairness"] == {
+            "tournament_id": tid,
+            "match_index": m.index,
+            "attempt": 1,
+            "commitment": t["commitment"],
+        }
         assert [p["url"] for p in log["players"]] == [None] * len(m.seats)  # no bot URL in logs
         assert [p["name"].rsplit("#", 1)[1] for p in log["players"]] == [str(s.bot_id) for s in m.seats]
         assert [p["kind"] for p in log["players"]] == ["http"] * len(m.seats)
         assert m.status == "finished" and m.attempts == 1
         assert res.timings["decisions"] and sum(res.timings["decisions"]) == sum(
-            len(g["exchanges"]) for g in log["games"])
+            len(g["exchanges"]) for g in log["games"]
+        )
     records = _records_from_logs(stored)
     # standings of the API equal the standings of the logs; totals checked by hand too
     expected = [s.to_dict() for s in compute_standings(records, entrants=bot_ids)]
@@ -111,7 +116,9 @@ def test_million_doubt_tournament_runs_to_completion(arena, bots, celery_worker_
         assert [g["seats"] for g in log["games"]] == [[0, 1], [1, 0], [0, 1], [1, 0]]
         assert len({g["seed"] for g in log["games"]}) == 4
         assert sum(res.scores) == 0  # Million Doubt scores are zero-sum (MD-17)
-        assert res.places == ([1, 2] if res.scores[0] > res.scores[1] else [2, 1] if res.scores[0] < res.scores[1] else [1, 1])
+        assert res.places == (
+            [1, 2] if res.scores[0] > res.scores[1] else [2, 1] if res.scores[0] < res.scores[1] else [1, 1]
+        )
         assert res.faults == [0, 0]
         assert log["time_rules"] == {"initial_ms": 1000, "increment_ms": 100, "cap_ms": 1000}
 
@@ -126,8 +133,9 @@ def test_trump_millionaire_tournament_with_a_per_bot_cap(arena, bots, celery_wor
     tid = arena.create("trump_millionaire", ids, games_per_pairing=1, options={"target_score": 30})
     for b in bots:  # the conformance checks are done: count tournament requests only
         b.max_in_flight = 0
-    worker = celery_worker_factory(concurrency=2, database_url=arena.database_url,
-                                   env={"ARENA_BOT_MAX_CONCURRENCY": "1"})
+    worker = celery_worker_factory(
+        concurrency=2, database_url=arena.database_url, env={"ARENA_BOT_MAX_CONCURRENCY": "1"}
+    )
     arena.start(tid)
     arena.wait_finished(tid, workers=[worker])
     stored = _check_tournament(arena, tid, ids, "trump_millionaire", 4)

@@ -11,18 +11,18 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from arena.cli import main
-from arena.core.config import Settings
-from arena.core.limits import (
+from arena.config import Settings
+from arena.limits import (
     default_visibility_timeout,
     longest_match_seconds,
     visibility_timeout,
     visibility_timeout_for,
 )
-from arena.core.runner.match import replay
-from arena.core.runner.semaphore import BotSemaphore
+from arena.runner.match import replay
+from arena.runner.semaphore import BotSemaphore
 from bots_sdk.bot import Bot
 from bots_sdk.samples import SAMPLE_BOTS
+from cli import main
 from engine.timebank import TimeRules
 from tests.worker.conftest import Arena, SwitchBot
 from worker.celery_app import app
@@ -76,7 +76,9 @@ def test_visibility_timeout_formula():
     assert md == pytest.approx(2 * (2 + 1.6) + 8)
     assert visibility_timeout_for(md) == 24
     assert longest_match_seconds("jdf", TimeRules()) == pytest.approx(12 * (4 * 60 + 250 * 10 + 5) + 16)
-    assert default_visibility_timeout() == visibility_timeout_for(longest_match_seconds("trump_millionaire", TimeRules()))
+    assert default_visibility_timeout() == visibility_timeout_for(
+        longest_match_seconds("trump_millionaire", TimeRules())
+    )
     assert app.conf.broker_transport_options["visibility_timeout"] == visibility_timeout(Settings.from_env())
     assert visibility_timeout(Settings.from_env({"ARENA_VISIBILITY_TIMEOUT_S": "77"})) == 77
     app.loader.import_default_modules()  # what `celery -A worker.celery_app worker` does
@@ -91,30 +93,36 @@ class IllegalBot(Bot):
 
 
 def test_eager_mode_over_sqlite_and_the_conformance_gate(tmp_path, bots):
-    from arena.core.db.migrate import upgrade
+    from arena.db.migrate import upgrade
 
     url = f"sqlite:///{tmp_path / 'arena.db'}"
     upgrade(url)
     arena = Arena(url, "redis://127.0.0.1:1/0", eager=True, tmp_path=tmp_path)
     try:
-        bots.extend([SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["random"](seed=3)),
-                     SwitchBot(IllegalBot())])
+        bots.extend(
+            [SwitchBot(SAMPLE_BOTS["greedy"]()), SwitchBot(SAMPLE_BOTS["random"](seed=3)), SwitchBot(IllegalBot())]
+        )
         ids = [arena.register(b, ["million_doubt", "jdf"], f"e{i}") for i, b in enumerate(bots[:2])]
         # A bot that passes the health check but plays illegally fails its conformance game.
-        r = arena.client.post("/api/v1/bots", json={"name": "bad", "url": bots[2].url,
-                                                    "rulesets": ["million_doubt"]}, headers=arena.owner)
+        r = arena.client.post(
+            "/api/v1/bots", json={"name": "bad", "url": bots[2].url, "rulesets": ["million_doubt"]}, headers=arena.owner
+        )
         bots[2].set_secret(r.json["secret"])
         check = arena.check(r.json["id"])
         checked = arena.get(f"/bots/{r.json['id']}")
         assert check["status"] == "failed" and checked["status"] == "failed" and checked["last_check"]["health"]["ok"]
         conf = checked["last_check"]["conformance"][0]
         assert conf["ok"] is False and conf["faults"][0]["kind"] == "invalid_action"
-        r = arena.client.post("/api/v1/tournaments", headers=arena.org, json={
-            "ruleset": "million_doubt", "participants": ids + [r.json["id"]]})
+        r = arena.client.post(
+            "/api/v1/tournaments",
+            headers=arena.org,
+            json={"ruleset": "million_doubt", "participants": ids + [r.json["id"]]},
+        )
         assert r.status_code == 422 and "has not passed its check" in r.json["message"]
         # Eager mode: starting plays every match in-process (here 2 players + 2 house bots, JDF).
-        tid = arena.create("jdf", ids, fill_with_house_bots=True, games_per_pairing=1,
-                           options={"sets": 1, "games_per_set": 2})
+        tid = arena.create(
+            "jdf", ids, fill_with_house_bots=True, games_per_pairing=1, options={"sets": 1, "games_per_set": 2}
+        )
         started = arena.start(tid)
         assert started["status"] == "finished" and started["progress"]["finished"] == started["progress"]["total"] == 4
         stored = arena.stored(tid)
@@ -140,7 +148,7 @@ def test_semaphore_serves_waiters_first_come_first_served(redis_url):
     """Waiters get a freed slot in the order they asked (RULES-free: the arena's own
     fairness between matches), each woken by the release, not by polling; a waiter
     whose worker died (it never retries) leaves the queue and blocks no one for long."""
-    from arena.core.runner import semaphore as semaphore_mod
+    from arena.runner import semaphore as semaphore_mod
 
     client = redis.Redis.from_url(redis_url)
     sem = BotSemaphore(client, uuid.uuid4().hex, limit=1, max_wait_s=60)
@@ -198,7 +206,7 @@ def test_a_handed_over_slot_gets_its_full_lease_and_a_dead_waiters_ends_soon(red
     """A release hands the freed slot to the next waiter with a short first lease, which the
     process's extender makes the request's full lease off the request's path; a waiter that
     died just before (seen lately, so handed the slot) keeps it only for the short lease."""
-    from arena.core.runner import semaphore as semaphore_mod
+    from arena.runner import semaphore as semaphore_mod
 
     monkeypatch.setattr(semaphore_mod, "HANDOVER_LEASE_S", 1.0)
     client = redis.Redis.from_url(redis_url)
@@ -254,7 +262,7 @@ def test_semaphore_serves_the_lower_priority_first_and_ages_waiters(redis_url, m
     """Queue order (issue 15): a lower priority (a notice: NOTICE_PRIORITY) is served first,
     whatever the arrival order, equal ones first come first served; a request that has
     waited AGING_S moves to the front rank, so no request starves behind later ones."""
-    from arena.core.runner import semaphore as semaphore_mod
+    from arena.runner import semaphore as semaphore_mod
 
     client = redis.Redis.from_url(redis_url)
     sem = BotSemaphore(client, uuid.uuid4().hex, limit=1, max_wait_s=60)

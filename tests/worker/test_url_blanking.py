@@ -7,17 +7,20 @@ from types import SimpleNamespace
 
 import pytest
 
-from arena.core.runner.match import URL_BLANK, _blank_urls
+from arena.runner.match import URL_BLANK, _blank_urls
 
 
-@pytest.mark.parametrize("url, detail", [
-    ("http://Secret-Alice-Bot.invalid:8080/decide", "host 'secret-alice-bot.invalid' does not resolve"),
-    ("http://secret-alice-bot.invalid./decide", "host 'secret-alice-bot.invalid' does not resolve"),
-    ("http://alice.example.org/", "ConnectError to ALICE.EXAMPLE.ORG:80 refused"),
-    ("http://10.9.8.7:8080/decide", "host 10.9.8.7 is a private or non-public address"),
-    ("http://bücher.example/", "host 'xn--bcher-kva.example' does not resolve"),
-    ("http://bot.example/", "connected to 203.0.113.9 then reset; also [2001:db8::7]"),
-])
+@pytest.mark.parametrize(
+    "url, detail",
+    [
+        ("http://Secret-Alice-Bot.invalid:8080/decide", "host 'secret-alice-bot.invalid' does not resolve"),
+        ("http://secret-alice-bot.invalid./decide", "host 'secret-alice-bot.invalid' does not resolve"),
+        ("http://alice.example.org/", "ConnectError to ALICE.EXAMPLE.ORG:80 refused"),
+        ("http://10.9.8.7:8080/decide", "host 10.9.8.7 is a private or non-public address"),
+        ("http://bücher.example/", "host 'xn--bcher-kva.example' does not resolve"),
+        ("http://bot.example/", "connected to 203.0.113.9 then reset; also [2001:db8::7]"),
+    ],
+)
 def test_every_spelling_of_a_bot_host_is_blanked(url, detail):
     faults = [{"detail": detail, "received": f"echo {url}"}]
     _blank_urls(faults, [SimpleNamespace(url=url), SimpleNamespace(url=None)])

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from arena.core.runner.players import MAX_BODY_BYTES, MAX_BODY_PIECES, WIRE_SLACK_BYTES, HttpPlayer
+from arena.runner.players import MAX_BODY_BYTES, MAX_BODY_PIECES, WIRE_SLACK_BYTES, HttpPlayer
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
 
@@ -36,8 +36,9 @@ def _read_request(conn: socket.socket) -> bool:
             return False
         buf += data
     head, _, rest = buf.partition(b"\r\n\r\n")
-    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length:")), 0)
+    length = next(
+        (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
+    )
     while len(rest) < length:
         data = conn.recv(65536)
         if not data:
@@ -83,6 +84,7 @@ def _flood(piece: bytes, head: bytes = b"") -> Callable[[socket.socket], None]:
         deadline = time.monotonic() + 30  # the player's bank ends long before
         while time.monotonic() < deadline:
             conn.sendall(burst)
+
     return answer
 
 
@@ -90,15 +92,22 @@ def _chunked(pieces: list[bytes]) -> Callable[[socket.socket], None]:
     frames = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
 
     def answer(conn: socket.socket) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     + frames)
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + frames
+        )
+
     return answer
 
 
 def _plain(body: bytes, extra_headers: bytes = b"") -> Callable[[socket.socket], None]:
     def answer(conn: socket.socket) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + extra_headers
-                     + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + extra_headers
+            + b"Content-Length: %d\r\n\r\n" % len(body)
+            + body
+        )
+
     return answer
 
 
@@ -106,15 +115,16 @@ PADDED = PASS + b" " * (MAX_BODY_BYTES - 100 - len(PASS))  # a valid answer unde
 ATTACKS = {
     "100 Continue back to back": _flood(b"HTTP/1.1 100 Continue\r\n\r\n"),
     "103 answers with 8 KB headers": _flood(b"HTTP/1.1 103 Early Hints\r\nLink: <" + b"a" * 8000 + b">\r\n\r\n"),
-    "1-byte chunks with 16 KB extensions": _flood(b"1;" + b"x" * 16000 + b"\r\n \r\n",
-                                                  head=b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"),
-    "a valid answer in one-byte chunks": _chunked([PADDED[i:i + 1] for i in range(len(PADDED))]),
+    "1-byte chunks with 16 KB extensions": _flood(
+        b"1;" + b"x" * 16000 + b"\r\n \r\n", head=b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    ),
+    "a valid answer in one-byte chunks": _chunked([PADDED[i : i + 1] for i in range(len(PADDED))]),
     "a valid answer after 120 KB of headers": _plain(PASS, b"X-Pad: y\r\n" * 12000),
 }
 HONEST = {
     "one write": _plain(PASS),
     "a 64 KiB body": _plain(PASS + b" " * (MAX_BODY_BYTES - len(PASS))),
-    "a body in 64 chunks": _chunked([PADDED[i:i + 1024] for i in range(0, 64 * 1024 - 100, 1024)]),
+    "a body in 64 chunks": _chunked([PADDED[i : i + 1024] for i in range(0, 64 * 1024 - 100, 1024)]),
     "1000 tiny chunks": _chunked([PASS] + [b" "] * (MAX_BODY_PIECES - 24)),
     "a few KB of headers": _plain(PASS, b"X-Pad: " + b"y" * 2000 + b"\r\n"),
 }
@@ -181,7 +191,7 @@ class DribbleBot(SwitchBot):
             return [body]  # a notice's answer
         self.dribbled += 1
         padded = body + b" " * (60_000 - len(body))
-        return (padded[i:i + 1] for i in range(len(padded)))  # waitress: one chunk per item
+        return (padded[i : i + 1] for i in range(len(padded)))  # waitress: one chunk per item
 
 
 def test_a_dribbling_bot_faults_and_a_bystander_plays_clean(arena, bots, celery_worker_factory):
@@ -197,8 +207,9 @@ def test_a_dribbling_bot_faults_and_a_bystander_plays_clean(arena, bots, celery_
     dribbler_id = arena.register(dribbler, ["million_doubt"], "dribbler")  # passed its check honestly
     dribbler.dribble = True
     long_bank = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
-    attack_t = arena.create("million_doubt", [dribbler_id, partner_id], games_per_pairing=4, max_faults=3,
-                            time_rules=long_bank)
+    attack_t = arena.create(
+        "million_doubt", [dribbler_id, partner_id], games_per_pairing=4, max_faults=3, time_rules=long_bank
+    )
     bystander_t = arena.create("million_doubt", by_ids, games_per_pairing=4, max_faults=3)
     worker = celery_worker_factory(concurrency=4, pool="threads", database_url=arena.database_url)
     arena.start(attack_t)

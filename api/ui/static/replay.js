@@ -3,7 +3,7 @@
  * Keys: ArrowLeft / ArrowRight step, Home / End jump. The address keeps #g<game>s<step>.
  *
  * Live mode (#replay-data has "live": {"url", "view", "page", "after"}): the same renderer
- * fed by the match's server-sent events (api/ui/live.py, arena/core/live.py): each message
+ * fed by the match's server-sent events (api/ui/live.py, arena/live.py): each message
  * becomes a frame of its game; the view follows the newest frame unless the viewer steps
  * back. A public message has no hands: each seat shows its hand size as card backs that
  * carry no card, and a face-down card on the field is a back without identity. */

@@ -1,0 +1,200 @@
+"""Who may read what: the one access policy of the REST API and the pages.
+
+A *viewer* is an :class:`~arena.db.models.Account` or ``None`` (anonymous). Rules:
+
+* **Public tournaments.** A tournament that is ``finished`` with ``public_when_finished``
+  (default true): the tournament, its standings, its matches and their logs are readable by
+  anyone, signed in or not (``GET /api/v1/...`` without a token, and ``/ui``).
+* Otherwise a signed-in account is needed. Every account may read a tournament and its
+  standings. Matches and their logs: organizers read all of them; a contestant reads the
+  matches where one of its bots is seated, and every match of the tournament once it is
+  finished if one of its bots took part.
+* **Log embargo.** While a tournament is not over (``finished`` or ``cancelled``), no
+  contestant reads a log of it, nor a page built from one (the replay): organizers do. A
+  contestant still reads the match records (seats, status, result) of its bots.
+  The tournament's log download (JSON Lines) is open to organizers, to anyone when public,
+  and, once the tournament is over, to owners of a participant (the logs they may read).
+* **Seeds** (:func:`can_see_seed`): the tournament seed, its salt and the match seeds are
+  shown to organizers (every organizer: they run the platform) and, once the seed is
+  revealed (:func:`seed_revealed`), to whoever may read the tournament. Before that anyone
+  sees the published commitment only (:mod:`arena.fairness`).
+* **Live view** (:func:`live_view_for`): organizers watch a playing match on the full
+  channel (every hand, face-down cards named); whoever else may read the match
+  (:func:`can_read_match`: a contestant, its own bots' matches) watches the public channel
+  only (C-11: hand sizes, face-up cards, face-down cards as counts, public events), never
+  the full one. The log embargo is unchanged (:func:`can_read_log`).
+* **Bot URLs** (:func:`can_see_bot_url`): a bot's endpoint URL is shown to its owner and to
+  organizers only; tournament logs are stored without URLs and older logs have them
+  removed on read (:func:`redact_log`).
+
+Every function is read-only and takes the caller's SQLAlchemy session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from sqlalchemy import ColumnElement, exists, select
+from sqlalchemy.orm import Session
+
+from arena import matchlog
+from arena.db.models import Account, Bot, Match, MatchSeat, Tournament, TournamentParticipant
+from arena.lifecycle import MatchStatus, TournamentStatus
+
+#: Account roles.
+ORGANIZER = "organizer"
+CONTESTANT = "contestant"
+
+
+def is_organizer(viewer: Account | None) -> bool:
+    """True for a signed-in organizer."""
+    return viewer is not None and viewer.role == ORGANIZER
+
+
+def is_public(t: Tournament) -> bool:
+    """A finished tournament whose organizer left ``public_when_finished`` on."""
+    return t.status == TournamentStatus.FINISHED and bool(t.public_when_finished)
+
+
+def owns_seat_in(session: Session, viewer: Account, match_id: int) -> bool:
+    """True if one of ``viewer``'s bots is seated in the match."""
+    return bool(
+        session.scalar(
+            select(
+                exists().where(MatchSeat.match_id == match_id, MatchSeat.bot_id == Bot.id, Bot.owner_id == viewer.id)
+            )
+        )
+    )
+
+
+def owns_participant(session: Session, viewer: Account, tournament_id: int) -> bool:
+    """True if one of ``viewer``'s bots is a participant of the tournament."""
+    return bool(
+        session.scalar(
+            select(
+                exists().where(
+                    TournamentParticipant.tournament_id == tournament_id,
+                    TournamentParticipant.bot_id == Bot.id,
+                    Bot.owner_id == viewer.id,
+                )
+            )
+        )
+    )
+
+
+def can_view_tournament(session: Session, viewer: Account | None, t: Tournament) -> bool:
+    """The tournament itself and its standings."""
+    return is_public(t) or viewer is not None
+
+
+def sees_all_matches(session: Session, viewer: Account | None, t: Tournament) -> bool:
+    """True if every match of ``t`` is readable; else only the viewer's bots' matches are."""
+    if is_public(t) or is_organizer(viewer):
+        return True
+    return viewer is not None and t.status == TournamentStatus.FINISHED and owns_participant(session, viewer, t.id)
+
+
+def can_read_match(session: Session, viewer: Account | None, m: Match, t: Tournament) -> bool:
+    """The match (seats, result) and its log."""
+    if sees_all_matches(session, viewer, t):
+        return True
+    return viewer is not None and owns_seat_in(session, viewer, m.id)
+
+
+def visible_matches_condition(session: Session, viewer: Account | None, t: Tournament) -> ColumnElement[Any] | None:
+    """An SQL condition on :class:`Match` keeping the matches of ``t`` the viewer may read,
+    or None when it may read all of them."""
+    if sees_all_matches(session, viewer, t):
+        return None
+    if viewer is None:
+        return Match.id.is_(None)  # nothing
+    return exists().where(MatchSeat.match_id == Match.id, MatchSeat.bot_id == Bot.id, Bot.owner_id == viewer.id)
+
+
+def can_download_tournament_logs(session: Session, viewer: Account | None, t: Tournament) -> bool:
+    """The tournament's JSON Lines download (as many logs as :func:`visible_matches_condition`);
+    contestants only once the tournament is over (log embargo)."""
+    if is_public(t) or is_organizer(viewer):
+        return True
+    return viewer is not None and is_over(t) and owns_participant(session, viewer, t.id)
+
+
+# -- fairness: log embargo, seeds, bot URLs --------------------------------------------------------
+def is_over(t: Tournament) -> bool:
+    """True once the tournament is ``finished`` or ``cancelled``."""
+    return t.status in (TournamentStatus.FINISHED, TournamentStatus.CANCELLED)
+
+
+def can_read_log(session: Session, viewer: Account | None, m: Match, t: Tournament) -> bool:
+    """The match's log and what is built from it (replay, faults): organizers always; others
+    as :func:`can_read_match`, once the tournament is over (log embargo)."""
+    if is_organizer(viewer):
+        return True
+    return is_over(t) and can_read_match(session, viewer, m, t)
+
+
+#: The two live channels of a match (:mod:`arena.live`).
+LiveView = Literal["full", "public"]
+
+
+def live_view_for(session: Session, viewer: Account | None, m: Match, t: Tournament) -> LiveView | None:
+    """Which live channel of match ``m`` (tournament ``t``) the viewer may watch:
+    ``"full"`` for organizers, ``"public"`` for anyone else who may read the match
+    (:func:`can_read_match`), None for the rest. Never ``"full"`` for a non-organizer, even
+    once the log is readable: the live stream is not the log (C-11; module docstring).
+    Whether the match is playing now is the caller's question."""
+    if is_organizer(viewer):
+        return "full"
+    if can_read_match(session, viewer, m, t):
+        return "public"
+    return None
+
+
+def seed_revealed(session: Session, t: Tournament) -> bool:
+    """True when no deal of ``t`` is left to play: it is over and none of its matches is
+    pending, queued, running or failed (a failed match may be retried, so a finished
+    tournament with failed matches keeps its seed secret until they are played)."""
+    if not is_over(t):
+        return False
+    left = (MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING, MatchStatus.FAILED)
+    return not session.scalar(select(exists().where(Match.tournament_id == t.id, Match.status.in_(left))))
+
+
+def can_see_seed(session: Session, viewer: Account | None, t: Tournament) -> bool:
+    """The tournament seed, its salt and the match seeds (see the module docstring)."""
+    return is_organizer(viewer) or seed_revealed(session, t)
+
+
+def can_see_bot_url(viewer: Account | None, owner_id: int | None) -> bool:
+    """A bot's endpoint URL: its owner and organizers."""
+    return is_organizer(viewer) or (viewer is not None and owner_id is not None and viewer.id == owner_id)
+
+
+def seat_owners(session: Session, match_id: int) -> list[int | None]:
+    """Owner account id of the bot in each seat (None for a house seat), in seat order."""
+    rows = session.execute(
+        select(MatchSeat.seat, Bot.owner_id)
+        .outerjoin(Bot, MatchSeat.bot_id == Bot.id)
+        .where(MatchSeat.match_id == match_id)
+        .order_by(MatchSeat.seat)
+    ).all()
+    return [owner for _seat, owner in rows]
+
+
+def redact_log(raw: bytes, viewer: Account | None, owners: Sequence[int | None]) -> bytes:
+    """The UTF-8 JSON bytes of a match log as ``viewer`` may read them: every
+    ``players[i].url`` the viewer may not see (:func:`can_see_bot_url` of seat ``i``'s owner,
+    ``owners``) set to null. Logs stored without URLs are returned unchanged."""
+    if b'"url":"' not in raw:
+        return raw
+    log = json.loads(raw)
+    changed = False
+    for p in log.get("players") or []:
+        i = p.get("index")
+        owner = owners[i] if isinstance(i, int) and 0 <= i < len(owners) else None
+        if p.get("url") and not can_see_bot_url(viewer, owner):
+            p["url"] = None
+            changed = True
+    return matchlog.encode(log) if changed else raw

@@ -1,5 +1,0 @@
-"""``python -m arena.cli``: the ``arena`` command."""
-
-from arena.cli import main
-
-main()

@@ -1,0 +1,219 @@
+"""Settings for Daifugo Arena, read only from environment variables.
+
+=============================== ============================================ ==========================
+Variable                        Meaning                                      Default
+=============================== ============================================ ==========================
+``ARENA_DATA_DIR``              Folder for the embedded database and files   ``<repo>/data`` (a relative
+                                                                             value is taken from the
+                                                                             current directory)
+``ARENA_DATABASE_URL``          SQLAlchemy URL of the database               ``sqlite:///<data dir>/arena.db``
+``ARENA_BROKER_URL``            Celery broker and result backend URL         ``redis://127.0.0.1:6379/0``
+``ARENA_ALLOW_PRIVATE_BOT_URLS`` Accept bot endpoints on loopback/private    false
+                                addresses (tests, local demo)
+``ARENA_CELERY_EAGER``          Run Celery tasks in-process, no worker       false
+``ARENA_COOKIE_SECURE``         Web session cookie only over HTTPS           true
+                                (``Secure``); 0 for plain-HTTP local runs
+``ARENA_BOT_MAX_CONCURRENCY``   Most simultaneous requests to one bot, over  4
+                                all matches and workers (Redis semaphore)
+``ARENA_BOT_SLOT_WAIT_S``       Longest wait of a request for a slot of its  120
+                                endpoint's cap, seconds (then it is sent
+                                without one, and the bypass is recorded)
+``ARENA_VISIBILITY_TIMEOUT_S``  Broker visibility timeout, seconds (a task   computed, see
+                                unacked this long is delivered again)        ``worker.celery_app``
+``ARENA_RATE_LIMITS``           Per-client request rate limits of the API    true
+                                (``api.ratelimit``; Redis at the broker URL)
+``ARENA_PROXY_HOPS``            Reverse proxies in front of the API whose    0
+                                ``X-Forwarded-For`` is trusted (compose: 1)
+``ARENA_LEASE_S``               Lease of a playing match, seconds            30
+``ARENA_REAPER_INTERVAL_S``     Seconds between two reaper runs (beat)       10
+``ARENA_LOST_AFTER_S``          Seconds a queued match may be missing from   60
+                                the broker before the reaper re-sends it
+``ARENA_BOT_MAX_MATCHES``       Most matches claimed at once that seat one   16 x the concurrency cap
+                                bot endpoint (a slow bot cannot hold every
+                                worker thread; arena.runner.claims)
+``ARENA_CHECK_TIME_LIMIT_S``    Longest a bot check may run, seconds (then   180
+                                it fails, saying so)
+``ARENA_CHECK_SECONDS_PER_HOUR`` Most seconds of bot checks one account may  900
+                                run in an hour (HTTP 429 beyond)
+``ARENA_STORE_RETRY_S``         How long a worker keeps trying to store a    600
+                                played match's result, seconds (then the
+                                reaper stores it from the spool)
+``ARENA_SPOOL_TTL_S``           How long a played result waits in the Redis  259200 (3 days)
+                                spool for the database, seconds
+=============================== ============================================ ==========================
+
+Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
+positive whole numbers; anything else raises :class:`ConfigError` naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
+#: The project folder (the one holding pyproject.toml) when running from a checkout.
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = PROJECT_DIR / "data"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class ConfigError(ValueError):
+    """An environment variable has a value that cannot be used; the message names it."""
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name} must be a boolean (1/0, true/false, yes/no, on/off), got {raw!r}")
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int | None) -> int | None:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {raw!r}")
+    return value
+
+
+def allow_private_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """``ARENA_ALLOW_PRIVATE_BOT_URLS`` of ``env`` (default ``os.environ``); false when unset.
+
+    Raises:
+        ConfigError: not a boolean word.
+    """
+    return _bool(os.environ if env is None else env, "ARENA_ALLOW_PRIVATE_BOT_URLS", False)
+
+
+#: Defaults of ``ARENA_LEASE_S`` (a match's lease, renewed every sixth of it),
+#: ``ARENA_REAPER_INTERVAL_S`` (how often the reaper runs) and ``ARENA_LOST_AFTER_S`` (how
+#: long a queued match may be missing from the broker before it is sent again), seconds.
+#: A SIGKILLed worker's match is playing again within lease + interval + a pick-up (~45 s).
+DEFAULT_LEASE_S = 30
+DEFAULT_REAPER_INTERVAL_S = 10
+DEFAULT_LOST_AFTER_S = 60
+#: Defaults of ``ARENA_STORE_RETRY_S`` (how long a worker keeps trying to store a played
+#: match's result through a database outage) and ``ARENA_SPOOL_TTL_S`` (how long the result
+#: waits in the Redis spool, arena.spool, for the reaper to store it), seconds.
+DEFAULT_STORE_RETRY_S = 600
+DEFAULT_SPOOL_TTL_S = 3 * 24 * 3600
+#: Default of ``ARENA_BOT_MAX_CONCURRENCY``.
+DEFAULT_BOT_MAX_CONCURRENCY = 4
+#: Default of ``ARENA_BOT_SLOT_WAIT_S`` (seconds).
+DEFAULT_BOT_SLOT_WAIT_S = 120
+#: ``ARENA_BOT_MAX_MATCHES`` defaults to this many times ``ARENA_BOT_MAX_CONCURRENCY``.
+BOT_MATCHES_PER_SLOT = 16
+#: Defaults of ``ARENA_CHECK_TIME_LIMIT_S`` and ``ARENA_CHECK_SECONDS_PER_HOUR`` (seconds).
+DEFAULT_CHECK_TIME_LIMIT_S = 180
+DEFAULT_CHECK_SECONDS_PER_HOUR = 900
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Process-wide settings. Build with :meth:`from_env`; immutable afterwards.
+
+    Attributes:
+        data_dir: absolute path of the data folder (``ARENA_DATA_DIR``).
+        database_url: SQLAlchemy URL (``ARENA_DATABASE_URL``).
+        broker_url: Celery broker/result backend URL (``ARENA_BROKER_URL``).
+        allow_private_bot_urls: accept bot URLs on loopback/private networks.
+        celery_eager: run tasks in-process instead of on a worker.
+        bot_max_concurrency: most simultaneous decision requests to one bot
+            (``ARENA_BOT_MAX_CONCURRENCY``; arena.runner.semaphore).
+        bot_slot_wait_s: longest wait of a request for a slot of its endpoint's cap,
+            seconds (``ARENA_BOT_SLOT_WAIT_S``; arena.runner.semaphore).
+        visibility_timeout_s: broker visibility timeout in seconds, or None to compute it
+            (``ARENA_VISIBILITY_TIMEOUT_S``; worker.celery_app.visibility_timeout).
+        cookie_secure: the ``Secure`` flag of the web session cookie (``ARENA_COOKIE_SECURE``).
+        rate_limits: per-client rate limits of the API (``ARENA_RATE_LIMITS``, api.ratelimit).
+        proxy_hops: trusted reverse proxies in front of the API (``ARENA_PROXY_HOPS``): the
+            client address for the rate limits is taken from ``X-Forwarded-For`` that deep.
+        rate_limit_prefix: prefix of the rate-limit keys in Redis (tests isolate with it).
+        lease_s: a playing match's lease, seconds (``ARENA_LEASE_S``; renewed every
+            ``lease_s / 6``; an expired lease is re-enqueued by the reaper).
+        reaper_interval_s: seconds between two reaper runs (``ARENA_REAPER_INTERVAL_S``).
+        bot_max_matches: most matches claimed at once seating one bot endpoint
+            (``ARENA_BOT_MAX_MATCHES``; default :data:`BOT_MATCHES_PER_SLOT` x
+            ``bot_max_concurrency``; arena.runner.claims).
+        check_time_limit_s: longest run of one bot check, seconds (``ARENA_CHECK_TIME_LIMIT_S``).
+        check_seconds_per_hour: most check seconds per account in any hour
+            (``ARENA_CHECK_SECONDS_PER_HOUR``; arena.lifecycle.begin_check).
+        lost_after_s: seconds a queued match may be missing from the broker before the
+            reaper sends it again (``ARENA_LOST_AFTER_S``).
+        store_retry_s: seconds a worker keeps trying to store a played match's result while
+            the database fails (``ARENA_STORE_RETRY_S``; arena.runner.service).
+        spool_ttl_s: seconds a played result is kept in the Redis spool while it cannot be
+            stored (``ARENA_SPOOL_TTL_S``; arena.spool).
+    """
+
+    data_dir: Path
+    database_url: str
+    broker_url: str
+    allow_private_bot_urls: bool = False
+    celery_eager: bool = False
+    bot_max_concurrency: int = DEFAULT_BOT_MAX_CONCURRENCY
+    visibility_timeout_s: int | None = None
+    cookie_secure: bool = True
+    rate_limits: bool = True
+    proxy_hops: int = 0
+    rate_limit_prefix: str = "arena-rl"
+    bot_slot_wait_s: int = DEFAULT_BOT_SLOT_WAIT_S
+    lease_s: int = DEFAULT_LEASE_S
+    reaper_interval_s: int = DEFAULT_REAPER_INTERVAL_S
+    lost_after_s: int = DEFAULT_LOST_AFTER_S
+    bot_max_matches: int = BOT_MATCHES_PER_SLOT * DEFAULT_BOT_MAX_CONCURRENCY
+    check_time_limit_s: int = DEFAULT_CHECK_TIME_LIMIT_S
+    check_seconds_per_hour: int = DEFAULT_CHECK_SECONDS_PER_HOUR
+    store_retry_s: int = DEFAULT_STORE_RETRY_S
+    spool_ttl_s: int = DEFAULT_SPOOL_TTL_S
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read settings from ``env`` (default ``os.environ``).
+
+        Raises:
+            ConfigError: a boolean variable holds something else than a boolean word, or an
+                integer variable something else than a positive integer.
+        """
+        env = os.environ if env is None else env
+        data_dir = Path(env.get("ARENA_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve()
+        database_url = env.get("ARENA_DATABASE_URL") or f"sqlite:///{data_dir / 'arena.db'}"
+        concurrency = _positive_int(env, "ARENA_BOT_MAX_CONCURRENCY", None) or DEFAULT_BOT_MAX_CONCURRENCY
+        return cls(
+            data_dir=data_dir,
+            database_url=database_url,
+            broker_url=env.get("ARENA_BROKER_URL") or DEFAULT_BROKER_URL,
+            allow_private_bot_urls=_bool(env, "ARENA_ALLOW_PRIVATE_BOT_URLS", False),
+            celery_eager=_bool(env, "ARENA_CELERY_EAGER", False),
+            bot_max_concurrency=concurrency,
+            visibility_timeout_s=_positive_int(env, "ARENA_VISIBILITY_TIMEOUT_S", None),
+            cookie_secure=_bool(env, "ARENA_COOKIE_SECURE", True),
+            rate_limits=_bool(env, "ARENA_RATE_LIMITS", True),
+            proxy_hops=_positive_int(env, "ARENA_PROXY_HOPS", None) or 0,
+            bot_slot_wait_s=_positive_int(env, "ARENA_BOT_SLOT_WAIT_S", None) or DEFAULT_BOT_SLOT_WAIT_S,
+            lease_s=_positive_int(env, "ARENA_LEASE_S", DEFAULT_LEASE_S) or DEFAULT_LEASE_S,
+            reaper_interval_s=_positive_int(env, "ARENA_REAPER_INTERVAL_S", DEFAULT_REAPER_INTERVAL_S)
+            or DEFAULT_REAPER_INTERVAL_S,
+            lost_after_s=_positive_int(env, "ARENA_LOST_AFTER_S", DEFAULT_LOST_AFTER_S) or DEFAULT_LOST_AFTER_S,
+            bot_max_matches=_positive_int(env, "ARENA_BOT_MAX_MATCHES", None) or BOT_MATCHES_PER_SLOT * concurrency,
+            check_time_limit_s=_positive_int(env, "ARENA_CHECK_TIME_LIMIT_S", None) or DEFAULT_CHECK_TIME_LIMIT_S,
+            check_seconds_per_hour=_positive_int(env, "ARENA_CHECK_SECONDS_PER_HOUR", None)
+            or DEFAULT_CHECK_SECONDS_PER_HOUR,
+            store_retry_s=_positive_int(env, "ARENA_STORE_RETRY_S", DEFAULT_STORE_RETRY_S) or DEFAULT_STORE_RETRY_S,
+            spool_ttl_s=_positive_int(env, "ARENA_SPOOL_TTL_S", DEFAULT_SPOOL_TTL_S) or DEFAULT_SPOOL_TTL_S,
+        )

@@ -1,0 +1,638 @@
+"""Checking a bot before it may enter a tournament (``POST /api/v1/bots/{id}/check``).
+
+The check runs on a worker (Celery task ``arena.check_bot``, :func:`run_check`; in-process in
+eager mode); the API answers 202 at once and the bot is ``checking`` until it is done.
+:func:`check_bot` runs, in order:
+
+1. URL validation (:func:`arena.url_policy.check_bot_url`, SSRF rules, re-resolved now).
+2. The health check (:func:`health_check`): ``GET <url>`` without following redirects, with
+   a short timeout; the bot must answer 200 with a JSON object holding a string ``name`` and
+   a ``protocol`` (int) or ``protocols`` (list of ints).
+3. One badly signed decision request (:func:`signature_probe`): a bot must answer it 401. Any
+   other answer passes with a warning (``warnings`` in the outcome and on the bot's page): the
+   bot does not check ``X-Arena-Signature``, so anyone may play its seat's moves for it.
+4. For each rule set the bot plays (:func:`conformance_game`), short real matches through
+   :func:`arena.runner.match.run_match`, the bot over HTTP (signed with its secret and,
+   during a rotation's grace period, the previous one, as in tournaments) at seat 0 against
+   built-in sample bots, under short time rules (:data:`CONFORMANCE_TIME_RULES_S`): one
+   random short match, then fixed positions (:data:`PROBES`, the scenario ``setup`` format)
+   that ask every decision kind of the rule set (RULES ACT), local rules on (LR-5 give, LR-6
+   discard). The bot passes a rule set if it commits no fault (FAULT-1) and was asked every
+   kind of :data:`REQUIRED_KINDS`; kinds asked only when the bot's own play calls for them
+   (:data:`CHOICE_KINDS`: Million Doubt ``penalty`` after a doubt, the local rules' ``give``
+   and ``discard`` after a 7 or a 10) are warned about when never asked.
+
+The outcome is a JSON-ready dict ``{"ok": bool, "url": {...}, "health": {...},
+"signature": {...}, "conformance": [...], "warnings": [str]}``; :func:`run_check` stores it
+(``bot_checks.result`` and ``bots.last_check``) and the bot becomes ``ready`` or ``failed``
+(:func:`arena.lifecycle.finish_check`).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets as _secrets
+import socket
+import time
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import httpx
+from sqlalchemy.orm import Session, sessionmaker
+
+import engine
+from arena import lifecycle
+from arena.bot_transport import PinnedTransport
+from arena.config import Settings
+from arena.db.session import make_engine, make_sessionmaker
+from arena.runner.match import run_match
+from arena.runner.players import WATCHDOG, HttpPlayer
+from arena.safejson import JsonLimitError, loads_limited
+from arena.url_policy import BotUrlError, check_bot_url
+from bots_sdk import protocol
+from bots_sdk.bot import Bot, Request
+from bots_sdk.samples import SAMPLE_BOTS
+from engine.timebank import TimeRules
+
+log = logging.getLogger("arena.checks")
+
+#: Seconds allowed for the health check request (connect + read).
+HEALTH_TIMEOUT_S = 5.0
+#: Largest health response read, bytes.
+MAX_HEALTH_BYTES = 64 * 1024
+
+
+def _truncate(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters, NUL shown as ``\\x00`` (the outcome is stored as
+    JSON in PostgreSQL, which refuses NUL in text)."""
+    text = text.replace("\x00", "\\x00")
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def health_check(
+    url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx.Client | None = None, allow_private: bool = False
+) -> dict[str, Any]:
+    """``GET url`` once (no redirects) and judge the answer.
+
+    The connection goes through :class:`arena.bot_transport.PinnedTransport` (the host
+    resolved once, every address checked with ``allow_private``, the socket connected to a
+    checked address); a refused host is reported in ``error``.
+
+    Returns ``{"ok": bool, "status": int | None, "elapsed_ms": float, "name": str | None,
+    "protocols": list[int], "error": str | None}`` (elapsed in milliseconds). Never raises for
+    network or protocol problems: they are reported in ``error``.
+    """
+    own = client is None
+    client = client or httpx.Client(
+        follow_redirects=False,
+        timeout=timeout_s,
+        trust_env=False,
+        transport=PinnedTransport(allow_private=allow_private),
+    )
+    out: dict[str, Any] = {
+        "ok": False,
+        "status": None,
+        "elapsed_ms": None,
+        "name": None,
+        "protocols": [],
+        "error": None,
+    }
+    start = time.monotonic()
+    # The whole exchange, headers included, ends within timeout_s: a bot that drips one byte
+    # per read timeout is cut off by the watchdog (its socket shut down), not waited for.
+    sockets: list[Any] = []
+
+    def trace(event: str, info: dict[str, Any]) -> None:
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                sockets.append(sock)
+
+    def cut() -> None:
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    handle = WATCHDOG.arm(start + timeout_s, cut)
+    try:
+        # identity encoding, raw bytes: a compressed answer is not inflated (no gzip bomb)
+        with client.stream(
+            "GET",
+            url,
+            follow_redirects=False,
+            extensions={"trace": trace},
+            headers={"Accept": "application/json", "Accept-Encoding": "identity"},
+        ) as resp:
+            out["status"] = resp.status_code
+            body = bytearray()  # += on bytes copies the whole body per chunk
+            for chunk in resp.iter_raw():
+                body += chunk
+                if len(body) > MAX_HEALTH_BYTES:
+                    raise ValueError(f"response larger than {MAX_HEALTH_BYTES} bytes")
+                if time.monotonic() - start > timeout_s:
+                    raise ValueError(f"no complete answer within {timeout_s:g} s")
+    except (httpx.HTTPError, ValueError, OSError) as exc:
+        out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
+        late = time.monotonic() - start >= timeout_s
+        out["error"] = (
+            f"no complete answer within {timeout_s:g} s" if late else _truncate(f"{type(exc).__name__}: {exc}")
+        )
+        return out
+    finally:
+        WATCHDOG.disarm(handle)
+        if own:
+            client.close()
+    out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
+    if resp.is_redirect:
+        out["error"] = f"redirect ({resp.status_code}) refused: redirects are never followed"
+        return out
+    if resp.status_code != 200:
+        out["error"] = f"HTTP status {resp.status_code}, expected 200"
+        return out
+    try:
+        data = loads_limited(bytes(body))
+    except JsonLimitError as exc:
+        out["error"] = _truncate(f"response is not JSON within the limits: {exc}")
+        return out
+    if not isinstance(data, dict):
+        out["error"] = "response JSON is not an object"
+        return out
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        out["error"] = "response has no string 'name'"
+        return out
+    out["name"] = _truncate(name, 64)
+    protocols = data.get("protocols", [data["protocol"]] if "protocol" in data else None)
+    if (
+        not isinstance(protocols, list)
+        or not protocols
+        or not all(isinstance(p, int) and not isinstance(p, bool) for p in protocols)
+    ):
+        out["error"] = "response has no integer 'protocol' or list 'protocols'"
+        return out
+    out["protocols"] = protocols
+    out["ok"] = True
+    return out
+
+
+#: Time rules of the conformance games, seconds (TIME-1): a 10 s bank, +1 s, 10 s cap.
+CONFORMANCE_TIME_RULES_S = {"initial": 10.0, "increment": 1.0, "cap": 10.0}
+#: The sample bot seated against the checked bot.
+CONFORMANCE_OPPONENT = "greedy"
+#: The random short match of each rule set: 2 Million Doubt games (a duplicate pair), one
+#: Trump Millionaire deal (target 1 point), one JDF game (1 set of 1 game).
+CONFORMANCE_SETUP = {
+    "million_doubt": ({}, 2),
+    "trump_millionaire": ({"target_score": 1}, 1),
+    "jdf": ({"sets": 1, "games_per_set": 1}, 1),
+}
+#: Faults listed in the outcome at most.
+MAX_LISTED_FAULTS = 5
+#: Every decision kind of each rule set (RULES ACT).
+DECISION_KINDS: dict[str, tuple[str, ...]] = {
+    "million_doubt": ("play", "doubt", "penalty"),
+    "trump_millionaire": ("play", "exchange", "rate", "give", "discard"),
+    "jdf": ("play", "give", "discard"),
+}
+#: Kinds the fixed positions always ask the checked bot: never asked fails the check.
+REQUIRED_KINDS: dict[str, tuple[str, ...]] = {
+    "million_doubt": ("play", "doubt"),
+    "trump_millionaire": ("play", "exchange", "rate"),
+    "jdf": ("play", "give"),
+}
+#: Kinds asked only when the bot's own choice calls for them (a doubt of a lie; a play of a
+#: 7 or a 10: the probe hands hold nothing else, so every lead the bot makes asks one of them).
+CHOICE_KINDS: dict[str, tuple[str, ...]] = {
+    "million_doubt": ("penalty",),
+    "trump_millionaire": ("give", "discard"),
+    "jdf": ("give", "discard"),
+}
+
+_WEAK = {"1": ["3C", "4C", "5C", "6C", "3D"], "2": ["4D", "5D", "6D", "3H", "4H"], "3": ["5H", "6H", "4S", "5S", "6S"]}
+_LOCAL = {"seven_pass": True, "ten_discard": True}
+
+#: Fixed positions per rule set, the checked bot at seat 0 (scenario ``setup`` format,
+#: ../shared/scenarios/README.md): ``(name, options, setup, scripted opponent seats)``.
+PROBES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any], tuple[int, ...]]]] = {
+    # The opponent answers every play with face-down low cards (a lie over the bot's high
+    # cards; no 8, J or 4 of a kind to clear or reverse): the bot is asked doubt, and penalty
+    # when it doubts (MD-6, MD-7).
+    "million_doubt": [
+        (
+            "doubt",
+            {},
+            {
+                "hands": {
+                    "0": ["9S", "9D", "TH", "QD", "KC", "AS", "2H"],
+                    "1": ["3C", "3D", "3H", "4C", "4D", "4H", "5C"],
+                },
+                "leader": 0,
+            },
+            (1,),
+        ),
+    ],
+    "trump_millionaire": [
+        # TM-3: the bot is the Millionaire of this deal: exchange, then rate, then it leads.
+        (
+            "exchange-rate",
+            {},
+            {
+                "hands": {
+                    "0": ["3S", "4H", "5D", "6C", "7S", "9H", "TD", "QC", "KS", "AH"],
+                    "1": ["3H", "4D", "5C", "6S", "7H", "9D", "TC", "QS", "KH", "AD"],
+                    "2": ["3D", "4C", "5S", "6H", "7D", "9C", "TS", "QH", "KD", "AC"],
+                    "3": ["3C", "4S", "5H", "6D", "7C", "9S", "TH", "QD", "KC", "AS"],
+                },
+                "leader": 0,
+                "set_aside": ["2S", "2H", "2D", "2C", "JK", "JK", "8S", "8H", "8D", "8C", "JS", "JH", "JD", "JC"],
+                "state": {"millionaire": 0},
+            },
+            (),
+        ),
+        # LR-5, LR-6: only 7s and 10s, no play empties the hand, nobody can beat them.
+        ("give-discard", _LOCAL, {"hands": {"0": ["7S", "7H", "TS", "TH"], **_WEAK}, "leader": 0}, ()),
+    ],
+    "jdf": [
+        # JDF-4: game 2 of a set, the bot was daifugo: it gives 2 cards.
+        (
+            "exchange-give",
+            {},
+            {
+                "hands": {
+                    "0": ["3H", "3D", "9S", "TS"],
+                    "1": ["4S", "6S", "7S"],
+                    "2": ["QD", "5D", "6D"],
+                    "3": ["JK", "2S", "5C"],
+                },
+                "leader": 3,
+                "state": {"game_in_set": 2, "previous_ranks": {"0": 1, "1": 2, "2": 3, "3": 4}},
+            },
+            (),
+        ),
+        ("give-discard", _LOCAL, {"hands": {"0": ["7S", "7H", "TS", "TH"], **_WEAK}, "leader": 0}, ()),
+    ],
+}
+
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+class FaceDownLiar(Bot):
+    """A house opponent of the Million Doubt probe: answers every play with the right number
+    of its lowest cards, all face down (a lie over higher cards); anything else as greedy."""
+
+    name = "face-down"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._greedy = SAMPLE_BOTS[CONFORMANCE_OPPONENT]()
+
+    def decide(self, request: Any) -> dict:
+        req = request if isinstance(request, Request) else Request(request)
+        field = req.observation.get("field") or []
+        if req.kind == "play" and field and req.raw.get("face_down"):
+            count = int(req.observation.get("trick_count") or 1)
+            if len(req.hand) > count:
+                cards = req.weakest_cards(count)
+                return {"type": "play", "cards": cards, "face_down": cards}
+        return self._greedy.decide(req)
+
+
+class CheckTimeUp(RuntimeError):
+    """The check ran past its deadline (``ARENA_CHECK_TIME_LIMIT_S``); ``str(exc)`` says so."""
+
+
+def _time_up(limit_s: float | None) -> str:
+    limit = f"{limit_s:g} s" if limit_s is not None else "its limit"
+    return (
+        f"the check ran over its time limit of {limit}: answer its decisions faster "
+        f"(each of its games has a {CONFORMANCE_TIME_RULES_S['initial']:g} s time bank)"
+    )
+
+
+def _kinds_table(ruleset: str) -> dict[str, dict[str, int]]:
+    return {k: {"asked": 0, "faults": 0} for k in DECISION_KINDS[ruleset]}
+
+
+def conformance_game(
+    url: str,
+    ruleset: str,
+    *,
+    secret: str | None = None,
+    seed: int | None = None,
+    allow_private: bool = False,
+    previous_secret: str | None = None,
+    on_progress: ProgressFn | None = None,
+    deadline: float | None = None,
+    limit_s: float | None = None,
+) -> dict[str, Any]:
+    """Play the conformance matches of ``ruleset`` (module docstring, step 4): the bot at
+    ``url`` (seat 0) against sample bots. ``deadline`` (``time.monotonic()`` seconds): past
+    it, the check stops after the bot's current decision and fails (``error`` names the
+    limit, ``limit_s``).
+
+    Setup: the random short match of :data:`CONFORMANCE_SETUP`, then every position of
+    :data:`PROBES`; :data:`CONFORMANCE_TIME_RULES_S`; the bot signed with ``secret`` (and
+    ``previous_secret``); ``max_faults`` 1 (the first fault ends the check: FAULT-3).
+    ``on_progress(kinds)`` is called after every decision of the bot with the ``kinds`` table.
+
+    Returns ``{"ok": bool, "ruleset", "kinds": {kind: {"asked": n, "faults": n}},
+    "games": [{"probe", "decisions", "faults"}], "faults": [{"kind", "detail", "received",
+    "elapsed_ms", "decision", "probe"}...] (at most 5), "decisions": int, "elapsed_ms": int
+    (the bot's total, milliseconds), "wall_s": float (seconds), "warnings": [str],
+    "error": str | None}``. ``ok``: no fault and every kind of :data:`REQUIRED_KINDS` asked.
+    Never raises for the bot's behaviour.
+    """
+    out: dict[str, Any] = {
+        "ok": False,
+        "ruleset": ruleset,
+        "kinds": {},
+        "games": [],
+        "faults": [],
+        "decisions": 0,
+        "elapsed_ms": 0,
+        "wall_s": None,
+        "warnings": [],
+        "error": None,
+    }
+    if ruleset not in CONFORMANCE_SETUP:
+        out["error"] = f"unknown rule set {ruleset!r}"
+        return out
+    kinds = out["kinds"] = _kinds_table(ruleset)
+    options, games = CONFORMANCE_SETUP[ruleset]
+    seed = _secrets.randbits(62) if seed is None else seed
+    runs: list[tuple[str, dict[str, Any], list[dict[str, Any]] | None, tuple[int, ...]]] = [
+        ("random", options, None, ())
+    ]
+    runs += [
+        (name, opts, [{"setup": setup, "seats": list(range(engine.SEATS[ruleset]))}], scripted)
+        for name, opts, setup, scripted in PROBES.get(ruleset, [])
+    ]
+    faults: list[dict[str, Any]] = []
+    start = time.monotonic()
+    player = HttpPlayer(url, secret, name="candidate", allow_private=allow_private, previous_secret=previous_secret)
+
+    def seen(ex: dict) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            raise CheckTimeUp(_time_up(limit_s))
+        if ex["player"] != 0:
+            return
+        row = kinds.setdefault(ex["kind"], {"asked": 0, "faults": 0})
+        row["asked"] += 1
+        row["faults"] += int(ex["fault"] is not None)
+        if on_progress is not None:
+            on_progress(kinds)
+
+    try:
+        for i, (probe, opts, specs, scripted) in enumerate(runs):
+            if deadline is not None and time.monotonic() > deadline:
+                out["error"] = _time_up(limit_s)
+                return out
+            others = [
+                FaceDownLiar() if s in scripted else SAMPLE_BOTS[CONFORMANCE_OPPONENT](seed=seed + s)
+                for s in range(1, engine.SEATS[ruleset])
+            ]
+            try:
+                match_log = run_match(
+                    [player, *others],
+                    ruleset,
+                    opts,
+                    seed=seed + 7 * i,
+                    games=games,
+                    game_specs=specs,
+                    time_rules=TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S),
+                    max_faults=1,
+                    match_id=f"conformance-{seed}-{probe}",
+                    on_decision=seen,
+                )
+            except CheckTimeUp as exc:
+                out["error"] = str(exc)
+                return out
+            except Exception as exc:  # a runner bug must not pass or crash the check
+                out["error"] = _truncate(f"{probe}: {type(exc).__name__}: {exc}")
+                return out
+            mine = [ex for gm in match_log["games"] for ex in gm["exchanges"] if ex["player"] == 0]
+            kind_of = {
+                (f_game, ex["n"]): ex["kind"] for f_game, gm in enumerate(match_log["games"]) for ex in gm["exchanges"]
+            }
+            own = [f for f in match_log["faults"] if f["player"] == 0]
+            out["games"].append({"probe": probe, "decisions": len(mine), "faults": len(own)})
+            out["decisions"] += len(mine)
+            out["elapsed_ms"] += sum(ex["elapsed_ms"] for ex in mine)
+            faults += [
+                {
+                    "kind": f["kind"],
+                    "detail": f["detail"],
+                    "received": _truncate(f["received"] or ""),
+                    "elapsed_ms": f["elapsed_ms"],
+                    "decision": kind_of.get((f["game"], f["n"])),
+                    "probe": probe,
+                }
+                for f in own
+            ]
+            if own:
+                break  # the first fault decides (max_faults 1)
+    finally:
+        player.close()
+    out["wall_s"] = round(time.monotonic() - start, 3)
+    out["faults"] = faults[:MAX_LISTED_FAULTS]
+    missing = [k for k in REQUIRED_KINDS[ruleset] if not kinds[k]["asked"]]
+    if faults:
+        f = faults[0]
+        out["error"] = f"{f['kind']} answering {f['decision']} ({f['probe']}): {_truncate(f['detail'] or '')}"
+    elif missing:
+        out["error"] = f"the bot was never asked {', '.join(missing)}"
+    else:
+        out["ok"] = True
+        for k in CHOICE_KINDS[ruleset]:
+            if not kinds[k]["asked"]:
+                out["warnings"].append(
+                    f"{ruleset}: the bot was never asked '{k}' (its own plays never "
+                    f"called for it), so its {k} answers are not checked"
+                )
+    return out
+
+
+#: Seconds allowed for the badly signed request (connect + answer).
+SIGNATURE_PROBE_TIMEOUT_S = 5.0
+
+
+def signature_probe(
+    url: str, *, allow_private: bool = False, timeout_s: float = SIGNATURE_PROBE_TIMEOUT_S
+) -> dict[str, Any]:
+    """Send one real decision request signed with a wrong secret (step 3).
+
+    Returns ``{"ok": bool, "status": int | None, "warning": str | None}``: ``ok`` when the
+    bot answered 401 (protocol: a bad signature is refused); otherwise ``warning`` says what
+    it did. Never raises.
+    """
+    g = engine.new_game("million_doubt", None, _secrets.randbits(62))
+    d = g.decision()
+    assert d is not None  # a new game always asks a first decision
+    rules = TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S)
+    body = protocol.dumps(
+        protocol.build_request(
+            g,
+            d.seat,
+            match_id=f"conformance-signature-{_secrets.token_hex(4)}",
+            game=0,
+            time_rules=rules,
+            remaining_ms=rules.initial_ms,
+        )
+    )
+    player = HttpPlayer(url, "wrong-" + _secrets.token_hex(32), name="signature-probe", allow_private=allow_private)
+    try:
+        outcome = player.decide(body, timeout_s)
+    finally:
+        player.close()
+    if outcome.status == 401:
+        return {"ok": True, "status": 401, "warning": None}
+    what = f"HTTP {outcome.status}" if outcome.status is not None else f"no answer ({outcome.fault})"
+    return {
+        "ok": False,
+        "status": outcome.status,
+        "warning": f"the bot answered a badly signed request with {what}, not 401: it does not check "
+        "X-Arena-Signature, so anyone who knows its URL can play its moves "
+        "(docs/protocol.md, signatures)",
+    }
+
+
+def check_bot(
+    url: str,
+    rulesets: list[str],
+    *,
+    allow_private: bool,
+    secret: str | None = None,
+    previous_secret: str | None = None,
+    timeout_s: float = HEALTH_TIMEOUT_S,
+    on_progress: ProgressFn | None = None,
+    limit_s: float | None = None,
+) -> dict[str, Any]:
+    """Run the URL check, the health check, the signature probe and the conformance games
+    (module docstring), within ``limit_s`` seconds in all (None: no limit; past it the
+    conformance games stop after the bot's current decision and the check fails). ``on_progress(progress)`` gets ``{"stage": "url" | "health" |
+    "signature" | "conformance" | "done", "rulesets": {ruleset: {kind: {"asked", "faults"}}}}``.
+    Never raises for the bot's behaviour."""
+    result: dict[str, Any] = {
+        "ok": False,
+        "url": {"ok": True, "error": None},
+        "health": None,
+        "signature": None,
+        "conformance": [],
+        "warnings": [],
+    }
+    progress: dict[str, Any] = {
+        "stage": "url",
+        "rulesets": {rs: _kinds_table(rs) for rs in rulesets if rs in DECISION_KINDS},
+    }
+
+    def report(stage: str) -> None:
+        progress["stage"] = stage
+        if on_progress is not None:
+            on_progress(progress)
+
+    deadline = None if limit_s is None else time.monotonic() + float(limit_s)
+    report("url")
+    try:
+        check_bot_url(url, allow_private=allow_private)
+    except BotUrlError as exc:
+        result["url"] = {"ok": False, "error": str(exc)}
+        report("done")
+        return result
+    report("health")
+    result["health"] = health_check(url, timeout_s=timeout_s, allow_private=allow_private)
+    if not result["health"]["ok"]:
+        report("done")
+        return result
+    report("signature")
+    result["signature"] = signature_probe(url, allow_private=allow_private)
+    if result["signature"]["warning"]:
+        result["warnings"].append(result["signature"]["warning"])
+    report("conformance")
+    for rs in rulesets:
+
+        def kinds_done(kinds: dict, rs: str = rs) -> None:
+            progress["rulesets"][rs] = kinds
+            report("conformance")
+
+        game = conformance_game(
+            url,
+            rs,
+            secret=secret,
+            previous_secret=previous_secret,
+            allow_private=allow_private,
+            on_progress=kinds_done,
+            deadline=deadline,
+            limit_s=limit_s,
+        )
+        result["conformance"].append(game)
+        result["warnings"] += game["warnings"]
+        progress["rulesets"][rs] = game["kinds"]
+        if not game["ok"]:
+            break  # the first failing rule set decides
+    result["ok"] = len(result["conformance"]) == len(rulesets) and all(c["ok"] for c in result["conformance"])
+    report("done")
+    return result
+
+
+# -- the task ------------------------------------------------------------------------------------
+#: Least seconds between two progress writes of a running check (its heartbeat).
+PROGRESS_EVERY_S = 1.0
+
+
+@lru_cache(maxsize=4)
+def _sessions(database_url: str) -> sessionmaker[Session]:
+    return make_sessionmaker(make_engine(database_url))
+
+
+def run_check(check_id: int, settings: Settings | None = None) -> str:
+    """What the task ``arena.check_bot`` does: claim the check
+    (:func:`arena.lifecycle.claim_check`), run :func:`check_bot` on the URL and rule sets
+    recorded with it, writing its progress at most every :data:`PROGRESS_EVERY_S` seconds,
+    and store the outcome (:func:`arena.lifecycle.finish_check`). Returns a status line.
+
+    An exception of the check itself (not the bot's behaviour) makes the check ``error`` and
+    gives the bot back its status before the check.
+
+    Raises:
+        sqlalchemy.exc.OperationalError: the database is unreachable (the task retries).
+    """
+    settings = settings or Settings.from_env()
+    factory = _sessions(settings.database_url)
+    with factory() as session:
+        plan = lifecycle.claim_check(session, int(check_id))
+    if plan is None:
+        return f"skipped check {check_id}: not queued or running, or it could not run (its error says why)"
+    last = [0.0]
+
+    def beat(progress: dict[str, Any], force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - last[0] < PROGRESS_EVERY_S and progress.get("stage") != "done":
+            return
+        last[0] = now
+        with factory() as s:
+            lifecycle.record_check_progress(s, plan.check_id, progress)
+
+    try:
+        outcome = check_bot(
+            plan.url,
+            list(plan.rulesets),
+            allow_private=settings.allow_private_bot_urls,
+            secret=plan.secret,
+            previous_secret=plan.previous_secret,
+            on_progress=beat,
+            limit_s=float(settings.check_time_limit_s),
+        )
+    except Exception as exc:
+        log.exception("check %s broke", plan.check_id)
+        with factory() as session:
+            lifecycle.error_check(session, plan.check_id, f"internal error: {type(exc).__name__}: {exc}")
+        return f"check {plan.check_id}: internal error"
+    with factory() as session:
+        status = lifecycle.finish_check(session, plan.check_id, outcome)
+    line = f"check {plan.check_id} of bot {plan.bot_id}: {'passed' if outcome['ok'] else 'failed'} (bot {status})"
+    log.info(line)
+    return line

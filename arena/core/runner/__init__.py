@@ -1,7 +1,0 @@
-"""The match runner: plays one match between players under the time rules and writes its log.
-
-:mod:`arena.core.runner.players` (a bot over HTTP, or in-process), :mod:`arena.core.runner.semaphore`
-(the per-bot cap on concurrent requests, in Redis), :mod:`arena.core.runner.match` (``run_match``,
-``replay``, ``verify_logs``), :mod:`arena.core.runner.service` (``play_and_store``: claim a
-scheduled match, play it, store its result; what the Celery task runs).
-"""

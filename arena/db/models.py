@@ -1,0 +1,374 @@
+"""SQLAlchemy 2 models of Daifugo Arena (shared by ``api/`` and ``worker/``).
+
+Tables
+======
+================== ===================================================================
+``accounts``       contestants and organizers; API tokens stored as SHA-256 hex only,
+                   with an optional expiry
+``ui_sessions``    server-side sessions of the web pages (SHA-256 of the cookie value)
+``bots``           a contestant's bot: endpoint URL, rule sets, signing secret, status,
+                   last health/conformance check
+``bot_checks``     one run of the bot check (arena.conformance): status, progress
+                   per decision kind, result
+``tournaments``    round-robin tournament: rule set, options, time rules (TIME-1, seconds),
+                   games per pairing, seed, ``max_faults`` (FAULT-3), status, times
+``tournament_participants`` the bots entered in a tournament
+``matches``        one unit of play of a rule set, in schedule order (``index``), seeded
+``match_seats``    seat -> bot (or a house sample bot) of a match
+``match_results``  the result of a match; ``match_id`` is the primary key, so a result
+                   can be written once only (a second insert raises ``IntegrityError``)
+``match_logs``     the full log of a match, gzip-compressed JSON, once per match
+``ratings``        openskill Plackett-Luce rating per (rule set, bot)
+================== ===================================================================
+
+Times are timezone-aware UTC datetimes. JSON columns use JSONB on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from arena.crypto import EncryptedText
+
+#: JSON on every database, JSONB on PostgreSQL.
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+ROLES = ("contestant", "organizer")
+BOT_STATUSES = ("unchecked", "checking", "ready", "failed", "deleted")
+#: Statuses of a bot check (``bot_checks.status``; owned by :mod:`arena.lifecycle`).
+CHECK_STATUSES = ("queued", "running", "passed", "failed", "error")
+#: The status values the database accepts; the statuses and their transitions are owned by
+#: :mod:`arena.lifecycle` (``TournamentStatus``, ``MatchStatus``; a test keeps them equal).
+TOURNAMENT_STATUSES = ("created", "running", "finished", "cancelled")
+MATCH_STATUSES = ("pending", "queued", "running", "finished", "cancelled", "failed")
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {datetime: DateTime(timezone=True), dict[str, Any]: JSONType}
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+    __table_args__ = (CheckConstraint(_in("role", ROLES), name="role"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(16), default="contestant")
+    #: SHA-256 hex digest of the bearer token; the token itself is never stored.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    #: After this time the token is refused (401); None: no expiry.
+    token_expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    bots: Mapped[list[Bot]] = relationship(back_populates="owner")
+
+
+class UiSession(Base):
+    """A signed-in web page session (``/ui``); logout deletes the row, which ends it."""
+
+    __tablename__ = "ui_sessions"
+
+    #: SHA-256 hex digest of the session cookie's random value.
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
+
+
+class Bot(Base):
+    __tablename__ = "bots"
+    __table_args__ = (CheckConstraint(_in("status", BOT_STATUSES), name="status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="RESTRICT"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    url: Mapped[str] = mapped_column(String(2048))
+    #: Rule-set ids the bot plays, e.g. ``["million_doubt"]``.
+    rulesets: Mapped[list[str]] = mapped_column(JSONType)
+    #: HMAC signing secret shared with the bot (shown to the owner once, used by the worker);
+    #: stored encrypted (arena.crypto), plain in Python. Deferred (group ``secrets``):
+    #: loaded, and decrypted, only where it is read (a claim, a check, a rotation), so
+    #: reading bots never needs the key (a lost key is then a 500 on those paths only).
+    secret: Mapped[str] = mapped_column(EncryptedText(), deferred=True, deferred_group="secrets")
+    #: The secret before the last rotation, still sent as a second signature until
+    #: ``previous_secret_until`` (the grace period, arena.security.SECRET_GRACE_S).
+    previous_secret: Mapped[str | None] = mapped_column(
+        EncryptedText(), nullable=True, deferred=True, deferred_group="secrets"
+    )
+    previous_secret_until: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: ``unchecked`` (new or changed), ``checking`` (a check is queued or running), ``ready``
+    #: (passed the check), ``failed``, ``deleted`` (arena.lifecycle.BotStatus).
+    status: Mapped[str] = mapped_column(String(16), default="unchecked")
+    last_check_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: Outcome of the last check: ``{"ok", "health": {...}, "conformance": {...}}``.
+    last_check: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    owner: Mapped[Account] = relationship(back_populates="bots")
+
+    def grace_secret(self, now: datetime | None = None) -> str | None:
+        """The previous secret while its grace period runs, else None."""
+        if self.previous_secret is None or self.previous_secret_until is None:
+            return None
+        until = self.previous_secret_until
+        if until.tzinfo is None:  # SQLite gives naive datetimes back
+            until = until.replace(tzinfo=UTC)
+        return self.previous_secret if (now or utcnow()) < until else None
+
+
+class BotCheck(Base):
+    """One run of the bot check (``POST /api/v1/bots/{id}/check``, the task ``arena.check_bot``).
+
+    ``url`` and ``rulesets`` are the bot's at the time the check was asked: the outcome
+    decides the bot's status only if they are still the bot's. ``previous_status`` is the
+    bot's status before ``checking`` (restored when the check cannot be sent to a worker).
+    ``progress``: ``{ruleset: {kind: {"asked": n, "faults": n}}}`` while it runs; ``result``:
+    the outcome of :func:`arena.conformance.check_bot`. ``updated_at`` is the heartbeat.
+    """
+
+    __tablename__ = "bot_checks"
+    __table_args__ = (
+        CheckConstraint(_in("status", CHECK_STATUSES), name="status"),
+        Index("ix_bot_checks_bot_status", "bot_id", "status"),
+        Index("ix_bot_checks_account_status", "account_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    url: Mapped[str] = mapped_column(String(2048))
+    rulesets: Mapped[list[str]] = mapped_column(JSONType)
+    previous_status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    #: Why the check is ``error`` (it could not be run), else NULL.
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Tournament(Base):
+    __tablename__ = "tournaments"
+    __table_args__ = (
+        CheckConstraint(_in("status", TOURNAMENT_STATUSES), name="status"),
+        CheckConstraint("games_per_pairing >= 1", name="games_per_pairing"),
+        CheckConstraint("max_faults >= 1", name="max_faults"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    organizer_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="RESTRICT"), index=True)
+    ruleset: Mapped[str] = mapped_column(String(32))
+    #: Validated rule-set options (``engine.make_options(...).to_dict()``).
+    options: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    #: TIME-1, seconds: ``{"initial": 60.0, "increment": 10.0, "cap": 60.0}``.
+    time_rules: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    games_per_pairing: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    #: FAULT-3: faults in one match after which a seat forfeits the rest of the match.
+    max_faults: Mapped[int] = mapped_column(Integer, default=3)
+    fill_with_house_bots: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: Pages, matches and logs become readable by anyone (no token) once the tournament is
+    #: finished (the web pages under ``/ui``); false keeps them to the API's access rules.
+    public_when_finished: Mapped[bool] = mapped_column(Boolean, default=True, server_default="1")
+    status: Mapped[str] = mapped_column(String(16), default="created")
+    #: Provably fair deals (arena.fairness): the secret salt (64 hex digits) and the
+    #: published commitment SHA-256(salt || seed), both set when the tournament starts.
+    salt: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    commitment: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+    participants: Mapped[list[TournamentParticipant]] = relationship(
+        back_populates="tournament", cascade="all, delete-orphan", order_by="TournamentParticipant.bot_id"
+    )
+    matches: Mapped[list[Match]] = relationship(back_populates="tournament", order_by="Match.index")
+
+
+class TournamentParticipant(Base):
+    __tablename__ = "tournament_participants"
+
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="RESTRICT"), primary_key=True, index=True)
+
+    tournament: Mapped[Tournament] = relationship(back_populates="participants")
+    bot: Mapped[Bot] = relationship()
+
+
+class Match(Base):
+    __tablename__ = "matches"
+    __table_args__ = (
+        UniqueConstraint("tournament_id", "index", name="uq_matches_tournament_index"),
+        CheckConstraint(_in("status", MATCH_STATUSES), name="status"),
+        Index("ix_matches_tournament_status", "tournament_id", "status"),
+        Index("ix_matches_status_lease", "status", "lease_expires_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"))
+    #: Position in the tournament's schedule, from 0; ratings are updated in this order.
+    index: Mapped[int] = mapped_column(Integer)
+    #: Table (the group of bots) this match belongs to, from 0 (see arena.schedule).
+    table: Mapped[int] = mapped_column(Integer, default=0)
+    #: Seed of the match (derived from the tournament seed, see arena.schedule.derive_seed).
+    seed: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    #: Deliveries of the task that started playing this match (re-deliveries count).
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    #: Why the match is ``failed`` (not a bot's fault: an internal error, retries spent).
+    failure: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Who plays a ``running`` match (``host:pid:token`` of the claiming delivery) and until
+    #: when its lease holds (renewed every few seconds while it plays; arena.lifecycle).
+    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: When the match was last sent to the broker (the reaper's check for lost messages).
+    queued_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+    tournament: Mapped[Tournament] = relationship(back_populates="matches")
+    seats: Mapped[list[MatchSeat]] = relationship(
+        back_populates="match", cascade="all, delete-orphan", order_by="MatchSeat.seat"
+    )
+    result: Mapped[MatchResult | None] = relationship(back_populates="match", uselist=False)
+
+
+class MatchSeat(Base):
+    __tablename__ = "match_seats"
+    __table_args__ = (CheckConstraint("(bot_id IS NULL) <> (house_bot IS NULL)", name="bot_or_house"),)
+
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
+    seat: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bot_id: Mapped[int | None] = mapped_column(ForeignKey("bots.id", ondelete="RESTRICT"), nullable=True, index=True)
+    #: Name of a built-in house sample bot filling the seat (``"house-1"``...), else NULL.
+    house_bot: Mapped[str | None] = mapped_column(String(32), nullable=True)
+
+    match: Mapped[Match] = relationship(back_populates="seats")
+
+
+class MatchResult(Base):
+    """The result of one match, written once (primary key ``match_id``).
+
+    Shapes (lists are indexed by seat):
+        ``scores``: match score per seat (numbers; higher is better).
+        ``places``: final place per seat, 1 = first; equal places allowed.
+        ``faults``: fault count per seat (FAULT-1).
+        ``games``: per game ``{"scores": [...], "places": [...]}`` (MD game, TM game, JDF game).
+        ``timings``: ``{"decisions": [...], "elapsed_ms": [...], "wall_s": float}`` or any
+            JSON object the runner records (milliseconds / seconds as named).
+    """
+
+    __tablename__ = "match_results"
+
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
+    scores: Mapped[list[float]] = mapped_column(JSONType)
+    places: Mapped[list[int]] = mapped_column(JSONType)
+    faults: Mapped[list[int]] = mapped_column(JSONType)
+    games: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    timings: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    match: Mapped[Match] = relationship(back_populates="result")
+
+
+class MatchLog(Base):
+    """The full log of a match, gzip-compressed UTF-8 JSON, stored once (unique ``match_id``)."""
+
+    __tablename__ = "match_logs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), unique=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    #: Size of the uncompressed JSON, bytes.
+    size: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Rating(Base):
+    """openskill Plackett-Luce rating of a bot in one rule set (across tournaments)."""
+
+    __tablename__ = "ratings"
+
+    ruleset: Mapped[str] = mapped_column(String(32), primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"), primary_key=True)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    #: Games played in the rated matches (a match of 10 games counts 10; see rebuild_ratings).
+    games: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class RatingHistory(Base):
+    """A bot's cross-tournament rating in one rule set after each finished tournament it
+    played (``position``: the tournament's place in the rating order, from 0), written with
+    the ``ratings`` rows by :func:`arena.standings.rebuild_ratings` (the whole rule
+    set's rows are rewritten at each rebuild, like ``ratings``)."""
+
+    __tablename__ = "rating_history"
+
+    ruleset: Mapped[str] = mapped_column(String(32), primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"), primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    #: Games rated so far, this tournament included (as ``ratings.games``).
+    games: Mapped[int] = mapped_column(Integer)
+
+
+class StandingsCache(Base):
+    """The standings fold of a tournament's longest finished prefix of the schedule
+    (:func:`arena.standings.tournament_standings`): matches with ``index <=
+    prefix_index`` are folded into ``state``; a read folds only what came after."""
+
+    __tablename__ = "standings_cache"
+
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), primary_key=True)
+    prefix_index: Mapped[int] = mapped_column(Integer)
+    state: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

@@ -1,0 +1,324 @@
+"""Live views through Redis pub/sub: the worker publishes, the pages stream them.
+
+**Matches.** After every decision of a match the runner (``run_match(on_step=...)``, wired by
+:func:`arena.runner.service.play_and_store`) calls :meth:`LivePublisher.step`, which
+publishes two JSON messages (in one round trip; a channel nobody listens to is skipped for
+:data:`QUIET_S` seconds at a time, see :meth:`LivePublisher.step`):
+
+- channel ``arena:live:match:<id>:public``: :func:`public_view`, the table as a spectator
+  sees it (C-11): hand sizes, the field with every unrevealed face-down card as a count only,
+  flags, whose turn, the acting seat's time bank, and the events since the previous step as
+  ``engine.Game.history`` gives them to a viewer who is no seat (public versions of private
+  events: no hand, no face-down identity, no set-aside or blind card before its reveal, no
+  card given or exchanged between two seats, MD-8 / TM-2 / TM-3 / JDF-2 / JDF-4), with the
+  ``hands`` left at a game's end removed too (the engine already gives them to the full view only; the post-game log has them);
+- channel ``arena:live:match:<id>:full``: :func:`full_view`, the same plus every hand, the
+  field and events in the full (log) view, for organizers.
+
+A final ``{"type": "end"}`` message is published on both when the match is over. Who may
+watch which channel: :func:`arena.access.live_view_for`.
+
+**Tournaments.** :func:`publish_tournament_event` puts a small message on
+``arena:live:tournament:<id>`` when one of its matches is claimed by a worker, finishes,
+fails or is sent again (the reaper, a retry): :data:`TOURNAMENT_EVENTS`. The tournament page
+re-reads its progress, the matches playing now and the standings on each one.
+
+Publishing never fails a match or a transaction: a Redis error disables a match's publisher
+for the rest of the match (one warning in the worker log), a tournament event is dropped with
+a warning; the database stays the record. Callers publish after their commit. Readers
+subscribe with :func:`subscribe` / :func:`subscribe_tournament`.
+
+Match message shape (JSON)::
+
+    {"type": "step", "match_id", "game", "step", "unit", "seat" (who acted), "player" (its player index),
+     "seats" (player index of each seat in this game, or null), "kind", "elapsed_ms",
+     "bank_after_ms" (that seat's bank, milliseconds), "fault", "hand_sizes", "field", "revolution", "jback",
+     "suit_lock", "number_lock", "direction", "to_act", "decision", "still_in", "over",
+     "match_totals" (each player's score summed over the match's games ended so far, by player
+     index, or null when the seats are not known), "events": [...],
+     "hands"?: [[card, ...] per seat] (full channel only)}
+
+Tournament message shape (JSON)::
+
+    {"type": "tournament", "tournament_id", "event": "claimed" | "finished" | "failed" | "queued",
+     "match_ids": [id, ...]}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import redis
+
+from engine.cards import format_cards, sort_key
+
+log = logging.getLogger(__name__)
+
+#: A seat number no seat has: Game views for it are the spectator's (public) views.
+SPECTATOR = -1
+#: A channel nobody listened to is skipped for this long, seconds (:meth:`LivePublisher.step`).
+QUIET_S = 1.0
+#: Redis socket timeouts of the publisher, seconds (a slow Redis must not slow a match).
+PUBLISH_TIMEOUT_S = 0.25
+
+
+#: Tournament events (:func:`publish_tournament_event`).
+TOURNAMENT_EVENTS = ("claimed", "finished", "failed", "queued")
+#: Keys an event of the spectator's view never keeps (the hands at a Million Doubt game's
+#: end are in the post-game log, not in a live view of a running tournament).
+PRIVATE_EVENT_KEYS = ("hand", "hands")
+
+
+def channel(match_id: int | str, full: bool) -> str:
+    """The pub/sub channel of a match's public or full live view."""
+    return f"arena:live:match:{match_id}:{'full' if full else 'public'}"
+
+
+def tournament_channel(tournament_id: int | str) -> str:
+    """The pub/sub channel of a tournament's events."""
+    return f"arena:live:tournament:{tournament_id}"
+
+
+def _table(g: Any, seat: int | None) -> dict[str, Any]:
+    d = g.decision()
+    return {
+        "unit": g.unit_index,
+        "hand_sizes": [len(h) for h in g.hands],
+        "field": [p.view(seat) for p in g.field],
+        "revolution": g.revolution,
+        "jback": g.jback,
+        "suit_lock": sorted("SHDC"[s] for s in g.lock),
+        "number_lock": g.nlock,
+        "direction": g.direction,
+        "to_act": d.seat if d else None,
+        "decision": d.kind if d else None,
+        "still_in": list(g.still_in),
+        "over": g.over,
+    }
+
+
+def public_view(g: Any, events_from: int) -> dict[str, Any]:
+    """The spectator's view of engine game ``g`` and its events since index ``events_from``."""
+    events = [{k: v for k, v in e.items() if k not in PRIVATE_EVENT_KEYS} for e in g.history(SPECTATOR, events_from)]
+    return {**_table(g, SPECTATOR), "events": events}
+
+
+def full_view(g: Any, events_from: int) -> dict[str, Any]:
+    """Everything: every hand, face-down cards named, all events since ``events_from``."""
+    return {
+        **_table(g, None),
+        "events": g.history(None, events_from),
+        "hands": [format_cards(sorted(h, key=sort_key)) for h in g.hands],
+    }
+
+
+class LivePublisher:
+    """Publishes one match's live views to Redis at ``url`` (module docstring); ``seats``:
+    the player index of each seat, per game of the match (the match's game specs)."""
+
+    def __init__(self, url: str, match_id: int | str, seats: list[list[int]] | None = None):
+        self.match_id = match_id
+        self.seats = seats
+        # per channel (False: public, True: full) and game: events already published
+        self._events_seen: dict[tuple[bool, int], int] = {}
+        # per channel: monotonic time before which nobody was listening (skip building it)
+        self._quiet_until = {False: 0.0, True: 0.0}
+        # each player's score over the games ended so far (a viewer who joins late gets them)
+        self._totals: list[int] | None = [0] * len(seats[0]) if seats else None
+        self._totalled: set[int] = set()
+        try:
+            self._redis: redis.Redis | None = redis.Redis.from_url(
+                url, socket_connect_timeout=PUBLISH_TIMEOUT_S, socket_timeout=PUBLISH_TIMEOUT_S
+            )
+        except (ValueError, redis.RedisError) as exc:
+            log.warning("live: no publisher for match %s (%s)", match_id, exc)
+            self._redis = None
+
+    def _publish(self, full: bool, message: dict[str, Any]) -> None:
+        if self._redis is None:
+            return
+        try:
+            self._redis.publish(channel(self.match_id, full), json.dumps(message, separators=(",", ":")))
+        except redis.RedisError as exc:
+            log.warning("live: publishing match %s stopped (%s)", self.match_id, exc)
+            self._redis = None
+
+    def step(self, game_index: int, g: Any, exchange: dict[str, Any]) -> None:
+        """Publish the views after one decision (``exchange``: the runner's record of it).
+
+        Both channels go in one Redis round trip. A channel whose last message reached no
+        subscriber is neither built nor sent for :data:`QUIET_S` seconds (most matches are
+        watched by no one, and a worker plays many at once): a viewer who opens the live
+        view gets its first message within that time, with every event since the last
+        message sent on that channel."""
+        if self._redis is None:
+            return
+        self._add_game_scores(game_index, g)
+        now = time.monotonic()
+        channels = [full for full in (False, True) if now >= self._quiet_until[full]]
+        if not channels:
+            return
+        head = {
+            "type": "step",
+            "match_id": self.match_id,
+            "game": game_index,
+            "step": exchange.get("n"),
+            "seat": exchange.get("seat"),
+            "player": exchange.get("player"),
+            "seats": self.seats[game_index] if self.seats and game_index < len(self.seats) else None,
+            "kind": exchange.get("kind"),
+            "elapsed_ms": exchange.get("elapsed_ms"),
+            "bank_after_ms": exchange.get("bank_after_ms"),
+            "fault": exchange.get("fault"),
+            "match_totals": list(self._totals) if self._totals is not None else None,
+        }
+        pipe = self._redis.pipeline(transaction=False)
+        for full in channels:
+            start = self._events_seen.get((full, game_index), 0)
+            self._events_seen[(full, game_index)] = len(g.events)
+            view = full_view(g, start) if full else public_view(g, start)
+            pipe.publish(channel(self.match_id, full), json.dumps({**head, **view}, separators=(",", ":")))
+        try:
+            received = pipe.execute()
+        except redis.RedisError as exc:
+            log.warning("live: publishing match %s stopped (%s)", self.match_id, exc)
+            self._redis = None
+            return
+        for full, count in zip(channels, received):
+            if not count:
+                self._quiet_until[full] = now + QUIET_S
+
+    def _add_game_scores(self, game_index: int, g: Any) -> None:
+        """Once game ``game_index`` is over, add its scores (``Game.result()``, by seat) to the
+        players' match totals, as the match result sums them (``arena.runner.match``)."""
+        if self._totals is None or game_index in self._totalled or not g.over or self.seats is None:
+            return
+        result = g.result()
+        if result is None or game_index >= len(self.seats):
+            return
+        self._totalled.add(game_index)
+        for seat, player in enumerate(self.seats[game_index]):
+            if player < len(self._totals):
+                self._totals[player] += int(result["scores"].get(str(seat), 0))
+
+    def end(self) -> None:
+        """Publish the end of the match on both channels and close the connection."""
+        for full in (False, True):
+            self._publish(full, {"type": "end", "match_id": self.match_id})
+        if self._redis is not None:
+            self._redis.close()
+
+
+def publish_tournament_event(url: str, tournament_id: int, event: str, match_ids: list[int]) -> bool:
+    """Publish a tournament event (module docstring) to Redis at ``url``; call it after the
+    commit that made it true. Never raises: returns False (and logs a warning) when Redis
+    cannot be reached or ``url`` is no Redis URL.
+
+    Raises:
+        ValueError: ``event`` is not one of :data:`TOURNAMENT_EVENTS` (a programming error).
+    """
+    if event not in TOURNAMENT_EVENTS:
+        raise ValueError(f"unknown tournament event {event!r}")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return False
+    message = {
+        "type": "tournament",
+        "tournament_id": tournament_id,
+        "event": event,
+        "match_ids": [int(m) for m in match_ids],
+    }
+    try:
+        client = _tournament_client(url)
+        client.publish(tournament_channel(tournament_id), json.dumps(message, separators=(",", ":")))
+        return True
+    except (ValueError, redis.RedisError) as exc:
+        log.warning("live: tournament %s event %s not published (%s)", tournament_id, event, exc)
+        return False
+
+
+_TOURNAMENT_CLIENTS: dict[str, redis.Redis] = {}
+
+
+def _tournament_client(url: str) -> redis.Redis:
+    if url not in _TOURNAMENT_CLIENTS:
+        _TOURNAMENT_CLIENTS[url] = redis.Redis.from_url(
+            url, socket_connect_timeout=PUBLISH_TIMEOUT_S, socket_timeout=PUBLISH_TIMEOUT_S
+        )
+    return _TOURNAMENT_CLIENTS[url]
+
+
+class Subscription:
+    """A subscription to one pub/sub channel, open from construction (so a caller can check
+    the database *after* subscribing and miss nothing); iterate :meth:`messages`, then
+    :meth:`close`.
+
+    Raises (constructor):
+        redis.RedisError: Redis cannot be reached.
+    """
+
+    def __init__(self, url: str, name: str):
+        self._client = redis.Redis.from_url(url, socket_connect_timeout=2.0)
+        self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        try:
+            self._pubsub.subscribe(name)
+        except redis.RedisError:
+            self.close()
+            raise
+
+    def messages(self, idle_s: float = 15.0, until_end: bool = True) -> Iterator[str | None]:
+        """Messages (JSON text) as they come; ``None`` after ``idle_s`` seconds without one
+        (a keep-alive point for the reader). With ``until_end``, ends after a message of
+        type ``end``.
+
+        Raises:
+            redis.RedisError: the connection to Redis is lost.
+        """
+        while True:
+            msg = self._pubsub.get_message(timeout=idle_s)
+            if msg is None:
+                yield None
+                continue
+            data = msg.get("data")
+            text = data.decode() if isinstance(data, bytes) else str(data)
+            yield text
+            if until_end and text.startswith('{"type":"end"'):
+                return
+
+    def close(self) -> None:
+        try:
+            self._pubsub.close()
+        finally:
+            self._client.close()
+
+
+def subscribe(url: str, match_id: int | str, *, full: bool, idle_s: float = 15.0) -> Iterator[str | None]:
+    """Messages (JSON text) of a match's live channel as they come; ``None`` after ``idle_s``
+    seconds without one (a keep-alive point for the reader). Ends after the ``end`` message.
+
+    Raises:
+        redis.RedisError: Redis cannot be reached.
+    """
+    sub = Subscription(url, channel(match_id, full))
+    try:
+        yield from sub.messages(idle_s)
+    finally:
+        sub.close()
+
+
+def subscribe_tournament(url: str, tournament_id: int | str) -> Subscription:
+    """An open :class:`Subscription` to a tournament's events (iterate with ``until_end=False``).
+
+    Raises:
+        redis.RedisError: Redis cannot be reached.
+    """
+    return Subscription(url, tournament_channel(tournament_id))
+
+
+def redis_client(url: str) -> redis.Redis:
+    """A pooled Redis client for ``url`` shared by the process (short timeouts: a slow Redis
+    must not hold a page), for small bookkeeping such as the pages' stream caps."""
+    return _tournament_client(url)

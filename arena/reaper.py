@@ -1,0 +1,296 @@
+"""The reaper: matches come back by themselves when a worker dies or the broker forgets.
+
+Run every ``ARENA_REAPER_INTERVAL_S`` seconds (10) by the Celery beat process (``arena
+beat``; the run happens inside the beat process, so it never waits for a free worker).
+One run (:func:`reap`):
+
+0. **Spooled results** (:mod:`arena.spool`): every played result a worker could not
+   store (a database outage longer than ``ARENA_STORE_RETRY_S``, or its worker died while
+   retrying) is stored now, once (:func:`arena.runner.service.store_from_spool`), and
+   its spool entry deleted. A spooled match still waiting (the database refused it again)
+   is left out of step 1: its lease may have expired during the outage, but a played match
+   is stored, never played again with new deals. When Redis cannot be read this step and
+   step 1 are skipped for the run (a match whose result may be spooled is not re-queued).
+1. **Expired leases** (:func:`arena.lifecycle.reap_expired`): a ``running`` match whose
+   lease (``ARENA_LEASE_S``, 30 s, renewed every 5 s by the worker playing it) has expired
+   goes back to ``queued`` and is sent to :data:`arena.queue.PRIORITY_QUEUE`, which
+   every worker consumes before the main queue. With the defaults, a SIGKILLed worker's
+   match is playing again within about 30 + 10 s plus a free worker process.
+2. **Lost messages** (:func:`arena.lifecycle.lost_queued`): the match ids of every
+   message the broker holds, waiting or delivered-unacknowledged, are read from Redis
+   (:func:`broker_match_ids`, twice, 0.2 s apart); a ``queued`` match of a running tournament
+   missing from them for ``ARENA_LOST_AFTER_S`` (60 s) is sent again: a Redis restart
+   without persistence, or a message delivered to a worker that died before claiming it
+   (delivered more than ``ARENA_LOST_AFTER_S`` ago and still unclaimed). When Redis cannot be read, this step is skipped for the run.
+
+3. **Stalled starts** (:func:`arena.lifecycle.stalled_tournaments`): a running
+   tournament started more than ``ARENA_LOST_AFTER_S`` ago that still has ``pending``
+   matches, or no match at all, and no ``arena.enqueue_tournament`` message in the broker
+   (waiting, or delivered less than ``ARENA_LOST_AFTER_S`` ago): its sender is gone (the
+   broker lost the task, its worker machine died mid-send, its retries ran out, or a start
+   answered 503 halfway). The task is sent again, to the priority queue; it sends the
+   matches still pending (and stores the schedule first if there is none), each once.
+
+After a successful send, each tournament of the re-sent matches gets a ``queued`` event on
+its live channel (:func:`arena.runner.service.announce`), so its page shows the match
+waiting again instead of playing.
+
+Never twice at once: a re-sent match that is still being played is skipped by the delivery
+(its lease is live: :func:`arena.lifecycle.claim_match`), and a result is stored once.
+The broker's visibility timeout stays as a backstop only.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from sqlalchemy import select
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena import lifecycle, spool
+from arena.config import Settings
+from arena.db.models import Match
+from arena.db.session import make_engine, make_sessionmaker
+from arena.queue import (
+    ENQUEUE_TOURNAMENT_TASK,
+    PRIORITY_QUEUE,
+    QUEUE,
+    RUN_MATCH_TASK,
+    QueueError,
+    enqueue_matches,
+    launch_tournament,
+)
+from arena.runner.service import announce, store_from_spool
+
+log = logging.getLogger("arena.reaper")
+
+#: kombu's Redis transport: the hash of delivered, unacknowledged messages, and the separator
+#: and steps of its per-priority lists (``queue``, ``queue\x06\x163``, ...).
+UNACKED_KEY = "unacked"
+#: kombu's sorted set of delivery tags scored by delivery time (Unix seconds).
+UNACKED_INDEX_KEY = "unacked_index"
+PRIORITY_SEP = "\x06\x16"
+PRIORITY_STEPS = (0, 3, 6, 9)
+#: Seconds between the reaper's two reads of the broker (see :func:`reap`).
+SECOND_READ_AFTER_S = 0.2
+#: The tasks whose messages the reaper looks for in the broker.
+WATCHED_TASKS = (RUN_MATCH_TASK, ENQUEUE_TOURNAMENT_TASK)
+
+
+@dataclass
+class ReapReport:
+    """What one run did: match ids re-enqueued for an expired lease / a lost message, the
+    tournaments whose sending was started again (stalled), the match ids whose spooled
+    result was stored (``spooled``) and those whose spooled result still waits
+    (``waiting``)."""
+
+    expired: list[int] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+    stalled: list[int] = field(default_factory=list)
+    spooled: list[int] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)
+    broker_checked: bool = False
+
+    def __str__(self) -> str:
+        return (
+            f"reaper: {len(self.expired)} expired lease(s) {self.expired}, "
+            f"{len(self.lost)} lost message(s) {self.lost}, "
+            f"{len(self.stalled)} stalled start(s) {self.stalled}, "
+            f"{len(self.spooled)} spooled result(s) stored {self.spooled}"
+            + (f", {len(self.waiting)} still spooled {self.waiting}" if self.waiting else "")
+            + ("" if self.broker_checked else " (broker not readable: lost messages not checked)")
+        )
+
+
+def _task_id(message: Any) -> tuple[str, int] | None:
+    """``(task name, first argument)`` of a kombu message of one of :data:`WATCHED_TASKS` (a
+    dict with ``headers`` and a base64 ``body``): a match id, or a tournament id."""
+    if not isinstance(message, dict):
+        return None
+    task = (message.get("headers") or {}).get("task")
+    if task not in WATCHED_TASKS:
+        return None
+    try:
+        body = message["body"]
+        if message.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        args = json.loads(body)[0]
+        return task, int(args[0])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def _queue_keys(queues: Iterable[str]) -> list[str]:
+    return [q if step == 0 else f"{q}{PRIORITY_SEP}{step}" for q in queues for step in PRIORITY_STEPS]
+
+
+def broker_match_ids(
+    client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEUE, QUEUE), *, unacked_max_age_s: float | None = None
+) -> set[int]:
+    """Match ids of every ``arena.run_match`` message in Redis (:func:`broker_task_ids`).
+
+    Raises:
+        redis.RedisError: Redis cannot be read.
+    """
+    return broker_task_ids(client, queues, unacked_max_age_s=unacked_max_age_s)[RUN_MATCH_TASK]
+
+
+def broker_task_ids(
+    client: redis.Redis, queues: Iterable[str] = (PRIORITY_QUEUE, QUEUE), *, unacked_max_age_s: float | None = None
+) -> dict[str, set[int]]:
+    """Per task of :data:`WATCHED_TASKS`, the first arguments of its messages in Redis (the
+    match ids of ``arena.run_match``, the tournament ids of ``arena.enqueue_tournament``):
+    waiting in the queues' lists, then delivered and unacknowledged (read in that order, so
+    a message moving from a list to the unacked hash meanwhile is still seen). With
+    ``unacked_max_age_s``, a delivered message older than that many seconds is left out: a
+    match still ``queued`` (no worker claimed it) whose worker died, or a sender that has
+    run that long (if it still runs, a second sender is harmless: they share the matches,
+    row locks keep each match to one of them).
+
+    Raises:
+        redis.RedisError: Redis cannot be read.
+    """
+    found: dict[str, set[int]] = {task: set() for task in WATCHED_TASKS}
+    for key in _queue_keys(queues):
+        for raw in client.lrange(key, 0, -1):
+            got = _task_id(_loads(raw))
+            if got is not None:
+                found[got[0]].add(got[1])
+    delivered_at: dict[Any, float] = {}
+    if unacked_max_age_s is not None:
+        pairs: list[Any] = list(client.zrange(UNACKED_INDEX_KEY, 0, -1, withscores=True))
+        for tag, score in pairs:
+            delivered_at[tag] = float(score)
+    now = time.time()
+    for tag, raw in client.hgetall(UNACKED_KEY).items():
+        if unacked_max_age_s is not None and now - float(delivered_at.get(tag, now)) > unacked_max_age_s:
+            continue
+        entry = _loads(raw)
+        got = _task_id(entry[0] if isinstance(entry, list) and entry else None)
+        if got is not None:
+            found[got[0]].add(got[1])
+    return found
+
+
+def _loads(raw: bytes | str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def reap(
+    settings: Settings, sessions: sessionmaker[Session] | None = None, client: redis.Redis | None = None
+) -> ReapReport:
+    """One reaper run (module docstring). Returns what it did.
+
+    Raises:
+        sqlalchemy.exc.OperationalError: the database is unreachable (the next run retries).
+    """
+    factory = sessions or _sessions(settings.database_url)
+    report = ReapReport()
+    rc = client or _redis(settings.broker_url)
+    try:
+        _store_spooled(settings, factory, rc, report)
+    except redis.RedisError as exc:
+        log.warning("reaper: cannot read the spool (%s): expired leases not reaped this run", type(exc).__name__)
+    else:
+        with factory() as session:
+            report.expired = lifecycle.reap_expired(session, keep=report.waiting)
+    in_broker: dict[str, set[int]] | None = None  # per watched task; None: Redis not read
+    try:
+        # two reads a moment apart: a message being handed to a worker (popped from its list,
+        # not yet in the unacked hash) is in neither for an instant, never in both reads
+        age = float(settings.lost_after_s)
+        first = broker_task_ids(rc, unacked_max_age_s=age)
+        time.sleep(SECOND_READ_AFTER_S)
+        second = broker_task_ids(rc, unacked_max_age_s=age)
+        in_broker = {task: first[task] | second[task] for task in WATCHED_TASKS}
+        report.broker_checked = True
+    except redis.RedisError as exc:
+        log.warning("reaper: cannot read the broker (%s)", type(exc).__name__)
+    if in_broker is not None:
+        with factory() as session:
+            report.lost = lifecycle.lost_queued(session, in_broker[RUN_MATCH_TASK], older_than_s=settings.lost_after_s)
+            stalled = lifecycle.stalled_tournaments(session, older_than_s=settings.lost_after_s)
+        for tid in stalled:
+            if tid in in_broker[ENQUEUE_TOURNAMENT_TASK]:
+                continue
+            try:  # its sender is idempotent: it sends the matches still pending, once each
+                launch_tournament(settings, tid, queue=PRIORITY_QUEUE)
+            except QueueError as exc:
+                log.warning("reaper: %s", exc)
+                break
+            report.stalled.append(tid)
+    todo = report.expired + report.lost
+    if todo:
+        try:
+            enqueue_matches(settings, todo, queue=PRIORITY_QUEUE)
+        except QueueError as exc:  # they are queued in the database: the next runs re-send them
+            log.warning("reaper: %s", exc)
+        else:
+            _announce_queued(settings, factory, todo)
+    if todo or report.stalled or report.spooled or report.waiting:
+        log.warning(str(report))
+    return report
+
+
+def _store_spooled(settings: Settings, factory: sessionmaker[Session], client: redis.Redis, report: ReapReport) -> None:
+    """Step 0 (module docstring): fills ``report.spooled`` and ``report.waiting``.
+
+    Raises:
+        redis.RedisError: the spool cannot be read.
+    """
+    ids = spool.spooled_ids(client)
+    for n, match_id in enumerate(ids):
+        record = spool.get(client, match_id)
+        if record is None:  # stored and deleted by its worker meanwhile, or unreadable
+            continue
+        try:
+            outcome = store_from_spool(settings, factory, client, record)
+        except (OperationalError, InterfaceError) as exc:  # the database still fails: they all wait
+            log.warning("reaper: %d spooled result(s) not stored yet (%s)", len(ids) - n, type(exc).__name__)
+            report.waiting.extend(ids[n:])
+            return
+        if outcome is spool.Outcome.STORED:
+            report.spooled.append(match_id)
+
+
+def _announce_queued(settings: Settings, factory: sessionmaker[Session], match_ids: list[int]) -> None:
+    """A ``queued`` tournament event per tournament of the re-sent matches (module docstring);
+    a database error here only costs the pages an update."""
+    try:
+        with factory() as session:
+            rows = session.execute(select(Match.tournament_id, Match.id).where(Match.id.in_(match_ids))).all()
+    except Exception as exc:  # never fail a reaper run for a page update
+        log.warning("reaper: no live event (%s)", type(exc).__name__)
+        return
+    by_tournament: dict[int, list[int]] = {}
+    for tid, mid in rows:
+        by_tournament.setdefault(tid, []).append(mid)
+    for tid, mids in by_tournament.items():
+        announce(settings, tid, "queued", sorted(mids))
+
+
+_SESSIONS: dict[str, sessionmaker[Session]] = {}
+_CLIENTS: dict[str, redis.Redis] = {}
+
+
+def _sessions(url: str) -> sessionmaker[Session]:
+    if url not in _SESSIONS:
+        _SESSIONS[url] = make_sessionmaker(make_engine(url))
+    return _SESSIONS[url]
+
+
+def _redis(url: str) -> redis.Redis:
+    if url not in _CLIENTS:
+        _CLIENTS[url] = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+    return _CLIENTS[url]

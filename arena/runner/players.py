@@ -1,0 +1,472 @@
+"""Players of a match: an in-process :class:`~bots_sdk.bot.Bot` or an HTTP bot endpoint.
+
+Both take the same serialized decision request (protocol v1 JSON bytes) and return an
+:class:`Outcome`; the match runner (:mod:`arena.runner.match`) does the time accounting
+(TIME-1..3) and the fault handling (FAULT-1..3) the same way for both.
+
+HTTP (``HttpPlayer``): one pooled keep-alive httpx connection per player, reused across
+decisions, opened through :class:`arena.bot_transport.PinnedTransport` (the host resolved
+once per connection, every address checked against the SSRF policy, the socket connected to
+a checked address; a refused host is the fault ``connection_error``); redirects are never followed (a 3xx is the fault
+``http_status``), no proxies from the environment, no cookies. Each decision is
+cut off at the seat's remaining bank by an overall deadline, not only by httpx's per-read
+timeout: a watchdog thread shuts the connection's socket down when the deadline passes, so a
+bot that accepts the connection and never answers, or drips bytes (headers or body), costs
+at most its bank. The body is read by streaming and capped (``max_body_bytes``).
+
+Fault kinds (RULES FAULT-1; the runner adds ``invalid_action``):
+
+=================== ==================================================================
+``timeout``         no complete answer within the bank (TIME-3)
+``connection_error`` refused, reset or closed connection, DNS failure
+``http_status``     an answer whose status is not 200 (redirects included)
+``body_too_large``  an answer body over ``max_body_bytes``, in more than
+                    :data:`MAX_BODY_PIECES` pieces, or over :data:`WIRE_SLACK_BYTES`
+                    more than that on the wire (headers, ``1xx`` answers, chunk framing)
+``invalid_json``    an answer body that is not a strict UTF-8 JSON object
+                    (:func:`arena.runner.answers.parse_answer`)
+``bot_error``       in-process bots only: the bot raised an exception (a server answers 500)
+=================== ==================================================================
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import httpx
+
+from arena.bot_transport import PinnedTransport
+from arena.config import allow_private_from_env
+from arena.runner.answers import parse_answer, safe_text
+from bots_sdk import protocol
+from bots_sdk.bot import Bot, Request
+
+#: Largest answer body read from a bot, bytes (larger is the fault ``body_too_large``).
+MAX_BODY_BYTES = 64 * 1024
+#: Most bytes read from a bot's connection for one answer beyond its body cap: the status
+#: line and headers (an answer needs well under 1 KiB), ``1xx`` answers and chunk framing
+#: (about 8 bytes a chunk). More is the fault ``body_too_large``
+#: (:class:`arena.bot_transport.WireMeter`): a bot streaming ``100 Continue`` or chunk
+#: extensions for its whole bank kept a core busy.
+WIRE_SLACK_BYTES = 32 * 1024
+#: Most pieces (HTTP chunks, or reads of a body that drips) of one answer body; more is the
+#: fault ``body_too_large``. Each piece costs the worker about 20 microseconds under the
+#: interpreter lock: 64 KiB of one-byte chunks took 1.3 s of CPU per answer and slowed
+#: every other match of the process 5-fold, while an answer sent at once arrives in a few.
+MAX_BODY_PIECES = 1024
+#: How much of a faulty answer the log keeps, characters.
+RECEIVED_LOG_CHARS = 500
+#: Time allowed for a notice (match start/end), seconds; its errors are ignored.
+NOTICE_TIMEOUT_S = 2.0
+
+
+class Outcome(NamedTuple):
+    """What came back from one decision request.
+
+    Attributes:
+        action: the parsed JSON object, or None on a fault.
+        fault: None, or a fault kind (module docstring).
+        detail: a human explanation of the fault ('' when none).
+        received: the raw answer text, truncated to :data:`RECEIVED_LOG_CHARS` (for the log).
+        elapsed_ms: milliseconds from sending the request to the complete answer (TIME-2).
+        status: HTTP status, None for in-process bots or when no answer came.
+    """
+
+    action: dict | None
+    fault: str | None
+    detail: str
+    received: str
+    elapsed_ms: int
+    status: int | None
+
+
+def _truncate(text: str | bytes, limit: int = RECEIVED_LOG_CHARS) -> str:
+    # what a fault keeps of a bot's text is strict UTF-8 (arena.runner.answers.safe_text)
+    return safe_text(text, limit)
+
+
+def _ms(seconds: float) -> int:
+    return int(round(seconds * 1000))
+
+
+class LocalPlayer:
+    """A :class:`Bot` in this process, through the same JSON path as over HTTP.
+
+    The request bytes are parsed back to a dict, the bot called, its answer serialized and
+    parsed again; the elapsed time is measured around all of it. An in-process bot cannot be
+    interrupted: one that overruns its bank is faulted (``timeout``) once it returns.
+    """
+
+    kind = "local"
+
+    def __init__(self, bot: Bot, name: str | None = None):
+        self.bot = bot
+        self.name = name or bot.name
+        self.url = None
+
+    def decide(self, body: bytes, timeout_s: float) -> Outcome:
+        start = time.monotonic()
+        try:
+            action = self.bot.decide(Request(json.loads(body)))
+        except Exception as e:  # the bot's bug: a fault, never a crash of the runner
+            return Outcome(
+                None, "bot_error", _truncate(f"{type(e).__name__}: {e}"), "", _ms(time.monotonic() - start), None
+            )
+        try:
+            raw = json.dumps(action).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as e:
+            return Outcome(
+                None,
+                "invalid_json",
+                _truncate(f"answer is not JSON-serializable: {e}"),
+                _truncate(repr(action)),
+                _ms(time.monotonic() - start),
+                None,
+            )
+        obj, why = parse_answer(raw)
+        elapsed = _ms(time.monotonic() - start)
+        if obj is None:
+            return Outcome(None, "invalid_json", why, _truncate(raw), elapsed, None)
+        return Outcome(obj, None, "", "", elapsed, None)
+
+    def notify(self, body: bytes) -> None:
+        try:
+            self.bot.notice(json.loads(body))
+        except Exception:  # a notice error is never a fault (protocol: notices)
+            pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Watchdog:
+    """One daemon thread running callbacks at deadlines (monotonic seconds)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._cancelled: set[int] = set()
+        self._cond = threading.Condition()
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: float, callback: Callable[[], None]) -> int:
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="arena-deadlines", daemon=True)
+                self._thread.start()
+            handle = next(self._ids)
+            # wake the thread only when it must wait less than it does now: a wake-up per
+            # request costs a thread switch (and the GIL) on every decision
+            wake = not self._heap or deadline < self._heap[0][0]
+            heapq.heappush(self._heap, (deadline, handle, callback))
+            if wake:
+                self._cond.notify()
+            return handle
+
+    def disarm(self, handle: int) -> None:
+        with self._cond:
+            self._cancelled.add(handle)
+            if len(self._cancelled) > 4096:  # drop cancelled entries now and then
+                self._heap = [e for e in self._heap if e[1] not in self._cancelled]
+                heapq.heapify(self._heap)
+                self._cancelled.clear()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    while self._heap and self._heap[0][1] in self._cancelled:
+                        self._cancelled.discard(heapq.heappop(self._heap)[1])
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    wait = self._heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        _, handle, callback = heapq.heappop(self._heap)
+                        break
+                    self._cond.wait(wait)
+            try:
+                callback()
+            except Exception:
+                pass
+
+
+WATCHDOG = _Watchdog()
+
+
+_TLS_CONTEXT: ssl.SSLContext | None = None
+_TLS_LOCK = threading.Lock()
+
+
+def tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every bot client: building one (loading the CA bundle)
+    costs about 40 ms of CPU, which a client per match would pay again and again. Built once
+    under a lock: a thread-pool worker starts dozens of matches at once, and without it each
+    of them built its own (1-2 s of CPU before the first decision of a tournament)."""
+    global _TLS_CONTEXT
+    if _TLS_CONTEXT is None:
+        with _TLS_LOCK:
+            if _TLS_CONTEXT is None:
+                _TLS_CONTEXT = ssl.create_default_context()
+    return _TLS_CONTEXT
+
+
+#: Nagle off on the arena's side too: httpcore writes the headers and the body of a request
+#: in two sends, and the second must not wait for the first one's ACK.
+_SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+
+
+#: What a request to a bot can raise that is the bot's (or its URL's) fault, not the arena's:
+#: httpx's errors, socket errors, and ValueError for a host name that IDNA or the resolver
+#: refuses (``http://xn--ls8h.la/``, ``http://a..b/``: idna.IDNAError, UnicodeError).
+_CONNECTION_ERRORS = (httpx.HTTPError, OSError, ValueError)
+
+#: Headers of every request to a bot (the protocol's own headers are added per request).
+_BASE_HEADERS = {"User-Agent": "daifugo-arena/1", "Accept": "application/json"}
+
+
+def _new_transport(allow_private: bool) -> PinnedTransport:
+    """httpx's keep-alive connection pool for one bot: one connection, TCP_NODELAY, the
+    shared verifying TLS context, no proxy (requests go straight to the transport, so the
+    environment's proxy variables never apply), each connection to a checked address
+    (:class:`~arena.bot_transport.PinnedTransport`)."""
+    return PinnedTransport(
+        allow_private=allow_private,
+        ssl_context=tls_context(),
+        socket_options=_SOCKET_OPTIONS,
+        limits=httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=60),
+    )
+
+
+class HttpPlayer:
+    """A bot endpoint called over HTTP (protocol v1), see the module docstring.
+
+    Requests go straight to httpx's pooled transport (``httpx.HTTPTransport``: one keep-alive
+    connection per bot, reused across decisions), not through ``httpx.Client``: the client's
+    layers do nothing a bot needs (redirects are never followed, cookies never kept, no auth
+    flow) and cost about a tenth of a loopback round trip per decision (the cookie jar alone
+    parses every answer's headers through ``http.cookiejar``).
+
+    Args:
+        url: the bot URL (``http://`` or ``https://``).
+        secret: signing secret (requests carry ``X-Arena-Timestamp`` / ``X-Arena-Signature``).
+        name: display name (default: the URL).
+        max_body_bytes: answer size cap (bytes).
+        previous_secret: a rotated secret in its grace period: requests carry its signature too.
+        allow_private: accept loopback/private bot addresses; None reads
+            ``ARENA_ALLOW_PRIVATE_BOT_URLS`` from the environment (default false).
+
+    A URL httpx cannot parse, or a host the SSRF policy refuses at connection time, makes the
+    request the fault ``connection_error``.
+    """
+
+    kind = "http"
+
+    def __init__(
+        self,
+        url: str,
+        secret: str | None = None,
+        name: str | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        *,
+        allow_private: bool | None = None,
+        previous_secret: str | None = None,
+    ):
+        self.url = url
+        try:
+            self._url: httpx.URL | None = httpx.URL(url)
+        except (httpx.InvalidURL, TypeError):
+            self._url = None
+        self.secret = secret
+        self.previous_secret = previous_secret
+        self.name = name or url
+        self.max_body_bytes = max_body_bytes
+        self._sock: socket.socket | None = None
+        self._fired = False
+        self._exchange = 0  # number of the request in flight (or of the last one)
+        self._active = False  # a request is in flight
+        self.allow_private = allow_private_from_env() if allow_private is None else allow_private
+        self.transport = _new_transport(self.allow_private)
+
+    def _trace(self, event: str, info: dict) -> None:
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                self._sock = sock
+
+    def _arm(self, deadline: float) -> int:
+        """Start a request: the watchdog cuts it (only it) off at ``deadline`` (monotonic s)."""
+        self._exchange += 1
+        self._active = True
+        n = self._exchange
+        return WATCHDOG.arm(deadline, lambda: self._cut_exchange(n))
+
+    def _disarm(self, handle: int) -> None:
+        self._active = False
+        WATCHDOG.disarm(handle)
+
+    def _cut_exchange(self, n: int) -> None:
+        # a deadline that fires as its request ends must not cut the player's next request
+        if self._active and self._exchange == n:
+            self._cut()
+
+    def _cut(self) -> None:
+        self._fired = True
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _post(self, body: bytes, timeout_s: float, headers: dict) -> tuple[int | None, bytes, str | None, str]:
+        """POST and read the whole answer; returns (status, body, fault, detail).
+
+        ``timeout_s`` bounds each connect, write and read (httpx); the watchdog bounds the
+        whole exchange."""
+        if self._url is None:
+            raise httpx.UnsupportedProtocol(f"the bot URL {self.url!r} is not a valid URL")
+        t = max(timeout_s, 0.001)
+        request = httpx.Request(
+            "POST",
+            self._url,
+            content=body,
+            headers={**_BASE_HEADERS, **headers},
+            extensions={"timeout": {"connect": t, "read": t, "write": t, "pool": t}, "trace": self._trace},
+        )
+        self.transport.backend.meter.start(self.max_body_bytes + WIRE_SLACK_BYTES)
+        resp = self.transport.handle_request(request)
+        try:
+            status = resp.status_code
+            chunks: list[bytes] = []
+            size = 0
+            stream = resp.stream
+            assert isinstance(stream, httpx.SyncByteStream)
+            for chunk in stream:
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    return (
+                        status,
+                        b"".join(chunks)[:RECEIVED_LOG_CHARS],
+                        "body_too_large",
+                        f"answer body over {self.max_body_bytes} bytes",
+                    )
+                chunks.append(chunk)
+                if len(chunks) > MAX_BODY_PIECES:
+                    return (
+                        status,
+                        b"".join(chunks)[:RECEIVED_LOG_CHARS],
+                        "body_too_large",
+                        f"answer body in more than {MAX_BODY_PIECES} pieces (chunks or reads)",
+                    )
+            return status, b"".join(chunks), None, ""
+        finally:
+            resp.close()
+
+    def decide(self, body: bytes, timeout_s: float) -> Outcome:
+        headers = protocol.sign(self.secret, body, previous=self.previous_secret)
+        start = time.monotonic()
+        deadline = start + max(timeout_s, 0.0)
+        self._fired = False
+        handle = self._arm(deadline)
+        status: int | None = None
+        raw = b""
+        fault = detail = None
+        try:
+            status, raw, fault, detail = self._post(body, timeout_s, headers)
+        except httpx.TimeoutException as e:
+            fault, detail = "timeout", f"no complete answer within the bank ({type(e).__name__})"
+        except _CONNECTION_ERRORS as e:
+            fault, detail = "connection_error", f"{type(e).__name__}: {e}"
+            if self.transport.backend.meter.over:
+                fault, detail = (
+                    "body_too_large",
+                    (
+                        f"answer over {self.max_body_bytes + WIRE_SLACK_BYTES} bytes "
+                        "on the wire (headers, 1xx answers and chunk framing included)"
+                    ),
+                )
+        finally:
+            self._disarm(handle)
+        elapsed_s = time.monotonic() - start
+        elapsed = _ms(elapsed_s)
+        if fault is None and elapsed_s > timeout_s:
+            fault, detail = "timeout", f"answer took {elapsed} ms, more than the bank"
+        elif fault == "connection_error" and time.monotonic() >= deadline:
+            fault, detail = "timeout", f"cut off at the end of the bank ({detail})"
+        if fault in ("timeout", "body_too_large") or self._fired:  # the connection is not reusable
+            self._reset()
+        if fault is None and status == 200:
+            obj, why = parse_answer(raw)
+            if obj is not None:
+                return Outcome(obj, None, "", "", elapsed, status)
+            fault, detail = "invalid_json", why
+        elif fault is None:
+            fault, detail = "http_status", f"HTTP status {status}"
+        return Outcome(None, fault, _truncate(detail or ""), _truncate(raw), elapsed, status)
+
+    def _reset(self) -> None:
+        """Drop pooled connections (after a cut-off or an oversized answer)."""
+        self._cut()
+        self._sock = None
+        old = self.transport
+        self.transport = _new_transport(self.allow_private)
+        try:
+            old.close()
+        except Exception:
+            pass
+
+    def notify(self, body: bytes) -> None:
+        """POST a notice; any error or status is ignored (never a fault)."""
+        headers = protocol.sign(self.secret, body, previous=self.previous_secret)
+        handle = self._arm(time.monotonic() + NOTICE_TIMEOUT_S)
+        try:
+            self._post(body, NOTICE_TIMEOUT_S, headers)
+        except _CONNECTION_ERRORS:
+            self._reset()
+        finally:
+            self._disarm(handle)
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+class WithdrawnPlayer:
+    """The seat of a bot that was withdrawn (deleted) before its match: the runner forfeits its
+    games from the start (:mod:`arena.runner.match`, reason ``withdrawn``) and never
+    calls it; it has no URL, so nothing can reach an endpoint that did not pass the check."""
+
+    kind = "withdrawn"
+
+    def __init__(self, name: str):
+        self.name = name
+        self.url = None
+
+    def decide(self, body: bytes, timeout_s: float) -> Outcome:
+        return Outcome(None, "connection_error", "withdrawn: the bot was deleted", "", 0, None)
+
+    def notify(self, body: bytes) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def make_player(spec: Any, secret: str | None = None, name: str | None = None):
+    """A player from a :class:`Bot` instance, an ``http(s)://`` URL, or an existing player."""
+    if isinstance(spec, (LocalPlayer, HttpPlayer, WithdrawnPlayer)):
+        return spec
+    if isinstance(spec, Bot):
+        return LocalPlayer(spec, name)
+    if isinstance(spec, str) and spec.startswith(("http://", "https://")):
+        return HttpPlayer(spec, secret, name)
+    raise ValueError(f"a player is a Bot or an http(s):// URL, not {spec!r}")

@@ -1,0 +1,822 @@
+"""What the Celery task ``arena.run_match`` does: :func:`play_and_store`.
+
+``play_and_store(match_id)`` plays one scheduled match from the database and stores its
+result, without Celery (the task is a thin wrapper; ``ARENA_CELERY_EAGER`` calls it
+in-process through :mod:`arena.queue`). Steps:
+
+1. Claim (:func:`arena.lifecycle.claim_match`, one transaction, the match row locked
+   ``FOR UPDATE`` on PostgreSQL): skip the match if it is finished or cancelled, already has
+   a result, its tournament is cancelled (cancel stops the remaining matches), or another
+   delivery holds a live lease on it; otherwise mark it ``running``, ``attempts + 1``,
+   ``started_at``, and take its lease (``ARENA_LEASE_S``), renewed by a
+   :class:`LeaseKeeper` thread while the match is played. If the worker dies, the lease
+   expires and the reaper (:mod:`arena.reaper`) sends the match again.
+2. Players, one per seat (seat = player index of :func:`arena.runner.match.run_match`): a bot seat
+   is a :class:`arena.runner.semaphore.CappedHttpPlayer` (the bot's URL and signing secret, each
+   request holding a slot of its endpoint's cap in Redis, except in eager mode); a house seat (``house-1``...) is the sample bot
+   :data:`HOUSE_BOT` in-process, seeded from the attempt seed and the seat.
+3. :func:`arena.runner.match.run_match` with the tournament's rule set, options, time rules
+   (seconds in the database -> ``TimeRules.from_seconds``), ``max_faults`` (FAULT-3), the
+   *attempt seed* (:func:`arena.fairness.attempt_seed` of the match seed and the claim's
+   attempt number: a match played again after a crash gets fresh deals), and
+   ``games_per_pairing`` games for Million Doubt (each dealt afresh). Each exchange of
+   the log whose request waited for a slot of its endpoint's cap carries ``slot_wait_ms``
+   (milliseconds, when 1 ms or more) and, if it was sent without a slot, ``slot_bypassed: true``
+   (:mod:`arena.runner.semaphore`: never a silent bypass). The log records the
+   tournament id, match index, attempt and the seed commitment (its ``fairness`` record) and
+   no bot URL.
+4. :func:`arena.lifecycle.store_result` with the compressed log: exactly once (a
+   re-delivered task that played the match again finds the result stored and stores nothing).
+   A transient database error is retried with backoff (:func:`store_with_retry`: 0.5 s,
+   doubling, at most 10 s apart, for ``ARENA_STORE_RETRY_S``), never by playing the match
+   again; at the first such error the result is also spooled to Redis
+   (:class:`ResultSpool`, :mod:`arena.spool`). When the retries are spent the match
+   stays ``running`` and the reaper stores the spooled result once the database is back
+   (a delivery of the match meanwhile stores it too, instead of playing:
+   :func:`_store_spooled_first`). Only a result that can never be stored (not strict JSON,
+   a non-transient database error), or one that could not be spooled either (Redis down
+   too, or eager mode), ends the match ``failed``.
+   An exception while playing (an internal error: bots' failures are faults) ends the match
+   ``failed`` with a short reason (:func:`internal_reason`) through
+   :func:`arena.lifecycle.fail_match`; the task returns normally.
+   After each of these commits (claim, store, fail) a tournament event goes to Redis
+   (:func:`announce`, :func:`arena.live.publish_tournament_event`: ``claimed``,
+   ``finished``, ``failed``), for the tournament page's live view; it never fails the match.
+5. When no match of the tournament is left to play (finished or cancelled), the ratings of the
+   rule set are rebuilt from every finished match (:func:`arena.standings.rebuild_ratings`),
+   serialized by a PostgreSQL advisory lock. Not after every match: a rebuild reads every
+   finished match of the rule set, and the tournament's own standings (with their ratings)
+   are computed from its stored results on every read anyway.
+
+Result shapes stored (lists indexed by seat): ``scores`` = match score per seat (sum over the
+games); ``places`` = 1 + number of seats with a strictly higher match score (Million Doubt), or
+the engine's final ranks (Trump Millionaire, JDF); ``games`` = per engine game
+``{"scores", "places"}``; ``timings`` = ``{"wall_s", "decisions", "elapsed_ms",
+"max_elapsed_ms", "semaphore_wait_ms", "semaphore_max_wait_ms", "semaphore_bypassed", "attempt",
+"longest_possible_s"}`` (milliseconds per seat, seconds as named).
+
+Idempotent: any number of deliveries of the same match store one result; the result of a
+delivery that loses the race is dropped (``"duplicate"``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import redis
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.orm import Session, sessionmaker
+
+import engine
+from arena import fairness, lifecycle, matchlog, spool
+from arena.config import Settings
+from arena.db.session import make_engine, make_sessionmaker
+from arena.lifecycle import MatchPlan
+from arena.limits import longest_match_seconds, visibility_timeout
+from arena.live import LivePublisher, publish_tournament_event
+from arena.runner.answers import safe_text
+from arena.runner.claims import Claim, EndpointClaims, Refused
+from arena.runner.match import MatchError, default_game_specs, run_match
+from arena.runner.players import LocalPlayer, WithdrawnPlayer, tls_context
+from arena.runner.semaphore import BotSemaphore, CappedHttpPlayer, MatchSlots
+from arena.standings import rebuild_ratings
+from bots_sdk.samples import SAMPLE_BOTS
+
+log = logging.getLogger("arena.tasks")
+
+#: Sample bot playing house seats (``bots_sdk.samples.SAMPLE_BOTS`` key).
+HOUSE_BOT = "heuristic"
+#: Key of the PostgreSQL advisory lock serializing ratings rebuilds.
+RATINGS_LOCK = 0x6172656E61  # "arena"
+
+_local = threading.local()
+
+
+#: Most database connections a worker process keeps open (its pool size, SQLAlchemy's
+#: QueuePool; opened ahead by :func:`prewarm`), and how many more it may open in a burst
+#: (closed again when given back). A match holds a connection only for a few milliseconds at
+#: a time (claim, lease renewals, store), so a burst of claims waits its turn for one of
+#: these rather than opening one per thread: an idle worker must not hold a connection per
+#: thread (4 processes of 32 threads would take more than PostgreSQL's default 100).
+POOL_SIZE, POOL_OVERFLOW = 10, 5
+#: Seconds to open a database connection before giving up (a server that accepts and never
+#: answers must not hang a worker's start-up or a match's claim).
+DB_CONNECT_TIMEOUT_S = 10
+_POOL = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW, "pool_timeout": 60}
+
+
+def _is_postgres(database_url: str) -> bool:
+    return database_url.startswith(("postgresql", "postgres:"))
+
+
+@lru_cache(maxsize=4)
+def _sessions(database_url: str) -> sessionmaker[Session]:
+    # One engine per database URL and process; built lazily, so after the prefork fork. A
+    # thread-pool worker runs many matches at once (arena worker), each touching the database
+    # only to claim, renew its lease and store: :data:`_POOL` (kept open, so a burst of claims
+    # finds open ones: a PostgreSQL connection costs a process fork, 10-50 ms each when dozens
+    # open at once).
+    pool = {**_POOL, "connect_args": {"connect_timeout": DB_CONNECT_TIMEOUT_S}} if _is_postgres(database_url) else {}
+    return make_sessionmaker(make_engine(database_url, **pool))
+
+
+def prewarm(settings: Settings, threads: int) -> dict[str, int]:
+    """Open what a worker process's first matches need before they come (issue 15): a
+    tournament's first ``threads`` matches start at the same moment, and each opening its own
+    database and Redis connections (and the bots' TLS context) made each claim take 0.1-0.4 s
+    instead of a few milliseconds.
+
+    Sets the process's database pool to ``min(threads, POOL_SIZE)`` kept-open connections
+    (plus :data:`POOL_OVERFLOW` in a burst; for the engines built from now on, so before the
+    first match), opens that many, opens
+    ``threads`` Redis connections of the pool the matches' semaphore calls use
+    (:func:`match_redis`), and builds the TLS context. Call it once per worker process, before
+    it consumes (a prefork child: in the child). Returns ``{"database": n, "redis": m}``, the
+    connections opened (0 for SQLite, or for a service down now: the matches then open their
+    own, later, as before). Never raises.
+    """
+    threads = max(1, int(threads))
+    _POOL.update(pool_size=min(threads, POOL_SIZE), max_overflow=POOL_OVERFLOW)
+    tls_context()
+    opened = {"database": 0, "redis": 0}
+    if _is_postgres(settings.database_url):
+        engine_ = _sessions(settings.database_url).kw["bind"]
+        conns = []
+        try:
+            for _ in range(min(threads, _POOL["pool_size"])):
+                conns.append(engine_.connect())
+        except DBAPIError as exc:
+            log.warning("database connections not opened ahead (%s)", type(exc).__name__)
+        finally:
+            opened["database"] = len(conns)
+            for c in conns:
+                c.close()  # back to the pool, which keeps them open
+    if live_enabled(settings):
+        pool = _redis(settings.broker_url).connection_pool
+        rconns = []
+        try:
+            for _ in range(threads):
+                rconns.append(pool.get_connection())
+        except redis.RedisError as exc:
+            log.warning("Redis connections not opened ahead (%s)", exc)
+        finally:
+            opened["redis"] = len(rconns)
+            for rc in rconns:
+                pool.release(rc)
+    return opened
+
+
+#: Most Redis connections of a worker process's pool (redis-py's default is 100, and a match
+#: holds one for its whole length: a worker running more matches than that at once sent
+#: their requests without a slot, "Too many connections").
+REDIS_MAX_CONNECTIONS = 4096
+
+
+@lru_cache(maxsize=4)
+def _redis(url: str) -> redis.Redis:
+    return redis.Redis.from_url(
+        url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30, max_connections=REDIS_MAX_CONNECTIONS
+    )
+
+
+def match_redis(settings: Settings) -> redis.Redis | None:
+    """A Redis client for one match's semaphore calls: one connection of the process's pool
+    held for the whole match (``single_connection_client``: a match runs on one thread), so
+    no request pays the pool's checkout and its health probe; give it back with ``close()``.
+    None in eager mode (a quick local run has no broker: no per-bot cap there), or when
+    Redis cannot be reached now (the players then use the pooled client, whose failures the
+    semaphore records as bypasses). Never raises."""
+    if settings.celery_eager:
+        return None
+    try:
+        return redis.Redis(connection_pool=_redis(settings.broker_url).connection_pool, single_connection_client=True)
+    except redis.RedisError as exc:
+        log.warning("no Redis connection for the match's semaphore calls (%s)", exc)
+        return None
+
+
+def build_players(
+    plan: MatchPlan, settings: Settings, slots: MatchSlots | None = None, client: redis.Redis | None = None
+) -> list:
+    """Step 2: one player per seat, in seat order (``slots``: the match's :class:`MatchSlots`;
+    bot seats share their endpoint's semaphore, :meth:`BotSemaphore.for_endpoint`, through
+    ``client``, default the process's pooled client; none in eager mode); house bots are
+    seeded from the attempt seed."""
+    seed = fairness.attempt_seed(plan.seed, plan.attempt)
+    if client is None and not settings.celery_eager:
+        client = _redis(settings.broker_url)
+    players: list[CappedHttpPlayer | LocalPlayer | WithdrawnPlayer] = []
+    for s in plan.seats:
+        if s.withdrawn:  # a deleted bot: forfeits without a request
+            players.append(WithdrawnPlayer(s.name))
+        elif s.bot_id is not None:
+            sem = (
+                BotSemaphore.for_endpoint(
+                    client, s.url or "", settings.bot_max_concurrency, float(settings.bot_slot_wait_s)
+                )
+                if client
+                else None
+            )
+            players.append(
+                CappedHttpPlayer(
+                    s.url or "",
+                    s.secret,
+                    s.name,
+                    sem,
+                    slots,
+                    allow_private=settings.allow_private_bot_urls,
+                    previous_secret=s.previous_secret,
+                )
+            )
+        else:
+            bot = SAMPLE_BOTS[HOUSE_BOT](seed=fairness.derive_seed(seed, "house", s.seat))
+            players.append(LocalPlayer(bot, s.name))
+    return players
+
+
+def protocol_match_id(plan: MatchPlan) -> str:
+    """The ``match_id`` the bots are sent: ``arena-<id>``, and ``arena-<id>-attempt-<n>`` when the
+    match is played again (attempt n > 1, fresh deals: a bot must not resume its memory)."""
+    return f"arena-{plan.match_id}" + (f"-attempt-{plan.attempt}" if plan.attempt > 1 else "")
+
+
+def _places_from_scores(scores: list[float]) -> list[int]:
+    return [1 + sum(1 for o in scores if o > x) for x in scores]
+
+
+def result_fields(plan: MatchPlan, match_log: dict, players: list) -> dict[str, Any]:
+    """The :func:`arena.lifecycle.store_result` keyword arguments from a match log (module docstring shapes)."""
+    n = len(plan.seats)
+    res = match_log["result"]
+    scores = [float(x) for x in res["scores"]]
+    places = [int(r) for r in res["ranks"]] if res.get("ranks") else _places_from_scores(scores)
+    games = []
+    for gm in match_log["games"]:
+        g_scores, g_places = [0.0] * n, [0] * n
+        r = gm["result"]
+        for seat, player in enumerate(gm["seats"]):
+            g_scores[player] = float(r["scores"].get(str(seat), r["scores"].get(seat, 0)))
+            g_places[player] = int(r["ranks"].get(str(seat), r["ranks"].get(seat, 0)))
+        games.append({"scores": g_scores, "places": g_places})
+    decisions, elapsed, longest = [0] * n, [0] * n, [0] * n
+    for gm in match_log["games"]:
+        for ex in gm["exchanges"]:
+            p = ex["player"]
+            decisions[p] += 1
+            elapsed[p] += ex["elapsed_ms"]
+            longest[p] = max(longest[p], ex["elapsed_ms"])
+    timings = {
+        "wall_s": round(match_log["finished_at"] - match_log["started_at"], 3),
+        "decisions": decisions,
+        "elapsed_ms": elapsed,
+        "max_elapsed_ms": longest,
+        "semaphore_wait_ms": [round(getattr(p, "wait_s", 0.0) * 1000, 1) for p in players],
+        "semaphore_max_wait_ms": [round(getattr(p, "max_wait_s", 0.0) * 1000, 1) for p in players],
+        "semaphore_bypassed": [getattr(p, "bypassed", 0) for p in players],
+        "attempt": plan.attempt,
+        "longest_possible_s": round(longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options), 1),
+    }
+    return {
+        "scores": scores,
+        "places": places,
+        "faults": [int(f) for f in res["faults"]],
+        "games": games,
+        "timings": timings,
+    }
+
+
+def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
+    """Step 5: rebuild the ratings of ``ruleset`` and commit (advisory lock on PostgreSQL)."""
+    for attempt in range(attempts):
+        try:
+            if session.get_bind().dialect.name == "postgresql":
+                session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": RATINGS_LOCK})
+            n = rebuild_ratings(session, ruleset)
+            session.commit()
+            return n
+        except (IntegrityError, OperationalError):
+            session.rollback()
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+    return 0
+
+
+def slot_recorder(players: list):
+    """An ``on_decision`` callback of :func:`run_match` that writes on each exchange the wait
+    of its request for a slot of its endpoint's cap (``slot_wait_ms``, when 1 ms or more)
+    and ``slot_bypassed: true`` when it was sent without one (module docstring, step 3)."""
+
+    def record(ex: dict) -> None:
+        p = players[ex["player"]]
+        wait = getattr(p, "last_wait_s", 0.0)
+        if wait >= 0.001:
+            ex["slot_wait_ms"] = round(wait * 1000, 1)
+        if getattr(p, "last_bypassed", False):
+            ex["slot_bypassed"] = True
+
+    return record
+
+
+def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
+    """Steps 2-3 for a claimed match: returns ``(match log, players)``; every slot of the
+    per-endpoint cap is given back when it returns. Bots never make this raise."""
+    slots = MatchSlots()
+    client = match_redis(settings)
+    players = build_players(plan, settings, slots, client)
+    # the live view (arena.live): every decision to Redis pub/sub, never failing the match;
+    # not in eager mode (a quick local run has no Redis)
+    seed = fairness.attempt_seed(plan.seed, plan.attempt)
+    live = (
+        LivePublisher(
+            settings.broker_url,
+            plan.match_id,
+            seats=[spec["seats"] for spec in default_game_specs(plan.ruleset, seed, plan.games)],
+        )
+        if live_enabled(settings)
+        else None
+    )
+    try:
+        match_log = run_match(
+            players,
+            plan.ruleset,
+            plan.options,
+            seed=seed,
+            games=plan.games,
+            time_rules=plan.time_rules,
+            max_faults=plan.max_faults,
+            match_id=protocol_match_id(plan),
+            record_urls=False,
+            fairness={
+                "tournament_id": plan.tournament_id,
+                "match_index": plan.match_index,
+                "attempt": plan.attempt,
+                "commitment": plan.commitment,
+            },
+            on_decision=slot_recorder(players),
+            on_step=live.step if live is not None else None,
+        )
+    finally:
+        slots.flush()
+        for p in players:
+            p.close()
+        if client is not None:
+            client.close()  # the connection goes back to the pool
+        if live is not None:
+            live.end()
+    return match_log, players
+
+
+def live_enabled(settings: Settings) -> bool:
+    """True when live views are published: a Redis broker, not eager mode (a quick local run
+    has no Redis)."""
+    return settings.broker_url.startswith("redis") and not settings.celery_eager
+
+
+def announce(settings: Settings, tournament_id: int, event: str, match_ids: list[int]) -> None:
+    """Publish a tournament event (:func:`arena.live.publish_tournament_event`) after the
+    commit that made it true, when live views are on; never raises for Redis."""
+    if live_enabled(settings):
+        publish_tournament_event(settings.broker_url, tournament_id, event, match_ids)
+
+
+#: The first wait between two attempts at storing a played match's result, seconds, doubling
+#: each time up to :data:`STORE_BACKOFF_MAX_S`; the worker keeps trying for
+#: ``ARENA_STORE_RETRY_S`` (:attr:`Settings.store_retry_s`), then leaves the result to the
+#: spool (:mod:`arena.spool`) and the reaper. Retry the store, never the play.
+STORE_BACKOFF_S = 0.5
+STORE_BACKOFF_MAX_S = 10.0
+#: Database errors worth another attempt (connection lost, server restarting, serialization
+#: failure, deadlock, no pooled connection free in time); anything else fails the store at once.
+TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError, PoolTimeout)
+
+
+class StoreFailed(RuntimeError):
+    """A played match's result could not be stored; ``str(exc)`` is a short reason.
+    ``transient``: the database kept failing for a transient error until the retries were
+    spent (it may store it later), as opposed to a result it can never store."""
+
+    def __init__(self, reason: str, *, transient: bool = False):
+        super().__init__(reason)
+        self.transient = transient
+
+
+def internal_reason(step: str, exc: BaseException) -> str:
+    """A short failure reason for the organizer: the step and the exception type, plus the
+    message only for our own exceptions that never hold a log or hands (bad options)."""
+    reason = f"internal error while {step}: {type(exc).__name__}"
+    if isinstance(exc, (MatchError, engine.OptionsError)):
+        reason += f": {safe_text(str(exc), 200)}"
+    return reason
+
+
+def store_with_retry(
+    factory: sessionmaker[Session],
+    match_id: int,
+    match_log: dict,
+    fields: dict[str, Any],
+    *,
+    retry_s: float,
+    backoff_s: float | None = None,
+    backoff_max_s: float | None = None,
+    on_retry: Callable[[int], None] | None = None,
+) -> bool:
+    """Step 4 with retries: :func:`arena.lifecycle.store_result`, again after a transient
+    database error (:data:`TRANSIENT_DB_ERRORS`) for up to ``retry_s`` seconds from the first
+    attempt, waiting ``backoff_s`` seconds (default :data:`STORE_BACKOFF_S`), then twice as
+    long each time up to ``backoff_max_s`` (default :data:`STORE_BACKOFF_MAX_S`). Before each
+    wait ``on_retry(attempt)`` is called (the caller spools the result). The match is never
+    played again for it.
+
+    Returns:
+        True if stored, False if a result was already stored (a duplicate delivery, or the
+        reaper stored the spooled result first).
+    Raises:
+        StoreFailed: the log is not strict JSON, a non-transient database error, or
+            transient errors for ``retry_s`` seconds (``transient`` set; the cause is chained).
+    """
+    wait = STORE_BACKOFF_S if backoff_s is None else backoff_s
+    cap = STORE_BACKOFF_MAX_S if backoff_max_s is None else backoff_max_s
+    deadline = time.monotonic() + retry_s
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            with factory() as session:
+                return lifecycle.store_result(session, match_id, log=match_log, **fields)
+        except matchlog.LogEncodingError as exc:
+            raise StoreFailed(f"could not store the result: {exc}") from exc
+        except TRANSIENT_DB_ERRORS as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreFailed(
+                    f"could not store the result in {retry_s:g} s ({attempt} attempts): "
+                    f"{type(exc).__name__} (database unavailable)",
+                    transient=True,
+                ) from exc
+            pause = min(wait, left)
+            log.warning(
+                "match %s: storing the result failed (%s), attempt %d, again in %.1f s",
+                match_id,
+                type(exc).__name__,
+                attempt,
+                pause,
+            )
+            if on_retry is not None:
+                on_retry(attempt)
+            time.sleep(pause)
+            wait = min(wait * 2, cap)
+        except DBAPIError as exc:
+            raise StoreFailed(f"could not store the result: {type(exc).__name__}") from exc
+
+
+def spool_client(settings: Settings) -> redis.Redis | None:
+    """The Redis client of the result spool (:mod:`arena.spool`): the broker's, the
+    process's pooled client; None in eager mode (no Redis: no spool)."""
+    return None if settings.celery_eager or not settings.broker_url.startswith("redis") else _redis(settings.broker_url)
+
+
+class ResultSpool:
+    """Step 4's spool of one played match (:mod:`arena.spool`): :meth:`save` writes the
+    result to Redis once (tried again at each call until it succeeds), :meth:`drop` deletes
+    it once stored. Never raises for Redis (a failure is logged: the worker keeps retrying
+    the database)."""
+
+    def __init__(self, settings: Settings, plan: MatchPlan, match_log: dict, fields: dict[str, Any]):
+        self.client = spool_client(settings)
+        self.ttl_s = settings.spool_ttl_s
+        self.record = spool.SpooledResult(
+            match_id=plan.match_id,
+            tournament_id=plan.tournament_id,
+            match_index=plan.match_index,
+            commitment=plan.commitment,
+            ruleset=plan.ruleset,
+            attempt=plan.attempt,
+            fields=fields,
+            log=match_log,
+        )
+        self.saved = False
+
+    def save(self, _attempt: int = 0) -> None:
+        if self.saved or self.client is None:
+            return
+        try:
+            spool.put(self.client, self.record, self.ttl_s)
+        except (redis.RedisError, matchlog.LogEncodingError) as exc:
+            log.warning("match %s: result not spooled (%s)", self.record.match_id, type(exc).__name__)
+            return
+        self.saved = True
+        log.warning(
+            "match %s: result spooled in Redis (%s) while the database cannot store it",
+            self.record.match_id,
+            spool.key(self.record.match_id),
+        )
+
+    def drop(self) -> None:
+        if not self.saved or self.client is None:
+            return
+        try:
+            spool.drop(self.client, self.record.match_id)
+        except redis.RedisError as exc:  # the reaper finds it stored and deletes it
+            log.warning("match %s: spooled result not deleted (%s)", self.record.match_id, type(exc).__name__)
+
+
+def store_from_spool(
+    settings: Settings, factory: sessionmaker[Session], client: redis.Redis, record: spool.SpooledResult
+) -> spool.Outcome:
+    """Store a spooled result (:func:`arena.spool.store_spooled`), then do what a worker
+    does after a store: the ``finished`` event, the ratings when the tournament is done.
+
+    Raises:
+        sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError: the database is
+            unreachable (the spooled result stays).
+        redis.RedisError: the spool entry could not be deleted (the result is stored).
+    """
+    with factory() as session:
+        outcome = spool.store_spooled(session, client, record)
+    if outcome is spool.Outcome.STORED:
+        log.warning("match %s: result of attempt %d stored from the spool", record.match_id, record.attempt)
+        announce(settings, record.tournament_id, "finished", [record.match_id])
+        rate_if_done(factory, record.tournament_id, record.ruleset)
+    return outcome
+
+
+def _fail(
+    factory: sessionmaker[Session],
+    plan: MatchPlan,
+    reason: str,
+    exc: BaseException | None,
+    settings: Settings | None = None,
+) -> str:
+    """End a claimed match ``failed`` with ``reason``; log the traceback's frames (never the
+    exception's text: it may hold the log and every hand). Returns the task's status line."""
+    frames = "".join(traceback.format_tb(exc.__traceback__)) if exc is not None else ""
+    log.error("match %s failed: %s\n%s", plan.match_id, reason, frames)
+    for attempt in range(3):
+        try:
+            with factory() as session:
+                failed = lifecycle.fail_match(session, plan.match_id, reason)
+            if failed and settings is not None:
+                announce(settings, plan.tournament_id, "failed", [plan.match_id])
+            break
+        except TRANSIENT_DB_ERRORS:
+            if attempt == 2:  # the match stays running; its lease expires and the reaper takes it
+                log.error("match %s: could not record the failure (database unavailable)", plan.match_id)
+                return f"lost match {plan.match_id}: {reason}"
+            time.sleep(1.0 * (attempt + 1))
+    rate_if_done(factory, plan.tournament_id, plan.ruleset)
+    return f"failed match {plan.match_id} (attempt {plan.attempt}): {reason}"
+
+
+def rate_if_done(factory: sessionmaker[Session], tournament_id: int, ruleset: str) -> None:
+    """Step 5 when no match of the tournament is left to play; a database error here only
+    delays the ratings (the next rebuild has them)."""
+    try:
+        with factory() as session:
+            if lifecycle.tournament_done(session, tournament_id):
+                update_ratings(session, ruleset)
+    except DBAPIError as exc:
+        log.warning("ratings of %s not rebuilt: %s", ruleset, type(exc).__name__)
+
+
+def lease_owner() -> str:
+    """``host:pid:token``: who holds a match's lease (a new token per delivery)."""
+    return f"{socket.gethostname()[:64]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+class LeaseKeeper:
+    """A daemon thread renewing a claimed match's lease every ``lease_s / 6`` seconds while
+    the match is played (:func:`arena.lifecycle.renew_lease`). A renewal that fails for
+    a database error is tried again at the next tick; a lost lease (the reaper gave the
+    match to another delivery after it expired) is logged and the renewals stop: the result
+    is still stored once, by whichever delivery stores first."""
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        match_id: int,
+        owner: str,
+        lease_s: float,
+        claims: tuple[EndpointClaims, Claim] | None = None,
+    ):
+        self.factory, self.match_id, self.owner, self.lease_s = factory, match_id, owner, lease_s
+        self.claims = claims  # the match's endpoint claims, renewed with its lease
+        self._claims_lock = threading.Lock()
+        self.renewals = 0
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lease-{match_id}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def release_claims(self) -> None:
+        """Give the match's endpoint claims back now (its bots are not needed any more: the
+        store, and its retries, need no bot)."""
+        with self._claims_lock:
+            claims, self.claims = self.claims, None
+            if claims is not None:
+                claims[0].release(claims[1])
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(max(0.2, self.lease_s / 6)):
+            with self._claims_lock:  # never renewed after their release (a renewal re-adds)
+                if self.claims is not None:
+                    self.claims[0].renew(self.claims[1])
+            try:
+                with self.factory() as session:
+                    ok = lifecycle.renew_lease(session, self.match_id, self.owner, self.lease_s)
+            except DBAPIError as exc:
+                log.warning("match %s: lease not renewed (%s)", self.match_id, type(exc).__name__)
+                continue
+            if not ok:
+                if not self._stop.is_set():
+                    self.lost = True
+                    log.warning("match %s: lease lost (expired and taken over, or the match ended)", self.match_id)
+                return
+            self.renewals += 1
+
+
+class MatchDeferred(RuntimeError):
+    """A delivery not played now: a bot endpoint of the match holds as many matches as it may (:mod:`arena.runner.claims`). Nothing was claimed; the task sends
+    the match again after a countdown. ``str(exc)`` says which endpoint and why;
+    ``deferred_on_endpoint``: the matches refused on that endpoint in the last minute."""
+
+    def __init__(self, message: str, deferred_on_endpoint: int = 1):
+        super().__init__(message)
+        self.deferred_on_endpoint = deferred_on_endpoint
+
+
+@lru_cache(maxsize=4)
+def _claims(broker_url: str, hard: int, limit: int, lease_s: float) -> EndpointClaims:
+    return EndpointClaims(_redis(broker_url), hard=hard, limit=limit, lease_s=lease_s)
+
+
+def endpoint_claims(settings: Settings) -> EndpointClaims | None:
+    """The process's :class:`EndpointClaims` for ``settings``; None in eager mode or without
+    a Redis broker (no cap there)."""
+    if not live_enabled(settings):
+        return None
+    return _claims(settings.broker_url, settings.bot_max_matches, settings.bot_max_concurrency, float(settings.lease_s))
+
+
+def play_and_store(match_id: int, settings: Settings | None = None) -> str:
+    """Play match ``match_id`` and store its result (module docstring). Returns a status line:
+    ``"stored match N ..."``, ``"duplicate match N ..."``, ``"spooled match N ..."`` (left to
+    the reaper), ``"failed ..."`` (also when this worker's ``ARENA_ENCRYPTION_KEYS`` cannot
+    decrypt the bots' secrets: :func:`arena.lifecycle.claim_match`) or ``"skipped: ..."``.
+
+    Before the claim, the delivery takes a claim on each of its bots' endpoints
+    (:mod:`arena.runner.claims`): a bot already holding as many matches as it may is
+    not given one more thread.
+
+    Raises:
+        MatchDeferred: a bot endpoint of the match is busy; nothing was claimed (the task
+            sends the match again later).
+        sqlalchemy.exc.OperationalError: the database is unreachable (the task retries).
+        arena.runner.match.MatchError, engine.OptionsError: the stored match cannot be played
+            (bad data; the match stays ``running``).
+    Bots never make this raise: their failures are faults in the result.
+    """
+    settings = settings or Settings.from_env()
+    factory = _sessions(settings.database_url)
+    spooled = _store_spooled_first(settings, factory, int(match_id))
+    if spooled is not None:
+        return spooled
+    owner = lease_owner()
+    claims = endpoint_claims(settings)
+    claim: Claim | None = None
+    if claims is not None:
+        with factory() as session:
+            urls = lifecycle.match_bot_urls(session, int(match_id))
+        got = claims.take(int(match_id), urls)
+        if isinstance(got, Refused):
+            raise MatchDeferred(f"match {match_id} deferred: {got}", got.deferred)
+        claim = got
+    with factory() as session:
+        try:
+            claimed = lifecycle.claim_match(session, int(match_id), owner=owner, lease_s=settings.lease_s)
+        except BaseException:
+            if claims is not None and claim is not None:
+                claims.release(claim)
+            raise
+    if isinstance(claimed, lifecycle.Skipped):
+        if claims is not None and claim is not None:
+            claims.release(claim)
+        if claimed.reason is lifecycle.SkipReason.NO_KEY and claimed.tournament_id is not None:
+            # this worker's key cannot decrypt the bots' secrets: the match failed, not played
+            line = f"failed match {int(match_id)} (not played): {claimed.message}"
+            log.error("%s", line)
+            announce(settings, claimed.tournament_id, "failed", [int(match_id)])
+            rate_if_done(factory, claimed.tournament_id, claimed.ruleset or "")
+            return line
+        log.info("skipped: %s", claimed.message)
+        if claimed.reason is lifecycle.SkipReason.CANCELLED and claimed.tournament_id is not None:
+            # the last match of a cancelled tournament: rate the others
+            with factory() as session:
+                if lifecycle.tournament_done(session, claimed.tournament_id):
+                    update_ratings(session, claimed.ruleset or "")
+        return f"skipped: {claimed.message}"
+    plan = claimed.plan
+    announce(settings, plan.tournament_id, "claimed", [plan.match_id])
+    keeper = LeaseKeeper(
+        factory,
+        plan.match_id,
+        owner,
+        settings.lease_s,
+        claims=(claims, claim) if claims is not None and claim is not None else None,
+    )
+    keeper.start()
+    try:
+        return _play_claimed(plan, settings, factory, keeper)
+    finally:
+        keeper.stop()
+        keeper.release_claims()
+
+
+def _store_spooled_first(settings: Settings, factory: sessionmaker[Session], match_id: int) -> str | None:
+    """A delivery of a match whose played result waits in the spool (its worker gave up or
+    died during a database outage) stores that result instead of playing the match again:
+    returns the status line, or None when there is no spooled result of this database's
+    match (or Redis cannot be read: the claim decides, as before)."""
+    client = spool_client(settings)
+    if client is None:
+        return None
+    try:
+        record = spool.get(client, match_id)
+        if record is None:
+            return None
+        outcome = store_from_spool(settings, factory, client, record)
+    except redis.RedisError as exc:
+        log.warning("match %s: spool not read (%s)", match_id, type(exc).__name__)
+        return None
+    if outcome in (spool.Outcome.FOREIGN, spool.Outcome.UNUSABLE):
+        return None
+    return f"{outcome} match {match_id} (attempt {record.attempt}) from the spool"
+
+
+def _play_claimed(
+    plan: MatchPlan, settings: Settings, factory: sessionmaker[Session], keeper: LeaseKeeper | None = None
+) -> str:
+    try:
+        bound = longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options)
+    except Exception as exc:  # stored options the engine refuses: an internal error
+        return _fail(factory, plan, internal_reason("preparing", exc), exc, settings)
+    vt = visibility_timeout(settings)
+    if bound > vt:
+        log.warning(
+            "match %s may last up to %.0f s, longer than the broker visibility timeout %d s: "
+            "it may be delivered twice (the result is still stored once)",
+            plan.match_id,
+            bound,
+            vt,
+        )
+    try:
+        match_log, players = play_plan(plan, settings)
+        if keeper is not None:
+            keeper.release_claims()
+        fields = result_fields(plan, match_log, players)
+    except Exception as exc:  # an internal error (bots' failures are faults, never exceptions)
+        return _fail(factory, plan, internal_reason("playing", exc), exc, settings)
+    kept = ResultSpool(settings, plan, match_log, fields)
+    try:
+        stored = store_with_retry(
+            factory, plan.match_id, match_log, fields, retry_s=settings.store_retry_s, on_retry=kept.save
+        )
+    except StoreFailed as exc:
+        if exc.transient and kept.saved:  # the reaper stores it when the database is back
+            line = (
+                f"spooled match {plan.match_id} (attempt {plan.attempt}): {exc}; the result waits in "
+                f"{spool.key(plan.match_id)} for the reaper"
+            )
+            log.error(line)
+            return line
+        kept.drop()  # nothing will store it: the match fails (the organizer may retry it)
+        return _fail(factory, plan, str(exc), exc.__cause__, settings)
+    kept.drop()
+    if keeper is not None:  # the match is over: a renewal now would only find it finished
+        keeper.stop()
+    if stored:
+        announce(settings, plan.tournament_id, "finished", [plan.match_id])
+    rate_if_done(factory, plan.tournament_id, plan.ruleset)
+    word = "stored" if stored else "duplicate"
+    line = (
+        f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, faults {fields['faults']}"
+    )
+    log.info(line)
+    return line

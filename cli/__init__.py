@@ -1,0 +1,153 @@
+"""The ``arena`` command line.
+
+Subcommands live in their owners' modules and are imported only when used, so a module
+that is missing or broken disables its own command and nothing else. To add one, write a
+click command or group in your module and add a line to :data:`COMMANDS`::
+
+    COMMANDS = {
+        "db": "arena.db_cli:db",          # name -> "module:attribute"
+    }
+
+Errors: a command raises :class:`click.ClickException` (or any other exception); the user
+sees one line ``Error: <message>`` and exit status 1, never a traceback. Set
+``ARENA_DEBUG=1`` to get the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from arena import __version__
+from arena.config import Settings
+
+#: Lazily loaded subcommands: command name -> "module:attribute" (a click.Command or Group).
+COMMANDS: dict[str, str] = {
+    "play": "cli.play:play",
+    "bots": "cli.play:bots",
+    "logs": "cli.tournament:logs",  # verify (cli.play) + download
+    "api": "cli.service:api",
+    "db": "cli.service:db",
+    "accounts": "cli.service:accounts",
+    "secrets": "cli.service:secrets_group",
+    "worker": "cli.worker:worker",
+    "beat": "cli.worker:beat",
+    "tournament": "cli.tournament:tournament",
+    "demo": "cli.demo:demo",
+}
+
+
+def _debug() -> bool:
+    return os.environ.get("ARENA_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+class LazyGroup(click.Group):
+    """A click group that also serves the commands named in a ``{name: "module:attr"}`` table."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy if lazy is not None else {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.commands:
+            return self.commands[name]
+        if name in self.lazy:
+            return self._load(name)
+        return None
+
+    def _load(self, name: str) -> click.Command:
+        target = self.lazy[name]
+        module_name, _, attr = target.partition(":")
+        try:
+            cmd = getattr(importlib.import_module(module_name), attr)
+        except Exception as exc:  # ImportError, AttributeError, or an error in the module
+            if _debug():
+                raise
+            return _unavailable(name, target, exc)
+        if not isinstance(cmd, click.Command):
+            return _unavailable(name, target, TypeError(f"{target} is not a click command"))
+        return cmd
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+            raise
+        except KeyboardInterrupt:
+            raise click.exceptions.Abort() from None
+        except Exception as exc:
+            if _debug():
+                raise
+            raise click.ClickException(_one_line(exc)) from exc
+
+
+def _unavailable(name: str, target: str, exc: BaseException) -> click.Command:
+    """A stand-in command that explains why ``name`` cannot be loaded."""
+    reason = _one_line(exc)
+
+    @click.command(
+        name,
+        help=f"(unavailable: {reason})",
+        short_help=f"(unavailable: {reason})",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        add_help_option=False,
+    )
+    def cmd() -> None:
+        raise click.ClickException(f"command '{name}' is unavailable ({target}): {reason}")
+
+    return cmd
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Daifugo Arena: REST API and tournament orchestration for Daifugo-family card-game bots."""
+
+
+@main.command()
+def version() -> None:
+    """Print the installed daifugo-arena version."""
+    click.echo(__version__)
+
+
+@main.command("config")
+def show_config() -> None:
+    """Print the effective settings (from ARENA_* environment variables)."""
+
+    settings = Settings.from_env()
+    for field, value in vars(settings).items():
+        click.echo(f"{field} = {value}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+
+
+def parse_options_json(text: str | None) -> dict:
+    """The ``--options`` JSON object of a command (rule-set options); ``{}`` when absent.
+
+    Raises:
+        click.BadParameter: not JSON, or not an object (names ``--options``).
+    """
+    import json
+
+    if not text:
+        return {}
+    try:
+        options = json.loads(text)
+    except ValueError as e:
+        raise click.BadParameter(f"not JSON: {e}", param_hint="--options") from None
+    if not isinstance(options, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--options")
+    return options

@@ -1,0 +1,352 @@
+"""``arena demo``: the whole service on embedded defaults, in one process, in a minute.
+
+What it does, in order (everything over real HTTP on 127.0.0.1):
+
+1. A fresh SQLite database ``DIR/arena.db`` (``--out DIR``, default ``./demo-output``),
+   migrated with Alembic; the environment is set to ``ARENA_DATABASE_URL`` = that file,
+   ``ARENA_CELERY_EAGER=1`` (matches run in-process: the Celery task's code, no broker) and
+   ``ARENA_ALLOW_PRIVATE_BOT_URLS=1`` (the bots live on 127.0.0.1).
+2. The REST API (:func:`api.create_app`) served by waitress on 127.0.0.1 (``--port``, or a
+   free port; :class:`cli.servers.WsgiServer`, with request deadlines against slow
+   clients), and an organizer account made by the code of ``arena accounts create --organizer``.
+3. Four sample bots (:data:`bots_sdk.samples.SAMPLE_BOTS`: heuristic, greedy and two random
+   bots) served over HTTP by :func:`bots_sdk.server.start`, each verifying the signing secret
+   the API gave it; four contestant accounts sign up through the API, register one bot each
+   and pass the bot check (``POST /bots/{id}/check``).
+4. The organizer creates and starts a round-robin tournament through the API. With the eager
+   executor the matches are played inside the start request (a background thread here), while
+   a progress bar polls ``GET /tournaments/{id}``.
+5. The standings table (``GET /tournaments/{id}/standings``), every match log downloaded
+   (``GET /tournaments/{id}/logs``) to ``DIR/logs`` and replayed through the engine (the check
+   of ``arena logs verify DIR/logs``), ``DIR/demo.json`` (API URL, tokens, tournament id), and
+   where to open the replay pages (``/ui/tournaments/<id>``). ``--serve`` keeps the API and
+   the pages up until Ctrl-C.
+
+Sizes are chosen to finish in well under two minutes on two cores (see :data:`DEMO_SIZES`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+import engine
+from api import create_app
+from arena.accounts import create_account
+from arena.config import Settings
+from arena.db.migrate import upgrade
+from arena.db.session import make_engine, make_sessionmaker
+from arena.runner.match import verify_logs
+from bots_sdk.samples import SAMPLE_BOTS
+from bots_sdk.server import start as start_bot
+from cli.client import ApiClient, ApiError, download_logs
+from cli.servers import WsgiServer
+from cli.tournament import progress_bar, standings_table
+
+#: Bots of the demo: (account name, bot name, sample bot, seed).
+DEMO_BOTS = (
+    ("alice", "heuristic", "heuristic", 1),
+    ("bob", "greedy", "greedy", 2),
+    ("carol", "random-1", "random", 3),
+    ("dave", "random-2", "random", 4),
+)
+#: Per rule set: games_per_pairing and options of the demo tournament, and how to say it.
+DEMO_SIZES: dict[str, dict[str, Any]] = {
+    "million_doubt": {
+        "games_per_pairing": 10,
+        "options": {},
+        "about": "6 pairings x 10 games (5 deals, each played from both seats)",
+    },
+    "trump_millionaire": {
+        "games_per_pairing": 1,
+        "options": {"target_score": 50},
+        "about": "1 table x 4 seat rotations, each a game to 50 points (target shortened from 100)",
+    },
+    "jdf": {
+        "games_per_pairing": 1,
+        "options": {"sets": 1},
+        "about": "1 table x 4 seat rotations, each a match of 1 set of 4 games (shortened from 3 sets)",
+    },
+}
+#: TIME-1 rules of the demo tournament, seconds (the service's defaults).
+DEMO_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _fresh_out_dir(out: Path) -> None:
+    """Create ``out`` and remove what an earlier demo left there (its database and logs only)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("arena.db", "arena.db-journal", "arena.db-wal", "arena.db-shm", "demo.json"):
+        (out / name).unlink(missing_ok=True)
+    logs = out / "logs"
+    if logs.is_dir():
+        for f in logs.glob("match-*.json*"):
+            f.unlink()
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C (SIGINT, even when inherited as ignored) and SIGTERM stop ``--serve``."""
+    import signal
+
+    def stop(_signum, _frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, stop)
+
+
+@dataclass
+class DemoResult:
+    """What :func:`run_demo` produced (for tests and the command's last lines)."""
+
+    api_url: str
+    tournament_id: int
+    organizer_token: str
+    standings: dict
+    log_paths: list[Path]
+    verified: int
+    failures: list[tuple[str, str]]
+    seconds: float
+
+
+def run_demo(
+    ruleset: str,
+    out: Path,
+    *,
+    port: int = 0,
+    serve: bool = False,
+    seed: int | None = None,
+    games_per_pairing: int | None = None,
+    console=None,
+) -> DemoResult:
+    """Run the demo (module docstring); prints to ``console`` (a rich Console).
+
+    With ``serve`` the API keeps running after the tournament until KeyboardInterrupt.
+
+    Raises:
+        click.ClickException: a step failed (the message says which), e.g. the port is taken.
+    """
+    from rich.console import Console
+
+    console = console or Console()
+    started = time.monotonic()
+    out = out.expanduser().resolve()
+    _fresh_out_dir(out)
+    db_url = f"sqlite:///{out / 'arena.db'}"
+    # Before any import that reads the settings (worker.celery_app builds its app at import).
+    os.environ.update(
+        {
+            "ARENA_DATA_DIR": str(out),
+            "ARENA_DATABASE_URL": db_url,
+            "ARENA_CELERY_EAGER": "1",
+            "ARENA_ALLOW_PRIVATE_BOT_URLS": "1",
+        }
+    )
+
+    settings = Settings.from_env()
+    size = DEMO_SIZES[ruleset]
+    gpp = games_per_pairing or size["games_per_pairing"]
+    seed = secrets.randbits(31) if seed is None else seed
+    console.print(
+        f"[bold]Daifugo Arena demo[/bold]: {ruleset}, 4 sample bots over HTTP, "
+        f"SQLite at {out / 'arena.db'}, matches run in-process (eager mode)"
+    )
+    console.print(
+        f"tournament size (kept small for the demo): {size['about'] if gpp == size['games_per_pairing'] else f'games_per_pairing {gpp}'}; "
+        f"time bank {DEMO_TIME_RULES['initial']:g} s +{DEMO_TIME_RULES['increment']:g} s per action; seed {seed}"
+    )
+
+    db_engine = make_engine(db_url)
+    upgrade(engine=db_engine)
+    with make_sessionmaker(db_engine)() as session:
+        _, organizer_token = create_account(session, "organizer", "organizer")
+
+    try:
+        api_server = WsgiServer(create_app(settings, engine=db_engine), port=port)
+    except OSError as exc:
+        db_engine.dispose()
+        raise click.ClickException(f"cannot serve the API on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    bot_servers = []
+    try:
+        console.print(f"API on {api_server.url}/api/v1 (OpenAPI at {api_server.url}/openapi.json)")
+        public = ApiClient(api_server.url, timeout_s=120.0)
+        organizer = public.with_token(organizer_token)
+        tokens = {"organizer": organizer_token}
+        bots: dict[int, str] = {}
+        for account, bot_name, sample, bot_seed in DEMO_BOTS:
+            acc = public.create_account(account)
+            tokens[account] = acc["token"]
+            contestant = public.with_token(acc["token"])
+            bot_port = _free_port()
+            bot = contestant.register_bot(bot_name, f"http://127.0.0.1:{bot_port}/", [ruleset])
+            server = start_bot(SAMPLE_BOTS[sample](seed=bot_seed), "127.0.0.1", bot_port, bot["secret"])
+            bot_servers.append(server)
+            checked = contestant.check_bot(bot["id"])
+            if checked["status"] != "ready":
+                raise click.ClickException(
+                    f"bot {bot_name} failed its check: {json.dumps(checked['last_check'])[:300]}"
+                )
+            contestant.close()
+            bots[bot["id"]] = bot_name
+            console.print(
+                f"  account {account}: bot {bot_name!r} ({sample}) at {server.url} -> id {bot['id']}, check passed"
+            )
+
+        t = organizer.create_tournament(
+            name=f"demo {ruleset}",
+            ruleset=ruleset,
+            participants=list(bots),
+            options=size["options"],
+            games_per_pairing=gpp,
+            seed=seed,
+            time_rules=DEMO_TIME_RULES,
+        )
+        tid = t["id"]
+        console.print(f"organizer: tournament {tid} created; starting it")
+
+        outcome: dict[str, Any] = {}
+
+        def start() -> None:
+            try:
+                with organizer.with_token(organizer_token) as c:
+                    outcome["started"] = c.start_tournament(tid, timeout_s=None)
+            except BaseException as exc:  # reported by the main thread
+                outcome["error"] = exc
+
+        starter = threading.Thread(target=start, name="demo-start", daemon=True)
+        starter.start()
+        with progress_bar(console) as bar:
+            task = bar.add_task("matches", total=None)
+            while True:
+                state = organizer.tournament(tid)
+                p = state["progress"]
+                bar.update(task, completed=p["finished"], total=p["total"] or None)
+                if state["status"] in ("finished", "cancelled") or "error" in outcome:
+                    break
+                if not starter.is_alive() and state["status"] != "running":
+                    break
+                time.sleep(0.25)
+        starter.join(timeout=30)
+        if "error" in outcome:
+            raise click.ClickException(f"starting tournament {tid} failed: {outcome['error']}")
+        if state["status"] != "finished":
+            raise click.ClickException(
+                f"tournament {tid} ended {state['status']} "
+                f"({state['progress']['finished']}/{state['progress']['total']} matches)"
+            )
+
+        standings = organizer.standings(tid)
+        console.print(standings_table(standings, bots, title=f"Standings: {ruleset} tournament {tid}"))
+        logs_dir = out / "logs"
+        paths = download_logs(organizer, tid, logs_dir)
+        verified, failures = verify_logs([logs_dir])
+        console.print(
+            f"logs: {len(paths)} match logs in {logs_dir}; replayed through the engine: "
+            f"{verified} verified, {len(failures)} failed"
+        )
+        console.print(f"  check again with: arena logs verify {logs_dir}", soft_wrap=True)
+        for path, reason in failures:
+            console.print(f"[red]FAILED {path}: {reason}[/red]")
+        (out / "demo.json").write_text(
+            json.dumps(
+                {
+                    "api_url": api_server.url,
+                    "database_url": db_url,
+                    "tournament_id": tid,
+                    "ruleset": ruleset,
+                    "seed": seed,
+                    "tokens": tokens,
+                    "bots": {str(k): v for k, v in bots.items()},
+                },
+                indent=2,
+            )
+        )
+        seconds = time.monotonic() - started
+        console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {out / 'demo.json'}")
+        result = DemoResult(api_server.url, tid, organizer_token, standings, paths, verified, failures, seconds)
+        page = f"{api_server.url}/ui/tournaments/{tid}"
+        if serve:
+            console.print(f"Open: {page}")
+            console.print(
+                f"API: {api_server.url}/api/v1 (organizer token in {out / 'demo.json'}); serving until Ctrl-C"
+            )
+            _stop_on_signals()
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                console.print("stopped")
+        else:
+            console.print(
+                f"Replay pages: run the demo with --serve (it prints `Open: {api_server.url.rsplit(':', 1)[0]}:8000/ui/tournaments/<id>`), "
+                f"or serve this database and open {'http://127.0.0.1:8000'}/ui/tournaments/{tid}:"
+            )
+            # the data folder too: it holds the key that decrypts the stored bot secrets
+            console.print(
+                f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL={db_url} {Path(sys.executable).parent / 'arena'} api --dev --port 8000",
+                soft_wrap=True,
+            )
+        organizer.close()
+        public.close()
+        return result
+    except ApiError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        for server in bot_servers:
+            server.close()
+        api_server.close()
+        db_engine.dispose()
+
+
+@click.command("demo")
+@click.option("--ruleset", "-r", type=click.Choice(list(engine.RULESETS)), default="million_doubt", show_default=True)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("demo-output"),
+    show_default=True,
+    help="Folder for the SQLite database, the logs and demo.json (earlier demo files there are replaced).",
+)
+@click.option(
+    "--serve", is_flag=True, help="Keep serving the API and the replay pages after the tournament (Ctrl-C stops)."
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Port of the API on 127.0.0.1 (default: 8000 with --serve, else a free port).",
+)
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Tournament seed (default: random, printed).")
+@click.option(
+    "--games-per-pairing",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Override the demo's size (million_doubt: even games per pairing; others: rounds of 4 rotations).",
+)
+def demo(
+    ruleset: str, out_dir: Path, serve: bool, port: int | None, seed: int | None, games_per_pairing: int | None
+) -> None:
+    """Run a round-robin tournament of four sample bots end to end on embedded defaults.
+
+    Real HTTP bots and API on 127.0.0.1, SQLite in --out, matches in-process; prints the
+    standings, writes every match log to DIR/logs and says where the replay pages are.
+    """
+    if port is None:
+        port = 8000 if serve else 0
+    run_demo(ruleset, out_dir, port=port, serve=serve, seed=seed, games_per_pairing=games_per_pairing)

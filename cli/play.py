@@ -1,0 +1,347 @@
+"""``arena play``, ``arena bots serve`` and ``arena logs verify``: the local runner and friends.
+
+``arena play`` runs matches with :func:`arena.runner.match.run_match`, the same code the service's
+workers run, so rules, time accounting and faults are identical; it only adds seat rotation
+across matches and a summary table.
+
+Bots are named by a sample name (``random``, ``greedy``, ``heuristic``), ``module:Class`` (a
+:class:`bots_sdk.Bot` subclass importable from the current directory), or an ``http(s)://``
+URL of a running bot.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+import engine
+from arena.runner.match import derive_seed, run_match, verify_logs, write_log
+from arena.runner.players import HttpPlayer, LocalPlayer
+from bots_sdk.bot import Bot
+from bots_sdk.samples import SAMPLE_BOTS
+from bots_sdk.server import serve
+from cli import parse_options_json
+from engine.timebank import TimeRules
+
+
+def resolve_bot(spec: str, seed: int | None = None) -> Any:
+    """A Bot instance for a sample name or ``module:Class``, or the URL itself for a URL.
+
+    Raises:
+        click.BadParameter: unknown name, module or class, or not a Bot.
+    """
+    if spec.startswith(("http://", "https://")):
+        return spec
+    if spec in SAMPLE_BOTS:
+        return SAMPLE_BOTS[spec](seed=seed)
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise click.BadParameter(
+            f"{spec!r} is not a sample bot ({', '.join(SAMPLE_BOTS)}), module:Class or http:// URL"
+        )
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise click.BadParameter(f"cannot load {spec!r}: {e}") from None
+    bot = cls() if isinstance(cls, type) else cls
+    if not isinstance(bot, Bot):
+        raise click.BadParameter(f"{spec!r} is not a bots_sdk.Bot subclass")
+    return bot
+
+
+def seat_plan(ruleset: str, specs: list[str]) -> tuple[list[str], str | None]:
+    """The bot specs of the match's players: 4-player rule sets repeat the given bots in
+    rotation up to 4 seats. Returns ``(specs, note)`` where ``note`` says what was filled."""
+    n = engine.SEATS[ruleset]
+    if len(specs) > n:
+        raise click.UsageError(f"{ruleset} seats {n} players; {len(specs)} bots given")
+    if len(specs) == n:
+        return list(specs), None
+    filled = [specs[i % len(specs)] for i in range(n)]
+    return (
+        filled,
+        f"{ruleset} needs {n} bots: seats filled by repeating the given bots in rotation ({', '.join(filled)})",
+    )
+
+
+@click.command("play")
+@click.argument("bots", nargs=-1, required=True)
+@click.option("--ruleset", "-r", type=click.Choice(list(engine.RULESETS)), default="million_doubt", show_default=True)
+@click.option(
+    "--games",
+    "-n",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Million Doubt: games in all; trump_millionaire/jdf: matches (one engine game each).",
+)
+@click.option(
+    "--games-per-match",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Million Doubt games per match (each dealt afresh, seats swapped every game).",
+)
+@click.option("--seed", type=int, default=None, help="Seed of everything (default: random, printed).")
+@click.option("--options", "options_json", default=None, help="Rule-set options as a JSON object.")
+@click.option(
+    "--time-bank",
+    type=click.FloatRange(min=0.001),
+    default=60.0,
+    show_default=True,
+    help="Initial bank, seconds (TIME-1).",
+)
+@click.option(
+    "--increment", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Added per action, seconds."
+)
+@click.option(
+    "--cap", type=click.FloatRange(min=0.001), default=None, help="Bank cap, seconds (default: the time bank)."
+)
+@click.option("--max-faults", type=click.IntRange(min=1), default=3, show_default=True, help="FAULT-3 limit per match.")
+@click.option("--secret", default=None, help="Signing secret sent to http:// bots.")
+@click.option(
+    "--logs",
+    "logs_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write each match log here (match-NNNN.json.gz, the service's format).",
+)
+@click.option("--log-requests", is_flag=True, help="Store every request body in the logs (large).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def play(
+    bots: tuple[str, ...],
+    ruleset: str,
+    games: int,
+    games_per_match: int,
+    seed: int | None,
+    options_json: str | None,
+    time_bank: float,
+    increment: float,
+    cap: float | None,
+    max_faults: int,
+    secret: str | None,
+    logs_dir: Path | None,
+    log_requests: bool,
+    quiet: bool,
+) -> None:
+    """Play BOTS against each other locally, under the service's rules and time accounting.
+
+    BOTS are sample names (random, greedy, heuristic), module:Class, or http:// URLs.
+    Seats are alternated (Million Doubt: swapped every game) or rotated (4-player) across
+    matches. Prints per-bot games, wins (firsts), mean score and faults.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    console = Console(stderr=False)
+    options = parse_options_json(options_json)
+    try:
+        engine.make_options(ruleset, options)
+        rules = TimeRules.from_seconds(time_bank, increment, cap if cap is not None else max(time_bank, 0.001))
+    except (engine.OptionsError, ValueError) as e:
+        raise click.UsageError(str(e)) from None
+    specs, note = seat_plan(ruleset, list(bots))
+    if seed is None:
+        seed = random.randrange(2**31)
+    if logs_dir is not None:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+    console.print(
+        f"{ruleset}: {' vs '.join(specs)} | seed {seed} | time bank {rules.initial_ms / 1000:g} s "
+        f"+{rules.increment_ms / 1000:g} s, cap {rules.cap_ms / 1000:g} s"
+    )
+    if note:
+        console.print(f"[yellow]{note}[/yellow]")
+
+    n = len(specs)
+    many_games = engine.get_ruleset(ruleset).games_per_match_option  # MD: a match is many engine games
+    if many_games:
+        plan = []
+        left = games
+        while left > 0:
+            plan.append(min(games_per_match, left))
+            left -= plan[-1]
+    else:
+        plan = [1] * games
+    total_games = sum(plan)
+    stats: dict[str, dict[str, float]] = {}
+    for s in dict.fromkeys(specs):
+        stats[s] = {"games": 0, "wins": 0, "score": 0, "faults": 0}
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet,
+        transient=False,
+    )
+    with progress:
+        task = progress.add_task("games", total=total_games)
+        for mi, count in enumerate(plan):
+            # rotate seats across matches (4-player: each bot sits in each seat in turn)
+            order = (
+                [specs[(i + mi) % n] for i in range(n)] if not many_games else (specs if mi % 2 == 0 else specs[::-1])
+            )
+            players = []
+            for i, spec in enumerate(order):
+                bot = resolve_bot(spec, seed=derive_seed(seed, 10_000 + mi * 8 + i))
+                players.append(bot)
+            # the operator's own machine and URLs: loopback/private bots are fine here
+            wrapped = [
+                HttpPlayer(p, secret, name=spec, allow_private=True) if isinstance(p, str) else LocalPlayer(p, spec)
+                for p, spec in zip(players, order)
+            ]
+            try:
+                log = run_match(
+                    wrapped,
+                    ruleset,
+                    options,
+                    seed=derive_seed(seed, mi),
+                    games=count,
+                    time_rules=rules,
+                    max_faults=max_faults,
+                    match_id=f"local-{seed}-{mi:04d}",
+                    log_requests=log_requests,
+                    on_game_end=lambda rec: progress.advance(task),
+                )
+            finally:
+                for w in wrapped:
+                    w.close()
+            for gm in log["games"]:
+                res = gm["result"]
+                for seat, p in enumerate(gm["seats"]):
+                    st = stats[order[p]]
+                    st["games"] += 1
+                    st["score"] += int(res["scores"][str(seat)])
+                    st["wins"] += 1 if int(res["ranks"][str(seat)]) == 1 else 0
+            for f in log["faults"]:
+                stats[order[f["player"]]]["faults"] += 1
+            if logs_dir is not None:
+                write_log(log, logs_dir / f"match-{mi:04d}.json.gz")
+
+    table = Table(title=f"{ruleset}: {total_games} game(s)")
+    for col in ("bot", "seat-games", "wins", "win rate", "mean score", "faults"):
+        table.add_column(col, justify="left" if col == "bot" else "right")
+    for spec, st in stats.items():
+        g = st["games"] or 1
+        table.add_row(
+            spec,
+            str(int(st["games"])),
+            str(int(st["wins"])),
+            f"{st['wins'] / g:.3f}",
+            f"{st['score'] / g:+.2f}",
+            str(int(st["faults"])),
+        )
+    console.print(table)
+    if logs_dir is not None:
+        console.print(f"logs: {len(plan)} match log(s) in {logs_dir}")
+
+
+@click.group("bots")
+def bots() -> None:
+    """Sample bots and your own bots as HTTP servers."""
+
+
+@bots.command("serve")
+@click.argument("name")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--secret", default=None, envvar="ARENA_BOT_SECRET", help="Signing secret to verify (env ARENA_BOT_SECRET)."
+)
+@click.option("--seed", type=int, default=None, help="Seed of a sample bot.")
+def bots_serve(name: str, host: str, port: int, secret: str | None, seed: int | None) -> None:
+    """Serve bot NAME (a sample name or module:Class) over HTTP until Ctrl-C."""
+
+    bot = resolve_bot(name, seed=seed)
+    if isinstance(bot, str):
+        raise click.BadParameter("serve a sample name or module:Class, not a URL")
+    serve(bot, host, port, secret)
+
+
+@click.group("logs")
+def logs() -> None:
+    """Match logs."""
+
+
+#: The tournament object ``arena logs download`` writes next to the logs (never read as a log).
+TOURNAMENT_FILE = "tournament.json"
+
+
+def _load_tournament(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"{path}: not a tournament JSON file ({exc})", param_hint="--tournament") from None
+    if not isinstance(data, dict) or "commitment" not in data:
+        raise click.BadParameter(f"{path}: not a tournament object of the API", param_hint="--tournament")
+    if data.get("seed") is None or data.get("salt") is None:
+        raise click.UsageError(
+            f"{path}: tournament {data.get('id')} has not revealed its seed yet (download again once it is finished)"
+        )
+    return data
+
+
+@logs.command("verify")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--skip-requests", is_flag=True, help="Do not rebuild requests to check their digests (faster).")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**63 - 1),
+    default=None,
+    help="The tournament's revealed seed: also check that every deal follows from it.",
+)
+@click.option("--salt", default=None, help="The tournament's revealed salt (hex), with --seed.")
+@click.option(
+    "--tournament",
+    "tournament_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The tournament JSON of the API (seed, salt, commitment, rules); default: "
+    f"a {TOURNAMENT_FILE} in a PATHS folder (written by `arena logs download`).",
+)
+def logs_verify(
+    paths: tuple[Path, ...], skip_requests: bool, seed: int | None, salt: str | None, tournament_file: Path | None
+) -> None:
+    """Replay every match log in PATHS (files or folders) through the engine and, with the
+    revealed seed (--seed/--salt or --tournament), check the seed commitment and that every
+    deal follows from the seed (docs/fairness.md).
+
+    Prints one line per failure and 'N verified, N failed'; exit status 1 on any failure.
+    """
+    if (seed is None) != (salt is None):
+        raise click.UsageError("give both --seed and --salt")
+    tournament = _load_tournament(tournament_file) if tournament_file is not None else None
+    if tournament_file is None and seed is None:
+        found = [p / TOURNAMENT_FILE for p in paths if p.is_dir() and (p / TOURNAMENT_FILE).is_file()]
+        if len(found) == 1:
+            try:
+                tournament = _load_tournament(found[0])
+            except click.UsageError as exc:  # not revealed yet: replay only
+                click.echo(f"{exc.message}; replaying only", err=True)
+    if tournament is not None:
+        seed, salt = int(tournament["seed"]), str(tournament["salt"])
+    ok, failures = verify_logs(paths, check_requests=not skip_requests, seed=seed, salt=salt, tournament=tournament)
+    if seed is not None:
+        click.echo(
+            f"deals checked against the revealed seed {seed} "
+            f"(commitment {tournament['commitment'] if tournament else 'from the logs'})"
+        )
+    for path, reason in failures:
+        click.echo(f"FAILED {path}: {reason}")
+    click.echo(f"{ok} verified, {len(failures)} failed")
+    if failures or ok == 0:
+        if ok == 0 and not failures:
+            click.echo("no log files found", err=True)
+        sys.exit(1)

@@ -1,0 +1,513 @@
+"""``arena tournament create|start|status|standings`` and ``arena logs download``: an
+organizer's commands, talking to a running API over HTTP (:class:`cli.client.ApiClient`).
+
+Every command takes ``--api URL`` (env ``ARENA_API_URL``, default ``http://127.0.0.1:8000``)
+and ``--token TOKEN`` (env ``ARENA_TOKEN``; an organizer's token for create/start). Errors
+are one line (``Error: HTTP 422 on POST /api/v1/tournaments: invalid request: json.participants:
+bot 9 does not exist``) and exit status 1.
+
+Output for scripts: stdout carries only the value asked for (``create``: the bare tournament
+id; ``status``: its summary line; ``standings``: the table), or the API's JSON answer with
+``--json`` (``create``, ``start``, ``resume``, ``status``, ``standings``); summaries of
+actions, progress bars and hints go to stderr.
+
+``arena logs`` is the group of :mod:`cli.play` (``verify``) with ``download`` added.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+import engine
+from cli import parse_options_json
+from cli.client import ApiClient, ApiError, download_logs
+from cli.play import logs as play_logs
+
+DEFAULT_API_URL = "http://127.0.0.1:8000"
+
+
+def _api_options(fn: Callable) -> Callable:
+    fn = click.option(
+        "--token", envvar="ARENA_TOKEN", default=None, show_envvar=True, help="Bearer token of your account."
+    )(fn)
+    fn = click.option(
+        "--api",
+        "api_url",
+        envvar="ARENA_API_URL",
+        default=DEFAULT_API_URL,
+        show_default=True,
+        show_envvar=True,
+        help="Base URL of the Arena API.",
+    )(fn)
+    return fn
+
+
+def _client(api_url: str, token: str | None) -> ApiClient:
+    if not token:
+        raise click.UsageError("no token: pass --token or set ARENA_TOKEN")
+    try:
+        return ApiClient(api_url, token)
+    except ApiError as exc:
+        raise click.BadParameter(str(exc), param_hint="--api") from None
+
+
+def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run an API call; an :class:`ApiError` becomes one ``Error:`` line (exit status 1)."""
+    try:
+        return fn(*args, **kwargs)
+    except ApiError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def progress_bar(console=None, *, transient: bool = False):
+    """The rich progress bar used by long operations (matches, downloads)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=transient,
+    )
+
+
+#: Seconds without progress and without a running match before ``--wait``/``--watch`` say
+#: that no worker takes the matches (``--worker-hint-after``, env ``ARENA_WORKER_HINT_S``).
+DEFAULT_WORKER_HINT_S = 15.0
+
+
+def no_worker_hint(tournament_id: int, stalled_s: float, queued: int, finished: int) -> str:
+    """The message shown when no match of a running tournament has been taken for a while."""
+    taken = "no worker has taken a match" if finished == 0 else "no worker has taken another match"
+    return (
+        f"Hint: {taken} of tournament {tournament_id} for {stalled_s:.0f} s ({queued} queued, "
+        f"0 running). Start one with `arena worker`, on a machine that reaches the API's "
+        f"broker and database (the same ARENA_BROKER_URL and ARENA_DATABASE_URL). "
+        f"If workers are running, the broker may have lost the queue (a Redis restart "
+        f"without persistence): `arena tournament resume {tournament_id}`."
+    )
+
+
+class StallWatch:
+    """Notices a running tournament whose matches no worker takes.
+
+    ``check(t)`` is given each polled tournament body. Once ``hint_after_s`` seconds have
+    passed without a newly finished match, it asks the API for the tournament's ``running``
+    matches; if there are none it returns :func:`no_worker_hint` (once per stall: progress
+    re-arms it), else None. Checks the API at most once per ``hint_after_s`` seconds.
+    ``hint_after_s`` None or 0: never.
+    """
+
+    def __init__(self, client: ApiClient, tournament_id: int, hint_after_s: float | None):
+        self.client, self.tournament_id, self.hint_after_s = client, tournament_id, hint_after_s
+        self._finished: int | None = None
+        self._since = self._checked = time.monotonic()
+        self._hinted = False
+
+    def _count(self, status: str) -> int:
+        body = self.client.request(
+            "GET", f"/tournaments/{self.tournament_id}/matches", params={"status": status, "per_page": 1}
+        )
+        return int(body["total"])
+
+    def check(self, t: dict) -> str | None:
+        now = time.monotonic()
+        finished = t["progress"]["finished"]
+        if finished != self._finished:
+            self._finished, self._since, self._checked, self._hinted = finished, now, now, False
+        if not self.hint_after_s or self._hinted or t["status"] != "running" or now - self._checked < self.hint_after_s:
+            return None
+        self._checked = now
+        try:  # the hint is a courtesy: an API hiccup here must not end the wait
+            if self._count("running"):
+                return None
+            queued = self._count("queued")
+        except ApiError:
+            return None
+        self._hinted = True
+        return no_worker_hint(self.tournament_id, now - self._since, queued, finished)
+
+
+def watch_progress(
+    client: ApiClient,
+    tournament_id: int,
+    console=None,
+    *,
+    poll_s: float = 0.5,
+    timeout_s: float | None = None,
+    hint_after_s: float | None = None,
+) -> dict:
+    """Show a progress bar of finished matches until the tournament is finished or cancelled;
+    returns the tournament's last state.
+
+    ``timeout_s``: give up after that many seconds (one ``Error:`` line). ``hint_after_s``:
+    print :func:`no_worker_hint` on ``console`` when no match has been taken for that many
+    seconds (see :class:`StallWatch`; None: never).
+    """
+    from rich.text import Text
+
+    stall = StallWatch(client, tournament_id, hint_after_s)
+    with progress_bar(console) as bar:
+        task = bar.add_task(f"tournament {tournament_id}", total=None)
+
+        def update(t: dict) -> None:
+            p = t["progress"]
+            bar.update(
+                task,
+                completed=p["finished"],
+                total=p["total"] or None,
+                description=f"tournament {tournament_id} ({t['status']})",
+            )
+            hint = stall.check(t)
+            if hint:
+                bar.console.print(Text(hint, style="yellow"))
+
+        return _call(client.wait_finished, tournament_id, poll_s=poll_s, timeout_s=timeout_s, on_progress=update)
+
+
+def standings_table(standings: dict, names: dict[int, str] | None = None, title: str | None = None):
+    """A rich Table of ``GET /tournaments/{id}/standings`` (``names``: bot id -> label)."""
+    from rich import box
+    from rich.table import Table
+
+    names = names or {}
+    table = Table(
+        title=title or f"standings of tournament {standings['tournament_id']} ({standings['ruleset']})",
+        caption=f"wins: games finished first; rating: openskill Plackett-Luce, ordinal = mu - 3 sigma; "
+        f"order: {standings['tie_break']}",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for col in ("#", "bot", "games", "wins", "mean ±95%", "faults", "mu ± sigma", "ordinal"):
+        table.add_column(col, justify="left" if col == "bot" else "right", no_wrap=True)
+    for r in standings["rows"]:
+        who = r["house_bot"] if r.get("bot_id") is None else names.get(r["bot_id"], f"bot {r['bot_id']}")
+        mean = "-" if r["mean_score"] is None else f"{r['mean_score']:+.2f}"
+        if r["ci95"] is not None:
+            mean += f" ± {r['ci95']:.2f}"
+        table.add_row(
+            str(r["rank"]),
+            str(who),
+            str(r["games"]),
+            str(r["wins"]),
+            mean,
+            str(r["faults"]),
+            f"{r['mu']:.2f} ± {r['sigma']:.2f}",
+            f"{r['ordinal']:.2f}",
+        )
+    return table
+
+
+def _echo_tournament(t: dict, *, err: bool = False) -> None:
+    """One summary line of a tournament (on stderr with ``err``: a message, not the output)."""
+    p = t["progress"]
+    name = f" {t['name']!r}" if t.get("name") else ""
+    click.echo(
+        f"tournament {t['id']}{name}: {t['ruleset']}, {t['status']}, "
+        f"{p['finished']}/{p['total']} matches finished, participants {t['participants']}, "
+        + (f"seed {t['seed']}" if t.get("seed") is not None else "seed secret")
+        + (f", commitment {t['commitment']}" if t.get("commitment") else ""),
+        err=err,
+    )
+
+
+def _echo_json(body: Any) -> None:
+    click.echo(json.dumps(body, indent=2))
+
+
+def _echo_result(t: dict, as_json: bool) -> None:
+    """A command's tournament answer: JSON on stdout with ``--json``, else the summary on stderr."""
+    if as_json:
+        _echo_json(t)
+    else:
+        _echo_tournament(t, err=True)
+
+
+@click.group("tournament")
+def tournament() -> None:
+    """Organize round-robin tournaments through the API (create, start, status, standings)."""
+
+
+@tournament.command("create")
+@_api_options
+@click.option("--ruleset", "-r", type=click.Choice(list(engine.RULESETS)), required=True)
+@click.option(
+    "--bot",
+    "bots",
+    type=click.IntRange(min=1),
+    multiple=True,
+    required=True,
+    help="Participant bot id (repeat; the bots must be 'ready').",
+)
+@click.option("--name", default="", help="Tournament name.")
+@click.option(
+    "--games-per-pairing",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="million_doubt: games per match (even); 4-player rule sets: rounds of 4 seat rotations per table.",
+)
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Tournament seed (default: random).")
+@click.option(
+    "--options", "options_json", default=None, help="Rule-set options as JSON, e.g. '{\"target_score\": 50}'."
+)
+@click.option("--time-bank", type=float, default=60.0, show_default=True, help="TIME-1 initial bank, seconds.")
+@click.option("--increment", type=float, default=10.0, show_default=True, help="Added per action, seconds.")
+@click.option("--cap", type=float, default=None, help="Largest bank, seconds (default: the time bank).")
+@click.option("--max-faults", type=click.IntRange(min=1), default=3, show_default=True, help="FAULT-3 limit per match.")
+@click.option("--fill-with-house-bots", is_flag=True, help="Fill missing seats with house sample bots.")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def tournament_create(
+    api_url: str,
+    token: str | None,
+    ruleset: str,
+    bots: tuple[int, ...],
+    name: str,
+    games_per_pairing: int,
+    seed: int | None,
+    options_json: str | None,
+    time_bank: float,
+    increment: float,
+    cap: float | None,
+    max_faults: int,
+    fill_with_house_bots: bool,
+    as_json: bool,
+) -> None:
+    """Create a round-robin tournament (organizers).
+
+    Prints the bare tournament id on stdout (``id=$(arena tournament create ...)``) and a
+    summary line on stderr; with --json, the API's JSON answer on stdout instead.
+    """
+    options = parse_options_json(options_json)
+    body: dict[str, Any] = {
+        "name": name,
+        "ruleset": ruleset,
+        "participants": list(bots),
+        "options": options,
+        "games_per_pairing": games_per_pairing,
+        "max_faults": max_faults,
+        "fill_with_house_bots": fill_with_house_bots,
+        "time_rules": {"initial": time_bank, "increment": increment, "cap": time_bank if cap is None else cap},
+    }
+    if seed is not None:
+        body["seed"] = seed
+    with _client(api_url, token) as client:
+        t = _call(client.create_tournament, **body)
+    if as_json:
+        _echo_json(t)
+        return
+    _echo_tournament(t, err=True)
+    click.echo(t["id"])
+
+
+@tournament.command("start")
+@_api_options
+@click.argument("tournament_id", type=click.IntRange(min=1))
+@click.option("--wait", is_flag=True, help="Show a progress bar until every match is finished.")
+@click.option(
+    "--poll", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="Seconds between polls (--wait)."
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds to --wait at most (then Error:, exit status 1; default: no limit).",
+)
+@click.option(
+    "--worker-hint-after",
+    "hint_after_s",
+    type=click.FloatRange(min=0),
+    envvar="ARENA_WORKER_HINT_S",
+    default=DEFAULT_WORKER_HINT_S,
+    show_default=True,
+    show_envvar=True,
+    help="Seconds without progress and no running match before --wait says that no worker takes "
+    "the matches (0: never).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer (with --wait: the final state).")
+def tournament_start(
+    api_url: str,
+    token: str | None,
+    tournament_id: int,
+    wait: bool,
+    poll: float,
+    timeout_s: float | None,
+    hint_after_s: float,
+    as_json: bool,
+) -> None:
+    """Start a tournament (organizers): its schedule is stored and its matches are queued.
+
+    The summary line, the progress bar (--wait) and hints go to stderr; stdout gets nothing,
+    or the JSON answer with --json. With --wait, a hint names `arena worker` when no match
+    has been taken for --worker-hint-after seconds.
+    """
+    from rich.console import Console
+
+    with _client(api_url, token) as client:
+        t = _call(client.start_tournament, tournament_id, timeout_s=None)
+        _echo_tournament(t, err=True)
+        if wait:
+            t = watch_progress(
+                client, tournament_id, Console(stderr=True), poll_s=poll, timeout_s=timeout_s, hint_after_s=hint_after_s
+            )
+            _echo_tournament(t, err=True)
+    if as_json:
+        _echo_json(t)
+
+
+@tournament.command("resume")
+@_api_options
+@click.argument("tournament_id", type=click.IntRange(min=1))
+@click.option(
+    "--include-running", is_flag=True, help="Also re-enqueue matches marked running (their worker may be gone)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def tournament_resume(
+    api_url: str, token: str | None, tournament_id: int, include_running: bool, as_json: bool
+) -> None:
+    """Re-enqueue the matches of a running tournament that have no result (organizers). Not
+    needed after a crash when ``arena beat`` runs: its reaper does this by itself. Summary on
+    stderr (--json: JSON on stdout)."""
+    with _client(api_url, token) as client:
+        t = _call(client.resume_tournament, tournament_id, include_running=include_running)
+    _echo_result(t, as_json)
+
+
+@tournament.command("retry")
+@_api_options
+@click.argument("tournament_id", type=click.IntRange(min=1))
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def tournament_retry(api_url: str, token: str | None, tournament_id: int, as_json: bool) -> None:
+    """Play the failed matches of a tournament again (organizers); ``status`` lists them.
+    Summary on stderr (--json: JSON on stdout)."""
+    with _client(api_url, token) as client:
+        t = _call(client.retry_tournament, tournament_id)
+    _echo_result(t, as_json)
+
+
+@tournament.command("status")
+@_api_options
+@click.argument("tournament_id", type=click.IntRange(min=1))
+@click.option("--watch", is_flag=True, help="Show a progress bar until the tournament is finished or cancelled.")
+@click.option(
+    "--poll", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="Seconds between polls (--watch)."
+)
+@click.option(
+    "--worker-hint-after",
+    "hint_after_s",
+    type=click.FloatRange(min=0),
+    envvar="ARENA_WORKER_HINT_S",
+    default=DEFAULT_WORKER_HINT_S,
+    show_default=True,
+    show_envvar=True,
+    help="Seconds without progress and no running match before --watch says that no worker takes "
+    "the matches (0: never).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def tournament_status(
+    api_url: str, token: str | None, tournament_id: int, watch: bool, poll: float, hint_after_s: float, as_json: bool
+) -> None:
+    """Status and progress (finished/total matches) of a tournament: one summary line on
+    stdout (--json: the API's JSON answer); the --watch progress bar and hints on stderr."""
+    from rich.console import Console
+
+    with _client(api_url, token) as client:
+        t = (
+            watch_progress(client, tournament_id, Console(stderr=True), poll_s=poll, hint_after_s=hint_after_s)
+            if watch
+            else _call(client.tournament, tournament_id)
+        )
+        failed = (
+            []
+            if as_json or t["status"] not in ("running", "finished")
+            else [m for m in _call(client.matches, tournament_id) if m.get("status") == "failed"]
+        )
+    if as_json:
+        _echo_json(t)
+    else:
+        _echo_tournament(t)
+        for m in failed:  # not a bot's fault: the organizer may retry them
+            click.echo(f"match {m['id']} failed: {m.get('failure') or 'no reason recorded'}")
+        if failed:
+            click.echo(f"{len(failed)} failed match(es): arena tournament retry {tournament_id}")
+
+
+@tournament.command("standings")
+@_api_options
+@click.argument("tournament_id", type=click.IntRange(min=1))
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def tournament_standings(api_url: str, token: str | None, tournament_id: int, as_json: bool) -> None:
+    """Standings of a tournament: games, wins, mean score ±95%, faults, rating."""
+    from rich.console import Console
+
+    with _client(api_url, token) as client:
+        s = _call(client.standings, tournament_id)
+        names = _bot_names(client)
+    if as_json:
+        _echo_json(s)
+        return
+    Console().print(standings_table(s, names))
+
+
+def _bot_names(client: ApiClient) -> dict[int, str]:
+    """Bot id -> name of the bots this account may list (organizers: all); {} on error."""
+    try:
+        names: dict[int, str] = {}
+        page = 1
+        while True:
+            body = client.request("GET", "/bots", params={"page": page, "per_page": 100})
+            names.update({b["id"]: b["name"] for b in body["items"]})
+            if len(names) >= body["total"] or not body["items"]:
+                return names
+            page += 1
+    except ApiError:
+        return {}
+
+
+# ---------------------------------------------------------------------------- arena logs
+
+
+@click.command("download")
+@_api_options
+@click.argument("tournament_id", type=click.IntRange(min=1))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder to write match-<id>.json.gz files into (created).",
+)
+def logs_download(api_url: str, token: str | None, tournament_id: int, out_dir: Path) -> None:
+    """Download every match log of a tournament you may read (verify with `arena logs verify DIR`)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with _client(api_url, token) as client:
+        t = _call(client.tournament, tournament_id)
+        with progress_bar(console) as bar:
+            task = bar.add_task("logs", total=t["progress"]["finished"] or None)
+            paths = _call(download_logs, client, tournament_id, out_dir, on_log=lambda _mid, _p: bar.advance(task))
+    click.echo(f"{len(paths)} log(s) of tournament {tournament_id} written to {out_dir}", err=True)
+
+
+def _logs_group() -> click.Group:
+
+    group = click.Group("logs", help="Match logs: verify (replay through the engine), download (from the API).")
+    for name, cmd in play_logs.commands.items():
+        group.add_command(cmd, name)
+    group.add_command(logs_download, "download")
+    return group
+
+
+logs = _logs_group()
