@@ -1,7 +1,8 @@
 """Bearer-token authentication and access rules.
 
 ``Authorization: Bearer <token>``; the SHA-256 of the token is looked up in ``accounts``.
-Missing, wrong or expired token (``accounts.token_expires_at``): 401. Contestants manage their own bots; organizers see every bot but
+Missing, wrong or expired token (``accounts.token_expires_at``): 401. Contestants manage their own bots;
+organizers see every bot but
 still cannot modify others' bots (403). What each account (or an anonymous reader of a public
 tournament) may read is :mod:`arena.access`.
 """

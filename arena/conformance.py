@@ -513,7 +513,8 @@ def check_bot(
 ) -> dict[str, Any]:
     """Run the URL check, the health check, the signature probe and the conformance games
     (module docstring), within ``limit_s`` seconds in all (None: no limit; past it the
-    conformance games stop after the bot's current decision and the check fails). ``on_progress(progress)`` gets ``{"stage": "url" | "health" |
+    conformance games stop after the bot's current decision and the check fails). ``on_progress(progress)``
+    gets ``{"stage": "url" | "health" |
     "signature" | "conformance" | "done", "rulesets": {ruleset: {kind: {"asked", "faults"}}}}``.
     Never raises for the bot's behaviour."""
     result: dict[str, Any] = {

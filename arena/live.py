@@ -11,7 +11,8 @@ publishes two JSON messages (in one round trip; a channel nobody listens to is s
   ``engine.Game.history`` gives them to a viewer who is no seat (public versions of private
   events: no hand, no face-down identity, no set-aside or blind card before its reveal, no
   card given or exchanged between two seats, MD-8 / TM-2 / TM-3 / JDF-2 / JDF-4), with the
-  ``hands`` left at a game's end removed too (the engine already gives them to the full view only; the post-game log has them);
+  ``hands`` left at a game's end removed too (the engine already gives them to the full view only; the
+  post-game log has them);
 - channel ``arena:live:match:<id>:full``: :func:`full_view`, the same plus every hand, the
   field and events in the full (log) view, for organizers.
 

@@ -21,7 +21,8 @@ One run (:func:`reap`):
    (:func:`broker_match_ids`, twice, 0.2 s apart); a ``queued`` match of a running tournament
    missing from them for ``ARENA_LOST_AFTER_S`` (60 s) is sent again: a Redis restart
    without persistence, or a message delivered to a worker that died before claiming it
-   (delivered more than ``ARENA_LOST_AFTER_S`` ago and still unclaimed). When Redis cannot be read, this step is skipped for the run.
+   (delivered more than ``ARENA_LOST_AFTER_S`` ago and still unclaimed). When Redis cannot be read, this step
+   is skipped for the run.
 
 3. **Stalled starts** (:func:`arena.lifecycle.stalled_tournaments`): a running
    tournament started more than ``ARENA_LOST_AFTER_S`` ago that still has ``pending``

@@ -167,7 +167,8 @@ def run_demo(
         f"SQLite at {out / 'arena.db'}, matches run in-process (eager mode)"
     )
     console.print(
-        f"tournament size (kept small for the demo): {size['about'] if gpp == size['games_per_pairing'] else f'games_per_pairing {gpp}'}; "
+        "tournament size (kept small for the demo): "
+        f"{size['about'] if gpp == size['games_per_pairing'] else f'games_per_pairing {gpp}'}; "
         f"time bank {DEMO_TIME_RULES['initial']:g} s +{DEMO_TIME_RULES['increment']:g} s per action; seed {seed}"
     )
 
@@ -293,12 +294,14 @@ def run_demo(
                 console.print("stopped")
         else:
             console.print(
-                f"Replay pages: run the demo with --serve (it prints `Open: {api_server.url.rsplit(':', 1)[0]}:8000/ui/tournaments/<id>`), "
+                "Replay pages: run the demo with --serve "
+                f"(it prints `Open: {api_server.url.rsplit(':', 1)[0]}:8000/ui/tournaments/<id>`), "
                 f"or serve this database and open {'http://127.0.0.1:8000'}/ui/tournaments/{tid}:"
             )
             # the data folder too: it holds the key that decrypts the stored bot secrets
             console.print(
-                f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL={db_url} {Path(sys.executable).parent / 'arena'} api --dev --port 8000",
+                f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL={db_url} "
+                f"{Path(sys.executable).parent / 'arena'} api --dev --port 8000",
                 soft_wrap=True,
             )
         organizer.close()

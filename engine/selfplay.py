@@ -1,7 +1,8 @@
 """Random self-play: a random legal player, for benchmarks and property tests.
 
 :func:`random_action` picks uniformly among :meth:`Game.legal_actions`; in Million Doubt it
-sometimes bluffs instead (any rule set whose ``LISTS_EVERY_PLAY`` is False) (random cards of the trick's count, some of them face down, kept only
+sometimes bluffs instead (any rule set whose ``LISTS_EVERY_PLAY`` is False) (random cards of the trick's
+count, some of them face down, kept only
 if the engine accepts the play, MD-3).
 """
 

@@ -294,8 +294,7 @@ class BotCheckLatest(MethodView):
             lifecycle.release_check(db(), check_id, str(exc))
             abort(503, f"the check could not be started: {exc}", headers={"Retry-After": "5"})
         db().expire_all()
-        check = db().get(BotCheck, check_id)
-        return check, 202, {"Location": check_path(bot_id, check_id)}
+        return db().get(BotCheck, check_id), 202, {"Location": check_path(bot_id, check_id)}
 
     @blp.doc(security=BEARER)
     @blp.response(200, BotCheckSchema)

@@ -98,7 +98,8 @@ _STATUS_MESSAGES: dict[str, str] = {
     "retrying": N_("retrying"),
 }
 
-#: English messages of ``static/replay.js`` and ``static/tournament_live.js`` (``{name}`` placeholders are filled in by the script).
+#: English messages of ``static/replay.js`` and ``static/tournament_live.js`` (``{name}`` placeholders are
+#: filled in by the script).
 JS_MESSAGES: tuple[str, ...] = (
     N_("Joker"),
     N_("face-down: {card}"),

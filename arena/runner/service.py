@@ -13,7 +13,8 @@ in-process through :mod:`arena.queue`). Steps:
    expires and the reaper (:mod:`arena.reaper`) sends the match again.
 2. Players, one per seat (seat = player index of :func:`arena.runner.match.run_match`): a bot seat
    is a :class:`arena.runner.semaphore.CappedHttpPlayer` (the bot's URL and signing secret, each
-   request holding a slot of its endpoint's cap in Redis, except in eager mode); a house seat (``house-1``...) is the sample bot
+   request holding a slot of its endpoint's cap in Redis, except in eager mode); a house seat
+   (``house-1``...) is the sample bot
    :data:`HOUSE_BOT` in-process, seeded from the attempt seed and the seat.
 3. :func:`arena.runner.match.run_match` with the tournament's rule set, options, time rules
    (seconds in the database -> ``TimeRules.from_seconds``), ``max_faults`` (FAULT-3), the
@@ -653,7 +654,8 @@ class LeaseKeeper:
 
 
 class MatchDeferred(RuntimeError):
-    """A delivery not played now: a bot endpoint of the match holds as many matches as it may (:mod:`arena.runner.claims`). Nothing was claimed; the task sends
+    """A delivery not played now: a bot endpoint of the match holds as many matches as it may
+    (:mod:`arena.runner.claims`). Nothing was claimed; the task sends
     the match again after a countdown. ``str(exc)`` says which endpoint and why;
     ``deferred_on_endpoint``: the matches refused on that endpoint in the last minute."""
 

@@ -3,7 +3,8 @@ Debian's Chromium driven by Playwright.
 
 - ``site`` (session): a migrated SQLite database holding accounts, bots and four finished
   tournaments (MD, JDF, TM with target score 20, a private MD) whose matches were really
-  played by ``arena.runner.match.run_match`` between sample bots in-process and stored with ``arena.lifecycle.store_result``, plus a running one; the
+  played by ``arena.runner.match.run_match`` between sample bots in-process and stored with
+  ``arena.lifecycle.store_result``, plus a running one; the
   API app (``api.create_app``) served by a werkzeug server on 127.0.0.1 in a thread.
 - ``chromium`` (session): path of the system Chromium; ``apt-get install -y chromium`` when
   ``/usr/bin/chromium`` is missing (never ``playwright install``), and ``fonts-noto-cjk``
