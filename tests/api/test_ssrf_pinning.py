@@ -9,10 +9,7 @@ a real HTTP server on 127.0.0.1 that records what reaches it.
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -24,54 +21,16 @@ from arena.runner.service import build_players
 from arena.url_policy import BotUrlError, check_bot_url
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
+from tests.fakes import FakeBot
 
 PUBLIC = "93.184.215.14"
 
 
-class RecordingBot:
-    """A real bot on 127.0.0.1: answers health checks and decisions, records Host headers."""
-
-    def __init__(self):
-        self.hosts: list[str] = []
-        player = SAMPLE_BOTS["greedy"]()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
-            def _send(self, body: bytes):
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self):
-                outer.hosts.append(self.headers["Host"])
-                self._send(b'{"name": "rec", "protocol": 1}')
-
-            def do_POST(self):
-                outer.hosts.append(self.headers["Host"])
-                message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                answer = player.decide(message) if message.get("type") == "decision" else {"ok": True}
-                self._send(json.dumps(answer).encode())
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
 def bot():
-    b = RecordingBot()
+    """A real bot on 127.0.0.1 (tests.fakes.FakeBot): answers health checks and decisions;
+    ``hosts`` records every request's Host header."""
+    b = FakeBot()
     yield b
     b.close()
 

@@ -5,7 +5,6 @@ SDK bots served over HTTP on 127.0.0.1 whose behaviour can be switched after the
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,13 +17,10 @@ from api import create_app
 from arena import matchlog
 from arena.accounts import create_account
 from arena.config import Settings
-from arena.db.migrate import upgrade
 from arena.db.models import Match, MatchLog, MatchResult, Tournament
 from arena.db.session import make_engine, make_sessionmaker
-from bots_sdk.bot import Bot
-from bots_sdk.server import connection_limit
-from bots_sdk.server import make_app as sdk_app
-from tests.helpers import create_pg_database
+from tests.fakes import FakeBot
+from tests.helpers import migrated_pg_database
 
 #: Seconds a test waits for a tournament to finish before it fails (never a timed assertion:
 #: only a guard against a hung task).
@@ -32,100 +28,14 @@ FINISH_TIMEOUT_S = 120.0
 
 
 def fresh_pg_database(pg_url: str) -> str:
-    """CREATE an empty database on the test server and migrate it; returns its URL."""
-    url = create_pg_database(pg_url, "w")
-    upgrade(url)
-    return url
+    """CREATE a database at the newest migration on the test server (a copy of the template
+    migrated once per process); returns its URL."""
+    return migrated_pg_database(pg_url, "w")
 
 
-class SwitchBot:
-    """A bot served over HTTP (waitress, the SDK's WSGI app) whose behaviour can change.
-
-    ``mode``: ``"ok"`` (the SDK app answers), ``"sleep"`` (sleeps ``sleep_s`` then answers),
-    ``"garbage"`` (200 with a body that is not JSON), ``"slow"`` (sleeps ``think_s`` then
-    answers: a bot that thinks), ``"gate"`` (holds every decision until ``gate`` is set),
-    ``"poison"`` (200 with the bodies of ``poison``, in turn).
-    ``down()`` closes the server (connection refused). ``max_in_flight`` is the largest number
-    of decision requests it served at once; ``posts`` counts every POST (notices too).
-    """
-
-    def __init__(self, bot: Bot, mode: str = "ok", sleep_s: float = 0.0):
-        from waitress.server import create_server
-
-        self.bot, self.mode, self.sleep_s = bot, mode, sleep_s
-        self.secret: str | None = None
-        self.inner = sdk_app(bot)
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.decisions = 0
-        self.posts = 0
-        self.gate = threading.Event()
-        self.poison: list[bytes] = []
-        self._lock = threading.Lock()
-        # as the SDK's server: many connections, fitted to the file limit, polled
-        self._server = create_server(
-            self.wsgi,
-            host="127.0.0.1",
-            port=0,
-            threads=8,
-            ident="switchbot",
-            connection_limit=connection_limit(),
-            asyncore_use_poll=True,
-        )
-        self.url = f"http://127.0.0.1:{self._server.effective_port}/"
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._server.run()
-        except (OSError, ValueError):
-            pass
-
-    def set_secret(self, secret: str) -> None:
-        self.secret = secret
-        self.inner = sdk_app(self.bot, secret)
-
-    def wsgi(self, environ, start_response):
-        if environ["REQUEST_METHOD"] != "POST":
-            return self.inner(environ, start_response)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length)
-        is_decision = b'"decision"' in body
-        with self._lock:
-            self.in_flight += is_decision
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            self.decisions += is_decision
-            self.posts += 1
-        try:
-            if is_decision and self.mode == "gate":
-                self.gate.wait(60)
-            if is_decision and self.mode == "garbage":
-                start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "15")])
-                return [b"<<not json!!>>\n"]
-            if is_decision and self.mode == "poison":
-                with self._lock:
-                    raw = self.poison[(self.decisions - 1) % len(self.poison)]
-                start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(raw)))])
-                return [raw]
-            if is_decision and self.mode in ("sleep", "slow"):
-                time.sleep(self.sleep_s)
-            import io
-
-            environ["wsgi.input"] = io.BytesIO(body)
-            return self.inner(environ, start_response)
-        finally:
-            with self._lock:
-                self.in_flight -= is_decision
-
-    def down(self) -> None:
-        if getattr(self, "_down", False):
-            return
-        self._down = True
-        self._server.close()
-        self._thread.join(timeout=5)
-
-    close = down
+#: The match-runner tests' name for the shared fake bot (tests.fakes.FakeBot: the SDK's
+#: server, behaviour switchable after the bot's check).
+SwitchBot = FakeBot
 
 
 class Arena:
