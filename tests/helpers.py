@@ -1,22 +1,158 @@
-"""Helpers shared by several test folders (import as ``tests.helpers``)."""
+"""Helpers shared by several test folders (import as ``tests.helpers``).
+
+- :func:`create_pg_database` / :func:`migrated_pg_database`: a new database on the test
+  PostgreSQL server, empty or at the newest migration (``CREATE DATABASE ... TEMPLATE`` of a
+  template migrated once per process).
+- :func:`migrated_sqlite_url`: a SQLite file at the newest migration (a copy of a file
+  migrated once per process).
+- :func:`mark_bot_checked`: store a finished check of a registered bot (``ready`` or
+  ``failed``) through the models, without playing the check's games.
+- :func:`examples`: a Hypothesis ``max_examples`` scaled by the loaded profile.
+- :func:`wait_until`: poll an observable state until it holds (never a sleep that orders
+  events; the timeout only guards against a hang).
+"""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import threading
+import time
 import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+from hypothesis import settings
 from sqlalchemy import create_engine, text
 
+from arena.db.migrate import upgrade
+from arena.db.models import Bot, BotCheck, utcnow
 from arena.db.session import normalize_url
 
+#: ``max_examples`` of the ``ci`` profile (tests/conftest.py): counts written for it run as is.
+CI_MAX_EXAMPLES = 100
 
-def create_pg_database(pg_url: str, prefix: str = "t") -> str:
-    """CREATE a new empty database on the test PostgreSQL server; returns its URL.
+_lock = threading.Lock()
+_pg_templates: dict[str, str] = {}
+_sqlite_template: list[Path] = []
+
+
+def examples(ci_count: int) -> int:
+    """``ci_count`` under the ``ci`` Hypothesis profile; under ``quick`` (max_examples 5) a
+    twentieth of it, at least 1."""
+    return max(1, ci_count * settings.default.max_examples // CI_MAX_EXAMPLES)
+
+
+#: Seconds :func:`wait_until` waits by default before it fails: a guard against a hang only.
+WAIT_TIMEOUT_S = 60.0
+
+
+def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = WAIT_TIMEOUT_S) -> Any:
+    """Poll ``condition()`` every 10 ms until it is truthy; return its value. After
+    ``timeout_s`` seconds raise ``AssertionError`` naming ``what`` (the state waited for)."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still not {what} after {timeout_s} s")
+        time.sleep(0.01)
+    return value
+
+
+def _admin_execute(pg_url: str, sql: str) -> None:
+    admin = create_engine(normalize_url(pg_url), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(sql))
+    finally:
+        admin.dispose()
+
+
+def _database_url(pg_url: str, name: str) -> str:
+    return normalize_url(pg_url).rsplit("/", 1)[0] + "/" + name
+
+
+def create_pg_database(pg_url: str, prefix: str = "t", template: str | None = None) -> str:
+    """CREATE a new database on the test PostgreSQL server (empty, or a copy of the database
+    ``template``); returns its URL.
 
     Each test gets its own database, so tests never see each other's rows.
     """
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(normalize_url(pg_url), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return normalize_url(pg_url).rsplit("/", 1)[0] + "/" + name
+    _admin_execute(pg_url, f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+    return _database_url(pg_url, name)
+
+
+def pg_template(pg_url: str) -> str:
+    """Name of this process's migrated template database on ``pg_url``'s server (made on first
+    use: one Alembic run per process and server)."""
+    with _lock:
+        name = _pg_templates.get(pg_url)
+        if name is None:
+            url = create_pg_database(pg_url, "tmpl")
+            upgrade(url)  # disposes its engine: no connection left, so it can be a template
+            name = _pg_templates[pg_url] = url.rsplit("/", 1)[1]
+        return name
+
+
+def migrated_pg_database(pg_url: str, prefix: str = "t") -> str:
+    """A new database at the newest migration (a copy of :func:`pg_template`); its URL."""
+    return create_pg_database(pg_url, prefix, template=pg_template(pg_url))
+
+
+def migrate_pg_database_in_place(url: str, pg_url: str) -> None:
+    """Make the empty database at ``url`` a copy of the migrated template (drop, then
+    ``CREATE DATABASE ... TEMPLATE``): the URL stays the same."""
+    name = url.rsplit("/", 1)[1]
+    template = pg_template(pg_url)
+    _admin_execute(pg_url, f'DROP DATABASE "{name}"')
+    _admin_execute(pg_url, f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+
+
+def migrated_sqlite_url(path: Path) -> str:
+    """Copy this process's migrated SQLite file to ``path``; returns ``sqlite:///<path>``."""
+    with _lock:
+        if not _sqlite_template:
+            folder = Path(tempfile.mkdtemp(prefix="arena-sqlite-template-"))
+            template = folder / "arena.db"
+            upgrade(f"sqlite:///{template}")
+            _sqlite_template.append(template)
+    shutil.copyfile(_sqlite_template[0], path)
+    return f"sqlite:///{path}"
+
+
+#: ``last_check`` of a bot marked passed by :func:`mark_bot_checked` (the shape of
+#: ``arena.conformance.check_bot``'s outcome, without the games' figures).
+PASSED_CHECK: dict[str, Any] = {"ok": True, "health": {"ok": True}, "conformance": {}}
+
+
+def mark_bot_checked(sessionmaker: Any, bot_id: int, result: dict[str, Any] | None = None) -> str:
+    """Store a finished check of bot ``bot_id`` (its current URL and rule sets) with ``result``
+    (default :data:`PASSED_CHECK`): a ``passed`` or ``failed`` ``bot_checks`` row, and the bot
+    ``ready`` or ``failed`` with it as ``last_check``; commit. Returns the bot's status."""
+    result = PASSED_CHECK if result is None else result
+    passed = bool(result.get("ok"))
+    now = utcnow()
+    with sessionmaker() as s:
+        bot = s.get(Bot, bot_id)
+        assert bot is not None, bot_id
+        s.add(
+            BotCheck(
+                bot_id=bot.id,
+                account_id=bot.owner_id,
+                status="passed" if passed else "failed",
+                url=bot.url,
+                rulesets=list(bot.rulesets),
+                previous_status=bot.status,
+                attempts=1,
+                result=result,
+                created_at=now,
+                started_at=now,
+                finished_at=now,
+                updated_at=now,
+            )
+        )
+        bot.status = "ready" if passed else "failed"
+        bot.last_check, bot.last_check_at = result, now
+        s.commit()
+        return bot.status

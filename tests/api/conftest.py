@@ -1,22 +1,25 @@
 """Fixtures of the API tests: a migrated database (SQLite file and real PostgreSQL), the app,
-accounts, and tiny real HTTP bot servers on 127.0.0.1."""
+accounts, and tiny real HTTP bot servers on 127.0.0.1.
+
+``engine`` copies a template migrated once per process (tests.helpers) instead of running
+Alembic per test. ``register_ready_bot`` runs the real check (its games against the bot);
+``register_checked_bot`` stores a passed check through the models (no game): the fixtures
+that only need ready bots use it."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from api import create_app
 from arena.accounts import create_account
 from arena.config import Settings
-from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
-from tests.helpers import create_pg_database
+from bots_sdk.samples import SAMPLE_BOTS
+from tests.fakes import FakeBot
+from tests.helpers import create_pg_database, mark_bot_checked, migrate_pg_database_in_place, migrated_sqlite_url
 
 
 def _fresh_pg_database(pg_url: str) -> str:
@@ -32,8 +35,12 @@ def database_url(request, tmp_path) -> str:
 
 
 @pytest.fixture
-def engine(database_url):
-    upgrade(database_url)
+def engine(request, database_url):
+    """An engine on ``database_url`` brought to the newest migration (a copy of the template)."""
+    if database_url.startswith("sqlite:///"):
+        migrated_sqlite_url(database_url.removeprefix("sqlite:///"))
+    else:
+        migrate_pg_database_in_place(database_url, request.getfixturevalue("pg_url"))
     eng = make_engine(database_url)
     yield eng
     eng.dispose()
@@ -107,76 +114,26 @@ def accounts(client, sessionmaker) -> Accounts:
     return Accounts(client, sessionmaker)
 
 
-class BotServer:
-    """A real HTTP server on 127.0.0.1 answering like a bot's health endpoint.
+def tiny_bot_server() -> FakeBot:
+    """A real bot on 127.0.0.1 (tests.fakes.FakeBot: the SDK's server) answering like a bot's
+    health endpoint, with ``url`` its origin (no last slash) for paths to be added.
 
-    Paths: ``/`` -> 200 {"name": "tiny", "protocol": 1}; ``/protocols`` -> 200 with a list;
-    ``/error`` -> 500; ``/redirect`` -> 302 to ``/``; ``/text`` -> 200 not JSON;
+    Paths: ``/`` -> 200 {"name": "tiny", "protocol": 1, "protocols": [1]}; ``/protocols`` -> 200
+    with a list; ``/error`` -> 500; ``/redirect`` -> 302 to ``/``; ``/text`` -> 200 not JSON;
     ``/noname`` -> 200 {"protocol": 1}. ``hits`` lists the paths requested by GET.
-    ``POST`` (any path) plays: a decision request is answered by the greedy sample bot, a
-    notice with ``{"ok": true}`` (so the conformance game of a bot check passes).
+    ``POST`` (any path) plays: a decision is answered by the greedy sample bot, a notice with
+    ``{"ok": true}`` (so the conformance game of a bot check passes); signatures unchecked.
     """
-
-    def __init__(self) -> None:
-        from bots_sdk.samples import SAMPLE_BOTS
-
-        self.hits: list[str] = []
-        self.player = SAMPLE_BOTS["greedy"]()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status: int, body: bytes, ctype: str = "application/json", extra=None):
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in (extra or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                message = json.loads(body)
-                if message.get("type") == "decision":
-                    answer = server.player.decide(message)
-                else:
-                    answer = {"ok": True}
-                self._send(200, json.dumps(answer).encode())
-
-            def do_GET(self):
-                server.hits.append(self.path)
-                if self.path == "/":
-                    self._send(200, json.dumps({"name": "tiny", "protocol": 1}).encode())
-                elif self.path == "/protocols":
-                    self._send(200, json.dumps({"name": "multi", "protocols": [1, 2]}).encode())
-                elif self.path == "/error":
-                    self._send(500, b'{"error": "boom"}')
-                elif self.path == "/redirect":
-                    self._send(302, b"", extra={"Location": "/"})
-                elif self.path == "/text":
-                    self._send(200, b"hello", "text/plain")
-                elif self.path == "/noname":
-                    self._send(200, b'{"protocol": 1}')
-                else:
-                    self._send(404, b"{}")
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    player = SAMPLE_BOTS["greedy"]()
+    player.name = "tiny"
+    server = FakeBot(player)
+    server.url = server.origin
+    return server
 
 
 @pytest.fixture
-def bot_server() -> Iterator[BotServer]:
-    server = BotServer()
+def bot_server() -> Iterator[FakeBot]:
+    server = tiny_bot_server()
     yield server
     server.close()
 
@@ -213,3 +170,13 @@ def register_ready_bot(client, headers, url: str, rulesets: list[str], name: str
     check, bot = run_check(client, bot_id, headers)
     assert check["status"] == "passed" and bot["status"] == "ready", check
     return bot_id
+
+
+def register_checked_bot(client, headers, url: str, rulesets: list[str], name: str = "bot") -> int:
+    """POST a bot and store a passed check of it (no game played: tests.helpers.mark_bot_checked);
+    returns its id, the bot ``ready``."""
+    r = client.post("/api/v1/bots", json={"name": name, "url": url, "rulesets": rulesets}, headers=headers)
+    assert r.status_code == 201, r.json
+    engine = client.application.extensions["arena"]["engine"]
+    assert mark_bot_checked(make_sessionmaker(engine), r.json["id"]) == "ready"
+    return r.json["id"]

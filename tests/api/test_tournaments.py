@@ -16,21 +16,22 @@ from arena.db.models import Rating, RatingHistory
 from arena.fairness import commitment
 from arena.lifecycle import store_result
 from arena.standings import rebuild_ratings
-from tests.api.conftest import register_ready_bot
+from tests.api.conftest import register_checked_bot, register_ready_bot
 
 
 @pytest.fixture
 def league(client, accounts, bot_server):
-    """An organizer, two contestants with 2 ready bots each (all rule sets)."""
+    """An organizer, two contestants with 2 ready bots each (all rule sets), checked through the
+    models (no check game: test_participants_must_be_checked_and_play_the_ruleset runs a real one)."""
     org = accounts.organizer("org")
     a = accounts.contestant("ann")
     b = accounts.contestant("ben")
     rs = ["million_doubt", "trump_millionaire", "jdf"]
     bots = {
-        "a1": register_ready_bot(client, a, bot_server.url + "/", rs, "a1"),
-        "a2": register_ready_bot(client, a, bot_server.url + "/", rs, "a2"),
-        "b1": register_ready_bot(client, b, bot_server.url + "/", rs, "b1"),
-        "b2": register_ready_bot(client, b, bot_server.url + "/", rs, "b2"),
+        "a1": register_checked_bot(client, a, bot_server.url + "/", rs, "a1"),
+        "a2": register_checked_bot(client, a, bot_server.url + "/", rs, "a2"),
+        "b1": register_checked_bot(client, b, bot_server.url + "/", rs, "b1"),
+        "b2": register_checked_bot(client, b, bot_server.url + "/", rs, "b2"),
     }
     return {"org": org, "a": a, "b": b, "bots": bots}
 

@@ -6,7 +6,6 @@ in time is sent and recorded, never silently."""
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 import pytest
@@ -19,6 +18,7 @@ from arena.runner.service import play_plan, result_fields
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import make_app as sdk_app
 from engine.timebank import TimeRules
+from tests.helpers import wait_until
 from tests.worker.conftest import SwitchBot
 
 
@@ -139,7 +139,8 @@ def test_a_match_waiting_for_a_busy_bot_idles_none_of_its_other_bots(redis_url, 
     first = threading.Thread(target=lambda: out.update(zip(("log", "players"), play_plan(_plan(1, [b, a]), settings))))
     first.start()
     try:
-        time.sleep(0.3)  # match 1 has sent B its start notice and waits for A's slot
+        # match 1 has sent B its start notice and waits for A's slot
+        wait_until(lambda: b.posts >= 1 and sem_a.waiting() >= 1, "match 1 waiting for A's slot")
         assert sem_b.holders() == 0 and first.is_alive()
         log2, players2 = play_plan(_plan(2, [b, c]), settings)
         fields2 = result_fields(_plan(2, [b, c]), log2, players2)
