@@ -1,18 +1,57 @@
 #!/usr/bin/env bash
-# THE test command: bash infra/test.sh [pytest args...]
+# THE test command: bash infra/test.sh [--fast] [pytest args...]
 #
+#   bash infra/test.sh            # everything (CI): PostgreSQL, Redis, workers, Chromium
+#   bash infra/test.sh --fast     # the inner loop (under a minute): no service at all
+#
+# Full run:
 # 1. infra/bootstrap.sh (.venv with the project and its dev extras; quick when done)
-# 2. starts throwaway PostgreSQL 15 and Redis (infra/postgres.sh, infra/redis.sh)
-# 3. exports ARENA_TEST_DATABASE_URL, ARENA_TEST_BROKER_URL, ARENA_ALLOW_PRIVATE_BOT_URLS=1
-# 4. runs .venv/bin/python -m pytest "$@"; stops both services on every exit path.
-# Pytest's exit code 5 (no tests collected) is turned into a failure (exit 1).
+# 2. starts a throwaway PostgreSQL 15 and one throwaway Redis per pytest-xdist worker
+#    (infra/postgres.sh, infra/redis.sh)
+# 3. exports ARENA_TEST_DATABASE_URL, ARENA_TEST_BROKER_URL (the first Redis),
+#    ARENA_TEST_BROKER_URLS (all of them, one per xdist worker), ARENA_ALLOW_PRIVATE_BOT_URLS=1
+# 4. runs .venv/bin/python -m pytest -n ARENA_TEST_WORKERS --dist loadfile "$@"; stops every
+#    service on every exit path.
+# --fast: no PostgreSQL, Redis, worker or browser: runs
+#    pytest -m "not services and not browser and not slow" with the quick Hypothesis profile
+#    (ARENA_HYPOTHESIS_PROFILE=quick) in one process; a -m of yours comes after and wins.
+# Either way the last line printed is pytest's summary line. Pytest's exit code 5 (no tests
+# collected) is turned into a failure (exit 1).
 #
-# Ports: ARENA_PG_PORT (default 54329) and ARENA_REDIS_PORT (default 63799); when one is
-# unset and its default port is taken (another run on this machine), a free port is used.
+# Env: ARENA_TEST_WORKERS  pytest-xdist workers of the full run (default 4: the tests mostly
+#        wait on real workers and bots, so more workers than cores pay); 0 runs in one process.
+#        When your args hold -n/--numprocesses, yours is used as it is.
+#      ARENA_PG_PORT (default 54329), ARENA_REDIS_PORT (default 63799, the first Redis): when
+#        one is unset and its default port is taken (another run on this machine), a free port
+#        is used; the other Redis servers always take free ports.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
+
+bash infra/bootstrap.sh
+
+FAST=0
+if [[ "${1:-}" == "--fast" ]]; then
+    FAST=1
+    shift
+fi
+
+collected_none() {  # pytest's exit code 5 is a failure here
+    echo "test.sh: pytest collected no tests: failing" >&2
+}
+
+if [[ $FAST -eq 1 ]]; then
+    export ARENA_HYPOTHESIS_PROFILE="${ARENA_HYPOTHESIS_PROFILE:-quick}"
+    export ARENA_ALLOW_PRIVATE_BOT_URLS=1
+    unset ARENA_TEST_DATABASE_URL ARENA_TEST_BROKER_URL ARENA_TEST_BROKER_URLS
+    set +e
+    .venv/bin/python -m pytest -p no:xdist -m "not services and not browser and not slow" "$@"
+    rc=$?
+    set -e
+    if [[ $rc -eq 5 ]]; then collected_none; rc=1; fi
+    exit "$rc"
+fi
 
 port_free() {  # true if nothing listens on 127.0.0.1:$1
     ! { exec 9<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || { exec 9>&- 9<&-; return 1; }
@@ -28,11 +67,28 @@ if [[ -z "${ARENA_REDIS_PORT:-}" ]]; then
 fi
 export ARENA_PG_PORT ARENA_REDIS_PORT
 
-bash infra/bootstrap.sh
+WORKERS="${ARENA_TEST_WORKERS:-4}"
+XDIST=()
+for arg in "$@"; do
+    case "$arg" in -n | -n[0-9]* | --numprocesses | --numprocesses=*) WORKERS=given ;; esac
+done
+if [[ "$WORKERS" == given ]]; then
+    WORKERS=4  # yours is used; one Redis each for up to 4 workers
+elif [[ "$WORKERS" -gt 0 ]]; then
+    XDIST=(-n "$WORKERS" --dist loadfile)
+fi
+
+REDIS_PORTS=("$ARENA_REDIS_PORT")
+for ((i = 1; i < WORKERS; i++)); do
+    REDIS_PORTS+=("$(free_port)")
+done
 
 cleanup() {
     local rc=$?
-    bash infra/redis.sh stop || true
+    local port
+    for port in "${REDIS_PORTS[@]}"; do
+        ARENA_REDIS_PORT="$port" bash infra/redis.sh stop || true
+    done
     bash infra/postgres.sh stop || true
     exit "$rc"
 }
@@ -41,17 +97,18 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 ARENA_TEST_DATABASE_URL="$(bash infra/postgres.sh start)"
-ARENA_TEST_BROKER_URL="$(bash infra/redis.sh start)"
-export ARENA_TEST_DATABASE_URL ARENA_TEST_BROKER_URL
+ARENA_TEST_BROKER_URLS=""
+for port in "${REDIS_PORTS[@]}"; do
+    ARENA_TEST_BROKER_URLS+="$(ARENA_REDIS_PORT="$port" bash infra/redis.sh start) "
+done
+ARENA_TEST_BROKER_URL="${ARENA_TEST_BROKER_URLS%% *}"
+export ARENA_TEST_DATABASE_URL ARENA_TEST_BROKER_URL ARENA_TEST_BROKER_URLS
 export ARENA_ALLOW_PRIVATE_BOT_URLS=1
-echo "test.sh: PostgreSQL $ARENA_TEST_DATABASE_URL, Redis $ARENA_TEST_BROKER_URL" >&2
+echo "test.sh: PostgreSQL $ARENA_TEST_DATABASE_URL, Redis $ARENA_TEST_BROKER_URLS" >&2
 
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "${XDIST[@]}" "$@"
 rc=$?
 set -e
-if [[ $rc -eq 5 ]]; then
-    echo "test.sh: pytest collected no tests: failing" >&2
-    rc=1
-fi
+if [[ $rc -eq 5 ]]; then collected_none; rc=1; fi
 exit "$rc"

@@ -12,6 +12,20 @@ Fixtures (all available everywhere under tests/):
   ``celery -A worker.celery_app worker`` process and returns once it has answered a ``ping``
   task; every worker it started is stopped at teardown. See :class:`WorkerHandle`.
 
+Marks: ``services`` (added to every test using a service fixture, below), ``browser``
+(Chromium; added to every test using the ``chromium``, ``browser`` or ``page`` fixture),
+``slow`` (set by hand on a test taking more than about 3 s: fuzzers, long property tests,
+real servers). ``bash infra/test.sh --fast`` leaves out all three.
+
+Hypothesis: profile ``ci`` (today's counts, the default) or ``quick`` (the ``--fast`` lane),
+chosen by ``ARENA_HYPOTHESIS_PROFILE``; a test with its own count writes
+``max_examples=tests.helpers.examples(n)`` (n in ``ci``, a twentieth of it in ``quick``).
+
+Under pytest-xdist (``-n N``) each worker process gets its own Redis server (the n-th of
+``ARENA_TEST_BROKER_URLS``, from ``infra/test.sh``), its own databases (uuid names, one
+PostgreSQL server) and its own Celery worker names and private queues: workers never share
+a queue, a key or a pub/sub channel.
+
 Where to put your own fixtures: a ``conftest.py`` in your tests/ subfolder (visible in that
 folder), or a module in ``tests/plugins/`` (every ``tests/plugins/*.py`` not starting with
 ``_`` is registered as a pytest plugin, so its fixtures and hooks are visible everywhere).
@@ -33,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # Test bots live on 127.0.0.1: the bot connections' SSRF policy (arena.bot_transport)
 # must allow loopback where a test does not choose, as infra/test.sh exports it.
@@ -46,6 +61,15 @@ PLUGINS_DIR = Path(__file__).resolve().parent / "plugins"
 WORKER_READY_TIMEOUT_S = 60.0
 #: Seconds a worker gets to exit after SIGTERM before it is SIGKILLed at teardown.
 WORKER_STOP_TIMEOUT_S = 15.0
+
+
+# --------------------------------------------------------------------------- hypothesis
+
+#: Environment variable naming the Hypothesis profile (``ci`` when unset).
+HYPOTHESIS_PROFILE_VAR = "ARENA_HYPOTHESIS_PROFILE"
+settings.register_profile("ci", max_examples=100)
+settings.register_profile("quick", max_examples=5)
+settings.load_profile(os.environ.get(HYPOTHESIS_PROFILE_VAR, "ci"))
 
 
 # --------------------------------------------------------------------------- plugins
@@ -73,6 +97,8 @@ def pytest_configure(config: pytest.Config) -> None:
 #: directly or through another fixture, gets the ``services`` marker (the fast lane
 #: ``-m "not services"`` leaves it out).
 SERVICE_FIXTURES = frozenset({"pg_url", "redis_url", "celery_worker_factory"})
+#: Fixtures that drive Chromium: a test using one gets the ``browser`` marker.
+BROWSER_FIXTURES = frozenset({"chromium", "browser", "page"})
 
 
 def needs_services(item: pytest.Item) -> bool:
@@ -85,10 +111,13 @@ def needs_services(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test that needs PostgreSQL, Redis or a worker ``services``."""
+    """Mark every test that needs PostgreSQL, Redis or a worker ``services``, and every test
+    that drives Chromium ``browser``."""
     for item in items:
         if needs_services(item):
             item.add_marker(pytest.mark.services)
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
 
 
 # --------------------------------------------------------------------------- ports
@@ -158,7 +187,22 @@ def redis_url() -> Iterator[str]:
     Source: ``ARENA_TEST_BROKER_URL``, else ``infra/redis.sh`` on ``ARENA_REDIS_PORT``
     (default 63799, or a free port when that one is taken).
     """
+    own = _xdist_broker_url()
+    if own is not None:
+        yield own
+        return
     yield from _service("redis.sh", "ARENA_REDIS_PORT", 63799, "ARENA_TEST_BROKER_URL")
+
+
+def _xdist_broker_url() -> str | None:
+    """Under pytest-xdist worker ``gw<n>``: the n-th URL of ``ARENA_TEST_BROKER_URLS`` (one Redis
+    per worker, started by ``infra/test.sh``; pub/sub channels span Redis databases, so workers
+    get servers, not database numbers); None otherwise."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    urls = os.environ.get("ARENA_TEST_BROKER_URLS", "").split()
+    if not worker.startswith("gw") or not urls:
+        return None
+    return urls[int(worker[2:]) % len(urls)]
 
 
 # --------------------------------------------------------------------------- celery worker

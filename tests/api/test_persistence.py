@@ -195,7 +195,7 @@ def _check_four_player_plan(plan, entrants: list) -> tuple[int, list[int], int, 
     return seats[entrants[0]] // 4, counts, *_spread(tables, entrants)
 
 
-@pytest.mark.parametrize("n", range(4, 129))
+@pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) if n > 64 else n for n in range(4, 129)])
 def test_four_player_schedule_for_every_field_size(n):
     """Issue 15: every bot at the same number of tables (and in each seat equally often), every
     pair meeting as evenly as the numbers allow (max - min <= 1, and every pair meets), each
@@ -249,6 +249,7 @@ def test_family_search_and_its_limits():
     assert line.startswith("16: ") and sched.family(16).per_entrant == 6
 
 
+@pytest.mark.slow
 def test_four_player_fields_beyond_the_stored_families_still_get_a_valid_schedule():
     for n in (129, 131):  # searched at run time, bounded; or the greedy fallback
         tables = sched.spread_tables(n, seed=5)
@@ -262,6 +263,7 @@ def test_four_player_fields_beyond_the_stored_families_still_get_a_valid_schedul
         sched.spread_tables(3, seed=1)
 
 
+@pytest.mark.slow
 def test_two_player_schedule_rounds_for_every_field_size():
     for n in range(2, 129):
         plan = build_schedule(2, list(range(n)), 2, seed=1)
@@ -338,6 +340,7 @@ def test_the_order_around_a_table_does_not_follow_bot_ids(n):
         assert build_schedule(4, list(range(100, 100 + n)), 1, seed) == matches  # reproducible
 
 
+@pytest.mark.slow
 def test_two_player_first_seats_are_shared_evenly_for_every_field_size():
     """With one game per pairing (odd), seat 0 goes to each bot as often as to any other,
     within one, for every field 2..128 (the lowest id used to get it in every match;

@@ -17,6 +17,7 @@ from engine.cards import CARD_NAMES, JOKER, full_deck
 from engine.forms import split
 from engine.game import InvalidAction
 from engine.selfplay import random_action
+from tests.helpers import examples
 
 CARD_SET = set(CARD_NAMES) - {"JK"}
 LOCAL_RULES_ON = {name: True for name in engine.LOCAL_RULES}
@@ -149,7 +150,7 @@ def play_checked(ruleset, seed, options=None, check_every=1, compare_every=0):
     return g
 
 
-@settings(max_examples=1500, derandomize=True, deadline=None)
+@settings(max_examples=examples(1500), derandomize=True, deadline=None)
 @given(st.integers(0, 2**31))
 def test_million_doubt_random_games(seed):
     g = play_checked("million_doubt", seed, compare_every=3)
@@ -162,7 +163,7 @@ def test_million_doubt_random_games(seed):
         assert len(g.hands[r["burst"]]) >= 11
 
 
-@settings(max_examples=6, derandomize=True, deadline=None)
+@settings(max_examples=examples(6), derandomize=True, deadline=None)
 @given(st.integers(0, 2**31), st.booleans())
 def test_trump_millionaire_whole_games(seed, local_rules):
     g = play_checked(
@@ -176,7 +177,7 @@ def test_trump_millionaire_whole_games(seed, local_rules):
     assert len([d for d in r["deals"] if not d["void"]]) >= 1
 
 
-@settings(max_examples=8, derandomize=True, deadline=None)
+@settings(max_examples=examples(8), derandomize=True, deadline=None)
 @given(st.integers(0, 2**31), st.booleans())
 def test_jdf_whole_matches(seed, local_rules):
     g = play_checked("jdf", seed, LOCAL_RULES_ON if local_rules else None, check_every=2, compare_every=7)
@@ -189,7 +190,7 @@ def test_jdf_whole_matches(seed, local_rules):
     assert sum(r["totals"].values()) == 12 * 6 + 3
 
 
-@settings(max_examples=60, derandomize=True, deadline=None)
+@settings(max_examples=examples(60), derandomize=True, deadline=None)
 @given(st.sampled_from(list(engine.RULESETS)), st.integers(0, 2**31), st.integers(0, 60), st.booleans())
 def test_forfeits_keep_cards_and_replay(ruleset, seed, at, local_rules):
     """FAULT-2 at any decision: the game still ends, cards are kept, the log replays."""

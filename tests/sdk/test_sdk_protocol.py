@@ -41,8 +41,8 @@ ALL_LOCAL = {name: True for name in engine.options.LOCAL_RULES}
     "ruleset,options",
     [
         ("million_doubt", {}),
-        ("trump_millionaire", {}),
-        ("trump_millionaire", ALL_LOCAL),
+        pytest.param("trump_millionaire", {}, marks=pytest.mark.slow),
+        pytest.param("trump_millionaire", ALL_LOCAL, marks=pytest.mark.slow),
         ("jdf", {"sets": 1}),
         ("jdf", {"sets": 1, **ALL_LOCAL}),
     ],
@@ -85,6 +85,7 @@ def test_docs_schemas_are_the_sdk_schemas():
         assert json.loads(doc.read_text()) == json.loads(sdk.read_text()), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ruleset", engine.RULESETS)
 @pytest.mark.parametrize("bot_name", list(SAMPLE_BOTS))
 def test_requests_and_sample_answers_validate(ruleset, bot_name):
@@ -162,7 +163,10 @@ def _cards_in(obj) -> Counter:
     return out
 
 
-@pytest.mark.parametrize("ruleset,games", [("million_doubt", 150), ("trump_millionaire", 2), ("jdf", 1)])
+@pytest.mark.parametrize(
+    "ruleset,games",
+    [pytest.param("million_doubt", 150, marks=pytest.mark.slow), ("trump_millionaire", 2), ("jdf", 1)],
+)
 def test_requests_never_show_hidden_cards(ruleset, games):
     """C-11, tracked independently of the engine's own event visibility: a request for seat
     s names no card that is now in another hand, face down and unrevealed on the field, or

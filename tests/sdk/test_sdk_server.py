@@ -130,6 +130,7 @@ def test_bank_accounting_over_http(bot_server):
     assert len({ex["unit"] for ex in exchanges}) > 1
 
 
+@pytest.mark.slow
 def test_arena_play_cli_by_url_and_logs_verify(bot_server, tmp_path):
     srv = bot_server(GreedyBot(), "k1")
     logs = tmp_path / "logs"
@@ -191,6 +192,7 @@ def test_arena_play_cli_by_url_and_logs_verify(bot_server, tmp_path):
     assert lines[0].startswith(f"FAILED {bad}")
 
 
+@pytest.mark.slow
 def test_server_answers_with_over_a_thousand_connections_open(bot_server):
     """The arena keeps one keep-alive connection per seat of every match it plays against a
     bot at once, from every worker process. waitress's defaults stop there: at 100
@@ -228,6 +230,7 @@ def test_server_answers_with_over_a_thousand_connections_open(bot_server):
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
+@pytest.mark.slow
 def test_server_under_a_low_file_limit_stops_accepting_instead_of_spinning(tmp_path):
     """The attacker's flood of a bot whose process may open only 1,024 files (a common
     default) and cannot raise it: the server serves at most 1,024 - FILE_RESERVE connections,

@@ -26,6 +26,7 @@ from arena.runner.answers import MAX_DEPTH, parse_answer
 from arena.runner.players import MAX_BODY_BYTES
 from arena.safejson import JsonLimitError, loads_limited
 from bots_sdk.samples import SAMPLE_BOTS
+from tests.helpers import examples
 from tests.worker.conftest import SwitchBot
 from tests.worker.test_answers import answer_path
 
@@ -157,7 +158,7 @@ def _parse_time(raw: bytes) -> float:
 
 
 @settings(
-    max_examples=400,
+    max_examples=examples(400),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

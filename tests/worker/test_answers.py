@@ -22,6 +22,7 @@ from arena.runner.answers import MAX_DEPTH, check_action, parse_answer, safe_tex
 from arena.runner.players import RECEIVED_LOG_CHARS
 from bots_sdk import protocol
 from engine.timebank import TimeRules
+from tests.helpers import examples
 
 GAMES = {rs: engine.new_game(rs, None, 7) for rs in engine.RULESETS}
 
@@ -167,7 +168,7 @@ def _json_text_bytes(value) -> bytes:
 
 def fuzz(n: int):
     return settings(
-        max_examples=n,
+        max_examples=examples(n),
         deadline=None,
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
