@@ -41,12 +41,28 @@ collected_none() {  # pytest's exit code 5 is a failure here
     echo "test.sh: pytest collected no tests: failing" >&2
 }
 
+# Bytecode caches are written (__pycache__/, gitignored): without them every run, and every
+# CLI or worker process a test starts, compiles the project and rewrites the tests again.
+unset PYTHONDONTWRITEBYTECODE
+
+# Temporary files (SQLite databases, logs, tmp_path) on tmpfs when there is one: a SQLite
+# commit is then no disk flush. Removed on exit.
+RUN_TMP=""
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+    RUN_TMP="$(mktemp -d /dev/shm/arena-tests.XXXXXX)"
+    chmod 755 "$RUN_TMP"  # PostgreSQL (another user) makes its folders below
+fi
+remove_run_tmp() {
+    if [[ -n "$RUN_TMP" ]]; then rm -rf "$RUN_TMP"; fi
+}
+
 if [[ $FAST -eq 1 ]]; then
     export ARENA_HYPOTHESIS_PROFILE="${ARENA_HYPOTHESIS_PROFILE:-quick}"
-    export ARENA_ALLOW_PRIVATE_BOT_URLS=1
+    export ARENA_ALLOW_PRIVATE_BOT_URLS=1 ARENA_TEST_FAST=1
     unset ARENA_TEST_DATABASE_URL ARENA_TEST_BROKER_URL ARENA_TEST_BROKER_URLS
+    trap remove_run_tmp EXIT
     set +e
-    .venv/bin/python -m pytest -p no:xdist -m "not services and not browser and not slow" "$@"
+    TMPDIR="${RUN_TMP:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest -p no:xdist -p no:schemathesis -m "not services and not browser and not slow" "$@"
     rc=$?
     set -e
     if [[ $rc -eq 5 ]]; then collected_none; rc=1; fi
@@ -90,6 +106,7 @@ cleanup() {
         ARENA_REDIS_PORT="$port" bash infra/redis.sh stop || true
     done
     bash infra/postgres.sh stop || true
+    remove_run_tmp
     exit "$rc"
 }
 trap cleanup EXIT
@@ -107,7 +124,7 @@ export ARENA_ALLOW_PRIVATE_BOT_URLS=1
 echo "test.sh: PostgreSQL $ARENA_TEST_DATABASE_URL, Redis $ARENA_TEST_BROKER_URLS" >&2
 
 set +e
-.venv/bin/python -m pytest "${XDIST[@]}" "$@"
+TMPDIR="${RUN_TMP:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest "${XDIST[@]}" "$@"
 rc=$?
 set -e
 if [[ $rc -eq 5 ]]; then collected_none; rc=1; fi

@@ -33,6 +33,7 @@ folder), or a module in ``tests/plugins/`` (every ``tests/plugins/*.py`` not sta
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import itertools
 import os
@@ -108,6 +109,35 @@ def needs_services(item: pytest.Item) -> bool:
         return True
     callspec = getattr(item, "callspec", None)
     return callspec is not None and callspec.params.get("database_url") == "postgresql"
+
+
+#: Set to ``1`` by ``infra/test.sh --fast``: a test module whose module-level ``pytestmark``
+#: names one of ``LEFT_OUT_BY_FAST`` is not even imported (all its tests are left out).
+FAST_LANE_VAR = "ARENA_TEST_FAST"
+LEFT_OUT_BY_FAST = frozenset({"services", "browser", "slow"})
+
+
+def _module_marks(path: Path) -> set[str]:
+    """Names ``pytest.mark.<name>`` written in the module-level ``pytestmark`` of ``path``."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return set()
+    marks: set[str] = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets):
+            marks |= {a.attr for a in ast.walk(node.value) if isinstance(a, ast.Attribute)}
+    return marks
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In the fast lane, skip importing a test module marked as a whole services, browser or slow."""
+    if os.environ.get(FAST_LANE_VAR) != "1" or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    return True if _module_marks(collection_path) & LEFT_OUT_BY_FAST else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

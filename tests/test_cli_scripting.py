@@ -116,6 +116,7 @@ def test_create_prints_the_bare_id_on_stdout(offline_api):
     assert body["id"] == 2 and body["status"] == "created" and done.stderr == ""
 
 
+@pytest.mark.slow
 def test_accounts_create_prints_the_bare_token_on_stdout(tmp_path):
     done = run(
         "accounts", "create", "--organizer", "boss", env={"ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'a.db'}"}
@@ -409,6 +410,7 @@ def _is_socket(path: Path) -> bool:
     return path.exists() and stat.S_ISSOCK(path.stat().st_mode)
 
 
+@pytest.mark.slow
 def test_two_api_servers_keep_their_own_control_sockets(tmp_path, free_port):
     home = tmp_path / "home"
     home.mkdir()

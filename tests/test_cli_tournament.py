@@ -59,6 +59,7 @@ def test_unknown_tournament_is_one_line(api):
     assert _one_error_line(done) == "Error: HTTP 404 on GET /api/v1/tournaments/99: tournament 99 not found"
 
 
+@pytest.mark.slow
 def test_bad_token_and_missing_token(api):
     done = run("tournament", "standings", "1", "--api", api["url"], "--token", "nope")
     assert _one_error_line(done) == "Error: HTTP 401 on GET /api/v1/tournaments/1/standings: invalid token"
@@ -66,6 +67,7 @@ def test_bad_token_and_missing_token(api):
     assert done.returncode == 2 and "no token: pass --token or set ARENA_TOKEN" in done.stderr
 
 
+@pytest.mark.slow
 def test_contestant_cannot_create_and_bad_participants_are_named(api):
     env = {"ARENA_API_URL": api["url"], "ARENA_TOKEN": api["contestant"]}
     done = run("tournament", "create", "--ruleset", "jdf", "--bot", "1", env=env)
@@ -79,6 +81,7 @@ def test_contestant_cannot_create_and_bad_participants_are_named(api):
     assert done.returncode == 2 and "must be a JSON object" in done.stderr
 
 
+@pytest.mark.slow
 def test_api_down_is_one_line(api, free_port):
     port = free_port()
     done = run("logs", "download", "1", "--out", "x", "--api", f"http://127.0.0.1:{port}", "--token", "t")

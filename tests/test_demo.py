@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlalchemy import create_engine, text
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,6 +28,7 @@ def _env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_demo_million_doubt(tmp_path):
     out = tmp_path / "demo"
     done = subprocess.run(
@@ -76,6 +78,7 @@ def test_demo_million_doubt(tmp_path):
     engine.dispose()
 
 
+@pytest.mark.slow
 def test_demo_serve_keeps_the_api_up(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -94,6 +94,7 @@ def test_a_tournament_log_follows_from_the_revealed_seed(ruleset):
     assert len(set(seeds)) == len(seeds)
 
 
+@pytest.mark.slow
 def test_verify_rejects_logs_whose_deals_do_not_follow_from_the_seed(tmp_path):
     good = _tournament_log("million_doubt", index=0)
     # 1. A log played in full from another seed, claiming to be match 1: replays, but is not fair.

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from cli.servers import MAX_HEAD_BYTES, REQUEST_BODY_TIMEOUT_S, REQUEST_HEAD_TIMEOUT_S
 
@@ -151,6 +152,7 @@ def _drips_hold_no_thread(port: int) -> None:
         bodies.close()
 
 
+@pytest.mark.slow
 def test_dripping_clients_hold_no_thread_of_arena_api(tmp_path, free_port):
     port = free_port()
     with _arena_api(tmp_path, port) as log:
@@ -158,6 +160,7 @@ def test_dripping_clients_hold_no_thread_of_arena_api(tmp_path, free_port):
     assert "no whole request in time" in log.read_text()
 
 
+@pytest.mark.slow
 def test_dripping_clients_hold_no_thread_of_the_demo_server(tmp_path, free_port):
     port = free_port()
     proc = subprocess.Popen(
@@ -214,6 +217,7 @@ def _status_lines(answer: bytes) -> list[bytes]:
     return re.findall(rb"HTTP/1\.1 \d{3} [^\r\n]*", answer)
 
 
+@pytest.mark.slow
 def test_arena_api_serves_requests_as_clients_send_them(tmp_path, free_port):
     port = free_port()
     host = b"Host: 127.0.0.1\r\n"

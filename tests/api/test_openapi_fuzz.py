@@ -13,16 +13,17 @@ from hypothesis import HealthCheck, given, settings
 from api import create_app
 from arena.accounts import create_account
 from arena.config import Settings
-from arena.db.migrate import upgrade
 from arena.db.models import Bot
 from arena.db.session import make_engine, make_sessionmaker
-from tests.api.conftest import _fresh_pg_database
+from tests.helpers import migrated_pg_database
+
+#: Real PostgreSQL and Redis (the fixture): named here so that ``test.sh --fast`` skips the file.
+pytestmark = pytest.mark.services
 
 
 @pytest.fixture
 def fuzz_app(pg_url, redis_url, tmp_path):
-    url = _fresh_pg_database(pg_url)
-    upgrade(url)
+    url = migrated_pg_database(pg_url)
     engine = make_engine(url)
     broker = redis_url.rsplit("/", 1)[0] + "/7"  # a Redis database of its own
     app = create_app(

@@ -108,6 +108,7 @@ def test_a_bot_ignoring_signatures_passes_with_a_warning(sqlite_arena, bots):
     assert bot["status"] == "ready" and warning in bot["warnings"]
 
 
+@pytest.mark.slow
 def test_url_frozen_while_entered_and_a_deleted_bot_forfeits_without_a_request(sqlite_arena, bots):
     arena = sqlite_arena
     bots.extend(SwitchBot(SAMPLE_BOTS["greedy"]()) for _ in range(3))

@@ -64,6 +64,7 @@ def test_semaphore_caps_holders_and_leases_expire(redis_url):
     assert other.holders() == 0
 
 
+@pytest.mark.slow
 def test_semaphore_without_redis_lets_the_request_go(free_port):
     sem = BotSemaphore(redis.Redis(port=free_port(), socket_connect_timeout=1), "x", limit=1)
     token, waited = sem.acquire(lease_s=1)
@@ -92,6 +93,7 @@ class IllegalBot(Bot):
         return {"type": "play", "cards": ["JK", "JK", "JK"]}
 
 
+@pytest.mark.slow
 def test_eager_mode_over_sqlite_and_the_conformance_gate(tmp_path, bots):
     from arena.db.migrate import upgrade
 
