@@ -13,12 +13,14 @@
 # 4. runs .venv/bin/python -m pytest -n ARENA_TEST_WORKERS --dist loadfile "$@"; stops every
 #    service on every exit path.
 # --fast: no PostgreSQL, Redis, worker or browser: runs
-#    pytest -m "not services and not browser and not slow" with the quick Hypothesis profile
-#    (ARENA_HYPOTHESIS_PROFILE=quick) in one process; a -m of yours comes after and wins.
+#    pytest -n 2 -m "not services and not browser and not slow" with the quick Hypothesis
+#    profile (ARENA_HYPOTHESIS_PROFILE=quick); modules marked as a whole are not even imported
+#    (ARENA_TEST_FAST=1, tests/conftest.py); a -m of yours comes after and wins.
 # Either way the last line printed is pytest's summary line. Pytest's exit code 5 (no tests
 # collected) is turned into a failure (exit 1).
 #
-# Env: ARENA_TEST_WORKERS  pytest-xdist workers of the full run (default 4: the tests mostly
+# Env: ARENA_FAST_WORKERS  pytest-xdist workers of --fast (default 2; 0: one process).
+#      ARENA_TEST_WORKERS  pytest-xdist workers of the full run (default 4: the tests mostly
 #        wait on real workers and bots, so more workers than cores pay); 0 runs in one process.
 #        When your args hold -n/--numprocesses, yours is used as it is.
 #      ARENA_PG_PORT (default 54329), ARENA_REDIS_PORT (default 63799, the first Redis): when
@@ -62,7 +64,7 @@ if [[ $FAST -eq 1 ]]; then
     unset ARENA_TEST_DATABASE_URL ARENA_TEST_BROKER_URL ARENA_TEST_BROKER_URLS
     trap remove_run_tmp EXIT
     set +e
-    TMPDIR="${RUN_TMP:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest -p no:xdist -p no:schemathesis -m "not services and not browser and not slow" "$@"
+    TMPDIR="${RUN_TMP:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest -n "${ARENA_FAST_WORKERS:-2}" -p no:schemathesis -m "not services and not browser and not slow" "$@"
     rc=$?
     set -e
     if [[ $rc -eq 5 ]]; then collected_none; rc=1; fi
