@@ -52,7 +52,7 @@ class Conflict(LifecycleError):
 
 
 class NotFound(LifecycleError):
-    """No such tournament or match (HTTP 404)."""
+    """No such row: a tournament, or a bot missing or deleted (HTTP 404)."""
 
 
 def is_postgresql(session: Session) -> bool:
