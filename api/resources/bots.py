@@ -32,6 +32,7 @@ from arena.access import is_organizer
 from arena.db.models import Bot, BotCheck, utcnow
 from arena.queue import QueueError, enqueue_check
 from arena.security import SECRET_GRACE_S, new_secret
+from arena.status import LISTED_BOT_STATUSES, BotStatus, values
 from arena.url_policy import MAX_URL_LENGTH, BotUrlError, check_bot_url
 
 blp = Blueprint("bots", __name__, url_prefix="/api/v1/bots", description="Contestants' bots")
@@ -68,7 +69,7 @@ class BotSchema(ma.Schema):
     name = ma.fields.String(required=True)
     url = ma.fields.String(required=True)
     rulesets = ma.fields.List(ma.fields.String(), required=True)
-    status = ma.fields.String(required=True, validate=validate.OneOf(("unchecked", "checking", "ready", "failed")))
+    status = ma.fields.String(required=True, validate=validate.OneOf(values(LISTED_BOT_STATUSES)))
     last_check_at = ma.fields.DateTime(allow_none=True)
     last_check = ma.fields.Dict(allow_none=True)
     warnings = ma.fields.Method(
@@ -158,7 +159,7 @@ def get_bot_for(bot_id: int, *, write: bool) -> Bot:
     """The bot if the caller may see it (owner, or organizer when not ``write``); 404/403."""
     account = current_account()
     bot = db().get(Bot, bot_id)
-    if bot is None or bot.status == "deleted":
+    if bot is None or bot.status == BotStatus.DELETED:
         abort(404, f"bot {bot_id} not found")
     if bot.owner_id != account.id and (write or not is_organizer(account)):
         abort(403, f"bot {bot_id} belongs to another account")
@@ -180,7 +181,7 @@ class Bots(MethodView):
             url=_url(data["url"]),
             rulesets=_rulesets(data["rulesets"]),
             secret=new_secret(),
-            status="unchecked",
+            status=BotStatus.UNCHECKED,
         )
         db().add(bot)
         db().commit()
@@ -193,7 +194,7 @@ class Bots(MethodView):
     def get(self, args):
         """Your bots (organizers: every bot, optionally ``owner_id``), paginated."""
         account = current_account()
-        cond = [Bot.status != "deleted"]
+        cond = [Bot.status != BotStatus.DELETED]
         if is_organizer(account):
             if "owner_id" in args:
                 cond.append(Bot.owner_id == args["owner_id"])

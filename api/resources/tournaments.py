@@ -37,7 +37,6 @@ from arena import access as policy
 from arena import lifecycle, matchlog
 from arena import schedule as sched
 from arena.db.models import (
-    MATCH_STATUSES,
     Bot,
     Match,
     MatchLog,
@@ -49,6 +48,7 @@ from arena.limits import BoundsError, check_match_bounds
 from arena.queue import QueueError, enqueue_matches, launch_tournament
 from arena.runner.service import announce
 from arena.standings import tournament_standings
+from arena.status import BotStatus, values
 
 blp = Blueprint(
     "tournaments",
@@ -203,7 +203,7 @@ class StandingsSchema(ma.Schema):
 
 class MatchListArgs(PageArgs):
     bot_id = IdField()
-    status = ma.fields.String(validate=validate.OneOf(MATCH_STATUSES))
+    status = ma.fields.String(validate=validate.OneOf(values(MatchStatus)))
 
 
 TournamentPageSchema = page_schema(TournamentSchema, "TournamentPage")
@@ -279,11 +279,11 @@ def _check_participants(ruleset: str, ids: list[int]) -> None:
     bots = {b.id: b for b in db().scalars(select(Bot).where(Bot.id.in_(ids)))}
     for bot_id in ids:
         bot = bots.get(bot_id)
-        if bot is None or bot.status == "deleted":
+        if bot is None or bot.status == BotStatus.DELETED:
             field_error("participants", f"bot {bot_id} does not exist")
         if ruleset not in bot.rulesets:
             field_error("participants", f"bot {bot_id} does not play {ruleset}")
-        if bot.status != "ready":
+        if bot.status != BotStatus.READY:
             field_error("participants", f"bot {bot_id} has not passed its check (status {bot.status})")
 
 

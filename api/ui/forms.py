@@ -42,6 +42,7 @@ from api.ui.views import _entrant_label, _load_log, bp
 from arena import access as policy
 from arena.db.models import Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
 from arena.standings import tournament_standings
+from arena.status import BotStatus, TournamentStatus
 
 CSRF_KEY = "csrf"
 #: Matches per page of a bot page (newest first; ``?page=N``).
@@ -222,7 +223,7 @@ def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[s
         s.scalars(
             select(Tournament)
             .join(TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id)
-            .where(TournamentParticipant.bot_id == bot_id, Tournament.status == "finished")
+            .where(TournamentParticipant.bot_id == bot_id, Tournament.status == TournamentStatus.FINISHED)
             .order_by(Tournament.finished_at.desc(), Tournament.id.desc())
             .limit(RATING_TOURNAMENTS_SHOWN)
             .options(selectinload(Tournament.participants))
@@ -367,7 +368,7 @@ def bot_secret(bot_id: int):
 
 # ----------------------------------------------------------------------------- organizers
 def _ready_bots() -> list[Bot]:
-    return list(db().scalars(select(Bot).where(Bot.status == "ready").order_by(Bot.id)))
+    return list(db().scalars(select(Bot).where(Bot.status == BotStatus.READY).order_by(Bot.id)))
 
 
 def _new_tournament_page(form: dict, errors: dict | None = None, message: str | None = None, status: int = 200):

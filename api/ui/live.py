@@ -56,9 +56,10 @@ from arena import access as policy
 from arena import live
 from arena.db.models import Match, Tournament
 from arena.standings import tournament_standings
+from arena.status import MatchStatus, TournamentStatus
 
 #: Match statuses in which a match may still be played (its live view is open).
-LIVE_STATUSES = ("queued", "running", "pending")
+LIVE_STATUSES = (MatchStatus.QUEUED, MatchStatus.RUNNING, MatchStatus.PENDING)
 #: Seconds without a message before a keep-alive (and a status check), both streams.
 IDLE_S = 5.0
 #: Longest life of one stream, seconds (then the browser reconnects).
@@ -284,14 +285,14 @@ def tournament_live(tournament_id: int):
     with_ids = policy.sees_all_matches(db(), access.viewer(), t)
     status, url, tid = t.status, settings().broker_url, t.id
     read_status = _status_reader(Tournament, tid)
-    slot = _slot(t) if status == "running" else None
+    slot = _slot(t) if status == TournamentStatus.RUNNING else None
     db().close()
 
     def end(now: str | None) -> str:
         return _sse({"type": "end", "tournament_id": tid, "status": now})
 
     def events() -> Iterator[str]:
-        if status != "running":
+        if status != TournamentStatus.RUNNING:
             yield end(status)
             return
         try:
@@ -305,7 +306,7 @@ def tournament_live(tournament_id: int):
             for text in sub.messages(IDLE_S, until_end=False):
                 if text is None:
                     now = read_status()
-                    if now != "running":
+                    if now != TournamentStatus.RUNNING:
                         yield end(now)
                         return
                     if time.monotonic() > deadline:
@@ -324,7 +325,7 @@ def tournament_live(tournament_id: int):
                     return  # a busy stream ends too (its lease would end before it)
                 if msg.get("event") in ("finished", "failed"):
                     now = read_status()
-                    if now != "running":
+                    if now != TournamentStatus.RUNNING:
                         yield end(now)
                         return
         except redis.RedisError as exc:
