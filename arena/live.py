@@ -21,7 +21,8 @@ watch which channel: :func:`arena.access.live_view_for`.
 
 **Tournaments.** :func:`publish_tournament_event` puts a small message on
 ``arena:live:tournament:<id>`` when one of its matches is claimed by a worker, finishes,
-fails or is sent again (the reaper, a retry): :data:`TOURNAMENT_EVENTS`. The tournament page
+fails or is sent again (the reaper, a retry): :data:`TOURNAMENT_EVENTS`; :func:`announce`
+publishes one when live views are on (:func:`live_enabled`). The tournament page
 re-reads its progress, the matches playing now and the standings on each one.
 
 Publishing never fails a match or a transaction: a Redis error disables a match's publisher
@@ -55,6 +56,7 @@ from typing import Any
 
 import redis
 
+from arena.config import Settings
 from engine.cards import format_cards, sort_key
 
 log = logging.getLogger(__name__)
@@ -242,6 +244,19 @@ def publish_tournament_event(url: str, tournament_id: int, event: str, match_ids
 
 
 _TOURNAMENT_CLIENTS: dict[str, redis.Redis] = {}
+
+
+def live_enabled(settings: Settings) -> bool:
+    """True when live views are published: a Redis broker, not eager mode (a quick local run
+    has no Redis)."""
+    return settings.broker_url.startswith("redis") and not settings.celery_eager
+
+
+def announce(settings: Settings, tournament_id: int, event: str, match_ids: list[int]) -> None:
+    """Publish a tournament event (:func:`publish_tournament_event`) after the commit that
+    made it true, when live views are on (:func:`live_enabled`); never raises for Redis."""
+    if live_enabled(settings):
+        publish_tournament_event(settings.broker_url, tournament_id, event, match_ids)
 
 
 def _tournament_client(url: str) -> redis.Redis:

@@ -6,8 +6,8 @@ What it does, in order (everything over real HTTP on 127.0.0.1):
    migrated with Alembic; the environment is set to ``ARENA_DATABASE_URL`` = that file,
    ``ARENA_CELERY_EAGER=1`` (matches run in-process: the Celery task's code, no broker) and
    ``ARENA_ALLOW_PRIVATE_BOT_URLS=1`` (the bots live on 127.0.0.1).
-2. The REST API (:func:`api.create_app`) served by waitress on 127.0.0.1 (``--port``, or a
-   free port; :class:`cli.servers.WsgiServer`, with request deadlines against slow
+2. The REST API (:func:`cli.compose.make_app`: an in-process dispatcher) served by waitress
+   on 127.0.0.1 (``--port``, or a free port; :class:`cli.servers.WsgiServer`, with request deadlines against slow
    clients), and an organizer account made by the code of ``arena accounts create --organizer``.
 3. Four sample bots (:data:`bots_sdk.samples.SAMPLE_BOTS`: heuristic, greedy and two random
    bots) served over HTTP by :func:`bots_sdk.server.start`, each verifying the signing secret
@@ -41,7 +41,6 @@ from typing import Any
 import click
 
 import engine
-from api import create_app
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
@@ -50,6 +49,7 @@ from arena.runner.match import verify_logs
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli.client import ApiClient, ApiError, download_logs
+from cli.compose import make_app
 from cli.servers import WsgiServer
 from cli.tournament import progress_bar, standings_table
 
@@ -178,7 +178,7 @@ def run_demo(
         _, organizer_token = create_account(session, "organizer", "organizer")
 
     try:
-        api_server = WsgiServer(create_app(settings, engine=db_engine), port=port)
+        api_server = WsgiServer(make_app(settings, engine=db_engine), port=port)
     except OSError as exc:
         db_engine.dispose()
         raise click.ClickException(f"cannot serve the API on 127.0.0.1:{port}: {exc.strerror or exc}") from None

@@ -2,7 +2,7 @@
 
 ``play_and_store(match_id)`` plays one scheduled match from the database and stores its
 result, without Celery (the task is a thin wrapper; ``ARENA_CELERY_EAGER`` calls it
-in-process through :mod:`arena.queue`). Steps:
+in-process through :class:`arena.inprocess.InProcessDispatcher`). Steps:
 
 1. Claim (:func:`arena.lifecycle.claim_match`, one transaction, the match row locked
    ``FOR UPDATE`` on PostgreSQL): skip the match if it is finished or cancelled, already has
@@ -41,7 +41,7 @@ in-process through :mod:`arena.queue`). Steps:
    ``failed`` with a short reason (:func:`internal_reason`) through
    :func:`arena.lifecycle.fail_match`; the task returns normally.
    After each of these commits (claim, store, fail) a tournament event goes to Redis
-   (:func:`announce`, :func:`arena.live.publish_tournament_event`: ``claimed``,
+   (:func:`arena.live.announce`: ``claimed``,
    ``finished``, ``failed``), for the tournament page's live view; it never fails the match.
 5. When no match of the tournament is left to play (finished or cancelled), the ratings of the
    rule set are rebuilt from every finished match (:func:`arena.standings.rebuild_ratings`),
@@ -85,7 +85,7 @@ from arena.config import Settings
 from arena.db.session import make_engine, make_sessionmaker
 from arena.lifecycle import MatchPlan
 from arena.limits import longest_match_seconds, visibility_timeout
-from arena.live import LivePublisher, publish_tournament_event
+from arena.live import LivePublisher, announce, live_enabled
 from arena.runner.answers import safe_text
 from arena.runner.claims import Claim, EndpointClaims, Refused
 from arena.runner.match import MatchError, default_game_specs, run_match
@@ -377,19 +377,6 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
         if live is not None:
             live.end()
     return match_log, players
-
-
-def live_enabled(settings: Settings) -> bool:
-    """True when live views are published: a Redis broker, not eager mode (a quick local run
-    has no Redis)."""
-    return settings.broker_url.startswith("redis") and not settings.celery_eager
-
-
-def announce(settings: Settings, tournament_id: int, event: str, match_ids: list[int]) -> None:
-    """Publish a tournament event (:func:`arena.live.publish_tournament_event`) after the
-    commit that made it true, when live views are on; never raises for Redis."""
-    if live_enabled(settings):
-        publish_tournament_event(settings.broker_url, tournament_id, event, match_ids)
 
 
 #: The first wait between two attempts at storing a played match's result, seconds, doubling

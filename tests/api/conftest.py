@@ -16,6 +16,7 @@ from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
+from arena.inprocess import InProcessDispatcher
 from tests.helpers import create_pg_database
 
 
@@ -188,7 +189,8 @@ def eager_client(client):
     twin = app.extensions.get("arena-eager-twin")
     if twin is None:
         ext = app.extensions["arena"]
-        twin = create_app(dataclasses.replace(ext["settings"], celery_eager=True), engine=ext["engine"])
+        eager = dataclasses.replace(ext["settings"], celery_eager=True)
+        twin = create_app(eager, engine=ext["engine"], dispatcher=InProcessDispatcher(eager))
         twin.testing = True
         app.extensions["arena-eager-twin"] = twin
     return twin.test_client()

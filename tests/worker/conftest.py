@@ -21,9 +21,11 @@ from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.models import Match, MatchLog, MatchResult, Tournament
 from arena.db.session import make_engine, make_sessionmaker
+from arena.inprocess import InProcessDispatcher
 from bots_sdk.bot import Bot
 from bots_sdk.server import connection_limit
 from bots_sdk.server import make_app as sdk_app
+from cli.compose import dispatcher_for
 from tests.helpers import create_pg_database
 
 #: Seconds a test waits for a tournament to finish before it fails (never a timed assertion:
@@ -143,10 +145,11 @@ class Arena:
         )
         self.engine = make_engine(database_url)
         self.sessions = make_sessionmaker(self.engine)
-        app = create_app(self.settings, engine=self.engine)
+        app = create_app(self.settings, engine=self.engine, dispatcher=dispatcher_for(self.settings))
         app.testing = True
         self.client = app.test_client()
-        twin = create_app(dataclasses.replace(self.settings, celery_eager=True), engine=self.engine)
+        eager_settings = dataclasses.replace(self.settings, celery_eager=True)
+        twin = create_app(eager_settings, engine=self.engine, dispatcher=InProcessDispatcher(eager_settings))
         twin.testing = True
         self.eager_client = twin.test_client()
         with self.sessions() as s:
