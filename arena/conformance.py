@@ -12,7 +12,7 @@ eager mode); the API answers 202 at once and the bot is ``checking`` until it is
    other answer passes with a warning (``warnings`` in the outcome and on the bot's page): the
    bot does not check ``X-Arena-Signature``, so anyone may play its seat's moves for it.
 4. For each rule set the bot plays (:func:`conformance_game`), short real matches through
-   :func:`arena.runner.match.run_match`, the bot over HTTP (signed with its secret and,
+   :class:`arena.runner.match.Match`, the bot over HTTP (signed with its secret and,
    during a rotation's grace period, the previous one, as in tournaments) at seat 0 against
    built-in sample bots, under short time rules (:data:`CONFORMANCE_TIME_RULES_S`): one
    random short match, then fixed positions (:data:`PROBES`, the scenario ``setup`` format)
@@ -35,18 +35,17 @@ import secrets as _secrets
 import socket
 import time
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 import httpx
-from sqlalchemy.orm import Session, sessionmaker
 
 import engine
 from arena import lifecycle
 from arena.bot_transport import PinnedTransport
 from arena.config import Settings
-from arena.db.session import make_engine, make_sessionmaker
-from arena.runner.match import run_match
+from arena.db.session import shared_sessions
+from arena.matchlog import Exchange
+from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import WATCHDOG, HttpPlayer
 from arena.safejson import JsonLimitError, loads_limited
 from arena.url_policy import BotUrlError, check_bot_url
@@ -375,7 +374,7 @@ def conformance_game(
     start = time.monotonic()
     player = HttpPlayer(url, secret, name="candidate", allow_private=allow_private, previous_secret=previous_secret)
 
-    def seen(ex: dict) -> None:
+    def seen(ex: Exchange) -> None:
         if deadline is not None and time.monotonic() > deadline:
             raise CheckTimeUp(_time_up(limit_s))
         if ex["player"] != 0:
@@ -396,8 +395,7 @@ def conformance_game(
                 for s in range(1, engine.SEATS[ruleset])
             ]
             try:
-                match_log = run_match(
-                    [player, *others],
+                config = MatchConfig(
                     ruleset,
                     opts,
                     seed=seed + 7 * i,
@@ -406,8 +404,8 @@ def conformance_game(
                     time_rules=TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S),
                     max_faults=1,
                     match_id=f"conformance-{seed}-{probe}",
-                    on_decision=seen,
                 )
+                match_log = Match([player, *others], config, Observers(on_decision=seen)).play()
             except CheckTimeUp as exc:
                 out["error"] = str(exc)
                 return out
@@ -584,11 +582,6 @@ def check_bot(
 PROGRESS_EVERY_S = 1.0
 
 
-@lru_cache(maxsize=4)
-def _sessions(database_url: str) -> sessionmaker[Session]:
-    return make_sessionmaker(make_engine(database_url))
-
-
 def run_check(check_id: int, settings: Settings | None = None) -> str:
     """What the task ``arena.check_bot`` does: claim the check
     (:func:`arena.lifecycle.claim_check`), run :func:`check_bot` on the URL and rule sets
@@ -602,7 +595,7 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
         sqlalchemy.exc.OperationalError: the database is unreachable (the task retries).
     """
     settings = settings or Settings.from_env()
-    factory = _sessions(settings.database_url)
+    factory = shared_sessions(settings.database_url)
     with factory() as session:
         plan = lifecycle.claim_check(session, int(check_id))
     if plan is None:

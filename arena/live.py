@@ -50,7 +50,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import redis
@@ -148,7 +148,7 @@ class LivePublisher:
             log.warning("live: publishing match %s stopped (%s)", self.match_id, exc)
             self._redis = None
 
-    def step(self, game_index: int, g: Any, exchange: dict[str, Any]) -> None:
+    def step(self, game_index: int, g: Any, exchange: Mapping[str, Any]) -> None:
         """Publish the views after one decision (``exchange``: the runner's record of it).
 
         Both channels go in one Redis round trip. A channel whose last message reached no

@@ -5,7 +5,7 @@ client built from ``ARENA_BROKER_URL``; the task itself lives in the worker (iss
 
 With ``ARENA_CELERY_EAGER`` (the quick local run, no broker) a sent task would never run, so
 the matches are played in-process, one after the other, by
-:func:`arena.runner.service.play_and_store` (what the task runs) with the caller's
+:func:`arena.delivery.play_and_store` (what the task runs) with the caller's
 settings (its database). The call returns when every match is stored.
 
 Bot checks: :func:`enqueue_check` sends ``arena.check_bot(check_id)`` to the ``arena.checks``
@@ -29,7 +29,7 @@ tournament's matches would have waited behind the same messages anyway.
 
 With ``ARENA_CELERY_EAGER`` (the quick local run, no broker) a sent task would never run, so
 the matches are played in-process, one after the other, by
-:func:`arena.runner.service.play_and_store` (what the task runs) with the caller's
+:func:`arena.delivery.play_and_store` (what the task runs) with the caller's
 settings (its database). The call returns when every match is stored.
 """
 
@@ -51,7 +51,7 @@ from arena.config import Settings
 from arena.conformance import run_check
 from arena.db.models import Match, Tournament
 from arena.db.session import make_engine, make_sessionmaker
-from arena.runner.service import play_and_store
+from arena.delivery import play_and_store
 
 log = logging.getLogger("arena.queue")
 

@@ -6,7 +6,7 @@ One run (:func:`reap`):
 
 0. **Spooled results** (:mod:`arena.spool`): every played result a worker could not
    store (a database outage longer than ``ARENA_STORE_RETRY_S``, or its worker died while
-   retrying) is stored now, once (:func:`arena.runner.service.store_from_spool`), and
+   retrying) is stored now, once (:func:`arena.delivery.store_from_spool`), and
    its spool entry deleted. A spooled match still waiting (the database refused it again)
    is left out of step 1: its lease may have expired during the outage, but a played match
    is stored, never played again with new deals. When Redis cannot be read this step and
@@ -33,7 +33,7 @@ One run (:func:`reap`):
    matches still pending (and stores the schedule first if there is none), each once.
 
 After a successful send, each tournament of the re-sent matches gets a ``queued`` event on
-its live channel (:func:`arena.runner.service.announce`), so its page shows the match
+its live channel (:func:`arena.delivery.announce`), so its page shows the match
 waiting again instead of playing.
 
 Never twice at once: a re-sent match that is still being played is skipped by the delivery
@@ -60,6 +60,7 @@ from arena import lifecycle, spool
 from arena.config import Settings
 from arena.db.models import Match
 from arena.db.session import make_engine, make_sessionmaker
+from arena.delivery import announce, store_from_spool
 from arena.queue import (
     ENQUEUE_TOURNAMENT_TASK,
     PRIORITY_QUEUE,
@@ -69,7 +70,6 @@ from arena.queue import (
     enqueue_matches,
     launch_tournament,
 )
-from arena.runner.service import announce, store_from_spool
 
 log = logging.getLogger("arena.reaper")
 

@@ -22,8 +22,11 @@ from typing import Any
 import click
 
 import engine
-from arena.runner.match import derive_seed, run_match, verify_logs, write_log
+from arena.matchlog import write_log
+from arena.runner.match import run_match
 from arena.runner.players import HttpPlayer, LocalPlayer
+from arena.runner.replay import verify_logs
+from arena.seeds import derive_seed
 from bots_sdk.bot import Bot
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import serve

@@ -142,7 +142,7 @@ def test_workers_consume_the_match_queue(compose):
     # the bot checks: a process of their own in each container, a few threads (issue 24)
     assert CHECK_QUEUES == (CHECK_QUEUE,) and 1 <= ctx.params["checks"] <= 8
     # each worker process's pool (kept open, plus a burst) fits PostgreSQL with room for the API
-    from arena.runner.service import POOL_OVERFLOW, POOL_SIZE
+    from arena.db.session import POOL_OVERFLOW, POOL_SIZE
 
     replicas = int(_interpolate(str(worker["deploy"]["replicas"])))
     pg_command = compose["services"]["postgres"]["command"]

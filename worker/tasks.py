@@ -1,6 +1,6 @@
 """The Celery tasks of the ``arena`` queue: thin wrappers around the shared core.
 
-``arena.run_match(match_id)`` runs :func:`arena.runner.service.play_and_store`;
+``arena.run_match(match_id)`` runs :func:`arena.delivery.play_and_store`;
 ``arena.check_bot(check_id)`` (queue ``arena.checks``) runs :func:`arena.conformance.run_check`;
 ``arena.enqueue_tournament(tournament_id)`` runs :func:`arena.queue.send_tournament`
 (store a started tournament's schedule, send its matches).
@@ -14,10 +14,10 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from arena.config import Settings
 from arena.conformance import run_check
+from arena.delivery import MatchDeferred, play_and_store
 from arena.queue import QueueError, send_tournament
 from arena.reaper import reap
 from arena.runner.claims import defer_countdown_s
-from arena.runner.service import MatchDeferred, play_and_store
 from worker.celery_app import REAP_TASK, app
 
 

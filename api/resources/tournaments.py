@@ -43,10 +43,10 @@ from arena.db.models import (
     MatchSeat,
     Tournament,
 )
+from arena.delivery import announce
 from arena.lifecycle import MatchStatus, TournamentStatus
 from arena.limits import BoundsError, check_match_bounds
 from arena.queue import QueueError, enqueue_matches, launch_tournament
-from arena.runner.service import announce
 from arena.standings import tournament_standings
 from arena.status import BotStatus, values
 

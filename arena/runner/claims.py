@@ -24,7 +24,7 @@ thread takes the next message. The countdown grows with the refusals of that del
 with the matches deferred on the busy endpoint in the last minute (a set
 ``<claims>:deferred``), so the deliveries of one busy endpoint come back at most
 :data:`DEFER_RATE_PER_S` a second in all, whatever their number. The claim is renewed with
-the match's lease (the same :class:`arena.runner.service.LeaseKeeper` tick) and given
+the match's lease (the same :class:`arena.delivery.LeaseKeeper` tick) and given
 back when the match has been played; a dead worker's claims end with their lease.
 
 Failure policy: when Redis cannot be reached the match is played without a claim (logged):
