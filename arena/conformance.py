@@ -98,6 +98,38 @@ def health_check(
         "error": None,
     }
     start = time.monotonic()
+    try:
+        resp, body = _get_health(client, url, timeout_s, start, out)
+    except (httpx.HTTPError, ValueError, OSError) as exc:
+        out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
+        late = time.monotonic() - start >= timeout_s
+        out["error"] = (
+            f"no complete answer within {timeout_s:g} s" if late else _truncate(f"{type(exc).__name__}: {exc}")
+        )
+        return out
+    finally:
+        if own:
+            client.close()
+    out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
+    if resp.is_redirect:
+        out["error"] = f"redirect ({resp.status_code}) refused: redirects are never followed"
+        return out
+    if resp.status_code != 200:
+        out["error"] = f"HTTP status {resp.status_code}, expected 200"
+        return out
+    _judge_health_body(out, body)
+    return out
+
+
+def _get_health(
+    client: httpx.Client, url: str, timeout_s: float, start: float, out: dict[str, Any]
+) -> tuple[httpx.Response, bytearray]:
+    """The health answer and its raw body (``out["status"]`` set as soon as known).
+
+    Raises:
+        httpx.HTTPError, OSError: the request failed; ValueError: the body is too large or
+            not complete within ``timeout_s`` seconds from ``start``.
+    """
     # The whole exchange, headers included, ends within timeout_s: a bot that drips one byte
     # per read timeout is cut off by the watchdog (its socket shut down), not waited for.
     sockets: list[Any] = []
@@ -134,36 +166,25 @@ def health_check(
                     raise ValueError(f"response larger than {MAX_HEALTH_BYTES} bytes")
                 if time.monotonic() - start > timeout_s:
                     raise ValueError(f"no complete answer within {timeout_s:g} s")
-    except (httpx.HTTPError, ValueError, OSError) as exc:
-        out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
-        late = time.monotonic() - start >= timeout_s
-        out["error"] = (
-            f"no complete answer within {timeout_s:g} s" if late else _truncate(f"{type(exc).__name__}: {exc}")
-        )
-        return out
     finally:
         WATCHDOG.disarm(handle)
-        if own:
-            client.close()
-    out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
-    if resp.is_redirect:
-        out["error"] = f"redirect ({resp.status_code}) refused: redirects are never followed"
-        return out
-    if resp.status_code != 200:
-        out["error"] = f"HTTP status {resp.status_code}, expected 200"
-        return out
+    return resp, body
+
+
+def _judge_health_body(out: dict[str, Any], body: bytearray) -> None:
+    """Judge a 200 health answer's body: ``name`` and ``protocols`` into ``out``, ``ok`` or ``error``."""
     try:
         data = loads_limited(bytes(body))
     except JsonLimitError as exc:
         out["error"] = _truncate(f"response is not JSON within the limits: {exc}")
-        return out
+        return
     if not isinstance(data, dict):
         out["error"] = "response JSON is not an object"
-        return out
+        return
     name = data.get("name")
     if not isinstance(name, str) or not name:
         out["error"] = "response has no string 'name'"
-        return out
+        return
     out["name"] = _truncate(name, 64)
     protocols = data.get("protocols", [data["protocol"]] if "protocol" in data else None)
     if (
@@ -172,10 +193,9 @@ def health_check(
         or not all(isinstance(p, int) and not isinstance(p, bool) for p in protocols)
     ):
         out["error"] = "response has no integer 'protocol' or list 'protocols'"
-        return out
+        return
     out["protocols"] = protocols
     out["ok"] = True
-    return out
 
 
 #: Time rules of the conformance games, seconds (TIME-1): a 10 s bank, +1 s, 10 s cap.

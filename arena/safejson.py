@@ -12,6 +12,7 @@ place as a dotted path (``tournament.options.rounds``, list items by index: ``ru
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 #: Deepest nesting of arrays/objects accepted (the top-level value is depth 1).
@@ -40,7 +41,7 @@ class _BigInt(str):
     """An integer literal with too many digits, kept as text until the walk names its path."""
 
 
-def _int_parser(max_digits: int):
+def _int_parser(max_digits: int) -> Callable[[str], Any]:
     def parse_int(text: str) -> Any:
         if len(text) - (text[0] == "-") > max_digits:
             return _BigInt(text)
@@ -103,21 +104,22 @@ def loads_limited(
         raise JsonLimitError("", f"nested deeper than {max_depth} levels") from None
     except ValueError as exc:
         raise JsonLimitError("", f"not valid JSON ({exc})") from None
+    _check_value(value, max_depth=max_depth, max_int_digits=max_int_digits, max_string=max_string)
+    return value
+
+
+def _check_value(value: Any, *, max_depth: int, max_int_digits: int, max_string: int) -> None:
+    """Walk a parsed value once, iteratively; raise :class:`JsonLimitError` at the first
+    place outside the limits (:func:`loads_limited`)."""
     # each item carries where it sits as a chain (parent's chain, key): the dotted path is built
     # only for the one error reported, never per item (a path per item is quadratic in the body)
     stack: list[tuple[Any, _Where, int]] = [(value, None, 1)]
     while stack:
         item, where, depth = stack.pop()
-        if isinstance(item, _BigInt):
-            raise JsonLimitError(_path(where), f"integer of more than {max_int_digits} digits")
-        if isinstance(item, str):
-            problem = _string_problem(item, max_string)
-            if problem:
-                raise JsonLimitError(_path(where), problem)
-        elif isinstance(item, float):
-            if item != item or item in (float("inf"), float("-inf")):
-                raise JsonLimitError(_path(where), "number out of range")
-        elif isinstance(item, (dict, list)):
+        problem = _scalar_problem(item, max_int_digits, max_string)
+        if problem:
+            raise JsonLimitError(_path(where), problem)
+        if isinstance(item, (dict, list)):
             if depth > max_depth:
                 raise JsonLimitError(_path(where), f"nested deeper than {max_depth} levels")
             if isinstance(item, dict):
@@ -129,4 +131,14 @@ def loads_limited(
             else:
                 for i, child in enumerate(item):
                     stack.append((child, (where, i), depth + 1))
-    return value
+
+
+def _scalar_problem(item: Any, max_int_digits: int, max_string: int) -> str | None:
+    """What is wrong with a scalar (an oversized integer, a bad string, a non-finite float)."""
+    if isinstance(item, _BigInt):
+        return f"integer of more than {max_int_digits} digits"
+    if isinstance(item, str):
+        return _string_problem(item, max_string)
+    if isinstance(item, float) and (item != item or item in (float("inf"), float("-inf"))):
+        return "number out of range"
+    return None

@@ -132,7 +132,7 @@ def _encodes(text: str) -> bool:
     return True
 
 
-def parse_answer(raw: bytes) -> tuple[dict | None, str]:
+def parse_answer(raw: bytes) -> tuple[dict[str, Any] | None, str]:
     """Parse an answer body (module docstring, step 1).
 
     Returns:
@@ -169,6 +169,11 @@ def check_action(action: Any) -> str:
     kind = action.get("type")
     if not isinstance(kind, str) or kind not in _KEYS:
         return "field 'type' must be one of " + ", ".join(sorted(_KEYS))
+    return _check_keys(kind, action) or _check_cards(kind, action) or _check_scalars(action)
+
+
+def _check_keys(kind: str, action: dict[str, Any]) -> str:
+    """Only the keys of ``kind`` (and ``comment``), the required ones present."""
     allowed = _KEYS[kind]
     for key in action:
         if key not in allowed and key not in ("type", "comment"):
@@ -178,6 +183,11 @@ def check_action(action: Any) -> str:
     missing = _REQUIRED.get(kind, frozenset()) - action.keys()
     if missing:
         return f"field {sorted(missing)[0]!r} is required in a {kind!r} action"
+    return ""
+
+
+def _check_cards(kind: str, action: dict[str, Any]) -> str:
+    """``comment``, the card lists and ``jokers``."""
     if "comment" in action:
         c = action["comment"]
         if not isinstance(c, str) or len(c) > MAX_COMMENT_CHARS:
@@ -193,6 +203,11 @@ def check_action(action: Any) -> str:
         v = action["jokers"]
         if not isinstance(v, list) or len(v) > MAX_CARDS or not all(isinstance(r, str) and r in _RANKS for r in v):
             return "field 'jokers' must be a list of ranks (C-4)"
+    return ""
+
+
+def _check_scalars(action: dict[str, Any]) -> str:
+    """``accept`` and ``rate``."""
     if "accept" in action and not isinstance(action["accept"], bool):
         return "field 'accept' must be a boolean"
     if "rate" in action:

@@ -231,4 +231,4 @@ def defer_countdown_s(deferrals: int, deferred_on_endpoint: int = 1) -> float:
     of one busy bot do not all come back at once)."""
     base = min(DEFER_MAX_S, DEFER_FIRST_S * 2 ** max(0, min(int(deferrals), 10)))
     base = min(DEFER_CAP_S, max(base, max(1, int(deferred_on_endpoint)) / DEFER_RATE_PER_S))
-    return round(base * random.uniform(0.5, 1.5), 3)
+    return round(float(base) * random.uniform(0.5, 1.5), 3)

@@ -342,7 +342,7 @@ class HttpPlayer:
         self.allow_private = allow_private_from_env() if allow_private is None else allow_private
         self.transport = _new_transport(self.allow_private)
 
-    def _trace(self, event: str, info: dict) -> None:
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
         if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             stream = info.get("return_value")
             sock = stream.get_extra_info("socket") if stream is not None else None
@@ -374,7 +374,9 @@ class HttpPlayer:
             except OSError:
                 pass
 
-    def _post(self, body: bytes, timeout_s: float, headers: dict) -> tuple[int | None, bytes, str | None, str]:
+    def _post(
+        self, body: bytes, timeout_s: float, headers: dict[str, str]
+    ) -> tuple[int | None, bytes, str | None, str]:
         """POST and read the whole answer; returns (status, body, fault, detail).
 
         ``timeout_s`` bounds each connect, write and read (httpx); the watchdog bounds the

@@ -286,6 +286,10 @@ return 0
 """
 
 
+#: A slot to lengthen: (connection pool, holders key, ticket, lease seconds, monotonic time queued).
+_Extension = tuple[redis.ConnectionPool, str, str, float, float]
+
+
 class LeaseExtender:
     """One daemon thread per process giving each handed-over slot its full lease (module
     docstring). A release hands the freed slot to the next waiter with a short lease
@@ -297,7 +301,7 @@ class LeaseExtender:
     (``lost``)."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Extension] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._clients: dict[int, tuple[redis.Redis, Script]] = {}
@@ -330,7 +334,7 @@ class LeaseExtender:
             time.sleep(0.01)
         return False
 
-    def _client(self, pool) -> tuple[redis.Redis, Script]:
+    def _client(self, pool: redis.ConnectionPool) -> tuple[redis.Redis, Script]:
         """This thread's client of ``pool`` and its registered :data:`_EXTEND` script."""
         got = self._clients.get(id(pool))
         if got is None:
@@ -347,7 +351,7 @@ class LeaseExtender:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            by_pool: dict[int, list] = {}
+            by_pool: dict[int, list[_Extension]] = {}
             for it in items:
                 by_pool.setdefault(id(it[0]), []).append(it)
             for group in by_pool.values():
