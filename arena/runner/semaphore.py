@@ -85,6 +85,8 @@ from urllib.parse import urlsplit
 import redis
 from redis.commands.core import Script
 
+from arena.leases import LUA_LEASES
+
 log = logging.getLogger("arena.semaphore")
 
 #: Seconds added to a lease beyond the request timeout (transport and engine work).
@@ -153,16 +155,12 @@ def endpoint_key(url: str) -> str:
 # Shared by both scripts: give ``token`` of holders set ``hkey`` back and wake the first
 # waiters of that key's queue that the freed slots can take (one wake-up list per ticket).
 _RELEASE_AND_WAKE = (
-    """
-local function now_s()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
+    LUA_LEASES
+    + """
 local function wake(hkey, now, handover)
   local limit = tonumber(redis.call('GET', hkey .. ':limit') or '0')
   if limit < 1 then return end
-  redis.call('ZREMRANGEBYSCORE', hkey, '-inf', now)
-  local free = limit - redis.call('ZCARD', hkey)
+  local free = limit - live_leases(hkey, now)
   if free < 1 then return end
   local qkey, skey, lkey = hkey .. ':q', hkey .. ':seen', hkey .. ':lease'
   local hand = true
@@ -275,15 +273,17 @@ return 1
 
 
 # KEYS: holders. ARGV: ticket, lease_s. A handed-over slot's full lease (only if still held).
-_EXTEND = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+_EXTEND = (
+    LUA_LEASES
+    + """
+local now = now_s()
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   redis.call('ZADD', KEYS[1], 'XX', 'GT', now + tonumber(ARGV[2]), ARGV[1])
   return 1
 end
 return 0
 """
+)
 
 
 #: A slot to lengthen: (connection pool, holders key, ticket, lease seconds, monotonic time queued).
