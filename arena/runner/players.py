@@ -28,7 +28,7 @@ Fault kinds (RULES FAULT-1; the runner adds ``invalid_action``):
                     :data:`MAX_BODY_PIECES` pieces, or over :data:`WIRE_SLACK_BYTES`
                     more than that on the wire (headers, ``1xx`` answers, chunk framing)
 ``invalid_json``    an answer body that is not a strict UTF-8 JSON object
-                    (:func:`arena.runner.answers.parse_answer`)
+                    (:func:`arena.safejson.parse_answer`)
 ``bot_error``       in-process bots only: the bot raised an exception (a server answers 500)
 =================== ==================================================================
 """
@@ -49,7 +49,8 @@ import httpx
 
 from arena.bot_transport import PinnedTransport
 from arena.config import allow_private_from_env
-from arena.runner.answers import parse_answer, safe_text
+from arena.runner.answers import safe_text
+from arena.safejson import parse_answer
 from bots_sdk import protocol
 from bots_sdk.bot import Bot, Request
 
