@@ -1,7 +1,7 @@
 """Live views through Redis pub/sub: the worker publishes, the pages stream them.
 
 **Matches.** After every decision of a match the runner (``run_match(on_step=...)``, wired by
-:func:`arena.runner.service.play_and_store`) calls :meth:`LivePublisher.step`, which
+:func:`arena.delivery.play_and_store`) calls :meth:`LivePublisher.step`, which
 publishes two JSON messages (in one round trip; a channel nobody listens to is skipped for
 :data:`QUIET_S` seconds at a time, see :meth:`LivePublisher.step`):
 
