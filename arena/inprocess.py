@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.config import Settings
 from arena.conformance import run_check
 from arena.db.session import make_engine, make_sessionmaker
-from arena.runner.service import play_and_store
+from arena.delivery import play_and_store
 from arena.usecases.tournaments import pending_matches, schedule_tournament
 
 

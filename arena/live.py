@@ -1,7 +1,7 @@
 """Live views through Redis pub/sub: the worker publishes, the pages stream them.
 
 **Matches.** After every decision of a match the runner (``run_match(on_step=...)``, wired by
-:func:`arena.runner.service.play_and_store`) calls :meth:`LivePublisher.step`, which
+:func:`arena.delivery.play_and_store`) calls :meth:`LivePublisher.step`, which
 publishes two JSON messages (in one round trip; a channel nobody listens to is skipped for
 :data:`QUIET_S` seconds at a time, see :meth:`LivePublisher.step`):
 
@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import redis
@@ -150,7 +150,7 @@ class LivePublisher:
             log.warning("live: publishing match %s stopped (%s)", self.match_id, exc)
             self._redis = None
 
-    def step(self, game_index: int, g: Any, exchange: dict[str, Any]) -> None:
+    def step(self, game_index: int, g: Any, exchange: Mapping[str, Any]) -> None:
         """Publish the views after one decision (``exchange``: the runner's record of it).
 
         Both channels go in one Redis round trip. A channel whose last message reached no

@@ -5,23 +5,7 @@ Celery client built from the broker URL (``ARENA_BROKER_URL``); the tasks themse
 the worker (:mod:`worker.tasks`). It imports no runner: this is what the API process sends
 with.
 
-============================== ======================= ==========================================
-work                           task (``args``)         queue
-============================== ======================= ==========================================
-a match                        ``arena.run_match``     :data:`QUEUE` (``priority``:
-                               ``[match_id]``          :data:`PRIORITY_QUEUE`)
-a bot check                    ``arena.check_bot``     :data:`CHECK_QUEUE` (consumed by
-                               ``[check_id]``          ``arena worker`` next to ``arena``, so a
-                                                       check never waits behind a tournament)
-a tournament launch            ``arena.enqueue_        :data:`QUEUE` (``priority``:
-                               tournament``            :data:`PRIORITY_QUEUE`): the task runs
-                               ``[tournament_id]``     :func:`arena.usecases.tournaments.send_tournament`
-============================== ======================= ==========================================
-
-Each call sends its messages over one broker connection; a broker that refuses or cannot be
-reached (one retry) raises :class:`arena.dispatch.QueueError`. Results are not stored
-(``ignore_result``): nothing reads them.
-"""
+============================== ======================= ==================================="""
 
 from __future__ import annotations
 

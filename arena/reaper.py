@@ -6,7 +6,7 @@ One run (:func:`reap`):
 
 0. **Spooled results** (:mod:`arena.spool`): every played result a worker could not
    store (a database outage longer than ``ARENA_STORE_RETRY_S``, or its worker died while
-   retrying) is stored now, once (:func:`arena.runner.service.store_from_spool`), and
+   retrying) is stored now, once (:func:`arena.delivery.store_from_spool`), and
    its spool entry deleted. A spooled match still waiting (the database refused it again)
    is left out of step 1: its lease may have expired during the outage, but a played match
    is stored, never played again with new deals. When Redis cannot be read this step and
@@ -60,10 +60,10 @@ from arena import lifecycle, spool
 from arena.config import Settings
 from arena.db.models import Match
 from arena.db.session import make_engine, make_sessionmaker
+from arena.delivery import store_from_spool
 from arena.dispatch import Dispatcher, QueueError
 from arena.live import announce
 from arena.queue import ENQUEUE_TOURNAMENT_TASK, PRIORITY_QUEUE, QUEUE, RUN_MATCH_TASK, CeleryDispatcher
-from arena.runner.service import store_from_spool
 
 log = logging.getLogger("arena.reaper")
 

@@ -45,7 +45,7 @@ from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
-from arena.runner.match import verify_logs
+from arena.runner.replay import verify_logs
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli.client import ApiClient, ApiError, download_logs

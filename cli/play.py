@@ -1,6 +1,6 @@
 """``arena play``, ``arena bots serve`` and ``arena logs verify``: the local runner and friends.
 
-``arena play`` runs matches with :func:`arena.runner.match.run_match`, the same code the service's
+``arena play`` runs matches with :class:`arena.runner.match.Match`, the same code the service's
 workers run, so rules, time accounting and faults are identical; it only adds seat rotation
 across matches and a summary table.
 
@@ -22,8 +22,11 @@ from typing import Any
 import click
 
 import engine
-from arena.runner.match import derive_seed, run_match, verify_logs, write_log
+from arena.matchlog import write_log
+from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import HttpPlayer, LocalPlayer
+from arena.runner.replay import verify_logs
+from arena.seeds import derive_seed
 from bots_sdk.bot import Bot
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import serve
@@ -203,8 +206,7 @@ def play(
                 for p, spec in zip(players, order)
             ]
             try:
-                log = run_match(
-                    wrapped,
+                config = MatchConfig(
                     ruleset,
                     options,
                     seed=derive_seed(seed, mi),
@@ -213,8 +215,8 @@ def play(
                     max_faults=max_faults,
                     match_id=f"local-{seed}-{mi:04d}",
                     log_requests=log_requests,
-                    on_game_end=lambda rec: progress.advance(task),
                 )
+                log = Match(wrapped, config, Observers(on_game_end=lambda rec: progress.advance(task))).play()
             finally:
                 for w in wrapped:
                     w.close()

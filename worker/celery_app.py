@@ -40,9 +40,9 @@ import logging
 from celery import Celery, signals
 
 from arena.config import Settings
+from arena.delivery import prewarm
 from arena.limits import visibility_timeout
 from arena.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
-from arena.runner.service import prewarm
 
 log = logging.getLogger("arena.worker")
 
@@ -115,7 +115,7 @@ def ping() -> str:
 @signals.worker_init.connect
 def _prewarm_threads(sender=None, **_kw) -> None:
     """A thread (or solo) pool: open the process's connections before it consumes
-    (:func:`arena.runner.service.prewarm`, one per thread). A prefork pool's children
+    (:func:`arena.delivery.prewarm`, one per thread). A prefork pool's children
     open their own after the fork (below): nothing may be opened in the parent."""
     pool = str(getattr(sender, "pool_cls", ""))
     if "prefork" in pool or "processes" in pool:

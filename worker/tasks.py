@@ -1,6 +1,6 @@
 """The Celery tasks of the ``arena`` queue: thin wrappers around the shared core.
 
-``arena.run_match(match_id)`` runs :func:`arena.runner.service.play_and_store`;
+``arena.run_match(match_id)`` runs :func:`arena.delivery.play_and_store`;
 ``arena.check_bot(check_id)`` (queue ``arena.checks``) runs :func:`arena.conformance.run_check`;
 ``arena.enqueue_tournament(tournament_id)`` runs
 :func:`arena.usecases.tournaments.send_tournament` (store a started tournament's schedule,
@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.config import Settings
 from arena.conformance import run_check
 from arena.db.session import make_engine, make_sessionmaker
+from arena.delivery import MatchDeferred, play_and_store
 from arena.dispatch import QueueError
 from arena.queue import CeleryDispatcher
 from arena.reaper import reap
 from arena.runner.claims import defer_countdown_s
-from arena.runner.service import MatchDeferred, play_and_store
 from arena.usecases.tournaments import send_tournament
 from worker.celery_app import REAP_TASK, app
 

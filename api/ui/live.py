@@ -55,6 +55,7 @@ from api.ui.views import _bot_names, _deny, _match, _progress, _tournament, bp, 
 from arena import access as policy
 from arena import live
 from arena.db.models import Match, Tournament
+from arena.leases import LeaseSet
 from arena.standings import tournament_standings
 from arena.status import MatchStatus, TournamentStatus
 
@@ -91,15 +92,6 @@ def _count(delta: int) -> None:
         _open += delta
 
 
-_TAKE = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[1]))
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], tonumber(ARGV[3]), ARGV[4])
-redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3]) - tonumber(ARGV[1])) + 60)
-return 1
-"""
-
-
 class StreamSlot:
     """A place among the open streams (module docstring): taken by :meth:`take` when the
     stream is asked for (429 when none is left), given back by :meth:`release` when it
@@ -112,8 +104,8 @@ class StreamSlot:
         self._account = False
         self._lock = threading.Lock()  # release() may run twice at once (the events' end, the close)
 
-    def _key(self) -> str:
-        return f"arena:live:streams:{self.account_id}"
+    def _leases(self) -> LeaseSet:
+        return LeaseSet(live.redis_client(self.url), f"arena:live:streams:{self.account_id}", STREAMS_PER_ACCOUNT)
 
     def take(self) -> None:
         """Take the slot, or abort with 429 (a message saying which cap): a place any viewer
@@ -128,12 +120,10 @@ class StreamSlot:
         if self.account_id is None:
             return
         try:
-            client = live.redis_client(self.url)
-            now = time.time()
-            got = client.eval(_TAKE, 1, self._key(), now, STREAMS_PER_ACCOUNT, now + MAX_STREAM_S + 30, self.token)
+            got = self._leases().take(self.token, MAX_STREAM_S + 30)
         except redis.RedisError:
             return
-        if not int(got):
+        if not got:
             self.release()
             abort(429, _("You have %(n)s live views open already: close one first.", n=STREAMS_PER_ACCOUNT))
         self._account = True
@@ -148,7 +138,7 @@ class StreamSlot:
             _count(-1)
         if account:
             try:
-                live.redis_client(self.url).zrem(self._key(), self.token)
+                self._leases().release(self.token)
             except redis.RedisError:
                 pass  # the lease ends by itself
 
