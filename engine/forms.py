@@ -104,7 +104,12 @@ def readings(
     if declared:
         for r in declared:
             decl_mask |= 1 << r
-    group = _group_ranks(nat, wild, ranks, declared, decl_mask) if n <= 6 else 0
+    if n > 6:
+        group = 0
+    elif nat:  # the common case, inline: one rank, matching the declared one
+        group = ranks if ranks & (ranks - 1) == 0 and (not declared or decl_mask == ranks) else 0
+    else:
+        group = _group_ranks(wild, declared, decl_mask)
     joker_pair = n == 2 and nat == 0 and not declared and jokers + wild == 2
     stairs = 0
     if 3 <= n <= 13 and (nat or wild) and suits & (suits - 1) == 0 and (nat == 0 or ranks.bit_count() == nat):
@@ -112,19 +117,15 @@ def readings(
     return Readings(0, group, stairs, False, joker_pair)
 
 
-def _group_ranks(nat: int, wild: int, ranks: int, declared: Sequence[int] | None, decl_mask: int) -> int:
-    """Ranks of the group readings (C-3: one rank, 2..6 cards, at least one natural card) of
-    a play of ``nat`` natural cards of ``ranks`` and ``wild`` face-down cards, its jokers at
-    the ``declared`` ranks (mask ``decl_mask``) when given."""
-    if nat:
-        if ranks & (ranks - 1) == 0 and (not declared or decl_mask == ranks):
-            return ranks
+def _group_ranks(wild: int, declared: Sequence[int] | None, decl_mask: int) -> int:
+    """Ranks of the group readings (C-3: one rank, 2..6 cards) of a play with no natural card
+    known: ``wild`` face-down cards (one of them natural, MD-3), its jokers at the
+    ``declared`` ranks (mask ``decl_mask``) when given."""
+    if not wild:
         return 0
-    if wild:
-        if declared:
-            return decl_mask if decl_mask & (decl_mask - 1) == 0 else 0
-        return ALL_RANKS
-    return 0
+    if declared:
+        return decl_mask if decl_mask & (decl_mask - 1) == 0 else 0
+    return ALL_RANKS
 
 
 def _stairs_lows(n: int, ranks: int, declared: Sequence[int] | None, decl_mask: int) -> int:

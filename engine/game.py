@@ -65,7 +65,7 @@ from engine.cards import (
     parse_card,
     sort_key,
 )
-from engine.forms import ALL_RANKS, Readings, beating, readings, satisfies_lock
+from engine.forms import Readings, readings, satisfies_lock
 from engine.options import Options
 from engine.plays import Play, face_up_plays
 
@@ -270,9 +270,6 @@ def _take(hand: list[int], cards: Iterable[int]) -> None:
     for c in cards:
         hand.remove(c)
 
-
-#: Every form at every rank: what may be played on an empty field (C-6).
-_ANY_FORM = Readings(ALL_RANKS, ALL_RANKS, ALL_RANKS, True, True)
 
 #: One event: (full event, seats that see it or None for all, what the others see or None).
 Event = tuple[dict[str, Any], tuple[int, ...] | None, dict[str, Any] | None]
@@ -738,11 +735,15 @@ class Game(ABC):
         (TM-5), then the rule set's extra plays (JDF-9); see :func:`engine.plays.face_up_plays`
         for the order. Used by :meth:`legal_actions`.
         """
-        ok = beating(_ANY_FORM, self.ref, self.reversed_order)
-        restrict = self._rank_restriction()
-        if restrict is not None:  # LR-3: singles and groups of one rank
-            ok = Readings(ok.single & restrict, ok.group & restrict, 0, False, False)
-        plays = face_up_plays(self.hands[seat], self.count, self.lock, ok, self._finish_refused)
+        plays = face_up_plays(
+            self.hands[seat],
+            self.count,
+            self.lock,
+            self.ref,
+            self.reversed_order,
+            self._rank_restriction(),
+            self._finish_refused,
+        )
         plays.extend(self._extra_plays(seat))
         return plays
 
