@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask, jsonify, redirect, request, send_from_directory
 
 from api.database import close_db
-from api.errors import ArenaApi, install_guards
+from api.errors import ArenaApi, install_core_errors, install_guards
 from api.markdown import MarkdownPlugin, markdown_tag
 from api.ratelimit import init_rate_limits
 from api.resources import accounts, bots, health, leaderboard, matches, tournaments
@@ -13,17 +13,30 @@ from api.ui import init_ui
 from arena import __version__
 from arena.config import Settings
 from arena.db.session import make_engine, make_sessionmaker
+from arena.dispatch import Dispatcher
+from arena.queue import CeleryDispatcher
 
 MAX_BODY_BYTES = 1024 * 1024
 
 
-def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
+def create_app(settings: Settings | None = None, *, engine=None, dispatcher: Dispatcher | None = None) -> Flask:
     """Build the API app for ``settings`` (default ``Settings.from_env()``).
 
     The database must already be migrated (``arena db upgrade``). ``engine`` may be passed
     to share one SQLAlchemy engine (tests); otherwise one is made from ``settings.database_url``.
+    ``dispatcher`` sends the matches, checks and launches (:mod:`arena.dispatch`); default: a
+    :class:`arena.queue.CeleryDispatcher` of ``settings.broker_url``. Eager mode
+    (``settings.celery_eager``) needs one passed in, an :class:`arena.inprocess.InProcessDispatcher`
+    (``cli`` composes it): this package never imports the runner.
+
+    Raises:
+        ValueError: eager mode without a ``dispatcher``.
     """
     settings = settings or Settings.from_env()
+    if dispatcher is None:
+        if settings.celery_eager:
+            raise ValueError("eager mode (ARENA_CELERY_EAGER) needs dispatcher=InProcessDispatcher(settings)")
+        dispatcher = CeleryDispatcher(settings.broker_url)
     app = Flask("arena-api")
     app.config.update(
         API_TITLE="Daifugo Arena",
@@ -47,10 +60,16 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         },
     )
     engine = engine if engine is not None else make_engine(settings.database_url)
-    app.extensions["arena"] = {"settings": settings, "engine": engine, "sessionmaker": make_sessionmaker(engine)}
+    app.extensions["arena"] = {
+        "settings": settings,
+        "engine": engine,
+        "sessionmaker": make_sessionmaker(engine),
+        "dispatcher": dispatcher,
+    }
     app.teardown_appcontext(close_db)
     install_guards(app)
     api = ArenaApi(app, spec_kwargs={"extra_plugins": [MarkdownPlugin()]})
+    install_core_errors(app, api)
 
     for module in (health, accounts, bots, tournaments, matches, leaderboard):
         module.blp.description = markdown_tag(module.blp.description)

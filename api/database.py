@@ -1,4 +1,5 @@
-"""The request's database session (``db()``), from the app's session factory."""
+"""The request's database session (``db()``), from the app's session factory; the app's
+settings (``settings()``) and dispatcher (``dispatcher()``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena import access, matchlog
+from arena.config import Settings
 from arena.db.models import MatchLog
+from arena.dispatch import Dispatcher
 
 
 def db() -> Session:
@@ -23,9 +26,14 @@ def close_db(_exc: BaseException | None = None) -> None:
         session.close()
 
 
-def settings():
+def settings() -> Settings:
     """The app's :class:`arena.config.Settings`."""
     return current_app.extensions["arena"]["settings"]
+
+
+def dispatcher() -> Dispatcher:
+    """The app's :class:`arena.dispatch.Dispatcher` (``api.create_app(dispatcher=...)``)."""
+    return current_app.extensions["arena"]["dispatcher"]
 
 
 def match_log_download(match, viewer=None):

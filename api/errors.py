@@ -18,6 +18,24 @@ lost) on any endpoint is a 503 with the JSON body above and ``Retry-After``
 (:data:`DB_RETRY_AFTER_S` seconds); ``/ui`` pages get the HTML error page with the same status.
 A ``DataError`` the guard did not foresee (a value the database refuses) is a 422, not a 500.
 
+Refusals of the core (:mod:`arena.usecases`): :func:`refusal` is the one mapping of the
+core's typed errors to their HTTP answer (status, message, field errors, headers), used by the
+REST views (:func:`install_core_errors`: an error escaping a view is answered with the JSON
+body above) and by the browser's forms (:mod:`api.ui.forms`, which show it on their page):
+
+=========================================== ====== ==========================================
+error                                       status extra
+=========================================== ====== ==========================================
+:class:`arena.lifecycle.NotFound`           404
+:class:`arena.usecases.BotCheckRunning`     409    ``Location``: the running check
+:class:`arena.lifecycle.Conflict`           409
+:class:`arena.accounts.NameTaken`           409    ``errors.json.name: ["taken"]``
+:class:`arena.lifecycle.TooManyChecks`      429    ``Retry-After``
+:class:`arena.usecases.Forbidden`           403
+:class:`arena.usecases.InvalidField`        422    ``errors.json.<field>``
+:class:`arena.usecases.Unavailable`         503    ``Retry-After`` when it says one
+=========================================== ====== ==========================================
+
 Encryption key: a request that needs a bot's signing secret while this server's
 ``ARENA_ENCRYPTION_KEYS`` cannot decrypt (or encrypt) it (wrong, missing, malformed:
 :class:`arena.crypto.EncryptionKeyError`) is a 503 with the JSON body above, its
@@ -26,16 +44,22 @@ Encryption key: a request that needs a bot's signing secret while this server's
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from flask import Flask, jsonify, render_template, request
+import marshmallow as ma
+from flask import Flask, jsonify, render_template, request, url_for
 from flask_smorest import Api
 from flask_smorest import abort as smorest_abort
 from sqlalchemy.exc import DataError, InterfaceError, OperationalError, StatementError
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
+from arena import lifecycle
+from arena.accounts import NameTaken
 from arena.crypto import EncryptionKeyError
 from arena.safejson import JsonLimitError, loads_limited
+from arena.usecases import BotCheckRunning, Forbidden, InvalidField, Unavailable
 
 #: Longest query-string or form value, characters.
 MAX_QUERY_CHARS = 2048
@@ -93,6 +117,116 @@ def field_error(field: str, message: str) -> NoReturn:
     raise AssertionError("unreachable: flask_smorest.abort raises")
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """An HTTP refusal: ``status``, the body's ``message`` and ``errors``
+    (``{"json": {field: [message]}}`` or None) and the response ``headers``."""
+
+    status: int
+    message: str
+    errors: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def field_errors(self) -> dict[str, Any]:
+        """The body's ``errors.json`` (``{}`` if none)."""
+        return dict((self.errors or {}).get("json") or {})
+
+    def abort(self) -> NoReturn:
+        """Stop the request with this refusal (the JSON body of the module docstring)."""
+        extra: dict[str, Any] = {"headers": self.headers} if self.headers else {}
+        if self.errors is not None:
+            extra["errors"] = self.errors
+        smorest_abort(self.status, message=self.message, **extra)
+        raise AssertionError("unreachable: flask_smorest.abort raises")
+
+
+def _fields(**fields: str) -> dict[str, Any]:
+    return {"json": {k: [v] for k, v in fields.items()}}
+
+
+def refusal(exc: Exception) -> Refusal | None:
+    """The HTTP answer to a core error (module docstring), or None for any other exception.
+
+    A :class:`~arena.usecases.BotCheckRunning` needs a request context (its ``Location``)."""
+    if isinstance(exc, lifecycle.NotFound):
+        return Refusal(404, str(exc))
+    if isinstance(exc, BotCheckRunning):
+        location = url_for("bots.BotCheckById", bot_id=exc.bot_id, check_id=exc.check_id)
+        return Refusal(409, str(exc), headers={"Location": location})
+    if isinstance(exc, lifecycle.Conflict):
+        return Refusal(409, str(exc))
+    if isinstance(exc, NameTaken):
+        return Refusal(409, f"account name {exc.args[0]!r} is taken", _fields(name="taken"))
+    if isinstance(exc, lifecycle.TooManyChecks):
+        return Refusal(429, str(exc), headers={"Retry-After": str(exc.retry_after_s)})
+    if isinstance(exc, Forbidden):
+        return Refusal(403, str(exc))
+    if isinstance(exc, InvalidField):
+        return Refusal(422, f"invalid request: json.{exc.field}: {exc}", {"json": {exc.field: [str(exc)]}})
+    if isinstance(exc, Unavailable):
+        headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s is not None else {}
+        return Refusal(503, str(exc), headers=headers)
+    return None
+
+
+#: The core errors :func:`refusal` maps (what :func:`install_core_errors` answers).
+CORE_ERRORS: tuple[type[Exception], ...] = (
+    lifecycle.LifecycleError,
+    NameTaken,
+    Forbidden,
+    InvalidField,
+    Unavailable,
+)
+
+
+def install_core_errors(app: Flask, api: ArenaApi) -> None:
+    """Answer a core error escaping a view with its :func:`refusal` as the JSON error body."""
+
+    def handle(exc: Exception):
+        answer = refusal(exc)
+        if answer is None:
+            raise exc
+        try:
+            answer.abort()
+        except HTTPException as http:
+            return api.handle_http_exception(http)
+
+    for cls in CORE_ERRORS:
+        app.register_error_handler(cls, handle)
+
+
+def load_json(schema: ma.Schema, body: Any) -> Any:
+    """What a REST view gets from ``body`` sent as its JSON (the form's use): the input
+    guard (:func:`check_request_input`), then ``schema``'s validation.
+
+    Raises:
+        RefusalError: the 400/422 the REST API answers to that body.
+    """
+    try:
+        value = loads_limited(json.dumps(body))
+    except JsonLimitError as exc:
+        raise RefusalError(_json_limit_refusal(exc)) from None
+    try:
+        return schema.load(value)
+    except ma.ValidationError as exc:
+        errors = {"json": exc.messages}
+        raise RefusalError(Refusal(422, "invalid request: " + "; ".join(_flatten(errors)), errors)) from None
+
+
+class RefusalError(Exception):
+    """Carries a :class:`Refusal` (``refusal``) out of :func:`load_json`."""
+
+    def __init__(self, answer: Refusal) -> None:
+        super().__init__(answer.message)
+        self.refusal = answer
+
+
+def _json_limit_refusal(exc: JsonLimitError) -> Refusal:
+    code = 400 if not exc.path or exc.reason.startswith("nested") else 422
+    field_name = exc.path or "(document)"
+    return Refusal(code, f"invalid request: json.{field_name}: {exc.reason}", {"json": {field_name: [exc.reason]}})
+
+
 def _value_problem(value: str, limit: int) -> str | None:
     if len(value) > limit:
         return f"longer than {limit} characters"
@@ -136,8 +270,7 @@ def check_request_input() -> None:
         try:
             loads_limited(raw)
         except JsonLimitError as exc:
-            code = 400 if not exc.path or exc.reason.startswith("nested") else 422
-            _refuse(code, "json", exc.path, exc.reason)
+            _json_limit_refusal(exc).abort()
 
 
 def _unavailable(message: str, retry_after_s: int):

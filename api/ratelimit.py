@@ -7,6 +7,9 @@ what                              limit per client address  why
 ``POST /api/v1/bots/{id}/check``  :data:`CHECK_LIMIT`       a check plays games on a worker
 every other write (POST, PATCH,   :data:`WRITE_LIMIT`       per endpoint
 PUT, DELETE) under ``/api/``
+the forms doing these (``POST``   the same                  they run the same use cases
+``/ui/signup``, ``/ui/bots``,                               (:data:`UI_FORM_LIMITS`)
+``/ui/bots/{id}/check``, ...)
 ================================= ======================== =================================
 
 Reads are not limited (they are cheap; the reverse proxy and gunicorn's threads keep them
@@ -37,6 +40,15 @@ CHECK_LIMIT = "6 per minute"
 WRITE_LIMIT = "120 per minute"
 
 _WRITES = ("POST", "PUT", "PATCH", "DELETE")
+#: The ``/ui`` form endpoints (``POST``) and their limits: those of the API endpoint each runs.
+UI_FORM_LIMITS = (
+    ("ui.signup", SIGNUP_LIMIT),
+    ("ui.bot_check", CHECK_LIMIT),
+    ("ui.bots", WRITE_LIMIT),
+    ("ui.bot_secret", WRITE_LIMIT),
+    ("ui.tournament_new", WRITE_LIMIT),
+    ("ui.tournament_action", WRITE_LIMIT),
+)
 
 
 def _not_a_write() -> bool:
@@ -62,7 +74,7 @@ def init_rate_limits(app: Flask, settings: Settings) -> Limiter:
         swallow_errors=True,
         storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
     )
-    for endpoint, limit in (("accounts.Accounts", SIGNUP_LIMIT), ("bots.BotCheckLatest", CHECK_LIMIT)):
+    for endpoint, limit in (("accounts.Accounts", SIGNUP_LIMIT), ("bots.BotCheckLatest", CHECK_LIMIT), *UI_FORM_LIMITS):
         app.view_functions[endpoint] = cast(Any, limiter.limit(limit, methods=["POST"])(app.view_functions[endpoint]))
     app.extensions["arena-limiter"] = limiter  # the limit wrappers hold it weakly only
     return limiter

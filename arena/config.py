@@ -156,7 +156,7 @@ class Settings:
         lost_after_s: seconds a queued match may be missing from the broker before the
             reaper sends it again (``ARENA_LOST_AFTER_S``).
         store_retry_s: seconds a worker keeps trying to store a played match's result while
-            the database fails (``ARENA_STORE_RETRY_S``; arena.runner.service).
+            the database fails (``ARENA_STORE_RETRY_S``; arena.delivery).
         spool_ttl_s: seconds a played result is kept in the Redis spool while it cannot be
             stored (``ARENA_SPOOL_TTL_S``; arena.spool).
     """

@@ -12,7 +12,7 @@ eager mode); the API answers 202 at once and the bot is ``checking`` until it is
    other answer passes with a warning (``warnings`` in the outcome and on the bot's page): the
    bot does not check ``X-Arena-Signature``, so anyone may play its seat's moves for it.
 4. For each rule set the bot plays (:func:`conformance_game`), short real matches through
-   :func:`arena.runner.match.run_match`, the bot over HTTP (signed with its secret and,
+   :class:`arena.runner.match.Match`, the bot over HTTP (signed with its secret and,
    during a rotation's grace period, the previous one, as in tournaments) at seat 0 against
    built-in sample bots, under short time rules (:data:`CONFORMANCE_TIME_RULES_S`): one
    random short match, then fixed positions (:data:`PROBES`, the scenario ``setup`` format)
@@ -35,18 +35,17 @@ import secrets as _secrets
 import socket
 import time
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 import httpx
-from sqlalchemy.orm import Session, sessionmaker
 
 import engine
 from arena import lifecycle
 from arena.bot_transport import PinnedTransport
 from arena.config import Settings
-from arena.db.session import make_engine, make_sessionmaker
-from arena.runner.match import run_match
+from arena.db.session import shared_sessions
+from arena.matchlog import Exchange
+from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import WATCHDOG, HttpPlayer
 from arena.safejson import JsonLimitError, loads_limited
 from arena.url_policy import BotUrlError, check_bot_url
@@ -99,6 +98,38 @@ def health_check(
         "error": None,
     }
     start = time.monotonic()
+    try:
+        resp, body = _get_health(client, url, timeout_s, start, out)
+    except (httpx.HTTPError, ValueError, OSError) as exc:
+        out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
+        late = time.monotonic() - start >= timeout_s
+        out["error"] = (
+            f"no complete answer within {timeout_s:g} s" if late else _truncate(f"{type(exc).__name__}: {exc}")
+        )
+        return out
+    finally:
+        if own:
+            client.close()
+    out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
+    if resp.is_redirect:
+        out["error"] = f"redirect ({resp.status_code}) refused: redirects are never followed"
+        return out
+    if resp.status_code != 200:
+        out["error"] = f"HTTP status {resp.status_code}, expected 200"
+        return out
+    _judge_health_body(out, body)
+    return out
+
+
+def _get_health(
+    client: httpx.Client, url: str, timeout_s: float, start: float, out: dict[str, Any]
+) -> tuple[httpx.Response, bytearray]:
+    """The health answer and its raw body (``out["status"]`` set as soon as known).
+
+    Raises:
+        httpx.HTTPError, OSError: the request failed; ValueError: the body is too large or
+            not complete within ``timeout_s`` seconds from ``start``.
+    """
     # The whole exchange, headers included, ends within timeout_s: a bot that drips one byte
     # per read timeout is cut off by the watchdog (its socket shut down), not waited for.
     sockets: list[Any] = []
@@ -135,36 +166,25 @@ def health_check(
                     raise ValueError(f"response larger than {MAX_HEALTH_BYTES} bytes")
                 if time.monotonic() - start > timeout_s:
                     raise ValueError(f"no complete answer within {timeout_s:g} s")
-    except (httpx.HTTPError, ValueError, OSError) as exc:
-        out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
-        late = time.monotonic() - start >= timeout_s
-        out["error"] = (
-            f"no complete answer within {timeout_s:g} s" if late else _truncate(f"{type(exc).__name__}: {exc}")
-        )
-        return out
     finally:
         WATCHDOG.disarm(handle)
-        if own:
-            client.close()
-    out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
-    if resp.is_redirect:
-        out["error"] = f"redirect ({resp.status_code}) refused: redirects are never followed"
-        return out
-    if resp.status_code != 200:
-        out["error"] = f"HTTP status {resp.status_code}, expected 200"
-        return out
+    return resp, body
+
+
+def _judge_health_body(out: dict[str, Any], body: bytearray) -> None:
+    """Judge a 200 health answer's body: ``name`` and ``protocols`` into ``out``, ``ok`` or ``error``."""
     try:
         data = loads_limited(bytes(body))
     except JsonLimitError as exc:
         out["error"] = _truncate(f"response is not JSON within the limits: {exc}")
-        return out
+        return
     if not isinstance(data, dict):
         out["error"] = "response JSON is not an object"
-        return out
+        return
     name = data.get("name")
     if not isinstance(name, str) or not name:
         out["error"] = "response has no string 'name'"
-        return out
+        return
     out["name"] = _truncate(name, 64)
     protocols = data.get("protocols", [data["protocol"]] if "protocol" in data else None)
     if (
@@ -173,10 +193,9 @@ def health_check(
         or not all(isinstance(p, int) and not isinstance(p, bool) for p in protocols)
     ):
         out["error"] = "response has no integer 'protocol' or list 'protocols'"
-        return out
+        return
     out["protocols"] = protocols
     out["ok"] = True
-    return out
 
 
 #: Time rules of the conformance games, seconds (TIME-1): a 10 s bank, +1 s, 10 s cap.
@@ -375,7 +394,7 @@ def conformance_game(
     start = time.monotonic()
     player = HttpPlayer(url, secret, name="candidate", allow_private=allow_private, previous_secret=previous_secret)
 
-    def seen(ex: dict) -> None:
+    def seen(ex: Exchange) -> None:
         if deadline is not None and time.monotonic() > deadline:
             raise CheckTimeUp(_time_up(limit_s))
         if ex["player"] != 0:
@@ -396,8 +415,7 @@ def conformance_game(
                 for s in range(1, engine.SEATS[ruleset])
             ]
             try:
-                match_log = run_match(
-                    [player, *others],
+                config = MatchConfig(
                     ruleset,
                     opts,
                     seed=seed + 7 * i,
@@ -406,8 +424,8 @@ def conformance_game(
                     time_rules=TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S),
                     max_faults=1,
                     match_id=f"conformance-{seed}-{probe}",
-                    on_decision=seen,
                 )
+                match_log = Match([player, *others], config, Observers(on_decision=seen)).play()
             except CheckTimeUp as exc:
                 out["error"] = str(exc)
                 return out
@@ -584,11 +602,6 @@ def check_bot(
 PROGRESS_EVERY_S = 1.0
 
 
-@lru_cache(maxsize=4)
-def _sessions(database_url: str) -> sessionmaker[Session]:
-    return make_sessionmaker(make_engine(database_url))
-
-
 def run_check(check_id: int, settings: Settings | None = None) -> str:
     """What the task ``arena.check_bot`` does: claim the check
     (:func:`arena.lifecycle.claim_check`), run :func:`check_bot` on the URL and rule sets
@@ -602,7 +615,7 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
         sqlalchemy.exc.OperationalError: the database is unreachable (the task retries).
     """
     settings = settings or Settings.from_env()
-    factory = _sessions(settings.database_url)
+    factory = shared_sessions(settings.database_url)
     with factory() as session:
         plan = lifecycle.claim_check(session, int(check_id))
     if plan is None:

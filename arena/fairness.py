@@ -2,7 +2,7 @@
 
 Pure functions, no database. Every deal of a tournament follows from its secret seed ``S``
 (an integer, ``0 <= S < 2**63``) by this chain, where ``H(x, p1, p2, ...)`` is
-:func:`arena.schedule.derive_seed`: the first 8 bytes of
+:func:`arena.seeds.derive_seed`: the first 8 bytes of
 ``SHA-256(":".join(decimal/str of x, p1, p2, ...) as UTF-8)`` read big-endian, shifted
 right by one bit (a 63-bit integer)::
 
@@ -24,7 +24,7 @@ import hashlib
 import hmac
 import secrets
 
-from arena.schedule import derive_seed, match_seed
+from arena.seeds import attempt_seed, derive_seed, game_seed, match_seed
 
 #: Salt length in bytes (shown as 64 lowercase hex digits).
 SALT_BYTES = 32
@@ -80,18 +80,6 @@ def check_commitment(seed: int, salt: str, published: str) -> None:
     """Raise :class:`FairnessError` unless ``published`` is the commitment of ``seed`` and ``salt``."""
     if not isinstance(published, str) or not hmac.compare_digest(commitment(seed, salt), published.lower()):
         raise FairnessError("the seed and salt do not match the published commitment")
-
-
-def attempt_seed(seed_of_match: int, attempt: int) -> int:
-    """The seed a match is played from on its ``attempt``-th claim (1, 2, ...): a match
-    played again after a crash or an outage gets fresh deals."""
-    return derive_seed(seed_of_match, "attempt", attempt)
-
-
-def game_seed(seed_of_attempt: int, game_index: int) -> int:
-    """The seed of game ``game_index`` of a match attempt (equal to
-    :func:`arena.runner.match.derive_seed`)."""
-    return derive_seed(seed_of_attempt, game_index)
 
 
 __all__ = [

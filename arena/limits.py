@@ -26,7 +26,7 @@ Trump Millionaire (MD alone: 2,319 s; JDF: 41,200 s). A crashed worker's match
 is then replayed only after that long; deployments with short time rules set
 ``ARENA_VISIBILITY_TIMEOUT_S`` from the formula (``python -c "from worker.celery_app import
 visibility_timeout_for; ..."``). The worker logs a warning for a match whose bound exceeds the
-configured timeout (``arena.runner.service``).
+configured timeout (``arena.delivery``).
 """
 
 from __future__ import annotations

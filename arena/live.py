@@ -1,7 +1,7 @@
 """Live views through Redis pub/sub: the worker publishes, the pages stream them.
 
 **Matches.** After every decision of a match the runner (``run_match(on_step=...)``, wired by
-:func:`arena.runner.service.play_and_store`) calls :meth:`LivePublisher.step`, which
+:func:`arena.delivery.play_and_store`) calls :meth:`LivePublisher.step`, which
 publishes two JSON messages (in one round trip; a channel nobody listens to is skipped for
 :data:`QUIET_S` seconds at a time, see :meth:`LivePublisher.step`):
 
@@ -21,7 +21,8 @@ watch which channel: :func:`arena.access.live_view_for`.
 
 **Tournaments.** :func:`publish_tournament_event` puts a small message on
 ``arena:live:tournament:<id>`` when one of its matches is claimed by a worker, finishes,
-fails or is sent again (the reaper, a retry): :data:`TOURNAMENT_EVENTS`. The tournament page
+fails or is sent again (the reaper, a retry): :data:`TOURNAMENT_EVENTS`; :func:`announce`
+publishes one when live views are on (:func:`live_enabled`). The tournament page
 re-reads its progress, the matches playing now and the standings on each one.
 
 Publishing never fails a match or a transaction: a Redis error disables a match's publisher
@@ -50,11 +51,12 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import redis
 
+from arena.config import Settings
 from engine.cards import format_cards, sort_key
 
 log = logging.getLogger(__name__)
@@ -148,7 +150,7 @@ class LivePublisher:
             log.warning("live: publishing match %s stopped (%s)", self.match_id, exc)
             self._redis = None
 
-    def step(self, game_index: int, g: Any, exchange: dict[str, Any]) -> None:
+    def step(self, game_index: int, g: Any, exchange: Mapping[str, Any]) -> None:
         """Publish the views after one decision (``exchange``: the runner's record of it).
 
         Both channels go in one Redis round trip. A channel whose last message reached no
@@ -242,6 +244,19 @@ def publish_tournament_event(url: str, tournament_id: int, event: str, match_ids
 
 
 _TOURNAMENT_CLIENTS: dict[str, redis.Redis] = {}
+
+
+def live_enabled(settings: Settings) -> bool:
+    """True when live views are published: a Redis broker, not eager mode (a quick local run
+    has no Redis)."""
+    return settings.broker_url.startswith("redis") and not settings.celery_eager
+
+
+def announce(settings: Settings, tournament_id: int, event: str, match_ids: list[int]) -> None:
+    """Publish a tournament event (:func:`publish_tournament_event`) after the commit that
+    made it true, when live views are on (:func:`live_enabled`); never raises for Redis."""
+    if live_enabled(settings):
+        publish_tournament_event(settings.broker_url, tournament_id, event, match_ids)
 
 
 def _tournament_client(url: str) -> redis.Redis:

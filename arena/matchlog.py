@@ -1,12 +1,19 @@
 """The match-log format and its one codec.
 
 A match log is a JSON object (``"format": "daifugo-arena-match"``, ``"version": 1``; its
-fields are listed in docs/protocol.md and built by :func:`arena.runner.match.run_match`).
+fields are listed in docs/protocol.md and built by :class:`arena.runner.match.Match`).
 Everywhere a log is stored or sent (the database, ``arena play --out``, the API's downloads)
 it is the bytes of :func:`encode`: strict JSON (RFC 8259: no ``NaN`` or ``Infinity``) in
 UTF-8, compact separators, keys in the order they were built. Compressed copies (the
 ``match_logs`` table, ``*.json.gz`` files) are gzip of those bytes with ``mtime=0``, so the
 same log always compresses to the same bytes.
+
+The records below (:class:`MatchLog`, :class:`GameRecord`, :class:`Exchange`,
+:class:`FaultRecord`...) are the log's schema, shared by the runner that builds it
+(:mod:`arena.runner.match`), replay and verification (:mod:`arena.runner.replay`) and the
+pages that show it. They are ``TypedDict``: a log is the plain JSON object, its keys in the
+order listed (the order the runner builds them in, so the bytes of :func:`encode` stay those
+of every stored log).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import gzip
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 #: ``format`` field of every match log.
 LOG_FORMAT = "daifugo-arena-match"
@@ -23,6 +30,119 @@ LOG_FORMAT = "daifugo-arena-match"
 LOG_VERSION = 1
 #: gzip level of stored logs.
 COMPRESS_LEVEL = 6
+
+
+class TimeRulesRecord(TypedDict):
+    """TIME-1 values of a match, milliseconds."""
+
+    initial_ms: int
+    increment_ms: int
+    cap_ms: int
+
+
+class FairnessRecord(TypedDict):
+    """Where a tournament match's seed comes from (:mod:`arena.fairness`)."""
+
+    tournament_id: int
+    match_index: int
+    attempt: int
+    commitment: str
+
+
+class PlayerRecord(TypedDict):
+    """One player of a match; ``url`` is None in a log kept without URLs."""
+
+    index: int
+    name: str
+    kind: str
+    url: str | None
+
+
+class Exchange(TypedDict):
+    """One decision request and its answer (``sent_at``: Unix seconds; ``*_ms``: milliseconds).
+
+    ``request``: the request itself, only when the match logged requests; ``slot_wait_ms``
+    (when 1 ms or more) and ``slot_bypassed`` (only ``True``): the request's wait for a slot
+    of its endpoint's cap (:mod:`arena.runner.semaphore`)."""
+
+    n: int
+    seat: int
+    player: int
+    kind: str
+    unit: int
+    sent_at: float
+    elapsed_ms: int
+    bank_before_ms: int
+    bank_after_ms: int
+    request_sha256: str
+    request_bytes: int
+    status: int | None
+    response: dict[str, Any] | None
+    fault: str | None
+    request: NotRequired[dict[str, Any]]
+    slot_wait_ms: NotRequired[float]
+    slot_bypassed: NotRequired[Literal[True]]
+
+
+class FaultRecord(TypedDict):
+    """A fault (FAULT-1): ``n`` is its exchange's number in game ``game``; ``received`` the
+    bot's text kept (strict UTF-8, truncated)."""
+
+    game: int
+    n: int
+    seat: int
+    player: int
+    kind: str
+    detail: str
+    received: str
+    elapsed_ms: int
+
+
+class GameRecord(TypedDict):
+    """One engine game: ``seed`` (None for a game from fixed hands), ``seats`` (player index
+    per seat), the engine's log and result, Unix seconds."""
+
+    index: int
+    seed: int | None
+    seats: list[int]
+    engine_log: dict[str, Any]
+    exchanges: list[Exchange]
+    faults: list[FaultRecord]
+    result: dict[str, Any]
+    started_at: float
+    finished_at: float
+
+
+class MatchResult(TypedDict):
+    """Per-player lists (by player index); ``ranks`` only when one engine game is the match."""
+
+    scores: list[int]
+    wins: list[int]
+    faults: list[int]
+    games: int
+    ranks: list[int] | None
+
+
+class MatchLog(TypedDict):
+    """A whole match log (the format of this module). ``result`` and ``finished_at`` are
+    None only while the match is played."""
+
+    format: str
+    version: int
+    protocol: int
+    match_id: str
+    ruleset: str
+    options: dict[str, Any]
+    time_rules: TimeRulesRecord
+    seed: int
+    max_faults: int
+    fairness: NotRequired[FairnessRecord]
+    players: list[PlayerRecord]
+    games: list[GameRecord]
+    faults: list[FaultRecord]
+    result: MatchResult | None
+    started_at: float
+    finished_at: float | None
 
 
 class LogEncodingError(ValueError):
@@ -76,7 +196,7 @@ def write_log(match_log: Mapping[str, Any], path: str | Path) -> Path:
     return path
 
 
-def read_log(path: str | Path) -> dict[str, Any]:
+def read_log(path: str | Path) -> MatchLog:
     """Read a match log written by :func:`write_log` (``.json`` or ``.json.gz``).
 
     Raises:
@@ -85,7 +205,7 @@ def read_log(path: str | Path) -> dict[str, Any]:
     log = decode(Path(path).read_bytes())
     if not isinstance(log, dict):
         raise ValueError("a match log is a JSON object")
-    return log
+    return cast(MatchLog, log)
 
 
 #: A file in a log folder that is not a log: the tournament object ``arena logs download`` writes.

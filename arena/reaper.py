@@ -6,7 +6,7 @@ One run (:func:`reap`):
 
 0. **Spooled results** (:mod:`arena.spool`): every played result a worker could not
    store (a database outage longer than ``ARENA_STORE_RETRY_S``, or its worker died while
-   retrying) is stored now, once (:func:`arena.runner.service.store_from_spool`), and
+   retrying) is stored now, once (:func:`arena.delivery.store_from_spool`), and
    its spool entry deleted. A spooled match still waiting (the database refused it again)
    is left out of step 1: its lease may have expired during the outage, but a played match
    is stored, never played again with new deals. When Redis cannot be read this step and
@@ -33,7 +33,7 @@ One run (:func:`reap`):
    matches still pending (and stores the schedule first if there is none), each once.
 
 After a successful send, each tournament of the re-sent matches gets a ``queued`` event on
-its live channel (:func:`arena.runner.service.announce`), so its page shows the match
+its live channel (:func:`arena.live.announce`), so its page shows the match
 waiting again instead of playing.
 
 Never twice at once: a re-sent match that is still being played is skipped by the delivery
@@ -60,16 +60,10 @@ from arena import lifecycle, spool
 from arena.config import Settings
 from arena.db.models import Match
 from arena.db.session import make_engine, make_sessionmaker
-from arena.queue import (
-    ENQUEUE_TOURNAMENT_TASK,
-    PRIORITY_QUEUE,
-    QUEUE,
-    RUN_MATCH_TASK,
-    QueueError,
-    enqueue_matches,
-    launch_tournament,
-)
-from arena.runner.service import announce, store_from_spool
+from arena.delivery import store_from_spool
+from arena.dispatch import Dispatcher, QueueError
+from arena.live import announce
+from arena.queue import ENQUEUE_TOURNAMENT_TASK, PRIORITY_QUEUE, QUEUE, RUN_MATCH_TASK, CeleryDispatcher
 
 log = logging.getLogger("arena.reaper")
 
@@ -189,14 +183,19 @@ def _loads(raw: bytes | str) -> Any:
 
 
 def reap(
-    settings: Settings, sessions: sessionmaker[Session] | None = None, client: redis.Redis | None = None
+    settings: Settings,
+    sessions: sessionmaker[Session] | None = None,
+    client: redis.Redis | None = None,
+    dispatcher: Dispatcher | None = None,
 ) -> ReapReport:
-    """One reaper run (module docstring). Returns what it did.
+    """One reaper run (module docstring). Returns what it did. ``dispatcher`` sends the
+    matches and launches again (default: a :class:`arena.queue.CeleryDispatcher` of the broker).
 
     Raises:
         sqlalchemy.exc.OperationalError: the database is unreachable (the next run retries).
     """
     factory = sessions or _sessions(settings.database_url)
+    sender = dispatcher if dispatcher is not None else CeleryDispatcher(settings.broker_url)
     report = ReapReport()
     rc = client or _redis(settings.broker_url)
     try:
@@ -226,7 +225,7 @@ def reap(
             if tid in in_broker[ENQUEUE_TOURNAMENT_TASK]:
                 continue
             try:  # its sender is idempotent: it sends the matches still pending, once each
-                launch_tournament(settings, tid, queue=PRIORITY_QUEUE)
+                sender.launch_tournament(tid, priority=True)
             except QueueError as exc:
                 log.warning("reaper: %s", exc)
                 break
@@ -234,7 +233,7 @@ def reap(
     todo = report.expired + report.lost
     if todo:
         try:
-            enqueue_matches(settings, todo, queue=PRIORITY_QUEUE)
+            sender.send_matches(todo, priority=True)
         except QueueError as exc:  # they are queued in the database: the next runs re-send them
             log.warning("reaper: %s", exc)
         else:

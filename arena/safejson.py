@@ -1,4 +1,18 @@
-"""Parsing untrusted JSON (request bodies, bot health answers) within fixed limits.
+"""Parsing untrusted JSON within fixed limits: the one strict-JSON reader of the arena.
+
+Two entry points over the same rules (strict UTF-8, RFC 8259 without ``NaN``/``Infinity``,
+bounded nesting and integers, text that encodes to UTF-8):
+
+* :func:`loads_limited` (request bodies, bot health answers): raises :class:`JsonLimitError`
+  naming the first offending place;
+* :func:`parse_answer` (a bot's decision answer, fault ``invalid_json``): also no duplicate
+  key and a JSON object at the top; returns ``(object, "")`` or ``(None, reason)``, never
+  raises (the body must be UTF-8: strict, no invalid sequences, no byte-order mark, no
+  UTF-16/32 autodetection; no number that overflows a double; at most
+  :data:`MAX_DEPTH` arrays/objects deep; integers of at most :data:`ANSWER_MAX_INT_DIGITS`
+  digits; no lone surrogate in a string or key).
+
+:func:`loads_limited`:
 
 The standard ``json`` module accepts what the rest of the stack cannot take: nesting deep
 enough to raise ``RecursionError``, integers of thousands of digits (``ValueError`` past 4300
@@ -12,6 +26,8 @@ place as a dotted path (``tournament.options.rounds``, list items by index: ``ru
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from typing import Any
 
 #: Deepest nesting of arrays/objects accepted (the top-level value is depth 1).
@@ -20,6 +36,8 @@ MAX_DEPTH = 32
 MAX_INT_DIGITS = 19
 #: Longest string (value or object key), characters.
 MAX_STRING_CHARS = 8192
+#: Most digits of an integer in a bot's answer (an action needs 1; 2**53 has 16).
+ANSWER_MAX_INT_DIGITS = 16
 
 
 class JsonLimitError(ValueError):
@@ -40,7 +58,7 @@ class _BigInt(str):
     """An integer literal with too many digits, kept as text until the walk names its path."""
 
 
-def _int_parser(max_digits: int):
+def _int_parser(max_digits: int) -> Callable[[str], Any]:
     def parse_int(text: str) -> Any:
         if len(text) - (text[0] == "-") > max_digits:
             return _BigInt(text)
@@ -53,14 +71,21 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def encodes_utf8(text: str) -> bool:
+    """True unless ``text`` holds a lone UTF-16 surrogate (which no UTF-8 encoder takes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _string_problem(s: str, max_string: int) -> str | None:
     if len(s) > max_string:
         return f"string longer than {max_string} characters"
     if "\x00" in s:
         return "contains a NUL character"
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
+    if not encodes_utf8(s):
         return "contains a lone UTF-16 surrogate (not valid Unicode)"
     return None
 
@@ -103,21 +128,22 @@ def loads_limited(
         raise JsonLimitError("", f"nested deeper than {max_depth} levels") from None
     except ValueError as exc:
         raise JsonLimitError("", f"not valid JSON ({exc})") from None
+    _check_value(value, max_depth=max_depth, max_int_digits=max_int_digits, max_string=max_string)
+    return value
+
+
+def _check_value(value: Any, *, max_depth: int, max_int_digits: int, max_string: int) -> None:
+    """Walk a parsed value once, iteratively; raise :class:`JsonLimitError` at the first
+    place outside the limits (:func:`loads_limited`)."""
     # each item carries where it sits as a chain (parent's chain, key): the dotted path is built
     # only for the one error reported, never per item (a path per item is quadratic in the body)
     stack: list[tuple[Any, _Where, int]] = [(value, None, 1)]
     while stack:
         item, where, depth = stack.pop()
-        if isinstance(item, _BigInt):
-            raise JsonLimitError(_path(where), f"integer of more than {max_int_digits} digits")
-        if isinstance(item, str):
-            problem = _string_problem(item, max_string)
-            if problem:
-                raise JsonLimitError(_path(where), problem)
-        elif isinstance(item, float):
-            if item != item or item in (float("inf"), float("-inf")):
-                raise JsonLimitError(_path(where), "number out of range")
-        elif isinstance(item, (dict, list)):
+        problem = _scalar_problem(item, max_int_digits, max_string)
+        if problem:
+            raise JsonLimitError(_path(where), problem)
+        if isinstance(item, (dict, list)):
             if depth > max_depth:
                 raise JsonLimitError(_path(where), f"nested deeper than {max_depth} levels")
             if isinstance(item, dict):
@@ -129,4 +155,108 @@ def loads_limited(
             else:
                 for i, child in enumerate(item):
                     stack.append((child, (where, i), depth + 1))
+
+
+def _scalar_problem(item: Any, max_int_digits: int, max_string: int) -> str | None:
+    """What is wrong with a scalar (an oversized integer, a bad string, a non-finite float)."""
+    if isinstance(item, _BigInt):
+        return f"integer of more than {max_int_digits} digits"
+    if isinstance(item, str):
+        return _string_problem(item, max_string)
+    if isinstance(item, float) and (item != item or item in (float("inf"), float("-inf"))):
+        return "number out of range"
+    return None
+
+
+# -- a bot's decision answer ------------------------------------------------------------------
+_TOO_DEEP = f"answer nests deeper than {MAX_DEPTH} levels"
+
+
+class _Reject(ValueError):
+    """Raised inside the JSON decoder's hooks; becomes the ``invalid_json`` reason."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _Reject(f"{name} is not JSON (RFC 8259)")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > ANSWER_MAX_INT_DIGITS:
+        raise _Reject(f"an integer has more than {ANSWER_MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Reject("a number is too large for a double")
     return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Reject("an object has a duplicate key")
+        out[key] = value
+    return out
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_int=_bounded_int, parse_float=_finite_float
+)
+
+
+def _inspect(value: Any) -> str:
+    """The reason ``value`` (a decoded answer) is refused by its shape, or ``""``.
+
+    One iterative walk, linear in the size of ``value``: nesting deeper than
+    :data:`MAX_DEPTH` arrays/objects (the top-level value is depth 1) is refused first, then a
+    string or key holding a lone surrogate. No recursion, no regular expression: the decoder
+    already bounded the work by the body's size."""
+    surrogate = False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            items: Any = v.values()
+            for key in v:
+                surrogate = surrogate or not encodes_utf8(key)
+        elif isinstance(v, list):
+            items = v
+        else:
+            surrogate = surrogate or (isinstance(v, str) and not encodes_utf8(v))
+            continue
+        if depth > MAX_DEPTH:
+            return _TOO_DEEP
+        stack.extend((child, depth + 1) for child in items)
+    return "answer holds a lone surrogate (not UTF-8 text)" if surrogate else ""
+
+
+def parse_answer(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    """Parse a bot's answer body (module docstring; :mod:`arena.runner.answers`, step 1).
+
+    Returns:
+        ``(object, "")``, or ``(None, reason)``: the reason is a short fixed sentence that
+        never quotes the body.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return None, f"answer is not UTF-8 (byte {e.start})"
+    try:
+        value = _DECODER.decode(text)
+    except _Reject as e:
+        return None, f"answer is not strict JSON: {e}"
+    except json.JSONDecodeError as e:
+        return None, f"answer is not JSON: {e.msg} (line {e.lineno} column {e.colno})"
+    except RecursionError:  # the C decoder's own bound on nesting (the recursion limit)
+        return None, _TOO_DEEP
+    except (ValueError, MemoryError) as e:  # belt and braces: never escapes
+        return None, f"answer is not JSON ({type(e).__name__})"
+    why = _inspect(value)
+    if why:
+        return None, why
+    if not isinstance(value, dict):
+        return None, "answer is not a JSON object"
+    return value, ""

@@ -35,12 +35,13 @@ whole seed chain (match, attempt and game seeds) is in :mod:`arena.fairness`.
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import math
 import random
 import re
 from dataclasses import dataclass
+
+from arena.seeds import derive_seed, match_seed
 
 #: A seat's occupant: a bot id, or the name of a house sample bot (``"house-1"``).
 Entrant = int | str
@@ -61,17 +62,6 @@ class ScheduledMatch:
     table: int
     seats: tuple[Entrant, ...]
     seed: int
-
-
-def derive_seed(tournament_seed: int, *parts: object) -> int:
-    """A 63-bit seed (fits a signed BIGINT) from the tournament seed and ``parts``."""
-    text = ":".join(str(p) for p in (tournament_seed, *parts))
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
-
-
-def match_seed(tournament_seed: int, tournament_id: int, index: int) -> int:
-    """The seed of match ``index`` (schedule position) of tournament ``tournament_id``."""
-    return derive_seed(tournament_seed, "tournament", tournament_id, "match", index)
 
 
 def house_names(count: int) -> list[str]:

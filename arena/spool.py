@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 import redis
 from sqlalchemy.orm import Session
@@ -61,7 +61,7 @@ class SpooledResult:
     ruleset: str
     attempt: int
     fields: dict[str, Any]
-    log: dict[str, Any]
+    log: matchlog.MatchLog
 
     def encode(self) -> bytes:
         """The gzip of the record as strict JSON (module docstring).
@@ -90,7 +90,7 @@ class SpooledResult:
                 ruleset=str(raw["ruleset"]),
                 attempt=int(raw["attempt"]),
                 fields=dict(raw["fields"]),
-                log=dict(raw["log"]),
+                log=cast(matchlog.MatchLog, dict(raw["log"])),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"a spooled result without {exc}") from None

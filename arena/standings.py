@@ -29,7 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from arena.db.models import Match, MatchResult, Rating, RatingHistory, StandingsCache, Tournament, utcnow
-from arena.lifecycle import TournamentStatus
+from arena.lifecycle import MatchStatus, TournamentStatus
 
 Entrant = int | str
 
@@ -266,7 +266,7 @@ def _prefix_end(session: Session, tournament_id: int, after_index: int) -> int:
             Match.tournament_id == tournament_id,
             Match.index > after_index,
             MatchResult.match_id.is_(None),
-            Match.status != "cancelled",
+            Match.status != MatchStatus.CANCELLED,
         )
     )
     if gap is not None:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arena.runner.match import derive_seed, run_match  # noqa: E402
+from arena.runner.match import run_match  # noqa: E402
+from arena.seeds import derive_seed  # noqa: E402
 from bots_sdk.samples import HeuristicBot, RandomBot  # noqa: E402
 
 SEED = 20261129

@@ -175,7 +175,7 @@ def status_counts(db: str, tid: int) -> tuple[str, dict[str, int]]:
 def figures(arena, db: str, tid: int) -> dict[str, int]:
     from sqlalchemy import text
 
-    from arena.runner.match import replay
+    from arena.runner.replay import replay
 
     with arena.sessions() as s:
         rows = s.execute(

@@ -25,7 +25,7 @@ Prints five lines:
   X s``: ``POST /start`` of a 128-bot tournament (bots stored directly as ``ready``; no worker
   consumes that broker database, so nothing is played): the answer's time. The details line
   (stderr) also gives the time to store the schedule and send every match
-  (``arena.queue.send_tournament``, what the worker's ``arena.enqueue_tournament`` runs,
+  (``arena.usecases.tournaments.send_tournament``, what the worker's ``arena.enqueue_tournament`` runs,
   here in this process).
 * ``tournament page 8000 matches: X ms``: ``GET /ui/tournaments/{id}`` of the 128-bot Million
   Doubt tournament (8,128 matches), signed in as the organizer, median of 3.
@@ -291,7 +291,9 @@ def start_field(arena, broker_idle: str, db: str) -> tuple[dict, int]:
     from arena.accounts import create_account
     from arena.config import Settings
     from arena.db.models import Bot
-    from arena.queue import send_tournament
+    from arena.db.session import make_engine, make_sessionmaker
+    from arena.queue import CeleryDispatcher
+    from arena.usecases.tournaments import send_tournament
 
     settings = Settings(
         data_dir=arena.settings.data_dir, database_url=db, broker_url=broker_idle, allow_private_bot_urls=True
@@ -329,7 +331,9 @@ def start_field(arena, broker_idle: str, db: str) -> tuple[dict, int]:
         answered = time.perf_counter() - t0
         assert r.status_code == 202, r.json
         t1 = time.perf_counter()
-        sent = send_tournament(settings, tid)  # what the worker's enqueue task does
+        sent = send_tournament(  # what the worker's enqueue task does
+            make_sessionmaker(make_engine(db)), tid, CeleryDispatcher(settings.broker_url)
+        )
         queued = time.perf_counter() - t1
         out[ruleset] = {"matches": sent, "answer_s": round(answered, 3), "stored_and_sent_s": round(queued, 2)}
         if ruleset == "million_doubt":

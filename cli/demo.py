@@ -6,8 +6,8 @@ What it does, in order (everything over real HTTP on 127.0.0.1):
    migrated with Alembic; the environment is set to ``ARENA_DATABASE_URL`` = that file,
    ``ARENA_CELERY_EAGER=1`` (matches run in-process: the Celery task's code, no broker) and
    ``ARENA_ALLOW_PRIVATE_BOT_URLS=1`` (the bots live on 127.0.0.1).
-2. The REST API (:func:`api.create_app`) served by waitress on 127.0.0.1 (``--port``, or a
-   free port; :class:`cli.servers.WsgiServer`, with request deadlines against slow
+2. The REST API (:func:`cli.compose.make_app`: an in-process dispatcher) served by waitress
+   on 127.0.0.1 (``--port``, or a free port; :class:`cli.servers.WsgiServer`, with request deadlines against slow
    clients), and an organizer account made by the code of ``arena accounts create --organizer``.
 3. Four sample bots (:data:`bots_sdk.samples.SAMPLE_BOTS`: heuristic, greedy and two random
    bots) served over HTTP by :func:`bots_sdk.server.start`, each verifying the signing secret
@@ -41,15 +41,16 @@ from typing import Any
 import click
 
 import engine
-from api import create_app
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
-from arena.runner.match import verify_logs
+from arena.runner.replay import verify_logs
 from bots_sdk.samples import SAMPLE_BOTS
+from bots_sdk.server import BotServer
 from bots_sdk.server import start as start_bot
 from cli.client import ApiClient, ApiError, download_logs
+from cli.compose import make_app
 from cli.servers import WsgiServer
 from cli.tournament import progress_bar, standings_table
 
@@ -178,35 +179,17 @@ def run_demo(
         _, organizer_token = create_account(session, "organizer", "organizer")
 
     try:
-        api_server = WsgiServer(create_app(settings, engine=db_engine), port=port)
+        api_server = WsgiServer(make_app(settings, engine=db_engine), port=port)
     except OSError as exc:
         db_engine.dispose()
         raise click.ClickException(f"cannot serve the API on 127.0.0.1:{port}: {exc.strerror or exc}") from None
-    bot_servers = []
+    bot_servers: list[BotServer] = []
     try:
         console.print(f"API on {api_server.url}/api/v1 (OpenAPI at {api_server.url}/openapi.json)")
         public = ApiClient(api_server.url, timeout_s=120.0)
         organizer = public.with_token(organizer_token)
         tokens = {"organizer": organizer_token}
-        bots: dict[int, str] = {}
-        for account, bot_name, sample, bot_seed in DEMO_BOTS:
-            acc = public.create_account(account)
-            tokens[account] = acc["token"]
-            contestant = public.with_token(acc["token"])
-            bot_port = _free_port()
-            bot = contestant.register_bot(bot_name, f"http://127.0.0.1:{bot_port}/", [ruleset])
-            server = start_bot(SAMPLE_BOTS[sample](seed=bot_seed), "127.0.0.1", bot_port, bot["secret"])
-            bot_servers.append(server)
-            checked = contestant.check_bot(bot["id"])
-            if checked["status"] != "ready":
-                raise click.ClickException(
-                    f"bot {bot_name} failed its check: {json.dumps(checked['last_check'])[:300]}"
-                )
-            contestant.close()
-            bots[bot["id"]] = bot_name
-            console.print(
-                f"  account {account}: bot {bot_name!r} ({sample}) at {server.url} -> id {bot['id']}, check passed"
-            )
+        bots = _register_bots(public, ruleset, tokens, bot_servers, console)
 
         t = organizer.create_tournament(
             name=f"demo {ruleset}",
@@ -220,36 +203,7 @@ def run_demo(
         tid = t["id"]
         console.print(f"organizer: tournament {tid} created; starting it")
 
-        outcome: dict[str, Any] = {}
-
-        def start() -> None:
-            try:
-                with organizer.with_token(organizer_token) as c:
-                    outcome["started"] = c.start_tournament(tid, timeout_s=None)
-            except BaseException as exc:  # reported by the main thread
-                outcome["error"] = exc
-
-        starter = threading.Thread(target=start, name="demo-start", daemon=True)
-        starter.start()
-        with progress_bar(console) as bar:
-            task = bar.add_task("matches", total=None)
-            while True:
-                state = organizer.tournament(tid)
-                p = state["progress"]
-                bar.update(task, completed=p["finished"], total=p["total"] or None)
-                if state["status"] in ("finished", "cancelled") or "error" in outcome:
-                    break
-                if not starter.is_alive() and state["status"] != "running":
-                    break
-                time.sleep(0.25)
-        starter.join(timeout=30)
-        if "error" in outcome:
-            raise click.ClickException(f"starting tournament {tid} failed: {outcome['error']}")
-        if state["status"] != "finished":
-            raise click.ClickException(
-                f"tournament {tid} ended {state['status']} "
-                f"({state['progress']['finished']}/{state['progress']['total']} matches)"
-            )
+        _play_tournament(organizer, organizer_token, tid, console)
 
         standings = organizer.standings(tid)
         console.print(standings_table(standings, bots, title=f"Standings: {ruleset} tournament {tid}"))
@@ -280,30 +234,7 @@ def run_demo(
         seconds = time.monotonic() - started
         console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {out / 'demo.json'}")
         result = DemoResult(api_server.url, tid, organizer_token, standings, paths, verified, failures, seconds)
-        page = f"{api_server.url}/ui/tournaments/{tid}"
-        if serve:
-            console.print(f"Open: {page}")
-            console.print(
-                f"API: {api_server.url}/api/v1 (organizer token in {out / 'demo.json'}); serving until Ctrl-C"
-            )
-            _stop_on_signals()
-            try:
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                console.print("stopped")
-        else:
-            console.print(
-                "Replay pages: run the demo with --serve "
-                f"(it prints `Open: {api_server.url.rsplit(':', 1)[0]}:8000/ui/tournaments/<id>`), "
-                f"or serve this database and open {'http://127.0.0.1:8000'}/ui/tournaments/{tid}:"
-            )
-            # the data folder too: it holds the key that decrypts the stored bot secrets
-            console.print(
-                f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL={db_url} "
-                f"{Path(sys.executable).parent / 'arena'} api --dev --port 8000",
-                soft_wrap=True,
-            )
+        _serve_or_hint(serve, api_server.url, out, db_url, tid, console)
         organizer.close()
         public.close()
         return result
@@ -314,6 +245,93 @@ def run_demo(
             server.close()
         api_server.close()
         db_engine.dispose()
+
+
+def _register_bots(
+    public: ApiClient, ruleset: str, tokens: dict[str, str], bot_servers: list[BotServer], console: Any
+) -> dict[int, str]:
+    """Signs up each demo contestant, serves and registers its bot, and waits for its check;
+    returns bot id -> name. Raises click.ClickException when a check fails."""
+    bots: dict[int, str] = {}
+    for account, bot_name, sample, bot_seed in DEMO_BOTS:
+        acc = public.create_account(account)
+        tokens[account] = acc["token"]
+        contestant = public.with_token(acc["token"])
+        bot_port = _free_port()
+        bot = contestant.register_bot(bot_name, f"http://127.0.0.1:{bot_port}/", [ruleset])
+        server = start_bot(SAMPLE_BOTS[sample](seed=bot_seed), "127.0.0.1", bot_port, bot["secret"])
+        bot_servers.append(server)
+        checked = contestant.check_bot(bot["id"])
+        if checked["status"] != "ready":
+            raise click.ClickException(f"bot {bot_name} failed its check: {json.dumps(checked['last_check'])[:300]}")
+        contestant.close()
+        bots[bot["id"]] = bot_name
+        console.print(
+            f"  account {account}: bot {bot_name!r} ({sample}) at {server.url} -> id {bot['id']}, check passed"
+        )
+
+    return bots
+
+
+def _play_tournament(organizer: ApiClient, organizer_token: str, tid: int, console: Any) -> None:
+    """Starts tournament ``tid`` and shows its progress until it ends; raises
+    click.ClickException unless it finished."""
+    outcome: dict[str, Any] = {}
+
+    def start() -> None:
+        try:
+            with organizer.with_token(organizer_token) as c:
+                outcome["started"] = c.start_tournament(tid, timeout_s=None)
+        except BaseException as exc:  # reported by the main thread
+            outcome["error"] = exc
+
+    starter = threading.Thread(target=start, name="demo-start", daemon=True)
+    starter.start()
+    with progress_bar(console) as bar:
+        task = bar.add_task("matches", total=None)
+        while True:
+            state = organizer.tournament(tid)
+            p = state["progress"]
+            bar.update(task, completed=p["finished"], total=p["total"] or None)
+            if state["status"] in ("finished", "cancelled") or "error" in outcome:
+                break
+            if not starter.is_alive() and state["status"] != "running":
+                break
+            time.sleep(0.25)
+    starter.join(timeout=30)
+    if "error" in outcome:
+        raise click.ClickException(f"starting tournament {tid} failed: {outcome['error']}")
+    if state["status"] != "finished":
+        raise click.ClickException(
+            f"tournament {tid} ended {state['status']} "
+            f"({state['progress']['finished']}/{state['progress']['total']} matches)"
+        )
+
+
+def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, console: Any) -> None:
+    """With ``serve``: keeps the API up until Ctrl-C; else prints how to serve the replay pages."""
+    page = f"{api_url}/ui/tournaments/{tid}"
+    if serve:
+        console.print(f"Open: {page}")
+        console.print(f"API: {api_url}/api/v1 (organizer token in {out / 'demo.json'}); serving until Ctrl-C")
+        _stop_on_signals()
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            console.print("stopped")
+    else:
+        console.print(
+            "Replay pages: run the demo with --serve "
+            f"(it prints `Open: {api_url.rsplit(':', 1)[0]}:8000/ui/tournaments/<id>`), "
+            f"or serve this database and open {'http://127.0.0.1:8000'}/ui/tournaments/{tid}:"
+        )
+        # the data folder too: it holds the key that decrypts the stored bot secrets
+        console.print(
+            f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL={db_url} "
+            f"{Path(sys.executable).parent / 'arena'} api --dev --port 8000",
+            soft_wrap=True,
+        )
 
 
 @click.command("demo")

@@ -1,6 +1,6 @@
 """``arena play``, ``arena bots serve`` and ``arena logs verify``: the local runner and friends.
 
-``arena play`` runs matches with :func:`arena.runner.match.run_match`, the same code the service's
+``arena play`` runs matches with :class:`arena.runner.match.Match`, the same code the service's
 workers run, so rules, time accounting and faults are identical; it only adds seat rotation
 across matches and a summary table.
 
@@ -17,18 +17,24 @@ import os
 import random
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 import engine
-from arena.runner.match import derive_seed, run_match, verify_logs, write_log
-from arena.runner.players import HttpPlayer, LocalPlayer
+from arena.matchlog import MatchLog, write_log
+from arena.runner.match import Match, MatchConfig, Observers
+from arena.runner.players import HttpPlayer, LocalPlayer, Player
+from arena.runner.replay import verify_logs
+from arena.seeds import derive_seed
 from bots_sdk.bot import Bot
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import serve
 from cli import parse_options_json
 from engine.timebank import TimeRules
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def resolve_bot(spec: str, seed: int | None = None) -> Any:
@@ -162,20 +168,10 @@ def play(
     if note:
         console.print(f"[yellow]{note}[/yellow]")
 
-    n = len(specs)
     many_games = engine.get_ruleset(ruleset).games_per_match_option  # MD: a match is many engine games
-    if many_games:
-        plan = []
-        left = games
-        while left > 0:
-            plan.append(min(games_per_match, left))
-            left -= plan[-1]
-    else:
-        plan = [1] * games
+    plan = _games_by_match(games, games_per_match if many_games else 1)
     total_games = sum(plan)
-    stats: dict[str, dict[str, float]] = {}
-    for s in dict.fromkeys(specs):
-        stats[s] = {"games": 0, "wins": 0, "score": 0, "faults": 0}
+    stats = {s: {"games": 0.0, "wins": 0.0, "score": 0.0, "faults": 0.0} for s in dict.fromkeys(specs)}
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -189,22 +185,10 @@ def play(
     with progress:
         task = progress.add_task("games", total=total_games)
         for mi, count in enumerate(plan):
-            # rotate seats across matches (4-player: each bot sits in each seat in turn)
-            order = (
-                [specs[(i + mi) % n] for i in range(n)] if not many_games else (specs if mi % 2 == 0 else specs[::-1])
-            )
-            players = []
-            for i, spec in enumerate(order):
-                bot = resolve_bot(spec, seed=derive_seed(seed, 10_000 + mi * 8 + i))
-                players.append(bot)
-            # the operator's own machine and URLs: loopback/private bots are fine here
-            wrapped = [
-                HttpPlayer(p, secret, name=spec, allow_private=True) if isinstance(p, str) else LocalPlayer(p, spec)
-                for p, spec in zip(players, order)
-            ]
+            order = _seat_order(specs, mi, many_games)
+            wrapped = _players(order, seed, mi, secret)
             try:
-                log = run_match(
-                    wrapped,
+                config = MatchConfig(
                     ruleset,
                     options,
                     seed=derive_seed(seed, mi),
@@ -213,24 +197,60 @@ def play(
                     max_faults=max_faults,
                     match_id=f"local-{seed}-{mi:04d}",
                     log_requests=log_requests,
-                    on_game_end=lambda rec: progress.advance(task),
                 )
+                log = Match(wrapped, config, Observers(on_game_end=lambda rec: progress.advance(task))).play()
             finally:
                 for w in wrapped:
                     w.close()
-            for gm in log["games"]:
-                res = gm["result"]
-                for seat, p in enumerate(gm["seats"]):
-                    st = stats[order[p]]
-                    st["games"] += 1
-                    st["score"] += int(res["scores"][str(seat)])
-                    st["wins"] += 1 if int(res["ranks"][str(seat)]) == 1 else 0
-            for f in log["faults"]:
-                stats[order[f["player"]]]["faults"] += 1
+            _tally(stats, log, order)
             if logs_dir is not None:
                 write_log(log, logs_dir / f"match-{mi:04d}.json.gz")
 
-    table = Table(title=f"{ruleset}: {total_games} game(s)")
+    console.print(_results_table(Table(title=f"{ruleset}: {total_games} game(s)"), stats))
+    if logs_dir is not None:
+        console.print(f"logs: {len(plan)} match log(s) in {logs_dir}")
+
+
+def _games_by_match(games: int, per_match: int) -> list[int]:
+    """The number of games of each match: ``games`` in matches of ``per_match`` (the last shorter)."""
+    return [min(per_match, games - start) for start in range(0, games, per_match)]
+
+
+def _seat_order(specs: list[str], mi: int, many_games: bool) -> list[str]:
+    """Seats of match ``mi``: rotated (4-player: each bot sits in each seat in turn), or swapped
+    every other match (Million Doubt, whose matches already alternate seats per game)."""
+    if many_games:
+        return specs if mi % 2 == 0 else specs[::-1]
+    n = len(specs)
+    return [specs[(i + mi) % n] for i in range(n)]
+
+
+def _players(order: list[str], seed: int, mi: int, secret: str | None) -> list[Player]:
+    """One player per seat; the operator's own machine and URLs: loopback/private bots are fine here."""
+    players: list[Player] = []
+    for i, spec in enumerate(order):
+        bot = resolve_bot(spec, seed=derive_seed(seed, 10_000 + mi * 8 + i))
+        if isinstance(bot, str):
+            players.append(HttpPlayer(bot, secret, name=spec, allow_private=True))
+        else:
+            players.append(LocalPlayer(bot, spec))
+    return players
+
+
+def _tally(stats: dict[str, dict[str, float]], log: MatchLog, order: list[str]) -> None:
+    """Adds a match's seat-games, wins (firsts), scores and faults to each bot's line."""
+    for gm in log["games"]:
+        res = gm["result"]
+        for seat, p in enumerate(gm["seats"]):
+            st = stats[order[p]]
+            st["games"] += 1
+            st["score"] += int(res["scores"][str(seat)])
+            st["wins"] += 1 if int(res["ranks"][str(seat)]) == 1 else 0
+    for f in log["faults"]:
+        stats[order[f["player"]]]["faults"] += 1
+
+
+def _results_table(table: Table, stats: dict[str, dict[str, float]]) -> Table:
     for col in ("bot", "seat-games", "wins", "win rate", "mean score", "faults"):
         table.add_column(col, justify="left" if col == "bot" else "right")
     for spec, st in stats.items():
@@ -243,9 +263,7 @@ def play(
             f"{st['score'] / g:+.2f}",
             str(int(st["faults"])),
         )
-    console.print(table)
-    if logs_dir is not None:
-        console.print(f"logs: {len(plan)} match log(s) in {logs_dir}")
+    return table
 
 
 @click.group("bots")

@@ -8,13 +8,13 @@ from pathlib import Path
 import click
 from gunicorn.app.base import BaseApplication
 
-from api import create_app
 from arena import crypto
 from arena.accounts import NAME_RE, NameTaken, create_account
 from arena.config import Settings
 from arena.db.migrate import current, upgrade
 from arena.db.migrate import upgrade as run_upgrade
 from arena.db.session import make_engine, make_sessionmaker, normalize_url
+from cli.compose import make_app
 from cli.servers import RequestReadingWorker
 
 #: Threads per gunicorn worker (gthread worker class, reading requests first:
@@ -57,10 +57,10 @@ def api(host: str, port: int, workers: int, dev: bool, upgrade: bool, control_so
         run_upgrade(settings.database_url)
 
     if dev:
-        create_app(settings).run(host=host, port=port, debug=False, use_reloader=False)
+        make_app(settings).run(host=host, port=port, debug=False, use_reloader=False)
         return
 
-    ApiServer(lambda: create_app(settings), host=host, port=port, workers=workers, control_socket=control_socket).run()
+    ApiServer(lambda: make_app(settings), host=host, port=port, workers=workers, control_socket=control_socket).run()
 
 
 class ApiServer(BaseApplication):

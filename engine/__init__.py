@@ -4,7 +4,10 @@ It implements ``RULES.md`` (sections C, MD, TM, JDF, LR, TIME-1 and ACT) as ONE 
 rule-set presets plus options. A few nouns:
 
 * a **card** is an int code (:mod:`engine.cards`; wire notation ``3S``, ``TH``, ``JK``, C-1);
-* **readings** are the forms a play can be read as (:mod:`engine.forms`, C-3..C-5, C-8);
+* **readings** are the forms a play can be read as (:mod:`engine.forms`, C-3..C-5, C-8); the
+  legal face-up plays of a hand are built form by form (:mod:`engine.plays`);
+* an **action** is an ACT dict on the wire and in the log; the engine parses it once into a
+  typed action (:mod:`engine.actions`) before a rule set's handler sees it;
 * a **game** (:class:`~engine.game.Game`) is a state you push actions onto; its subclasses are
   the rule sets (:mod:`engine.million_doubt`, :mod:`engine.trump_millionaire`,
   :mod:`engine.jdf`) sharing the trick machinery of :mod:`engine.game` and

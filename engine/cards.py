@@ -22,8 +22,6 @@ from collections.abc import Iterable
 RANKS = "3456789TJQKA2"
 SUITS = "SHDC"
 JOKER = 52
-#: Number of cards in the whole deck (52 naturals + 2 jokers, C-1).
-DECK_SIZE = 54
 
 #: Rank index of some ranks with rule meaning.
 R3, R5, R7, R8, R9, RT, RJ, R2 = (RANKS.index(c) for c in "35789TJ2")
@@ -64,16 +62,6 @@ def format_card(code: int) -> str:
 def format_cards(codes: Iterable[int]) -> list[str]:
     """Wire notation of several card codes, in the given order."""
     return [CARD_NAMES[c] for c in codes]
-
-
-def rank_of(code: int) -> int:
-    """Rank index 0..12 (3..2) of a natural card; 13 for the joker."""
-    return code >> 2
-
-
-def suit_of(code: int) -> int:
-    """Suit index 0..3 (S H D C) of a natural card (meaningless for the joker)."""
-    return code & 3
 
 
 def full_deck() -> list[int]:

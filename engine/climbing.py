@@ -25,13 +25,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import combinations
 from typing import Any, ClassVar
 
+from engine.actions import DiscardAction, GiveAction, PassAction, PlayAction
 from engine.cards import R5, R7, RANKS, RJ, RT, SPADE_3, format_cards
 from engine.forms import Readings, beating, choose, only_rank, signature, split
 from engine.game import (
     Action,
     Decision,
     Game,
-    Handler,
     InvalidAction,
     Play,
     PlayRecord,
@@ -207,15 +207,10 @@ class Climbing(Game):
         nxt = rank - 1 if self.reversed_order else rank + 1
         return nxt if 0 <= nxt <= 12 else None
 
-    def _evaluate(self, seat: int, action: Action) -> PlayInfo:
+    def _evaluate(self, seat: int, play: PlayAction) -> PlayInfo:
         """Check a play (C-3..C-8, LR-3, JDF-9, TM-5) without changing anything."""
-        cards = self._cards_field(action)
-        if action.get("face_down"):
-            raise InvalidAction("MD-2", f"face-down cards exist only in million_doubt, not {self.ruleset}")
-        self._hand_check(seat, cards)
-        nat, jk = split(cards)
-        declared = self._declared(action, jk)
-        return self._judge(seat, cards, nat, jk, declared)
+        nat, jk = split(play.cards)
+        return self._judge(seat, play.cards, nat, jk, play.jokers)
 
     def _judge(self, seat: int, cards: list[int], nat: list[int], jk: int, declared: list[int] | None) -> PlayInfo:
         """C-3..C-8, LR-3, JDF-9, TM-5 on parsed cards held by ``seat``; raises InvalidAction."""
@@ -244,7 +239,8 @@ class Climbing(Game):
         return PlayInfo(cards, nat, jk, declared, chosen, False)
 
     # -- play and its effects (C-13) ----------------------------------------------------------
-    def _do_play(self, seat: int, action: Action) -> None:
+    def _do_play(self, seat: int, action: PlayAction) -> None:
+        """C-13: the play's effects in order, then the follow-up steps (:meth:`_continue`)."""
         p = self._evaluate(seat, action)
         self._before_play(seat)
         rev_before = self.revolution
@@ -342,9 +338,8 @@ class Climbing(Game):
             self._event({"type": "five_skip", "seats": eligible[:k]})
             self._ask(eligible[k], "play")
 
-    def _follow_up_cards(self, seat: int, action: Action, most: int, kind: str, rule: str) -> list[int]:
+    def _follow_up_cards(self, seat: int, cards: list[int], most: int, kind: str, rule: str) -> list[int]:
         """Validate the cards of a ``give`` (LR-5) or ``discard`` (LR-6): 0..``most`` held cards."""
-        cards = self._cards_field(action)
         hand = self.hands[seat]
         if len(cards) > most:
             raise InvalidAction(rule, f"you may {kind} at most {most} card(s)")
@@ -355,12 +350,12 @@ class Climbing(Game):
             self._check_empty_by_follow_up(self.follow)
         return cards
 
-    def _do_give(self, seat: int, action: Action) -> None:
+    def _do_give(self, seat: int, action: GiveAction) -> None:
         """LR-5 give: 0..k cards to the next seat still in, seen by the two seats (C-11)."""
         f = self.follow
         d = self._decision
         assert f is not None and d is not None
-        cards = self._follow_up_cards(seat, action, f.give, "give", "LR-5")
+        cards = self._follow_up_cards(seat, action.cards, f.give, "give", "LR-5")
         to = d.info["to"]
         _take(self.hands[seat], cards)
         self.hands[to].extend(cards)
@@ -372,18 +367,18 @@ class Climbing(Game):
         f.give = 0
         self._continue()
 
-    def _do_discard(self, seat: int, action: Action) -> None:
+    def _do_discard(self, seat: int, action: DiscardAction) -> None:
         """LR-6 discard: 0..k cards, shown to every seat (C-11)."""
         f = self.follow
         assert f is not None
-        cards = self._follow_up_cards(seat, action, f.discard, "discard", "LR-6")
+        cards = self._follow_up_cards(seat, action.cards, f.discard, "discard", "LR-6")
         _take(self.hands[seat], cards)
         self.discards.extend(cards)
         self._event({"type": "discard", "seat": seat, "cards": format_cards(cards)})
         f.discard = 0
         self._continue()
 
-    def _do_pass(self, seat: int, action: Action) -> None:
+    def _do_pass(self, seat: int, action: PassAction) -> None:
         """C-6, C-7: a pass stays until the trick clears."""
         if not self.field:
             raise InvalidAction("C-6", "the leader may not pass")
@@ -391,11 +386,11 @@ class Climbing(Game):
         self._event({"type": "pass", "seat": seat})
         self._next_turn(seat)
 
-    HANDLERS: ClassVar[Mapping[str, Handler]] = {
-        "play": _do_play,
-        "pass": _do_pass,
-        "give": _do_give,
-        "discard": _do_discard,
+    HANDLERS: ClassVar[Mapping[str, str]] = {
+        "play": "_do_play",
+        "pass": "_do_pass",
+        "give": "_do_give",
+        "discard": "_do_discard",
     }
 
     # -- legal actions ------------------------------------------------------------------------

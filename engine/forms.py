@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from engine.cards import JOKER
+from engine.cards import JOKER, RANKS
 
 ALL_RANKS = (1 << 13) - 1
 
-SINGLE, GROUP, STAIRS, LONE_JOKER, JOKER_PAIR = "single", "group", "stairs", "joker", "joker_pair"
+SINGLE, GROUP, STAIRS = "single", "group", "stairs"
 
 
 class Readings(NamedTuple):
@@ -49,8 +49,6 @@ class Readings(NamedTuple):
 
     def describe(self) -> str:
         """Short human text of the readings, for error messages and logs."""
-        from engine.cards import RANKS
-
         parts = []
         for name, mask in ((SINGLE, self.single), (GROUP, self.group), (STAIRS, self.stairs)):
             if mask:
@@ -106,37 +104,45 @@ def readings(
     if declared:
         for r in declared:
             decl_mask |= 1 << r
-    # groups (C-3): one rank, 2..6 cards, at least one natural card
-    group = 0
-    if n <= 6:
-        if nat:
-            if ranks & (ranks - 1) == 0 and (not declared or decl_mask == ranks):
-                group = ranks
-        elif wild:
-            group = decl_mask if declared and decl_mask & (decl_mask - 1) == 0 else (0 if declared else ALL_RANKS)
+    if n > 6:
+        group = 0
+    elif nat:  # the common case, inline: one rank, matching the declared one
+        group = ranks if ranks & (ranks - 1) == 0 and (not declared or decl_mask == ranks) else 0
+    else:
+        group = _group_ranks(wild, declared, decl_mask)
     joker_pair = n == 2 and nat == 0 and not declared and jokers + wild == 2
-    # stairs (C-3): 3+ consecutive ranks of one suit, no wrap, at least one natural card
     stairs = 0
-    if n >= 3 and n <= 13 and (nat or wild) and suits & (suits - 1) == 0:
-        if nat == 0 or ranks.bit_count() == nat:
-            if declared:
-                if decl_mask.bit_count() != len(declared) or decl_mask & ranks:
-                    known = -1
-                else:
-                    known = ranks | decl_mask
-            else:
-                known = ranks
-            if known >= 0:
-                for lo in range(0, 14 - n):
-                    span = _span_mask(lo, n)
-                    if known & ~span == 0:
-                        stairs |= 1 << lo
+    if 3 <= n <= 13 and (nat or wild) and suits & (suits - 1) == 0 and (nat == 0 or ranks.bit_count() == nat):
+        stairs = _stairs_lows(n, ranks, declared, decl_mask)
     return Readings(0, group, stairs, False, joker_pair)
 
 
-def strength(rank: int, reversed_order: bool) -> int:
-    """Strength of a rank in the effective order (C-2, C-9): higher is stronger."""
-    return 12 - rank if reversed_order else rank
+def _group_ranks(wild: int, declared: Sequence[int] | None, decl_mask: int) -> int:
+    """Ranks of the group readings (C-3: one rank, 2..6 cards) of a play with no natural card
+    known: ``wild`` face-down cards (one of them natural, MD-3), its jokers at the
+    ``declared`` ranks (mask ``decl_mask``) when given."""
+    if not wild:
+        return 0
+    if declared:
+        return decl_mask if decl_mask & (decl_mask - 1) == 0 else 0
+    return ALL_RANKS
+
+
+def _stairs_lows(n: int, ranks: int, declared: Sequence[int] | None, decl_mask: int) -> int:
+    """Lowest ranks of the stairs readings (C-3: ``n`` consecutive ranks of one suit, no wrap)
+    of a play whose natural cards have the distinct ``ranks``, its jokers at the ``declared``
+    ranks (mask ``decl_mask``, each declared once and none a natural card's) when given."""
+    if declared:
+        if decl_mask.bit_count() != len(declared) or decl_mask & ranks:
+            return 0
+        known = ranks | decl_mask
+    else:
+        known = ranks
+    stairs = 0
+    for lo in range(0, 14 - n):
+        if known & ~_span_mask(lo, n) == 0:
+            stairs |= 1 << lo
+    return stairs
 
 
 def beating_mask(mask: int, ref: int, reversed_order: bool) -> int:

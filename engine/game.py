@@ -8,7 +8,7 @@ python-chess declares its variant hooks on ``Board``): it implements the shared 
 comparison, locks, turn flow and effects (C-3..C-10) and declares, typed and documented, the
 hooks a rule set implements (``_evaluate``, ``legal_actions``, ``result``, ``unit_result``,
 ``_forfeit``, the handler table ``HANDLERS``) or may override (``_set_leader``,
-``_rank_restriction``, ``_finish_refused``, ``_extra_plays``, ``_obs_extra``).
+``_rank_restriction``, ``_finish_refused``, ``_extra_plays``, ``_obs_extra``, any handler).
 
 The life of a state::
 
@@ -20,7 +20,9 @@ The life of a state::
     g.result()                               # {"winner": 0, "scores": {"0": 5, "1": -5}, ...}
     replay(g.log())                          # same state, same result
 
-Actions are the ACT dicts of RULES.md (``{"type": "play", "cards": ["5H"]}``...). Results
+Actions are the ACT dicts of RULES.md (``{"type": "play", "cards": ["5H"]}``...), on the wire
+and in the log; :meth:`Game.apply` parses each once into a typed action
+(:mod:`engine.actions`) that the handlers receive. Results
 (:class:`Result`, :class:`DealResult`, :class:`GameResult`) key seats by strings (``"0"``..),
 as the wire does, before and after JSON.
 """
@@ -31,7 +33,6 @@ import copy
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import combinations
 from typing import (
     Any,
     ClassVar,
@@ -40,6 +41,19 @@ from typing import (
     TypedDict,
 )
 
+from engine.actions import (
+    DOUBT,
+    PASS,
+    THROUGH,
+    DiscardAction,
+    DoubtAction,
+    GiveAction,
+    PassAction,
+    PenaltyAction,
+    PlayAction,
+    ThroughAction,
+    TypedAction,
+)
 from engine.cards import (
     _CODES,
     JOKER,
@@ -51,8 +65,9 @@ from engine.cards import (
     parse_card,
     sort_key,
 )
-from engine.forms import ALL_RANKS, Readings, beating_mask, readings, satisfies_lock
+from engine.forms import Readings, readings, satisfies_lock
 from engine.options import Options
+from engine.plays import Play, face_up_plays
 
 SUIT_LETTERS = "SHDC"
 DECISIONS = ("play", "doubt", "penalty", "exchange", "rate", "give", "discard")
@@ -68,13 +83,24 @@ ANSWERS: dict[str, tuple[str, ...]] = {
     "discard": ("discard",),
 }
 
-#: An ACT action (a JSON object).
+#: An ACT action as on the wire and in the log (a JSON object).
 Action = dict[str, Any]
-#: A face-up play as ``(card codes, declared joker ranks or None)`` (C-4).
-Play = tuple[list[int], list[int] | None]
-#: A handler of one action type: ``handler(game, seat, action)``; it validates fully before
-#: changing anything (C-12).
-Handler = Callable[[Any, int, Action], None]
+#: The parser method of each action type (a method of :class:`Game` or of the rule set):
+#: ``parser(game, seat, wire action) -> typed action`` (:mod:`engine.actions`); it raises
+#: :class:`InvalidAction` naming the malformed field and changes nothing.
+PARSERS: dict[str, str] = {
+    "play": "_parse_play",
+    "pass": "_parse_pass",
+    "doubt": "_parse_doubt",
+    "through": "_parse_through",
+    "penalty": "_parse_penalty",
+    "exchange": "_parse_exchange",
+    "rate": "_parse_rate",
+    "give": "_parse_give",
+    "discard": "_parse_discard",
+}
+#: ``(parser, handler)`` of one action type, as functions of the class (see ``HANDLERS``).
+Dispatch = tuple[Callable[[Any, int, Action], TypedAction], Callable[[Any, int, Any], None]]
 
 
 class Result(TypedDict):
@@ -263,20 +289,47 @@ class Game(ABC):
         last_player (seat or None), passed (list of bools, C-7), discards, outside (cards
         set aside, blind or undealt), actions and events (the log).
 
-    A rule set implements the abstract hooks and lists its action handlers in ``HANDLERS``.
+    A rule set implements the abstract hooks and names its action handlers in ``HANDLERS``.
     """
 
     #: The rule-set id (RULES.md).
     ruleset: ClassVar[str] = ""
-    #: The action handlers of the rule set: action type -> ``handler(game, seat, action)``.
-    #: :meth:`apply` calls the handler of the action's type once the action answers the
-    #: pending decision (ANSWERS); a handler validates fully before it changes anything.
-    HANDLERS: ClassVar[Mapping[str, Handler]] = {}
+    #: The action handlers of the rule set: action type -> name of the handler method,
+    #: ``handler(seat, typed action)``. :meth:`apply` parses the action (``PARSERS``) and
+    #: calls the handler once the action answers the pending decision (ANSWERS); a handler
+    #: validates fully before it changes anything. The names are looked up on each class
+    #: when it is created, so a subclass that overrides a handler (or a parser) is dispatched
+    #: to without listing it again; a name that is not a method raises ``TypeError`` then.
+    HANDLERS: ClassVar[Mapping[str, str]] = {}
+    #: Action type -> ``(parser, handler)`` of this class, built from ``HANDLERS``.
+    _dispatch: ClassVar[dict[str, Dispatch]] = {}
+    #: Whether a play may put cards face down (MD-2: only in Million Doubt).
+    FACE_DOWN_PLAYS: ClassVar[bool] = False
     #: Whether :meth:`legal_actions` lists every legal action (False in Million Doubt: face-
     #: down plays are too many to list, MD-2).
     LISTS_EVERY_PLAY: ClassVar[bool] = True
     #: The rule ids of the count check and the comparison (C-5; MD-4 and MD-3 in Million Doubt).
     COUNT_RULE: ClassVar[str] = "C-5"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Resolve ``HANDLERS`` and ``PARSERS`` on the new class (see ``HANDLERS``).
+
+        Raises:
+            TypeError: ``HANDLERS`` names an unknown action type, or a handler or parser
+                that is not a method of the class.
+        """
+        super().__init_subclass__(**kwargs)
+        dispatch: dict[str, Dispatch] = {}
+        for kind, name in cls.HANDLERS.items():
+            if kind not in PARSERS:
+                raise TypeError(f"{cls.__name__}.HANDLERS: unknown action type {kind!r}")
+            parser, handler = getattr(cls, PARSERS[kind], None), getattr(cls, name, None)
+            if not callable(handler):
+                raise TypeError(f"{cls.__name__}.HANDLERS[{kind!r}] = {name!r} is not a method of the class")
+            if not callable(parser):
+                raise TypeError(f"{cls.__name__} handles {kind!r} but has no parser {PARSERS[kind]!r}")
+            dispatch[kind] = (parser, handler)
+        cls._dispatch = dispatch
 
     # -- construction -------------------------------------------------------------------
     def __init__(self, options: Options, seed: int | None, setup: dict[str, Any] | None):
@@ -413,12 +466,6 @@ class Game(ABC):
         return None if self.over else self._decision
 
     @property
-    def to_act(self) -> int | None:
-        """Seat asked next, or None when over."""
-        d = self.decision()
-        return d.seat if d else None
-
-    @property
     def unit_index(self) -> int:
         """Index of the current deal (TM) / game of the match (JDF); 0 in Million Doubt.
 
@@ -488,7 +535,7 @@ class Game(ABC):
         """Hook: ask ``seat`` to lead (C-6); TM-6 and JDF-5 refine who actually leads."""
         self._ask(seat, "play", lead=True)
 
-    # -- action parsing -----------------------------------------------------------------
+    # -- action parsing (ACT): the wire dict -> a typed action --------------------------
     def _cards_field(self, action: Action, key: str = "cards", required: bool = True) -> list[int]:
         """The card codes of ``action[key]``; raises :class:`InvalidAction` (ACT, C-1)."""
         raw = action.get(key)
@@ -510,14 +557,49 @@ class Game(ABC):
 
     def _declared(self, action: Action, jokers: int) -> list[int] | None:
         """The ``jokers`` field (C-4) as rank indices, or None when absent."""
-        if "jokers" not in action or action["jokers"] is None:
+        raw = action.get("jokers")
+        if raw is None:
             return None
-        raw = action["jokers"]
         if type(raw) is not list or not all(type(r) is str and len(r) == 1 and r in RANKS for r in raw):
             raise InvalidAction("C-4", f"field 'jokers' must be a list of ranks from {RANKS}")
         if len(raw) != jokers:
             raise InvalidAction("C-4", f"'jokers' declares {len(raw)} rank(s) for {jokers} joker(s) in the play")
         return [RANKS.index(r) for r in raw]
+
+    def _parse_play(self, seat: int, action: Action) -> PlayAction:
+        """The play of ``seat``: its cards (ACT, C-1), face-down cards (MD-2: a sub-multiset
+        of the cards where ``FACE_DOWN_PLAYS``, refused elsewhere), held by the seat (C-3,
+        C-12), then the ranks declared for its face-up jokers (C-4). Not judged yet."""
+        cards = self._cards_field(action)
+        if self.FACE_DOWN_PLAYS:
+            face_down = self._cards_field(action, "face_down", required=False)
+            if face_down and not _remove_all(cards, face_down):
+                raise InvalidAction("MD-2", "'face_down' must be a sub-multiset of 'cards'")
+        elif action.get("face_down"):
+            raise InvalidAction("MD-2", f"face-down cards exist only in million_doubt, not {self.ruleset}")
+        else:
+            face_down = []
+        self._hand_check(seat, cards)
+        up_jokers = cards.count(JOKER) - face_down.count(JOKER) if face_down else cards.count(JOKER)
+        return PlayAction(cards, face_down, self._declared(action, up_jokers))
+
+    def _parse_pass(self, seat: int, action: Action) -> PassAction:
+        return PASS
+
+    def _parse_doubt(self, seat: int, action: Action) -> DoubtAction:
+        return DOUBT
+
+    def _parse_through(self, seat: int, action: Action) -> ThroughAction:
+        return THROUGH
+
+    def _parse_penalty(self, seat: int, action: Action) -> PenaltyAction:
+        return PenaltyAction(self._cards_field(action))
+
+    def _parse_give(self, seat: int, action: Action) -> GiveAction:
+        return GiveAction(self._cards_field(action))
+
+    def _parse_discard(self, seat: int, action: Action) -> DiscardAction:
+        return DiscardAction(self._cards_field(action))
 
     def _check_common(self, seat: Any, action: Any) -> str:
         if self.over:
@@ -544,14 +626,17 @@ class Game(ABC):
 
     # -- public API ---------------------------------------------------------------------
     def apply(self, seat: int, action: Action) -> None:
-        """Apply an ACT-shaped ``action`` of ``seat``.
+        """Apply an ACT-shaped ``action`` of ``seat``: parsed into a typed action
+        (:mod:`engine.actions`), handled by the class's handler of its type (``HANDLERS``),
+        logged as given (its known keys).
 
         Raises:
             InvalidAction: malformed, not asked, cards not held, or against a rule; its
                 ``rule`` names the RULES id. The state is unchanged after a refusal.
         """
         t = self._check_common(seat, action)
-        self.HANDLERS[t](self, seat, action)  # handlers validate fully before mutating
+        parse, handle = self._dispatch[t]
+        handle(self, seat, parse(self, seat, action))  # handlers validate fully before mutating
         self.actions.append({"seat": seat, "action": _normal_action(action)})
 
     def check(self, seat: int, action: Action) -> None:
@@ -561,7 +646,7 @@ class Game(ABC):
         """
         t = self._check_common(seat, action)
         if t == "play":
-            self._evaluate(seat, action)
+            self._evaluate(seat, self._parse_play(seat, action))
         else:
             self.copy().apply(seat, action)
 
@@ -591,8 +676,8 @@ class Game(ABC):
 
     # -- the hooks a rule set implements ------------------------------------------------------
     @abstractmethod
-    def _evaluate(self, seat: int, action: Action) -> object:
-        """Judge the play ``action`` of ``seat`` (C-3..C-8 and the rule set's rules) without
+    def _evaluate(self, seat: int, play: PlayAction) -> object:
+        """Judge the parsed ``play`` of ``seat`` (C-3..C-8 and the rule set's rules) without
         changing anything; return what the play handler needs to apply it.
 
         Raises:
@@ -647,139 +732,20 @@ class Game(ABC):
 
         Generated by form (C-3) from the hand, keeping only ranks that beat the reference
         (C-5, MD-5 masks), then the suit lock (C-8), number lock (LR-3) and forbidden finish
-        (TM-5). Jokers are identical: each distinct play appears once; a joker standing in
-        carries its declared rank (C-4). Used by :meth:`legal_actions`.
+        (TM-5), then the rule set's extra plays (JDF-9); see :func:`engine.plays.face_up_plays`
+        for the order. Used by :meth:`legal_actions`.
         """
-        hand = self.hands[seat]
-        count = self.count
-        ref = self.ref
-        rev = self.reversed_order
-        full = ALL_RANKS
-        if ref is None:
-            s_ok = g_ok = st_ok = full
-            js_ok = jp_ok = True
-        else:
-            s_ok = 0 if ref.joker else beating_mask(full, ref.single, rev)
-            js_ok = bool(ref.single) and not ref.joker
-            g_ok = 0 if ref.joker_pair else beating_mask(full, ref.group, rev)
-            jp_ok = bool(ref.group) and not ref.joker_pair
-            st_ok = beating_mask(full, ref.stairs, rev)
-        restrict = self._rank_restriction()
-        if restrict is not None:
-            s_ok &= restrict
-            g_ok &= restrict
-            st_ok = 0
-            js_ok = jp_ok = False
-        if count == 1 and not self.lock and len(hand) > 1:
-            # following a single without a lock: the common case, kept short
-            out1: list[Play] = []
-            joker_seen = False
-            for c in sorted(hand):  # rank order, jokers last (as the general path)
-                if c == JOKER:
-                    if js_ok and not joker_seen:
-                        joker_seen = True
-                        out1.append(([JOKER], None))
-                elif s_ok >> (c >> 2) & 1:
-                    out1.append(([c], None))
-            out1.extend(self._extra_plays(seat))
-            return out1
-        jokers = 0
-        by_rank: dict[int, list[int]] = {}  # ranks held -> their cards, in hand order
-        by_suit: list[dict[int, int]] = [{}, {}, {}, {}]
-        for c in hand:
-            if c == JOKER:
-                jokers += 1
-            else:
-                r = c >> 2
-                cards_of = by_rank.get(r)
-                if cards_of is None:
-                    by_rank[r] = [c]
-                else:
-                    cards_of.append(c)
-                by_suit[c & 3][r] = c
-        ranks_held = sorted(by_rank)
-        lock = self.lock
-        size = len(hand)
-        refuse = self._finish_refused
-        out: list[Play] = []
-        plain = not lock and size > 1  # a single cannot empty the hand
-
-        def keep(cards: list[int], nat: Sequence[int], j: int, declared: list[int] | None) -> None:
-            if lock and not satisfies_lock(lock, nat, j):
-                return
-            if len(cards) == size and refuse(nat, j):
-                return
-            out.append((cards, declared))
-
-        if count in (0, 1):
-            for r in ranks_held:
-                if s_ok >> r & 1:
-                    for c in by_rank[r]:
-                        if plain:
-                            out.append(([c], None))
-                        else:
-                            keep([c], [c], 0, None)
-            if jokers and js_ok:
-                keep([JOKER], [], 1, None)
-        if count in (0, 2) and jokers == 2 and jp_ok:
-            keep([JOKER, JOKER], [], 2, None)
-        if count != 1 and g_ok:
-            for r in ranks_held:
-                if not g_ok >> r & 1:
-                    continue
-                nat = by_rank[r]
-                top = min(6, len(nat) + jokers)
-                if top < 2:
-                    continue
-                sizes = range(2, top + 1) if not count else ((count,) if count <= top else ())
-                for k in sizes:
-                    for j in range(0, min(jokers, k - 1) + 1):
-                        m = k - j
-                        if m > len(nat):
-                            continue
-                        direct = not lock and k < size
-                        for combo in combinations(nat, m):
-                            if direct:
-                                out.append((list(combo) + [JOKER] * j, [r] * j if j else None))
-                            else:
-                                keep(list(combo) + [JOKER] * j, list(combo), j, [r] * j if j else None)
-        if (count == 0 or count >= 3) and st_ok:
-            for s in range(4):
-                present = by_suit[s]
-                if not present or len(present) + jokers < 3:
-                    continue
-                if jokers < 2:  # quick test: some 3 consecutive ranks hold 3 - jokers cards
-                    m = 0
-                    for x in present:
-                        m |= 1 << x
-                    if not (m & (m >> 1) & (m >> 2) if not jokers else (m & (m >> 1)) | (m & (m >> 2))):
-                        continue
-                for lo in range(0, 11):
-                    if not st_ok >> lo & 1 or (not jokers and lo not in present):
-                        continue
-                    missing = inside = 0
-                    have: list[int] = []
-                    for r in range(lo, 13):
-                        if r in present:
-                            inside += 1
-                            have.append(r)
-                        else:
-                            missing += 1
-                            if missing > jokers:
-                                break
-                        n = r - lo + 1
-                        if n < 3 or not inside or (count and n != count):
-                            continue
-                        spare = jokers - missing
-                        for rep in range(0, min(spare, len(have) - 1) + 1):
-                            for replaced in combinations(have, rep) if rep else ((),):
-                                used = [present[x] for x in have if x not in replaced]
-                                jr = sorted([x for x in range(lo, r + 1) if x not in present] + list(replaced))
-                                keep(used + [JOKER] * len(jr), used, len(jr), jr or None)
-                        if count:
-                            break
-        out.extend(self._extra_plays(seat))
-        return out
+        plays = face_up_plays(
+            self.hands[seat],
+            self.count,
+            self.lock,
+            self.ref,
+            self.reversed_order,
+            self._rank_restriction(),
+            self._finish_refused,
+        )
+        plays.extend(self._extra_plays(seat))
+        return plays
 
     # -- observation (C-11) ----------------------------------------------------------------
     def observation(self, seat: int) -> dict[str, Any]:
@@ -855,10 +821,6 @@ class Game(ABC):
             "events": self.history(None, 0),
             "result": self.result(),
         }
-
-    def card_count(self) -> int:
-        """Cards in hands + field + discards + set-aside/blind/undealt: always 54 (C-1)."""
-        return sum(len(h) for h in self.hands) + self.field_size() + len(self.discards) + len(self.outside)
 
 
 def _normal_action(action: Action) -> Action:

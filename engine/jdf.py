@@ -12,15 +12,14 @@ points (JDF-13).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any
 
+from engine.actions import GiveAction
 from engine.cards import JOKER, R2, R3, R8, SPADE_3, format_cards, full_deck
 from engine.climbing import Climbing, PlayInfo
 from engine.game import (
-    Action,
     GameResult,
-    Handler,
     InvalidAction,
     Result,
     _remove_all,
@@ -191,14 +190,14 @@ class Jdf(Climbing):
             seat = nxt
         self._ask(seat, "play", lead=True)
 
-    def _do_give(self, seat: int, action: Action) -> None:
+    def _do_give(self, seat: int, action: GiveAction) -> None:
         """JDF-4 exchange choice of the daifugo / fugo, or else the LR-5 give."""
         if self.exchange is None:
             Climbing._do_give(self, seat, action)
             return
         d = self._decision
         assert d is not None
-        cards = self._cards_field(action)
+        cards = action.cards
         count = d.info["count"]
         if len(cards) != count:
             raise InvalidAction("JDF-4", f"give exactly {count} card(s), not {len(cards)}")
@@ -207,8 +206,6 @@ class Jdf(Climbing):
         self.exchange.give[seat] = (cards, d.info["to"])
         self._event({"type": "exchange_choice", "seat": seat})
         self._ask_exchange()
-
-    HANDLERS: ClassVar[Mapping[str, Handler]] = {**Climbing.HANDLERS, "give": _do_give}
 
     # -- presets ------------------------------------------------------------------------------
     def _is_revolution(self, p: PlayInfo) -> bool:

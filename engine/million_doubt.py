@@ -9,8 +9,7 @@ Face-down plays cannot be listed: with ``k`` cards in hand there are up to ``3**
 split a hand into played-face-up, played-face-down and kept, and any card may be played face
 down whatever it is. :meth:`MillionDoubt.legal_actions` therefore lists the face-up plays, pass,
 doubt/through and penalties; any face-down play is checked by :meth:`Game.check` /
-:meth:`MillionDoubt.validate_play`, and :meth:`MillionDoubt.face_down_rule` states in words
-what is allowed.
+:meth:`Game.is_legal`, and :meth:`MillionDoubt.face_down_rule` states in words what is allowed.
 """
 
 from __future__ import annotations
@@ -19,12 +18,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import combinations
 from typing import Any, ClassVar
 
+from engine.actions import DoubtAction, PassAction, PenaltyAction, PlayAction, ThroughAction
 from engine.cards import R8, RANKS, RJ, format_cards, full_deck
 from engine.forms import Readings, beating, choose, readings, satisfies_lock, signature, split
 from engine.game import (
     Action,
     Game,
-    Handler,
     InvalidAction,
     PlayRecord,
     Result,
@@ -106,6 +105,7 @@ class MillionDoubt(Game):
     ruleset = "million_doubt"
     LISTS_EVERY_PLAY = False
     COUNT_RULE = "MD-4"
+    FACE_DOWN_PLAYS = True
     #: MD-1: cards dealt to each seat.
     HAND_SIZE = 7
     #: MD-10: a hand of this many cards bursts.
@@ -138,25 +138,17 @@ class MillionDoubt(Game):
         self._set_leader(leader)
 
     # -- validation -------------------------------------------------------------------------
-    def _evaluate(self, seat: int, action: Action) -> _Eval:
-        """Parse and check a play against MD-2..MD-5 and C-8 without changing anything."""
-        cards = self._cards_field(action)
-        if action.get("face_down"):
-            face_down = self._cards_field(action, "face_down")
-            if not _remove_all(cards, face_down):
-                raise InvalidAction("MD-2", "'face_down' must be a sub-multiset of 'cards'")
+    def _evaluate(self, seat: int, play: PlayAction) -> _Eval:
+        """Check a parsed play against MD-2..MD-5 and C-8 without changing anything."""
+        cards, face_down = play.cards, play.face_down
+        if face_down:
             fu = list(cards)
             for c in face_down:
                 fu.remove(c)
         else:
-            if "face_down" in action and action["face_down"] is not None:
-                self._cards_field(action, "face_down")  # [] is fine; a non-list is not
-            face_down = []
             fu = cards
-        self._hand_check(seat, cards)
         fu_nat, fu_j = split(fu)
-        declared = self._declared(action, fu_j) if "jokers" in action else None
-        return self._judge(cards, face_down, declared, fu_nat, fu_j)
+        return self._judge(cards, face_down, play.jokers, fu_nat, fu_j)
 
     def _judge(
         self, cards: list[int], face_down: list[int], declared: list[int] | None, fu_nat: list[int], fu_j: int
@@ -176,12 +168,6 @@ class MillionDoubt(Game):
             )
         return _Eval(cards, face_down, declared, fu_nat, fu_j, b)
 
-    def validate_play(self, seat: int, action: Action) -> None:
-        """Raise :class:`InvalidAction` if ``action`` (a play, face-down cards allowed) is refused."""
-        self._check_common(seat, action)
-        if action.get("type") == "play":
-            self._evaluate(seat, action)
-
     @staticmethod
     def face_down_rule() -> str:
         """What a face-down play must satisfy (MD-2, MD-3), in words, for bots."""
@@ -194,7 +180,7 @@ class MillionDoubt(Game):
         )
 
     # -- actions --------------------------------------------------------------------------
-    def _do_play(self, seat: int, action: Action) -> None:
+    def _do_play(self, seat: int, action: PlayAction) -> None:
         """MD-2..MD-6: a face-up play takes effect at once; a face-down one awaits an answer."""
         ev = self._evaluate(seat, action)
         _take(self.hands[seat], ev.cards)
@@ -202,11 +188,11 @@ class MillionDoubt(Game):
         self.field.append(rec)
         if not self.count:
             self.count = len(ev.cards)
-        full = {"type": "play", "seat": seat, "cards": list(action["cards"])}
+        full = {"type": "play", "seat": seat, "cards": format_cards(ev.cards)}
         if ev.declared:
-            full["jokers"] = list(action["jokers"])
+            full["jokers"] = [RANKS[r] for r in ev.declared]
         if ev.face_down:
-            full["face_down"] = list(action["face_down"])
+            full["face_down"] = format_cards(ev.face_down)
             public = {"type": "play", **rec.view(1 - seat)}
             self._event(full, (seat,), public)
             self.pending = (rec, ev)
@@ -245,14 +231,14 @@ class MillionDoubt(Game):
         else:
             self._ask(1 - seat, "play")
 
-    def _do_pass(self, seat: int, action: Action) -> None:
+    def _do_pass(self, seat: int, action: PassAction) -> None:
         """MD-9: a pass clears the trick at once; the last player leads."""
         if not self.field:
             raise InvalidAction("C-6", "the leader may not pass")
         self._event({"type": "pass", "seat": seat})
         self._clear(self.last_player)
 
-    def _do_through(self, seat: int, action: Action) -> None:
+    def _do_through(self, seat: int, action: ThroughAction) -> None:
         """MD-6, MD-14: the play is accepted; the answering seat plays next."""
         assert self.pending is not None
         rec, ev = self.pending
@@ -265,7 +251,7 @@ class MillionDoubt(Game):
         """MD-7: the real cards beat the reference under the lock and order then in force."""
         return honest_play(rec.cards, rec.declared, self.ref, self.lock, self.reversed_order)
 
-    def _do_doubt(self, seat: int, action: Action) -> None:
+    def _do_doubt(self, seat: int, action: DoubtAction) -> None:
         """MD-7, MD-8: reveal the field, judge the play, ask the executor for the penalty."""
         assert self.pending is not None
         rec, ev = self.pending
@@ -283,9 +269,9 @@ class MillionDoubt(Game):
         must_give = (not honest) and not self.hands[player]  # MD-16
         self._ask(executor, "penalty", min=1 if must_give else 0, field_size=self.field_size())
 
-    def _do_penalty(self, seat: int, action: Action) -> None:
+    def _do_penalty(self, seat: int, action: PenaltyAction) -> None:
         """MD-7, MD-16, MD-10: the executor gives field cards; the rest is discarded."""
-        cards = self._cards_field(action)
+        cards = action.cards
         pool = [c for p in self.field for c in p.cards]
         if not _remove_all(pool, cards):
             raise InvalidAction("MD-7", f"the penalty must be cards of the field; {cards_text(cards)} is not")
@@ -308,12 +294,12 @@ class MillionDoubt(Game):
         else:
             self._set_leader(executor)
 
-    HANDLERS: ClassVar[Mapping[str, Handler]] = {
-        "play": _do_play,
-        "pass": _do_pass,
-        "doubt": _do_doubt,
-        "through": _do_through,
-        "penalty": _do_penalty,
+    HANDLERS: ClassVar[Mapping[str, str]] = {
+        "play": "_do_play",
+        "pass": "_do_pass",
+        "doubt": "_do_doubt",
+        "through": "_do_through",
+        "penalty": "_do_penalty",
     }
 
     # -- results --------------------------------------------------------------------------
@@ -365,7 +351,7 @@ class MillionDoubt(Game):
         """Legal actions of ``seat`` now: face-up plays, pass, doubt/through, penalties.
 
         Face-down plays are not listed (see the module docstring); check them with
-        :meth:`validate_play`. Penalties are listed smallest first (2**field_size of them).
+        :meth:`Game.check`. Penalties are listed smallest first (2**field_size of them).
         """
         d = self.decision()
         if d is None or d.seat != seat:

@@ -19,8 +19,6 @@ from typing import Any, TextIO
 import engine
 from engine.game import InvalidAction
 
-SUITS_ORDER = "CDHS"  # code-point order of suit letters, as the README sorts suit_lock
-
 
 class ScenarioFailure(Exception):
     """A scenario step did not hold; ``step`` is its index in ``steps``."""

@@ -51,10 +51,6 @@ class TimeRules:
         """Build from seconds (the unit of the API and the CLI)."""
         return cls(round(initial * 1000), round(increment * 1000), round(cap * 1000))
 
-    def to_seconds(self) -> dict[str, float]:
-        """``{"initial", "increment", "cap"}`` in seconds."""
-        return {"initial": self.initial_ms / 1000, "increment": self.increment_ms / 1000, "cap": self.cap_ms / 1000}
-
 
 class TimeBank:
     """One seat's bank (TIME-1). ``remaining_ms`` is what the next request may take."""

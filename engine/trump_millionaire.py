@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from engine.actions import ExchangeAction, PassAction, RateAction
 from engine.cards import JOKER, R2, R3, R8, R9, format_cards, full_deck
 from engine.climbing import Climbing, FollowUp, PlayInfo
-from engine.game import Action, DealResult, Decision, Handler, InvalidAction, Result, seat_keys
+from engine.game import Action, DealResult, Decision, InvalidAction, Result, seat_keys
 from engine.options import TrumpMillionaireOptions
 
 #: TM-2: cards dealt to each seat (the other 14 are set aside).
@@ -143,11 +144,21 @@ class TrumpMillionaire(Climbing):
         self._new_deal()
 
     # -- decisions before the first lead (TM-3) -----------------------------------------------
-    def _do_exchange(self, seat: int, action: Action) -> None:
-        """TM-3 (1): on accept the hand is replaced by 10 cards drawn from the set-aside ones."""
+    def _parse_exchange(self, seat: int, action: Action) -> ExchangeAction:
         accept = action.get("accept")
         if not isinstance(accept, bool):
             raise InvalidAction("ACT", "field 'accept' must be true or false")
+        return ExchangeAction(accept)
+
+    def _parse_rate(self, seat: int, action: Action) -> RateAction:
+        rate = action.get("rate")
+        if not isinstance(rate, int) or isinstance(rate, bool) or rate not in self.options.rate_choices:
+            raise InvalidAction("TM-3", f"rate must be one of {list(self.options.rate_choices)}")
+        return RateAction(rate)
+
+    def _do_exchange(self, seat: int, action: ExchangeAction) -> None:
+        """TM-3 (1): on accept the hand is replaced by 10 cards drawn from the set-aside ones."""
+        accept = action.accept
         if accept:
             old = self.hands[seat]
             self.hands[seat] = list(self.set_aside[:HAND_SIZE])
@@ -160,16 +171,13 @@ class TrumpMillionaire(Climbing):
         )
         self._ask(seat, "rate", choices=list(self.options.rate_choices))
 
-    def _do_rate(self, seat: int, action: Action) -> None:
+    def _do_rate(self, seat: int, action: RateAction) -> None:
         """TM-3 (2): the per-card rate, one of ``rate_choices``; then the Millionaire leads."""
-        rate = action.get("rate")
-        if not isinstance(rate, int) or isinstance(rate, bool) or rate not in self.options.rate_choices:
-            raise InvalidAction("TM-3", f"rate must be one of {list(self.options.rate_choices)}")
-        self.rate = rate
-        self._event({"type": "rate", "seat": seat, "rate": rate})
+        self.rate = action.rate
+        self._event({"type": "rate", "seat": seat, "rate": action.rate})
         self._set_leader(seat)
 
-    def _do_pass(self, seat: int, action: Action) -> None:
+    def _do_pass(self, seat: int, action: PassAction) -> None:
         """TM-6: a stuck leader's pass belongs to no trick; otherwise C-7."""
         d = self._decision
         if not self.field and d is not None and d.info.get("stuck"):
@@ -179,12 +187,7 @@ class TrumpMillionaire(Climbing):
             return
         Climbing._do_pass(self, seat, action)
 
-    HANDLERS: ClassVar[Mapping[str, Handler]] = {
-        **Climbing.HANDLERS,
-        "pass": _do_pass,
-        "exchange": _do_exchange,
-        "rate": _do_rate,
-    }
+    HANDLERS: ClassVar[Mapping[str, str]] = {**Climbing.HANDLERS, "exchange": "_do_exchange", "rate": "_do_rate"}
 
     # -- presets ------------------------------------------------------------------------------
     def _is_revolution(self, p: PlayInfo) -> bool:

@@ -142,12 +142,12 @@ def test_workers_consume_the_match_queue(compose):
     # the bot checks: a process of their own in each container, a few threads (issue 24)
     assert CHECK_QUEUES == (CHECK_QUEUE,) and 1 <= ctx.params["checks"] <= 8
     # each worker process's pool (kept open, plus a burst) fits PostgreSQL with room for the API
-    from arena.runner.service import POOL_OVERFLOW, POOL_SIZE
+    from arena.db.session import POOL_OVERFLOW, POOL_SIZE
 
     replicas = int(_interpolate(str(worker["deploy"]["replicas"])))
     pg_command = compose["services"]["postgres"]["command"]
     max_connections = int(pg_command[pg_command.index("-c") + 1].split("=")[1])
-    # ... and the check process's pool (SQLAlchemy's default: 5 kept, 10 in a burst)
+    # ... and the check process's pool (arena.db.session.shared_sessions: the same 10 + 5 at most)
     assert replicas * (ctx.params["processes"] * (POOL_SIZE + POOL_OVERFLOW) + 15) + 50 <= max_connections
     beat = compose["services"]["beat"]
     assert beat["command"][:2] == ["arena", "beat"] and beat["deploy"]["replicas"] == 1

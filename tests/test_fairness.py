@@ -13,7 +13,8 @@ import pytest
 
 from arena import fairness
 from arena.matchlog import write_log
-from arena.runner.match import ReplayError, check_fairness, replay, run_match, verify_logs
+from arena.runner.match import run_match
+from arena.runner.replay import ReplayError, check_fairness, replay, verify_logs
 from arena.schedule import build_schedule
 from bots_sdk.samples import SAMPLE_BOTS
 

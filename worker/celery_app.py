@@ -6,7 +6,8 @@ Start a worker with ``arena worker`` or::
 
 Configuration comes from the environment (see ``arena.config``):
 
-- ``ARENA_BROKER_URL``: broker and result backend URL (default ``redis://127.0.0.1:6379/0``).
+- ``ARENA_BROKER_URL``: broker and result backend URL (default ``redis://127.0.0.1:6379/0``);
+  only ``arena.ping`` stores its result (``task_ignore_result``: nothing reads the others).
 - ``ARENA_CELERY_EAGER``: run tasks in-process (quick local runs only; default false).
 - ``ARENA_VISIBILITY_TIMEOUT_S``: broker visibility timeout (default: computed, below).
 - ``ARENA_BOT_MAX_CONCURRENCY``: per-bot request cap (``arena.runner.semaphore``), default 4.
@@ -39,9 +40,9 @@ import logging
 from celery import Celery, signals
 
 from arena.config import Settings
+from arena.delivery import prewarm
 from arena.limits import visibility_timeout
 from arena.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
-from arena.runner.service import prewarm
 
 log = logging.getLogger("arena.worker")
 
@@ -68,6 +69,8 @@ def make_app(settings: Settings | None = None) -> Celery:
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
+        # nothing reads a task's result but the tests' ``arena.ping`` (its own ignore_result=False)
+        task_ignore_result=True,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
@@ -103,7 +106,7 @@ def make_app(settings: Settings | None = None) -> Celery:
 app = make_app()
 
 
-@app.task(name="arena.ping")
+@app.task(name="arena.ping", ignore_result=False)
 def ping() -> str:
     """Health check: returns ``"pong"``. Used by tests to know a worker is consuming."""
     return "pong"
@@ -112,7 +115,7 @@ def ping() -> str:
 @signals.worker_init.connect
 def _prewarm_threads(sender=None, **_kw) -> None:
     """A thread (or solo) pool: open the process's connections before it consumes
-    (:func:`arena.runner.service.prewarm`, one per thread). A prefork pool's children
+    (:func:`arena.delivery.prewarm`, one per thread). A prefork pool's children
     open their own after the fork (below): nothing may be opened in the parent."""
     pool = str(getattr(sender, "pool_cls", ""))
     if "prefork" in pool or "processes" in pool:

@@ -1,24 +1,36 @@
 """The Celery tasks of the ``arena`` queue: thin wrappers around the shared core.
 
-``arena.run_match(match_id)`` runs :func:`arena.runner.service.play_and_store`;
+``arena.run_match(match_id)`` runs :func:`arena.delivery.play_and_store`;
 ``arena.check_bot(check_id)`` (queue ``arena.checks``) runs :func:`arena.conformance.run_check`;
-``arena.enqueue_tournament(tournament_id)`` runs :func:`arena.queue.send_tournament`
-(store a started tournament's schedule, send its matches).
+``arena.enqueue_tournament(tournament_id)`` runs
+:func:`arena.usecases.tournaments.send_tournament` (store a started tournament's schedule,
+send its matches through :class:`arena.queue.CeleryDispatcher`).
 ``arena.reap()`` runs :func:`arena.reaper.reap` (normally inside ``arena beat``, see
 :mod:`worker.beat`; a worker runs it only when it is sent to a queue explicitly).
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
 
 from arena.config import Settings
 from arena.conformance import run_check
-from arena.queue import QueueError, send_tournament
+from arena.db.session import make_engine, make_sessionmaker
+from arena.delivery import MatchDeferred, play_and_store
+from arena.dispatch import QueueError
+from arena.queue import CeleryDispatcher
 from arena.reaper import reap
 from arena.runner.claims import defer_countdown_s
-from arena.runner.service import MatchDeferred, play_and_store
+from arena.usecases.tournaments import send_tournament
 from worker.celery_app import REAP_TASK, app
+
+
+@lru_cache(maxsize=4)
+def _sessions(database_url: str) -> sessionmaker[Session]:
+    return make_sessionmaker(make_engine(database_url))
 
 
 @app.task(
@@ -76,10 +88,12 @@ def check_bot_task(self, check_id: int) -> str:
 def enqueue_tournament_task(self, tournament_id: int) -> str:
     """Celery task: :func:`send_tournament` (``args=[tournament_id]``), retried while the
     database or the broker is unreachable (it resumes with the matches still pending)."""
-    return f"tournament {int(tournament_id)}: {send_tournament(Settings.from_env(), int(tournament_id))} matches sent"
+    settings = Settings.from_env()
+    sent = send_tournament(_sessions(settings.database_url), int(tournament_id), CeleryDispatcher(settings.broker_url))
+    return f"tournament {int(tournament_id)}: {sent} matches sent"
 
 
-@app.task(name=REAP_TASK, ignore_result=True)
+@app.task(name=REAP_TASK)
 def reap_task() -> str:
     """Celery task: one reaper run (:func:`arena.reaper.reap`); returns its report line."""
     return str(reap(Settings.from_env()))

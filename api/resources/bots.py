@@ -8,31 +8,28 @@ enter a tournament. One check per bot at a time (409), at most
 ``secret`` is shown once, in the response to ``POST /bots``. A bot entered in a created or
 running tournament cannot change its URL (409). Deleting marks the bot ``deleted`` (its
 matches and logs keep referring to it) and hides it; its seats in matches not yet played
-forfeit without a request. Every status change is in :mod:`arena.lifecycle`.
+forfeit without a request. Every status change is in :mod:`arena.lifecycle`; each view
+parses, calls its use case (:mod:`arena.usecases.bots`) and returns.
 """
 
 from __future__ import annotations
-
-from datetime import timedelta
 
 import marshmallow as ma
 from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow import validate
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 import engine
 from api.auth import BEARER, current_account, protect
-from api.common import IdField, PageArgs, TextField, errors, page_schema, paginate_query
-from api.database import db, settings
-from api.errors import abort, field_error
-from arena import lifecycle
-from arena.access import is_organizer
-from arena.db.models import Bot, BotCheck, utcnow
-from arena.queue import QueueError, enqueue_check
-from arena.security import SECRET_GRACE_S, new_secret
-from arena.url_policy import MAX_URL_LENGTH, BotUrlError, check_bot_url
+from api.common import IdField, PageArgs, TextField, errors, page_schema
+from api.database import db, dispatcher, settings
+from api.errors import abort
+from arena.db.models import Bot, BotCheck
+from arena.status import LISTED_BOT_STATUSES, values
+from arena.url_policy import MAX_URL_LENGTH
+from arena.usecases import bots as usecases
 
 blp = Blueprint("bots", __name__, url_prefix="/api/v1/bots", description="Contestants' bots")
 protect(blp)
@@ -68,7 +65,7 @@ class BotSchema(ma.Schema):
     name = ma.fields.String(required=True)
     url = ma.fields.String(required=True)
     rulesets = ma.fields.List(ma.fields.String(), required=True)
-    status = ma.fields.String(required=True, validate=validate.OneOf(("unchecked", "checking", "ready", "failed")))
+    status = ma.fields.String(required=True, validate=validate.OneOf(values(LISTED_BOT_STATUSES)))
     last_check_at = ma.fields.DateTime(allow_none=True)
     last_check = ma.fields.Dict(allow_none=True)
     warnings = ma.fields.Method(
@@ -141,28 +138,9 @@ class BotListArgs(PageArgs):
 BotPageSchema = page_schema(BotSchema, "BotPage")
 
 
-def _rulesets(values: list[str]) -> list[str]:
-    if len(set(values)) != len(values):
-        field_error("rulesets", "rule sets must not repeat")
-    return [r for r in engine.RULESETS if r in values]
-
-
-def _url(url: str) -> str:
-    try:
-        return check_bot_url(url, allow_private=settings().allow_private_bot_urls)
-    except BotUrlError as exc:
-        field_error("url", str(exc))
-
-
 def get_bot_for(bot_id: int, *, write: bool) -> Bot:
     """The bot if the caller may see it (owner, or organizer when not ``write``); 404/403."""
-    account = current_account()
-    bot = db().get(Bot, bot_id)
-    if bot is None or bot.status == "deleted":
-        abort(404, f"bot {bot_id} not found")
-    if bot.owner_id != account.id and (write or not is_organizer(account)):
-        abort(403, f"bot {bot_id} belongs to another account")
-    return bot
+    return usecases.bot_for(db(), current_account(), bot_id, write=write)
 
 
 @blp.route("")
@@ -173,18 +151,7 @@ class Bots(MethodView):
     @errors(blp, 401)
     def post(self, data):
         """Register a bot; the response holds its signing ``secret`` (shown this once)."""
-        account = current_account()
-        bot = Bot(
-            owner_id=account.id,
-            name=data["name"],
-            url=_url(data["url"]),
-            rulesets=_rulesets(data["rulesets"]),
-            secret=new_secret(),
-            status="unchecked",
-        )
-        db().add(bot)
-        db().commit()
-        return bot
+        return usecases.register_bot(db(), current_account(), allow_private=settings().allow_private_bot_urls, **data)
 
     @blp.doc(security=BEARER)
     @blp.arguments(BotListArgs, location="query")
@@ -192,21 +159,8 @@ class Bots(MethodView):
     @errors(blp, 401, 403)
     def get(self, args):
         """Your bots (organizers: every bot, optionally ``owner_id``), paginated."""
-        account = current_account()
-        cond = [Bot.status != "deleted"]
-        if is_organizer(account):
-            if "owner_id" in args:
-                cond.append(Bot.owner_id == args["owner_id"])
-        elif "owner_id" in args and args["owner_id"] != account.id:
-            abort(403, "only organizers may list other accounts' bots")
-        else:
-            cond.append(Bot.owner_id == account.id)
-        items, total = paginate_query(
-            db(),
-            select(Bot).where(*cond).order_by(Bot.id),
-            select(func.count()).select_from(Bot).where(*cond),
-            args["page"],
-            args["per_page"],
+        items, total = usecases.list_bots(
+            db(), current_account(), owner_id=args.get("owner_id"), page=args["page"], per_page=args["per_page"]
         )
         return {"items": items, "total": total, "page": args["page"], "per_page": args["per_page"]}
 
@@ -230,15 +184,9 @@ class BotById(MethodView):
         409: a URL or rule-set change while a check runs, or a URL change while the bot is
         entered in a created or running tournament (its matches only call the URL that passed
         the check; register another bot for a new URL, or delete this one to withdraw it)."""
-        bot = get_bot_for(bot_id, write=True)
-        url = _url(data["url"]) if "url" in data and data["url"] != bot.url else None
-        rulesets = _rulesets(data["rulesets"]) if "rulesets" in data else None
-        try:
-            return lifecycle.update_bot(db(), bot_id, name=data.get("name"), url=url, rulesets=rulesets)
-        except lifecycle.NotFound as exc:
-            abort(404, str(exc))
-        except lifecycle.Conflict as exc:
-            abort(409, str(exc))
+        return usecases.change_bot(
+            db(), current_account(), bot_id, allow_private=settings().allow_private_bot_urls, **data
+        )
 
     @blp.doc(security=BEARER)
     @blp.response(204)
@@ -247,11 +195,7 @@ class BotById(MethodView):
         """Delete a bot (owner). Its past matches and logs stay; it can no longer enter
         tournaments; its matches not yet played in the tournaments it had entered are
         forfeits (every game of its seat, FAULT-2/3) and its URL is never called again."""
-        get_bot_for(bot_id, write=True)
-        try:
-            lifecycle.delete_bot(db(), bot_id)
-        except lifecycle.NotFound as exc:
-            abort(404, str(exc))
+        usecases.delete_bot(db(), current_account(), bot_id)
         return None
 
 
@@ -277,24 +221,10 @@ class BotCheckLatest(MethodView):
         the account already has 2 checks queued or running, or its checks ran
         ``ARENA_CHECK_SECONDS_PER_HOUR`` (900) seconds in the last hour; 503 when no worker can be
         reached (nothing changed)."""
-        get_bot_for(bot_id, write=True)
-        db().commit()
-        try:
-            check = lifecycle.begin_check(db(), bot_id, max_seconds_per_hour=settings().check_seconds_per_hour)
-        except lifecycle.CheckRunning as exc:
-            abort(409, str(exc), headers={"Location": check_path(bot_id, exc.check_id)})
-        except lifecycle.TooManyChecks as exc:
-            abort(429, str(exc), headers={"Retry-After": str(exc.retry_after_s)})
-        except lifecycle.NotFound as exc:
-            abort(404, str(exc))
-        check_id = check.id
-        try:
-            enqueue_check(settings(), check_id)
-        except QueueError as exc:
-            lifecycle.release_check(db(), check_id, str(exc))
-            abort(503, f"the check could not be started: {exc}", headers={"Retry-After": "5"})
-        db().expire_all()
-        return db().get(BotCheck, check_id), 202, {"Location": check_path(bot_id, check_id)}
+        check = usecases.check_bot(
+            db(), dispatcher(), current_account(), bot_id, max_seconds_per_hour=settings().check_seconds_per_hour
+        )
+        return check, 202, {"Location": check_path(bot_id, check.id)}
 
     @blp.doc(security=BEARER)
     @blp.response(200, BotCheckSchema)
@@ -333,10 +263,4 @@ class BotSecret(MethodView):
         The arena signs with the new secret at once and, for 24 hours (SECRET_GRACE_S), also
         sends the previous secret's signature (``X-Arena-Signature-Previous``), which the SDK
         accepts: deploy the new secret to the bot within that time."""
-        bot = get_bot_for(bot_id, write=True)
-        bot.previous_secret = bot.secret
-        bot.previous_secret_until = utcnow() + timedelta(seconds=SECRET_GRACE_S)
-        bot.secret = new_secret()
-        bot.updated_at = utcnow()
-        db().commit()
-        return bot
+        return usecases.rotate_secret(db(), current_account(), bot_id)

@@ -7,7 +7,8 @@ the rule set) and the games per pairing. Starting builds the whole schedule
 ``arena.run_match`` task per match. If the broker is down the start answers 503 and the
 matches stay ``pending``; starting again enqueues them. For more than
 ``INLINE_START_PARTICIPANTS`` participants, building, storing and enqueueing happen on a worker
-(``arena.enqueue_tournament``, :mod:`arena.queue`): the start answers at once.
+(``arena.enqueue_tournament``, :mod:`arena.usecases.tournaments`): the start answers at once.
+Each view parses, calls its use case (:mod:`arena.usecases.tournaments`) and returns.
 
 Fairness (docs/fairness.md): ``seed``, ``salt`` and the match seeds are null for everyone but
 organizers until the seed is revealed (:func:`arena.access.can_see_seed`); the
@@ -16,8 +17,6 @@ for contestants until the tournament is over.
 """
 
 from __future__ import annotations
-
-import secrets
 
 import marshmallow as ma
 from flask import Response, stream_with_context
@@ -30,25 +29,19 @@ from sqlalchemy.orm import selectinload
 import engine
 from api.auth import BEARER, optional_account, protect, require_organizer
 from api.common import IdField, PageArgs, TextField, errors, page_schema, paginate_query
-from api.database import db, settings
-from api.errors import abort, field_error
+from api.database import db, dispatcher, settings
+from api.errors import abort
 from api.resources.matches import MatchSchema, match_dict
 from arena import access as policy
-from arena import lifecycle, matchlog
-from arena import schedule as sched
-from arena.db.models import (
-    MATCH_STATUSES,
-    Bot,
-    Match,
-    MatchLog,
-    MatchSeat,
-    Tournament,
-)
+from arena import matchlog
+from arena.db.models import Match, MatchLog, MatchSeat, Tournament
 from arena.lifecycle import MatchStatus, TournamentStatus
-from arena.limits import BoundsError, check_match_bounds
-from arena.queue import QueueError, enqueue_matches, launch_tournament
-from arena.runner.service import announce
 from arena.standings import tournament_standings
+from arena.status import values
+from arena.usecases import tournaments as usecases
+from arena.usecases.tournaments import INLINE_SEND_MATCHES, INLINE_START_PARTICIPANTS
+
+__all__ = ["INLINE_SEND_MATCHES", "INLINE_START_PARTICIPANTS", "blp"]
 
 blp = Blueprint(
     "tournaments",
@@ -59,14 +52,6 @@ blp = Blueprint(
 protect(blp, organizer_methods=("POST",), anonymous_reads=True)
 
 MAX_PARTICIPANTS = 128
-#: Largest field whose start builds and stores its schedule in the request (a 16-bot Million
-#: Doubt round robin is 120 matches: well under a second); larger ones go to a worker.
-INLINE_START_PARTICIPANTS = 16
-#: Most pending matches a start (or a start again) sends to the broker in the request (about
-#: 0.5 ms each); the others are sent by ``arena.enqueue_tournament`` on a worker. Sending the
-#: first ones here matters: a worker busy starting matches sends slowly (15 ms a match
-#: measured by ``bench/tournament_bench.py``), so its first claims would wait on it.
-INLINE_SEND_MATCHES = 200
 DEFAULT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 TIE_BREAK = (
     "higher mean score per game; then more wins; then higher rating ordinal; "
@@ -203,7 +188,7 @@ class StandingsSchema(ma.Schema):
 
 class MatchListArgs(PageArgs):
     bot_id = IdField()
-    status = ma.fields.String(validate=validate.OneOf(MATCH_STATUSES))
+    status = ma.fields.String(validate=validate.OneOf(values(MatchStatus)))
 
 
 TournamentPageSchema = page_schema(TournamentSchema, "TournamentPage")
@@ -273,20 +258,6 @@ def get_tournament(tournament_id: int) -> Tournament:
     return t
 
 
-def _check_participants(ruleset: str, ids: list[int]) -> None:
-    if len(set(ids)) != len(ids):
-        field_error("participants", "participants must not repeat")
-    bots = {b.id: b for b in db().scalars(select(Bot).where(Bot.id.in_(ids)))}
-    for bot_id in ids:
-        bot = bots.get(bot_id)
-        if bot is None or bot.status == "deleted":
-            field_error("participants", f"bot {bot_id} does not exist")
-        if ruleset not in bot.rulesets:
-            field_error("participants", f"bot {bot_id} does not play {ruleset}")
-        if bot.status != "ready":
-            field_error("participants", f"bot {bot_id} has not passed its check (status {bot.status})")
-
-
 @blp.route("")
 class Tournaments(MethodView):
     @blp.doc(security=BEARER)
@@ -295,34 +266,7 @@ class Tournaments(MethodView):
     @errors(blp, 401, 403)
     def post(self, data):
         """Create a tournament (organizers)."""
-        organizer = require_organizer()
-        ruleset = data["ruleset"]
-        try:
-            options = engine.make_options(ruleset, data["options"]).to_dict()
-            check_match_bounds(ruleset, data["options"])
-        except engine.OptionsError as exc:
-            field_error("options", str(exc))
-        except BoundsError as exc:
-            field_error(exc.field, str(exc))
-        seats = engine.SEATS[ruleset]
-        _check_participants(ruleset, data["participants"])
-        if len(data["participants"]) < seats and not data["fill_with_house_bots"]:
-            field_error("participants", f"{ruleset} needs at least {seats} participants (or fill_with_house_bots)")
-        t = lifecycle.create_tournament(
-            db(),
-            participants=data["participants"],
-            name=data["name"],
-            organizer_id=organizer.id,
-            ruleset=ruleset,
-            options=options,
-            time_rules=dict(data["time_rules"]),
-            games_per_pairing=data["games_per_pairing"],
-            seed=data.get("seed", secrets.randbits(63)),
-            max_faults=data["max_faults"],
-            fill_with_house_bots=data["fill_with_house_bots"],
-            public_when_finished=data["public_when_finished"],
-        )
-        return tournament_dict(t)
+        return tournament_dict(usecases.create_tournament(db(), require_organizer(), **data))
 
     @blp.doc(security=BEARER)
     @blp.arguments(PageArgs, location="query")
@@ -383,48 +327,7 @@ class TournamentStart(MethodView):
         so far; start again to send the rest (``arena beat``'s reaper also sends it by
         itself once the broker is back, after ``ARENA_LOST_AFTER_S``).
         """
-        require_organizer()
-        t = get_tournament(tournament_id)
-        s = db()
-        schedule: list[sched.ScheduledMatch] | None = None
-        if t.status == TournamentStatus.CREATED and len(t.participants) <= INLINE_START_PARTICIPANTS:
-            try:
-                schedule = sched.build_schedule(
-                    engine.SEATS[t.ruleset],
-                    [p.bot_id for p in t.participants],
-                    t.games_per_pairing,
-                    t.seed,
-                    fill_with_house_bots=t.fill_with_house_bots,
-                    tournament_id=t.id,
-                )
-            except sched.ScheduleError as exc:
-                abort(409, f"cannot schedule tournament {t.id}: {exc}")
-        pending = _transition(lifecycle.start_tournament, s, t.id, schedule)
-        # The first matches are sent here (the workers start on them at once); the rest, or
-        # a large field's whole schedule, by a worker's task. The transition marked what it
-        # took `queued`; the task sends `pending` matches only, so the rest go back first
-        # (else they wait for the reaper).
-        now, rest = pending[:INLINE_SEND_MATCHES], pending[INLINE_SEND_MATCHES:]
-        lifecycle.release_queued(s, rest)
-        if now:
-            _enqueue(
-                s,
-                now,
-                "the tournament is running with its schedule stored and no match sent: "
-                "start again to send them (the reaper also does, once the broker is back)",
-            )
-        if rest or not pending:
-            try:
-                launch_tournament(settings(), t.id)
-            except QueueError as exc:
-                sent = f"{len(now)} of its {len(pending)} matches were sent" if now else "no match was sent"
-                abort(
-                    503,
-                    f"{exc}; the tournament is running and {sent}: start again to send the rest "
-                    "(the reaper also does, once the broker is back)",
-                )
-        s.refresh(t)
-        return tournament_dict(t)
+        return tournament_dict(usecases.start_tournament(db(), dispatcher(), require_organizer(), tournament_id))
 
 
 class ResumeQuerySchema(ma.Schema):
@@ -448,12 +351,9 @@ class TournamentResume(MethodView):
         idempotent: a match delivered twice is played at most once more and stored once.
         409 if the tournament is not running or nothing is left; 503 if the broker is down.
         """
-        require_organizer()
-        t = get_tournament(tournament_id)
-        s = db()
-        left = _transition(lifecycle.resumable_matches, s, t.id, include_running=query["include_running"])
-        _enqueue(s, left, "start or resume again later")
-        s.refresh(t)
+        t = usecases.resume_tournament(
+            db(), dispatcher(), require_organizer(), tournament_id, include_running=query["include_running"]
+        )
         return tournament_dict(t)
 
 
@@ -467,12 +367,7 @@ class TournamentCancel(MethodView):
 
         A match already being played finishes and keeps its result; the worker skips the others.
         """
-        require_organizer()
-        t = get_tournament(tournament_id)
-        s = db()
-        _transition(lifecycle.cancel_tournament, s, t.id)
-        s.refresh(t)
-        return tournament_dict(t)
+        return tournament_dict(usecases.cancel_tournament(db(), require_organizer(), tournament_id))
 
 
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/retry")
@@ -488,35 +383,8 @@ class TournamentRetry(MethodView):
         they are done. 409 if cancelled or nothing failed; 503 if the broker is down (the
         matches are then ``pending``: start the tournament again to send them).
         """
-        require_organizer()
-        t = get_tournament(tournament_id)
-        s = db()
-        ids = _transition(lifecycle.retry_failed, s, t.id)
-        _enqueue(s, ids, "retry again later")
-        announce(settings(), t.id, "queued", ids)  # the tournament page's live view (after the commit)
-        s.refresh(t)
+        t = usecases.retry_tournament(db(), dispatcher(), require_organizer(), tournament_id, settings=settings())
         return tournament_dict(t)
-
-
-def _transition(fn, *args, **kwargs):
-    """Call a :mod:`arena.lifecycle` transition; its errors become 404 / 409."""
-    try:
-        return fn(*args, **kwargs)
-    except lifecycle.NotFound as exc:
-        abort(404, str(exc))
-    except lifecycle.Conflict as exc:
-        abort(409, str(exc))
-
-
-def _enqueue(s, match_ids: list[int], hint: str) -> None:
-    """Send the matches to the broker and mark them queued; 503 (with ``hint``) if it is down
-    (matches the transition marked queued go back to pending, so a later start sends them)."""
-    try:
-        enqueue_matches(settings(), match_ids)
-    except QueueError as exc:
-        lifecycle.release_queued(s, match_ids)
-        abort(503, f"{exc}; {hint}")
-    lifecycle.mark_queued(s, match_ids)
 
 
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/standings")

@@ -1,9 +1,11 @@
 """Contestant and organizer forms of the ``/ui`` pages: the browser as a whole client.
 
-Every form is a client of the REST API: :func:`call_api` runs the API endpoint in-process
-(same app, same request session, the signed-in account as the caller) and the page shows its
-answer. Validation, access rules and status changes (``arena.lifecycle``) are the API's;
-nothing here re-implements them. A 422 is shown next to the fields it names.
+Every form does what its REST endpoint does, through the same code: the body the endpoint
+would get is checked by the endpoint's own schema (:func:`api.errors.load_json`: the input
+guard, then marshmallow), then the same use case (:mod:`arena.usecases`) runs as the
+signed-in account, and a refusal is the one the API answers (:func:`api.errors.refusal`:
+status, message, fields). Validation, access rules and status changes (``arena.lifecycle``)
+live there; nothing here re-implements them. A 422 is shown next to the fields it names.
 
 ======================================= ==================================================
 ``GET|POST /ui/signup``                 create a contestant account; the token shown once
@@ -25,23 +27,33 @@ for a later page: reloading does not show them again.
 from __future__ import annotations
 
 import hmac
-import json
 import secrets
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from flask import abort, current_app, g, redirect, render_template, request, session, url_for
+from flask import abort, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
+from werkzeug.exceptions import NotFound
 
 import engine
-from api.database import db
+from api.common import MAX_ID
+from api.database import db, dispatcher, settings
+from api.errors import CORE_ERRORS, Refusal, RefusalError, load_json, refusal
+from api.resources.accounts import AccountCreateSchema
+from api.resources.bots import BotCreateSchema, BotSchema
+from api.resources.tournaments import TournamentCreateSchema
 from api.ui import access, fields
 from api.ui.chart import rating_chart
 from api.ui.views import _entrant_label, _load_log, bp
 from arena import access as policy
+from arena.accounts import create_account
 from arena.db.models import Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
 from arena.standings import tournament_standings
+from arena.status import BotStatus, TournamentStatus
+from arena.usecases import bots as bot_cases
+from arena.usecases import tournaments as tournament_cases
 
 CSRF_KEY = "csrf"
 #: Matches per page of a bot page (newest first; ``?page=N``).
@@ -73,37 +85,32 @@ def _csrf_globals():
     return {"csrf_token": csrf_token}
 
 
-def call_api(method: str, path: str, body: dict | None = None, query: dict | None = None) -> tuple[int, dict[str, Any]]:
-    """Run the API endpoint ``method path`` in-process as the signed-in viewer.
+T = TypeVar("T")
 
-    Returns ``(HTTP status, JSON body)`` (``{}`` for an empty body). The nested request shares
-    this request's application context, so the API sees the viewer as ``g.account`` and uses
-    the same database session.
-    """
-    account = access.viewer()
-    if account is not None:
-        g.account = account
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-    with app.test_request_context(
-        path,
-        method=method,
-        json=body,
-        query_string=query,
-        environ_base={"REMOTE_ADDR": request.remote_addr or "127.0.0.1"},
-    ):
-        resp = app.full_dispatch_request()
-    data = resp.get_data(as_text=True)
+
+def attempt(action: Callable[[], T]) -> tuple[T | None, Refusal | None]:
+    """``(what action() returns, None)``, or ``(None, the API's refusal)`` when it raises
+    a refusal of :func:`api.errors.load_json` or a core error (:func:`api.errors.refusal`)."""
     try:
-        parsed = json.loads(data) if data else {}
-    except ValueError:
-        parsed = {"message": data[:500]}
-    return resp.status_code, parsed if isinstance(parsed, dict) else {"items": parsed}
+        return action(), None
+    except RefusalError as exc:
+        return None, exc.refusal
+    except CORE_ERRORS as exc:
+        answer = refusal(exc)
+        if answer is None:
+            raise
+        return None, answer
 
 
-def _field_errors(body: dict) -> dict[str, str]:
-    """``{"field": "message"}`` from an API error body (``errors.json.<field>``)."""
+def _route_refusal() -> Refusal:
+    """What the API answers for an id outside 1..:data:`api.common.MAX_ID` (no route matches)."""
+    return Refusal(404, NotFound.description or "Not Found")
+
+
+def _field_errors(answer: Refusal) -> dict[str, str]:
+    """``{"field": "message"}`` from a refusal's ``errors.json.<field>``."""
     out: dict[str, str] = {}
-    errs = (body.get("errors") or {}).get("json") or {}
+    errs = answer.field_errors()
     if isinstance(errs, dict):
         for field, msgs in errs.items():
             if isinstance(msgs, list):
@@ -137,20 +144,21 @@ def _number(text: str, kind: type = int):
 # ----------------------------------------------------------------------------- contestants
 @bp.route("/signup", methods=["GET", "POST"])
 def signup():
-    """GET: the form; POST ``name``: ``POST /api/v1/accounts``, sign in, show the token once."""
+    """GET: the form; POST ``name``: what ``POST /api/v1/accounts`` does, sign in, show the
+    token once."""
     if request.method == "GET":
         return render_template("signup.html", name="", errors={}, message=None, token=None)
     _check_csrf()
     name = request.form.get("name", "")
-    status, body = call_api("POST", "/api/v1/accounts", {"name": name})
-    if status != 201:
+    made, refused = attempt(lambda: create_account(db(), load_json(AccountCreateSchema(), {"name": name})["name"]))
+    if made is None:
+        assert refused is not None
         return render_template(
-            "signup.html", name=name, errors=_field_errors(body), message=body.get("message"), token=None
-        ), status
-    account = access.account_for_token(body["token"])
-    if account is not None:
-        access.sign_in(account)
-    return render_template("signup.html", name=name, errors={}, message=None, token=body["token"], account=body), 201
+            "signup.html", name=name, errors=_field_errors(refused), message=refused.message, token=None
+        ), refused.status
+    account, token = made
+    access.sign_in(account)
+    return render_template("signup.html", name=name, errors={}, message=None, token=token, account=account), 201
 
 
 #: Session key of the register forms already sent (form id -> bot id): the bot page answers the
@@ -161,9 +169,9 @@ REGISTERED_KEPT = 10
 
 
 def _bots_page(form: dict | None = None, errors: dict | None = None, message: str | None = None, status: int = 200):
-    _need_viewer()
-    code, body = call_api("GET", "/api/v1/bots", query={"per_page": 100})
-    bots = body.get("items", []) if code == 200 else []
+    account = _need_viewer()
+    items, _total = bot_cases.list_bots(db(), account, per_page=100)
+    bots = BotSchema(many=True).dump(items)
     return render_template(
         "bots.html",
         bots=bots,
@@ -180,7 +188,7 @@ def bots():
     """GET: your bots and the register form; POST ``name``, ``url``, ``rulesets``: register."""
     if request.method == "GET":
         return _bots_page()
-    _need_viewer()
+    account = _need_viewer()
     _check_csrf()
     form_id = request.form.get("form_id", "")[:64]
     sent: dict[str, int] = session.get(REGISTERED_KEY) or {}
@@ -197,12 +205,17 @@ def bots():
         "url": request.form.get("url", ""),
         "rulesets": request.form.getlist("rulesets"),
     }
-    status, body = call_api("POST", "/api/v1/bots", form)
-    if status != 201:
-        return _bots_page(form, _field_errors(body), body.get("message"), status)
+    bot, refused = attempt(
+        lambda: bot_cases.register_bot(
+            db(), account, allow_private=settings().allow_private_bot_urls, **load_json(BotCreateSchema(), form)
+        )
+    )
+    if bot is None:
+        assert refused is not None
+        return _bots_page(form, _field_errors(refused), refused.message, refused.status)
     if form_id:
-        session[REGISTERED_KEY] = dict(list(sent.items())[-(REGISTERED_KEPT - 1) :] + [(form_id, body["id"])])
-    return _bot_page(body["id"], secret=body["secret"], status=201)
+        session[REGISTERED_KEY] = dict(list(sent.items())[-(REGISTERED_KEPT - 1) :] + [(form_id, bot.id)])
+    return _bot_page(bot.id, secret=bot.secret, status=201)
 
 
 def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -222,7 +235,7 @@ def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[s
         s.scalars(
             select(Tournament)
             .join(TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id)
-            .where(TournamentParticipant.bot_id == bot_id, Tournament.status == "finished")
+            .where(TournamentParticipant.bot_id == bot_id, Tournament.status == TournamentStatus.FINISHED)
             .order_by(Tournament.finished_at.desc(), Tournament.id.desc())
             .limit(RATING_TOURNAMENTS_SHOWN)
             .options(selectinload(Tournament.participants))
@@ -259,7 +272,8 @@ def current_ratings(bot_id: int) -> list[Rating]:
 
 
 def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, message: str | None = None):
-    """The bot page: ``GET /api/v1/bots/<id>`` (owner or organizer, else the API's 403/404),
+    """The bot page: the bot as ``GET /api/v1/bots/<id>`` shows it (owner or organizer, else
+    the API's 403/404),
     its check, per-endpoint concurrency cap, rating history, one page of its matches
     (``?page=N``, :data:`BOT_MATCHES_PER_PAGE` newest first) and the faults in them.
 
@@ -268,9 +282,15 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
     read the log (log embargo: not while the tournament runs, except to organizers); else
     only the count of the result."""
     account = _need_viewer()
-    code, bot = call_api("GET", f"/api/v1/bots/{bot_id}")
-    if code != 200:
-        abort(code, bot.get("message"))
+    row, refused = (
+        attempt(lambda: bot_cases.bot_for(db(), account, bot_id, write=False))
+        if 1 <= bot_id <= MAX_ID
+        else (None, _route_refusal())
+    )
+    if row is None:
+        assert refused is not None
+        abort(refused.status, refused.message)
+    bot = BotSchema().dump(row)
     s = db()
     total = s.scalar(select(func.count()).select_from(MatchSeat).where(MatchSeat.bot_id == bot_id)) or 0
     pages = max(1, -(-total // BOT_MATCHES_PER_PAGE))
@@ -345,29 +365,41 @@ def bot_page(bot_id: int):
 
 @bp.route("/bots/<int:bot_id>/check", methods=["POST"])
 def bot_check(bot_id: int):
-    """``POST /api/v1/bots/<id>/check``, then the bot page (its ``last_check``, or ``checking``)."""
-    _need_viewer()
+    """What ``POST /api/v1/bots/<id>/check`` does, then the bot page (its ``last_check``, or
+    ``checking``)."""
+    account = _need_viewer()
     _check_csrf()
-    status, body = call_api("POST", f"/api/v1/bots/{bot_id}/check")
-    if status >= 400:
-        return _bot_page(bot_id, status=status, message=body.get("message"))
+    limit = settings().check_seconds_per_hour
+    done, refused = (
+        attempt(lambda: bot_cases.check_bot(db(), dispatcher(), account, bot_id, max_seconds_per_hour=limit))
+        if 1 <= bot_id <= MAX_ID
+        else (None, _route_refusal())
+    )
+    if done is None:
+        assert refused is not None
+        return _bot_page(bot_id, status=refused.status, message=refused.message)
     return redirect(url_for("ui.bot_page", bot_id=bot_id), code=303)
 
 
 @bp.route("/bots/<int:bot_id>/secret", methods=["POST"])
 def bot_secret(bot_id: int):
-    """``POST /api/v1/bots/<id>/secret``; the new secret shown once on the answer."""
-    _need_viewer()
+    """What ``POST /api/v1/bots/<id>/secret`` does; the new secret shown once on the answer."""
+    account = _need_viewer()
     _check_csrf()
-    status, body = call_api("POST", f"/api/v1/bots/{bot_id}/secret")
-    if status != 200:
-        return _bot_page(bot_id, status=status, message=body.get("message"))
-    return _bot_page(bot_id, secret=body["secret"])
+    bot, refused = (
+        attempt(lambda: bot_cases.rotate_secret(db(), account, bot_id))
+        if 1 <= bot_id <= MAX_ID
+        else (None, _route_refusal())
+    )
+    if bot is None:
+        assert refused is not None
+        return _bot_page(bot_id, status=refused.status, message=refused.message)
+    return _bot_page(bot_id, secret=bot.secret)
 
 
 # ----------------------------------------------------------------------------- organizers
 def _ready_bots() -> list[Bot]:
-    return list(db().scalars(select(Bot).where(Bot.status == "ready").order_by(Bot.id)))
+    return list(db().scalars(select(Bot).where(Bot.status == BotStatus.READY).order_by(Bot.id)))
 
 
 def _new_tournament_page(form: dict, errors: dict | None = None, message: str | None = None, status: int = 200):
@@ -410,7 +442,8 @@ _TEXT_FIELDS = ("name", "ruleset", "initial", "increment", "cap", "games_per_pai
 
 @bp.route("/tournaments/new", methods=["GET", "POST"])
 def tournament_new():
-    """GET: the form; POST: ``POST /api/v1/tournaments`` with the form's fields, then its page.
+    """GET: the form; POST: what ``POST /api/v1/tournaments`` does with the form's fields, then
+    its page.
 
     Fields: ``name``, ``ruleset``, ``participants`` (bot ids, repeated), ``initial``,
     ``increment``, ``cap`` (TIME-1, seconds), ``games_per_pairing``, ``max_faults``, ``seed``
@@ -420,7 +453,7 @@ def tournament_new():
     they name, with the form as typed."""
     if request.method == "GET":
         return _new_tournament_page(_default_form())
-    _need_viewer()
+    account = _need_viewer()
     _check_csrf()
     f = request.form
     form: dict[str, Any] = {k: f.get(k, "") for k in _TEXT_FIELDS}
@@ -446,25 +479,39 @@ def tournament_new():
     }
     if form["seed"].strip():
         body["seed"] = _number(form["seed"])
-    status, answer = call_api("POST", "/api/v1/tournaments", body)
-    if status != 201:
-        errors = fields.option_error_fields(form["ruleset"], _field_errors(answer))
-        return _new_tournament_page(form, errors, answer.get("message"), status)
-    return redirect(url_for("ui.tournament_page", tournament_id=answer["id"]), code=303)
+    made, refused = attempt(
+        lambda: tournament_cases.create_tournament(db(), account, **load_json(TournamentCreateSchema(), body))
+    )
+    if made is None:
+        assert refused is not None
+        errors = fields.option_error_fields(form["ruleset"], _field_errors(refused))
+        return _new_tournament_page(form, errors, refused.message, refused.status)
+    return redirect(url_for("ui.tournament_page", tournament_id=made.id), code=303)
 
 
 @bp.route("/tournaments/<int:tournament_id>/<action>", methods=["POST"])
 def tournament_action(tournament_id: int, action: str):
-    """``POST /api/v1/tournaments/<id>/<action>`` (start, cancel, resume, retry), then its page
-    with the API's message when it refused (409 nothing to do, 503 broker down, ...)."""
+    """What ``POST /api/v1/tournaments/<id>/<action>`` does (start, cancel, resume, retry),
+    then its page with the API's message when it refused (409 nothing to do, 503 broker
+    down, ...)."""
     if action not in ACTIONS:
         abort(404)
-    _need_viewer()
+    account = _need_viewer()
     _check_csrf()
-    query = {"include_running": "true"} if action == "resume" and request.form.get("include_running") else None
-    status, body = call_api("POST", f"/api/v1/tournaments/{tournament_id}/{action}", query=query)
-    if status >= 400:
-        session["ui_notice"] = f"{status}: {body.get('message', '')}"[:500]
+    include_running = action == "resume" and bool(request.form.get("include_running"))
+    run: dict[str, Callable[[], Tournament]] = {
+        "start": lambda: tournament_cases.start_tournament(db(), dispatcher(), account, tournament_id),
+        "cancel": lambda: tournament_cases.cancel_tournament(db(), account, tournament_id),
+        "resume": lambda: tournament_cases.resume_tournament(
+            db(), dispatcher(), account, tournament_id, include_running=include_running
+        ),
+        "retry": lambda: tournament_cases.retry_tournament(
+            db(), dispatcher(), account, tournament_id, settings=settings()
+        ),
+    }
+    _done, refused = attempt(run[action]) if 1 <= tournament_id <= MAX_ID else (None, _route_refusal())
+    if refused is not None:
+        session["ui_notice"] = f"{refused.status}: {refused.message}"[:500]
     return redirect(url_for("ui.tournament_page", tournament_id=tournament_id), code=303)
 
 

@@ -55,10 +55,12 @@ from api.ui.views import _bot_names, _deny, _match, _progress, _tournament, bp, 
 from arena import access as policy
 from arena import live
 from arena.db.models import Match, Tournament
+from arena.leases import LeaseSet
 from arena.standings import tournament_standings
+from arena.status import MatchStatus, TournamentStatus
 
 #: Match statuses in which a match may still be played (its live view is open).
-LIVE_STATUSES = ("queued", "running", "pending")
+LIVE_STATUSES = (MatchStatus.QUEUED, MatchStatus.RUNNING, MatchStatus.PENDING)
 #: Seconds without a message before a keep-alive (and a status check), both streams.
 IDLE_S = 5.0
 #: Longest life of one stream, seconds (then the browser reconnects).
@@ -90,15 +92,6 @@ def _count(delta: int) -> None:
         _open += delta
 
 
-_TAKE = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[1]))
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], tonumber(ARGV[3]), ARGV[4])
-redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3]) - tonumber(ARGV[1])) + 60)
-return 1
-"""
-
-
 class StreamSlot:
     """A place among the open streams (module docstring): taken by :meth:`take` when the
     stream is asked for (429 when none is left), given back by :meth:`release` when it
@@ -111,8 +104,8 @@ class StreamSlot:
         self._account = False
         self._lock = threading.Lock()  # release() may run twice at once (the events' end, the close)
 
-    def _key(self) -> str:
-        return f"arena:live:streams:{self.account_id}"
+    def _leases(self) -> LeaseSet:
+        return LeaseSet(live.redis_client(self.url), f"arena:live:streams:{self.account_id}", STREAMS_PER_ACCOUNT)
 
     def take(self) -> None:
         """Take the slot, or abort with 429 (a message saying which cap): a place any viewer
@@ -127,12 +120,10 @@ class StreamSlot:
         if self.account_id is None:
             return
         try:
-            client = live.redis_client(self.url)
-            now = time.time()
-            got = client.eval(_TAKE, 1, self._key(), now, STREAMS_PER_ACCOUNT, now + MAX_STREAM_S + 30, self.token)
+            got = self._leases().take(self.token, MAX_STREAM_S + 30)
         except redis.RedisError:
             return
-        if not int(got):
+        if not got:
             self.release()
             abort(429, _("You have %(n)s live views open already: close one first.", n=STREAMS_PER_ACCOUNT))
         self._account = True
@@ -147,7 +138,7 @@ class StreamSlot:
             _count(-1)
         if account:
             try:
-                live.redis_client(self.url).zrem(self._key(), self.token)
+                self._leases().release(self.token)
             except redis.RedisError:
                 pass  # the lease ends by itself
 
@@ -284,14 +275,14 @@ def tournament_live(tournament_id: int):
     with_ids = policy.sees_all_matches(db(), access.viewer(), t)
     status, url, tid = t.status, settings().broker_url, t.id
     read_status = _status_reader(Tournament, tid)
-    slot = _slot(t) if status == "running" else None
+    slot = _slot(t) if status == TournamentStatus.RUNNING else None
     db().close()
 
     def end(now: str | None) -> str:
         return _sse({"type": "end", "tournament_id": tid, "status": now})
 
     def events() -> Iterator[str]:
-        if status != "running":
+        if status != TournamentStatus.RUNNING:
             yield end(status)
             return
         try:
@@ -305,7 +296,7 @@ def tournament_live(tournament_id: int):
             for text in sub.messages(IDLE_S, until_end=False):
                 if text is None:
                     now = read_status()
-                    if now != "running":
+                    if now != TournamentStatus.RUNNING:
                         yield end(now)
                         return
                     if time.monotonic() > deadline:
@@ -324,7 +315,7 @@ def tournament_live(tournament_id: int):
                     return  # a busy stream ends too (its lease would end before it)
                 if msg.get("event") in ("finished", "failed"):
                     now = read_status()
-                    if now != "running":
+                    if now != TournamentStatus.RUNNING:
                         yield end(now)
                         return
         except redis.RedisError as exc:

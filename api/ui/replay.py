@@ -2,7 +2,7 @@
 
 :func:`build_replay` re-runs each game's engine log through :func:`engine.frames.frames`
 (the full table view after every action, MD-8: the post-game record shows every hand) and
-merges in the worker's request/response records (``exchanges``, see :mod:`arena.runner.match`):
+merges in the worker's request/response records (``exchanges``: :class:`arena.matchlog.Exchange`):
 who acted, the time the answer took (milliseconds) and each seat's time bank (TIME-1..3,
 milliseconds) after every step, and the faults (FAULT-1..3).
 
@@ -44,16 +44,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from arena.matchlog import LOG_FORMAT, Exchange, GameRecord, MatchLog
 from engine.frames import frames as engine_frames
-
-LOG_FORMAT = "daifugo-arena-match"
 
 
 class ReplayDataError(ValueError):
     """A match log that cannot be turned into replay data; the message says where."""
 
 
-def _exchange_view(ex: Mapping[str, Any], detail: str | None) -> dict:
+def _exchange_view(ex: Exchange, detail: str | None) -> dict:
     return {
         "n": ex.get("n"),
         "elapsed_ms": ex.get("elapsed_ms"),
@@ -65,7 +64,7 @@ def _exchange_view(ex: Mapping[str, Any], detail: str | None) -> dict:
     }
 
 
-def game_replay(game: Mapping[str, Any], initial_ms: int) -> dict:
+def game_replay(game: GameRecord, initial_ms: int) -> dict:
     """Replay data of one game record of a match log (module docstring)."""
     gi = game.get("index")
     elog = game["engine_log"]
@@ -174,7 +173,7 @@ def units_of(frames: Sequence[Mapping[str, Any]]) -> list[dict]:
     return [units[u] for u in sorted(units)]
 
 
-def game_totals(match_log: Mapping[str, Any]) -> list[dict]:
+def game_totals(match_log: MatchLog | Mapping[str, Any]) -> list[dict]:
     """Scores of each game of a match and running totals, by player index (module docstring)."""
     n = len(match_log.get("players", []))
     totals = [0.0] * n
@@ -192,7 +191,7 @@ def game_totals(match_log: Mapping[str, Any]) -> list[dict]:
     return out
 
 
-def build_replay(match_log: Mapping[str, Any], labels: Sequence[str] | None = None) -> dict:
+def build_replay(match_log: MatchLog | Mapping[str, Any], labels: Sequence[str] | None = None) -> dict:
     """Replay data of a whole match log (module docstring).
 
     ``labels`` names the players by index (e.g. the bots of the match's seats); default the

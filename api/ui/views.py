@@ -32,6 +32,7 @@ from arena import access as policy
 from arena import matchlog
 from arena.db.models import Bot, Match, MatchLog, Tournament
 from arena.standings import tournament_standings
+from arena.status import MatchStatus, TournamentStatus
 
 bp = Blueprint(
     "ui", __name__, url_prefix="/ui", template_folder="templates", static_folder="static", static_url_path="/static"
@@ -137,7 +138,7 @@ def _progress(t: Tournament) -> dict:
             select(Match.status, func.count()).where(Match.tournament_id == t.id).group_by(Match.status)
         )
     }
-    total, done = sum(counts.values()), counts.get("finished", 0)
+    total, done = sum(counts.values()), counts.get(MatchStatus.FINISHED, 0)
     return {"finished": done, "total": total, "percent": round(100 * done / total) if total else 0, "by_status": counts}
 
 
@@ -165,7 +166,7 @@ PLAYING_LIMIT = 50
 def playing_now(t: Tournament, account) -> dict[str, Any]:
     """The tournament's matches being played now that ``account`` may read (at most
     :data:`PLAYING_LIMIT`, with their seat labels), and how many are playing in all."""
-    cond = [Match.tournament_id == t.id, Match.status == "running"]
+    cond = [Match.tournament_id == t.id, Match.status == MatchStatus.RUNNING]
     everyone = db().scalar(select(func.count()).select_from(Match).where(*cond)) or 0
     visible = policy.visible_matches_condition(db(), account, t)
     if visible is not None:
@@ -222,7 +223,7 @@ def index():
     account = access.viewer()
     stmt = select(Tournament).order_by(Tournament.id.desc()).limit(500)
     if account is None:
-        stmt = stmt.where(Tournament.status == "finished", Tournament.public_when_finished.is_(True))
+        stmt = stmt.where(Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True))
     tournaments = db().scalars(stmt.options(selectinload(Tournament.participants))).all()
     rows = [{"t": t, "progress": _progress(t), "public": policy.is_public(t)} for t in tournaments]
     return render_template("index.html", rows=rows)
@@ -270,7 +271,7 @@ def tournament_page(tournament_id: int):
         rows=rows,
         matches=match_rows,
         hidden=total - shown,
-        playing=playing_now(t, account) if t.status == "running" else None,
+        playing=playing_now(t, account) if t.status == TournamentStatus.RUNNING else None,
         page=page,
         pages=pages,
         shown=shown,

@@ -27,6 +27,7 @@ Times are timezone-aware UTC datetimes. JSON columns use JSONB on PostgreSQL.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
@@ -49,6 +50,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from arena.crypto import EncryptedText
+from arena.status import BotStatus, CheckStatus, MatchStatus, TournamentStatus, values
 
 #: JSON on every database, JSONB on PostgreSQL.
 JSONType = JSON().with_variant(JSONB(), "postgresql")
@@ -62,13 +64,6 @@ NAMING = {
 }
 
 ROLES = ("contestant", "organizer")
-BOT_STATUSES = ("unchecked", "checking", "ready", "failed", "deleted")
-#: Statuses of a bot check (``bot_checks.status``; owned by :mod:`arena.lifecycle`).
-CHECK_STATUSES = ("queued", "running", "passed", "failed", "error")
-#: The status values the database accepts; the statuses and their transitions are owned by
-#: :mod:`arena.lifecycle` (``TournamentStatus``, ``MatchStatus``; a test keeps them equal).
-TOURNAMENT_STATUSES = ("created", "running", "finished", "cancelled")
-MATCH_STATUSES = ("pending", "queued", "running", "finished", "cancelled", "failed")
 
 
 def utcnow() -> datetime:
@@ -76,8 +71,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+def _in(column: str, allowed: type[StrEnum] | tuple[str, ...]) -> str:
+    """The text of a ``CHECK`` constraint: ``column IN ('a', 'b')``, the values in order
+    (for a status, its :mod:`arena.status` enum: the text the migrations created)."""
+    names = allowed if isinstance(allowed, tuple) else values(allowed)
+    return f"{column} IN ({', '.join(repr(v) for v in names)})"
 
 
 class Base(DeclarativeBase):
@@ -115,7 +113,7 @@ class UiSession(Base):
 
 class Bot(Base):
     __tablename__ = "bots"
-    __table_args__ = (CheckConstraint(_in("status", BOT_STATUSES), name="status"),)
+    __table_args__ = (CheckConstraint(_in("status", BotStatus), name="status"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="RESTRICT"), index=True)
@@ -135,8 +133,8 @@ class Bot(Base):
     )
     previous_secret_until: Mapped[datetime | None] = mapped_column(nullable=True)
     #: ``unchecked`` (new or changed), ``checking`` (a check is queued or running), ``ready``
-    #: (passed the check), ``failed``, ``deleted`` (arena.lifecycle.BotStatus).
-    status: Mapped[str] = mapped_column(String(16), default="unchecked")
+    #: (passed the check), ``failed``, ``deleted`` (arena.status.BotStatus).
+    status: Mapped[str] = mapped_column(String(16), default=BotStatus.UNCHECKED.value)
     last_check_at: Mapped[datetime | None] = mapped_column(nullable=True)
     #: Outcome of the last check: ``{"ok", "health": {...}, "conformance": {...}}``.
     last_check: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
@@ -167,7 +165,7 @@ class BotCheck(Base):
 
     __tablename__ = "bot_checks"
     __table_args__ = (
-        CheckConstraint(_in("status", CHECK_STATUSES), name="status"),
+        CheckConstraint(_in("status", CheckStatus), name="status"),
         Index("ix_bot_checks_bot_status", "bot_id", "status"),
         Index("ix_bot_checks_account_status", "account_id", "status"),
     )
@@ -175,7 +173,7 @@ class BotCheck(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[str] = mapped_column(String(16), default=CheckStatus.QUEUED.value)
     url: Mapped[str] = mapped_column(String(2048))
     rulesets: Mapped[list[str]] = mapped_column(JSONType)
     previous_status: Mapped[str] = mapped_column(String(16))
@@ -193,7 +191,7 @@ class BotCheck(Base):
 class Tournament(Base):
     __tablename__ = "tournaments"
     __table_args__ = (
-        CheckConstraint(_in("status", TOURNAMENT_STATUSES), name="status"),
+        CheckConstraint(_in("status", TournamentStatus), name="status"),
         CheckConstraint("games_per_pairing >= 1", name="games_per_pairing"),
         CheckConstraint("max_faults >= 1", name="max_faults"),
     )
@@ -214,7 +212,7 @@ class Tournament(Base):
     #: Pages, matches and logs become readable by anyone (no token) once the tournament is
     #: finished (the web pages under ``/ui``); false keeps them to the API's access rules.
     public_when_finished: Mapped[bool] = mapped_column(Boolean, default=True, server_default="1")
-    status: Mapped[str] = mapped_column(String(16), default="created")
+    status: Mapped[str] = mapped_column(String(16), default=TournamentStatus.CREATED.value)
     #: Provably fair deals (arena.fairness): the secret salt (64 hex digits) and the
     #: published commitment SHA-256(salt || seed), both set when the tournament starts.
     salt: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -243,7 +241,7 @@ class Match(Base):
     __tablename__ = "matches"
     __table_args__ = (
         UniqueConstraint("tournament_id", "index", name="uq_matches_tournament_index"),
-        CheckConstraint(_in("status", MATCH_STATUSES), name="status"),
+        CheckConstraint(_in("status", MatchStatus), name="status"),
         Index("ix_matches_tournament_status", "tournament_id", "status"),
         Index("ix_matches_status_lease", "status", "lease_expires_at"),
     )
@@ -256,7 +254,7 @@ class Match(Base):
     table: Mapped[int] = mapped_column(Integer, default=0)
     #: Seed of the match (derived from the tournament seed, see arena.schedule.derive_seed).
     seed: Mapped[int] = mapped_column(BigInteger)
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[str] = mapped_column(String(16), default=MatchStatus.PENDING.value)
     #: Deliveries of the task that started playing this match (re-deliveries count).
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     #: Why the match is ``failed`` (not a bot's fault: an internal error, retries spent).

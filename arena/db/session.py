@@ -3,13 +3,20 @@
 ``make_engine(url)`` accepts any SQLAlchemy URL; ``postgresql://`` and ``postgres://`` URLs are
 served by psycopg 3 (``postgresql+psycopg://``). SQLite gets foreign keys switched on and its
 parent folder created, so the embedded default (a file under ``ARENA_DATA_DIR``) just works.
+
+:func:`shared_sessions` is the process's one session factory (and connection pool) per
+database URL, for every long-lived process (workers, the reaper, eager mode); its pool is
+sized by :data:`POOL` (:meth:`PoolSettings.size_for`, before the first use).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -25,7 +32,7 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def make_engine(url: str, **kwargs) -> Engine:
+def make_engine(url: str, **kwargs: Any) -> Engine:
     """Create an engine for ``url`` (see module docstring). ``kwargs`` go to ``create_engine``."""
     url = normalize_url(url)
     parsed = make_url(url)
@@ -64,3 +71,58 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+#: Most database connections a process keeps open (its pool size, SQLAlchemy's QueuePool;
+#: opened ahead by the worker's prewarm), and how many more it may open in a burst (closed
+#: again when given back). A match holds a connection only for a few milliseconds at a time
+#: (claim, lease renewals, store), so a burst of claims waits its turn for one of these
+#: rather than opening one per thread: an idle worker must not hold a connection per thread
+#: (4 processes of 32 threads would take more than PostgreSQL's default 100).
+POOL_SIZE, POOL_OVERFLOW = 10, 5
+#: Seconds to open a database connection before giving up (a server that accepts and never
+#: answers must not hang a worker's start-up or a match's claim).
+DB_CONNECT_TIMEOUT_S = 10
+
+
+@dataclass
+class PoolSettings:
+    """The PostgreSQL pool of :func:`shared_sessions`: kept-open connections, burst, and
+    seconds to wait for a free one."""
+
+    pool_size: int = POOL_SIZE
+    max_overflow: int = POOL_OVERFLOW
+    pool_timeout: int = 60
+
+    def size_for(self, threads: int) -> None:
+        """Keep ``min(threads, POOL_SIZE)`` connections open (plus :data:`POOL_OVERFLOW` in a
+        burst), for the engines built from now on."""
+        self.pool_size = min(max(1, int(threads)), POOL_SIZE)
+        self.max_overflow = POOL_OVERFLOW
+
+
+#: The process's pool settings (see :class:`PoolSettings`).
+POOL = PoolSettings()
+
+
+def is_postgres(database_url: str) -> bool:
+    """True for a PostgreSQL URL (``postgresql...`` or ``postgres:``)."""
+    return database_url.startswith(("postgresql", "postgres:"))
+
+
+@lru_cache(maxsize=4)
+def shared_sessions(database_url: str) -> sessionmaker[Session]:
+    """The process's session factory for ``database_url``: one engine per URL and process,
+    built lazily (so after a prefork fork). For PostgreSQL its pool is :data:`POOL` (kept
+    open, so a burst of claims finds open ones: a PostgreSQL connection costs a process fork,
+    10-50 ms each when dozens open at once) with a :data:`DB_CONNECT_TIMEOUT_S` connect
+    timeout; SQLite gets SQLAlchemy's default."""
+    pool: dict[str, Any] = {}
+    if is_postgres(database_url):
+        pool = {
+            "pool_size": POOL.pool_size,
+            "max_overflow": POOL.max_overflow,
+            "pool_timeout": POOL.pool_timeout,
+            "connect_args": {"connect_timeout": DB_CONNECT_TIMEOUT_S},
+        }
+    return make_sessionmaker(make_engine(database_url, **pool))

@@ -2,12 +2,8 @@
 
 Two steps, both total functions (they return, whatever the bytes):
 
-1. :func:`parse_answer` (fault ``invalid_json``): the body must be UTF-8 (strict: no invalid
-   sequences, no byte-order mark, no UTF-16/32 autodetection), strict JSON (RFC 8259: no
-   ``NaN``, ``Infinity``, ``-Infinity``, no number that overflows a double), nested at most
-   :data:`MAX_DEPTH` arrays/objects deep, with integers of at most :data:`MAX_INT_DIGITS`
-   digits, no duplicate key in an object, no lone surrogate (``"\\ud800"``) in a string or
-   key, and a JSON object at the top.
+1. :func:`arena.safejson.parse_answer` (fault ``invalid_json``): strict JSON in UTF-8, a
+   JSON object at the top (the strict-JSON reader's rules for bot answers).
 2. :func:`check_action` (fault ``invalid_action``, rule ``ACT``): the object is exactly one
    shape of ``docs/schema/action-response.schema.json``: a known ``type``, only the keys of
    that type (plus ``comment``: a string of at most 256 characters), each of the right JSON
@@ -24,14 +20,8 @@ on it). :func:`safe_text` makes the raw text kept with a fault (``received``) th
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
-#: Deepest nesting of arrays and objects accepted in an answer (an action needs 2).
-MAX_DEPTH = 32
-#: Most digits of an integer in an answer (an action needs 1; 2**53 has 16).
-MAX_INT_DIGITS = 16
 #: Longest ``comment`` of an action, characters (docs/protocol.md).
 MAX_COMMENT_CHARS = 256
 #: Most cards in one ``cards``/``face_down`` list (a 54-card deck).
@@ -60,105 +50,6 @@ _REQUIRED: dict[str, frozenset[str]] = {
     "exchange": frozenset({"accept"}),
     "rate": frozenset({"rate"}),
 }
-_TOO_DEEP = f"answer nests deeper than {MAX_DEPTH} levels"
-
-
-class _Reject(ValueError):
-    """Raised inside the JSON decoder's hooks; becomes the ``invalid_json`` reason."""
-
-
-def _no_constant(name: str) -> Any:
-    raise _Reject(f"{name} is not JSON (RFC 8259)")
-
-
-def _bounded_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise _Reject(f"an integer has more than {MAX_INT_DIGITS} digits")
-    return int(text)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _Reject("a number is too large for a double")
-    return value
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Reject("an object has a duplicate key")
-        out[key] = value
-    return out
-
-
-_DECODER = json.JSONDecoder(
-    object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_int=_bounded_int, parse_float=_finite_float
-)
-
-
-def _inspect(value: Any) -> str:
-    """The reason ``value`` (a decoded answer) is refused by its shape, or ``""``.
-
-    One iterative walk, linear in the size of ``value``: nesting deeper than
-    :data:`MAX_DEPTH` arrays/objects (the top-level value is depth 1) is refused first, then a
-    string or key holding a lone surrogate. No recursion, no regular expression: the decoder
-    already bounded the work by the body's size."""
-    surrogate = False
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, dict):
-            items: Any = v.values()
-            for key in v:
-                surrogate = surrogate or not _encodes(key)
-        elif isinstance(v, list):
-            items = v
-        else:
-            surrogate = surrogate or (isinstance(v, str) and not _encodes(v))
-            continue
-        if depth > MAX_DEPTH:
-            return _TOO_DEEP
-        stack.extend((child, depth + 1) for child in items)
-    return "answer holds a lone surrogate (not UTF-8 text)" if surrogate else ""
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def parse_answer(raw: bytes) -> tuple[dict | None, str]:
-    """Parse an answer body (module docstring, step 1).
-
-    Returns:
-        ``(object, "")``, or ``(None, reason)``: the reason is a short fixed sentence that
-        never quotes the body.
-    """
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return None, f"answer is not UTF-8 (byte {e.start})"
-    try:
-        value = _DECODER.decode(text)
-    except _Reject as e:
-        return None, f"answer is not strict JSON: {e}"
-    except json.JSONDecodeError as e:
-        return None, f"answer is not JSON: {e.msg} (line {e.lineno} column {e.colno})"
-    except RecursionError:  # the C decoder's own bound on nesting (the recursion limit)
-        return None, _TOO_DEEP
-    except (ValueError, MemoryError) as e:  # belt and braces: never escapes
-        return None, f"answer is not JSON ({type(e).__name__})"
-    why = _inspect(value)
-    if why:
-        return None, why
-    if not isinstance(value, dict):
-        return None, "answer is not a JSON object"
-    return value, ""
 
 
 def check_action(action: Any) -> str:
@@ -169,6 +60,11 @@ def check_action(action: Any) -> str:
     kind = action.get("type")
     if not isinstance(kind, str) or kind not in _KEYS:
         return "field 'type' must be one of " + ", ".join(sorted(_KEYS))
+    return _check_keys(kind, action) or _check_cards(kind, action) or _check_scalars(action)
+
+
+def _check_keys(kind: str, action: dict[str, Any]) -> str:
+    """Only the keys of ``kind`` (and ``comment``), the required ones present."""
     allowed = _KEYS[kind]
     for key in action:
         if key not in allowed and key not in ("type", "comment"):
@@ -178,6 +74,11 @@ def check_action(action: Any) -> str:
     missing = _REQUIRED.get(kind, frozenset()) - action.keys()
     if missing:
         return f"field {sorted(missing)[0]!r} is required in a {kind!r} action"
+    return ""
+
+
+def _check_cards(kind: str, action: dict[str, Any]) -> str:
+    """``comment``, the card lists and ``jokers``."""
     if "comment" in action:
         c = action["comment"]
         if not isinstance(c, str) or len(c) > MAX_COMMENT_CHARS:
@@ -193,6 +94,11 @@ def check_action(action: Any) -> str:
         v = action["jokers"]
         if not isinstance(v, list) or len(v) > MAX_CARDS or not all(isinstance(r, str) and r in _RANKS for r in v):
             return "field 'jokers' must be a list of ranks (C-4)"
+    return ""
+
+
+def _check_scalars(action: dict[str, Any]) -> str:
+    """``accept`` and ``rate``."""
     if "accept" in action and not isinstance(action["accept"], bool):
         return "field 'accept' must be a boolean"
     if "rate" in action:

@@ -24,7 +24,7 @@ thread takes the next message. The countdown grows with the refusals of that del
 with the matches deferred on the busy endpoint in the last minute (a set
 ``<claims>:deferred``), so the deliveries of one busy endpoint come back at most
 :data:`DEFER_RATE_PER_S` a second in all, whatever their number. The claim is renewed with
-the match's lease (the same :class:`arena.runner.service.LeaseKeeper` tick) and given
+the match's lease (the same :class:`arena.delivery.LeaseKeeper` tick) and given
 back when the match has been played; a dead worker's claims end with their lease.
 
 Failure policy: when Redis cannot be reached the match is played without a claim (logged):
@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import redis
 
+from arena.leases import LUA_LEASES
 from arena.runner.semaphore import KEY_PREFIX, endpoint_key
 
 log = logging.getLogger("arena.claims")
@@ -62,9 +63,9 @@ DEFERRED_WINDOW_S = 60
 # lease_s, soft, hard, limit, match id. Returns {1} when taken, else {0, index of the busy
 # endpoint (1-based), claimed, waiting (-1: not read), deferred on it}.
 _TAKE = (
-    """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+    LUA_LEASES
+    + """
+local now = now_s()
 local n = #KEYS / 3
 local member, lease = ARGV[1], tonumber(ARGV[2])
 local soft, hard, limit, match = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
@@ -80,8 +81,7 @@ local function refuse(i, held, waiting)
   return {0, i, held, waiting, redis.call('ZCARD', dkey)}
 end
 for i = 1, n do
-  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
-  local held = redis.call('ZCARD', KEYS[i])
+  local held = live_leases(KEYS[i], now)
   if held >= hard then return refuse(i, held, -1) end
   if held >= soft then
     local waiting = redis.call('ZCARD', KEYS[n + i])
@@ -89,8 +89,7 @@ for i = 1, n do
   end
 end
 for i = 1, n do
-  redis.call('ZADD', KEYS[i], now + lease, member)
-  redis.call('EXPIRE', KEYS[i], math.ceil(lease) * 2 + 60)
+  hold(KEYS[i], member, now, lease)
   redis.call('ZREM', KEYS[2 * n + i], match)
 end
 return {1}
@@ -98,17 +97,18 @@ return {1}
 )
 # KEYS: claim sets. ARGV: member, lease_s. Sets the member's lease end in every set (a match
 # being played keeps its claims, even after a stall); returns how many still held it.
-_RENEW = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+_RENEW = (
+    LUA_LEASES
+    + """
+local now = now_s()
 local kept = 0
 for i = 1, #KEYS do
   if redis.call('ZSCORE', KEYS[i], ARGV[1]) then kept = kept + 1 end
-  redis.call('ZADD', KEYS[i], now + tonumber(ARGV[2]), ARGV[1])
-  redis.call('EXPIRE', KEYS[i], math.ceil(tonumber(ARGV[2])) * 2 + 60)
+  hold(KEYS[i], ARGV[1], now, tonumber(ARGV[2]))
 end
 return kept
 """
+)
 
 
 @dataclass(frozen=True)
@@ -231,4 +231,4 @@ def defer_countdown_s(deferrals: int, deferred_on_endpoint: int = 1) -> float:
     of one busy bot do not all come back at once)."""
     base = min(DEFER_MAX_S, DEFER_FIRST_S * 2 ** max(0, min(int(deferrals), 10)))
     base = min(DEFER_CAP_S, max(base, max(1, int(deferred_on_endpoint)) / DEFER_RATE_PER_S))
-    return round(base * random.uniform(0.5, 1.5), 3)
+    return round(float(base) * random.uniform(0.5, 1.5), 3)

@@ -1,13 +1,14 @@
 """Play ONE match between players under the time rules, and replay its log.
 
 Pure: the rules engine, the players of :mod:`arena.runner.players` (in-process bots or HTTP
-endpoints), a monotonic clock. No database, no Celery: the Celery task and ``arena play``
-both call :func:`run_match`.
+endpoints), a monotonic clock. No database, no Celery: the Celery task, the bot check and
+``arena play`` all play a :class:`Match` (its configuration a :class:`MatchConfig`, its
+progress callbacks :class:`Observers`); :func:`run_match` is the one-call form.
 
 What a match is (one engine unit per game spec):
 
 * ``million_doubt``: ``games`` games between 2 players. By default game ``i`` is dealt afresh
-  from seed ``derive_seed(seed, i)``, the seats swapped on odd ``i`` (no deal is played
+  from seed ``arena.seeds.game_seed(seed, i)``, the seats swapped on odd ``i`` (no deal is played
   twice: a bot that remembers a hand learns nothing about a later game); pass
   ``game_specs`` to choose.
 * ``trump_millionaire``: one game of deals to the target (4 players);
@@ -29,49 +30,57 @@ TM, a new game in JDF) and at each Million Doubt game. A fault (``timeout``,
 (:class:`~arena.runner.players.WithdrawnPlayer`: a deleted bot) forfeits every game from
 the start without any request or notice (reason ``withdrawn``).
 
-The match log (:func:`run_match`'s return value, JSON-ready)::
-
-    {"format": "daifugo-arena-match", "version": 1, "protocol": 1, "match_id", "ruleset",
-     "options", "time_rules": {"initial_ms", "increment_ms", "cap_ms"}, "seed", "max_faults",
-     "fairness"?: {"tournament_id", "match_index", "attempt", "commitment"},
-     "players": [{"index", "name", "kind": "local"|"http", "url" (None unless record_urls)}],
-     "games": [{"index", "seed", "seats", "engine_log" (engine.Game.log()),
-                "exchanges": [{"n", "seat", "player", "kind", "unit", "sent_at" (Unix s),
-                               "elapsed_ms", "bank_before_ms", "bank_after_ms",
-                               "request_sha256", "request_bytes", "request"?,
-                               "status", "response", "fault"}],
-                "faults": [...], "result" (engine result), "started_at", "finished_at"}],
-     "faults": [{"game", "n", "seat", "player", "kind", "detail", "received", "elapsed_ms"}],
-     "result": {"scores": [per player], "wins": [...], "faults": [...], "games": n,
-                "ranks": [...] | None},
-     "started_at", "finished_at"}
-
-Requests are stored as their SHA-256 (and size) unless ``log_requests=True``; :func:`replay`
-rebuilds every request from the engine and checks the digests, so the log still proves what
-was sent.
+The match log (:meth:`Match.play`'s return value, JSON-ready) is a
+:class:`arena.matchlog.MatchLog`: its records (:class:`~arena.matchlog.GameRecord`,
+:class:`~arena.matchlog.Exchange`, :class:`~arena.matchlog.FaultRecord`...) list its fields.
+Requests are stored as their SHA-256 (and size) unless ``log_requests``;
+:func:`arena.runner.replay.replay` rebuilds every request from the engine and checks the
+digests, so the log still proves what was sent. A request that waited for a slot of its
+endpoint's cap (:class:`~arena.runner.players.SlotUse` of its outcome) carries
+``slot_wait_ms`` (when 1 ms or more) and ``slot_bypassed`` (when sent without a slot); the
+match's totals per player, notices included, are :attr:`Match.slot_totals`.
 
 ``fairness`` (tournament matches, :mod:`arena.fairness`): where ``seed`` comes from, so
-that :func:`check_fairness` can recompute every deal from the tournament's revealed seed.
+that :func:`arena.runner.replay.check_fairness` can recompute every deal from the
+tournament's revealed seed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import re
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import engine
-from arena import fairness as fair
 from arena import limits
-from arena.matchlog import LOG_FORMAT, LOG_VERSION, log_files, read_log, write_log
+from arena.matchlog import (
+    LOG_FORMAT,
+    LOG_VERSION,
+    Exchange,
+    FairnessRecord,
+    FaultRecord,
+    GameRecord,
+    MatchLog,
+    MatchResult,
+    PlayerRecord,
+)
 from arena.runner.answers import check_action, safe_text
-from arena.runner.players import RECEIVED_LOG_CHARS, HttpPlayer, LocalPlayer, WithdrawnPlayer, make_player
+from arena.runner.players import (
+    RECEIVED_LOG_CHARS,
+    Outcome,
+    Player,
+    PlayerSpec,
+    SlotUse,
+    WithdrawnPlayer,
+    make_player,
+)
+from arena.runner.redact import URL_BLANK, blank_urls
+from arena.seeds import game_seed
 from bots_sdk import protocol
 from engine.timebank import TimeBank, TimeRules
 
@@ -86,42 +95,37 @@ WITHDRAWN = "withdrawn"
 BARRED_REASONS = frozenset({"max_faults", WITHDRAWN})
 _ACTION_KEYS = ("type", "cards", "face_down", "jokers", "accept", "rate")
 
+#: A game spec: ``{"seed": int, "seats": [...]}`` or ``{"setup": {...}, "seats": [...]}``.
+GameSpec = Mapping[str, Any]
+
 
 class MatchError(ValueError):
     """Bad match parameters (players, game specs); the message names the problem."""
 
 
-def derive_seed(seed: int, index: int) -> int:
-    """A 63-bit seed for game ``index`` of a match seeded ``seed`` (SHA-256, reproducible)."""
-    digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
-
-
-def default_game_specs(ruleset: str, seed: int, games: int = 1) -> list[dict]:
+def default_game_specs(ruleset: str, seed: int, games: int = 1) -> list[dict[str, Any]]:
     """Game specs of a match (module docstring): in Million Doubt a fresh deal per game, the
     seats swapped on odd games."""
     rs = engine.get_ruleset(ruleset)
     if rs.games_per_match_option:
-        return [{"seed": derive_seed(seed, i), "seats": [0, 1] if i % 2 == 0 else [1, 0]} for i in range(games)]
-    return [{"seed": derive_seed(seed, 0), "seats": list(range(rs.seats))}]
+        return [{"seed": game_seed(seed, i), "seats": [0, 1] if i % 2 == 0 else [1, 0]} for i in range(games)]
+    return [{"seed": game_seed(seed, 0), "seats": list(range(rs.seats))}]
 
 
-def _json(value: Any) -> Any:
+def json_normal(value: Any) -> Any:
     """JSON-normal form (int keys become strings, tuples lists)."""
     return json.loads(protocol.dumps(value))
 
 
-def _normal_action(action: Mapping[str, Any]) -> dict:
+def normal_action(action: Mapping[str, Any]) -> dict[str, Any]:
+    """The ACT keys of an answer, in the engine's order (what the engine log records)."""
     return {k: action[k] for k in _ACTION_KEYS if k in action}
 
 
-def _game_wins(ruleset: str, result: Mapping[str, Any], seats: Sequence[int]) -> dict[int, int]:
+def _game_wins(result: Mapping[str, Any], seats: Sequence[int]) -> dict[int, int]:
     """Player index -> 1 if it won (MD) / took first place (TM, JDF; ties share) in this game."""
     ranks = result.get("ranks") or {}
-    out = {}
-    for seat, player in enumerate(seats):
-        out[player] = 1 if ranks.get(str(seat)) == 1 else 0
-    return out
+    return {player: 1 if ranks.get(str(seat)) == 1 else 0 for seat, player in enumerate(seats)}
 
 
 def _game_scores(result: Mapping[str, Any], seats: Sequence[int]) -> dict[int, int]:
@@ -130,15 +134,15 @@ def _game_scores(result: Mapping[str, Any], seats: Sequence[int]) -> dict[int, i
 
 
 def summarize(
-    ruleset: str, n_players: int, games: Sequence[Mapping[str, Any]], faults_by_player: Sequence[int]
-) -> dict:
-    """The match result from its games' results (also used by :func:`replay`)."""
+    ruleset: str, n_players: int, games: Sequence[GameRecord], faults_by_player: Sequence[int]
+) -> MatchResult:
+    """The match result from its games' results (also used by replay)."""
     scores = [0] * n_players
     wins = [0] * n_players
     for gm in games:
         for p, v in _game_scores(gm["result"], gm["seats"]).items():
             scores[p] += v
-        for p, v in _game_wins(ruleset, gm["result"], gm["seats"]).items():
+        for p, v in _game_wins(gm["result"], gm["seats"]).items():
             wins[p] += v
     ranks: list[int] | None = None
     if not engine.get_ruleset(ruleset).games_per_match_option and len(games) == 1:
@@ -150,59 +154,77 @@ def summarize(
     return {"scores": scores, "wins": wins, "faults": list(faults_by_player), "games": len(games), "ranks": ranks}
 
 
-def run_match(
-    players: Sequence[Any],
-    ruleset: str,
-    options: Mapping[str, Any] | None = None,
-    *,
-    seed: int = 0,
-    games: int = 1,
-    game_specs: Sequence[Mapping[str, Any]] | None = None,
-    time_rules: TimeRules | None = None,
-    max_faults: int = DEFAULT_MAX_FAULTS,
-    match_id: str | None = None,
-    log_requests: bool = False,
-    notices: bool = True,
-    on_decision: Callable[[dict], None] | None = None,
-    on_game_end: Callable[[dict], None] | None = None,
-    on_step: Callable[[int, Any, dict], None] | None = None,
-    fairness: Mapping[str, Any] | None = None,
-    record_urls: bool = True,
-) -> dict:
-    """Play one match and return its log (module docstring).
+@dataclass(frozen=True)
+class MatchConfig:
+    """What a match plays.
 
-    Args:
-        players: :class:`~bots_sdk.bot.Bot` instances, ``http(s)://`` URLs, or players of
-            :mod:`arena.runner.players`; index = player index in game specs.
+    Attributes:
         ruleset, options: the rule set and its options (engine options, validated).
-        seed: match seed (games are seeded from it by :func:`derive_seed`).
+        seed: match seed (games are seeded from it by :func:`arena.seeds.game_seed`).
         games: Million Doubt game count when ``game_specs`` is not given.
         game_specs: explicit ``[{"seed", "seats"}]`` (one engine game each).
-        time_rules: TIME-1 values (default 60 s / +10 s / 60 s cap).
+        time_rules: TIME-1 values (None: 60 s / +10 s / 60 s cap).
         max_faults: FAULT-3 limit per player in this match.
+        match_id: the protocol's ``match_id`` (None: a random one).
         log_requests: also store every request body (large) in the log.
         notices: send match_start / match_end notices.
-        on_decision, on_game_end: progress callbacks, given the exchange / game record.
-        on_step: called after every decision with ``(game index, the engine game, the
-            exchange record)`` (the live view, :mod:`arena.live`); must not raise.
         fairness: ``{"tournament_id", "match_index", "attempt", "commitment"}`` of a
             tournament match, stored as the log's ``fairness`` (``seed`` must then be the
-            attempt seed, :func:`arena.fairness.attempt_seed`).
+            attempt seed, :func:`arena.seeds.attempt_seed`).
         record_urls: store the players' URLs in the log; when False, ``players[].url`` is
             None and the URLs are blanked out of fault details (tournament logs: a
-            competitor must not learn an opponent's endpoint).
-
-    Raises:
-        MatchError: wrong number of players, bad seats in a spec.
-        engine.OptionsError: bad rule set or options.
-    Bots never make this raise: their failures are faults in the log.
+            competitor must not learn an opponent's endpoint; :mod:`arena.runner.redact`).
     """
-    opts = engine.make_options(ruleset, options)
-    rules = time_rules or TimeRules()
-    match_id = match_id or uuid.uuid4().hex
-    pls = [make_player(p) for p in players]
-    n_seats = engine.SEATS[ruleset]
-    specs = [dict(s) for s in (game_specs if game_specs is not None else default_game_specs(ruleset, seed, games))]
+
+    ruleset: str
+    options: Mapping[str, Any] | None = None
+    seed: int = 0
+    games: int = 1
+    game_specs: Sequence[GameSpec] | None = None
+    time_rules: TimeRules | None = None
+    max_faults: int = DEFAULT_MAX_FAULTS
+    match_id: str | None = None
+    log_requests: bool = False
+    notices: bool = True
+    fairness: FairnessRecord | Mapping[str, Any] | None = None
+    record_urls: bool = True
+
+
+@dataclass(frozen=True)
+class Observers:
+    """Progress callbacks of a match (each must not raise).
+
+    Attributes:
+        on_decision: given each exchange record once complete.
+        on_game_end: given each game record once complete.
+        on_step: after every decision, ``(game index, the engine game, the exchange)``
+            (the live view, :mod:`arena.live`).
+    """
+
+    on_decision: Callable[[Exchange], None] | None = None
+    on_game_end: Callable[[GameRecord], None] | None = None
+    on_step: Callable[[int, engine.Game, Exchange], None] | None = None
+
+
+@dataclass
+class SlotTotals:
+    """One player's waits for slots of its endpoint's cap over a match, notices included:
+    ``wait_s`` (sum, seconds), ``max_wait_s`` (longest one), ``bypassed`` (requests sent
+    without a slot)."""
+
+    wait_s: float = 0.0
+    max_wait_s: float = 0.0
+    bypassed: int = 0
+
+    def add(self, slot: SlotUse) -> None:
+        """Count one request's :class:`SlotUse`."""
+        self.wait_s += slot.wait_s
+        self.max_wait_s = max(self.max_wait_s, slot.wait_s)
+        if slot.bypassed:
+            self.bypassed += 1
+
+
+def _check_specs(specs: Sequence[GameSpec], n_seats: int, n_players: int) -> None:
     if not specs:
         raise MatchError("a match needs at least one game")
     for i, spec in enumerate(specs):
@@ -210,241 +232,244 @@ def run_match(
         if (
             not isinstance(seats, list)
             or len(seats) != n_seats
-            or any(not isinstance(p, int) or not 0 <= p < len(pls) for p in seats)
+            or any(not isinstance(p, int) or not 0 <= p < n_players for p in seats)
         ):
-            raise MatchError(f"game spec {i}: 'seats' must list {n_seats} player indices 0..{len(pls) - 1}")
+            raise MatchError(f"game spec {i}: 'seats' must list {n_seats} player indices 0..{n_players - 1}")
         if spec.get("setup") is None and not isinstance(spec.get("seed"), int):
             raise MatchError(f"game spec {i}: 'seed' must be an integer")
     used = sorted({p for s in specs for p in s["seats"]})
-    if used != list(range(len(pls))):
-        raise MatchError(f"every player must sit in some game (players {len(pls)}, seated {used})")
+    if used != list(range(n_players)):
+        raise MatchError(f"every player must sit in some game (players {n_players}, seated {used})")
 
-    faults_by_player = [0] * len(pls)
-    # player index -> forfeit reason of every game it sits in from now on
-    barred: dict[int, str] = {i: WITHDRAWN for i, p in enumerate(pls) if p.kind == WithdrawnPlayer.kind}
-    # a player named by its URL (no name given) is not named by it in a log kept without URLs
-    names = [URL_BLANK if not record_urls and p.url and p.name == p.url else p.name for p in pls]
-    log: dict[str, Any] = {
-        "format": LOG_FORMAT,
-        "version": LOG_VERSION,
-        "protocol": protocol.PROTOCOL_VERSION,
-        "match_id": match_id,
-        "ruleset": ruleset,
-        "options": opts.to_dict(),
-        "time_rules": {"initial_ms": rules.initial_ms, "increment_ms": rules.increment_ms, "cap_ms": rules.cap_ms},
-        "seed": seed,
-        "max_faults": max_faults,
-        **({"fairness": dict(fairness)} if fairness is not None else {}),
-        "players": [
-            {"index": i, "name": names[i], "kind": p.kind, "url": p.url if record_urls else None}
-            for i, p in enumerate(pls)
-        ],
-        "games": [],
-        "faults": [],
-        "result": None,
-        "started_at": time.time(),
-        "finished_at": None,
-    }
-    if notices:
-        for i, p in enumerate(pls):
-            if i in barred:
+
+class Match:
+    """One match between ``players`` (index = player index in the game specs) under
+    ``config``; :meth:`play` plays it once and returns its log (module docstring).
+
+    Its state is its members: :attr:`players`, :attr:`specs`, :attr:`names`,
+    :attr:`faults_by_player`, :attr:`barred` (player index -> the forfeit reason of every game
+    it sits in from now on), :attr:`slot_totals` (per player, filled while playing) and
+    :attr:`log`.
+
+    Raises:
+        MatchError: wrong number of players, bad seats in a spec.
+        engine.OptionsError: bad rule set or options.
+        ValueError: a player spec that is no player (:func:`~arena.runner.players.make_player`).
+    Bots never make :meth:`play` raise: their failures are faults in the log.
+    """
+
+    def __init__(self, players: Sequence[PlayerSpec], config: MatchConfig, observers: Observers | None = None):
+        self.config = config
+        self.observers = observers or Observers()
+        self.options = engine.make_options(config.ruleset, config.options)
+        self.rules = config.time_rules or TimeRules()
+        self.match_id = config.match_id or uuid.uuid4().hex
+        self.players: list[Player] = [make_player(p) for p in players]
+        specs = config.game_specs
+        if specs is None:
+            specs = default_game_specs(config.ruleset, config.seed, config.games)
+        self.specs: list[dict[str, Any]] = [dict(s) for s in specs]
+        _check_specs(self.specs, engine.SEATS[config.ruleset], len(self.players))
+        self.faults_by_player = [0] * len(self.players)
+        self.barred: dict[int, str] = {
+            i: WITHDRAWN for i, p in enumerate(self.players) if p.kind == WithdrawnPlayer.kind
+        }
+        # a player named by its URL (no name given) is not named by it in a log kept without URLs
+        self.names = [
+            URL_BLANK if not config.record_urls and p.url and p.name == p.url else p.name for p in self.players
+        ]
+        self.slot_totals = [SlotTotals() for _ in self.players]
+        self.log = self._new_log()
+
+    def _new_log(self) -> MatchLog:
+        cfg, rules = self.config, self.rules
+        players: list[PlayerRecord] = [
+            {"index": i, "name": self.names[i], "kind": p.kind, "url": p.url if cfg.record_urls else None}
+            for i, p in enumerate(self.players)
+        ]
+        log: MatchLog = {
+            "format": LOG_FORMAT,
+            "version": LOG_VERSION,
+            "protocol": protocol.PROTOCOL_VERSION,
+            "match_id": self.match_id,
+            "ruleset": cfg.ruleset,
+            "options": self.options.to_dict(),
+            "time_rules": {"initial_ms": rules.initial_ms, "increment_ms": rules.increment_ms, "cap_ms": rules.cap_ms},
+            "seed": cfg.seed,
+            "max_faults": cfg.max_faults,
+            "players": players,
+            "games": [],
+            "faults": [],
+            "result": None,
+            "started_at": time.time(),
+            "finished_at": None,
+        }
+        if cfg.fairness is None:
+            return log
+        # ``fairness`` sits after ``max_faults`` (the key order of every stored log)
+        items = list(log.items())
+        at = [k for k, _ in items].index("players")
+        items.insert(at, ("fairness", dict(cfg.fairness)))
+        return dict(items)  # type: ignore[return-value]
+
+    def play(self) -> MatchLog:
+        """Play every game, send the notices; returns :attr:`log`, complete."""
+        log = self.log
+        if self.config.notices:
+            self._notify_start()
+        for gi, spec in enumerate(self.specs):
+            record = _GamePlay(self, gi, spec).run()
+            if not self.config.record_urls:
+                blank_urls(record["faults"], (p.url for p in self.players))
+            log["games"].append(record)
+            log["faults"].extend(record["faults"])
+            if self.observers.on_game_end:
+                self.observers.on_game_end(record)
+        result = summarize(self.config.ruleset, len(self.players), log["games"], self.faults_by_player)
+        log["result"] = result
+        log["finished_at"] = time.time()
+        if self.config.notices:
+            self._notify_end(result)
+        return log
+
+    def _notify(self, i: int, notice: Mapping[str, Any]) -> None:
+        self.slot_totals[i].add(self.players[i].notify(protocol.dumps(notice)))
+
+    def _notify_start(self) -> None:
+        for i in range(len(self.players)):
+            if i in self.barred:
                 continue
-            p.notify(
-                protocol.dumps(
-                    protocol.match_start_notice(
-                        match_id=match_id,
-                        ruleset=ruleset,
-                        options=opts.to_dict(),
-                        time_rules=rules,
-                        players=names,
-                        you=i,
-                        games=len(specs),
-                    )
-                )
+            notice = protocol.match_start_notice(
+                match_id=self.match_id,
+                ruleset=self.config.ruleset,
+                options=self.options.to_dict(),
+                time_rules=self.rules,
+                players=self.names,
+                you=i,
+                games=len(self.specs),
             )
+            self._notify(i, notice)
 
-    for gi, spec in enumerate(specs):
-        record = _play_game(
-            gi,
-            spec,
-            pls,
-            ruleset,
-            opts,
-            rules,
-            match_id,
-            max_faults,
-            faults_by_player,
-            barred,
-            log_requests,
-            on_decision,
-            on_step,
-        )
-        if not record_urls:
-            _blank_urls(record["faults"], pls)
-        log["games"].append(record)
-        log["faults"].extend(record["faults"])
-        if on_game_end:
-            on_game_end(record)
-
-    log["result"] = summarize(ruleset, len(pls), log["games"], faults_by_player)
-    log["finished_at"] = time.time()
-    if notices:
-        res = log["result"]
-        for i, p in enumerate(pls):
-            if barred.get(i) == WITHDRAWN:
+    def _notify_end(self, result: MatchResult) -> None:
+        for i in range(len(self.players)):
+            if self.barred.get(i) == WITHDRAWN:
                 continue
-            p.notify(
-                protocol.dumps(
-                    protocol.match_end_notice(
-                        match_id=match_id,
-                        ruleset=ruleset,
-                        players=names,
-                        you=i,
-                        scores=res["scores"],
-                        wins=res["wins"],
-                        faults=res["faults"],
-                    )
-                )
+            notice = protocol.match_end_notice(
+                match_id=self.match_id,
+                ruleset=self.config.ruleset,
+                players=self.names,
+                you=i,
+                scores=result["scores"],
+                wins=result["wins"],
+                faults=result["faults"],
             )
-    return log
+            self._notify(i, notice)
 
 
-#: What replaces a bot's URL in the fault details of a log kept without URLs.
-URL_BLANK = "<bot url>"
+class _GamePlay:
+    """One engine game of a :class:`Match`: its engine game, the seats' banks, its exchanges
+    and faults so far."""
 
+    def __init__(self, match: Match, index: int, spec: GameSpec):
+        self.match = match
+        self.index = index
+        self.spec = spec
+        self.seats: list[int] = list(spec["seats"])
+        ruleset = match.config.ruleset
+        if spec.get("setup") is not None:
+            self.game = engine.from_setup(ruleset, match.options, spec["setup"])
+        else:
+            self.game = engine.new_game(ruleset, match.options, spec["seed"])
+        self.banks = [TimeBank(match.rules) for _ in self.seats]
+        self.unit = self.game.unit_index
+        self.exchanges: list[Exchange] = []
+        self.faults: list[FaultRecord] = []
+        self.started = time.time()
 
-#: IP address literals in an error text (IPv4 dotted quads, IPv6 with at least two colons).
-_ADDRESS = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b|\[?\b[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}\b\]?")
+    def run(self) -> GameRecord:
+        g = self.game
+        self._bar_seats()
+        steps = 0
+        while not g.over:
+            steps += 1
+            if steps > MAX_DECISIONS_PER_GAME:
+                raise RuntimeError(
+                    f"game {self.index} did not end after {MAX_DECISIONS_PER_GAME} decisions (engine bug)"
+                )
+            if g.unit_index != self.unit:  # a new deal (TM) / game (JDF): banks reset (TIME-1)
+                self.unit = g.unit_index
+                for b in self.banks:
+                    b.reset()
+                self._bar_seats()
+                continue
+            d = g.decision()
+            assert d is not None  # the game is not over
+            if self.seats[d.seat] in self.match.barred:
+                self._forfeit_barred(d)
+            else:
+                self._ask(d)
+        return {
+            "index": self.index,
+            "seed": self.spec.get("seed"),
+            "seats": self.seats,
+            "engine_log": json_normal(g.log()),
+            "exchanges": self.exchanges,
+            "faults": self.faults,
+            "result": json_normal(g.result()),
+            "started_at": self.started,
+            "finished_at": time.time(),
+        }
 
-
-def _url_needles(url: str) -> list[str]:
-    """Every spelling of a bot URL's endpoint an error text may carry: the URL as typed, its
-    host and port as typed and normalised (lower case, no trailing dot, IDNA), the host alone."""
-    out = [url, url.rstrip("/")]
-    netloc = url.split("://", 1)[-1].split("/", 1)[0]
-    out.append(netloc)
-    try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").rstrip(".")
-        port = parts.port
-    except ValueError:
-        return [n for n in out if n]
-    spellings = {host}
-    try:
-        spellings.add(host.encode("idna").decode("ascii"))
-    except UnicodeError:
-        pass
-    for h in spellings:
-        if h:
-            out.append(h)
-            if port is not None:
-                out.append(f"{h}:{port}")
-    return [n for n in out if n]
-
-
-def _blank_urls(faults: list[dict], pls: Sequence[Any]) -> None:
-    """Replace every player's URL and host (every spelling, any case) in fault details by
-    :data:`URL_BLANK`, and IP addresses in the arena's own error texts (``detail``) too: the
-    address a host resolved to identifies the bot's server as well as its name (C-11)."""
-    needles: list[str] = []
-    for p in pls:
-        url = getattr(p, "url", None)
-        if url:
-            needles.extend(_url_needles(url))
-    needles = sorted(set(needles), key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(n) for n in needles), re.IGNORECASE) if needles else None
-    for f in faults:
-        for key in ("detail", "received"):
-            text_value = f.get(key)
-            if isinstance(text_value, str):
-                if pattern is not None:
-                    text_value = pattern.sub(URL_BLANK, text_value)
-                if key == "detail":
-                    text_value = _ADDRESS.sub("<address>", text_value)
-                f[key] = text_value
-
-
-def _play_game(
-    gi: int,
-    spec: Mapping[str, Any],
-    pls: list,
-    ruleset: str,
-    opts,
-    rules: TimeRules,
-    match_id: str,
-    max_faults: int,
-    faults_by_player: list[int],
-    barred: dict[int, str],
-    log_requests: bool,
-    on_decision,
-    on_step=None,
-) -> dict:
-    seats = list(spec["seats"])
-    if spec.get("setup") is not None:
-        g = engine.from_setup(ruleset, opts, spec["setup"])
-    else:
-        g = engine.new_game(ruleset, opts, spec["seed"])
-    banks = [TimeBank(rules) for _ in seats]
-    unit = g.unit_index
-    exchanges: list[dict] = []
-    faults: list[dict] = []
-    started = time.time()
-
-    def bar_seats() -> None:
-        for seat, p in enumerate(seats):
+    def _bar_seats(self) -> None:
+        g, barred = self.game, self.match.barred
+        for seat, p in enumerate(self.seats):
             if p in barred and not g.over and g.still_in[seat]:
                 g.forfeit(seat, barred[p])
 
-    bar_seats()
-    steps = 0
-    while not g.over:
-        steps += 1
-        if steps > MAX_DECISIONS_PER_GAME:
-            raise RuntimeError(f"game {gi} did not end after {MAX_DECISIONS_PER_GAME} decisions (engine bug)")
-        if g.unit_index != unit:  # a new deal (TM) / game (JDF): banks reset (TIME-1)
-            unit = g.unit_index
-            for b in banks:
-                b.reset()
-            bar_seats()
-            continue
-        d = g.decision()
-        assert d is not None  # the game is not over
-        player_index = seats[d.seat]
-        if player_index in barred:
-            before = (d.seat, d.kind, len(g.actions))
-            g.forfeit(d.seat, barred[player_index])
-            after = g.decision()
-            if after is not None and (after.seat, after.kind) == before[:2] and len(g.actions) == before[2]:
-                raise RuntimeError("engine did not move after a forfeit (engine bug)")
-            continue
-        player = pls[player_index]
-        bank = banks[d.seat]
+    def _forfeit_barred(self, d: engine.Decision) -> None:
+        g = self.game
+        before = (d.seat, d.kind, len(g.actions))
+        g.forfeit(d.seat, self.match.barred[self.seats[d.seat]])
+        after = g.decision()
+        if after is not None and (after.seat, after.kind) == before[:2] and len(g.actions) == before[2]:
+            raise RuntimeError("engine did not move after a forfeit (engine bug)")
+
+    def _judge(self, seat: int, out: Outcome, before_ms: int) -> tuple[str | None, str]:
+        """The fault of an answer (and its detail), or ``(None, "")`` once applied."""
+        if out.fault is not None:
+            return out.fault, out.detail
+        if out.elapsed_ms > before_ms:
+            return "timeout", f"answer took {out.elapsed_ms} ms, the bank had {before_ms} ms"
+        action = out.action
+        why = check_action(action)
+        if why or action is None:
+            return "invalid_action", f"{why} [ACT]"
+        try:
+            self.game.apply(seat, action)
+        except engine.InvalidAction as e:
+            return "invalid_action", safe_text(f"{e.reason} [{e.rule}]", RECEIVED_LOG_CHARS)
+        return None, ""
+
+    def _ask(self, d: engine.Decision) -> None:
+        match, g = self.match, self.game
+        player_index = self.seats[d.seat]
+        bank = self.banks[d.seat]
         before_ms = bank.remaining_ms
-        req = protocol.build_request(g, d.seat, match_id=match_id, game=gi, time_rules=rules, remaining_ms=before_ms)
+        req = protocol.build_request(
+            g, d.seat, match_id=match.match_id, game=self.index, time_rules=match.rules, remaining_ms=before_ms
+        )
         body = protocol.dumps(req)
         sent_at = time.time()
-        out = player.decide(body, before_ms / 1000)
-        fault, detail = out.fault, out.detail
-        if fault is None and out.elapsed_ms > before_ms:
-            fault, detail = "timeout", f"answer took {out.elapsed_ms} ms, the bank had {before_ms} ms"
-        action = out.action
-        if fault is None:
-            why = check_action(action)
-            if why:
-                fault, detail = "invalid_action", f"{why} [ACT]"
-            else:
-                try:
-                    g.apply(d.seat, action)
-                except engine.InvalidAction as e:
-                    fault, detail = "invalid_action", safe_text(f"{e.reason} [{e.rule}]", RECEIVED_LOG_CHARS)
+        out = match.players[player_index].decide(body, before_ms / 1000)
+        fault, detail = self._judge(d.seat, out, before_ms)
         if fault is None:
             bank.spend(out.elapsed_ms)
             after_ms = bank.remaining_ms
         else:
             after_ms = max(0, before_ms - out.elapsed_ms)
             bank.remaining_ms = after_ms
-        ex = {
-            "n": len(exchanges),
+        ex: Exchange = {
+            "n": len(self.exchanges),
             "seat": d.seat,
             "player": player_index,
             "kind": d.kind,
@@ -456,249 +481,86 @@ def _play_game(
             "request_sha256": hashlib.sha256(body).hexdigest(),
             "request_bytes": len(body),
             "status": out.status,
-            "response": action,  # parsed from JSON by the player: already JSON-normal
+            "response": out.action,  # parsed from JSON by the player: already JSON-normal
             "fault": fault,
         }
-        if log_requests:
+        if match.config.log_requests:
             ex["request"] = req
-        exchanges.append(ex)
+        self._record_slot(ex, player_index, out.slot)
+        self.exchanges.append(ex)
         if fault is not None:
-            received = (
-                out.received
-                if out.received
-                else (safe_text(json.dumps(action), RECEIVED_LOG_CHARS) if action is not None else "")
-            )
-            f = {
-                "game": gi,
+            self._fault(d.seat, player_index, ex, out, fault, detail)
+        if match.observers.on_decision:
+            match.observers.on_decision(ex)
+        if match.observers.on_step:
+            match.observers.on_step(self.index, g, ex)
+
+    def _record_slot(self, ex: Exchange, player_index: int, slot: SlotUse) -> None:
+        self.match.slot_totals[player_index].add(slot)
+        if slot.wait_s >= 0.001:
+            ex["slot_wait_ms"] = round(slot.wait_s * 1000, 1)
+        if slot.bypassed:
+            ex["slot_bypassed"] = True
+
+    def _fault(self, seat: int, player_index: int, ex: Exchange, out: Outcome, fault: str, detail: str) -> None:
+        """Record a fault; the engine forfeits the decision (FAULT-2), the player every later
+        one at its ``max_faults``-th (FAULT-3)."""
+        match = self.match
+        action = out.action
+        received = out.received
+        if not received:
+            received = safe_text(json.dumps(action), RECEIVED_LOG_CHARS) if action is not None else ""
+        self.faults.append(
+            {
+                "game": self.index,
                 "n": ex["n"],
-                "seat": d.seat,
+                "seat": seat,
                 "player": player_index,
                 "kind": fault,
                 "detail": detail,
                 "received": received,
                 "elapsed_ms": out.elapsed_ms,
             }
-            faults.append(f)
-            faults_by_player[player_index] += 1
-            g.forfeit(d.seat, fault)  # FAULT-2
-            if faults_by_player[player_index] >= max_faults:  # FAULT-3
-                barred.setdefault(player_index, "max_faults")
-                bar_seats()
-        if on_decision:
-            on_decision(ex)
-        if on_step:
-            on_step(gi, g, ex)
-    return {
-        "index": gi,
-        "seed": spec.get("seed"),
-        "seats": seats,
-        "engine_log": _json(g.log()),
-        "exchanges": exchanges,
-        "faults": faults,
-        "result": _json(g.result()),
-        "started_at": started,
-        "finished_at": time.time(),
-    }
+        )
+        match.faults_by_player[player_index] += 1
+        self.game.forfeit(seat, fault)  # FAULT-2
+        if match.faults_by_player[player_index] >= match.config.max_faults:  # FAULT-3
+            match.barred.setdefault(player_index, "max_faults")
+            self._bar_seats()
 
 
-# -- replay and verification ---------------------------------------------------------------------
-class ReplayError(ValueError):
-    """A match log that does not replay to its recorded results; the message says where."""
+_CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(MatchConfig)) - {"ruleset", "options"}
+_OBSERVER_FIELDS = frozenset(f.name for f in dataclasses.fields(Observers))
 
 
-def replay(match_log: Mapping[str, Any], check_requests: bool = True) -> dict:
-    """Re-run every game of ``match_log`` through the engine and check it.
-
-    Checks: the log format; each game's engine actions replay (engine.replay) to the recorded
-    engine result and game result; each exchange matches the engine action or forfeit it led
-    to; with ``check_requests``, every request rebuilt from the engine state has the recorded
-    SHA-256; the match result equals the one recomputed from the games.
-
-    Returns the recomputed match result. Raises :class:`ReplayError` on the first mismatch.
-    """
-    if match_log.get("format") != LOG_FORMAT or match_log.get("version") != LOG_VERSION:
-        raise ReplayError(f"not a {LOG_FORMAT} v{LOG_VERSION} log")
-    ruleset = match_log["ruleset"]
-    tr = match_log["time_rules"]
-    rules = TimeRules(tr["initial_ms"], tr["increment_ms"], tr["cap_ms"])
-    for gm in match_log["games"]:
-        gi = gm["index"]
-        elog = gm["engine_log"]
-        if elog.get("ruleset") != ruleset or elog.get("seed") != gm["seed"]:
-            raise ReplayError(f"game {gi}: engine log rule set/seed differ from the game record")
-        try:
-            final = _replay_game(gi, gm, elog, rules, match_log["match_id"], check_requests)
-        except engine.InvalidAction as e:
-            raise ReplayError(f"game {gi}: {e}") from None
-        got = _json(final.result())
-        if got != gm["result"] or got != elog.get("result"):
-            raise ReplayError(f"game {gi}: replayed result {got} differs from the recorded {gm['result']}")
-        if elog.get("setup") is None and _json(final.history(None, 0)) != elog.get("events"):
-            raise ReplayError(
-                f"game {gi}: the recorded events (deals, plays) differ from the ones replayed from the seed"
-            )
-    faults = [0] * len(match_log["players"])
-    for f in match_log.get("faults", []):
-        faults[f["player"]] += 1
-    again = summarize(ruleset, len(match_log["players"]), match_log["games"], faults)
-    if _json(again) != match_log.get("result"):
-        raise ReplayError(f"match result {match_log.get('result')} differs from the games' {again}")
-    return again
-
-
-def _replay_game(
-    gi: int, gm: Mapping[str, Any], elog: Mapping[str, Any], rules: TimeRules, match_id: str, check_requests: bool
-) -> engine.Game:
-    if elog.get("setup") is not None:
-        g = engine.from_setup(elog["ruleset"], elog.get("options"), elog["setup"])
-    else:
-        g = engine.new_game(elog["ruleset"], elog.get("options"), elog["seed"])
-    exchanges = list(gm.get("exchanges", []))
-    k = 0
-    for i, entry in enumerate(elog.get("actions", [])):
-        seat = entry["seat"]
-        reason = entry.get("forfeit")
-        if reason in BARRED_REASONS:
-            g.forfeit(seat, reason)
-            continue
-        if k >= len(exchanges):
-            raise ReplayError(f"game {gi}: engine action {i} has no exchange in the log")
-        ex = exchanges[k]
-        k += 1
-        if ex["seat"] != seat:
-            raise ReplayError(
-                f"game {gi}: exchange {ex['n']} is for seat {ex['seat']}, the engine action for seat {seat}"
-            )
-        if check_requests:
-            req = protocol.build_request(
-                g, seat, match_id=match_id, game=gi, time_rules=rules, remaining_ms=ex["bank_before_ms"]
-            )
-            digest = hashlib.sha256(protocol.dumps(req)).hexdigest()
-            if digest != ex["request_sha256"]:
-                raise ReplayError(f"game {gi}: request {ex['n']} rebuilt from the engine differs from the one sent")
-        if reason is not None:
-            if ex.get("fault") != reason:
-                raise ReplayError(
-                    f"game {gi}: forfeit {reason!r} at action {i} but exchange {ex['n']} records {ex.get('fault')!r}"
-                )
-            g.forfeit(seat, reason)
-        else:
-            if ex.get("fault") or ex.get("response") is None or _normal_action(ex["response"]) != entry["action"]:
-                raise ReplayError(f"game {gi}: exchange {ex['n']} response differs from engine action {i}")
-            g.apply(seat, entry["action"])
-    if k != len(exchanges):
-        raise ReplayError(f"game {gi}: {len(exchanges) - k} exchange(s) without an engine action")
-    return g
-
-
-# -- fairness -----------------------------------------------------------------------------------
-def check_fairness(
-    match_log: Mapping[str, Any], seed: int, salt: str, tournament: Mapping[str, Any] | None = None
-) -> None:
-    """Check that every deal of ``match_log`` follows from the revealed tournament ``seed``.
-
-    Checks (chain in :mod:`arena.fairness`): the log's ``fairness.commitment`` is
-    ``SHA-256(salt || seed)``; the log's ``seed`` is the attempt seed of its tournament id,
-    match index and attempt; every game's seed and seats are the default game specs of that
-    seed and the engine dealt it from that seed (no ``setup``). With ``tournament`` (the API's
-    tournament object: ``id``, ``commitment``, ``ruleset``, ``options``,
-    ``games_per_pairing``), also that the log belongs to it and plays its rules and game count.
-    Pair it with :func:`replay`, which checks that the recorded deals and play are the
-    engine's from those seeds.
+def run_match(
+    players: Sequence[PlayerSpec], ruleset: str, options: Mapping[str, Any] | None = None, **settings: Any
+) -> MatchLog:
+    """Play one match and return its log: ``Match(players, MatchConfig(ruleset, options,
+    ...), Observers(...)).play()``, ``settings`` being the other fields of
+    :class:`MatchConfig` and those of :class:`Observers` by name.
 
     Raises:
-        ReplayError: the first check that fails (the message says which).
+        TypeError: a setting that is neither; else as :class:`Match`.
     """
-    fb = match_log.get("fairness")
-    if not isinstance(fb, Mapping):
-        raise ReplayError("the log has no 'fairness' record (not a tournament match log)")
-    try:
-        fair.check_commitment(seed, salt, fb.get("commitment"))  # type: ignore[arg-type]
-    except fair.FairnessError as e:
-        raise ReplayError(str(e)) from None
-    tid, index, attempt = fb.get("tournament_id"), fb.get("match_index"), fb.get("attempt")
-    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (tid, index, attempt))
-    if not ints or index < 0 or attempt < 1:  # type: ignore[operator]
-        raise ReplayError("the log's 'fairness' record needs integer tournament_id, match_index >= 0, attempt >= 1")
-    ruleset = match_log.get("ruleset")
-    games = list(match_log.get("games") or [])
-    if tournament is not None:
-        if tournament.get("id") != tid or tournament.get("commitment") != fb.get("commitment"):
-            raise ReplayError(f"the log is of tournament {tid}, not of tournament {tournament.get('id')}")
-        if tournament.get("ruleset") != ruleset or _json(tournament.get("options") or {}) != match_log.get("options"):
-            raise ReplayError("the log's rule set or options differ from the tournament's")
-        if engine.get_ruleset(str(ruleset)).games_per_match_option and len(games) != tournament.get(
-            "games_per_pairing"
-        ):
-            raise ReplayError(
-                f"the log has {len(games)} games, the tournament plays {tournament.get('games_per_pairing')} per match"
-            )
-    expected = fair.attempt_seed(fair.match_seed(seed, tid, index), attempt)  # type: ignore[arg-type]
-    where = f"tournament {tid}, match index {index}, attempt {attempt}"
-    if match_log.get("seed") != expected:
-        raise ReplayError(f"the match seed does not follow from the revealed seed ({where})")
-    if not games or (not engine.get_ruleset(str(ruleset)).games_per_match_option and len(games) != 1):
-        raise ReplayError(f"a {ruleset} match log has {len(games)} games")
-    for i, (gm, spec) in enumerate(zip(games, default_game_specs(str(ruleset), expected, len(games)), strict=True)):
-        elog = gm.get("engine_log") or {}
-        if gm.get("index") != i or gm.get("seed") != spec["seed"] or gm.get("seats") != spec["seats"]:
-            raise ReplayError(f"game {i}: its seed or seats do not follow from the revealed seed ({where})")
-        if elog.get("seed") != spec["seed"] or elog.get("setup") is not None:
-            raise ReplayError(f"game {i}: not dealt from its seed ({where})")
-
-
-# -- log files ---------------------------------------------------------------------------------
-def verify_logs(
-    paths: Iterable[str | Path],
-    check_requests: bool = True,
-    *,
-    seed: int | None = None,
-    salt: str | None = None,
-    tournament: Mapping[str, Any] | None = None,
-) -> tuple[int, list[tuple[str, str]]]:
-    """Replay every log file under ``paths`` (files or folders, ``*.json`` / ``*.json.gz``).
-
-    With the revealed ``seed`` and ``salt`` (both, or neither) every log must also pass
-    :func:`check_fairness` (with ``tournament`` if given), and no two logs may be of the same
-    match (tournament id and match index).
-
-    Returns ``(number verified, [(path, reason), ...])``; never raises for a bad file.
-    """
-    ok = 0
-    failures: list[tuple[str, str]] = []
-    seen: dict[tuple[Any, Any], str] = {}
-    for f in log_files(paths):
-        try:
-            match_log = read_log(f)
-            replay(match_log, check_requests=check_requests)
-            if seed is not None or salt is not None:
-                if seed is None or salt is None:
-                    raise ReplayError("give both the revealed seed and the salt")
-                check_fairness(match_log, seed, salt, tournament)
-                fb = match_log["fairness"]
-                key = (fb["tournament_id"], fb["match_index"])
-                if key in seen:
-                    raise ReplayError(f"a second log of match index {key[1]} (the first: {seen[key]})")
-                seen[key] = str(f)
-            ok += 1
-        except Exception as e:  # unreadable, not JSON, or not replaying: all are failures
-            failures.append((str(f), f"{type(e).__name__}: {e}"))
-    return ok, failures
+    unknown = settings.keys() - _CONFIG_FIELDS - _OBSERVER_FIELDS
+    if unknown:
+        raise TypeError(f"run_match() got unexpected keyword arguments {sorted(unknown)}")
+    config = MatchConfig(ruleset, options, **{k: v for k, v in settings.items() if k in _CONFIG_FIELDS})
+    observers = Observers(**{k: v for k, v in settings.items() if k in _OBSERVER_FIELDS})
+    return Match(players, config, observers).play()
 
 
 __all__ = [
+    "Match",
+    "MatchConfig",
+    "Observers",
+    "SlotTotals",
     "run_match",
-    "replay",
-    "verify_logs",
-    "check_fairness",
-    "write_log",
-    "read_log",
-    "derive_seed",
     "default_game_specs",
     "summarize",
     "MatchError",
-    "ReplayError",
-    "LocalPlayer",
-    "HttpPlayer",
     "DEFAULT_MAX_FAULTS",
+    "BARRED_REASONS",
+    "WITHDRAWN",
 ]

@@ -1,8 +1,12 @@
-"""Players of a match: an in-process :class:`~bots_sdk.bot.Bot` or an HTTP bot endpoint.
+"""Players of a match: the :class:`Player` protocol and its in-process, HTTP and withdrawn kinds.
 
-Both take the same serialized decision request (protocol v1 JSON bytes) and return an
-:class:`Outcome`; the match runner (:mod:`arena.runner.match`) does the time accounting
-(TIME-1..3) and the fault handling (FAULT-1..3) the same way for both.
+Every player takes the same serialized decision request (protocol v1 JSON bytes) and returns
+an :class:`Outcome`; the match runner (:mod:`arena.runner.match`) does the time accounting
+(TIME-1..3) and the fault handling (FAULT-1..3) the same way for all. A request's own figures
+(its wait for a slot of its endpoint's cap: :class:`SlotUse`) come back with its outcome, and
+with a notice's return value, never as state read off the player afterwards. The players of
+this module take no slot (:data:`NO_SLOT`); :class:`arena.runner.capped.CappedHttpPlayer`
+does.
 
 HTTP (``HttpPlayer``): one pooled keep-alive httpx connection per player, reused across
 decisions, opened through :class:`arena.bot_transport.PinnedTransport` (the host resolved
@@ -24,7 +28,7 @@ Fault kinds (RULES FAULT-1; the runner adds ``invalid_action``):
                     :data:`MAX_BODY_PIECES` pieces, or over :data:`WIRE_SLACK_BYTES`
                     more than that on the wire (headers, ``1xx`` answers, chunk framing)
 ``invalid_json``    an answer body that is not a strict UTF-8 JSON object
-                    (:func:`arena.runner.answers.parse_answer`)
+                    (:func:`arena.safejson.parse_answer`)
 ``bot_error``       in-process bots only: the bot raised an exception (a server answers 500)
 =================== ==================================================================
 """
@@ -39,13 +43,14 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import httpx
 
 from arena.bot_transport import PinnedTransport
 from arena.config import allow_private_from_env
-from arena.runner.answers import parse_answer, safe_text
+from arena.runner.answers import safe_text
+from arena.safejson import parse_answer
 from bots_sdk import protocol
 from bots_sdk.bot import Bot, Request
 
@@ -68,6 +73,18 @@ RECEIVED_LOG_CHARS = 500
 NOTICE_TIMEOUT_S = 2.0
 
 
+class SlotUse(NamedTuple):
+    """A request's wait for a slot of its endpoint's cap (:mod:`arena.runner.semaphore`):
+    ``wait_s`` seconds waited, ``bypassed`` True when it was sent without a slot."""
+
+    wait_s: float = 0.0
+    bypassed: bool = False
+
+
+#: The figures of a request that takes no slot.
+NO_SLOT = SlotUse()
+
+
 class Outcome(NamedTuple):
     """What came back from one decision request.
 
@@ -78,14 +95,43 @@ class Outcome(NamedTuple):
         received: the raw answer text, truncated to :data:`RECEIVED_LOG_CHARS` (for the log).
         elapsed_ms: milliseconds from sending the request to the complete answer (TIME-2).
         status: HTTP status, None for in-process bots or when no answer came.
+        slot: the request's wait for a slot before it was sent (not part of ``elapsed_ms``).
     """
 
-    action: dict | None
+    action: dict[str, Any] | None
     fault: str | None
     detail: str
     received: str
     elapsed_ms: int
     status: int | None
+    slot: SlotUse = NO_SLOT
+
+
+@runtime_checkable
+class Player(Protocol):
+    """What the match runner asks of a seat's player.
+
+    Attributes:
+        kind: ``"local"``, ``"http"`` or ``"withdrawn"`` (the log's ``players[].kind``).
+        name: display name in the log and the notices.
+        url: the endpoint, or None (not a remote bot).
+    """
+
+    kind: str
+    name: str
+    url: str | None
+
+    def decide(self, body: bytes, timeout_s: float) -> Outcome:
+        """Send one decision request, wait at most ``timeout_s`` seconds; never raises."""
+        ...
+
+    def notify(self, body: bytes) -> SlotUse:
+        """Send a notice (match start/end); its errors are ignored; never raises."""
+        ...
+
+    def close(self) -> None:
+        """Give back what the player holds (connections)."""
+        ...
 
 
 def _truncate(text: str | bytes, limit: int = RECEIVED_LOG_CHARS) -> str:
@@ -109,8 +155,8 @@ class LocalPlayer:
 
     def __init__(self, bot: Bot, name: str | None = None):
         self.bot = bot
-        self.name = name or bot.name
-        self.url = None
+        self.name: str = name or bot.name
+        self.url: str | None = None
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
         start = time.monotonic()
@@ -137,11 +183,12 @@ class LocalPlayer:
             return Outcome(None, "invalid_json", why, _truncate(raw), elapsed, None)
         return Outcome(obj, None, "", "", elapsed, None)
 
-    def notify(self, body: bytes) -> None:
+    def notify(self, body: bytes) -> SlotUse:
         try:
             self.bot.notice(json.loads(body))
         except Exception:  # a notice error is never a fault (protocol: notices)
             pass
+        return NO_SLOT
 
     def close(self) -> None:
         pass
@@ -280,14 +327,14 @@ class HttpPlayer:
         allow_private: bool | None = None,
         previous_secret: str | None = None,
     ):
-        self.url = url
+        self.url: str | None = url
         try:
             self._url: httpx.URL | None = httpx.URL(url)
         except (httpx.InvalidURL, TypeError):
             self._url = None
         self.secret = secret
         self.previous_secret = previous_secret
-        self.name = name or url
+        self.name: str = name or url
         self.max_body_bytes = max_body_bytes
         self._sock: socket.socket | None = None
         self._fired = False
@@ -296,7 +343,7 @@ class HttpPlayer:
         self.allow_private = allow_private_from_env() if allow_private is None else allow_private
         self.transport = _new_transport(self.allow_private)
 
-    def _trace(self, event: str, info: dict) -> None:
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
         if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             stream = info.get("return_value")
             sock = stream.get_extra_info("socket") if stream is not None else None
@@ -328,7 +375,9 @@ class HttpPlayer:
             except OSError:
                 pass
 
-    def _post(self, body: bytes, timeout_s: float, headers: dict) -> tuple[int | None, bytes, str | None, str]:
+    def _post(
+        self, body: bytes, timeout_s: float, headers: dict[str, str]
+    ) -> tuple[int | None, bytes, str | None, str]:
         """POST and read the whole answer; returns (status, body, fault, detail).
 
         ``timeout_s`` bounds each connect, write and read (httpx); the watchdog bounds the
@@ -425,7 +474,7 @@ class HttpPlayer:
         except Exception:
             pass
 
-    def notify(self, body: bytes) -> None:
+    def notify(self, body: bytes) -> SlotUse:
         """POST a notice; any error or status is ignored (never a fault)."""
         headers = protocol.sign(self.secret, body, previous=self.previous_secret)
         handle = self._arm(time.monotonic() + NOTICE_TIMEOUT_S)
@@ -435,6 +484,7 @@ class HttpPlayer:
             self._reset()
         finally:
             self._disarm(handle)
+        return NO_SLOT
 
     def close(self) -> None:
         self.transport.close()
@@ -449,24 +499,33 @@ class WithdrawnPlayer:
 
     def __init__(self, name: str):
         self.name = name
-        self.url = None
+        self.url: str | None = None
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
         return Outcome(None, "connection_error", "withdrawn: the bot was deleted", "", 0, None)
 
-    def notify(self, body: bytes) -> None:
-        return None
+    def notify(self, body: bytes) -> SlotUse:
+        return NO_SLOT
 
     def close(self) -> None:
         return None
 
 
-def make_player(spec: Any, secret: str | None = None, name: str | None = None):
-    """A player from a :class:`Bot` instance, an ``http(s)://`` URL, or an existing player."""
-    if isinstance(spec, (LocalPlayer, HttpPlayer, WithdrawnPlayer)):
-        return spec
+#: What :func:`make_player` takes: a player, an in-process bot, or an ``http(s)://`` URL.
+PlayerSpec = Player | Bot | str
+
+
+def make_player(spec: PlayerSpec, secret: str | None = None, name: str | None = None) -> Player:
+    """A player from a :class:`Bot` instance, an ``http(s)://`` URL, or an existing player.
+
+    Raises:
+        ValueError: none of these."""
     if isinstance(spec, Bot):
         return LocalPlayer(spec, name)
-    if isinstance(spec, str) and spec.startswith(("http://", "https://")):
-        return HttpPlayer(spec, secret, name)
+    if isinstance(spec, str):
+        if spec.startswith(("http://", "https://")):
+            return HttpPlayer(spec, secret, name)
+        raise ValueError(f"a player is a Bot or an http(s):// URL, not {spec!r}")
+    if isinstance(spec, Player):
+        return spec
     raise ValueError(f"a player is a Bot or an http(s):// URL, not {spec!r}")

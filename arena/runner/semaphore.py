@@ -62,7 +62,7 @@ Time accounting (TIME-2): the wait for a slot is NOT charged to the bot's bank. 
 charged from the moment the request is sent (``HttpPlayer.decide`` starts its monotonic clock
 after the slot is held), because the wait is caused by the arena's scheduling, not by the
 bot. Waits are recorded per request in the match log (exchange keys ``slot_wait_ms``,
-``slot_bypassed``, see :mod:`arena.runner.service`) and per seat in the match result
+``slot_bypassed``, see :mod:`arena.runner.match`) and per seat in the match result
 (``timings.semaphore_wait_ms``, ``semaphore_max_wait_ms``, ``semaphore_bypassed``).
 
 Failure policy (never hang, never blame the bot for the arena, never bypass silently): if
@@ -84,6 +84,8 @@ from urllib.parse import urlsplit
 
 import redis
 from redis.commands.core import Script
+
+from arena.leases import LUA_LEASES
 
 log = logging.getLogger("arena.semaphore")
 
@@ -153,16 +155,12 @@ def endpoint_key(url: str) -> str:
 # Shared by both scripts: give ``token`` of holders set ``hkey`` back and wake the first
 # waiters of that key's queue that the freed slots can take (one wake-up list per ticket).
 _RELEASE_AND_WAKE = (
-    """
-local function now_s()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
+    LUA_LEASES
+    + """
 local function wake(hkey, now, handover)
   local limit = tonumber(redis.call('GET', hkey .. ':limit') or '0')
   if limit < 1 then return end
-  redis.call('ZREMRANGEBYSCORE', hkey, '-inf', now)
-  local free = limit - redis.call('ZCARD', hkey)
+  local free = limit - live_leases(hkey, now)
   if free < 1 then return end
   local qkey, skey, lkey = hkey .. ':q', hkey .. ':seen', hkey .. ':lease'
   local hand = true
@@ -275,15 +273,21 @@ return 1
 
 
 # KEYS: holders. ARGV: ticket, lease_s. A handed-over slot's full lease (only if still held).
-_EXTEND = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+_EXTEND = (
+    LUA_LEASES
+    + """
+local now = now_s()
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   redis.call('ZADD', KEYS[1], 'XX', 'GT', now + tonumber(ARGV[2]), ARGV[1])
   return 1
 end
 return 0
 """
+)
+
+
+#: A slot to lengthen: (connection pool, holders key, ticket, lease seconds, monotonic time queued).
+_Extension = tuple[redis.ConnectionPool, str, str, float, float]
 
 
 class LeaseExtender:
@@ -297,7 +301,7 @@ class LeaseExtender:
     (``lost``)."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Extension] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._clients: dict[int, tuple[redis.Redis, Script]] = {}
@@ -330,7 +334,7 @@ class LeaseExtender:
             time.sleep(0.01)
         return False
 
-    def _client(self, pool) -> tuple[redis.Redis, Script]:
+    def _client(self, pool: redis.ConnectionPool) -> tuple[redis.Redis, Script]:
         """This thread's client of ``pool`` and its registered :data:`_EXTEND` script."""
         got = self._clients.get(id(pool))
         if got is None:
@@ -347,7 +351,7 @@ class LeaseExtender:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            by_pool: dict[int, list] = {}
+            by_pool: dict[int, list[_Extension]] = {}
             for it in items:
                 by_pool.setdefault(id(it[0]), []).append(it)
             for group in by_pool.values():
@@ -516,10 +520,6 @@ class BotSemaphore:
         return int(self.client.zcard(self.key + ":q"))
 
 
-# -- an HTTP player whose requests hold a slot --------------------------------------------------
-from arena.runner.players import NOTICE_TIMEOUT_S, HttpPlayer, Outcome  # noqa: E402
-
-
 class MatchSlots:
     """The slot a match holds between two of its requests (at most one; module docstring).
 
@@ -549,74 +549,3 @@ class MatchSlots:
         pending, self._pending = self._pending, None
         if pending is not None:
             pending[0].release(pending[1])
-
-
-class CappedHttpPlayer(HttpPlayer):
-    """An :class:`~arena.runner.players.HttpPlayer` whose every request (decision or
-    notice) holds a slot of ``semaphore`` (its endpoint's) while in flight.
-
-    ``decide`` waits for a slot, then calls ``HttpPlayer.decide``, whose clock starts only
-    then: the wait is not charged to the bank (TIME-2, module docstring). The slot is given
-    back through ``slots`` (:class:`MatchSlots`, shared by the match's players; the caller
-    flushes it when the match ends), or at once without it.
-
-    Figures, seconds: ``last_wait_s`` and ``last_bypassed`` of the latest request;
-    totals over the match ``wait_s``, ``max_wait_s`` (longest single wait) and
-    ``bypassed`` (requests sent without a slot).
-    """
-
-    def __init__(
-        self,
-        url: str,
-        secret: str | None,
-        name: str | None,
-        semaphore: BotSemaphore | None,
-        slots: MatchSlots | None = None,
-        *,
-        allow_private: bool | None = None,
-        previous_secret: str | None = None,
-    ):
-        super().__init__(url, secret, name, allow_private=allow_private, previous_secret=previous_secret)
-        self.semaphore = semaphore
-        self.slots = slots
-        self.wait_s = 0.0
-        self.max_wait_s = 0.0
-        self.bypassed = 0
-        self.last_wait_s = 0.0
-        self.last_bypassed = False
-
-    def _hold(self, timeout_s: float, notice: bool = False) -> str | None:
-        if self.semaphore is None:
-            return None
-        release = self.slots.take_release() if self.slots is not None else None
-        # a notice goes before decisions (module docstring: queue order)
-        priority = NOTICE_PRIORITY if notice else DECISION_PRIORITY
-        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S, release, priority=priority)
-        self.last_wait_s, self.last_bypassed = waited, token is None
-        self.wait_s += waited
-        self.max_wait_s = max(self.max_wait_s, waited)
-        if token is None:
-            self.bypassed += 1
-        return token
-
-    def _done(self, token: str | None) -> None:
-        if token is None or self.semaphore is None:
-            return
-        if self.slots is not None and not self.semaphore.contended:
-            self.slots.defer(self.semaphore, token)
-        else:  # others wait for this bot: free the slot now, not after the arena's own work
-            self.semaphore.release(token)
-
-    def decide(self, body: bytes, timeout_s: float) -> Outcome:
-        token = self._hold(timeout_s)
-        try:
-            return super().decide(body, timeout_s)
-        finally:
-            self._done(token)
-
-    def notify(self, body: bytes) -> None:
-        token = self._hold(NOTICE_TIMEOUT_S, notice=True)
-        try:
-            super().notify(body)
-        finally:
-            self._done(token)

@@ -17,6 +17,7 @@ from api import create_app
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.session import make_engine, make_sessionmaker
+from arena.inprocess import InProcessDispatcher
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.fakes import FakeBot
 from tests.helpers import create_pg_database, mark_bot_checked, migrate_pg_database_in_place, migrated_sqlite_url
@@ -145,7 +146,8 @@ def eager_client(client):
     twin = app.extensions.get("arena-eager-twin")
     if twin is None:
         ext = app.extensions["arena"]
-        twin = create_app(dataclasses.replace(ext["settings"], celery_eager=True), engine=ext["engine"])
+        eager = dataclasses.replace(ext["settings"], celery_eager=True)
+        twin = create_app(eager, engine=ext["engine"], dispatcher=InProcessDispatcher(eager))
         twin.testing = True
         app.extensions["arena-eager-twin"] = twin
     return twin.test_client()

@@ -14,10 +14,10 @@ import socket
 import pytest
 
 from arena.conformance import health_check
+from arena.delivery import build_players
 from arena.lifecycle import MatchPlan, SeatPlan
 from arena.runner.match import run_match
 from arena.runner.players import HttpPlayer
-from arena.runner.service import build_players
 from arena.url_policy import BotUrlError, check_bot_url
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules

@@ -29,7 +29,8 @@ import pytest
 from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.fairness import attempt_seed
-from arena.runner.match import read_log, replay
+from arena.matchlog import read_log
+from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli.demo import WsgiServer

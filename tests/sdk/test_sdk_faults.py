@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from arena.runner.match import replay, run_match
+from arena.runner.match import run_match
 from arena.runner.players import HttpPlayer, LocalPlayer
+from arena.runner.replay import replay
 from bots_sdk.bot import Bot
 from bots_sdk.samples import GreedyBot, RandomBot
 from engine.timebank import TimeRules

@@ -7,7 +7,9 @@ import copy
 import pytest
 from click.testing import CliRunner
 
-from arena.runner.match import MatchError, ReplayError, default_game_specs, derive_seed, replay, run_match
+from arena.runner.match import MatchError, default_game_specs, run_match
+from arena.runner.replay import ReplayError, replay
+from arena.seeds import derive_seed
 from bots_sdk.samples import GreedyBot, RandomBot
 from cli import main
 

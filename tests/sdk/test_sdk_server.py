@@ -11,8 +11,10 @@ import httpx
 import pytest
 
 import engine
-from arena.runner.match import read_log, replay, run_match
+from arena.matchlog import read_log
+from arena.runner.match import run_match
 from arena.runner.players import HttpPlayer
+from arena.runner.replay import replay
 from bots_sdk import protocol
 from bots_sdk.samples import GreedyBot, HeuristicBot, RandomBot
 from engine.timebank import TimeRules

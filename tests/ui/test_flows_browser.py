@@ -23,6 +23,7 @@ from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.models import Bot, Tournament
 from arena.db.session import make_engine, make_sessionmaker
+from arena.inprocess import InProcessDispatcher
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 
@@ -58,7 +59,7 @@ def eager_site(tmp_path_factory):
         allow_private_bot_urls=True,
         celery_eager=True,
     )
-    app = create_app(settings, engine=engine)
+    app = create_app(settings, engine=engine, dispatcher=InProcessDispatcher(settings))
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     bots = [start_bot(SAMPLE_BOTS[kind](seed=i)) for i, kind in enumerate(("greedy", "heuristic"))]

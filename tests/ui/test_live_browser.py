@@ -1,6 +1,6 @@
 """Live match view in a real browser: the match is played by ``run_match`` with the worker's
 publisher (``arena.live.LivePublisher.step`` as ``on_step``, as
-``arena.runner.service.play_and_store`` wires it) through a real Redis; Chromium watches
+``arena.delivery.play_and_store`` wires it) through a real Redis; Chromium watches
 the match page over server-sent events as an organizer (the full channel: every hand) and as
 a contestant owning the seated bots (the public channel: hand sizes as card backs, no card of
 a hand; the log and the replay stay embargoed, docs/fairness.md).

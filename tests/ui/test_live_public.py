@@ -31,9 +31,9 @@ from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
 from arena.db.session import make_engine, make_sessionmaker
+from arena.live import announce
 from arena.runner.match import default_game_specs, run_match
 from arena.runner.players import LocalPlayer
-from arena.runner.service import announce
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.cards import format_cards
 from engine.timebank import TimeRules

@@ -19,6 +19,8 @@ from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.models import Match, MatchLog, MatchResult, Tournament
 from arena.db.session import make_engine, make_sessionmaker
+from arena.inprocess import InProcessDispatcher
+from cli.compose import dispatcher_for
 from tests.fakes import FakeBot
 from tests.helpers import migrated_pg_database
 
@@ -53,10 +55,11 @@ class Arena:
         )
         self.engine = make_engine(database_url)
         self.sessions = make_sessionmaker(self.engine)
-        app = create_app(self.settings, engine=self.engine)
+        app = create_app(self.settings, engine=self.engine, dispatcher=dispatcher_for(self.settings))
         app.testing = True
         self.client = app.test_client()
-        twin = create_app(dataclasses.replace(self.settings, celery_eager=True), engine=self.engine)
+        eager_settings = dataclasses.replace(self.settings, celery_eager=True)
+        twin = create_app(eager_settings, engine=self.engine, dispatcher=InProcessDispatcher(eager_settings))
         twin.testing = True
         self.eager_client = twin.test_client()
         with self.sessions() as s:

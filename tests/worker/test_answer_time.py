@@ -23,9 +23,8 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from arena.db.models import Match
-from arena.runner.answers import MAX_DEPTH, parse_answer
 from arena.runner.players import MAX_BODY_BYTES
-from arena.safejson import JsonLimitError, loads_limited
+from arena.safejson import MAX_DEPTH, JsonLimitError, loads_limited, parse_answer
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.helpers import examples
 from tests.worker.conftest import SwitchBot

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 import engine
 from arena import matchlog
-from arena.runner.answers import MAX_DEPTH, check_action, parse_answer, safe_text
+from arena.runner.answers import check_action, safe_text
 from arena.runner.players import RECEIVED_LOG_CHARS
+from arena.safejson import MAX_DEPTH, parse_answer
 from bots_sdk import protocol
 from engine.timebank import TimeRules
 from tests.helpers import examples

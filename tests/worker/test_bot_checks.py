@@ -13,7 +13,7 @@ from arena import lifecycle
 from arena.db.migrate import upgrade
 from arena.db.models import Bot as BotRow
 from arena.db.models import BotCheck
-from arena.runner.match import replay
+from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import Arena, SwitchBot
 

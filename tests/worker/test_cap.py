@@ -12,9 +12,9 @@ import pytest
 import redis
 
 from arena.config import Settings
+from arena.delivery import play_plan, result_fields
 from arena.lifecycle import MatchPlan, SeatPlan
 from arena.runner.semaphore import BotSemaphore, endpoint_key, normalize_endpoint
-from arena.runner.service import play_plan, result_fields
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import make_app as sdk_app
 from engine.timebank import TimeRules
@@ -136,21 +136,21 @@ def test_a_match_waiting_for_a_busy_bot_idles_none_of_its_other_bots(redis_url, 
     blocker = sem_a.try_acquire(600)  # another match holds A's only slot
     assert blocker is not None
     out: dict = {}
-    first = threading.Thread(target=lambda: out.update(zip(("log", "players"), play_plan(_plan(1, [b, a]), settings))))
+    first = threading.Thread(target=lambda: out.update(zip(("log", "totals"), play_plan(_plan(1, [b, a]), settings))))
     first.start()
     try:
         # match 1 has sent B its start notice and waits for A's slot
         wait_until(lambda: b.posts >= 1 and sem_a.waiting() >= 1, "match 1 waiting for A's slot")
         assert sem_b.holders() == 0 and first.is_alive()
-        log2, players2 = play_plan(_plan(2, [b, c]), settings)
-        fields2 = result_fields(_plan(2, [b, c]), log2, players2)
+        log2, totals2 = play_plan(_plan(2, [b, c]), settings)
+        fields2 = result_fields(_plan(2, [b, c]), log2, totals2)
         assert fields2["timings"]["semaphore_wait_ms"] == [0.0, 0.0] and fields2["faults"] == [0, 0]
         assert fields2["timings"]["semaphore_bypassed"] == [0, 0]
         assert first.is_alive()  # match 2 ran to its end while match 1 was still waiting for A
     finally:
         sem_a.release(blocker)
         first.join(60)
-    fields1 = result_fields(_plan(1, [b, a]), out["log"], out["players"])
+    fields1 = result_fields(_plan(1, [b, a]), out["log"], out["totals"])
     assert fields1["faults"] == [0, 0] and fields1["timings"]["semaphore_bypassed"] == [0, 0]
     assert fields1["timings"]["semaphore_max_wait_ms"][1] > 0  # A's start notice waited (for the blocker)
     # alone on Redis now: each request costs one script call (the release rides on the
@@ -183,11 +183,11 @@ def test_a_request_without_a_slot_in_time_is_sent_and_recorded(redis_url, tmp_pa
     timer.start()
     try:
         plan = _plan(3, [a, b], games=2)
-        log, players = play_plan(plan, settings)
+        log, totals = play_plan(plan, settings)
     finally:
         timer.cancel()
         sem_a.release(blocker)
-    fields = result_fields(plan, log, players)
+    fields = result_fields(plan, log, totals)
     assert fields["faults"] == [0, 0]  # the bot is never blamed for the arena's congestion
     a_exchanges = [ex for g in log["games"] for ex in g["exchanges"] if ex["player"] == 0]
     bypassed = [ex for ex in a_exchanges if ex.get("slot_bypassed")]

@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 import engine
-from arena.runner.match import check_fairness
+from arena.runner.replay import check_fairness
 from engine.frames import frames
 from tests.worker.conftest import FINISH_TIMEOUT_S, SwitchBot
 

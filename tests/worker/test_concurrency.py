@@ -279,14 +279,14 @@ def test_two_reapers_never_take_the_same_match(arena):
 
 
 def test_broker_match_ids_reads_waiting_and_recent_deliveries(arena, redis_url):
-    from arena.queue import PRIORITY_QUEUE, enqueue_matches
+    from arena.queue import PRIORITY_QUEUE, CeleryDispatcher
     from arena.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, _task_id, broker_match_ids
 
     rc = redis.Redis.from_url(redis_url)
     queue = f"arena.test.ids-{id(rc)}"
     rc.delete(queue)
-    enqueue_matches(arena.settings, [987650, 987651], queue=queue)
-    enqueue_matches(arena.settings, [9], queue=PRIORITY_QUEUE)
+    CeleryDispatcher(arena.settings.broker_url, queue=queue).send_matches([987650, 987651])
+    CeleryDispatcher(arena.settings.broker_url).send_matches([9], priority=True)
     raw = rc.lrange(queue, 0, 0)[0]
     try:
         assert {987650, 987651} <= broker_match_ids(rc, queues=(queue,))

@@ -6,7 +6,8 @@ no task hangs. Also: cancel stops the remaining matches."""
 from __future__ import annotations
 
 from arena.fairness import attempt_seed
-from arena.runner.match import replay, run_match
+from arena.runner.match import run_match
+from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 from tests.worker.conftest import SwitchBot

@@ -28,6 +28,7 @@ from sqlalchemy import select
 from api import create_app
 from arena.conformance import run_check
 from arena.db.models import BotCheck
+from arena.inprocess import InProcessDispatcher
 from arena.lifecycle import begin_check
 from arena.runner.claims import Claim, EndpointClaims, Refused, defer_countdown_s
 from arena.runner.semaphore import KEY_PREFIX, endpoint_key
@@ -227,9 +228,8 @@ def test_an_account_that_used_its_check_time_waits(arena, bots):
 
     b = SwitchBot(SAMPLE_BOTS["greedy"](), mode="slow", sleep_s=0.1)
     bots.append(b)
-    app = create_app(
-        dataclasses.replace(arena.settings, celery_eager=True, check_seconds_per_hour=1), engine=arena.engine
-    )
+    eager = dataclasses.replace(arena.settings, celery_eager=True, check_seconds_per_hour=1)
+    app = create_app(eager, engine=arena.engine, dispatcher=InProcessDispatcher(eager))
     client = app.test_client()
     r = client.post(
         "/api/v1/bots", json={"name": "c1", "url": b.url, "rulesets": ["million_doubt"]}, headers=arena.owner

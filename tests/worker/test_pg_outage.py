@@ -31,7 +31,7 @@ from sqlalchemy import select
 from arena import spool
 from arena.db.migrate import upgrade
 from arena.db.models import Match
-from arena.runner.match import replay
+from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import Arena, SwitchBot
 

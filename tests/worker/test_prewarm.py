@@ -6,11 +6,14 @@ a slot, "Too many connections"). Real PostgreSQL and Redis."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from sqlalchemy import text
 
+from arena import delivery
 from arena.config import Settings
-from arena.runner import service
+from arena.db import session as db_session
 from arena.runner.semaphore import BotSemaphore
 
 pytestmark = pytest.mark.services
@@ -20,26 +23,25 @@ def test_prewarm_opens_the_pools_connections_and_one_redis_connection_per_thread
     # a URL of its own (the engine is built once per URL and process), so the pool is new here
     url = pg_database + "?application_name=arena-prewarm-test"
     settings = Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url, celery_eager=False)
-    pool_before = dict(service._POOL)
+    pool_before = dataclasses.replace(db_session.POOL)
     try:
-        opened = service.prewarm(settings, 32)
-        engine = service._sessions(url).kw["bind"]
+        opened = delivery.prewarm(settings, 32)
+        engine = db_session.shared_sessions(url).kw["bind"]
         # at most POOL_SIZE kept open whatever the threads (an idle worker of 4 processes x 32
         # threads must not take PostgreSQL's 100 connections)
-        assert service.POOL_SIZE == 10
+        assert db_session.POOL_SIZE == 10
         assert opened == {"database": 10, "redis": 32}
         assert engine.pool.size() == 10
         assert engine.pool.checkedin() == 10  # open and given back: the pool keeps them
         assert engine.pool.checkedout() == 0
         # a claim's session takes a connection the pool already has
-        with service._sessions(url)() as s:
+        with db_session.shared_sessions(url)() as s:
             assert s.connection().scalar(text("select 1")) == 1
             assert engine.pool.checkedin() == 9
         assert engine.pool.checkedin() == 10
     finally:
-        service._POOL.clear()
-        service._POOL.update(pool_before)
-        service._sessions(url).kw["bind"].dispose()
+        vars(db_session.POOL).update(vars(pool_before))
+        db_session.shared_sessions(url).kw["bind"].dispose()
 
 
 def test_prewarm_with_databases_down_opens_nothing_and_does_not_raise(redis_url, free_port, tmp_path):
@@ -50,19 +52,18 @@ def test_prewarm_with_databases_down_opens_nothing_and_does_not_raise(redis_url,
         broker_url=f"redis://127.0.0.1:{free_port()}/0",
         celery_eager=False,
     )
-    pool_before = dict(service._POOL)
+    pool_before = dataclasses.replace(db_session.POOL)
     try:
-        assert service.prewarm(settings, 3) == {"database": 0, "redis": 0}
+        assert delivery.prewarm(settings, 3) == {"database": 0, "redis": 0}
     finally:
-        service._POOL.clear()
-        service._POOL.update(pool_before)
+        vars(db_session.POOL).update(vars(pool_before))
 
 
 def test_more_matches_at_once_than_redis_pys_default_pool_all_get_their_slot_calls(redis_url, tmp_path):
     """150 matches at once on one process, each holding its Redis connection (match_redis):
     every one can still call the semaphore (no "Too many connections" bypass)."""
     settings = Settings(data_dir=tmp_path, database_url="sqlite://", broker_url=redis_url, celery_eager=False)
-    clients = [service.match_redis(settings) for _ in range(150)]
+    clients = [delivery.match_redis(settings) for _ in range(150)]
     try:
         assert all(c is not None for c in clients)
         tokens = []
@@ -86,7 +87,7 @@ def test_prewarm_gives_up_on_a_database_that_accepts_and_never_answers(redis_url
     import threading
     import time
 
-    monkeypatch.setattr(service, "DB_CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(db_session, "DB_CONNECT_TIMEOUT_S", 1)
     mute = socket.socket()
     mute.bind(("127.0.0.1", 0))
     mute.listen(64)
@@ -105,10 +106,10 @@ def test_prewarm_gives_up_on_a_database_that_accepts_and_never_answers(redis_url
     t.start()
     url = f"postgresql+psycopg://arena@127.0.0.1:{mute.getsockname()[1]}/arena"
     settings = Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url, celery_eager=False)
-    pool_before = dict(service._POOL)
+    pool_before = dataclasses.replace(db_session.POOL)
     try:
         t0 = time.monotonic()
-        opened = service.prewarm(settings, 4)
+        opened = delivery.prewarm(settings, 4)
         took = time.monotonic() - t0
         assert opened["database"] == 0
         assert took < 60  # a hang guard, not a speed goal: without the timeout it never returns
@@ -118,6 +119,5 @@ def test_prewarm_gives_up_on_a_database_that_accepts_and_never_answers(redis_url
         for c in held:
             c.close()
         mute.close()
-        service._POOL.clear()
-        service._POOL.update(pool_before)
-        service._sessions(url).kw["bind"].dispose()
+        vars(db_session.POOL).update(vars(pool_before))
+        db_session.shared_sessions(url).kw["bind"].dispose()

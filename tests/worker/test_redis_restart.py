@@ -17,7 +17,7 @@ import redis
 from sqlalchemy import select
 
 from arena.db.models import MatchResult
-from arena.runner.match import replay
+from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import Arena, SwitchBot
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from arena.db.models import Match, MatchResult
-from arena.runner.match import replay
-from arena.runner.service import play_and_store
+from arena.delivery import play_and_store
+from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
 

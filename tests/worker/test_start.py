@@ -1,4 +1,4 @@
-"""Starting a tournament off the request path (arena.queue.send_tournament): the start
+"""Starting a tournament off the request path (arena.usecases.tournaments.send_tournament): the start
 only marks it running and sends one task; the schedule is stored once and every match is
 sent once, even by two senders at the same time; ``progress.queued`` shows the sending."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import threading
 import time
@@ -18,17 +19,25 @@ from sqlalchemy import select, text
 from api.resources.tournaments import INLINE_SEND_MATCHES
 from arena import lifecycle
 from arena.accounts import create_account
+from arena.config import Settings
 from arena.db.models import Bot, Match
-from arena.queue import (
-    ENQUEUE_TOURNAMENT_TASK,
-    FIRST_SEND_BATCH,
-    PRIORITY_QUEUE,
-    RUN_MATCH_TASK,
-    SEND_BATCH,
-    send_tournament,
-)
+from arena.db.session import make_engine, make_sessionmaker
+from arena.queue import ENQUEUE_TOURNAMENT_TASK, PRIORITY_QUEUE, RUN_MATCH_TASK, CeleryDispatcher
 from arena.reaper import UNACKED_INDEX_KEY, UNACKED_KEY, reap
+from arena.usecases import tournaments as usecases
+from arena.usecases.tournaments import FIRST_SEND_BATCH, SEND_BATCH
 from tests.worker.conftest import Arena
+
+
+@functools.lru_cache(maxsize=4)
+def _sessions(database_url: str):
+    return make_sessionmaker(make_engine(database_url))
+
+
+def send_tournament(settings: Settings, tournament_id: int, **batches: int) -> int:
+    """What the worker's ``arena.enqueue_tournament`` runs, with ``settings``."""
+    dispatcher = CeleryDispatcher(settings.broker_url)
+    return usecases.send_tournament(_sessions(settings.database_url), tournament_id, dispatcher, **batches)
 
 
 def _messages(client: redis.Redis) -> list[tuple[str, list]]:

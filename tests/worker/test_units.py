@@ -18,7 +18,7 @@ from arena.limits import (
     visibility_timeout,
     visibility_timeout_for,
 )
-from arena.runner.match import replay
+from arena.runner.replay import replay
 from arena.runner.semaphore import BotSemaphore
 from bots_sdk.bot import Bot
 from bots_sdk.samples import SAMPLE_BOTS

@@ -3,11 +3,9 @@ whatever spelling of its host an error text uses (found by an adversarial review
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
-from arena.runner.match import URL_BLANK, _blank_urls
+from arena.runner.redact import URL_BLANK, blank_urls
 
 
 @pytest.mark.parametrize(
@@ -23,7 +21,7 @@ from arena.runner.match import URL_BLANK, _blank_urls
 )
 def test_every_spelling_of_a_bot_host_is_blanked(url, detail):
     faults = [{"detail": detail, "received": f"echo {url}"}]
-    _blank_urls(faults, [SimpleNamespace(url=url), SimpleNamespace(url=None)])
+    blank_urls(faults, [url, None])
     text = faults[0]["detail"] + " " + faults[0]["received"]
     host = url.split("://", 1)[1].split("/", 1)[0].split(":")[0].rstrip(".").lower()
     assert host not in text.lower() and "alice" not in text.lower()

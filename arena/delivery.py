@@ -1,8 +1,12 @@
-"""What the Celery task ``arena.run_match`` does: :func:`play_and_store`.
+"""Delivery of a scheduled match: claim it, play it, store its result (what the Celery task
+``arena.run_match`` does: :func:`play_and_store`).
+
+The database side of the runner: the pure runner (:mod:`arena.runner`) plays, this module
+claims, leases, stores and spools.
 
 ``play_and_store(match_id)`` plays one scheduled match from the database and stores its
 result, without Celery (the task is a thin wrapper; ``ARENA_CELERY_EAGER`` calls it
-in-process through :mod:`arena.queue`). Steps:
+in-process through :class:`arena.inprocess.InProcessDispatcher`). Steps:
 
 1. Claim (:func:`arena.lifecycle.claim_match`, one transaction, the match row locked
    ``FOR UPDATE`` on PostgreSQL): skip the match if it is finished or cancelled, already has
@@ -11,19 +15,20 @@ in-process through :mod:`arena.queue`). Steps:
    ``started_at``, and take its lease (``ARENA_LEASE_S``), renewed by a
    :class:`LeaseKeeper` thread while the match is played. If the worker dies, the lease
    expires and the reaper (:mod:`arena.reaper`) sends the match again.
-2. Players, one per seat (seat = player index of :func:`arena.runner.match.run_match`): a bot seat
-   is a :class:`arena.runner.semaphore.CappedHttpPlayer` (the bot's URL and signing secret, each
+2. Players, one per seat (seat = player index of :class:`arena.runner.match.Match`): a bot seat
+   is a :class:`arena.runner.capped.CappedHttpPlayer` (the bot's URL and signing secret, each
    request holding a slot of its endpoint's cap in Redis, except in eager mode); a house seat
    (``house-1``...) is the sample bot
    :data:`HOUSE_BOT` in-process, seeded from the attempt seed and the seat.
-3. :func:`arena.runner.match.run_match` with the tournament's rule set, options, time rules
+3. :class:`arena.runner.match.Match` with the tournament's rule set, options, time rules
    (seconds in the database -> ``TimeRules.from_seconds``), ``max_faults`` (FAULT-3), the
    *attempt seed* (:func:`arena.fairness.attempt_seed` of the match seed and the claim's
    attempt number: a match played again after a crash gets fresh deals), and
    ``games_per_pairing`` games for Million Doubt (each dealt afresh). Each exchange of
    the log whose request waited for a slot of its endpoint's cap carries ``slot_wait_ms``
    (milliseconds, when 1 ms or more) and, if it was sent without a slot, ``slot_bypassed: true``
-   (:mod:`arena.runner.semaphore`: never a silent bypass). The log records the
+   (:mod:`arena.runner.semaphore`: never a silent bypass; the runner writes them from each
+   request's :class:`~arena.runner.players.SlotUse`). The log records the
    tournament id, match index, attempt and the seed commitment (its ``fairness`` record) and
    no bot URL.
 4. :func:`arena.lifecycle.store_result` with the compressed log: exactly once (a
@@ -41,7 +46,7 @@ in-process through :mod:`arena.queue`). Steps:
    ``failed`` with a short reason (:func:`internal_reason`) through
    :func:`arena.lifecycle.fail_match`; the task returns normally.
    After each of these commits (claim, store, fail) a tournament event goes to Redis
-   (:func:`announce`, :func:`arena.live.publish_tournament_event`: ``claimed``,
+   (:func:`arena.live.announce`: ``claimed``,
    ``finished``, ``failed``), for the tournament page's live view; it never fails the match.
 5. When no match of the tournament is left to play (finished or cancelled), the ratings of the
    rule set are rebuilt from every finished match (:func:`arena.standings.rebuild_ratings`),
@@ -54,7 +59,8 @@ games); ``places`` = 1 + number of seats with a strictly higher match score (Mil
 the engine's final ranks (Trump Millionaire, JDF); ``games`` = per engine game
 ``{"scores", "places"}``; ``timings`` = ``{"wall_s", "decisions", "elapsed_ms",
 "max_elapsed_ms", "semaphore_wait_ms", "semaphore_max_wait_ms", "semaphore_bypassed", "attempt",
-"longest_possible_s"}`` (milliseconds per seat, seconds as named).
+"longest_possible_s"}`` (milliseconds per seat, seconds as named; the semaphore figures from
+:attr:`arena.runner.match.Match.slot_totals`, notices included).
 
 Idempotent: any number of deliveries of the same match store one result; the result of a
 delivery that loses the race is dropped (``"duplicate"``).
@@ -69,7 +75,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -82,15 +88,17 @@ from sqlalchemy.orm import Session, sessionmaker
 import engine
 from arena import fairness, lifecycle, matchlog, spool
 from arena.config import Settings
-from arena.db.session import make_engine, make_sessionmaker
+from arena.db.session import POOL, is_postgres, shared_sessions
 from arena.lifecycle import MatchPlan
 from arena.limits import longest_match_seconds, visibility_timeout
-from arena.live import LivePublisher, publish_tournament_event
+from arena.live import LivePublisher, announce, live_enabled
+from arena.matchlog import MatchLog
 from arena.runner.answers import safe_text
+from arena.runner.capped import CappedHttpPlayer
 from arena.runner.claims import Claim, EndpointClaims, Refused
-from arena.runner.match import MatchError, default_game_specs, run_match
-from arena.runner.players import LocalPlayer, WithdrawnPlayer, tls_context
-from arena.runner.semaphore import BotSemaphore, CappedHttpPlayer, MatchSlots
+from arena.runner.match import Match, MatchConfig, MatchError, Observers, SlotTotals, default_game_specs
+from arena.runner.players import LocalPlayer, Player, WithdrawnPlayer, tls_context
+from arena.runner.semaphore import BotSemaphore, MatchSlots
 from arena.standings import rebuild_ratings
 from bots_sdk.samples import SAMPLE_BOTS
 
@@ -102,34 +110,6 @@ HOUSE_BOT = "heuristic"
 RATINGS_LOCK = 0x6172656E61  # "arena"
 
 _local = threading.local()
-
-
-#: Most database connections a worker process keeps open (its pool size, SQLAlchemy's
-#: QueuePool; opened ahead by :func:`prewarm`), and how many more it may open in a burst
-#: (closed again when given back). A match holds a connection only for a few milliseconds at
-#: a time (claim, lease renewals, store), so a burst of claims waits its turn for one of
-#: these rather than opening one per thread: an idle worker must not hold a connection per
-#: thread (4 processes of 32 threads would take more than PostgreSQL's default 100).
-POOL_SIZE, POOL_OVERFLOW = 10, 5
-#: Seconds to open a database connection before giving up (a server that accepts and never
-#: answers must not hang a worker's start-up or a match's claim).
-DB_CONNECT_TIMEOUT_S = 10
-_POOL = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW, "pool_timeout": 60}
-
-
-def _is_postgres(database_url: str) -> bool:
-    return database_url.startswith(("postgresql", "postgres:"))
-
-
-@lru_cache(maxsize=4)
-def _sessions(database_url: str) -> sessionmaker[Session]:
-    # One engine per database URL and process; built lazily, so after the prefork fork. A
-    # thread-pool worker runs many matches at once (arena worker), each touching the database
-    # only to claim, renew its lease and store: :data:`_POOL` (kept open, so a burst of claims
-    # finds open ones: a PostgreSQL connection costs a process fork, 10-50 ms each when dozens
-    # open at once).
-    pool = {**_POOL, "connect_args": {"connect_timeout": DB_CONNECT_TIMEOUT_S}} if _is_postgres(database_url) else {}
-    return make_sessionmaker(make_engine(database_url, **pool))
 
 
 def prewarm(settings: Settings, threads: int) -> dict[str, int]:
@@ -148,14 +128,14 @@ def prewarm(settings: Settings, threads: int) -> dict[str, int]:
     own, later, as before). Never raises.
     """
     threads = max(1, int(threads))
-    _POOL.update(pool_size=min(threads, POOL_SIZE), max_overflow=POOL_OVERFLOW)
+    POOL.size_for(threads)
     tls_context()
     opened = {"database": 0, "redis": 0}
-    if _is_postgres(settings.database_url):
-        engine_ = _sessions(settings.database_url).kw["bind"]
+    if is_postgres(settings.database_url):
+        engine_ = shared_sessions(settings.database_url).kw["bind"]
         conns = []
         try:
-            for _ in range(min(threads, _POOL["pool_size"])):
+            for _ in range(POOL.pool_size):
                 conns.append(engine_.connect())
         except DBAPIError as exc:
             log.warning("database connections not opened ahead (%s)", type(exc).__name__)
@@ -209,7 +189,7 @@ def match_redis(settings: Settings) -> redis.Redis | None:
 
 def build_players(
     plan: MatchPlan, settings: Settings, slots: MatchSlots | None = None, client: redis.Redis | None = None
-) -> list:
+) -> list[Player]:
     """Step 2: one player per seat, in seat order (``slots``: the match's :class:`MatchSlots`;
     bot seats share their endpoint's semaphore, :meth:`BotSemaphore.for_endpoint`, through
     ``client``, default the process's pooled client; none in eager mode); house bots are
@@ -217,7 +197,7 @@ def build_players(
     seed = fairness.attempt_seed(plan.seed, plan.attempt)
     if client is None and not settings.celery_eager:
         client = _redis(settings.broker_url)
-    players: list[CappedHttpPlayer | LocalPlayer | WithdrawnPlayer] = []
+    players: list[Player] = []
     for s in plan.seats:
         if s.withdrawn:  # a deleted bot: forfeits without a request
             players.append(WithdrawnPlayer(s.name))
@@ -256,12 +236,15 @@ def _places_from_scores(scores: list[float]) -> list[int]:
     return [1 + sum(1 for o in scores if o > x) for x in scores]
 
 
-def result_fields(plan: MatchPlan, match_log: dict, players: list) -> dict[str, Any]:
-    """The :func:`arena.lifecycle.store_result` keyword arguments from a match log (module docstring shapes)."""
+def result_fields(plan: MatchPlan, match_log: MatchLog, slot_totals: Sequence[SlotTotals]) -> dict[str, Any]:
+    """The :func:`arena.lifecycle.store_result` keyword arguments from a match log and its
+    players' :class:`~arena.runner.match.SlotTotals` (module docstring shapes)."""
     n = len(plan.seats)
     res = match_log["result"]
+    assert res is not None and match_log["finished_at"] is not None  # a played match
     scores = [float(x) for x in res["scores"]]
-    places = [int(r) for r in res["ranks"]] if res.get("ranks") else _places_from_scores(scores)
+    ranks = res["ranks"]
+    places = [int(r) for r in ranks] if ranks else _places_from_scores(scores)
     games = []
     for gm in match_log["games"]:
         g_scores, g_places = [0.0] * n, [0] * n
@@ -282,9 +265,9 @@ def result_fields(plan: MatchPlan, match_log: dict, players: list) -> dict[str, 
         "decisions": decisions,
         "elapsed_ms": elapsed,
         "max_elapsed_ms": longest,
-        "semaphore_wait_ms": [round(getattr(p, "wait_s", 0.0) * 1000, 1) for p in players],
-        "semaphore_max_wait_ms": [round(getattr(p, "max_wait_s", 0.0) * 1000, 1) for p in players],
-        "semaphore_bypassed": [getattr(p, "bypassed", 0) for p in players],
+        "semaphore_wait_ms": [round(t.wait_s * 1000, 1) for t in slot_totals],
+        "semaphore_max_wait_ms": [round(t.max_wait_s * 1000, 1) for t in slot_totals],
+        "semaphore_bypassed": [t.bypassed for t in slot_totals],
         "attempt": plan.attempt,
         "longest_possible_s": round(longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options), 1),
     }
@@ -314,25 +297,9 @@ def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
     return 0
 
 
-def slot_recorder(players: list):
-    """An ``on_decision`` callback of :func:`run_match` that writes on each exchange the wait
-    of its request for a slot of its endpoint's cap (``slot_wait_ms``, when 1 ms or more)
-    and ``slot_bypassed: true`` when it was sent without one (module docstring, step 3)."""
-
-    def record(ex: dict) -> None:
-        p = players[ex["player"]]
-        wait = getattr(p, "last_wait_s", 0.0)
-        if wait >= 0.001:
-            ex["slot_wait_ms"] = round(wait * 1000, 1)
-        if getattr(p, "last_bypassed", False):
-            ex["slot_bypassed"] = True
-
-    return record
-
-
-def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
-    """Steps 2-3 for a claimed match: returns ``(match log, players)``; every slot of the
-    per-endpoint cap is given back when it returns. Bots never make this raise."""
+def play_plan(plan: MatchPlan, settings: Settings) -> tuple[MatchLog, list[SlotTotals]]:
+    """Steps 2-3 for a claimed match: returns ``(match log, slot totals per seat)``; every
+    slot of the per-endpoint cap is given back when it returns. Bots never make this raise."""
     slots = MatchSlots()
     client = match_redis(settings)
     players = build_players(plan, settings, slots, client)
@@ -348,26 +315,25 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
         if live_enabled(settings)
         else None
     )
+    config = MatchConfig(
+        plan.ruleset,
+        plan.options,
+        seed=seed,
+        games=plan.games,
+        time_rules=plan.time_rules,
+        max_faults=plan.max_faults,
+        match_id=protocol_match_id(plan),
+        record_urls=False,
+        fairness={
+            "tournament_id": plan.tournament_id,
+            "match_index": plan.match_index,
+            "attempt": plan.attempt,
+            "commitment": plan.commitment,
+        },
+    )
     try:
-        match_log = run_match(
-            players,
-            plan.ruleset,
-            plan.options,
-            seed=seed,
-            games=plan.games,
-            time_rules=plan.time_rules,
-            max_faults=plan.max_faults,
-            match_id=protocol_match_id(plan),
-            record_urls=False,
-            fairness={
-                "tournament_id": plan.tournament_id,
-                "match_index": plan.match_index,
-                "attempt": plan.attempt,
-                "commitment": plan.commitment,
-            },
-            on_decision=slot_recorder(players),
-            on_step=live.step if live is not None else None,
-        )
+        match = Match(players, config, Observers(on_step=live.step if live is not None else None))
+        match_log = match.play()
     finally:
         slots.flush()
         for p in players:
@@ -376,20 +342,7 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[dict, list]:
             client.close()  # the connection goes back to the pool
         if live is not None:
             live.end()
-    return match_log, players
-
-
-def live_enabled(settings: Settings) -> bool:
-    """True when live views are published: a Redis broker, not eager mode (a quick local run
-    has no Redis)."""
-    return settings.broker_url.startswith("redis") and not settings.celery_eager
-
-
-def announce(settings: Settings, tournament_id: int, event: str, match_ids: list[int]) -> None:
-    """Publish a tournament event (:func:`arena.live.publish_tournament_event`) after the
-    commit that made it true, when live views are on; never raises for Redis."""
-    if live_enabled(settings):
-        publish_tournament_event(settings.broker_url, tournament_id, event, match_ids)
+    return match_log, match.slot_totals
 
 
 #: The first wait between two attempts at storing a played match's result, seconds, doubling
@@ -425,7 +378,7 @@ def internal_reason(step: str, exc: BaseException) -> str:
 def store_with_retry(
     factory: sessionmaker[Session],
     match_id: int,
-    match_log: dict,
+    match_log: MatchLog,
     fields: dict[str, Any],
     *,
     retry_s: float,
@@ -494,7 +447,7 @@ class ResultSpool:
     it once stored. Never raises for Redis (a failure is logged: the worker keeps retrying
     the database)."""
 
-    def __init__(self, settings: Settings, plan: MatchPlan, match_log: dict, fields: dict[str, Any]):
+    def __init__(self, settings: Settings, plan: MatchPlan, match_log: MatchLog, fields: dict[str, Any]):
         self.client = spool_client(settings)
         self.ttl_s = settings.spool_ttl_s
         self.record = spool.SpooledResult(
@@ -696,7 +649,7 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     Bots never make this raise: their failures are faults in the result.
     """
     settings = settings or Settings.from_env()
-    factory = _sessions(settings.database_url)
+    factory = shared_sessions(settings.database_url)
     spooled = _store_spooled_first(settings, factory, int(match_id))
     if spooled is not None:
         return spooled
@@ -789,10 +742,10 @@ def _play_claimed(
             vt,
         )
     try:
-        match_log, players = play_plan(plan, settings)
+        match_log, slot_totals = play_plan(plan, settings)
         if keeper is not None:
             keeper.release_claims()
-        fields = result_fields(plan, match_log, players)
+        fields = result_fields(plan, match_log, slot_totals)
     except Exception as exc:  # an internal error (bots' failures are faults, never exceptions)
         return _fail(factory, plan, internal_reason("playing", exc), exc, settings)
     kept = ResultSpool(settings, plan, match_log, fields)

@@ -1,0 +1,50 @@
+"""The dispatcher port: how the core hands work to whoever plays it.
+
+A :class:`Dispatcher` sends three kinds of work, each by id (the rows are in the database):
+
+- matches (``send_matches``): each is played once by
+  ``play_and_store(match_id, settings)`` (the runner service);
+- bot checks (``send_check``): :func:`arena.conformance.run_check`;
+- tournament launches (``launch_tournament``): store a running tournament's schedule if it
+  has none yet, then send its ``pending`` matches
+  (:func:`arena.usecases.tournaments.send_tournament`).
+
+Two implementations: :class:`arena.queue.CeleryDispatcher` sends Celery tasks by name to the
+broker (it imports no runner: the API process uses it); :class:`arena.inprocess.InProcessDispatcher`
+runs the work in the calling process before returning (eager mode, ``ARENA_CELERY_EAGER``:
+the demo, quick local runs, tests). The one to use is chosen where the app or the command
+is composed (``api.create_app(settings, dispatcher=...)``, ``cli``).
+
+``priority`` sends to the queue every worker consumes first (the reaper's re-sends); an
+in-process dispatcher ignores it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class QueueError(RuntimeError):
+    """The work could not be sent: the broker cannot be reached (the message says why)."""
+
+
+class Dispatcher(Protocol):
+    """Sends matches, checks and tournament launches (module docstring).
+
+    Every method raises :class:`QueueError` when the work cannot be sent; nothing is sent
+    then, except, for ``send_matches``, the ids before the failure.
+    """
+
+    def send_matches(self, match_ids: Sequence[int], *, priority: bool = False) -> int:
+        """Send one match per id, in order; returns how many were sent (in-process: played)."""
+        ...
+
+    def send_check(self, check_id: int) -> None:
+        """Send one bot check (in-process: run it now)."""
+        ...
+
+    def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
+        """Send the launch of a running tournament (in-process: store its schedule and play
+        every pending match before returning)."""
+        ...

@@ -1,0 +1,66 @@
+"""The in-process dispatcher of eager mode (``ARENA_CELERY_EAGER``: the demo, quick local runs).
+
+:class:`InProcessDispatcher` implements :class:`arena.dispatch.Dispatcher` without a broker:
+each call does the work in the calling process, with the caller's settings (its database),
+and returns when it is done, as the Celery task would have done it on a worker:
+
+- ``send_matches``: each match is played and stored, one after the other, by
+  ``play_and_store(match_id, settings)`` (what ``arena.run_match`` runs);
+- ``send_check``: :func:`arena.conformance.run_check` (what ``arena.check_bot`` runs);
+- ``launch_tournament``: the schedule is stored if there is none yet
+  (:func:`arena.usecases.tournaments.schedule_tournament`), then every ``pending`` match is
+  played in schedule order.
+
+It imports the match runner and the conformance check: only the composition of an eager app
+or command (``cli``, tests) imports this module, never the API package (an import contract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.config import Settings
+from arena.conformance import run_check
+from arena.db.session import make_engine, make_sessionmaker
+from arena.delivery import play_and_store
+from arena.usecases.tournaments import pending_matches, schedule_tournament
+
+
+@lru_cache(maxsize=4)
+def _sessions(database_url: str) -> sessionmaker[Session]:
+    return make_sessionmaker(make_engine(database_url))
+
+
+class InProcessDispatcher:
+    """:class:`arena.dispatch.Dispatcher` running the work here (module docstring).
+
+    ``sessions``: the session factory of the launches (default: one per database URL of
+    ``settings``); the matches and checks open their own from ``settings``.
+    """
+
+    def __init__(self, settings: Settings, *, sessions: sessionmaker[Session] | None = None) -> None:
+        self.settings = settings
+        self._factory = sessions
+
+    @property
+    def sessions(self) -> sessionmaker[Session]:
+        return self._factory if self._factory is not None else _sessions(self.settings.database_url)
+
+    def send_matches(self, match_ids: Sequence[int], *, priority: bool = False) -> int:
+        ids = [int(mid) for mid in match_ids]
+        for mid in ids:
+            play_and_store(mid, self.settings)
+        return len(ids)
+
+    def send_check(self, check_id: int) -> None:
+        run_check(int(check_id), self.settings)
+
+    def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
+        if not schedule_tournament(self.sessions, tournament_id):
+            return
+        with self.sessions() as s:
+            ids = pending_matches(s, tournament_id)
+        self.send_matches(ids)

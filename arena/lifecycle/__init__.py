@@ -1,0 +1,143 @@
+"""Every status of a tournament, a match, a bot and a bot check, and every transition
+between them.
+
+This package is the only code that writes a ``status`` column of ``tournaments``,
+``matches``, ``bots`` or ``bot_checks``; the values are :mod:`arena.status`'s. API views,
+Celery tasks, the reaper and the command line call the functions re-exported here; each one
+is a transaction of its own (it commits, or rolls back and raises) unless it says otherwise.
+
+- :mod:`arena.lifecycle.tournaments`: create, start, store the schedule, resume, cancel, finish;
+- :mod:`arena.lifecycle.matches`: claim (leases), store a result, fail, retry, reap, re-send;
+- :mod:`arena.lifecycle.checks`: begin, claim, progress, finish or error a bot check;
+- :mod:`arena.lifecycle.bots`: change or delete a bot; the tournaments it is entered in;
+- :mod:`arena.lifecycle.base`: errors, row locks, lock-or-404, the status vocabulary.
+
+A match is *done* when it is ``finished``, ``cancelled`` or ``failed``. When the last match of
+a running tournament is done, the transaction that made it done also marks the tournament
+``finished``: it first locks the tournament row (``SELECT ... FOR UPDATE`` on PostgreSQL), so
+of several transactions finishing the last matches at the same moment, the last to take
+the lock sees every other one committed, and exactly one marks the tournament finished.
+
+Errors: :class:`Conflict` (the transition is not allowed from the current status; the API
+answers 409), :class:`NotFound` (404).
+"""
+
+from __future__ import annotations
+
+from arena.lifecycle.base import (
+    ACTIVE_CHECKS,
+    DONE,
+    MAX_FAILURE_CHARS,
+    UNFINISHED,
+    BotStatus,
+    CheckStatus,
+    Conflict,
+    LifecycleError,
+    MatchStatus,
+    NotFound,
+    TournamentStatus,
+)
+from arena.lifecycle.bots import delete_bot, entered_in, update_bot
+from arena.lifecycle.checks import (
+    CHECK_RETRY_AFTER_S,
+    CHECK_STALE_S,
+    CHECK_TIME_WINDOW_S,
+    MAX_CHECKS_PER_ACCOUNT,
+    CheckPlan,
+    CheckRunning,
+    TooManyChecks,
+    begin_check,
+    claim_check,
+    error_check,
+    finish_check,
+    record_check_progress,
+    release_check,
+)
+from arena.lifecycle.matches import (
+    Claimed,
+    ClaimResult,
+    MatchPlan,
+    SeatPlan,
+    Skipped,
+    SkipReason,
+    claim_match,
+    fail_match,
+    lost_queued,
+    mark_queued,
+    match_bot_urls,
+    reap_expired,
+    release_queued,
+    renew_lease,
+    retry_failed,
+    store_result,
+)
+from arena.lifecycle.tournaments import (
+    RESUME_GUARD_S,
+    cancel_tournament,
+    create_tournament,
+    finish_if_done,
+    pending_batch,
+    resumable_matches,
+    stalled_tournaments,
+    start_tournament,
+    store_schedule,
+    tournament_done,
+    unfinished_count,
+)
+
+__all__ = [
+    "ACTIVE_CHECKS",
+    "CHECK_RETRY_AFTER_S",
+    "CHECK_STALE_S",
+    "CHECK_TIME_WINDOW_S",
+    "DONE",
+    "MAX_CHECKS_PER_ACCOUNT",
+    "MAX_FAILURE_CHARS",
+    "RESUME_GUARD_S",
+    "UNFINISHED",
+    "BotStatus",
+    "CheckPlan",
+    "CheckRunning",
+    "CheckStatus",
+    "ClaimResult",
+    "Claimed",
+    "Conflict",
+    "LifecycleError",
+    "MatchPlan",
+    "MatchStatus",
+    "NotFound",
+    "SeatPlan",
+    "SkipReason",
+    "Skipped",
+    "TooManyChecks",
+    "TournamentStatus",
+    "begin_check",
+    "cancel_tournament",
+    "claim_check",
+    "claim_match",
+    "create_tournament",
+    "delete_bot",
+    "entered_in",
+    "error_check",
+    "fail_match",
+    "finish_check",
+    "finish_if_done",
+    "lost_queued",
+    "mark_queued",
+    "match_bot_urls",
+    "pending_batch",
+    "reap_expired",
+    "record_check_progress",
+    "release_check",
+    "release_queued",
+    "renew_lease",
+    "resumable_matches",
+    "retry_failed",
+    "stalled_tournaments",
+    "start_tournament",
+    "store_result",
+    "store_schedule",
+    "tournament_done",
+    "unfinished_count",
+    "update_bot",
+]

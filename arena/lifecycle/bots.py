@@ -1,0 +1,110 @@
+"""Changing and deleting a bot (``bots``), and the tournaments a bot is entered in.
+
+A new URL or new rule sets make a bot ``unchecked`` (its check decides again); a deleted
+bot keeps its past matches and logs, and forfeits the seats it has in matches not yet
+played. Registering a bot is an insert (:mod:`api.resources.bots`); its checks are
+:mod:`arena.lifecycle.checks`'. Each public function is a transaction of its own (it
+commits, or rolls back and raises) unless it says otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from arena.db.models import Bot, BotCheck, Tournament, TournamentParticipant, utcnow
+from arena.lifecycle.base import ACTIVE_CHECKS, BotStatus, CheckStatus, Conflict, TournamentStatus, lock_or_404
+
+
+def _lock_bot(session: Session, bot_id: int) -> Bot:
+    """The bot row, locked; NotFound for a missing or deleted bot (rolled back)."""
+    return lock_or_404(session, Bot, bot_id, "bot", gone=lambda b: b.status == BotStatus.DELETED)
+
+
+def entered_in(session: Session, bot_id: int) -> list[int]:
+    """Ids of the ``created`` or ``running`` tournaments the bot is entered in, ascending.
+    Reads only (no commit)."""
+    return list(
+        session.scalars(
+            select(Tournament.id)
+            .join(TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id)
+            .where(
+                TournamentParticipant.bot_id == bot_id,
+                Tournament.status.in_((TournamentStatus.CREATED, TournamentStatus.RUNNING)),
+            )
+            .order_by(Tournament.id)
+        )
+    )
+
+
+def _refuse_change(session: Session, bot: Bot, new_url: bool, new_rulesets: bool) -> None:
+    """Raise Conflict (rolled back) when :func:`update_bot` may not make the change."""
+    if (new_url or new_rulesets) and bot.status == BotStatus.CHECKING:
+        session.rollback()
+        raise Conflict(f"bot {bot.id} is being checked; change its URL or rule sets when the check is done")
+    if new_url:
+        tournaments = entered_in(session, bot.id)
+        if tournaments:
+            session.rollback()
+            raise Conflict(
+                f"bot {bot.id} is entered in tournament(s) {', '.join(map(str, tournaments))} that "
+                "are not finished: its URL cannot change until they end (its matches only call the "
+                "URL that passed the check); register a new bot for the new URL"
+            )
+
+
+def update_bot(
+    session: Session,
+    bot_id: int,
+    *,
+    name: str | None = None,
+    url: str | None = None,
+    rulesets: Sequence[str] | None = None,
+) -> Bot:
+    """Change a bot's name, URL (already checked against the URL policy by the caller) or
+    rule sets; commit. A new URL or new rule sets make it ``unchecked``.
+
+    Raises:
+        NotFound: no such bot, or deleted.
+        Conflict: a URL or rule-set change while a check runs; a URL change while the bot is
+            entered in a created or running tournament (its matches call the checked URL
+            only: delete the bot to withdraw it, or wait until the tournaments end).
+    """
+    bot = _lock_bot(session, bot_id)
+    new_url = url is not None and url != bot.url
+    new_rulesets = rulesets is not None and list(rulesets) != list(bot.rulesets)
+    _refuse_change(session, bot, new_url, new_rulesets)
+    if name is not None:
+        bot.name = name
+    if url is not None and new_url:
+        bot.url = url
+    if rulesets is not None and new_rulesets:
+        bot.rulesets = list(rulesets)
+    if new_url or new_rulesets:
+        bot.status = BotStatus.UNCHECKED
+    bot.updated_at = utcnow()
+    session.commit()
+    return bot
+
+
+def delete_bot(session: Session, bot_id: int) -> None:
+    """``any -> deleted``; commit. Its past matches and logs stay. Its seats in matches not
+    yet played forfeit every game without a request
+    (:func:`~arena.lifecycle.matches.claim_match`: a deleted bot's seat is ``withdrawn``,
+    FAULT-3 from the first decision); a match already running plays out. Its live checks
+    become ``error`` ("the bot was deleted").
+
+    Raises:
+        NotFound: no such bot, or already deleted.
+    """
+    bot = _lock_bot(session, bot_id)
+    bot.status = BotStatus.DELETED
+    bot.updated_at = utcnow()
+    session.execute(
+        update(BotCheck)
+        .where(BotCheck.bot_id == bot_id, BotCheck.status.in_(ACTIVE_CHECKS))
+        .values(status=CheckStatus.ERROR, error="the bot was deleted", finished_at=utcnow(), updated_at=utcnow())
+    )
+    session.commit()

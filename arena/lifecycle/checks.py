@@ -1,0 +1,304 @@
+"""The bot check state machine (``bot_checks.status``, and the bot's ``checking`` status).
+
+::
+
+    (bot unchecked|ready|failed) --begin_check--> queued --claim_check--> running
+    running --finish_check--> passed | failed        (the bot: ready | failed | unchecked)
+    queued|running --release_check / error_check / abandoned--> error
+                                                      (the bot: back to its status before)
+
+A check records the bot's URL and rule sets when it is asked; its outcome decides the bot's
+status only if they are still the bot's. ``updated_at`` is the check's heartbeat
+(:func:`record_check_progress`); a check without one for :data:`CHECK_STALE_S` seconds is
+abandoned. Each public function is a transaction of its own (it commits, or rolls back and
+raises).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from arena.crypto import EncryptionKeyError
+from arena.db.models import Account, Bot, BotCheck, utcnow
+from arena.lifecycle.base import (
+    ACTIVE_CHECKS,
+    BotStatus,
+    CheckStatus,
+    Conflict,
+    LifecycleError,
+    aware,
+    failure_text,
+    lock_or_404,
+    locked,
+    rows_changed,
+)
+
+#: Most checks queued or running at once for the bots of one account (HTTP 429 beyond).
+MAX_CHECKS_PER_ACCOUNT = 2
+#: A queued or running check without a heartbeat for this long (seconds) is abandoned (its
+#: worker died): a new check of the bot may start. A running check beats at least every
+#: decision (at most 10 s apart, arena.conformance.CONFORMANCE_TIME_RULES_S).
+CHECK_STALE_S = 300
+#: ``Retry-After`` of a refused check (too many running for the account), seconds.
+CHECK_RETRY_AFTER_S = 30
+#: The window of the per-account check time cap (``ARENA_CHECK_SECONDS_PER_HOUR``), seconds.
+CHECK_TIME_WINDOW_S = 3600
+
+
+class CheckRunning(Conflict):
+    """The bot already has a check queued or running (``check_id``); HTTP 409."""
+
+    def __init__(self, message: str, check_id: int):
+        super().__init__(message)
+        self.check_id = check_id
+
+
+class TooManyChecks(LifecycleError):
+    """The account has :data:`MAX_CHECKS_PER_ACCOUNT` checks queued or running, or used its
+    hour of check time; HTTP 429 with ``Retry-After: retry_after_s``."""
+
+    def __init__(self, message: str, retry_after_s: int = CHECK_RETRY_AFTER_S):
+        super().__init__(message)
+        self.retry_after_s = max(1, int(retry_after_s))
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """What a claimed bot check runs with: the URL and rule sets recorded when it was asked,
+    the bot's signing secret and (during a rotation's grace period) its previous secret."""
+
+    check_id: int
+    bot_id: int
+    url: str
+    rulesets: tuple[str, ...]
+    secret: str
+    previous_secret: str | None
+    attempt: int
+
+
+def _check_seconds(session: Session, account_id: int, now: datetime) -> tuple[float, datetime | None]:
+    """Seconds of checks the account ran in the last :data:`CHECK_TIME_WINDOW_S` (a running
+    check counts up to now), and the start of its oldest check in the window."""
+    since = now - timedelta(seconds=CHECK_TIME_WINDOW_S)
+    rows = session.execute(
+        select(BotCheck.started_at, BotCheck.finished_at).where(
+            BotCheck.account_id == account_id, BotCheck.started_at.is_not(None), BotCheck.started_at >= since
+        )
+    ).all()
+    used, oldest = 0.0, None
+    for started_at, finished_at in rows:
+        started, finished = aware(started_at), aware(finished_at) or now
+        assert started is not None  # the query keeps started checks only
+        used += max(0.0, (min(finished, now) - started).total_seconds())
+        oldest = started if oldest is None or started < oldest else oldest
+    return used, oldest
+
+
+def _drop_abandoned(live: list[BotCheck], bot: Bot, now: datetime, stale_after_s: float) -> tuple[list[BotCheck], str]:
+    """Mark ``error`` the checks of ``live`` without a heartbeat for ``stale_after_s`` seconds
+    (in the caller's transaction). Returns the checks still live and the bot's status before
+    its check (its abandoned check's ``previous_status``, else its status now)."""
+    stale = now - timedelta(seconds=stale_after_s)
+    previous = bot.status
+    for c in live:
+        if aware(c.updated_at) < stale:
+            c.status = CheckStatus.ERROR
+            c.error = f"abandoned: no progress for {stale_after_s:g} s (its worker stopped)"
+            c.finished_at = now
+            if c.bot_id == bot.id:
+                previous = c.previous_status
+    return [c for c in live if c.status in ACTIVE_CHECKS], previous
+
+
+def _refuse_check(
+    session: Session,
+    bot: Bot,
+    live: list[BotCheck],
+    now: datetime,
+    max_per_account: int,
+    max_seconds_per_hour: float | None,
+) -> None:
+    """Raise (rolled back) when the bot may not be checked now (:func:`begin_check`)."""
+    mine = [c for c in live if c.bot_id == bot.id]
+    if mine:
+        session.rollback()
+        raise CheckRunning(
+            f"bot {bot.id} already has check {mine[0].id} {mine[0].status}; wait for it to finish", mine[0].id
+        )
+    if len(live) >= max_per_account:
+        session.rollback()
+        raise TooManyChecks(
+            f"your account already has {len(live)} bot checks queued or running "
+            f"(at most {max_per_account} at a time); retry when one has finished"
+        )
+    if max_seconds_per_hour is not None:
+        used, oldest = _check_seconds(session, bot.owner_id, now)
+        if used >= max_seconds_per_hour:
+            session.rollback()
+            wait = (oldest + timedelta(seconds=CHECK_TIME_WINDOW_S) - now).total_seconds() if oldest else 60
+            raise TooManyChecks(
+                f"your account's bot checks ran {used:.0f} s in the last hour (at most "
+                f"{max_seconds_per_hour:g} s an hour); retry in {max(1, round(wait))} s",
+                retry_after_s=round(wait),
+            )
+
+
+def begin_check(
+    session: Session,
+    bot_id: int,
+    *,
+    max_per_account: int = MAX_CHECKS_PER_ACCOUNT,
+    stale_after_s: float = CHECK_STALE_S,
+    max_seconds_per_hour: float | None = None,
+) -> BotCheck:
+    """``unchecked|ready|failed -> checking``: store a ``queued`` check of the bot's current URL
+    and rule sets; commit. The caller sends it to a worker (then :func:`release_check` if that
+    fails). The owner's account row is locked ``FOR UPDATE`` first, so concurrent requests of
+    one account count each other.
+
+    A check of the bot without a heartbeat for ``stale_after_s`` seconds is marked ``error``
+    (abandoned) and does not count. With ``max_seconds_per_hour``, an account whose checks
+    ran that many seconds in the last hour (``ARENA_CHECK_SECONDS_PER_HOUR``) gets no more
+    until the oldest of them leaves the hour.
+
+    Raises:
+        NotFound: no such bot, or deleted.
+        CheckRunning: the bot has a live check (``exc.check_id``).
+        TooManyChecks: the account has ``max_per_account`` live checks, or used its check
+            time (``exc.retry_after_s``: when to ask again).
+    """
+    found = lock_or_404(session, Bot, bot_id, "bot", gone=lambda b: b.status == BotStatus.DELETED, lock=False)
+    locked(session, Account, found.owner_id)  # the account first: its requests count each other
+    bot = locked(session, Bot, bot_id)
+    assert bot is not None  # bot rows are never deleted
+    now = utcnow()
+    live = list(
+        session.scalars(select(BotCheck).where(BotCheck.account_id == bot.owner_id, BotCheck.status.in_(ACTIVE_CHECKS)))
+    )
+    live, previous = _drop_abandoned(live, bot, now, stale_after_s)
+    _refuse_check(session, bot, live, now, max_per_account, max_seconds_per_hour)
+    if previous == BotStatus.CHECKING:  # a checking bot without a live check: its check was lost
+        previous = BotStatus.UNCHECKED
+    check = BotCheck(
+        bot_id=bot.id,
+        account_id=bot.owner_id,
+        status=CheckStatus.QUEUED,
+        url=bot.url,
+        rulesets=list(bot.rulesets),
+        previous_status=previous,
+        attempts=0,
+        progress={},
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(check)
+    bot.status = BotStatus.CHECKING
+    session.commit()
+    return check
+
+
+def release_check(session: Session, check_id: int, reason: str) -> None:
+    """``queued -> error`` for a check that could not be sent to a worker (``reason``); the bot
+    goes back to its status before the check; commit (as :func:`error_check`)."""
+    error_check(session, check_id, reason)
+
+
+def claim_check(session: Session, check_id: int) -> CheckPlan | None:
+    """``queued|running -> running`` for a delivery of check ``check_id`` (``attempts + 1``);
+    commit. Returns None (nothing to run) for an unknown or finished check, one whose bot
+    was deleted, or one whose bot's signing secret cannot be decrypted here (a wrong or
+    missing ``ARENA_ENCRYPTION_KEYS``); the check then becomes ``error`` with the reason."""
+    check = locked(session, BotCheck, check_id)
+    if check is None or check.status not in ACTIVE_CHECKS:
+        session.rollback()
+        return None
+    bot = session.get(Bot, check.bot_id)
+    now = utcnow()
+    if bot is None or bot.status == BotStatus.DELETED:
+        check.status = CheckStatus.ERROR
+        check.error = "the bot was deleted"
+        check.finished_at = check.updated_at = now
+        session.commit()
+        return None
+    try:
+        secret, previous = bot.secret, bot.grace_secret()
+    except EncryptionKeyError as exc:  # not the bot's fault: the check could not run
+        session.rollback()
+        error_check(
+            session,
+            check_id,
+            f"{exc}: the check could not run on this worker; check the bot again once an operator has fixed the key",
+        )
+        return None
+    check.status = CheckStatus.RUNNING
+    check.attempts = (check.attempts or 0) + 1
+    check.started_at = check.started_at or now
+    check.updated_at = now
+    plan = CheckPlan(check.id, bot.id, check.url, tuple(check.rulesets), secret, previous, check.attempts)
+    session.commit()
+    return plan
+
+
+def record_check_progress(session: Session, check_id: int, progress: dict[str, Any]) -> bool:
+    """Store the progress of a running check and beat its heartbeat; commit. False if the
+    check is no longer running (abandoned or finished)."""
+    changed = rows_changed(
+        session,
+        update(BotCheck)
+        .where(BotCheck.id == check_id, BotCheck.status == CheckStatus.RUNNING)
+        .values(progress=progress, updated_at=utcnow()),
+    )
+    session.commit()
+    return changed == 1
+
+
+def finish_check(session: Session, check_id: int, result: dict[str, Any]) -> str | None:
+    """``running -> passed|failed`` by ``result["ok"]``; the bot's ``last_check`` is the result
+    and, if it is still ``checking`` the URL and rule sets checked, it becomes ``ready`` or
+    ``failed`` (``unchecked`` if they changed; a deleted bot stays deleted); commit.
+
+    Returns the bot's new status, or None when the check was no longer running (nothing
+    changed: a duplicate delivery, or an abandoned check).
+    """
+    check = locked(session, BotCheck, check_id)
+    if check is None or check.status != CheckStatus.RUNNING:
+        session.rollback()
+        return None
+    now = utcnow()
+    check.status = CheckStatus.PASSED if result.get("ok") else CheckStatus.FAILED
+    check.result = result
+    check.finished_at = check.updated_at = now
+    bot = locked(session, Bot, check.bot_id)
+    assert bot is not None
+    bot.last_check = result
+    bot.last_check_at = now
+    if bot.status == BotStatus.CHECKING:
+        if bot.url == check.url and list(bot.rulesets) == list(check.rulesets):
+            bot.status = BotStatus.READY if result.get("ok") else BotStatus.FAILED
+        else:
+            bot.status = BotStatus.UNCHECKED
+    status = bot.status
+    session.commit()
+    return status
+
+
+def error_check(session: Session, check_id: int, reason: str) -> bool:
+    """``running|queued -> error`` (the check itself broke, not the bot: ``reason``); the bot
+    goes back to its status before the check; commit. False if it was already done."""
+    check = locked(session, BotCheck, check_id)
+    if check is None or check.status not in ACTIVE_CHECKS:
+        session.rollback()
+        return False
+    check.status = CheckStatus.ERROR
+    check.error = failure_text(reason, "error")
+    check.finished_at = check.updated_at = utcnow()
+    bot = locked(session, Bot, check.bot_id)
+    if bot is not None and bot.status == BotStatus.CHECKING:
+        bot.status = check.previous_status
+    session.commit()
+    return True

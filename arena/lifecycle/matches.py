@@ -1,0 +1,496 @@
+"""The match state machine (``matches.status``), the leases of running matches and the
+plans a claimed match is played with.
+
+::
+
+    pending --queue--> queued --claim--> running --store_result--> finished
+       ^                 ^                  |  \\--fail----------> failed --retry--> queued
+       |                 +---(reap_expired: lease expired; lost_queued re-sends a queued one)
+       +-- (cancel: pending/queued -> cancelled; a running match plays out and keeps its result)
+
+Leases: :func:`claim_match` gives the claiming delivery a lease (``lease_owner``,
+``lease_expires_at``) that its worker renews every few seconds (:func:`renew_lease`) while
+it plays; a delivery finding a live lease skips the match, so a match is never played twice
+at once. The reaper (:mod:`arena.reaper`) puts a match whose lease expired back to
+``queued`` (:func:`reap_expired`) and re-sends queued matches the broker lost
+(:func:`lost_queued`). Times are the workers' clocks in UTC (keep them in sync, NTP).
+A move that makes a match done finishes its tournament if it was the last one
+(:func:`arena.lifecycle.tournaments.finish_if_done`). Each public function is a
+transaction of its own (it commits, or rolls back and raises).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload, undefer_group
+
+import engine
+from arena import matchlog
+from arena.crypto import EncryptionKeyError
+from arena.db.models import Bot, Match, MatchLog, MatchResult, MatchSeat, Tournament, utcnow
+from arena.lifecycle.base import (
+    DONE,
+    BotStatus,
+    Conflict,
+    MatchStatus,
+    TournamentStatus,
+    aware,
+    failure_text,
+    is_postgresql,
+    lock_or_404,
+    locked,
+    rows_changed,
+)
+from arena.lifecycle.tournaments import finish_if_done
+from engine.timebank import TimeRules
+
+
+@dataclass(frozen=True)
+class SeatPlan:
+    """A seat of a claimed match: a bot (id, ``name#id``, URL, signing secret, and the
+    previous secret while a rotation's grace period runs) or a house bot. ``withdrawn``: the
+    bot was deleted; its seat forfeits without any request (no URL is given)."""
+
+    seat: int
+    bot_id: int | None
+    house_bot: str | None
+    name: str
+    url: str | None
+    secret: str | None
+    previous_secret: str | None = None
+    withdrawn: bool = False
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    """What a claimed match is to be played with (time rules in milliseconds inside
+    :class:`~engine.timebank.TimeRules`); ``attempt`` counts claims, from 1; ``seed`` is the
+    match seed (the attempt is played from :func:`arena.fairness.attempt_seed`);
+    ``match_index`` its schedule position and ``commitment`` the tournament's, both recorded
+    in the log."""
+
+    match_id: int
+    tournament_id: int
+    ruleset: str
+    options: dict[str, Any]
+    time_rules: TimeRules
+    games: int
+    seed: int
+    max_faults: int
+    attempt: int
+    seats: tuple[SeatPlan, ...]
+    match_index: int = 0
+    commitment: str | None = None
+
+
+class SkipReason(StrEnum):
+    """Why a delivered match is not played."""
+
+    NO_SUCH_MATCH = "no such match"
+    DONE = "already done"
+    CANCELLED = "tournament cancelled"
+    #: Another delivery holds a live lease on it: it is being played (never twice at once).
+    LEASED = "being played"
+    #: This worker cannot decrypt the bots' signing secrets (a wrong or missing
+    #: ``ARENA_ENCRYPTION_KEYS``): the match is now ``failed`` with the reason.
+    NO_KEY = "secrets not decrypted"
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """The match is now ``running`` for this delivery; play ``plan``."""
+
+    plan: MatchPlan
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The delivery must not play the match; ``tournament_id`` is None for an unknown match.
+    ``message`` says why (for ``NO_KEY``: the failure reason stored on the match)."""
+
+    reason: SkipReason
+    message: str
+    tournament_id: int | None
+    ruleset: str | None
+
+
+ClaimResult = Claimed | Skipped
+
+
+def _games_per_match(t: Tournament) -> int:
+    # Million Doubt plays games_per_pairing engine games in one match; the 4-player rule
+    # sets play one engine game (a whole TM game / JDF match) per match.
+    return t.games_per_pairing if engine.get_ruleset(t.ruleset).games_per_match_option else 1
+
+
+def _lease_live(match: Match, now: datetime) -> bool:
+    exp = aware(match.lease_expires_at)
+    return exp is not None and exp > now
+
+
+def _plan(t: Tournament, match: Match, seats: list[SeatPlan]) -> MatchPlan:
+    tr = t.time_rules or {}
+    return MatchPlan(
+        match_id=match.id,
+        tournament_id=t.id,
+        ruleset=t.ruleset,
+        options=dict(t.options or {}),
+        time_rules=TimeRules.from_seconds(
+            float(tr.get("initial", 60.0)), float(tr.get("increment", 10.0)), float(tr.get("cap", 60.0))
+        ),
+        games=_games_per_match(t),
+        seed=int(match.seed),
+        max_faults=t.max_faults,
+        attempt=match.attempts,
+        seats=tuple(seats),
+        match_index=match.index,
+        commitment=t.commitment,
+    )
+
+
+def claim_match(
+    session: Session, match_id: int, *, owner: str | None = None, lease_s: float | None = None
+) -> ClaimResult:
+    """``queued|pending|running -> running`` for a delivery of match ``match_id``; commit.
+
+    The match row is locked ``FOR UPDATE`` (a compare-and-set of the lease). A finished,
+    cancelled or failed match, or one with a stored result, is skipped; a match of a
+    cancelled tournament becomes ``cancelled`` and is skipped; a ``running`` match whose
+    lease is still live is skipped (``LEASED``: another delivery plays it). Otherwise
+    ``attempts`` grows by one, the lease goes to ``owner`` until now + ``lease_s`` seconds
+    (no lease when ``lease_s`` is None) and the plan is returned.
+
+    When the bots' signing secrets cannot be decrypted here (a wrong or missing
+    ``ARENA_ENCRYPTION_KEYS``: :class:`arena.crypto.EncryptionKeyError`), the match is
+    not played: it becomes ``failed`` with a reason naming the key problem and the worker
+    (``owner``'s ``host:pid``), and is skipped (``NO_KEY``). Every worker of a deployment
+    shares the key, so another worker would not do better; the organizer retries the match
+    once the key is fixed (:func:`retry_failed`).
+    """
+    stmt = select(Match).where(Match.id == match_id).options(selectinload(Match.seats))
+    if is_postgresql(session):
+        stmt = stmt.with_for_update(of=Match)
+    match = session.scalars(stmt).first()
+    if match is None:
+        session.rollback()
+        return Skipped(SkipReason.NO_SUCH_MATCH, f"no match {match_id}", None, None)
+    t = session.get(Tournament, match.tournament_id)
+    assert t is not None
+    has_result = session.get(MatchResult, match_id) is not None
+    if match.status in DONE or has_result:
+        status = MatchStatus.FINISHED if has_result else match.status
+        session.rollback()
+        return Skipped(SkipReason.DONE, f"match {match_id} is {status}", t.id, t.ruleset)
+    if t.status == TournamentStatus.CANCELLED:
+        match.status = MatchStatus.CANCELLED
+        match.lease_owner = match.lease_expires_at = None
+        session.commit()
+        return Skipped(SkipReason.CANCELLED, f"match {match_id}: tournament {t.id} is cancelled", t.id, t.ruleset)
+    now = utcnow()
+    if match.status == MatchStatus.RUNNING and _lease_live(match, now):
+        session.rollback()
+        return Skipped(SkipReason.LEASED, f"match {match_id} is being played (leased)", t.id, t.ruleset)
+    try:
+        seats = _seat_plans(session, match)
+    except EncryptionKeyError as exc:
+        session.rollback()
+        where = (owner or "").rsplit(":", 1)[0] or "?"
+        return _fail_unplayable(
+            session,
+            match_id,
+            f"{exc}, on worker {where}: the match was not played; fix that worker's key, then retry the match",
+        )
+    match.status = MatchStatus.RUNNING
+    match.attempts = (match.attempts or 0) + 1
+    match.started_at = now
+    match.lease_owner = owner
+    match.lease_expires_at = None if lease_s is None else now + timedelta(seconds=lease_s)
+    plan = _plan(t, match, seats)
+    session.commit()
+    return Claimed(plan)
+
+
+def match_bot_urls(session: Session, match_id: int) -> list[str]:
+    """The URLs of the bots seated in match ``match_id`` that are not deleted, in seat order
+    (read without a lock: for the endpoint claims taken before :func:`claim_match`,
+    :mod:`arena.runner.claims`); empty for an unknown match. Ends the transaction."""
+    urls = list(
+        session.scalars(
+            select(Bot.url)
+            .join(MatchSeat, MatchSeat.bot_id == Bot.id)
+            .where(MatchSeat.match_id == match_id, Bot.status != BotStatus.DELETED)
+            .order_by(MatchSeat.seat)
+        )
+    )
+    session.rollback()
+    return [u for u in urls if u]
+
+
+def _seat_plans(session: Session, match: Match) -> list[SeatPlan]:
+    """The seats of ``match`` with their bots' URLs and decrypted secrets (one query).
+
+    Raises:
+        arena.crypto.EncryptionKeyError: the secrets cannot be decrypted here.
+    """
+    bot_ids = [s.bot_id for s in match.seats if s.bot_id is not None]
+    bots = {b.id: b for b in session.scalars(select(Bot).where(Bot.id.in_(bot_ids)).options(undefer_group("secrets")))}
+    seats = []
+    for s in match.seats:
+        if s.bot_id is not None:
+            b = bots[s.bot_id]
+            if b.status == BotStatus.DELETED:
+                seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", None, None, withdrawn=True))
+            else:
+                seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret, b.grace_secret()))
+        else:
+            seats.append(SeatPlan(s.seat, None, s.house_bot, s.house_bot or "house", None, None))
+    return seats
+
+
+def _fail_unplayable(session: Session, match_id: int, reason: str) -> Skipped:
+    """The ``NO_KEY`` end of :func:`claim_match`, in a transaction of its own: the match row
+    locked again, and failed unless meanwhile done or leased by another delivery; commit."""
+    match = locked(session, Match, match_id)
+    assert match is not None  # claim_match found it; matches are never deleted
+    t = session.get(Tournament, match.tournament_id)
+    assert t is not None
+    if match.status in DONE or session.get(MatchResult, match_id) is not None:
+        session.rollback()
+        return Skipped(SkipReason.DONE, f"match {match_id} is {match.status}", t.id, t.ruleset)
+    if match.status == MatchStatus.RUNNING and _lease_live(match, utcnow()):
+        session.rollback()
+        return Skipped(SkipReason.LEASED, f"match {match_id} is being played (leased)", t.id, t.ruleset)
+    failure = failure_text(reason, "")
+    _mark_failed(match, failure)
+    session.flush()
+    finish_if_done(session, t.id)
+    session.commit()
+    return Skipped(SkipReason.NO_KEY, failure, t.id, t.ruleset)
+
+
+def _mark_failed(match: Match, failure: str) -> None:
+    match.status = MatchStatus.FAILED
+    match.failure = failure
+    match.finished_at = utcnow()
+    match.lease_owner = match.lease_expires_at = None
+
+
+def store_result(
+    session: Session,
+    match_id: int,
+    *,
+    scores: list[float],
+    places: list[int],
+    faults: list[int],
+    games: list[dict[str, Any]],
+    timings: dict[str, Any],
+    log: Any,
+) -> bool:
+    """``running -> finished``: store the result and the full log of match ``match_id``
+    exactly once, and finish the tournament if this was its last match; commit.
+
+    Lists are indexed by seat (see :class:`arena.db.models.MatchResult`). The result's
+    primary key is the match id and the log's ``match_id`` is unique, so a second delivery
+    that played the match again stores nothing.
+
+    Returns:
+        True if this call stored the result, False if one was already stored.
+    Raises:
+        ValueError: no such match, or list lengths differ from the match's seat count.
+        arena.matchlog.LogEncodingError: the log is not strict JSON in UTF-8.
+    """
+    match = session.get(Match, match_id)
+    if match is None:
+        raise ValueError(f"no match {match_id}")
+    n = len(match.seats)
+    for name, values in (("scores", scores), ("places", places), ("faults", faults)):
+        if len(values) != n:
+            raise ValueError(f"{name} has {len(values)} entries, the match has {n} seats")
+    data, size = matchlog.compress(log)
+    try:
+        session.add(
+            MatchResult(
+                match_id=match_id,
+                scores=list(scores),
+                places=list(places),
+                faults=list(faults),
+                games=list(games),
+                timings=dict(timings),
+            )
+        )
+        session.add(MatchLog(match_id=match_id, data=data, size=size))
+        session.flush()
+    except IntegrityError:
+        session.rollback()
+        return False
+    session.execute(
+        update(Match)
+        .where(Match.id == match_id)
+        .values(
+            status=MatchStatus.FINISHED, finished_at=utcnow(), failure=None, lease_owner=None, lease_expires_at=None
+        )
+    )
+    finish_if_done(session, match.tournament_id)
+    session.commit()
+    return True
+
+
+def fail_match(session: Session, match_id: int, reason: str) -> bool:
+    """``running|queued|pending -> failed`` with ``reason`` (shown to the organizer), and
+    finish the tournament if this was its last match; commit. Returns False if the match
+    was already done (nothing changed)."""
+    match = locked(session, Match, match_id)
+    if match is None or match.status in DONE:
+        session.rollback()
+        return False
+    _mark_failed(match, failure_text(reason, "failed"))
+    session.flush()
+    finish_if_done(session, match.tournament_id)
+    session.commit()
+    return True
+
+
+def retry_failed(session: Session, tournament_id: int, match_ids: Sequence[int] | None = None) -> list[int]:
+    """``failed -> queued`` for the tournament's failed matches (all, or ``match_ids``); a
+    finished tournament with failed matches goes back to ``running``; commit. Returns the ids
+    to send to the broker, owned by this caller as for
+    :func:`~arena.lifecycle.tournaments.start_tournament` (a failed send:
+    :func:`release_queued`, then start the tournament again).
+
+    Raises:
+        NotFound, Conflict: no such tournament; cancelled; no failed match to retry.
+    """
+    t = lock_or_404(session, Tournament, tournament_id, "tournament")
+    if t.status not in (TournamentStatus.RUNNING, TournamentStatus.FINISHED):
+        session.rollback()
+        raise Conflict(f"tournament {tournament_id} is {t.status}")
+    cond = [Match.tournament_id == tournament_id, Match.status == MatchStatus.FAILED]
+    if match_ids is not None:
+        cond.append(Match.id.in_(list(match_ids)))
+    ids = list(session.scalars(select(Match.id).where(*cond).order_by(Match.index)))
+    if not ids:
+        session.rollback()
+        raise Conflict(f"tournament {tournament_id} has no failed match to retry")
+    session.execute(
+        update(Match).where(Match.id.in_(ids)).values(status=MatchStatus.QUEUED, finished_at=None, queued_at=utcnow())
+    )
+    if t.status == TournamentStatus.FINISHED:
+        t.status = TournamentStatus.RUNNING
+        t.finished_at = None
+    session.commit()
+    return ids
+
+
+def release_queued(session: Session, match_ids: Sequence[int]) -> int:
+    """``queued -> pending`` for matches whose sending to the broker failed (after
+    :func:`~arena.lifecycle.tournaments.start_tournament` or :func:`retry_failed`), so a
+    later start sends them; commit. Returns how many changed."""
+    if not match_ids:
+        return 0
+    changed = rows_changed(
+        session,
+        update(Match)
+        .where(Match.id.in_(list(match_ids)), Match.status == MatchStatus.QUEUED)
+        .values(status=MatchStatus.PENDING),
+    )
+    session.commit()
+    return changed
+
+
+def mark_queued(session: Session, match_ids: Sequence[int]) -> int:
+    """``pending -> queued`` for the given matches (after they were sent to the broker);
+    commit. Returns how many changed (0 for matches
+    :func:`~arena.lifecycle.tournaments.start_tournament` or :func:`retry_failed` already
+    marked queued)."""
+    if not match_ids:
+        return 0
+    changed = rows_changed(
+        session,
+        update(Match)
+        .where(Match.id.in_(list(match_ids)), Match.status == MatchStatus.PENDING)
+        .values(status=MatchStatus.QUEUED, queued_at=utcnow()),
+    )
+    session.commit()
+    return changed
+
+
+def renew_lease(session: Session, match_id: int, owner: str, lease_s: float) -> bool:
+    """Extend ``owner``'s lease on running match ``match_id`` to now + ``lease_s`` seconds;
+    commit. Returns False if the match is no longer running under that owner's lease (it was
+    stored, failed, or the reaper gave it to another delivery after the lease expired)."""
+    res = session.execute(
+        update(Match)
+        .where(Match.id == match_id, Match.status == MatchStatus.RUNNING, Match.lease_owner == owner)
+        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
+    )
+    session.commit()
+    return getattr(res, "rowcount", 0) == 1
+
+
+def reap_expired(session: Session, *, limit: int = 500, keep: Iterable[int] = ()) -> list[int]:
+    """``running -> queued`` for matches whose lease has expired (their worker died or hung):
+    the lease is cleared and ``queued_at`` set; commit. Returns their ids, to send to the
+    broker (the reaper sends them ahead of the queue). Rows another transaction holds are
+    skipped (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), so concurrent reapers never return
+    the same match. A running match without a lease (claimed by code that took none) is left,
+    and so are the matches of ``keep`` (played, their result waiting in the spool to be
+    stored, :mod:`arena.spool`: never played again).
+    """
+    now = utcnow()
+    stmt = (
+        select(Match.id)
+        .where(Match.status == MatchStatus.RUNNING, Match.lease_expires_at.is_not(None), Match.lease_expires_at < now)
+        .order_by(Match.id)
+        .limit(limit)
+    )
+    kept = list(keep)
+    if kept:
+        stmt = stmt.where(Match.id.not_in(kept))
+    if is_postgresql(session):
+        stmt = stmt.with_for_update(skip_locked=True)
+    ids = list(session.scalars(stmt))
+    if ids:
+        session.execute(
+            update(Match)
+            .where(Match.id.in_(ids))
+            .values(status=MatchStatus.QUEUED, lease_owner=None, lease_expires_at=None, queued_at=now)
+        )
+    session.commit()
+    return ids
+
+
+def lost_queued(session: Session, in_broker: Iterable[int], *, older_than_s: float, limit: int = 500) -> list[int]:
+    """Queued matches of running tournaments that the broker lost: queued more than
+    ``older_than_s`` seconds ago (or at an unknown time) and not among ``in_broker`` (the
+    match ids of the broker's messages, waiting or delivered). Their ``queued_at`` becomes
+    now (so they are not sent again before another ``older_than_s``); commit. Returns their
+    ids, to send again. A duplicate message is harmless: the second delivery finds the
+    match running under a live lease, or done, and skips it."""
+    now = utcnow()
+    present = set(in_broker)
+    cutoff = now - timedelta(seconds=older_than_s)
+    stmt = (
+        select(Match.id)
+        .join(Tournament, Tournament.id == Match.tournament_id)
+        .where(
+            Match.status == MatchStatus.QUEUED,
+            Tournament.status == TournamentStatus.RUNNING,
+            (Match.queued_at.is_(None)) | (Match.queued_at < cutoff),
+        )
+        .order_by(Match.tournament_id, Match.index)
+        .limit(limit)
+    )
+    if is_postgresql(session):
+        stmt = stmt.with_for_update(of=Match, skip_locked=True)
+    ids = [i for i in session.scalars(stmt) if i not in present]
+    if ids:
+        session.execute(update(Match).where(Match.id.in_(ids)).values(queued_at=now))
+    session.commit()
+    return ids

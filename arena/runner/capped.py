@@ -1,0 +1,71 @@
+"""An HTTP player whose every request holds a slot of its endpoint's cap (:mod:`arena.runner.semaphore`).
+
+The wait for a slot is not charged to the bot's bank (TIME-2): the player's clock starts
+once the slot is held. Each request's wait comes back with it (:class:`~arena.runner.players.SlotUse`).
+"""
+
+from __future__ import annotations
+
+from arena.runner.players import NO_SLOT, NOTICE_TIMEOUT_S, HttpPlayer, Outcome, SlotUse
+from arena.runner.semaphore import DECISION_PRIORITY, LEASE_SLACK_S, NOTICE_PRIORITY, BotSemaphore, MatchSlots
+
+
+class CappedHttpPlayer(HttpPlayer):
+    """An :class:`~arena.runner.players.HttpPlayer` whose every request (decision or
+    notice) holds a slot of ``semaphore`` (its endpoint's) while in flight.
+
+    ``decide`` waits for a slot, then calls ``HttpPlayer.decide``, whose clock starts only
+    then: the wait is not charged to the bank (TIME-2, module docstring). The slot is given
+    back through ``slots`` (:class:`MatchSlots`, shared by the match's players; the caller
+    flushes it when the match ends), or at once without it.
+
+    Each request's wait comes back with it: :attr:`Outcome.slot` of a decision, the
+    :class:`SlotUse` a notice returns (seconds; ``bypassed`` when sent without a slot).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        secret: str | None,
+        name: str | None,
+        semaphore: BotSemaphore | None,
+        slots: MatchSlots | None = None,
+        *,
+        allow_private: bool | None = None,
+        previous_secret: str | None = None,
+    ):
+        super().__init__(url, secret, name, allow_private=allow_private, previous_secret=previous_secret)
+        self.semaphore = semaphore
+        self.slots = slots
+
+    def _hold(self, timeout_s: float, notice: bool = False) -> tuple[str | None, SlotUse]:
+        if self.semaphore is None:
+            return None, NO_SLOT
+        release = self.slots.take_release() if self.slots is not None else None
+        # a notice goes before decisions (arena.runner.semaphore: queue order)
+        priority = NOTICE_PRIORITY if notice else DECISION_PRIORITY
+        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S, release, priority=priority)
+        return token, SlotUse(waited, token is None)
+
+    def _done(self, token: str | None) -> None:
+        if token is None or self.semaphore is None:
+            return
+        if self.slots is not None and not self.semaphore.contended:
+            self.slots.defer(self.semaphore, token)
+        else:  # others wait for this bot: free the slot now, not after the arena's own work
+            self.semaphore.release(token)
+
+    def decide(self, body: bytes, timeout_s: float) -> Outcome:
+        token, slot = self._hold(timeout_s)
+        try:
+            return super().decide(body, timeout_s)._replace(slot=slot)
+        finally:
+            self._done(token)
+
+    def notify(self, body: bytes) -> SlotUse:
+        token, slot = self._hold(NOTICE_TIMEOUT_S, notice=True)
+        try:
+            super().notify(body)
+        finally:
+            self._done(token)
+        return slot

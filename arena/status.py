@@ -1,0 +1,89 @@
+"""The status vocabulary of Daifugo Arena: every value a ``status`` column may hold.
+
+One enum per table (``tournaments``, ``matches``, ``bots``, ``bot_checks``), in the order the
+database constraints list them: the ``CHECK`` constraints of :mod:`arena.db.models`, the
+API's enums (:mod:`api.resources`) and the pages are built from these. The transitions
+between the statuses are :mod:`arena.lifecycle`'s. Standard library only.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class TournamentStatus(StrEnum):
+    """Status of a tournament (``tournaments.status``)::
+
+    created --start--> running --(last match done)--> finished
+       |                  |
+       +-----cancel-------+----------------------------> cancelled
+    """
+
+    CREATED = "created"
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+
+
+class MatchStatus(StrEnum):
+    """Status of a match (``matches.status``)::
+
+    pending --queue--> queued --claim--> running --store_result--> finished
+       ^                 ^                  |  \\--fail----------> failed --retry--> queued
+       |                 +---(lease expired, or a queued one lost by the broker)
+       +-- (cancel: pending/queued -> cancelled; a running match plays out)
+    """
+
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    #: Could not be played for a reason that is not a bot's (internal error, retries spent);
+    #: ``matches.failure`` says why. The organizer may retry it.
+    FAILED = "failed"
+
+
+class BotStatus(StrEnum):
+    """Status of a bot (``bots.status``).
+
+    ::
+
+        unchecked --begin_check--> checking --finish_check--> ready | failed
+            ^                         |  (cannot be sent, abandoned: back to the status before)
+            +---- update_bot (URL or rule sets changed) ---- ready | failed
+        any --delete_bot--> deleted
+    """
+
+    UNCHECKED = "unchecked"
+    CHECKING = "checking"
+    READY = "ready"
+    FAILED = "failed"
+    DELETED = "deleted"
+
+
+class CheckStatus(StrEnum):
+    """Status of a bot check (``bot_checks.status``): ``queued -> running -> passed | failed``;
+    ``error`` when it could not be run (no broker, abandoned by its worker, internal error)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+
+
+#: Matches still to be played.
+UNFINISHED: tuple[MatchStatus, ...] = (MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING)
+#: Matches that no longer keep their tournament running.
+DONE: tuple[MatchStatus, ...] = (MatchStatus.FINISHED, MatchStatus.CANCELLED, MatchStatus.FAILED)
+#: Checks still to finish.
+ACTIVE_CHECKS: tuple[CheckStatus, ...] = (CheckStatus.QUEUED, CheckStatus.RUNNING)
+#: The statuses a bot shows while it exists (every one but ``deleted``), as the API lists them.
+LISTED_BOT_STATUSES: tuple[BotStatus, ...] = tuple(s for s in BotStatus if s is not BotStatus.DELETED)
+
+
+def values(statuses: type[StrEnum] | tuple[StrEnum, ...]) -> tuple[str, ...]:
+    """The plain string values of an enum's members (or of a tuple of members), in order:
+    for SQL text and API schemas, where an enum member's ``repr`` must not leak."""
+    return tuple(s.value for s in statuses)

@@ -1,0 +1,118 @@
+"""Typed actions: the ACT shapes of RULES.md as the rule sets' handlers receive them.
+
+On the wire, and in the log, an action is an ACT dict (``{"type": "play", "cards": ["5H"]}``).
+:meth:`engine.game.Game.apply` parses it once, at the engine's boundary, into one of these
+values (as python-chess turns a UCI string into a ``Move``): cards become codes (C-1),
+declared joker ranks rank indices (C-4). A malformed field is refused there with an
+:class:`~engine.game.InvalidAction` naming the field (``ACT``, ``C-1``, ``C-4``, ``MD-2``,
+``TM-3``); the handlers never read a dict.
+
+The values are read-only by convention (slotted dataclasses, not frozen: a frozen one costs
+three times as much to build, on the engine's hottest path); their lists are their own, fresh
+per parse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class PlayAction:
+    """``{"type": "play", "cards", "face_down"?, "jokers"?}`` (ACT), parsed.
+
+    Attributes:
+        cards: codes of every card of the play, held by the seat (C-12).
+        face_down: codes of the cards put face down, a sub-multiset of ``cards`` (MD-2;
+            always empty outside ``million_doubt``).
+        jokers: the ranks (indices) declared for the face-up jokers (C-4), or None.
+    """
+
+    cards: list[int]
+    face_down: list[int]
+    jokers: list[int] | None
+
+
+@dataclass(slots=True)
+class PassAction:
+    """``{"type": "pass"}`` (C-6, C-7, MD-9, TM-6)."""
+
+
+@dataclass(slots=True)
+class DoubtAction:
+    """``{"type": "doubt"}`` (MD-6, MD-7)."""
+
+
+@dataclass(slots=True)
+class ThroughAction:
+    """``{"type": "through"}`` (MD-6)."""
+
+
+@dataclass(slots=True)
+class PenaltyAction:
+    """``{"type": "penalty", "cards"}`` (MD-7): codes of the field cards given."""
+
+    cards: list[int]
+
+
+@dataclass(slots=True)
+class ExchangeAction:
+    """``{"type": "exchange", "accept"}`` (TM-3 (1))."""
+
+    accept: bool
+
+
+@dataclass(slots=True)
+class RateAction:
+    """``{"type": "rate", "rate"}`` (TM-3 (2)): one of the options' ``rate_choices``."""
+
+    rate: int
+
+
+@dataclass(slots=True)
+class GiveAction:
+    """``{"type": "give", "cards"}`` (JDF-4, LR-5): codes of the cards given."""
+
+    cards: list[int]
+
+
+@dataclass(slots=True)
+class DiscardAction:
+    """``{"type": "discard", "cards"}`` (LR-6): codes of the cards discarded."""
+
+    cards: list[int]
+
+
+#: The actions without fields: one value each.
+PASS = PassAction()
+DOUBT = DoubtAction()
+THROUGH = ThroughAction()
+
+#: Any typed action.
+TypedAction = (
+    PlayAction
+    | PassAction
+    | DoubtAction
+    | ThroughAction
+    | PenaltyAction
+    | ExchangeAction
+    | RateAction
+    | GiveAction
+    | DiscardAction
+)
+
+__all__ = [
+    "PlayAction",
+    "PassAction",
+    "DoubtAction",
+    "ThroughAction",
+    "PenaltyAction",
+    "ExchangeAction",
+    "RateAction",
+    "GiveAction",
+    "DiscardAction",
+    "PASS",
+    "DOUBT",
+    "THROUGH",
+    "TypedAction",
+]
