@@ -66,10 +66,7 @@ _local = threading.local()
 
 
 def prewarm(settings: Settings, threads: int) -> dict[str, int]:
-    """Open what a worker process's first matches need before they come (issue 15): a
-    tournament's first ``threads`` matches start at the same moment, and each opening its own
-    database and Redis connections (and the bots' TLS context) made each claim take 0.1-0.4 s
-    instead of a few milliseconds.
+    """Open what a worker process's first matches need before they come.
 
     Sets the process's database pool to ``min(threads, POOL_SIZE)`` kept-open connections
     (plus :data:`POOL_OVERFLOW` in a burst; for the engines built from now on, so before the
@@ -78,7 +75,7 @@ def prewarm(settings: Settings, threads: int) -> dict[str, int]:
     (:func:`match_redis`), and builds the TLS context. Call it once per worker process, before
     it consumes (a prefork child: in the child). Returns ``{"database": n, "redis": m}``, the
     connections opened (0 for SQLite, or for a service down now: the matches then open their
-    own, later, as before). Never raises.
+    own, later, as before). Never raises. Why: docs/design-notes.md, "Warm-up and pools".
     """
     threads = max(1, int(threads))
     POOL.size_for(threads)

@@ -65,7 +65,7 @@ def max_units_per_game(ruleset: str) -> int:
 
 def check_match_bounds(ruleset: str, options: Mapping[str, Any] | None = None) -> None:
     """Check that a match with these (engine-valid) options can finish within the runner's
-    limits (issue 13): the upper estimate of decisions in one engine game is at most
+    limits: the upper estimate of decisions in one engine game is at most
     :data:`MAX_DECISIONS_PER_GAME` (TM: ``ceil(TM_DEALS_PER_100 * target_score / 100)``
     deals of ``DECISIONS_PER_UNIT`` decisions, so ``target_score`` <= 333; JDF:
     ``sets x games_per_set`` <= 800 games), and scoring options are at most

@@ -435,10 +435,8 @@ def spread_order(tables: list[tuple[int, ...]], n: int) -> list[tuple[int, ...]]
     (the most-seated member first, then the sum; ties keep the given order). With every
     4-subset of 8 indexes, each table is followed by its complement, so every two tables
     seat every index once; for 5 to 7 indexes, at every point of the sequence the tables
-    seated so far differ by at most 2 between two indexes. A lexicographic order instead starts with every table of
-    index 0 (35 of the 70 for n = 8): one bot's concurrency cap would throttle the start
-    of the tournament (issue 15). Time O(len(tables)^2); used for at most
-    :data:`TABLE_LIMIT` tables."""
+    seated so far differ by at most 2 between two indexes (why: docs/design-notes.md,
+    "Schedules"). Time O(len(tables)^2); used for at most :data:`TABLE_LIMIT` tables."""
     seated = [0] * n
     left = list(tables)
     out: list[tuple[int, ...]] = []

@@ -245,10 +245,9 @@ _TLS_LOCK = threading.Lock()
 
 
 def tls_context() -> ssl.SSLContext:
-    """One verifying TLS context for every bot client: building one (loading the CA bundle)
-    costs about 40 ms of CPU, which a client per match would pay again and again. Built once
-    under a lock: a thread-pool worker starts dozens of matches at once, and without it each
-    of them built its own (1-2 s of CPU before the first decision of a tournament)."""
+    """One verifying TLS context for every bot client, built once under a lock (its cost:
+    docs/design-notes.md, "Warm-up and pools").
+    """
     global _TLS_CONTEXT
     if _TLS_CONTEXT is None:
         with _TLS_LOCK:
@@ -288,10 +287,8 @@ class HttpPlayer:
     """A bot endpoint called over HTTP (protocol v1), see the module docstring.
 
     Requests go straight to httpx's pooled transport (``httpx.HTTPTransport``: one keep-alive
-    connection per bot, reused across decisions), not through ``httpx.Client``: the client's
-    layers do nothing a bot needs (redirects are never followed, cookies never kept, no auth
-    flow) and cost about a tenth of a loopback round trip per decision (the cookie jar alone
-    parses every answer's headers through ``http.cookiejar``).
+    connection per bot, reused across decisions), not through ``httpx.Client``
+    (docs/design-notes.md, "Warm-up and pools").
 
     Args:
         url: the bot URL (``http://`` or ``https://``).
