@@ -187,8 +187,8 @@ def search_family(n: int, k: int, seed: int, max_steps: int) -> CyclicFamily | N
     rarely or too often and tries four changes of one block element (most of them aimed at that
     class: an element set at distance ``d`` from another element of its block), applying the
     best if it does not make the total shortfall and excess worse (else with probability 2%).
-    Deterministic for a given ``seed``; at most ``max_steps`` steps (about 40 us each on this
-    machine). Returns None if the shape does not exist or the search ran out of steps.
+    Deterministic for a given ``seed``; at most ``max_steps`` steps. Returns None if the shape
+    does not exist or the search ran out of steps.
     """
     shape = family_shape(n, k)
     if shape is None:

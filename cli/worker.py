@@ -3,14 +3,14 @@ checks; ``arena beat``: the beat process running the reaper.
 
 Each match worker process is ``celery -A worker.celery_app worker --without-mingle
 --without-gossip -Q arena.priority,arena --pool threads -c 32 -n arena-<pid>@%h`` (a node
-name unique per process); one more process consumes the bot checks alone (``-Q arena.checks
--c 4``, ``--checks``). ``arena worker`` starts :func:`default_processes` match processes (one
-per core, 2 to 4) of :data:`DEFAULT_THREADS` threads; with ``--processes`` above 1 it is a
-launcher (:class:`Launcher`) that passes SIGTERM/SIGINT on (warm shutdown) and restarts a
-process that dies. ``arena beat`` is ``celery -A worker.celery_app beat -S
-worker.beat:ReaperScheduler -s <data dir>/celerybeat-schedule``. Settings come from the
-``ARENA_*`` environment (``arena config``). Sizing and figures: docs/operations.md, "Sizing
-workers" and "Isolation".
+name unique per process, so several workers may run on one host); one more process consumes
+the bot checks alone (``-Q arena.checks -c 4``, ``--checks``). ``arena worker`` starts
+:func:`default_processes` match processes (one per core, 2 to 4) of :data:`DEFAULT_THREADS`
+threads; with ``--processes`` above 1 it is a launcher (:class:`Launcher`) that passes
+SIGTERM/SIGINT on (warm shutdown) and restarts a process that dies. ``arena beat`` is
+``celery -A worker.celery_app beat -S worker.beat:ReaperScheduler -s <data
+dir>/celerybeat-schedule``. Settings come from the ``ARENA_*`` environment (``arena config``).
+Sizing and figures: docs/operations.md, "Sizing workers" and "Isolation".
 """
 
 from __future__ import annotations

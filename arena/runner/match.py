@@ -14,12 +14,12 @@ sent with the seat's remaining bank as the deadline; banks reset when ``unit_ind
 and at each Million Doubt game. Fault kinds: ``timeout``, ``connection_error``, ``http_status``,
 ``body_too_large``, ``invalid_json``, ``invalid_action``, ``bot_error`` (FAULT-2: the engine's
 ``g.forfeit``); ``max_faults`` faults forfeit the rest of the match (FAULT-3, reason
-``max_faults``); a :class:`~arena.runner.players.WithdrawnPlayer` forfeits every game
-unasked (reason ``withdrawn``).
+``max_faults``); a :class:`~arena.runner.players.WithdrawnPlayer` (a deleted bot) forfeits
+every game, sent no request or notice (reason ``withdrawn``).
 
-The log (:meth:`Match.play`'s return) is an :class:`arena.matchlog.MatchLog`; requests are
-stored as SHA-256 and size unless ``log_requests`` (:func:`arena.runner.replay.replay`
-rebuilds and checks them). Exchanges carry ``slot_wait_ms`` (when 1 ms or more) and
+The log (:meth:`Match.play`'s return) is an :class:`arena.matchlog.MatchLog` (its records list
+its fields); requests are stored as SHA-256 and size unless ``log_requests``
+(:func:`arena.runner.replay.replay` rebuilds and checks them). Exchanges carry ``slot_wait_ms`` (when 1 ms or more) and
 ``slot_bypassed``; per-player totals are :attr:`Match.slot_totals`. ``fairness`` says where
 ``seed`` comes from (:func:`arena.runner.replay.check_fairness`). Design: docs/fairness.md.
 """
