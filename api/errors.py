@@ -2,26 +2,18 @@
 
 - ``message`` is always present; for 422 it names the fields (``json.url: ...``).
 - ``errors`` holds marshmallow-style field errors by location (``{"json": {"name": [...]}}``).
-- 405 responses carry the ``Allow`` header (flask-smorest's default handler drops it);
-  401 responses carry ``WWW-Authenticate: Bearer``.
+- 405 responses carry the ``Allow`` header; 401 responses carry ``WWW-Authenticate: Bearer``.
 
-Input guard (:func:`install_guards`, before any view): every JSON body is parsed once by
-:func:`arena.safejson.loads_limited`; malformed JSON or nesting deeper than
-:data:`~arena.safejson.MAX_DEPTH` is a 400, an integer over 19 digits, a string over
-:data:`~arena.safejson.MAX_STRING_CHARS` characters or holding NUL or a lone surrogate
-is a 422 naming the field (``errors.json.<path>``). Query-string and form values get the
-same string checks (``errors.query.<name>``, ``errors.form.<name>``; at most
-:data:`MAX_QUERY_CHARS` characters).
+Input guard (:func:`install_guards`, before any view, :func:`arena.safejson.loads_limited`):
+malformed JSON or nesting deeper than :data:`~arena.safejson.MAX_DEPTH` is a 400; an integer
+over 19 digits, a string over :data:`~arena.safejson.MAX_STRING_CHARS` characters or holding
+NUL or a lone surrogate is a 422 naming the field (``errors.json.<path>``, and likewise
+``errors.query.<name>``, ``errors.form.<name>``, at most :data:`MAX_QUERY_CHARS` characters).
+Database down (``OperationalError``/``InterfaceError``): 503 with ``Retry-After``
+(:data:`DB_RETRY_AFTER_S`), the HTML error page under ``/ui``; a ``DataError`` is a 422.
 
-Database outage: SQLAlchemy ``OperationalError``/``InterfaceError`` (server down, connection
-lost) on any endpoint is a 503 with the JSON body above and ``Retry-After``
-(:data:`DB_RETRY_AFTER_S` seconds); ``/ui`` pages get the HTML error page with the same status.
-A ``DataError`` the guard did not foresee (a value the database refuses) is a 422, not a 500.
-
-Refusals of the core (:mod:`arena.usecases`): :func:`refusal` is the one mapping of the
-core's typed errors to their HTTP answer (status, message, field errors, headers), used by the
-REST views (:func:`install_core_errors`: an error escaping a view is answered with the JSON
-body above) and by the browser's forms (:mod:`api.ui.forms`, which show it on their page):
+:func:`refusal` maps the core's typed errors (:mod:`arena.usecases`) to their HTTP answer, for
+the REST views (:func:`install_core_errors`) and the forms (:mod:`api.ui.forms`):
 
 =========================================== ====== ==========================================
 error                                       status extra

@@ -10,11 +10,8 @@ which httpx raises as ``httpx.ConnectError`` (the fault ``connection_error`` in 
 
 Every connection is read through a :class:`WireMeter` (:attr:`PinnedBackend.meter`): a
 caller that starts it with a budget (:meth:`WireMeter.start`, per request) gets the read
-that passes the budget refused (``httpcore.ReadError``, and ``meter.over`` set). What a bot
-sends besides its body (headers, any number of ``100 Continue`` answers, chunk sizes and
-chunk extensions) is not counted by a body cap, and parsing it holds the interpreter lock:
-without the meter a bot streaming that framing for its whole bank kept a core busy and
-slowed every match of the worker process (the attacker review of issue 24).
+that passes the budget refused (``httpcore.ReadError``, and ``meter.over`` set); it counts
+what a bot sends besides its body (headers, ``100 Continue`` answers, chunk framing).
 
 The resolution happens per new connection, not per request: a keep-alive connection reused
 for the next decision costs no DNS lookup and no check. Used by the health check

@@ -1,46 +1,12 @@
-"""Settings for Daifugo Arena, read only from environment variables.
+"""Settings for Daifugo Arena, read only from environment variables (``ARENA_*``).
 
-=============================== ============================================ ==========================
-Variable                        Meaning                                      Default
-=============================== ============================================ ==========================
-``ARENA_DATA_DIR``              Folder for the embedded database and files   ``<repo>/data`` (a relative
-                                                                             value is taken from the
-                                                                             current directory)
-``ARENA_DATABASE_URL``          SQLAlchemy URL of the database               ``sqlite:///<data dir>/arena.db``
-``ARENA_BROKER_URL``            Celery broker and result backend URL         ``redis://127.0.0.1:6379/0``
-``ARENA_ALLOW_PRIVATE_BOT_URLS`` Accept bot endpoints on loopback/private    false
-                                addresses (tests, local demo)
-``ARENA_CELERY_EAGER``          Run Celery tasks in-process, no worker       false
-``ARENA_COOKIE_SECURE``         Web session cookie only over HTTPS           true
-                                (``Secure``); 0 for plain-HTTP local runs
-``ARENA_BOT_MAX_CONCURRENCY``   Most simultaneous requests to one bot, over  4
-                                all matches and workers (Redis semaphore)
-``ARENA_BOT_SLOT_WAIT_S``       Longest wait of a request for a slot of its  120
-                                endpoint's cap, seconds (then it is sent
-                                without one, and the bypass is recorded)
-``ARENA_VISIBILITY_TIMEOUT_S``  Broker visibility timeout, seconds (a task   computed, see
-                                unacked this long is delivered again)        ``worker.celery_app``
-``ARENA_RATE_LIMITS``           Per-client request rate limits of the API    true
-                                (``api.ratelimit``; Redis at the broker URL)
-``ARENA_PROXY_HOPS``            Reverse proxies in front of the API whose    0
-                                ``X-Forwarded-For`` is trusted (compose: 1)
-``ARENA_LEASE_S``               Lease of a playing match, seconds            30
-``ARENA_REAPER_INTERVAL_S``     Seconds between two reaper runs (beat)       10
-``ARENA_LOST_AFTER_S``          Seconds a queued match may be missing from   60
-                                the broker before the reaper re-sends it
-``ARENA_BOT_MAX_MATCHES``       Most matches claimed at once that seat one   16 x the concurrency cap
-                                bot endpoint (a slow bot cannot hold every
-                                worker thread; arena.runner.claims)
-``ARENA_CHECK_TIME_LIMIT_S``    Longest a bot check may run, seconds (then   180
-                                it fails, saying so)
-``ARENA_CHECK_SECONDS_PER_HOUR`` Most seconds of bot checks one account may  900
-                                run in an hour (HTTP 429 beyond)
-``ARENA_STORE_RETRY_S``         How long a worker keeps trying to store a    600
-                                played match's result, seconds (then the
-                                reaper stores it from the spool)
-``ARENA_SPOOL_TTL_S``           How long a played result waits in the Redis  259200 (3 days)
-                                spool for the database, seconds
-=============================== ============================================ ==========================
+:meth:`Settings.from_env` reads ``ARENA_DATA_DIR``, ``ARENA_DATABASE_URL``, ``ARENA_BROKER_URL``,
+``ARENA_ALLOW_PRIVATE_BOT_URLS``, ``ARENA_CELERY_EAGER``, ``ARENA_COOKIE_SECURE``,
+``ARENA_BOT_MAX_CONCURRENCY``, ``ARENA_BOT_SLOT_WAIT_S``, ``ARENA_VISIBILITY_TIMEOUT_S``,
+``ARENA_RATE_LIMITS``, ``ARENA_PROXY_HOPS``, ``ARENA_LEASE_S``, ``ARENA_REAPER_INTERVAL_S``,
+``ARENA_LOST_AFTER_S``, ``ARENA_BOT_MAX_MATCHES``, ``ARENA_CHECK_TIME_LIMIT_S``,
+``ARENA_CHECK_SECONDS_PER_HOUR``, ``ARENA_STORE_RETRY_S`` and ``ARENA_SPOOL_TTL_S``; their
+meaning is on :class:`Settings`' attributes, their defaults in docs/operations.md, "Settings".
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
 positive whole numbers; anything else raises :class:`ConfigError` naming the variable.

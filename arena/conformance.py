@@ -2,25 +2,14 @@
 
 The check runs on a worker (Celery task ``arena.check_bot``, :func:`run_check`; in-process in
 eager mode); the API answers 202 at once and the bot is ``checking`` until it is done.
-:func:`check_bot` runs, in order:
-
-1. URL validation (:func:`arena.url_policy.check_bot_url`, SSRF rules, re-resolved now).
-2. The health check (:func:`health_check`): ``GET <url>`` without following redirects, with
-   a short timeout; the bot must answer 200 with a JSON object holding a string ``name`` and
-   a ``protocol`` (int) or ``protocols`` (list of ints).
-3. One badly signed decision request (:func:`signature_probe`): a bot must answer it 401. Any
-   other answer passes with a warning (``warnings`` in the outcome and on the bot's page): the
-   bot does not check ``X-Arena-Signature``, so anyone may play its seat's moves for it.
-4. For each rule set the bot plays (:func:`conformance_game`), short real matches through
-   :class:`arena.runner.match.Match`, the bot over HTTP (signed with its secret and,
-   during a rotation's grace period, the previous one, as in tournaments) at seat 0 against
-   built-in sample bots, under short time rules (:data:`CONFORMANCE_TIME_RULES_S`): one
-   random short match, then fixed positions (:data:`PROBES`, the scenario ``setup`` format)
-   that ask every decision kind of the rule set (RULES ACT), local rules on (LR-5 give, LR-6
-   discard). The bot passes a rule set if it commits no fault (FAULT-1) and was asked every
-   kind of :data:`REQUIRED_KINDS`; kinds asked only when the bot's own play calls for them
-   (:data:`CHOICE_KINDS`: Million Doubt ``penalty`` after a doubt, the local rules' ``give``
-   and ``discard`` after a 7 or a 10) are warned about when never asked.
+:func:`check_bot` runs, in order: URL validation (:func:`arena.url_policy.check_bot_url`);
+the health check (:func:`health_check`: ``GET <url>`` must answer 200 with a JSON object
+holding a string ``name`` and a ``protocol`` int or ``protocols`` list); one badly signed
+request (:func:`signature_probe`: must be answered 401, else a warning); for each rule set
+(:func:`conformance_game`) a random short match and the positions of :data:`PROBES` (RULES
+ACT; LR-5 give, LR-6 discard) under :data:`CONFORMANCE_TIME_RULES_S`. A rule set passes with
+no fault (FAULT-1) and every kind of :data:`REQUIRED_KINDS` asked; :data:`CHOICE_KINDS` never
+asked are warned about. Step by step: docs/operations.md, "Conformance game (bot check)".
 
 The outcome is a JSON-ready dict ``{"ok": bool, "url": {...}, "health": {...},
 "signature": {...}, "conformance": [...], "warnings": [str]}``; :func:`run_check` stores it
@@ -348,10 +337,10 @@ def conformance_game(
     deadline: float | None = None,
     limit_s: float | None = None,
 ) -> dict[str, Any]:
-    """Play the conformance matches of ``ruleset`` (module docstring, step 4): the bot at
-    ``url`` (seat 0) against sample bots. ``deadline`` (``time.monotonic()`` seconds): past
-    it, the check stops after the bot's current decision and fails (``error`` names the
-    limit, ``limit_s``).
+    """Play the conformance matches of ``ruleset`` (docs/operations.md, "Conformance game",
+    step 4): the bot at ``url`` (seat 0) against sample bots. ``deadline``
+    (``time.monotonic()`` seconds): past it, the check stops after the bot's current decision
+    and fails (``error`` names the limit, ``limit_s``).
 
     Setup: the random short match of :data:`CONFORMANCE_SETUP`, then every position of
     :data:`PROBES`; :data:`CONFORMANCE_TIME_RULES_S`; the bot signed with ``secret`` (and

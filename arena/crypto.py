@@ -2,11 +2,8 @@
 
 Keys: ``ARENA_ENCRYPTION_KEYS``, a comma-separated list of Fernet keys (44 URL-safe base64
 characters each; make one with ``arena secrets new-key``). The first key encrypts; every key
-decrypts (``MultiFernet``), which is how keys are rotated:
-
-1. put a new key in front (``ARENA_ENCRYPTION_KEYS=new,old``) on the API and every worker;
-2. run ``arena secrets reencrypt`` (every stored secret re-encrypted with the new key);
-3. drop the old key from the list.
+decrypts (``MultiFernet``), which is how keys are rotated (``new,old``, then ``arena secrets
+reencrypt``, then drop the old key: docs/operations.md, "Rotating").
 
 Without the variable (a single-machine development install) the key is read from
 ``<ARENA_DATA_DIR>/bot-secret-key`` (created on first use, mode 0600); every process of an
@@ -17,8 +14,8 @@ so that its own key file is used, a malformed key) gets :class:`EncryptionKeyErr
 message says which of these it is, for an operator: a match it is given ends ``failed``
 with that reason, a bot check ``error``, an API request 503.
 
-Stored values are ``fernet:<token>``; a value without the prefix is a plaintext row from
-before migration 0004 (which encrypts them) and is read as is. :class:`EncryptedText` is the
+Stored values are ``fernet:<token>``; a value without the prefix (a plaintext row from before
+migration 0004, which encrypts them) is read as is. :class:`EncryptedText` is the
 SQLAlchemy column type doing this transparently: ``bot.secret`` is always the plain secret in
 Python and always ciphertext in the database.
 """

@@ -1,58 +1,11 @@
 """Delivery of a scheduled match: claim it, play it, store its result (what the Celery task
-``arena.run_match`` does: :func:`play_and_store`).
-
-The database side of the runner: the pure runner (:mod:`arena.runner`) plays, this module
-claims, leases, stores and spools.
-
-``play_and_store(match_id)`` plays one scheduled match from the database and stores its
-result, without Celery (the task is a thin wrapper; ``ARENA_CELERY_EAGER`` calls it
-in-process through :class:`arena.inprocess.InProcessDispatcher`). Steps:
-
-1. Claim (:func:`arena.lifecycle.claim_match`, one transaction, the match row locked
-   ``FOR UPDATE`` on PostgreSQL): skip the match if it is finished or cancelled, already has
-   a result, its tournament is cancelled (cancel stops the remaining matches), or another
-   delivery holds a live lease on it; otherwise mark it ``running``, ``attempts + 1``,
-   ``started_at``, and take its lease (``ARENA_LEASE_S``), renewed by a
-   :class:`LeaseKeeper` thread while the match is played. If the worker dies, the lease
-   expires and the reaper (:mod:`arena.reaper`) sends the match again.
-2. Players, one per seat (seat = player index of :class:`arena.runner.match.Match`): a bot seat
-   is a :class:`arena.runner.capped.CappedHttpPlayer` (the bot's URL and signing secret, each
-   request holding a slot of its endpoint's cap in Redis, except in eager mode); a house seat
-   (``house-1``...) is the sample bot
-   :data:`HOUSE_BOT` in-process, seeded from the attempt seed and the seat.
-3. :class:`arena.runner.match.Match` with the tournament's rule set, options, time rules
-   (seconds in the database -> ``TimeRules.from_seconds``), ``max_faults`` (FAULT-3), the
-   *attempt seed* (:func:`arena.fairness.attempt_seed` of the match seed and the claim's
-   attempt number: a match played again after a crash gets fresh deals), and
-   ``games_per_pairing`` games for Million Doubt (each dealt afresh). Each exchange of
-   the log whose request waited for a slot of its endpoint's cap carries ``slot_wait_ms``
-   (milliseconds, when 1 ms or more) and, if it was sent without a slot, ``slot_bypassed: true``
-   (:mod:`arena.runner.semaphore`: never a silent bypass; the runner writes them from each
-   request's :class:`~arena.runner.players.SlotUse`). The log records the
-   tournament id, match index, attempt and the seed commitment (its ``fairness`` record) and
-   no bot URL.
-4. :func:`arena.lifecycle.store_result` with the compressed log: exactly once (a
-   re-delivered task that played the match again finds the result stored and stores nothing).
-   A transient database error is retried with backoff (:func:`store_with_retry`: 0.5 s,
-   doubling, at most 10 s apart, for ``ARENA_STORE_RETRY_S``), never by playing the match
-   again; at the first such error the result is also spooled to Redis
-   (:class:`ResultSpool`, :mod:`arena.spool`). When the retries are spent the match
-   stays ``running`` and the reaper stores the spooled result once the database is back
-   (a delivery of the match meanwhile stores it too, instead of playing:
-   :func:`_store_spooled_first`). Only a result that can never be stored (not strict JSON,
-   a non-transient database error), or one that could not be spooled either (Redis down
-   too, or eager mode), ends the match ``failed``.
-   An exception while playing (an internal error: bots' failures are faults) ends the match
-   ``failed`` with a short reason (:func:`internal_reason`) through
-   :func:`arena.lifecycle.fail_match`; the task returns normally.
-   After each of these commits (claim, store, fail) a tournament event goes to Redis
-   (:func:`arena.live.announce`: ``claimed``,
-   ``finished``, ``failed``), for the tournament page's live view; it never fails the match.
-5. When no match of the tournament is left to play (finished or cancelled), the ratings of the
-   rule set are rebuilt from every finished match (:func:`arena.standings.rebuild_ratings`),
-   serialized by a PostgreSQL advisory lock. Not after every match: a rebuild reads every
-   finished match of the rule set, and the tournament's own standings (with their ratings)
-   are computed from its stored results on every read anyway.
+``arena.run_match`` does: :func:`play_and_store`, also called in-process under
+``ARENA_CELERY_EAGER``). The pure runner (:mod:`arena.runner`) plays; this module claims
+(lease ``ARENA_LEASE_S``, kept by :class:`LeaseKeeper`), stores (:func:`store_with_retry`
+for ``ARENA_STORE_RETRY_S``, spooling to :class:`ResultSpool` meanwhile) and announces
+(:func:`arena.live.announce`). An internal error ends the match ``failed``
+(:func:`internal_reason`); the task returns normally. Steps: docs/operations.md, "What a
+worker does with a match".
 
 Result shapes stored (lists indexed by seat): ``scores`` = match score per seat (sum over the
 games); ``places`` = 1 + number of seats with a strictly higher match score (Million Doubt), or
@@ -113,10 +66,7 @@ _local = threading.local()
 
 
 def prewarm(settings: Settings, threads: int) -> dict[str, int]:
-    """Open what a worker process's first matches need before they come (issue 15): a
-    tournament's first ``threads`` matches start at the same moment, and each opening its own
-    database and Redis connections (and the bots' TLS context) made each claim take 0.1-0.4 s
-    instead of a few milliseconds.
+    """Open what a worker process's first matches need before they come.
 
     Sets the process's database pool to ``min(threads, POOL_SIZE)`` kept-open connections
     (plus :data:`POOL_OVERFLOW` in a burst; for the engines built from now on, so before the
@@ -125,7 +75,7 @@ def prewarm(settings: Settings, threads: int) -> dict[str, int]:
     (:func:`match_redis`), and builds the TLS context. Call it once per worker process, before
     it consumes (a prefork child: in the child). Returns ``{"database": n, "redis": m}``, the
     connections opened (0 for SQLite, or for a service down now: the matches then open their
-    own, later, as before). Never raises.
+    own, later, as before). Never raises. Why: docs/design-notes.md, "Warm-up and pools".
     """
     threads = max(1, int(threads))
     POOL.size_for(threads)

@@ -1,10 +1,9 @@
 """How long a match can last: the bounds the broker's visibility timeout and leases rely on.
 
-The visibility timeout must be longer than the longest possible match, or a match still being
-played would be delivered a second time (harmless for the results, wasteful). Formula
-(:func:`longest_match_seconds`), in seconds, for a match of ``U`` units (Million Doubt:
-``games`` games; Trump Millionaire: deals; JDF: ``sets x games_per_set`` games), ``S`` seats,
-at most ``D`` decisions per unit, time rules ``initial`` / ``increment`` / ``cap`` (TIME-1)::
+:func:`longest_match_seconds`, in seconds, for a match of ``U`` units (Million Doubt: ``games``
+games; Trump Millionaire: deals; JDF: ``sets x games_per_set`` games), ``S`` seats, at most
+``D`` (:data:`DECISIONS_PER_UNIT`) decisions per unit, time rules ``initial`` / ``increment``
+/ ``cap`` (TIME-1)::
 
     per_unit = min(S * initial + D * increment,   # a seat spends at most its initial bank plus
                                                   # one increment per action in a unit
@@ -12,21 +11,10 @@ at most ``D`` decisions per unit, time rules ``initial`` / ``increment`` / ``cap
     longest  = U * (per_unit + D * REQUEST_OVERHEAD_S) + S * NOTICES_S_PER_SEAT
     visibility_timeout = ceil(SAFETY * longest + SLACK_S)
 
-``D`` (:data:`DECISIONS_PER_UNIT`) and the Trump Millionaire deal count (:data:`TM_DEALS_PER_100`
-deals per 100 points of ``target_score``) are about twice the largest values seen in random
-self-play (300 games per rule set: 37 decisions per MD game, 95 per TM deal, 113 per JDF game,
-132 deals per TM game); a TM game has no hard bound on its deals, so this is an estimate, not
-a proof. ``REQUEST_OVERHEAD_S`` covers the time outside the banks (engine, signing, transport);
-waits for a bot's concurrency slot are not bounded by it.
-
-Without ``ARENA_VISIBILITY_TIMEOUT_S`` the worker uses :func:`default_visibility_timeout`, the
-formula for the default tournament of each rule set (60 s / +10 s / 60 s, Million Doubt 2
-games, default options), largest over the rule sets: 841,525 s, about 234 hours, set by
-Trump Millionaire (MD alone: 2,319 s; JDF: 41,200 s). A crashed worker's match
-is then replayed only after that long; deployments with short time rules set
-``ARENA_VISIBILITY_TIMEOUT_S`` from the formula (``python -c "from worker.celery_app import
-visibility_timeout_for; ..."``). The worker logs a warning for a match whose bound exceeds the
-configured timeout (``arena.delivery``).
+TM deals: :data:`TM_DEALS_PER_100` per 100 points of ``target_score`` (an estimate, not a
+bound). Without ``ARENA_VISIBILITY_TIMEOUT_S`` the worker uses
+:func:`default_visibility_timeout`. Figures and reasons: docs/operations.md, "Visibility
+timeout (backstop)".
 """
 
 from __future__ import annotations
@@ -77,7 +65,7 @@ def max_units_per_game(ruleset: str) -> int:
 
 def check_match_bounds(ruleset: str, options: Mapping[str, Any] | None = None) -> None:
     """Check that a match with these (engine-valid) options can finish within the runner's
-    limits (issue 13): the upper estimate of decisions in one engine game is at most
+    limits: the upper estimate of decisions in one engine game is at most
     :data:`MAX_DECISIONS_PER_GAME` (TM: ``ceil(TM_DEALS_PER_100 * target_score / 100)``
     deals of ``DECISIONS_PER_UNIT`` decisions, so ``target_score`` <= 333; JDF:
     ``sets x games_per_set`` <= 800 games), and scoring options are at most

@@ -1,34 +1,15 @@
 """Live views through Redis pub/sub: the worker publishes, the pages stream them.
 
-**Matches.** After every decision of a match the runner (``run_match(on_step=...)``, wired by
-:func:`arena.delivery.play_and_store`) calls :meth:`LivePublisher.step`, which
-publishes two JSON messages (in one round trip; a channel nobody listens to is skipped for
-:data:`QUIET_S` seconds at a time, see :meth:`LivePublisher.step`):
-
-- channel ``arena:live:match:<id>:public``: :func:`public_view`, the table as a spectator
-  sees it (C-11): hand sizes, the field with every unrevealed face-down card as a count only,
-  flags, whose turn, the acting seat's time bank, and the events since the previous step as
-  ``engine.Game.history`` gives them to a viewer who is no seat (public versions of private
-  events: no hand, no face-down identity, no set-aside or blind card before its reveal, no
-  card given or exchanged between two seats, MD-8 / TM-2 / TM-3 / JDF-2 / JDF-4), with the
-  ``hands`` left at a game's end removed too (the engine already gives them to the full view only; the
-  post-game log has them);
-- channel ``arena:live:match:<id>:full``: :func:`full_view`, the same plus every hand, the
-  field and events in the full (log) view, for organizers.
-
-A final ``{"type": "end"}`` message is published on both when the match is over. Who may
-watch which channel: :func:`arena.access.live_view_for`.
-
-**Tournaments.** :func:`publish_tournament_event` puts a small message on
-``arena:live:tournament:<id>`` when one of its matches is claimed by a worker, finishes,
-fails or is sent again (the reaper, a retry): :data:`TOURNAMENT_EVENTS`; :func:`announce`
-publishes one when live views are on (:func:`live_enabled`). The tournament page
-re-reads its progress, the matches playing now and the standings on each one.
-
-Publishing never fails a match or a transaction: a Redis error disables a match's publisher
-for the rest of the match (one warning in the worker log), a tournament event is dropped with
-a warning; the database stays the record. Callers publish after their commit. Readers
-subscribe with :func:`subscribe` / :func:`subscribe_tournament`.
+**Matches.** :meth:`LivePublisher.step` (the runner's ``on_step``, wired by
+:func:`arena.delivery.play_and_store`) publishes after every decision, on
+``arena:live:match:<id>:public`` :func:`public_view` (a spectator's table, C-11: no hand, no
+face-down identity, public events only, MD-8 / TM-2 / TM-3 / JDF-2 / JDF-4) and on
+``arena:live:match:<id>:full`` :func:`full_view` (plus every hand, for organizers); a final
+``{"type": "end"}`` on both. Who may watch which: :func:`arena.access.live_view_for`.
+**Tournaments.** :func:`publish_tournament_event` / :func:`announce` (when
+:func:`live_enabled`) put :data:`TOURNAMENT_EVENTS` on ``arena:live:tournament:<id>``.
+Readers: :func:`subscribe`, :func:`subscribe_tournament`. Publishing never raises nor fails a
+match (a Redis error: a warning); callers publish after their commit. Design: docs/ui.md, "Live".
 
 Match message shape (JSON)::
 

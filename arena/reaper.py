@@ -1,44 +1,17 @@
 """The reaper: matches come back by themselves when a worker dies or the broker forgets.
 
-Run every ``ARENA_REAPER_INTERVAL_S`` seconds (10) by the Celery beat process (``arena
-beat``; the run happens inside the beat process, so it never waits for a free worker).
-One run (:func:`reap`):
-
-0. **Spooled results** (:mod:`arena.spool`): every played result a worker could not
-   store (a database outage longer than ``ARENA_STORE_RETRY_S``, or its worker died while
-   retrying) is stored now, once (:func:`arena.delivery.store_from_spool`), and
-   its spool entry deleted. A spooled match still waiting (the database refused it again)
-   is left out of step 1: its lease may have expired during the outage, but a played match
-   is stored, never played again with new deals. When Redis cannot be read this step and
-   step 1 are skipped for the run (a match whose result may be spooled is not re-queued).
-1. **Expired leases** (:func:`arena.lifecycle.reap_expired`): a ``running`` match whose
-   lease (``ARENA_LEASE_S``, 30 s, renewed every 5 s by the worker playing it) has expired
-   goes back to ``queued`` and is sent to :data:`arena.queue.PRIORITY_QUEUE`, which
-   every worker consumes before the main queue. With the defaults, a SIGKILLed worker's
-   match is playing again within about 30 + 10 s plus a free worker process.
-2. **Lost messages** (:func:`arena.lifecycle.lost_queued`): the match ids of every
-   message the broker holds, waiting or delivered-unacknowledged, are read from Redis
-   (:func:`broker_match_ids`, twice, 0.2 s apart); a ``queued`` match of a running tournament
-   missing from them for ``ARENA_LOST_AFTER_S`` (60 s) is sent again: a Redis restart
-   without persistence, or a message delivered to a worker that died before claiming it
-   (delivered more than ``ARENA_LOST_AFTER_S`` ago and still unclaimed). When Redis cannot be read, this step
-   is skipped for the run.
-
-3. **Stalled starts** (:func:`arena.lifecycle.stalled_tournaments`): a running
-   tournament started more than ``ARENA_LOST_AFTER_S`` ago that still has ``pending``
-   matches, or no match at all, and no ``arena.enqueue_tournament`` message in the broker
-   (waiting, or delivered less than ``ARENA_LOST_AFTER_S`` ago): its sender is gone (the
-   broker lost the task, its worker machine died mid-send, its retries ran out, or a start
-   answered 503 halfway). The task is sent again, to the priority queue; it sends the
-   matches still pending (and stores the schedule first if there is none), each once.
-
-After a successful send, each tournament of the re-sent matches gets a ``queued`` event on
-its live channel (:func:`arena.live.announce`), so its page shows the match
-waiting again instead of playing.
-
-Never twice at once: a re-sent match that is still being played is skipped by the delivery
-(its lease is live: :func:`arena.lifecycle.claim_match`), and a result is stored once.
-The broker's visibility timeout stays as a backstop only.
+:func:`reap` runs every ``ARENA_REAPER_INTERVAL_S`` seconds inside the Celery beat process
+(``arena beat``). One run: (0) stores every spooled result (:mod:`arena.spool`,
+:func:`arena.delivery.store_from_spool`) and leaves those matches out of step 1; (1) sends
+again every ``running`` match whose lease (``ARENA_LEASE_S``) expired
+(:func:`arena.lifecycle.reap_expired`, to :data:`arena.queue.PRIORITY_QUEUE`); (2) sends again
+every ``queued`` match missing from the broker (:func:`broker_match_ids`) for
+``ARENA_LOST_AFTER_S`` (:func:`arena.lifecycle.lost_queued`); (3) sends
+``arena.enqueue_tournament`` again for stalled starts
+(:func:`arena.lifecycle.stalled_tournaments`). Re-sent matches get a ``queued`` event
+(:func:`arena.live.announce`). Steps 0-2 are skipped for a run when Redis cannot be read.
+A match is never played twice at once (the delivery skips a live lease) and a result is
+stored once. Design: docs/operations.md, "Leases and the reaper".
 """
 
 from __future__ import annotations

@@ -12,15 +12,10 @@ bounded nesting and integers, text that encodes to UTF-8):
   :data:`MAX_DEPTH` arrays/objects deep; integers of at most :data:`ANSWER_MAX_INT_DIGITS`
   digits; no lone surrogate in a string or key).
 
-:func:`loads_limited`:
-
-The standard ``json`` module accepts what the rest of the stack cannot take: nesting deep
-enough to raise ``RecursionError``, integers of thousands of digits (``ValueError`` past 4300
-digits, ``OverflowError`` in the database driver far earlier), ``NaN``/``Infinity``, NUL
-characters (PostgreSQL refuses them in text) and lone UTF-16 surrogates (``"\\ud800"``, which
-no UTF-8 encoder takes). :func:`loads_limited` parses and then walks the value once
-(iteratively, no recursion) and raises :class:`JsonLimitError` naming the first offending
-place as a dotted path (``tournament.options.rounds``, list items by index: ``rulesets.0``).
+:func:`loads_limited` parses, then walks the value once (iteratively) and names the first
+offending place as a dotted path (``tournament.options.rounds``, list items by index:
+``rulesets.0``). Why the standard ``json`` module is not enough: docs/operations.md,
+"Hostile input and outages".
 """
 
 from __future__ import annotations

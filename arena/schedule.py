@@ -1,35 +1,16 @@
 """Round-robin schedules: which bots play which match, in which seats, with which seed.
 
-Pure functions, no database. ``build_schedule`` returns the whole schedule of a tournament;
-the API stores it when the tournament starts (one ``matches`` row per entry).
-
-Two players (``million_doubt``)
-    Every pair of participants plays one match of ``games_per_pairing`` games, each dealt
-    afresh, the seats swapped from one game to the next (an even count gives each bot each
-    seat equally often). Pairs are ordered by the circle method (rounds in which each bot
-    plays at most once).
-
-Four players (``trump_millionaire``, ``jdf``)
-    Tables: every 4-subset of the participants, while there are at most ``table_limit`` (70 by
-    default, i.e. up to 8 participants): every pair meets equally often, the tables ordered by
-    :func:`spread_order`. Above the limit, :func:`spread_tables`: the translates of the blocks of
-    a cyclic family over the integers mod ``n`` (stored for every field up to 128, found by
-    :func:`search_family`): every bot sits at the same number of tables ``k`` (enough to meet
-    every other bot) and every pair of bots meets ``floor(3k/(n-1))`` or one more times, i.e.
-    as evenly as the numbers allow for that ``k``; built in milliseconds, deterministic.
-    Each table plays ``games_per_pairing`` rounds; a round is 4 matches with the seats rotated
-    cyclically (each bot sits in each seat once per round), each match dealt afresh. Queue
-    order: round by round, rotation by rotation, table by table, the tables in the order that
-    spreads each bot's tables over the pass (about one in every ``n/4`` consecutive tables), so
-    a bot's matches are spread over the tournament.
-
-Fewer participants than seats: :class:`ScheduleError`, unless ``fill_with_house_bots``, in
-which case house sample bots named ``house-1``, ``house-2``... fill the missing places.
-
-Seeds: every match has its own seed, :func:`match_seed` of the tournament seed, the tournament
-id and the match's position, so no two matches (of any tournaments) share a deal, and the same
-tournament seed, id and participants give the same schedule and seeds (reproducible). The
-whole seed chain (match, attempt and game seeds) is in :mod:`arena.fairness`.
+Pure functions, no database. :func:`build_schedule` returns the whole schedule of a
+tournament (the API stores one ``matches`` row per entry when it starts).
+``million_doubt``: every pair plays one match of ``games_per_pairing`` games, each dealt
+afresh, seats swapped every game, pairs ordered by the circle method. ``trump_millionaire``,
+``jdf``: tables of 4, every 4-subset while there are at most ``table_limit`` (70) ordered by
+:func:`spread_order`, else :func:`spread_tables`; each table plays ``games_per_pairing``
+rounds of 4 matches with the seats rotated. Fewer participants than seats:
+:class:`ScheduleError`, unless ``fill_with_house_bots`` (``house-1``, ``house-2``...). Every
+match has its own seed, :func:`match_seed` of the tournament seed, id and the match's
+position (reproducible; the seed chain: :mod:`arena.fairness`). Design and figures:
+docs/design-notes.md, "Schedules".
 """
 
 from __future__ import annotations
@@ -206,8 +187,8 @@ def search_family(n: int, k: int, seed: int, max_steps: int) -> CyclicFamily | N
     rarely or too often and tries four changes of one block element (most of them aimed at that
     class: an element set at distance ``d`` from another element of its block), applying the
     best if it does not make the total shortfall and excess worse (else with probability 2%).
-    Deterministic for a given ``seed``; at most ``max_steps`` steps (about 40 us each on this
-    machine). Returns None if the shape does not exist or the search ran out of steps.
+    Deterministic for a given ``seed``; at most ``max_steps`` steps. Returns None if the shape
+    does not exist or the search ran out of steps.
     """
     shape = family_shape(n, k)
     if shape is None:
@@ -364,29 +345,17 @@ def spread_tables(n: int, seed: int) -> list[tuple[int, ...]]:
     (stored for ``n <= 128``), with the indexes relabelled by a permutation drawn from ``seed``:
 
     - every index sits at the same number of tables ``k``: :func:`base_tables_per_entrant`
-      (``m * ceil((n-1) / (3m))``, ``m = 4 / gcd(n, 4)``, the fewest that fill whole tables and
-      let every index meet all others), or the next count a cyclic family reaches: one more
-      where ``n = 0 mod 4`` and that ``k = 3 mod 4`` (no cyclic family has it: 20, 32, 44, ...,
-      128 with 44 instead of 43 tables, +2.3%), and 16: 6 (not 5), 18: 8 (6), 24: 9 (8), 25: 12
-      (8; no cyclic design with every pair meeting once exists), 28: 10 (9), 36: 13 (12),
-      124: 42 (41), where the search found none (``bench/schedule_bench.py`` prints every ``n``);
+      (``m * ceil((n-1) / (3m))``, ``m = 4 / gcd(n, 4)``), or the next count a cyclic family
+      reaches (the exceptions: docs/design-notes.md, "Schedules");
     - every pair of indexes meets ``floor(3k / (n-1))`` or one more times (max - min <= 1), at
-      least once; for ``n`` = 13, 37, 40, 49, 52, 61, 64, 73, 76, 85, 88, 97, 100, 109, 112 and 121
-      exactly once (``3k = n - 1``); ``tests/api/test_persistence.py`` checks every ``n`` from 4 to
-      128 with several seeds;
-    - queue order: translate by translate (:meth:`CyclicFamily.tables`, the family multiplied and
-      translated by :func:`arrange_family`), so each index's tables are spread over the queue: at
-      most 2 of an index's tables in any ``n/4`` consecutive tables (3 for most even ``n`` with a
-      half or quarter block), and at most ``2.75 * n/4`` tables between two of them, the queue
-      taken as cyclic (:func:`spread_metrics`; ``n/4`` is ideal).
+      least once;
+    - queue order: translate by translate (:meth:`CyclicFamily.tables`, :func:`arrange_family`),
+      so each index's tables are spread over the queue (:func:`spread_metrics`; ``n/4`` apart is
+      ideal).
 
-    Deterministic: the same ``n`` and ``seed`` give the same tables (the seed only relabels, so
-    the properties above hold for every seed). Time: about 3 ms for ``n = 128`` (5 ms the first
-    call, which parses :data:`FAMILIES`) on this 2-core machine under load; a whole
-    ``build_schedule`` of 128 bots (5,632 matches, one seed hash each) 50-100 ms
-    (``bench/schedule_bench.py``). A field without a stored family (above 128) gets one from
-    :func:`search_family` (bounded: at most 4 x 20,000 steps, a few seconds) or, failing that,
-    the greedy :func:`_greedy_tables` (every index at ``k`` tables, pairs meeting 0 to 3 times).
+    Deterministic: the same ``n`` and ``seed`` give the same tables (the seed only relabels). A
+    field above 128 gets a family from :func:`search_family` (bounded) or, failing that, the
+    greedy :func:`_greedy_tables` (every index at ``k`` tables, pairs meeting 0 to 3 times).
 
     Raises:
         ScheduleError: ``n < 4``.
@@ -466,10 +435,8 @@ def spread_order(tables: list[tuple[int, ...]], n: int) -> list[tuple[int, ...]]
     (the most-seated member first, then the sum; ties keep the given order). With every
     4-subset of 8 indexes, each table is followed by its complement, so every two tables
     seat every index once; for 5 to 7 indexes, at every point of the sequence the tables
-    seated so far differ by at most 2 between two indexes. A lexicographic order instead starts with every table of
-    index 0 (35 of the 70 for n = 8): one bot's concurrency cap would throttle the start
-    of the tournament (issue 15). Time O(len(tables)^2); used for at most
-    :data:`TABLE_LIMIT` tables."""
+    seated so far differ by at most 2 between two indexes (why: docs/design-notes.md,
+    "Schedules"). Time O(len(tables)^2); used for at most :data:`TABLE_LIMIT` tables."""
     seated = [0] * n
     left = list(tables)
     out: list[tuple[int, ...]] = []

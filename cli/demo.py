@@ -1,28 +1,15 @@
 """``arena demo``: the whole service on embedded defaults, in one process, in a minute.
 
-What it does, in order (everything over real HTTP on 127.0.0.1):
-
-1. A fresh SQLite database ``DIR/arena.db`` (``--out DIR``, default ``./demo-output``),
-   migrated with Alembic; the environment is set to ``ARENA_DATABASE_URL`` = that file,
-   ``ARENA_CELERY_EAGER=1`` (matches run in-process: the Celery task's code, no broker) and
-   ``ARENA_ALLOW_PRIVATE_BOT_URLS=1`` (the bots live on 127.0.0.1).
-2. The REST API (:func:`cli.compose.make_app`: an in-process dispatcher) served by waitress
-   on 127.0.0.1 (``--port``, or a free port; :class:`cli.servers.WsgiServer`, with request deadlines against slow
-   clients), and an organizer account made by the code of ``arena accounts create --organizer``.
-3. Four sample bots (:data:`bots_sdk.samples.SAMPLE_BOTS`: heuristic, greedy and two random
-   bots) served over HTTP by :func:`bots_sdk.server.start`, each verifying the signing secret
-   the API gave it; four contestant accounts sign up through the API, register one bot each
-   and pass the bot check (``POST /bots/{id}/check``).
-4. The organizer creates and starts a round-robin tournament through the API. With the eager
-   executor the matches are played inside the start request (a background thread here), while
-   a progress bar polls ``GET /tournaments/{id}``.
-5. The standings table (``GET /tournaments/{id}/standings``), every match log downloaded
-   (``GET /tournaments/{id}/logs``) to ``DIR/logs`` and replayed through the engine (the check
-   of ``arena logs verify DIR/logs``), ``DIR/demo.json`` (API URL, tokens, tournament id), and
-   where to open the replay pages (``/ui/tournaments/<id>``). ``--serve`` keeps the API and
-   the pages up until Ctrl-C.
-
-Sizes are chosen to finish in well under two minutes on two cores (see :data:`DEMO_SIZES`).
+Everything over real HTTP on 127.0.0.1: a fresh SQLite database ``DIR/arena.db`` (``--out
+DIR``, default ``./demo-output``) with ``ARENA_CELERY_EAGER=1`` and
+``ARENA_ALLOW_PRIVATE_BOT_URLS=1`` set; the REST API (:func:`cli.compose.make_app`) served by
+:class:`cli.servers.WsgiServer` (``--port``, or a free port) and an organizer account; four
+sample bots (:data:`bots_sdk.samples.SAMPLE_BOTS`, :func:`bots_sdk.server.start`) registered
+and checked by four contestant accounts; a round-robin tournament created and started, a
+progress bar polling ``GET /tournaments/{id}``; then the standings, every match log in
+``DIR/logs`` (replayed through the engine), ``DIR/demo.json`` (API URL, tokens, tournament
+id) and where to open the replay pages. ``--serve`` keeps the API and the pages up until
+Ctrl-C. Sizes: :data:`DEMO_SIZES`. Step by step: docs/design-notes.md, "The demo".
 """
 
 from __future__ import annotations

@@ -156,7 +156,7 @@ def accounts_create(organizer: bool, name: str) -> None:
 
 
 def _database_line(url: str) -> str:
-    """``database: <url without password>`` (issue 16 item 6: commands name their database)."""
+    """``database: <url without password>``: commands name their database."""
     from sqlalchemy.engine import make_url
 
     return f"database: {make_url(normalize_url(url)).render_as_string(hide_password=True)}"

@@ -4,27 +4,13 @@ checks; ``arena beat``: the beat process running the reaper.
 Each match worker process is ``celery -A worker.celery_app worker --without-mingle
 --without-gossip -Q arena.priority,arena --pool threads -c 32 -n arena-<pid>@%h`` (a node
 name unique per process, so several workers may run on one host); one more process consumes
-the bot checks alone (``-Q arena.checks -c 4``, ``--checks``): a check holds a thread for
-minutes when its bot uses its whole time bank, and checks sharing the matches' threads (and
-interpreter lock) let anyone who can sign up starve every tournament's matches (issue 24).
-Settings come from the ``ARENA_*`` environment (``arena config``).
-
-The defaults fit bots that think (issue 15; docs/operations.md "Sizing workers", measured by
-``bench/tournament_bench.py``): a match spends nearly all its time waiting for its bots'
-answers, so each process runs :data:`DEFAULT_THREADS` matches at once on threads, and
-``arena worker`` starts :func:`default_processes` such processes (one per core, 2 to 4). One
-process per core, not one process with more threads: the arena's own work between two
-answers (the engine, the log, the slot calls, the live view) runs under one GIL per process,
-and with 64 threads in one process an answer waited its turn long enough that a bot's
-freed slot stayed idle (Trump Millionaire bench: 1.26 x LB with 1 x 64 threads, 1.14 with 2
-x 32, on 2 cores). With ``--processes`` above 1, ``arena worker`` is a small launcher: it
-starts the processes (each a full Celery worker node), passes SIGTERM/SIGINT on to them (a
-warm shutdown: running matches finish) and starts a new process when one dies (its matches
-go back to the queue, :mod:`worker.celery_app`). For bots that answer in about a millisecond
-the arena's own work is the limit: use ``--pool prefork`` with one process per core.
-
-``arena beat`` is ``celery -A worker.celery_app beat -S worker.beat:ReaperScheduler -s
-<data dir>/celerybeat-schedule`` (the reaper: docs/operations.md "Leases and the reaper").
+the bot checks alone (``-Q arena.checks -c 4``, ``--checks``). ``arena worker`` starts
+:func:`default_processes` match processes (one per core, 2 to 4) of :data:`DEFAULT_THREADS`
+threads; with ``--processes`` above 1 it is a launcher (:class:`Launcher`) that passes
+SIGTERM/SIGINT on (warm shutdown) and restarts a process that dies. ``arena beat`` is
+``celery -A worker.celery_app beat -S worker.beat:ReaperScheduler -s <data
+dir>/celerybeat-schedule``. Settings come from the ``ARENA_*`` environment (``arena config``).
+Sizing and figures: docs/operations.md, "Sizing workers" and "Isolation".
 """
 
 from __future__ import annotations

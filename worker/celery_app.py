@@ -4,33 +4,14 @@ Start a worker with ``arena worker`` or::
 
     celery -A worker.celery_app worker -Q arena --without-mingle --without-gossip
 
-Configuration comes from the environment (see ``arena.config``):
-
-- ``ARENA_BROKER_URL``: broker and result backend URL (default ``redis://127.0.0.1:6379/0``);
-  only ``arena.ping`` stores its result (``task_ignore_result``: nothing reads the others).
-- ``ARENA_CELERY_EAGER``: run tasks in-process (quick local runs only; default false).
-- ``ARENA_VISIBILITY_TIMEOUT_S``: broker visibility timeout (default: computed, below).
-- ``ARENA_BOT_MAX_CONCURRENCY``: per-bot request cap (``arena.runner.semaphore``), default 4.
-
-Reliability. Tasks are acknowledged after they finish (``task_acks_late``), a task whose
-worker process died is rejected back to the queue (``task_reject_on_worker_lost``) and each
-worker process reserves one task at a time (``worker_prefetch_multiplier=1``). With the Redis
-transport a delivered, unacknowledged message is kept aside; if its worker dies without
-giving it back (SIGKILL, power loss), the message is delivered again once it is older than the
-**visibility timeout**. The match task is idempotent (``worker.tasks.play_and_store``): a
-re-delivered match is played again from its seed and its result is stored once.
-
-Leases and the reaper (issue 13). The worker playing a match holds a lease on it in
-PostgreSQL, renewed every few seconds; ``arena beat`` (Celery beat with
-:class:`worker.beat.ReaperScheduler`) runs :func:`arena.reaper.reap` every
-``ARENA_REAPER_INTERVAL_S`` seconds, which sends a match whose lease expired (a dead worker)
-or whose message Redis lost (a restart without persistence) to ``arena.priority``. Workers
-consume ``arena.priority`` before ``arena`` (``-Q arena.priority,arena``, queue order
-``priority``), so such a match is played next; bot checks (``arena.checks``) have a worker
-process of their own, with a few threads (``arena worker --checks``). The visibility timeout is only a backstop:
-it must still be longer than the longest possible match (formula and defaults in
-:mod:`arena.limits`), or a match being played may be delivered again (the delivery
-finds its live lease and skips it).
+Configuration comes from the environment (see ``arena.config``): ``ARENA_BROKER_URL`` (broker
+and result backend; only ``arena.ping`` stores its result), ``ARENA_CELERY_EAGER``,
+``ARENA_VISIBILITY_TIMEOUT_S`` (default: computed, :mod:`arena.limits`) and
+``ARENA_BOT_MAX_CONCURRENCY``. Tasks are acknowledged late (``task_acks_late``), rejected back
+to the queue when their worker process dies (``task_reject_on_worker_lost``), reserved one at
+a time (``worker_prefetch_multiplier=1``); workers consume ``arena.priority`` before ``arena``
+(queue order ``priority``), and bot checks (``arena.checks``) have a process of their own.
+Reliability design: docs/operations.md, "Leases and the reaper" and "Visibility timeout".
 """
 
 from __future__ import annotations

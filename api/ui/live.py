@@ -1,39 +1,19 @@
 """Live views for the pages (server-sent events relayed from Redis, :mod:`arena.live`).
 
-``GET /ui/matches/<id>/live``: the match's live channel, one ``data: <json>`` event per
-decision, ``: keep-alive`` comments while nothing happens, and one ``end`` event when the
-match is over. Who watches what is :func:`arena.access.live_view_for`, the one policy of
-the stream and of the page: organizers get the full channel (every hand, face-down cards
-named); anyone else who may read the match (a contestant: the matches of its bots) gets the
-PUBLIC channel only (C-11: hand sizes, face-up cards, face-down cards as counts, public
-events), whatever the request carries (no parameter or header selects a channel); everyone
-else gets 403 (a sign-in page when signed out). The log embargo is unchanged: the log and the
-replay of a running tournament stay organizers' (docs/fairness.md). A match that is not
-playing answers one ``end`` event at once; the match's status is read again after subscribing
-and at every keep-alive, so an end published before the subscription is never waited for.
-Redis down: one ``error`` event (the browser's ``EventSource`` reconnects by itself).
+``GET /ui/matches/<id>/live``: one ``data: <json>`` event per decision, ``: keep-alive``
+comments, one ``end`` event when the match is over (at once when it is not playing), one
+``error`` event when Redis is down. The channel is chosen by :func:`arena.access.live_view_for`
+only: organizers the full one, other readers of the match the PUBLIC one (C-11), everyone else
+403 (a sign-in page when signed out). ``GET /ui/tournaments/<id>/live``: the tournament's
+events as ``data: {"type": "tournament", "event"}`` (plus ``match_ids`` for viewers who see
+every match), ``end`` once it is no longer running. ``GET /ui/tournaments/<id>/live.html``: the
+parts of the tournament page that change. No database connection is held while streaming.
 
-``GET /ui/tournaments/<id>/live``: the tournament's events (a match claimed, finished, failed
-or sent again) as ``data: {"type": "tournament", "event"}`` (plus ``match_ids`` for viewers who
-see every match of it), for whoever may view the tournament, while it runs; ``end`` once it is
-no longer running. ``GET /ui/tournaments/<id>/live.html``: the parts of the tournament page
-that change (status, progress, the matches playing now that the viewer may read, standings),
-re-fetched by ``static/tournament_live.js`` after events (debounced).
-
-No database connection is held while streaming (each status check takes one and gives it
-back).
-
-Streams are capped, since each holds a server thread (gunicorn's gthread workers have 16):
-at most :data:`STREAMS_PER_PROCESS` open streams per server process (the others stay free
-for the API and the pages), :data:`STREAMS_RESERVED` of them for viewers with a stake
-(organizers, contestants with a bot in the match or the tournament: accounts signed up just
-to watch a tournament's events cannot fill a process), and :data:`STREAMS_PER_ACCOUNT` per
-account across every process (a Redis sorted set of leases,
-``arena:live:streams:<account>``); a stream beyond a cap answers 429 with a message. A
-stream lasts at most :data:`MAX_STREAM_S` seconds (checked after every message and every
-keep-alive, busy or not), then closes, and the browser's ``EventSource`` reconnects (taking
-a slot again), and a viewer that left is noticed within :data:`IDLE_S` seconds (the next
-keep-alive write fails), so a flood of abandoned streams frees its threads soon.
+Caps: :data:`STREAMS_PER_PROCESS` open streams per process, :data:`STREAMS_RESERVED` of them
+for viewers with a stake, :data:`STREAMS_PER_ACCOUNT` per account (Redis leases,
+``arena:live:streams:<account>``); beyond, 429 with a message. A stream ends after
+:data:`MAX_STREAM_S` seconds; a viewer that left is noticed within :data:`IDLE_S` seconds.
+Design: docs/ui.md, "Live", and docs/operations.md, "Hostile input and outages".
 """
 
 from __future__ import annotations

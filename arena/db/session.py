@@ -114,8 +114,7 @@ def is_postgres(database_url: str) -> bool:
 def shared_sessions(database_url: str) -> sessionmaker[Session]:
     """The process's session factory for ``database_url``: one engine per URL and process,
     built lazily (so after a prefork fork). For PostgreSQL its pool is :data:`POOL` (kept
-    open, so a burst of claims finds open ones: a PostgreSQL connection costs a process fork,
-    10-50 ms each when dozens open at once) with a :data:`DB_CONNECT_TIMEOUT_S` connect
+    open, so a burst of claims finds open ones) with a :data:`DB_CONNECT_TIMEOUT_S` connect
     timeout; SQLite gets SQLAlchemy's default."""
     pool: dict[str, Any] = {}
     if is_postgres(database_url):

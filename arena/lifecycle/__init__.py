@@ -14,9 +14,8 @@ is a transaction of its own (it commits, or rolls back and raises) unless it say
 
 A match is *done* when it is ``finished``, ``cancelled`` or ``failed``. When the last match of
 a running tournament is done, the transaction that made it done also marks the tournament
-``finished``: it first locks the tournament row (``SELECT ... FOR UPDATE`` on PostgreSQL), so
-of several transactions finishing the last matches at the same moment, the last to take
-the lock sees every other one committed, and exactly one marks the tournament finished.
+``finished``, exactly once (the tournament row is locked first: docs/design-notes.md,
+"Finishing a tournament").
 
 Errors: :class:`Conflict` (the transition is not allowed from the current status; the API
 answers 409), :class:`NotFound` (404).

@@ -1,35 +1,17 @@
 """Per-endpoint cap on the matches claimed at once: one slow bot cannot hold every worker
-thread (docs/operations.md, "Isolation").
+thread (design and figures: docs/operations.md, "Isolation").
 
-A match holds a worker thread from its claim to its end, also while it waits for a slot of
-its bot's endpoint cap (:mod:`arena.runner.semaphore`). A bot that is slow but legal
-would otherwise have its matches claimed by every free thread, and they would all sit
-waiting for its few slots while the matches of other tournaments wait in the queue.
-
-:class:`EndpointClaims` keeps, per bot endpoint (the same ``host:port`` key as the
-semaphore, :func:`arena.runner.semaphore.endpoint_key`), the set of matches claimed
-now, in Redis (a sorted set ``arena:bot-claims:<endpoint>`` of ``<match id>:<token>``
-members scored by their lease end, Redis server time). A delivery of a match takes a claim
-on every endpoint of its bot seats in one script call, all or nothing, **before** it claims
-the match in the database, and is refused when one endpoint
-
-* already has ``hard`` matches claimed (``ARENA_BOT_MAX_MATCHES``), or
-* has ``soft`` (4 x its concurrency cap) or more claimed **and** is saturated: twice as
-  many requests already wait for its slots as it may serve at once. One more match of that bot
-  would only add a thread waiting for it.
-
-A refused delivery is not played: the task sends the match again after a countdown
-(:func:`defer_countdown_s`; Celery's own ``countdown``, no queue of our own), and the
-thread takes the next message. The countdown grows with the refusals of that delivery and
-with the matches deferred on the busy endpoint in the last minute (a set
-``<claims>:deferred``), so the deliveries of one busy endpoint come back at most
-:data:`DEFER_RATE_PER_S` a second in all, whatever their number. The claim is renewed with
-the match's lease (the same :class:`arena.delivery.LeaseKeeper` tick) and given
-back when the match has been played; a dead worker's claims end with their lease.
-
-Failure policy: when Redis cannot be reached the match is played without a claim (logged):
-the cap protects other matches' throughput, it must never stop a tournament. Eager mode
-(no broker) has no claims.
+:class:`EndpointClaims` keeps, per bot endpoint (:func:`arena.runner.semaphore.endpoint_key`),
+the matches claimed now in a Redis sorted set ``arena:bot-claims:<endpoint>`` (members
+``<match id>:<token>``, scored by lease end in Redis server time). A delivery takes a claim
+on every endpoint of its bot seats, all or nothing, before it claims the match, and is
+refused when one endpoint already has ``hard`` claims (``ARENA_BOT_MAX_MATCHES``), or has
+``soft`` (4 x its concurrency cap) or more and twice as many requests waiting for its slots
+as it may serve at once. A refused delivery is sent again after :func:`defer_countdown_s`
+(at most :data:`DEFER_RATE_PER_S` a second per busy endpoint, counted in
+``<claims>:deferred``). Claims are renewed with the match's lease
+(:class:`arena.delivery.LeaseKeeper`). Without Redis the match plays without a claim
+(logged); eager mode has no claims.
 """
 
 from __future__ import annotations

@@ -1,48 +1,27 @@
 """Play ONE match between players under the time rules, and replay its log.
 
-Pure: the rules engine, the players of :mod:`arena.runner.players` (in-process bots or HTTP
-endpoints), a monotonic clock. No database, no Celery: the Celery task, the bot check and
-``arena play`` all play a :class:`Match` (its configuration a :class:`MatchConfig`, its
-progress callbacks :class:`Observers`); :func:`run_match` is the one-call form.
+Pure (the engine, the players of :mod:`arena.runner.players`, a monotonic clock; no database,
+no Celery): the Celery task, the bot check and ``arena play`` all play a :class:`Match`
+(configured by :class:`MatchConfig`, observed through :class:`Observers`); :func:`run_match`
+is the one-call form. One engine unit per game spec ``{"seed": int, "seats": [player index of
+seat 0, ...]}`` or ``{"setup": {...}, "seats": [...]}`` (:func:`engine.from_setup`).
+``million_doubt`` plays ``games`` games between 2 players (by default game ``i`` dealt from
+``arena.seeds.game_seed(seed, i)``, seats swapped on odd ``i``); ``trump_millionaire`` one game
+of deals to the target (4 players); ``jdf`` one match of ``sets`` x ``games_per_set`` games.
 
-What a match is (one engine unit per game spec):
+Per decision (TIME-1..3, FAULT-1..3): the request (:func:`bots_sdk.protocol.build_request`) is
+sent with the seat's remaining bank as the deadline; banks reset when ``unit_index`` changes
+and at each Million Doubt game. Fault kinds: ``timeout``, ``connection_error``, ``http_status``,
+``body_too_large``, ``invalid_json``, ``invalid_action``, ``bot_error`` (FAULT-2: the engine's
+``g.forfeit``); ``max_faults`` faults forfeit the rest of the match (FAULT-3, reason
+``max_faults``); a :class:`~arena.runner.players.WithdrawnPlayer` (a deleted bot) forfeits
+every game, sent no request or notice (reason ``withdrawn``).
 
-* ``million_doubt``: ``games`` games between 2 players. By default game ``i`` is dealt afresh
-  from seed ``arena.seeds.game_seed(seed, i)``, the seats swapped on odd ``i`` (no deal is played
-  twice: a bot that remembers a hand learns nothing about a later game); pass
-  ``game_specs`` to choose.
-* ``trump_millionaire``: one game of deals to the target (4 players);
-* ``jdf``: one match of ``sets`` x ``games_per_set`` games (4 players).
-
-A game spec is ``{"seed": int, "seats": [player index of seat 0, seat 1, ...]}``, or
-``{"setup": {...}, "seats": [...]}`` for a game from fixed hands (:func:`engine.from_setup`,
-the scenario ``setup`` format; the bot check plays such positions to ask every decision kind).
-
-Per decision (TIME-1..3, FAULT-1..3): the request is built from the seat's observation
-(:func:`bots_sdk.protocol.build_request`), sent with the seat's remaining bank as the
-deadline, the elapsed time taken from the bank (+ increment, up to the cap), the answer
-checked and applied. Banks reset when the engine's ``unit_index`` changes (a new deal in
-TM, a new game in JDF) and at each Million Doubt game. A fault (``timeout``,
-``connection_error``, ``http_status``, ``body_too_large``, ``invalid_json``,
-``invalid_action``, ``bot_error``) is recorded and the engine applies FAULT-2
-(``g.forfeit``); a player with ``max_faults`` faults in the match forfeits the rest of it
-(FAULT-3: reason ``max_faults``, no more requests). A withdrawn player
-(:class:`~arena.runner.players.WithdrawnPlayer`: a deleted bot) forfeits every game from
-the start without any request or notice (reason ``withdrawn``).
-
-The match log (:meth:`Match.play`'s return value, JSON-ready) is a
-:class:`arena.matchlog.MatchLog`: its records (:class:`~arena.matchlog.GameRecord`,
-:class:`~arena.matchlog.Exchange`, :class:`~arena.matchlog.FaultRecord`...) list its fields.
-Requests are stored as their SHA-256 (and size) unless ``log_requests``;
-:func:`arena.runner.replay.replay` rebuilds every request from the engine and checks the
-digests, so the log still proves what was sent. A request that waited for a slot of its
-endpoint's cap (:class:`~arena.runner.players.SlotUse` of its outcome) carries
-``slot_wait_ms`` (when 1 ms or more) and ``slot_bypassed`` (when sent without a slot); the
-match's totals per player, notices included, are :attr:`Match.slot_totals`.
-
-``fairness`` (tournament matches, :mod:`arena.fairness`): where ``seed`` comes from, so
-that :func:`arena.runner.replay.check_fairness` can recompute every deal from the
-tournament's revealed seed.
+The log (:meth:`Match.play`'s return) is an :class:`arena.matchlog.MatchLog` (its records list
+its fields); requests are stored as SHA-256 and size unless ``log_requests``
+(:func:`arena.runner.replay.replay` rebuilds and checks them). Exchanges carry ``slot_wait_ms`` (when 1 ms or more) and
+``slot_bypassed``; per-player totals are :attr:`Match.slot_totals`. ``fairness`` says where
+``seed`` comes from (:func:`arena.runner.replay.check_fairness`). Design: docs/fairness.md.
 """
 
 from __future__ import annotations

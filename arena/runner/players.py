@@ -1,22 +1,13 @@
 """Players of a match: the :class:`Player` protocol and its in-process, HTTP and withdrawn kinds.
 
 Every player takes the same serialized decision request (protocol v1 JSON bytes) and returns
-an :class:`Outcome`; the match runner (:mod:`arena.runner.match`) does the time accounting
-(TIME-1..3) and the fault handling (FAULT-1..3) the same way for all. A request's own figures
-(its wait for a slot of its endpoint's cap: :class:`SlotUse`) come back with its outcome, and
-with a notice's return value, never as state read off the player afterwards. The players of
-this module take no slot (:data:`NO_SLOT`); :class:`arena.runner.capped.CappedHttpPlayer`
-does.
-
-HTTP (``HttpPlayer``): one pooled keep-alive httpx connection per player, reused across
-decisions, opened through :class:`arena.bot_transport.PinnedTransport` (the host resolved
-once per connection, every address checked against the SSRF policy, the socket connected to
-a checked address; a refused host is the fault ``connection_error``); redirects are never followed (a 3xx is the fault
-``http_status``), no proxies from the environment, no cookies. Each decision is
-cut off at the seat's remaining bank by an overall deadline, not only by httpx's per-read
-timeout: a watchdog thread shuts the connection's socket down when the deadline passes, so a
-bot that accepts the connection and never answers, or drips bytes (headers or body), costs
-at most its bank. The body is read by streaming and capped (``max_body_bytes``).
+an :class:`Outcome`; the runner (:mod:`arena.runner.match`) does the time accounting
+(TIME-1..3) and faults (FAULT-1..3) for all. A request's wait for a slot (:class:`SlotUse`)
+comes back with its outcome or notice; these players take no slot (:data:`NO_SLOT`),
+:class:`arena.runner.capped.CappedHttpPlayer` does. :class:`HttpPlayer`: one pooled
+keep-alive connection through :class:`arena.bot_transport.PinnedTransport` (SSRF policy), no
+redirects, proxies or cookies, each decision cut off at the seat's bank, the body capped at
+``max_body_bytes`` (docs/operations.md, "SSRF").
 
 Fault kinds (RULES FAULT-1; the runner adds ``invalid_action``):
 
@@ -254,10 +245,9 @@ _TLS_LOCK = threading.Lock()
 
 
 def tls_context() -> ssl.SSLContext:
-    """One verifying TLS context for every bot client: building one (loading the CA bundle)
-    costs about 40 ms of CPU, which a client per match would pay again and again. Built once
-    under a lock: a thread-pool worker starts dozens of matches at once, and without it each
-    of them built its own (1-2 s of CPU before the first decision of a tournament)."""
+    """One verifying TLS context for every bot client, built once under a lock (its cost:
+    docs/design-notes.md, "Warm-up and pools").
+    """
     global _TLS_CONTEXT
     if _TLS_CONTEXT is None:
         with _TLS_LOCK:
@@ -297,10 +287,8 @@ class HttpPlayer:
     """A bot endpoint called over HTTP (protocol v1), see the module docstring.
 
     Requests go straight to httpx's pooled transport (``httpx.HTTPTransport``: one keep-alive
-    connection per bot, reused across decisions), not through ``httpx.Client``: the client's
-    layers do nothing a bot needs (redirects are never followed, cookies never kept, no auth
-    flow) and cost about a tenth of a loopback round trip per decision (the cookie jar alone
-    parses every answer's headers through ``http.cookiejar``).
+    connection per bot, reused across decisions), not through ``httpx.Client``
+    (docs/design-notes.md, "Warm-up and pools").
 
     Args:
         url: the bot URL (``http://`` or ``https://``).

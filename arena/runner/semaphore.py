@@ -1,75 +1,19 @@
 """Per-endpoint concurrency cap held in Redis: a counting semaphore with leases that expire.
 
-One bot endpoint may be seated in many matches running at once on many worker processes,
-and the same endpoint may be registered by several bots. :class:`BotSemaphore` caps the
-simultaneous requests (decisions and notices) sent to one **endpoint** at ``limit``
-(``ARENA_BOT_MAX_CONCURRENCY``, default 4), so one bot's slowness under load does not
-distort the timing of the other matches it plays, and a server registered 64 times (under
-any paths: the endpoint is its `host:port`) still
-gets at most ``limit`` requests at once.
+:class:`BotSemaphore` caps the simultaneous requests (decisions and notices) sent to one bot
+**endpoint** (its normalized ``host:port``, :func:`normalize_endpoint`; Redis key
+``arena:bot-sem:<digest>``, :func:`endpoint_key`) at ``limit`` (``ARENA_BOT_MAX_CONCURRENCY``,
+default 4), over all matches, workers and registrations of that server. A slot is taken per
+request, just before it is sent (:class:`MatchSlots`); waiters are served by priority
+(:data:`NOTICE_PRIORITY` before :data:`DECISION_PRIORITY`, priority 0 after :data:`AGING_S`),
+then first come, first served. A lease is the request's timeout plus :data:`LEASE_SLACK_S`.
 
-Design (a first-come first-served semaphore in Redis, atomic Lua scripts):
-
-* keys ``arena:bot-sem:<endpoint digest>`` (:func:`endpoint_key`, the SHA-256 of the
-  normalized ``host:port`` of the bot URL: host lower-cased, default port made explicit;
-  scheme, path, query and fragment dropped), so every registration of the same server
-  shares one cap, whatever path it names;
-* that key is a sorted set of **holders**: each is a member (a random ticket) whose score is
-  its lease end, in Redis server time (seconds, ``TIME``), so clocks of different worker
-  machines never matter; ``<key>:q`` is the **queue** of waiting tickets (score: arrival
-  order), ``<key>:seen`` when each waiter last showed it is alive, ``<key>:limit`` the cap;
-* acquire = drop expired holders and waiters gone quiet (a dead worker's), put the ticket in
-  the queue if it is not there, and grant it a slot if it is among the first
-  ``limit - holders`` of the queue, from every worker process alike;
-* queue order: by priority, then first come, first served. Notices (match start and end:
-  small requests a bot answers at once) have priority :data:`NOTICE_PRIORITY` and go
-  before decisions (:data:`DECISION_PRIORITY`), since a match waiting to start or end holds
-  a worker thread while adding no work for the bots; decisions are served in the order
-  they asked, from every worker process alike, so no match starves and a wait is bounded
-  by the queue ahead of it. (Least-progress-first, a match's requests so far as its
-  priority, was measured too: it made the last matches end together but let waits grow
-  to 17 s, for no shorter tournament; ``bench/tournament_bench.py``.) A request that has
-  waited :data:`AGING_S` moves to priority 0 (behind only those already there), and the
-  longest wait is capped by ``max_wait_s`` anyway;
-* a waiter does not poll: it blocks (``BLPOP``, at most :data:`WAKE_POLL_S` at a time, then
-  retries, which also tells the script it is alive) on its own wake-up list
-  ``arena:bot-sem:wake:<ticket>``. Giving a slot back **hands it over** to the queue's head
-  in the same script call: the head becomes a holder and its wake-up list says so, so the
-  waiter sends its request as soon as it wakes, with no script call of its own (a freed slot
-  is busy again within one wake-up, not a wake-up plus a round trip). The handed-over slot's
-  first lease is short (:data:`HANDOVER_LEASE_S`); the process's :class:`LeaseExtender`
-  thread gives it the request's full lease off the request's path, so a waiter whose worker
-  died just before the hand-over keeps the slot only that long. Only a waiter seen within
-  :data:`FRESH_WAITER_S` is handed a slot; from the first one not seen lately on, waiters are
-  only woken and take the slot themselves (queue order is kept). A lease that ends (a dead
-  worker) wakes nobody: the waiters' periodic retry finds it within :data:`WAKE_POLL_S`;
-* a slot is taken **per request**, just before it is sent, and given back when the match
-  sends its next request (the same script call: release the previous slot, take the next,
-  :class:`MatchSlots`) or when the match ends; but when other requests were already
-  waiting for the endpoint as the slot was granted (the script says so), the slot is given
-  back as soon as the answer comes, so the arena's own work between two requests (the
-  engine, the log, the live view) never keeps a busy bot's slot from its next request.
-  So a match holds at most one slot at any moment and never holds a slot of a bot while it
-  waits for another: a match waiting for a busy bot idles none of its other bots (they
-  serve other matches meanwhile), and the cost is one Redis round trip per request when no
-  one waits (for a busy bot's request: the queuing call, the wake-up, and the release, plus
-  the extender's batched lengthening on its own thread);
-* a lease is the request's timeout (the seat's remaining bank) plus :data:`LEASE_SLACK_S`:
-  a worker that dies while holding a slot frees it when the lease ends; one that dies while
-  waiting leaves the queue after :data:`WAITER_STALE_S`.
-
-Time accounting (TIME-2): the wait for a slot is NOT charged to the bot's bank. The bank is
-charged from the moment the request is sent (``HttpPlayer.decide`` starts its monotonic clock
-after the slot is held), because the wait is caused by the arena's scheduling, not by the
-bot. Waits are recorded per request in the match log (exchange keys ``slot_wait_ms``,
-``slot_bypassed``, see :mod:`arena.runner.match`) and per seat in the match result
-(``timings.semaphore_wait_ms``, ``semaphore_max_wait_ms``, ``semaphore_bypassed``).
-
-Failure policy (never hang, never blame the bot for the arena, never bypass silently): if
-Redis is unreachable, or no slot frees within ``max_wait_s`` (``ARENA_BOT_SLOT_WAIT_S``,
-default :data:`DEFAULT_MAX_WAIT_S`), the request is sent without a slot, and the bypass is
-recorded on that exchange (``slot_bypassed``), counted per seat in the result
-(``timings.semaphore_bypassed``) and logged as a warning.
+TIME-2: the wait for a slot is NOT charged to the bot's bank. Waits are recorded per exchange
+(``slot_wait_ms``, ``slot_bypassed``) and per seat (``timings.semaphore_wait_ms``,
+``semaphore_max_wait_ms``, ``semaphore_bypassed``). If Redis is unreachable or no slot frees
+within ``ARENA_BOT_SLOT_WAIT_S`` (default :data:`DEFAULT_MAX_WAIT_S`), the request is sent
+without a slot, recorded and logged as a warning. Design: docs/operations.md, "Per-bot
+concurrency cap".
 """
 
 from __future__ import annotations
