@@ -25,6 +25,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from waitress import wasyncore
+
 from bots_sdk import protocol
 from bots_sdk.bot import Bot
 
@@ -178,7 +180,10 @@ class BotServer:
     def close(self) -> None:
         """Stop serving and close every connection."""
         self._closing = True
-        self._server.close()
+        # TcpWSGIServer.close() closes the listening socket only: the loop would serve the
+        # open keep-alive connections until they idle out. close_all ends them too.
+        self._server.task_dispatcher.shutdown()
+        wasyncore.close_all(self._server._map)
         if self._thread is not None:
             self._thread.join(timeout=5)
 

@@ -24,6 +24,7 @@ from gunicorn import util
 from gunicorn.http import RequestParser
 from gunicorn.http.body import LengthReader
 from gunicorn.workers.gthread import ThreadWorker
+from waitress import wasyncore
 from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
@@ -279,5 +280,8 @@ class WsgiServer:
             pass
 
     def close(self) -> None:
-        self._server.close()
+        """Stop serving and close every connection (keep-alive ones too: close() alone closes
+        the listening socket only, and the loop would serve the others until they idle out)."""
+        self._server.task_dispatcher.shutdown()
+        wasyncore.close_all(self._server._map)
         self._thread.join(timeout=5)

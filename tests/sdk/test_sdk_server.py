@@ -17,6 +17,7 @@ from arena.runner.players import HttpPlayer
 from arena.runner.replay import replay
 from bots_sdk import protocol
 from bots_sdk.samples import GreedyBot, HeuristicBot, RandomBot
+from bots_sdk.server import start
 from engine.timebank import TimeRules
 
 REPO = Path(__file__).resolve().parents[2]
@@ -272,3 +273,15 @@ def test_server_under_a_low_file_limit_stops_accepting_instead_of_spinning(tmp_p
         err.close()
     log = (tmp_path / "server.err").read_text()
     assert "Too many open files" not in log and log.count("\n") < 20, log[-2000:]
+
+
+def test_close_ends_keep_alive_connections_too():
+    """BotServer.close() stops the server thread while a client still holds a keep-alive
+    connection (waitress's own close() left it served until it idled out)."""
+    server = start(RandomBot(seed=1))
+    with httpx.Client() as client:
+        assert client.get(server.url + "health").status_code == 200
+        server.close()
+        assert server._thread is not None and not server._thread.is_alive()
+        with pytest.raises(httpx.TransportError):
+            client.get(server.url + "health", timeout=2)
