@@ -235,3 +235,43 @@ def test_a_check_with_the_broker_down_through_the_form_changes_nothing(house):
     house.dispatcher.down = False
     assert c.post(f"/ui/bots/{bot}/check", data={"csrf": c.csrf}).status_code == 303  # not 409: none left running
     assert [k for k, _ in house.dispatcher.sent] == ["check"]
+
+
+def test_sign_ups_through_the_api_and_the_form_share_one_limit(tmp_path):
+    """Before the use cases, the form ran the API endpoint, so both counted against one limit:
+    alternating the two must not give a client twice the sign-ups."""
+    house = House(tmp_path, rate_limits=True)
+    api = house.app.test_client()
+    assert [api.post("/api/v1/accounts", json={"name": f"a{i}"}).status_code for i in range(5)] == [201] * 5
+    c = house.app.test_client()
+    token = re.search(r'name="csrf" value="([^"]+)"', c.get("/ui/signup").get_data(as_text=True)).group(1)
+    r = c.post("/ui/signup", data={"csrf": token, "name": "f0"})
+    assert r.status_code == 429 and int(r.headers["Retry-After"]) > 0
+    with house.sessions() as s:
+        assert s.scalar(select(func.count()).select_from(Account)) == 3 + 5
+
+
+def test_checks_through_the_api_and_the_form_share_one_limit(tmp_path):
+    house = House(tmp_path, rate_limits=True)
+    api = house.app.test_client()
+    auth = {"Authorization": f"Bearer {house.tokens['alice']}"}
+    codes = [api.post(f"/api/v1/bots/{house.bots[i % 4]}/check", headers=auth).status_code for i in range(6)]
+    assert codes == [202, 202, 429, 429, 409, 409]  # two at once per account (TooManyChecks); six a minute
+    c = house.browser("alice")
+    r = c.post(f"/ui/bots/{house.bots[0]}/check", data={"csrf": c.csrf})
+    assert r.status_code == 429 and "6 per 1 minute" in r.get_data(as_text=True)
+
+
+def test_a_tournament_form_counts_with_the_api_endpoint_of_its_action(tmp_path):
+    house = House(tmp_path, rate_limits=True)
+    api = house.app.test_client()
+    auth = {"Authorization": f"Bearer {house.tokens['mallory']}"}
+    start = f"/api/v1/tournaments/{house.tournament}/start"
+    assert {api.post(start, headers=auth).status_code for _ in range(120)} == {403}
+    assert api.post(start, headers=auth).status_code == 429
+    c = house.browser("org")
+    r = c.post(f"/ui/tournaments/{house.tournament}/start", data={"csrf": c.csrf})
+    assert r.status_code == 429 and "120 per 1 minute" in r.get_data(as_text=True)
+    assert house.status() == TournamentStatus.CREATED and house.dispatcher.sent == []
+    r = c.post(f"/ui/tournaments/{house.tournament}/cancel", data={"csrf": c.csrf})  # another endpoint's count
+    assert r.status_code == 303 and house.status() == TournamentStatus.CANCELLED
