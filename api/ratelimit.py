@@ -7,8 +7,8 @@ what                              limit per client address  why
 ``POST /api/v1/bots/{id}/check``  :data:`CHECK_LIMIT`       a check plays games on a worker
 every other write (POST, PATCH,   :data:`WRITE_LIMIT`       per endpoint
 PUT, DELETE) under ``/api/``
-the forms doing these (``POST``   the same                  they run the same use cases
-``/ui/signup``, ``/ui/bots``,                               (:data:`UI_FORM_LIMITS`)
+the forms doing these (``POST``   the same, one count with  they run the same use cases
+``/ui/signup``, ``/ui/bots``,     the API endpoint          (:data:`UI_FORM_LIMITS`)
 ``/ui/bots/{id}/check``, ...)
 ================================= ======================== =================================
 
@@ -23,6 +23,7 @@ off (tests that are not about them).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from flask import Flask, request
@@ -40,19 +41,33 @@ CHECK_LIMIT = "6 per minute"
 WRITE_LIMIT = "120 per minute"
 
 _WRITES = ("POST", "PUT", "PATCH", "DELETE")
-#: The ``/ui`` form endpoints (``POST``) and their limits: those of the API endpoint each runs.
+#: The ``/ui`` form endpoints (``POST``), the API endpoint each runs and its limit: a form and
+#: its API endpoint count against one limit (``{action}``: the form's action, capitalized).
 UI_FORM_LIMITS = (
-    ("ui.signup", SIGNUP_LIMIT),
-    ("ui.bot_check", CHECK_LIMIT),
-    ("ui.bots", WRITE_LIMIT),
-    ("ui.bot_secret", WRITE_LIMIT),
-    ("ui.tournament_new", WRITE_LIMIT),
-    ("ui.tournament_action", WRITE_LIMIT),
+    ("ui.signup", "accounts.Accounts", SIGNUP_LIMIT),
+    ("ui.bot_check", "bots.BotCheckLatest", CHECK_LIMIT),
+    ("ui.bots", "bots.Bots", WRITE_LIMIT),
+    ("ui.bot_secret", "bots.BotSecret", WRITE_LIMIT),
+    ("ui.tournament_new", "tournaments.Tournaments", WRITE_LIMIT),
+    ("ui.tournament_action", "tournaments.Tournament{action}", WRITE_LIMIT),
 )
+#: The actions of ``ui.tournament_action``.
+_ACTIONS = ("start", "cancel", "resume", "retry")
 
 
 def _not_a_write() -> bool:
     return request.method not in _WRITES or not request.path.startswith("/api/")
+
+
+def _form_scope(api_endpoint: str) -> Callable[[str], str]:
+    """The count of a form: that of ``api_endpoint`` (its ``{action}`` from the form's URL; an
+    unknown action, a 404, counts as one action of its own)."""
+
+    def scope(_endpoint: str) -> str:
+        action = (request.view_args or {}).get("action")
+        return api_endpoint.format(action=action.capitalize() if action in _ACTIONS else "")
+
+    return scope
 
 
 def init_rate_limits(app: Flask, settings: Settings) -> Limiter:
@@ -74,7 +89,15 @@ def init_rate_limits(app: Flask, settings: Settings) -> Limiter:
         swallow_errors=True,
         storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
     )
-    for endpoint, limit in (("accounts.Accounts", SIGNUP_LIMIT), ("bots.BotCheckLatest", CHECK_LIMIT), *UI_FORM_LIMITS):
-        app.view_functions[endpoint] = cast(Any, limiter.limit(limit, methods=["POST"])(app.view_functions[endpoint]))
+    for endpoint, limit in (("accounts.Accounts", SIGNUP_LIMIT), ("bots.BotCheckLatest", CHECK_LIMIT)):
+        _wrap(app, endpoint, limiter.limit(limit, methods=["POST"]))
+    # An endpoint's own limit (default or decorated) counts under its endpoint name; a form's
+    # limit shared under that name is the same count.
+    for form, api_endpoint, limit in UI_FORM_LIMITS:
+        _wrap(app, form, limiter.shared_limit(limit, scope=_form_scope(api_endpoint), methods=["POST"]))
     app.extensions["arena-limiter"] = limiter  # the limit wrappers hold it weakly only
     return limiter
+
+
+def _wrap(app: Flask, endpoint: str, limit: Any) -> None:
+    app.view_functions[endpoint] = cast(Any, limit(app.view_functions[endpoint]))
