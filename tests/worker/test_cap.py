@@ -167,9 +167,10 @@ def test_a_match_waiting_for_a_busy_bot_idles_none_of_its_other_bots(redis_url, 
 
 @pytest.mark.services
 def test_a_request_without_a_slot_in_time_is_sent_and_recorded(redis_url, tmp_path, bots):
-    """A's only slot is held elsewhere for 2.5 s and a request waits at most 1 s: A's first
-    requests are sent without a slot, each recorded on its exchange and counted in the result;
-    the wait is not charged to A's bank; once the slot is free the requests hold it again."""
+    """A's only slot is held elsewhere until A has been sent three requests, and a request
+    waits at most 1 s: A's first requests are sent without a slot, each recorded on its
+    exchange and counted in the result; the wait is not charged to A's bank; once the slot is
+    free the requests hold it again."""
     a = SwitchBot(SAMPLE_BOTS["greedy"]())
     b = SwitchBot(SAMPLE_BOTS["greedy"]())
     bots.extend([a, b])
@@ -179,14 +180,22 @@ def test_a_request_without_a_slot_in_time_is_sent_and_recorded(redis_url, tmp_pa
     settings = _settings(redis_url, tmp_path, bot_max_concurrency=1, bot_slot_wait_s=1)
     sem_a = BotSemaphore.for_endpoint(client, a.url, 1)
     blocker = sem_a.try_acquire(600)
-    timer = threading.Timer(2.5, sem_a.release, args=(blocker,))
-    timer.start()
+    done = threading.Event()
+
+    def release_after_three_requests() -> None:
+        # the start notice and two decisions went out without a slot: then the slot is free
+        while not done.is_set() and a.posts < 3:
+            done.wait(0.01)
+        sem_a.release(blocker)
+
+    releaser = threading.Thread(target=release_after_three_requests, daemon=True)
+    releaser.start()
     try:
         plan = _plan(3, [a, b], games=2)
         log, totals = play_plan(plan, settings)
     finally:
-        timer.cancel()
-        sem_a.release(blocker)
+        done.set()
+        releaser.join(10)
     fields = result_fields(plan, log, totals)
     assert fields["faults"] == [0, 0]  # the bot is never blamed for the arena's congestion
     a_exchanges = [ex for g in log["games"] for ex in g["exchanges"] if ex["player"] == 0]
