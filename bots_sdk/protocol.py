@@ -90,7 +90,7 @@ def dumps(obj: Any) -> bytes:
     Serialised by orjson (3 to 7 times faster than the standard library on decision
     requests); what orjson cannot carry (an int over 64 bits) goes through :mod:`json`: both give
     the same bytes for protocol messages (ints, strings, booleans, null, lists, objects;
-    ``tests/sdk/test_sdk_protocol.py`` checks it on requests of every rule set), so the
+    ``tests/bots_sdk/test_sdk_protocol.py`` checks it on requests of every rule set), so the
     SHA-256 of a request (match logs) does not depend on which one made it.
 
     Raises:

@@ -10,7 +10,7 @@ as data are read from their source (the schemas' ``Range`` validators, the const
 :mod:`arena.limits`); those the engine only checks in code (``sets`` and
 ``games_per_set`` 1-100, non-negative ``burst_score`` and ``set_bonus``, ``target_score`` and
 ``rate_choices`` entries >= 1, four ``rank_points``) are written here, and
-``tests/ui/test_tournament_form.py`` checks every bound against the API's validation.
+``tests/api/ui/test_tournament_form.py`` checks every bound against the API's validation.
 
 :func:`form_to_options` turns the submitted text into the API's ``options`` object without
 judging it: text that is not a number is passed on as text, so the API's 422 names it.

@@ -8,7 +8,7 @@ API) are always English. UI responses carry ``Vary: Accept-Language, Cookie``.
 Catalogs: ``api/ui/translations/<locale>/LC_MESSAGES/messages.po`` is the source; the compiled
 ``messages.mo`` next to it is committed, so a fresh clone needs no build step. After editing
 templates or a ``.po`` file run ``bash infra/i18n.sh`` (extract, update, compile);
-``tests/ui/test_i18n.py`` fails when a committed ``.mo`` does not match its ``.po``.
+``tests/api/ui/test_i18n.py`` fails when a committed ``.mo`` does not match its ``.po``.
 
 Japanese game terms follow the source rule texts (``../shared/seeds``): 大富豪, 革命, 8切り,
 Jバック, 縛り, 階段, 都落ち, 反則上がり, ミリオネア, ディール, ダウト, スルー, バースト, 持ち時間.

@@ -26,9 +26,9 @@ from arena.db.models import Match
 from arena.runner.players import MAX_BODY_BYTES
 from arena.safejson import MAX_DEPTH, JsonLimitError, loads_limited, parse_answer
 from bots_sdk.samples import SAMPLE_BOTS
+from tests.arena.runner.test_answers import answer_path
 from tests.helpers import examples
 from tests.worker.conftest import SwitchBot
-from tests.worker.test_answers import answer_path
 
 #: The body of issue 24: 65,433 bytes that took the former parser 49.9 s.
 ATTACK = b"[" * 33 + b'"\\' * 32700

@@ -76,7 +76,7 @@ def _dealt_hands(log: dict) -> list[tuple[int, int, int, tuple[int, ...]]]:
 def _stream_head(client, path: str) -> tuple[int, str]:
     """Status and first chunk of a live stream (``/ui/.../live``), then the stream is closed.
     What a contestant's live stream may carry is tested message by message against the
-    engine's full view in ``tests/ui/test_live_public.py`` (the public channel shows played
+    engine's full view in ``tests/api/ui/test_live_public.py`` (the public channel shows played
     cards, which this test's deal-subset check would flag)."""
     resp = client.get(path, buffered=False)
     try:

@@ -1,7 +1,7 @@
 """The organizer's tournament form (/ui/tournaments/new): one field per rule-set option with
 its documented range, time rules fields, and the REST API's validation behind it.
 
-No browser: the Flask test client on SQLite (the browser flow is tests/ui/test_flows_browser.py)."""
+No browser: the Flask test client on SQLite (the browser flow is tests/api/ui/test_flows_browser.py)."""
 
 from __future__ import annotations
 

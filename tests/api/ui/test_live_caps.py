@@ -17,8 +17,8 @@ import redis
 from api.ui import live as live_pages
 from arena import live
 from arena.accounts import create_account
-from tests.ui.conftest import wait_streams_released
-from tests.ui.test_live_browser import live_site  # noqa: F401  (the fixture)
+from tests.api.ui.conftest import wait_streams_released
+from tests.api.ui.test_live_browser import live_site  # noqa: F401  (the fixture)
 
 
 def _signed_in(site, who: str) -> httpx.Client:

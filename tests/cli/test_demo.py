@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
 DEMO_BOTS = ("heuristic", "greedy", "random-1", "random-2")
 

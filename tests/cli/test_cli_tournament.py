@@ -16,7 +16,7 @@ from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
 from cli.demo import WsgiServer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
 
 

@@ -10,7 +10,7 @@ from arena.runner.replay import replay
 from bots_sdk.bot import Bot
 from bots_sdk.samples import GreedyBot, RandomBot
 from engine.timebank import TimeRules
-from tests.sdk.conftest import BAD_BOT_ANSWERS_AFTER_S
+from tests.bots_sdk.conftest import BAD_BOT_ANSWERS_AFTER_S
 
 SHORT = TimeRules(initial_ms=500, increment_ms=100, cap_ms=500)
 

@@ -33,7 +33,7 @@ import pytest
 
 from cli.servers import MAX_HEAD_BYTES, REQUEST_BODY_TIMEOUT_S, REQUEST_HEAD_TIMEOUT_S
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
 #: Seconds a started server gets to answer, and a dripping connection to be closed after its
 #: deadline (guards against a hang, not timing goals).

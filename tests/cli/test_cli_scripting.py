@@ -37,7 +37,7 @@ from arena.security import new_secret
 from cli.demo import WsgiServer
 from cli.service import ApiServer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
 #: Seconds a started server or worker gets to answer (readiness waits, not assertions).
 READY_S = 60.0

@@ -18,7 +18,7 @@ from arena.runner.replay import ReplayError, check_fairness, replay, verify_logs
 from arena.schedule import build_schedule
 from bots_sdk.samples import SAMPLE_BOTS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SEED = 4_242_424_242
 SALT = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 TID = 17

@@ -43,7 +43,7 @@ from arena.schedule import build_schedule
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 

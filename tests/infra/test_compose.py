@@ -16,7 +16,7 @@ import yaml
 from arena.config import Settings
 from arena.db.session import normalize_url
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "infra" / "docker-compose.yml"
 DOCKERFILE = REPO / "infra" / "Dockerfile"
 ARENA_SERVICES = ("migrate", "api", "worker", "beat", "flower")
@@ -114,7 +114,7 @@ def test_nginx_buffers_in_front_of_the_api(compose):
     assert "8000:8000" in proxy["ports"] and proxy["depends_on"] == ["api"]
     source, target = proxy["volumes"][0].split(":")[:2]
     assert target == "/etc/nginx/nginx.conf"
-    conf = (Path(__file__).resolve().parent.parent / "infra" / source.removeprefix("./")).read_text()
+    conf = (Path(__file__).resolve().parents[2] / "infra" / source.removeprefix("./")).read_text()
     for directive in (
         "proxy_pass http://arena_api;",
         "server api:8000;",
