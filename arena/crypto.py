@@ -28,6 +28,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from sqlalchemy import Text
+from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 from arena.config import DEFAULT_DATA_DIR, ConfigError
@@ -133,14 +134,14 @@ def reencrypt(stored: str) -> str:
     return PREFIX + fernet().rotate(stored[len(PREFIX) :].encode("ascii")).decode("ascii")
 
 
-class EncryptedText(TypeDecorator):
+class EncryptedText(TypeDecorator[str]):
     """A text column stored encrypted (module docstring); None stays NULL."""
 
     impl = Text
     cache_ok = True
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
         return None if value is None else encrypt(value)
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: str | None, dialect: Dialect) -> str | None:
         return None if value is None else decrypt(value)

@@ -259,7 +259,7 @@ class Subscription:
 
     def __init__(self, url: str, name: str):
         self._client = redis.Redis.from_url(url, socket_connect_timeout=2.0)
-        self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
         try:
             self._pubsub.subscribe(name)
         except redis.RedisError:

@@ -219,13 +219,13 @@ def test_server_answers_with_over_a_thousand_connections_open(bot_server):
     socks = []
     try:
         for _ in range(idle):
-            socks.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
+            socks.append(socket.create_connection(("127.0.0.1", server.port), timeout=60))
         # each of them is accepted and served (waitress answers a request on each)
         for s in socks[-3:]:
             s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             assert s.recv(65536).startswith(b"HTTP/1.1 200")
         # and a new connection still gets its answer
-        r = httpx.get(server.url, timeout=10)
+        r = httpx.get(server.url, timeout=60)
         assert r.status_code == 200 and r.json()["protocol"] == 1
     finally:
         for s in socks:
