@@ -18,20 +18,14 @@ or command (``cli``, tests) imports this module, never the API package (an impor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.config import Settings
 from arena.conformance import run_check
-from arena.db.session import make_engine, make_sessionmaker
+from arena.db.session import shared_sessions
 from arena.delivery import play_and_store
 from arena.usecases.tournaments import pending_matches, schedule_tournament
-
-
-@lru_cache(maxsize=4)
-def _sessions(database_url: str) -> sessionmaker[Session]:
-    return make_sessionmaker(make_engine(database_url))
 
 
 class InProcessDispatcher:
@@ -47,7 +41,7 @@ class InProcessDispatcher:
 
     @property
     def sessions(self) -> sessionmaker[Session]:
-        return self._factory if self._factory is not None else _sessions(self.settings.database_url)
+        return self._factory if self._factory is not None else shared_sessions(self.settings.database_url)
 
     def send_matches(self, match_ids: Sequence[int], *, priority: bool = False) -> int:
         ids = [int(mid) for mid in match_ids]

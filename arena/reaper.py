@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena import lifecycle, spool
 from arena.config import Settings
 from arena.db.models import Match
-from arena.db.session import make_engine, make_sessionmaker
+from arena.db.session import shared_sessions
 from arena.delivery import store_from_spool
 from arena.dispatch import Dispatcher, QueueError
 from arena.live import announce
@@ -167,7 +167,7 @@ def reap(
     Raises:
         sqlalchemy.exc.OperationalError: the database is unreachable (the next run retries).
     """
-    factory = sessions or _sessions(settings.database_url)
+    factory = sessions or shared_sessions(settings.database_url)
     sender = dispatcher if dispatcher is not None else CeleryDispatcher(settings.broker_url)
     report = ReapReport()
     rc = client or _redis(settings.broker_url)
@@ -253,14 +253,7 @@ def _announce_queued(settings: Settings, factory: sessionmaker[Session], match_i
         announce(settings, tid, "queued", sorted(mids))
 
 
-_SESSIONS: dict[str, sessionmaker[Session]] = {}
 _CLIENTS: dict[str, redis.Redis] = {}
-
-
-def _sessions(url: str) -> sessionmaker[Session]:
-    if url not in _SESSIONS:
-        _SESSIONS[url] = make_sessionmaker(make_engine(url))
-    return _SESSIONS[url]
 
 
 def _redis(url: str) -> redis.Redis:

@@ -11,14 +11,11 @@ send its matches through :class:`arena.queue.CeleryDispatcher`).
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.orm import Session, sessionmaker
 
 from arena.config import Settings
 from arena.conformance import run_check
-from arena.db.session import make_engine, make_sessionmaker
+from arena.db.session import shared_sessions
 from arena.delivery import MatchDeferred, play_and_store
 from arena.dispatch import QueueError
 from arena.queue import CeleryDispatcher
@@ -26,11 +23,6 @@ from arena.reaper import reap
 from arena.runner.claims import defer_countdown_s
 from arena.usecases.tournaments import send_tournament
 from worker.celery_app import REAP_TASK, app
-
-
-@lru_cache(maxsize=4)
-def _sessions(database_url: str) -> sessionmaker[Session]:
-    return make_sessionmaker(make_engine(database_url))
 
 
 @app.task(
@@ -89,7 +81,9 @@ def enqueue_tournament_task(self, tournament_id: int) -> str:
     """Celery task: :func:`send_tournament` (``args=[tournament_id]``), retried while the
     database or the broker is unreachable (it resumes with the matches still pending)."""
     settings = Settings.from_env()
-    sent = send_tournament(_sessions(settings.database_url), int(tournament_id), CeleryDispatcher(settings.broker_url))
+    sent = send_tournament(
+        shared_sessions(settings.database_url), int(tournament_id), CeleryDispatcher(settings.broker_url)
+    )
     return f"tournament {int(tournament_id)}: {sent} matches sent"
 
 
