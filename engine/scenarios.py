@@ -1,7 +1,7 @@
 """Scenario runner: ``python -m engine.scenarios PATH [PATH ...]``.
 
-Runs rule scenarios in the JSON format of ``shared/scenarios/README.md`` (files, or folders
-of ``*.json`` files) through the engine, prints ``PASS id`` or
+Runs rule scenarios in the JSON format of ``tests/scenarios/README.md`` (files, or folders
+of ``*.json`` files, sub-folders included) through the engine, prints ``PASS id`` or
 ``FAIL id step N: expected ... got ...`` per scenario and a closing ``N passed, N failed``
 line; the exit status is 1 if any failed (2 if a path holds no scenario).
 
@@ -118,11 +118,12 @@ def run_scenario(data: dict[str, Any]) -> None:
 
 
 def iter_files(paths: Iterable[str]) -> list[Path]:
-    """Scenario files named by ``paths`` (folders give their ``*.json`` files, sorted)."""
+    """Scenario files named by ``paths`` (folders give their ``*.json`` files, sub-folders
+    included, sorted by path)."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files.extend(sorted(p.glob("*.json")))
+            files.extend(sorted(p.rglob("*.json")))
         else:
             files.append(p)
     return files

@@ -1,4 +1,5 @@
-"""Every scenario of ../shared/scenarios and tests/scenarios passes through the runner."""
+"""Every scenario under tests/scenarios (and ../shared/scenarios, when it lies beside the
+clone) passes through the runner."""
 
 import json
 import subprocess
@@ -10,31 +11,48 @@ import pytest
 from engine.scenarios import ScenarioFailure, iter_files, run_scenario
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "scenarios"
 OURS = REPO / "tests" / "scenarios"
+#: The public scenarios published with the rule book, copied into the repository unchanged.
+PUBLIC = OURS / "public"
+#: How many public scenarios were copied: a deletion must be noticed.
+PUBLIC_COPIED = 39
+#: The organizers' folder, when a checkout has it beside the clone (never needed).
+SHARED = REPO.parent / "shared" / "scenarios"
 
+OUR_FILES = iter_files([str(OURS)])  # sub-folders included
 SHARED_FILES = iter_files([str(SHARED)]) if SHARED.is_dir() else []
-OUR_FILES = iter_files([str(OURS)])
 
 
-def test_shared_scenarios_are_present():
-    # CI lays ../shared beside the clone; a missing folder must fail loudly, not skip.
-    assert len(SHARED_FILES) >= 38, f"expected the shared scenarios in {SHARED}"
+def _id(path: Path) -> str:
+    return path.relative_to(OURS).with_suffix("").as_posix()
 
 
-@pytest.mark.parametrize("path", SHARED_FILES, ids=lambda p: p.stem)
-def test_shared_scenario(path):
+def test_public_scenarios_are_in_the_repository():
+    public = sorted(PUBLIC.glob("*.json"))
+    assert len(public) >= PUBLIC_COPIED, f"{len(public)} public scenarios in {PUBLIC}, {PUBLIC_COPIED} were copied"
+    assert set(public) <= set(OUR_FILES)  # the runner finds them in the sub-folder
+    ids = [json.loads(p.read_text())["id"] for p in OUR_FILES]
+    assert len(ids) == len(set(ids)), "two scenarios share an id"
+
+
+@pytest.mark.parametrize("path", OUR_FILES, ids=_id)
+def test_scenario(path):
     run_scenario(json.loads(path.read_text()))
 
 
-@pytest.mark.parametrize("path", OUR_FILES, ids=lambda p: p.stem)
-def test_local_rule_scenario(path):
+_NO_SHARED = pytest.param(None, marks=pytest.mark.skip(reason=f"no {SHARED} beside the clone (optional)"))
+
+
+@pytest.mark.parametrize("path", SHARED_FILES or [_NO_SHARED], ids=lambda p: p.stem if p else "absent")
+def test_shared_scenario(path):
     run_scenario(json.loads(path.read_text()))
 
 
 def test_local_rule_scenarios_cover_each_rule_twice_with_an_invalid_action():
     by_rule = {}
     for p in OUR_FILES:
+        if p.parent == PUBLIC:
+            continue  # this coverage rule is about the project's own scenarios
         d = json.loads(p.read_text())
         for r in d["rules"]:
             by_rule.setdefault(r, []).append(d)
