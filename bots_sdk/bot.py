@@ -1,7 +1,7 @@
 """The :class:`Bot` base class and the typed view of a decision request.
 
 Write a bot by subclassing :class:`Bot` and overriding the methods of the decisions you care
-about; each receives a :class:`Request` and returns an ACT action dict (RULES.md, ACT)::
+about; each receives a :class:`Request` and returns an ACT action dict (docs/rules.md, ACT)::
 
     class MyBot(Bot):
         name = "my-bot"

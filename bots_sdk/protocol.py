@@ -4,7 +4,7 @@ Transport (see ``docs/protocol.md``): the arena ``POST``\\ s a JSON message to t
 expects ``200`` with a JSON body. ``GET`` on the same URL is the health check. Messages:
 
 * a **decision request** (``"type": "decision"``, :func:`build_request`), answered by an
-  ACT action (RULES.md, ACT) plus an optional short ``comment``;
+  ACT action (docs/rules.md, ACT) plus an optional short ``comment``;
 * **notices** (``"type": "match_start"`` / ``"match_end"``, :func:`match_start_notice`,
   :func:`match_end_notice`), answered by anything (an error answer is never a fault).
 

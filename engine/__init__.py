@@ -1,6 +1,6 @@
 """Daifugo Arena rules engine: pure Python, standard library only, no I/O.
 
-It implements ``RULES.md`` (sections C, MD, TM, JDF, LR, TIME-1 and ACT) as ONE engine with
+It implements ``docs/rules.md`` (sections C, MD, TM, JDF, LR, TIME-1 and ACT) as ONE engine with
 rule-set presets plus options. A few nouns:
 
 * a **card** is an int code (:mod:`engine.cards`; wire notation ``3S``, ``TH``, ``JK``, C-1);
@@ -86,7 +86,7 @@ def new_game(ruleset: str, options: Mapping[str, Any] | Options | None = None, s
 def from_setup(ruleset: str, options: Mapping[str, Any] | Options | None, setup: Mapping[str, Any]) -> Game:
     """A state of one deal (TM) / one game (MD, JDF) from explicit hands, as in scenarios.
 
-    ``setup`` is the scenario ``setup`` object (``../shared/scenarios/README.md``):
+    ``setup`` is the scenario ``setup`` object (``tests/scenarios/README.md``):
     ``{"hands": {"0": [cards], ...}, "leader": seat, "set_aside": [cards]?,
     "state": {"millionaire", "rate", "previous_ranks", "game_in_set", "revolution",
     "direction"}?}``. Hands need not be full deals.

@@ -1,4 +1,4 @@
-"""Typed actions: the ACT shapes of RULES.md as the rule sets' handlers receive them.
+"""Typed actions: the ACT shapes of docs/rules.md as the rule sets' handlers receive them.
 
 On the wire, and in the log, an action is an ACT dict (``{"type": "play", "cards": ["5H"]}``).
 :meth:`engine.game.Game.apply` parses it once, at the engine's boundary, into one of these

@@ -20,7 +20,7 @@ The life of a state::
     g.result()                               # {"winner": 0, "scores": {"0": 5, "1": -5}, ...}
     replay(g.log())                          # same state, same result
 
-Actions are the ACT dicts of RULES.md (``{"type": "play", "cards": ["5H"]}``...), on the wire
+Actions are the ACT dicts of docs/rules.md (``{"type": "play", "cards": ["5H"]}``...), on the wire
 and in the log; :meth:`Game.apply` parses each once into a typed action
 (:mod:`engine.actions`) that the handlers receive. Results
 (:class:`Result`, :class:`DealResult`, :class:`GameResult`) key seats by strings (``"0"``..),
@@ -166,7 +166,7 @@ class InvalidAction(ValueError):
     """An action refused by the engine (C-12); the state is unchanged.
 
     Attributes:
-        rule: the RULES.md id the action breaks (``"C-5"``, ``"MD-3"``, ``"ACT"`` for a
+        rule: the docs/rules.md id the action breaks (``"C-5"``, ``"MD-3"``, ``"ACT"`` for a
             malformed action).
         reason: the human explanation, without the rule id.
 
@@ -292,7 +292,7 @@ class Game(ABC):
     A rule set implements the abstract hooks and names its action handlers in ``HANDLERS``.
     """
 
-    #: The rule-set id (RULES.md).
+    #: The rule-set id (docs/rules.md).
     ruleset: ClassVar[str] = ""
     #: The action handlers of the rule set: action type -> name of the handler method,
     #: ``handler(seat, typed action)``. :meth:`apply` parses the action (``PARSERS``) and

@@ -1,6 +1,6 @@
 """Rule-set ids and their options: a typed, validated structure.
 
-Each rule set of RULES.md is a preset of the one engine; its behaviour is tuned by options.
+Each rule set of docs/rules.md is a preset of the one engine; its behaviour is tuned by options.
 
 ================== ===================== ============ ===============================================
 rule set           option                type         meaning (rule id)
@@ -22,7 +22,7 @@ tm and jdf         ``ten_discard``       bool         LR-6, off
 
 Each rule set has its option class (:class:`MillionDoubtOptions`, :class:`TrumpMillionaireOptions`,
 :class:`JdfOptions`; the last two share the local rules of :class:`LocalRuleOptions`). Local
-rules (LR-*) are refused for ``million_doubt`` (RULES.md, section LR).
+rules (LR-*) are refused for ``million_doubt`` (docs/rules.md, section LR).
 
 Example::
 
@@ -47,14 +47,14 @@ MILLION_DOUBT = "million_doubt"
 TRUMP_MILLIONAIRE = "trump_millionaire"
 JDF = "jdf"
 
-#: The rule-set ids, in RULES.md order (the registry :data:`engine.RULESETS` maps them to
+#: The rule-set ids, in docs/rules.md order (the registry :data:`engine.RULESETS` maps them to
 #: their :class:`~engine.rulesets.RuleSet`).
 RULESET_IDS: tuple[str, ...] = (MILLION_DOUBT, TRUMP_MILLIONAIRE, JDF)
 
 #: Number of seats of each rule set (MD-1, TM-2, JDF-1).
 SEATS: dict[str, int] = {MILLION_DOUBT: 2, TRUMP_MILLIONAIRE: 4, JDF: 4}
 
-#: Local-rule option names and their rule ids (RULES.md section LR).
+#: Local-rule option names and their rule ids (docs/rules.md section LR).
 LOCAL_RULES: dict[str, str] = {
     "eleven_back": "LR-1",
     "stairs_revolution": "LR-2",

@@ -1,4 +1,4 @@
-"""The rule-set registry: one :class:`RuleSet` per rule set of RULES.md.
+"""The rule-set registry: one :class:`RuleSet` per rule set of docs/rules.md.
 
 Everything that differs between rule sets outside the rules themselves is read here instead
 of comparing rule-set ids (``ruleset == MILLION_DOUBT``, ``seats == 2``)::
@@ -12,7 +12,7 @@ of comparing rule-set ids (``ruleset == MILLION_DOUBT``, ``seats == 2``)::
     >>> list(engine.RULESETS)
     ['million_doubt', 'trump_millionaire', 'jdf']
 
-``RULESETS`` is a read-only mapping from rule-set id to :class:`RuleSet`, in RULES.md order:
+``RULESETS`` is a read-only mapping from rule-set id to :class:`RuleSet`, in docs/rules.md order:
 iterating it gives the ids, ``name in RULESETS`` checks an id.
 """
 
@@ -46,7 +46,7 @@ class RuleSet:
 
     Attributes:
         name: the rule-set id (``million_doubt``, ``trump_millionaire``, ``jdf``).
-        title: its name in RULES.md.
+        title: its name in docs/rules.md.
         seats: seats at the table (MD-1: 2; TM-2, JDF-1: 4).
         option_class: its :class:`~engine.options.Options` subclass.
         game_class: its :class:`~engine.game.Game` subclass.
@@ -58,7 +58,7 @@ class RuleSet:
             when one engine unit is the whole match.
         duplicate_pairs: the games of a match come in pairs with the same seed and the seats
             swapped (Million Doubt).
-        local_rules: whether the LR options exist (RULES.md section LR).
+        local_rules: whether the LR options exist (docs/rules.md section LR).
         lists_every_play: whether :meth:`Game.legal_actions` lists every legal action (False
             in Million Doubt: face-down plays are checked, not listed, MD-2).
     """
@@ -104,7 +104,7 @@ def _ruleset(name: str, title: str, game_class: type[Game], unit: str, games_per
     )
 
 
-#: The registry: rule-set id -> :class:`RuleSet`, in RULES.md order.
+#: The registry: rule-set id -> :class:`RuleSet`, in docs/rules.md order.
 RULESETS: Mapping[str, RuleSet] = MappingProxyType(
     {
         MILLION_DOUBT: _ruleset(MILLION_DOUBT, "Million Doubt", MillionDoubt, "game", True),

@@ -10,8 +10,9 @@ Catalogs: ``api/ui/translations/<locale>/LC_MESSAGES/messages.po`` is the source
 templates or a ``.po`` file run ``bash infra/i18n.sh`` (extract, update, compile);
 ``tests/api/ui/test_i18n.py`` fails when a committed ``.mo`` does not match its ``.po``.
 
-Japanese game terms follow the source rule texts (``../shared/seeds``): 大富豪, 革命, 8切り,
-Jバック, 縛り, 階段, 都落ち, 反則上がり, ミリオネア, ディール, ダウト, スルー, バースト, 持ち時間.
+Japanese game terms follow the rule book (``docs/rules.md``) and its source texts: 大富豪,
+革命, 8切り, Jバック, 縛り, 階段, 都落ち, 反則上がり, ミリオネア, ディール, ダウト, スルー,
+バースト, 持ち時間.
 
 The replay script (``static/replay.js``) is translated through :func:`js_strings`: a JSON
 object of English message -> translated message embedded in every page (``#i18n``);

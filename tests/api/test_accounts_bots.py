@@ -75,7 +75,7 @@ def test_bot_lifecycle_owner(client, accounts, bot_server):
     assert r.status_code == 201
     bot = r.json
     assert len(bot["secret"]) == 64 and bot["status"] == "unchecked"
-    assert bot["rulesets"] == ["million_doubt", "jdf"]  # RULES.md order
+    assert bot["rulesets"] == ["million_doubt", "jdf"]  # docs/rules.md order
     got = client.get(f"/api/v1/bots/{bot['id']}", headers=h)
     assert got.status_code == 200 and "secret" not in got.json
     listing = client.get("/api/v1/bots", headers=h).json

@@ -1,4 +1,4 @@
-"""Rule points clarified in RULES.md that the shared scenarios do not express (state that a
+"""Rule points clarified in docs/rules.md that the scenarios do not express (state that a
 scenario ``setup`` cannot hold: retired seats, whole games)."""
 
 from __future__ import annotations
