@@ -38,6 +38,7 @@ CITING = (
     ("worker", "**/*.py"),
     ("cli", "**/*.py"),
     ("tests/scenarios", "**/*.json"),
+    ("tests/scenarios", "README.md"),
     (".", "README.md"),
 )
 
