@@ -6,13 +6,17 @@ eager mode); the API answers 202 at once and the bot is ``checking`` until it is
 the health check (:func:`health_check`: ``GET <url>`` must answer 200 with a JSON object
 holding a string ``name`` and a ``protocol`` int or ``protocols`` list); one badly signed
 request (:func:`signature_probe`: must be answered 401, else a warning); for each rule set
-(:func:`conformance_game`) a random short match and the positions of :data:`PROBES` (RULES
-ACT; LR-5 give, LR-6 discard) under :data:`CONFORMANCE_TIME_RULES_S`. A rule set passes with
-no fault (FAULT-1) and every kind of :data:`REQUIRED_KINDS` asked; :data:`CHOICE_KINDS` never
-asked are warned about. Step by step: docs/operations.md, "Conformance game (bot check)".
+(:func:`conformance_game`) a random short match and the fixed positions of :data:`PROBES`
+(RULES ACT; LR-5 give, LR-6 discard, MD-7 penalty), which ask every decision kind whatever the
+bot plays, under :data:`CONFORMANCE_TIME_RULES_S`. A rule set passes with no fault (FAULT-1)
+and every kind of :data:`REQUIRED_KINDS` (all of :data:`DECISION_KINDS`) asked; a kind of
+:data:`CHOICE_KINDS` (none today) never asked is warned about. Step by step:
+docs/operations.md, "Conformance game (bot check)".
 
 The outcome is a JSON-ready dict ``{"ok": bool, "url": {...}, "health": {...},
-"signature": {...}, "conformance": [...], "warnings": [str]}``; :func:`run_check` stores it
+"signature": {...}, "conformance": [...], "warnings": [str], "warning_codes": [{"code",
+"params"}]}`` (``warning_codes[i]`` is ``warnings[i]`` as a message id and its parameters,
+which the pages translate); :func:`run_check` stores it
 (``bot_checks.result`` and ``bots.last_check``) and the bot becomes ``ready`` or ``failed``
 (:func:`arena.lifecycle.finish_check`).
 """
@@ -590,7 +594,8 @@ def signature_probe(
 
     Returns ``{"ok": bool, "status": int | None, "warning": str | None}``: ``ok`` when the
     bot answered 401 (protocol: a bad signature is refused); otherwise ``warning`` says what
-    it did. Never raises.
+    it did, and ``warning_code`` is ``{"code": "signature_not_refused", "params": {"status"}}``
+    or ``{"code": "signature_no_answer", "params": {"fault"}}`` (for translation). Never raises.
     """
     g = engine.new_game("million_doubt", None, _secrets.randbits(62))
     d = g.decision()
@@ -614,12 +619,18 @@ def signature_probe(
     if outcome.status == 401:
         return {"ok": True, "status": 401, "warning": None}
     what = f"HTTP {outcome.status}" if outcome.status is not None else f"no answer ({outcome.fault})"
+    code = (
+        {"code": "signature_not_refused", "params": {"status": outcome.status}}
+        if outcome.status is not None
+        else {"code": "signature_no_answer", "params": {"fault": outcome.fault}}
+    )
     return {
         "ok": False,
         "status": outcome.status,
         "warning": f"the bot answered a badly signed request with {what}, not 401: it does not check "
         "X-Arena-Signature, so anyone who knows its URL can play its moves "
         "(docs/protocol.md, signatures)",
+        "warning_code": code,
     }
 
 
@@ -647,6 +658,7 @@ def check_bot(
         "signature": None,
         "conformance": [],
         "warnings": [],
+        "warning_codes": [],
     }
     progress: dict[str, Any] = {
         "stage": "url",
@@ -675,6 +687,7 @@ def check_bot(
     result["signature"] = signature_probe(url, allow_private=allow_private)
     if result["signature"]["warning"]:
         result["warnings"].append(result["signature"]["warning"])
+        result["warning_codes"].append(result["signature"]["warning_code"])
     report("conformance")
     for rs in rulesets:
 
@@ -694,6 +707,7 @@ def check_bot(
         )
         result["conformance"].append(game)
         result["warnings"] += game["warnings"]
+        result["warning_codes"] += game["warning_codes"]
         progress["rulesets"][rs] = game["kinds"]
         if not game["ok"]:
             break  # the first failing rule set decides
