@@ -68,6 +68,16 @@ def test_random_bots_of_any_seed_are_asked_every_kind(ruleset):
         assert min(row["asked"] for row in out["kinds"].values()) >= 1, (seed, out["kinds"])
 
 
+@pytest.mark.parametrize("ruleset", RULESETS)
+def test_each_position_alone_asks_its_forced_kinds_of_random_bots(ruleset, monkeypatch):
+    for probe in PROBES[ruleset]:
+        monkeypatch.setattr(conformance, "_runs", lambda rs, probe=probe: [probe])
+        for seed in range(5):
+            out = _check(SAMPLE_BOTS["random"](seed=seed), ruleset, seed=seed)
+            asked = {k for k, row in out["kinds"].items() if row["asked"]}
+            assert set(probe.forces) <= asked, (probe.name, seed, asked)
+
+
 def test_the_openings_moves_are_not_counted_as_the_bots():
     out = _check(SAMPLE_BOTS["greedy"](), "jdf")
     give = next(g for g in out["games"] if g["probe"] == "give")
