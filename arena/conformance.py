@@ -214,10 +214,11 @@ DECISION_KINDS: dict[str, tuple[str, ...]] = {
 #: Kinds the fixed positions always ask the checked bot (today every kind of
 #: :data:`DECISION_KINDS`): never asked fails the check.
 REQUIRED_KINDS: dict[str, tuple[str, ...]] = dict(DECISION_KINDS)
-#: Kinds no fixed position can force, asked only when the bot's own choice calls for them;
-#: never asked gives the warning ``kind_not_asked``. Empty: every kind is forced (a position
-#: "asked at once" reaches any decision the engine can reach, see :class:`Probe`). A kind
-#: added to the engine belongs here until a probe forces it.
+#: Kinds of :data:`DECISION_KINDS` not in :data:`REQUIRED_KINDS`: asked only when the bot's
+#: own choice calls for them; never asked gives the warning ``kind_not_asked`` (see
+#: :func:`kind_not_asked`). Empty: an opening (:class:`Probe`) reaches any decision the engine
+#: can reach, so every kind is forced. A kind added to the engine with no position forcing it
+#: yet is left out of REQUIRED_KINDS, and lands here.
 CHOICE_KINDS: dict[str, tuple[str, ...]] = {
     rs: tuple(k for k in DECISION_KINDS[rs] if k not in REQUIRED_KINDS[rs]) for rs in DECISION_KINDS
 }
