@@ -6,13 +6,17 @@ eager mode); the API answers 202 at once and the bot is ``checking`` until it is
 the health check (:func:`health_check`: ``GET <url>`` must answer 200 with a JSON object
 holding a string ``name`` and a ``protocol`` int or ``protocols`` list); one badly signed
 request (:func:`signature_probe`: must be answered 401, else a warning); for each rule set
-(:func:`conformance_game`) a random short match and the positions of :data:`PROBES` (RULES
-ACT; LR-5 give, LR-6 discard) under :data:`CONFORMANCE_TIME_RULES_S`. A rule set passes with
-no fault (FAULT-1) and every kind of :data:`REQUIRED_KINDS` asked; :data:`CHOICE_KINDS` never
-asked are warned about. Step by step: docs/operations.md, "Conformance game (bot check)".
+(:func:`conformance_game`) a random short match and the fixed positions of :data:`PROBES`
+(RULES ACT; LR-5 give, LR-6 discard, MD-7 penalty), which ask every decision kind whatever the
+bot plays, under :data:`CONFORMANCE_TIME_RULES_S`. A rule set passes with no fault (FAULT-1)
+and every kind of :data:`REQUIRED_KINDS` (all of :data:`DECISION_KINDS`) asked; a kind of
+:data:`CHOICE_KINDS` (none today) never asked is warned about. Step by step:
+docs/operations.md, "Conformance game (bot check)".
 
 The outcome is a JSON-ready dict ``{"ok": bool, "url": {...}, "health": {...},
-"signature": {...}, "conformance": [...], "warnings": [str]}``; :func:`run_check` stores it
+"signature": {...}, "conformance": [...], "warnings": [str], "warning_codes": [{"code",
+"params"}]}`` (``warning_codes[i]`` is ``warnings[i]`` as a message id and its parameters,
+which the pages translate); :func:`run_check` stores it
 (``bot_checks.result`` and ``bots.last_check``) and the bot becomes ``ready`` or ``failed``
 (:func:`arena.lifecycle.finish_check`).
 """
@@ -24,7 +28,7 @@ import secrets as _secrets
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 
@@ -35,7 +39,7 @@ from arena.config import Settings
 from arena.db.session import shared_sessions
 from arena.matchlog import Exchange
 from arena.runner.match import Match, MatchConfig, Observers
-from arena.runner.players import WATCHDOG, HttpPlayer
+from arena.runner.players import WATCHDOG, HttpPlayer, LocalPlayer, Outcome, Player, SlotUse
 from arena.safejson import JsonLimitError, loads_limited
 from arena.url_policy import BotUrlError, check_bot_url
 from bots_sdk import protocol
@@ -200,52 +204,78 @@ CONFORMANCE_SETUP = {
 }
 #: Faults listed in the outcome at most.
 MAX_LISTED_FAULTS = 5
-#: Every decision kind of each rule set (RULES ACT).
+#: Every decision kind of each rule set (RULES ACT). The fixed positions of :data:`PROBES`
+#: ask every one of them of the checked bot whatever it plays: never asked fails the check.
 DECISION_KINDS: dict[str, tuple[str, ...]] = {
     "million_doubt": ("play", "doubt", "penalty"),
     "trump_millionaire": ("play", "exchange", "rate", "give", "discard"),
     "jdf": ("play", "give", "discard"),
 }
-#: Kinds the fixed positions always ask the checked bot: never asked fails the check.
-REQUIRED_KINDS: dict[str, tuple[str, ...]] = {
-    "million_doubt": ("play", "doubt"),
-    "trump_millionaire": ("play", "exchange", "rate"),
-    "jdf": ("play", "give"),
-}
-#: Kinds asked only when the bot's own choice calls for them (a doubt of a lie; a play of a
-#: 7 or a 10: the probe hands hold nothing else, so every lead the bot makes asks one of them).
+#: Kinds the fixed positions always ask the checked bot (today every kind of
+#: :data:`DECISION_KINDS`): never asked fails the check.
+REQUIRED_KINDS: dict[str, tuple[str, ...]] = dict(DECISION_KINDS)
+#: Kinds of :data:`DECISION_KINDS` not in :data:`REQUIRED_KINDS`: asked only when the bot's
+#: own choice calls for them; never asked gives the warning ``kind_not_asked`` (see
+#: :func:`kind_not_asked`). Empty: an opening (:class:`Probe`) reaches any decision the engine
+#: can reach, so every kind is forced. A kind added to the engine with no position forcing it
+#: yet is left out of REQUIRED_KINDS, and lands here.
 CHOICE_KINDS: dict[str, tuple[str, ...]] = {
-    "million_doubt": ("penalty",),
-    "trump_millionaire": ("give", "discard"),
-    "jdf": ("give", "discard"),
+    rs: tuple(k for k in DECISION_KINDS[rs] if k not in REQUIRED_KINDS[rs]) for rs in DECISION_KINDS
 }
 
 _WEAK = {"1": ["3C", "4C", "5C", "6C", "3D"], "2": ["4D", "5D", "6D", "3H", "4H"], "3": ["5H", "6H", "4S", "5S", "6S"]}
-_LOCAL = {"seven_pass": True, "ten_discard": True}
+_SEVENS_TENS = ["7S", "7H", "TS", "TH"]
+_MD_HIGH = ["9S", "9D", "TH", "QD", "KC", "AS", "2H"]
+_MD_LOW = ["3C", "3D", "3H", "4C", "4D", "4H", "5C"]
 
-#: Fixed positions per rule set, the checked bot at seat 0 (scenario ``setup`` format,
-#: ../shared/scenarios/README.md): ``(name, options, setup, scripted opponent seats)``.
-PROBES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any], tuple[int, ...]]]] = {
-    # The opponent answers every play with face-down low cards (a lie over the bot's high
-    # cards; no 8, J or 4 of a kind to clear or reverse): the bot is asked doubt, and penalty
-    # when it doubts (MD-6, MD-7).
+
+class Probe(NamedTuple):
+    """A fixed position of the check, the checked bot at seat 0.
+
+    Attributes:
+        name: the position's name in the outcome (``games[].probe``, ``faults[].probe``).
+        options: the rule set's options (the local rules the position needs: LR-5, LR-6).
+        setup: the scenario ``setup`` (:func:`engine.from_setup`): hands, leader, state.
+        liars: seats played by :class:`FaceDownLiar` (the others: the greedy sample bot).
+        opening: ``(seat, action)`` moves the check itself answers, in order, before any
+            request reaches a bot: the position a bot is then asked in is reached whatever it
+            plays (a 7 just played: ``give``; a doubt just lost: ``penalty``). The opening's
+            decisions of seat 0 are not sent to the bot nor counted as asked.
+        forces: the decision kinds the position asks the checked bot whatever it answers.
+    """
+
+    name: str
+    options: dict[str, Any]
+    setup: dict[str, Any]
+    liars: tuple[int, ...] = ()
+    opening: tuple[tuple[int, dict[str, Any]], ...] = ()
+    forces: tuple[str, ...] = ()
+
+
+#: Fixed positions per rule set (docs/operations.md, "Conformance game", step 4). Check-only
+#: deals: no seed, nothing taken from a tournament's deals.
+PROBES: dict[str, list[Probe]] = {
     "million_doubt": [
-        (
-            "doubt",
+        # The bot leads; the liar answers every play with face-down low cards (a lie over the
+        # bot's high cards; no 8, J or 4 of a kind): the bot is asked doubt (MD-6).
+        Probe("doubt", {}, {"hands": {"0": _MD_HIGH, "1": _MD_LOW}, "leader": 0}, liars=(1,), forces=("play", "doubt")),
+        # Opening: seat 1 leads 3C, the bot's seat plays 9S face down (honest), seat 1 doubts:
+        # the doubt fails, the bot is the executor and is asked penalty at once (MD-7).
+        Probe(
+            "penalty",
             {},
-            {
-                "hands": {
-                    "0": ["9S", "9D", "TH", "QD", "KC", "AS", "2H"],
-                    "1": ["3C", "3D", "3H", "4C", "4D", "4H", "5C"],
-                },
-                "leader": 0,
-            },
-            (1,),
+            {"hands": {"0": _MD_HIGH, "1": _MD_LOW}, "leader": 1},
+            opening=(
+                (1, {"type": "play", "cards": ["3C"]}),
+                (0, {"type": "play", "cards": ["9S"], "face_down": ["9S"]}),
+                (1, {"type": "doubt"}),
+            ),
+            forces=("penalty", "play"),
         ),
     ],
     "trump_millionaire": [
         # TM-3: the bot is the Millionaire of this deal: exchange, then rate, then it leads.
-        (
+        Probe(
             "exchange-rate",
             {},
             {
@@ -259,14 +289,27 @@ PROBES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any], tuple[int, ...
                 "set_aside": ["2S", "2H", "2D", "2C", "JK", "JK", "8S", "8H", "8D", "8C", "JS", "JH", "JD", "JC"],
                 "state": {"millionaire": 0},
             },
-            (),
+            forces=("exchange", "rate", "play"),
         ),
-        # LR-5, LR-6: only 7s and 10s, no play empties the hand, nobody can beat them.
-        ("give-discard", _LOCAL, {"hands": {"0": ["7S", "7H", "TS", "TH"], **_WEAK}, "leader": 0}, ()),
+        # Opening: the bot's seat leads 7S (LR-5): asked give at once; then 10S (LR-6): discard.
+        Probe(
+            "give",
+            {"seven_pass": True},
+            {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
+            opening=((0, {"type": "play", "cards": ["7S"]}),),
+            forces=("give", "play"),
+        ),
+        Probe(
+            "discard",
+            {"ten_discard": True},
+            {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
+            opening=((0, {"type": "play", "cards": ["TS"]}),),
+            forces=("discard", "play"),
+        ),
     ],
     "jdf": [
         # JDF-4: game 2 of a set, the bot was daifugo: it gives 2 cards.
-        (
+        Probe(
             "exchange-give",
             {},
             {
@@ -279,9 +322,22 @@ PROBES: dict[str, list[tuple[str, dict[str, Any], dict[str, Any], tuple[int, ...
                 "leader": 3,
                 "state": {"game_in_set": 2, "previous_ranks": {"0": 1, "1": 2, "2": 3, "3": 4}},
             },
-            (),
+            forces=("give",),
         ),
-        ("give-discard", _LOCAL, {"hands": {"0": ["7S", "7H", "TS", "TH"], **_WEAK}, "leader": 0}, ()),
+        Probe(
+            "give",
+            {"seven_pass": True},
+            {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
+            opening=((0, {"type": "play", "cards": ["7S"]}),),
+            forces=("give", "play"),
+        ),
+        Probe(
+            "discard",
+            {"ten_discard": True},
+            {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
+            opening=((0, {"type": "play", "cards": ["TS"]}),),
+            forces=("discard", "play"),
+        ),
     ],
 }
 
@@ -309,6 +365,32 @@ class FaceDownLiar(Bot):
         return self._greedy.decide(req)
 
 
+class _Opening:
+    """A seat's player in a probe: answers the seat's moves of the probe's opening itself (no
+    request reaches the bot, ``elapsed_ms`` 0), then hands every decision to ``inner``.
+    ``opening`` is shared by every seat of the game (moves in order); ``scripted`` says
+    whether the last decision was an opening move."""
+
+    def __init__(self, inner: Player, seat: int, opening: list[tuple[int, dict[str, Any]]]) -> None:
+        self.inner, self.seat, self.opening = inner, seat, opening
+        self.kind, self.name, self.url = inner.kind, inner.name, inner.url
+        self.scripted = False
+
+    def decide(self, body: bytes, timeout_s: float) -> Outcome:
+        self.scripted = bool(self.opening)
+        if self.scripted:
+            if self.opening[0][0] != self.seat:
+                raise RuntimeError(f"opening move for seat {self.opening[0][0]} asked of seat {self.seat}")
+            return Outcome(dict(self.opening.pop(0)[1]), None, "", "", 0, None)
+        return self.inner.decide(body, timeout_s)
+
+    def notify(self, body: bytes) -> SlotUse:
+        return self.inner.notify(body)
+
+    def close(self) -> None:
+        pass  # the inner player outlives the probe (one HTTP client for the whole check)
+
+
 class CheckTimeUp(RuntimeError):
     """The check ran past its deadline (``ARENA_CHECK_TIME_LIMIT_S``); ``str(exc)`` says so."""
 
@@ -323,6 +405,23 @@ def _time_up(limit_s: float | None) -> str:
 
 def _kinds_table(ruleset: str) -> dict[str, dict[str, int]]:
     return {k: {"asked": 0, "faults": 0} for k in DECISION_KINDS[ruleset]}
+
+
+def kind_not_asked(ruleset: str, kind: str) -> dict[str, Any]:
+    """The warning ``kind_not_asked`` (a kind of :data:`CHOICE_KINDS` the bot's own play never
+    called for): ``{"code": "kind_not_asked", "params": {"ruleset", "kind"}, "text": English}``.
+    The pages translate it from ``code`` and ``params`` (``api/ui/i18n.py``)."""
+    text = (
+        f"{ruleset}: the bot was never asked '{kind}' (its own plays never called for it), "
+        f"so its {kind} answers are not checked"
+    )
+    return {"code": "kind_not_asked", "params": {"ruleset": ruleset, "kind": kind}, "text": text}
+
+
+def _runs(ruleset: str) -> list[Probe]:
+    """The random short match (a probe with no setup) then every fixed position of ``ruleset``."""
+    options, _ = CONFORMANCE_SETUP[ruleset]
+    return [Probe("random", options, {}), *PROBES.get(ruleset, [])]
 
 
 def conformance_game(
@@ -342,15 +441,18 @@ def conformance_game(
     (``time.monotonic()`` seconds): past it, the check stops after the bot's current decision
     and fails (``error`` names the limit, ``limit_s``).
 
-    Setup: the random short match of :data:`CONFORMANCE_SETUP`, then every position of
-    :data:`PROBES`; :data:`CONFORMANCE_TIME_RULES_S`; the bot signed with ``secret`` (and
-    ``previous_secret``); ``max_faults`` 1 (the first fault ends the check: FAULT-3).
-    ``on_progress(kinds)`` is called after every decision of the bot with the ``kinds`` table.
+    Setup: the random short match of :data:`CONFORMANCE_SETUP` (its seed ``seed``, else a
+    fresh random one: never a tournament's), then every position of :data:`PROBES` (each
+    asks the kinds of its ``forces``, whatever the bot plays); :data:`CONFORMANCE_TIME_RULES_S`;
+    the bot signed with ``secret`` (and ``previous_secret``); ``max_faults`` 1 (the first fault
+    ends the check: FAULT-3). ``on_progress(kinds)`` is called after every decision asked of
+    the bot with the ``kinds`` table.
 
     Returns ``{"ok": bool, "ruleset", "kinds": {kind: {"asked": n, "faults": n}},
     "games": [{"probe", "decisions", "faults"}], "faults": [{"kind", "detail", "received",
     "elapsed_ms", "decision", "probe"}...] (at most 5), "decisions": int, "elapsed_ms": int
     (the bot's total, milliseconds), "wall_s": float (seconds), "warnings": [str],
+    "warning_codes": [{"code", "params"}] (the same warnings, for translation),
     "error": str | None}``. ``ok``: no fault and every kind of :data:`REQUIRED_KINDS` asked.
     Never raises for the bot's behaviour.
     """
@@ -364,82 +466,31 @@ def conformance_game(
         "elapsed_ms": 0,
         "wall_s": None,
         "warnings": [],
+        "warning_codes": [],
         "error": None,
     }
     if ruleset not in CONFORMANCE_SETUP:
         out["error"] = f"unknown rule set {ruleset!r}"
         return out
     kinds = out["kinds"] = _kinds_table(ruleset)
-    options, games = CONFORMANCE_SETUP[ruleset]
     seed = _secrets.randbits(62) if seed is None else seed
-    runs: list[tuple[str, dict[str, Any], list[dict[str, Any]] | None, tuple[int, ...]]] = [
-        ("random", options, None, ())
-    ]
-    runs += [
-        (name, opts, [{"setup": setup, "seats": list(range(engine.SEATS[ruleset]))}], scripted)
-        for name, opts, setup, scripted in PROBES.get(ruleset, [])
-    ]
-    faults: list[dict[str, Any]] = []
     start = time.monotonic()
     player = HttpPlayer(url, secret, name="candidate", allow_private=allow_private, previous_secret=previous_secret)
-
-    def seen(ex: Exchange) -> None:
-        if deadline is not None and time.monotonic() > deadline:
-            raise CheckTimeUp(_time_up(limit_s))
-        if ex["player"] != 0:
-            return
-        row = kinds.setdefault(ex["kind"], {"asked": 0, "faults": 0})
-        row["asked"] += 1
-        row["faults"] += int(ex["fault"] is not None)
-        if on_progress is not None:
-            on_progress(kinds)
-
+    faults: list[dict[str, Any]] = []
     try:
-        for i, (probe, opts, specs, scripted) in enumerate(runs):
+        for i, probe in enumerate(_runs(ruleset)):
             if deadline is not None and time.monotonic() > deadline:
                 out["error"] = _time_up(limit_s)
                 return out
-            others = [
-                FaceDownLiar() if s in scripted else SAMPLE_BOTS[CONFORMANCE_OPPONENT](seed=seed + s)
-                for s in range(1, engine.SEATS[ruleset])
-            ]
             try:
-                config = MatchConfig(
-                    ruleset,
-                    opts,
-                    seed=seed + 7 * i,
-                    games=games,
-                    game_specs=specs,
-                    time_rules=TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S),
-                    max_faults=1,
-                    match_id=f"conformance-{seed}-{probe}",
-                )
-                match_log = Match([player, *others], config, Observers(on_decision=seen)).play()
+                own = _play_probe(player, ruleset, probe, seed, i, kinds, out, on_progress, deadline, limit_s)
             except CheckTimeUp as exc:
                 out["error"] = str(exc)
                 return out
             except Exception as exc:  # a runner bug must not pass or crash the check
-                out["error"] = _truncate(f"{probe}: {type(exc).__name__}: {exc}")
+                out["error"] = _truncate(f"{probe.name}: {type(exc).__name__}: {exc}")
                 return out
-            mine = [ex for gm in match_log["games"] for ex in gm["exchanges"] if ex["player"] == 0]
-            kind_of = {
-                (f_game, ex["n"]): ex["kind"] for f_game, gm in enumerate(match_log["games"]) for ex in gm["exchanges"]
-            }
-            own = [f for f in match_log["faults"] if f["player"] == 0]
-            out["games"].append({"probe": probe, "decisions": len(mine), "faults": len(own)})
-            out["decisions"] += len(mine)
-            out["elapsed_ms"] += sum(ex["elapsed_ms"] for ex in mine)
-            faults += [
-                {
-                    "kind": f["kind"],
-                    "detail": f["detail"],
-                    "received": _truncate(f["received"] or ""),
-                    "elapsed_ms": f["elapsed_ms"],
-                    "decision": kind_of.get((f["game"], f["n"])),
-                    "probe": probe,
-                }
-                for f in own
-            ]
+            faults += own
             if own:
                 break  # the first fault decides (max_faults 1)
     finally:
@@ -456,11 +507,81 @@ def conformance_game(
         out["ok"] = True
         for k in CHOICE_KINDS[ruleset]:
             if not kinds[k]["asked"]:
-                out["warnings"].append(
-                    f"{ruleset}: the bot was never asked '{k}' (its own plays never "
-                    f"called for it), so its {k} answers are not checked"
-                )
+                w = kind_not_asked(ruleset, k)
+                out["warnings"].append(w["text"])
+                out["warning_codes"].append({"code": w["code"], "params": w["params"]})
     return out
+
+
+def _play_probe(
+    player: HttpPlayer,
+    ruleset: str,
+    probe: Probe,
+    seed: int,
+    index: int,
+    kinds: dict[str, dict[str, int]],
+    out: dict[str, Any],
+    on_progress: ProgressFn | None,
+    deadline: float | None,
+    limit_s: float | None,
+) -> list[dict[str, Any]]:
+    """Play one run of :func:`conformance_game` (``index`` in :func:`_runs`), count the bot's
+    decisions into ``kinds`` and ``out`` (``games``, ``decisions``, ``elapsed_ms``) and return
+    its faults (``out["faults"]`` rows).
+
+    Raises:
+        CheckTimeUp: past ``deadline``; anything the runner raises (a runner bug)."""
+    n = engine.SEATS[ruleset]
+    opening = list(probe.opening)
+    inner: list[Player] = [player]
+    for s in range(1, n):
+        bot = FaceDownLiar() if s in probe.liars else SAMPLE_BOTS[CONFORMANCE_OPPONENT](seed=seed + s)
+        inner.append(LocalPlayer(bot))
+    seats = [_Opening(p, s, opening) for s, p in enumerate(inner)]
+
+    def seen(ex: Exchange) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            raise CheckTimeUp(_time_up(limit_s))
+        if ex["player"] != 0 or seats[0].scripted:
+            return
+        row = kinds.setdefault(ex["kind"], {"asked": 0, "faults": 0})
+        row["asked"] += 1
+        row["faults"] += int(ex["fault"] is not None)
+        if on_progress is not None:
+            on_progress(kinds)
+
+    games = CONFORMANCE_SETUP[ruleset][1]
+    config = MatchConfig(
+        ruleset,
+        probe.options,
+        seed=seed + 7 * index,
+        games=games,
+        game_specs=[{"setup": probe.setup, "seats": list(range(n))}] if probe.setup else None,
+        time_rules=TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S),
+        max_faults=1,
+        match_id=f"conformance-{seed}-{probe.name}",
+    )
+    match_log = Match(seats, config, Observers(on_decision=seen)).play()
+    if opening:
+        raise RuntimeError(f"probe {probe.name}: {len(opening)} opening move(s) never asked")
+    scripted = sum(1 for s, _ in probe.opening if s == 0)  # seat 0's opening moves come first
+    mine = [ex for gm in match_log["games"] for ex in gm["exchanges"] if ex["player"] == 0][scripted:]
+    kind_of = {(g, ex["n"]): ex["kind"] for g, gm in enumerate(match_log["games"]) for ex in gm["exchanges"]}
+    own = [f for f in match_log["faults"] if f["player"] == 0]
+    out["games"].append({"probe": probe.name, "decisions": len(mine), "faults": len(own)})
+    out["decisions"] += len(mine)
+    out["elapsed_ms"] += sum(ex["elapsed_ms"] for ex in mine)
+    return [
+        {
+            "kind": f["kind"],
+            "detail": f["detail"],
+            "received": _truncate(f["received"] or ""),
+            "elapsed_ms": f["elapsed_ms"],
+            "decision": kind_of.get((f["game"], f["n"])),
+            "probe": probe.name,
+        }
+        for f in own
+    ]
 
 
 #: Seconds allowed for the badly signed request (connect + answer).
@@ -474,7 +595,8 @@ def signature_probe(
 
     Returns ``{"ok": bool, "status": int | None, "warning": str | None}``: ``ok`` when the
     bot answered 401 (protocol: a bad signature is refused); otherwise ``warning`` says what
-    it did. Never raises.
+    it did, and ``warning_code`` is ``{"code": "signature_not_refused", "params": {"status"}}``
+    or ``{"code": "signature_no_answer", "params": {"fault"}}`` (for translation). Never raises.
     """
     g = engine.new_game("million_doubt", None, _secrets.randbits(62))
     d = g.decision()
@@ -498,12 +620,18 @@ def signature_probe(
     if outcome.status == 401:
         return {"ok": True, "status": 401, "warning": None}
     what = f"HTTP {outcome.status}" if outcome.status is not None else f"no answer ({outcome.fault})"
+    code = (
+        {"code": "signature_not_refused", "params": {"status": outcome.status}}
+        if outcome.status is not None
+        else {"code": "signature_no_answer", "params": {"fault": outcome.fault}}
+    )
     return {
         "ok": False,
         "status": outcome.status,
         "warning": f"the bot answered a badly signed request with {what}, not 401: it does not check "
         "X-Arena-Signature, so anyone who knows its URL can play its moves "
         "(docs/protocol.md, signatures)",
+        "warning_code": code,
     }
 
 
@@ -531,6 +659,7 @@ def check_bot(
         "signature": None,
         "conformance": [],
         "warnings": [],
+        "warning_codes": [],
     }
     progress: dict[str, Any] = {
         "stage": "url",
@@ -559,6 +688,7 @@ def check_bot(
     result["signature"] = signature_probe(url, allow_private=allow_private)
     if result["signature"]["warning"]:
         result["warnings"].append(result["signature"]["warning"])
+        result["warning_codes"].append(result["signature"]["warning_code"])
     report("conformance")
     for rs in rulesets:
 
@@ -578,6 +708,7 @@ def check_bot(
         )
         result["conformance"].append(game)
         result["warnings"] += game["warnings"]
+        result["warning_codes"] += game["warning_codes"]
         progress["rulesets"][rs] = game["kinds"]
         if not game["ok"]:
             break  # the first failing rule set decides

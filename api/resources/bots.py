@@ -105,7 +105,10 @@ class BotCheckSchema(ma.Schema):
     )
     result = ma.fields.Dict(
         allow_none=True,
-        metadata={"description": "the outcome when done: ok, health, signature, conformance per rule set, warnings"},
+        metadata={
+            "description": "the outcome when done: ok, health, signature, conformance per rule set, warnings, "
+            "warning_codes (each warning as {code, params}, same order)"
+        },
     )
     warnings = ma.fields.Method("_warnings", metadata={"description": "warnings of the result (passing checks too)"})
     error = ma.fields.String(allow_none=True)

@@ -79,6 +79,50 @@ def N_(message: str) -> str:  # noqa: N802 - the gettext convention; marks a mes
     return message
 
 
+def check_warnings(result: dict | None) -> list[str]:
+    """The warnings of a bot check's outcome (``arena.conformance``: ``warnings`` and the
+    parallel ``warning_codes``) in the current locale: a known code is translated with its
+    parameters, anything else (an older outcome, an unknown code) is shown as stored."""
+    result = result or {}
+    texts = list(result.get("warnings") or [])
+    codes = list(result.get("warning_codes") or [])
+    out = []
+    for i, text in enumerate(texts):
+        code = codes[i] if i < len(codes) and isinstance(codes[i], dict) else {}
+        message = _WARNING_MESSAGES.get(str(code.get("code")))
+        params = dict(code.get("params") or {})
+        if message is None:
+            out.append(text)
+            continue
+        if "ruleset" in params:
+            params["ruleset"] = ruleset_names().get(params["ruleset"], params["ruleset"])
+        if "kind" in params:
+            params["kind"] = _(str(params["kind"]))  # the decision kinds' names (JS_MESSAGES)
+        if "fault" in params:
+            params["fault"] = fault_names().get(params["fault"], params["fault"])
+        try:
+            out.append(_(message, **params))
+        except (KeyError, TypeError, ValueError):  # parameters that do not fit: the stored text
+            out.append(text)
+    return out
+
+
+#: The English text of each check warning code (:func:`check_warnings`), marked for extraction.
+_WARNING_MESSAGES: dict[str, str] = {
+    "kind_not_asked": N_(
+        "%(ruleset)s: the bot was never asked '%(kind)s' (its own plays never called for it), so its %(kind)s "
+        "answers are not checked"
+    ),
+    "signature_not_refused": N_(
+        "the bot answered a badly signed request with HTTP %(status)s, not 401: it does not check "
+        "X-Arena-Signature, so anyone who knows its URL can play its moves (docs/protocol.md, signatures)"
+    ),
+    "signature_no_answer": N_(
+        "the bot did not answer a badly signed request (%(fault)s), not 401: it does not check "
+        "X-Arena-Signature, so anyone who knows its URL can play its moves (docs/protocol.md, signatures)"
+    ),
+}
+
 #: The English name of each status (:func:`status_name`), marked for extraction.
 _STATUS_MESSAGES: dict[str, str] = {
     "draft": N_("draft"),
@@ -197,6 +241,7 @@ JS_MESSAGES: tuple[str, ...] = (
     N_("give"),
     N_("rate"),
     N_("penalty"),
+    N_("discard"),
     N_("Running totals after {what}"),
     N_("before the first result"),
     N_("new in this hand: {card}"),

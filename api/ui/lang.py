@@ -71,6 +71,7 @@ def _i18n_globals():
         "js_strings": i18n.js_strings(),
         "ruleset_names": i18n.ruleset_names(),
         "status_name": i18n.status_name,
+        "check_warnings": i18n.check_warnings,
         "option_names": option_names(),
         "fault_names": i18n.fault_names(),
         "role_names": {"organizer": _("organizer"), "contestant": _("contestant"), "admin": _("admin")},

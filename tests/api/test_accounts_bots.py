@@ -88,7 +88,13 @@ def test_bot_lifecycle_owner(client, accounts, bot_server):
     assert checked["last_check"]["health"]["protocols"] == [1]
     assert bot_server.hits == ["/"]
     # the tiny server ignores signatures: passed, with the warning on the check and the bot
-    assert check["result"]["signature"] == {"ok": False, "status": 200, "warning": check["warnings"][0]}
+    assert check["result"]["signature"] == {
+        "ok": False,
+        "status": 200,
+        "warning": check["warnings"][0],
+        "warning_code": {"code": "signature_not_refused", "params": {"status": 200}},
+    }
+    assert check["result"]["warning_codes"] == [check["result"]["signature"]["warning_code"]]
     assert "not 401" in checked["warnings"][0]
     assert client.get(f"/api/v1/bots/{bot['id']}/check", headers=h).json == check
 

@@ -244,3 +244,32 @@ def test_times_from_the_api_are_shown_as_the_pages_show_theirs():
     assert _when("2026-12-01T21:46:59+02:00") == want  # another offset: converted
     assert _when("2026-12-01T19:46:15") == want == _when(datetime(2026, 12, 1, 19, 46, 15))
     assert _when(None) == "—" and _when("soon") == "soon"
+
+
+def test_the_checks_warnings_are_shown_in_the_readers_language(site):
+    """The warnings of the last check come from their codes (warning_codes), translated; an
+    outcome stored before the codes shows its English text."""
+    ace = site.bots["Ace"]
+    english = "the bot answered a badly signed request with HTTP 200, not 401: ..."
+    with site.sessionmaker() as s:
+        bot = s.get(Bot, ace)
+        before = bot.last_check
+        bot.last_check = {
+            **(before or {"ok": True, "conformance": []}),
+            "warnings": [english, "an older warning"],
+            "warning_codes": [{"code": "signature_not_refused", "params": {"status": 200}}],
+        }
+        s.commit()
+    try:
+        c = _client(site, "alice")
+        en = c.get(f"/ui/bots/{ace}").get_data(as_text=True)
+        assert "⚠ the bot answered a badly signed request with HTTP 200, not 401: it does not check" in en
+        assert "⚠ an older warning" in en
+        c.get("/ui/lang/ja")
+        ja = c.get(f"/ui/bots/{ace}").get_data(as_text=True)
+        assert "⚠ 署名の不正なリクエストにボットが 401 ではなく HTTP 200 で答えました。" in ja
+        assert "⚠ an older warning" in ja and english not in ja
+    finally:
+        with site.sessionmaker() as s:
+            s.get(Bot, ace).last_check = before
+            s.commit()
