@@ -7,7 +7,7 @@ the health check (:func:`health_check`: ``GET <url>`` must answer 200 with a JSO
 holding a string ``name`` and a ``protocol`` int or ``protocols`` list); one badly signed
 request (:func:`signature_probe`: must be answered 401, else a warning); for each rule set
 (:func:`conformance_game`) a random short match and the fixed positions of :data:`PROBES`
-(RULES ACT; LR-5 give, LR-6 discard, MD-7 penalty), which ask every decision kind whatever the
+(ACT; LR-5 give, LR-6 discard, MD-7 penalty), which ask every decision kind whatever the
 bot plays, under :data:`CONFORMANCE_TIME_RULES_S`. A rule set passes with no fault (FAULT-1)
 and every kind of :data:`REQUIRED_KINDS` (all of :data:`DECISION_KINDS`) asked; a kind of
 :data:`CHOICE_KINDS` (none today) never asked is warned about. Step by step:
@@ -204,7 +204,7 @@ CONFORMANCE_SETUP = {
 }
 #: Faults listed in the outcome at most.
 MAX_LISTED_FAULTS = 5
-#: Every decision kind of each rule set (RULES ACT). The fixed positions of :data:`PROBES`
+#: Every decision kind of each rule set (ACT). The fixed positions of :data:`PROBES`
 #: ask every one of them of the checked bot whatever it plays: never asked fails the check.
 DECISION_KINDS: dict[str, tuple[str, ...]] = {
     "million_doubt": ("play", "doubt", "penalty"),
