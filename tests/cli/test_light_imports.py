@@ -15,7 +15,9 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from cli import COMMANDS, DISTRIBUTION, SERVER_MODULES
+from click.testing import CliRunner
+
+from cli import COMMANDS, DISTRIBUTION, SERVER_MODULES, LazyGroup, missing_extra
 
 REPO = Path(__file__).resolve().parents[2]
 FIRST_PARTY = {"engine", "bots_sdk", "arena", "api", "worker", "cli"}
@@ -169,3 +171,22 @@ def test_the_import_contract_forbids_the_same_libraries():
     assert contract["type"] == "forbidden"
     assert set(contract["forbidden_modules"]) == set(SERVER_MODULES)
     assert {"cli.play", "cli.tournament", "bots_sdk", "engine", "arena.runner.match"} <= set(contract["source_modules"])
+
+
+def test_a_command_reaching_a_server_library_when_run_names_the_extra():
+    group = LazyGroup(name="arena", lazy={"gone": "no_such_module_here:cmd"})
+
+    @group.command("stats")
+    def stats() -> None:
+        raise ModuleNotFoundError("No module named 'sqlalchemy.orm'", name="sqlalchemy.orm")
+
+    ran = CliRunner().invoke(group, ["stats"])
+    assert ran.exit_code == 1
+    assert ran.stderr == "Error: 'arena stats' needs the server extra: pip install 'daifugo-arena[server]'\n"
+    other = CliRunner().invoke(group, ["gone"])  # not a library of an extra: the error itself
+    assert other.exit_code == 1
+    assert other.stderr == (
+        "Error: command 'gone' is unavailable (no_such_module_here:cmd): No module named 'no_such_module_here'\n"
+    )
+    assert missing_extra(ModuleNotFoundError("x", name="flask_smorest.fields")) == "server"
+    assert missing_extra(ImportError("cannot import name 'x' from 'flask'", name="flask")) is None
