@@ -8,6 +8,12 @@ click command or group in your module and add a line to :data:`COMMANDS`::
         "db": "arena.db_cli:db",          # name -> "module:attribute"
     }
 
+Light install: without the ``server`` extra (``pip install daifugo-arena``), the modules of
+the service's commands fail to import one of :data:`SERVER_MODULES`; their stand-ins still
+appear in ``arena --help`` and say which extra to install (exit status 1)::
+
+    Error: 'arena worker' needs the server extra: pip install 'daifugo-arena[server]'
+
 Errors: a command raises :class:`click.ClickException` (or any other exception); the user
 sees one line ``Error: <message>`` and exit status 1, never a traceback. Set
 ``ARENA_DEBUG=1`` to get the traceback instead.
@@ -39,6 +45,39 @@ COMMANDS: dict[str, str] = {
     "tournament": "cli.tournament:tournament",
     "demo": "cli.demo:demo",
 }
+
+#: Top-level modules of the ``server`` extra's distributions (pyproject.toml) -> that extra:
+#: a command whose module fails to import one of them names the extra to install.
+SERVER_MODULES: dict[str, str] = dict.fromkeys(
+    (
+        "alembic",
+        "apispec",
+        "celery",
+        "cryptography",
+        "flask",
+        "flask_babel",
+        "flask_limiter",
+        "flask_smorest",
+        "gunicorn",
+        "kombu",
+        "marshmallow",
+        "openskill",
+        "psycopg",
+        "redis",
+        "sqlalchemy",
+        "swagger_ui_bundle",
+    ),
+    "server",
+)
+#: The distribution name of ``pip install``.
+DISTRIBUTION = "daifugo-arena"
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """The extra whose library ``exc`` (a failed import) lacks, or None when it is another error."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    return SERVER_MODULES.get(exc.name.partition(".")[0])
 
 
 def _debug() -> bool:
@@ -90,11 +129,19 @@ class LazyGroup(click.Group):
         except Exception as exc:
             if _debug():
                 raise
+            extra = missing_extra(exc)  # a light command that reached a library of an extra
+            if extra is not None:
+                name = f"arena {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "arena"
+                raise click.ClickException(f"'{name}' needs the {extra} extra: {_install(extra)}") from exc
             raise click.ClickException(_one_line(exc)) from exc
 
 
 def _unavailable(name: str, target: str, exc: BaseException) -> click.Command:
-    """A stand-in command that explains why ``name`` cannot be loaded."""
+    """A stand-in command that explains why ``name`` cannot be loaded: the extra to install when
+    a library of an extra is missing (:func:`missing_extra`), else the error itself."""
+    extra = missing_extra(exc)
+    if extra is not None:
+        return _needs_extra(name, extra)
     reason = _one_line(exc)
 
     @click.command(
@@ -110,9 +157,30 @@ def _unavailable(name: str, target: str, exc: BaseException) -> click.Command:
     return cmd
 
 
+def _install(extra: str) -> str:
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
+
+
+def _needs_extra(name: str, extra: str) -> click.Command:
+    install = _install(extra)
+
+    @click.command(
+        name,
+        help=f"(needs the {extra} extra: {install})",
+        short_help=f"(needs the {extra} extra: {install})",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        add_help_option=False,
+    )
+    def cmd() -> None:
+        raise click.ClickException(f"'arena {name}' needs the {extra} extra: {install}")
+
+    return cmd
+
+
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
-    """Daifugo Arena: REST API and tournament orchestration for Daifugo-family card-game bots."""
+    """Daifugo Arena: play, serve and verify Daifugo-family card-game bots locally (play, bots,
+    logs); run the tournament service (api, worker, db..., with the server extra)."""
 
 
 @main.command()

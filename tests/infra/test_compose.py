@@ -174,7 +174,7 @@ def test_dockerfile_copies_every_package():
     packages = {p.rstrip("*") for p in include}
     assert packages <= set(sources), packages - set(sources)
     assert "pyproject.toml" in sources
-    assert re.search(r'pip install [^\n]*\. [^\n]*"flower', text)
+    assert re.search(r'pip install [^\n]*"\.\[server\]" [^\n]*"flower', text)  # the service's extra
 
 
 @pytest.mark.skipif(shutil.which("docker") is None, reason="no docker client")
