@@ -1,6 +1,8 @@
-"""Worked examples of protocol v1 (used by docs/protocol.md; regenerate, never hand-edit).
+"""Worked examples of protocol v1 (used by docs/protocol.md; regenerate, never hand-edit:
+``python -m bots_sdk.examples --write docs/protocol.md``; a test checks they match).
 
-``python -m bots_sdk.examples`` prints them as JSON. Each example is a real decision request
+``python -m bots_sdk.examples`` prints them as JSON: Million Doubt, JDF, and the start of a
+Trump Millionaire deal (exchange, rate, and a play under TM-5). Each example is a real decision request
 built by :func:`bots_sdk.protocol.build_request` from a seeded game, with the answer of a
 sample bot, the signature headers for the secret ``"example-secret"`` at a fixed time, and
 the request exactly as sent (compact JSON).
@@ -12,12 +14,14 @@ import json
 
 import engine
 from bots_sdk import protocol
-from bots_sdk.samples import GreedyBot, RandomBot
+from bots_sdk.samples import GreedyBot, HeuristicBot, RandomBot
 from engine.timebank import TimeRules
 
 SECRET = "example-secret"
 TIMESTAMP = 1_800_000_000
 RULES = TimeRules()
+#: Longest line of the pretty-printed examples in docs/protocol.md (characters).
+PRETTY_WIDTH = 96
 
 
 def _example(g, seat, remaining_ms, bot, match_id, game=0) -> dict:
@@ -69,8 +73,65 @@ def jdf_turn() -> dict:
         g.apply(d.seat, bot.decide(req))
 
 
+def _request_now(g) -> dict:
+    d = g.decision()
+    assert d is not None
+    req = protocol.build_request(g, d.seat, match_id="x", game=0, time_rules=RULES, remaining_ms=1)
+    return json.loads(protocol.dumps(req))
+
+
+def _forbidden_last_card(obs: dict) -> bool:
+    """TM-5: the seat holds one card, and it may not be the last (joker, 8, 2; 3 in revolution)."""
+    hand = obs["hand"]
+    top = "3" if obs["revolution"] else "2"
+    return len(hand) == 1 and (hand[0] == "JK" or hand[0][0] in ("8", top))
+
+
+def trump_millionaire_deal() -> dict:
+    """The second deal of a Trump Millionaire game: the Millionaire's ``exchange`` (TM-3,
+    accepted: a weak hand), its ``rate``, and later in the deal a ``play`` decision of a seat
+    whose one card may not be the last (TM-5: only ``pass`` is listed). Keys
+    ``trump_millionaire_exchange``, ``trump_millionaire_rate``, ``trump_millionaire_play``."""
+    for seed in range(1, 500):
+        g = engine.new_game("trump_millionaire", {}, seed)
+        bots = [HeuristicBot(seed=seed + s) for s in range(4)]
+        d = g.decision()
+        while d is not None and d.kind != "exchange":
+            g.apply(d.seat, bots[d.seat].decide(_request_now(g)))
+            d = g.decision()
+        if d is None or not bots[d.seat].decide(_request_now(g))["accept"]:
+            continue
+        out = {}
+        for kind, remaining_ms in (("exchange", 60_000), ("rate", 59_730)):
+            d = g.decision()
+            assert d is not None and d.kind == kind, (d, kind)
+            out[f"trump_millionaire_{kind}"] = ex = _example(g, d.seat, remaining_ms, bots[d.seat], "example-tm-1")
+            g.apply(d.seat, ex["response"])
+        while d is not None and g.unit_index == 1:
+            obs = g.observation(d.seat)
+            if d.kind == "play" and obs["field"] and _forbidden_last_card(obs):
+                out["trump_millionaire_play"] = _example(g, d.seat, 41_120, bots[d.seat], "example-tm-1")
+                return out
+            g.apply(d.seat, bots[d.seat].decide(_request_now(g)))
+            d = g.decision()
+    raise RuntimeError("no example found")
+
+
 def all_examples() -> dict:
-    return {"million_doubt": million_doubt_turn(), "jdf": jdf_turn()}
+    return {"million_doubt": million_doubt_turn(), "jdf": jdf_turn(), **trump_millionaire_deal()}
+
+
+def _pretty(value, indent: int = 0, key: str = "") -> str:
+    """JSON indented by 2, each object or list on one line when it fits in PRETTY_WIDTH
+    (``key``: the ``"key": `` text before it on its line)."""
+    flat = json.dumps(value)
+    if not isinstance(value, (dict, list)) or not value or indent + len(key) + len(flat) <= PRETTY_WIDTH:
+        return flat
+    pad = " " * (indent + 2)
+    if isinstance(value, dict):
+        items = [f"{pad}{json.dumps(k)}: {_pretty(v, indent + 2, json.dumps(k) + ': ')}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    return "[\n" + ",\n".join(pad + _pretty(v, indent + 2) for v in value) + "\n" + " " * indent + "]"
 
 
 def _block(ex: dict) -> str:
@@ -80,7 +141,7 @@ def _block(ex: dict) -> str:
         f"POST /bot HTTP/1.1\n{headers}\n```\n\n"
         "Request body (pretty-printed here; on the wire it is compact JSON, and the signature "
         "is computed over those exact bytes):\n\n```json\n"
-        f"{json.dumps(ex['request'], indent=2)}\n```\n\n"
+        f"{_pretty(ex['request'])}\n```\n\n"
         f"Response (`200`, `Content-Type: application/json`):\n\n```json\n"
         f"{json.dumps(ex['response'])}\n```\n"
     )

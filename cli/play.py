@@ -113,7 +113,12 @@ def seat_plan(ruleset: str, specs: list[str]) -> tuple[list[str], str | None]:
     "--cap", type=click.FloatRange(min=0.001), default=None, help="Bank cap, seconds (default: the time bank)."
 )
 @click.option("--max-faults", type=click.IntRange(min=1), default=3, show_default=True, help="FAULT-3 limit per match.")
-@click.option("--secret", default=None, help="Signing secret sent to http:// bots.")
+@click.option(
+    "--secret",
+    default=None,
+    envvar="ARENA_BOT_SECRET",
+    help="Signing secret sent to http:// bots (env ARENA_BOT_SECRET).",
+)
 @click.option(
     "--logs",
     "logs_dir",

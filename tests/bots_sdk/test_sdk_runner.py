@@ -88,23 +88,3 @@ def test_arena_play_bad_input():
     assert res.exit_code != 0 and "seats 2" in res.output
     res = CliRunner().invoke(main, ["play", "--options", "[1]", "random"])
     assert res.exit_code != 0 and "--options" in res.output
-
-
-def test_writing_a_bot_example_plays_legally():
-    """The bot of docs/writing-a-bot.md plays every rule set without a fault."""
-    import re
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[2] / "docs" / "writing-a-bot.md").read_text()
-    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
-    namespace: dict = {"__name__": "mybot"}
-    exec(compile(code, "mybot.py", "exec"), namespace)
-    MyBot = namespace["MyBot"]
-    for ruleset, opts, n in [
-        ("million_doubt", {}, 2),
-        ("trump_millionaire", {"target_score": 40}, 4),
-        ("jdf", {"sets": 1}, 4),
-    ]:
-        players = [MyBot()] + [RandomBot(seed=s) for s in range(n - 1)]
-        log = run_match(players, ruleset, opts, seed=1, games=20 if n == 2 else 1, notices=False)
-        assert log["faults"] == [], (ruleset, log["faults"][:1])
