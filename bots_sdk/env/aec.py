@@ -82,6 +82,8 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         self.game: engine.Game | None = None
         self.turn: Turn | None = None
         self._totals = [0] * seats
+        self._obs: dict[int, dict[str, Any]] = {}
+        self._obs_at = -1
 
     # -- spaces --------------------------------------------------------------------------------
     def observation_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
@@ -111,6 +113,7 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         self.truncations = {a: False for a in self.agents}
         self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self._totals = [0] * self.seats
+        self._obs_at = -1
         self._new_turn()
 
     def _new_turn(self) -> None:
@@ -120,7 +123,7 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         if d is None:
             self.turn = None
             return
-        self.turn = Turn(g, d.seat, g.observation(d.seat))
+        self.turn = Turn(g, d.seat, self._observation(d.seat))
         self.agent_selection = self.possible_agents[d.seat]
         self._set_infos()
 
@@ -144,9 +147,21 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         assert g is not None, "reset() first"
         seat = self.possible_agents.index(agent)
         t = self.turn if self.turn is not None and self.turn.seat == seat else None
-        vec = observation_vector(g.observation(seat), t)
+        vec = observation_vector(self._observation(seat), t)
         mask, rows = candidate_rows(t.candidates() if t is not None else [], MAX_ACTIONS)
         return {"observation": vec, "action_mask": mask, "actions": rows}
+
+    def _observation(self, seat: int) -> dict[str, Any]:
+        """``Game.observation(seat)``, computed once per engine state."""
+        g = self.game
+        assert g is not None
+        if self._obs_at != len(g.actions):
+            self._obs_at = len(g.actions)
+            self._obs.clear()
+        obs = self._obs.get(seat)
+        if obs is None:
+            obs = self._obs[seat] = g.observation(seat)
+        return obs
 
     def request(self, agent: str | None = None) -> dict[str, Any]:
         """The protocol v1 decision request (``bots_sdk.protocol.build_request``) of the seat to

@@ -158,6 +158,14 @@ class Turn:
                 self._cached = self._picks()
         return self._cached
 
+    @property
+    def listed(self) -> int:
+        """Length of the whole start list (before pages; 0 outside the start phase)."""
+        if self.phase != "start":
+            return 0
+        self.candidates()
+        return len(self._start or [])
+
     def _paged(self) -> list[Candidate]:
         if self._start is None:
             listed = [_direct(a) for a in self.game.legal_actions(self.seat)]

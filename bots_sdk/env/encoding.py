@@ -8,14 +8,14 @@ index 0 is the observing seat, index ``k`` the seat ``(seat + k) % seats``.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any
 
 import numpy as np
 
 from bots_sdk.env.candidates import KINDS, PHASES, Candidate, Turn
-from engine.cards import JOKER, RANKS, parse_card
+from engine.cards import CARD_NAMES, JOKER, RANKS
 from engine.game import DECISIONS
 
 #: Width of a card row.
@@ -31,10 +31,12 @@ CANDIDATE_COLUMNS: dict[str, slice] = {
 CANDIDATE_WIDTH = 122 + len(KINDS)
 #: The flags of the ``flags`` field, in order.
 FLAGS = ("revolution", "jback", "number_lock", "direction_reversed", "pending_doubt")
+_CODE = {name: code for code, name in enumerate(CARD_NAMES)}
 
 
+@cache
 def layout(seats: int) -> dict[str, slice]:
-    """Name -> slice of the observation vector for a table of ``seats`` seats."""
+    """Name -> slice of the observation vector for a table of ``seats`` seats (do not mutate)."""
     sizes = [
         ("hand", CARD_BITS),
         ("hand_sizes", seats),
@@ -85,7 +87,7 @@ def card_bits(row: np.ndarray, cards: Iterable[str]) -> None:
     """Set the 54-bit row ``row`` from wire cards (a multiset: two jokers set bits 52, 53)."""
     jokers = 0
     for c in cards:
-        code = parse_card(c)
+        code = _CODE[c]
         if code == JOKER:
             row[52 + min(jokers, 1)] = 1
             jokers += 1
@@ -93,24 +95,24 @@ def card_bits(row: np.ndarray, cards: Iterable[str]) -> None:
             row[code] = 1
 
 
-def _counter_bits(row: np.ndarray, seen: Counter[str]) -> None:
-    card_bits(row, seen.elements())
-
-
-def _played(obs: Mapping[str, Any], me: int) -> Counter[str]:
-    """Cards this seat saw played, revealed or discarded in the current deal/game (the
-    larger count of each card over the events of its history)."""
-    seen: Counter[str] = Counter()
-    for ev in obs.get("history", []):
+def _played(obs: Mapping[str, Any]) -> list[str]:
+    """Cards this seat saw played, revealed or discarded in the current deal/game (each card
+    with the largest count it had in one event: a joker twice at most)."""
+    seen: set[str] = set()
+    jokers = 0
+    for ev in obs.get("history", ()):
         t = ev.get("type")
-        shown: list[str] = []
-        if t in ("play", "discard"):
-            shown = list(ev.get("cards", []))
+        if t == "play" or t == "discard":
+            shown = ev.get("cards", ())
         elif t == "reveal":
-            shown = [c for p in ev.get("field", []) for c in p.get("cards", [])]
-        if shown:
-            seen |= Counter(shown)
-    return seen
+            shown = [c for p in ev.get("field", ()) for c in p.get("cards", ())]
+        else:
+            continue
+        seen.update(shown)
+        if "JK" in shown:
+            jokers = max(jokers, shown.count("JK"))
+    seen.discard("JK")
+    return list(seen) + ["JK"] * jokers
 
 
 def _face_down_count(play: Mapping[str, Any]) -> int:
@@ -169,7 +171,7 @@ def observation_vector(obs: Mapping[str, Any], turn: Turn | None) -> np.ndarray:
     v[lay["flags"]] = [float(bool(f)) for f in flags]
     for s in obs["suit_lock"]:
         v[lay["suit_lock"].start + "SHDC".index(s)] = 1.0
-    _counter_bits(v[lay["played"]], _played(obs, me))
+    card_bits(v[lay["played"]], _played(obs))
     if "totals" in obs:
         seat_row("totals", obs["totals"])
     v[lay["unit"].start] = obs.get("deal", obs.get("game", 0)) or 0
