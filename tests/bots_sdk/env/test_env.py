@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
-from pettingzoo.test import api_test  # noqa: E402
+from pettingzoo.test import api_test, seed_test  # noqa: E402
 
 import engine  # noqa: E402
 from bots_sdk.env import MAX_ACTIONS, IllegalActionError, env, raw_env  # noqa: E402
@@ -99,6 +99,11 @@ def test_a_seeded_reset_is_reproducible(ruleset: str) -> None:
     b.reset(seed=12)
     assert a.game is not None and b.game is not None
     assert a.game.hands != b.game.hands
+
+
+@pytest.mark.parametrize("ruleset", RULESETS)
+def test_pettingzoo_seed_test_passes(ruleset: str) -> None:
+    seed_test(lambda: env(ruleset, SMALL[ruleset]), num_cycles=100)
 
 
 def test_an_illegal_index_is_refused_with_a_clear_error_and_changes_nothing() -> None:
