@@ -1,6 +1,6 @@
 """The training environment's bench: PettingZoo's API test, then random self-play.
 
-    python bench/env_bench.py [--steps N] [--seed S]
+    python bench/env_bench.py [--steps N] [--cycles C] [--seed S]
 
 For each rule set prints one line, exactly::
 
@@ -48,12 +48,13 @@ def self_play_rate(ruleset: str, steps: int, seed: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description="api_test and random self-play of bots_sdk.env")
     ap.add_argument("--steps", type=int, default=20_000, help="least steps of self-play per rule set")
+    ap.add_argument("--cycles", type=int, default=1000, help="api_test's num_cycles")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     for ruleset in RULESETS:
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the Dict observation's advice (as PettingZoo's classic envs)
-            api_test(env(ruleset, seed=args.seed), num_cycles=1000)  # raises on a failure
+            api_test(env(ruleset, seed=args.seed), num_cycles=args.cycles)  # raises on a failure
         rate = self_play_rate(ruleset, args.steps, args.seed)
         print(f"env {ruleset}: api_test passed, {int(rate)} steps/s", flush=True)
 
