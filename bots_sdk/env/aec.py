@@ -17,7 +17,9 @@ import engine
 from bots_sdk.env.candidates import MAX_ACTIONS, Turn
 from bots_sdk.env.encoding import CANDIDATE_WIDTH, candidate_rows, layout, observation_vector, size
 from bots_sdk.protocol import build_request
+from engine.jdf import Jdf
 from engine.timebank import TimeRules
+from engine.trump_millionaire import TrumpMillionaire
 
 
 class IllegalActionError(ValueError):
@@ -183,7 +185,7 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         """Take candidate ``action`` of ``agent_selection``; ``None`` for a terminated agent.
 
         Raises:
-            IllegalActionError: ``action`` is None for a live agent, out of range, or its
+            IllegalActionError: ``action`` is not an integer (None for a live agent), or its
                 ``action_mask`` entry is 0 (the state is unchanged).
         """
         agent = self.agent_selection
@@ -194,7 +196,7 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         g = self.game
         assert t is not None and g is not None
         cands = t.candidates()
-        if action is None or not 0 <= int(action) < len(cands):
+        if not isinstance(action, int | np.integer) or isinstance(action, bool) or not 0 <= int(action) < len(cands):
             raise IllegalActionError(
                 f"{agent}: action {action!r} is not legal now ({t.kind}, {t.phase}): "
                 f"the legal indices are 0..{len(cands) - 1} (action_mask)"
@@ -220,15 +222,13 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         """Rewards: the change of each seat's total since the last step (MD: the game score)."""
         g = self.game
         assert g is not None
-        if isinstance(g, engine.get_ruleset("million_doubt").game_class):
-            res = g.result()
-            now = [res["scores"][str(s)] for s in range(self.seats)] if res else [0] * self.seats
+        res = g.result()
+        if res is not None:
+            now = [res["scores"][str(s)] for s in range(self.seats)]
+        elif isinstance(g, TrumpMillionaire | Jdf):
+            now = list(g.totals)  # TM-7 deal points, JDF-13 game points and set bonus
         else:
-            now = list(getattr(g, "totals"))  # noqa: B009 - TM and JDF keep the totals (TM-7, JDF-13)
-            if g.over:
-                res = g.result()
-                assert res is not None
-                now = [res["scores"][str(s)] for s in range(self.seats)]
+            now = [0] * self.seats  # Million Doubt scores once, at the end (MD-17)
         for s, a in enumerate(self.possible_agents):
             self.rewards[a] = float(now[s] - self._totals[s])
         self._totals = now

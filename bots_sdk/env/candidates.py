@@ -263,9 +263,9 @@ class Turn:
             ValueError: no candidate leads to ``action`` (it is not legal now).
         """
         cands = self.candidates()
-        want = _key(action)
+        want = action_key(action)
         for i, c in enumerate(cands):
-            if c.action is not None and _key(c.action) == want:
+            if c.action is not None and action_key(c.action) == want:
                 return i
         t = action.get("type")
         nxt: tuple[str, str] | None = None
@@ -298,7 +298,7 @@ def _minus_safe(cards: Sequence[str], taken: Sequence[str]) -> list[str]:
     return rest
 
 
-def _key(action: Mapping[str, Any]) -> tuple[Any, ...]:
+def action_key(action: Mapping[str, Any]) -> tuple[Any, ...]:
     """A comparable form of an ACT action (card lists as multisets)."""
     return (
         action.get("type"),
@@ -310,4 +310,4 @@ def _key(action: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-__all__ = ["MAX_ACTIONS", "KINDS", "PHASES", "Candidate", "Turn"]
+__all__ = ["MAX_ACTIONS", "KINDS", "PHASES", "Candidate", "Turn", "action_key"]

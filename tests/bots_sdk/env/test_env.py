@@ -114,8 +114,9 @@ def test_an_illegal_index_is_refused_with_a_clear_error_and_changes_nothing() ->
     bad = int(np.flatnonzero(before["action_mask"] == 0)[0])
     with pytest.raises(IllegalActionError, match=rf"{agent}: action {bad} is not legal now \(play, start\)"):
         e.step(bad)
-    with pytest.raises(IllegalActionError, match="is not legal now"):
-        e.step(None)
+    for wrong in (None, 0.0, True, MAX_ACTIONS):
+        with pytest.raises(IllegalActionError, match="is not legal now"):
+            e.step(wrong)  # type: ignore[arg-type]
     after = e.observe(agent)
     assert e.agent_selection == agent
     assert all(np.array_equal(before[k], after[k]) for k in before)
