@@ -20,7 +20,7 @@ try:
     import gymnasium  # noqa: F401
     import numpy  # noqa: F401
     import pettingzoo  # noqa: F401
-except ImportError as e:  # pragma: no cover - exercised only without the extra
+except ImportError as e:  # without the extra
     raise ImportError(
         f"bots_sdk.env needs the 'env' extra ({e.name} is missing): pip install 'daifugo-arena[env]'"
     ) from e

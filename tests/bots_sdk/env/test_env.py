@@ -3,6 +3,8 @@ whole random games against the engine's result, every decision kind, long lists 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -155,3 +157,14 @@ def test_a_list_longer_than_the_action_space_is_paged() -> None:
         e.step(i)
     assert pages == (len(listed) - 1) // (MAX_ACTIONS - 1)
     assert e.game.field[-1].cards == engine.parse_cards(target["cards"])
+
+
+def test_without_the_extra_the_import_error_says_what_to_install() -> None:
+    code = (
+        "import sys\nsys.modules['pettingzoo'] = None\n"
+        "try:\n    import bots_sdk.env\nexcept ImportError as e:\n    print(e)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == (
+        "bots_sdk.env needs the 'env' extra (pettingzoo is missing): pip install 'daifugo-arena[env]'"
+    )
