@@ -26,11 +26,11 @@ if [[ "${ARENA_FORCE_INSTALL:-0}" != 1 && -f "$STAMP" && "$STAMP" -nt "$REPO/pyp
     exit 0
 fi
 
-echo "bootstrap: installing daifugo-arena[server,dev] into .venv" >&2
+echo "bootstrap: installing daifugo-arena[server,env,dev] into .venv" >&2
 rm -f "$STAMP"
 LOG="$VENV/pip-install.log"
 # pip's and setuptools' chatter (build warnings) goes to $LOG; shown in full on failure.
-if ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$REPO[server,dev]" >"$LOG" 2>&1; then
+if ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$REPO[server,env,dev]" >"$LOG" 2>&1; then
     cat "$LOG" >&2
     echo "bootstrap: pip install failed (log: $LOG)" >&2
     exit 1
