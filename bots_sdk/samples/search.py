@@ -144,7 +144,10 @@ class Rollout:
         assert best is not None
         if lead:
             return _action(*best)
-        small = len(hand) <= 4 or min((len(h) for s, h in enumerate(g.hands) if s != seat and g.still_in[s]), default=0) <= 2
+        small = (
+            len(hand) <= 4
+            or min((len(h) for s, h in enumerate(g.hands) if s != seat and g.still_in[s]), default=0) <= 2
+        )
         if best_key[0] and not small:
             return {"type": "pass"}
         if self.rng.random() < self.pass_rate and not small:

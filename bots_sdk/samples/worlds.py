@@ -119,7 +119,7 @@ def deal_hidden(obs: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     deck = Counter(full_deck())
     old = _tm_old_hand(obs) if ruleset == "trump_millionaire" else []
     pool = deck - Counter(hand) - k.gone - Counter(old)
-    for s, known in k.known.items():
+    for known in k.known.values():
         pool -= known
     need = {s: n for s, n in enumerate(obs["hand_sizes"]) if s != me}
     hidden_field: list[tuple[int, int]] = []
