@@ -32,8 +32,8 @@ heuristic's seat rotated; first place shared on a tie counts.
 Games go through :func:`arena.runner.match.run_match` with in-process players (the runner's
 request building, JSON round trip and time accounting; no HTTP), split over the CPU cores.
 Usage: ``python bench/bot_strength.py [--md-games N] [--games N] [--workers N]
-[--no-strength] [--skip-random] [--strength-md-pairs N] [--strength-seeds N] [--budget-ms MS]
-[--tm-target N] [--jdf-sets N]``.
+[--no-strength] [--skip-random] [--strength-md-pairs N] [--strength-tm-seeds N]
+[--strength-jdf-seeds N] [--budget-ms MS] [--tm-target N] [--jdf-sets N]``.
 """
 
 from __future__ import annotations
@@ -140,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--games", type=int, default=200)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--strength", action=argparse.BooleanOptionalAction, default=True)
-    ap.add_argument("--strength-md-pairs", type=int, default=150)
-    ap.add_argument("--strength-seeds", type=int, default=20, help="TM/JDF seeds, 4 games each")
+    ap.add_argument("--strength-md-pairs", type=int, default=100)
+    ap.add_argument("--strength-tm-seeds", type=int, default=15, help="TM seeds, 4 games each")
+    ap.add_argument("--strength-jdf-seeds", type=int, default=20, help="JDF seeds, 4 games each")
     ap.add_argument("--budget-ms", type=float, default=100.0)
     ap.add_argument("--tm-target", type=int, default=30)
     ap.add_argument("--jdf-sets", type=int, default=1)
@@ -161,19 +162,17 @@ def main(argv: list[str] | None = None) -> int:
 def _strength(pool: ProcessPoolExecutor, args: argparse.Namespace) -> None:
     chunks = args.workers * 4
     t = time.perf_counter()
-    jobs = [pool.submit(md_strength, s, n, args.budget_ms) for s, n in _split(args.strength_md_pairs, chunks)]
-    runs = [
-        ("million_doubt", jobs, args.strength_md_pairs, "pairs"),
-    ]
-    for ruleset, options in (
-        ("trump_millionaire", {"target_score": args.tm_target}),
-        ("jdf", {"sets": args.jdf_sets}),
+    runs = []
+    if args.strength_md_pairs:
+        js = [pool.submit(md_strength, s, n, args.budget_ms) for s, n in _split(args.strength_md_pairs, chunks)]
+        runs.append(("million_doubt", js, args.strength_md_pairs, "pairs"))
+    for ruleset, options, seeds in (
+        ("trump_millionaire", {"target_score": args.tm_target}, args.strength_tm_seeds),
+        ("jdf", {"sets": args.jdf_sets}, args.strength_jdf_seeds),
     ):
-        js = [
-            pool.submit(four_strength, ruleset, options, s, n, args.budget_ms)
-            for s, n in _split(args.strength_seeds, chunks)
-        ]
-        runs.append((ruleset, js, args.strength_seeds * 4, "games"))
+        if seeds:
+            js = [pool.submit(four_strength, ruleset, options, s, n, args.budget_ms) for s, n in _split(seeds, chunks)]
+            runs.append((ruleset, js, seeds * 4, "games"))
     for ruleset, js, n, what in runs:
         xs = [x for j in js for x in j.result()]
         d, lo, hi = interval(xs)

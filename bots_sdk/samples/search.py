@@ -30,11 +30,24 @@ from bots_sdk.bot import Request
 from bots_sdk.md import face_down_variants
 from bots_sdk.samples.heuristic import HeuristicBot
 from bots_sdk.samples.worlds import Unsupported, clone, sample_world
-from engine.cards import JOKER, R2, R3, R8, RANKS, format_cards
+from engine.actions import (
+    DOUBT,
+    PASS,
+    THROUGH,
+    DiscardAction,
+    ExchangeAction,
+    GiveAction,
+    PenaltyAction,
+    PlayAction,
+    RateAction,
+)
+from engine.cards import JOKER, R2, R3, R8, RANKS
 from engine.game import Game
 
 #: Most candidate answers searched per decision (the heuristic's answer is always one).
 MAX_CANDIDATES = 8
+#: Every this many worlds, candidates clearly behind the heuristic's answer are dropped.
+PRUNE_EVERY = 4
 #: Most actions of one rollout (a safety bound; a deal/game ends long before).
 MAX_ROLLOUT_ACTIONS = 600
 
@@ -50,16 +63,20 @@ def _score(g: Game, seat: int) -> float:
 class Rollout:
     """The default policy of the rollouts: fast rules on the engine state (no requests).
 
-    Plays: a finishing play if any (JDF: a clean one, JDF-10); a lead of the weakest rank with
-    all its copies; a follow with the weakest play holding no joker or 2 (3 in revolution),
-    else such a play only when the hand is small, else a pass; ``pass_rate`` of follows pass
-    anyway. Million Doubt: no face-down play; a doubt with probability ``doubt_rate``
-    (``finish_doubt_rate`` on a claimed last card); the penalty gives the field but jokers,
-    2s and 8s (everything when it bursts the receiver). Gives and discards: the weakest cards,
-    keeping one.
+    Plays: a finishing play if any (JDF: a clean one, JDF-10); in JDF, cards that would foul
+    a finish are spent while at most two other cards are left; a lead of the weakest rank
+    with all its copies; a follow with the weakest play holding no joker or 2 (3 in
+    revolution), else such a play only when a hand is small, else a pass; ``pass_rate`` of
+    follows pass anyway. Million Doubt: no face-down play; a doubt with probability
+    ``doubt_rate`` (``finish_doubt_rate`` on a claimed last card); the penalty gives the field
+    but jokers, 2s and 8s (everything when it bursts the receiver). Gives and discards: the
+    weakest cards, keeping one.
+
+    Actions go to the rule set's handlers as typed actions (:mod:`engine.actions`), past
+    :meth:`Game.apply`'s parsing and log: the handlers still validate every action.
     """
 
-    def __init__(self, rng: random.Random, pass_rate: float = 0.1, doubt_rate: float = 0.2):
+    def __init__(self, rng: random.Random, pass_rate: float = 0.05, doubt_rate: float = 0.2):
         self.rng = rng
         self.pass_rate = pass_rate
         self.doubt_rate = doubt_rate
@@ -68,15 +85,18 @@ class Rollout:
     def run(self, g: Game) -> int:
         """Play ``g`` to the end of its unit; returns the number of actions taken."""
         n = 0
+        dispatch = type(g)._dispatch
         while not g.over and n < MAX_ROLLOUT_ACTIONS:
-            d = g.decision()
+            d = g._decision
             if d is None:
                 break
-            g.apply(d.seat, self.act(g, d.seat, d.kind, d.info))
+            kind, typed = self.act(g, d.seat, d.kind, d.info)
+            dispatch[kind][1](g, d.seat, typed)
             n += 1
         return n
 
-    def act(self, g: Any, seat: int, kind: str, info: dict) -> dict:
+    def act(self, g: Any, seat: int, kind: str, info: dict) -> tuple[str, Any]:  # noqa: C901 - one rule a kind
+        """The policy's ``(action type, typed action)`` for ``seat``'s decision ``kind``."""
         if kind == "play":
             return self._play(g, seat, info)
         if kind == "doubt":
@@ -84,7 +104,7 @@ class Rollout:
             p = self.finish_doubt_rate if not g.hands[last] else self.doubt_rate
             if len(g.hands[seat]) + g.field_size() >= g.BURST:
                 p /= 4
-            return {"type": "doubt" if self.rng.random() < p else "through"}
+            return ("doubt", DOUBT) if self.rng.random() < p else ("through", THROUGH)
         if kind == "penalty":
             pool = [c for rec in g.field for c in rec.cards]
             receiver = 1 - seat
@@ -94,41 +114,46 @@ class Rollout:
                 give = [c for c in pool if c != JOKER and c >> 2 not in (R2, R8)]
                 if len(give) < info.get("min", 0):
                     give = sorted(pool)[: info["min"]]
-            return {"type": "penalty", "cards": format_cards(give)}
+            return "penalty", PenaltyAction(give)
         if kind in ("give", "discard"):
             hand = sorted(g.hands[seat], key=lambda c: (c >> 2, c))
             n = info["count"] if "count" in info else min(info.get("max", 0), len(hand) - 1)
-            return {"type": kind, "cards": format_cards(hand[: max(0, n)])}
+            cards = hand[: max(0, n)]
+            return (kind, GiveAction(cards)) if kind == "give" else (kind, DiscardAction(cards))
         if kind == "exchange":
             hand = g.hands[seat]
-            return {"type": "exchange", "accept": sum(min(c >> 2, 12) for c in hand) / max(1, len(hand)) < 5.5}
+            return "exchange", ExchangeAction(sum(min(c >> 2, 12) for c in hand) / max(1, len(hand)) < 5.5)
         if kind == "rate":
             choices = sorted(info.get("choices") or [1])
             strong = sum(1 for c in g.hands[seat] if c >> 2 >= 10)
-            return {"type": "rate", "rate": choices[-1] if strong >= 4 else choices[0]}
+            return "rate", RateAction(choices[-1] if strong >= 4 else choices[0])
         raise ValueError(f"unknown decision kind {kind!r}")
 
-    def _play(self, g: Any, seat: int, info: dict) -> dict:  # noqa: C901 - the play rules in one place
+    def _play(self, g: Any, seat: int, info: dict) -> tuple[str, Any]:  # noqa: C901 - the play rules in one place
         if info.get("stuck"):
-            return {"type": "pass"}
+            return _PASS
         ref = g.ref
         if g.ruleset == "million_doubt" and ref is not None and (ref.joker or ref.joker_pair):
-            return {"type": "pass"}
+            return _PASS
         plays = g.face_up_plays(seat)
-        lead = not g.field
         if not plays:
-            return {"type": "pass"}
+            return _PASS
+        lead = not g.field
         hand = g.hands[seat]
         rev = g.reversed_order
         jdf = g.ruleset == "jdf"
         power = R3 if rev else R2
         foul_rank = R3 if g.revolution else R2
+        spend = False
+        if jdf:
+            bad = sum(1 for c in hand if _foul_card(c, foul_rank))
+            spend = bad > 0 and len(hand) - bad <= 2
         best = None
         best_key: tuple = ()
         for cards, declared in plays:
             if len(cards) == len(hand):
                 if not jdf or not _jdf_foul(cards, foul_rank):
-                    return _action(cards, declared)
+                    return "play", PlayAction(cards, [], declared)
             nat = [c >> 2 for c in cards if c != JOKER]
             if declared:
                 nat += declared
@@ -138,21 +163,31 @@ class Rollout:
             else:
                 value = 99
             is_power = JOKER in cards or any(c >> 2 == power for c in cards if c != JOKER)
-            key = (is_power, value, -len(cards)) if lead else (is_power, value, len(cards))
+            if spend and len(cards) < len(hand) and _jdf_foul(cards, foul_rank):
+                key: tuple = (-1, value, 0)
+            else:
+                key = (is_power, value, -len(cards)) if lead else (is_power, value, len(cards))
             if best is None or key < best_key:
                 best, best_key = (cards, declared), key
         assert best is not None
-        if lead:
-            return _action(*best)
+        if lead or best_key[0] == -1:
+            return "play", PlayAction(best[0], [], best[1])
         small = (
             len(hand) <= 4
             or min((len(h) for s, h in enumerate(g.hands) if s != seat and g.still_in[s]), default=0) <= 2
         )
         if best_key[0] and not small:
-            return {"type": "pass"}
+            return _PASS
         if self.rng.random() < self.pass_rate and not small:
-            return {"type": "pass"}
-        return _action(*best)
+            return _PASS
+        return "play", PlayAction(best[0], [], best[1])
+
+
+_PASS = ("pass", PASS)
+
+
+def _foul_card(c: int, foul_rank: int) -> bool:
+    return c == JOKER or c >> 2 == foul_rank or c >> 2 == R8 or c == 0  # 0: 3S
 
 
 def _jdf_foul(cards: list[int], foul_rank: int) -> bool:
@@ -165,11 +200,17 @@ def _jdf_foul(cards: list[int], foul_rank: int) -> bool:
     return bool(nat) and all(c >> 2 == R8 for c in nat)
 
 
-def _action(cards: list[int], declared: list[int] | None) -> dict:
-    a: dict[str, Any] = {"type": "play", "cards": format_cards(cards)}
-    if declared:
-        a["jokers"] = [RANKS[r] for r in declared]
-    return a
+def _mean_se(d: list[float]) -> tuple[float, float]:
+    k = len(d)
+    mean = sum(d) / k
+    var = sum((x - mean) ** 2 for x in d) / (k - 1)
+    return mean, math.sqrt(var / k)
+
+
+def _upper(d: list[float]) -> float:
+    """Mean plus two standard errors of the paired differences ``d`` (two or more)."""
+    mean, se = _mean_se(d)
+    return mean + 2 * se
 
 
 def _key(action: dict) -> tuple:
@@ -283,25 +324,29 @@ class SearchBot(HeuristicBot):
         rng = self.search_rng
         n = len(cands)
         diffs: list[list[float]] = [[] for _ in range(n)]
-        rollouts = 0
+        active = list(range(n))
+        rollouts = worlds = 0
         limit = self.max_rollouts
         seat = req.seat
         while True:
-            if self.clock() >= deadline or (limit is not None and rollouts + n > limit):
+            if self.clock() >= deadline or (limit is not None and rollouts + len(active) > limit):
                 break
             world = sample_world(req, rng)
-            scores = []
-            for a in cands:
+            scores = {}
+            for i in active:
                 g = clone(world)
                 try:
-                    g.apply(seat, a)
+                    g.apply(seat, cands[i])
                 except Exception as e:  # a candidate this world refuses: not a real answer
                     raise Unsupported(f"candidate refused: {e}") from None
                 self.rollout.run(g)
-                scores.append(_score(g, seat))
-            rollouts += n
-            for i in range(n):
+                scores[i] = _score(g, seat)
+            rollouts += len(active)
+            worlds += 1
+            for i in active:
                 diffs[i].append(scores[i] - scores[0])
+            if worlds % PRUNE_EVERY == 0:  # drop the candidates clearly behind the heuristic's
+                active = [i for i in active if i == 0 or _upper(diffs[i]) >= 0]
         self.stats["rollouts"] += rollouts
         self.stats["last_rollouts"] = rollouts
         if rollouts:
@@ -313,13 +358,9 @@ class SearchBot(HeuristicBot):
         errors of the paired differences, the best such; else 0."""
         best, best_mean = 0, 0.0
         for i in range(1, len(diffs)):
-            d = diffs[i]
-            k = len(d)
-            if k < 2:
+            if len(diffs[i]) < 2:
                 continue
-            mean = sum(d) / k
-            var = sum((x - mean) ** 2 for x in d) / (k - 1)
-            se = math.sqrt(var / k)
+            mean, se = _mean_se(diffs[i])
             if mean > best_mean and mean > self.margin * se:
                 best, best_mean = i, mean
         return best

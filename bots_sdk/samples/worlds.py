@@ -105,6 +105,28 @@ def _tm_old_hand(obs: Mapping[str, Any]) -> list[int]:
     return []
 
 
+#: ``(observation, what _known found)`` of the last request: one decision's worlds share it
+#: (one reference, read and replaced whole: safe with the server's threads).
+_last: list[Any] = [None]
+
+
+def _known(obs: Mapping[str, Any]) -> tuple[Knowledge, list[int], list[int], Counter]:
+    """The seat's knowledge, hand, set-aside old hand (TM-3) and unseen pool, once per request."""
+    entry = _last[0]
+    if entry is not None and entry[0] is obs:
+        found: tuple[Knowledge, list[int], list[int], Counter] = entry[1]
+        return found
+    k = Knowledge(obs)
+    hand = parse_cards(obs["hand"])
+    old = _tm_old_hand(obs) if obs["ruleset"] == "trump_millionaire" else []
+    pool = Counter(full_deck()) - Counter(hand) - k.gone - Counter(old)
+    for known in k.known.values():
+        pool -= known
+    found = (k, hand, old, pool)
+    _last[0] = (obs, found)
+    return found
+
+
 def deal_hidden(obs: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     """Sample the hidden cards: ``{"hands": {seat: codes}, "aside": codes, "field": {i: codes}}``
     (``field``: identities of another seat's unrevealed face-down cards, by field index).
@@ -114,13 +136,7 @@ def deal_hidden(obs: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
     """
     ruleset = obs["ruleset"]
     me = obs["seat"]
-    k = Knowledge(obs)
-    hand = parse_cards(obs["hand"])
-    deck = Counter(full_deck())
-    old = _tm_old_hand(obs) if ruleset == "trump_millionaire" else []
-    pool = deck - Counter(hand) - k.gone - Counter(old)
-    for known in k.known.values():
-        pool -= known
+    k, hand, old, pool = _known(obs)
     need = {s: n for s, n in enumerate(obs["hand_sizes"]) if s != me}
     hidden_field: list[tuple[int, int]] = []
     for i, p in enumerate(obs.get("field", [])):
@@ -129,9 +145,9 @@ def deal_hidden(obs: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
             hidden_field.append((i, fd))
     hands: dict[int, list[int]] = {}
     for s, n in need.items():
-        known = list(k.known[s].elements())[:n]
-        hands[s] = known
-        need[s] = n - len(known)
+        held = list(k.known[s].elements())[:n]
+        hands[s] = held
+        need[s] = n - len(held)
     total = sum(need.values()) + sum(n for _, n in hidden_field)
     cards = list(pool.elements())
     if total > len(cards):
