@@ -4,7 +4,7 @@
 workers run, so rules, time accounting and faults are identical; it only adds seat rotation
 across matches and a summary table.
 
-Bots are named by a sample name (``random``, ``greedy``, ``heuristic``), ``module:Class`` (a
+Bots are named by a sample name (``random``, ``greedy``, ``heuristic``, ``search``), ``module:Class`` (a
 :class:`bots_sdk.Bot` subclass importable from the current directory), or an ``http(s)://``
 URL of a running bot.
 """
@@ -146,7 +146,7 @@ def play(
 ) -> None:
     """Play BOTS against each other locally, under the service's rules and time accounting.
 
-    BOTS are sample names (random, greedy, heuristic), module:Class, or http:// URLs.
+    BOTS are sample names (random, greedy, heuristic, search), module:Class, or http:// URLs.
     Seats are alternated (Million Doubt: swapped every game) or rotated (4-player) across
     matches. Prints per-bot games, wins (firsts), mean score and faults.
     """
