@@ -213,7 +213,7 @@ def serve(
     server = BotServer(bot, host, port, secret, threads)
     print(
         f"serving bot {bot.name!r} on {server.url} (protocol {protocol.PROTOCOL_VERSION}"
-        f"{', signatures verified' if secret else ''})",
+        f"{', signatures verified' if secret else '; no secret: signatures NOT verified (set ARENA_BOT_SECRET)'})",
         flush=True,
     )
     try:
