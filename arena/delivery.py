@@ -57,8 +57,6 @@ from bots_sdk.samples import SAMPLE_BOTS
 
 log = logging.getLogger("arena.tasks")
 
-#: Sample bot playing house seats (``bots_sdk.samples.SAMPLE_BOTS`` key).
-HOUSE_BOT = "heuristic"
 #: Key of the PostgreSQL advisory lock serializing ratings rebuilds.
 RATINGS_LOCK = 0x6172656E61  # "arena"
 
@@ -142,8 +140,9 @@ def build_players(
 ) -> list[Player]:
     """Step 2: one player per seat, in seat order (``slots``: the match's :class:`MatchSlots`;
     bot seats share their endpoint's semaphore, :meth:`BotSemaphore.for_endpoint`, through
-    ``client``, default the process's pooled client; none in eager mode); house bots are
-    seeded from the attempt seed."""
+    ``client``, default the process's pooled client; none in eager mode). A house seat plays
+    ``SAMPLE_BOTS[plan.house_bot]`` in-process, seeded from the attempt seed and the seat,
+    named ``house-1 (search)`` (its seat and its bot) in the log."""
     seed = fairness.attempt_seed(plan.seed, plan.attempt)
     if client is None and not settings.celery_eager:
         client = _redis(settings.broker_url)
@@ -171,8 +170,8 @@ def build_players(
                 )
             )
         else:
-            bot = SAMPLE_BOTS[HOUSE_BOT](seed=fairness.derive_seed(seed, "house", s.seat))
-            players.append(LocalPlayer(bot, s.name))
+            bot = SAMPLE_BOTS[plan.house_bot](seed=fairness.derive_seed(seed, "house", s.seat))
+            players.append(LocalPlayer(bot, f"{s.name} ({plan.house_bot})"))
     return players
 
 

@@ -7,7 +7,8 @@ afresh, seats swapped every game, pairs ordered by the circle method. ``trump_mi
 ``jdf``: tables of 4, every 4-subset while there are at most ``table_limit`` (70) ordered by
 :func:`spread_order`, else :func:`spread_tables`; each table plays ``games_per_pairing``
 rounds of 4 matches with the seats rotated. Fewer participants than seats:
-:class:`ScheduleError`, unless ``fill_with_house_bots`` (``house-1``, ``house-2``...). Every
+:class:`ScheduleError`, unless ``fill_with_house_bots`` (``house-1``, ``house-2``..., each
+playing the tournament's ``house_bot``, one of :data:`HOUSE_BOTS`). Every
 match has its own seed, :func:`match_seed` of the tournament seed, id and the match's
 position (reproducible; the seed chain: :mod:`arena.fairness`). Design and figures:
 docs/design-notes.md, "Schedules".
@@ -26,6 +27,13 @@ from arena.seeds import derive_seed, match_seed
 
 #: A seat's occupant: a bot id, or the name of a house sample bot (``"house-1"``).
 Entrant = int | str
+
+#: The sample bots a tournament's house seats may play (``tournaments.house_bot``): the names
+#: of ``bots_sdk.samples.SAMPLE_BOTS``, in its order (a test keeps them equal). Held here, a
+#: pure module, so that the API validates the field without loading the bots.
+HOUSE_BOTS: tuple[str, ...] = ("random", "greedy", "heuristic", "search")
+#: The house bot of a tournament created without one (and of every tournament before the field).
+DEFAULT_HOUSE_BOT = "heuristic"
 
 #: Most 4-player tables before :func:`spread_tables` replaces "every 4-subset" (up to 8 entrants).
 TABLE_LIMIT = 70

@@ -1,10 +1,28 @@
-"""Strength of the ``heuristic`` sample bot against ``random`` (issue 4 benchmark).
+"""Strength of the sample bots: ``heuristic`` against ``random`` (issue 4) and ``search``
+against ``heuristic`` (issue 26).
 
 Prints::
 
     million_doubt heuristic vs random: win rate 0.78 over 1000 games
     trump_millionaire heuristic vs 3 random: first place rate 0.45 over 200 games
     jdf heuristic vs 3 random: first place rate 0.60 over 200 games
+    strength million_doubt: search ahead of heuristic by D (95% CI L..H)
+    strength trump_millionaire: search ahead of heuristic by D (95% CI L..H)
+    strength jdf: search ahead of heuristic by D (95% CI L..H)
+
+The ``strength`` lines (``--strength``, on by default; ``--no-strength`` skips them) play
+``search`` at ``--budget-ms`` (100) per decision against ``heuristic``. D is the mean score
+difference per game, seat-balanced, with a normal 95% interval over independent samples:
+
+* Million Doubt: duplicate pairs (each deal played twice, seats swapped); score = the game's
+  points (MD-17, +n / -n, the burst score 11 at most); a sample is one pair: search's points
+  minus heuristic's, per game, averaged over the pair.
+* Trump Millionaire: one search against three heuristics; each seed is played four times,
+  search in each seat in turn (a sample is the seed's mean); score = the game's total points
+  (TM-7) of a game to ``--tm-target`` points (30: shorter than the default 100, for time);
+  D = search's total minus the heuristics' mean total.
+* JDF: the same seating; score = the match points (JDF-13) of a match of ``--jdf-sets`` sets
+  (1 set = 4 games, set bonus included); D = search's points minus the heuristics' mean.
 
 Million Doubt: 1,000 games in duplicate pairs (each deal played twice, seats swapped), the
 heuristic must win at least 0.70 of them (exit status 1 otherwise). Trump Millionaire and
@@ -13,7 +31,9 @@ heuristic's seat rotated; first place shared on a tie counts.
 
 Games go through :func:`arena.runner.match.run_match` with in-process players (the runner's
 request building, JSON round trip and time accounting; no HTTP), split over the CPU cores.
-Usage: ``python bench/bot_strength.py [--md-games N] [--games N] [--workers N]``.
+Usage: ``python bench/bot_strength.py [--md-games N] [--games N] [--workers N]
+[--no-strength] [--skip-random] [--strength-md-pairs N] [--strength-tm-seeds N]
+[--strength-jdf-seeds N] [--budget-ms MS] [--tm-target N] [--jdf-sets N]``.
 """
 
 from __future__ import annotations
@@ -29,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from arena.runner.match import run_match  # noqa: E402
 from arena.seeds import derive_seed  # noqa: E402
-from bots_sdk.samples import HeuristicBot, RandomBot  # noqa: E402
+from bots_sdk.samples import HeuristicBot, RandomBot, SearchBot  # noqa: E402
 
 SEED = 20261129
 
@@ -62,6 +82,47 @@ def four_chunk(ruleset: str, first: int, count: int) -> tuple[int, int]:
     return firsts, count
 
 
+def md_strength(first: int, count: int, budget_ms: float) -> list[float]:
+    """Million Doubt duplicate pairs: per pair, search minus heuristic points per game."""
+    out = []
+    for pair in range(first, first + count):
+        log = run_match(
+            [SearchBot(seed=pair, budget_ms=budget_ms), HeuristicBot(seed=10**6 + pair)],
+            "million_doubt",
+            seed=derive_seed(SEED, 2 * 10**5 + pair),
+            games=2,
+            notices=False,
+        )
+        scores = log["result"]["scores"]
+        out.append((scores[0] - scores[1]) / log["result"]["games"])
+    return out
+
+
+def four_strength(ruleset: str, options: dict, first: int, count: int, budget_ms: float) -> list[float]:
+    """Seeds ``first``.. of one search against three heuristics, search in each seat in turn:
+    per seed, the mean of search's score minus the heuristics' mean score."""
+    out = []
+    for i in range(first, first + count):
+        diffs = []
+        for seat in range(4):
+            players: list = [HeuristicBot(seed=10**6 + i * 4 + s) for s in range(4)]
+            players[seat] = SearchBot(seed=i * 4 + seat, budget_ms=budget_ms)
+            log = run_match(players, ruleset, options, seed=derive_seed(SEED, 3 * 10**5 + i), notices=False)
+            scores = log["result"]["scores"]
+            diffs.append(scores[seat] - sum(scores[s] for s in range(4) if s != seat) / 3)
+        out.append(sum(diffs) / 4)
+    return out
+
+
+def interval(xs: list[float]) -> tuple[float, float, float]:
+    """Mean and normal 95% interval of the mean."""
+    n = len(xs)
+    mean = sum(xs) / n
+    var = sum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
+    half = 1.96 * (var / n) ** 0.5
+    return mean, mean - half, mean + half
+
+
 def _split(total: int, parts: int) -> list[tuple[int, int]]:
     size, extra = divmod(total, parts)
     out, start = [], 0
@@ -78,39 +139,75 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--md-games", type=int, default=1000)
     ap.add_argument("--games", type=int, default=200)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--strength", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--strength-md-pairs", type=int, default=100)
+    ap.add_argument("--strength-tm-seeds", type=int, default=15, help="TM seeds, 4 games each")
+    ap.add_argument("--strength-jdf-seeds", type=int, default=20, help="JDF seeds, 4 games each")
+    ap.add_argument("--budget-ms", type=float, default=100.0)
+    ap.add_argument("--tm-target", type=int, default=30)
+    ap.add_argument("--jdf-sets", type=int, default=1)
+    ap.add_argument("--skip-random", action="store_true", help="only the strength lines")
     args = ap.parse_args(argv)
     ok = True
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        t = time.perf_counter()
-        jobs = [pool.submit(md_chunk, s, n) for s, n in _split(args.md_games // 2, args.workers * 4)]
-        wins = games = 0
-        for j in jobs:
-            w, g = j.result()
-            wins += w
-            games += g
-        rate = wins / games
-        ok = rate >= 0.70
-        print(
-            f"million_doubt heuristic vs random: win rate {rate:.2f} over {games} games"
-            f"  ({time.perf_counter() - t:.1f} s)",
-            flush=True,
-        )
-        for ruleset in ("trump_millionaire", "jdf"):
-            t = time.perf_counter()
-            jobs = [pool.submit(four_chunk, ruleset, s, n) for s, n in _split(args.games, args.workers * 4)]
-            firsts = total = 0
-            for j in jobs:
-                f, g = j.result()
-                firsts += f
-                total += g
-            print(
-                f"{ruleset} heuristic vs 3 random: first place rate {firsts / total:.2f} over {total} games"
-                f"  ({time.perf_counter() - t:.1f} s)",
-                flush=True,
-            )
+        if not args.skip_random:
+            ok = _against_random(pool, args)
+        if args.strength:
+            _strength(pool, args)
     if not ok:
         print("FAIL: the Million Doubt heuristic must win at least 0.70 of its games", file=sys.stderr)
     return 0 if ok else 1
+
+
+def _strength(pool: ProcessPoolExecutor, args: argparse.Namespace) -> None:
+    chunks = args.workers * 4
+    t = time.perf_counter()
+    runs = []
+    if args.strength_md_pairs:
+        js = [pool.submit(md_strength, s, n, args.budget_ms) for s, n in _split(args.strength_md_pairs, chunks)]
+        runs.append(("million_doubt", js, args.strength_md_pairs, "pairs"))
+    for ruleset, options, seeds in (
+        ("trump_millionaire", {"target_score": args.tm_target}, args.strength_tm_seeds),
+        ("jdf", {"sets": args.jdf_sets}, args.strength_jdf_seeds),
+    ):
+        if seeds:
+            js = [pool.submit(four_strength, ruleset, options, s, n, args.budget_ms) for s, n in _split(seeds, chunks)]
+            runs.append((ruleset, js, seeds * 4, "games"))
+    for ruleset, js, n, what in runs:
+        xs = [x for j in js for x in j.result()]
+        d, lo, hi = interval(xs)
+        print(f"strength {ruleset}: search ahead of heuristic by {d:.2f} (95% CI {lo:.2f}..{hi:.2f})", flush=True)
+        print(f"  ({n} {what}, {time.perf_counter() - t:.1f} s since the strength runs began)", flush=True)
+
+
+def _against_random(pool: ProcessPoolExecutor, args: argparse.Namespace) -> bool:
+    t = time.perf_counter()
+    jobs = [pool.submit(md_chunk, s, n) for s, n in _split(args.md_games // 2, args.workers * 4)]
+    wins = games = 0
+    for j in jobs:
+        w, g = j.result()
+        wins += w
+        games += g
+    rate = wins / games
+    ok = rate >= 0.70
+    print(
+        f"million_doubt heuristic vs random: win rate {rate:.2f} over {games} games  ({time.perf_counter() - t:.1f} s)",
+        flush=True,
+    )
+    for ruleset in ("trump_millionaire", "jdf"):
+        t = time.perf_counter()
+        jobs = [pool.submit(four_chunk, ruleset, s, n) for s, n in _split(args.games, args.workers * 4)]
+        firsts = total = 0
+        for j in jobs:
+            f, g = j.result()
+            firsts += f
+            total += g
+        print(
+            f"{ruleset} heuristic vs 3 random: first place rate {firsts / total:.2f} over {total} games"
+            f"  ({time.perf_counter() - t:.1f} s)",
+            flush=True,
+        )
+    return ok
 
 
 if __name__ == "__main__":

@@ -183,9 +183,13 @@ class BotServer:
         # TcpWSGIServer.close() closes the listening socket only: the loop would serve the
         # open keep-alive connections until they idle out. close_all ends them too.
         self._server.task_dispatcher.shutdown()
-        wasyncore.close_all(self._server._map)
-        if self._thread is not None:
+        if self._thread is not None and self._thread.is_alive():
+            # closed from the serving loop's own thread (the trigger wakes its poll), so the loop
+            # ends at once instead of at its next poll timeout (waitress: 1 s)
+            self._server.trigger.pull_trigger(lambda: wasyncore.close_all(self._server._map))
             self._thread.join(timeout=5)
+        if self._server._map:  # never started, or the loop did not get to it
+            wasyncore.close_all(self._server._map)
 
     def __enter__(self) -> BotServer:
         return self
@@ -213,7 +217,7 @@ def serve(
     server = BotServer(bot, host, port, secret, threads)
     print(
         f"serving bot {bot.name!r} on {server.url} (protocol {protocol.PROTOCOL_VERSION}"
-        f"{', signatures verified' if secret else ''})",
+        f"{', signatures verified' if secret else '; no secret: signatures NOT verified (set ARENA_BOT_SECRET)'})",
         flush=True,
     )
     try:

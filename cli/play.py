@@ -4,7 +4,7 @@
 workers run, so rules, time accounting and faults are identical; it only adds seat rotation
 across matches and a summary table.
 
-Bots are named by a sample name (``random``, ``greedy``, ``heuristic``), ``module:Class`` (a
+Bots are named by a sample name (``random``, ``greedy``, ``heuristic``, ``search``), ``module:Class`` (a
 :class:`bots_sdk.Bot` subclass importable from the current directory), or an ``http(s)://``
 URL of a running bot.
 """
@@ -146,7 +146,7 @@ def play(
 ) -> None:
     """Play BOTS against each other locally, under the service's rules and time accounting.
 
-    BOTS are sample names (random, greedy, heuristic), module:Class, or http:// URLs.
+    BOTS are sample names (random, greedy, heuristic, search), module:Class, or http:// URLs.
     Seats are alternated (Million Doubt: swapped every game) or rotated (4-player) across
     matches. Prints per-bot games, wins (firsts), mean score and faults.
     """
@@ -177,6 +177,7 @@ def play(
     plan = _games_by_match(games, games_per_match if many_games else 1)
     total_games = sum(plan)
     stats = {s: {"games": 0.0, "wins": 0.0, "score": 0.0, "faults": 0.0} for s in dict.fromkeys(specs)}
+    first_faults: dict[str, str] = {}
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -207,11 +208,13 @@ def play(
             finally:
                 for w in wrapped:
                     w.close()
-            _tally(stats, log, order)
+            _tally(stats, log, order, first_faults)
             if logs_dir is not None:
                 write_log(log, logs_dir / f"match-{mi:04d}.json.gz")
 
     console.print(_results_table(Table(title=f"{ruleset}: {total_games} game(s)"), stats))
+    for spec, text in first_faults.items():
+        console.print(f"first fault of {spec}: {text}", markup=False, highlight=False)
     if logs_dir is not None:
         console.print(f"logs: {len(plan)} match log(s) in {logs_dir}")
 
@@ -242,8 +245,9 @@ def _players(order: list[str], seed: int, mi: int, secret: str | None) -> list[P
     return players
 
 
-def _tally(stats: dict[str, dict[str, float]], log: MatchLog, order: list[str]) -> None:
-    """Adds a match's seat-games, wins (firsts), scores and faults to each bot's line."""
+def _tally(stats: dict[str, dict[str, float]], log: MatchLog, order: list[str], first_faults: dict[str, str]) -> None:
+    """Adds a match's seat-games, wins (firsts), scores and faults to each bot's line, and each
+    bot's first fault (``kind: detail``, FAULT-1) to ``first_faults``."""
     for gm in log["games"]:
         res = gm["result"]
         for seat, p in enumerate(gm["seats"]):
@@ -253,6 +257,12 @@ def _tally(stats: dict[str, dict[str, float]], log: MatchLog, order: list[str]) 
             st["wins"] += 1 if int(res["ranks"][str(seat)]) == 1 else 0
     for f in log["faults"]:
         stats[order[f["player"]]]["faults"] += 1
+        hint = (
+            " (the bot refused the signature: give arena play its secret, ARENA_BOT_SECRET)"
+            if f["detail"] == "HTTP status 401"
+            else ""
+        )
+        first_faults.setdefault(order[f["player"]], f"{f['kind']}: {f['detail']}{hint}")
 
 
 def _results_table(table: Table, stats: dict[str, dict[str, float]]) -> Table:

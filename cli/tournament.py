@@ -25,6 +25,7 @@ from typing import Any
 import click
 
 import engine
+from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from cli import parse_options_json
 from cli.client import ApiClient, ApiError, download_logs
 from cli.play import logs as play_logs
@@ -215,6 +216,7 @@ def _echo_tournament(t: dict, *, err: bool = False) -> None:
     click.echo(
         f"tournament {t['id']}{name}: {t['ruleset']}, {t['status']}, "
         f"{p['finished']}/{p['total']} matches finished, participants {t['participants']}, "
+        + (f"house seats {t['house_bot']}, " if t.get("fill_with_house_bots") and t.get("house_bot") else "")
         + (f"seed {t['seed']}" if t.get("seed") is not None else "seed secret")
         + (f", commitment {t['commitment']}" if t.get("commitment") else ""),
         err=err,
@@ -266,6 +268,13 @@ def tournament() -> None:
 @click.option("--cap", type=float, default=None, help="Largest bank, seconds (default: the time bank).")
 @click.option("--max-faults", type=click.IntRange(min=1), default=3, show_default=True, help="FAULT-3 limit per match.")
 @click.option("--fill-with-house-bots", is_flag=True, help="Fill missing seats with house sample bots.")
+@click.option(
+    "--house-bot",
+    type=click.Choice(HOUSE_BOTS),
+    default=DEFAULT_HOUSE_BOT,
+    show_default=True,
+    help="The sample bot of the house seats (search: about 100 ms a decision).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def tournament_create(
     api_url: str,
@@ -281,6 +290,7 @@ def tournament_create(
     cap: float | None,
     max_faults: int,
     fill_with_house_bots: bool,
+    house_bot: str,
     as_json: bool,
 ) -> None:
     """Create a round-robin tournament (organizers).
@@ -297,6 +307,7 @@ def tournament_create(
         "games_per_pairing": games_per_pairing,
         "max_faults": max_faults,
         "fill_with_house_bots": fill_with_house_bots,
+        "house_bot": house_bot,
         "time_rules": {"initial": time_bank, "increment": increment, "cap": time_bank if cap is None else cap},
     }
     if seed is not None:

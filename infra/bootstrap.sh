@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11 or newer) and install the project with its server and dev extras.
+# Create .venv (Python 3.11 or newer) and install the project with its server, env and dev extras.
 #
 # Idempotent and quick: pip runs only when pyproject.toml is newer than the
 # stamp file .venv/.arena-installed (or the stamp is missing).

@@ -36,6 +36,7 @@ from arena import access as policy
 from arena import matchlog
 from arena.db.models import Match, MatchLog, MatchSeat, Tournament
 from arena.lifecycle import MatchStatus, TournamentStatus
+from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from arena.standings import tournament_standings
 from arena.status import values
 from arena.usecases import tournaments as usecases
@@ -116,6 +117,14 @@ class TournamentCreateSchema(ma.Schema):
         metadata={"description": "FAULT-3 faults per match before forfeit"},
     )
     fill_with_house_bots = ma.fields.Boolean(load_default=False)
+    house_bot = ma.fields.String(
+        load_default=DEFAULT_HOUSE_BOT,
+        validate=validate.OneOf(HOUSE_BOTS),
+        metadata={
+            "description": "sample bot every house seat plays (with fill_with_house_bots; stored always); "
+            "search: 100 ms per decision"
+        },
+    )
     public_when_finished = ma.fields.Boolean(
         load_default=True,
         metadata={
@@ -154,6 +163,7 @@ class TournamentSchema(ma.Schema):
     )
     max_faults = ma.fields.Integer(required=True)
     fill_with_house_bots = ma.fields.Boolean(required=True)
+    house_bot = ma.fields.String(required=True, metadata={"description": "sample bot of the house seats"})
     public_when_finished = ma.fields.Boolean(required=True)
     participants = ma.fields.List(ma.fields.Integer(), required=True)
     status = ma.fields.String(required=True)
@@ -234,6 +244,7 @@ def tournament_dict(t: Tournament, progress: tuple[int, int, int] | None = None)
         "seed_revealed": revealed,
         "max_faults": t.max_faults,
         "fill_with_house_bots": t.fill_with_house_bots,
+        "house_bot": t.house_bot,
         "public_when_finished": t.public_when_finished,
         "participants": [p.bot_id for p in t.participants],
         "status": t.status,

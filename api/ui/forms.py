@@ -50,6 +50,7 @@ from api.ui.views import _entrant_label, _load_log, bp
 from arena import access as policy
 from arena.accounts import create_account
 from arena.db.models import Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
+from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from arena.standings import tournament_standings
 from arena.status import BotStatus, TournamentStatus
 from arena.usecases import bots as bot_cases
@@ -417,6 +418,7 @@ def _new_tournament_page(form: dict, errors: dict | None = None, message: str | 
         option_fields=fields.option_fields(),
         ranges=fields.schema_ranges(),
         field_name=fields.field_name,
+        house_bots=HOUSE_BOTS,
     ), status
 
 
@@ -432,6 +434,7 @@ def _default_form() -> dict[str, Any]:
         "max_faults": "3",
         "seed": "",
         "fill_with_house_bots": False,
+        "house_bot": DEFAULT_HOUSE_BOT,
         "public_when_finished": True,
         "opts": fields.default_values(),
     }
@@ -448,15 +451,17 @@ def tournament_new():
     Fields: ``name``, ``ruleset``, ``participants`` (bot ids, repeated), ``initial``,
     ``increment``, ``cap`` (TIME-1, seconds), ``games_per_pairing``, ``max_faults``, ``seed``
     (empty: random), ``fill_with_house_bots`` and ``public_when_finished`` (``1`` when
-    checked), and one ``opt-<ruleset>-<option>`` per option (:mod:`api.ui.fields`); only the
-    chosen rule set's options are sent. A refusal (422) shows the API's messages by the fields
-    they name, with the form as typed."""
+    checked), ``house_bot`` (a sample bot's name; absent: ``heuristic``), and one
+    ``opt-<ruleset>-<option>`` per option (:mod:`api.ui.fields`); only the chosen rule set's
+    options are sent. A refusal (422) shows the API's messages by the fields they name, with
+    the form as typed."""
     if request.method == "GET":
         return _new_tournament_page(_default_form())
     account = _need_viewer()
     _check_csrf()
     f = request.form
     form: dict[str, Any] = {k: f.get(k, "") for k in _TEXT_FIELDS}
+    form["house_bot"] = f.get("house_bot", DEFAULT_HOUSE_BOT)
     form["participants"] = f.getlist("participants")
     form["fill_with_house_bots"] = f.get("fill_with_house_bots") == "1"
     form["public_when_finished"] = f.get("public_when_finished") == "1"
@@ -475,6 +480,7 @@ def tournament_new():
         "games_per_pairing": _number(form["games_per_pairing"]),
         "max_faults": _number(form["max_faults"]),
         "fill_with_house_bots": form["fill_with_house_bots"],
+        "house_bot": form["house_bot"],
         "public_when_finished": form["public_when_finished"],
     }
     if form["seed"].strip():

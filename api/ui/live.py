@@ -312,7 +312,7 @@ def tournament_live_state(tournament_id: int):
     t = _viewable_tournament(tournament_id)
     account = access.viewer()
     names = _bot_names([p.bot_id for p in t.participants])
-    rows = standings_rows(tournament_standings(db(), t), names)
+    rows = standings_rows(tournament_standings(db(), t), names, t.house_bot)
     html = render_template(
         "_tournament_live.html", t=t, progress=_progress(t), rows=rows, playing=playing_now(t, account)
     )

@@ -123,8 +123,12 @@ def _bot_names(ids) -> dict[int, str]:
     return {bot_id: name for bot_id, name in db().execute(select(Bot.id, Bot.name).where(Bot.id.in_(ids)))}
 
 
-def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str]) -> str:
+def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str], house_bot: str | None = None) -> str:
+    """``name #id`` of a bot; a house seat's name (``house-1``) and, given ``house_bot``, the
+    sample bot it plays: ``house-1 (house: search)``."""
     if bot_id is None:
+        if house_bot:
+            return _("%(name)s (house: %(bot)s)", name=house, bot=house_bot)
         return _("%(name)s (house)", name=house)
     return f"{names.get(bot_id, 'bot')} #{bot_id}"
 
@@ -142,15 +146,16 @@ def _progress(t: Tournament) -> dict:
     return {"finished": done, "total": total, "percent": round(100 * done / total) if total else 0, "by_status": counts}
 
 
-def standings_rows(standings, names: dict[int, str]) -> list[dict[str, Any]]:
-    """Rows of the standings table (``_standings_table.html``): the standing, its label, the
-    95% interval's ends."""
+def standings_rows(standings, names: dict[int, str], house_bot: str | None = None) -> list[dict[str, Any]]:
+    """Rows of the standings table (``_standings_table.html``): the standing, its label (house
+    seats with ``house_bot``, the tournament's), the 95% interval's ends."""
     rows: list[dict[str, Any]] = []
     for st in standings:
         label = _entrant_label(
             st.entrant if isinstance(st.entrant, int) else None,
             st.entrant if isinstance(st.entrant, str) else None,
             names,
+            house_bot,
         )
         lo = hi = None
         if st.mean_score is not None and st.ci95 is not None:
@@ -179,7 +184,9 @@ def playing_now(t: Tournament, account) -> dict[str, Any]:
         .all()
     )
     names = _bot_names([s.bot_id for m in matches for s in m.seats])
-    rows = [{"m": m, "seats": [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]} for m in matches]
+    rows = [
+        {"m": m, "seats": [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]} for m in matches
+    ]
     return {"rows": rows, "total": everyone, "hidden": max(0, everyone - len(rows))}
 
 
@@ -258,10 +265,10 @@ def tournament_page(tournament_id: int):
         .all()
     )
     names = _bot_names([p.bot_id for p in t.participants] + [s.bot_id for m in matches for s in m.seats])
-    rows = standings_rows(standings, names)
+    rows = standings_rows(standings, names, t.house_bot)
     match_rows = []
     for m in matches:
-        seats = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
+        seats = [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]
         r = m.result
         match_rows.append({"m": m, "seats": seats, "result": r, "faults": sum(r.faults) if r else 0})
     return render_template(
@@ -291,7 +298,7 @@ def match_page(match_id: int):
     if not policy.can_read_match(db(), account, m, t):
         _deny(account, _("match %(id)s", id=m.id))
     names = _bot_names([s.bot_id for s in m.seats])
-    labels = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
+    labels = [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]
     replay = None
     replay_error = None
     embargoed = not policy.can_read_log(db(), account, m, t)
@@ -365,7 +372,7 @@ def match_replay(match_id: int):
     if match_log is None:
         abort(404, f"Match {m.id} has no log yet (status {m.status}).")
     names = _bot_names([s.bot_id for s in m.seats])
-    labels = [_entrant_label(s.bot_id, s.house_bot, names) for s in m.seats]
+    labels = [_entrant_label(s.bot_id, s.house_bot, names, m.tournament.house_bot) for s in m.seats]
     try:
         data = build_replay(match_log, labels)
     except (ReplayDataError, engine.InvalidAction) as exc:

@@ -11,7 +11,8 @@ Tables
 ``bot_checks``     one run of the bot check (arena.conformance): status, progress
                    per decision kind, result
 ``tournaments``    round-robin tournament: rule set, options, time rules (TIME-1, seconds),
-                   games per pairing, seed, ``max_faults`` (FAULT-3), status, times
+                   games per pairing, seed, ``max_faults`` (FAULT-3), the house seats'
+                   sample bot (``house_bot``), status, times
 ``tournament_participants`` the bots entered in a tournament
 ``matches``        one unit of play of a rule set, in schedule order (``index``), seeded
 ``match_seats``    seat -> bot (or a house sample bot) of a match
@@ -50,6 +51,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from arena.crypto import EncryptedText
+from arena.schedule import DEFAULT_HOUSE_BOT
 from arena.status import BotStatus, CheckStatus, MatchStatus, TournamentStatus, values
 
 #: JSON on every database, JSONB on PostgreSQL.
@@ -209,6 +211,9 @@ class Tournament(Base):
     #: FAULT-3: faults in one match after which a seat forfeits the rest of the match.
     max_faults: Mapped[int] = mapped_column(Integer, default=3)
     fill_with_house_bots: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: The sample bot every house seat plays (``arena.schedule.HOUSE_BOTS``, the names of
+    #: ``bots_sdk.samples.SAMPLE_BOTS``); stored whether or not there are house seats.
+    house_bot: Mapped[str] = mapped_column(String(32), default=DEFAULT_HOUSE_BOT, server_default=DEFAULT_HOUSE_BOT)
     #: Pages, matches and logs become readable by anyone (no token) once the tournament is
     #: finished (the web pages under ``/ui``); false keeps them to the API's access rules.
     public_when_finished: Mapped[bool] = mapped_column(Boolean, default=True, server_default="1")

@@ -49,6 +49,7 @@ from arena.lifecycle.base import (
     rows_changed,
 )
 from arena.lifecycle.tournaments import finish_if_done
+from arena.schedule import DEFAULT_HOUSE_BOT
 from engine.timebank import TimeRules
 
 
@@ -74,7 +75,8 @@ class MatchPlan:
     :class:`~engine.timebank.TimeRules`); ``attempt`` counts claims, from 1; ``seed`` is the
     match seed (the attempt is played from :func:`arena.fairness.attempt_seed`);
     ``match_index`` its schedule position and ``commitment`` the tournament's, both recorded
-    in the log."""
+    in the log; ``house_bot`` the sample bot its house seats play (the tournament's, a
+    ``bots_sdk.samples.SAMPLE_BOTS`` name)."""
 
     match_id: int
     tournament_id: int
@@ -88,6 +90,7 @@ class MatchPlan:
     seats: tuple[SeatPlan, ...]
     match_index: int = 0
     commitment: str | None = None
+    house_bot: str = DEFAULT_HOUSE_BOT
 
 
 class SkipReason(StrEnum):
@@ -152,6 +155,7 @@ def _plan(t: Tournament, match: Match, seats: list[SeatPlan]) -> MatchPlan:
         seats=tuple(seats),
         match_index=match.index,
         commitment=t.commitment,
+        house_bot=t.house_bot,
     )
 
 

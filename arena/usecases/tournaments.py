@@ -98,20 +98,26 @@ def create_tournament(
     public_when_finished: bool,
     name: str = "",
     seed: int | None = None,
+    house_bot: str = sched.DEFAULT_HOUSE_BOT,
 ) -> Tournament:
     """Create a tournament (``created``) of ``ruleset`` with these fields; commit.
 
     ``options``: rule-set options (``engine.make_options``); ``time_rules``: TIME-1
-    ``{"initial", "increment", "cap"}`` seconds; ``seed``: None for a random one.
+    ``{"initial", "increment", "cap"}`` seconds; ``seed``: None for a random one;
+    ``house_bot``: the sample bot of the house seats (one of :data:`arena.schedule.HOUSE_BOTS`),
+    stored even without ``fill_with_house_bots``.
 
     Raises:
         Forbidden: not an organizer.
         InvalidField: ``options`` (or the bound it names: :func:`arena.limits.check_match_bounds`)
             refused; ``participants`` repeat, are not ``ready`` bots of the rule set, or are
-            too few for its seats without ``fill_with_house_bots``.
+            too few for its seats without ``fill_with_house_bots``; ``house_bot`` is not a
+            sample bot's name.
     """
     if not is_organizer(account):
         raise Forbidden("organizer role required")
+    if house_bot not in sched.HOUSE_BOTS:
+        raise InvalidField("house_bot", f"unknown house bot {house_bot!r}: one of {', '.join(sched.HOUSE_BOTS)}")
     try:
         normalized = engine.make_options(ruleset, options).to_dict()
         check_match_bounds(ruleset, options)
@@ -135,6 +141,7 @@ def create_tournament(
         seed=secrets.randbits(63) if seed is None else seed,
         max_faults=max_faults,
         fill_with_house_bots=fill_with_house_bots,
+        house_bot=house_bot,
         public_when_finished=public_when_finished,
     )
 

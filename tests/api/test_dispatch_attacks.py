@@ -37,6 +37,7 @@ def test_an_unreachable_broker_is_never_replaced_silently(tmp_path, free_port):
     assert type(sent) is CeleryDispatcher and sent.broker_url == broker
 
 
+@pytest.mark.slow  # the broker connection gives up after its retries (about 6 s)
 def test_a_check_with_the_broker_unreachable_is_503_with_retry_after_and_changes_nothing(tmp_path, free_port):
     url = f"sqlite:///{tmp_path / 'a.db'}"
     upgrade(url)

@@ -7,16 +7,17 @@ import itertools
 import math
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from click.testing import CliRunner
-from sqlalchemy import inspect, select
+from sqlalchemy import inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
 from arena import schedule as sched
 from arena.db.migrate import alembic_config, current, upgrade
-from arena.db.models import Account, Base, Bot, Match, MatchSeat, Tournament
+from arena.db.models import Account, Base, Bot, Match, MatchSeat, Tournament, utcnow
 from arena.db.session import make_engine
 from arena.schedule import ScheduleError, build_schedule
 from arena.security import hash_token
@@ -48,6 +49,39 @@ def test_migrations_upgrade_an_empty_database_to_the_models(database_url):
         assert diff == []
         upgrade(engine=engine)  # idempotent
         assert current(engine) == _head()
+    finally:
+        engine.dispose()
+
+
+def test_migration_0010_gives_existing_tournaments_the_heuristic_house_bot(database_url):
+    """A tournament stored before ``house_bot`` existed (revision 0009) plays ``heuristic``,
+    the one house bot of that time; the downgrade drops the column again."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine=engine, revision="0009")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO accounts (id, name, role, token_hash, created_at)"
+                    " VALUES (1, 'boss', 'organizer', :h, :now)"
+                ),
+                {"h": "a" * 64, "now": utcnow()},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO tournaments (id, name, organizer_id, ruleset, options, time_rules,"
+                    " games_per_pairing, seed, max_faults, fill_with_house_bots, status, created_at)"
+                    " VALUES (5, 'old cup', 1, 'jdf', '{}', '{}', 1, 3, 3, :yes, 'finished', :now)"
+                ),
+                {"yes": True, "now": utcnow()},
+            )
+        upgrade(engine=engine)
+        assert current(engine) == _head()
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT id, house_bot FROM tournaments")).all()
+        assert [tuple(r) for r in rows] == [(5, "heuristic")]
+        command.downgrade(alembic_config(engine=engine), "0009")
+        assert "house_bot" not in {c["name"] for c in inspect(engine).get_columns("tournaments")}
     finally:
         engine.dispose()
 

@@ -329,6 +329,7 @@ def test_match_list_filters_and_pagination_bounds(client, league):
         assert r.status_code == 422, bad
 
 
+@pytest.mark.slow  # plays a whole tournament before the anonymous reads (about 4 s)
 def test_public_when_finished_opens_the_rest_api_to_anonymous_readers(client, league, sessionmaker, accounts):
     """arena.access: a finished public tournament is readable without a token, through the
     REST API as through the pages; before it finishes, or when not public, it is not."""

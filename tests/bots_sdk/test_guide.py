@@ -126,3 +126,8 @@ def test_arena_play_signs_with_the_secret_from_the_environment(bot_server, tmp_p
         kinds = [f["kind"] for f in read_log(path)["faults"]]
         assert kinds[:faults] == ["http_status"] * faults and len(kinds) >= faults, kinds
         assert bool(kinds) == bool(faults)
+        hint = (
+            f"first fault of {srv.url}: http_status: HTTP status 401 (the bot refused the signature: "
+            "give arena play its secret, ARENA_BOT_SECRET)"
+        )
+        assert (hint in " ".join(res.output.split())) == bool(faults), res.output

@@ -3,18 +3,23 @@ server on 127.0.0.1 (SQLite, no worker): one clear line, exit status 1, no trace
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
+from click.testing import CliRunner
 
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
+from cli import main
 from cli.demo import WsgiServer
+from tests.helpers import mark_bot_checked
 
 REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
@@ -33,7 +38,12 @@ def api(tmp_path):
     server = WsgiServer(
         create_app(Settings(data_dir=tmp_path, database_url=url, broker_url="redis://127.0.0.1:1/0"), engine=engine)
     )
-    yield {"url": server.url, "organizer": organizer, "contestant": contestant}
+    yield {
+        "url": server.url,
+        "organizer": organizer,
+        "contestant": contestant,
+        "sessions": make_sessionmaker(engine),
+    }
     server.close()
     engine.dispose()
 
@@ -87,3 +97,25 @@ def test_api_down_is_one_line(api, free_port):
     done = run("logs", "download", "1", "--out", "x", "--api", f"http://127.0.0.1:{port}", "--token", "t")
     line = _one_error_line(done)
     assert line.startswith(f"Error: GET http://127.0.0.1:{port}/api/v1/tournaments/1: ConnectError")
+
+
+def test_create_chooses_the_house_bot(api):
+    """``--house-bot search`` reaches the API and comes back in the answer; a name that is no
+    sample bot is refused by the command itself (exit 2), before any request."""
+    r = httpx.post(
+        f"{api['url']}/api/v1/bots",
+        json={"name": "b", "url": "https://93.184.215.14/decide", "rulesets": ["million_doubt"]},
+        headers={"Authorization": f"Bearer {api['contestant']}"},
+    )
+    assert r.status_code == 201, r.text
+    assert mark_bot_checked(api["sessions"], r.json()["id"]) == "ready"
+    base = ["tournament", "create", "-r", "million_doubt", "--bot", str(r.json()["id"]), "--fill-with-house-bots"]
+    base += ["--api", api["url"], "--token", api["organizer"]]
+    done = CliRunner().invoke(main, [*base, "--house-bot", "search", "--json"])
+    assert done.exit_code == 0, done.output
+    t = json.loads(done.stdout)
+    assert (t["house_bot"], t["fill_with_house_bots"]) == ("search", True)
+    summary = CliRunner().invoke(main, base)
+    assert summary.exit_code == 0 and "house seats heuristic" in summary.stderr
+    bad = CliRunner().invoke(main, [*base, "--house-bot", "alphazero"])
+    assert bad.exit_code == 2 and "'alphazero' is not one of" in bad.output

@@ -225,3 +225,26 @@ def test_options_of_another_rule_set_are_not_sent(organizer, form_site):
     tid = int(r.headers["Location"].rstrip("/").rsplit("/", 1)[1])
     with form_site["sm"]() as s:
         assert s.get(Tournament, tid).options == {"burst_score": 15}
+
+
+def test_the_house_bot_select_reaches_the_tournament(organizer, form_site):
+    """The form lists every sample bot for the house seats (``heuristic`` chosen); the one
+    picked is stored; a form without the field gets ``heuristic``; a name that is no sample
+    bot is the API's 422, shown by the field."""
+    html = organizer.get("/ui/tournaments/new").get_data(as_text=True)
+    select = html[html.index('<select id="t-house-bot" name="house_bot"') :]
+    select = select[: select.index("</select>")]
+    assert re.findall(r'<option value="([^"]+)"', select) == ["random", "greedy", "heuristic", "search"]
+    assert '<option value="heuristic" selected>' in select
+    r = _post(organizer, form_site["bots"][:3], fill_with_house_bots="1", house_bot="search")
+    assert r.status_code == 303, r.get_data(as_text=True)[:1500]
+    r2 = _post(organizer, form_site["bots"][:3], fill_with_house_bots="1")
+    assert r2.status_code == 303, r2.get_data(as_text=True)[:1500]
+    with form_site["sm"]() as s:
+        made = [s.get(Tournament, int(x.headers["Location"].rstrip("/").rsplit("/", 1)[1])) for x in (r, r2)]
+        assert [(t.house_bot, t.fill_with_house_bots) for t in made] == [("search", True), ("heuristic", True)]
+    bad = _post(organizer, form_site["bots"][:3], fill_with_house_bots="1", house_bot="alphazero")
+    page = bad.get_data(as_text=True)
+    assert bad.status_code == 422
+    m = re.search(r'<p class="error field-error" data-field="house_bot">([^<]*)</p>', page)
+    assert m and "search" in html_lib.unescape(m.group(1)), page[page.find("<form") :][:3000]
