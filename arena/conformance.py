@@ -559,7 +559,8 @@ def _play_probe(
         game_specs=[{"setup": probe.setup, "seats": list(range(n))}] if probe.setup else None,
         time_rules=TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S),
         max_faults=1,
-        match_id=f"conformance-{seed}-{probe.name}",
+        # a random tag, never the seed: the seed would give the bot every hand of the random run
+        match_id=f"conformance-{_secrets.token_hex(8)}-{probe.name}",
     )
     match_log = Match(seats, config, Observers(on_decision=seen)).play()
     if opening:

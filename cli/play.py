@@ -297,6 +297,10 @@ def bots() -> None:
 def bots_serve(name: str, host: str, port: int, secret: str | None, seed: int | None) -> None:
     """Serve bot NAME (a sample name or module:Class) over HTTP until Ctrl-C."""
 
+    given = secret if secret is not None else os.environ.get("ARENA_BOT_SECRET")  # click reads "" as unset
+    if given is not None and not given.strip():
+        # an empty ARENA_BOT_SECRET (set from an unset variable) would serve, verifying nothing
+        raise click.BadParameter("the signing secret is empty: set it, or leave it out", param_hint="--secret")
     bot = resolve_bot(name, seed=seed)
     if isinstance(bot, str):
         raise click.BadParameter("serve a sample name or module:Class, not a URL")

@@ -334,6 +334,8 @@ class SearchBot(HeuristicBot):
             world = sample_world(req, rng)
             scores = {}
             for i in active:
+                if self.clock() >= deadline:
+                    break  # out of time within a world: its partial scores are dropped
                 g = clone(world)
                 try:
                     g.apply(seat, cands[i])
@@ -341,7 +343,9 @@ class SearchBot(HeuristicBot):
                     raise Unsupported(f"candidate refused: {e}") from None
                 self.rollout.run(g)
                 scores[i] = _score(g, seat)
-            rollouts += len(active)
+            rollouts += len(scores)
+            if len(scores) < len(active):
+                break
             worlds += 1
             for i in active:
                 diffs[i].append(scores[i] - scores[0])

@@ -230,3 +230,12 @@ def test_an_unrebuildable_request_is_answered_as_heuristic():
     bot = SearchBot(seed=2, budget_ms=60_000, max_rollouts=20)
     assert bot.decide(req) == HeuristicBot(seed=2).decide(req)
     assert sum(bot.stats["fallbacks"].values()) == 1
+
+
+def test_the_clock_is_read_between_rollouts_not_only_between_worlds():
+    # The attacker's request: a tiny time bank. Each clock read moves 4 ms; the budget is 5 ms:
+    # the deadline passes inside the first world, whose other rollouts must not be played.
+    clock = FakeClock(0.004)
+    bot = SearchBot(seed=1, budget_ms=5, clock=clock)
+    bot.decide(_md_request())
+    assert bot.stats["last_rollouts"] <= 1
