@@ -223,6 +223,8 @@ CHOICE_KINDS: dict[str, tuple[str, ...]] = {
     rs: tuple(k for k in DECISION_KINDS[rs] if k not in REQUIRED_KINDS[rs]) for rs in DECISION_KINDS
 }
 
+#: Both local rules of the give and discard positions (LR-5, LR-6): a bot is checked with them together.
+_LOCAL = {"seven_pass": True, "ten_discard": True}
 _WEAK = {"1": ["3C", "4C", "5C", "6C", "3D"], "2": ["4D", "5D", "6D", "3H", "4H"], "3": ["5H", "6H", "4S", "5S", "6S"]}
 _SEVENS_TENS = ["7S", "7H", "TS", "TH"]
 _MD_HIGH = ["9S", "9D", "TH", "QD", "KC", "AS", "2H"]
@@ -294,14 +296,14 @@ PROBES: dict[str, list[Probe]] = {
         # Opening: the bot's seat leads 7S (LR-5): asked give at once; then 10S (LR-6): discard.
         Probe(
             "give",
-            {"seven_pass": True},
+            _LOCAL,
             {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
             opening=((0, {"type": "play", "cards": ["7S"]}),),
             forces=("give", "play"),
         ),
         Probe(
             "discard",
-            {"ten_discard": True},
+            _LOCAL,
             {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
             opening=((0, {"type": "play", "cards": ["TS"]}),),
             forces=("discard", "play"),
@@ -326,14 +328,14 @@ PROBES: dict[str, list[Probe]] = {
         ),
         Probe(
             "give",
-            {"seven_pass": True},
+            _LOCAL,
             {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
             opening=((0, {"type": "play", "cards": ["7S"]}),),
             forces=("give", "play"),
         ),
         Probe(
             "discard",
-            {"ten_discard": True},
+            _LOCAL,
             {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
             opening=((0, {"type": "play", "cards": ["TS"]}),),
             forces=("discard", "play"),
