@@ -256,6 +256,25 @@ class Probe(NamedTuple):
 
 #: Fixed positions per rule set (docs/operations.md, "Conformance game", step 4). Check-only
 #: deals: no seed, nothing taken from a tournament's deals.
+#: The give and discard positions of Trump Millionaire and JDF: the bot's seat leads 7S (LR-5)
+#: and is asked give at once, or leads TS (LR-6) and is asked discard.
+_GIVE_DISCARD = (
+    Probe(
+        "give",
+        _LOCAL,
+        {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
+        opening=((0, {"type": "play", "cards": ["7S"]}),),
+        forces=("give", "play"),
+    ),
+    Probe(
+        "discard",
+        _LOCAL,
+        {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
+        opening=((0, {"type": "play", "cards": ["TS"]}),),
+        forces=("discard", "play"),
+    ),
+)
+
 PROBES: dict[str, list[Probe]] = {
     "million_doubt": [
         # The bot leads; the liar answers every play with face-down low cards (a lie over the
@@ -293,21 +312,7 @@ PROBES: dict[str, list[Probe]] = {
             },
             forces=("exchange", "rate", "play"),
         ),
-        # Opening: the bot's seat leads 7S (LR-5): asked give at once; then 10S (LR-6): discard.
-        Probe(
-            "give",
-            _LOCAL,
-            {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
-            opening=((0, {"type": "play", "cards": ["7S"]}),),
-            forces=("give", "play"),
-        ),
-        Probe(
-            "discard",
-            _LOCAL,
-            {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
-            opening=((0, {"type": "play", "cards": ["TS"]}),),
-            forces=("discard", "play"),
-        ),
+        *_GIVE_DISCARD,
     ],
     "jdf": [
         # JDF-4: game 2 of a set, the bot was daifugo: it gives 2 cards.
@@ -326,20 +331,7 @@ PROBES: dict[str, list[Probe]] = {
             },
             forces=("give",),
         ),
-        Probe(
-            "give",
-            _LOCAL,
-            {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
-            opening=((0, {"type": "play", "cards": ["7S"]}),),
-            forces=("give", "play"),
-        ),
-        Probe(
-            "discard",
-            _LOCAL,
-            {"hands": {"0": _SEVENS_TENS, **_WEAK}, "leader": 0},
-            opening=((0, {"type": "play", "cards": ["TS"]}),),
-            forces=("discard", "play"),
-        ),
+        *_GIVE_DISCARD,
     ],
 }
 

@@ -143,18 +143,7 @@ def _unavailable(name: str, target: str, exc: BaseException) -> click.Command:
     if extra is not None:
         return _needs_extra(name, extra)
     reason = _one_line(exc)
-
-    @click.command(
-        name,
-        help=f"(unavailable: {reason})",
-        short_help=f"(unavailable: {reason})",
-        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-        add_help_option=False,
-    )
-    def cmd() -> None:
-        raise click.ClickException(f"command '{name}' is unavailable ({target}): {reason}")
-
-    return cmd
+    return _stand_in(name, f"(unavailable: {reason})", f"command '{name}' is unavailable ({target}): {reason}")
 
 
 def _install(extra: str) -> str:
@@ -163,16 +152,23 @@ def _install(extra: str) -> str:
 
 def _needs_extra(name: str, extra: str) -> click.Command:
     install = _install(extra)
+    return _stand_in(
+        name, f"(needs the {extra} extra: {install})", f"'arena {name}' needs the {extra} extra: {install}"
+    )
+
+
+def _stand_in(name: str, help_text: str, error: str) -> click.Command:
+    """A command ``name`` listed with ``help_text`` that takes any arguments and fails with ``error``."""
 
     @click.command(
         name,
-        help=f"(needs the {extra} extra: {install})",
-        short_help=f"(needs the {extra} extra: {install})",
+        help=help_text,
+        short_help=help_text,
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
         add_help_option=False,
     )
     def cmd() -> None:
-        raise click.ClickException(f"'arena {name}' needs the {extra} extra: {install}")
+        raise click.ClickException(error)
 
     return cmd
 
