@@ -532,12 +532,14 @@ def _play_probe(
         bot = FaceDownLiar() if s in probe.liars else SAMPLE_BOTS[CONFORMANCE_OPPONENT](seed=seed + s)
         inner.append(LocalPlayer(bot))
     seats = [_Opening(p, s, opening) for s, p in enumerate(inner)]
+    mine: list[Exchange] = []  # the decisions asked of the bot (seat 0's opening moves left out)
 
     def seen(ex: Exchange) -> None:
         if deadline is not None and time.monotonic() > deadline:
             raise CheckTimeUp(_time_up(limit_s))
         if ex["player"] != 0 or seats[0].scripted:
             return
+        mine.append(ex)
         row = kinds.setdefault(ex["kind"], {"asked": 0, "faults": 0})
         row["asked"] += 1
         row["faults"] += int(ex["fault"] is not None)
@@ -559,8 +561,6 @@ def _play_probe(
     match_log = Match(seats, config, Observers(on_decision=seen)).play()
     if opening:
         raise RuntimeError(f"probe {probe.name}: {len(opening)} opening move(s) never asked")
-    scripted = sum(1 for s, _ in probe.opening if s == 0)  # seat 0's opening moves come first
-    mine = [ex for gm in match_log["games"] for ex in gm["exchanges"] if ex["player"] == 0][scripted:]
     kind_of = {(g, ex["n"]): ex["kind"] for g, gm in enumerate(match_log["games"]) for ex in gm["exchanges"]}
     own = [f for f in match_log["faults"] if f["player"] == 0]
     out["games"].append({"probe": probe.name, "decisions": len(mine), "faults": len(own)})

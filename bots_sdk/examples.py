@@ -15,7 +15,9 @@ import json
 import engine
 from bots_sdk import protocol
 from bots_sdk.samples import GreedyBot, HeuristicBot, RandomBot
+from engine.cards import JOKER, parse_cards
 from engine.timebank import TimeRules
+from engine.trump_millionaire import forbidden_finish
 
 SECRET = "example-secret"
 TIMESTAMP = 1_800_000_000
@@ -82,9 +84,9 @@ def _request_now(g) -> dict:
 
 def _forbidden_last_card(obs: dict) -> bool:
     """TM-5: the seat holds one card, and it may not be the last (joker, 8, 2; 3 in revolution)."""
-    hand = obs["hand"]
-    top = "3" if obs["revolution"] else "2"
-    return len(hand) == 1 and (hand[0] == "JK" or hand[0][0] in ("8", top))
+    hand = parse_cards(obs["hand"])
+    nat = [c for c in hand if c != JOKER]
+    return len(hand) == 1 and forbidden_finish(nat, len(hand) - len(nat), obs["revolution"])
 
 
 def trump_millionaire_deal() -> dict:
