@@ -45,7 +45,8 @@ class TrickState(NamedTuple):
     pending: Mapping[str, Any] | None
 
 
-def _fd_count(play: Mapping[str, Any]) -> int:
+def face_down_count(play: Mapping[str, Any]) -> int:
+    """Face-down cards of a field play (MD-2): its ``face_down`` list, or their number as another seat sees it."""
     fd = play.get("face_down")
     if fd is None:
         return 0
@@ -79,7 +80,7 @@ def trick_state(obs: Mapping[str, Any]) -> TrickState:
         if p.get("revealed"):
             break  # a doubted trick: about to clear
         fu = _face_up(p)
-        wild = _fd_count(p)
+        wild = face_down_count(p)
         nat, jk = split(fu)
         order = rev != jback
         declared = [RANKS.index(r) for r in p["jokers"]] if p.get("jokers") else None
@@ -187,7 +188,7 @@ def honest_probability(obs: Mapping[str, Any], rng: random.Random | None = None,
     if p is None:
         return 1.0
     fu = _face_up(p)
-    k = _fd_count(p)
+    k = face_down_count(p)
     declared = [RANKS.index(r) for r in p["jokers"]] if p.get("jokers") else None
     pool = list(unseen_cards(obs).elements())
     if k == 0 or len(pool) < k:

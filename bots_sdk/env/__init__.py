@@ -30,9 +30,10 @@ from pettingzoo.utils import wrappers
 from bots_sdk.env.aec import DaifugoEnv, IllegalActionError
 from bots_sdk.env.candidates import KINDS, MAX_ACTIONS
 from bots_sdk.env.encoding import CANDIDATE_COLUMNS, CANDIDATE_WIDTH
+from engine.options import RULESET_IDS
 
 #: The rule sets, as in ``engine.RULESETS``.
-RULESETS = ("million_doubt", "trump_millionaire", "jdf")
+RULESETS: tuple[str, ...] = RULESET_IDS
 
 
 def raw_env(

@@ -16,6 +16,7 @@ from pettingzoo import AECEnv
 import engine
 from bots_sdk.env.candidates import MAX_ACTIONS, Turn
 from bots_sdk.env.encoding import CANDIDATE_WIDTH, candidate_rows, layout, observation_vector, size
+from bots_sdk.md import face_down_count
 from bots_sdk.protocol import build_request
 from engine.jdf import Jdf
 from engine.timebank import TimeRules
@@ -125,7 +126,7 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         if d is None:
             self.turn = None
             return
-        self.turn = Turn(g, d.seat, self._observation(d.seat))
+        self.turn = Turn(g, d, self._observation(d.seat))
         self.agent_selection = self.possible_agents[d.seat]
         self._set_infos()
 
@@ -244,9 +245,9 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
             return None
         g = self.game
         d = g.decision()
-        if d is None:
+        if d is None or self.turn is None:
             return f"{self.ruleset}: over, result {g.result()}"
-        obs = g.observation(d.seat)
+        obs = self._observation(d.seat)
         field = " | ".join(" ".join(p["cards"]) + _down(p) for p in obs["field"])
         return (
             f"{self.ruleset}: seat {d.seat} to {d.kind}; hand sizes {obs['hand_sizes']}; field [{field}]; "
@@ -261,10 +262,8 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
 
 
 def _down(play: Mapping[str, Any]) -> str:
-    fd = play.get("face_down")
-    if not fd:
-        return ""
-    return f" ({fd if isinstance(fd, int) else len(fd)} face down)"
+    n = face_down_count(play)
+    return f" ({n} face down)" if n else ""
 
 
 __all__ = ["DaifugoEnv", "IllegalActionError"]

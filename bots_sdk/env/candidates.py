@@ -103,15 +103,13 @@ class Turn:
 
     Args:
         game: the engine state (read through ``legal_actions``/``is_legal`` of ``seat``).
-        seat: the seat asked.
-        obs: ``game.observation(seat)`` (C-11).
+        d: ``game.decision()``, the decision of the seat asked (``d.seat``).
+        obs: ``game.observation(d.seat)`` (C-11).
     """
 
-    def __init__(self, game: engine.Game, seat: int, obs: Mapping[str, Any]):
-        d = game.decision()
-        assert d is not None and d.seat == seat
+    def __init__(self, game: engine.Game, d: engine.Decision, obs: Mapping[str, Any]):
         self.game = game
-        self.seat = seat
+        self.seat = d.seat
         self.kind = d.kind
         self.info = dict(d.info)
         self.hand: list[str] = list(obs["hand"])

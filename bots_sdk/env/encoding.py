@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from bots_sdk.env.candidates import KINDS, PHASES, Candidate, Turn
-from engine.cards import CARD_NAMES, JOKER, RANKS
+from bots_sdk.md import face_down_count
+from engine.cards import JOKER, RANKS, parse_card
 from engine.game import DECISIONS
 
 #: Width of a card row.
@@ -31,7 +32,6 @@ CANDIDATE_COLUMNS: dict[str, slice] = {
 CANDIDATE_WIDTH = 122 + len(KINDS)
 #: The flags of the ``flags`` field, in order.
 FLAGS = ("revolution", "jback", "number_lock", "direction_reversed", "pending_doubt")
-_CODE = {name: code for code, name in enumerate(CARD_NAMES)}
 
 
 @cache
@@ -78,6 +78,7 @@ def layout(seats: int) -> dict[str, slice]:
     return out
 
 
+@cache
 def size(seats: int) -> int:
     """Length of the observation vector."""
     return max(s.stop for s in layout(seats).values())
@@ -87,7 +88,7 @@ def card_bits(row: np.ndarray, cards: Iterable[str]) -> None:
     """Set the 54-bit row ``row`` from wire cards (a multiset: two jokers set bits 52, 53)."""
     jokers = 0
     for c in cards:
-        code = _CODE[c]
+        code = parse_card(c)
         if code == JOKER:
             row[52 + min(jokers, 1)] = 1
             jokers += 1
@@ -113,13 +114,6 @@ def _played(obs: Mapping[str, Any]) -> list[str]:
             jokers = max(jokers, shown.count("JK"))
     seen.discard("JK")
     return list(seen) + ["JK"] * jokers
-
-
-def _face_down_count(play: Mapping[str, Any]) -> int:
-    fd = play.get("face_down")
-    if fd is None:
-        return 0
-    return fd if isinstance(fd, int) else len(fd)
 
 
 def observation_vector(obs: Mapping[str, Any], turn: Turn | None) -> np.ndarray:
@@ -161,10 +155,10 @@ def observation_vector(obs: Mapping[str, Any], turn: Turn | None) -> np.ndarray:
     if field:
         top = field[-1]
         card_bits(v[lay["top"]], top.get("cards", []))
-        v[lay["top_face_down"].start] = _face_down_count(top)
+        v[lay["top_face_down"].start] = face_down_count(top)
         one_hot("top_seat", top["seat"])
         card_bits(v[lay["field"]], [c for p in field for c in p.get("cards", [])])
-        v[lay["field_face_down"].start] = sum(_face_down_count(p) for p in field)
+        v[lay["field_face_down"].start] = sum(face_down_count(p) for p in field)
     v[lay["field_size"].start] = obs["field_size"]
     v[lay["trick_count"].start] = obs["trick_count"] or 0
     flags = (obs["revolution"], obs["jback"], obs["number_lock"], obs["direction"] == -1, obs.get("pending_doubt"))

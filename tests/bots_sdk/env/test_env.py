@@ -15,10 +15,9 @@ pytest.importorskip("pettingzoo")
 from pettingzoo.test import api_test, seed_test  # noqa: E402
 
 import engine  # noqa: E402
-from bots_sdk.env import MAX_ACTIONS, IllegalActionError, env, raw_env  # noqa: E402
+from bots_sdk.env import MAX_ACTIONS, RULESETS, IllegalActionError, env, raw_env  # noqa: E402
 from bots_sdk.env.encoding import CANDIDATE_COLUMNS  # noqa: E402
 
-RULESETS = ["million_doubt", "trump_millionaire", "jdf"]
 LOCAL = {k: True for k in ("eleven_back", "stairs_revolution", "number_lock", "five_skip", "seven_pass", "ten_discard")}
 #: Small units: a whole episode in well under a second.
 SMALL = {"million_doubt": {}, "trump_millionaire": {"target_score": 20}, "jdf": {"sets": 1, "games_per_set": 2}}
