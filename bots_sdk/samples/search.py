@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bots_sdk.bot import Request
+from bots_sdk.bot import Request, rank
 from bots_sdk.md import face_down_variants
 from bots_sdk.samples.heuristic import HeuristicBot
 from bots_sdk.samples.worlds import Unsupported, clone, sample_world
@@ -41,7 +41,7 @@ from engine.actions import (
     PlayAction,
     RateAction,
 )
-from engine.cards import JOKER, R2, R3, R8, RANKS
+from engine.cards import JOKER, R2, R3, R8
 from engine.game import Game
 
 #: Most candidate answers searched per decision (the heuristic's answer is always one).
@@ -116,7 +116,7 @@ class Rollout:
                     give = sorted(pool)[: info["min"]]
             return "penalty", PenaltyAction(give)
         if kind in ("give", "discard"):
-            hand = sorted(g.hands[seat], key=lambda c: (c >> 2, c))
+            hand = sorted(g.hands[seat])
             n = info["count"] if "count" in info else min(info.get("max", 0), len(hand) - 1)
             cards = hand[: max(0, n)]
             return (kind, GiveAction(cards)) if kind == "give" else (kind, DiscardAction(cards))
@@ -307,7 +307,7 @@ class SearchBot(HeuristicBot):
                     add(a)
         else:
             ch = req.choice
-            pool = sorted(ch.get("from", []), key=lambda c: (13 if c == "JK" else RANKS.index(c[0]), c))
+            pool = sorted(ch.get("from", []), key=lambda c: (rank(c), c))
             lo, hi = int(ch.get("min", 0)), int(ch.get("max", 0))
             if kind != "penalty":
                 hi = min(hi, max(lo, len(pool) - 1))  # keep a card (TM-5 may refuse emptying the hand)

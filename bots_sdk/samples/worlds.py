@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import engine
-from engine.cards import JOKER, RANKS, format_cards, full_deck, parse_card, parse_cards
+from engine.cards import JOKER, format_cards, full_deck, parse_cards
 from engine.game import Game
 from engine.jdf import BLIND_CARDS
 
@@ -157,7 +157,7 @@ def deal_hidden(obs: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
         cards.sort(key=lambda c: c != JOKER)
         if cards.count(JOKER) > total:
             raise Unsupported("more unseen jokers than hidden places")
-        head, tail = cards[: max(total, cards.count(JOKER))], cards[max(total, cards.count(JOKER)) :]
+        head, tail = cards[:total], cards[total:]
         rng.shuffle(head)
         cards = head + tail
     pos = 0
@@ -256,9 +256,7 @@ def _trick_world(req: Any, rng: random.Random) -> Game:  # noqa: C901 - the tric
     fallen: int | None = None
     for ev in segment:
         t = ev.get("type")
-        if t == "play":
-            out[ev["seat"]] += _codes(ev.get("cards"))
-        elif t == "discard":
+        if t in ("play", "discard"):
             out[ev["seat"]] += _codes(ev.get("cards"))
         elif t == "give":
             if "cards" in ev:
@@ -429,7 +427,7 @@ def _jdf_exchange(req: Any, rng: random.Random) -> Game:
         d = g.decision()
         if d is None or d.seat == req.seat:
             break
-        weakest = sorted(g.hands[d.seat], key=lambda c: (c >> 2, c))[: d.info["count"]]
+        weakest = sorted(g.hands[d.seat])[: d.info["count"]]
         g.apply(d.seat, {"type": "give", "cards": format_cards(weakest)})
     d = g.decision()
     if d is None or d.seat != req.seat or d.kind != "give":
@@ -469,4 +467,4 @@ def clone(g: Game) -> Game:
     return new
 
 
-__all__ = ["sample_world", "deal_hidden", "clone", "Unsupported", "Knowledge", "RANKS", "parse_card"]
+__all__ = ["sample_world", "deal_hidden", "clone", "Unsupported", "Knowledge"]
