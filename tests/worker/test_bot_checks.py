@@ -160,7 +160,8 @@ def test_the_check_runs_on_a_worker_one_per_bot_two_per_account(arena, bots, cel
     ids = [_post_bot(arena, b, ["trump_millionaire"], f"g{i}") for i, b in enumerate(bots)]
     worker = celery_worker_factory(concurrency=2, database_url=arena.database_url)
     r = arena.client.post(f"/api/v1/bots/{ids[0]}/check", headers=arena.owner)
-    assert r.status_code == 202 and r.json["status"] == "queued"
+    # the answer is the check as stored after the send: the worker may have claimed it already
+    assert r.status_code == 202 and r.json["status"] in ("queued", "running")
     url = r.headers["Location"]
     assert url == r.json["check_url"] == f"/api/v1/bots/{ids[0]}/checks/{r.json['id']}"
     # the gated bot holds its first decision: the check cannot be done yet
