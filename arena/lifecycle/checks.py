@@ -74,11 +74,13 @@ class CheckPlan:
 
     check_id: int
     bot_id: int
-    url: str
+    url: str | None
     rulesets: tuple[str, ...]
     secret: str
     previous_secret: str | None
     attempt: int
+    #: ``"http"`` (``url`` is called) or ``"connect"`` (the bot dials out; ``url`` is None)
+    transport: str = "http"
 
 
 def _check_seconds(session: Session, account_id: int, now: datetime) -> tuple[float, datetime | None]:

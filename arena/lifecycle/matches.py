@@ -67,6 +67,8 @@ class SeatPlan:
     secret: str | None
     previous_secret: str | None = None
     withdrawn: bool = False
+    #: ``"http"`` (the arena calls ``url``) or ``"connect"`` (the bot dials out to a gateway; no URL)
+    transport: str = "http"
 
 
 @dataclass(frozen=True)
