@@ -121,6 +121,9 @@ class Bot(Base):
     owner_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="RESTRICT"), index=True)
     name: Mapped[str] = mapped_column(String(64))
     url: Mapped[str] = mapped_column(String(2048))
+    #: ``http`` (the arena calls ``url``) or ``connect`` (the bot dials out to a gateway;
+    #: ``url`` is ""; arena.runner.connected).
+    transport: Mapped[str] = mapped_column(String(8), default="http", server_default="http")
     #: Rule-set ids the bot plays, e.g. ``["million_doubt"]``.
     rulesets: Mapped[list[str]] = mapped_column(JSONType)
     #: HMAC signing secret shared with the bot (shown to the owner once, used by the worker);

@@ -74,12 +74,12 @@ class CheckPlan:
 
     check_id: int
     bot_id: int
-    url: str | None
+    url: str
     rulesets: tuple[str, ...]
     secret: str
     previous_secret: str | None
     attempt: int
-    #: ``"http"`` (``url`` is called) or ``"connect"`` (the bot dials out; ``url`` is None)
+    #: ``"http"`` (``url`` is called) or ``"connect"`` (the bot dials out; ``url`` is "")
     transport: str = "http"
 
 
@@ -241,7 +241,9 @@ def claim_check(session: Session, check_id: int) -> CheckPlan | None:
     check.attempts = (check.attempts or 0) + 1
     check.started_at = check.started_at or now
     check.updated_at = now
-    plan = CheckPlan(check.id, bot.id, check.url, tuple(check.rulesets), secret, previous, check.attempts)
+    plan = CheckPlan(
+        check.id, bot.id, check.url, tuple(check.rulesets), secret, previous, check.attempts, transport=bot.transport
+    )
     session.commit()
     return plan
 

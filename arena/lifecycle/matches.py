@@ -67,7 +67,7 @@ class SeatPlan:
     secret: str | None
     previous_secret: str | None = None
     withdrawn: bool = False
-    #: ``"http"`` (the arena calls ``url``) or ``"connect"`` (the bot dials out to a gateway; no URL)
+    #: ``"http"`` (the arena calls ``url``) or ``"connect"`` (the bot dials out to a gateway; url "")
     transport: str = "http"
 
 
@@ -254,7 +254,18 @@ def _seat_plans(session: Session, match: Match) -> list[SeatPlan]:
             if b.status == BotStatus.DELETED:
                 seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", None, None, withdrawn=True))
             else:
-                seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", b.url, b.secret, b.grace_secret()))
+                seats.append(
+                    SeatPlan(
+                        s.seat,
+                        b.id,
+                        None,
+                        f"{b.name}#{b.id}",
+                        b.url,
+                        b.secret,
+                        b.grace_secret(),
+                        transport=b.transport,
+                    )
+                )
         else:
             seats.append(SeatPlan(s.seat, None, s.house_bot, s.house_bot or "house", None, None))
     return seats
