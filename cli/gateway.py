@@ -47,6 +47,7 @@ def gateway(host: str, port: int, max_connections: int) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+
         def ready(bound: int) -> None:
             click.echo(f"gateway {gw.id} listening on ws://{host}:{bound}/v1/bots")
 
