@@ -283,3 +283,12 @@ def test_a_match_through_the_gateway_against_an_in_process_bot(gateway: RunningG
     assert log["result"] is not None and len(log["games"]) == 2
     assert sum(len(g["exchanges"]) for g in log["games"]) > 10
     ws.close()
+
+
+def test_the_worked_example_of_the_protocol_guide_holds() -> None:
+    assert wire.auth_signature("s3cret-example", "1764700000", "9f86d081884c7d659a2feaa0c55ad015") == (
+        "sha256=93da00b04a8000ba1fb219700148f6f55304fbdb5aa70a5c0b9c214201122faa"
+    )
+    frame = json.loads(wire.auth_frame(7, "s3cret-example", "9f86d081884c7d659a2feaa0c55ad015", now=1764700000))
+    assert wire.auth_valid(frame, ["other", "s3cret-example"], "9f86d081884c7d659a2feaa0c55ad015", now=1764700100)
+    assert not wire.auth_valid(frame, ["s3cret-example"], "9f86d081884c7d659a2feaa0c55ad015", now=1764700301)
