@@ -37,6 +37,7 @@ from arena.lifecycle.base import (
     locked,
     rows_changed,
 )
+from arena.status import BotTransport
 
 #: Most checks queued or running at once for the bots of one account (HTTP 429 beyond).
 MAX_CHECKS_PER_ACCOUNT = 2
@@ -241,7 +242,10 @@ def claim_check(session: Session, check_id: int) -> CheckPlan | None:
     check.attempts = (check.attempts or 0) + 1
     check.started_at = check.started_at or now
     check.updated_at = now
-    plan = CheckPlan(check.id, bot.id, check.url, tuple(check.rulesets), secret, previous, check.attempts)
+    transport = BotTransport.HTTP if check.url is not None else BotTransport.CONNECT
+    plan = CheckPlan(
+        check.id, bot.id, check.url, tuple(check.rulesets), secret, previous, check.attempts, transport=transport.value
+    )
     session.commit()
     return plan
 
