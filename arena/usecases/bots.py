@@ -120,9 +120,9 @@ def register_bot(
     account: Account,
     *,
     name: str,
-    url: str | None,
     rulesets: Sequence[str],
     allow_private: bool,
+    url: str | None = None,
     transport: str = BotTransport.HTTP.value,
 ) -> Bot:
     """Register a bot of ``account`` (``unchecked``, a fresh signing secret); commit.
