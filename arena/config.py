@@ -125,6 +125,9 @@ class Settings:
             the database fails (``ARENA_STORE_RETRY_S``; arena.delivery).
         spool_ttl_s: seconds a played result is kept in the Redis spool while it cannot be
             stored (``ARENA_SPOOL_TTL_S``; arena.spool).
+        gateway_url: the public ``ws://`` or ``wss://`` URL bots that connect dial, e.g.
+            ``wss://arena.example.org/v1/bots`` (``ARENA_GATEWAY_URL``; shown on their bot
+            pages; empty: not shown).
     """
 
     data_dir: Path
@@ -147,6 +150,7 @@ class Settings:
     check_seconds_per_hour: int = DEFAULT_CHECK_SECONDS_PER_HOUR
     store_retry_s: int = DEFAULT_STORE_RETRY_S
     spool_ttl_s: int = DEFAULT_SPOOL_TTL_S
+    gateway_url: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -182,4 +186,5 @@ class Settings:
             or DEFAULT_CHECK_SECONDS_PER_HOUR,
             store_retry_s=_positive_int(env, "ARENA_STORE_RETRY_S", DEFAULT_STORE_RETRY_S) or DEFAULT_STORE_RETRY_S,
             spool_ttl_s=_positive_int(env, "ARENA_SPOOL_TTL_S", DEFAULT_SPOOL_TTL_S) or DEFAULT_SPOOL_TTL_S,
+            gateway_url=(env.get("ARENA_GATEWAY_URL") or "").strip(),
         )
