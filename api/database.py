@@ -1,13 +1,14 @@
 """The request's database session (``db()``), from the app's session factory; the app's
-settings (``settings()``) and dispatcher (``dispatcher()``)."""
+settings (``settings()``), dispatcher (``dispatcher()``) and Redis client (``redis_client()``)."""
 
 from __future__ import annotations
 
+import redis
 from flask import Response, current_app, g
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from arena import access, matchlog
+from arena import access, live, matchlog
 from arena.config import Settings
 from arena.db.models import MatchLog
 from arena.dispatch import Dispatcher
@@ -34,6 +35,12 @@ def settings() -> Settings:
 def dispatcher() -> Dispatcher:
     """The app's :class:`arena.dispatch.Dispatcher` (``api.create_app(dispatcher=...)``)."""
     return current_app.extensions["arena"]["dispatcher"]
+
+
+def redis_client() -> redis.Redis:
+    """The process's pooled client of the app's Redis (``ARENA_BROKER_URL``; short timeouts,
+    :func:`arena.live.redis_client`): for small reads such as the presence of bots that connect."""
+    return live.redis_client(settings().broker_url)
 
 
 def match_log_download(match, viewer=None):

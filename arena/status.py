@@ -62,6 +62,14 @@ class BotStatus(StrEnum):
     DELETED = "deleted"
 
 
+class BotTransport(StrEnum):
+    """How the arena reaches a bot (``bots.transport``): ``http``, the arena calls the bot's
+    URL; ``connect``, the bot dials out to a gateway (docs/protocol.md) and has no URL."""
+
+    HTTP = "http"
+    CONNECT = "connect"
+
+
 class CheckStatus(StrEnum):
     """Status of a bot check (``bot_checks.status``): ``queued -> running -> passed | failed``;
     ``error`` when it could not be run (no broker, abandoned by its worker, internal error)."""

@@ -122,9 +122,21 @@ class ApiClient:
     def me(self) -> dict:
         return self.request("GET", "/accounts/me")
 
-    def register_bot(self, name: str, url: str, rulesets: list[str]) -> dict:
-        """``POST /bots``: the bot with its signing ``secret`` (shown this once)."""
-        return self.request("POST", "/bots", json_body={"name": name, "url": url, "rulesets": rulesets})
+    def register_bot(self, name: str, url: str | None, rulesets: list[str], *, transport: str = "http") -> dict:
+        """``POST /bots``: the bot with its signing ``secret`` (shown this once). ``transport``
+        ``"http"`` (the arena calls ``url``) or ``"connect"`` (the bot dials out; ``url`` None)."""
+        body: dict[str, Any] = {"name": name, "rulesets": rulesets, "transport": transport}
+        if url is not None:
+            body["url"] = url
+        return self.request("POST", "/bots", json_body=body)
+
+    def bots(self, *, page: int = 1, per_page: int = 100) -> dict:
+        """``GET /bots``: ``{"items": [bot, ...], "total", "page", "per_page"}`` (your bots)."""
+        return self.request("GET", "/bots", params={"page": page, "per_page": per_page})
+
+    def bot(self, bot_id: int) -> dict:
+        """``GET /bots/{id}``: the bot (``transport``, ``url``, ``presence``, ``status``...)."""
+        return self.request("GET", f"/bots/{bot_id}")
 
     def start_check(self, bot_id: int, *, timeout_s: float | None = 120.0) -> dict:
         """``POST /bots/{id}/check``: the check just started (202; done already in eager

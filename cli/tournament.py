@@ -11,7 +11,11 @@ id; ``status``: its summary line; ``standings``: the table), or the API's JSON a
 ``--json`` (``create``, ``start``, ``resume``, ``status``, ``standings``); summaries of
 actions, progress bars and hints go to stderr.
 
-``arena logs`` is the group of :mod:`cli.play` (``verify``) with ``download`` added.
+``arena logs`` is the group of :mod:`cli.play` (``verify``) with ``download`` added;
+``arena bots`` is :mod:`cli.play`'s (``serve``) with ``register``, ``list`` and ``show``
+added (a contestant's token): a bot registered with ``--url`` (the arena calls it) or
+``--connect`` (it dials out to the arena's gateway; no URL), listed with its transport and,
+for a bot that connects, whether it is connected, how many connections and since when.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import engine
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from cli import parse_options_json
 from cli.client import ApiClient, ApiError, download_logs
+from cli.play import bots as play_bots
 from cli.play import logs as play_logs
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
@@ -522,3 +527,118 @@ def _logs_group() -> click.Group:
 
 
 logs = _logs_group()
+
+
+def reach_text(bot: dict) -> str:
+    """How the arena reaches ``bot`` (an API bot), in one phrase: its URL; or, for a bot that
+    connects, ``connected, 2 connections since 2026-12-02T10:00:00+00:00``, ``not connected``,
+    or ``presence unknown`` (the API could not read it)."""
+    if bot.get("transport", "http") != "connect":
+        return str(bot.get("url"))
+    presence = bot.get("presence")
+    if presence is None:
+        return "connects; presence unknown"
+    if not presence["connected"]:
+        return "connects; not connected"
+    n = presence["connections"]
+    return f"connects; connected, {n} connection{'s' if n != 1 else ''} since {presence['since']}"
+
+
+@click.command("register")
+@_api_options
+@click.argument("name")
+@click.option(
+    "--ruleset",
+    "rulesets",
+    multiple=True,
+    required=True,
+    type=click.Choice(list(engine.RULESETS)),
+    help="A rule set the bot plays (repeat for several).",
+)
+@click.option("--url", default=None, help="The bot's http(s) URL: the arena calls it.")
+@click.option("--connect", is_flag=True, help="The bot dials out to the arena's gateway (no URL; works behind NAT).")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer (with the secret).")
+def bots_register(
+    api_url: str, token: str | None, name: str, rulesets: tuple[str, ...], url: str | None, connect: bool, as_json: bool
+) -> None:
+    """Register bot NAME with --url URL (the arena calls it) or --connect (it dials out).
+
+    Prints the bot id on stdout and its signing secret, shown this once, on stderr (with
+    --json: the API's answer, secret included, on stdout). Check it next (the web page, or
+    POST /api/v1/bots/{id}/check).
+    """
+    if connect == (url is not None):
+        raise click.UsageError("give exactly one of --url URL (the arena calls your bot) and --connect (it dials out)")
+    with _client(api_url, token) as client:
+        bot = _call(client.register_bot, name, url, list(rulesets), transport="connect" if connect else "http")
+    if as_json:
+        click.echo(json.dumps(bot, indent=2))
+        return
+    click.echo(bot["id"])
+    click.echo(f"bot {bot['id']} {bot['name']!r} registered ({reach_text(bot)}), status {bot['status']}", err=True)
+    click.echo(f"signing secret (shown once; give it to the bot as ARENA_BOT_SECRET): {bot['secret']}", err=True)
+
+
+@click.command("list")
+@_api_options
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def bots_list(api_url: str, token: str | None, as_json: bool) -> None:
+    """Your bots (an organizer's: every bot): id, name, status, rule sets, transport and how
+    the arena reaches it (URL; or connected, connections, since)."""
+    with _client(api_url, token) as client:
+        page = _call(client.bots)
+    if as_json:
+        click.echo(json.dumps(page, indent=2))
+        return
+    for b in page["items"]:
+        click.echo(
+            f"{b['id']}\t{b['name']}\t{b['status']}\t{','.join(b['rulesets'])}\t{b.get('transport', 'http')}"
+            f"\t{reach_text(b)}"
+        )
+    if page["total"] > len(page["items"]):
+        click.echo(f"({len(page['items'])} of {page['total']} shown)", err=True)
+
+
+@click.command("show")
+@_api_options
+@click.argument("bot_id", type=click.IntRange(min=1))
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+def bots_show(api_url: str, token: str | None, bot_id: int, as_json: bool) -> None:
+    """One bot: ``field: value`` lines (transport, URL, presence of a bot that connects)."""
+    with _client(api_url, token) as client:
+        b = _call(client.bot, bot_id)
+    if as_json:
+        click.echo(json.dumps(b, indent=2))
+        return
+    lines = [
+        ("id", b["id"]),
+        ("name", b["name"]),
+        ("status", b["status"]),
+        ("rulesets", ", ".join(b["rulesets"])),
+        ("transport", b.get("transport", "http")),
+    ]
+    if b.get("transport") == "connect":
+        p = b.get("presence")
+        if p is None:
+            lines.append(("connected", "unknown (the API could not read it)"))
+        else:
+            lines += [("connected", "yes" if p["connected"] else "no"), ("connections", p["connections"])]
+            lines.append(("since", p["since"] or "-"))
+    else:
+        lines.append(("url", b["url"]))
+    for key, value in lines:
+        click.echo(f"{key}: {value}")
+
+
+def _bots_group() -> click.Group:
+    group = click.Group(
+        "bots", help="Bots: serve one over HTTP, register yours with the API (--url or --connect), list, show."
+    )
+    for name, cmd in play_bots.commands.items():
+        group.add_command(cmd, name)
+    for cmd in (bots_register, bots_list, bots_show):
+        group.add_command(cmd)
+    return group
+
+
+bots = _bots_group()

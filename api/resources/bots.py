@@ -1,12 +1,16 @@
 """Bots: register, list, read, change, delete, and check (health + conformance).
 
-A new or changed bot (URL or rule sets) is ``unchecked``; ``POST /bots/{id}/check`` answers
+A bot is reached one of two ways (``transport``): ``http``, the arena calls its ``url``;
+``connect``, the bot dials out to a gateway (docs/protocol.md) and has no URL (``url`` is
+null); its ``presence`` (connected, how many connections, since when) is read from Redis
+(null when Redis cannot be reached, and for a bot the arena calls). A new or changed bot
+(URL, transport or rule sets) is ``unchecked``; ``POST /bots/{id}/check`` answers
 202 at once with the check (its URL in ``Location``), the bot is ``checking`` while a worker
 runs it (:mod:`arena.conformance`), then ``ready`` or ``failed``; only ``ready`` bots may
 enter a tournament. One check per bot at a time (409), at most
 :data:`~arena.lifecycle.MAX_CHECKS_PER_ACCOUNT` per account (429). The signing
 ``secret`` is shown once, in the response to ``POST /bots``. A bot entered in a created or
-running tournament cannot change its URL (409). Deleting marks the bot ``deleted`` (its
+running tournament cannot change its URL or transport (409). Deleting marks the bot ``deleted`` (its
 matches and logs keep referring to it) and hides it; its seats in matches not yet played
 forfeit without a request. Every status change is in :mod:`arena.lifecycle`; each view
 parses, calls its use case (:mod:`arena.usecases.bots`) and returns.
@@ -24,10 +28,10 @@ from sqlalchemy import select
 import engine
 from api.auth import BEARER, current_account, protect
 from api.common import IdField, PageArgs, TextField, errors, page_schema
-from api.database import db, dispatcher, settings
+from api.database import db, dispatcher, redis_client, settings
 from api.errors import abort
 from arena.db.models import Bot, BotCheck
-from arena.status import LISTED_BOT_STATUSES, values
+from arena.status import LISTED_BOT_STATUSES, BotTransport, values
 from arena.url_policy import MAX_URL_LENGTH
 from arena.usecases import bots as usecases
 
@@ -35,13 +39,27 @@ blp = Blueprint("bots", __name__, url_prefix="/api/v1/bots", description="Contes
 protect(blp)
 
 
+TRANSPORT_DESCRIPTION = (
+    "how the arena reaches the bot: http (the arena calls its url) or connect "
+    "(the bot dials out to a gateway; no url, works behind NAT)"
+)
+
+
 class BotCreateSchema(ma.Schema):
     name = TextField(required=True, min_length=1, max_length=64)
+    transport = ma.fields.String(
+        load_default=BotTransport.HTTP.value,
+        validate=validate.OneOf(values(BotTransport)),
+        metadata={"description": TRANSPORT_DESCRIPTION + "; default http"},
+    )
     url = TextField(
-        required=True,
+        allow_none=True,
         min_length=1,
         max_length=MAX_URL_LENGTH,
-        metadata={"description": "http(s) endpoint of the bot; public hosts only"},
+        metadata={
+            "description": "http(s) endpoint of the bot; public hosts only. Required for transport http, "
+            "absent (or null) for transport connect"
+        },
     )
     rulesets = ma.fields.List(
         ma.fields.String(validate=validate.OneOf(engine.RULESETS)),
@@ -52,7 +70,11 @@ class BotCreateSchema(ma.Schema):
 
 class BotPatchSchema(ma.Schema):
     name = TextField(min_length=1, max_length=64)
-    url = TextField(min_length=1, max_length=MAX_URL_LENGTH)
+    transport = ma.fields.String(
+        validate=validate.OneOf(values(BotTransport)),
+        metadata={"description": TRANSPORT_DESCRIPTION + "; a new transport needs a new check (to http: give url)"},
+    )
+    url = TextField(allow_none=True, min_length=1, max_length=MAX_URL_LENGTH)
     rulesets = ma.fields.List(
         ma.fields.String(validate=validate.OneOf(engine.RULESETS)),
         validate=validate.Length(min=1, max=len(engine.RULESETS)),
@@ -63,7 +85,18 @@ class BotSchema(ma.Schema):
     id = ma.fields.Integer(required=True)
     owner_id = ma.fields.Integer(required=True)
     name = ma.fields.String(required=True)
-    url = ma.fields.String(required=True)
+    transport = ma.fields.String(
+        required=True, validate=validate.OneOf(values(BotTransport)), metadata={"description": TRANSPORT_DESCRIPTION}
+    )
+    url = ma.fields.String(required=True, allow_none=True, metadata={"description": "null for transport connect"})
+    presence = ma.fields.Method(
+        "_presence",
+        allow_none=True,
+        metadata={
+            "description": "transport connect: {connected, connections, since (ISO 8601 UTC of the oldest "
+            "live connection, or null)}; null for transport http, or when it cannot be read (Redis down)"
+        },
+    )
     rulesets = ma.fields.List(ma.fields.String(), required=True)
     status = ma.fields.String(required=True, validate=validate.OneOf(values(LISTED_BOT_STATUSES)))
     last_check_at = ma.fields.DateTime(allow_none=True)
@@ -87,6 +120,22 @@ class BotSchema(ma.Schema):
     def _warnings(self, obj) -> list[str]:
         return list((obj.last_check or {}).get("warnings") or [])
 
+    def _presence(self, obj) -> dict | None:
+        return getattr(obj, PRESENCE_ATTR, None)
+
+
+#: The attribute :func:`with_presence` sets on each bot it answers with.
+PRESENCE_ATTR = "presence"
+
+
+def with_presence(bots: list[Bot]) -> list[Bot]:
+    """``bots``, each with its presence (:func:`arena.usecases.bots.presence_of`, one Redis
+    round trip) for :class:`BotSchema` to answer."""
+    found = usecases.presence_of(redis_client(), bots)
+    for b in bots:
+        setattr(b, PRESENCE_ATTR, found[b.id])
+    return bots
+
 
 class BotCheckSchema(ma.Schema):
     id = ma.fields.Integer(required=True)
@@ -95,7 +144,9 @@ class BotCheckSchema(ma.Schema):
         required=True,
         metadata={"description": "queued, running, passed, failed, or error (the check could not be run)"},
     )
-    url = ma.fields.String(required=True, metadata={"description": "the bot URL checked"})
+    url = ma.fields.String(
+        required=True, allow_none=True, metadata={"description": "the bot URL checked (null: a bot that connects)"}
+    )
     rulesets = ma.fields.List(ma.fields.String(), required=True)
     progress = ma.fields.Dict(
         allow_none=True,
@@ -154,7 +205,8 @@ class Bots(MethodView):
     @errors(blp, 401)
     def post(self, data):
         """Register a bot; the response holds its signing ``secret`` (shown this once)."""
-        return usecases.register_bot(db(), current_account(), allow_private=settings().allow_private_bot_urls, **data)
+        bot = usecases.register_bot(db(), current_account(), allow_private=settings().allow_private_bot_urls, **data)
+        return with_presence([bot])[0]
 
     @blp.doc(security=BEARER)
     @blp.arguments(BotListArgs, location="query")
@@ -165,7 +217,7 @@ class Bots(MethodView):
         items, total = usecases.list_bots(
             db(), current_account(), owner_id=args.get("owner_id"), page=args["page"], per_page=args["per_page"]
         )
-        return {"items": items, "total": total, "page": args["page"], "per_page": args["per_page"]}
+        return {"items": with_presence(items), "total": total, "page": args["page"], "per_page": args["per_page"]}
 
 
 @blp.route("/<int(min=1, max=2147483647):bot_id>")
@@ -174,22 +226,25 @@ class BotById(MethodView):
     @blp.response(200, BotSchema)
     @errors(blp, 401, 403, 404)
     def get(self, bot_id):
-        """One bot (owner or organizer)."""
-        return get_bot_for(bot_id, write=False)
+        """One bot (owner or organizer); a bot that connects with its ``presence``."""
+        return with_presence([get_bot_for(bot_id, write=False)])[0]
 
     @blp.doc(security=BEARER)
     @blp.arguments(BotPatchSchema)
     @blp.response(200, BotSchema)
     @errors(blp, 401, 403, 404, 409)
     def patch(self, data, bot_id):
-        """Change name, URL or rule sets (owner). A new URL or rule sets needs a new check.
+        """Change name, URL, transport or rule sets (owner). A new URL, transport or rule sets
+        needs a new check. To ``connect``: no ``url`` (the URL is dropped); to ``http``: give ``url``.
 
-        409: a URL or rule-set change while a check runs, or a URL change while the bot is
-        entered in a created or running tournament (its matches only call the URL that passed
-        the check; register another bot for a new URL, or delete this one to withdraw it)."""
-        return usecases.change_bot(
+        409: a URL, transport or rule-set change while a check runs, or a URL or transport
+        change while the bot is entered in a created or running tournament (its matches only
+        reach it the way that passed the check; register another bot, or delete this one to
+        withdraw it)."""
+        bot = usecases.change_bot(
             db(), current_account(), bot_id, allow_private=settings().allow_private_bot_urls, **data
         )
+        return with_presence([bot])[0]
 
     @blp.doc(security=BEARER)
     @blp.response(204)

@@ -52,7 +52,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from arena.crypto import EncryptedText
 from arena.schedule import DEFAULT_HOUSE_BOT
-from arena.status import BotStatus, CheckStatus, MatchStatus, TournamentStatus, values
+from arena.status import BotStatus, BotTransport, CheckStatus, MatchStatus, TournamentStatus, values
 
 #: JSON on every database, JSONB on PostgreSQL.
 JSONType = JSON().with_variant(JSONB(), "postgresql")
@@ -115,15 +115,21 @@ class UiSession(Base):
 
 class Bot(Base):
     __tablename__ = "bots"
-    __table_args__ = (CheckConstraint(_in("status", BotStatus), name="status"),)
+    __table_args__ = (
+        CheckConstraint(_in("status", BotStatus), name="status"),
+        CheckConstraint(_in("transport", BotTransport), name="transport"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="RESTRICT"), index=True)
     name: Mapped[str] = mapped_column(String(64))
-    url: Mapped[str] = mapped_column(String(2048))
-    #: ``http`` (the arena calls ``url``) or ``connect`` (the bot dials out to a gateway;
-    #: ``url`` is ""; arena.runner.connected).
-    transport: Mapped[str] = mapped_column(String(8), default="http", server_default="http")
+    #: ``http`` (the arena calls ``url``) or ``connect`` (the bot dials out; ``url`` is None),
+    #: arena.status.BotTransport.
+    transport: Mapped[str] = mapped_column(
+        String(8), default=BotTransport.HTTP.value, server_default=BotTransport.HTTP.value
+    )
+    #: The URL the arena calls; None for a bot that connects.
+    url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     #: Rule-set ids the bot plays, e.g. ``["million_doubt"]``.
     rulesets: Mapped[list[str]] = mapped_column(JSONType)
     #: HMAC signing secret shared with the bot (shown to the owner once, used by the worker);
@@ -179,7 +185,8 @@ class BotCheck(Base):
     bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"))
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     status: Mapped[str] = mapped_column(String(16), default=CheckStatus.QUEUED.value)
-    url: Mapped[str] = mapped_column(String(2048))
+    #: The bot's URL when the check was asked; None for a bot that connects.
+    url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     rulesets: Mapped[list[str]] = mapped_column(JSONType)
     previous_status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer, default=0)

@@ -37,6 +37,7 @@ from arena.lifecycle.base import (
     locked,
     rows_changed,
 )
+from arena.status import BotTransport
 
 #: Most checks queued or running at once for the bots of one account (HTTP 429 beyond).
 MAX_CHECKS_PER_ACCOUNT = 2
@@ -74,12 +75,12 @@ class CheckPlan:
 
     check_id: int
     bot_id: int
-    url: str
+    url: str | None
     rulesets: tuple[str, ...]
     secret: str
     previous_secret: str | None
     attempt: int
-    #: ``"http"`` (``url`` is called) or ``"connect"`` (the bot dials out; ``url`` is "")
+    #: ``"http"`` (``url`` is called) or ``"connect"`` (the bot dials out; ``url`` is None)
     transport: str = "http"
 
 
@@ -241,8 +242,9 @@ def claim_check(session: Session, check_id: int) -> CheckPlan | None:
     check.attempts = (check.attempts or 0) + 1
     check.started_at = check.started_at or now
     check.updated_at = now
+    transport = BotTransport.HTTP if check.url is not None else BotTransport.CONNECT
     plan = CheckPlan(
-        check.id, bot.id, check.url, tuple(check.rulesets), secret, previous, check.attempts, transport=bot.transport
+        check.id, bot.id, check.url, tuple(check.rulesets), secret, previous, check.attempts, transport=transport.value
     )
     session.commit()
     return plan

@@ -50,6 +50,7 @@ from arena.lifecycle.base import (
 )
 from arena.lifecycle.tournaments import finish_if_done
 from arena.schedule import DEFAULT_HOUSE_BOT
+from arena.status import BotTransport
 from engine.timebank import TimeRules
 
 
@@ -223,20 +224,26 @@ def claim_match(
     return Claimed(plan)
 
 
+def bot_endpoint(bot_id: int, transport: str, url: str | None) -> str:
+    """The endpoint a bot's concurrency cap and endpoint claims are keyed by: its URL, or
+    ``connect:bot:<id>`` for a bot that connects (it has no URL; each such bot is an endpoint
+    of its own)."""
+    return f"connect:bot:{bot_id}" if transport == BotTransport.CONNECT or url is None else url
+
+
 def match_bot_urls(session: Session, match_id: int) -> list[str]:
-    """The URLs of the bots seated in match ``match_id`` that are not deleted, in seat order
-    (read without a lock: for the endpoint claims taken before :func:`claim_match`,
-    :mod:`arena.runner.claims`); empty for an unknown match. Ends the transaction."""
-    urls = list(
-        session.scalars(
-            select(Bot.url)
-            .join(MatchSeat, MatchSeat.bot_id == Bot.id)
-            .where(MatchSeat.match_id == match_id, Bot.status != BotStatus.DELETED)
-            .order_by(MatchSeat.seat)
-        )
-    )
+    """The endpoints (:func:`bot_endpoint`: the URL, or ``connect:bot:<id>``) of the bots
+    seated in match ``match_id`` that are not deleted, in seat order (read without a lock: for
+    the endpoint claims taken before :func:`claim_match`, :mod:`arena.runner.claims`); empty
+    for an unknown match. Ends the transaction."""
+    rows = session.execute(
+        select(Bot.id, Bot.transport, Bot.url)
+        .join(MatchSeat, MatchSeat.bot_id == Bot.id)
+        .where(MatchSeat.match_id == match_id, Bot.status != BotStatus.DELETED)
+        .order_by(MatchSeat.seat)
+    ).all()
     session.rollback()
-    return [u for u in urls if u]
+    return [bot_endpoint(bot_id, transport, url) for bot_id, transport, url in rows]
 
 
 def _seat_plans(session: Session, match: Match) -> list[SeatPlan]:

@@ -3,26 +3,31 @@
 A bot is its owner's: reading it needs the owner or an organizer, changing it the owner
 (:class:`~arena.usecases.Forbidden`, ``bot <id> belongs to another account``); a missing or
 deleted bot is :class:`~arena.lifecycle.NotFound` (``bot <id> not found``). Status changes
-are :mod:`arena.lifecycle`'s (a new URL or rule sets make the bot ``unchecked``; a check
-runs through a :class:`arena.dispatch.Dispatcher`).
+are :mod:`arena.lifecycle`'s (a new URL, transport or rule sets make the bot ``unchecked``;
+a check runs through a :class:`arena.dispatch.Dispatcher`).
+
+A bot's transport (:class:`arena.status.BotTransport`) is ``http`` (the arena calls its URL)
+or ``connect`` (it dials out to a gateway, docs/protocol.md, and has no URL); the presence of
+a bot that connects is :func:`presence_of`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import redis
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 import engine
-from arena import lifecycle
+from arena import lifecycle, relay
 from arena.access import is_organizer
 from arena.db.models import Account, Bot, BotCheck, utcnow
 from arena.dispatch import Dispatcher, QueueError
 from arena.security import SECRET_GRACE_S, new_secret
-from arena.status import BotStatus
+from arena.status import BotStatus, BotTransport
 from arena.url_policy import BotUrlError, check_bot_url
 from arena.usecases import BotCheckRunning, Forbidden, InvalidField, Unavailable
 
@@ -80,20 +85,63 @@ def _url(url: str, allow_private: bool) -> str:
         raise InvalidField("url", str(exc)) from None
 
 
+#: The refusal of a URL given to a bot that connects.
+CONNECT_HAS_NO_URL = "a bot that connects has no URL"
+#: The refusal of a bot that is called without a URL.
+HTTP_NEEDS_URL = "a bot the arena calls needs a URL (or register it as a bot that connects)"
+
+
+def _transport(transport: str) -> BotTransport:
+    try:
+        return BotTransport(transport)
+    except ValueError:
+        raise InvalidField("transport", f"must be one of {', '.join(t.value for t in BotTransport)}") from None
+
+
+def _reach(transport: str, url: str | None, allow_private: bool) -> tuple[BotTransport, str | None]:
+    """``(transport, checked URL or None)`` of a registration.
+
+    Raises:
+        InvalidField: ``transport`` unknown; ``url`` missing for ``http``, given for
+            ``connect``, or refused by the URL policy.
+    """
+    kind = _transport(transport)
+    if kind == BotTransport.CONNECT:
+        if url is not None and url != "":
+            raise InvalidField("url", CONNECT_HAS_NO_URL)
+        return kind, None
+    if url is None or url == "":
+        raise InvalidField("url", HTTP_NEEDS_URL)
+    return kind, _url(url, allow_private)
+
+
 def register_bot(
-    session: Session, account: Account, *, name: str, url: str, rulesets: Sequence[str], allow_private: bool
+    session: Session,
+    account: Account,
+    *,
+    name: str,
+    rulesets: Sequence[str],
+    allow_private: bool,
+    url: str | None = None,
+    transport: str = BotTransport.HTTP.value,
 ) -> Bot:
     """Register a bot of ``account`` (``unchecked``, a fresh signing secret); commit.
 
-    ``allow_private``: private addresses pass the URL policy (``ARENA_ALLOW_PRIVATE_BOT_URLS``).
+    ``transport``: ``"http"`` (the arena calls ``url``, required) or ``"connect"`` (the bot
+    dials out; ``url`` must be None). ``allow_private``: private addresses pass the URL
+    policy (``ARENA_ALLOW_PRIVATE_BOT_URLS``).
 
     Raises:
-        InvalidField: ``url`` refused by :func:`arena.url_policy.check_bot_url`, or ``rulesets`` repeat.
+        InvalidField: ``transport`` unknown; ``url`` missing (``http``), given (``connect``,
+            :data:`CONNECT_HAS_NO_URL`) or refused by :func:`arena.url_policy.check_bot_url`;
+            ``rulesets`` repeat.
     """
+    kind, checked = _reach(transport, url, allow_private)
     bot = Bot(
         owner_id=account.id,
         name=name,
-        url=_url(url, allow_private),
+        transport=kind.value,
+        url=checked,
         rulesets=_rulesets(rulesets),
         secret=new_secret(),
         status=BotStatus.UNCHECKED,
@@ -112,19 +160,54 @@ def change_bot(
     name: str | None = None,
     url: str | None = None,
     rulesets: Sequence[str] | None = None,
+    transport: str | None = None,
 ) -> Bot:
-    """Change the owner's bot: name, URL or rule sets (None: unchanged); commit.
+    """Change the owner's bot: name, URL, transport or rule sets (None: unchanged); commit.
+
+    A new transport is a change like a new URL (the bot becomes ``unchecked``): to
+    ``"connect"`` drops the URL (``url`` must be None); to ``"http"`` needs ``url``. A URL
+    given to a bot that connects (and stays one) is refused.
 
     Raises:
         NotFound, Forbidden: see :func:`bot_for`.
         InvalidField: see :func:`register_bot`.
-        Conflict: a URL or rule-set change while a check runs, or a URL change while the bot
-            is entered in a created or running tournament (:func:`arena.lifecycle.update_bot`).
+        Conflict: a URL, transport or rule-set change while a check runs, or a URL or
+            transport change while the bot is entered in a created or running tournament
+            (:func:`arena.lifecycle.update_bot`).
     """
     bot = bot_for(session, account, bot_id, write=True)
-    new_url = _url(url, allow_private) if url is not None and url != bot.url else None
+    new_transport: str | None = None
+    new_url: str | None = None
+    kind = _transport(transport) if transport is not None else BotTransport(bot.transport)
+    if kind != bot.transport:
+        kind, new_url = _reach(kind.value, url, allow_private)
+        new_transport = kind.value
+    elif kind == BotTransport.CONNECT:
+        if url is not None and url != "":
+            raise InvalidField("url", CONNECT_HAS_NO_URL)
+    elif url is not None and url != bot.url:
+        new_url = _url(url, allow_private)
     new_rulesets = _rulesets(rulesets) if rulesets is not None else None
-    return lifecycle.update_bot(session, bot_id, name=name, url=new_url, rulesets=new_rulesets)
+    return lifecycle.update_bot(session, bot_id, name=name, url=new_url, rulesets=new_rulesets, transport=new_transport)
+
+
+def presence_of(client: redis.Redis | None, bots: Sequence[Bot]) -> dict[int, dict[str, Any] | None]:
+    """The presence of each bot of ``bots`` by id: for a bot that connects
+    ``{"connected": bool, "connections": int, "since": ISO 8601 UTC | None}``
+    (:meth:`arena.relay.Presence.as_dict`, read in one round trip); None for a bot the arena
+    calls, and for every bot when ``client`` is None or Redis cannot be reached (unknown,
+    never an error)."""
+    out: dict[int, dict[str, Any] | None] = {b.id: None for b in bots}
+    ids = [b.id for b in bots if b.transport == BotTransport.CONNECT]
+    if client is None or not ids:
+        return out
+    try:
+        found = relay.presence(client, ids)
+    except (redis.RedisError, OSError):
+        return out
+    for bot_id in ids:
+        out[bot_id] = found.get(bot_id, relay.OFFLINE).as_dict()
+    return out
 
 
 def delete_bot(session: Session, account: Account, bot_id: int) -> None:

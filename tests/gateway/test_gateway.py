@@ -19,6 +19,7 @@ from arena import relay
 from arena.runner.connected import ConnectedPlayer
 from arena.runner.match import Match, MatchConfig
 from arena.runner.players import LocalPlayer
+from arena.runner.semaphore import endpoint_key
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
 from bots_sdk.bot import Request
@@ -292,3 +293,8 @@ def test_the_worked_example_of_the_protocol_guide_holds() -> None:
     frame = json.loads(wire.auth_frame(7, "s3cret-example", "9f86d081884c7d659a2feaa0c55ad015", now=1764700000))
     assert wire.auth_valid(frame, ["other", "s3cret-example"], "9f86d081884c7d659a2feaa0c55ad015", now=1764700100)
     assert not wire.auth_valid(frame, ["s3cret-example"], "9f86d081884c7d659a2feaa0c55ad015", now=1764700301)
+
+
+def test_each_bot_that_dials_out_is_an_endpoint_of_its_own() -> None:
+    assert endpoint_key("connect:bot:7") != endpoint_key("connect:bot:8")
+    assert endpoint_key("connect:bot:7") == endpoint_key("connect:bot:7")
