@@ -74,6 +74,8 @@ def normalize_endpoint(url: str) -> str:
     anyway). Different host names of one server (``localhost`` and ``127.0.0.1``, two DNS
     names) are different endpoints: the arena does not fold them by address, since unrelated
     bots behind one shared proxy address must not share a cap."""
+    if url.startswith("connect:bot:"):  # a bot that dials out: an endpoint of its own
+        return url.strip()
     try:
         parts = urlsplit(url.strip())
         scheme = parts.scheme.lower()
