@@ -5,7 +5,9 @@
 ``ARENA_BOT_MAX_CONCURRENCY``, ``ARENA_BOT_SLOT_WAIT_S``, ``ARENA_VISIBILITY_TIMEOUT_S``,
 ``ARENA_RATE_LIMITS``, ``ARENA_PROXY_HOPS``, ``ARENA_LEASE_S``, ``ARENA_REAPER_INTERVAL_S``,
 ``ARENA_LOST_AFTER_S``, ``ARENA_BOT_MAX_MATCHES``, ``ARENA_CHECK_TIME_LIMIT_S``,
-``ARENA_CHECK_SECONDS_PER_HOUR``, ``ARENA_STORE_RETRY_S`` and ``ARENA_SPOOL_TTL_S``; their
+``ARENA_CHECK_SECONDS_PER_HOUR``, ``ARENA_STORE_RETRY_S``, ``ARENA_SPOOL_TTL_S``,
+``ARENA_GATEWAY_URL``, ``ARENA_GATEWAY_RECONNECT_S``, ``ARENA_GATEWAY_MAX_PER_BOT`` and
+``ARENA_GATEWAY_MAX_PER_ACCOUNT``; their
 meaning is on :class:`Settings`' attributes, their defaults in docs/operations.md, "Settings".
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
@@ -23,6 +25,12 @@ DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
 #: The project folder (the one holding pyproject.toml) when running from a checkout.
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = PROJECT_DIR / "data"
+
+#: Seconds a request waits for a bot that dials out to (re)connect (ARENA_GATEWAY_RECONNECT_S).
+DEFAULT_GATEWAY_RECONNECT_S = 15
+#: Most connections of one bot (ARENA_GATEWAY_MAX_PER_BOT) and of one account (..._PER_ACCOUNT).
+DEFAULT_GATEWAY_MAX_PER_BOT = 8
+DEFAULT_GATEWAY_MAX_PER_ACCOUNT = 32
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -125,9 +133,15 @@ class Settings:
             the database fails (``ARENA_STORE_RETRY_S``; arena.delivery).
         spool_ttl_s: seconds a played result is kept in the Redis spool while it cannot be
             stored (``ARENA_SPOOL_TTL_S``; arena.spool).
-        gateway_url: the public ``ws://`` or ``wss://`` URL bots that connect dial, e.g.
-            ``wss://arena.example.org/v1/bots`` (``ARENA_GATEWAY_URL``; shown on their bot
-            pages; empty: not shown).
+        gateway_url: the public ``ws(s)://`` URL bots that dial out connect to, e.g.
+            ``wss://arena.example/v1/bots`` (``ARENA_GATEWAY_URL``; shown on the pages, used by the
+            check's authentication probe); "" when no gateway runs.
+        gateway_reconnect_s: longest wait of a request to a bot that dials out while it has no
+            connection, seconds, never beyond the seat's bank (``ARENA_GATEWAY_RECONNECT_S``;
+            arena.runner.connected).
+        gateway_max_per_bot: most connections of one bot at once (``ARENA_GATEWAY_MAX_PER_BOT``).
+        gateway_max_per_account: most connections of one account's bots at once
+            (``ARENA_GATEWAY_MAX_PER_ACCOUNT``).
     """
 
     data_dir: Path
@@ -151,6 +165,9 @@ class Settings:
     store_retry_s: int = DEFAULT_STORE_RETRY_S
     spool_ttl_s: int = DEFAULT_SPOOL_TTL_S
     gateway_url: str = ""
+    gateway_reconnect_s: int = DEFAULT_GATEWAY_RECONNECT_S
+    gateway_max_per_bot: int = DEFAULT_GATEWAY_MAX_PER_BOT
+    gateway_max_per_account: int = DEFAULT_GATEWAY_MAX_PER_ACCOUNT
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -186,5 +203,9 @@ class Settings:
             or DEFAULT_CHECK_SECONDS_PER_HOUR,
             store_retry_s=_positive_int(env, "ARENA_STORE_RETRY_S", DEFAULT_STORE_RETRY_S) or DEFAULT_STORE_RETRY_S,
             spool_ttl_s=_positive_int(env, "ARENA_SPOOL_TTL_S", DEFAULT_SPOOL_TTL_S) or DEFAULT_SPOOL_TTL_S,
-            gateway_url=(env.get("ARENA_GATEWAY_URL") or "").strip(),
+            gateway_url=env.get("ARENA_GATEWAY_URL", "").strip(),
+            gateway_reconnect_s=_positive_int(env, "ARENA_GATEWAY_RECONNECT_S", None) or DEFAULT_GATEWAY_RECONNECT_S,
+            gateway_max_per_bot=_positive_int(env, "ARENA_GATEWAY_MAX_PER_BOT", None) or DEFAULT_GATEWAY_MAX_PER_BOT,
+            gateway_max_per_account=_positive_int(env, "ARENA_GATEWAY_MAX_PER_ACCOUNT", None)
+            or DEFAULT_GATEWAY_MAX_PER_ACCOUNT,
         )

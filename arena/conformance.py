@@ -23,6 +23,7 @@ which the pages translate); :func:`run_check` stores it
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets as _secrets
 import socket
@@ -31,6 +32,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import httpx
+import redis
+from websockets.exceptions import ConnectionClosed, WebSocketException
+from websockets.sync.client import connect as ws_connect
 
 import engine
 from arena import lifecycle
@@ -38,11 +42,12 @@ from arena.bot_transport import PinnedTransport
 from arena.config import Settings
 from arena.db.session import shared_sessions
 from arena.matchlog import Exchange
+from arena.runner.connected import ConnectedPlayer
 from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import WATCHDOG, HttpPlayer, LocalPlayer, Outcome, Player, SlotUse
 from arena.safejson import JsonLimitError, loads_limited
 from arena.url_policy import BotUrlError, check_bot_url
-from bots_sdk import protocol
+from bots_sdk import protocol, wire
 from bots_sdk.bot import Bot, Request
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
@@ -429,6 +434,7 @@ def conformance_game(
     on_progress: ProgressFn | None = None,
     deadline: float | None = None,
     limit_s: float | None = None,
+    player: Player | None = None,
 ) -> dict[str, Any]:
     """Play the conformance matches of ``ruleset`` (docs/operations.md, "Conformance game",
     step 4): the bot at ``url`` (seat 0) against sample bots. ``deadline``
@@ -440,7 +446,8 @@ def conformance_game(
     asks the kinds of its ``forces``, whatever the bot plays); :data:`CONFORMANCE_TIME_RULES_S`;
     the bot signed with ``secret`` (and ``previous_secret``); ``max_faults`` 1 (the first fault
     ends the check: FAULT-3). ``on_progress(kinds)`` is called after every decision asked of
-    the bot with the ``kinds`` table.
+    the bot with the ``kinds`` table. ``player``: the bot's player when it is not the HTTP bot
+    at ``url`` (a bot that dials out, :class:`arena.runner.connected.ConnectedPlayer`).
 
     Returns ``{"ok": bool, "ruleset", "kinds": {kind: {"asked": n, "faults": n}},
     "games": [{"probe", "decisions", "faults"}], "faults": [{"kind", "detail", "received",
@@ -469,7 +476,8 @@ def conformance_game(
     kinds = out["kinds"] = _kinds_table(ruleset)
     seed = _secrets.randbits(62) if seed is None else seed
     start = time.monotonic()
-    player = HttpPlayer(url, secret, name="candidate", allow_private=allow_private, previous_secret=previous_secret)
+    if player is None:
+        player = HttpPlayer(url, secret, name="candidate", allow_private=allow_private, previous_secret=previous_secret)
     faults: list[dict[str, Any]] = []
     try:
         for i, probe in enumerate(_runs(ruleset)):
@@ -508,7 +516,7 @@ def conformance_game(
 
 
 def _play_probe(
-    player: HttpPlayer,
+    player: Player,
     ruleset: str,
     probe: Probe,
     seed: int,
@@ -684,14 +692,12 @@ def check_bot(
     if result["signature"]["warning"]:
         result["warnings"].append(result["signature"]["warning"])
         result["warning_codes"].append(result["signature"]["warning_code"])
-    report("conformance")
-    for rs in rulesets:
-
-        def kinds_done(kinds: dict, rs: str = rs) -> None:
-            progress["rulesets"][rs] = kinds
-            report("conformance")
-
-        game = conformance_game(
+    _conformance_stage(
+        result,
+        rulesets,
+        progress,
+        report,
+        lambda rs, kinds_done: conformance_game(
             url,
             rs,
             secret=secret,
@@ -700,7 +706,28 @@ def check_bot(
             on_progress=kinds_done,
             deadline=deadline,
             limit_s=limit_s,
-        )
+        ),
+    )
+    return result
+
+
+def _conformance_stage(
+    result: dict[str, Any],
+    rulesets: list[str],
+    progress: dict[str, Any],
+    report: Callable[[str], None],
+    play: Callable[[str, Callable[[dict], None]], dict[str, Any]],
+) -> None:
+    """Step 4 of a check: ``play(ruleset, kinds_done)`` (a :func:`conformance_game`) for each
+    rule set until one fails; fills ``result`` (``conformance``, ``warnings``, ``ok``)."""
+    report("conformance")
+    for rs in rulesets:
+
+        def kinds_done(kinds: dict, rs: str = rs) -> None:
+            progress["rulesets"][rs] = kinds
+            report("conformance")
+
+        game = play(rs, kinds_done)
         result["conformance"].append(game)
         result["warnings"] += game["warnings"]
         result["warning_codes"] += game["warning_codes"]
@@ -709,6 +736,141 @@ def check_bot(
             break  # the first failing rule set decides
     result["ok"] = len(result["conformance"]) == len(rulesets) and all(c["ok"] for c in result["conformance"])
     report("done")
+
+
+#: Seconds the check of a bot that dials out waits for it to be connected (its health request).
+CONNECT_WAIT_S = HEALTH_TIMEOUT_S
+
+
+def connected_health(player: ConnectedPlayer, *, timeout_s: float = CONNECT_WAIT_S) -> dict[str, Any]:
+    """The health check over a bot's connection: a ``health`` frame, answered within
+    ``timeout_s`` seconds (the bot must be connected by then). The shape of :func:`health_check`
+    (``status`` None). Never raises."""
+    out: dict[str, Any] = {
+        "ok": False,
+        "status": None,
+        "elapsed_ms": None,
+        "name": None,
+        "protocols": [],
+        "error": None,
+    }
+    outcome = player.health(timeout_s)
+    out["elapsed_ms"] = float(outcome.elapsed_ms)
+    if outcome.action is None:
+        out["error"] = (
+            f"the bot is not connected to a gateway (no connection within {timeout_s:g} s)"
+            if outcome.fault == "connection_error"
+            else _truncate(f"{outcome.fault}: {outcome.detail}")
+        )
+        return out
+    _judge_health_body(out, bytearray(protocol.dumps(outcome.action)))
+    return out
+
+
+#: Seconds allowed for the authentication probe (connect, challenge, refusal).
+AUTH_PROBE_TIMEOUT_S = 5.0
+
+
+def auth_probe(gateway_url: str, bot_id: int, *, timeout_s: float = AUTH_PROBE_TIMEOUT_S) -> dict[str, Any]:
+    """Connect to the gateway as bot ``bot_id`` and answer its challenge with a wrong secret
+    (step 3 for a bot that dials out): the gateway must close the connection with
+    :data:`bots_sdk.wire.CLOSE_AUTH_FAILED`.
+
+    Returns ``{"ok": bool, "status": close code | None, "warning": str | None}`` (and
+    ``warning_code`` ``{"code": "auth_not_refused" | "auth_probe_failed", "params"}`` when not
+    ok). Never raises."""
+    code: int | None = None
+    why = ""
+    try:
+        with ws_connect(gateway_url, open_timeout=timeout_s, close_timeout=1, max_size=wire.MAX_FRAME_BYTES) as ws:
+            challenge = json.loads(ws.recv(timeout=timeout_s))
+            ws.send(wire.auth_frame(bot_id, "wrong-" + _secrets.token_hex(32), str(challenge.get("nonce", ""))))
+            reply = ws.recv(timeout=timeout_s)
+            why = f"the gateway accepted a wrong proof ({str(reply)[:80]})"
+    except ConnectionClosed as exc:
+        code = exc.rcvd.code if exc.rcvd is not None else None
+    except (OSError, TimeoutError, ValueError, WebSocketException) as exc:
+        why = _truncate(f"{type(exc).__name__}: {exc}")
+        return {
+            "ok": False,
+            "status": None,
+            "warning": f"the authentication probe could not reach the gateway {gateway_url}: {why}",
+            "warning_code": {"code": "auth_probe_failed", "params": {"error": why}},
+        }
+    if code == wire.CLOSE_AUTH_FAILED:
+        return {"ok": True, "status": code, "warning": None}
+    return {
+        "ok": False,
+        "status": code,
+        "warning": f"a connection that answered the challenge with a wrong secret was not refused: {why or code}",
+        "warning_code": {"code": "auth_not_refused", "params": {"status": code}},
+    }
+
+
+def check_connected_bot(
+    bot_id: int,
+    rulesets: list[str],
+    *,
+    client: redis.Redis,
+    gateway_url: str | None,
+    reconnect_s: float = CONNECT_WAIT_S,
+    on_progress: ProgressFn | None = None,
+    limit_s: float | None = None,
+) -> dict[str, Any]:
+    """:func:`check_bot` for a bot that dials out: the health check over its connection
+    (:func:`connected_health`), the authentication probe (:func:`auth_probe`, when
+    ``gateway_url`` is known, else a warning) and the same conformance games through a
+    :class:`~arena.runner.connected.ConnectedPlayer`. The same outcome shape (``url``:
+    ``{"ok": True, "error": None}``; ``signature``: the probe's result). Never raises for the
+    bot's behaviour."""
+    result: dict[str, Any] = {
+        "ok": False,
+        "url": {"ok": True, "error": None},
+        "health": None,
+        "signature": None,
+        "conformance": [],
+        "warnings": [],
+        "warning_codes": [],
+    }
+    progress: dict[str, Any] = {
+        "stage": "health",
+        "rulesets": {rs: _kinds_table(rs) for rs in rulesets if rs in DECISION_KINDS},
+    }
+
+    def report(stage: str) -> None:
+        progress["stage"] = stage
+        if on_progress is not None:
+            on_progress(progress)
+
+    deadline = None if limit_s is None else time.monotonic() + float(limit_s)
+    player = ConnectedPlayer(bot_id, client, "candidate", reconnect_s=reconnect_s)
+    report("health")
+    result["health"] = connected_health(player)
+    if not result["health"]["ok"]:
+        report("done")
+        return result
+    report("signature")
+    if gateway_url:
+        result["signature"] = auth_probe(gateway_url, bot_id)
+    else:
+        result["signature"] = {
+            "ok": False,
+            "status": None,
+            "warning": "the authentication probe did not run: ARENA_GATEWAY_URL is not set",
+            "warning_code": {"code": "auth_probe_failed", "params": {"error": "ARENA_GATEWAY_URL is not set"}},
+        }
+    if result["signature"]["warning"]:
+        result["warnings"].append(result["signature"]["warning"])
+        result["warning_codes"].append(result["signature"]["warning_code"])
+    _conformance_stage(
+        result,
+        rulesets,
+        progress,
+        report,
+        lambda rs, kinds_done: conformance_game(
+            "", rs, on_progress=kinds_done, deadline=deadline, limit_s=limit_s, player=player
+        ),
+    )
     return result
 
 
@@ -746,15 +908,26 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
             lifecycle.record_check_progress(s, plan.check_id, progress)
 
     try:
-        outcome = check_bot(
-            plan.url,
-            list(plan.rulesets),
-            allow_private=settings.allow_private_bot_urls,
-            secret=plan.secret,
-            previous_secret=plan.previous_secret,
-            on_progress=beat,
-            limit_s=float(settings.check_time_limit_s),
-        )
+        if plan.transport == "connect":
+            outcome = check_connected_bot(
+                plan.bot_id,
+                list(plan.rulesets),
+                client=redis.Redis.from_url(settings.broker_url, socket_timeout=5, socket_connect_timeout=5),
+                gateway_url=settings.gateway_url or None,
+                reconnect_s=min(CONNECT_WAIT_S, float(settings.gateway_reconnect_s)),
+                on_progress=beat,
+                limit_s=float(settings.check_time_limit_s),
+            )
+        else:
+            outcome = check_bot(
+                plan.url or "",
+                list(plan.rulesets),
+                allow_private=settings.allow_private_bot_urls,
+                secret=plan.secret,
+                previous_secret=plan.previous_secret,
+                on_progress=beat,
+                limit_s=float(settings.check_time_limit_s),
+            )
     except Exception as exc:
         log.exception("check %s broke", plan.check_id)
         with factory() as session:

@@ -49,6 +49,7 @@ from arena.matchlog import MatchLog
 from arena.runner.answers import safe_text
 from arena.runner.capped import CappedHttpPlayer
 from arena.runner.claims import Claim, EndpointClaims, Refused
+from arena.runner.connected import CappedConnectedPlayer, connect_semaphore
 from arena.runner.match import Match, MatchConfig, MatchError, Observers, SlotTotals, default_game_specs
 from arena.runner.players import LocalPlayer, Player, WithdrawnPlayer, tls_context
 from arena.runner.semaphore import BotSemaphore, MatchSlots
@@ -140,7 +141,9 @@ def build_players(
 ) -> list[Player]:
     """Step 2: one player per seat, in seat order (``slots``: the match's :class:`MatchSlots`;
     bot seats share their endpoint's semaphore, :meth:`BotSemaphore.for_endpoint`, through
-    ``client``, default the process's pooled client; none in eager mode). A house seat plays
+    ``client``, default the process's pooled client; none in eager mode). A bot that dials out
+    (``transport`` ``connect``) is reached through Redis and a gateway
+    (:class:`~arena.runner.connected.CappedConnectedPlayer`, capped per bot). A house seat plays
     ``SAMPLE_BOTS[plan.house_bot]`` in-process, seeded from the attempt seed and the seat,
     named ``house-1 (search)`` (its seat and its bot) in the log."""
     seed = fairness.attempt_seed(plan.seed, plan.attempt)
@@ -150,6 +153,22 @@ def build_players(
     for s in plan.seats:
         if s.withdrawn:  # a deleted bot: forfeits without a request
             players.append(WithdrawnPlayer(s.name))
+        elif s.bot_id is not None and s.transport == "connect":
+            relay_client = client or _redis(settings.broker_url)  # eager mode too: the gateway's Redis
+            players.append(
+                CappedConnectedPlayer(
+                    s.bot_id,
+                    relay_client,
+                    s.name,
+                    connect_semaphore(
+                        relay_client, s.bot_id, settings.bot_max_concurrency, float(settings.bot_slot_wait_s)
+                    )
+                    if client
+                    else None,
+                    slots,
+                    reconnect_s=float(settings.gateway_reconnect_s),
+                )
+            )
         elif s.bot_id is not None:
             sem = (
                 BotSemaphore.for_endpoint(

@@ -45,6 +45,17 @@ return 1
 """
 )
 
+# KEYS: the lease set. ARGV: member, lease_s. Returns 1 (renewed) or 0 (no such lease: it ended).
+_RENEW = (
+    LUA_LEASES
+    + """
+local now = now_s()
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+hold(KEYS[1], ARGV[1], now, tonumber(ARGV[2]))
+return 1
+"""
+)
+
 
 class LeaseSet:
     """At most ``limit`` leases at once in the sorted set ``key`` (module docstring).
@@ -56,10 +67,16 @@ class LeaseSet:
     def __init__(self, client: redis.Redis, key: str, limit: int):
         self.client, self.key, self.limit = client, key, limit
         self._take = client.register_script(_TAKE)
+        self._renew = client.register_script(_RENEW)
 
     def take(self, member: str, lease_s: float) -> bool:
         """Give ``member`` a lease of ``lease_s`` seconds unless ``limit`` leases are held."""
         return bool(int(self._take(keys=[self.key], args=[member, float(lease_s), self.limit])))
+
+    def renew(self, member: str, lease_s: float) -> bool:
+        """Extend ``member``'s lease to ``lease_s`` seconds from now, whatever the limit;
+        False when it has no lease (it ended, or was released)."""
+        return bool(int(self._renew(keys=[self.key], args=[member, float(lease_s)])))
 
     def release(self, member: str) -> None:
         """End ``member``'s lease now."""

@@ -186,7 +186,10 @@ class BotServer:
         if self._thread is not None and self._thread.is_alive():
             # closed from the serving loop's own thread (the trigger wakes its poll), so the loop
             # ends at once instead of at its next poll timeout (waitress: 1 s)
-            self._server.trigger.pull_trigger(lambda: wasyncore.close_all(self._server._map))
+            try:
+                self._server.trigger.pull_trigger(lambda: wasyncore.close_all(self._server._map))
+            except OSError:  # the loop is ending and has closed its trigger already
+                pass
             self._thread.join(timeout=5)
         if self._server._map:  # never started, or the loop did not get to it
             wasyncore.close_all(self._server._map)

@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "beat": "cli.worker:beat",
     "tournament": "cli.tournament:tournament",
     "demo": "cli.demo:demo",
+    "gateway": "cli.gateway:gateway",
 }
 
 #: Top-level modules of the ``server`` extra's distributions (pyproject.toml) -> that extra:

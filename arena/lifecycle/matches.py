@@ -68,7 +68,7 @@ class SeatPlan:
     secret: str | None
     previous_secret: str | None = None
     withdrawn: bool = False
-    #: ``"http"`` (the arena calls ``url``) or ``"connect"`` (the bot dials out to a gateway; no URL)
+    #: ``"http"`` (the arena calls ``url``) or ``"connect"`` (the bot dials out to a gateway; url "")
     transport: str = "http"
 
 

@@ -1,4 +1,4 @@
-"""An HTTP player whose every request holds a slot of its endpoint's cap (:mod:`arena.runner.semaphore`).
+"""Players whose every request holds a slot of their bot's cap (:mod:`arena.runner.semaphore`).
 
 The wait for a slot is not charged to the bot's bank (TIME-2): the player's clock starts
 once the slot is held. Each request's wait comes back with it (:class:`~arena.runner.players.SlotUse`).
@@ -10,33 +10,18 @@ from arena.runner.players import NO_SLOT, NOTICE_TIMEOUT_S, HttpPlayer, Outcome,
 from arena.runner.semaphore import DECISION_PRIORITY, LEASE_SLACK_S, NOTICE_PRIORITY, BotSemaphore, MatchSlots
 
 
-class CappedHttpPlayer(HttpPlayer):
-    """An :class:`~arena.runner.players.HttpPlayer` whose every request (decision or
-    notice) holds a slot of ``semaphore`` (its endpoint's) while in flight.
+class SlotCap:
+    """Mixin in front of a player class: ``decide`` and ``notify`` hold a slot of
+    ``self.semaphore`` (None: no cap) while in flight, then call the player's own.
 
-    ``decide`` waits for a slot, then calls ``HttpPlayer.decide``, whose clock starts only
-    then: the wait is not charged to the bank (TIME-2, module docstring). The slot is given
-    back through ``slots`` (:class:`MatchSlots`, shared by the match's players; the caller
-    flushes it when the match ends), or at once without it.
-
-    Each request's wait comes back with it: :attr:`Outcome.slot` of a decision, the
-    :class:`SlotUse` a notice returns (seconds; ``bypassed`` when sent without a slot).
+    The slot is given back through ``self.slots`` (:class:`MatchSlots`, shared by the match's
+    players; the caller flushes it when the match ends), or at once without it, or at once
+    when others wait for the bot. Each request's wait comes back with it:
+    :attr:`Outcome.slot` of a decision, the :class:`SlotUse` a notice returns.
     """
 
-    def __init__(
-        self,
-        url: str,
-        secret: str | None,
-        name: str | None,
-        semaphore: BotSemaphore | None,
-        slots: MatchSlots | None = None,
-        *,
-        allow_private: bool | None = None,
-        previous_secret: str | None = None,
-    ):
-        super().__init__(url, secret, name, allow_private=allow_private, previous_secret=previous_secret)
-        self.semaphore = semaphore
-        self.slots = slots
+    semaphore: BotSemaphore | None
+    slots: MatchSlots | None
 
     def _hold(self, timeout_s: float, notice: bool = False) -> tuple[str | None, SlotUse]:
         if self.semaphore is None:
@@ -58,14 +43,36 @@ class CappedHttpPlayer(HttpPlayer):
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
         token, slot = self._hold(timeout_s)
         try:
-            return super().decide(body, timeout_s)._replace(slot=slot)
+            outcome: Outcome = super().decide(body, timeout_s)  # type: ignore[misc]
+            return outcome._replace(slot=slot)
         finally:
             self._done(token)
 
     def notify(self, body: bytes) -> SlotUse:
         token, slot = self._hold(NOTICE_TIMEOUT_S, notice=True)
         try:
-            super().notify(body)
+            super().notify(body)  # type: ignore[misc]
         finally:
             self._done(token)
         return slot
+
+
+class CappedHttpPlayer(SlotCap, HttpPlayer):
+    """An :class:`~arena.runner.players.HttpPlayer` whose every request (decision or
+    notice) holds a slot of ``semaphore`` (its endpoint's) while in flight (:class:`SlotCap`);
+    ``decide``'s clock starts only once the slot is held."""
+
+    def __init__(
+        self,
+        url: str,
+        secret: str | None,
+        name: str | None,
+        semaphore: BotSemaphore | None,
+        slots: MatchSlots | None = None,
+        *,
+        allow_private: bool | None = None,
+        previous_secret: str | None = None,
+    ):
+        super().__init__(url, secret, name, allow_private=allow_private, previous_secret=previous_secret)
+        self.semaphore = semaphore
+        self.slots = slots

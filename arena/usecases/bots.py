@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 from sqlalchemy import func, select
@@ -266,3 +266,24 @@ def rotate_secret(session: Session, account: Account, bot_id: int) -> Bot:
     bot.updated_at = utcnow()
     session.commit()
     return bot
+
+
+class Credentials(NamedTuple):
+    """What a gateway needs to authenticate a bot that dials out (:func:`credentials`):
+    its id, owner, display name, transport and the secrets a challenge may be answered
+    with (the current one, and the previous one during a rotation's grace period)."""
+
+    bot_id: int
+    owner_id: int
+    name: str
+    transport: str
+    secrets: list[str]
+
+
+def credentials(session: Session, bot_id: int) -> Credentials | None:
+    """The credentials of bot ``bot_id``, or None when there is no such bot or it was deleted."""
+    bot = session.get(Bot, bot_id)
+    if bot is None or bot.status == BotStatus.DELETED:
+        return None
+    secrets = [bot.secret] + ([g] if (g := bot.grace_secret()) else [])
+    return Credentials(bot.id, bot.owner_id, f"{bot.name}#{bot.id}", bot.transport, secrets)

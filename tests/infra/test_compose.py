@@ -19,7 +19,7 @@ from arena.db.session import normalize_url
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "infra" / "docker-compose.yml"
 DOCKERFILE = REPO / "infra" / "Dockerfile"
-ARENA_SERVICES = ("migrate", "api", "worker", "beat", "flower")
+ARENA_SERVICES = ("migrate", "api", "worker", "gateway", "beat", "flower")
 
 
 def _interpolate(value: str) -> str:
@@ -111,7 +111,7 @@ def test_api_runs_gunicorn_on_all_interfaces(compose):
 def test_nginx_buffers_in_front_of_the_api(compose):
     proxy = compose["services"]["proxy"]
     assert proxy["image"].startswith("nginx:")
-    assert "8000:8000" in proxy["ports"] and proxy["depends_on"] == ["api"]
+    assert "8000:8000" in proxy["ports"] and proxy["depends_on"] == ["api", "gateway"]
     source, target = proxy["volumes"][0].split(":")[:2]
     assert target == "/etc/nginx/nginx.conf"
     conf = (Path(__file__).resolve().parents[2] / "infra" / source.removeprefix("./")).read_text()
@@ -124,9 +124,15 @@ def test_nginx_buffers_in_front_of_the_api(compose):
         "client_body_timeout 10s;",
         "client_max_body_size 1m;",
         "X-Forwarded-For $proxy_add_x_forwarded_for;",
+        # bots that dial out: the WebSocket upgrade to the gateways
+        "location = /v1/bots {",
+        "server gateway:8765;",
+        "proxy_set_header Upgrade $http_upgrade;",
+        'proxy_set_header Connection "upgrade";',
     ):
         assert directive in conf, directive
     assert conf.count("{") == conf.count("}")
+    assert compose["services"]["gateway"]["command"][:2] == ["arena", "gateway"]
 
 
 def test_workers_consume_the_match_queue(compose):

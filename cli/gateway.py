@@ -1,0 +1,56 @@
+"""``arena gateway``: the process holding the connections of bots that dial out
+(:class:`gateway.server.Gateway`; docs/operations.md, "Gateways"). Registered in cli.COMMANDS."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+import click
+
+from arena.config import Settings
+from arena.db.session import shared_sessions
+from arena.usecases.bots import Credentials, credentials
+from gateway.server import Gateway
+
+
+@click.command("gateway")
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0: any free port")
+@click.option("--max-connections", default=20_000, show_default=True, type=click.IntRange(1, 1_000_000))
+def gateway(host: str, port: int, max_connections: int) -> None:
+    """Serve bots that dial out on ws://HOST:PORT/v1/bots until SIGTERM or SIGINT.
+
+    Reads ARENA_DATABASE_URL (the bots' secrets) and ARENA_BROKER_URL (the Redis the workers
+    use); prints one line "gateway <id> listening on ws://HOST:PORT/v1/bots" once ready."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = Settings.from_env()
+    factory = shared_sessions(settings.database_url)
+
+    def read(bot_id: int) -> Credentials | None:
+        with factory() as session:
+            return credentials(session, bot_id)
+
+    gw = Gateway(
+        settings.broker_url,
+        read,
+        host=host,
+        port=port,
+        max_per_bot=settings.gateway_max_per_bot,
+        max_per_account=settings.gateway_max_per_account,
+        max_connections=max_connections,
+    )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+
+        def ready(bound: int) -> None:
+            click.echo(f"gateway {gw.id} listening on ws://{host}:{bound}/v1/bots")
+
+        await gw.run(stop, ready)
+
+    asyncio.run(main())

@@ -1,0 +1,527 @@
+"""The gateway process (``arena gateway``): bot connections in, requests and answers through Redis.
+
+One asyncio process on ``websockets``. For each connection (path :data:`bots_sdk.wire.PATH`):
+the challenge, the bot's proof (:func:`bots_sdk.wire.auth_valid`, checked against the
+secrets :data:`CredentialsFn` returns), the caps (:meth:`Gateway._register`: per bot and per
+account, leases in Redis), then two tasks: a reader (answers to Redis) and a writer (frames
+from its outbox to the socket). One more task pops the request lists of every bot this
+gateway holds (one ``BLPOP`` over all their keys and the gateway's wake-up key) and hands
+each request to the bot's connection with the fewest requests in flight. Keys and envelopes:
+:mod:`arena.relay`. Operations and sizing: docs/operations.md, "Gateways".
+
+What a connection does wrong, and what follows (the connection's requests in flight then get
+the fault named, the bot's other connections are not touched):
+
+====================================== ============================ ====================
+a frame over ``MAX_FRAME_BYTES``       close 1009                   ``body_too_large``
+a binary frame, or one not JSON        close 1007                   ``invalid_json``
+an answer to an id never sent to it,   close 1008                   ``invalid_json``
+a second answer, a frame without id
+frames not read for ``send_timeout_s`` connection dropped           ``timeout``
+no proof within ``AUTH_TIMEOUT_S``     close 4408                   (none: no requests)
+a wrong proof, an unknown bot          close 4401
+over a cap                             close 4429
+====================================== ============================ ====================
+
+A connection that closes or drops otherwise gives its requests back to the bot's list (front),
+for its other connections or its reconnection (:mod:`arena.runner.connected`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+import redis
+import redis.asyncio as aioredis
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from arena import relay
+from arena.leases import LeaseSet
+from arena.safejson import parse_answer
+from arena.usecases.bots import Credentials
+from bots_sdk import wire
+
+log = logging.getLogger("arena.gateway")
+
+#: How a gateway reads a bot's credentials (blocking; called in a thread): None when the bot
+#: does not exist or was deleted. ``arena gateway`` reads the database
+#: (:func:`arena.usecases.bots.credentials`).
+CredentialsFn = Callable[[int], Credentials | None]
+
+#: Seconds a bot's credentials are cached (a rotation or a deletion is seen within this).
+CREDENTIALS_TTL_S = 5.0
+#: Most frames waiting in a connection's outbox; more is a slow reader.
+OUTBOX_FRAMES = 1024
+#: Seconds one frame may take to be written to a bot's socket; more is a slow reader.
+SEND_TIMEOUT_S = 10.0
+#: Seconds an id stays known after its request expired (a late answer is ignored, not a fault).
+LATE_S = 60.0
+#: Seconds of the request lists' BLPOP (it returns at once when a request or a wake-up comes).
+BLPOP_S = 5.0
+#: Seconds between two renewals of the connections' presence leases.
+RENEW_S = relay.LEASE_S / 3
+#: Most characters of a bad frame kept in its fault.
+RECEIVED_CHARS = 500
+
+
+class Connection:
+    """One authenticated bot connection held by this gateway."""
+
+    def __init__(self, ws: ServerConnection, creds: Credentials, gateway_id: str):
+        self.ws = ws
+        self.creds = creds
+        self.bot_id = creds.bot_id
+        self.id = secrets.token_hex(6)
+        self.since = time.time()
+        self.member = relay.member(gateway_id, self.id, self.since)
+        #: request id -> (deadline, Unix seconds; the envelope as popped)
+        self.pending: dict[str, tuple[float, bytes]] = {}
+        #: request id -> when it is forgotten (expired requests, notices)
+        self.late: dict[str, float] = {}
+        self.outbox: asyncio.Queue[str] = asyncio.Queue(OUTBOX_FRAMES)
+        #: the fault its requests in flight get when it closes: (kind, detail, received)
+        self.violation: tuple[str, str, str] | None = None
+
+    def offend(self, kind: str, detail: str, received: str = "") -> None:
+        if self.violation is None:
+            self.violation = (kind, detail, received[:RECEIVED_CHARS])
+
+
+class Gateway:
+    """A gateway (module docstring).
+
+    Args:
+        broker_url: the Redis the workers use (``ARENA_BROKER_URL``).
+        credentials: how to read a bot's credentials (:data:`CredentialsFn`).
+        host, port: where to listen (port 0: any free port, see :attr:`port` once ready).
+        max_per_bot, max_per_account: connection caps (``ARENA_GATEWAY_MAX_PER_BOT`` ...).
+        max_connections: most connections of this process (more are refused with 1013).
+        max_unauthenticated: most connections waiting to authenticate at once.
+        send_timeout_s: :data:`SEND_TIMEOUT_S`.
+        gateway_id: this gateway's id (default: host, pid and a random part).
+    """
+
+    def __init__(
+        self,
+        broker_url: str,
+        credentials: CredentialsFn,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        max_per_bot: int = 8,
+        max_per_account: int = 32,
+        max_connections: int = 20_000,
+        max_unauthenticated: int = 2_000,
+        auth_timeout_s: float = wire.AUTH_TIMEOUT_S,
+        send_timeout_s: float = SEND_TIMEOUT_S,
+        gateway_id: str | None = None,
+    ):
+        self.broker_url = broker_url
+        self.credentials = credentials
+        self.host, self.port = host, port
+        self.max_per_bot, self.max_per_account = max_per_bot, max_per_account
+        self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
+        self.auth_timeout_s, self.send_timeout_s = auth_timeout_s, send_timeout_s
+        self.id = gateway_id or f"gw-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.bots: dict[int, list[Connection]] = {}
+        self.unauthenticated = 0
+        self.delivered = 0
+        self._cache: dict[int, tuple[float, Credentials | None]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopping = False
+
+    # -- the process --------------------------------------------------------------------------
+    async def run(self, stop: asyncio.Event, ready: Callable[[int], None] | None = None) -> None:
+        """Serve until ``stop`` is set, then close every connection (1001: connect again) and
+        give their requests back. ``ready(port)`` is called once listening."""
+        self.r = aioredis.Redis.from_url(self.broker_url, socket_timeout=5, socket_connect_timeout=5)
+        self.rpop = aioredis.Redis.from_url(self.broker_url, socket_timeout=None, socket_connect_timeout=5)
+        self.sync = redis.Redis.from_url(self.broker_url, socket_timeout=5, socket_connect_timeout=5)
+        async with serve(
+            self._handler,
+            self.host,
+            self.port,
+            process_request=self._http,
+            max_size=wire.MAX_FRAME_BYTES,
+            max_queue=4,
+            compression=None,  # a zlib context per connection costs memory and CPU for little
+            ping_interval=20,
+            ping_timeout=20,
+            open_timeout=10,
+            close_timeout=2,
+        ) as server:
+            self.port = server.sockets[0].getsockname()[1] if server.sockets else self.port
+            await self._alive()
+            loops = [
+                asyncio.create_task(self._pop_loop(), name="gateway-pop"),
+                asyncio.create_task(self._tick_loop(), name="gateway-tick"),
+            ]
+            log.info("gateway %s listening on %s:%s", self.id, self.host, self.port)
+            if ready is not None:
+                ready(self.port)
+            await stop.wait()
+            await self._shutdown(server, loops)
+
+    async def _shutdown(self, server: Server, loops: list[asyncio.Task[Any]]) -> None:
+        self._stopping = True
+        try:
+            await self.r.rpush(relay.wake_key(self.id), "stop")  # the BLPOP returns: nothing popped is lost
+        except redis.RedisError:
+            pass
+        server.close(close_connections=True)  # 1001 to every bot; their requests go back
+        await server.wait_closed()
+        for t in loops:
+            try:
+                await asyncio.wait_for(t, 2.0)
+            except (TimeoutError, asyncio.CancelledError, Exception):
+                t.cancel()
+        try:
+            await self.r.delete(relay.alive_key(self.id), relay.wake_key(self.id))
+        except redis.RedisError:
+            pass
+        for c in (self.r, self.rpop):
+            await c.aclose()
+        self.sync.close()
+
+    def _background(self, aw: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(aw)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @property
+    def connections(self) -> int:
+        return sum(len(c) for c in self.bots.values())
+
+    # -- HTTP before the upgrade ----------------------------------------------------------------
+    def _http(self, conn: ServerConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path == "/health":
+            body = {"gateway": self.id, "bots": len(self.bots), "connections": self.connections}
+            return conn.respond(200, json.dumps(body) + "\n")
+        if path != wire.PATH:
+            return conn.respond(404, f"bots connect to {wire.PATH}\n")
+        if self.connections + self.unauthenticated >= self.max_connections or self._stopping:
+            return conn.respond(503, "this gateway is full: try another\n")
+        return None
+
+    # -- one connection -----------------------------------------------------------------------
+    async def _handler(self, ws: ServerConnection) -> None:
+        if self.unauthenticated >= self.max_unauthenticated:
+            await ws.close(1013, "too many connections waiting to authenticate")
+            return
+        self.unauthenticated += 1
+        try:
+            creds = await self._authenticate(ws)
+        finally:
+            self.unauthenticated -= 1
+        if creds is None:
+            return
+        conn = Connection(ws, creds, self.id)
+        why = await self._register(conn)
+        if why:
+            await ws.close(wire.CLOSE_TOO_MANY, why)
+            return
+        writer = asyncio.create_task(self._writer(conn))
+        try:
+            await ws.send(
+                json.dumps(
+                    {
+                        "type": "welcome",
+                        "bot_id": creds.bot_id,
+                        "name": creds.name,
+                        "connection": conn.id,
+                        "max_frame_bytes": wire.MAX_FRAME_BYTES,
+                    }
+                )
+            )
+            await self._reader(conn)
+        except ConnectionClosed:
+            pass
+        finally:
+            writer.cancel()
+            await self._unregister(conn)
+
+    async def _authenticate(self, ws: ServerConnection) -> Credentials | None:
+        nonce = secrets.token_hex(16)
+        try:
+            await ws.send(wire.challenge_frame(nonce))
+            raw = await asyncio.wait_for(ws.recv(), self.auth_timeout_s)
+        except TimeoutError:
+            await ws.close(wire.CLOSE_AUTH_TIMEOUT, "no authentication within the time allowed")
+            return None
+        except ConnectionClosed:
+            return None
+        frame, _ = parse_answer(raw.encode("utf-8") if isinstance(raw, str) else b"\xff")
+        bot_id = frame.get("bot_id") if frame else None
+        if not frame or frame.get("type") != "auth" or type(bot_id) is not int or bot_id < 1:
+            await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed: expected an auth frame")
+            return None
+        try:
+            creds = await self._credentials(bot_id)
+        except Exception as exc:  # the database is down: not the bot's fault
+            log.warning("credentials of bot %s unreadable: %s", bot_id, exc)
+            await ws.close(1011, "the arena cannot check credentials now: try again")
+            return None
+        if creds is None or not wire.auth_valid(frame, creds.secrets, nonce):
+            await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
+            return None
+        if creds.transport != "connect":
+            await ws.close(wire.CLOSE_NOT_CONNECT_BOT, "this bot is registered with a URL: the arena calls it")
+            return None
+        return creds
+
+    async def _credentials(self, bot_id: int) -> Credentials | None:
+        now = time.monotonic()
+        hit = self._cache.get(bot_id)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        creds = await asyncio.to_thread(self.credentials, bot_id)
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[bot_id] = (now + CREDENTIALS_TTL_S, creds)
+        return creds
+
+    def _leases(self, conn: Connection) -> tuple[LeaseSet, LeaseSet]:
+        return (
+            LeaseSet(self.sync, relay.conns_key(conn.bot_id), self.max_per_bot),
+            LeaseSet(self.sync, relay.account_key(conn.creds.owner_id), self.max_per_account),
+        )
+
+    async def _register(self, conn: Connection) -> str | None:
+        """Take the connection's leases (per bot, per account) and hold it; the refusal, or None."""
+        bot_set, account_set = self._leases(conn)
+
+        def take() -> str | None:
+            if not bot_set.take(conn.member, relay.LEASE_S):
+                return f"this bot already has {self.max_per_bot} connections"
+            if not account_set.take(conn.member, relay.LEASE_S):
+                bot_set.release(conn.member)
+                return f"this account's bots already have {self.max_per_account} connections"
+            return None
+
+        try:
+            why = await asyncio.to_thread(take)
+        except redis.RedisError as exc:
+            log.warning("presence not recorded: %s", exc)
+            return "the arena cannot record the connection now: try again"
+        if why is None:
+            first = conn.bot_id not in self.bots
+            self.bots.setdefault(conn.bot_id, []).append(conn)
+            if first:
+                await self._wake()
+        return why
+
+    async def _unregister(self, conn: Connection) -> None:
+        conns = self.bots.get(conn.bot_id, [])
+        if conn in conns:
+            conns.remove(conn)
+        if not conns:
+            self.bots.pop(conn.bot_id, None)
+            self._background(self._wake())
+        pending, conn.pending = conn.pending, {}
+        try:
+            if conn.violation is not None:
+                kind, detail, received = conn.violation
+                fault = b"F" + orjson.dumps({"kind": kind, "detail": detail, "received": received})
+                for rid in pending:
+                    await self._answer(rid, fault)
+            else:  # back to the front of the bot's list, for another connection or its return
+                now = time.time()
+                back = [env for deadline, env in pending.values() if deadline > now]
+                if back:
+                    await self.r.lpush(relay.request_key(conn.bot_id), *reversed(back))
+        except redis.RedisError as exc:
+            log.warning("requests of a closed connection not given back: %s", exc)
+        bot_set, account_set = self._leases(conn)
+
+        def release() -> None:
+            bot_set.release(conn.member)
+            account_set.release(conn.member)
+
+        try:
+            await asyncio.to_thread(release)
+        except redis.RedisError:
+            pass  # the leases end by themselves
+
+    async def _reader(self, conn: Connection) -> None:
+        ws = conn.ws
+        try:
+            async for msg in ws:
+                if isinstance(msg, bytes):
+                    conn.offend("invalid_json", "the bot sent a binary frame")
+                    await ws.close(wire.CLOSE_NOT_JSON, "binary frames are not part of the protocol")
+                    return
+                obj, why = parse_answer(msg.encode("utf-8"))
+                if obj is None:
+                    conn.offend("invalid_json", f"a frame is not a JSON object: {why}", msg)
+                    await ws.close(wire.CLOSE_NOT_JSON, "a frame is not a JSON object")
+                    return
+                rid = obj.get("id")
+                if not isinstance(rid, str) or conn.pending.pop(rid, None) is None:
+                    if isinstance(rid, str) and rid in conn.late:
+                        continue  # a late answer (or one to a notice): ignored
+                    conn.offend("invalid_json", "the bot answered an unknown request id", msg)
+                    await ws.close(wire.CLOSE_PROTOCOL, "answer to an unknown request id")
+                    return
+                body = obj.get("body")
+                if isinstance(body, dict):
+                    try:
+                        payload = b"A" + orjson.dumps(body)
+                    except TypeError:  # an integer over 64 bits
+                        payload = b"A" + json.dumps(body).encode("utf-8")
+                else:
+                    payload = b"F" + orjson.dumps(
+                        {
+                            "kind": "invalid_json",
+                            "detail": "the answer's body is not a JSON object",
+                            "received": msg[:RECEIVED_CHARS],
+                        }
+                    )
+                await self._answer(rid, payload)
+        except ConnectionClosed as exc:
+            if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
+                conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
+            raise
+
+    async def _writer(self, conn: Connection) -> None:
+        while True:
+            frame = await conn.outbox.get()
+            try:
+                await asyncio.wait_for(conn.ws.send(frame), self.send_timeout_s)
+            except TimeoutError:
+                self._slow(conn)
+                return
+            except ConnectionClosed:
+                return
+
+    def _slow(self, conn: Connection) -> None:
+        conn.offend("timeout", "the bot did not read its frames (slow reader): connection dropped")
+        transport = conn.ws.transport
+        if transport is not None:
+            transport.abort()
+
+    async def _answer(self, rid: str, payload: bytes) -> None:
+        key = relay.answer_key(rid)
+        pipe = self.r.pipeline(transaction=False)
+        pipe.rpush(key, payload)
+        pipe.expire(key, relay.ANSWER_TTL_S)
+        await pipe.execute()
+
+    # -- requests from the workers --------------------------------------------------------------
+    async def _wake(self) -> None:
+        try:
+            await self.r.rpush(relay.wake_key(self.id), "1")
+        except redis.RedisError:
+            pass
+
+    async def _pop_loop(self) -> None:
+        turn = 0
+        wake = relay.wake_key(self.id).encode()
+        while not self._stopping:
+            ids = list(self.bots)
+            if ids:  # rotate: BLPOP serves the first non-empty list, every bot must come first in turn
+                turn = (turn + 1) % len(ids)
+                ids = ids[turn:] + ids[:turn]
+            keys = [relay.request_key(b) for b in ids] + [wake.decode()]
+            try:
+                got = await self.rpop.blpop(keys, timeout=BLPOP_S)
+            except (redis.RedisError, OSError) as exc:
+                log.warning("request lists unreachable: %s", exc)
+                await asyncio.sleep(0.5)
+                continue
+            if got is None:
+                continue
+            key, raw = got[0], got[1]
+            assert isinstance(key, bytes) and isinstance(raw, bytes)  # no decode_responses
+            if key == wake:
+                continue
+            try:
+                bot_id = int(key.rsplit(b":", 1)[1])
+            except ValueError:
+                continue
+            self._deliver(bot_id, raw)
+
+    def _deliver(self, bot_id: int, raw: bytes) -> None:
+        env = relay.parse_envelope(raw)
+        now = time.time()
+        if env is None or env.deadline_ms < now * 1000:
+            return  # stale: its worker has given up
+        conns = self.bots.get(bot_id)
+        if not conns:  # the bot left this gateway since the BLPOP was sent
+            self._background(self.r.lpush(relay.request_key(bot_id), raw))
+            return
+        conn = min(conns, key=lambda c: len(c.pending))
+        if env.kind == "notice":
+            conn.late[env.rid] = now + LATE_S
+        else:
+            conn.pending[env.rid] = (env.deadline_ms / 1000, raw)
+        try:
+            conn.outbox.put_nowait(env.frame)
+        except asyncio.QueueFull:
+            self._slow(conn)
+            return
+        self.delivered += 1
+        if env.kind != "notice":
+            ttl_ms = max(1, int(env.deadline_ms - now * 1000)) + 2000
+            self._background(self.r.set(relay.held_key(env.rid), self.id, px=ttl_ms))
+
+    # -- housekeeping -----------------------------------------------------------------------------
+    async def _alive(self) -> None:
+        await self.r.set(relay.alive_key(self.id), "1", px=int(relay.ALIVE_TTL_S * 1000))
+
+    async def _tick_loop(self) -> None:
+        last_renew = time.monotonic()
+        while not self._stopping:
+            await asyncio.sleep(1.0)
+            try:
+                await self._alive()
+            except redis.RedisError as exc:
+                log.warning("alive key not refreshed: %s", exc)
+            now = time.time()
+            for conns in list(self.bots.values()):
+                for c in conns:
+                    for rid, (deadline, _) in list(c.pending.items()):
+                        if deadline < now - 1.0:
+                            del c.pending[rid]
+                            c.late[rid] = now + LATE_S
+                    for rid, forget in list(c.late.items()):
+                        if forget < now:
+                            del c.late[rid]
+            if time.monotonic() - last_renew >= RENEW_S:
+                last_renew = time.monotonic()
+                await self._renew()
+
+    async def _renew(self) -> None:
+        """Renew every connection's presence; close those of bots deleted or changed to a URL."""
+        for bot_id, conns in list(self.bots.items()):
+            try:
+                creds = await self._credentials(bot_id)
+            except Exception:
+                creds = conns[0].creds if conns else None  # the database is down: keep them
+            for c in list(conns):
+                if creds is None or creds.transport != "connect":
+                    await c.ws.close(wire.CLOSE_BOT_GONE, "the bot was deleted or now has a URL")
+                    continue
+                bot_set, account_set = self._leases(c)
+
+                def renew(b: LeaseSet = bot_set, a: LeaseSet = account_set, m: str = c.member) -> None:
+                    if not b.renew(m, relay.LEASE_S):
+                        b.client.zadd(b.key, {m: time.time() + relay.LEASE_S})
+                    if not a.renew(m, relay.LEASE_S):
+                        a.client.zadd(a.key, {m: time.time() + relay.LEASE_S})
+
+                try:
+                    await asyncio.to_thread(renew)
+                except redis.RedisError as exc:
+                    log.warning("presence not renewed: %s", exc)
