@@ -97,7 +97,8 @@ def test_migration_0011_makes_existing_bots_http_and_allows_bots_without_url(dat
         with engine.begin() as conn:
             conn.execute(
                 text(
-                    "INSERT INTO accounts (id, name, role, token_hash, created_at) VALUES (1, 'al', 'contestant', :h, :n)"
+                    "INSERT INTO accounts (id, name, role, token_hash, created_at)"
+                    " VALUES (1, 'al', 'contestant', :h, :n)"
                 ),
                 {"h": "a" * 64, "n": now},
             )
