@@ -37,10 +37,14 @@ def dispatcher() -> Dispatcher:
     return current_app.extensions["arena"]["dispatcher"]
 
 
-def redis_client() -> redis.Redis:
+def redis_client() -> redis.Redis | None:
     """The process's pooled client of the app's Redis (``ARENA_BROKER_URL``; short timeouts,
-    :func:`arena.live.redis_client`): for small reads such as the presence of bots that connect."""
-    return live.redis_client(settings().broker_url)
+    :func:`arena.live.redis_client`): for small reads such as the presence of bots that connect.
+    None when the broker is not Redis (``memory://`` in eager runs)."""
+    url = settings().broker_url
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    return live.redis_client(url)
 
 
 def match_log_download(match, viewer=None):

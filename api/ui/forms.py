@@ -11,7 +11,8 @@ live there; nothing here re-implements them. A 422 is shown next to the fields i
 ``GET|POST /ui/signup``                 create a contestant account; the token shown once
 ``GET /ui/bots``                        your bots; the register form
 ``POST /ui/bots``                       register (``POST /api/v1/bots``); the secret shown once
-``GET /ui/bots/<id>``                   the bot, its check, cap, rating history, matches and faults
+``GET /ui/bots/<id>``                   the bot, its check, cap (a bot that connects: its
+                                        presence, the gateway URL), rating history, matches, faults
 ``POST /ui/bots/<id>/check``            ``POST /api/v1/bots/<id>/check``
 ``POST /ui/bots/<id>/secret``           ``POST /api/v1/bots/<id>/secret``; shown once
 ``GET|POST /ui/tournaments/new``        organizers: ``POST /api/v1/tournaments``
@@ -39,10 +40,10 @@ from werkzeug.exceptions import NotFound
 
 import engine
 from api.common import MAX_ID
-from api.database import db, dispatcher, settings
+from api.database import db, dispatcher, redis_client, settings
 from api.errors import CORE_ERRORS, Refusal, RefusalError, load_json, refusal
 from api.resources.accounts import AccountCreateSchema
-from api.resources.bots import BotCreateSchema, BotSchema
+from api.resources.bots import BotCreateSchema, BotSchema, with_presence
 from api.resources.tournaments import TournamentCreateSchema
 from api.ui import access, fields
 from api.ui.chart import rating_chart
@@ -52,7 +53,7 @@ from arena.accounts import create_account
 from arena.db.models import Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from arena.standings import tournament_standings
-from arena.status import BotStatus, TournamentStatus
+from arena.status import BotStatus, BotTransport, TournamentStatus
 from arena.usecases import bots as bot_cases
 from arena.usecases import tournaments as tournament_cases
 
@@ -172,11 +173,11 @@ REGISTERED_KEPT = 10
 def _bots_page(form: dict | None = None, errors: dict | None = None, message: str | None = None, status: int = 200):
     account = _need_viewer()
     items, _total = bot_cases.list_bots(db(), account, per_page=100)
-    bots = BotSchema(many=True).dump(items)
+    bots = BotSchema(many=True).dump(with_presence(items))
     return render_template(
         "bots.html",
         bots=bots,
-        form=form or {"name": "", "url": "", "rulesets": []},
+        form=form or {"name": "", "transport": BotTransport.HTTP.value, "url": "", "rulesets": []},
         errors=errors or {},
         message=message,
         rulesets=engine.RULESETS,
@@ -186,7 +187,8 @@ def _bots_page(form: dict | None = None, errors: dict | None = None, message: st
 
 @bp.route("/bots", methods=["GET", "POST"])
 def bots():
-    """GET: your bots and the register form; POST ``name``, ``url``, ``rulesets``: register."""
+    """GET: your bots and the register form; POST ``name``, ``transport`` (``http``: the arena
+    calls ``url``; ``connect``: the bot dials out, no URL), ``url``, ``rulesets``: register."""
     if request.method == "GET":
         return _bots_page()
     account = _need_viewer()
@@ -201,14 +203,16 @@ def bots():
                 "Rotate the secret below if you did not keep it."
             ),
         )
-    form = {
+    form: dict[str, Any] = {
         "name": request.form.get("name", ""),
+        "transport": request.form.get("transport", BotTransport.HTTP.value),
         "url": request.form.get("url", ""),
         "rulesets": request.form.getlist("rulesets"),
     }
+    body = {k: v for k, v in form.items() if k != "url" or v.strip()}  # an empty URL field: no URL
     bot, refused = attempt(
         lambda: bot_cases.register_bot(
-            db(), account, allow_private=settings().allow_private_bot_urls, **load_json(BotCreateSchema(), form)
+            db(), account, allow_private=settings().allow_private_bot_urls, **load_json(BotCreateSchema(), body)
         )
     )
     if bot is None:
@@ -291,7 +295,7 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
     if row is None:
         assert refused is not None
         abort(refused.status, refused.message)
-    bot = BotSchema().dump(row)
+    bot = BotSchema().dump(with_presence([row])[0])
     s = db()
     total = s.scalar(select(func.count()).select_from(MatchSeat).where(MatchSeat.bot_id == bot_id)) or 0
     pages = max(1, -(-total // BOT_MATCHES_PER_PAGE))
@@ -356,6 +360,7 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         history=history,
         charts=charts,
         ratings=current_ratings(bot_id),
+        gateway_url=settings().gateway_url,
     ), status
 
 
@@ -407,12 +412,14 @@ def _new_tournament_page(form: dict, errors: dict | None = None, message: str | 
     account = _need_viewer()
     if not policy.is_organizer(account):
         abort(403, _("Only organizers create tournaments."))
+    ready = _ready_bots()
     return render_template(
         "tournament_new.html",
         form=form,
         errors=errors or {},
         message=message,
-        bots=_ready_bots(),
+        bots=ready,
+        presence=bot_cases.presence_of(redis_client(), ready),
         rulesets=engine.RULESETS,
         seats=engine.SEATS,
         option_fields=fields.option_fields(),

@@ -86,6 +86,52 @@ def test_migration_0010_gives_existing_tournaments_the_heuristic_house_bot(datab
         engine.dispose()
 
 
+def test_migration_0011_makes_existing_bots_http_and_allows_bots_without_url(database_url):
+    """A bot stored before ``transport`` existed (revision 0010) is an ``http`` bot with its URL;
+    after 0011 a bot that connects is stored without a URL, an unknown transport is refused by
+    the database; the downgrade is refused while a bot that connects exists, then drops the column."""
+    engine = make_engine(database_url)
+    now = utcnow()
+    try:
+        upgrade(engine=engine, revision="0010")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO accounts (id, name, role, token_hash, created_at)"
+                    " VALUES (1, 'al', 'contestant', :h, :n)"
+                ),
+                {"h": "a" * 64, "n": now},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO bots (id, owner_id, name, url, rulesets, secret, status, created_at, updated_at)"
+                    " VALUES (7, 1, 'old', 'http://old.example/', '[]', 'x', 'ready', :n, :n)"
+                ),
+                {"n": now},
+            )
+        upgrade(engine=engine)
+        assert current(engine) == _head()
+        insert = text(
+            "INSERT INTO bots (id, owner_id, name, transport, url, rulesets, secret, status, created_at, updated_at)"
+            " VALUES (:id, 1, 'new', :t, NULL, '[]', 'x', 'unchecked', :n, :n)"
+        )
+        with engine.begin() as conn:
+            assert [tuple(r) for r in conn.execute(text("SELECT id, transport, url FROM bots"))] == [
+                (7, "http", "http://old.example/")
+            ]
+            conn.execute(insert, {"id": 8, "t": "connect", "n": now})
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(insert, {"id": 9, "t": "pigeon", "n": now})
+        with pytest.raises(RuntimeError, match="bots that connect exist"):
+            command.downgrade(alembic_config(engine=engine), "0010")
+        with engine.begin() as conn:
+            conn.execute(text("DELETE FROM bots WHERE id = 8"))
+        command.downgrade(alembic_config(engine=engine), "0010")
+        assert "transport" not in {c["name"] for c in inspect(engine).get_columns("bots")}
+    finally:
+        engine.dispose()
+
+
 def test_constraints_protect_the_data(engine, sessionmaker):
     with sessionmaker() as s:
         s.add(Account(name="x", role="contestant", token_hash="a" * 64))
