@@ -30,4 +30,16 @@ def start(bot, host="127.0.0.1", port=0, secret=None, threads=8):
     return _start(bot, host, port, secret, threads)
 
 
-__all__ = ["Bot", "Request", "PASS", "DOUBT", "THROUGH", "PROTOCOL_VERSION", "serve", "start", "connect", "Connection", "ConnectError"]
+__all__ = [
+    "Bot",
+    "Request",
+    "PASS",
+    "DOUBT",
+    "THROUGH",
+    "PROTOCOL_VERSION",
+    "serve",
+    "start",
+    "connect",
+    "Connection",
+    "ConnectError",
+]

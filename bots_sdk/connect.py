@@ -396,7 +396,12 @@ class Connection:
             log.warning("bot %s: request %s answered with an error: %s", self.bot_id, rid, payload.get("error"))
         text = wire.answer_frame(rid, payload)
         if len(text.encode("utf-8")) > wire.MAX_FRAME_BYTES:
-            log.error("bot %s: the answer to request %s is over %d bytes: sent an error", self.bot_id, rid, wire.MAX_FRAME_BYTES)
+            log.error(
+                "bot %s: the answer to request %s is over %d bytes: sent an error",
+                self.bot_id,
+                rid,
+                wire.MAX_FRAME_BYTES,
+            )
             text = wire.answer_frame(rid, {"error": f"answer over {wire.MAX_FRAME_BYTES} bytes"})
         try:
             await ws.send(text)
@@ -423,8 +428,10 @@ def _describe(e: BaseException) -> str:
         if e.rcvd is None:
             return "the connection dropped"
         meaning = wire.CLOSE_CODES.get(e.rcvd.code, "")
-        return f"closed with {e.rcvd.code}" + (f" ({meaning})" if meaning else "") + (
-            f": {e.rcvd.reason}" if e.rcvd.reason else ""
+        return (
+            f"closed with {e.rcvd.code}"
+            + (f" ({meaning})" if meaning else "")
+            + (f": {e.rcvd.reason}" if e.rcvd.reason else "")
         )
     return f"{type(e).__name__}: {e}"
 
@@ -480,4 +487,3 @@ def connect(
         conn.stop()
         conn.join(timeout=10)
     return conn
-

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from websockets.asyncio.server import ServerConnection, serve
 
 import engine
@@ -27,6 +28,7 @@ from bots_sdk import protocol, wire
 from bots_sdk.bot import Bot
 from bots_sdk.connect import ConnectError, connect
 from bots_sdk.samples import RandomBot
+from cli import main
 from engine.timebank import TimeRules
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,28 +82,33 @@ class Peer:
         auth = json.loads(await ws.recv())
         with self._cond:
             self.auths.append(auth)
-        if auth.get("type") != "auth" or auth.get("bot_id") != self.bot_id or not wire.auth_valid(auth, [self.secret], nonce):
+        if (
+            auth.get("type") != "auth"
+            or auth.get("bot_id") != self.bot_id
+            or not wire.auth_valid(auth, [self.secret], nonce)
+        ):
             with self._cond:
                 self.refused += 1
                 self._cond.notify_all()
             await ws.close(wire.CLOSE_AUTH_FAILED, "wrong signature")
             return
-        await ws.send(
-            json.dumps(
-                {
-                    "type": "welcome",
-                    "bot_id": self.bot_id,
-                    "name": "test-bot",
-                    "connection": secrets.token_hex(4),
-                    "max_frame_bytes": wire.MAX_FRAME_BYTES,
-                }
-            )
-        )
+        # counted before the welcome goes out: a bot that saw its welcome finds it here
         with self._cond:
             self._conns.append(ws)
             self.welcomed += 1
             self._cond.notify_all()
         try:
+            await ws.send(
+                json.dumps(
+                    {
+                        "type": "welcome",
+                        "bot_id": self.bot_id,
+                        "name": "test-bot",
+                        "connection": secrets.token_hex(4),
+                        "max_frame_bytes": wire.MAX_FRAME_BYTES,
+                    }
+                )
+            )
             async for text in ws:
                 self.answers.put(json.loads(text))
         finally:
@@ -343,7 +350,9 @@ def test_node_starter_authenticates_and_answers_legally(peer, ruleset):
             d = g.decision()
             if d is None:
                 break
-            req = protocol.build_request(g, d.seat, match_id="node", game=0, time_rules=TimeRules(), remaining_ms=60_000)
+            req = protocol.build_request(
+                g, d.seat, match_id="node", game=0, time_rules=TimeRules(), remaining_ms=60_000
+            )
             peer.send("request", f"r{n}", req)
             ans = peer.answer()
             assert ans["id"] == f"r{n}"
@@ -355,3 +364,39 @@ def test_node_starter_authenticates_and_answers_legally(peer, ruleset):
     finally:
         proc.terminate()
         proc.wait(WAIT_S)
+
+
+# -- the CLI and the docs ---------------------------------------------------------------------------
+def test_cli_refuses_without_a_secret_and_reports_a_fatal_close(peer, monkeypatch):
+    runner = CliRunner()
+    monkeypatch.delenv("ARENA_BOT_SECRET", raising=False)
+    monkeypatch.setenv("ARENA_GATEWAY_URL", peer.url)
+    refused = runner.invoke(main, ["bots", "connect", "--bot-id", str(BOT_ID), "random"])
+    assert refused.exit_code == 2 and "ARENA_BOT_SECRET" in refused.output
+    assert peer.auths == []  # it never connected
+    monkeypatch.setenv("ARENA_BOT_SECRET", "   ")
+    assert runner.invoke(main, ["bots", "connect", "--bot-id", str(BOT_ID), "random"]).exit_code == 2
+
+    monkeypatch.setenv("ARENA_BOT_SECRET", "c" * 64)  # the gateway URL from ARENA_GATEWAY_URL
+    wrong = runner.invoke(main, ["bots", "connect", "--bot-id", str(BOT_ID), "random"])
+    assert wrong.exit_code == 1
+    assert "4401" in wrong.output and "authentication failed" in wrong.output
+    assert peer.refused == 1
+
+    bad_url = runner.invoke(main, ["bots", "connect", "--bot-id", "1", "--gateway", "http://x/", "random"])
+    assert bad_url.exit_code == 2 and "--gateway" in bad_url.output
+
+
+def test_the_worked_example_of_the_protocol_doc_is_right():
+    text = (REPO / "docs" / "protocol.md").read_text()
+    section = text[text.index("## Bots that dial out") :]
+    block = section[section.index("```\nsecret") + 4 : section.index("```", section.index("```\nsecret") + 4)]
+    lines = dict(line.split(None, 1) for line in block.strip().splitlines())
+    challenge, auth = json.loads(lines["challenge"]), json.loads(lines["auth"])
+    assert lines["message"] == f"{auth['ts']}.{challenge['nonce']}"
+    assert auth["signature"] == wire.auth_signature(lines["secret"], auth["ts"], challenge["nonce"])
+    assert auth == json.loads(wire.auth_frame(12, lines["secret"], challenge["nonce"], now=int(auth["ts"])))
+    assert wire.auth_valid(auth, [lines["secret"]], challenge["nonce"], now=int(auth["ts"]))
+    assert f"**{wire.MAX_FRAME_BYTES:,} bytes**" in section
+    for code in wire.CLOSE_CODES:
+        assert f"| {code} |" in section
