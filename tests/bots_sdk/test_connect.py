@@ -395,7 +395,7 @@ def test_the_worked_example_of_the_protocol_doc_is_right():
     challenge, auth = json.loads(lines["challenge"]), json.loads(lines["auth"])
     assert lines["message"] == f"{auth['ts']}.{challenge['nonce']}"
     assert auth["signature"] == wire.auth_signature(lines["secret"], auth["ts"], challenge["nonce"])
-    assert auth == json.loads(wire.auth_frame(12, lines["secret"], challenge["nonce"], now=int(auth["ts"])))
+    assert auth == json.loads(wire.auth_frame(auth["bot_id"], lines["secret"], challenge["nonce"], now=int(auth["ts"])))
     assert wire.auth_valid(auth, [lines["secret"]], challenge["nonce"], now=int(auth["ts"]))
     assert f"**{wire.MAX_FRAME_BYTES:,} bytes**" in section
     for code in wire.CLOSE_CODES:
