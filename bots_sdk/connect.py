@@ -63,6 +63,8 @@ DEFAULT_THREADS = 8
 BACKOFF_INITIAL_S = 0.5
 #: Longest wait before reconnecting, seconds.
 BACKOFF_MAX_S = 30.0
+#: Seconds :meth:`Connection.stop` lets the connections close cleanly before cancelling them.
+STOP_GRACE_S = 2.0
 #: Seconds the opening handshake and the challenge-response may take before the attempt is dropped.
 OPEN_TIMEOUT_S = 10.0
 
@@ -273,6 +275,11 @@ class Connection:
             stopper = asyncio.create_task(stop.wait())
             await asyncio.wait([stopper, *slots], return_when=asyncio.FIRST_COMPLETED)
             stop.set()  # a fatal close ends the others too
+            # serving connections close (1000) and waiting ones return at once; one still in its
+            # handshake with a silent gateway is cancelled after a grace
+            _, pending = await asyncio.wait(slots, timeout=STOP_GRACE_S)
+            for task in pending:
+                task.cancel()
             await asyncio.gather(*slots, return_exceptions=True)
             stopper.cancel()
         finally:

@@ -400,3 +400,31 @@ def test_the_worked_example_of_the_protocol_doc_is_right():
     assert f"**{wire.MAX_FRAME_BYTES:,} bytes**" in section
     for code in wire.CLOSE_CODES:
         assert f"| {code} |" in section
+
+
+def test_stop_during_a_handshake_with_a_silent_gateway():
+    """A gateway that upgrades but never sends its challenge: stop() still ends the client."""
+    accepted = threading.Event()
+    loop = asyncio.new_event_loop()
+    ready: queue.Queue[int] = queue.Queue()
+
+    async def silent(ws: ServerConnection) -> None:
+        accepted.set()
+        await ws.wait_closed()
+
+    done = asyncio.Event()
+
+    async def main() -> None:
+        async with serve(silent, "127.0.0.1", 0) as server:
+            ready.put(server.sockets[0].getsockname()[1])
+            await done.wait()
+
+    thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
+    thread.start()
+    port = ready.get(timeout=WAIT_S)
+    conn = connect(RandomBot(), f"ws://127.0.0.1:{port}", bot_id=BOT_ID, secret=SECRET, background=True)
+    assert accepted.wait(WAIT_S)
+    conn.stop()
+    assert conn.join(timeout=WAIT_S) and not conn.running and conn.error is None
+    loop.call_soon_threadsafe(done.set)
+    thread.join(WAIT_S)
