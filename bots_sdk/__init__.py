@@ -2,14 +2,17 @@
 
 * :class:`Bot` (:mod:`bots_sdk.bot`): subclass it, override ``play``/``doubt``/... ;
 * :func:`serve` / :func:`start` (:mod:`bots_sdk.server`): run it as an HTTP server;
+* :func:`connect` (:mod:`bots_sdk.connect`): or have it dial out to an arena gateway over
+  WebSocket (no listening socket; :mod:`bots_sdk.wire` has the frames);
 * :mod:`bots_sdk.protocol`: messages, JSON Schemas and HMAC signatures of protocol v1;
 * :mod:`bots_sdk.samples`: ``random``, ``greedy`` and ``heuristic`` sample bots
   (:data:`bots_sdk.samples.SAMPLE_BOTS`).
 
-Depends on the rules ``engine`` and on waitress only (jsonschema when validating).
+Depends on the rules ``engine``, waitress and websockets only (jsonschema when validating).
 """
 
 from bots_sdk.bot import DOUBT, PASS, THROUGH, Bot, Request
+from bots_sdk.connect import ConnectError, Connection, connect
 from bots_sdk.protocol import PROTOCOL_VERSION
 from bots_sdk.server import serve as _serve
 from bots_sdk.server import start as _start
@@ -27,4 +30,16 @@ def start(bot, host="127.0.0.1", port=0, secret=None, threads=8):
     return _start(bot, host, port, secret, threads)
 
 
-__all__ = ["Bot", "Request", "PASS", "DOUBT", "THROUGH", "PROTOCOL_VERSION", "serve", "start"]
+__all__ = [
+    "Bot",
+    "Request",
+    "PASS",
+    "DOUBT",
+    "THROUGH",
+    "PROTOCOL_VERSION",
+    "serve",
+    "start",
+    "connect",
+    "Connection",
+    "ConnectError",
+]

@@ -75,6 +75,36 @@ def connection_limit() -> int:
     return max(1, min(CONNECTION_LIMIT, soft - FILE_RESERVE))
 
 
+#: The HTTP status line of each status :func:`handle` returns.
+STATUS_LINES = {200: "200 OK", 400: "400 Bad Request", 500: "500 Internal Server Error"}
+
+
+def handle(bot: Bot, message: Any) -> tuple[int, dict]:
+    """Answer one parsed protocol v1 message, the same over HTTP and over a WebSocket
+    connection (:mod:`bots_sdk.connect`): ``(status, payload)``.
+
+    * a decision request: ``(200, the bot's action)``;
+    * a notice (``match_start``/``match_end``): ``(200, {"ok": true})`` after the bot's
+      :meth:`~bots_sdk.bot.Bot.notice`;
+    * not a JSON object of protocol 1, or an unknown ``type``: ``(400, {"error": message})``;
+    * the bot raised: ``(500, {"error": "<Exception>: <message>"})`` (at most 500 characters;
+      logged with its traceback).
+    """
+    if not isinstance(message, dict) or message.get("protocol") != protocol.PROTOCOL_VERSION:
+        return 400, {"error": 'body must be a JSON object with "protocol": 1'}
+    kind = message.get("type")
+    try:
+        if kind == "decision":
+            return 200, bot.decide(message)
+        if kind in ("match_start", "match_end"):
+            bot.notice(message)
+            return 200, {"ok": True}
+    except Exception as e:  # the bot's own error: a 500 the arena records as a fault
+        log.exception("bot %s failed on a %s message", bot.name, kind)
+        return 500, {"error": f"{type(e).__name__}: {e}"[:500]}
+    return 400, {"error": f"unknown message type {kind!r}"}
+
+
 def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protocol.MAX_SKEW_S) -> Callable:
     """The WSGI application serving ``bot`` (see the module docstring for routes and errors)."""
 
@@ -110,21 +140,8 @@ def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protoco
             message = protocol.loads(body)
         except ValueError:
             return respond(start_response, "400 Bad Request", {"error": "body is not JSON"})
-        if not isinstance(message, dict) or message.get("protocol") != protocol.PROTOCOL_VERSION:
-            return respond(
-                start_response, "400 Bad Request", {"error": 'body must be a JSON object with "protocol": 1'}
-            )
-        kind = message.get("type")
-        try:
-            if kind == "decision":
-                return respond(start_response, "200 OK", bot.decide(message))
-            if kind in ("match_start", "match_end"):
-                bot.notice(message)
-                return respond(start_response, "200 OK", {"ok": True})
-        except Exception as e:  # the bot's own error: a 500 the arena records as a fault
-            log.exception("bot %s failed on a %s message", bot.name, kind)
-            return respond(start_response, "500 Internal Server Error", {"error": f"{type(e).__name__}: {e}"[:500]})
-        return respond(start_response, "400 Bad Request", {"error": f"unknown message type {kind!r}"})
+        status, payload = handle(bot, message)
+        return respond(start_response, STATUS_LINES[status], payload)
 
     return app
 

@@ -1,4 +1,4 @@
-"""``arena play``, ``arena bots serve`` and ``arena logs verify``: the local runner and friends.
+"""``arena play``, ``arena bots serve``/``connect`` and ``arena logs verify``: the local runner and friends.
 
 ``arena play`` runs matches with :class:`arena.runner.match.Match`, the same code the service's
 workers run, so rules, time accounting and faults are identical; it only adds seat rotation
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import random
 import sys
@@ -28,6 +29,9 @@ from arena.runner.players import HttpPlayer, LocalPlayer, Player
 from arena.runner.replay import verify_logs
 from arena.seeds import derive_seed
 from bots_sdk.bot import Bot
+from bots_sdk.connect import ConnectError
+from bots_sdk.connect import connect as connect_bot
+from bots_sdk.protocol import PROTOCOL_VERSION
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import serve
 from cli import parse_options_json
@@ -283,7 +287,7 @@ def _results_table(table: Table, stats: dict[str, dict[str, float]]) -> Table:
 
 @click.group("bots")
 def bots() -> None:
-    """Sample bots and your own bots as HTTP servers."""
+    """Sample bots and your own bots: as HTTP servers, or dialing out to a gateway."""
 
 
 @bots.command("serve")
@@ -305,6 +309,59 @@ def bots_serve(name: str, host: str, port: int, secret: str | None, seed: int | 
     if isinstance(bot, str):
         raise click.BadParameter("serve a sample name or module:Class, not a URL")
     serve(bot, host, port, secret)
+
+
+@bots.command("connect")
+@click.argument("name")
+@click.option("--bot-id", type=click.IntRange(min=1), required=True, help="The bot's id at the arena.")
+@click.option(
+    "--gateway",
+    default=None,
+    envvar="ARENA_GATEWAY_URL",
+    help="The gateway, ws:// or wss:// (a bare host:port gets /v1/bots; env ARENA_GATEWAY_URL).",
+)
+@click.option("--pool", type=click.IntRange(1, 64), default=1, show_default=True, help="Connections to keep open.")
+@click.option("--threads", type=click.IntRange(min=1), default=8, show_default=True, help="Decisions run at once.")
+@click.option("--seed", type=int, default=None, help="Seed of a sample bot.")
+def bots_connect(name: str, bot_id: int, gateway: str | None, pool: int, threads: int, seed: int | None) -> None:
+    """Run bot NAME (a sample name or module:Class) over WebSocket connections it opens to an
+    arena gateway, until Ctrl-C; reconnects with backoff after any drop. The signing secret
+    comes from the environment, ARENA_BOT_SECRET (never the command line). Opens no port."""
+
+    secret = os.environ.get("ARENA_BOT_SECRET", "")
+    if not secret.strip():
+        raise click.UsageError(
+            "no signing secret: export ARENA_BOT_SECRET (the secret the arena gave when the bot was"
+            " registered); it proves the bot to the gateway and never travels"
+        )
+    if not gateway or not gateway.strip():
+        raise click.BadParameter("give the gateway URL, or set ARENA_GATEWAY_URL", param_hint="--gateway")
+    if not gateway.startswith(("ws://", "wss://")):
+        raise click.BadParameter(f"{gateway!r} is not a ws:// or wss:// URL", param_hint="--gateway")
+    bot = resolve_bot(name, seed=seed)
+    if isinstance(bot, str):
+        raise click.BadParameter("connect a sample name or module:Class, not a URL")
+    # the connections' story (welcomed, dropped, reconnecting in N s) on stderr
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("bots_sdk").setLevel(logging.INFO)
+    try:
+        conn = connect_bot(bot, gateway, bot_id=bot_id, secret=secret, pool=pool, threads=threads, background=True)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--gateway") from None
+    click.echo(
+        f"bot {bot.name!r} (id {bot_id}) connecting to {conn.url} with {pool} connection{'s' * (pool > 1)}"
+        f" (protocol {PROTOCOL_VERSION}; no listening socket); Ctrl-C stops",
+        err=True,
+    )
+    try:
+        if conn.wait_authenticated(1):
+            click.echo(f"connected: the gateway welcomed the bot as {(conn.welcome or {}).get('name')!r}", err=True)
+        conn.join()
+    except ConnectError as e:
+        raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:
+        conn.stop()
+        conn.join(timeout=10)
 
 
 @click.group("logs")

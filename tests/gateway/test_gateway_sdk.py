@@ -1,0 +1,96 @@
+"""The SDK's client (bots_sdk.connect) and the Node starter against the real gateway, real
+Redis and the worker-side player: whole matches with no fault, and a refused secret."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from arena import relay
+from arena.runner.connected import ConnectedPlayer
+from arena.runner.match import Match, MatchConfig
+from arena.runner.players import LocalPlayer
+from bots_sdk import ConnectError, connect, wire
+from bots_sdk.samples import SAMPLE_BOTS
+from engine.timebank import TimeRules
+from tests.gateway.test_gateway import SECRETS, RunningGateway
+
+pytestmark = pytest.mark.services
+
+NODE = shutil.which("node")
+NODE_STARTER = Path(__file__).resolve().parents[2] / "starters" / "node"
+
+
+@pytest.fixture
+def broker(redis_url: str) -> Iterator[str]:
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(relay.PREFIX + "*"):
+        client.delete(key)
+    yield redis_url
+
+
+@pytest.fixture
+def gateway(broker: str) -> Iterator[RunningGateway]:
+    """The gateway of tests/gateway/test_gateway.py (bots 7 and 8 connect; their SECRETS)."""
+    g = RunningGateway(broker)
+    yield g
+    g.close()
+
+
+def _player(broker_url: str, bot_id: int) -> ConnectedPlayer:
+    return ConnectedPlayer(bot_id, redis.Redis.from_url(broker_url), f"b#{bot_id}")
+
+
+@pytest.mark.parametrize("ruleset", ["million_doubt", "jdf", "trump_millionaire"])
+def test_an_sdk_bot_plays_a_match_through_the_gateway(gateway: RunningGateway, broker: str, ruleset: str) -> None:
+    bot = SAMPLE_BOTS["heuristic"](seed=1)
+    with connect(bot, gateway.url, bot_id=7, secret=SECRETS[7], pool=2, background=True) as conn:
+        assert conn.wait_authenticated(timeout=30)
+        config = MatchConfig(ruleset, {}, seed=5, games=2, time_rules=TimeRules.from_seconds(10, 1, 10))
+        players = [_player(broker, 7)] + [LocalPlayer(SAMPLE_BOTS["random"](seed=s)) for s in range(2, 5)]
+        seats = 2 if ruleset == "million_doubt" else 4
+        log = Match(players[:seats], config).play()
+    assert log["faults"] == []
+    assert log["result"] is not None
+    assert sum(len(g["exchanges"]) for g in log["games"]) > 5
+
+
+def test_an_sdk_bot_with_a_wrong_secret_stops_with_4401(gateway: RunningGateway) -> None:
+    conn = connect(SAMPLE_BOTS["random"](), gateway.url, bot_id=7, secret="not-the-secret", background=True)
+    with pytest.raises(ConnectError) as refused:
+        conn.join(timeout=30)
+    assert refused.value.code == wire.CLOSE_AUTH_FAILED
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.skipif(
+    not (NODE_STARTER / "node_modules" / "ws").is_dir(),
+    reason="starters/node/node_modules missing: run `npm ci --prefix starters/node`",
+)
+def test_the_node_starter_plays_a_match_through_the_gateway(gateway: RunningGateway, broker: str) -> None:
+    assert NODE is not None
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "ARENA_BOT_SECRET": SECRETS[7],
+        "ARENA_BOT_ID": "7",
+        "ARENA_GATEWAY_URL": gateway.url,
+    }
+    proc = subprocess.Popen([NODE, str(NODE_STARTER / "bot.js")], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # "connected to ... as b#7 (bot 7)" once welcomed
+        assert line.startswith("connected to") and "bot 7" in line, line
+        config = MatchConfig("jdf", {}, seed=9, games=1, time_rules=TimeRules.from_seconds(10, 1, 10))
+        players = [_player(broker, 7)] + [LocalPlayer(SAMPLE_BOTS["greedy"](seed=s)) for s in range(3)]
+        log = Match(players, config).play()
+        assert log["faults"] == []
+        assert log["result"] is not None
+    finally:
+        proc.terminate()
+        proc.wait(30)
