@@ -638,6 +638,33 @@ def signature_probe(
     }
 
 
+def _new_check(
+    rulesets: list[str], stage: str, on_progress: ProgressFn | None
+) -> tuple[dict[str, Any], dict[str, Any], Callable[[str], None]]:
+    """A check's empty outcome (module docstring shape), its progress at ``stage``, and the
+    ``report(stage)`` that records a stage and calls ``on_progress``."""
+    result: dict[str, Any] = {
+        "ok": False,
+        "url": {"ok": True, "error": None},
+        "health": None,
+        "signature": None,
+        "conformance": [],
+        "warnings": [],
+        "warning_codes": [],
+    }
+    progress: dict[str, Any] = {
+        "stage": stage,
+        "rulesets": {rs: _kinds_table(rs) for rs in rulesets if rs in DECISION_KINDS},
+    }
+
+    def report(stage: str) -> None:
+        progress["stage"] = stage
+        if on_progress is not None:
+            on_progress(progress)
+
+    return result, progress, report
+
+
 def check_bot(
     url: str,
     rulesets: list[str],
@@ -655,24 +682,7 @@ def check_bot(
     gets ``{"stage": "url" | "health" |
     "signature" | "conformance" | "done", "rulesets": {ruleset: {kind: {"asked", "faults"}}}}``.
     Never raises for the bot's behaviour."""
-    result: dict[str, Any] = {
-        "ok": False,
-        "url": {"ok": True, "error": None},
-        "health": None,
-        "signature": None,
-        "conformance": [],
-        "warnings": [],
-        "warning_codes": [],
-    }
-    progress: dict[str, Any] = {
-        "stage": "url",
-        "rulesets": {rs: _kinds_table(rs) for rs in rulesets if rs in DECISION_KINDS},
-    }
-
-    def report(stage: str) -> None:
-        progress["stage"] = stage
-        if on_progress is not None:
-            on_progress(progress)
+    result, progress, report = _new_check(rulesets, "url", on_progress)
 
     deadline = None if limit_s is None else time.monotonic() + float(limit_s)
     report("url")
@@ -823,24 +833,7 @@ def check_connected_bot(
     :class:`~arena.runner.connected.ConnectedPlayer`. The same outcome shape (``url``:
     ``{"ok": True, "error": None}``; ``signature``: the probe's result). Never raises for the
     bot's behaviour."""
-    result: dict[str, Any] = {
-        "ok": False,
-        "url": {"ok": True, "error": None},
-        "health": None,
-        "signature": None,
-        "conformance": [],
-        "warnings": [],
-        "warning_codes": [],
-    }
-    progress: dict[str, Any] = {
-        "stage": "health",
-        "rulesets": {rs: _kinds_table(rs) for rs in rulesets if rs in DECISION_KINDS},
-    }
-
-    def report(stage: str) -> None:
-        progress["stage"] = stage
-        if on_progress is not None:
-            on_progress(progress)
+    result, progress, report = _new_check(rulesets, "health", on_progress)
 
     deadline = None if limit_s is None else time.monotonic() + float(limit_s)
     player = ConnectedPlayer(bot_id, client, "candidate", reconnect_s=reconnect_s)
