@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import redis
 from hypothesis import settings
 
 # Test bots live on 127.0.0.1: the bot connections' SSRF policy (arena.bot_transport)
@@ -233,6 +234,29 @@ def _xdist_broker_url() -> str | None:
     if not worker.startswith("gw") or not urls:
         return None
     return urls[int(worker[2:]) % len(urls)]
+
+
+#: The task queues of the arena (and kombu's per-priority lists and unacked records) that a test's
+#: workers consume; see :func:`_no_stale_tasks`.
+_TASK_QUEUES = ("arena", "arena.priority", "arena.checks")
+_KOMBU_KEYS = ("unacked", "unacked_index")
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_tasks(request: pytest.FixtureRequest) -> None:
+    """Empty the task queues of the test's Redis before a test that uses it.
+
+    Tests of one xdist worker share its Redis but each gets a fresh database, whose ids start
+    at 1 again: a task an earlier test left unconsumed (``arena.check_bot(1)``, say) would be
+    taken by this test's worker and claim this test's row 1 (a second ``attempts``)."""
+    if "redis_url" not in request.fixturenames:
+        return
+    client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+    try:
+        keys = [q + suffix for q in _TASK_QUEUES for suffix in ("", "\x06\x163", "\x06\x166", "\x06\x169")]
+        client.delete(*keys, *_KOMBU_KEYS)
+    finally:
+        client.close()
 
 
 # --------------------------------------------------------------------------- celery worker
