@@ -215,6 +215,9 @@ def test_the_quick_tour_with_bots_that_dial_out(tour: Tour) -> None:
             "the check over",
         )
         assert mine["status"] == "ready" and mine["warnings"] == [], mine["last_check"]
+        page = pages.get(f"/ui/bots/{bot_id}").text
+        assert 'id="check-result" class="ok"' in page
+        assert "Authentication check (a connection with a wrong proof)" in page and "closed with 4401" in page
 
         # the organizer: a tournament of the three ready bots
         t = organizer.post(
