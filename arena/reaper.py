@@ -8,8 +8,10 @@ again every ``running`` match whose lease (``ARENA_LEASE_S``) expired
 every ``queued`` match missing from the broker (:func:`broker_match_ids`) for
 ``ARENA_LOST_AFTER_S`` (:func:`arena.lifecycle.lost_queued`); (3) sends
 ``arena.enqueue_tournament`` again for stalled starts
-(:func:`arena.lifecycle.stalled_tournaments`). Re-sent matches get a ``queued`` event
-(:func:`arena.live.announce`). Steps 0-2 are skipped for a run when Redis cannot be read.
+(:func:`arena.lifecycle.stalled_tournaments`); (4) sweeps the keys of bots that dial out
+(:func:`arena.relay.sweep`: presence of dead gateways and ended leases, stale requests, wake-up
+lists of dead gateways) and reports the live gateways. Re-sent matches get a ``queued`` event
+(:func:`arena.live.announce`). Steps 0-2 and 4 are skipped for a run when Redis cannot be read.
 A match is never played twice at once (the delivery skips a live lease) and a result is
 stored once. Design: docs/operations.md, "Leases and the reaper".
 """
@@ -29,7 +31,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena import lifecycle, spool
+from arena import lifecycle, relay, spool
 from arena.config import Settings
 from arena.db.models import Match
 from arena.db.session import shared_sessions
@@ -66,6 +68,8 @@ class ReapReport:
     spooled: list[int] = field(default_factory=list)
     waiting: list[int] = field(default_factory=list)
     broker_checked: bool = False
+    #: step 4: the live gateways and what was dropped (None: Redis not read)
+    gateways: relay.Sweep | None = None
 
     def __str__(self) -> str:
         return (
@@ -211,9 +215,29 @@ def reap(
             log.warning("reaper: %s", exc)
         else:
             _announce_queued(settings, factory, todo)
+    _sweep_gateways(rc, report)
     if todo or report.stalled or report.spooled or report.waiting:
         log.warning(str(report))
     return report
+
+
+#: The live gateways of the last run (their change is logged).
+_last_gateways: set[str] | None = None
+
+
+def _sweep_gateways(client: redis.Redis, report: ReapReport) -> None:
+    """Step 4 (module docstring): fills ``report.gateways``; logs the live gateways when they
+    changed since the last run, or when something was dropped."""
+    global _last_gateways
+    try:
+        report.gateways = relay.sweep(client)
+    except redis.RedisError as exc:
+        log.warning("reaper: cannot sweep the gateways' keys (%s)", type(exc).__name__)
+        return
+    live = set(report.gateways.gateways)
+    if live != _last_gateways or report.gateways.presence or report.gateways.stale or report.gateways.wake:
+        log.info("reaper: %s", report.gateways)
+    _last_gateways = live
 
 
 def _store_spooled(settings: Settings, factory: sessionmaker[Session], client: redis.Redis, report: ReapReport) -> None:

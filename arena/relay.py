@@ -137,3 +137,91 @@ def presence(client: redis.Redis, bot_ids: list[int]) -> dict[int, Presence]:
                 pass
         out[b] = Presence(len(live), min(sinces) if sinces else None)
     return out
+
+
+#: Seconds past its deadline a request envelope stays in a request list before the reaper
+#: drops it (its worker gave up at the deadline; the gateway drops it too when it pops it).
+STALE_AFTER_S = 60.0
+#: Seconds a connection must have been open before the reaper drops its presence for a dead
+#: gateway (a gateway writes its alive key before it takes connections).
+DEAD_GATEWAY_GRACE_S = 10.0
+#: Keys per SCAN step of :func:`sweep`.
+SCAN_COUNT = 1000
+
+
+class Sweep(NamedTuple):
+    """What :func:`sweep` saw and did.
+
+    ``gateways``: live gateway id -> connections it holds (presence members); ``presence``:
+    members dropped (lease ended, or their gateway is dead); ``stale``: request envelopes
+    dropped (over :data:`STALE_AFTER_S` past their deadline); ``wake``: wake-up lists of dead
+    gateways deleted."""
+
+    gateways: dict[str, int]
+    presence: int
+    stale: int
+    wake: int
+
+    def __str__(self) -> str:
+        held = sum(self.gateways.values())
+        return (
+            f"gateways: {len(self.gateways)} live {sorted(self.gateways)} holding {held} connection(s); "
+            f"dropped {self.presence} presence lease(s), {self.stale} stale request(s), "
+            f"{self.wake} wake-up list(s) of dead gateways"
+        )
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+
+def sweep(client: redis.Redis) -> Sweep:
+    """The reaper's pass over the keys of bots that dial out (docs/operations.md, "Gateways").
+
+    Every key involved also expires by itself (leases, request lists after
+    ``REQUEST_LIST_TTL_S``); this only makes it sooner and says what runs:
+
+    * presence (``conns:<bot>``, ``acct:<account>``): drops members whose lease ended, and
+      members of gateways whose alive key is gone (a killed gateway's connections otherwise
+      count against the caps, and show the bot connected, until their 30 s leases end);
+    * request lists (``req:<bot>``): drops envelopes more than :data:`STALE_AFTER_S` past their
+      deadline (left by a worker that died, or notices for a bot that never came back);
+    * wake-up lists (``wake:<gw>``) of gateways whose alive key is gone (they have no TTL).
+
+    Raises:
+        redis.RedisError: Redis cannot be read.
+    """
+    secs, micros = client.time()
+    now = float(secs) + float(micros) / 1e6
+    alive_prefix = PREFIX + "alive:"
+    gateways = {_text(k)[len(alive_prefix) :]: 0 for k in client.scan_iter(alive_prefix + "*", count=SCAN_COUNT)}
+    presence = stale = wake = 0
+    for pattern in (conns_key("*"), account_key("*")):
+        counting = pattern == conns_key("*")
+        for key in client.scan_iter(pattern, count=SCAN_COUNT):
+            drop: list[Any] = []
+            rows: list[Any] = list(client.zrange(key, 0, -1, withscores=True))
+            for raw, score in rows:
+                m = _text(raw)
+                gw, _, rest = m.partition("|")
+                try:
+                    since = float(rest.rsplit("|", 1)[1])
+                except (IndexError, ValueError):
+                    since = 0.0
+                if float(score) <= now or (gw not in gateways and since < now - DEAD_GATEWAY_GRACE_S):
+                    drop.append(raw)
+                elif counting and gw in gateways:
+                    gateways[gw] += 1
+            if drop:
+                presence += int(client.zrem(key, *drop))
+    for key in client.scan_iter(request_key("*"), count=SCAN_COUNT):
+        items: list[Any] = list(client.lrange(key, 0, -1))
+        for raw in items:
+            env = parse_envelope(raw)
+            if env is None or env.deadline_ms < (now - STALE_AFTER_S) * 1000:
+                stale += int(client.lrem(key, 1, raw))
+    wake_prefix = PREFIX + "wake:"
+    for key in client.scan_iter(wake_prefix + "*", count=SCAN_COUNT):
+        if _text(key)[len(wake_prefix) :] not in gateways:
+            wake += int(client.delete(key))
+    return Sweep(gateways, presence, stale, wake)

@@ -10,6 +10,11 @@ progress bar polling ``GET /tournaments/{id}``; then the standings, every match 
 ``DIR/logs`` (replayed through the engine), ``DIR/demo.json`` (API URL, tokens, tournament
 id) and where to open the replay pages. ``--serve`` keeps the API and the pages up until
 Ctrl-C. Sizes: :data:`DEMO_SIZES`. Step by step: docs/design-notes.md, "The demo".
+
+``--connect``: the sample bots are registered as bots that connect and dial out
+(:func:`bots_sdk.connect`) to a gateway run in this process, through a Redis
+(``ARENA_BROKER_URL``): a throwaway ``redis-server`` the demo starts and stops, or
+``--redis-url`` (:mod:`cli.demo_services`); ``ARENA_ALLOW_PRIVATE_BOT_URLS`` is ``0`` then.
 """
 
 from __future__ import annotations
@@ -33,11 +38,14 @@ from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
 from arena.runner.replay import verify_logs
+from arena.usecases.bots import Credentials, credentials
+from bots_sdk import Connection, connect
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import BotServer
 from bots_sdk.server import start as start_bot
 from cli.client import ApiClient, ApiError, download_logs
 from cli.compose import make_app
+from cli.demo_services import DemoGateway, DemoRedis
 from cli.servers import WsgiServer
 from cli.tournament import progress_bar, standings_table
 
@@ -66,6 +74,8 @@ DEMO_SIZES: dict[str, dict[str, Any]] = {
         "about": "1 table x 4 seat rotations, each a match of 1 set of 4 games (shortened from 3 sets)",
     },
 }
+#: Seconds a demo bot that dials out may take to be welcomed by the gateway.
+CONNECT_WAIT_S = 30.0
 #: TIME-1 rules of the demo tournament, seconds (the service's defaults).
 DEMO_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 
@@ -120,11 +130,15 @@ def run_demo(
     serve: bool = False,
     seed: int | None = None,
     games_per_pairing: int | None = None,
+    connect_bots: bool = False,
+    redis_url: str | None = None,
     console=None,
 ) -> DemoResult:
     """Run the demo (module docstring); prints to ``console`` (a rich Console).
 
-    With ``serve`` the API keeps running after the tournament until KeyboardInterrupt.
+    With ``serve`` the API keeps running after the tournament until KeyboardInterrupt. With
+    ``connect_bots`` the bots dial out through a gateway and Redis (``redis_url``, or a
+    throwaway ``redis-server``).
 
     Raises:
         click.ClickException: a step failed (the message says which), e.g. the port is taken.
@@ -142,16 +156,74 @@ def run_demo(
             "ARENA_DATA_DIR": str(out),
             "ARENA_DATABASE_URL": db_url,
             "ARENA_CELERY_EAGER": "1",
-            "ARENA_ALLOW_PRIVATE_BOT_URLS": "1",
+            "ARENA_ALLOW_PRIVATE_BOT_URLS": "0" if connect_bots else "1",
         }
     )
+    db_engine = make_engine(db_url)
+    dialout = _DialOut(db_engine, redis_url) if connect_bots else None
+    try:
+        return _run(ruleset, out, db_url, db_engine, dialout, port, serve, seed, games_per_pairing, console, started)
+    finally:
+        if dialout is not None:
+            dialout.close()
+        db_engine.dispose()
 
+
+class _DialOut:
+    """The demo's Redis and gateway (``--connect``), and the bots' connections to close."""
+
+    def __init__(self, db_engine: Any, redis_url: str | None):
+        self.redis = DemoRedis(redis_url)
+        sessions = make_sessionmaker(db_engine)
+
+        def read(bot_id: int) -> Credentials | None:
+            with sessions() as session:
+                return credentials(session, bot_id)
+
+        try:
+            self.gateway = DemoGateway(self.redis.url, read)
+        except BaseException:
+            self.redis.close()
+            raise
+        os.environ.update({"ARENA_BROKER_URL": self.redis.url, "ARENA_GATEWAY_URL": self.gateway.url})
+        self.connections: list[Connection] = []
+
+    def close(self) -> None:
+        for conn in self.connections:
+            conn.stop()
+        for conn in self.connections:
+            try:
+                conn.join(timeout=10)
+            except Exception:  # a connection's own failure: the demo is over anyway
+                pass
+        self.gateway.close()
+        self.redis.close()
+
+
+def _run(
+    ruleset: str,
+    out: Path,
+    db_url: str,
+    db_engine: Any,
+    dialout: _DialOut | None,
+    port: int,
+    serve: bool,
+    seed: int | None,
+    games_per_pairing: int | None,
+    console: Any,
+    started: float,
+) -> DemoResult:
     settings = Settings.from_env()
     size = DEMO_SIZES[ruleset]
     gpp = games_per_pairing or size["games_per_pairing"]
     seed = secrets.randbits(31) if seed is None else seed
+    how = (
+        f"4 sample bots dialing out to a gateway ({dialout.gateway.url}, Redis {dialout.redis.url})"
+        if dialout is not None
+        else "4 sample bots over HTTP"
+    )
     console.print(
-        f"[bold]Daifugo Arena demo[/bold]: {ruleset}, 4 sample bots over HTTP, "
+        f"[bold]Daifugo Arena demo[/bold]: {ruleset}, {how}, "
         f"SQLite at {out / 'arena.db'}, matches run in-process (eager mode)"
     )
     console.print(
@@ -160,7 +232,6 @@ def run_demo(
         f"time bank {DEMO_TIME_RULES['initial']:g} s +{DEMO_TIME_RULES['increment']:g} s per action; seed {seed}"
     )
 
-    db_engine = make_engine(db_url)
     upgrade(engine=db_engine)
     with make_sessionmaker(db_engine)() as session:
         _, organizer_token = create_account(session, "organizer", "organizer")
@@ -168,7 +239,6 @@ def run_demo(
     try:
         api_server = WsgiServer(make_app(settings, engine=db_engine), port=port)
     except OSError as exc:
-        db_engine.dispose()
         raise click.ClickException(f"cannot serve the API on 127.0.0.1:{port}: {exc.strerror or exc}") from None
     bot_servers: list[BotServer] = []
     try:
@@ -176,7 +246,7 @@ def run_demo(
         public = ApiClient(api_server.url, timeout_s=120.0)
         organizer = public.with_token(organizer_token)
         tokens = {"organizer": organizer_token}
-        bots = _register_bots(public, ruleset, tokens, bot_servers, console)
+        bots = _register_bots(public, ruleset, tokens, bot_servers, dialout, console)
 
         t = organizer.create_tournament(
             name=f"demo {ruleset}",
@@ -214,6 +284,8 @@ def run_demo(
                     "seed": seed,
                     "tokens": tokens,
                     "bots": {str(k): v for k, v in bots.items()},
+                    "transport": "connect" if dialout is not None else "http",
+                    "gateway_url": dialout.gateway.url if dialout is not None else None,
                 },
                 indent=2,
             )
@@ -231,31 +303,50 @@ def run_demo(
         for server in bot_servers:
             server.close()
         api_server.close()
-        db_engine.dispose()
 
 
 def _register_bots(
-    public: ApiClient, ruleset: str, tokens: dict[str, str], bot_servers: list[BotServer], console: Any
+    public: ApiClient,
+    ruleset: str,
+    tokens: dict[str, str],
+    bot_servers: list[BotServer],
+    dialout: _DialOut | None,
+    console: Any,
 ) -> dict[int, str]:
-    """Signs up each demo contestant, serves and registers its bot, and waits for its check;
-    returns bot id -> name. Raises click.ClickException when a check fails."""
+    """Signs up each demo contestant, registers its bot and serves it (or, with ``dialout``,
+    registers it as a bot that connects and starts it dialing out), and waits for its check;
+    returns bot id -> name. Raises click.ClickException when a bot fails to connect or a check
+    fails."""
     bots: dict[int, str] = {}
     for account, bot_name, sample, bot_seed in DEMO_BOTS:
         acc = public.create_account(account)
         tokens[account] = acc["token"]
         contestant = public.with_token(acc["token"])
-        bot_port = _free_port()
-        bot = contestant.register_bot(bot_name, f"http://127.0.0.1:{bot_port}/", [ruleset])
-        server = start_bot(SAMPLE_BOTS[sample](seed=bot_seed), "127.0.0.1", bot_port, bot["secret"])
-        bot_servers.append(server)
+        if dialout is None:
+            bot_port = _free_port()
+            bot = contestant.register_bot(bot_name, f"http://127.0.0.1:{bot_port}/", [ruleset])
+            server = start_bot(SAMPLE_BOTS[sample](seed=bot_seed), "127.0.0.1", bot_port, bot["secret"])
+            bot_servers.append(server)
+            where = f"at {server.url}"
+        else:
+            bot = contestant.register_bot(bot_name, None, [ruleset], transport="connect")
+            conn = connect(
+                SAMPLE_BOTS[sample](seed=bot_seed),
+                dialout.gateway.url,
+                bot_id=bot["id"],
+                secret=bot["secret"],
+                background=True,
+            )
+            dialout.connections.append(conn)
+            if not conn.wait_authenticated(timeout=CONNECT_WAIT_S):
+                raise click.ClickException(f"bot {bot_name} did not connect to {dialout.gateway.url}")
+            where = "dialing out"
         checked = contestant.check_bot(bot["id"])
         if checked["status"] != "ready":
             raise click.ClickException(f"bot {bot_name} failed its check: {json.dumps(checked['last_check'])[:300]}")
         contestant.close()
         bots[bot["id"]] = bot_name
-        console.print(
-            f"  account {account}: bot {bot_name!r} ({sample}) at {server.url} -> id {bot['id']}, check passed"
-        )
+        console.print(f"  account {account}: bot {bot_name!r} ({sample}) {where} -> id {bot['id']}, check passed")
 
     return bots
 
@@ -347,14 +438,42 @@ def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, 
     default=None,
     help="Override the demo's size (million_doubt: even games per pairing; others: rounds of 4 rotations).",
 )
+@click.option(
+    "--connect",
+    "connect_bots",
+    is_flag=True,
+    help="The sample bots dial out to a gateway (through Redis: a throwaway redis-server, or --redis-url).",
+)
+@click.option(
+    "--redis-url", default=None, metavar="URL", help="With --connect: a running Redis to use instead of starting one."
+)
 def demo(
-    ruleset: str, out_dir: Path, serve: bool, port: int | None, seed: int | None, games_per_pairing: int | None
+    ruleset: str,
+    out_dir: Path,
+    serve: bool,
+    port: int | None,
+    seed: int | None,
+    games_per_pairing: int | None,
+    connect_bots: bool,
+    redis_url: str | None,
 ) -> None:
     """Run a round-robin tournament of four sample bots end to end on embedded defaults.
 
     Real HTTP bots and API on 127.0.0.1, SQLite in --out, matches in-process; prints the
-    standings, writes every match log to DIR/logs and says where the replay pages are.
+    standings, writes every match log to DIR/logs and says where the replay pages are. With
+    --connect the bots dial out through a gateway instead (needs redis-server installed).
     """
+    if redis_url is not None and not connect_bots:
+        raise click.UsageError("--redis-url goes with --connect")
     if port is None:
         port = 8000 if serve else 0
-    run_demo(ruleset, out_dir, port=port, serve=serve, seed=seed, games_per_pairing=games_per_pairing)
+    run_demo(
+        ruleset,
+        out_dir,
+        port=port,
+        serve=serve,
+        seed=seed,
+        games_per_pairing=games_per_pairing,
+        connect_bots=connect_bots,
+        redis_url=redis_url,
+    )

@@ -5,6 +5,8 @@
 #
 #   bash infra/demo.sh                                  # Million Doubt
 #   bash infra/demo.sh --ruleset trump_millionaire      # or jdf; --out DIR; --serve --port N
+#   bash infra/demo.sh --connect                        # the bots dial out through a gateway
+#                                                       # (needs redis-server, or --redis-url URL)
 #
 # Arguments go to `arena demo` (see `.venv/bin/arena demo --help`); relative --out paths are
 # taken from the current directory.

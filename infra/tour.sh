@@ -3,29 +3,37 @@
 # finished tournament in the browser, on 127.0.0.1:
 #   PostgreSQL and Redis (infra/postgres.sh, infra/redis.sh), the site (`arena api`: REST API
 #   and the /ui pages, gunicorn), one Celery worker (`arena worker`: bot checks and matches),
-#   beat (`arena beat`: the reaper) and two sample bot servers (`arena bots serve greedy` and
-#   `heuristic`); an organizer account whose token is printed.
+#   beat (`arena beat`: the reaper), a gateway (`arena gateway`: bots that dial out connect to
+#   it), an organizer account whose token is printed, and two sample bots of that organizer
+#   (`greedy` and `heuristic`, every rule set) registered through the API as bots that connect,
+#   started with `arena bots connect` (they dial out: no listening port) and checked: ready.
 #
 #   bash infra/tour.sh           start (creates .venv first if needed); prints the addresses
 #   bash infra/tour.sh status    what is running
 #   bash infra/tour.sh stop      stop what it started (by pid) and throw the data away
 #
-# Env: ARENA_TOUR_PORT (site, default 8000), ARENA_TOUR_BOT_PORTS (default "8101 8102"),
+# Env: ARENA_TOUR_PORT (site, default 8000), ARENA_TOUR_GATEWAY_PORT (gateway, default 8765),
+#      ARENA_TOUR_DIR (state, logs and pids, default <repo>/.services/tour, gitignored),
 #      ARENA_PG_PORT / ARENA_REDIS_PORT (see infra/postgres.sh, infra/redis.sh).
-# Local only: bot URLs on 127.0.0.1 are allowed (ARENA_ALLOW_PRIVATE_BOT_URLS=1) and the
-# session cookie works over plain HTTP (ARENA_COOKIE_SECURE=0). Never expose this set-up.
-# The sample bots run without a signing secret (they cannot know it before you register
-# them): their check passes with a warning about the badly signed request. A real bot is
-# started with the secret its page shows (bots_sdk.serve(bot, secret=...)).
-# State, logs and pids: <repo>/.services/tour/ (gitignored).
+# Bot URLs on 127.0.0.1 are refused as on a real site: every bot of the tour dials out. Export
+# ARENA_ALLOW_PRIVATE_BOT_URLS=1 before starting it to register bots served over HTTP on this
+# machine too. The session cookie works over plain HTTP (ARENA_COOKIE_SECURE=0): a local set-up,
+# never expose it.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-STATE="$REPO/.services/tour"
+STATE="${ARENA_TOUR_DIR:-$REPO/.services/tour}"
 PORT="${ARENA_TOUR_PORT:-8000}"
-read -r -a BOT_PORTS <<<"${ARENA_TOUR_BOT_PORTS:-8101 8102}"
+GATEWAY_PORT="${ARENA_TOUR_GATEWAY_PORT:-8765}"
 ARENA="$REPO/.venv/bin/arena"
+PY="$REPO/.venv/bin/python"
 SITE="http://127.0.0.1:$PORT"
+GATEWAY="ws://127.0.0.1:$GATEWAY_PORT/v1/bots"
+#: the processes, in the order `stop` ends them: the worker first (a warm shutdown: its running
+#: matches finish while the bots still answer), the site last
+PROCESSES=(beat worker bot2 bot1 gateway site)
+#: the sample bots: process name and sample bot
+SAMPLES=("bot1 greedy" "bot2 heuristic")
 
 die() { echo "tour.sh: $*" >&2; exit 1; }
 
@@ -56,8 +64,7 @@ spawn() {  # spawn NAME COMMAND...: a background process in its own session, pid
 
 stop() {
     local name pid
-    # the worker first: its running matches finish (a warm shutdown) while the bots still answer
-    for name in beat worker bot2 bot1 site; do
+    for name in "${PROCESSES[@]}"; do
         if alive "$name"; then
             pid="$(cat "$STATE/$name.pid")"
             kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
@@ -78,7 +85,7 @@ stop() {
 
 status() {
     local name
-    for name in site worker beat bot1 bot2; do
+    for name in site worker beat gateway bot1 bot2; do
         if alive "$name"; then echo "$name: running (pid $(cat "$STATE/$name.pid"))"; else echo "$name: stopped"; fi
     done
 }
@@ -90,12 +97,54 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+api() {  # api METHOD PATH: the API's JSON answer, as the organizer
+    curl -sf -X "$1" "$SITE$2" -H "Authorization: Bearer $(cat "$STATE/organizer-token")"
+}
+field() {  # field NAME < JSON: one top-level field of a JSON object
+    "$PY" -c 'import json, sys; v = json.load(sys.stdin)[sys.argv[1]]; print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)' "$1"
+}
+bot_connected() { api GET "/api/v1/bots/$1" | field presence | grep -q '"connected": true'; }
+bot_checked() {  # the check of bot $1 is over (ready, or failed)
+    local s; s="$(api GET "/api/v1/bots/$1" | field status)"; [[ "$s" == ready || "$s" == failed ]]
+}
+
+start_samples() {  # register the sample bots as bots that connect, start them dialing out, check them
+    local entry name sample bot id secret ids=()
+    for entry in "${SAMPLES[@]}"; do
+        read -r name sample <<<"$entry"
+        bot="$(ARENA_API_URL="$SITE" ARENA_TOKEN="$(cat "$STATE/organizer-token")" "$ARENA" bots register "$sample" \
+            --connect --ruleset million_doubt --ruleset trump_millionaire --ruleset jdf --json 2>>"$STATE/upgrade.log")" \
+            || { stop >/dev/null; die "registering the sample bot $sample failed (see $STATE/upgrade.log)"; }
+        id="$(field id <<<"$bot")"
+        secret="$(field secret <<<"$bot")"
+        # the secret goes to the bot through its environment, never on a command line
+        ARENA_BOT_SECRET="$secret" spawn "$name" "$ARENA" bots connect --bot-id "$id" --gateway "$GATEWAY" "$sample"
+        echo "$id" >"$STATE/$name.id"
+        ids+=("$id")
+    done
+    for entry in "${SAMPLES[@]}"; do
+        read -r name sample <<<"$entry"
+        wait_for "$name" "the sample bot $sample (connecting to $GATEWAY)" bot_connected "$(cat "$STATE/$name.id")"
+    done
+    for id in "${ids[@]}"; do
+        api POST "/api/v1/bots/$id/check" >/dev/null || { stop >/dev/null; die "the check of sample bot $id was refused"; }
+    done
+    for entry in "${SAMPLES[@]}"; do
+        read -r name sample <<<"$entry"
+        id="$(cat "$STATE/$name.id")"
+        wait_for worker "the check of the sample bot $sample" bot_checked "$id"
+        if [[ "$(api GET "/api/v1/bots/$id" | field status)" != ready ]]; then
+            api GET "/api/v1/bots/$id" | field last_check >&2 || true
+            stop >/dev/null
+            die "the sample bot $sample failed its check (everything started is stopped again); see $STATE/*.log"
+        fi
+    done
+}
+
 start() {
     alive site && { echo "tour.sh: already running (bash infra/tour.sh stop first)"; status; exit 0; }
-    local p
-    for p in "$PORT" "${BOT_PORTS[@]}"; do
-        port_free "$p" || die "port $p is in use: choose others with ARENA_TOUR_PORT (site, now $PORT) and ARENA_TOUR_BOT_PORTS (bots, now \"${BOT_PORTS[*]}\")"
-    done
+    port_free "$PORT" || die "port $PORT is in use: choose another with ARENA_TOUR_PORT (the site)"
+    port_free "$GATEWAY_PORT" || die "port $GATEWAY_PORT is in use: choose another with ARENA_TOUR_GATEWAY_PORT (the gateway)"
     bash "$REPO/infra/bootstrap.sh"
     mkdir -p "$STATE"
     # like infra/test.sh: a default port that is taken (another run) gives way to a free one
@@ -107,7 +156,7 @@ start() {
     export ARENA_DATABASE_URL ARENA_BROKER_URL
     ARENA_DATABASE_URL="$(ARENA_PG_PORT="$pg_port" bash "$REPO/infra/postgres.sh" start)"
     ARENA_BROKER_URL="$(ARENA_REDIS_PORT="$redis_port" bash "$REPO/infra/redis.sh" start)"
-    export ARENA_ALLOW_PRIVATE_BOT_URLS=1 ARENA_COOKIE_SECURE=0 ARENA_DATA_DIR="$STATE/data"
+    export ARENA_COOKIE_SECURE=0 ARENA_DATA_DIR="$STATE/data" ARENA_GATEWAY_URL="$GATEWAY"
     mkdir -p "$ARENA_DATA_DIR"
     "$ARENA" db upgrade >"$STATE/upgrade.log" 2>&1 || { cat "$STATE/upgrade.log" >&2; die "arena db upgrade failed"; }
     local token
@@ -118,23 +167,24 @@ start() {
     spawn site "$ARENA" api --port "$PORT" --no-upgrade
     spawn worker "$ARENA" worker --concurrency 8
     spawn beat "$ARENA" beat --schedule "$STATE/beat-schedule"
-    spawn bot1 "$ARENA" bots serve greedy --port "${BOT_PORTS[0]}"
-    spawn bot2 "$ARENA" bots serve heuristic --port "${BOT_PORTS[1]}"
+    spawn gateway "$ARENA" gateway --port "$GATEWAY_PORT"
     wait_for site "the site" curl -sf "$SITE/healthz"
+    wait_for gateway "the gateway" curl -sf "http://127.0.0.1:$GATEWAY_PORT/health"
     wait_for worker "the worker" grep -q "ready\." "$STATE/worker.log"
-    wait_for bot1 "bot 1" curl -sf "http://127.0.0.1:${BOT_PORTS[0]}/"
-    wait_for bot2 "bot 2" curl -sf "http://127.0.0.1:${BOT_PORTS[1]}/"
+    start_samples
     cat <<EOF
 
 Daifugo Arena is running (bash infra/tour.sh stop stops it):
   site             $SITE/ui/
   sign up          $SITE/ui/signup
-  sample bot URLs  http://127.0.0.1:${BOT_PORTS[0]}/  (greedy)
-                   http://127.0.0.1:${BOT_PORTS[1]}/  (heuristic)
+  gateway          $GATEWAY  (bots that dial out connect here)
+  sample bots      #$(cat "$STATE/bot1.id") greedy, #$(cat "$STATE/bot2.id") heuristic: ready, dialing out (the organizer's; every rule set)
   organizer token  $token
                    (sign in at $SITE/ui/login; also in $STATE/organizer-token)
+  your own bot     register it at $SITE/ui/bots ("My bot connects to the arena"), then run
+                   the command its page shows in a terminal, after: source $REPO/.venv/bin/activate
   API docs         $SITE/docs
-  logs             $STATE/{site,worker,beat,bot1,bot2}.log
+  logs             $STATE/{site,worker,beat,gateway,bot1,bot2}.log
 EOF
 }
 

@@ -122,3 +122,81 @@ def test_demo_serve_keeps_the_api_up(tmp_path):
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, "".join(lines) + proc.stdout.read()
+
+
+@pytest.mark.slow
+@pytest.mark.services
+@pytest.mark.parametrize("redis_source", ["throwaway", "given"])
+def test_demo_connect_plays_bots_that_dial_out(tmp_path, request, redis_source):
+    """``arena demo --connect``: the four sample bots are registered as bots that connect, dial
+    out to the demo's gateway through Redis (a redis-server the demo starts and stops, or the
+    one ``--redis-url`` names), pass their checks and play the tournament; bot URLs on
+    127.0.0.1 stay refused (the demo sets no private-URL exception)."""
+    out = tmp_path / "demo"
+    extra = ["--redis-url", request.getfixturevalue("redis_url")] if redis_source == "given" else []
+    done = subprocess.run(
+        [*ARENA, "demo", "--connect", "--out", str(out), "--seed", "11", *extra],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    stdout = " ".join(done.stdout.split())  # rich wraps long lines
+    how = re.search(r"4 sample bots dialing out to a gateway \((ws://127\.0\.0\.1:\d+/v1/bots), Redis (\S+)\)", stdout)
+    assert how, stdout
+    gateway, redis_url = how.group(1), how.group(2)
+    if redis_source == "given":
+        assert redis_url == extra[1]
+    for account, bot in (("alice", "heuristic"), ("bob", "greedy"), ("carol", "random-1"), ("dave", "random-2")):
+        assert f"account {account}: bot '{bot}'" in stdout
+    assert stdout.count("dialing out -> id") == 4 and stdout.count("check passed") == 4
+    assert "Standings: million_doubt tournament 1" in stdout
+    assert "6 match logs" in stdout and "6 verified, 0 failed" in stdout
+
+    info = json.loads((out / "demo.json").read_text())
+    assert (info["transport"], info["gateway_url"]) == ("connect", gateway)
+    engine = create_engine(f"sqlite:///{out / 'arena.db'}")
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT transport, url, status FROM bots ORDER BY id")).all()
+        assert [tuple(r) for r in rows] == [("connect", None, "ready")] * 4
+        assert conn.execute(text("SELECT status FROM tournaments WHERE id = 1")).scalar() == "finished"
+        assert conn.execute(text("SELECT count(*) FROM match_results")).scalar() == 6
+        faults = conn.execute(text("SELECT faults FROM match_results")).scalars().all()
+    engine.dispose()
+    assert all(sum(json.loads(f) if isinstance(f, str) else f) == 0 for f in faults), faults
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with socket.socket() as s:
+        reachable = s.connect_ex(("127.0.0.1", port)) == 0
+    assert reachable == (redis_source == "given")  # a throwaway Redis is stopped with the demo
+
+
+def test_demo_connect_says_what_it_needs_without_redis(tmp_path):
+    """No redis-server on the PATH: one clear line naming what to install or give, exit 1,
+    nothing started."""
+    env = _env()
+    env["PATH"] = str(tmp_path / "empty")
+    done = subprocess.run(
+        [*ARENA, "demo", "--connect", "--out", str(tmp_path / "demo")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1
+    err = " ".join(done.stderr.split())
+    assert "Error: --connect needs Redis" in err and "apt-get install redis-server" in err and "--redis-url" in err
+    assert not (tmp_path / "demo" / "demo.json").exists()
+    wrong = subprocess.run(
+        [*ARENA, "demo", "--redis-url", "redis://127.0.0.1:1/0"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert wrong.returncode == 2 and "--redis-url goes with --connect" in wrong.stderr

@@ -34,7 +34,7 @@ def compose() -> dict:
 
 def test_services_and_volumes(compose):
     assert set(compose["services"]) == {"postgres", "redis", "proxy", *ARENA_SERVICES}
-    assert set(compose["volumes"]) == {"pgdata", "redisdata"}
+    assert set(compose["volumes"]) == {"pgdata", "redisdata", "arenadata"}
     assert compose["services"]["postgres"]["image"].startswith("postgres:15")
     assert compose["services"]["redis"]["image"].startswith("redis:")
     for name in ("postgres", "redis"):
@@ -133,6 +133,52 @@ def test_nginx_buffers_in_front_of_the_api(compose):
         assert directive in conf, directive
     assert conf.count("{") == conf.count("}")
     assert compose["services"]["gateway"]["command"][:2] == ["arena", "gateway"]
+
+
+def test_every_arena_container_shares_the_data_folder(compose):
+    """The key file that encrypts the bots' secrets (ARENA_DATA_DIR, unless
+    ARENA_ENCRYPTION_KEYS is set) is one file: the API encrypts, the workers and the gateways
+    decrypt with it."""
+    for name in ARENA_SERVICES:
+        svc = compose["services"][name]
+        data_dir = Settings.from_env({k: _interpolate(str(v)) for k, v in svc["environment"].items()}).data_dir
+        assert f"arenadata:{data_dir}" in svc["volumes"], name
+
+
+def _location(conf: str, path: str) -> str:
+    return conf.split(f"location = {path} {{", 1)[1].split("}", 1)[0]
+
+
+def test_the_gateway_serves_bots_that_dial_out_behind_the_proxy(compose):
+    from bots_sdk import wire
+
+    gw = compose["services"]["gateway"]
+    cmd, ctx = _cli_context(gw["command"][1:])  # parsed by the real CLI
+    assert cmd.name == "gateway" and ctx.params["host"] == "0.0.0.0"
+    port = ctx.params["port"]
+    assert gw["expose"] == [str(port)] and "ports" not in gw  # reached through the proxy only
+    assert gw["depends_on"]["redis"]["condition"] == "service_healthy"
+    assert gw["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert f"http://127.0.0.1:{port}/health" in " ".join(gw["healthcheck"]["test"])
+    assert gw["ulimits"]["nofile"]["soft"] >= ctx.params["max_connections"] + 1000
+    conf = (REPO / "infra" / "nginx.conf").read_text()
+    assert f"server gateway:{port};" in conf
+    ws = _location(conf, wire.PATH)
+    assert "proxy_pass http://arena_gateway;" in ws and "proxy_http_version 1.1;" in ws
+    read_timeout = int(re.search(r"proxy_read_timeout (\d+)s;", ws).group(1))
+    assert read_timeout > 20  # over the gateway's ping interval: an idle bot is not cut off
+    # nginx holds two connections per bot (the bot's and its gateway's), each a descriptor
+    rlimit = int(re.search(r"worker_rlimit_nofile (\d+);", conf).group(1))
+    worker_connections = int(re.search(r"worker_connections (\d+);", conf).group(1))
+    assert worker_connections // 2 >= 8000 and rlimit >= worker_connections
+    assert compose["services"]["proxy"]["ulimits"]["nofile"]["hard"] >= rlimit
+    # the address every arena service gives bots: the proxy's published port, the gateway path
+    published = {p.split(":")[-1] for p in compose["services"]["proxy"]["ports"]}
+    for name in ARENA_SERVICES:
+        env = {k: _interpolate(str(v)) for k, v in compose["services"][name]["environment"].items()}
+        url = Settings.from_env(env).gateway_url
+        assert re.fullmatch(rf"wss?://[^/:]+:(\d+){wire.PATH}", url), (name, url)
+        assert url.rsplit(":", 1)[1].split("/")[0] in published, (name, url)
 
 
 def test_workers_consume_the_match_queue(compose):

@@ -273,3 +273,66 @@ def test_the_checks_warnings_are_shown_in_the_readers_language(site):
         with site.sessionmaker() as s:
             s.get(Bot, ace).last_check = before
             s.commit()
+
+
+@pytest.mark.parametrize("gateway", ["ws://127.0.0.1:8765/v1/bots", ""])
+def test_a_bot_that_connects_gets_the_command_that_runs_it(tmp_path, gateway):
+    """The register answer of a bot that connects shows, with its secret, the one command that
+    runs it (``arena bots connect`` with its id and the arena's gateway); later visits show the
+    same command with a placeholder for the secret, shown once only. Without ARENA_GATEWAY_URL
+    the page says so. Another viewer (an organizer) gets no command."""
+    import html as html_lib
+
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    upgrade(url)
+    engine_ = make_engine(url)
+    sm = make_sessionmaker(engine_)
+    app = create_app(
+        Settings(
+            data_dir=tmp_path,
+            database_url=url,
+            broker_url="redis://127.0.0.1:1/0",
+            rate_limits=False,
+            gateway_url=gateway,
+        ),
+        engine=engine_,
+    )
+    with sm() as s:
+        _mika, token = create_account(s, "mika", "contestant")
+        _boss, boss_token = create_account(s, "boss", "organizer")
+        s.commit()
+    c = app.test_client()
+    assert c.post("/ui/login", data={"token": token, "next": "/ui/"}).status_code == 303
+    page = c.get("/ui/bots").get_data(as_text=True)
+    answer = c.post(
+        "/ui/bots",
+        data={
+            "csrf": re.search(r'name="csrf" value="([^"]+)"', page).group(1),
+            "form_id": re.search(r'name="form_id" value="([0-9a-f]{32})"', page).group(1),
+            "name": "Laptop",
+            "transport": "connect",
+            "rulesets": ["million_doubt"],
+        },
+    )
+    assert answer.status_code == 201
+    html = answer.get_data(as_text=True)
+    with sm() as s:
+        bot = s.scalars(select(Bot)).one()
+        bot_id, secret = bot.id, bot.secret
+    command = re.search(r'<code id="connect-command" data-with-secret="1">([^<]+)</code>', html).group(1)
+    where = f" --gateway {gateway}" if gateway else ""
+    assert command == f"ARENA_BOT_SECRET={secret} arena bots connect --bot-id {bot_id}{where} greedy"
+    assert "proves to the arena that it holds this secret" in html
+    assert ('id="no-gateway"' in html) == (not gateway)
+
+    later = c.get(f"/ui/bots/{bot_id}").get_data(as_text=True)
+    assert secret not in later
+    command = re.search(r'<code id="connect-command" data-with-secret="0">([^<]+)</code>', later).group(1)
+    assert html_lib.unescape(command) == (
+        f"ARENA_BOT_SECRET=<its signing secret> arena bots connect --bot-id {bot_id}{where} greedy"
+    )
+    boss = app.test_client()
+    assert boss.post("/ui/login", data={"token": boss_token, "next": "/ui/"}).status_code == 303
+    seen = boss.get(f"/ui/bots/{bot_id}").get_data(as_text=True)
+    assert 'id="bot-connection"' in seen and 'id="connect-command"' not in seen
+    engine_.dispose()
