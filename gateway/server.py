@@ -12,16 +12,19 @@ each request to the bot's connection with the fewest requests in flight. Keys an
 What a connection does wrong, and what follows (the connection's requests in flight then get
 the fault named, the bot's other connections are not touched):
 
-====================================== ============================ ====================
-a frame over ``MAX_FRAME_BYTES``       close 1009                   ``body_too_large``
-a binary frame, or one not JSON        close 1007                   ``invalid_json``
-an answer to an id never sent to it,   close 1008                   ``invalid_json``
-a second answer, a frame without id
-frames not read for ``send_timeout_s`` connection dropped           ``timeout``
-no proof within ``AUTH_TIMEOUT_S``     close 4408                   (none: no requests)
-a wrong proof, an unknown bot          close 4401
-over a cap                             close 4429
-====================================== ============================ ====================
+========================================== ========================= ====================
+a frame over ``MAX_FRAME_BYTES``           close 1009                ``body_too_large``
+a binary frame, or one not JSON            close 1007                ``invalid_json``
+an answer to an id never sent to it, a     close 1008                ``invalid_json``
+second answer (a late one or one to a
+notice too), a frame without id
+more than ``FLOOD_BURST`` pings, pongs or  close 1008                ``connection_error``
+fragments at once (``FLOOD_RATE`` a second)
+frames not read for ``send_timeout_s``     connection dropped        ``timeout``
+no proof within ``AUTH_TIMEOUT_S``         close 4408                (none: no requests)
+a wrong proof, an unknown bot              close 4401
+over a cap                                 close 4429
+========================================== ========================= ====================
 
 A connection that closes or drops otherwise gives its requests back to the bot's list (front),
 for its other connections or its reconnection (:mod:`arena.runner.connected`).
@@ -44,6 +47,7 @@ import redis
 import redis.asyncio as aioredis
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import BINARY, CLOSE, TEXT, Frame
 from websockets.http11 import Request, Response
 
 from arena import relay
@@ -73,6 +77,46 @@ BLPOP_S = 5.0
 RENEW_S = relay.LEASE_S / 3
 #: Most characters of a bad frame kept in its fault.
 RECEIVED_CHARS = 500
+#: Frames a connection may send beyond whole messages (pings, pongs, fragments of a message) at
+#: once, refilled at :data:`FLOOD_RATE` a second; more is a flood.
+FLOOD_BURST = 64
+FLOOD_RATE = 16.0
+
+
+class BotSocket(ServerConnection):
+    """A bot's socket: counts the frames that are not whole messages (pings, pongs, fragments).
+
+    A whole message must answer a request (one per request, :meth:`Gateway._reader`), but each
+    ping is answered by a pong the peer may never read: past :data:`FLOOD_BURST` such frames
+    (refilled at :data:`FLOOD_RATE` a second) the connection is failed with 1008, no more of it
+    is read, :attr:`flood` says why, and it is dropped ``close_timeout`` seconds later.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.tokens, self.refilled = float(FLOOD_BURST), time.monotonic()
+        #: the fault detail once flooded, else None
+        self.flood: str | None = None
+
+    def process_event(self, event: Any) -> None:
+        if self.flood is not None:
+            return  # failed: nothing more is read into the connection
+        super().process_event(event)
+        if not isinstance(event, Frame) or event.opcode is CLOSE or (event.fin and event.opcode in (TEXT, BINARY)):
+            return  # a whole message, or the close
+        now = time.monotonic()
+        self.tokens = min(float(FLOOD_BURST), self.tokens + (now - self.refilled) * FLOOD_RATE) - 1.0
+        self.refilled = now
+        if self.tokens >= 0:
+            return
+        self.flood = (
+            f"the gateway closed the connection: a flood of frames (more than {FLOOD_BURST} pings, pongs or"
+            f" fragments at once, {FLOOD_RATE:g} a second)"
+        )
+        self.protocol.fail(wire.CLOSE_PROTOCOL, "a flood of pings, pongs or fragments")
+        self.send_data()  # the close frame, then the end of the stream
+        self.transport.pause_reading()  # nothing more of it is parsed
+        self.loop.call_later(self.close_timeout or 2.0, self.transport.abort)
 
 
 class Connection:
@@ -153,6 +197,7 @@ class Gateway:
             self.host,
             self.port,
             process_request=self._http,
+            create_connection=BotSocket,
             max_size=wire.MAX_FRAME_BYTES,
             max_queue=4,
             compression=None,  # a zlib context per connection costs memory and CPU for little
@@ -369,8 +414,8 @@ class Gateway:
                     return
                 rid = obj.get("id")
                 if not isinstance(rid, str) or conn.pending.pop(rid, None) is None:
-                    if isinstance(rid, str) and rid in conn.late:
-                        continue  # a late answer (or one to a notice): ignored
+                    if isinstance(rid, str) and conn.late.pop(rid, None) is not None:
+                        continue  # a late answer (or one to a notice): ignored, once
                     conn.offend("invalid_json", "the bot answered an unknown request id", msg)
                     await ws.close(wire.CLOSE_PROTOCOL, "answer to an unknown request id")
                     return
@@ -392,6 +437,8 @@ class Gateway:
         except ConnectionClosed as exc:
             if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
                 conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
+            if isinstance(ws, BotSocket) and ws.flood is not None:
+                conn.offend("connection_error", ws.flood)
             raise
 
     async def _writer(self, conn: Connection) -> None:
