@@ -23,7 +23,10 @@ fragments at once (``FLOOD_RATE`` a second)
 frames not read for ``send_timeout_s``     connection dropped        ``timeout``
 no proof within ``AUTH_TIMEOUT_S``         close 4408                (none: no requests)
 a wrong proof, an unknown bot              close 4401
-over a cap                                 close 4429
+over a connection cap, per bot or account  close 4429
+over ``max_unauthenticated`` waiting, or   close 1013 (try again)
+``max_unauthenticated_per_address`` from
+one address (:func:`client_address`)
 ========================================== ========================= ====================
 
 A connection that closes or drops otherwise gives its requests back to the bot's list (front),
@@ -33,6 +36,7 @@ for its other connections or its reconnection (:mod:`arena.runner.connected`).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import os
@@ -81,6 +85,26 @@ RECEIVED_CHARS = 500
 #: once, refilled at :data:`FLOOD_RATE` a second; more is a flood.
 FLOOD_BURST = 64
 FLOOD_RATE = 16.0
+#: Most connections of one client address (IPv6: one /64) waiting to authenticate at once.
+MAX_UNAUTHENTICATED_PER_ADDRESS = 64
+
+
+def client_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
+    """The address a connection comes from: the peer's, or behind ``proxy_hops`` trusted proxies
+    the one they put in ``X-Forwarded-For`` (``ARENA_PROXY_HOPS``, as the API); an IPv6 address
+    as its /64 network (one host holds a whole /64)."""
+    peer = ws.remote_address[0] if ws.remote_address else ""
+    if proxy_hops > 0 and ws.request is not None:
+        hops = [h.strip() for h in ",".join(ws.request.headers.get_all("X-Forwarded-For")).split(",")]
+        if len(hops) >= proxy_hops and hops[-proxy_hops]:
+            peer = hops[-proxy_hops]
+    try:
+        ip = ipaddress.ip_address(peer)
+    except ValueError:
+        return peer[:100]
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is None:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else ip)
 
 
 class BotSocket(ServerConnection):
@@ -151,7 +175,10 @@ class Gateway:
         host, port: where to listen (port 0: any free port, see :attr:`port` once ready).
         max_per_bot, max_per_account: connection caps (``ARENA_GATEWAY_MAX_PER_BOT`` ...).
         max_connections: most connections of this process (more are refused with 1013).
-        max_unauthenticated: most connections waiting to authenticate at once.
+        max_unauthenticated: most connections waiting to authenticate at once (more: 1013).
+        max_unauthenticated_per_address: the same, from one address (:func:`client_address`;
+            more: 1013), so that one client cannot hold every place of ``max_unauthenticated``.
+        proxy_hops: trusted reverse proxies in front (:func:`client_address`).
         send_timeout_s: :data:`SEND_TIMEOUT_S`.
         gateway_id: this gateway's id (default: host, pid and a random part).
     """
@@ -167,6 +194,8 @@ class Gateway:
         max_per_account: int = 32,
         max_connections: int = 20_000,
         max_unauthenticated: int = 2_000,
+        max_unauthenticated_per_address: int = MAX_UNAUTHENTICATED_PER_ADDRESS,
+        proxy_hops: int = 0,
         auth_timeout_s: float = wire.AUTH_TIMEOUT_S,
         send_timeout_s: float = SEND_TIMEOUT_S,
         gateway_id: str | None = None,
@@ -176,10 +205,13 @@ class Gateway:
         self.host, self.port = host, port
         self.max_per_bot, self.max_per_account = max_per_bot, max_per_account
         self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
+        self.max_unauthenticated_per_address, self.proxy_hops = max_unauthenticated_per_address, proxy_hops
         self.auth_timeout_s, self.send_timeout_s = auth_timeout_s, send_timeout_s
         self.id = gateway_id or f"gw-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.bots: dict[int, list[Connection]] = {}
         self.unauthenticated = 0
+        #: client address -> its connections waiting to authenticate
+        self.waiting: dict[str, int] = {}
         self.delivered = 0
         self._cache: dict[int, tuple[float, Credentials | None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -265,11 +297,19 @@ class Gateway:
         if self.unauthenticated >= self.max_unauthenticated:
             await ws.close(1013, "too many connections waiting to authenticate")
             return
+        address = client_address(ws, self.proxy_hops)
+        if self.waiting.get(address, 0) >= self.max_unauthenticated_per_address:
+            await ws.close(1013, "too many connections waiting to authenticate from this address")
+            return
         self.unauthenticated += 1
+        self.waiting[address] = self.waiting.get(address, 0) + 1
         try:
             creds = await self._authenticate(ws)
         finally:
             self.unauthenticated -= 1
+            left = self.waiting.pop(address) - 1
+            if left:
+                self.waiting[address] = left
         if creds is None:
             return
         conn = Connection(ws, creds, self.id)
