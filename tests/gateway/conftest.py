@@ -181,9 +181,12 @@ class DialStack:
         self.processes.append(Process(proc, log_path))
         return self.processes[-1]
 
-    def connect_bot(self, bot_id: int, secret: str, urls: list[str], *, pool: int, spec: str = "random") -> Process:
-        """``arena bots connect SPEC --bot-id N --gateway URL... --pool N``, the secret in ``ARENA_BOT_SECRET``."""
-        env = {k: v for k, v in os.environ.items() if k != "ARENA_GATEWAY_URL"}
+    def connect_bot(
+        self, bot_id: int, secret: str, urls: list[str], *, pool: int, spec: str = "random", env: dict | None = None
+    ) -> Process:
+        """``arena bots connect SPEC --bot-id N --gateway URL... --pool N``, the secret in
+        ``ARENA_BOT_SECRET`` (``env``: more variables)."""
+        env = {**{k: v for k, v in os.environ.items() if k != "ARENA_GATEWAY_URL"}, **(env or {})}
         env["ARENA_BOT_SECRET"] = secret
         gateways = sum((["--gateway", u] for u in urls), [])
         cmd = [sys.executable, "-m", "cli", "bots", "connect", spec, "--bot-id", str(bot_id), *gateways]
