@@ -23,7 +23,10 @@ on it would lose its request).
 Reconnection: after any drop (refused, reset, closed by the gateway, a failed handshake) the
 connection is opened again after an exponential backoff with jitter: ``backoff_initial_s``
 (0.5 s) doubling up to ``backoff_max_s`` (30 s), each wait drawn uniformly from half to all of
-it, and back to the start once a connection is welcomed. A close with a code of
+it, and back to the start once a connection is welcomed. Given several gateway URLs (gateways
+an operator runs side by side without one proxy in front), connection ``n`` of the pool first
+dials URL ``n`` (modulo their number) and each reconnection dials the next URL in turn, so
+when a gateway dies its connections come back through the others. A close with a code of
 :data:`bots_sdk.wire.FATAL_CLOSE_CODES` (authentication failed, a bot registered with a URL,
 a deleted bot) stops every connection: reconnecting could never succeed. :class:`ConnectError`
 then names the code and its meaning.
@@ -41,6 +44,7 @@ import os
 import random
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -115,7 +119,8 @@ class Connection:
     """A bot's pool of connections to a gateway, run on a background thread or in the foreground.
 
     Create it with :func:`connect`. Attributes:
-        url: the gateway URL connected to (with its path).
+        url: the (first) gateway URL, with its path.
+        urls: every gateway URL given, with their paths (reconnections go through them in turn).
         bot_id: the bot's id at the arena.
         pool: how many connections it keeps open.
         authenticated: how many of them are welcomed right now.
@@ -128,7 +133,7 @@ class Connection:
     def __init__(
         self,
         bot: Bot,
-        url: str,
+        url: str | Sequence[str],
         *,
         bot_id: int,
         secret: str,
@@ -145,7 +150,10 @@ class Connection:
         if not secret or not secret.strip():
             raise ValueError(f"no signing secret: pass secret= or set {SECRET_ENV}")
         self.bot = bot
-        self.url = gateway_url(url)
+        self.urls = [gateway_url(u) for u in ([url] if isinstance(url, str) else url)]
+        if not self.urls:
+            raise ValueError("no gateway URL")
+        self.url = self.urls[0]
         self.bot_id = int(bot_id)
         self.pool = pool
         self.authenticated = 0
@@ -286,12 +294,16 @@ class Connection:
             executor.shutdown(wait=False, cancel_futures=True)
 
     async def _slot(self, n: int, stop: asyncio.Event, executor: ThreadPoolExecutor) -> None:
-        """Keep connection ``n`` of the pool open until ``stop``; returns after a fatal close."""
+        """Keep connection ``n`` of the pool open until ``stop``, dialing :attr:`urls` in turn
+        from the ``n``-th; returns after a fatal close."""
         attempt = 0
+        turn = n
         while not stop.is_set():
             welcomed = False
+            url = self.urls[turn % len(self.urls)]
+            turn += 1
             try:
-                welcomed = await self._session(n, stop, executor)
+                welcomed = await self._session(n, url, stop, executor)
             except ConnectError as e:
                 with self._cond:
                     if self.error is None:
@@ -302,7 +314,7 @@ class Connection:
             except (OSError, InvalidHandshake, ConnectionClosed, TimeoutError, ValueError) as e:
                 # refused, reset, a handshake that failed, or a frame that broke the protocol
                 if not stop.is_set():
-                    log.warning("bot %s: connection %d to %s: %s", self.bot_id, n, self.url, _describe(e))
+                    log.warning("bot %s: connection %d to %s: %s", self.bot_id, n, url, _describe(e))
             if stop.is_set():
                 return
             if welcomed:
@@ -315,8 +327,8 @@ class Connection:
             except TimeoutError:
                 pass
 
-    async def _session(self, n: int, stop: asyncio.Event, executor: ThreadPoolExecutor) -> bool:
-        """One connection, from the handshake until it closes. True when it was welcomed.
+    async def _session(self, n: int, url: str, stop: asyncio.Event, executor: ThreadPoolExecutor) -> bool:
+        """One connection to ``url``, from the handshake until it closes. True when it was welcomed.
 
         Raises:
             ConnectError: a fatal close code. OSError, InvalidHandshake, ConnectionClosed,
@@ -326,7 +338,7 @@ class Connection:
         clock_hint = ""
         try:
             async with ws_connect(
-                self.url,
+                url,
                 max_size=wire.MAX_FRAME_BYTES,
                 open_timeout=self._open_timeout_s,
                 compression=None,
@@ -349,7 +361,7 @@ class Connection:
                 welcomed = True
                 with self._cond:
                     self.welcome = welcome
-                log.info("bot %s: connection %d welcomed by %s as %r", self.bot_id, n, self.url, welcome.get("name"))
+                log.info("bot %s: connection %d welcomed by %s as %r", self.bot_id, n, url, welcome.get("name"))
                 self._changed(authenticated=1, welcomes=1)
                 try:
                     await self._serve(ws, stop, executor)
@@ -445,7 +457,7 @@ def _describe(e: BaseException) -> str:
 
 def connect(
     bot: Bot,
-    url: str,
+    url: str | Sequence[str],
     *,
     bot_id: int,
     secret: str | None = None,
@@ -459,7 +471,9 @@ def connect(
 
     Args:
         bot: the bot (the same instance serves every connection and match).
-        url: the gateway, ``ws://`` or ``wss://`` (``ws://host:port`` gets the path ``/v1/bots``).
+        url: the gateway, ``ws://`` or ``wss://`` (``ws://host:port`` gets the path ``/v1/bots``);
+            or a list of them: connection ``n`` of the pool dials the ``n``-th first, and each
+            reconnection the next one in turn (module docstring).
         bot_id: the bot's id at the arena (a bot registered to connect, without a URL).
         secret: its signing secret; default: the environment variable ``ARENA_BOT_SECRET``.
         pool: how many connections to keep open (the gateway spreads requests over them).
@@ -470,7 +484,7 @@ def connect(
         backoff_initial_s, backoff_max_s: the reconnection backoff, seconds (module docstring).
 
     Raises:
-        ValueError: no secret, a URL that is not ``ws(s)://``, ``pool`` or ``threads`` below 1.
+        ValueError: no secret, no URL or one that is not ``ws(s)://``, ``pool`` or ``threads`` below 1.
         ConnectError: (foreground) the gateway refused the bot for good (a fatal close code).
     """
     if secret is None:

@@ -22,8 +22,10 @@ from gateway.server import Gateway
 def gateway(host: str, port: int, max_connections: int) -> None:
     """Serve bots that dial out on ws://HOST:PORT/v1/bots until SIGTERM or SIGINT.
 
-    Reads ARENA_DATABASE_URL (the bots' secrets) and ARENA_BROKER_URL (the Redis the workers
-    use); prints one line "gateway <id> listening on ws://HOST:PORT/v1/bots" once ready."""
+    Reads ARENA_DATABASE_URL (the bots' secrets), ARENA_BROKER_URL (the Redis the workers
+    use) and ARENA_PROXY_HOPS (trusted proxies: the client address of the per-address cap
+    comes from their X-Forwarded-For); prints one line "gateway <id> listening on
+    ws://HOST:PORT/v1/bots" once ready."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings.from_env()
     factory = shared_sessions(settings.database_url)
@@ -40,6 +42,7 @@ def gateway(host: str, port: int, max_connections: int) -> None:
         max_per_bot=settings.gateway_max_per_bot,
         max_per_account=settings.gateway_max_per_account,
         max_connections=max_connections,
+        proxy_hops=settings.proxy_hops,
     )
 
     async def main() -> None:

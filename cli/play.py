@@ -316,14 +316,17 @@ def bots_serve(name: str, host: str, port: int, secret: str | None, seed: int | 
 @click.option("--bot-id", type=click.IntRange(min=1), required=True, help="The bot's id at the arena.")
 @click.option(
     "--gateway",
-    default=None,
+    multiple=True,
     envvar="ARENA_GATEWAY_URL",
-    help="The gateway, ws:// or wss:// (a bare host:port gets /v1/bots; env ARENA_GATEWAY_URL).",
+    help=(
+        "The gateway, ws:// or wss:// (a bare host:port gets /v1/bots; env ARENA_GATEWAY_URL). Repeat it"
+        " (or separate them by spaces in the variable) for several gateways: tried in turn on reconnection."
+    ),
 )
 @click.option("--pool", type=click.IntRange(1, 64), default=1, show_default=True, help="Connections to keep open.")
 @click.option("--threads", type=click.IntRange(min=1), default=8, show_default=True, help="Decisions run at once.")
 @click.option("--seed", type=int, default=None, help="Seed of a sample bot.")
-def bots_connect(name: str, bot_id: int, gateway: str | None, pool: int, threads: int, seed: int | None) -> None:
+def bots_connect(name: str, bot_id: int, gateway: tuple[str, ...], pool: int, threads: int, seed: int | None) -> None:
     """Run bot NAME (a sample name or module:Class) over WebSocket connections it opens to an
     arena gateway, until Ctrl-C; reconnects with backoff after any drop. The signing secret
     comes from the environment, ARENA_BOT_SECRET (never the command line). Opens no port."""
@@ -334,10 +337,12 @@ def bots_connect(name: str, bot_id: int, gateway: str | None, pool: int, threads
             "no signing secret: export ARENA_BOT_SECRET (the secret the arena gave when the bot was"
             " registered); it proves the bot to the gateway and never travels"
         )
-    if not gateway or not gateway.strip():
+    urls = [u.strip() for u in gateway if u.strip()]
+    if not urls:
         raise click.BadParameter("give the gateway URL, or set ARENA_GATEWAY_URL", param_hint="--gateway")
-    if not gateway.startswith(("ws://", "wss://")):
-        raise click.BadParameter(f"{gateway!r} is not a ws:// or wss:// URL", param_hint="--gateway")
+    for url in urls:
+        if not url.startswith(("ws://", "wss://")):
+            raise click.BadParameter(f"{url!r} is not a ws:// or wss:// URL", param_hint="--gateway")
     bot = resolve_bot(name, seed=seed)
     if isinstance(bot, str):
         raise click.BadParameter("connect a sample name or module:Class, not a URL")
@@ -345,11 +350,11 @@ def bots_connect(name: str, bot_id: int, gateway: str | None, pool: int, threads
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("bots_sdk").setLevel(logging.INFO)
     try:
-        conn = connect_bot(bot, gateway, bot_id=bot_id, secret=secret, pool=pool, threads=threads, background=True)
+        conn = connect_bot(bot, urls, bot_id=bot_id, secret=secret, pool=pool, threads=threads, background=True)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--gateway") from None
     click.echo(
-        f"bot {bot.name!r} (id {bot_id}) connecting to {conn.url} with {pool} connection{'s' * (pool > 1)}"
+        f"bot {bot.name!r} (id {bot_id}) connecting to {' '.join(conn.urls)} with {pool} connection{'s' * (pool > 1)}"
         f" (protocol {PROTOCOL_VERSION}; no listening socket); Ctrl-C stops",
         err=True,
     )

@@ -12,16 +12,22 @@ each request to the bot's connection with the fewest requests in flight. Keys an
 What a connection does wrong, and what follows (the connection's requests in flight then get
 the fault named, the bot's other connections are not touched):
 
-====================================== ============================ ====================
-a frame over ``MAX_FRAME_BYTES``       close 1009                   ``body_too_large``
-a binary frame, or one not JSON        close 1007                   ``invalid_json``
-an answer to an id never sent to it,   close 1008                   ``invalid_json``
-a second answer, a frame without id
-frames not read for ``send_timeout_s`` connection dropped           ``timeout``
-no proof within ``AUTH_TIMEOUT_S``     close 4408                   (none: no requests)
-a wrong proof, an unknown bot          close 4401
-over a cap                             close 4429
-====================================== ============================ ====================
+========================================== ========================= ====================
+a frame over ``MAX_FRAME_BYTES``           close 1009                ``body_too_large``
+a binary frame, or one not JSON            close 1007                ``invalid_json``
+an answer to an id never sent to it, a     close 1008                ``invalid_json``
+second answer (a late one or one to a
+notice too), a frame without id
+more than ``FLOOD_BURST`` pings, pongs or  close 1008                ``connection_error``
+fragments at once (``FLOOD_RATE`` a second)
+frames not read for ``send_timeout_s``     connection dropped        ``timeout``
+no proof within ``AUTH_TIMEOUT_S``         close 4408                (none: no requests)
+a wrong proof, an unknown bot              close 4401
+over a connection cap, per bot or account  close 4429
+over ``max_unauthenticated`` waiting, or   close 1013 (try again)
+``max_unauthenticated_per_address`` from
+one address (:func:`client_address`)
+========================================== ========================= ====================
 
 A connection that closes or drops otherwise gives its requests back to the bot's list (front),
 for its other connections or its reconnection (:mod:`arena.runner.connected`).
@@ -30,6 +36,7 @@ for its other connections or its reconnection (:mod:`arena.runner.connected`).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import os
@@ -44,6 +51,7 @@ import redis
 import redis.asyncio as aioredis
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import BINARY, CLOSE, TEXT, Frame
 from websockets.http11 import Request, Response
 
 from arena import relay
@@ -73,6 +81,66 @@ BLPOP_S = 5.0
 RENEW_S = relay.LEASE_S / 3
 #: Most characters of a bad frame kept in its fault.
 RECEIVED_CHARS = 500
+#: Frames a connection may send beyond whole messages (pings, pongs, fragments of a message) at
+#: once, refilled at :data:`FLOOD_RATE` a second; more is a flood.
+FLOOD_BURST = 64
+FLOOD_RATE = 16.0
+#: Most connections of one client address (IPv6: one /64) waiting to authenticate at once.
+MAX_UNAUTHENTICATED_PER_ADDRESS = 64
+
+
+def client_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
+    """The address a connection comes from: the peer's, or behind ``proxy_hops`` trusted proxies
+    the one they put in ``X-Forwarded-For`` (``ARENA_PROXY_HOPS``, as the API); an IPv6 address
+    as its /64 network (one host holds a whole /64)."""
+    peer = ws.remote_address[0] if ws.remote_address else ""
+    if proxy_hops > 0 and ws.request is not None:
+        hops = [h.strip() for h in ",".join(ws.request.headers.get_all("X-Forwarded-For")).split(",")]
+        if len(hops) >= proxy_hops and hops[-proxy_hops]:
+            peer = hops[-proxy_hops]
+    try:
+        ip = ipaddress.ip_address(peer)
+    except ValueError:
+        return peer[:100]
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is None:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else ip)
+
+
+class BotSocket(ServerConnection):
+    """A bot's socket: counts the frames that are not whole messages (pings, pongs, fragments).
+
+    A whole message must answer a request (one per request, :meth:`Gateway._reader`), but each
+    ping is answered by a pong the peer may never read: past :data:`FLOOD_BURST` such frames
+    (refilled at :data:`FLOOD_RATE` a second) the connection is failed with 1008, no more of it
+    is read, :attr:`flood` says why, and it is dropped ``close_timeout`` seconds later.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.tokens, self.refilled = float(FLOOD_BURST), time.monotonic()
+        #: the fault detail once flooded, else None
+        self.flood: str | None = None
+
+    def process_event(self, event: Any) -> None:
+        if self.flood is not None:
+            return  # failed: nothing more is read into the connection
+        super().process_event(event)
+        if not isinstance(event, Frame) or event.opcode is CLOSE or (event.fin and event.opcode in (TEXT, BINARY)):
+            return  # a whole message, or the close
+        now = time.monotonic()
+        self.tokens = min(float(FLOOD_BURST), self.tokens + (now - self.refilled) * FLOOD_RATE) - 1.0
+        self.refilled = now
+        if self.tokens >= 0:
+            return
+        self.flood = (
+            f"the gateway closed the connection: a flood of frames (more than {FLOOD_BURST} pings, pongs or"
+            f" fragments at once, {FLOOD_RATE:g} a second)"
+        )
+        self.protocol.fail(wire.CLOSE_PROTOCOL, "a flood of pings, pongs or fragments")
+        self.send_data()  # the close frame, then the end of the stream
+        self.transport.pause_reading()  # nothing more of it is parsed
+        self.loop.call_later(self.close_timeout or 2.0, self.transport.abort)
 
 
 class Connection:
@@ -107,7 +175,10 @@ class Gateway:
         host, port: where to listen (port 0: any free port, see :attr:`port` once ready).
         max_per_bot, max_per_account: connection caps (``ARENA_GATEWAY_MAX_PER_BOT`` ...).
         max_connections: most connections of this process (more are refused with 1013).
-        max_unauthenticated: most connections waiting to authenticate at once.
+        max_unauthenticated: most connections waiting to authenticate at once (more: 1013).
+        max_unauthenticated_per_address: the same, from one address (:func:`client_address`;
+            more: 1013), so that one client cannot hold every place of ``max_unauthenticated``.
+        proxy_hops: trusted reverse proxies in front (:func:`client_address`).
         send_timeout_s: :data:`SEND_TIMEOUT_S`.
         gateway_id: this gateway's id (default: host, pid and a random part).
     """
@@ -123,6 +194,8 @@ class Gateway:
         max_per_account: int = 32,
         max_connections: int = 20_000,
         max_unauthenticated: int = 2_000,
+        max_unauthenticated_per_address: int = MAX_UNAUTHENTICATED_PER_ADDRESS,
+        proxy_hops: int = 0,
         auth_timeout_s: float = wire.AUTH_TIMEOUT_S,
         send_timeout_s: float = SEND_TIMEOUT_S,
         gateway_id: str | None = None,
@@ -132,10 +205,13 @@ class Gateway:
         self.host, self.port = host, port
         self.max_per_bot, self.max_per_account = max_per_bot, max_per_account
         self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
+        self.max_unauthenticated_per_address, self.proxy_hops = max_unauthenticated_per_address, proxy_hops
         self.auth_timeout_s, self.send_timeout_s = auth_timeout_s, send_timeout_s
         self.id = gateway_id or f"gw-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.bots: dict[int, list[Connection]] = {}
         self.unauthenticated = 0
+        #: client address -> its connections waiting to authenticate
+        self.waiting: dict[str, int] = {}
         self.delivered = 0
         self._cache: dict[int, tuple[float, Credentials | None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -153,6 +229,7 @@ class Gateway:
             self.host,
             self.port,
             process_request=self._http,
+            create_connection=BotSocket,
             max_size=wire.MAX_FRAME_BYTES,
             max_queue=4,
             compression=None,  # a zlib context per connection costs memory and CPU for little
@@ -220,11 +297,19 @@ class Gateway:
         if self.unauthenticated >= self.max_unauthenticated:
             await ws.close(1013, "too many connections waiting to authenticate")
             return
+        address = client_address(ws, self.proxy_hops)
+        if self.waiting.get(address, 0) >= self.max_unauthenticated_per_address:
+            await ws.close(1013, "too many connections waiting to authenticate from this address")
+            return
         self.unauthenticated += 1
+        self.waiting[address] = self.waiting.get(address, 0) + 1
         try:
             creds = await self._authenticate(ws)
         finally:
             self.unauthenticated -= 1
+            left = self.waiting.pop(address) - 1
+            if left:
+                self.waiting[address] = left
         if creds is None:
             return
         conn = Connection(ws, creds, self.id)
@@ -369,8 +454,8 @@ class Gateway:
                     return
                 rid = obj.get("id")
                 if not isinstance(rid, str) or conn.pending.pop(rid, None) is None:
-                    if isinstance(rid, str) and rid in conn.late:
-                        continue  # a late answer (or one to a notice): ignored
+                    if isinstance(rid, str) and conn.late.pop(rid, None) is not None:
+                        continue  # a late answer (or one to a notice): ignored, once
                     conn.offend("invalid_json", "the bot answered an unknown request id", msg)
                     await ws.close(wire.CLOSE_PROTOCOL, "answer to an unknown request id")
                     return
@@ -392,6 +477,8 @@ class Gateway:
         except ConnectionClosed as exc:
             if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
                 conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
+            if isinstance(ws, BotSocket) and ws.flood is not None:
+                conn.offend("connection_error", ws.flood)
             raise
 
     async def _writer(self, conn: Connection) -> None:

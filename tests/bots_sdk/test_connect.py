@@ -318,6 +318,31 @@ def test_reconnects_after_the_peer_drops_the_connection(peer):
     assert peer.wait(lambda p: p.open_connections == 0)  # stop() closed them
 
 
+def test_several_gateways_each_connection_starts_at_its_own_and_reconnects_to_the_next(peer):
+    other = Peer()
+    try:
+        urls = [peer.url, other.url]
+        with connect(RandomBot(seed=4), urls, bot_id=BOT_ID, secret=SECRET, background=True, pool=2) as conn:
+            assert conn.urls == urls and conn.url == peer.url
+            assert conn.wait_authenticated(timeout=WAIT_S)
+            assert peer.wait(lambda p: p.open_connections == 1) and other.wait(lambda p: p.open_connections == 1)
+            other.close()  # a gateway dies: its connection comes back through the other
+            assert peer.wait(lambda p: p.welcomed == 2 and p.open_connections == 2)
+            assert conn.wait_authenticated(timeout=WAIT_S)
+            peer.send("request", "after", _request()[1])
+            assert peer.answer()["id"] == "after"
+    finally:
+        if other._thread.is_alive():
+            other.close()
+
+
+def test_a_gateway_that_refuses_connections_is_skipped_for_the_next(peer, free_port):
+    dead = f"ws://127.0.0.1:{free_port()}{wire.PATH}"  # nothing listens there
+    with connect(RandomBot(), [dead, peer.url], bot_id=BOT_ID, secret=SECRET, background=True) as conn:
+        assert conn.wait_authenticated(timeout=WAIT_S)
+        assert peer.welcomed == 1
+
+
 # -- the Node starter -----------------------------------------------------------------------------
 NODE = shutil.which("node")
 
@@ -385,6 +410,14 @@ def test_cli_refuses_without_a_secret_and_reports_a_fatal_close(peer, monkeypatc
 
     bad_url = runner.invoke(main, ["bots", "connect", "--bot-id", "1", "--gateway", "http://x/", "random"])
     assert bad_url.exit_code == 2 and "--gateway" in bad_url.output
+    # several gateways: repeated, or separated by spaces in ARENA_GATEWAY_URL; each one checked
+    monkeypatch.setenv("ARENA_GATEWAY_URL", f"{peer.url} http://y/")
+    bad_second = runner.invoke(main, ["bots", "connect", "--bot-id", "1", "random"])
+    assert bad_second.exit_code == 2 and "'http://y/' is not a ws://" in bad_second.output
+    monkeypatch.setenv("ARENA_GATEWAY_URL", f"{peer.url} {peer.url.removesuffix(wire.PATH)}")
+    both = runner.invoke(main, ["bots", "connect", "--bot-id", str(BOT_ID), "random"])
+    assert both.exit_code == 1 and f"connecting to {peer.url} {peer.url} " in both.output
+    assert peer.refused == 2
 
 
 def test_the_worked_example_of_the_protocol_doc_is_right():

@@ -29,9 +29,9 @@ from gateway.server import Gateway
 
 pytestmark = pytest.mark.services
 
-SECRETS = {7: "secret-of-seven", 8: "secret-of-eight", 9: "secret-of-nine"}
+SECRETS = {7: "secret-of-seven", 8: "secret-of-eight", 9: "secret-of-nine", 10: "secret-of-ten"}
 #: bot id -> (owner account, transport)
-BOTS = {7: (1, "connect"), 8: (2, "connect"), 9: (1, "http")}
+BOTS = {7: (1, "connect"), 8: (2, "connect"), 9: (1, "http"), 10: (1, "connect")}
 
 
 def _creds(bot_id: int) -> Credentials | None:
@@ -81,8 +81,9 @@ def gateway(broker: str) -> Iterator[RunningGateway]:
     g.close()
 
 
-def authenticate(url: str, bot_id: int, secret: str | None = None) -> tuple[ClientConnection, dict]:
-    ws = connect(url, max_size=wire.MAX_FRAME_BYTES)
+def authenticate(url: str, bot_id: int, secret: str | None = None, **kw: Any) -> tuple[ClientConnection, dict]:
+    """A connection of ``bot_id`` and its welcome (``kw``: more options of ``connect``)."""
+    ws = connect(url, max_size=wire.MAX_FRAME_BYTES, **kw)
     challenge = json.loads(ws.recv(timeout=5))
     assert challenge["type"] == "challenge" and challenge["protocol"] == 1
     ws.send(wire.auth_frame(bot_id, secret or SECRETS[bot_id], challenge["nonce"]))
