@@ -182,9 +182,10 @@ def watch_progress(
 
 
 def _signed(value: float | None, half: float | None = None) -> str:
+    """``+1.23±0.45`` (compact: the standings table fits 80 columns); ``-`` for None."""
     if value is None:
         return "-"
-    return f"{value:+.2f}" + (f" ± {half:.2f}" if half is not None else "")
+    return f"{value:+.2f}" + (f"±{half:.2f}" if half is not None else "")
 
 
 def settled_lines(standings: dict) -> list[str]:
@@ -212,11 +213,13 @@ def settled_lines(standings: dict) -> list[str]:
 
 
 def standings_table(standings: dict, names: dict[int, str] | None = None, title: str | None = None):
-    """A rich Table of ``GET /tournaments/{id}/standings`` (``names``: bot id -> label): raw and
-    adjusted means with their 95% intervals, the gap to the next entrant and whether it is
-    significant; the verdict (:func:`settled_lines`) is its caption."""
+    """``GET /tournaments/{id}/standings`` for a rich console (``names``: bot id -> label): the
+    verdict (:func:`settled_lines`, whole lines), then the table: raw and adjusted means with
+    their 95% intervals, the gap to the next entrant and whether it is significant."""
     from rich import box
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     names = names or {}
     below = {n["upper_rank"]: n for n in standings.get("neighbours", [])}
@@ -225,10 +228,11 @@ def standings_table(standings: dict, names: dict[int, str] | None = None, title:
         title=title or f"standings of tournament {standings['tournament_id']} ({standings['ruleset']})",
         caption="\n".join(
             [
-                *settled_lines(standings),
-                "mean ±95%: per game, 95% interval (Student t); adjusted: score minus par; "
-                "gap: difference to the next entrant ±95% (games both played compared pairwise), "
-                "* significant; rating: openskill Plackett-Luce, one update a game, ordinal = mu - 3 sigma",
+                "mean ±95%: per game, 95% interval (Student t); "
+                + ("adj.: adjusted, score minus par, over the games with a par; " if with_par else "")
+                + "gap: difference to the next entrant ±95% (the games both played compared "
+                "pairwise), * significant; rating: openskill Plackett-Luce, one update a game, "
+                "mu - 3 sigma (mu and sigma: --json)",
                 f"order: {standings['tie_break']}",
             ]
         ),
@@ -238,8 +242,8 @@ def standings_table(standings: dict, names: dict[int, str] | None = None, title:
         collapse_padding=True,
     )
     columns = ["#", "bot", "games", "wins", "mean ±95%"]
-    columns += ["adjusted ±95%", "par games"] if with_par else []
-    columns += ["gap to next", "faults", "mu ± sigma", "ordinal"]
+    columns += ["adj. ±95%"] if with_par else []
+    columns += ["gap", "faults", "rating"]
     for col in columns:
         table.add_column(col, justify="left" if col == "bot" else "right", no_wrap=True)
     for r in standings["rows"]:
@@ -247,22 +251,13 @@ def standings_table(standings: dict, names: dict[int, str] | None = None, title:
         gap = "-"
         n = below.get(r["rank"]) if r["rank"] else None
         if n is not None:
-            gap = _signed(n["difference"], n["ci95"]) + (" *" if n["significant"] else "  ")
+            gap = _signed(n["difference"], n["ci95"]) + ("*" if n["significant"] else " ")
         cells = [str(r["rank"]), str(who), str(r["games"]), str(r["wins"]), _signed(r["mean_score"], r["ci95"])]
         if with_par:
-            cells += [_signed(r["adjusted_mean"], r["adjusted_ci95"]), str(r["par_games"])]
-        cells += [gap, str(r["faults"]), f"{r['mu']:.2f} ± {r['sigma']:.2f}", f"{r['ordinal']:.2f}"]
+            cells.append(_signed(r["adjusted_mean"], r["adjusted_ci95"]))
+        cells += [gap, str(r["faults"]), f"{r['ordinal']:.2f}"]
         table.add_row(*cells)
-    return table
-
-
-def _table_console():
-    """A console for a wide table: the terminal's width, or 200 columns when stdout is not a
-    terminal (a pipe or a file gets whole rows, not columns cut to 80)."""
-    from rich.console import Console
-
-    console = Console()
-    return console if console.is_terminal else Console(width=200)
+    return Group(table, *(Text(line) for line in settled_lines(standings)))
 
 
 def leaderboard_table(board: dict):
@@ -294,6 +289,15 @@ def leaderboard_table(board: dict):
             last,
         )
     return table
+
+
+def _table_console():
+    """A console for a wide table: the terminal's width, or 200 columns when stdout is not a
+    terminal (a pipe or a file gets whole rows, not columns cut to 80)."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
 
 
 def _echo_tournament(t: dict, *, err: bool = False) -> None:
