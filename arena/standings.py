@@ -499,6 +499,12 @@ def _prefix_end(session: Session, tournament_id: int, after_index: int) -> int:
     return int(last) if last is not None else after_index
 
 
+def _has_par(rec: MatchRecord) -> bool | None:
+    """True when every game of the match has a par, False when some have one, None when none has."""
+    has = [game_par(g, len(rec.seats)) is not None for g in rec.game_list()]
+    return True if all(has) else False if any(has) else None
+
+
 def _changes_up_to(session: Session, tournament_id: int, end: int) -> int:
     """Sum of ``match_results.changes`` of the tournament's results with ``index <= end``."""
     total = session.scalar(
@@ -516,11 +522,12 @@ def tournament_report(session: Session, tournament: Tournament) -> StandingsRepo
     Reads do not grow with the tournament: the fold of the longest prefix of the schedule
     whose matches are all done is kept in ``standings_cache`` (``prefix_index``, JSON state
     with the sum of the prefix results' ``changes``); a read folds only the results stored
-    since, then the results beyond the first match still to be played (not kept). A cached
-    state of another version, or whose prefix holds a result updated since (a par added:
-    ``match_results.changes``), is folded again from the start. The result equals
-    :func:`compute_report` of every stored result. Commits the session when it moves the
-    cached prefix.
+    since, then the results beyond the first match still to be played (not kept). Once a
+    game of the tournament has a par, a result whose games do not all have one yet is not
+    done either (its par is on its way). A cached state of another version, or whose prefix
+    holds a result updated since (a par added after all: ``match_results.changes``), is
+    folded again from the start. The result equals :func:`compute_report` of every stored
+    result. Commits the session when it moves the cached prefix.
     """
     cache = session.get(StandingsCache, tournament.id)
     cached_end: int | None = cache.prefix_index if cache is not None else None
@@ -537,6 +544,12 @@ def tournament_report(session: Session, tournament: Tournament) -> StandingsRepo
         fold.add_entrants([p.bot_id for p in tournament.participants])
     end = _prefix_end(session, tournament.id, start)
     records = load_records(session, tournament.id, after_index=start)
+    if fold.par_games or any(_has_par(r) is not None for r in records):
+        # the tournament's games get a par: a result still waiting for its par is not done
+        # for good either (caching it would mean folding again when the par lands)
+        waiting = next((r.index for r in records if r.index <= end and not _has_par(r)), None)
+        if waiting is not None:
+            end = waiting - 1
     prefix = [r for r in records if r.index <= end]
     if prefix or (cached_end is not None and start < 0):
         for rec in prefix:

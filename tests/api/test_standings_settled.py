@@ -158,6 +158,34 @@ def test_a_par_added_after_a_read_reaches_the_cached_standings(client, league, s
             )
         assert got.order_by == "adjusted"
         assert got.rows[0].adjusted_mean == pytest.approx(got.rows[0].mean_score / 2)
+        assert s.get(StandingsCache, tid).prefix_index == 5
+
+
+def test_once_games_have_a_par_the_cache_waits_for_each_results_par(client, league, sessionmaker):
+    """When the tournament's games get a par, the cached prefix stops before a result still
+    waiting for its par: the par landing later is folded as new, not by folding all again."""
+    with sessionmaker() as s:
+        tid = _duels(s, league["org_id"], league["bots"], rounds=2, seed=6, par=True)
+        results = s.scalars(
+            select(MatchResult).join(Match).where(Match.tournament_id == tid).order_by(Match.index)
+        ).all()
+        late = results[3]
+        with_par = late.games
+        late.games = [{k: v for k, v in g.items() if k != "par"} for g in with_par]
+        s.commit()
+        entrants = list(league["bots"].values())
+        got = tournament_report(s, s.get(Tournament, tid))
+        assert got.order_by == "raw" and got.games_with_par == 10
+        assert got.to_dict() == compute_report(load_records(s, tid), entrants=entrants).to_dict()
+        cache = s.get(StandingsCache, tid)
+        assert cache.prefix_index == 2  # matches 0-2 cached; 3 waits for its par, 4-5 beyond it
+        late.games = with_par
+        s.commit()
+        got = tournament_report(s, s.get(Tournament, tid))
+        assert got.order_by == "adjusted"
+        assert got.to_dict() == compute_report(load_records(s, tid), entrants=entrants).to_dict()
+        s.refresh(cache)
+        assert cache.prefix_index == 5 and cache.state["changes"] == 2  # 3 was folded new, once
 
 
 def test_ratings_update_once_per_game_by_adjusted_score(client, league, sessionmaker):
