@@ -268,25 +268,24 @@ def leaderboard_table(board: dict):
     table = Table(
         title=f"leaderboard: {board['ruleset']} ({board['total']} bots)",
         caption="openskill Plackett-Luce across tournaments, one update per game (ranked by adjusted score "
-        "where the game has a par); order: conservative rating mu - 3 sigma",
+        "where the game has a par); order: conservative rating μ−3σ; last played in UTC",
         caption_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,
     )
-    for col in ("#", "bot", "owner", "mu - 3 sigma", "mu ± sigma", "games", "matches", "last played"):
+    for col in ("#", "bot", "owner", "μ−3σ", "μ±σ", "games", "matches", "last played"):
         table.add_column(col, justify="left" if col in ("bot", "owner", "last played") else "right", no_wrap=True)
     for r in board["items"]:
-        last = (r["last_played"] or "-").replace("T", " ")[:16] + (" UTC" if r["last_played"] else "")
         table.add_row(
             str(r["rank"]),
             f"{r['bot_name']} #{r['bot_id']}",
             r["owner"],
             f"{r['ordinal']:.2f}",
-            f"{r['mu']:.2f} ± {r['sigma']:.2f}",
+            f"{r['mu']:.2f}±{r['sigma']:.2f}",
             str(r["games"]),
             str(r["matches"]),
-            last,
+            (r["last_played"] or "-").replace("T", " ")[:16],
         )
     return table
 
