@@ -84,6 +84,12 @@ def owns_participant(session: Session, viewer: Account, tournament_id: int) -> b
     )
 
 
+def can_open_bot(viewer: Account | None, owner_id: int) -> bool:
+    """The bot's page and ``GET /bots/{id}``: its owner and organizers (the leaderboard links
+    a bot's name only for them)."""
+    return viewer is not None and (viewer.id == owner_id or is_organizer(viewer))
+
+
 def can_view_tournament(session: Session, viewer: Account | None, t: Tournament) -> bool:
     """The tournament itself and its standings."""
     return is_public(t) or viewer is not None

@@ -1,91 +1,151 @@
 """Standings of a tournament and ratings across tournaments, from stored match results.
 
-Used by the API (``GET /tournaments/{id}/standings``) and by the worker (ratings update).
+Used by the API (``GET /tournaments/{id}/standings``, ``GET /leaderboard``), the pages and the
+worker (ratings rebuild). docs/ranking.md explains the choices ("Standings: what is settled",
+"Ratings").
+
+A game is an entry of ``match_results.games``: ``{"scores": [...], "places": [...]}`` per
+seat, and, once its par is known, ``"par": [float per seat]`` (what the seat's cards were
+worth, docs/ranking.md); the *adjusted score* of a seat is ``scores[s] - par[s]``; a game
+without a par has none. A result without games counts as one game with the match's scores
+and places.
 
 Per entrant (a bot id, or a house bot name) the standings give: ``matches``, ``games``,
 ``wins`` (games finished first, place 1), ``total_score`` and ``mean_score`` per game with a
-95% confidence interval (Student t, half-width ``ci95``; None with fewer than 2 games),
+95% interval (Student t, half-width ``ci95``; None with fewer than 2 games), the same for the
+adjusted score over the entrant's ``par_games`` (``adjusted_mean``, ``adjusted_ci95``),
 ``faults`` (FAULT-1), and an openskill Plackett-Luce rating (``mu``, ``sigma``, conservative
-``ordinal`` = mu - 3 sigma) updated match by match in schedule order (``matches.index``),
-each match rated by its final places.
+``ordinal`` = mu - 3 sigma) updated game by game in schedule order (:func:`rate_games`).
 
-A game is an entry of ``match_results.games`` (``{"scores": [...], "places": [...]}`` per
-seat); a result without games counts as one game with the match's scores and places.
+Order (tie-break rule): higher mean per game, adjusted when every game played has a par
+(``order_by`` "adjusted"), else raw; then more wins; then higher ordinal; then fewer faults;
+then bots by ascending id, house bots last by name.
 
-Order (tie-break rule): higher mean score per game; then more wins; then higher ordinal;
-then fewer faults; then bots by ascending id, house bots last by name.
+Each pair of neighbours in that order gets the difference of their means (the ordering
+one) with its 95% interval and whether it is significant (:func:`arena.significance.difference`:
+the games both played are paired). The ranking is *settled* when every entrant has played
+and every neighbour difference is significant; *first place settled* when the leader's
+difference to every other entrant is significant.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 from openskill.models import PlackettLuce
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from arena.db.models import Match, MatchResult, Rating, RatingHistory, StandingsCache, Tournament, utcnow
+from arena.db.models import (
+    Account,
+    Bot,
+    Match,
+    MatchResult,
+    Rating,
+    RatingHistory,
+    StandingsCache,
+    Tournament,
+    utcnow,
+)
 from arena.lifecycle import MatchStatus, TournamentStatus
+from arena.significance import Difference, Moments, SharedSums, difference, t975
+
+__all__ = [
+    "TEST",
+    "SETTLED_RULE",
+    "Entrant",
+    "MatchRecord",
+    "Neighbour",
+    "Standing",
+    "StandingsFold",
+    "StandingsReport",
+    "compute_report",
+    "compute_standings",
+    "game_par",
+    "game_ranks",
+    "leaderboard",
+    "load_records",
+    "rate_games",
+    "rated_tournaments",
+    "rebuild_ratings",
+    "t975",
+    "tournament_report",
+    "tournament_standings",
+]
 
 Entrant = int | str
 
-# Two-sided 95% Student t quantiles t(0.975, df) for df = 1..30.
-_T975 = [
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-]
-_T975_LARGE = [(40, 2.021), (60, 2.000), (120, 1.980)]
+#: The significance test of neighbours (docs/ranking.md), as the API and the CLI state it.
+TEST = (
+    "difference of the two means per game with its 95% interval: variance s_a^2/n_a + s_b^2/n_b "
+    "- 2 n_ab cov_ab/(n_a n_b), the covariance taken over the n_ab games both played (the paired "
+    "t test when they played the same games), Student t with min(n_a, n_b) - 1 degrees of freedom; "
+    "significant when the interval excludes 0"
+)
+#: When the ranking is called settled (docs/ranking.md).
+SETTLED_RULE = (
+    "settled: every entrant has played and every difference between neighbours in the order is "
+    "significant at 95%; first place settled: the leader's difference to every other entrant is"
+    " significant at 95%"
+)
+#: Version of :meth:`StandingsFold.state`; a cached state of another version is folded again.
+STATE_VERSION = 2
 
 
-def t975(df: int) -> float:
-    """t quantile for a two-sided 95% interval with ``df`` degrees of freedom (conservative
-    above 30: the value of the next smaller tabulated df; 1.96 above 120)."""
-    if df < 1:
-        raise ValueError("df must be >= 1")
-    if df <= 30:
-        return _T975[df - 1]
-    value = 2.042
-    for limit, t in _T975_LARGE:
-        if df >= limit:
-            value = t
-    return value if df < 120 else 1.960
+def game_par(game: dict[str, Any], seats: int) -> list[float] | None:
+    """The game's par per seat, or None when it has none (missing, or not ``seats`` finite numbers)."""
+    par = game.get("par")
+    if not isinstance(par, list) or len(par) != seats:
+        return None
+    out = []
+    for p in par:
+        if isinstance(p, bool) or not isinstance(p, int | float) or not math.isfinite(p):
+            return None
+        out.append(float(p))
+    return out
+
+
+def _ranks_of(values: Sequence[float]) -> list[int]:
+    """1 + the number of seats with a strictly higher value (equal values share a rank);
+    values rounded to 1e-9 so that float noise makes no rank."""
+    rounded = [round(v, 9) for v in values]
+    return [1 + sum(o > v for o in rounded) for v in rounded]
+
+
+def game_ranks(game: dict[str, Any], seats: int) -> list[int]:
+    """The ranks a game gives to the rating (docs/ranking.md, "Ratings"): by adjusted score
+    (``scores - par``, higher first, equal ones tie) when the game has a par, else its places."""
+    par = game_par(game, seats)
+    if par is None:
+        return [int(p) for p in game["places"]]
+    return _ranks_of([float(x) - p for x, p in zip(game["scores"], par)])
+
+
+def rate_games(model: PlackettLuce, ratings: list[Any], games: Sequence[dict[str, Any]]) -> list[Any]:
+    """The seats' ratings after one openskill update per game of a match, in game order.
+
+    Each update's dynamics ``tau`` is the model's divided by the square root of the match's
+    game count, so a match lets a rating drift as much as one update of the model does,
+    whatever its length (docs/ranking.md, "Ratings")."""
+    if not games:
+        return ratings
+    tau = model.tau / math.sqrt(len(games))
+    for g in games:
+        ranks: list[float] = [float(r) for r in game_ranks(g, len(ratings))]
+        teams = model.rate([[r] for r in ratings], ranks=ranks, tau=tau)
+        ratings = [team[0] for team in teams]
+    return ratings
 
 
 @dataclass(frozen=True)
 class MatchRecord:
-    """What the standings need of one finished match (lists indexed by seat)."""
+    """What the standings need of one finished match (lists indexed by seat); ``changes``:
+    the result row's update count (``match_results.changes``)."""
 
     index: int
     seats: tuple[Entrant, ...]
@@ -93,12 +153,17 @@ class MatchRecord:
     places: Sequence[int]
     faults: Sequence[int]
     games: Sequence[dict[str, Any]] = ()
+    changes: int = 0
+
+    def game_list(self) -> list[dict[str, Any]]:
+        """The games; a result without games is one game with the match's scores and places."""
+        return list(self.games) or [{"scores": list(self.scores), "places": list(self.places)}]
 
 
 @dataclass
 class Standing:
-    """One entrant's row: counts, score statistics per game, faults, rating, rank (1-based;
-    0 while the entrant has played no game)."""
+    """One entrant's row: counts, raw and adjusted score statistics per game, faults, rating,
+    rank (1-based; 0 while the entrant has played no game)."""
 
     entrant: Entrant
     matches: int = 0
@@ -107,6 +172,9 @@ class Standing:
     total_score: float = 0.0
     mean_score: float | None = None
     ci95: float | None = None
+    par_games: int = 0
+    adjusted_mean: float | None = None
+    adjusted_ci95: float | None = None
     faults: int = 0
     mu: float = 0.0
     sigma: float = 0.0
@@ -123,16 +191,78 @@ class Standing:
         return d
 
 
-def _sort_key(s: Standing) -> tuple[Any, ...]:
-    bot_key = (0, s.entrant, "") if isinstance(s.entrant, int) else (1, 0, s.entrant)
-    return (-(s.mean_score if s.mean_score is not None else -math.inf), -s.wins, -s.ordinal, s.faults, bot_key)
+@dataclass(frozen=True)
+class Neighbour:
+    """Two neighbours in the order: ranks, entrants, and the difference of their ordering means
+    (upper minus lower, :class:`arena.significance.Difference`)."""
+
+    upper_rank: int
+    lower_rank: int
+    upper: Entrant
+    lower: Entrant
+    difference: float
+    ci95: float | None
+    shared_games: int
+    significant: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        del d["upper"], d["lower"]
+        return d
+
+
+@dataclass
+class StandingsReport:
+    """The standings (rows best first) and what is settled.
+
+    ``order_by``: "adjusted" when every game played has a par, else "raw"; ``games``: games
+    played (each counted once, not per seat); ``games_with_par``: those with a par;
+    ``neighbours``: one per pair of ranked neighbours; ``settled`` / ``top_settled``:
+    :data:`SETTLED_RULE`."""
+
+    rows: list[Standing]
+    order_by: str = "raw"
+    games: int = 0
+    games_with_par: int = 0
+    neighbours: list[Neighbour] = field(default_factory=list)
+    settled: bool = False
+    top_settled: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": [r.to_dict() for r in self.rows],
+            "order_by": self.order_by,
+            "games": self.games,
+            "games_with_par": self.games_with_par,
+            "neighbours": [n.to_dict() for n in self.neighbours],
+            "settled": self.settled,
+            "top_settled": self.top_settled,
+            "test": TEST,
+            "settled_rule": SETTLED_RULE,
+        }
+
+
+def _entrant_key(e: Entrant) -> tuple[int, int, str]:
+    return (0, e, "") if isinstance(e, int) else (1, 0, e)
+
+
+@dataclass
+class _Acc:
+    matches: int = 0
+    games: int = 0
+    wins: int = 0
+    faults: int = 0
+    raw: Moments = field(default_factory=Moments)
+    adj: Moments = field(default_factory=Moments)
 
 
 class StandingsFold:
     """The standings' accumulators, folded match by match in schedule order; resumable.
 
-    Per entrant: matches, games, wins, faults, and the game scores' count, mean and sum of
-    squared deviations (Welford's method) and their sum, plus its openskill rating.
+    Per entrant: matches, games, wins, faults, the raw and adjusted scores' moments
+    (:class:`arena.significance.Moments`) and its openskill rating; per pair of entrants
+    who shared a game, the sums over their shared games (raw and adjusted,
+    :class:`arena.significance.SharedSums`); the games played and those with a par.
     :meth:`state` / :meth:`from_state` turn it into JSON and back, so a prefix of the
     schedule folded once is kept (:func:`tournament_standings`) and only new results are
     folded on the next read.
@@ -140,14 +270,25 @@ class StandingsFold:
 
     def __init__(self) -> None:
         self.model = PlackettLuce()
-        self.acc: dict[Entrant, list[float]] = {}  # [matches, games, wins, faults, n, mean, m2, total]
+        self.acc: dict[Entrant, _Acc] = {}
         self.ratings: dict[Entrant, Any] = {}
+        self.pairs: dict[tuple[Entrant, Entrant], tuple[SharedSums, SharedSums]] = {}
+        self.games = 0
+        self.par_games = 0
 
-    def _row(self, e: Entrant) -> list[float]:
+    def _row(self, e: Entrant) -> _Acc:
         if e not in self.acc:
-            self.acc[e] = [0, 0, 0, 0, 0, 0.0, 0.0, 0.0]
+            self.acc[e] = _Acc()
             self.ratings[e] = self.model.rating(name=str(e))
         return self.acc[e]
+
+    def _pair(self, a: Entrant, b: Entrant) -> tuple[tuple[SharedSums, SharedSums], bool]:
+        """The pair's (raw, adjusted) sums in canonical order, and whether (a, b) is flipped."""
+        flipped = _entrant_key(b) < _entrant_key(a)
+        key = (b, a) if flipped else (a, b)
+        if key not in self.pairs:
+            self.pairs[key] = (SharedSums(), SharedSums())
+        return self.pairs[key], flipped
 
     def add_entrants(self, entrants: Iterable[Entrant]) -> None:
         for e in entrants:
@@ -155,75 +296,148 @@ class StandingsFold:
 
     def add(self, rec: MatchRecord) -> None:
         """Fold one finished match (call in ``index`` order)."""
-        games = list(rec.games) or [{"scores": list(rec.scores), "places": list(rec.places)}]
-        for seat, e in enumerate(rec.seats):
-            a = self._row(e)
-            a[0] += 1
-            a[3] += int(rec.faults[seat])
-            for g in games:
-                a[1] += 1
-                if int(g["places"][seat]) == 1:
-                    a[2] += 1
-                x = float(g["scores"][seat])
-                a[4] += 1
-                delta = x - a[5]
-                a[5] += delta / a[4]
-                a[6] += delta * (x - a[5])
-                a[7] += x
-        teams = [[self.ratings[e]] for e in rec.seats]
-        rated = self.model.rate(teams, ranks=[int(p) for p in rec.places])
-        for e, team in zip(rec.seats, rated):
-            self.ratings[e] = team[0]
+        games = rec.game_list()
+        seats = len(rec.seats)
+        rows = [self._row(e) for e in rec.seats]
+        for seat, a in enumerate(rows):
+            a.matches += 1
+            a.faults += int(rec.faults[seat])
+        for g in games:
+            scores = [float(x) for x in g["scores"]]
+            par = game_par(g, seats)
+            adjusted = [x - p for x, p in zip(scores, par)] if par is not None else None
+            self.games += 1
+            self.par_games += par is not None
+            for seat, a in enumerate(rows):
+                a.games += 1
+                a.wins += int(g["places"][seat]) == 1
+                a.raw.add(scores[seat])
+                if adjusted is not None:
+                    a.adj.add(adjusted[seat])
+            for i in range(seats):
+                for j in range(i + 1, seats):
+                    (raw, adj), flipped = self._pair(rec.seats[i], rec.seats[j])
+                    x, y = (j, i) if flipped else (i, j)
+                    raw.add(scores[x], scores[y])
+                    if adjusted is not None:
+                        adj.add(adjusted[x], adjusted[y])
+        rated = rate_games(self.model, [self.ratings[e] for e in rec.seats], games)
+        for e, r in zip(rec.seats, rated):
+            self.ratings[e] = r
 
     def state(self) -> dict[str, Any]:
-        """JSON-ready state: ``{"rows": [[entrant, acc..., mu, sigma], ...]}``."""
-        return {"rows": [[e, *a, self.ratings[e].mu, self.ratings[e].sigma] for e, a in self.acc.items()]}
+        """JSON-ready state (version :data:`STATE_VERSION`)."""
+        return {
+            "v": STATE_VERSION,
+            "games": self.games,
+            "par_games": self.par_games,
+            "rows": [
+                [
+                    e,
+                    a.matches,
+                    a.games,
+                    a.wins,
+                    a.faults,
+                    *a.raw.to_list(),
+                    *a.adj.to_list(),
+                    self.ratings[e].mu,
+                    self.ratings[e].sigma,
+                ]
+                for e, a in self.acc.items()
+            ],
+            "pairs": [[a, b, *raw.to_list(), *adj.to_list()] for (a, b), (raw, adj) in self.pairs.items()],
+        }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> StandingsFold:
+    def from_state(cls, state: dict[str, Any]) -> StandingsFold | None:
+        """The fold of :meth:`state`; None for a state of another version (fold again)."""
+        if state.get("v") != STATE_VERSION:
+            return None
         fold = cls()
-        for e, *rest in state.get("rows", []):
-            *acc, mu, sigma = rest
-            fold.acc[e] = [
-                int(acc[0]),
-                int(acc[1]),
-                int(acc[2]),
-                int(acc[3]),
-                int(acc[4]),
-                float(acc[5]),
-                float(acc[6]),
-                float(acc[7]),
-            ]
-            fold.ratings[e] = fold.model.rating(mu=mu, sigma=sigma, name=str(e))
+        fold.games, fold.par_games = int(state["games"]), int(state["par_games"])
+        for e, matches, games, wins, faults, *rest in state["rows"]:
+            fold.acc[e] = _Acc(
+                int(matches),
+                int(games),
+                int(wins),
+                int(faults),
+                Moments.from_list(rest[0:4]),
+                Moments.from_list(rest[4:8]),
+            )
+            fold.ratings[e] = fold.model.rating(mu=rest[8], sigma=rest[9], name=str(e))
+        for a, b, *sums in state["pairs"]:
+            fold.pairs[(a, b)] = (SharedSums.from_list(sums[0:4]), SharedSums.from_list(sums[4:8]))
         return fold
 
     def copy(self) -> StandingsFold:
-        return StandingsFold.from_state(self.state())
+        fold = StandingsFold.from_state(self.state())
+        assert fold is not None
+        return fold
 
-    def standings(self) -> list[Standing]:
-        """The rows, best first (module docstring order); entrants without a game rank 0."""
+    def _difference(self, a: Entrant, b: Entrant, adjusted: bool) -> Difference:
+        flipped = _entrant_key(b) < _entrant_key(a)
+        sums = self.pairs.get((b, a) if flipped else (a, b))
+        shared = None if sums is None else sums[1 if adjusted else 0]
+        if shared is not None and flipped:
+            shared = shared.swapped()
+        acc_a, acc_b = self.acc[a], self.acc[b]
+        if adjusted:
+            return difference(acc_a.adj, acc_b.adj, shared)
+        return difference(acc_a.raw, acc_b.raw, shared)
+
+    def report(self) -> StandingsReport:
+        """The rows best first (module docstring order; entrants without a game rank 0), the
+        neighbours' differences and what is settled."""
+        adjusted = self.games > 0 and self.par_games == self.games
         rows = []
-        for e, (matches, games, wins, faults, n, _mean, m2, total) in self.acc.items():
-            r = Standing(entrant=e, matches=int(matches), games=int(games), wins=int(wins), faults=int(faults))
-            if n:
-                r.total_score = float(total)
-                r.mean_score = float(total / n)
-            if n >= 2:
-                r.ci95 = t975(int(n) - 1) * math.sqrt(m2 / (n - 1) / n)
+        for e, a in self.acc.items():
+            r = Standing(entrant=e, matches=a.matches, games=a.games, wins=a.wins, faults=a.faults, par_games=a.adj.n)
+            if a.raw.n:
+                r.total_score, r.mean_score, r.ci95 = a.raw.total, a.raw.total / a.raw.n, a.raw.ci95()
+            if a.adj.n:
+                r.adjusted_mean, r.adjusted_ci95 = a.adj.total / a.adj.n, a.adj.ci95()
             rating = self.ratings[e]
             r.mu, r.sigma, r.ordinal = rating.mu, rating.sigma, rating.ordinal()
             rows.append(r)
-        ordered = sorted(rows, key=_sort_key)
-        rank = 0
-        for r in ordered:
-            if r.games:
-                rank += 1
-                r.rank = rank
-        return ordered
+
+        def key(s: Standing) -> tuple[Any, ...]:
+            mean = s.adjusted_mean if adjusted else s.mean_score
+            return (-(mean if mean is not None else -math.inf), -s.wins, -s.ordinal, s.faults, _entrant_key(s.entrant))
+
+        ordered = sorted(rows, key=key)
+        ranked = [r for r in ordered if r.games]
+        for i, r in enumerate(ranked):
+            r.rank = i + 1
+        neighbours = []
+        for up, low in zip(ranked, ranked[1:]):
+            d = self._difference(up.entrant, low.entrant, adjusted)
+            neighbours.append(
+                Neighbour(
+                    up.rank, low.rank, up.entrant, low.entrant, d.difference, d.ci95, d.shared_games, d.significant
+                )
+            )
+        everyone_played = len(ranked) == len(ordered) >= 2
+        settled = everyone_played and all(n.significant for n in neighbours)
+        top_settled = everyone_played and all(
+            self._difference(ranked[0].entrant, r.entrant, adjusted).significant for r in ranked[1:]
+        )
+        return StandingsReport(
+            rows=ordered,
+            order_by="adjusted" if adjusted else "raw",
+            games=self.games,
+            games_with_par=self.par_games,
+            neighbours=neighbours,
+            settled=settled,
+            top_settled=top_settled,
+        )
+
+    def standings(self) -> list[Standing]:
+        """The rows of :meth:`report`."""
+        return self.report().rows
 
 
-def compute_standings(records: Iterable[MatchRecord], entrants: Iterable[Entrant] = ()) -> list[Standing]:
-    """Standings from finished matches (any order; rated in ``index`` order), best first.
+def compute_report(records: Iterable[MatchRecord], entrants: Iterable[Entrant] = ()) -> StandingsReport:
+    """The standings report of finished matches (any order; folded in ``index`` order).
 
     ``entrants`` lists participants to show even before they played (rank 0 until then).
     """
@@ -231,15 +445,25 @@ def compute_standings(records: Iterable[MatchRecord], entrants: Iterable[Entrant
     fold.add_entrants(entrants)
     for rec in sorted(records, key=lambda r: r.index):
         fold.add(rec)
-    return fold.standings()
+    return fold.report()
+
+
+def compute_standings(records: Iterable[MatchRecord], entrants: Iterable[Entrant] = ()) -> list[Standing]:
+    """The rows of :func:`compute_report`, best first."""
+    return compute_report(records, entrants).rows
+
+
+def _seats(match: Match) -> tuple[Entrant, ...]:
+    return tuple(s.bot_id if s.bot_id is not None else (s.house_bot or "house") for s in match.seats)
 
 
 def _record(match: Match) -> MatchRecord:
     res = match.result
     if res is None:
         raise ValueError(f"match {match.id} has no result")
-    seats = tuple(s.bot_id if s.bot_id is not None else (s.house_bot or "house") for s in match.seats)
-    return MatchRecord(match.index, seats, res.scores, res.places, res.faults, res.games or ())
+    return MatchRecord(
+        match.index, _seats(match), res.scores, res.places, res.faults, res.games or (), int(res.changes or 0)
+    )
 
 
 def load_records(session: Session, tournament_id: int, after_index: int = -1) -> list[MatchRecord]:
@@ -275,40 +499,83 @@ def _prefix_end(session: Session, tournament_id: int, after_index: int) -> int:
     return int(last) if last is not None else after_index
 
 
-def tournament_standings(session: Session, tournament: Tournament) -> list[Standing]:
-    """Standings of ``tournament`` from its stored results (participants listed even at 0 games).
+def _has_par(rec: MatchRecord) -> bool | None:
+    """True when every game of the match has a par, False when some have one, None when none has."""
+    has = [game_par(g, len(rec.seats)) is not None for g in rec.game_list()]
+    return True if all(has) else False if any(has) else None
+
+
+def _changes_up_to(session: Session, tournament_id: int, end: int) -> int:
+    """Sum of ``match_results.changes`` of the tournament's results with ``index <= end``."""
+    total = session.scalar(
+        select(func.coalesce(func.sum(MatchResult.changes), 0))
+        .join(Match, Match.id == MatchResult.match_id)
+        .where(Match.tournament_id == tournament_id, Match.index <= end)
+    )
+    return int(total or 0)
+
+
+def tournament_report(session: Session, tournament: Tournament) -> StandingsReport:
+    """Standings report of ``tournament`` from its stored results (participants listed even at
+    0 games).
 
     Reads do not grow with the tournament: the fold of the longest prefix of the schedule
-    whose matches are all done is kept in ``standings_cache`` (``prefix_index``, JSON state);
-    a read folds only the results stored since, then the results beyond the first match
-    still to be played (not kept). The result equals :func:`compute_standings` of every
-    stored result. Commits the session when it moves the cached prefix.
+    whose matches are all done is kept in ``standings_cache`` (``prefix_index``, JSON state
+    with the sum of the prefix results' ``changes``); a read folds only the results stored
+    since, then the results beyond the first match still to be played (not kept). Once a
+    game of the tournament has a par, a result whose games do not all have one yet is not
+    done either (its par is on its way). A cached state of another version, or whose prefix
+    holds a result updated since (a par added after all: ``match_results.changes``), is
+    folded again from the start. The result equals :func:`compute_report` of every stored
+    result. Commits the session when it moves the cached prefix.
     """
     cache = session.get(StandingsCache, tournament.id)
-    start = cache.prefix_index if cache is not None else -1
-    fold = StandingsFold.from_state(cache.state) if cache is not None else StandingsFold()
-    if cache is None:
+    cached_end: int | None = cache.prefix_index if cache is not None else None
+    fold = None
+    changes = 0
+    if cache is not None:
+        fold = StandingsFold.from_state(cache.state)
+        changes = int(cache.state.get("changes", -1))
+        if fold is not None and changes != _changes_up_to(session, tournament.id, cache.prefix_index):
+            fold = None
+    start = cache.prefix_index if cache is not None and fold is not None else -1
+    if fold is None:
+        fold, changes = StandingsFold(), 0
         fold.add_entrants([p.bot_id for p in tournament.participants])
     end = _prefix_end(session, tournament.id, start)
     records = load_records(session, tournament.id, after_index=start)
+    if fold.par_games or any(_has_par(r) is not None for r in records):
+        # the tournament's games get a par: a result still waiting for its par is not done
+        # for good either (caching it would mean folding again when the par lands)
+        waiting = next((r.index for r in records if r.index <= end and not _has_par(r)), None)
+        if waiting is not None:
+            end = waiting - 1
     prefix = [r for r in records if r.index <= end]
-    if prefix:
+    if prefix or (cached_end is not None and start < 0):
         for rec in prefix:
             fold.add(rec)
-        _save(session, tournament.id, start, end, fold.state())
+        state = fold.state()
+        state["changes"] = changes + sum(r.changes for r in prefix)
+        _save(session, tournament.id, cached_end, end, state)
     tail = [r for r in records if r.index > end]
     if tail:
         fold = fold.copy()
         for rec in tail:
             fold.add(rec)
-    return fold.standings()
+    return fold.report()
 
 
-def _save(session: Session, tournament_id: int, old_end: int, new_end: int, state: dict[str, Any]) -> None:
-    """Move the cached prefix from ``old_end`` to ``new_end``; a concurrent reader that moved
-    it first wins (this one's fold is the same or shorter)."""
+def tournament_standings(session: Session, tournament: Tournament) -> list[Standing]:
+    """The rows of :func:`tournament_report`, best first."""
+    return tournament_report(session, tournament).rows
+
+
+def _save(session: Session, tournament_id: int, old_end: int | None, new_end: int, state: dict[str, Any]) -> None:
+    """Replace the cached prefix ending at ``old_end`` (None: no row yet) by one ending at
+    ``new_end``; a concurrent reader that moved it first wins (this one's fold is the same or
+    shorter)."""
     try:
-        if old_end < 0 and session.get(StandingsCache, tournament_id) is None:
+        if old_end is None:
             session.add(StandingsCache(tournament_id=tournament_id, prefix_index=new_end, state=state))
         else:
             session.execute(
@@ -321,29 +588,45 @@ def _save(session: Session, tournament_id: int, old_end: int, new_end: int, stat
         session.rollback()
 
 
-def rebuild_ratings(session: Session, ruleset: str) -> int:
-    """Recompute the ``ratings`` rows of ``ruleset`` from every finished match; no commit.
+# ----------------------------------------------------------------------------- ratings
 
-    Matches are rated in order of (tournament start time, tournament id, match index); house
-    bots take part in the rating of a match but are not stored. Recomputing from scratch
-    makes the table independent of the order in which workers finished matches.
-    ``ratings.games`` counts the bot's games (entries of ``match_results.games``; a result
-    without games counts one), not its matches. Returns the number of bots rated.
+
+def rated_tournaments(ruleset: str) -> ColumnElement[bool]:
+    """The tournaments whose games count for the ratings of ``ruleset``: THE one place that
+    selects them (the ratings rebuild reads nothing else). Every tournament of the rule set
+    today; a tournament whose seed an organizer chose is to be left out here."""
+    return Tournament.ruleset == ruleset
+
+
+def rebuild_ratings(session: Session, ruleset: str) -> int:
+    """Recompute the ``ratings`` and ``rating_history`` rows of ``ruleset``; no commit.
+
+    Every finished match of the :func:`rated_tournaments` is rated, in order of (tournament
+    start time, tournament id, match index), one update per game (:func:`rate_games`: ranks
+    by adjusted score where the game has a par, else its places). House bots take part in the
+    rating of a game but are not stored (each tournament's house seats are entrants of their
+    own). Recomputing from scratch makes the table independent of the order in which workers
+    finished matches. ``ratings.games`` counts the bot's rated games, ``matches`` its rated
+    matches, ``last_played_at`` when its last rated match finished; a ``rating_history`` row
+    per bot and finished tournament holds its rating after that tournament. Returns the
+    number of bots rated.
     """
     model = PlackettLuce()
     matches = session.scalars(
         select(Match)
         .join(MatchResult)
         .join(Tournament, Match.tournament_id == Tournament.id)
-        .where(Tournament.ruleset == ruleset)
+        .where(rated_tournaments(ruleset))
         .options(selectinload(Match.seats), selectinload(Match.result))
         .order_by(Tournament.started_at, Tournament.id, Match.index)
     ).all()
     ratings: dict[Entrant, Any] = {}
     games: dict[int, int] = {}
+    played_matches: dict[int, int] = {}
+    last_played: dict[int, datetime] = {}
     finished = set(
         session.scalars(
-            select(Tournament.id).where(Tournament.ruleset == ruleset, Tournament.status == TournamentStatus.FINISHED)
+            select(Tournament.id).where(rated_tournaments(ruleset), Tournament.status == TournamentStatus.FINISHED)
         )
     )
     history: list[RatingHistory] = []
@@ -372,12 +655,17 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
             snapshot(current)
             current = m.tournament_id
         rec = _record(m)
+        game_list = rec.game_list()
         keys = [e if isinstance(e, int) else f"{m.tournament_id}:{e}" for e in rec.seats]
-        teams = [[ratings.setdefault(k, model.rating(name=str(k)))] for k in keys]
-        for k, team in zip(keys, model.rate(teams, ranks=[int(p) for p in rec.places])):
-            ratings[k] = team[0]
+        before = [ratings.setdefault(k, model.rating(name=str(k))) for k in keys]
+        when = m.finished_at or (m.result.created_at if m.result else None)
+        for k, r in zip(keys, rate_games(model, before, game_list)):
+            ratings[k] = r
             if isinstance(k, int):
-                games[k] = games.get(k, 0) + (len(rec.games) or 1)
+                games[k] = games.get(k, 0) + len(game_list)
+                played_matches[k] = played_matches.get(k, 0) + 1
+                if when is not None and (k not in last_played or when > last_played[k]):
+                    last_played[k] = when
                 played.add(k)
     snapshot(current)
     session.execute(delete(Rating).where(Rating.ruleset == ruleset))
@@ -386,6 +674,59 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
     now = utcnow()
     for k, r in ratings.items():
         if isinstance(k, int):
-            session.add(Rating(ruleset=ruleset, bot_id=k, mu=r.mu, sigma=r.sigma, games=games[k], updated_at=now))
+            session.add(
+                Rating(
+                    ruleset=ruleset,
+                    bot_id=k,
+                    mu=r.mu,
+                    sigma=r.sigma,
+                    games=games[k],
+                    matches=played_matches[k],
+                    last_played_at=last_played.get(k),
+                    updated_at=now,
+                )
+            )
     session.flush()
     return len(games)
+
+
+@dataclass(frozen=True)
+class LeaderRow:
+    """One bot of the leaderboard: its rank by ``ordinal`` (mu - 3 sigma), rating, rated games
+    and matches, and when its last rated match finished."""
+
+    rank: int
+    bot_id: int
+    bot_name: str
+    owner: str
+    owner_id: int
+    mu: float
+    sigma: float
+    ordinal: float
+    games: int
+    matches: int
+    last_played: datetime | None
+
+
+def leaderboard(session: Session, ruleset: str, page: int = 1, per_page: int = 50) -> tuple[list[LeaderRow], int]:
+    """``(one page of the rule set's ratings, best conservative rating first; how many in
+    all)``: the ``ratings`` table the worker keeps (:func:`rebuild_ratings`); ties by bot id."""
+    ordinal = (Rating.mu - 3 * Rating.sigma).label("ordinal")
+    cond = Rating.ruleset == ruleset
+    total = session.scalar(select(func.count()).select_from(Rating).where(cond)) or 0
+    offset = (page - 1) * per_page
+    rows = session.execute(
+        select(Rating, Bot.name, Account.name, Account.id, ordinal)
+        .join(Bot, Bot.id == Rating.bot_id)
+        .join(Account, Account.id == Bot.owner_id)
+        .where(cond)
+        .order_by(ordinal.desc(), Rating.bot_id)
+        .limit(per_page)
+        .offset(offset)
+    ).all()
+    return [
+        LeaderRow(
+            offset + i + 1, r.bot_id, bot_name, owner, owner_id, r.mu, r.sigma, o, r.games, r.matches, r.last_played_at
+        )
+        for i, (r, bot_name, owner, owner_id, o) in enumerate(rows)
+    ], int(total)

@@ -198,8 +198,21 @@ class ApiClient:
         return self.request("GET", f"/tournaments/{tournament_id}")
 
     def standings(self, tournament_id: int) -> dict:
-        """``GET /tournaments/{id}/standings``: ``{"rows": [...], "tie_break", ...}``."""
+        """``GET /tournaments/{id}/standings``: ``{"rows": [...], "neighbours": [...], "settled",
+        "top_settled", "order_by", "tie_break", ...}``."""
         return self.request("GET", f"/tournaments/{tournament_id}/standings")
+
+    def leaderboard(self, ruleset: str) -> dict:
+        """``GET /leaderboard?ruleset=...``, every page: ``{"ruleset", "total", "items": [...]}``
+        (public: no token needed)."""
+        items: list[dict] = []
+        page = 1
+        while True:
+            body = self.request("GET", "/leaderboard", params={"ruleset": ruleset, "page": page, "per_page": 100})
+            items += body["items"]
+            if len(items) >= body["total"] or not body["items"]:
+                return {"ruleset": ruleset, "total": body["total"], "items": items}
+            page += 1
 
     def matches(self, tournament_id: int) -> list[dict]:
         """Every match of the tournament you may see (all pages), in schedule order."""

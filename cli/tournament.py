@@ -1,5 +1,6 @@
-"""``arena tournament create|start|status|standings`` and ``arena logs download``: an
-organizer's commands, talking to a running API over HTTP (:class:`cli.client.ApiClient`).
+"""``arena tournament create|start|status|standings``, ``arena leaderboard`` and ``arena logs
+download``: an organizer's commands, talking to a running API over HTTP
+(:class:`cli.client.ApiClient`).
 
 Every command takes ``--api URL`` (env ``ARENA_API_URL``, default ``http://127.0.0.1:8000``)
 and ``--token TOKEN`` (env ``ARENA_TOKEN``; an organizer's token for create/start). Errors
@@ -7,8 +8,9 @@ are one line (``Error: HTTP 422 on POST /api/v1/tournaments: invalid request: js
 bot 9 does not exist``) and exit status 1.
 
 Output for scripts: stdout carries only the value asked for (``create``: the bare tournament
-id; ``status``: its summary line; ``standings``: the table), or the API's JSON answer with
-``--json`` (``create``, ``start``, ``resume``, ``status``, ``standings``); summaries of
+id; ``status``: its summary line; ``standings``: the table, whose caption says whether the
+ranking is settled; ``leaderboard``: the table, no token needed), or the API's JSON answer with
+``--json`` (``create``, ``start``, ``resume``, ``status``, ``standings``, ``leaderboard``); summaries of
 actions, progress bars and hints go to stderr.
 
 ``arena logs`` is the group of :mod:`cli.play` (``verify``) with ``download`` added;
@@ -179,39 +181,122 @@ def watch_progress(
         return _call(client.wait_finished, tournament_id, poll_s=poll_s, timeout_s=timeout_s, on_progress=update)
 
 
+def _signed(value: float | None, half: float | None = None) -> str:
+    """``+1.23±0.45`` (compact: the standings table fits 80 columns); ``-`` for None."""
+    if value is None:
+        return "-"
+    return f"{value:+.2f}" + (f"±{half:.2f}" if half is not None else "")
+
+
+def settled_lines(standings: dict) -> list[str]:
+    """The standings' verdict in words: settled or not (and why not), first place, which mean
+    orders and how many games have a par (``GET /tournaments/{id}/standings``)."""
+    rows, neighbours = standings["rows"], standings["neighbours"]
+    if standings["settled"]:
+        verdict = "ranking settled: every difference between neighbours is significant at 95%"
+    elif not standings["games"]:
+        verdict = "ranking not yet settled: no game played yet"
+    elif any(not r["rank"] for r in rows):
+        verdict = "ranking not yet settled: not every entrant has played yet"
+    else:
+        open_pairs = [f"{n['upper_rank']}-{n['lower_rank']}" for n in neighbours if not n["significant"]]
+        verdict = (
+            f"ranking not yet settled: {len(open_pairs)} of {len(neighbours)} differences between "
+            f"neighbours are not significant at 95% (ranks {', '.join(open_pairs)})"
+        )
+    top = "first place settled" if standings["top_settled"] else "first place not yet settled"
+    if standings["order_by"] == "adjusted":
+        order = "order by adjusted mean (score minus par): every game has a par"
+    else:
+        order = f"order by raw mean: {standings['games_with_par']} of {standings['games']} games have a par"
+    return [f"{verdict}; {top}", order]
+
+
 def standings_table(standings: dict, names: dict[int, str] | None = None, title: str | None = None):
-    """A rich Table of ``GET /tournaments/{id}/standings`` (``names``: bot id -> label)."""
+    """``GET /tournaments/{id}/standings`` for a rich console (``names``: bot id -> label): the
+    verdict (:func:`settled_lines`, whole lines), then the table: raw and adjusted means with
+    their 95% intervals, the gap to the next entrant and whether it is significant."""
     from rich import box
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     names = names or {}
+    below = {n["upper_rank"]: n for n in standings.get("neighbours", [])}
+    with_par = standings.get("games_with_par", 0) > 0
     table = Table(
         title=title or f"standings of tournament {standings['tournament_id']} ({standings['ruleset']})",
-        caption=f"wins: games finished first; rating: openskill Plackett-Luce, ordinal = mu - 3 sigma; "
-        f"order: {standings['tie_break']}",
+        caption="\n".join(
+            [
+                "mean ±95%: per game, 95% interval (Student t); "
+                + ("adj.: adjusted, score minus par, over the games with a par; " if with_par else "")
+                + "gap: difference to the next entrant ±95% (the games both played compared "
+                "pairwise), * significant; rating: openskill Plackett-Luce, one update a game, "
+                "mu - 3 sigma (mu and sigma: --json)",
+                f"order: {standings['tie_break']}",
+            ]
+        ),
         caption_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,
     )
-    for col in ("#", "bot", "games", "wins", "mean ±95%", "faults", "mu ± sigma", "ordinal"):
+    columns = ["#", "bot", "games", "wins", "mean ±95%"]
+    columns += ["adj. ±95%"] if with_par else []
+    columns += ["gap", "faults", "rating"]
+    for col in columns:
         table.add_column(col, justify="left" if col == "bot" else "right", no_wrap=True)
     for r in standings["rows"]:
         who = r["house_bot"] if r.get("bot_id") is None else names.get(r["bot_id"], f"bot {r['bot_id']}")
-        mean = "-" if r["mean_score"] is None else f"{r['mean_score']:+.2f}"
-        if r["ci95"] is not None:
-            mean += f" ± {r['ci95']:.2f}"
+        gap = "-"
+        n = below.get(r["rank"]) if r["rank"] else None
+        if n is not None:
+            gap = _signed(n["difference"], n["ci95"]) + ("*" if n["significant"] else " ")
+        cells = [str(r["rank"]), str(who), str(r["games"]), str(r["wins"]), _signed(r["mean_score"], r["ci95"])]
+        if with_par:
+            cells.append(_signed(r["adjusted_mean"], r["adjusted_ci95"]))
+        cells += [gap, str(r["faults"]), f"{r['ordinal']:.2f}"]
+        table.add_row(*cells)
+    return Group(table, *(Text(line) for line in settled_lines(standings)))
+
+
+def leaderboard_table(board: dict):
+    """A rich Table of ``GET /leaderboard`` (every page): the page ``/ui/leaderboard`` shows the same."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(
+        title=f"leaderboard: {board['ruleset']} ({board['total']} bots)",
+        caption="openskill Plackett-Luce across tournaments, one update per game (ranked by adjusted score "
+        "where the game has a par); order: conservative rating μ−3σ; last played in UTC",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for col in ("#", "bot", "owner", "μ−3σ", "μ±σ", "games", "matches", "last played"):
+        table.add_column(col, justify="left" if col in ("bot", "owner", "last played") else "right", no_wrap=True)
+    for r in board["items"]:
         table.add_row(
             str(r["rank"]),
-            str(who),
-            str(r["games"]),
-            str(r["wins"]),
-            mean,
-            str(r["faults"]),
-            f"{r['mu']:.2f} ± {r['sigma']:.2f}",
+            f"{r['bot_name']} #{r['bot_id']}",
+            r["owner"],
             f"{r['ordinal']:.2f}",
+            f"{r['mu']:.2f}±{r['sigma']:.2f}",
+            str(r["games"]),
+            str(r["matches"]),
+            (r["last_played"] or "-").replace("T", " ")[:16],
         )
     return table
+
+
+def _table_console():
+    """A console for a wide table: the terminal's width, or 200 columns when stdout is not a
+    terminal (a pipe or a file gets whole rows, not columns cut to 80)."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
 
 
 def _echo_tournament(t: dict, *, err: bool = False) -> None:
@@ -464,8 +549,8 @@ def tournament_status(
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def tournament_standings(api_url: str, token: str | None, tournament_id: int, as_json: bool) -> None:
-    """Standings of a tournament: games, wins, mean score ±95%, faults, rating."""
-    from rich.console import Console
+    """Standings of a tournament and whether they are settled: games, wins, raw and adjusted
+    mean ±95%, the gap to the next entrant and its significance, faults, rating."""
 
     with _client(api_url, token) as client:
         s = _call(client.standings, tournament_id)
@@ -473,7 +558,29 @@ def tournament_standings(api_url: str, token: str | None, tournament_id: int, as
     if as_json:
         _echo_json(s)
         return
-    Console().print(standings_table(s, names))
+    _table_console().print(standings_table(s, names))
+
+
+@click.command("leaderboard")
+@_api_options
+@click.option(
+    "--ruleset", "-r", required=True, type=click.Choice(list(engine.RULESETS)), help="The rule set's ratings."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer (every page).")
+def leaderboard(api_url: str, token: str | None, ruleset: str, as_json: bool) -> None:
+    """Ratings across tournaments of a rule set: conservative rating (mu - 3 sigma), mu ± sigma,
+    games, matches, last played (public: no token needed)."""
+
+    try:
+        client = ApiClient(api_url, token)
+    except ApiError as exc:
+        raise click.BadParameter(str(exc), param_hint="--api") from None
+    with client:
+        board = _call(client.leaderboard, ruleset)
+    if as_json:
+        _echo_json(board)
+        return
+    _table_console().print(leaderboard_table(board))
 
 
 def _bot_names(client: ApiClient) -> dict[int, str]:

@@ -37,7 +37,7 @@ from arena import matchlog
 from arena.db.models import Match, MatchLog, MatchSeat, Tournament
 from arena.lifecycle import MatchStatus, TournamentStatus
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
-from arena.standings import tournament_standings
+from arena.standings import tournament_report
 from arena.status import values
 from arena.usecases import tournaments as usecases
 from arena.usecases.tournaments import INLINE_SEND_MATCHES, INLINE_START_PARTICIPANTS
@@ -55,8 +55,8 @@ protect(blp, organizer_methods=("POST",), anonymous_reads=True)
 MAX_PARTICIPANTS = 128
 DEFAULT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 TIE_BREAK = (
-    "higher mean score per game; then more wins; then higher rating ordinal; "
-    "then fewer faults; then lower bot id (house bots last)"
+    "higher mean score per game (adjusted when every game has a par, else raw); then more wins; "
+    "then higher rating ordinal; then fewer faults; then lower bot id (house bots last)"
 )
 
 
@@ -174,26 +174,74 @@ class TournamentSchema(ma.Schema):
 
 
 class StandingSchema(ma.Schema):
-    rank = ma.fields.Integer(required=True)
+    rank = ma.fields.Integer(required=True, metadata={"description": "1 = first; 0 before the entrant's first game"})
     bot_id = ma.fields.Integer(allow_none=True)
     house_bot = ma.fields.String(allow_none=True)
     matches = ma.fields.Integer(required=True)
     games = ma.fields.Integer(required=True)
-    wins = ma.fields.Integer(required=True)
+    wins = ma.fields.Integer(required=True, metadata={"description": "games finished first (place 1)"})
     total_score = ma.fields.Float(required=True)
-    mean_score = ma.fields.Float(allow_none=True)
-    ci95 = ma.fields.Float(allow_none=True, metadata={"description": "half-width of the 95% interval"})
+    mean_score = ma.fields.Float(allow_none=True, metadata={"description": "raw score per game"})
+    ci95 = ma.fields.Float(
+        allow_none=True, metadata={"description": "half-width of the 95% interval of `mean_score` (Student t)"}
+    )
+    par_games = ma.fields.Integer(required=True, metadata={"description": "the entrant's games that have a par"})
+    adjusted_mean = ma.fields.Float(
+        allow_none=True,
+        metadata={"description": "adjusted score (score minus par) per game, over `par_games`; null without one"},
+    )
+    adjusted_ci95 = ma.fields.Float(
+        allow_none=True, metadata={"description": "half-width of the 95% interval of `adjusted_mean`"}
+    )
     faults = ma.fields.Integer(required=True)
-    mu = ma.fields.Float(required=True)
+    mu = ma.fields.Float(
+        required=True, metadata={"description": "openskill rating in this tournament, one update a game"}
+    )
     sigma = ma.fields.Float(required=True)
-    ordinal = ma.fields.Float(required=True)
+    ordinal = ma.fields.Float(required=True, metadata={"description": "conservative rating mu - 3 sigma"})
+
+
+class NeighbourSchema(ma.Schema):
+    upper_rank = ma.fields.Integer(required=True)
+    lower_rank = ma.fields.Integer(required=True, metadata={"description": "upper_rank + 1"})
+    difference = ma.fields.Float(
+        required=True, metadata={"description": "upper's mean minus lower's (the means of `order_by`), per game"}
+    )
+    ci95 = ma.fields.Float(
+        allow_none=True,
+        metadata={"description": "half-width of the difference's 95% interval (null below 2 games each)"},
+    )
+    shared_games = ma.fields.Integer(required=True, metadata={"description": "games both played (paired)"})
+    significant = ma.fields.Boolean(required=True, metadata={"description": "the 95% interval excludes 0"})
 
 
 class StandingsSchema(ma.Schema):
     tournament_id = ma.fields.Integer(required=True)
     ruleset = ma.fields.String(required=True)
     tie_break = ma.fields.String(required=True)
+    order_by = ma.fields.String(
+        required=True,
+        validate=validate.OneOf(["raw", "adjusted"]),
+        metadata={"description": "`adjusted` when every game played has a par, else `raw`: the mean that orders"},
+    )
+    games = ma.fields.Integer(required=True, metadata={"description": "games played (each counted once)"})
+    games_with_par = ma.fields.Integer(required=True, metadata={"description": "games played that have a par"})
     rows = ma.fields.List(ma.fields.Nested(StandingSchema), required=True)
+    neighbours = ma.fields.List(
+        ma.fields.Nested(NeighbourSchema),
+        required=True,
+        metadata={"description": "each pair of ranked neighbours, best first, and whether they differ significantly"},
+    )
+    settled = ma.fields.Boolean(
+        required=True,
+        metadata={"description": "every entrant played and every neighbour difference is significant at 95%"},
+    )
+    top_settled = ma.fields.Boolean(
+        required=True,
+        metadata={"description": "the leader's difference to every other entrant is significant at 95%"},
+    )
+    test = ma.fields.String(required=True, metadata={"description": "the significance test, in words"})
+    settled_rule = ma.fields.String(required=True, metadata={"description": "what settled means, in words"})
 
 
 class MatchListArgs(PageArgs):
@@ -404,10 +452,15 @@ class TournamentStandings(MethodView):
     @blp.response(200, StandingsSchema)
     @errors(blp, 401, 404)
     def get(self, tournament_id):
-        """Standings from the stored results (see arena.standings for the statistics)."""
+        """Standings from the stored results, and what is settled.
+
+        Raw and adjusted (score minus par) means per game with 95% intervals; for each pair of
+        neighbours in the order, the difference and whether it is significant at 95%; whether
+        the ranking and its first place are settled (docs/ranking.md).
+        """
         t = get_tournament(tournament_id)
-        rows = [r.to_dict() for r in tournament_standings(db(), t)]
-        return {"tournament_id": t.id, "ruleset": t.ruleset, "tie_break": TIE_BREAK, "rows": rows}
+        report = tournament_report(db(), t).to_dict()
+        return {"tournament_id": t.id, "ruleset": t.ruleset, "tie_break": TIE_BREAK, **report}
 
 
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/matches")

@@ -3,7 +3,8 @@ JavaScript file for the replay, no build step).
 
 ======================================= ==================================================
 ``/ui/``                                tournaments you may see
-``/ui/tournaments/<id>``                status, progress, standings, chart, matches
+``/ui/tournaments/<id>``                status, progress, standings (settled or not), chart, matches
+``/ui/leaderboard``                     ratings across tournaments per rule set (``?ruleset=``)
 ``/ui/tournaments/<id>/logs.jsonl``     all readable match logs (JSON Lines download)
 ``/ui/matches/<id>``                    seats, result, faults, step-by-step replay
 ``/ui/matches/<id>/log.json``           the match log (JSON download)

@@ -31,12 +31,22 @@ from sqlalchemy import select
 
 from api.database import db, settings
 from api.ui import access
-from api.ui.views import _bot_names, _deny, _match, _progress, _tournament, bp, playing_now, standings_rows
+from api.ui.views import (
+    _bot_names,
+    _deny,
+    _match,
+    _progress,
+    _tournament,
+    bp,
+    playing_now,
+    settlement,
+    standings_rows,
+)
 from arena import access as policy
 from arena import live
 from arena.db.models import Match, Tournament
 from arena.leases import LeaseSet
-from arena.standings import tournament_standings
+from arena.standings import tournament_report
 from arena.status import MatchStatus, TournamentStatus
 
 #: Match statuses in which a match may still be played (its live view is open).
@@ -312,8 +322,15 @@ def tournament_live_state(tournament_id: int):
     t = _viewable_tournament(tournament_id)
     account = access.viewer()
     names = _bot_names([p.bot_id for p in t.participants])
-    rows = standings_rows(tournament_standings(db(), t), names, t.house_bot)
+    report = tournament_report(db(), t)
+    rows = standings_rows(report, names, t.house_bot)
     html = render_template(
-        "_tournament_live.html", t=t, progress=_progress(t), rows=rows, playing=playing_now(t, account)
+        "_tournament_live.html",
+        t=t,
+        progress=_progress(t),
+        rows=rows,
+        report=report,
+        verdict=settlement(report),
+        playing=playing_now(t, account),
     )
     return Response(html, mimetype="text/html", headers={"Cache-Control": "no-store"})

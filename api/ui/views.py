@@ -31,7 +31,7 @@ from api.ui.replay import ReplayDataError, build_replay
 from arena import access as policy
 from arena import matchlog
 from arena.db.models import Bot, Match, MatchLog, Tournament
-from arena.standings import tournament_standings
+from arena.standings import StandingsReport, leaderboard, tournament_report
 from arena.status import MatchStatus, TournamentStatus
 
 bp = Blueprint(
@@ -146,22 +146,60 @@ def _progress(t: Tournament) -> dict:
     return {"finished": done, "total": total, "percent": round(100 * done / total) if total else 0, "by_status": counts}
 
 
-def standings_rows(standings, names: dict[int, str], house_bot: str | None = None) -> list[dict[str, Any]]:
+def _interval(mean: float | None, half: float | None) -> tuple[float | None, float | None]:
+    if mean is None or half is None:
+        return None, None
+    return mean - half, mean + half
+
+
+def standings_rows(
+    report: StandingsReport, names: dict[int, str], house_bot: str | None = None
+) -> list[dict[str, Any]]:
     """Rows of the standings table (``_standings_table.html``): the standing, its label (house
-    seats with ``house_bot``, the tournament's), the 95% interval's ends."""
+    seats with ``house_bot``, the tournament's), the raw and adjusted 95% intervals' ends
+    (``lo``/``hi``, ``alo``/``ahi``) and ``next``, the :class:`arena.standings.Neighbour` to
+    the entrant ranked below it (None for the last)."""
+    below = {n.upper_rank: n for n in report.neighbours}
     rows: list[dict[str, Any]] = []
-    for st in standings:
+    for st in report.rows:
         label = _entrant_label(
             st.entrant if isinstance(st.entrant, int) else None,
             st.entrant if isinstance(st.entrant, str) else None,
             names,
             house_bot,
         )
-        lo = hi = None
-        if st.mean_score is not None and st.ci95 is not None:
-            lo, hi = st.mean_score - st.ci95, st.mean_score + st.ci95
-        rows.append({"s": st, "label": label, "lo": lo, "hi": hi})
+        lo, hi = _interval(st.mean_score, st.ci95)
+        alo, ahi = _interval(st.adjusted_mean, st.adjusted_ci95)
+        nxt = below.get(st.rank) if st.rank else None
+        rows.append({"s": st, "label": label, "lo": lo, "hi": hi, "alo": alo, "ahi": ahi, "next": nxt})
     return rows
+
+
+def settlement(report: StandingsReport) -> dict[str, Any]:
+    """The standings' plain verdict for the page (``_standings_table.html``): ``settled``,
+    ``top_settled``, ``line`` (the sentence, in the page's language), ``order`` (which mean
+    orders and how many games have a par)."""
+    ranked = [r for r in report.rows if r.rank]
+    open_pairs = [n for n in report.neighbours if not n.significant]
+    if report.settled:
+        line = _("Ranking settled: every difference between neighbours is significant at 95%.")
+    elif not report.games:
+        line = _("Ranking not yet settled: no game played yet.")
+    elif len(ranked) < len(report.rows):
+        line = _("Ranking not yet settled: not every entrant has played yet.")
+    else:
+        line = _(
+            "Ranking not yet settled: %(n)s of %(total)s differences between neighbours are not significant at 95%%.",
+            n=len(open_pairs),
+            total=len(report.neighbours),
+        )
+    if report.order_by == "adjusted":
+        order = _("Order by adjusted mean (score minus par): every game has a par.")
+    else:
+        order = _(
+            "Order by raw mean: %(n)s of %(total)s games have a par.", n=report.games_with_par, total=report.games
+        )
+    return {"settled": report.settled, "top_settled": report.top_settled, "line": line, "order": order}
 
 
 #: Matches listed as playing now on a tournament page, at most.
@@ -236,13 +274,45 @@ def index():
     return render_template("index.html", rows=rows)
 
 
+#: Bots per page of the leaderboard (/ui/leaderboard?page=N).
+LEADERBOARD_PER_PAGE = 50
+
+
+@bp.route("/leaderboard")
+def leaderboard_page():
+    """Ratings across tournaments of one rule set (``?ruleset=``, default the first;
+    ``?page=N``), public: the API's ``GET /api/v1/leaderboard`` rows
+    (:func:`arena.standings.leaderboard`); a bot's name links to its page for whoever may
+    open it (:func:`arena.access.can_open_bot`)."""
+    ruleset = request.args.get("ruleset") or next(iter(engine.RULESETS))
+    if ruleset not in engine.RULESETS:
+        abort(404, _("There is no rule set %(name)s.", name=ruleset))
+    account = access.viewer()
+    page = max(1, request.args.get("page", 1, type=int) or 1)
+    rows, total = leaderboard(db(), ruleset, page, LEADERBOARD_PER_PAGE)
+    pages = max(1, -(-total // LEADERBOARD_PER_PAGE))
+    if page > pages:  # past the end: the last page
+        page = pages
+        rows, total = leaderboard(db(), ruleset, page, LEADERBOARD_PER_PAGE)
+    items = [{"r": r, "link": policy.can_open_bot(account, r.owner_id)} for r in rows]
+    return render_template(
+        "leaderboard.html",
+        ruleset=ruleset,
+        rulesets=list(engine.RULESETS),
+        rows=items,
+        total=total,
+        page=page,
+        pages=pages,
+    )
+
+
 @bp.route("/tournaments/<int:tournament_id>")
 def tournament_page(tournament_id: int):
     account = access.viewer()
     t = _tournament(tournament_id)
     if not policy.can_view_tournament(db(), account, t):
         _deny(account, _("tournament %(id)s", id=t.id))
-    standings = tournament_standings(db(), t)
+    report = tournament_report(db(), t)
     # One page of the matches the viewer may read (a tournament may have thousands).
     cond = [Match.tournament_id == t.id]
     visible = policy.visible_matches_condition(db(), account, t)
@@ -265,7 +335,8 @@ def tournament_page(tournament_id: int):
         .all()
     )
     names = _bot_names([p.bot_id for p in t.participants] + [s.bot_id for m in matches for s in m.seats])
-    rows = standings_rows(standings, names, t.house_bot)
+    rows = standings_rows(report, names, t.house_bot)
+    adjusted = report.order_by == "adjusted"
     match_rows = []
     for m in matches:
         seats = [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]
@@ -282,7 +353,16 @@ def tournament_page(tournament_id: int):
         page=page,
         pages=pages,
         shown=shown,
-        chart=score_chart([(r["label"], r["s"].mean_score, r["lo"], r["hi"]) for r in rows]),
+        report=report,
+        verdict=settlement(report),
+        chart=score_chart(
+            [
+                (r["label"], r["s"].adjusted_mean, r["alo"], r["ahi"])
+                if adjusted
+                else (r["label"], r["s"].mean_score, r["lo"], r["hi"])
+                for r in rows
+            ]
+        ),
         public=policy.is_public(t),
         logs_link=policy.can_download_tournament_logs(db(), account, t),
         seats_per_match=engine.SEATS.get(t.ruleset, 0),

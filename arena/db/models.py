@@ -46,6 +46,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -325,6 +326,10 @@ class MatchResult(Base):
     games: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
     timings: Mapped[dict[str, Any]] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Times the row was updated after it was stored (a par added to ``games`` later): every
+    #: UPDATE through SQLAlchemy adds 1, so the standings cache sees that a folded result
+    #: changed (arena.standings.tournament_standings) without the writer's help.
+    changes: Mapped[int] = mapped_column(Integer, default=0, server_default="0", onupdate=text("changes + 1"))
 
     match: Mapped[Match] = relationship(back_populates="result")
 
@@ -351,8 +356,12 @@ class Rating(Base):
     bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"), primary_key=True)
     mu: Mapped[float] = mapped_column(Float)
     sigma: Mapped[float] = mapped_column(Float)
-    #: Games played in the rated matches (a match of 10 games counts 10; see rebuild_ratings).
+    #: Games rated (one rating update per game; see rebuild_ratings).
     games: Mapped[int] = mapped_column(Integer, default=0)
+    #: Finished matches rated.
+    matches: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: When the bot's last rated match finished (None for ratings rebuilt before 0013).
+    last_played_at: Mapped[datetime | None] = mapped_column(nullable=True)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 

@@ -83,13 +83,16 @@ def _check_tournament(arena, tid: int, bot_ids: list[int], ruleset: str, expecte
     for row in api_rows:
         assert row["total_score"] == totals[row["bot_id"]]
         assert row["wins"] == wins[row["bot_id"]] and row["games"] == games[row["bot_id"]]
-    # ratings table: openskill Plackett-Luce over the matches in schedule order
+    # ratings table: openskill Plackett-Luce, one update per game (its places: no par yet),
+    # matches in schedule order, each match's drift tau spread over its games
     model = PlackettLuce()
     ratings = {b: model.rating(name=str(b)) for b in bot_ids}
     for rec in sorted(records, key=lambda r: r.index):
-        rated = model.rate([[ratings[b]] for b in rec.seats], ranks=list(rec.places))
-        for b, team in zip(rec.seats, rated):
-            ratings[b] = team[0]
+        for g in rec.games:
+            tau = model.tau / math.sqrt(len(rec.games))
+            rated = model.rate([[ratings[b]] for b in rec.seats], ranks=list(g["places"]), tau=tau)
+            for b, team in zip(rec.seats, rated):
+                ratings[b] = team[0]
     with arena.sessions() as s:
         rows = {r.bot_id: r for r in s.scalars(select(Rating).where(Rating.ruleset == ruleset))}
     assert set(rows) == set(bot_ids)

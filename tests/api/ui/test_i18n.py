@@ -92,6 +92,8 @@ def _pages(site) -> list[str]:
         "/ui/tournaments/new",
         "/ui/tournaments/999999",
         "/ui/matches/99999999",
+        "/ui/leaderboard",
+        "/ui/leaderboard?ruleset=jdf",
     ]
     pages += [f"/ui/tournaments/{tid}" for tid in site.tournaments.values()]
     pages += [f"/ui/matches/{mid}" for mid in first.values()]
