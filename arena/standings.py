@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from openskill.models import PlackettLuce
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import ColumnElement, and_, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -321,11 +321,19 @@ def _save(session: Session, tournament_id: int, old_end: int, new_end: int, stat
         session.rollback()
 
 
+def rated_tournaments(ruleset: str) -> ColumnElement[bool]:
+    """The condition on :class:`Tournament` of those the ratings count: ``ruleset``'s, whose
+    seed was drawn at the start; a tournament whose organizer set the seed (``seed_chosen``:
+    its deals could have been picked) is left out."""
+    return and_(Tournament.ruleset == ruleset, Tournament.seed_chosen.is_(False))
+
+
 def rebuild_ratings(session: Session, ruleset: str) -> int:
     """Recompute the ``ratings`` rows of ``ruleset`` from every finished match; no commit.
 
-    Matches are rated in order of (tournament start time, tournament id, match index); house
-    bots take part in the rating of a match but are not stored. Recomputing from scratch
+    Matches are rated in order of (tournament start time, tournament id, match index), from
+    the tournaments :func:`rated_tournaments` keeps (not those with a seed the organizer
+    set); house bots take part in the rating of a match but are not stored. Recomputing from scratch
     makes the table independent of the order in which workers finished matches.
     ``ratings.games`` counts the bot's games (entries of ``match_results.games``; a result
     without games counts one), not its matches. Returns the number of bots rated.
@@ -335,7 +343,7 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
         select(Match)
         .join(MatchResult)
         .join(Tournament, Match.tournament_id == Tournament.id)
-        .where(Tournament.ruleset == ruleset)
+        .where(rated_tournaments(ruleset))
         .options(selectinload(Match.seats), selectinload(Match.result))
         .order_by(Tournament.started_at, Tournament.id, Match.index)
     ).all()
@@ -343,7 +351,7 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
     games: dict[int, int] = {}
     finished = set(
         session.scalars(
-            select(Tournament.id).where(Tournament.ruleset == ruleset, Tournament.status == TournamentStatus.FINISHED)
+            select(Tournament.id).where(rated_tournaments(ruleset), Tournament.status == TournamentStatus.FINISHED)
         )
     )
     history: list[RatingHistory] = []

@@ -17,6 +17,7 @@ import engine
 from api.common import PageArgs, errors
 from api.database import db
 from arena.db.models import Account, Bot, Match, MatchResult, MatchSeat, Rating, Tournament
+from arena.standings import rated_tournaments
 
 blp = Blueprint(
     "leaderboard", __name__, url_prefix="/api/v1/leaderboard", description="Ratings per rule set across tournaments"
@@ -48,7 +49,8 @@ class LeaderboardSchema(ma.Schema):
 
 
 def _matches_played(ruleset: str, bot_ids: list[int]) -> dict[int, int]:
-    """Bot id -> its finished matches (with a stored result) in ``ruleset``, one grouped query."""
+    """Bot id -> its finished matches (with a stored result) in ``ruleset``'s rated tournaments
+    (:func:`arena.standings.rated_tournaments`), one grouped query."""
     if not bot_ids:
         return {}
     rows = (
@@ -58,7 +60,7 @@ def _matches_played(ruleset: str, bot_ids: list[int]) -> dict[int, int]:
             .join(Match, Match.id == MatchSeat.match_id)
             .join(MatchResult, MatchResult.match_id == Match.id)
             .join(Tournament, Tournament.id == Match.tournament_id)
-            .where(Tournament.ruleset == ruleset, MatchSeat.bot_id.in_(bot_ids))
+            .where(rated_tournaments(ruleset), MatchSeat.bot_id.in_(bot_ids))
             .group_by(MatchSeat.bot_id)
         )
         .all()
