@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import socket
 import sys
 import threading
@@ -149,7 +148,6 @@ def run_demo(
     settings = Settings.from_env()
     size = DEMO_SIZES[ruleset]
     gpp = games_per_pairing or size["games_per_pairing"]
-    seed = secrets.randbits(31) if seed is None else seed
     console.print(
         f"[bold]Daifugo Arena demo[/bold]: {ruleset}, 4 sample bots over HTTP, "
         f"SQLite at {out / 'arena.db'}, matches run in-process (eager mode)"
@@ -157,7 +155,8 @@ def run_demo(
     console.print(
         "tournament size (kept small for the demo): "
         f"{size['about'] if gpp == size['games_per_pairing'] else f'games_per_pairing {gpp}'}; "
-        f"time bank {DEMO_TIME_RULES['initial']:g} s +{DEMO_TIME_RULES['increment']:g} s per action; seed {seed}"
+        f"time bank {DEMO_TIME_RULES['initial']:g} s +{DEMO_TIME_RULES['increment']:g} s per action; "
+        + (f"seed {seed} (chosen: not rated)" if seed is not None else "seed drawn when it starts")
     )
 
     db_engine = make_engine(db_url)
@@ -184,14 +183,16 @@ def run_demo(
             participants=list(bots),
             options=size["options"],
             games_per_pairing=gpp,
-            seed=seed,
             time_rules=DEMO_TIME_RULES,
+            **({"seed": seed} if seed is not None else {}),
         )
         tid = t["id"]
         console.print(f"organizer: tournament {tid} created; starting it")
 
         _play_tournament(organizer, organizer_token, tid, console)
 
+        seed = organizer.tournament(tid).get("seed")  # revealed now that it is over
+        console.print(f"seed {seed} (revealed when the tournament finished)")
         standings = organizer.standings(tid)
         console.print(standings_table(standings, bots, title=f"Standings: {ruleset} tournament {tid}"))
         logs_dir = out / "logs"
@@ -340,7 +341,12 @@ def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, 
     default=None,
     help="Port of the API on 127.0.0.1 (default: 8000 with --serve, else a free port).",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Tournament seed (default: random, printed).")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Set the tournament seed (marked chosen, not rated; default: drawn when it starts, printed when revealed).",
+)
 @click.option(
     "--games-per-pairing",
     type=click.IntRange(min=1),

@@ -31,7 +31,17 @@ from sqlalchemy import select
 
 from api.database import db, settings
 from api.ui import access
-from api.ui.views import _bot_names, _deny, _match, _progress, _tournament, bp, playing_now, standings_rows
+from api.ui.views import (
+    _bot_names,
+    _deny,
+    _match,
+    _progress,
+    _tournament,
+    bp,
+    playing_now,
+    settling_view,
+    standings_rows,
+)
 from arena import access as policy
 from arena import live
 from arena.db.models import Match, Tournament
@@ -314,6 +324,11 @@ def tournament_live_state(tournament_id: int):
     names = _bot_names([p.bot_id for p in t.participants])
     rows = standings_rows(tournament_standings(db(), t), names, t.house_bot)
     html = render_template(
-        "_tournament_live.html", t=t, progress=_progress(t), rows=rows, playing=playing_now(t, account)
+        "_tournament_live.html",
+        t=t,
+        progress=_progress(t),
+        rows=rows,
+        playing=playing_now(t, account),
+        settling=settling_view(t, names),
     )
     return Response(html, mimetype="text/html", headers={"Cache-Control": "no-store"})
