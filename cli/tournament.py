@@ -217,8 +217,8 @@ def standings_table(standings: dict, names: dict[int, str] | None = None, title:
 def settling_text(t: dict) -> str | None:
     """What a tournament played until settled says of it (None without ``until_settled``):
     ``settled after round N: bot A ahead of bot B by D ± SE points per game``, ``max rounds (N)
-    reached: the top is not settled``, ``round R of at most N``, or ``stopped with failed
-    matches``."""
+    reached: the top is not settled``, ``round R of at most N``, ``cancelled during round R``,
+    or ``stopped with failed matches``."""
     rule = t.get("until_settled")
     if not rule:
         return None
@@ -239,6 +239,8 @@ def settling_text(t: dict) -> str | None:
         if v:
             text += f", not settled yet (test {v['llr']:.2f}, settled at {v['upper']:.2f})"
         return text
+    if t.get("status") == "cancelled":
+        return f"cancelled during round {rounds}"
     return "stopped with failed matches (retry them to play on)"
 
 

@@ -148,8 +148,8 @@ def _progress(t: Tournament) -> dict:
 
 def settling_view(t: Tournament, names: dict[int, str]) -> dict[str, Any]:
     """What the tournament page says of play until settled (``_settling.html``): ``state`` is
-    ``off`` (one round), ``running``, ``settled``, ``max_rounds`` or ``stopped`` (finished
-    with failed matches before a verdict); the rule, ``rounds`` and the last ``verdict`` with
+    ``off`` (one round), ``running``, ``settled``, ``max_rounds``, ``cancelled``, or
+    ``stopped`` (finished with failed matches before a verdict); the rule, ``rounds`` and the last ``verdict`` with
     the leader's and runner-up's labels."""
     rule = t.until_settled
     if not rule:
@@ -163,8 +163,10 @@ def settling_view(t: Tournament, names: dict[int, str]) -> dict[str, Any]:
 
     if t.stop_reason:
         state = t.stop_reason
+    elif t.status in (TournamentStatus.CREATED, TournamentStatus.RUNNING):
+        state = "running"
     else:
-        state = "running" if t.status in (TournamentStatus.CREATED, TournamentStatus.RUNNING) else "stopped"
+        state = "cancelled" if t.status == TournamentStatus.CANCELLED else "stopped"
     return {
         "state": state,
         "rounds": t.rounds or 1,

@@ -17,7 +17,7 @@ from arena.fairness import match_seed
 from arena.schedule import build_schedule
 from arena.sequential import MIN_GAMES
 from cli.tournament import settling_text
-from tests.api.conftest import register_checked_bot
+from tests.api.conftest import eager_client, register_checked_bot
 
 GAMES = 10  # games per match (million_doubt: games_per_pairing)
 
@@ -229,3 +229,29 @@ def test_the_api_the_page_and_the_cli_say_why_it_stopped(client, accounts, bot_s
     assert ui.post("/ui/login", data={"token": accounts.tokens["ann"], "next": "/ui/"}).status_code == 303
     page = ui.get(f"/ui/tournaments/{plain['id']}").get_data(as_text=True)
     assert "no: one round of the schedule" in page
+
+
+def test_in_process_the_added_rounds_are_played_too(client, accounts, bot_server):
+    """Eager mode (the demo, quick runs): the store that adds a round plays it in the same
+    process, until the tournament stops; a cancelled one says so."""
+    org = accounts.organizer("org")
+    ann = accounts.contestant("ann")
+    bots = [register_checked_bot(client, ann, bot_server.url + "/", ["million_doubt"], f"g{i}") for i in range(2)]
+    body = {
+        "ruleset": "million_doubt",
+        "participants": bots,
+        "games_per_pairing": 2,
+        "until_settled": {"max_rounds": 3},
+    }
+    tid = client.post("/api/v1/tournaments", json=body, headers=org).json["id"]
+    r = eager_client(client).post(f"/api/v1/tournaments/{tid}/start", headers=org)
+    assert r.status_code == 202, r.json
+    t = client.get(f"/api/v1/tournaments/{tid}", headers=org).json
+    # 3 rounds of one match of 2 games: 6 games, fewer than the test's MIN_GAMES: never settled
+    assert (t["status"], t["rounds"], t["stop_reason"]) == ("finished", 3, "max_rounds")
+    assert t["progress"] == {"finished": 3, "total": 3, "queued": 3} and t["settle"]["games"] == 6
+    ms = client.get(f"/api/v1/tournaments/{tid}/matches", headers=org).json["items"]
+    assert [m["index"] for m in ms] == [0, 1, 2] and len({m["seed"] for m in ms}) == 3  # revealed: all distinct
+    other = client.post("/api/v1/tournaments", json=body, headers=org).json["id"]
+    assert client.post(f"/api/v1/tournaments/{other}/cancel", headers=org).status_code == 200
+    assert settling_text(client.get(f"/api/v1/tournaments/{other}", headers=org).json) == "cancelled during round 1"
