@@ -15,9 +15,10 @@ A *viewer* is an :class:`~arena.db.models.Account` or ``None`` (anonymous). Rule
   The tournament's log download (JSON Lines) is open to organizers, to anyone when public,
   and, once the tournament is over, to owners of a participant (the logs they may read).
 * **Seeds** (:func:`can_see_seed`): the tournament seed, its salt and the match seeds are
-  shown to organizers (every organizer: they run the platform) and, once the seed is
-  revealed (:func:`seed_revealed`), to whoever may read the tournament. Before that anyone
-  sees the published commitment only (:mod:`arena.fairness`).
+  shown to nobody, organizers included, until the seed is revealed (:func:`seed_revealed`),
+  then to whoever may read the tournament. Before that anyone sees the published
+  commitment only (:mod:`arena.fairness`). A seed the organizer set is marked
+  (``seed_chosen``) wherever the tournament is shown.
 * **Live view** (:func:`live_view_for`): organizers watch a playing match on the full
   channel (every hand, face-down cards named); whoever else may read the match
   (:func:`can_read_match`: a contestant, its own bots' matches) watches the public channel
@@ -169,8 +170,10 @@ def seed_revealed(session: Session, t: Tournament) -> bool:
 
 
 def can_see_seed(session: Session, viewer: Account | None, t: Tournament) -> bool:
-    """The tournament seed, its salt and the match seeds (see the module docstring)."""
-    return is_organizer(viewer) or seed_revealed(session, t)
+    """The tournament seed, its salt and the match seeds: once revealed, whoever the viewer
+    (organizers included: one who saw the seed before the deals could pick them; module
+    docstring)."""
+    return seed_revealed(session, t)
 
 
 def can_see_bot_url(viewer: Account | None, owner_id: int | None) -> bool:

@@ -16,7 +16,9 @@ the engine's final ranks (Trump Millionaire, JDF); ``games`` = per engine game
 :attr:`arena.runner.match.Match.slot_totals`, notices included).
 
 Idempotent: any number of deliveries of the same match store one result; the result of a
-delivery that loses the race is dropped (``"duplicate"``).
+delivery that loses the race is dropped (``"duplicate"``). A store that ends a round of a
+tournament played until settled may add the next round (:class:`arena.lifecycle.Stored`):
+its matches are sent by :func:`send_round`.
 """
 
 from __future__ import annotations
@@ -42,10 +44,12 @@ import engine
 from arena import fairness, lifecycle, matchlog, spool
 from arena.config import Settings
 from arena.db.session import POOL, is_postgres, shared_sessions
+from arena.dispatch import QueueError
 from arena.lifecycle import MatchPlan
 from arena.limits import longest_match_seconds, visibility_timeout
 from arena.live import LivePublisher, announce, live_enabled
 from arena.matchlog import MatchLog
+from arena.queue import CeleryDispatcher
 from arena.runner.answers import safe_text
 from arena.runner.capped import CappedHttpPlayer
 from arena.runner.claims import Claim, EndpointClaims, Refused
@@ -353,7 +357,7 @@ def store_with_retry(
     backoff_s: float | None = None,
     backoff_max_s: float | None = None,
     on_retry: Callable[[int], None] | None = None,
-) -> bool:
+) -> lifecycle.Stored:
     """Step 4 with retries: :func:`arena.lifecycle.store_result`, again after a transient
     database error (:data:`TRANSIENT_DB_ERRORS`) for up to ``retry_s`` seconds from the first
     attempt, waiting ``backoff_s`` seconds (default :data:`STORE_BACKOFF_S`), then twice as
@@ -362,8 +366,8 @@ def store_with_retry(
     played again for it.
 
     Returns:
-        True if stored, False if a result was already stored (a duplicate delivery, or the
-        reaper stored the spooled result first).
+        :class:`arena.lifecycle.Stored`: true if stored, false if a result was already stored
+        (a duplicate delivery, or the reaper stored the spooled result first).
     Raises:
         StoreFailed: the log is not strict JSON, a non-transient database error, or
             transient errors for ``retry_s`` seconds (``transient`` set; the cause is chained).
@@ -454,11 +458,45 @@ class ResultSpool:
             log.warning("match %s: spooled result not deleted (%s)", self.record.match_id, type(exc).__name__)
 
 
+#: Sends match ids to the workers (a dispatcher's ``send_matches``).
+SendMatches = Callable[[Sequence[int]], object]
+
+
+def send_round(
+    settings: Settings, tournament_id: int, match_ids: Sequence[int], send: SendMatches | None = None
+) -> None:
+    """Send the matches of a round a store added (:class:`arena.lifecycle.Stored`, already
+    ``queued``) with ``send`` (the in-process dispatcher's), else to the broker; then a
+    ``queued`` event. Never raises for the broker: a match not sent stays ``queued`` and the
+    reaper sends it (:func:`arena.lifecycle.lost_queued`)."""
+    ids = [int(i) for i in match_ids]
+    if not ids:
+        return
+    try:
+        if send is not None:
+            send(ids)
+        elif settings.celery_eager:
+            log.warning(
+                "tournament %s: round of %d matches left queued (eager mode, no dispatcher)", tournament_id, len(ids)
+            )
+        else:
+            CeleryDispatcher(settings.broker_url).send_matches(ids)
+    except QueueError as exc:
+        log.warning("tournament %s: next round not sent (%s); the reaper sends it", tournament_id, exc)
+    log.info("tournament %s: a round of %d matches added", tournament_id, len(ids))
+    announce(settings, tournament_id, "queued", ids)
+
+
 def store_from_spool(
-    settings: Settings, factory: sessionmaker[Session], client: redis.Redis, record: spool.SpooledResult
+    settings: Settings,
+    factory: sessionmaker[Session],
+    client: redis.Redis,
+    record: spool.SpooledResult,
+    send: SendMatches | None = None,
 ) -> spool.Outcome:
     """Store a spooled result (:func:`arena.spool.store_spooled`), then do what a worker
-    does after a store: the ``finished`` event, the ratings when the tournament is done.
+    does after a store: the ``finished`` event, the next round of a tournament played until
+    settled (:func:`send_round` with ``send``), the ratings when the tournament is done.
 
     Raises:
         sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError: the database is
@@ -466,10 +504,11 @@ def store_from_spool(
         redis.RedisError: the spool entry could not be deleted (the result is stored).
     """
     with factory() as session:
-        outcome = spool.store_spooled(session, client, record)
+        outcome, added = spool.store_spooled(session, client, record)
     if outcome is spool.Outcome.STORED:
         log.warning("match %s: result of attempt %d stored from the spool", record.match_id, record.attempt)
         announce(settings, record.tournament_id, "finished", [record.match_id])
+        send_round(settings, record.tournament_id, added, send)
         rate_if_done(factory, record.tournament_id, record.ruleset)
     return outcome
 
@@ -598,7 +637,7 @@ def endpoint_claims(settings: Settings) -> EndpointClaims | None:
     return _claims(settings.broker_url, settings.bot_max_matches, settings.bot_max_concurrency, float(settings.lease_s))
 
 
-def play_and_store(match_id: int, settings: Settings | None = None) -> str:
+def play_and_store(match_id: int, settings: Settings | None = None, send: SendMatches | None = None) -> str:
     """Play match ``match_id`` and store its result (module docstring). Returns a status line:
     ``"stored match N ..."``, ``"duplicate match N ..."``, ``"spooled match N ..."`` (left to
     the reaper), ``"failed ..."`` (also when this worker's ``ARENA_ENCRYPTION_KEYS`` cannot
@@ -606,7 +645,8 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
 
     Before the claim, the delivery takes a claim on each of its bots' endpoints
     (:mod:`arena.runner.claims`): a bot already holding as many matches as it may is
-    not given one more thread.
+    not given one more thread. A round the store adds (a tournament played until settled)
+    is sent with ``send`` (the in-process dispatcher's ``send_matches``; default: the broker's).
 
     Raises:
         MatchDeferred: a bot endpoint of the match is busy; nothing was claimed (the task
@@ -618,7 +658,7 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     """
     settings = settings or Settings.from_env()
     factory = shared_sessions(settings.database_url)
-    spooled = _store_spooled_first(settings, factory, int(match_id))
+    spooled = _store_spooled_first(settings, factory, int(match_id), send)
     if spooled is not None:
         return spooled
     owner = lease_owner()
@@ -666,13 +706,15 @@ def play_and_store(match_id: int, settings: Settings | None = None) -> str:
     )
     keeper.start()
     try:
-        return _play_claimed(plan, settings, factory, keeper)
+        return _play_claimed(plan, settings, factory, keeper, send)
     finally:
         keeper.stop()
         keeper.release_claims()
 
 
-def _store_spooled_first(settings: Settings, factory: sessionmaker[Session], match_id: int) -> str | None:
+def _store_spooled_first(
+    settings: Settings, factory: sessionmaker[Session], match_id: int, send: SendMatches | None = None
+) -> str | None:
     """A delivery of a match whose played result waits in the spool (its worker gave up or
     died during a database outage) stores that result instead of playing the match again:
     returns the status line, or None when there is no spooled result of this database's
@@ -684,7 +726,7 @@ def _store_spooled_first(settings: Settings, factory: sessionmaker[Session], mat
         record = spool.get(client, match_id)
         if record is None:
             return None
-        outcome = store_from_spool(settings, factory, client, record)
+        outcome = store_from_spool(settings, factory, client, record, send)
     except redis.RedisError as exc:
         log.warning("match %s: spool not read (%s)", match_id, type(exc).__name__)
         return None
@@ -694,7 +736,11 @@ def _store_spooled_first(settings: Settings, factory: sessionmaker[Session], mat
 
 
 def _play_claimed(
-    plan: MatchPlan, settings: Settings, factory: sessionmaker[Session], keeper: LeaseKeeper | None = None
+    plan: MatchPlan,
+    settings: Settings,
+    factory: sessionmaker[Session],
+    keeper: LeaseKeeper | None = None,
+    send: SendMatches | None = None,
 ) -> str:
     try:
         bound = longest_match_seconds(plan.ruleset, plan.time_rules, plan.games, plan.options)
@@ -736,6 +782,7 @@ def _play_claimed(
         keeper.stop()
     if stored:
         announce(settings, plan.tournament_id, "finished", [plan.match_id])
+        send_round(settings, plan.tournament_id, stored.added, send)
     rate_if_done(factory, plan.tournament_id, plan.ruleset)
     word = "stored" if stored else "duplicate"
     line = (

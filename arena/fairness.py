@@ -11,7 +11,8 @@ right by one bit (a 63-bit integer)::
     game seed    = H(attempt seed, game_index)                # game_index = 0, 1, ...
     deal         = engine.new_game(ruleset, options, game seed)
 
-When the tournament starts, a fresh 32-byte ``salt`` is drawn and the *commitment*
+When the tournament starts, ``S`` (:func:`new_seed`, unless the organizer set it) and a
+fresh 32-byte ``salt`` are drawn and the *commitment*
 ``SHA-256(salt || S.to_bytes(8, "big"))`` (lowercase hex) is published; the seed and salt
 stay secret until the tournament is over (:func:`arena.access.can_see_seed`), then
 both are shown, so anyone can check the commitment and recompute every deal
@@ -34,6 +35,12 @@ SEED_LIMIT = 2**63
 
 class FairnessError(ValueError):
     """A seed, salt or commitment that does not check; the message says which."""
+
+
+def new_seed() -> int:
+    """A fresh tournament seed: 63 random bits from :mod:`secrets` (drawn when a tournament
+    starts, in the transaction that publishes its commitment)."""
+    return secrets.randbits(63)
 
 
 def new_salt() -> str:
@@ -86,6 +93,7 @@ __all__ = [
     "SALT_BYTES",
     "derive_seed",
     "FairnessError",
+    "new_seed",
     "new_salt",
     "seed_bytes",
     "salt_bytes",

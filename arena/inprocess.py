@@ -45,8 +45,8 @@ class InProcessDispatcher:
 
     def send_matches(self, match_ids: Sequence[int], *, priority: bool = False) -> int:
         ids = [int(mid) for mid in match_ids]
-        for mid in ids:
-            play_and_store(mid, self.settings)
+        for mid in ids:  # a round a store adds (played until settled) is played from here too
+            play_and_store(mid, self.settings, send=self.send_matches)
         return len(ids)
 
     def send_check(self, check_id: int) -> None:

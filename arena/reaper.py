@@ -176,7 +176,7 @@ def reap(
     report = ReapReport()
     rc = client or _redis(settings.broker_url)
     try:
-        _store_spooled(settings, factory, rc, report)
+        _store_spooled(settings, factory, rc, report, sender)
     except redis.RedisError as exc:
         log.warning("reaper: cannot read the spool (%s): expired leases not reaped this run", type(exc).__name__)
     else:
@@ -240,7 +240,13 @@ def _sweep_gateways(client: redis.Redis, report: ReapReport) -> None:
     _last_gateways = live
 
 
-def _store_spooled(settings: Settings, factory: sessionmaker[Session], client: redis.Redis, report: ReapReport) -> None:
+def _store_spooled(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    client: redis.Redis,
+    report: ReapReport,
+    sender: Dispatcher,
+) -> None:
     """Step 0 (module docstring): fills ``report.spooled`` and ``report.waiting``.
 
     Raises:
@@ -252,7 +258,7 @@ def _store_spooled(settings: Settings, factory: sessionmaker[Session], client: r
         if record is None:  # stored and deleted by its worker meanwhile, or unreadable
             continue
         try:
-            outcome = store_from_spool(settings, factory, client, record)
+            outcome = store_from_spool(settings, factory, client, record, sender.send_matches)
         except (OperationalError, InterfaceError) as exc:  # the database still fails: they all wait
             log.warning("reaper: %d spooled result(s) not stored yet (%s)", len(ids) - n, type(exc).__name__)
             report.waiting.extend(ids[n:])

@@ -657,8 +657,11 @@ def build_schedule(
     fill_with_house_bots: bool = False,
     table_limit: int = TABLE_LIMIT,
     tournament_id: int = 0,
+    first_index: int = 0,
 ) -> list[ScheduledMatch]:
-    """The whole schedule of a round-robin tournament (see module docstring).
+    """The whole schedule of a round-robin tournament (see module docstring): one round of
+    it. ``first_index``: the position of its first match, for a round added to a tournament
+    played until settled (the same tables and seats; the new positions give fresh seeds).
 
     Args:
         seats: seats per match (2 for ``million_doubt``, 4 for the others; ``engine.SEATS``).
@@ -688,7 +691,8 @@ def build_schedule(
     out: list[ScheduledMatch] = []
     if seats == 2:
         for table, (a, b) in enumerate(circle_pairs(entrants)):
-            out.append(ScheduledMatch(len(out), table, (a, b), match_seed(seed, tournament_id, len(out))))
+            index = first_index + len(out)
+            out.append(ScheduledMatch(index, table, (a, b), match_seed(seed, tournament_id, index)))
         return out
     if seats != 4:
         raise ScheduleError(f"unsupported seat count {seats}")
@@ -709,5 +713,6 @@ def build_schedule(
             for t, members in enumerate(orders):
                 group = [entrants[i] for i in members]
                 rotated = tuple(group[k:] + group[:k])
-                out.append(ScheduledMatch(len(out), t, rotated, match_seed(seed, tournament_id, len(out))))
+                index = first_index + len(out)
+                out.append(ScheduledMatch(index, t, rotated, match_seed(seed, tournament_id, index)))
     return out

@@ -172,10 +172,11 @@ def belongs(session: Session, record: SpooledResult) -> bool:
     return t is not None and t.commitment == record.commitment
 
 
-def store_spooled(session: Session, client: redis.Redis, record: SpooledResult) -> Outcome:
+def store_spooled(session: Session, client: redis.Redis, record: SpooledResult) -> tuple[Outcome, tuple[int, ...]]:
     """Store a spooled result (:func:`arena.lifecycle.store_result`: exactly once; it
     commits) if it belongs to this database, and delete its spool entry unless it is
-    :attr:`Outcome.FOREIGN`. Returns what happened.
+    :attr:`Outcome.FOREIGN`. Returns what happened and the ids of the round the store added
+    (:class:`arena.lifecycle.Stored`: to send to the broker).
 
     Raises:
         sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError: the database is
@@ -185,13 +186,13 @@ def store_spooled(session: Session, client: redis.Redis, record: SpooledResult) 
     """
     if not belongs(session, record):
         session.rollback()
-        return Outcome.FOREIGN
+        return Outcome.FOREIGN, ()
     try:
         stored = lifecycle.store_result(session, record.match_id, log=record.log, **record.fields)
     except (ValueError, TypeError) as exc:  # LogEncodingError is a ValueError
         session.rollback()
         log.error("match %s: the spooled result cannot be stored (%s); deleted", record.match_id, type(exc).__name__)
         drop(client, record.match_id)
-        return Outcome.UNUSABLE
+        return Outcome.UNUSABLE, ()
     drop(client, record.match_id)
-    return Outcome.STORED if stored else Outcome.DUPLICATE
+    return (Outcome.STORED, stored.added) if stored else (Outcome.DUPLICATE, ())

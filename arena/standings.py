@@ -37,7 +37,7 @@ from datetime import datetime
 from typing import Any
 
 from openskill.models import PlackettLuce
-from sqlalchemy import ColumnElement, delete, func, select, update
+from sqlalchemy import ColumnElement, and_, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -593,9 +593,10 @@ def _save(session: Session, tournament_id: int, old_end: int | None, new_end: in
 
 def rated_tournaments(ruleset: str) -> ColumnElement[bool]:
     """The tournaments whose games count for the ratings of ``ruleset``: THE one place that
-    selects them (the ratings rebuild reads nothing else). Every tournament of the rule set
-    today; a tournament whose seed an organizer chose is to be left out here."""
-    return Tournament.ruleset == ruleset
+    selects them (the ratings rebuild and the leaderboard read nothing else): ``ruleset``'s,
+    whose seed was drawn at the start; a tournament whose organizer set the seed
+    (``seed_chosen``: its deals could have been picked) is left out."""
+    return and_(Tournament.ruleset == ruleset, Tournament.seed_chosen.is_(False))
 
 
 def rebuild_ratings(session: Session, ruleset: str) -> int:

@@ -70,6 +70,16 @@ class BotTransport(StrEnum):
     CONNECT = "connect"
 
 
+class StopReason(StrEnum):
+    """Why a tournament played until settled stopped adding rounds (``tournaments.stop_reason``;
+    NULL for a tournament not played until settled, or not stopped yet): ``settled``, the
+    sequential test (:mod:`arena.sequential`) found the top of the ranking settled;
+    ``max_rounds``, the organizer's maximum of rounds was played without that."""
+
+    SETTLED = "settled"
+    MAX_ROUNDS = "max_rounds"
+
+
 class CheckStatus(StrEnum):
     """Status of a bot check (``bot_checks.status``): ``queued -> running -> passed | failed``;
     ``error`` when it could not be run (no broker, abandoned by its worker, internal error)."""

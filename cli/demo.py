@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import socket
 import sys
 import threading
@@ -216,7 +215,6 @@ def _run(
     settings = Settings.from_env()
     size = DEMO_SIZES[ruleset]
     gpp = games_per_pairing or size["games_per_pairing"]
-    seed = secrets.randbits(31) if seed is None else seed
     how = (
         f"4 sample bots dialing out to a gateway ({dialout.gateway.url}, Redis {dialout.redis.url})"
         if dialout is not None
@@ -229,7 +227,8 @@ def _run(
     console.print(
         "tournament size (kept small for the demo): "
         f"{size['about'] if gpp == size['games_per_pairing'] else f'games_per_pairing {gpp}'}; "
-        f"time bank {DEMO_TIME_RULES['initial']:g} s +{DEMO_TIME_RULES['increment']:g} s per action; seed {seed}"
+        f"time bank {DEMO_TIME_RULES['initial']:g} s +{DEMO_TIME_RULES['increment']:g} s per action; "
+        + (f"seed {seed} (chosen: not rated)" if seed is not None else "seed drawn when it starts")
     )
 
     upgrade(engine=db_engine)
@@ -254,14 +253,16 @@ def _run(
             participants=list(bots),
             options=size["options"],
             games_per_pairing=gpp,
-            seed=seed,
             time_rules=DEMO_TIME_RULES,
+            **({"seed": seed} if seed is not None else {}),
         )
         tid = t["id"]
         console.print(f"organizer: tournament {tid} created; starting it")
 
         _play_tournament(organizer, organizer_token, tid, console)
 
+        seed = organizer.tournament(tid).get("seed")  # revealed now that it is over
+        console.print(f"seed {seed} (revealed when the tournament finished)")
         standings = organizer.standings(tid)
         console.print(standings_table(standings, bots, title=f"Standings: {ruleset} tournament {tid}"))
         logs_dir = out / "logs"
@@ -431,7 +432,12 @@ def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, 
     default=None,
     help="Port of the API on 127.0.0.1 (default: 8000 with --serve, else a free port).",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Tournament seed (default: random, printed).")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Set the tournament seed (marked chosen, not rated; default: drawn when it starts, printed when revealed).",
+)
 @click.option(
     "--games-per-pairing",
     type=click.IntRange(min=1),

@@ -437,6 +437,11 @@ def logs_verify(
             f"deals checked against the revealed seed {seed} "
             f"(commitment {tournament['commitment'] if tournament else 'from the logs'})"
         )
+        if tournament is not None and tournament.get("seed_chosen"):
+            click.echo(
+                "note: the organizer chose this seed (a reproducible test): the deals follow from it, "
+                "but were not drawn at the start (docs/fairness.md)"
+            )
     for path, reason in failures:
         click.echo(f"FAILED {path}: {reason}")
     click.echo(f"{ok} verified, {len(failures)} failed")

@@ -299,15 +299,52 @@ def _table_console():
     return console if console.is_terminal else Console(width=200)
 
 
+def settling_text(t: dict) -> str | None:
+    """What a tournament played until settled says of it (None without ``until_settled``):
+    ``settled after round N: bot A ahead of bot B by D ± SE points per game``, ``max rounds (N)
+    reached: the top is not settled``, ``round R of at most N``, ``cancelled during round R``,
+    or ``stopped with failed matches``."""
+    rule = t.get("until_settled")
+    if not rule:
+        return None
+    v = t.get("settle") or {}
+    rounds, reason = t.get("rounds") or 1, t.get("stop_reason")
+    if reason == "settled":
+        text = f"settled after round {rounds}"
+        if v.get("difference") is not None:
+            text += (
+                f": {_entrant(v.get('leader'))} ahead of {_entrant(v.get('runner_up'))} by "
+                f"{v['difference']:.2f} ± {v.get('se') or 0:.2f} points per game"
+            )
+        return text
+    if reason == "max_rounds":
+        return f"max rounds ({rule['max_rounds']}) reached: the top is not settled"
+    if t.get("status") in ("created", "running"):
+        text = f"round {rounds} of at most {rule['max_rounds']}"
+        if v:
+            text += f", not settled yet (test {v['llr']:.2f}, settled at {v['upper']:.2f})"
+        return text
+    if t.get("status") == "cancelled":
+        return f"cancelled during round {rounds}"
+    return "stopped with failed matches (retry them to play on)"
+
+
+def _entrant(e: Any) -> str:
+    return f"bot {e}" if isinstance(e, int) else str(e)
+
+
 def _echo_tournament(t: dict, *, err: bool = False) -> None:
     """One summary line of a tournament (on stderr with ``err``: a message, not the output)."""
     p = t["progress"]
     name = f" {t['name']!r}" if t.get("name") else ""
+    settling = settling_text(t)
     click.echo(
         f"tournament {t['id']}{name}: {t['ruleset']}, {t['status']}, "
         f"{p['finished']}/{p['total']} matches finished, participants {t['participants']}, "
         + (f"house seats {t['house_bot']}, " if t.get("fill_with_house_bots") and t.get("house_bot") else "")
+        + (f"play until settled: {settling}, " if settling else "")
         + (f"seed {t['seed']}" if t.get("seed") is not None else "seed secret")
+        + (" (chosen by the organizer: not rated)" if t.get("seed_chosen") else "")
         + (f", commitment {t['commitment']}" if t.get("commitment") else ""),
         err=err,
     )
@@ -349,7 +386,27 @@ def tournament() -> None:
     show_default=True,
     help="million_doubt: games per match (even); 4-player rule sets: rounds of 4 seat rotations per table.",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Tournament seed (default: random).")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Set the seed, for a reproducible test: the tournament is marked 'seed chosen' and not rated "
+    "(default: drawn when it starts, secret from everyone until it is over).",
+)
+@click.option(
+    "--until-settled",
+    "max_rounds",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="MAX_ROUNDS",
+    help="Play until settled: add rounds (fresh deals) until the top two are settled, at most MAX_ROUNDS rounds.",
+)
+@click.option(
+    "--settle-delta",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="With --until-settled: points per game the test looks for between the top two (default: the rule set's).",
+)
 @click.option(
     "--options", "options_json", default=None, help="Rule-set options as JSON, e.g. '{\"target_score\": 50}'."
 )
@@ -374,6 +431,8 @@ def tournament_create(
     name: str,
     games_per_pairing: int,
     seed: int | None,
+    max_rounds: int | None,
+    settle_delta: float | None,
     options_json: str | None,
     time_bank: float,
     increment: float,
@@ -402,6 +461,12 @@ def tournament_create(
     }
     if seed is not None:
         body["seed"] = seed
+    if max_rounds is not None:
+        body["until_settled"] = {"max_rounds": max_rounds}
+        if settle_delta is not None:
+            body["until_settled"]["delta"] = settle_delta
+    elif settle_delta is not None:
+        raise click.UsageError("--settle-delta needs --until-settled")
     with _client(api_url, token) as client:
         t = _call(client.create_tournament, **body)
     if as_json:

@@ -3,8 +3,8 @@
 Who may read a match: :func:`arena.access.can_read_match` (organizers; owners of a seated
 bot; once the tournament finished, owners of any participant; anyone when the tournament is
 public). Its log: :func:`arena.access.can_read_log` (the same, but contestants only once
-the tournament is over: log embargo). The match ``seed`` is null unless
-:func:`arena.access.can_see_seed`.
+the tournament is over: log embargo). The match ``seed`` is null, for organizers too, until
+the tournament's seed is revealed (:func:`arena.access.can_see_seed`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ class MatchSchema(ma.Schema):
     index = ma.fields.Integer(required=True)
     table = ma.fields.Integer(required=True)
     seed = ma.fields.Integer(
-        allow_none=True, metadata={"description": "null until the tournament's seed is revealed, except for organizers"}
+        allow_none=True,
+        metadata={"description": "null for everyone, organizers included, until the tournament's seed is revealed"},
     )
     status = ma.fields.String(required=True)
     attempts = ma.fields.Integer(required=True)

@@ -10,10 +10,15 @@ matches stay ``pending``; starting again enqueues them. For more than
 (``arena.enqueue_tournament``, :mod:`arena.usecases.tournaments`): the start answers at once.
 Each view parses, calls its use case (:mod:`arena.usecases.tournaments`) and returns.
 
-Fairness (docs/fairness.md): ``seed``, ``salt`` and the match seeds are null for everyone but
-organizers until the seed is revealed (:func:`arena.access.can_see_seed`); the
-``commitment`` to the seed is published when the tournament starts. Logs are embargoed
-for contestants until the tournament is over.
+Fairness (docs/fairness.md): the seed is drawn when the tournament starts, in the transaction
+that publishes its ``commitment``; ``seed``, ``salt`` and the match seeds are null for
+everyone, organizers included, until the seed is revealed (:func:`arena.access.can_see_seed`).
+A seed the organizer set (``seed`` on create) marks the tournament ``seed_chosen`` (left out
+of the ratings). Logs are embargoed for contestants until the tournament is over.
+
+Play until settled (docs/ranking.md): ``until_settled`` adds rounds of the schedule until the
+sequential test (:mod:`arena.sequential`) finds the top settled or ``max_rounds`` is reached;
+``rounds``, ``stop_reason`` and ``settle`` (the test's last verdict) say where it stands.
 """
 
 from __future__ import annotations
@@ -37,8 +42,9 @@ from arena import matchlog
 from arena.db.models import Match, MatchLog, MatchSeat, Tournament
 from arena.lifecycle import MatchStatus, TournamentStatus
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
+from arena.sequential import MAX_ROUNDS_LIMIT
 from arena.standings import tournament_report
-from arena.status import values
+from arena.status import StopReason, values
 from arena.usecases import tournaments as usecases
 from arena.usecases.tournaments import INLINE_SEND_MATCHES, INLINE_START_PARTICIPANTS
 
@@ -85,6 +91,32 @@ class TimeRulesSchema(ma.Schema):
             raise ma.ValidationError("cap must be >= initial", "cap")
 
 
+class UntilSettledSchema(ma.Schema):
+    """Play until settled: the organizer's bounds of the sequential test (docs/ranking.md)."""
+
+    max_rounds = ma.fields.Integer(
+        strict=True,
+        required=True,
+        validate=validate.Range(min=1, max=MAX_ROUNDS_LIMIT),
+        metadata={"description": "most rounds of the schedule, the first included (each adds fresh deals)"},
+    )
+    delta = ma.fields.Float(
+        validate=validate.Range(min=0, min_inclusive=False, max=1e6),
+        metadata={
+            "description": "score difference per game the test is tuned to find between the top two "
+            "(default: million_doubt 1, trump_millionaire target_score/10, jdf 1)"
+        },
+    )
+    alpha = ma.fields.Float(
+        validate=validate.Range(min=0.001, max=0.5),
+        metadata={"description": "bound on the chance of saying settled when the top two are equal (default 0.05)"},
+    )
+    beta = ma.fields.Float(
+        validate=validate.Range(min=0.001, max=0.5),
+        metadata={"description": "chance of missing a difference of delta with unlimited rounds (default 0.05)"},
+    )
+
+
 class TournamentCreateSchema(ma.Schema):
     name = TextField(load_default="", max_length=128)
     ruleset = ma.fields.String(required=True, validate=validate.OneOf(engine.RULESETS))
@@ -108,7 +140,11 @@ class TournamentCreateSchema(ma.Schema):
     seed = ma.fields.Integer(
         strict=True,
         validate=validate.Range(min=0, max=2**63 - 1),
-        metadata={"description": "tournament seed (random if omitted); kept secret from contestants until revealed"},
+        metadata={
+            "description": "leave it out: the seed is then drawn when the tournament starts and shown to nobody "
+            "until it is over. A seed given here (a reproducible test) marks the tournament seed_chosen "
+            "and leaves it out of the ratings"
+        },
     )
     max_faults = ma.fields.Integer(
         strict=True,
@@ -131,6 +167,27 @@ class TournamentCreateSchema(ma.Schema):
             "description": "once finished, its pages (/ui), matches and logs are readable by anyone without a token"
         },
     )
+    until_settled = ma.fields.Nested(
+        UntilSettledSchema,
+        allow_none=True,
+        load_default=None,
+        metadata={"description": "play until settled: add rounds until the top two are settled or max_rounds"},
+    )
+
+
+class SettleSchema(ma.Schema):
+    """The sequential test's verdict at the end of the last round (arena.sequential.Verdict)."""
+
+    settled = ma.fields.Boolean(required=True)
+    llr = ma.fields.Float(required=True, metadata={"description": "log-likelihood ratio of the GSPRT"})
+    lower = ma.fields.Float(required=True, metadata={"description": "ln(beta / (1 - alpha)) (reported only)"})
+    upper = ma.fields.Float(required=True, metadata={"description": "ln((1 - beta) / alpha): settled at or above"})
+    leader = ma.fields.Raw(allow_none=True, metadata={"description": "bot id, or a house bot's name"})
+    runner_up = ma.fields.Raw(allow_none=True, metadata={"description": "bot id, or a house bot's name"})
+    difference = ma.fields.Float(allow_none=True, metadata={"description": "leader's mean minus runner-up's, per game"})
+    se = ma.fields.Float(allow_none=True, metadata={"description": "standard error of difference"})
+    games = ma.fields.Integer(required=True, metadata={"description": "games holding the leader or the runner-up"})
+    adjusted = ma.fields.Boolean(required=True, metadata={"description": "adjusted scores (score - par) were tested"})
 
 
 class ProgressSchema(ma.Schema):
@@ -152,15 +209,33 @@ class TournamentSchema(ma.Schema):
     games_per_pairing = ma.fields.Integer(required=True)
     seed = ma.fields.Integer(
         allow_none=True,
-        metadata={"description": "null until the seed is revealed (no match left to play), except for organizers"},
+        metadata={"description": "null for everyone, organizers included, until the seed is revealed"},
     )
     salt = ma.fields.String(allow_none=True, metadata={"description": "hex salt of the commitment; null like seed"})
     commitment = ma.fields.String(
-        allow_none=True, metadata={"description": "SHA-256(salt || seed as 8 bytes big-endian), hex; set at the start"}
+        allow_none=True,
+        metadata={"description": "SHA-256(salt || seed as 8 bytes big-endian), hex; set at the start with the seed"},
     )
     seed_revealed = ma.fields.Boolean(
         required=True, metadata={"description": "seed and salt are shown to everyone who may read the tournament"}
     )
+    seed_chosen = ma.fields.Boolean(
+        required=True,
+        metadata={"description": "the organizer set the seed (a reproducible test): not a fair draw, not rated"},
+    )
+    until_settled = ma.fields.Nested(
+        UntilSettledSchema, allow_none=True, metadata={"description": "null: one round (no sequential test)"}
+    )
+    rounds = ma.fields.Integer(required=True, metadata={"description": "rounds of the schedule stored so far"})
+    stop_reason = ma.fields.String(
+        allow_none=True,
+        validate=validate.OneOf(values(StopReason)),
+        metadata={
+            "description": "played until settled: settled (after `rounds` rounds) or max_rounds; "
+            "null while it plays on, or without until_settled"
+        },
+    )
+    settle = ma.fields.Nested(SettleSchema, allow_none=True)
     max_faults = ma.fields.Integer(required=True)
     fill_with_house_bots = ma.fields.Boolean(required=True)
     house_bot = ma.fields.String(required=True, metadata={"description": "sample bot of the house seats"})
@@ -272,12 +347,11 @@ def progress_counts(tournament_ids: list[int]) -> dict[int, tuple[int, int, int]
 
 
 def tournament_dict(t: Tournament, progress: tuple[int, int, int] | None = None) -> dict:
-    """The API shape of a tournament as the request's viewer may see it (seed and salt only
-    if :func:`arena.access.can_see_seed`); ``progress`` = ``(finished, total, queued)``
+    """The API shape of a tournament (seed and salt only once revealed:
+    :func:`arena.access.can_see_seed`); ``progress`` = ``(finished, total, queued)``
     if already counted."""
     finished, total, queued = progress if progress is not None else progress_counts([t.id]).get(t.id, (0, 0, 0))
     revealed = policy.seed_revealed(db(), t)
-    seed_shown = revealed or policy.is_organizer(optional_account())
     return {
         "id": t.id,
         "name": t.name,
@@ -286,10 +360,15 @@ def tournament_dict(t: Tournament, progress: tuple[int, int, int] | None = None)
         "options": t.options,
         "time_rules": t.time_rules,
         "games_per_pairing": t.games_per_pairing,
-        "seed": t.seed if seed_shown else None,
-        "salt": t.salt if seed_shown else None,
+        "seed": t.seed if revealed else None,
+        "salt": t.salt if revealed else None,
         "commitment": t.commitment,
         "seed_revealed": revealed,
+        "seed_chosen": bool(t.seed_chosen),
+        "until_settled": t.until_settled,
+        "rounds": t.rounds or 1,
+        "stop_reason": t.stop_reason,
+        "settle": t.settle,
         "max_faults": t.max_faults,
         "fill_with_house_bots": t.fill_with_house_bots,
         "house_bot": t.house_bot,

@@ -27,7 +27,7 @@ from flask_babel import gettext as _
 from marshmallow import validate
 
 import engine
-from api.resources.tournaments import TimeRulesSchema, TournamentCreateSchema
+from api.resources.tournaments import TimeRulesSchema, TournamentCreateSchema, UntilSettledSchema
 from arena import limits
 
 
@@ -153,6 +153,7 @@ def schema_ranges() -> dict[str, tuple[float | None, float | None]]:
         "games_per_pairing": _range(c["games_per_pairing"]),
         "max_faults": _range(c["max_faults"]),
         "seed": _range(c["seed"]),
+        "max_rounds": _range(UntilSettledSchema().fields["max_rounds"]),
     }
 
 

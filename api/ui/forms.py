@@ -440,6 +440,8 @@ def _default_form() -> dict[str, Any]:
         "games_per_pairing": "2",
         "max_faults": "3",
         "seed": "",
+        "max_rounds": "",
+        "settle_delta": "",
         "fill_with_house_bots": False,
         "house_bot": DEFAULT_HOUSE_BOT,
         "public_when_finished": True,
@@ -447,7 +449,18 @@ def _default_form() -> dict[str, Any]:
     }
 
 
-_TEXT_FIELDS = ("name", "ruleset", "initial", "increment", "cap", "games_per_pairing", "max_faults", "seed")
+_TEXT_FIELDS = (
+    "name",
+    "ruleset",
+    "initial",
+    "increment",
+    "cap",
+    "games_per_pairing",
+    "max_faults",
+    "seed",
+    "max_rounds",
+    "settle_delta",
+)
 
 
 @bp.route("/tournaments/new", methods=["GET", "POST"])
@@ -457,7 +470,8 @@ def tournament_new():
 
     Fields: ``name``, ``ruleset``, ``participants`` (bot ids, repeated), ``initial``,
     ``increment``, ``cap`` (TIME-1, seconds), ``games_per_pairing``, ``max_faults``, ``seed``
-    (empty: random), ``fill_with_house_bots`` and ``public_when_finished`` (``1`` when
+    (empty: drawn at the start), ``max_rounds`` and ``settle_delta`` (``until_settled``; empty
+    max_rounds: one round), ``fill_with_house_bots`` and ``public_when_finished`` (``1`` when
     checked), ``house_bot`` (a sample bot's name; absent: ``heuristic``), and one
     ``opt-<ruleset>-<option>`` per option (:mod:`api.ui.fields`); only the chosen rule set's
     options are sent. A refusal (422) shows the API's messages by the fields they name, with
@@ -492,6 +506,10 @@ def tournament_new():
     }
     if form["seed"].strip():
         body["seed"] = _number(form["seed"])
+    if form["max_rounds"].strip():
+        body["until_settled"] = {"max_rounds": _number(form["max_rounds"])}
+        if form["settle_delta"].strip():
+            body["until_settled"]["delta"] = _number(form["settle_delta"], float)
     made, refused = attempt(
         lambda: tournament_cases.create_tournament(db(), account, **load_json(TournamentCreateSchema(), body))
     )

@@ -40,6 +40,7 @@ from api.ui.views import (
     bp,
     playing_now,
     settlement,
+    settling_view,
     standings_rows,
 )
 from arena import access as policy
@@ -332,5 +333,6 @@ def tournament_live_state(tournament_id: int):
         report=report,
         verdict=settlement(report),
         playing=playing_now(t, account),
+        settling=settling_view(t, names),
     )
     return Response(html, mimetype="text/html", headers={"Cache-Control": "no-store"})

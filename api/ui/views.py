@@ -146,6 +146,40 @@ def _progress(t: Tournament) -> dict:
     return {"finished": done, "total": total, "percent": round(100 * done / total) if total else 0, "by_status": counts}
 
 
+def settling_view(t: Tournament, names: dict[int, str]) -> dict[str, Any]:
+    """What the tournament page says of play until settled (``_settling.html``): ``state`` is
+    ``off`` (one round), ``running``, ``settled``, ``max_rounds``, ``cancelled``, or
+    ``stopped`` (finished with failed matches before a verdict); the rule, ``rounds`` and the last ``verdict`` with
+    the leader's and runner-up's labels."""
+    rule = t.until_settled
+    if not rule:
+        return {"state": "off"}
+    verdict = t.settle or None
+
+    def label(e: Any) -> str | None:
+        if e is None:
+            return None
+        return _entrant_label(e if isinstance(e, int) else None, e if isinstance(e, str) else None, names, t.house_bot)
+
+    if t.stop_reason:
+        state = t.stop_reason
+    elif t.status in (TournamentStatus.CREATED, TournamentStatus.RUNNING):
+        state = "running"
+    else:
+        state = "cancelled" if t.status == TournamentStatus.CANCELLED else "stopped"
+    return {
+        "state": state,
+        "rounds": t.rounds or 1,
+        "max_rounds": rule.get("max_rounds"),
+        "delta": rule.get("delta"),
+        "alpha": rule.get("alpha"),
+        "beta": rule.get("beta"),
+        "verdict": verdict,
+        "leader": label((verdict or {}).get("leader")),
+        "runner_up": label((verdict or {}).get("runner_up")),
+    }
+
+
 def _interval(mean: float | None, half: float | None) -> tuple[float | None, float | None]:
     if mean is None or half is None:
         return None, None
@@ -368,6 +402,7 @@ def tournament_page(tournament_id: int):
         seats_per_match=engine.SEATS.get(t.ruleset, 0),
         show_seed=policy.can_see_seed(db(), account, t),
         seed_revealed=policy.seed_revealed(db(), t),
+        settling=settling_view(t, names),
     )
 
 

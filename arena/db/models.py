@@ -47,13 +47,14 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     text,
+    false,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from arena.crypto import EncryptedText
 from arena.schedule import DEFAULT_HOUSE_BOT
-from arena.status import BotStatus, BotTransport, CheckStatus, MatchStatus, TournamentStatus, values
+from arena.status import BotStatus, BotTransport, CheckStatus, MatchStatus, StopReason, TournamentStatus, values
 
 #: JSON on every database, JSONB on PostgreSQL.
 JSONType = JSON().with_variant(JSONB(), "postgresql")
@@ -207,6 +208,7 @@ class Tournament(Base):
         CheckConstraint(_in("status", TournamentStatus), name="status"),
         CheckConstraint("games_per_pairing >= 1", name="games_per_pairing"),
         CheckConstraint("max_faults >= 1", name="max_faults"),
+        CheckConstraint(_in("stop_reason", StopReason), name="stop_reason"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -218,7 +220,22 @@ class Tournament(Base):
     #: TIME-1, seconds: ``{"initial": 60.0, "increment": 10.0, "cap": 60.0}``.
     time_rules: Mapped[dict[str, Any]] = mapped_column(JSONType)
     games_per_pairing: Mapped[int] = mapped_column(Integer)
-    seed: Mapped[int] = mapped_column(BigInteger)
+    #: The tournament seed (arena.fairness): drawn when the tournament starts, in the
+    #: transaction that publishes its commitment; NULL before, unless the organizer set it
+    #: (``seed_chosen``). Shown to nobody until revealed (arena.access.can_see_seed).
+    seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    #: The organizer set the seed (a reproducible test): the tournament is marked as such and
+    #: left out of the ratings (arena.standings.rebuild_ratings).
+    seed_chosen: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: Play until settled (arena.sequential): ``{"max_rounds", "delta", "alpha", "beta"}``, or
+    #: NULL for a tournament of one round.
+    until_settled: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    #: Rounds of the schedule stored so far (each a whole schedule with fresh match indices).
+    rounds: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    #: Why a tournament played until settled stopped (arena.status.StopReason), else NULL.
+    stop_reason: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    #: The sequential test's last verdict (arena.sequential.Verdict.to_dict), else NULL.
+    settle: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
     #: FAULT-3: faults in one match after which a seat forfeits the rest of the match.
     max_faults: Mapped[int] = mapped_column(Integer, default=3)
     fill_with_house_bots: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -48,7 +48,7 @@ from arena.lifecycle.base import (
     locked,
     rows_changed,
 )
-from arena.lifecycle.tournaments import finish_if_done
+from arena.lifecycle.tournaments import finish_if_done, round_end
 from arena.schedule import DEFAULT_HOUSE_BOT
 from arena.status import BotTransport
 from engine.timebank import TimeRules
@@ -306,6 +306,19 @@ def _mark_failed(match: Match, failure: str) -> None:
     match.lease_owner = match.lease_expires_at = None
 
 
+@dataclass(frozen=True)
+class Stored:
+    """What :func:`store_result` did: ``stored`` (also its truth value) is False when a
+    result was already stored; ``added``: the ids of the round this store added to a
+    tournament played until settled (``queued``: the caller sends them to the broker)."""
+
+    stored: bool
+    added: tuple[int, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.stored
+
+
 def store_result(
     session: Session,
     match_id: int,
@@ -316,16 +329,18 @@ def store_result(
     games: list[dict[str, Any]],
     timings: dict[str, Any],
     log: Any,
-) -> bool:
+) -> Stored:
     """``running -> finished``: store the result and the full log of match ``match_id``
-    exactly once, and finish the tournament if this was its last match; commit.
+    exactly once and, if this was the tournament's last match left, end its round
+    (:func:`~arena.lifecycle.tournaments.round_end`: finish it, or add a round to a
+    tournament played until settled); commit.
 
     Lists are indexed by seat (see :class:`arena.db.models.MatchResult`). The result's
     primary key is the match id and the log's ``match_id`` is unique, so a second delivery
-    that played the match again stores nothing.
+    that played the match again stores nothing (and adds no round).
 
     Returns:
-        True if this call stored the result, False if one was already stored.
+        :class:`Stored`, true if this call stored the result, false if one was already stored.
     Raises:
         ValueError: no such match, or list lengths differ from the match's seat count.
         arena.matchlog.LogEncodingError: the log is not strict JSON in UTF-8.
@@ -353,7 +368,7 @@ def store_result(
         session.flush()
     except IntegrityError:
         session.rollback()
-        return False
+        return Stored(False)
     session.execute(
         update(Match)
         .where(Match.id == match_id)
@@ -361,9 +376,9 @@ def store_result(
             status=MatchStatus.FINISHED, finished_at=utcnow(), failure=None, lease_owner=None, lease_expires_at=None
         )
     )
-    finish_if_done(session, match.tournament_id)
+    ended = round_end(session, match.tournament_id)
     session.commit()
-    return True
+    return Stored(True, ended.added)
 
 
 def fail_match(session: Session, match_id: int, reason: str) -> bool:

@@ -6,26 +6,30 @@
        |                  |
        +-----cancel-------+----------------------------> cancelled
 
-A start draws the seed's salt, stores the schedule (now, or later with
+A start draws the seed (unless the organizer set it) and its salt and publishes the
+commitment in one transaction, stores the schedule (now, or later with
 :func:`store_schedule`) and takes the ``pending`` matches to send (``pending -> queued``).
-When the last match of a running tournament is done, :func:`finish_if_done` marks it
+When the last match of a running tournament is done, :func:`round_end` marks it
 ``finished`` in the transaction that made the match done, under the tournament's row lock
-(:mod:`arena.lifecycle`). Each public function is a transaction of its own (it commits, or
-rolls back and raises) unless it says otherwise.
+(:mod:`arena.lifecycle`); a tournament played until settled (``until_settled``) may instead
+get one more round of its schedule (:mod:`arena.sequential`). Each public function is a
+transaction of its own (it commits, or rolls back and raises) unless it says otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import exists, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
-from arena import fairness
-from arena.db.models import Match, MatchSeat, Tournament, TournamentParticipant, utcnow
+import engine
+from arena import fairness, sequential
+from arena.db.models import Match, MatchResult, MatchSeat, Tournament, TournamentParticipant, utcnow
 from arena.lifecycle.base import (
     UNFINISHED,
     Conflict,
@@ -36,7 +40,8 @@ from arena.lifecycle.base import (
     locked,
     rows_changed,
 )
-from arena.schedule import ScheduledMatch
+from arena.schedule import ScheduledMatch, ScheduleError, build_schedule
+from arena.status import StopReason
 
 #: A match sent to the broker less than this many seconds ago is not sent again by resume
 #: (of concurrent resume calls, one wins).
@@ -45,7 +50,10 @@ RESUME_GUARD_S = 10.0
 
 def create_tournament(session: Session, *, participants: Sequence[int], **fields: Any) -> Tournament:
     """Store a new tournament in status ``created`` and commit. ``fields``: the
-    :class:`~arena.db.models.Tournament` columns (validated by the caller)."""
+    :class:`~arena.db.models.Tournament` columns (validated by the caller); a ``seed`` given
+    here (not None) is the organizer's: the tournament is marked ``seed_chosen``; without one
+    the seed is drawn when the tournament starts (:func:`start_tournament`)."""
+    fields["seed_chosen"] = fields.get("seed") is not None
     t = Tournament(status=TournamentStatus.CREATED, **fields)
     t.participants = [TournamentParticipant(bot_id=b) for b in participants]
     session.add(t)
@@ -75,13 +83,20 @@ def _take_pending(session: Session, tournament_id: int) -> list[int]:
     return [r[0] for r in sorted(rows, key=lambda r: r[1])]
 
 
-def _begin_running(session: Session, t: Tournament, schedule: Iterable[ScheduledMatch] | None) -> None:
-    """``created -> running`` (compare-and-set) with a fresh salt and its commitment, and the
-    ``schedule``'s matches stored, inside the caller's transaction.
+#: Builds a tournament's schedule from its seed (drawn by the start).
+ScheduleBuilder = Callable[[int], Iterable[ScheduledMatch]]
+
+
+def _begin_running(session: Session, t: Tournament, schedule: ScheduleBuilder | None) -> None:
+    """``created -> running`` (compare-and-set) with the seed (drawn now unless the organizer
+    set it), a fresh salt and their commitment, and the matches of ``schedule(seed)`` stored,
+    inside the caller's transaction: the seed exists nowhere before this transaction commits
+    the commitment to it.
 
     Raises:
         Conflict: another start won (rolled back).
     """
+    seed = int(t.seed) if t.seed is not None else fairness.new_seed()
     salt = fairness.new_salt()
     claimed = rows_changed(
         session,
@@ -90,14 +105,15 @@ def _begin_running(session: Session, t: Tournament, schedule: Iterable[Scheduled
         .values(
             status=TournamentStatus.RUNNING,
             started_at=utcnow(),
+            seed=seed,
             salt=salt,
-            commitment=fairness.commitment(int(t.seed), salt),
+            commitment=fairness.commitment(seed, salt),
         ),
     )
     if claimed != 1:
         session.rollback()
         raise Conflict(f"tournament {t.id} was started concurrently")
-    planned = list(schedule) if schedule is not None else []
+    planned = list(schedule(seed)) if schedule is not None else []
     try:
         if planned:  # bulk inserts: a 128-bot schedule has thousands of matches
             _store_schedule(session, t.id, planned)
@@ -107,12 +123,11 @@ def _begin_running(session: Session, t: Tournament, schedule: Iterable[Scheduled
         raise Conflict(f"tournament {t.id} was started concurrently") from None
 
 
-def start_tournament(
-    session: Session, tournament_id: int, schedule: Iterable[ScheduledMatch] | None = None
-) -> list[int]:
-    """``created -> running``: draw the seed's salt and publish its commitment
-    (:mod:`arena.fairness`); commit. With ``schedule``, its matches are stored in the
-    same transaction; without it the tournament runs with no match yet, and
+def start_tournament(session: Session, tournament_id: int, schedule: ScheduleBuilder | None = None) -> list[int]:
+    """``created -> running``: draw the seed (unless the organizer set it) and its salt and
+    publish their commitment (:mod:`arena.fairness`); commit. With ``schedule`` (a function
+    of the seed), its matches are stored in the same transaction; without it the tournament
+    runs with no match yet, and
     :func:`store_schedule` stores them off the request path (a 128-bot schedule has
     thousands of matches: seconds of inserts).
 
@@ -332,16 +347,46 @@ def tournament_done(session: Session, tournament_id: int) -> bool:
     return unfinished_count(session, tournament_id) == 0
 
 
-def finish_if_done(session: Session, tournament_id: int) -> bool:
-    """``running -> finished`` when none of its matches is left to play, inside the caller's
-    transaction (the caller commits). Locks the tournament row first (:mod:`arena.lifecycle`).
+@dataclass(frozen=True)
+class RoundEnd:
+    """What :func:`round_end` did: ``finished`` the tournament, or ``added`` the ids of a new
+    round's matches (``queued``, to send to the broker once the caller commits; if the caller
+    dies first, the reaper finds them missing from the broker and sends them), or neither."""
 
-    Returns True if the tournament was marked finished by this call.
+    finished: bool = False
+    added: tuple[int, ...] = ()
+
+
+def round_end(session: Session, tournament_id: int) -> RoundEnd:
+    """When none of a running tournament's matches is left to play, inside the caller's
+    transaction (the caller commits); the tournament row is locked first (:mod:`arena.lifecycle`),
+    so of the transactions storing its last matches at once exactly one acts, once.
+
+    A tournament played until settled (``until_settled``) with no failed match takes the
+    sequential test (:func:`arena.sequential.evaluate`) on every game stored, records its
+    verdict (``settle``) and either stops (``stop_reason`` ``settled`` or ``max_rounds``:
+    ``running -> finished``) or stores one more round of its schedule (``rounds`` + 1, the
+    matches ``queued``; :func:`next_round`). Any other tournament becomes ``finished``.
+    A failed match (it may be retried) finishes the tournament without a test: the retry's
+    last stored match takes it.
     """
     t = locked(session, Tournament, tournament_id)
     if t is None or t.status != TournamentStatus.RUNNING or unfinished_count(session, tournament_id):
-        return False
-    return (
+        return RoundEnd()
+    if t.until_settled and not _has_failed(session, tournament_id):
+        rule = sequential.SettleRule.from_dict(t.until_settled)
+        games, adjusted = sequential.game_values(_stored_games(session, tournament_id))
+        verdict = sequential.evaluate(games, rule, adjusted=adjusted)
+        reason = sequential.decide(verdict, t.rounds, rule)
+        t.settle = verdict.to_dict()
+        if reason is None:
+            added = _add_round(session, t)
+            if added:
+                return RoundEnd(added=added)
+            reason = StopReason.MAX_ROUNDS  # nothing to schedule (bad stored data)
+        t.stop_reason = reason.value
+        session.flush()
+    finished = (
         rows_changed(
             session,
             update(Tournament)
@@ -350,6 +395,75 @@ def finish_if_done(session: Session, tournament_id: int) -> bool:
         )
         == 1
     )
+    return RoundEnd(finished=finished)
+
+
+def finish_if_done(session: Session, tournament_id: int) -> bool:
+    """:func:`round_end`; True if the tournament was marked finished by this call."""
+    return round_end(session, tournament_id).finished
+
+
+def _has_failed(session: Session, tournament_id: int) -> bool:
+    return (
+        session.scalar(
+            select(Match.id).where(Match.tournament_id == tournament_id, Match.status == MatchStatus.FAILED).limit(1)
+        )
+        is not None
+    )
+
+
+def _stored_games(session: Session, tournament_id: int) -> list[tuple[list[sequential.Entrant], list[dict[str, Any]]]]:
+    """Each stored result of the tournament: its entrants per seat (a bot id, or the house
+    bot's name) and its ``games`` entries."""
+    rows = session.execute(
+        select(Match, MatchResult.games)
+        .join(MatchResult, MatchResult.match_id == Match.id)
+        .where(Match.tournament_id == tournament_id)
+        .options(selectinload(Match.seats))
+        .order_by(Match.index)
+    ).all()
+    out: list[tuple[list[sequential.Entrant], list[dict[str, Any]]]] = []
+    for m, games in rows:
+        seats: list[sequential.Entrant] = [
+            s.bot_id if s.bot_id is not None else (s.house_bot or "house") for s in m.seats
+        ]
+        out.append((seats, list(games or [])))
+    return out
+
+
+def next_round(t: Tournament, first_index: int) -> list[ScheduledMatch]:
+    """One more round of ``t``'s schedule (:func:`arena.schedule.build_schedule`: the same
+    tables and seats), its positions from ``first_index`` (fresh match seeds).
+
+    Raises:
+        arena.schedule.ScheduleError: the schedule cannot be built (bad stored data).
+    """
+    assert t.seed is not None  # a running tournament has its seed
+    return build_schedule(
+        engine.SEATS[t.ruleset],
+        [p.bot_id for p in t.participants],
+        t.games_per_pairing,
+        int(t.seed),
+        fill_with_house_bots=t.fill_with_house_bots,
+        tournament_id=t.id,
+        first_index=first_index,
+    )
+
+
+def _add_round(session: Session, t: Tournament) -> tuple[int, ...]:
+    """Store round ``t.rounds + 1`` (``queued``) after the last stored position, in the
+    caller's transaction; its match ids (empty when it cannot be built)."""
+    last = session.scalar(select(func.max(Match.index)).where(Match.tournament_id == t.id))
+    try:
+        planned = next_round(t, 0 if last is None else int(last) + 1)
+    except ScheduleError:
+        return ()
+    if not planned:
+        return ()
+    _store_schedule(session, t.id, planned)
+    t.rounds = (t.rounds or 1) + 1
+    session.flush()
+    return tuple(_take_pending(session, t.id))
 
 
 def stalled_tournaments(session: Session, *, older_than_s: float, limit: int = 100) -> list[int]:

@@ -21,8 +21,7 @@ within milliseconds of the launch instead of after a whole batch of 200 (docs/op
 from __future__ import annotations
 
 import logging
-import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -36,6 +35,7 @@ from arena.config import Settings
 from arena.db.models import Account, Bot, Match, Tournament
 from arena.dispatch import Dispatcher, QueueError
 from arena.limits import BoundsError, check_match_bounds
+from arena.sequential import ALPHA, BETA, SettleRule, default_delta
 from arena.status import BotStatus, MatchStatus, TournamentStatus
 from arena.usecases import Forbidden, InvalidField, Unavailable
 
@@ -99,20 +99,25 @@ def create_tournament(
     name: str = "",
     seed: int | None = None,
     house_bot: str = sched.DEFAULT_HOUSE_BOT,
+    until_settled: dict[str, Any] | None = None,
 ) -> Tournament:
     """Create a tournament (``created``) of ``ruleset`` with these fields; commit.
 
     ``options``: rule-set options (``engine.make_options``); ``time_rules``: TIME-1
-    ``{"initial", "increment", "cap"}`` seconds; ``seed``: None for a random one;
-    ``house_bot``: the sample bot of the house seats (one of :data:`arena.schedule.HOUSE_BOTS`),
-    stored even without ``fill_with_house_bots``.
+    ``{"initial", "increment", "cap"}`` seconds; ``seed``: None to have it drawn when the
+    tournament starts (nobody knows it before), else the organizer's (the tournament is
+    marked ``seed_chosen`` and left out of the ratings); ``house_bot``: the sample bot of
+    the house seats (one of :data:`arena.schedule.HOUSE_BOTS`), stored even without
+    ``fill_with_house_bots``; ``until_settled``: None for one round, else
+    ``{"max_rounds", "delta"?, "alpha"?, "beta"?}`` (:class:`arena.sequential.SettleRule`;
+    ``delta`` defaults to :func:`arena.sequential.default_delta`).
 
     Raises:
         Forbidden: not an organizer.
         InvalidField: ``options`` (or the bound it names: :func:`arena.limits.check_match_bounds`)
             refused; ``participants`` repeat, are not ``ready`` bots of the rule set, or are
             too few for its seats without ``fill_with_house_bots``; ``house_bot`` is not a
-            sample bot's name.
+            sample bot's name; ``until_settled`` out of its ranges.
     """
     if not is_organizer(account):
         raise Forbidden("organizer role required")
@@ -129,6 +134,7 @@ def create_tournament(
     _check_participants(session, ruleset, participants)
     if len(participants) < seats and not fill_with_house_bots:
         raise InvalidField("participants", f"{ruleset} needs at least {seats} participants (or fill_with_house_bots)")
+    settle = _settle_rule(ruleset, normalized, until_settled)
     return lifecycle.create_tournament(
         session,
         participants=list(participants),
@@ -138,12 +144,33 @@ def create_tournament(
         options=normalized,
         time_rules=dict(time_rules),
         games_per_pairing=games_per_pairing,
-        seed=secrets.randbits(63) if seed is None else seed,
+        seed=seed,
         max_faults=max_faults,
         fill_with_house_bots=fill_with_house_bots,
         house_bot=house_bot,
         public_when_finished=public_when_finished,
+        until_settled=settle.to_dict() if settle is not None else None,
     )
+
+
+def _settle_rule(ruleset: str, options: dict[str, Any], until_settled: dict[str, Any] | None) -> SettleRule | None:
+    """The organizer's ``until_settled`` as a rule, ``delta`` defaulted for the rule set.
+
+    Raises:
+        InvalidField: ``until_settled`` out of its ranges (the message says which key).
+    """
+    if until_settled is None:
+        return None
+    delta = until_settled.get("delta")
+    try:
+        return SettleRule(
+            max_rounds=int(until_settled["max_rounds"]),
+            delta=float(delta) if delta is not None else default_delta(ruleset, options),
+            alpha=float(until_settled.get("alpha", ALPHA)),
+            beta=float(until_settled.get("beta", BETA)),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidField("until_settled", str(exc).strip("'")) from None
 
 
 def _send(session: Session, dispatcher: Dispatcher, match_ids: list[int], hint: str) -> None:
@@ -172,20 +199,19 @@ def start_tournament(session: Session, dispatcher: Dispatcher, account: Account,
             starting again sends the rest (the reaper also does, once the broker is back).
     """
     t = organizer_tournament(session, account, tournament_id)
-    schedule: list[sched.ScheduledMatch] | None = None
+    schedule: Callable[[int], list[sched.ScheduledMatch]] | None = None
     if t.status == TournamentStatus.CREATED and len(t.participants) <= INLINE_START_PARTICIPANTS:
-        try:
-            schedule = sched.build_schedule(
-                engine.SEATS[t.ruleset],
-                [p.bot_id for p in t.participants],
-                t.games_per_pairing,
-                t.seed,
-                fill_with_house_bots=t.fill_with_house_bots,
-                tournament_id=t.id,
-            )
-        except sched.ScheduleError as exc:
-            raise lifecycle.Conflict(f"cannot schedule tournament {t.id}: {exc}") from None
-    pending = lifecycle.start_tournament(session, t.id, schedule)
+        seats, ids = engine.SEATS[t.ruleset], [p.bot_id for p in t.participants]
+        gpp, fill, tid = t.games_per_pairing, t.fill_with_house_bots, t.id
+
+        def schedule(seed: int) -> list[sched.ScheduledMatch]:  # the seed is drawn by the start (lifecycle)
+            return sched.build_schedule(seats, ids, gpp, seed, fill_with_house_bots=fill, tournament_id=tid)
+
+    try:
+        pending = lifecycle.start_tournament(session, t.id, schedule)
+    except sched.ScheduleError as exc:
+        session.rollback()
+        raise lifecycle.Conflict(f"cannot schedule tournament {t.id}: {exc}") from None
     # The first matches are sent here (the workers start on them at once); the rest, or a
     # large field's whole schedule, by the launch. The transition marked what it took
     # `queued`; the launch sends `pending` matches only, so the rest go back first (else
@@ -270,8 +296,9 @@ def _build(session: Session, tournament_id: int):
     ).one()
     seats = engine.SEATS[t.ruleset]
     ids = [p.bot_id for p in t.participants]
+    seed = int(t.seed or 0)  # a running tournament has its seed (store_schedule stores nothing otherwise)
     return lambda: sched.build_schedule(
-        seats, ids, t.games_per_pairing, t.seed, fill_with_house_bots=t.fill_with_house_bots, tournament_id=t.id
+        seats, ids, t.games_per_pairing, seed, fill_with_house_bots=t.fill_with_house_bots, tournament_id=t.id
     )
 
 

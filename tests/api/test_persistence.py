@@ -132,6 +132,51 @@ def test_migration_0011_makes_existing_bots_http_and_allows_bots_without_url(dat
         engine.dispose()
 
 
+def test_migration_0014_draws_seeds_at_the_start_and_adds_play_until_settled(database_url):
+    """Tournaments stored before 0014 (revision 0011): a ``created`` one loses the seed drawn at
+    its creation (organizers could read it: it is drawn again at the start), the others keep
+    theirs; none is marked ``seed_chosen``; every one has played 1 round and no stop reason,
+    and the database refuses an unknown one. The downgrade draws a seed where there is none."""
+    engine = make_engine(database_url)
+    now = utcnow()
+    try:
+        upgrade(engine=engine, revision="0011")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO accounts (id, name, role, token_hash, created_at)"
+                    " VALUES (1, 'boss', 'organizer', :h, :now)"
+                ),
+                {"h": "a" * 64, "now": now},
+            )
+            for tid, status in ((5, "created"), (6, "finished")):
+                conn.execute(
+                    text(
+                        "INSERT INTO tournaments (id, name, organizer_id, ruleset, options, time_rules,"
+                        " games_per_pairing, seed, max_faults, fill_with_house_bots, status, created_at)"
+                        " VALUES (:id, 'old', 1, 'jdf', '{}', '{}', 1, 77, 3, :no, :st, :now)"
+                    ),
+                    {"id": tid, "st": status, "no": False, "now": now},
+                )
+        upgrade(engine=engine, revision="0014")
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT id, seed, seed_chosen, rounds, stop_reason, until_settled FROM tournaments ORDER BY id")
+            ).all()
+        assert [tuple(r) for r in rows] == [(5, None, False, 1, None, None), (6, 77, False, 1, None, None)]
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(text("UPDATE tournaments SET stop_reason = 'bored' WHERE id = 6"))
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE tournaments SET stop_reason = 'settled', rounds = 3 WHERE id = 6"))
+        command.downgrade(alembic_config(engine=engine), "0011")
+        with engine.connect() as conn:
+            seeds = dict(conn.execute(text("SELECT id, seed FROM tournaments")).all())
+        assert seeds[6] == 77 and isinstance(seeds[5], int) and 0 <= seeds[5] < 2**63
+        assert "seed_chosen" not in {c["name"] for c in inspect(engine).get_columns("tournaments")}
+    finally:
+        engine.dispose()
+
+
 def test_constraints_protect_the_data(engine, sessionmaker):
     with sessionmaker() as s:
         s.add(Account(name="x", role="contestant", token_hash="a" * 64))

@@ -13,7 +13,7 @@ import redis as redis_lib
 from sqlalchemy import select
 
 from arena.db.models import Rating, RatingHistory
-from arena.fairness import commitment
+from arena.fairness import commitment, match_seed
 from arena.lifecycle import store_result
 from arena.standings import rebuild_ratings
 from tests.api.conftest import register_checked_bot, register_ready_bot
@@ -42,25 +42,28 @@ def _create(client, league, **overrides):
         "ruleset": "million_doubt",
         "participants": list(league["bots"].values()),
         "games_per_pairing": 2,
-        "seed": 7,
     }
     body.update(overrides)
     return client.post("/api/v1/tournaments", json=body, headers=league["org"])
 
 
 def test_create_and_read_tournament(client, league):
-    r = _create(client, league, options={"burst_score": 13}, time_rules={"initial": 1.0, "increment": 0.5, "cap": 2.0})
+    r = _create(
+        client, league, seed=7, options={"burst_score": 13}, time_rules={"initial": 1.0, "increment": 0.5, "cap": 2.0}
+    )
     assert r.status_code == 201, r.json
     t = r.json
     assert t["status"] == "created" and t["progress"] == {"finished": 0, "total": 0, "queued": 0}
     assert t["options"] == {"burst_score": 13}
     assert t["time_rules"] == {"initial": 1.0, "increment": 0.5, "cap": 2.0}
-    assert t["max_faults"] == 3 and t["seed"] == 7
+    assert t["max_faults"] == 3 and t["seed"] is None and t["seed_chosen"]  # the organizer's seed: shown later
+    assert t["until_settled"] is None and t["rounds"] == 1 and t["stop_reason"] is None and t["settle"] is None
     assert sorted(t["participants"]) == sorted(league["bots"].values())
     got = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["a"])
     assert got.status_code == 200 and got.json["id"] == t["id"]
     assert client.get("/api/v1/tournaments", headers=league["b"]).json["total"] == 1
-    default = _create(client, league, seed=8).json
+    default = _create(client, league).json
+    assert default["seed"] is None and not default["seed_chosen"]  # drawn when it starts
     assert default["time_rules"] == {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 
 
@@ -238,18 +241,18 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
     assert client.get(f"/api/v1/tournaments/{t['id']}/logs", headers=outsider).status_code == 403
     embargo = client.get(f"/api/v1/tournaments/{t['id']}/logs", headers=league["a"])
     assert embargo.status_code == 403 and "embargoed" in embargo.json["message"]
-    # Seeds: the organizer sees them; a contestant sees the commitment only.
+    # Seeds: nobody sees them before the end, organizers included; everyone sees the commitment.
     seen = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["a"]).json
     assert seen["seed"] is None and seen["salt"] is None and not seen["seed_revealed"]
     assert len(seen["commitment"]) == 64
     org_view = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["org"]).json
-    assert org_view["seed"] == 7 and org_view["commitment"] == commitment(7, org_view["salt"])
+    assert org_view["seed"] is None and org_view["salt"] is None and org_view["commitment"] == seen["commitment"]
     assert client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).json["seed"] is None
     assert all(
         m["seed"] is None
         for m in client.get(f"/api/v1/tournaments/{t['id']}/matches", headers=league["a"]).json["items"]
     )
-    assert all(isinstance(m["seed"], int) for m in ms)  # the organizer's list
+    assert all(m["seed"] is None for m in ms)  # the organizer's list
 
     _finish_all(sessionmaker, client, league, t["id"])
     with sessionmaker() as s:  # a second write of the same result is refused
@@ -257,8 +260,12 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
     t2 = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["org"]).json
     assert t2["status"] == "finished" and t2["progress"] == {"finished": 6, "total": 6, "queued": 6}
     revealed = client.get(f"/api/v1/tournaments/{t['id']}", headers=league["a"]).json
-    assert revealed["seed_revealed"] and (revealed["seed"], revealed["salt"]) == (7, org_view["salt"])
-    assert client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).json["seed"] == ab["seed"]
+    seed = revealed["seed"]
+    assert revealed["seed_revealed"] and isinstance(seed, int) and not revealed["seed_chosen"]
+    assert revealed["commitment"] == commitment(seed, revealed["salt"])
+    assert client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).json["seed"] == match_seed(
+        seed, t["id"], ab["index"]
+    )
 
     m = client.get(f"/api/v1/matches/{ab['id']}", headers=league["a"]).json
     assert m["status"] == "finished" and m["result"]["faults"] == [0, 1]

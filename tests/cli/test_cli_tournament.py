@@ -119,3 +119,29 @@ def test_create_chooses_the_house_bot(api):
     assert summary.exit_code == 0 and "house seats heuristic" in summary.stderr
     bad = CliRunner().invoke(main, [*base, "--house-bot", "alphazero"])
     assert bad.exit_code == 2 and "'alphazero' is not one of" in bad.output
+
+
+def test_create_until_settled_and_with_a_chosen_seed(api):
+    """``--until-settled N [--settle-delta X]`` reaches the API; the summary says the round and
+    whether the organizer chose the seed (never the seed itself before the end)."""
+    r = httpx.post(
+        f"{api['url']}/api/v1/bots",
+        json={"name": "b", "url": "https://93.184.215.14/decide", "rulesets": ["million_doubt"]},
+        headers={"Authorization": f"Bearer {api['contestant']}"},
+    )
+    assert r.status_code == 201 and mark_bot_checked(api["sessions"], r.json()["id"]) == "ready"
+    base = ["tournament", "create", "-r", "million_doubt", "--bot", str(r.json()["id"]), "--fill-with-house-bots"]
+    base += ["--api", api["url"], "--token", api["organizer"]]
+    done = CliRunner().invoke(main, [*base, "--until-settled", "5", "--settle-delta", "2.5", "--json"])
+    assert done.exit_code == 0, done.output
+    t = json.loads(done.stdout)
+    assert t["until_settled"] == {"max_rounds": 5, "delta": 2.5, "alpha": 0.05, "beta": 0.05}
+    assert not t["seed_chosen"] and t["seed"] is None
+    summary = CliRunner().invoke(main, [*base, "--until-settled", "3", "--seed", "42"])
+    assert summary.exit_code == 0, summary.output
+    assert "play until settled: round 1 of at most 3" in summary.stderr
+    assert "seed secret (chosen by the organizer: not rated)" in summary.stderr and "42" not in summary.stderr
+    lone = CliRunner().invoke(main, [*base, "--settle-delta", "2"])
+    assert lone.exit_code == 2 and "--settle-delta needs --until-settled" in lone.output
+    zero = CliRunner().invoke(main, [*base, "--until-settled", "0"])
+    assert zero.exit_code == 2

@@ -92,7 +92,6 @@ class Arena:
         body = {
             "ruleset": ruleset,
             "participants": participants,
-            "seed": 20260101,
             "time_rules": {"initial": 1.0, "increment": 0.1, "cap": 1.0},
             **kw,
         }

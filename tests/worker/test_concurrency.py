@@ -47,7 +47,7 @@ def _tournament(arena, n_matches: int) -> tuple[int, list[int]]:
         tid = t.id
     with arena.sessions() as s:
         ids = lifecycle.start_tournament(
-            s, tid, [ScheduledMatch(i, 0, ("house-1", "house-2"), i) for i in range(n_matches)]
+            s, tid, lambda _seed: [ScheduledMatch(i, 0, ("house-1", "house-2"), i) for i in range(n_matches)]
         )
     with arena.sessions() as s:
         lifecycle.mark_queued(s, ids)
@@ -169,7 +169,9 @@ def test_ten_concurrent_resumes_one_wins(arena, redis_url):
         )
         tid = t.id
     with arena.sessions() as s:
-        ids = lifecycle.start_tournament(s, tid, [ScheduledMatch(i, 0, ("house-1", "house-2"), i) for i in range(4)])
+        ids = lifecycle.start_tournament(
+            s, tid, lambda _seed: [ScheduledMatch(i, 0, ("house-1", "house-2"), i) for i in range(4)]
+        )
     with arena.sessions() as s:  # sent a while ago, and the broker lost them
         s.execute(text("UPDATE matches SET queued_at = :t"), {"t": utcnow() - timedelta(seconds=120)})
         s.commit()
@@ -239,7 +241,9 @@ def test_lost_queued_only_what_the_broker_does_not_hold(arena):
         )
         tid = t.id
     with arena.sessions() as s:
-        ids = lifecycle.start_tournament(s, tid, [ScheduledMatch(i, 0, ("house-1", "house-2"), i) for i in range(3)])
+        ids = lifecycle.start_tournament(
+            s, tid, lambda _seed: [ScheduledMatch(i, 0, ("house-1", "house-2"), i) for i in range(3)]
+        )
     with arena.sessions() as s:
         lifecycle.mark_queued(s, ids)
     with arena.sessions() as s:  # just queued: not lost yet, whatever the broker says

@@ -36,6 +36,7 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         swap(doc, "status", true);
         swap(doc, "progress", false);
+        swap(doc, "settling", false);
         swap(doc, "playing", false);
         swap(doc, "standings", true);
         refreshes += 1;
