@@ -46,8 +46,8 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
-    text,
     false,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
