@@ -143,7 +143,5 @@ def test_registering_the_reported_url_is_a_422_naming_the_field(make_app, accoun
     accounts.client = client
     eve = accounts.contestant("eve")
     for url in ("http://[fec0::1]/", "http://[3fff::1]:8080/bot", "http://[::8.8.8.8]/", "http://192.88.99.1/"):
-        r = client.post(
-            "/api/v1/bots", json={"name": "b", "url": url, "rulesets": ["jdf"]}, headers=eve
-        )
+        r = client.post("/api/v1/bots", json={"name": "b", "url": url, "rulesets": ["jdf"]}, headers=eve)
         assert r.status_code == 422 and "json.url" in r.json["message"], (url, r.json)
