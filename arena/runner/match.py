@@ -435,7 +435,13 @@ class _GamePlay:
         bank = self.banks[d.seat]
         before_ms = bank.remaining_ms
         req = protocol.build_request(
-            g, d.seat, match_id=match.match_id, game=self.index, time_rules=match.rules, remaining_ms=before_ms
+            g,
+            d.seat,
+            match_id=match.match_id,
+            game=self.index,
+            time_rules=match.rules,
+            remaining_ms=before_ms,
+            banks_ms=[b.remaining_ms for b in self.banks],
         )
         body = protocol.dumps(req)
         sent_at = time.time()
