@@ -54,6 +54,7 @@ from arena.runner.match import Match, MatchConfig, MatchError, Observers, SlotTo
 from arena.runner.players import LocalPlayer, Player, WithdrawnPlayer, tls_context
 from arena.runner.semaphore import BotSemaphore, MatchSlots
 from arena.standings import rebuild_ratings
+from arena.withdrawals import WithdrawalCheck
 from bots_sdk.samples import SAMPLE_BOTS
 
 log = logging.getLogger("arena.tasks")
@@ -265,6 +266,12 @@ def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
     return 0
 
 
+def _deleted(settings: Settings, bot_id: int) -> bool:
+    """Whether the database says bot ``bot_id`` is deleted (a withdrawal flag's confirmation)."""
+    with shared_sessions(settings.database_url)() as session:
+        return lifecycle.is_deleted(session, bot_id)
+
+
 def play_plan(plan: MatchPlan, settings: Settings) -> tuple[MatchLog, list[SlotTotals]]:
     """Steps 2-3 for a claimed match: returns ``(match log, slot totals per seat)``; every
     slot of the per-endpoint cap is given back when it returns. Bots never make this raise."""
@@ -299,8 +306,19 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[MatchLog, list[SlotT
             "commitment": plan.commitment,
         },
     )
+    # a bot deleted while the match plays forfeits from its next decision (arena.withdrawals)
+    bot_ids = {i: s.bot_id for i, s in enumerate(plan.seats) if s.bot_id is not None and not s.withdrawn}
+    withdrawn = (
+        WithdrawalCheck(client, bot_ids, confirm=lambda bot_id: _deleted(settings, bot_id))
+        if client is not None and bot_ids
+        else None
+    )
     try:
-        match = Match(players, config, Observers(on_step=live.step if live is not None else None))
+        match = Match(
+            players,
+            config,
+            Observers(on_step=live.step if live is not None else None, withdrawn=withdrawn),
+        )
         match_log = match.play()
     finally:
         slots.flush()
