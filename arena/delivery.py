@@ -43,6 +43,7 @@ from arena import fairness, lifecycle, matchlog, spool
 from arena.config import Settings
 from arena.db.session import POOL, is_postgres, shared_sessions
 from arena.lifecycle import MatchPlan
+from arena.lifecycle.bots import is_deleted
 from arena.limits import longest_match_seconds, visibility_timeout
 from arena.live import LivePublisher, announce, live_enabled
 from arena.matchlog import MatchLog
@@ -269,7 +270,7 @@ def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
 def _deleted(settings: Settings, bot_id: int) -> bool:
     """Whether the database says bot ``bot_id`` is deleted (a withdrawal flag's confirmation)."""
     with shared_sessions(settings.database_url)() as session:
-        return lifecycle.is_deleted(session, bot_id)
+        return is_deleted(session, bot_id)
 
 
 def play_plan(plan: MatchPlan, settings: Settings) -> tuple[MatchLog, list[SlotTotals]]:

@@ -36,7 +36,7 @@ from arena.lifecycle.base import (
     NotFound,
     TournamentStatus,
 )
-from arena.lifecycle.bots import delete_bot, entered_in, is_deleted, update_bot
+from arena.lifecycle.bots import delete_bot, entered_in, update_bot
 from arena.lifecycle.checks import (
     CHECK_RETRY_AFTER_S,
     CHECK_STALE_S,
@@ -116,7 +116,6 @@ __all__ = [
     "claim_match",
     "create_tournament",
     "delete_bot",
-    "is_deleted",
     "entered_in",
     "error_check",
     "fail_match",
