@@ -46,6 +46,7 @@ from arena.config import Settings
 from arena.db.session import POOL, is_postgres, shared_sessions
 from arena.dispatch import QueueError
 from arena.lifecycle import MatchPlan
+from arena.lifecycle.bots import is_deleted
 from arena.limits import longest_match_seconds, visibility_timeout
 from arena.live import LivePublisher, announce, live_enabled
 from arena.matchlog import MatchLog
@@ -58,6 +59,7 @@ from arena.runner.match import Match, MatchConfig, MatchError, Observers, SlotTo
 from arena.runner.players import LocalPlayer, Player, WithdrawnPlayer, tls_context
 from arena.runner.semaphore import BotSemaphore, MatchSlots
 from arena.standings import rebuild_ratings
+from arena.withdrawals import WithdrawalCheck
 from bots_sdk.samples import SAMPLE_BOTS
 
 log = logging.getLogger("arena.tasks")
@@ -269,6 +271,12 @@ def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
     return 0
 
 
+def _deleted(settings: Settings, bot_id: int) -> bool:
+    """Whether the database says bot ``bot_id`` is deleted (a withdrawal flag's confirmation)."""
+    with shared_sessions(settings.database_url)() as session:
+        return is_deleted(session, bot_id)
+
+
 def play_plan(plan: MatchPlan, settings: Settings) -> tuple[MatchLog, list[SlotTotals]]:
     """Steps 2-3 for a claimed match: returns ``(match log, slot totals per seat)``; every
     slot of the per-endpoint cap is given back when it returns. Bots never make this raise."""
@@ -303,8 +311,19 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[MatchLog, list[SlotT
             "commitment": plan.commitment,
         },
     )
+    # a bot deleted while the match plays forfeits from its next decision (arena.withdrawals)
+    bot_ids = {i: s.bot_id for i, s in enumerate(plan.seats) if s.bot_id is not None and not s.withdrawn}
+    withdrawn = (
+        WithdrawalCheck(client, bot_ids, confirm=lambda bot_id: _deleted(settings, bot_id))
+        if client is not None and bot_ids
+        else None
+    )
     try:
-        match = Match(players, config, Observers(on_step=live.step if live is not None else None))
+        match = Match(
+            players,
+            config,
+            Observers(on_step=live.step if live is not None else None, withdrawn=withdrawn),
+        )
         match_log = match.play()
     finally:
         slots.flush()

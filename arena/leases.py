@@ -4,8 +4,8 @@ A lease set is a sorted set whose members are holders and whose scores are the e
 their leases in Redis server time (seconds, ``TIME``: the clocks of the worker and web
 machines never matter). A holder whose process died stops counting when its lease ends.
 Used by the per-endpoint request cap (:mod:`arena.runner.semaphore`), the per-endpoint
-match cap (:mod:`arena.runner.claims`) and the per-account cap on live views
-(:class:`LeaseSet`, ``api/ui/live.py``).
+match cap (:mod:`arena.runner.claims`) and the live views' caps counted across server
+processes, per account and for viewers without a stake (:class:`LeaseSet`, ``api/ui/live.py``).
 
 Lua functions (prepend :data:`LUA_LEASES` to a script):
 

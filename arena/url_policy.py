@@ -8,10 +8,18 @@ unspecified, reserved addresses and well-known metadata hosts. Refused unless
 tests): loopback (``127.0.0.1``, ``::1``, ``localhost``...) and private networks (RFC 1918,
 RFC 6598 shared ``100.64.0.0/10``, IPv6 ULA ``fc00::/7``).
 
-IPv6 addresses that embed an IPv4 address are judged by the embedded one too: IPv4-mapped
-``::ffff:0:0/96``, IPv4-compatible ``::/96``, 6to4 ``2002::/16``, Teredo ``2001::/32`` (the
-client address) and NAT64 ``64:ff9b::/96`` / ``64:ff9b:1::/48``; ``http://[2002:7f00:1::]/``
-(6to4 of 127.0.0.1) is refused like 127.0.0.1.
+IPv6 addresses that embed an IPv4 address are judged by the embedded one: IPv4-mapped
+``::ffff:0:0/96``, 6to4 ``2002::/16`` and NAT64 ``64:ff9b::/96`` / ``64:ff9b:1::/48``;
+``http://[2002:7f00:1::]/`` (6to4 of 127.0.0.1) is refused like 127.0.0.1.
+
+Refused always, whatever ``ipaddress`` says on this Python (3.11 calls the first three
+global): :data:`REFUSED_RANGES`, special-purpose ranges of IANA's registries that are not
+globally reachable or deprecated: site-local ``fec0::/10``, documentation ``3fff::/20``,
+the 6to4 relay anycast ``192.88.99.0/24``, "this network" ``0.0.0.0/8`` (private for
+``ipaddress``, but a connection to it may reach this host), Teredo ``2001::/32`` (a tunnel whose far end the
+arena cannot judge) and IPv4-compatible ``::/96`` (deprecated, RFC 4291; ``::`` and ``::1``
+keep their own names). ``tests/api/test_url_policy.py`` lists every special range and what
+happens to it.
 
 Registration checks the URL (:func:`check_bot_url`); every connection checks again, at
 connection time: :func:`checked_addresses` resolves the host once, judges every address,
@@ -50,6 +58,14 @@ class BotUrlError(ValueError):
 
 
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+#: Ranges refused always (module docstring), with the reason shown.
+REFUSED_RANGES: tuple[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str], ...] = (
+    (ipaddress.ip_network("fec0::/10"), "a deprecated site-local address (RFC 3879)"),
+    (ipaddress.ip_network("3fff::/20"), "a documentation address (RFC 9637)"),
+    (ipaddress.ip_network("192.88.99.0/24"), "a deprecated 6to4 relay anycast address (RFC 7526)"),
+    (ipaddress.ip_network("0.0.0.0/8"), "an address of 'this network' (RFC 791: some stacks reach this host)"),
+    (ipaddress.ip_network("2001::/32"), "a Teredo address (a tunnel: RFC 4380)"),
+)
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 
 
@@ -68,16 +84,20 @@ def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
 
 
 def _address_problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, allow_private: bool) -> str | None:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # ::ffff:a.b.c.d is a.b.c.d on the wire
+    for network, why in REFUSED_RANGES:
+        if ip.version == network.version and ip in network:
+            return why
     if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _IPV4_COMPATIBLE and int(ip) > 1:
+            return "a deprecated IPv4-compatible address (RFC 4291)"
         inner = embedded_ipv4(ip)
         if inner is not None:
-            if ip.ipv4_mapped is not None:
-                ip = inner
-            else:
-                problem = _address_problem(inner, allow_private)
-                if problem:
-                    return f"an IPv6 address embedding {inner} ({problem})"
-                return None
+            problem = _address_problem(inner, allow_private)
+            if problem:
+                return f"an IPv6 address embedding {inner} ({problem})"
+            return None
     return _address_problem_plain(ip, allow_private)
 
 

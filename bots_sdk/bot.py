@@ -89,7 +89,8 @@ class Request:
             ``discard``).
         info: decision limits (``decision.info``).
         seat, ruleset, options, observation (dict, RULES C-11), legal_actions (list or None),
-        choice (dict; empty when the decision offers none), remaining_ms (int, this seat's time bank in milliseconds).
+        choice (dict; empty when the decision offers none), remaining_ms (int, this seat's time bank in milliseconds),
+        banks_ms (list of int: every seat's time bank in milliseconds, by seat; the clocks are public).
     """
 
     __slots__ = (
@@ -103,6 +104,7 @@ class Request:
         "legal_actions",
         "choice",
         "remaining_ms",
+        "banks_ms",
     )
 
     def __init__(self, raw: Mapping[str, Any]):
@@ -116,6 +118,7 @@ class Request:
         self.legal_actions: list | None = raw.get("legal_actions")
         self.choice: dict[str, Any] = raw.get("choice") or {}
         self.remaining_ms: int = raw.get("time", {}).get("remaining_ms", 0)
+        self.banks_ms: list[int] = list(raw.get("banks_ms") or [])
 
     # -- views -----------------------------------------------------------------------------
     @property

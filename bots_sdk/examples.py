@@ -26,8 +26,12 @@ RULES = TimeRules()
 PRETTY_WIDTH = 96
 
 
-def _example(g, seat, remaining_ms, bot, match_id, game=0) -> dict:
-    req = protocol.build_request(g, seat, match_id=match_id, game=game, time_rules=RULES, remaining_ms=remaining_ms)
+def _example(g, seat, remaining_ms, bot, match_id, game=0, banks_ms=None) -> dict:
+    """``banks_ms``: every seat's bank (the asked seat's is ``remaining_ms``); None: the others
+    have not answered yet in this deal or game."""
+    req = protocol.build_request(
+        g, seat, match_id=match_id, game=game, time_rules=RULES, remaining_ms=remaining_ms, banks_ms=banks_ms
+    )
     body = protocol.dumps(req)
     headers = protocol.sign(SECRET, body, now=TIMESTAMP)
     answer = bot.decide(json.loads(body))
@@ -49,7 +53,7 @@ def million_doubt_turn() -> dict:
                 and len(obs["history"]) >= 6
                 and any(isinstance(p.get("face_down"), int) for p in obs["field"])
             ):
-                return _example(g, d.seat, 51_230, GreedyBot(), "example-md-1")
+                return _example(g, d.seat, 51_230, GreedyBot(), "example-md-1", banks_ms=[51_230, 47_910])
             req = json.loads(
                 protocol.dumps(
                     protocol.build_request(g, d.seat, match_id="x", game=0, time_rules=RULES, remaining_ms=1)
@@ -68,7 +72,7 @@ def jdf_turn() -> dict:
         assert d is not None
         obs = g.observation(d.seat)
         if d.kind == "play" and len(obs["field"]) >= 2:
-            return _example(g, d.seat, 58_400, GreedyBot(), "example-jdf-1")
+            return _example(g, d.seat, 58_400, GreedyBot(), "example-jdf-1", banks_ms=[55_120, 60_000, 58_400, 57_300])
         req = json.loads(
             protocol.dumps(protocol.build_request(g, d.seat, match_id="x", game=0, time_rules=RULES, remaining_ms=1))
         )
@@ -112,7 +116,9 @@ def trump_millionaire_deal() -> dict:
         while d is not None and g.unit_index == 1:
             obs = g.observation(d.seat)
             if d.kind == "play" and obs["field"] and _forbidden_last_card(obs):
-                out["trump_millionaire_play"] = _example(g, d.seat, 41_120, bots[d.seat], "example-tm-1")
+                out["trump_millionaire_play"] = _example(
+                    g, d.seat, 41_120, bots[d.seat], "example-tm-1", banks_ms=[52_480, 38_950, 60_000, 47_300]
+                )
                 return out
             g.apply(d.seat, bots[d.seat].decide(_request_now(g)))
             d = g.decision()

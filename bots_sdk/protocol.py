@@ -29,7 +29,7 @@ from __future__ import annotations
 import hmac
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -178,7 +178,14 @@ def _choice(g: engine.Game, d: engine.Decision, obs: dict) -> dict:
 
 
 def build_request(
-    g: engine.Game, seat: int, *, match_id: str, game: int, time_rules: TimeRules, remaining_ms: int
+    g: engine.Game,
+    seat: int,
+    *,
+    match_id: str,
+    game: int,
+    time_rules: TimeRules,
+    remaining_ms: int,
+    banks_ms: Sequence[int] | None = None,
 ) -> dict:
     """The decision request (protocol v1) for ``seat``, which must be the seat asked now.
 
@@ -191,19 +198,30 @@ def build_request(
          "choice": {"from": [cards], "min": n, "max": n, "to": seat|null} | null,
          "face_down": {"allowed": true, "rule": str} | null,   # million_doubt plays
          "observation": {...},                 # engine.Game.observation(seat), C-11
-         "time": {"initial_ms", "increment_ms", "cap_ms", "remaining_ms"}}
+         "time": {"initial_ms", "increment_ms", "cap_ms", "remaining_ms"},
+         "banks_ms": [int, ...]}               # every seat's remaining bank, by seat
 
     ``game`` is the index of the engine game in the match (Million Doubt game number; 0 for
     the one Trump Millionaire game / JDF match); ``unit`` is the deal (TM) or game of the
     match (JDF) index, 0 in Million Doubt. Everything comes from the seat's observation and
-    its own hand: nothing another seat hides (C-11).
+    its own hand: nothing another seat hides (C-11). ``banks_ms``: every seat's remaining
+    time bank in milliseconds, by seat, as the runner holds them when it sends the request
+    (clocks are public, TIME-1: the live view shows them to any watcher); the asked seat's is
+    ``remaining_ms`` whatever ``banks_ms`` says. None: no other seat has spent time yet
+    (every other seat at ``time_rules.initial_ms``, as at the start of a deal or game).
 
     Raises:
         ProtocolError: ``seat`` is not the seat asked, or the game is over.
+        ValueError: ``banks_ms`` does not have one entry per seat.
     """
     d = g.decision()
     if d is None or d.seat != seat:
         raise ProtocolError(f"seat {seat} is not asked for a decision")
+    seats = g.seats
+    banks = [int(b) for b in banks_ms] if banks_ms is not None else [time_rules.initial_ms] * seats
+    if len(banks) != seats:
+        raise ValueError(f"banks_ms has {len(banks)} entries for {seats} seats")
+    banks[seat] = int(remaining_ms)
     obs = g.observation(seat)
     listed = d.kind in LISTED_KINDS
     req = {
@@ -221,6 +239,7 @@ def build_request(
         "face_down": None,
         "observation": obs,
         "time": time_block(time_rules, remaining_ms),
+        "banks_ms": banks,
     }
     rule = engine.get_ruleset(g.ruleset).face_down_rule()
     if rule is not None and d.kind == "play":

@@ -252,8 +252,10 @@ class BotById(MethodView):
     def delete(self, bot_id):
         """Delete a bot (owner). Its past matches and logs stay; it can no longer enter
         tournaments; its matches not yet played in the tournaments it had entered are
-        forfeits (every game of its seat, FAULT-2/3) and its URL is never called again."""
-        usecases.delete_bot(db(), current_account(), bot_id)
+        forfeits (every game of its seat, FAULT-2/3), and in its matches playing now its seat
+        forfeits from its next decision: once this answers, at most the one request already in
+        flight reaches it, and its URL is never called again."""
+        usecases.delete_bot(db(), current_account(), bot_id, redis_client())
         return None
 
 

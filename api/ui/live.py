@@ -9,11 +9,22 @@ events as ``data: {"type": "tournament", "event"}`` (plus ``match_ids`` for view
 every match), ``end`` once it is no longer running. ``GET /ui/tournaments/<id>/live.html``: the
 parts of the tournament page that change. No database connection is held while streaming.
 
-Caps: :data:`STREAMS_PER_PROCESS` open streams per process, :data:`STREAMS_RESERVED` of them
-for viewers with a stake, :data:`STREAMS_PER_ACCOUNT` per account (Redis leases,
-``arena:live:streams:<account>``); beyond, 429 with a message. A stream ends after
-:data:`MAX_STREAM_S` seconds; a viewer that left is noticed within :data:`IDLE_S` seconds.
-Design: docs/ui.md, "Live", and docs/operations.md, "Hostile input and outages".
+Places (a stream holds a server thread; beyond a cap, 429 with a message saying which):
+
+* per process (threads are a process's own): :data:`STREAMS_PER_PROCESS` places for viewers
+  other than organizers, :data:`STREAMS_RESERVED` of them for viewers with a stake only
+  (contestants with a bot in the match or the tournament), plus :data:`STREAMS_ORGANIZERS`
+  places only organizers take: whichever process the kernel hands an organizer's request
+  to, a place is there that nobody else can take;
+* across every server process (leases in the broker's Redis, :class:`arena.leases.LeaseSet`):
+  :data:`STREAMS_PER_ACCOUNT` per account (``arena:live:streams:<account>``) and
+  :data:`STREAMS_WITHOUT_STAKE` for all viewers without a stake together
+  (``arena:live:places:without-stake``): accounts signed up just to watch share that many,
+  however many processes serve the site. Redis unreachable: the per-process caps only.
+
+A stream ends after :data:`MAX_STREAM_S` seconds; a viewer that left is noticed within
+:data:`IDLE_S` seconds. Design: docs/ui.md, "Live", and docs/operations.md, "Hostile input
+and outages".
 """
 
 from __future__ import annotations
@@ -56,20 +67,33 @@ LIVE_STATUSES = (MatchStatus.QUEUED, MatchStatus.RUNNING, MatchStatus.PENDING)
 IDLE_S = 5.0
 #: Longest life of one stream, seconds (then the browser reconnects).
 MAX_STREAM_S = 300.0
-#: Open streams per server process (of gunicorn's 16 threads per worker: half stay free).
+#: Open streams per server process of viewers other than organizers (of gunicorn's 16
+#: threads per worker: with the organizers' places, 6 stay free for everything else).
 STREAMS_PER_PROCESS = 8
-#: Of those, places only viewers with a stake take: organizers, and contestants with a bot in
-#: the match or the tournament. Any signed-in account may watch a tournament's events, so
-#: accounts signed up just for it could otherwise fill a process (two, at 5 each).
+#: Of those, places only viewers with a stake take: contestants with a bot in the match or
+#: the tournament (organizers too, once their own places are taken). Any signed-in account
+#: may watch a tournament's events, so accounts signed up just for it could otherwise fill a
+#: process (two, at 5 each).
 STREAMS_RESERVED = 4
+#: Places per server process that only organizers take (nobody else can: issue 29, two
+#: throwaway accounts and one participant had locked the organizer out of every live view).
+STREAMS_ORGANIZERS = 2
 #: Open streams per account, across every server process.
 STREAMS_PER_ACCOUNT = 5
+#: Open streams of all viewers without a stake together, across every server process.
+STREAMS_WITHOUT_STAKE = 4
+#: The Redis lease set of :data:`STREAMS_WITHOUT_STAKE`.
+WITHOUT_STAKE_KEY = "arena:live:places:without-stake"
 SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
 _process_streams = threading.BoundedSemaphore(STREAMS_PER_PROCESS - STREAMS_RESERVED)  # anyone's
 _reserved_streams = threading.BoundedSemaphore(STREAMS_RESERVED)  # viewers with a stake only
+_organizer_streams = threading.BoundedSemaphore(STREAMS_ORGANIZERS)  # organizers only
 _open_lock = threading.Lock()
 _open = 0
+
+#: Who a viewer is, for the places it may take.
+ORGANIZER, STAKE, WITHOUT_STAKE = "organizer", "stake", "without-stake"
 
 
 def open_streams() -> int:
@@ -86,50 +110,75 @@ def _count(delta: int) -> None:
 class StreamSlot:
     """A place among the open streams (module docstring): taken by :meth:`take` when the
     stream is asked for (429 when none is left), given back by :meth:`release` when it
-    ends. Redis unreachable: only the per-process cap applies."""
+    ends. ``viewer``: :data:`ORGANIZER`, :data:`STAKE` or :data:`WITHOUT_STAKE`. Redis
+    unreachable: only the per-process caps apply."""
 
-    def __init__(self, url: str, account_id: int | None, stake: bool = False):
-        self.url, self.account_id, self.stake = url, account_id, stake
+    def __init__(self, url: str, account_id: int | None, viewer: str = WITHOUT_STAKE):
+        self.url, self.account_id, self.viewer = url, account_id, viewer
         self.token = uuid.uuid4().hex
         self._process: threading.BoundedSemaphore | None = None
-        self._account = False
+        self._leases: list[LeaseSet] = []
         self._lock = threading.Lock()  # release() may run twice at once (the events' end, the close)
 
-    def _leases(self) -> LeaseSet:
-        return LeaseSet(live.redis_client(self.url), f"arena:live:streams:{self.account_id}", STREAMS_PER_ACCOUNT)
+    def _pools(self) -> list[threading.BoundedSemaphore]:
+        """The process's places this viewer may take, in the order it takes them."""
+        if self.viewer == ORGANIZER:
+            return [_organizer_streams, _reserved_streams, _process_streams]
+        if self.viewer == STAKE:
+            return [_process_streams, _reserved_streams]
+        return [_process_streams]
+
+    def _site_caps(self) -> list[tuple[LeaseSet, str]]:
+        """The caps counted across processes (Redis lease sets), each with its refusal."""
+        client = live.redis_client(self.url)
+        caps = []
+        if self.account_id is not None:
+            caps.append(
+                (
+                    LeaseSet(client, f"arena:live:streams:{self.account_id}", STREAMS_PER_ACCOUNT),
+                    _("You have %(n)s live views open already: close one first.", n=STREAMS_PER_ACCOUNT),
+                )
+            )
+        if self.viewer == WITHOUT_STAKE:
+            caps.append(
+                (
+                    LeaseSet(client, WITHOUT_STAKE_KEY, STREAMS_WITHOUT_STAKE),
+                    _("Too many live views are open on this site; try again in a minute."),
+                )
+            )
+        return caps
 
     def take(self) -> None:
-        """Take the slot, or abort with 429 (a message saying which cap): a place any viewer
-        may take, else, for a viewer with a stake, a reserved one."""
-        for places in [_process_streams, _reserved_streams] if self.stake else [_process_streams]:
+        """Take the slot, or abort with 429 (a message saying which cap): a place of this
+        process among those the viewer may take, then the leases counted across processes."""
+        for places in self._pools():
             if places.acquire(blocking=False):
                 self._process = places
                 break
         else:
             abort(429, _("Too many live views are open on this server; try again in a minute."))
         _count(1)
-        if self.account_id is None:
-            return
         try:
-            got = self._leases().take(self.token, MAX_STREAM_S + 30)
+            caps = self._site_caps()
+            for leases, refusal in caps:
+                if not leases.take(self.token, MAX_STREAM_S + 30):
+                    self.release()
+                    abort(429, refusal)
+                self._leases.append(leases)
         except redis.RedisError:
-            return
-        if not got:
-            self.release()
-            abort(429, _("You have %(n)s live views open already: close one first.", n=STREAMS_PER_ACCOUNT))
-        self._account = True
+            return  # the per-process caps only (the leases taken end by themselves)
 
     def release(self) -> None:
         """Give the slot back (idempotent, thread-safe; never raises)."""
         with self._lock:
-            process, account = self._process, self._account
-            self._process, self._account = None, False
+            process, leases = self._process, self._leases
+            self._process, self._leases = None, []
         if process is not None:
             process.release()
             _count(-1)
-        if account:
+        for lease in leases:
             try:
-                self._leases().release(self.token)
+                lease.release(self.token)
             except redis.RedisError:
                 pass  # the lease ends by itself
 
@@ -156,11 +205,16 @@ def _stream(events: Iterator[str], slot: StreamSlot | None) -> Response:
 
 def _slot(t: Tournament) -> StreamSlot:
     """The viewer's place among the open streams of tournament ``t`` or one of its matches
-    (429 when none is left); a viewer with a stake (an organizer, or the owner of a bot in
-    ``t``) may take a reserved place."""
+    (429 when none is left): organizers take their own places first, a viewer with a stake
+    (the owner of a bot in ``t``) may take a reserved one (module docstring)."""
     account = access.viewer()
-    stake = account is not None and (policy.is_organizer(account) or policy.owns_participant(db(), account, t.id))
-    slot = StreamSlot(settings().broker_url, account.id if account is not None else None, stake)
+    if policy.is_organizer(account):
+        viewer = ORGANIZER
+    elif account is not None and policy.owns_participant(db(), account, t.id):
+        viewer = STAKE
+    else:
+        viewer = WITHOUT_STAKE
+    slot = StreamSlot(settings().broker_url, account.id if account is not None else None, viewer)
     slot.take()
     return slot
 

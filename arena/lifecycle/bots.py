@@ -101,11 +101,18 @@ def update_bot(
     return bot
 
 
+def is_deleted(session: Session, bot_id: int) -> bool:
+    """True when bot ``bot_id`` is ``deleted`` (or does not exist); read-only."""
+    status = session.scalar(select(Bot.status).where(Bot.id == bot_id))
+    return status is None or status == BotStatus.DELETED
+
+
 def delete_bot(session: Session, bot_id: int) -> None:
     """``any -> deleted``; commit. Its past matches and logs stay. Its seats in matches not
     yet played forfeit every game without a request
     (:func:`~arena.lifecycle.matches.claim_match`: a deleted bot's seat is ``withdrawn``,
-    FAULT-3 from the first decision); a match already running plays out. Its live checks
+    FAULT-3 from the first decision); a match already running learns it from Redis
+    (:mod:`arena.withdrawals`, told by the use case after this commit). Its live checks
     become ``error`` ("the bot was deleted").
 
     Raises:

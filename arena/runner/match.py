@@ -15,7 +15,8 @@ and at each Million Doubt game. Fault kinds: ``timeout``, ``connection_error``, 
 ``body_too_large``, ``invalid_json``, ``invalid_action``, ``bot_error`` (FAULT-2: the engine's
 ``g.forfeit``); ``max_faults`` faults forfeit the rest of the match (FAULT-3, reason
 ``max_faults``); a :class:`~arena.runner.players.WithdrawnPlayer` (a deleted bot) forfeits
-every game, sent no request or notice (reason ``withdrawn``).
+every game, sent no request or notice (reason ``withdrawn``), and so does a player from the
+decision where :attr:`Observers.withdrawn` first says its bot was deleted.
 
 The log (:meth:`Match.play`'s return) is an :class:`arena.matchlog.MatchLog` (its records list
 its fields); requests are stored as SHA-256 and size unless ``log_requests``
@@ -171,18 +172,25 @@ class MatchConfig:
 
 @dataclass(frozen=True)
 class Observers:
-    """Progress callbacks of a match (each must not raise).
+    """Progress callbacks of a match, and the question it asks before each request (each
+    must not raise).
 
     Attributes:
         on_decision: given each exchange record once complete.
         on_game_end: given each game record once complete.
         on_step: after every decision, ``(game index, the engine game, the exchange)``
             (the live view, :mod:`arena.live`).
+        withdrawn: given a player index before each decision request to that player and
+            before the notices: True once the player was withdrawn while the match plays
+            (its bot deleted, :mod:`arena.withdrawals`). Its seats then forfeit every
+            decision from this one without a request (reason ``withdrawn``, FAULT-3) and it
+            gets no end notice.
     """
 
     on_decision: Callable[[Exchange], None] | None = None
     on_game_end: Callable[[GameRecord], None] | None = None
     on_step: Callable[[int, engine.Game, Exchange], None] | None = None
+    withdrawn: Callable[[int], bool] | None = None
 
 
 @dataclass
@@ -291,6 +299,17 @@ class Match:
         items.insert(at, ("fairness", dict(cfg.fairness)))
         return dict(items)  # type: ignore[return-value]
 
+    def withdraw_if_deleted(self, player: int) -> bool:
+        """True when ``player`` is barred as withdrawn, asking :attr:`Observers.withdrawn` first
+        (a player withdrawn now is barred from here on: :attr:`barred`)."""
+        if player in self.barred:
+            return self.barred[player] == WITHDRAWN
+        ask = self.observers.withdrawn
+        if ask is not None and ask(player):
+            self.barred[player] = WITHDRAWN
+            return True
+        return False
+
     def play(self) -> MatchLog:
         """Play every game, send the notices; returns :attr:`log`, complete."""
         log = self.log
@@ -316,7 +335,7 @@ class Match:
 
     def _notify_start(self) -> None:
         for i in range(len(self.players)):
-            if i in self.barred:
+            if i in self.barred or self.withdraw_if_deleted(i):
                 continue
             notice = protocol.match_start_notice(
                 match_id=self.match_id,
@@ -331,7 +350,7 @@ class Match:
 
     def _notify_end(self, result: MatchResult) -> None:
         for i in range(len(self.players)):
-            if self.barred.get(i) == WITHDRAWN:
+            if self.withdraw_if_deleted(i):
                 continue
             notice = protocol.match_end_notice(
                 match_id=self.match_id,
@@ -383,7 +402,11 @@ class _GamePlay:
                 continue
             d = g.decision()
             assert d is not None  # the game is not over
-            if self.seats[d.seat] in self.match.barred:
+            player = self.seats[d.seat]
+            if player not in self.match.barred and self.match.withdraw_if_deleted(player):
+                self._bar_seats()  # its bot was deleted during the match: no request from now on
+                continue
+            if player in self.match.barred:
                 self._forfeit_barred(d)
             else:
                 self._ask(d)
@@ -435,7 +458,13 @@ class _GamePlay:
         bank = self.banks[d.seat]
         before_ms = bank.remaining_ms
         req = protocol.build_request(
-            g, d.seat, match_id=match.match_id, game=self.index, time_rules=match.rules, remaining_ms=before_ms
+            g,
+            d.seat,
+            match_id=match.match_id,
+            game=self.index,
+            time_rules=match.rules,
+            remaining_ms=before_ms,
+            banks_ms=[b.remaining_ms for b in self.banks],
         )
         body = protocol.dumps(req)
         sent_at = time.time()

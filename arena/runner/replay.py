@@ -40,13 +40,14 @@ def replay(match_log: MatchLog, check_requests: bool = True) -> MatchResult:
     ruleset = match_log["ruleset"]
     tr = match_log["time_rules"]
     rules = TimeRules(tr["initial_ms"], tr["increment_ms"], tr["cap_ms"])
+    requests = _Requests(match_log["match_id"], rules) if check_requests else None
     for gm in match_log["games"]:
         gi = gm["index"]
         elog = gm["engine_log"]
         if elog.get("ruleset") != ruleset or elog.get("seed") != gm["seed"]:
             raise ReplayError(f"game {gi}: engine log rule set/seed differ from the game record")
         try:
-            final = _replay_game(gi, gm, elog, rules, match_log["match_id"], check_requests)
+            final = _replay_game(gi, gm, elog, rules, requests)
         except engine.InvalidAction as e:
             raise ReplayError(f"game {gi}: {e}") from None
         got = json_normal(final.result())
@@ -65,8 +66,36 @@ def replay(match_log: MatchLog, check_requests: bool = True) -> MatchResult:
     return again
 
 
+class _Requests:
+    """Rebuilds the requests of one match log and checks their SHA-256. Logs written before
+    requests carried ``banks_ms`` (every seat's bank) are rebuilt without it: the log's first
+    request decides which shape the whole log has."""
+
+    def __init__(self, match_id: str, rules: TimeRules):
+        self.match_id, self.rules = match_id, rules
+        self.with_banks: bool | None = None  # unknown until the first request
+
+    def check(self, g: engine.Game, gi: int, ex: Mapping[str, Any], banks_ms: list[int]) -> None:
+        req = protocol.build_request(
+            g,
+            ex["seat"],
+            match_id=self.match_id,
+            game=gi,
+            time_rules=self.rules,
+            remaining_ms=ex["bank_before_ms"],
+            banks_ms=banks_ms,
+        )
+        for with_banks in (True, False) if self.with_banks is None else (self.with_banks,):
+            if not with_banks:
+                req.pop("banks_ms", None)
+            if hashlib.sha256(protocol.dumps(req)).hexdigest() == ex["request_sha256"]:
+                self.with_banks = with_banks
+                return
+        raise ReplayError(f"game {gi}: request {ex['n']} rebuilt from the engine differs from the one sent")
+
+
 def _replay_game(
-    gi: int, gm: GameRecord, elog: Mapping[str, Any], rules: TimeRules, match_id: str, check_requests: bool
+    gi: int, gm: GameRecord, elog: Mapping[str, Any], rules: TimeRules, requests: _Requests | None
 ) -> engine.Game:
     if elog.get("setup") is not None:
         g = engine.from_setup(elog["ruleset"], elog.get("options"), elog["setup"])
@@ -74,6 +103,9 @@ def _replay_game(
         g = engine.new_game(elog["ruleset"], elog.get("options"), elog["seed"])
     exchanges = list(gm.get("exchanges", []))
     k = 0
+    # every seat's bank as the runner held it (arena.runner.match): reset when the unit
+    # changes (TIME-1), then each seat's bank after its last exchange
+    unit, banks = g.unit_index, [rules.initial_ms] * g.seats
     for i, entry in enumerate(elog.get("actions", [])):
         seat = entry["seat"]
         reason = entry.get("forfeit")
@@ -88,13 +120,11 @@ def _replay_game(
             raise ReplayError(
                 f"game {gi}: exchange {ex['n']} is for seat {ex['seat']}, the engine action for seat {seat}"
             )
-        if check_requests:
-            req = protocol.build_request(
-                g, seat, match_id=match_id, game=gi, time_rules=rules, remaining_ms=ex["bank_before_ms"]
-            )
-            digest = hashlib.sha256(protocol.dumps(req)).hexdigest()
-            if digest != ex["request_sha256"]:
-                raise ReplayError(f"game {gi}: request {ex['n']} rebuilt from the engine differs from the one sent")
+        if g.unit_index != unit:
+            unit, banks = g.unit_index, [rules.initial_ms] * g.seats
+        if requests is not None:
+            requests.check(g, gi, ex, banks)
+        banks[seat] = ex["bank_after_ms"]
         if reason is not None:
             if ex.get("fault") != reason:
                 raise ReplayError(

@@ -13,6 +13,7 @@ a bot that connects is :func:`presence_of`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
@@ -22,7 +23,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 import engine
-from arena import lifecycle, relay
+from arena import lifecycle, relay, withdrawals
 from arena.access import is_organizer
 from arena.db.models import Account, Bot, BotCheck, utcnow
 from arena.dispatch import Dispatcher, QueueError
@@ -30,6 +31,8 @@ from arena.security import SECRET_GRACE_S, new_secret
 from arena.status import BotStatus, BotTransport
 from arena.url_policy import BotUrlError, check_bot_url
 from arena.usecases import BotCheckRunning, Forbidden, InvalidField, Unavailable
+
+log = logging.getLogger(__name__)
 
 #: ``Retry-After`` of a check refused because no worker can be reached, seconds.
 CHECK_UNAVAILABLE_RETRY_S = 5
@@ -210,15 +213,24 @@ def presence_of(client: redis.Redis | None, bots: Sequence[Bot]) -> dict[int, di
     return out
 
 
-def delete_bot(session: Session, account: Account, bot_id: int) -> None:
+def delete_bot(session: Session, account: Account, bot_id: int, client: redis.Redis | None = None) -> None:
     """Delete the owner's bot (:func:`arena.lifecycle.delete_bot`: marked ``deleted``, its
-    matches not yet played forfeit its seats).
+    matches not yet played forfeit its seats), then tell the matches playing now through
+    ``client`` (the broker's Redis; :func:`arena.withdrawals.announce`): its seats there forfeit
+    from their next decision. Redis unreachable, or no ``client`` (eager mode): a warning, and
+    a match playing now plays out.
 
     Raises:
         NotFound, Forbidden: see :func:`bot_for`.
     """
     bot_for(session, account, bot_id, write=True)
     lifecycle.delete_bot(session, bot_id)
+    if client is None:
+        return
+    try:
+        withdrawals.announce(client, bot_id)
+    except redis.RedisError as exc:
+        log.warning("bot %s deleted, but its matches playing now were not told (%s)", bot_id, exc)
 
 
 def check_bot(

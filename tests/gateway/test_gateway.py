@@ -42,9 +42,12 @@ def _creds(bot_id: int) -> Credentials | None:
 
 
 class RunningGateway:
-    def __init__(self, broker_url: str, **kw: Any):
+    """A gateway on a thread of this process (``creds``: its credentials lookup; default the
+    bots of :data:`BOTS`)."""
+
+    def __init__(self, broker_url: str, creds: Any = _creds, **kw: Any):
         self.ready = threading.Event()
-        self.gw = Gateway(broker_url, _creds, port=0, **kw)
+        self.gw = Gateway(broker_url, creds, port=0, **kw)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stop: asyncio.Event | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)

@@ -208,8 +208,7 @@ def test_workers_consume_the_match_queue(compose):
 
     assert celery_app.app.main == "arena"
     flower = compose["services"]["flower"]["command"]
-    assert flower[:4] == ["celery", "-A", "worker.celery_app", "flower"]
-    assert "5555:5555" in compose["services"]["flower"]["ports"]
+    assert flower[:2] == ["sh", "-c"] and "exec celery -A worker.celery_app flower " in flower[2]
 
 
 def test_dockerfile_copies_every_package():
@@ -237,3 +236,59 @@ def test_docker_compose_config_when_available():
         pytest.skip("docker client without the compose plugin")
     done = subprocess.run(["docker", "compose", "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_only_the_proxy_is_published_on_every_interface(compose):
+    """The attacker of issue 29 read worker names, hosts, pids, queues and the broker's host
+    from Flower, published on 0.0.0.0:5555 without authentication. Only the proxy's port is
+    reachable from other hosts; anything else published binds this host's loopback."""
+    published = {}
+    for name, svc in compose["services"].items():
+        for port in svc.get("ports", []):
+            published.setdefault(name, []).append(str(port))
+    assert published.pop("proxy") == ["8000:8000"]
+    assert published == {"flower": ["127.0.0.1:5555:5555"]}
+
+
+def _flower_script(compose) -> str:
+    """The flower service's shell script as the container runs it (compose's ``$$`` is ``$``)."""
+    return compose["services"]["flower"]["command"][2].replace("$$", "$")
+
+
+@pytest.mark.parametrize("content", [None, "", "\n", "admin\n", ":secret\n", "admin:\n"])
+def test_flower_does_not_start_without_a_user_and_password(compose, tmp_path, content):
+    """Flower runs only with ``--profile monitor`` and only with the basic-auth secret: no
+    file, an empty one or one without ``user:password`` on its first line stops it before
+    celery starts (fail closed, never an open Flower)."""
+    assert compose["services"]["flower"]["profiles"] == ["monitor"]
+    assert compose["services"]["flower"]["secrets"] == ["flower_basic_auth"]
+    assert compose["secrets"]["flower_basic_auth"] == {"file": "./secrets/flower-basic-auth"}
+    secret = tmp_path / "flower-basic-auth"
+    if content is not None:
+        secret.write_text(content)
+    done = _run_flower(compose, tmp_path, secret)
+    assert done.returncode == 1 and "not started" in done.stderr
+    assert not (tmp_path / "celery-ran").exists()
+
+
+def test_flower_starts_with_the_secret_as_its_basic_auth(compose, tmp_path):
+    secret = tmp_path / "flower-basic-auth"
+    secret.write_text("boss:correct horse battery\nignored second line\n")
+    done = _run_flower(compose, tmp_path, secret)
+    assert done.returncode == 0, done.stderr
+    argv, auth = (tmp_path / "celery-ran").read_text().split("\n", 1)
+    assert argv == "-A worker.celery_app flower --address=0.0.0.0 --port=5555"
+    assert auth == "boss:correct horse battery\n"  # FLOWER_BASIC_AUTH: never on the command line
+
+
+def _run_flower(compose, tmp_path: Path, secret: Path) -> subprocess.CompletedProcess:
+    """Run the service's script with ``sh`` and a stand-in ``celery`` that records its
+    arguments and ``FLOWER_BASIC_AUTH`` (Flower reads its options from ``FLOWER_*``)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    stub = bin_dir / "celery"
+    stub.write_text(f'#!/bin/sh\nprintf "%s\\n%s\\n" "$*" "$FLOWER_BASIC_AUTH" > {tmp_path / "celery-ran"}\n')
+    stub.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FLOWER_BASIC_AUTH_FILE": str(secret)}
+    assert compose["services"]["flower"]["environment"]["FLOWER_BASIC_AUTH_FILE"] == "/run/secrets/flower_basic_auth"
+    return subprocess.run(["sh", "-c", _flower_script(compose)], env=env, capture_output=True, text=True, timeout=30)

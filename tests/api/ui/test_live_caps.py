@@ -100,6 +100,7 @@ def test_a_server_process_keeps_threads_for_everything_else(live_site, monkeypat
     site = live_site
     monkeypatch.setattr(live_pages, "_process_streams", threading.BoundedSemaphore(1))
     monkeypatch.setattr(live_pages, "_reserved_streams", threading.BoundedSemaphore(0))
+    monkeypatch.setattr(live_pages, "_organizer_streams", threading.BoundedSemaphore(0))
     path = f"/ui/matches/{site['match']}/live"
     first = OpenStream(_signed_in(site, "olga"), path)
     assert first.status == 200
@@ -112,11 +113,12 @@ def test_a_server_process_keeps_threads_for_everything_else(live_site, monkeypat
 @pytest.mark.services
 def test_accounts_signed_up_to_watch_cannot_take_the_places_of_viewers_with_a_stake(live_site):  # noqa: F811
     """Any signed-in account may watch a running tournament's events; those without a bot in
-    it share STREAMS_PER_PROCESS - STREAMS_RESERVED places, so a flood of fresh accounts
-    (the attacker review: two, at 5 each, filled a process) leaves the organizer and the
-    tournament's contestants their places."""
+    it share STREAMS_WITHOUT_STAKE places across every process (and STREAMS_PER_PROCESS -
+    STREAMS_RESERVED in one), so a flood of fresh accounts (the attacker review: two, at 5
+    each, filled a process) leaves the organizer and the tournament's contestants their
+    places."""
     site = live_site
-    shared = live_pages.STREAMS_PER_PROCESS - live_pages.STREAMS_RESERVED
+    shared = live_pages.STREAMS_WITHOUT_STAKE
     with site["sm"]() as s:
         tokens = [create_account(s, f"watcher{i}", "contestant")[1] for i in range(2)]
         s.commit()
@@ -129,13 +131,13 @@ def test_accounts_signed_up_to_watch_cannot_take_the_places_of_viewers_with_a_st
             flood.append(stream)
     assert sorted(s.status for s in flood) == [200] * shared + [429] * (len(flood) - shared)
     stake = [
-        OpenStream(_signed_in(site, "olga"), f"/ui/matches/{site['match']}/live"),
+        OpenStream(_signed_in(site, "olga"), f"/ui/matches/{site['match']}/live"),  # organizers' places
         OpenStream(_signed_in(site, "olga"), tournament),
-        OpenStream(_signed_in(site, "alice"), tournament),  # a bot of hers is entered
+        OpenStream(_signed_in(site, "alice"), tournament),  # a bot of hers is entered: reserved places
         OpenStream(_signed_in(site, "alice"), f"/ui/matches/{site['match']}/live"),
     ]
-    assert [s.status for s in stake] == [200] * live_pages.STREAMS_RESERVED
-    assert live_pages.open_streams() == live_pages.STREAMS_PER_PROCESS
+    assert [s.status for s in stake] == [200] * 4
+    assert live_pages.open_streams() == shared + 4
     for s in [*flood, *stake]:
         s.close()
     wait_streams_released()
