@@ -67,8 +67,10 @@ OUTBOX_FRAMES = 1024
 SEND_TIMEOUT_S = 10.0
 #: Seconds an id stays known after its request expired (a late answer is ignored, not a fault).
 LATE_S = 60.0
-#: Seconds of the request lists' BLPOP (it returns at once when a request or a wake-up comes).
+#: Seconds of the request lists' BLMPOP (it returns at once when a request or a wake-up comes).
 BLPOP_S = 5.0
+#: Most requests one pop takes from a bot's list at once.
+POP_BATCH = 64
 #: Seconds between two renewals of the connections' presence leases.
 RENEW_S = relay.LEASE_S / 3
 #: Most characters of a bad frame kept in its fault.
@@ -140,6 +142,10 @@ class Gateway:
         self._cache: dict[int, tuple[float, Credentials | None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopping = False
+        #: held keys to record with the next pop: (request id, milliseconds to live)
+        self._holds: list[tuple[str, int]] = []
+        #: the request list of every bot held (None: rebuild)
+        self._keys: list[str] | None = None
 
     # -- the process --------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event, ready: Callable[[int], None] | None = None) -> None:
@@ -319,6 +325,7 @@ class Gateway:
             first = conn.bot_id not in self.bots
             self.bots.setdefault(conn.bot_id, []).append(conn)
             if first:
+                self._keys = None
                 await self._wake()
         return why
 
@@ -328,6 +335,7 @@ class Gateway:
             conns.remove(conn)
         if not conns:
             self.bots.pop(conn.bot_id, None)
+            self._keys = None
             self._background(self._wake())
         pending, conn.pending = conn.pending, {}
         try:
@@ -427,54 +435,73 @@ class Gateway:
 
     async def _pop_loop(self) -> None:
         turn = 0
-        wake = relay.wake_key(self.id).encode()
+        wake = relay.wake_key(self.id)
+        wake_b = wake.encode()
         while not self._stopping:
-            ids = list(self.bots)
-            if ids:  # rotate: BLPOP serves the first non-empty list, every bot must come first in turn
-                turn = (turn + 1) % len(ids)
-                ids = ids[turn:] + ids[:turn]
-            keys = [relay.request_key(b) for b in ids] + [wake.decode()]
+            keys = self._request_keys()
+            if len(keys) > 1:  # rotate: BLMPOP serves the first non-empty list, every bot must come first in turn
+                turn = (turn + 1) % len(keys)
+                keys = keys[turn:] + keys[:turn]
+            keys.append(wake)
+            # the holds of the requests delivered since the last pop go in the same round trip
+            holds, self._holds = self._holds, []
             try:
-                got = await self.rpop.blpop(keys, timeout=BLPOP_S)
+                if holds:
+                    pipe = self.rpop.pipeline(transaction=False)
+                    for rid, px in holds:
+                        pipe.set(relay.held_key(rid), self.id, px=px)
+                    pipe.blmpop(BLPOP_S, len(keys), *keys, direction="LEFT", count=POP_BATCH)
+                    got = (await pipe.execute())[-1]
+                else:
+                    got = await self.rpop.blmpop(BLPOP_S, len(keys), *keys, direction="LEFT", count=POP_BATCH)
             except (redis.RedisError, OSError) as exc:
+                self._holds[:0] = holds  # recorded at the next pop that goes through
                 log.warning("request lists unreachable: %s", exc)
                 await asyncio.sleep(0.5)
                 continue
-            if got is None:
+            if not got:
                 continue
-            key, raw = got[0], got[1]
-            assert isinstance(key, bytes) and isinstance(raw, bytes)  # no decode_responses
-            if key == wake:
+            key, raws = got[0], got[1]
+            assert isinstance(key, bytes)  # no decode_responses
+            if key == wake_b:
                 continue
             try:
                 bot_id = int(key.rsplit(b":", 1)[1])
             except ValueError:
                 continue
-            self._deliver(bot_id, raw)
+            self._deliver(bot_id, raws)
 
-    def _deliver(self, bot_id: int, raw: bytes) -> None:
-        env = relay.parse_envelope(raw)
-        now = time.time()
-        if env is None or env.deadline_ms < now * 1000:
-            return  # stale: its worker has given up
+    def _request_keys(self) -> list[str]:
+        """The request lists of the bots held now (a new list; rebuilt when the set changed)."""
+        if self._keys is None:
+            self._keys = [relay.request_key(b) for b in self.bots]
+        return list(self._keys)
+
+    def _deliver(self, bot_id: int, raws: list[bytes]) -> None:
+        """Hand requests popped from ``bot_id``'s list to its connections (each to the one with
+        the fewest in flight); give them back to the list when it has none here any more."""
         conns = self.bots.get(bot_id)
-        if not conns:  # the bot left this gateway since the BLPOP was sent
-            self._background(self.r.lpush(relay.request_key(bot_id), raw))
+        if not conns:  # the bot left this gateway since the pop was sent
+            self._background(self.r.lpush(relay.request_key(bot_id), *reversed(raws)))
             return
-        conn = min(conns, key=lambda c: len(c.pending))
-        if env.kind == "notice":
-            conn.late[env.rid] = now + LATE_S
-        else:
-            conn.pending[env.rid] = (env.deadline_ms / 1000, raw)
-        try:
-            conn.outbox.put_nowait(env.frame)
-        except asyncio.QueueFull:
-            self._slow(conn)
-            return
-        self.delivered += 1
-        if env.kind != "notice":
-            ttl_ms = max(1, int(env.deadline_ms - now * 1000)) + 2000
-            self._background(self.r.set(relay.held_key(env.rid), self.id, px=ttl_ms))
+        for raw in raws:
+            env = relay.parse_envelope(raw)
+            now = time.time()
+            if env is None or env.deadline_ms < now * 1000:
+                continue  # stale: its worker has given up
+            conn = min(conns, key=lambda c: len(c.pending))
+            if env.kind == "notice":
+                conn.late[env.rid] = now + LATE_S
+            else:
+                conn.pending[env.rid] = (env.deadline_ms / 1000, raw)
+            try:
+                conn.outbox.put_nowait(env.frame)
+            except asyncio.QueueFull:
+                self._slow(conn)
+                continue
+            self.delivered += 1
+            if env.kind != "notice":
+                self._holds.append((env.rid, max(1, int(env.deadline_ms - now * 1000)) + 2000))
 
     # -- housekeeping -----------------------------------------------------------------------------
     async def _alive(self) -> None:
