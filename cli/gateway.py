@@ -11,7 +11,7 @@ import click
 
 from arena.config import Settings
 from arena.db.session import shared_sessions
-from arena.usecases.bots import Credentials, credentials
+from arena.usecases.bots import Credentials, connect_bot_ids, credentials
 from gateway.server import Gateway
 
 
@@ -32,9 +32,14 @@ def gateway(host: str, port: int, max_connections: int) -> None:
         with factory() as session:
             return credentials(session, bot_id)
 
+    def still_connect(bot_ids: list[int]) -> set[int]:
+        with factory() as session:
+            return connect_bot_ids(session, bot_ids)
+
     gw = Gateway(
         settings.broker_url,
         read,
+        still_connect=still_connect,
         host=host,
         port=port,
         max_per_bot=settings.gateway_max_per_bot,

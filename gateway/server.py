@@ -47,7 +47,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from arena import relay
-from arena.leases import LeaseSet
+from arena.leases import LeaseSet, renew_many
 from arena.safejson import parse_answer
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
@@ -58,6 +58,11 @@ log = logging.getLogger("arena.gateway")
 #: does not exist or was deleted. ``arena gateway`` reads the database
 #: (:func:`arena.usecases.bots.credentials`).
 CredentialsFn = Callable[[int], Credentials | None]
+#: Which of these bots may still connect: those that exist, are not deleted and have the
+#: transport ``connect`` (blocking; called in a thread, once per presence renewal for every
+#: bot held). ``arena gateway`` asks the database in one query
+#: (:func:`arena.usecases.bots.connect_bot_ids`).
+StillConnectFn = Callable[[list[int]], set[int]]
 
 #: Seconds a bot's credentials are cached (a rotation or a deletion is seen within this).
 CREDENTIALS_TTL_S = 5.0
@@ -112,6 +117,7 @@ class Gateway:
         max_unauthenticated: most connections waiting to authenticate at once.
         send_timeout_s: :data:`SEND_TIMEOUT_S`.
         gateway_id: this gateway's id (default: host, pid and a random part).
+        still_connect: :data:`StillConnectFn` (default: each bot's ``credentials``, one call a bot).
     """
 
     def __init__(
@@ -128,9 +134,11 @@ class Gateway:
         auth_timeout_s: float = wire.AUTH_TIMEOUT_S,
         send_timeout_s: float = SEND_TIMEOUT_S,
         gateway_id: str | None = None,
+        still_connect: StillConnectFn | None = None,
     ):
         self.broker_url = broker_url
         self.credentials = credentials
+        self.still_connect = still_connect
         self.host, self.port = host, port
         self.max_per_bot, self.max_per_account = max_per_bot, max_per_account
         self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
@@ -531,24 +539,48 @@ class Gateway:
 
     async def _renew(self) -> None:
         """Renew every connection's presence; close those of bots deleted or changed to a URL."""
-        for bot_id, conns in list(self.bots.items()):
+        ids = list(self.bots)
+        if not ids:
+            return
+        keep = await self._still_connect(ids)
+        leases: list[tuple[str, str]] = []
+        for bot_id in ids:
+            for c in self.bots.get(bot_id, []):
+                if bot_id not in keep:
+                    self._background(c.ws.close(wire.CLOSE_BOT_GONE, "the bot was deleted or now has a URL"))
+                    continue
+                leases += [(relay.conns_key(bot_id), c.member), (relay.account_key(c.creds.owner_id), c.member)]
+
+        def renew() -> None:  # one round trip for all; a lease that ended (Redis lost it) is held again
+            renewed = renew_many(self.sync, leases, relay.LEASE_S)
+            lost = [lease for lease, ok in zip(leases, renewed) if not ok]
+            if lost:
+                pipe = self.sync.pipeline(transaction=False)
+                for key, m in lost:
+                    pipe.zadd(key, {m: time.time() + relay.LEASE_S})
+                pipe.execute()
+
+        try:
+            await asyncio.to_thread(renew)
+        except redis.RedisError as exc:
+            log.warning("presence not renewed: %s", exc)
+
+    async def _still_connect(self, ids: list[int]) -> set[int]:
+        """The bots of ``ids`` that may still connect (:data:`StillConnectFn`); those whose
+        credentials cannot be read now are kept (the database is down: not the bots' fault)."""
+        if self.still_connect is not None:
+            try:
+                return await asyncio.to_thread(self.still_connect, ids)
+            except Exception as exc:
+                log.warning("bots' transport unreadable: %s", exc)
+                return set(ids)
+        keep = set()
+        for bot_id in ids:
             try:
                 creds = await self._credentials(bot_id)
             except Exception:
-                creds = conns[0].creds if conns else None  # the database is down: keep them
-            for c in list(conns):
-                if creds is None or creds.transport != "connect":
-                    await c.ws.close(wire.CLOSE_BOT_GONE, "the bot was deleted or now has a URL")
-                    continue
-                bot_set, account_set = self._leases(c)
-
-                def renew(b: LeaseSet = bot_set, a: LeaseSet = account_set, m: str = c.member) -> None:
-                    if not b.renew(m, relay.LEASE_S):
-                        b.client.zadd(b.key, {m: time.time() + relay.LEASE_S})
-                    if not a.renew(m, relay.LEASE_S):
-                        a.client.zadd(a.key, {m: time.time() + relay.LEASE_S})
-
-                try:
-                    await asyncio.to_thread(renew)
-                except redis.RedisError as exc:
-                    log.warning("presence not renewed: %s", exc)
+                keep.add(bot_id)
+                continue
+            if creds is not None and creds.transport == "connect":
+                keep.add(bot_id)
+        return keep
