@@ -154,6 +154,10 @@ class Gateway:
         self._holds: list[tuple[str, int]] = []
         #: the request list of every bot held (None: rebuild)
         self._keys: list[str] | None = None
+        #: answers and faults read since the last push: (request id, answer list item)
+        self._answers: list[tuple[str, bytes]] = []
+        self._answers_ready = asyncio.Event()
+        self._closed = False
 
     # -- the process --------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event, ready: Callable[[int], None] | None = None) -> None:
@@ -180,6 +184,7 @@ class Gateway:
             loops = [
                 asyncio.create_task(self._pop_loop(), name="gateway-pop"),
                 asyncio.create_task(self._tick_loop(), name="gateway-tick"),
+                asyncio.create_task(self._answer_loop(), name="gateway-answers"),
             ]
             log.info("gateway %s listening on %s:%s", self.id, self.host, self.port)
             if ready is not None:
@@ -195,6 +200,8 @@ class Gateway:
             pass
         server.close(close_connections=True)  # 1001 to every bot; their requests go back
         await server.wait_closed()
+        self._closed = True  # the answer loop pushes what is left, then ends
+        self._answers_ready.set()
         for t in loops:
             try:
                 await asyncio.wait_for(t, 2.0)
@@ -351,7 +358,7 @@ class Gateway:
                 kind, detail, received = conn.violation
                 fault = b"F" + orjson.dumps({"kind": kind, "detail": detail, "received": received})
                 for rid in pending:
-                    await self._answer(rid, fault)
+                    self._queue_answer(rid, fault)
             else:  # back to the front of the bot's list, for another connection or its return
                 now = time.time()
                 back = [env for deadline, env in pending.values() if deadline > now]
@@ -404,22 +411,25 @@ class Gateway:
                             "received": msg[:RECEIVED_CHARS],
                         }
                     )
-                await self._answer(rid, payload)
+                self._queue_answer(rid, payload)
         except ConnectionClosed as exc:
             if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
                 conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
             raise
 
     async def _writer(self, conn: Connection) -> None:
-        while True:
-            frame = await conn.outbox.get()
-            try:
-                await asyncio.wait_for(conn.ws.send(frame), self.send_timeout_s)
-            except TimeoutError:
-                self._slow(conn)
-                return
-            except ConnectionClosed:
-                return
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(None) as send_deadline:  # one timer, not a task per frame
+                while True:
+                    frame = await conn.outbox.get()
+                    send_deadline.reschedule(loop.time() + self.send_timeout_s)
+                    await conn.ws.send(frame)
+                    send_deadline.reschedule(None)
+        except TimeoutError:
+            self._slow(conn)
+        except ConnectionClosed:
+            return
 
     def _slow(self, conn: Connection) -> None:
         conn.offend("timeout", "the bot did not read its frames (slow reader): connection dropped")
@@ -427,12 +437,38 @@ class Gateway:
         if transport is not None:
             transport.abort()
 
-    async def _answer(self, rid: str, payload: bytes) -> None:
-        key = relay.answer_key(rid)
-        pipe = self.r.pipeline(transaction=False)
-        pipe.rpush(key, payload)
-        pipe.expire(key, relay.ANSWER_TTL_S)
-        await pipe.execute()
+    def _queue_answer(self, rid: str, payload: bytes) -> None:
+        """Push ``payload`` (``A<body>`` or ``F<fault>``) onto the answer list of ``rid`` soon:
+        with the other answers waiting, in one round trip (:meth:`_answer_loop`)."""
+        self._answers.append((rid, payload))
+        self._answers_ready.set()
+
+    async def _answer_loop(self) -> None:
+        """Push the queued answers, all those waiting in one pipeline, again and again; a batch
+        Redis refused is tried again every half second. Ends once the server has closed and
+        nothing is left (:meth:`_shutdown`)."""
+        while True:
+            await self._answers_ready.wait()
+            self._answers_ready.clear()
+            batch, self._answers = self._answers, []
+            if batch:
+                pipe = self.r.pipeline(transaction=False)
+                for rid, payload in batch:
+                    key = relay.answer_key(rid)
+                    pipe.rpush(key, payload)
+                    pipe.expire(key, relay.ANSWER_TTL_S)
+                try:
+                    await pipe.execute()
+                except (redis.RedisError, OSError) as exc:
+                    log.warning("%d answers not pushed yet: %s", len(batch), exc)
+                    self._answers[:0] = batch
+                    if self._closed:
+                        return
+                    await asyncio.sleep(0.5)
+                    self._answers_ready.set()
+                    continue
+            if self._closed and not self._answers:
+                return
 
     # -- requests from the workers --------------------------------------------------------------
     async def _wake(self) -> None:
