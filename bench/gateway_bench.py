@@ -196,7 +196,7 @@ def start_gateway(db: str, broker: str, keys: str, tmp: Path) -> tuple[Child, st
 
 def profile(pid: int, name: str, cfg: dict, seconds: float) -> subprocess.Popen | None:
     """With ``--profile DIR``: ``py-spy record`` of ``pid`` for ``seconds`` into
-    ``DIR/<name>.txt`` (collapsed stacks; py-spy from PyPI)."""
+    ``DIR/<name>.txt`` (collapsed stacks; ``pip install py-spy``)."""
     if not cfg.get("profile"):
         return None
     out = Path(cfg["profile"]) / f"{name}.txt"
@@ -521,9 +521,12 @@ def idle(gateway_url: str, gw_pid: int, gw_port: int, bots: list[tuple[int, str]
         opened_s = time.monotonic() - t
         wait_connections(gw_port, len(bots))
         time.sleep(cfg["idle_settle"])
+        spy = profile(gw_pid, "gateway-idle", cfg, cfg["idle_seconds"])
         cpu0, w0 = proc_cpu_s(gw_pid), time.time()
         time.sleep(cfg["idle_seconds"])
         cpu1, w1 = proc_cpu_s(gw_pid), time.time()
+        if spy is not None:
+            spy.wait(30)
         held = gateway_health(gw_port)["connections"]
         mem = proc_memory(gw_pid)
     finally:
@@ -593,7 +596,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, help="seconds the throughput is measured over")
     ap.add_argument("--idle", type=int, help="idle connections")
     ap.add_argument("--idle-seconds", type=float, help="seconds the idle CPU is measured over")
-    ap.add_argument("--profile", metavar="DIR", help="py-spy record every process of the throughput part into DIR")
+    ap.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="py-spy record the processes of the throughput part, and the idle gateway, into DIR",
+    )
     args = ap.parse_args()
     cfg = dict(SHORT if args.short else FULL)
     if args.profile:
