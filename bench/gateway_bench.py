@@ -378,8 +378,6 @@ def throughput(
         for h in hosts:
             assert h.line() == "ready"
         wait_connections(gw_port, len(bots) * LOAD_POOL)
-        t0 = time.time() + cfg["load_warmup"] + 1.0  # the loaders' start-up, then the warm-up
-        t1 = t0 + cfg["seconds"]
         per = [cfg["matches"] // LOAD_PROCESSES + (i < cfg["matches"] % LOAD_PROCESSES) for i in range(LOAD_PROCESSES)]
         for i, threads in enumerate(per):
             conf = {
@@ -388,12 +386,23 @@ def throughput(
                 "threads": threads,
                 "first": i,
                 "bodies": str(bodies_file),
-                "t0": t0,
-                "t1": t1,
             }
             loaders.append(
-                Child([sys.executable, __file__, "--child", "load", json.dumps(conf)], _env(), tmp / f"load-{i}.log")
+                Child(
+                    [sys.executable, __file__, "--child", "load", json.dumps(conf)],
+                    _env(),
+                    tmp / f"load-{i}.log",
+                    stdin=True,
+                )
             )
+        for ld in loaders:
+            assert ld.line() == "ready"
+        t0 = time.time() + cfg["load_warmup"]  # every loader starts now; it counts from t0
+        t1 = t0 + cfg["seconds"]
+        for ld in loaders:
+            assert ld.proc.stdin is not None
+            ld.proc.stdin.write(f"{t0} {t1}\n")
+            ld.proc.stdin.flush()
         watched = {"gateway": gw_pid, "redis": redis_pid}
         watched.update({f"bots{i}": h.proc.pid for i, h in enumerate(hosts)})
         watched.update({f"load{i}": ld.proc.pid for i, ld in enumerate(loaders)})
@@ -435,17 +444,24 @@ def throughput(
 
 def _load_child(conf: dict) -> None:
     """A load generator: ``threads`` matches, each a ConnectedPlayer asking one decision at a
-    time until ``t1``; counts the decisions answered between ``t0`` and ``t1``."""
+    time. Prints ``ready`` once set up, reads ``t0 t1`` (Unix seconds) from stdin, then runs
+    until ``t1`` and counts the decisions answered between ``t0`` and ``t1``."""
     from arena.runner.connected import ConnectedPlayer
 
     bodies = [b.encode("utf-8") for b in json.loads(Path(conf["bodies"]).read_text())]
-    t0, t1 = conf["t0"], conf["t1"]
     lock = threading.Lock()
     totals = {"decisions": 0, "faults": 0, "fault_sample": "", "latency": []}
+    players = []
+    for n in range(conf["threads"]):
+        bot_id = conf["bots"][(conf["first"] + n * LOAD_PROCESSES) % len(conf["bots"])]  # spread over the bots
+        client = match_redis(conf["broker"])
+        client.ping()  # its connection open before the clock starts
+        players.append(ConnectedPlayer(bot_id, client, f"m{n}", reconnect_s=15))
+    print("ready", flush=True)
+    t0, t1 = map(float, sys.stdin.readline().split())
 
     def match(n: int) -> None:
-        bot_id = conf["bots"][(conf["first"] + n * LOAD_PROCESSES) % len(conf["bots"])]  # spread over the bots
-        p = ConnectedPlayer(bot_id, match_redis(conf["broker"]), f"m{n}", reconnect_s=15)
+        p = players[n]
         rng = random.Random(n)
         i = rng.randrange(len(bodies))
         done = faults = 0
