@@ -176,6 +176,12 @@ class Child:
         self.fh.close()
 
 
+def child_cmd(kind: str, conf: dict, path: Path) -> list[str]:
+    """The command of one of this bench's child processes (``--child KIND CONF.json``)."""
+    path.write_text(json.dumps(conf))
+    return [sys.executable, __file__, "--child", kind, str(path)]
+
+
 def _env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), **extra}
 
@@ -369,7 +375,7 @@ def throughput(
             conf = {"url": gateway_url, "bots": part, "pool": LOAD_POOL}
             hosts.append(
                 Child(
-                    [sys.executable, __file__, "--child", "bots", json.dumps(conf)],
+                    child_cmd("bots", conf, tmp / f"load-bots-{p}.json"),
                     _env(),
                     tmp / f"load-bots-{p}.log",
                     stdin=True,
@@ -389,7 +395,7 @@ def throughput(
             }
             loaders.append(
                 Child(
-                    [sys.executable, __file__, "--child", "load", json.dumps(conf)],
+                    child_cmd("load", conf, tmp / f"load-{i}.json"),
                     _env(),
                     tmp / f"load-{i}.log",
                     stdin=True,
@@ -528,9 +534,7 @@ def _bots_child(conf: dict) -> None:
 def idle(gateway_url: str, gw_pid: int, gw_port: int, bots: list[tuple[int, str]], cfg: dict, tmp: Path) -> dict:
     before = proc_memory(gw_pid)
     conf = {"url": gateway_url, "bots": bots}
-    client = Child(
-        [sys.executable, __file__, "--child", "idle", json.dumps(conf)], _env(), tmp / "idle-client.log", stdin=True
-    )
+    client = Child(child_cmd("idle", conf, tmp / "idle-client.json"), _env(), tmp / "idle-client.log", stdin=True)
     try:
         t = time.monotonic()
         assert client.line() == f"ready {len(bots)}"
@@ -680,6 +684,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
-        {"load": _load_child, "bots": _bots_child, "idle": _idle_child}[sys.argv[2]](json.loads(sys.argv[3]))
+        {"load": _load_child, "bots": _bots_child, "idle": _idle_child}[sys.argv[2]](
+            json.loads(Path(sys.argv[3]).read_text())
+        )
     else:
         main()

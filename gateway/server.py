@@ -3,11 +3,14 @@
 One asyncio process on ``websockets``. For each connection (path :data:`bots_sdk.wire.PATH`):
 the challenge, the bot's proof (:func:`bots_sdk.wire.auth_valid`, checked against the
 secrets :data:`CredentialsFn` returns), the caps (:meth:`Gateway._register`: per bot and per
-account, leases in Redis), then two tasks: a reader (answers to Redis) and a writer (frames
-from its outbox to the socket). One more task pops the request lists of every bot this
-gateway holds (one ``BLPOP`` over all their keys and the gateway's wake-up key) and hands
-each request to the bot's connection with the fewest requests in flight. Keys and envelopes:
-:mod:`arena.relay`. Operations and sizing: docs/operations.md, "Gateways".
+account, leases in Redis), then two tasks: a reader (answers queued for Redis) and a writer
+(frames from its outbox to the socket). One task pops the request lists of every bot this
+gateway holds (one ``BLMPOP`` over all their keys and the gateway's wake-up key, up to
+:data:`POP_BATCH` requests of one bot at a time; the held keys of the requests it delivered go
+in the same round trip as its next pop) and hands each request to the bot's connection with
+the fewest requests in flight; another pushes the queued answers, all those waiting in one
+pipeline. Keys and envelopes: :mod:`arena.relay`. Operations and sizing: docs/operations.md,
+"Gateways"; figures: docs/performance.md (``bench/gateway_bench.py``).
 
 What a connection does wrong, and what follows (the connection's requests in flight then get
 the fault named, the bot's other connections are not touched):
@@ -195,7 +198,7 @@ class Gateway:
     async def _shutdown(self, server: Server, loops: list[asyncio.Task[Any]]) -> None:
         self._stopping = True
         try:
-            await self.r.rpush(relay.wake_key(self.id), "stop")  # the BLPOP returns: nothing popped is lost
+            await self.r.rpush(relay.wake_key(self.id), "stop")  # the pop returns: nothing popped is lost
         except redis.RedisError:
             pass
         server.close(close_connections=True)  # 1001 to every bot; their requests go back
