@@ -4,13 +4,14 @@ One asyncio process on ``websockets``. For each connection (path :data:`bots_sdk
 the challenge, the bot's proof (:func:`bots_sdk.wire.auth_valid`, checked against the
 secrets :data:`CredentialsFn` returns), the caps (:meth:`Gateway._register`: per bot and per
 account, leases in Redis), then two tasks: a reader (answers queued for Redis) and a writer
-(frames from its outbox to the socket). One task pops the request lists of every bot this
-gateway holds (one ``BLMPOP`` over all their keys and the gateway's wake-up key, up to
-:data:`POP_BATCH` requests of one bot at a time; the held keys of the requests it delivered go
-in the same round trip as its next pop) and hands each request to the bot's connection with
-the fewest requests in flight; another pushes the queued answers, all those waiting in one
-pipeline. Keys and envelopes: :mod:`arena.relay`. Operations and sizing: docs/operations.md,
-"Gateways"; figures: docs/performance.md (``bench/gateway_bench.py``).
+(frames from its outbox to the socket). One task waits on the gateway's doorbell list (the
+ids of bots whose request list got requests, rung by whoever pushed them, :mod:`arena.relay`),
+pops up to :data:`POP_BATCH` requests of each bot rung that it holds, marking them held by
+this gateway in the same step (one round trip for all), and hands each request to the bot's
+connection with the fewest requests in flight; another pushes the queued answers, all those
+waiting in one pipeline. Keys and envelopes: :mod:`arena.relay`.
+Operations and sizing: docs/operations.md, "Gateways"; figures: docs/performance.md
+(``bench/gateway_bench.py``).
 
 What a connection does wrong, and what follows (the connection's requests in flight then get
 the fault named, the bot's other connections are not touched):
@@ -79,6 +80,11 @@ LATE_S = 60.0
 BLPOP_S = 5.0
 #: Most requests one pop takes from a bot's list at once.
 POP_BATCH = 64
+#: Most doorbells (bot ids, arena.relay) one pop takes at once.
+RINGS_BATCH = 512
+#: Seconds between two looks at every held bot's request list, rung or not (requests pushed
+#: by a worker that does not ring, e.g. during a rolling upgrade, wait at most this).
+SWEEP_S = 5.0
 #: Seconds between two renewals of the connections' presence leases.
 RENEW_S = relay.LEASE_S / 3
 #: Most characters of a bad frame kept in its fault.
@@ -121,6 +127,7 @@ class Gateway:
         send_timeout_s: :data:`SEND_TIMEOUT_S`.
         gateway_id: this gateway's id (default: host, pid and a random part).
         still_connect: :data:`StillConnectFn` (default: each bot's ``credentials``, one call a bot).
+        sweep_s: :data:`SWEEP_S`.
     """
 
     def __init__(
@@ -138,10 +145,12 @@ class Gateway:
         send_timeout_s: float = SEND_TIMEOUT_S,
         gateway_id: str | None = None,
         still_connect: StillConnectFn | None = None,
+        sweep_s: float = SWEEP_S,
     ):
         self.broker_url = broker_url
         self.credentials = credentials
         self.still_connect = still_connect
+        self.sweep_s = sweep_s
         self.host, self.port = host, port
         self.max_per_bot, self.max_per_account = max_per_bot, max_per_account
         self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
@@ -153,10 +162,6 @@ class Gateway:
         self._cache: dict[int, tuple[float, Credentials | None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopping = False
-        #: held keys to record with the next pop: (request id, milliseconds to live)
-        self._holds: list[tuple[str, int]] = []
-        #: the request list of every bot held (None: rebuild)
-        self._keys: list[str] | None = None
         #: answers and faults read since the last push: (request id, answer list item)
         self._answers: list[tuple[str, bytes]] = []
         self._answers_ready = asyncio.Event()
@@ -168,6 +173,7 @@ class Gateway:
         give their requests back. ``ready(port)`` is called once listening."""
         self.r = aioredis.Redis.from_url(self.broker_url, socket_timeout=5, socket_connect_timeout=5)
         self.rpop = aioredis.Redis.from_url(self.broker_url, socket_timeout=None, socket_connect_timeout=5)
+        self._pop_and_hold = self.rpop.register_script(relay.POP_AND_HOLD)
         self.sync = redis.Redis.from_url(self.broker_url, socket_timeout=5, socket_connect_timeout=5)
         async with serve(
             self._handler,
@@ -342,9 +348,8 @@ class Gateway:
         if why is None:
             first = conn.bot_id not in self.bots
             self.bots.setdefault(conn.bot_id, []).append(conn)
-            if first:
-                self._keys = None
-                await self._wake()
+            if first:  # requests that waited for it: after its leases, so no push is missed
+                await self._ring_self(conn.bot_id)
         return why
 
     async def _unregister(self, conn: Connection) -> None:
@@ -353,8 +358,6 @@ class Gateway:
             conns.remove(conn)
         if not conns:
             self.bots.pop(conn.bot_id, None)
-            self._keys = None
-            self._background(self._wake())
         pending, conn.pending = conn.pending, {}
         try:
             if conn.violation is not None:
@@ -365,8 +368,8 @@ class Gateway:
             else:  # back to the front of the bot's list, for another connection or its return
                 now = time.time()
                 back = [env for deadline, env in pending.values() if deadline > now]
-                if back:
-                    await self.r.lpush(relay.request_key(conn.bot_id), *reversed(back))
+                if back:  # and ring the gateways of its other connections (this one's too)
+                    await self.r.eval(relay.PUSH_AND_RING, *relay.push_args(conn.bot_id, back, front=True))
         except redis.RedisError as exc:
             log.warning("requests of a closed connection not given back: %s", exc)
         bot_set, account_set = self._leases(conn)
@@ -474,62 +477,56 @@ class Gateway:
                 return
 
     # -- requests from the workers --------------------------------------------------------------
-    async def _wake(self) -> None:
+    async def _ring_self(self, bot_id: int) -> None:
         try:
-            await self.r.rpush(relay.wake_key(self.id), "1")
+            await self.r.rpush(relay.wake_key(self.id), bot_id)
         except redis.RedisError:
-            pass
+            pass  # the sweep looks at its list soon
 
     async def _pop_loop(self) -> None:
-        turn = 0
+        """Wait on this gateway's doorbell list (one key, whatever the number of bots held); pop
+        the request lists of the bots rung that it holds, and of every bot held each
+        :attr:`sweep_s` seconds."""
         wake = relay.wake_key(self.id)
-        wake_b = wake.encode()
+        last_sweep = time.monotonic()
         while not self._stopping:
-            keys = self._request_keys()
-            if len(keys) > 1:  # rotate: BLMPOP serves the first non-empty list, every bot must come first in turn
-                turn = (turn + 1) % len(keys)
-                keys = keys[turn:] + keys[:turn]
-            keys.append(wake)
-            # the holds of the requests delivered since the last pop go in the same round trip
-            holds, self._holds = self._holds, []
+            wait_s = max(0.01, min(BLPOP_S, last_sweep + self.sweep_s - time.monotonic()))
             try:
-                if holds:
-                    pipe = self.rpop.pipeline(transaction=False)
-                    for rid, px in holds:
-                        pipe.set(relay.held_key(rid), self.id, px=px)
-                    pipe.blmpop(BLPOP_S, len(keys), *keys, direction="LEFT", count=POP_BATCH)
-                    got = (await pipe.execute())[-1]
-                else:
-                    got = await self.rpop.blmpop(BLPOP_S, len(keys), *keys, direction="LEFT", count=POP_BATCH)
+                got = await self.rpop.blmpop(wait_s, 1, wake, direction="LEFT", count=RINGS_BATCH)
             except (redis.RedisError, OSError) as exc:
-                self._holds[:0] = holds  # recorded at the next pop that goes through
-                log.warning("request lists unreachable: %s", exc)
+                log.warning("doorbell unreachable: %s", exc)
                 await asyncio.sleep(0.5)
                 continue
-            if not got:
-                continue
-            key, raws = got[0], got[1]
-            assert isinstance(key, bytes)  # no decode_responses
-            if key == wake_b:
-                continue
-            try:
-                bot_id = int(key.rsplit(b":", 1)[1])
-            except ValueError:
-                continue
-            self._deliver(bot_id, raws)
+            rung: dict[int, None] = {}  # in the order rung, once each
+            for item in got[1] if got else []:
+                if isinstance(item, bytes) and item.isdigit() and int(item) in self.bots:
+                    rung[int(item)] = None
+            if time.monotonic() - last_sweep >= self.sweep_s:
+                last_sweep = time.monotonic()
+                rung.update(dict.fromkeys(self.bots))
+            if rung and not self._stopping:
+                await self._pop_requests(list(rung))
 
-    def _request_keys(self) -> list[str]:
-        """The request lists of the bots held now (a new list; rebuilt when the set changed)."""
-        if self._keys is None:
-            self._keys = [relay.request_key(b) for b in self.bots]
-        return list(self._keys)
+    async def _pop_requests(self, bot_ids: list[int]) -> None:
+        """Pop up to :data:`POP_BATCH` requests of each bot's list, marked held by this gateway
+        in the same step (:data:`arena.relay.POP_AND_HOLD`, one round trip), and deliver them."""
+        try:
+            popped = await self._pop_and_hold(
+                keys=[relay.request_key(b) for b in bot_ids],
+                args=[self.id, POP_BATCH, relay.held_key(""), relay.HOLD_GRACE_MS],
+            )
+        except (redis.RedisError, OSError) as exc:  # what was popped comes back (the workers' requeue)
+            log.warning("request lists unreachable: %s", exc)
+            return
+        for i in range(0, len(popped), 2):
+            self._deliver(bot_ids[int(popped[i]) - 1], popped[i + 1])
 
     def _deliver(self, bot_id: int, raws: list[bytes]) -> None:
         """Hand requests popped from ``bot_id``'s list to its connections (each to the one with
         the fewest in flight); give them back to the list when it has none here any more."""
         conns = self.bots.get(bot_id)
-        if not conns:  # the bot left this gateway since the pop was sent
-            self._background(self.r.lpush(relay.request_key(bot_id), *reversed(raws)))
+        if not conns:  # the bot left this gateway since the pop was sent: back, for its other gateways
+            self._background(self.r.eval(relay.PUSH_AND_RING, *relay.push_args(bot_id, raws, front=True)))
             return
         for raw in raws:
             env = relay.parse_envelope(raw)
@@ -547,8 +544,6 @@ class Gateway:
                 self._slow(conn)
                 continue
             self.delivered += 1
-            if env.kind != "notice":
-                self._holds.append((env.rid, max(1, int(env.deadline_ms - now * 1000)) + 2000))
 
     # -- housekeeping -----------------------------------------------------------------------------
     async def _alive(self) -> None:

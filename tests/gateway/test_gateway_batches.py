@@ -1,13 +1,16 @@
-"""The gateway's batched Redis traffic with real Redis and real WebSocket bots on 127.0.0.1:
-requests popped several at once (each delivered once, to its own bot), the held keys recorded
-with the next pop, answers pushed in batches, a batch for a bot gone given back in order, and
-the presence renewal (one query, one pipeline) that closes a deleted bot's connections."""
+"""The gateway's Redis traffic with real Redis and real WebSocket bots on 127.0.0.1: the
+doorbells (a push rings each live gateway of the bot once; requests pushed without a ring are
+found by the sweep), requests popped several at once (each delivered once, to its own bot) and
+marked held as they are popped, answers pushed in batches, a batch for a bot gone given back in
+order and rung for its other gateways, and the presence renewal (one query, one pipeline) that
+closes a deleted bot's connections."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -109,6 +112,7 @@ class Echo:
         self.ws, self.bot_id, self.answer = ws, bot_id, answer
         self.frames: list[dict] = []
         self.got = threading.Event()
+        self.arrived = threading.Condition()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -116,12 +120,18 @@ class Echo:
         try:
             for raw in self.ws:
                 f = json.loads(raw)
-                self.frames.append(f)
+                with self.arrived:
+                    self.frames.append(f)
+                    self.arrived.notify_all()
                 self.got.set()
                 if self.answer:
                     self.ws.send(wire.answer_frame(f["id"], {"bot": self.bot_id, "match": f["body"]["match_id"]}))
         except ConnectionClosed:
             pass
+
+    def wait_frames(self, n: int) -> bool:
+        with self.arrived:
+            return self.arrived.wait_for(lambda: len(self.frames) >= n, 10)
 
 
 def close_code(ws: ClientConnection) -> int | None:
@@ -170,12 +180,11 @@ def test_a_request_taken_is_marked_held_by_the_gateway(gateway: RunningGateway, 
     t.start()
     assert echo.got.wait(5)
     client = redis.Redis.from_url(broker)
-    while not (held := list(client.scan_iter(relay.held_key("*")))):
-        pass  # recorded with the gateway's next pop
+    held = list(client.scan_iter(relay.held_key("*")))  # recorded as it was popped
     rid = echo.frames[0]["id"]
     assert held == [relay.held_key(rid).encode()]
     assert client.get(held[0]) == gateway.gw.id.encode()
-    assert 0 < client.pttl(held[0]) <= 10_000 + 2000  # the request's deadline and 2 s
+    assert 0 < client.pttl(held[0]) <= 10_000 + relay.HOLD_GRACE_MS  # the request's deadline and 2 s
     echo.ws.send(wire.answer_frame(rid, {"type": "pass"}))
     t.join(10)
     assert result[0].fault is None and result[0].action == {"type": "pass"}
@@ -190,10 +199,59 @@ def test_a_batch_for_a_bot_no_longer_here_goes_back_to_its_list_in_order(gateway
 
     client = redis.Redis.from_url(broker)
     client.rpush(relay.request_key(42), b"queued-after")
+    client.zadd(relay.conns_key(42), {"gw-other|c1|1.000": time.time() + 30})  # on another gateway
     gateway.call(deliver())
     while client.llen(relay.request_key(42)) < 4:
         pass
     assert client.lrange(relay.request_key(42), 0, -1) == [*envelopes, b"queued-after"]
+    assert client.lrange(relay.wake_key("gw-other"), 0, -1) == [b"42"]
+
+
+def test_a_push_rings_each_live_gateway_of_the_bot_once(broker: str) -> None:
+    client = redis.Redis.from_url(broker)
+    now = time.time()
+    client.zadd(
+        relay.conns_key(5),
+        {
+            "gw-a|c1|1.000": now + 30,
+            "gw-a|c2|1.000": now + 30,  # a second connection on the same gateway: rung once
+            "gw-b|c3|1.000": now + 30,
+            "gw-gone|c4|1.000": now - 1,  # its lease ended
+        },
+    )
+    rung = client.eval(relay.PUSH_AND_RING, *relay.push_args(5, [b"e1", b"e2"], front=False, ttl_s=600))
+    assert rung == 2
+    assert client.lrange(relay.request_key(5), 0, -1) == [b"e1", b"e2"]
+    assert 590 < client.ttl(relay.request_key(5)) <= 600
+    assert client.lrange(relay.wake_key("gw-a"), 0, -1) == [b"5"]
+    assert client.lrange(relay.wake_key("gw-b"), 0, -1) == [b"5"]
+    assert not client.exists(relay.wake_key("gw-gone"))
+    assert 0 < client.ttl(relay.wake_key("gw-a")) <= relay.WAKE_TTL_S
+    client.eval(relay.PUSH_AND_RING, *relay.push_args(5, [b"f1", b"f2"], front=True))  # given back: first
+    assert client.lrange(relay.request_key(5), 0, -1) == [b"f1", b"f2", b"e1", b"e2"]
+    assert client.lrange(relay.wake_key("gw-a"), 0, -1) == [b"5", b"5"]
+    client.delete(relay.conns_key(6))
+    assert client.eval(relay.PUSH_AND_RING, *relay.push_args(6, [b"x"], front=False)) == 0  # nobody holds it
+
+
+def test_requests_pushed_without_a_ring_are_found_by_the_sweep(broker: str, registry: Registry) -> None:
+    g = RunningGateway(broker, registry, sweep_s=0.2)
+    try:
+        echo = Echo(authenticate(g.url, 7), 7)
+        # a decision through the doorbell first: the ring of its connection's opening is past
+        assert player(broker, 7).decide(b'{"match_id": "rung"}', 10.0).action == {"bot": 7, "match": "rung"}
+        client = redis.Redis.from_url(broker)
+        deadline_ms = int((time.time() + 30) * 1000)
+        frame = wire.frame("request", "f" * 24, b'{"match_id": "unrung"}')
+        client.rpush(relay.request_key(7), relay.envelope("f" * 24, deadline_ms, "request", frame))  # no ring
+        assert echo.wait_frames(2)
+        assert echo.frames[1]["body"] == {"match_id": "unrung"}
+        while not client.exists(relay.answer_key("f" * 24)):
+            pass
+        assert client.lpop(relay.answer_key("f" * 24)) == b'A{"bot":7,"match":"unrung"}'
+        echo.ws.close()
+    finally:
+        g.close()
 
 
 @pytest.mark.parametrize("batched", [True, False], ids=["one-query", "per-bot-credentials"])
