@@ -1,12 +1,15 @@
 """Gateway benchmark (issue 27): bots that dial out, against bots the arena calls over HTTP.
 
-    .venv/bin/python bench/gateway_bench.py [--short] [--samples N] [--matches N]
-                                            [--seconds S] [--idle N] [--idle-seconds S]
+    .venv/bin/python bench/gateway_bench.py [--short] [--samples N] [--matches N] [--seconds S]
+                                            [--idle N] [--idle-seconds S] [--profile DIR]
 
 Starts everything it needs on free ports and stops it afterwards: PostgreSQL and Redis
 (``infra/postgres.sh``, ``infra/redis.sh``), ONE real ``arena gateway`` process (the bots'
-credentials in that PostgreSQL, registered as bots that connect), and the bots, each in
-processes of their own. Prints three lines:
+credentials in that PostgreSQL, registered as bots that connect), and the bots, in processes
+of their own. First ``--idle`` bots connect and stay connected, idle, through the whole run
+(one connection per bot, the SDK's default pool; 10 bots per account; opened by one client
+process), as a gateway in service holds many bots of which few play at a time. Then it
+prints three lines:
 
 * ``gateway round trip: X ms median, P ms p99; http: Y ms median, Q ms p99``: the same bot
   (the ``greedy`` sample bot), served by ``arena bots serve greedy`` (HTTP, waitress) and by
@@ -22,19 +25,19 @@ processes of their own. Prints three lines:
   against 8 instant bots (a :class:`~bots_sdk.bot.Bot` that answers the default legal action;
   2 processes of ``bots_sdk.connect``, 2 connections a bot), all through the one gateway:
   decisions answered per second over ``--seconds`` after a warm-up.
-* ``gateway idle connections N: M MB, C % cpu``: the gateway holding ``--idle`` authenticated
-  idle connections (one per bot, 10 bots per account: the SDK's default pool of one; opened by
-  one client process). M: the gateway process's resident set (RSS, VmRSS, 10^6 bytes) once
-  they are all held; C: its CPU time over ``--idle-seconds`` of wall time (percent of one
-  core: pings, presence renewals, credentials re-read), after they settled.
+* ``gateway idle connections N: M MB, C % cpu``: once the other bots have left, the gateway
+  holding the ``--idle`` connections. M: the gateway process's resident set (RSS, VmRSS,
+  10^6 bytes), which includes what the load left allocated; C: its CPU time over
+  ``--idle-seconds`` of wall time, in percent of one core (pings, presence renewals).
 
-The gateway is the same process in all three parts, in that order: its memory in the last
-includes what the load left allocated. Details (JSON, with the machine's load average, the
-gateway's CPU share during the load and its unique set size) go to stderr.
+Details (JSON: the machine's load average, every process's CPU share during the load, the
+gateway's CPU per decision, its unique set size, the time the idle bots took to connect) go to
+stderr. ``--profile DIR`` records the processes of the load, and the idle gateway, with py-spy
+(``pip install py-spy``).
 
 Targets (issue 27): round trip median within 1 ms of the HTTP median; at least 1,000
-decisions/s through one gateway process; 1,000 idle connections in under 200 MB. About two
-minutes on 2 cores; ``--short`` (CI) in about 30 s.
+decisions/s through one gateway process; 1,000 idle connections in under 200 MB. About 90 s
+on 2 cores; ``--short`` (CI: 50 idle bots, a few hundred decisions) in about 15 s.
 """
 
 from __future__ import annotations
@@ -364,6 +367,7 @@ def throughput(
     cfg: dict,
     tmp: Path,
     redis_pid: int | None = None,
+    held: int = 0,
 ) -> dict:
     bodies_file = tmp / "bodies.json"
     bodies_file.write_text(json.dumps([b.decode("utf-8") for b in sample_requests()]))
@@ -383,7 +387,7 @@ def throughput(
             )
         for h in hosts:
             assert h.line() == "ready"
-        wait_connections(gw_port, len(bots) * LOAD_POOL)
+        wait_connections(gw_port, held + len(bots) * LOAD_POOL)
         per = [cfg["matches"] // LOAD_PROCESSES + (i < cfg["matches"] % LOAD_PROCESSES) for i in range(LOAD_PROCESSES)]
         for i, threads in enumerate(per):
             conf = {
@@ -531,36 +535,40 @@ def _bots_child(conf: dict) -> None:
 
 
 # -- part 3: idle connections --------------------------------------------------------------------
-def idle(gateway_url: str, gw_pid: int, gw_port: int, bots: list[tuple[int, str]], cfg: dict, tmp: Path) -> dict:
-    before = proc_memory(gw_pid)
+def open_idle(gateway_url: str, gw_port: int, bots: list[tuple[int, str]], tmp: Path) -> tuple[Child, float]:
+    """One client process opening an authenticated connection per bot of ``bots`` and holding
+    them; returns it once the gateway holds them all, and the seconds that took."""
     conf = {"url": gateway_url, "bots": bots}
     client = Child(child_cmd("idle", conf, tmp / "idle-client.json"), _env(), tmp / "idle-client.log", stdin=True)
+    t = time.monotonic()
     try:
-        t = time.monotonic()
-        assert client.line() == f"ready {len(bots)}"
-        opened_s = time.monotonic() - t
+        if (line := client.line()) != f"ready {len(bots)}":
+            raise RuntimeError(f"the idle client printed {line!r}")
         wait_connections(gw_port, len(bots))
-        time.sleep(cfg["idle_settle"])
-        spy = profile(gw_pid, "gateway-idle", cfg, cfg["idle_seconds"])
-        cpu0, w0 = proc_cpu_s(gw_pid), time.time()
-        time.sleep(cfg["idle_seconds"])
-        cpu1, w1 = proc_cpu_s(gw_pid), time.time()
-        if spy is not None:
-            spy.wait(30)
-        held = gateway_health(gw_port)["connections"]
-        mem = proc_memory(gw_pid)
-    finally:
+    except BaseException:
         client.stop()
-    if held != len(bots):
-        raise RuntimeError(f"idle: the gateway held {held} connections at the end, not {len(bots)}")
+        raise
+    return client, time.monotonic() - t
+
+
+def idle(gw_pid: int, gw_port: int, n: int, cfg: dict) -> dict:
+    """The gateway's CPU share over ``idle_seconds`` and its memory, holding ``n`` idle connections."""
+    wait_connections(gw_port, n)  # the other parts' bots have left
+    time.sleep(cfg["idle_settle"])
+    spy = profile(gw_pid, "gateway-idle", cfg, cfg["idle_seconds"])
+    cpu0, w0 = proc_cpu_s(gw_pid), time.time()
+    time.sleep(cfg["idle_seconds"])
+    cpu1, w1 = proc_cpu_s(gw_pid), time.time()
+    if spy is not None:
+        spy.wait(30)
+    held = gateway_health(gw_port)["connections"]
+    if held != n:
+        raise RuntimeError(f"idle: the gateway held {held} connections at the end, not {n}")
     return {
         "connections": held,
-        "bots": len(bots),
-        "opened_s": round(opened_s, 1),
         "seconds": round(w1 - w0, 1),
         "cpu_percent": round((cpu1 - cpu0) / (w1 - w0) * 100, 2),
-        **mem,
-        "before": before,
+        **proc_memory(gw_pid),
     }
 
 
@@ -651,16 +659,19 @@ def main() -> None:
         gw, url, port = start_gateway(db, broker, keys, tmp)
         pid = gw.proc.pid
         memory_start = proc_memory(pid)
-        rt = round_trip(url, broker, rtt_bot, cfg, tmp)
-        memory_rtt = proc_memory(pid)
-        load = throughput(url, pid, port, broker, load_bots, cfg, tmp, redis_pid(services))
-        memory_load = proc_memory(pid)
-        quiet = idle(url, pid, port, idle_bots, cfg, tmp)
+        crowd, opened_s = open_idle(url, port, idle_bots, tmp)  # held through every part
+        try:
+            memory_idle = proc_memory(pid)
+            rt = round_trip(url, broker, rtt_bot, cfg, tmp)
+            load = throughput(url, pid, port, broker, load_bots, cfg, tmp, redis_pid(services), len(idle_bots))
+            quiet = idle(pid, port, len(idle_bots), cfg)
+        finally:
+            crowd.stop()
         details = {
             "round_trip": rt,
             "throughput": load,
-            "idle": quiet,
-            "gateway_memory": {"start": memory_start, "after_round_trip": memory_rtt, "after_load": memory_load},
+            "idle": {**quiet, "opened_s": round(opened_s, 1)},
+            "gateway_memory": {"start": memory_start, "idle_connections_opened": memory_idle},
             "loadavg_before": [round(x, 2) for x in load_before],
             "loadavg_after": [round(x, 2) for x in os.getloadavg()],
             "cores": os.cpu_count(),
