@@ -57,6 +57,22 @@ return 1
 )
 
 
+def renew_many(client: redis.Redis, leases: list[tuple[str, str]], lease_s: float) -> list[bool]:
+    """Renew every ``(key, member)`` lease of ``leases`` as :meth:`LeaseSet.renew` does, in one
+    round trip (a pipeline); for each, whether it was renewed (False: it had ended).
+
+    Raises:
+        redis.RedisError: Redis is unreachable.
+    """
+    if not leases:
+        return []
+    script = client.register_script(_RENEW)
+    pipe = client.pipeline(transaction=False)
+    for key, member in leases:
+        script(keys=[key], args=[member, float(lease_s)], client=pipe)
+    return [bool(int(x)) for x in pipe.execute()]
+
+
 class LeaseSet:
     """At most ``limit`` leases at once in the sorted set ``key`` (module docstring).
 

@@ -6,9 +6,11 @@ Keys (``<bot>``: the bot id; ``<gw>``: a gateway's id; ``<rid>``: a request id):
 ================================ =================================================================
 ``arena:gw:req:<bot>``           list of request envelopes waiting for a connection of the bot
 ``arena:gw:ans:<rid>``           list receiving the one answer (or fault) of a request; expires
-``arena:gw:held:<rid>``          the gateway that took the request (expires at its deadline)
+``arena:gw:held:<rid>``          the gateway that took the request, set as it pops it
+                                 (:data:`POP_AND_HOLD`; expires at its deadline)
 ``arena:gw:alive:<gw>``          present while the gateway lives (:data:`ALIVE_TTL_S`)
-``arena:gw:wake:<gw>``           pushed to when the gateway's set of bots changes
+``arena:gw:wake:<gw>``           the gateway's doorbell: ids of bots whose request list got requests
+                                 (:data:`PUSH_AND_RING`); expires :data:`WAKE_TTL_S` after a push
 ``arena:gw:conns:<bot>``         sorted set: the bot's connections (member ``<gw>|<conn>|<since>``,
                                  score: the end of its lease, Redis time, :mod:`arena.leases`)
 ``arena:gw:acct:<account>``      the same, per account (the per-account cap)
@@ -18,6 +20,14 @@ Envelope (a list item): ``<rid>|<deadline ms, Unix>|<kind>|<frame>`` where ``fra
 WebSocket text frame itself (:func:`bots_sdk.wire.frame`); the gateway sends it unchanged.
 
 Answer (a list item): ``A<body JSON>`` or ``F<fault JSON {"kind","detail","received"}>``.
+
+Whoever pushes onto a request list (a worker asking, a worker queueing again a request a dead
+gateway held, a gateway giving back the requests of a closed connection) rings, in the same
+script, every gateway holding a live connection of the bot (:data:`PUSH_AND_RING`): a gateway
+blocks on its own doorbell list only, so its cost per request does not grow with the number
+of bots it holds. Doorbells of bots it does not hold are ignored; a gateway also looks at every
+held bot's list now and then (``gateway.server.SWEEP_S``), and at a bot's list when its first
+connection opens.
 """
 
 from __future__ import annotations
@@ -35,6 +45,45 @@ ALIVE_TTL_S = 3.0
 LEASE_S = 30.0
 #: Seconds an answer waits, unread, before it expires (a worker that gave up never reads it).
 ANSWER_TTL_S = 60
+#: Seconds a gateway's doorbell list lives after its last push (a dead gateway's vanishes).
+WAKE_TTL_S = 60
+
+#: Lua: ``ring(conns_key, wake_prefix, bot_id)`` pushes ``bot_id`` onto the doorbell list of each
+#: gateway with a live lease in the bot's presence set (once per gateway); returns how many.
+LUA_RING = """
+local function ring(conns_key, wake_prefix, bot_id)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  local rung, n = {}, 0
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', conns_key, '(' .. now, '+inf')) do
+    local gw = string.match(m, '^[^|]+')
+    if gw and not rung[gw] then
+      rung[gw] = true
+      n = n + 1
+      redis.call('RPUSH', wake_prefix .. gw, bot_id)
+      redis.call('EXPIRE', wake_prefix .. gw, WAKE_TTL_S)
+    end
+  end
+  return n
+end
+""".replace("WAKE_TTL_S", str(WAKE_TTL_S))
+
+#: Lua (EVAL, so a pipeline needs no script check): push ARGV[5..] onto the request list KEYS[1]
+#: (ARGV[1] ``R``: at its back; ``L``: at its front, in the order given), set its time to live
+#: to ARGV[2] seconds (``0``: leave it), then ring the gateways of the bot ARGV[4] (its presence
+#: set KEYS[2], doorbell prefix ARGV[3]). Returns how many gateways were rung.
+PUSH_AND_RING = (
+    LUA_RING
+    + """
+if ARGV[1] == 'L' then
+  for i = #ARGV, 5, -1 do redis.call('LPUSH', KEYS[1], ARGV[i]) end
+else
+  for i = 5, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+end
+if ARGV[2] ~= '0' then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return ring(KEYS[2], ARGV[3], ARGV[4])
+"""
+)
 
 
 def request_key(bot_id: int | str) -> str:
@@ -63,6 +112,46 @@ def conns_key(bot_id: int | str) -> str:
 
 def account_key(account_id: int | str) -> str:
     return f"{PREFIX}acct:{account_id}"
+
+
+#: Milliseconds a held key outlives its request's deadline.
+HOLD_GRACE_MS = 2000
+
+#: Lua: pop up to ARGV[2] requests from each request list of KEYS and mark each one taken by
+#: the gateway ARGV[1] (its held key, prefix ARGV[3], lives until the request's deadline and
+#: ARGV[4] milliseconds; not for notices), in one step: a request is never popped and not held.
+#: Returns ``{i, {envelope, ...}, ...}`` for each non-empty list (``i``: its position in KEYS).
+POP_AND_HOLD = """
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+for i, key in ipairs(KEYS) do
+  local items = redis.call('LPOP', key, ARGV[2])
+  if items then
+    for _, env in ipairs(items) do
+      local rid, deadline, kind = string.match(env, '^([^|]+)|(%d+)|([^|]*)|')
+      if rid and kind ~= 'notice' then
+        local ttl = math.max(1, tonumber(deadline) - now_ms) + tonumber(ARGV[4])
+        redis.call('SET', ARGV[3] .. rid, ARGV[1], 'PX', ttl)
+      end
+    end
+    out[#out + 1] = i
+    out[#out + 1] = items
+  end
+end
+return out
+"""
+
+
+def wake_prefix() -> str:
+    """The doorbell keys' prefix (``wake_key(gw) == wake_prefix() + gw``)."""
+    return f"{PREFIX}wake:"
+
+
+def push_args(bot_id: int, items: list[bytes] | list[str], *, front: bool, ttl_s: int = 0) -> list[Any]:
+    """The ``EVAL`` arguments of :data:`PUSH_AND_RING` for ``items`` onto ``bot_id``'s request
+    list: ``client.eval(PUSH_AND_RING, *push_args(...))`` (or on a pipeline)."""
+    return [2, request_key(bot_id), conns_key(bot_id), "L" if front else "R", ttl_s, wake_prefix(), bot_id, *items]
 
 
 def envelope(rid: str, deadline_ms: int, kind: str, frame: str) -> str:

@@ -376,18 +376,25 @@ class Connection:
         return welcomed
 
     async def _serve(self, ws: ClientConnection, stop: asyncio.Event, executor: ThreadPoolExecutor) -> None:
-        """Serve frames until the connection closes (raises ConnectionClosed) or ``stop``."""
+        """Serve frames until the connection closes (raises ConnectionClosed) or ``stop``
+        (closes it with 1000 and returns)."""
         tasks: set[asyncio.Task] = set()
-        stopper = asyncio.create_task(stop.wait())
+
+        async def close_on_stop() -> None:
+            await stop.wait()
+            await ws.close(1000, "the bot stops")
+
+        stopper = asyncio.create_task(close_on_stop())  # one task, not one per frame received
         try:
             while True:
-                receiving = asyncio.create_task(ws.recv())
-                await asyncio.wait([receiving, stopper], return_when=asyncio.FIRST_COMPLETED)
-                if not receiving.done():
-                    receiving.cancel()
-                    await ws.close(1000, "the bot stops")
-                    return
-                message = _parse(receiving.result())
+                try:
+                    raw = await ws.recv()
+                except ConnectionClosed:
+                    if stop.is_set():
+                        await stopper
+                        return
+                    raise
+                message = _parse(raw)
                 kind, rid, body = message.get("type"), message.get("id"), message.get("body")
                 if not isinstance(rid, str):
                     log.warning("bot %s: a %r frame without an id: ignored", self.bot_id, kind)

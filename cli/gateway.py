@@ -7,12 +7,41 @@ import asyncio
 import logging
 import signal
 
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None  # type: ignore[assignment]
+
 import click
 
 from arena.config import Settings
 from arena.db.session import shared_sessions
-from arena.usecases.bots import Credentials, credentials
+from arena.usecases.bots import Credentials, connect_bot_ids, credentials
 from gateway.server import Gateway
+
+#: Files a gateway keeps open beside its connections (Redis, the database, logs, the listener).
+FILE_RESERVE = 100
+
+
+def connections_allowed(wanted: int) -> int:
+    """How many connections this process's limit of open files allows (one file each): after
+    raising the soft limit towards ``wanted + FILE_RESERVE`` (at most the hard limit), at most
+    ``wanted``. A process past its limit would fail every accept; capped, the gateway answers
+    503 ("full: try another") instead."""
+    if resource is None:
+        return wanted
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = wanted + FILE_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(1, min(wanted, soft - FILE_RESERVE))
 
 
 @click.command("gateway")
@@ -25,8 +54,18 @@ def gateway(host: str, port: int, max_connections: int) -> None:
     Reads ARENA_DATABASE_URL (the bots' secrets), ARENA_BROKER_URL (the Redis the workers
     use) and ARENA_PROXY_HOPS (trusted proxies: the client address of the per-address cap
     comes from their X-Forwarded-For); prints one line "gateway <id> listening on
-    ws://HOST:PORT/v1/bots" once ready."""
+    ws://HOST:PORT/v1/bots" once ready. Each connection is an open file: the soft limit
+    (ulimit -n) is raised as far as the hard one allows, and --max-connections lowered to fit
+    it, with a warning."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    allowed = connections_allowed(max_connections)
+    if allowed < max_connections:
+        click.echo(
+            f"warning: the limit of open files allows {allowed} connections, not {max_connections}:"
+            " raise it (ulimit -n, LimitNOFILE)",
+            err=True,
+        )
+        max_connections = allowed
     settings = Settings.from_env()
     factory = shared_sessions(settings.database_url)
 
@@ -34,9 +73,14 @@ def gateway(host: str, port: int, max_connections: int) -> None:
         with factory() as session:
             return credentials(session, bot_id)
 
+    def still_connect(bot_ids: list[int]) -> set[int]:
+        with factory() as session:
+            return connect_bot_ids(session, bot_ids)
+
     gw = Gateway(
         settings.broker_url,
         read,
+        still_connect=still_connect,
         host=host,
         port=port,
         max_per_bot=settings.gateway_max_per_bot,

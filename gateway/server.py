@@ -3,11 +3,15 @@
 One asyncio process on ``websockets``. For each connection (path :data:`bots_sdk.wire.PATH`):
 the challenge, the bot's proof (:func:`bots_sdk.wire.auth_valid`, checked against the
 secrets :data:`CredentialsFn` returns), the caps (:meth:`Gateway._register`: per bot and per
-account, leases in Redis), then two tasks: a reader (answers to Redis) and a writer (frames
-from its outbox to the socket). One more task pops the request lists of every bot this
-gateway holds (one ``BLPOP`` over all their keys and the gateway's wake-up key) and hands
-each request to the bot's connection with the fewest requests in flight. Keys and envelopes:
-:mod:`arena.relay`. Operations and sizing: docs/operations.md, "Gateways".
+account, leases in Redis), then two tasks: a reader (answers queued for Redis) and a writer
+(frames from its outbox to the socket). One task waits on the gateway's doorbell list (the
+ids of bots whose request list got requests, rung by whoever pushed them, :mod:`arena.relay`),
+pops up to :data:`POP_BATCH` requests of each bot rung that it holds, marking them held by
+this gateway in the same step (one round trip for all), and hands each request to the bot's
+connection with the fewest requests in flight; another pushes the queued answers, all those
+waiting in one pipeline. Keys and envelopes: :mod:`arena.relay`.
+Operations and sizing: docs/operations.md, "Gateways"; figures: docs/performance.md
+(``bench/gateway_bench.py``).
 
 What a connection does wrong, and what follows (the connection's requests in flight then get
 the fault named, the bot's other connections are not touched):
@@ -55,7 +59,7 @@ from websockets.frames import BINARY, CLOSE, TEXT, Frame
 from websockets.http11 import Request, Response
 
 from arena import relay
-from arena.leases import LeaseSet
+from arena.leases import LeaseSet, renew_many
 from arena.safejson import parse_answer
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
@@ -66,6 +70,11 @@ log = logging.getLogger("arena.gateway")
 #: does not exist or was deleted. ``arena gateway`` reads the database
 #: (:func:`arena.usecases.bots.credentials`).
 CredentialsFn = Callable[[int], Credentials | None]
+#: Which of these bots may still connect: those that exist, are not deleted and have the
+#: transport ``connect`` (blocking; called in a thread, once per presence renewal for every
+#: bot held). ``arena gateway`` asks the database in one query
+#: (:func:`arena.usecases.bots.connect_bot_ids`).
+StillConnectFn = Callable[[list[int]], set[int]]
 
 #: Seconds a bot's credentials are cached (a rotation or a deletion is seen within this).
 CREDENTIALS_TTL_S = 5.0
@@ -75,8 +84,15 @@ OUTBOX_FRAMES = 1024
 SEND_TIMEOUT_S = 10.0
 #: Seconds an id stays known after its request expired (a late answer is ignored, not a fault).
 LATE_S = 60.0
-#: Seconds of the request lists' BLPOP (it returns at once when a request or a wake-up comes).
+#: Seconds of the request lists' BLMPOP (it returns at once when a request or a wake-up comes).
 BLPOP_S = 5.0
+#: Most requests one pop takes from a bot's list at once.
+POP_BATCH = 64
+#: Most doorbells (bot ids, arena.relay) one pop takes at once.
+RINGS_BATCH = 512
+#: Seconds between two looks at every held bot's request list, rung or not (requests pushed
+#: by a worker that does not ring, e.g. during a rolling upgrade, wait at most this).
+SWEEP_S = 5.0
 #: Seconds between two renewals of the connections' presence leases.
 RENEW_S = relay.LEASE_S / 3
 #: Most characters of a bad frame kept in its fault.
@@ -181,6 +197,8 @@ class Gateway:
         proxy_hops: trusted reverse proxies in front (:func:`client_address`).
         send_timeout_s: :data:`SEND_TIMEOUT_S`.
         gateway_id: this gateway's id (default: host, pid and a random part).
+        still_connect: :data:`StillConnectFn` (default: each bot's ``credentials``, one call a bot).
+        sweep_s: :data:`SWEEP_S`.
     """
 
     def __init__(
@@ -199,9 +217,13 @@ class Gateway:
         auth_timeout_s: float = wire.AUTH_TIMEOUT_S,
         send_timeout_s: float = SEND_TIMEOUT_S,
         gateway_id: str | None = None,
+        still_connect: StillConnectFn | None = None,
+        sweep_s: float = SWEEP_S,
     ):
         self.broker_url = broker_url
         self.credentials = credentials
+        self.still_connect = still_connect
+        self.sweep_s = sweep_s
         self.host, self.port = host, port
         self.max_per_bot, self.max_per_account = max_per_bot, max_per_account
         self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
@@ -216,6 +238,10 @@ class Gateway:
         self._cache: dict[int, tuple[float, Credentials | None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopping = False
+        #: answers and faults read since the last push: (request id, answer list item)
+        self._answers: list[tuple[str, bytes]] = []
+        self._answers_ready = asyncio.Event()
+        self._closed = False
 
     # -- the process --------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event, ready: Callable[[int], None] | None = None) -> None:
@@ -223,6 +249,7 @@ class Gateway:
         give their requests back. ``ready(port)`` is called once listening."""
         self.r = aioredis.Redis.from_url(self.broker_url, socket_timeout=5, socket_connect_timeout=5)
         self.rpop = aioredis.Redis.from_url(self.broker_url, socket_timeout=None, socket_connect_timeout=5)
+        self._pop_and_hold = self.rpop.register_script(relay.POP_AND_HOLD)
         self.sync = redis.Redis.from_url(self.broker_url, socket_timeout=5, socket_connect_timeout=5)
         async with serve(
             self._handler,
@@ -243,6 +270,7 @@ class Gateway:
             loops = [
                 asyncio.create_task(self._pop_loop(), name="gateway-pop"),
                 asyncio.create_task(self._tick_loop(), name="gateway-tick"),
+                asyncio.create_task(self._answer_loop(), name="gateway-answers"),
             ]
             log.info("gateway %s listening on %s:%s", self.id, self.host, self.port)
             if ready is not None:
@@ -253,11 +281,13 @@ class Gateway:
     async def _shutdown(self, server: Server, loops: list[asyncio.Task[Any]]) -> None:
         self._stopping = True
         try:
-            await self.r.rpush(relay.wake_key(self.id), "stop")  # the BLPOP returns: nothing popped is lost
+            await self.r.rpush(relay.wake_key(self.id), "stop")  # the pop returns: nothing popped is lost
         except redis.RedisError:
             pass
         server.close(close_connections=True)  # 1001 to every bot; their requests go back
         await server.wait_closed()
+        self._closed = True  # the answer loop pushes what is left, then ends
+        self._answers_ready.set()
         for t in loops:
             try:
                 await asyncio.wait_for(t, 2.0)
@@ -403,8 +433,8 @@ class Gateway:
         if why is None:
             first = conn.bot_id not in self.bots
             self.bots.setdefault(conn.bot_id, []).append(conn)
-            if first:
-                await self._wake()
+            if first:  # requests that waited for it: after its leases, so no push is missed
+                await self._ring_self(conn.bot_id)
         return why
 
     async def _unregister(self, conn: Connection) -> None:
@@ -413,19 +443,18 @@ class Gateway:
             conns.remove(conn)
         if not conns:
             self.bots.pop(conn.bot_id, None)
-            self._background(self._wake())
         pending, conn.pending = conn.pending, {}
         try:
             if conn.violation is not None:
                 kind, detail, received = conn.violation
                 fault = b"F" + orjson.dumps({"kind": kind, "detail": detail, "received": received})
                 for rid in pending:
-                    await self._answer(rid, fault)
+                    self._queue_answer(rid, fault)
             else:  # back to the front of the bot's list, for another connection or its return
                 now = time.time()
                 back = [env for deadline, env in pending.values() if deadline > now]
-                if back:
-                    await self.r.lpush(relay.request_key(conn.bot_id), *reversed(back))
+                if back:  # and ring the gateways of its other connections (this one's too)
+                    await self.r.eval(relay.PUSH_AND_RING, *relay.push_args(conn.bot_id, back, front=True))
         except redis.RedisError as exc:
             log.warning("requests of a closed connection not given back: %s", exc)
         bot_set, account_set = self._leases(conn)
@@ -473,7 +502,7 @@ class Gateway:
                             "received": msg[:RECEIVED_CHARS],
                         }
                     )
-                await self._answer(rid, payload)
+                self._queue_answer(rid, payload)
         except ConnectionClosed as exc:
             if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
                 conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
@@ -482,15 +511,18 @@ class Gateway:
             raise
 
     async def _writer(self, conn: Connection) -> None:
-        while True:
-            frame = await conn.outbox.get()
-            try:
-                await asyncio.wait_for(conn.ws.send(frame), self.send_timeout_s)
-            except TimeoutError:
-                self._slow(conn)
-                return
-            except ConnectionClosed:
-                return
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(None) as send_deadline:  # one timer, not a task per frame
+                while True:
+                    frame = await conn.outbox.get()
+                    send_deadline.reschedule(loop.time() + self.send_timeout_s)
+                    await conn.ws.send(frame)
+                    send_deadline.reschedule(None)
+        except TimeoutError:
+            self._slow(conn)
+        except ConnectionClosed:
+            return
 
     def _slow(self, conn: Connection) -> None:
         conn.offend("timeout", "the bot did not read its frames (slow reader): connection dropped")
@@ -498,70 +530,107 @@ class Gateway:
         if transport is not None:
             transport.abort()
 
-    async def _answer(self, rid: str, payload: bytes) -> None:
-        key = relay.answer_key(rid)
-        pipe = self.r.pipeline(transaction=False)
-        pipe.rpush(key, payload)
-        pipe.expire(key, relay.ANSWER_TTL_S)
-        await pipe.execute()
+    def _queue_answer(self, rid: str, payload: bytes) -> None:
+        """Push ``payload`` (``A<body>`` or ``F<fault>``) onto the answer list of ``rid`` soon:
+        with the other answers waiting, in one round trip (:meth:`_answer_loop`)."""
+        self._answers.append((rid, payload))
+        self._answers_ready.set()
+
+    async def _answer_loop(self) -> None:
+        """Push the queued answers, all those waiting in one pipeline, again and again; a batch
+        Redis refused is tried again every half second. Ends once the server has closed and
+        nothing is left (:meth:`_shutdown`)."""
+        while True:
+            await self._answers_ready.wait()
+            self._answers_ready.clear()
+            batch, self._answers = self._answers, []
+            if batch:
+                pipe = self.r.pipeline(transaction=False)
+                for rid, payload in batch:
+                    key = relay.answer_key(rid)
+                    pipe.rpush(key, payload)
+                    pipe.expire(key, relay.ANSWER_TTL_S)
+                try:
+                    await pipe.execute()
+                except (redis.RedisError, OSError) as exc:
+                    log.warning("%d answers not pushed yet: %s", len(batch), exc)
+                    self._answers[:0] = batch
+                    if self._closed:
+                        return
+                    await asyncio.sleep(0.5)
+                    self._answers_ready.set()
+                    continue
+            if self._closed and not self._answers:
+                return
 
     # -- requests from the workers --------------------------------------------------------------
-    async def _wake(self) -> None:
+    async def _ring_self(self, bot_id: int) -> None:
         try:
-            await self.r.rpush(relay.wake_key(self.id), "1")
+            await self.r.rpush(relay.wake_key(self.id), bot_id)
         except redis.RedisError:
-            pass
+            pass  # the sweep looks at its list soon
 
     async def _pop_loop(self) -> None:
-        turn = 0
-        wake = relay.wake_key(self.id).encode()
+        """Wait on this gateway's doorbell list (one key, whatever the number of bots held); pop
+        the request lists of the bots rung that it holds, and of every bot held each
+        :attr:`sweep_s` seconds."""
+        wake = relay.wake_key(self.id)
+        last_sweep = time.monotonic()
         while not self._stopping:
-            ids = list(self.bots)
-            if ids:  # rotate: BLPOP serves the first non-empty list, every bot must come first in turn
-                turn = (turn + 1) % len(ids)
-                ids = ids[turn:] + ids[:turn]
-            keys = [relay.request_key(b) for b in ids] + [wake.decode()]
+            wait_s = max(0.01, min(BLPOP_S, last_sweep + self.sweep_s - time.monotonic()))
             try:
-                got = await self.rpop.blpop(keys, timeout=BLPOP_S)
+                got = await self.rpop.blmpop(wait_s, 1, wake, direction="LEFT", count=RINGS_BATCH)
             except (redis.RedisError, OSError) as exc:
-                log.warning("request lists unreachable: %s", exc)
+                log.warning("doorbell unreachable: %s", exc)
                 await asyncio.sleep(0.5)
                 continue
-            if got is None:
-                continue
-            key, raw = got[0], got[1]
-            assert isinstance(key, bytes) and isinstance(raw, bytes)  # no decode_responses
-            if key == wake:
-                continue
-            try:
-                bot_id = int(key.rsplit(b":", 1)[1])
-            except ValueError:
-                continue
-            self._deliver(bot_id, raw)
+            rung: dict[int, None] = {}  # in the order rung, once each
+            for item in got[1] if got else []:
+                if isinstance(item, bytes) and item.isdigit() and int(item) in self.bots:
+                    rung[int(item)] = None
+            if time.monotonic() - last_sweep >= self.sweep_s:
+                last_sweep = time.monotonic()
+                rung.update(dict.fromkeys(self.bots))
+            if rung and not self._stopping:
+                await self._pop_requests(list(rung))
 
-    def _deliver(self, bot_id: int, raw: bytes) -> None:
-        env = relay.parse_envelope(raw)
-        now = time.time()
-        if env is None or env.deadline_ms < now * 1000:
-            return  # stale: its worker has given up
-        conns = self.bots.get(bot_id)
-        if not conns:  # the bot left this gateway since the BLPOP was sent
-            self._background(self.r.lpush(relay.request_key(bot_id), raw))
-            return
-        conn = min(conns, key=lambda c: len(c.pending))
-        if env.kind == "notice":
-            conn.late[env.rid] = now + LATE_S
-        else:
-            conn.pending[env.rid] = (env.deadline_ms / 1000, raw)
+    async def _pop_requests(self, bot_ids: list[int]) -> None:
+        """Pop up to :data:`POP_BATCH` requests of each bot's list, marked held by this gateway
+        in the same step (:data:`arena.relay.POP_AND_HOLD`, one round trip), and deliver them."""
         try:
-            conn.outbox.put_nowait(env.frame)
-        except asyncio.QueueFull:
-            self._slow(conn)
+            popped = await self._pop_and_hold(
+                keys=[relay.request_key(b) for b in bot_ids],
+                args=[self.id, POP_BATCH, relay.held_key(""), relay.HOLD_GRACE_MS],
+            )
+        except (redis.RedisError, OSError) as exc:  # what was popped comes back (the workers' requeue)
+            log.warning("request lists unreachable: %s", exc)
             return
-        self.delivered += 1
-        if env.kind != "notice":
-            ttl_ms = max(1, int(env.deadline_ms - now * 1000)) + 2000
-            self._background(self.r.set(relay.held_key(env.rid), self.id, px=ttl_ms))
+        for i in range(0, len(popped), 2):
+            self._deliver(bot_ids[int(popped[i]) - 1], popped[i + 1])
+
+    def _deliver(self, bot_id: int, raws: list[bytes]) -> None:
+        """Hand requests popped from ``bot_id``'s list to its connections (each to the one with
+        the fewest in flight); give them back to the list when it has none here any more."""
+        conns = self.bots.get(bot_id)
+        if not conns:  # the bot left this gateway since the pop was sent: back, for its other gateways
+            self._background(self.r.eval(relay.PUSH_AND_RING, *relay.push_args(bot_id, raws, front=True)))
+            return
+        for raw in raws:
+            env = relay.parse_envelope(raw)
+            now = time.time()
+            if env is None or env.deadline_ms < now * 1000:
+                continue  # stale: its worker has given up
+            conn = min(conns, key=lambda c: len(c.pending))
+            if env.kind == "notice":
+                conn.late[env.rid] = now + LATE_S
+            else:
+                conn.pending[env.rid] = (env.deadline_ms / 1000, raw)
+            try:
+                conn.outbox.put_nowait(env.frame)
+            except asyncio.QueueFull:
+                self._slow(conn)
+                continue
+            self.delivered += 1
 
     # -- housekeeping -----------------------------------------------------------------------------
     async def _alive(self) -> None:
@@ -591,24 +660,48 @@ class Gateway:
 
     async def _renew(self) -> None:
         """Renew every connection's presence; close those of bots deleted or changed to a URL."""
-        for bot_id, conns in list(self.bots.items()):
+        ids = list(self.bots)
+        if not ids:
+            return
+        keep = await self._still_connect(ids)
+        leases: list[tuple[str, str]] = []
+        for bot_id in ids:
+            for c in self.bots.get(bot_id, []):
+                if bot_id not in keep:
+                    self._background(c.ws.close(wire.CLOSE_BOT_GONE, "the bot was deleted or now has a URL"))
+                    continue
+                leases += [(relay.conns_key(bot_id), c.member), (relay.account_key(c.creds.owner_id), c.member)]
+
+        def renew() -> None:  # one round trip for all; a lease that ended (Redis lost it) is held again
+            renewed = renew_many(self.sync, leases, relay.LEASE_S)
+            lost = [lease for lease, ok in zip(leases, renewed) if not ok]
+            if lost:
+                pipe = self.sync.pipeline(transaction=False)
+                for key, m in lost:
+                    pipe.zadd(key, {m: time.time() + relay.LEASE_S})
+                pipe.execute()
+
+        try:
+            await asyncio.to_thread(renew)
+        except redis.RedisError as exc:
+            log.warning("presence not renewed: %s", exc)
+
+    async def _still_connect(self, ids: list[int]) -> set[int]:
+        """The bots of ``ids`` that may still connect (:data:`StillConnectFn`); those whose
+        credentials cannot be read now are kept (the database is down: not the bots' fault)."""
+        if self.still_connect is not None:
+            try:
+                return await asyncio.to_thread(self.still_connect, ids)
+            except Exception as exc:
+                log.warning("bots' transport unreadable: %s", exc)
+                return set(ids)
+        keep = set()
+        for bot_id in ids:
             try:
                 creds = await self._credentials(bot_id)
             except Exception:
-                creds = conns[0].creds if conns else None  # the database is down: keep them
-            for c in list(conns):
-                if creds is None or creds.transport != "connect":
-                    await c.ws.close(wire.CLOSE_BOT_GONE, "the bot was deleted or now has a URL")
-                    continue
-                bot_set, account_set = self._leases(c)
-
-                def renew(b: LeaseSet = bot_set, a: LeaseSet = account_set, m: str = c.member) -> None:
-                    if not b.renew(m, relay.LEASE_S):
-                        b.client.zadd(b.key, {m: time.time() + relay.LEASE_S})
-                    if not a.renew(m, relay.LEASE_S):
-                        a.client.zadd(a.key, {m: time.time() + relay.LEASE_S})
-
-                try:
-                    await asyncio.to_thread(renew)
-                except redis.RedisError as exc:
-                    log.warning("presence not renewed: %s", exc)
+                keep.add(bot_id)
+                continue
+            if creds is not None and creds.transport == "connect":
+                keep.add(bot_id)
+        return keep

@@ -1,9 +1,10 @@
 """The player of a bot that dials out: its requests go through Redis to whichever gateway holds
 one of its connections (:mod:`arena.relay`; docs/operations.md, "Gateways").
 
-A decision is pushed onto the bot's request list and its answer awaited on the request's
-answer list, in slices of :data:`SLICE_S` seconds. Between slices the player looks at where the
-request is (:data:`_WHERE`):
+A decision is pushed onto the bot's request list, ringing the gateways that hold the bot
+(:data:`arena.relay.PUSH_AND_RING`, in the same round trip as the first wait), and its answer
+awaited on the request's answer list, in slices of :data:`SLICE_S` seconds. Between slices the
+player looks at where the request is (:data:`_WHERE`):
 
 * still queued: no connection took it. Past ``reconnect_s`` seconds (never past the bank) it is
   taken back: the fault ``connection_error`` ("not connected"). A bot restarted within that
@@ -38,14 +39,18 @@ from bots_sdk import wire
 SLICE_S = 1.0
 #: Seconds a request list lives after its last push (an abandoned one vanishes).
 REQUEST_LIST_TTL_S = 600
-#: Slices a request may be neither queued nor held (popped by a gateway that died before it
-#: recorded the hold) before it is queued again.
+#: Slices a request may be neither queued nor held (lost: Redis restarted empty, or a gateway
+#: of an earlier version, which popped and held in two steps, died between them) before it is
+#: queued again.
 LOST_SLICES = 3
 
-# KEYS: request list, held key. ARGV: envelope, "1" to take it back when queued, alive prefix.
-# Returns "queued", "removed" (it was queued and is taken back), "held", "requeued" (its
-# gateway died: queued again at the front) or "unknown".
-_WHERE = """
+# KEYS: request list, held key, the bot's presence set. ARGV: envelope, "1" to take it back
+# when queued, alive prefix, doorbell prefix, bot id. Returns "queued", "removed" (it was queued
+# and is taken back), "held", "requeued" (its gateway died: queued again at the front, and the
+# bot's gateways rung) or "unknown".
+_WHERE = (
+    relay.LUA_RING
+    + """
 local pos = redis.call('LPOS', KEYS[1], ARGV[1])
 if pos then
   if ARGV[2] == '1' then
@@ -59,8 +64,10 @@ if not gw then return 'unknown' end
 if redis.call('EXISTS', ARGV[3] .. gw) == 1 then return 'held' end
 redis.call('DEL', KEYS[2])
 redis.call('LPUSH', KEYS[1], ARGV[1])
+ring(KEYS[3], ARGV[4], ARGV[5])
 return 'requeued'
 """
+)
 
 
 def _ms(seconds: float) -> int:
@@ -92,12 +99,11 @@ class ConnectedPlayer:
         rid = secrets.token_hex(12)
         env = relay.envelope(rid, int(deadline * 1000), kind, wire.frame(kind, rid, body))
         pipe = self.client.pipeline(transaction=False)
-        pipe.rpush(self._req_key, env)
-        pipe.expire(self._req_key, REQUEST_LIST_TTL_S)
+        pipe.eval(relay.PUSH_AND_RING, *relay.push_args(self.bot_id, [env], front=False, ttl_s=REQUEST_LIST_TTL_S))
         if wait_s is not None:  # the first wait in the same round trip
             pipe.blpop([relay.answer_key(rid)], timeout=wait_s)
         res = pipe.execute()
-        got = res[2] if wait_s is not None else None
+        got = res[1] if wait_s is not None else None
         return rid, env, got[1] if got else None
 
     def exchange(self, kind: str, body: bytes, timeout_s: float) -> Outcome:
@@ -128,7 +134,10 @@ class ConnectedPlayer:
         while got is None:
             now = time.monotonic()
             give_up = now >= deadline or (queued_since is not None and now - queued_since >= self.reconnect_s)
-            where = self._where(keys=[self._req_key, held], args=[env, "1" if give_up else "0", alive])
+            where = self._where(
+                keys=[self._req_key, held, relay.conns_key(self.bot_id)],
+                args=[env, "1" if give_up else "0", alive, relay.wake_prefix(), self.bot_id],
+            )
             where = where.decode() if isinstance(where, bytes) else str(where)
             if where == "removed":
                 return Outcome(
@@ -150,7 +159,7 @@ class ConnectedPlayer:
                 queued_since = None
             unknown = unknown + 1 if where == "unknown" else 0
             if unknown >= LOST_SLICES:  # popped by a gateway that died before it said so
-                self.client.lpush(self._req_key, env)
+                self.client.eval(relay.PUSH_AND_RING, *relay.push_args(self.bot_id, [env], front=True))
                 unknown, queued_since = 0, now
             until = deadline if queued_since is None else min(deadline, queued_since + self.reconnect_s)
             got = self.client.blpop([ans_key], timeout=max(0.001, min(SLICE_S, until - now)))

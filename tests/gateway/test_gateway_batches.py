@@ -1,0 +1,309 @@
+"""The gateway's Redis traffic with real Redis and real WebSocket bots on 127.0.0.1: the
+doorbells (a push rings each live gateway of the bot once; requests pushed without a ring are
+found by the sweep), requests popped several at once (each delivered once, to its own bot) and
+marked held as they are popped, answers pushed in batches, a batch for a bot gone given back in
+order and rung for its other gateways, and the presence renewal (one query, one pipeline) that
+closes a deleted bot's connections."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection, connect
+
+from arena import relay
+from arena.runner.connected import ConnectedPlayer
+from arena.usecases.bots import Credentials
+from bots_sdk import wire
+from gateway.server import Gateway
+
+pytestmark = pytest.mark.services
+
+SECRETS = {7: "secret-of-seven", 8: "secret-of-eight"}
+
+
+class Registry:
+    """The bots the gateway knows: bot id -> (owner account, transport); a test may change it."""
+
+    def __init__(self) -> None:
+        self.bots = {7: (1, "connect"), 8: (2, "connect")}
+
+    def creds(self, bot_id: int) -> Credentials | None:
+        if bot_id not in self.bots:
+            return None
+        owner, transport = self.bots[bot_id]
+        return Credentials(bot_id, owner, f"b#{bot_id}", transport, [SECRETS[bot_id]])
+
+    def still_connect(self, ids: list[int]) -> set[int]:
+        return {b for b in ids if self.bots.get(b, (0, ""))[1] == "connect"}
+
+
+class RunningGateway:
+    def __init__(self, broker_url: str, registry: Registry, **kw: Any):
+        self.ready = threading.Event()
+        self.gw = Gateway(broker_url, registry.creds, port=0, **kw)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stop: asyncio.Event | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        assert self.ready.wait(10)
+        self.url = f"ws://127.0.0.1:{self.gw.port}{wire.PATH}"
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self.loop = asyncio.get_running_loop()
+            self.stop = asyncio.Event()
+            await self.gw.run(self.stop, lambda port: self.ready.set())
+
+        asyncio.run(main())
+
+    def call(self, coro: Any) -> Any:
+        """Run ``coro`` on the gateway's event loop; its result."""
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+
+    def close(self) -> None:
+        assert self.loop is not None and self.stop is not None
+        self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def broker(redis_url: str) -> Iterator[str]:
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(relay.PREFIX + "*"):
+        client.delete(key)
+    yield redis_url
+
+
+@pytest.fixture
+def registry() -> Registry:
+    return Registry()
+
+
+@pytest.fixture
+def gateway(broker: str, registry: Registry) -> Iterator[RunningGateway]:
+    g = RunningGateway(broker, registry, still_connect=registry.still_connect)
+    yield g
+    g.close()
+
+
+def authenticate(url: str, bot_id: int) -> ClientConnection:
+    ws = connect(url, max_size=wire.MAX_FRAME_BYTES)
+    challenge = json.loads(ws.recv(timeout=5))
+    ws.send(wire.auth_frame(bot_id, SECRETS[bot_id], challenge["nonce"]))
+    assert json.loads(ws.recv(timeout=5))["type"] == "welcome"
+    return ws
+
+
+class Echo:
+    """A bot on a connection that answers each request with its bot id and match id."""
+
+    def __init__(self, ws: ClientConnection, bot_id: int, answer: bool = True):
+        self.ws, self.bot_id, self.answer = ws, bot_id, answer
+        self.frames: list[dict] = []
+        self.got = threading.Event()
+        self.arrived = threading.Condition()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            for raw in self.ws:
+                f = json.loads(raw)
+                with self.arrived:
+                    self.frames.append(f)
+                    self.arrived.notify_all()
+                self.got.set()
+                if self.answer:
+                    self.ws.send(wire.answer_frame(f["id"], {"bot": self.bot_id, "match": f["body"]["match_id"]}))
+        except ConnectionClosed:
+            pass
+
+    def wait_frames(self, n: int) -> bool:
+        with self.arrived:
+            return self.arrived.wait_for(lambda: len(self.frames) >= n, 10)
+
+
+def close_code(ws: ClientConnection) -> int | None:
+    try:
+        while True:
+            ws.recv(timeout=5)
+    except ConnectionClosed as exc:
+        return exc.rcvd.code if exc.rcvd is not None else None
+
+
+def player(broker: str, bot_id: int) -> ConnectedPlayer:
+    return ConnectedPlayer(bot_id, redis.Redis.from_url(broker, single_connection_client=True), f"b#{bot_id}")
+
+
+def test_many_requests_at_once_are_each_delivered_once_to_their_own_bot(gateway: RunningGateway, broker: str) -> None:
+    bots = {7: [Echo(authenticate(gateway.url, 7), 7), Echo(authenticate(gateway.url, 7), 7)]}
+    bots[8] = [Echo(authenticate(gateway.url, 8), 8)]
+    matches, decisions = 12, 10  # per bot
+    errors: list[str] = []
+
+    def match(bot_id: int, m: int) -> None:
+        p = player(broker, bot_id)
+        for d in range(decisions):
+            name = f"{bot_id}-{m}-{d}"
+            out = p.decide(json.dumps({"match_id": name}).encode(), 10.0)
+            if out.fault is not None or out.action != {"bot": bot_id, "match": name}:
+                errors.append(f"{name}: {out}")
+
+    threads = [threading.Thread(target=match, args=(b, m)) for b in bots for m in range(matches)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    for bot_id, echoes in bots.items():
+        seen = [f["body"]["match_id"] for e in echoes for f in e.frames]
+        assert sorted(seen) == sorted(f"{bot_id}-{m}-{d}" for m in range(matches) for d in range(decisions))
+        for e in echoes:
+            e.ws.close()
+
+
+def test_a_request_taken_is_marked_held_by_the_gateway(gateway: RunningGateway, broker: str) -> None:
+    echo = Echo(authenticate(gateway.url, 7), 7, answer=False)  # takes the request and thinks
+    result: list[Any] = []
+    t = threading.Thread(target=lambda: result.append(player(broker, 7).decide(b'{"match_id": "m"}', 10.0)))
+    t.start()
+    assert echo.got.wait(5)
+    client = redis.Redis.from_url(broker)
+    held = list(client.scan_iter(relay.held_key("*")))  # recorded as it was popped
+    rid = echo.frames[0]["id"]
+    assert held == [relay.held_key(rid).encode()]
+    assert client.get(held[0]) == gateway.gw.id.encode()
+    assert 0 < client.pttl(held[0]) <= 10_000 + relay.HOLD_GRACE_MS  # the request's deadline and 2 s
+    echo.ws.send(wire.answer_frame(rid, {"type": "pass"}))
+    t.join(10)
+    assert result[0].fault is None and result[0].action == {"type": "pass"}
+    echo.ws.close()
+
+
+def test_a_batch_for_a_bot_no_longer_here_goes_back_to_its_list_in_order(gateway: RunningGateway, broker: str) -> None:
+    envelopes = [relay.envelope(f"r{i}", 2_000_000_000_000, "request", "{}").encode() for i in range(3)]
+
+    async def deliver() -> None:
+        gateway.gw._deliver(42, envelopes)  # bot 42 has no connection here
+
+    client = redis.Redis.from_url(broker)
+    client.rpush(relay.request_key(42), b"queued-after")
+    client.zadd(relay.conns_key(42), {"gw-other|c1|1.000": time.time() + 30})  # on another gateway
+    gateway.call(deliver())
+    while client.llen(relay.request_key(42)) < 4:
+        pass
+    assert client.lrange(relay.request_key(42), 0, -1) == [*envelopes, b"queued-after"]
+    assert client.lrange(relay.wake_key("gw-other"), 0, -1) == [b"42"]
+
+
+def test_a_push_rings_each_live_gateway_of_the_bot_once(broker: str) -> None:
+    client = redis.Redis.from_url(broker)
+    now = time.time()
+    client.zadd(
+        relay.conns_key(5),
+        {
+            "gw-a|c1|1.000": now + 30,
+            "gw-a|c2|1.000": now + 30,  # a second connection on the same gateway: rung once
+            "gw-b|c3|1.000": now + 30,
+            "gw-gone|c4|1.000": now - 1,  # its lease ended
+        },
+    )
+    rung = client.eval(relay.PUSH_AND_RING, *relay.push_args(5, [b"e1", b"e2"], front=False, ttl_s=600))
+    assert rung == 2
+    assert client.lrange(relay.request_key(5), 0, -1) == [b"e1", b"e2"]
+    assert 590 < client.ttl(relay.request_key(5)) <= 600
+    assert client.lrange(relay.wake_key("gw-a"), 0, -1) == [b"5"]
+    assert client.lrange(relay.wake_key("gw-b"), 0, -1) == [b"5"]
+    assert not client.exists(relay.wake_key("gw-gone"))
+    assert 0 < client.ttl(relay.wake_key("gw-a")) <= relay.WAKE_TTL_S
+    client.eval(relay.PUSH_AND_RING, *relay.push_args(5, [b"f1", b"f2"], front=True))  # given back: first
+    assert client.lrange(relay.request_key(5), 0, -1) == [b"f1", b"f2", b"e1", b"e2"]
+    assert client.lrange(relay.wake_key("gw-a"), 0, -1) == [b"5", b"5"]
+    client.delete(relay.conns_key(6))
+    assert client.eval(relay.PUSH_AND_RING, *relay.push_args(6, [b"x"], front=False)) == 0  # nobody holds it
+
+
+def test_requests_pushed_without_a_ring_are_found_by_the_sweep(broker: str, registry: Registry) -> None:
+    g = RunningGateway(broker, registry, sweep_s=0.2)
+    try:
+        echo = Echo(authenticate(g.url, 7), 7)
+        # a decision through the doorbell first: the ring of its connection's opening is past
+        assert player(broker, 7).decide(b'{"match_id": "rung"}', 10.0).action == {"bot": 7, "match": "rung"}
+        client = redis.Redis.from_url(broker)
+        deadline_ms = int((time.time() + 30) * 1000)
+        frame = wire.frame("request", "f" * 24, b'{"match_id": "unrung"}')
+        client.rpush(relay.request_key(7), relay.envelope("f" * 24, deadline_ms, "request", frame))  # no ring
+        assert echo.wait_frames(2)
+        assert echo.frames[1]["body"] == {"match_id": "unrung"}
+        while not client.exists(relay.answer_key("f" * 24)):
+            pass
+        assert client.lpop(relay.answer_key("f" * 24)) == b'A{"bot":7,"match":"unrung"}'
+        echo.ws.close()
+    finally:
+        g.close()
+
+
+@pytest.mark.parametrize("batched", [True, False], ids=["one-query", "per-bot-credentials"])
+def test_renewal_closes_a_deleted_bots_connections_and_renews_the_others(
+    broker: str, registry: Registry, batched: bool
+) -> None:
+    g = RunningGateway(broker, registry, still_connect=registry.still_connect if batched else None)
+    try:
+        ws7, ws8 = authenticate(g.url, 7), authenticate(g.url, 8)
+        client = redis.Redis.from_url(broker)
+        before = client.zscore(relay.conns_key(8), next(iter(client.zrange(relay.conns_key(8), 0, -1))))
+        client.delete(relay.conns_key(8))  # Redis lost the lease: the renewal holds it again
+        del registry.bots[7]  # bot 7 deleted
+        g.gw._cache.clear()  # (its credentials' cache would keep it 5 s more)
+        g.call(g.gw._renew())
+        assert close_code(ws7) == wire.CLOSE_BOT_GONE
+        while relay.presence(client, [7])[7].connected:  # its lease given back as it closed
+            pass
+        assert relay.presence(client, [8])[8].connections == 1
+        ws8_member = client.zrange(relay.conns_key(8), 0, -1, withscores=True)
+        assert len(ws8_member) == 1 and ws8_member[0][1] >= (before or 0)
+        acct = client.zrange(relay.account_key(2), 0, -1, withscores=True)
+        assert [m for m, _ in acct] == [m for m, _ in ws8_member]
+        assert ws8.protocol.state.name == "OPEN"
+        ws8.close()
+    finally:
+        g.close()
+
+
+def test_connect_bot_ids_lists_the_bots_that_may_still_connect(tmp_path: Path, monkeypatch) -> None:
+    from arena.accounts import create_account
+    from arena.crypto import new_key
+    from arena.db.migrate import upgrade
+    from arena.db.models import Bot
+    from arena.db.session import make_engine, make_sessionmaker
+    from arena.status import BotStatus
+    from arena.usecases.bots import connect_bot_ids
+
+    monkeypatch.setenv("ARENA_ENCRYPTION_KEYS", new_key())
+    db = f"sqlite:///{tmp_path / 'arena.db'}"
+    upgrade(db)
+    sessions = make_sessionmaker(make_engine(db))
+    with sessions() as s:
+        owner, _ = create_account(s, "owner")
+        rows = [
+            Bot(owner_id=owner.id, name="dials", url=None, transport="connect", rulesets=["jdf"], secret="x" * 64),
+            Bot(owner_id=owner.id, name="called", url="http://b/", transport="http", rulesets=["jdf"], secret="y" * 64),
+            Bot(owner_id=owner.id, name="gone", url=None, transport="connect", rulesets=["jdf"], secret="z" * 64),
+        ]
+        rows[2].status = BotStatus.DELETED.value
+        s.add_all(rows)
+        s.commit()
+        ids = [r.id for r in rows]
+        assert connect_bot_ids(s, ids + [999]) == {ids[0]}
+        assert connect_bot_ids(s, []) == set()
