@@ -183,14 +183,19 @@ def evaluate(games: Iterable[Game], rule: SettleRule, *, adjusted: bool = False)
     count = len(residuals)
     d = m_l - m_r
     var = sum(e * e for e in residuals) * count / (count - 1) if count > 1 else 0.0
+    if not (math.isfinite(d) and math.isfinite(var)):  # a value that is not a number: no verdict
+        return Verdict(False, 0.0, rule.lower, rule.upper, lead, second, None, None, count, adjusted)
     llr = _llr(d, var, rule.delta)
     settled = count >= rule.min_games and llr >= rule.upper
     return Verdict(settled, llr, rule.lower, rule.upper, lead, second, d, math.sqrt(var), count, adjusted)
 
 
 def _llr(d: float, var: float, delta: float) -> float:
-    """``(d**2 - (d - delta)**2) / (2 var)`` within +-LLR_CLAMP (``var = 0``: the sign of the numerator)."""
+    """``(d**2 - (d - delta)**2) / (2 var)`` within +-LLR_CLAMP (``var = 0``: the sign of the
+    numerator); 0 for a value that is not finite (never "settled" from a NaN)."""
     num = delta * (2 * d - delta)
+    if not (math.isfinite(num) and math.isfinite(var)):
+        return 0.0
     if var <= 0:
         return 0.0 if num == 0 else math.copysign(LLR_CLAMP, num)
     return max(-LLR_CLAMP, min(LLR_CLAMP, num / (2 * var)))
@@ -213,7 +218,8 @@ def game_values(
     """The games of stored match results: each item is a match's entrants per seat and its
     ``match_results.games`` entries (``{"scores": [...], "par": [...]?}``, lists per seat; a
     result without games counts as none). Returns ``(games, adjusted)``: values are score -
-    par when every game has a ``par`` of the right length (``adjusted`` True), else scores."""
+    par when every game has a ``par`` of the right length, every one a finite number
+    (``adjusted`` True), else scores."""
     raw: list[tuple[Sequence[Entrant], Mapping[str, Any]]] = [(seats, g) for seats, gs in results for g in gs]
     adjusted = bool(raw) and all(_has_par(g, len(seats)) for seats, g in raw)
     out = []
@@ -225,5 +231,11 @@ def game_values(
 
 
 def _has_par(game: Mapping[str, Any], seats: int) -> bool:
+    """A par of ``seats`` finite numbers (not booleans): what ``arena.standings.game_par`` reads
+    as one; anything else is no par (a game without one makes the tournament's values raw)."""
     par = game.get("par")
-    return isinstance(par, list) and len(par) == seats and all(isinstance(x, (int, float)) for x in par)
+    return (
+        isinstance(par, list)
+        and len(par) == seats
+        and all(not isinstance(x, bool) and isinstance(x, int | float) and math.isfinite(x) for x in par)
+    )

@@ -7,6 +7,8 @@
   9% of 4-game ones (the promise is 5%). The exact rates are computed below by enumerating
   every outcome of a Million Doubt-like score distribution (measured on greedy against greedy,
   2,000 games); then a seeded simulation checks the rate at the floor.
+* A failing par task writes a par that is not a number: the sequential test of "play until
+  settled" must neither take it for a par nor call anything settled from a NaN.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import random
 import pytest
 
 from arena.significance import MIN_TEST_GAMES, Moments, SharedSums, difference
-from arena.standings import MatchRecord, compute_report
+from arena.sequential import MIN_GAMES, SettleRule, evaluate, game_values
+from arena.standings import MatchRecord, compute_report, game_par
 
 #: |game score| of the winner of a Million Doubt game between two greedy sample bots (MD-17),
 #: and how often each came up in 2,000 games (the loser scores the opposite).
@@ -77,3 +80,31 @@ def test_two_games_won_by_the_same_margin_settle_nothing():
     many = games * (MIN_TEST_GAMES // 2)
     rep = compute_report([MatchRecord(0, (1, 2), [0.0, 0.0], [1, 2], [0, 0], many)], entrants=[1, 2])
     assert rep.neighbours[0].significant and rep.settled
+
+
+# ----------------------------------------------------------------------------- a par that is not a number
+BAD_PARS = ([1.0], [1.0, None], [1.0, float("nan")], [float("inf"), 0.0], [True, 1.0], "x", None)
+
+
+def test_a_broken_par_never_stops_a_tournament_settled():
+    """A failing machine: the par task of one game wrote NaN (0 rollouts averaged, say). Before,
+    the sequential test took the game as adjusted, every mean and variance became NaN, and the
+    clamp turned the NaN log-likelihood ratio into +1e6: "settled" between two equal bots."""
+    rule = SettleRule(max_rounds=10, delta=1.0)
+    for bad in BAD_PARS:
+        results = []
+        for i in range(2 * MIN_GAMES):
+            x = 1.0 if i % 2 == 0 else -1.0
+            results.append(((1, 2), [{"scores": [x, -x], "places": [1, 2], "par": [0.0, 0.0]}]))
+        results[3][1][0]["par"] = bad
+        games, adjusted = game_values(results)
+        verdict = evaluate(games, rule, adjusted=adjusted)
+        assert not adjusted and not verdict.settled and math.isfinite(verdict.llr), (bad, verdict)
+        # the standings read the same par the same way: no par for that game
+        assert game_par(results[3][1][0], 2) is None
+
+
+def test_a_nan_score_gives_a_finite_verdict_that_settles_nothing():
+    games = [[(1, float("nan")), (2, 0.0)]] + [[(1, 1.0), (2, -1.0)]] * (2 * MIN_GAMES)
+    verdict = evaluate(games, SettleRule(max_rounds=10, delta=1.0))
+    assert not verdict.settled and math.isfinite(verdict.llr)
