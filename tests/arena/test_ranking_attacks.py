@@ -108,3 +108,30 @@ def test_a_nan_score_gives_a_finite_verdict_that_settles_nothing():
     games = [[(1, float("nan")), (2, 0.0)]] + [[(1, 1.0), (2, -1.0)]] * (2 * MIN_GAMES)
     verdict = evaluate(games, SettleRule(max_rounds=10, delta=1.0))
     assert not verdict.settled and math.isfinite(verdict.llr)
+
+
+# ----------------------------------------------------------------------------- house seats at the top
+def _table_games(rounds: int, seed: int) -> list[list[tuple[int | str, float]]]:
+    """JDF-like tables of two participants (bots 1 and 2) and two house seats of one sample bot,
+    stronger than both: the house seats score alike, bot 1 is clearly ahead of bot 2."""
+    rng = random.Random(seed)
+    games = []
+    for _ in range(rounds * 4):
+        h1, h2, a = rng.gauss(10.0, 3.0), rng.gauss(10.0, 3.0), rng.gauss(2.0, 3.0)
+        games.append([(1, a), (2, -(h1 + h2 + a)), ("house-1", h1), ("house-2", h2)])
+    return games
+
+
+def test_identical_house_seats_at_the_top_do_not_decide_play_until_settled():
+    """Rounds with house bots: the organizer asks whether the top of its participants is
+    settled. Before, the two house seats (one sample bot, equal by construction) were the
+    leader and the runner-up: the test compared them, never settled, and the tournament played
+    every round up to max_rounds while bot 1 was far ahead of bot 2."""
+    rule = SettleRule(max_rounds=10, delta=1.0)
+    verdict = evaluate(_table_games(rounds=10, seed=1), rule)
+    assert (verdict.leader, verdict.runner_up) == (1, 2)
+    assert verdict.settled
+    # one participant: it against the best house seat
+    solo = [[(1, 5.0 + (i % 3)), ("house-1", 9.0), ("house-2", -14.0 - (i % 3))] for i in range(MIN_GAMES)]
+    v = evaluate(solo, rule)
+    assert (v.leader, v.runner_up) == ("house-1", 1)
