@@ -1,0 +1,52 @@
+"""A failing machine against play until settled (issue 28), on real PostgreSQL, Redis and Celery
+workers: a worker that cannot decrypt the bots' secrets fails the first round's match.
+
+The tournament then finishes without a verdict (a failed match may be retried: the test waits
+for it), keeps its seed secret from everyone (the retried match's deals must stay unknown), and
+after the organizer's retry on a worker with the right key plays its rounds to ``max_rounds``:
+every round dealt afresh from positions that follow the first, every deal following from the
+seed revealed at the end.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from arena import crypto
+from arena.runner.replay import check_fairness, replay
+from bots_sdk.samples import SAMPLE_BOTS
+from tests.worker.conftest import SwitchBot
+
+pytestmark = pytest.mark.services
+GUARD_S = 120.0
+
+
+def test_a_failed_round_holds_the_test_and_the_seed_until_retried(arena, bots, celery_worker_factory, monkeypatch):
+    good = crypto.new_key()
+    monkeypatch.setenv(crypto.ENV_KEYS, good)
+    bots.extend([SwitchBot(SAMPLE_BOTS["greedy"](seed=1)), SwitchBot(SAMPLE_BOTS["greedy"](seed=2))])
+    ids = [arena.register(b, ["million_doubt"], f"even-{i}") for i, b in enumerate(bots)]
+    tid = arena.create("million_doubt", ids, games_per_pairing=4, until_settled={"max_rounds": 3, "delta": 50.0})
+    bad = celery_worker_factory(concurrency=1, database_url=arena.database_url, env={crypto.ENV_KEYS: crypto.new_key()})
+    arena.start(tid)
+    t = arena.wait_finished(tid, timeout_s=GUARD_S, workers=[bad])
+    # the round's match failed: no verdict, no stop reason, no next round, and the seed secret
+    assert (t["status"], t["rounds"], t["stop_reason"], t["settle"]) == ("finished", 1, None, None), t
+    assert t["seed"] is None and t["salt"] is None and not t["seed_revealed"]
+    contestant = arena.client.get(f"/api/v1/tournaments/{tid}", headers=arena.owner).json
+    assert contestant["seed"] is None and not contestant["seed_revealed"]
+    bad.stop()
+
+    worker = celery_worker_factory(concurrency=1, database_url=arena.database_url)
+    r = arena.client.post(f"/api/v1/tournaments/{tid}/retry", headers=arena.org)
+    assert r.status_code == 202, r.json
+    done = arena.wait_finished(tid, timeout_s=GUARD_S, workers=[worker])
+    assert (done["status"], done["rounds"], done["stop_reason"]) == ("finished", 3, "max_rounds"), done
+    assert done["settle"]["games"] == 12 and not done["settle"]["settled"]
+    assert done["seed_revealed"] and done["seed"] is not None
+    stored = arena.stored(tid)
+    assert [m.index for m, _, _ in stored] == [0, 1, 2]
+    for m, _res, log in stored:
+        replay(log)
+        check_fairness(log, done["seed"], done["salt"], done)
+        assert log["fairness"]["attempt"] == 1  # the failed delivery dealt nothing
