@@ -177,11 +177,14 @@ def live_view_for(session: Session, viewer: Account | None, m: Match, t: Tournam
 
 def seed_revealed(session: Session, t: Tournament) -> bool:
     """True when no deal of ``t`` is left to play: it is over and none of its matches is
-    pending, queued, running or failed (a failed match may be retried, so a finished
-    tournament with failed matches keeps its seed secret until they are played)."""
+    pending, queued, running or, while it is finished, failed (a failed match may be
+    retried, so a finished tournament with failed matches keeps its seed secret until they
+    are played; a cancelled one is never retried, its failed matches never played)."""
     if not is_over(t):
         return False
-    left = (MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING, MatchStatus.FAILED)
+    left = [MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING]
+    if t.status == TournamentStatus.FINISHED:
+        left.append(MatchStatus.FAILED)
     return not session.scalar(select(exists().where(Match.tournament_id == t.id, Match.status.in_(left))))
 
 

@@ -46,7 +46,7 @@ def test_a_failed_round_holds_the_test_and_the_seed_until_retried(arena, bots, c
     assert done["seed_revealed"] and done["seed"] is not None
     stored = arena.stored(tid)
     assert [m.index for m, _, _ in stored] == [0, 1, 2]
-    for m, _res, log in stored:
+    for _m, _res, log in stored:
         replay(log)
         check_fairness(log, done["seed"], done["salt"], done)
         assert log["fairness"]["attempt"] == 1  # the failed delivery dealt nothing
