@@ -5,20 +5,33 @@ The tournament then finishes without a verdict (a failed match may be retried: t
 for it), keeps its seed secret from everyone (the retried match's deals must stay unknown), and
 after the organizer's retry on a worker with the right key plays its rounds to ``max_rounds``:
 every round dealt afresh from positions that follow the first, every deal following from the
-seed revealed at the end.
+seed revealed at the end. And an organizer's cancel racing the store of a round's last match
+leaves nothing to play.
 """
 
 from __future__ import annotations
 
-import pytest
+import threading
 
-from arena import crypto
+import pytest
+from sqlalchemy import select
+
+from arena import access, crypto, lifecycle
+from arena.db.models import Match, Tournament
 from arena.runner.replay import check_fairness, replay
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
+from tests.worker.test_until_settled import GAMES, _first_round
 
 pytestmark = pytest.mark.services
 GUARD_S = 120.0
+
+
+@pytest.fixture
+def solo_bot(arena, bots) -> int:
+    """A ready Million Doubt bot: with a house bot, the entrants of the rounds below."""
+    bots.append(SwitchBot(SAMPLE_BOTS["greedy"]()))
+    return arena.register(bots[-1], ["million_doubt"], "solo")
 
 
 def test_a_failed_round_holds_the_test_and_the_seed_until_retried(arena, bots, celery_worker_factory, monkeypatch):
@@ -50,3 +63,47 @@ def test_a_failed_round_holds_the_test_and_the_seed_until_retried(arena, bots, c
         replay(log)
         check_fairness(log, done["seed"], done["salt"], done)
         assert log["fairness"]["attempt"] == 1  # the failed delivery dealt nothing
+
+
+def test_a_cancel_racing_the_last_store_of_a_round_leaves_nothing_to_play(arena, solo_bot):
+    """The organizer cancels at the moment a worker stores a round's last match (two
+    connections released at one barrier, PostgreSQL): whichever takes the tournament's row
+    lock first, the tournament ends cancelled with the result stored, no match left to play
+    (a round added first is cancelled with it), and its seed revealed."""
+    for _ in range(5):
+        tid, (mid,) = _first_round(arena, solo_bot, 1)
+        barrier = threading.Barrier(2)
+        errors: list[BaseException] = []
+
+        def store() -> None:
+            try:
+                with arena.sessions() as s:
+                    s.get(Match, mid)
+                    barrier.wait()
+                    lifecycle.store_result(
+                        s, mid, scores=[0.0, 0.0], places=[1, 1], faults=[0, 0], games=GAMES, timings={}, log={}
+                    )
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        def cancel() -> None:
+            try:
+                with arena.sessions() as s:
+                    s.get(Tournament, tid)
+                    barrier.wait()
+                    lifecycle.cancel_tournament(s, tid)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=f) for f in (store, cancel)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+        assert not errors, errors
+        with arena.sessions() as s:
+            t = s.get(Tournament, tid)
+            statuses = sorted(s.scalars(select(Match.status).where(Match.tournament_id == tid)))
+            assert t.status == "cancelled" and t.rounds in (1, 2)
+            assert statuses in (["finished"], ["cancelled", "finished"]), statuses
+            assert access.seed_revealed(s, t)
