@@ -65,6 +65,40 @@ def test_a_failed_round_holds_the_test_and_the_seed_until_retried(arena, bots, c
         assert log["fairness"]["attempt"] == 1  # the failed delivery dealt nothing
 
 
+def _store_and_cancel_at_once(arena, tid: int, mid: int) -> None:
+    """Store match ``mid`` (its round's last) and cancel tournament ``tid``, each from its own
+    connection, released at one barrier."""
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def store() -> None:
+        try:
+            with arena.sessions() as s:
+                s.get(Match, mid)
+                barrier.wait()
+                lifecycle.store_result(
+                    s, mid, scores=[0.0, 0.0], places=[1, 1], faults=[0, 0], games=GAMES, timings={}, log={}
+                )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def cancel() -> None:
+        try:
+            with arena.sessions() as s:
+                s.get(Tournament, tid)
+                barrier.wait()
+                lifecycle.cancel_tournament(s, tid)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=f) for f in (store, cancel)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    assert not errors, errors
+
+
 def test_a_cancel_racing_the_last_store_of_a_round_leaves_nothing_to_play(arena, solo_bot):
     """The organizer cancels at the moment a worker stores a round's last match (two
     connections released at one barrier, PostgreSQL): whichever takes the tournament's row
@@ -72,35 +106,7 @@ def test_a_cancel_racing_the_last_store_of_a_round_leaves_nothing_to_play(arena,
     (a round added first is cancelled with it), and its seed revealed."""
     for _ in range(5):
         tid, (mid,) = _first_round(arena, solo_bot, 1)
-        barrier = threading.Barrier(2)
-        errors: list[BaseException] = []
-
-        def store() -> None:
-            try:
-                with arena.sessions() as s:
-                    s.get(Match, mid)
-                    barrier.wait()
-                    lifecycle.store_result(
-                        s, mid, scores=[0.0, 0.0], places=[1, 1], faults=[0, 0], games=GAMES, timings={}, log={}
-                    )
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-
-        def cancel() -> None:
-            try:
-                with arena.sessions() as s:
-                    s.get(Tournament, tid)
-                    barrier.wait()
-                    lifecycle.cancel_tournament(s, tid)
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-
-        threads = [threading.Thread(target=f) for f in (store, cancel)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(60)
-        assert not errors, errors
+        _store_and_cancel_at_once(arena, tid, mid)
         with arena.sessions() as s:
             t = s.get(Tournament, tid)
             statuses = sorted(s.scalars(select(Match.status).where(Match.tournament_id == tid)))
