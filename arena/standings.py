@@ -53,7 +53,7 @@ from arena.db.models import (
     utcnow,
 )
 from arena.lifecycle import MatchStatus, TournamentStatus
-from arena.significance import Difference, Moments, SharedSums, difference, t975
+from arena.significance import MIN_TEST_GAMES, Difference, Moments, SharedSums, difference, t975
 
 __all__ = [
     "TEST",
@@ -85,7 +85,7 @@ TEST = (
     "difference of the two means per game with its 95% interval: variance s_a^2/n_a + s_b^2/n_b "
     "- 2 n_ab cov_ab/(n_a n_b), the covariance taken over the n_ab games both played (the paired "
     "t test when they played the same games), Student t with min(n_a, n_b) - 1 degrees of freedom; "
-    "significant when the interval excludes 0"
+    f"significant when the interval excludes 0 and each played at least {MIN_TEST_GAMES} games"
 )
 #: When the ranking is called settled (docs/ranking.md).
 SETTLED_RULE = (
