@@ -24,6 +24,9 @@ A *viewer* is an :class:`~arena.db.models.Account` or ``None`` (anonymous). Rule
   (:func:`can_read_match`: a contestant, its own bots' matches) watches the public channel
   only (C-11: hand sizes, face-up cards, face-down cards as counts, public events), never
   the full one. The log embargo is unchanged (:func:`can_read_log`).
+* **An organizer who plays** (:func:`oversees`): an organizer that owns a participant of a
+  tournament is a contestant of it for what the embargo keeps until it is over: the public
+  live channel only, no log, no log download (it could feed its bot the hands it watches).
 * **Bot URLs** (:func:`can_see_bot_url`): a bot's endpoint URL is shown to its owner and to
   organizers only; tournament logs are stored without URLs and older logs have them
   removed on read (:func:`redact_log`).
@@ -120,10 +123,21 @@ def visible_matches_condition(session: Session, viewer: Account | None, t: Tourn
     return exists().where(MatchSeat.match_id == Match.id, MatchSeat.bot_id == Bot.id, Bot.owner_id == viewer.id)
 
 
+def oversees(session: Session, viewer: Account | None, t: Tournament) -> bool:
+    """True for an organizer that may read what the embargo keeps from contestants while ``t``
+    is not over (every log, the full live channel): one that owns no participant of ``t``. An
+    organizer whose bot plays in ``t`` is a contestant of it until it is over (module docstring)."""
+    if not is_organizer(viewer):
+        return False
+    assert viewer is not None
+    return is_over(t) or not owns_participant(session, viewer, t.id)
+
+
 def can_download_tournament_logs(session: Session, viewer: Account | None, t: Tournament) -> bool:
     """The tournament's JSON Lines download (as many logs as :func:`visible_matches_condition`);
-    contestants only once the tournament is over (log embargo)."""
-    if is_public(t) or is_organizer(viewer):
+    contestants (and an organizer whose bot plays in it: :func:`oversees`) only once the
+    tournament is over (log embargo)."""
+    if is_public(t) or oversees(session, viewer, t):
         return True
     return viewer is not None and is_over(t) and owns_participant(session, viewer, t.id)
 
@@ -135,9 +149,10 @@ def is_over(t: Tournament) -> bool:
 
 
 def can_read_log(session: Session, viewer: Account | None, m: Match, t: Tournament) -> bool:
-    """The match's log and what is built from it (replay, faults): organizers always; others
-    as :func:`can_read_match`, once the tournament is over (log embargo)."""
-    if is_organizer(viewer):
+    """The match's log and what is built from it (replay, faults): organizers always (but one
+    whose bot plays in the tournament: :func:`oversees`); others as :func:`can_read_match`,
+    once the tournament is over (log embargo)."""
+    if oversees(session, viewer, t):
         return True
     return is_over(t) and can_read_match(session, viewer, m, t)
 
@@ -148,11 +163,12 @@ LiveView = Literal["full", "public"]
 
 def live_view_for(session: Session, viewer: Account | None, m: Match, t: Tournament) -> LiveView | None:
     """Which live channel of match ``m`` (tournament ``t``) the viewer may watch:
-    ``"full"`` for organizers, ``"public"`` for anyone else who may read the match
-    (:func:`can_read_match`), None for the rest. Never ``"full"`` for a non-organizer, even
-    once the log is readable: the live stream is not the log (C-11; module docstring).
-    Whether the match is playing now is the caller's question."""
-    if is_organizer(viewer):
+    ``"full"`` for organizers (but one whose bot plays in the tournament: :func:`oversees`),
+    ``"public"`` for anyone else who may read the match (:func:`can_read_match`), None for
+    the rest. Never ``"full"`` for a non-organizer, even once the log is readable: the live
+    stream is not the log (C-11; module docstring). Whether the match is playing now is the
+    caller's question."""
+    if oversees(session, viewer, t):
         return "full"
     if can_read_match(session, viewer, m, t):
         return "public"
@@ -161,11 +177,14 @@ def live_view_for(session: Session, viewer: Account | None, m: Match, t: Tournam
 
 def seed_revealed(session: Session, t: Tournament) -> bool:
     """True when no deal of ``t`` is left to play: it is over and none of its matches is
-    pending, queued, running or failed (a failed match may be retried, so a finished
-    tournament with failed matches keeps its seed secret until they are played)."""
+    pending, queued, running or, while it is finished, failed (a failed match may be
+    retried, so a finished tournament with failed matches keeps its seed secret until they
+    are played; a cancelled one is never retried, its failed matches never played)."""
     if not is_over(t):
         return False
-    left = (MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING, MatchStatus.FAILED)
+    left = [MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING]
+    if t.status == TournamentStatus.FINISHED:
+        left.append(MatchStatus.FAILED)
     return not session.scalar(select(exists().where(Match.tournament_id == t.id, Match.status.in_(left))))
 
 

@@ -10,8 +10,10 @@ tournament has a par (:func:`game_values`); a mix would compare seats measured t
 
 The test, at the end of each round, on all the games so far:
 
-* the **leader** L and the **runner-up** R are the two entrants with the highest mean value
-  per game (ties: bots by ascending id, house bots after by name);
+* the **leader** L and the **runner-up** R are the two participants (bots) with the highest
+  mean value per game (ties: by ascending id); with a single participant, it and the best
+  house seat (house seats of one sample bot are equal by construction: two of them at the
+  top would only be tested against each other);
 * ``d = mean_L - mean_R`` and its variance ``V``, a cluster-robust estimate with one
   cluster per game: ``V = G/(G-1) * sum_g e_g**2`` over the ``G`` games holding L or R, with
   ``e_g = [L in g](v_Lg - mean_L)/n_L - [R in g](v_Rg - mean_R)/n_R``. It counts the
@@ -158,6 +160,21 @@ def _rank(games: Sequence[Game]) -> tuple[list[Entrant], dict[Entrant, tuple[int
     return order, stats
 
 
+def _top_two(order: Sequence[Entrant]) -> tuple[Entrant, Entrant]:
+    """The leader and the runner-up of ``order`` (best first, at least two entrants): the two
+    best participants (bots); a house seat only when fewer than two participants played (the
+    one participant and the best house seat, in their order). House seats of one sample bot
+    are equal by construction: two of them at the top would be tested against each other."""
+    bots = [e for e in order if isinstance(e, int)]
+    if len(bots) >= 2:
+        return bots[0], bots[1]
+    if len(bots) == 1:
+        house = next(e for e in order if not isinstance(e, int))
+        pair = [e for e in order if e in (bots[0], house)]
+        return pair[0], pair[1]
+    return order[0], order[1]
+
+
 def evaluate(games: Iterable[Game], rule: SettleRule, *, adjusted: bool = False) -> Verdict:
     """The test of the module docstring on ``games`` (every game so far, any order)."""
     played = [g for g in games if g]
@@ -165,7 +182,7 @@ def evaluate(games: Iterable[Game], rule: SettleRule, *, adjusted: bool = False)
     if len(order) < 2:
         leader = order[0] if order else None
         return Verdict(False, 0.0, rule.lower, rule.upper, leader, None, None, None, 0, adjusted)
-    lead, second = order[0], order[1]
+    lead, second = _top_two(order)
     (n_l, m_l), (n_r, m_r) = stats[lead], stats[second]
     residuals = []
     for game in played:
@@ -183,14 +200,19 @@ def evaluate(games: Iterable[Game], rule: SettleRule, *, adjusted: bool = False)
     count = len(residuals)
     d = m_l - m_r
     var = sum(e * e for e in residuals) * count / (count - 1) if count > 1 else 0.0
+    if not (math.isfinite(d) and math.isfinite(var)):  # a value that is not a number: no verdict
+        return Verdict(False, 0.0, rule.lower, rule.upper, lead, second, None, None, count, adjusted)
     llr = _llr(d, var, rule.delta)
     settled = count >= rule.min_games and llr >= rule.upper
     return Verdict(settled, llr, rule.lower, rule.upper, lead, second, d, math.sqrt(var), count, adjusted)
 
 
 def _llr(d: float, var: float, delta: float) -> float:
-    """``(d**2 - (d - delta)**2) / (2 var)`` within +-LLR_CLAMP (``var = 0``: the sign of the numerator)."""
+    """``(d**2 - (d - delta)**2) / (2 var)`` within +-LLR_CLAMP (``var = 0``: the sign of the
+    numerator); 0 for a value that is not finite (never "settled" from a NaN)."""
     num = delta * (2 * d - delta)
+    if not (math.isfinite(num) and math.isfinite(var)):
+        return 0.0
     if var <= 0:
         return 0.0 if num == 0 else math.copysign(LLR_CLAMP, num)
     return max(-LLR_CLAMP, min(LLR_CLAMP, num / (2 * var)))
@@ -213,7 +235,8 @@ def game_values(
     """The games of stored match results: each item is a match's entrants per seat and its
     ``match_results.games`` entries (``{"scores": [...], "par": [...]?}``, lists per seat; a
     result without games counts as none). Returns ``(games, adjusted)``: values are score -
-    par when every game has a ``par`` of the right length (``adjusted`` True), else scores."""
+    par when every game has a ``par`` of the right length, every one a finite number
+    (``adjusted`` True), else scores."""
     raw: list[tuple[Sequence[Entrant], Mapping[str, Any]]] = [(seats, g) for seats, gs in results for g in gs]
     adjusted = bool(raw) and all(_has_par(g, len(seats)) for seats, g in raw)
     out = []
@@ -225,5 +248,11 @@ def game_values(
 
 
 def _has_par(game: Mapping[str, Any], seats: int) -> bool:
+    """A par of ``seats`` finite numbers (not booleans): what ``arena.standings.game_par`` reads
+    as one; anything else is no par (a game without one makes the tournament's values raw)."""
     par = game.get("par")
-    return isinstance(par, list) and len(par) == seats and all(isinstance(x, (int, float)) for x in par)
+    return (
+        isinstance(par, list)
+        and len(par) == seats
+        and all(not isinstance(x, bool) and isinstance(x, int | float) and math.isfinite(x) for x in par)
+    )

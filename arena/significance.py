@@ -13,6 +13,9 @@ are in docs/ranking.md, "Standings: what is settled".
   with ``c_ab`` the covariance of their scores in the ``n_ab`` games both played, Student t
   with ``min(n_a, n_b) - 1`` degrees of freedom. When both played the same games it is the
   paired t test; when they shared none it is the two-sample test with unequal variances.
+  A difference is called significant only when each of the two played at least
+  :data:`MIN_TEST_GAMES` games (game scores are small integers: fewer games often have no
+  spread at all; docs/ranking.md).
 """
 
 from __future__ import annotations
@@ -54,6 +57,13 @@ _T975 = [
     2.042,
 ]
 _T975_LARGE = [(40, 2.021), (60, 2.000), (120, 1.980)]
+
+#: Fewest games of each of two entrants before their difference may be called significant.
+#: Game scores are small integers (Million Doubt: a win of 1 to 6 points between sample bots),
+#: so a few games often have no spread at all (two games won by the same margin: an interval
+#: of width 0): identical bots were called different in 13% of 2-game Million Doubt duels and
+#: 10% of 4-game ones, 5.9% at 6 to 8 games, 5.1% at 10 (docs/ranking.md).
+MIN_TEST_GAMES = 10
 
 
 def t975(df: int) -> float:
@@ -154,7 +164,8 @@ class SharedSums:
 class Difference:
     """``a``'s mean minus ``b``'s: ``difference``; ``ci95`` the half-width of its 95% interval
     (None when either played fewer than 2 games); ``shared_games`` the games both played;
-    ``significant``: the interval excludes 0 (two-sided test at 5%)."""
+    ``significant``: the interval excludes 0 (two-sided test at 5%) and each played at least
+    :data:`MIN_TEST_GAMES` games."""
 
     difference: float
     ci95: float | None
@@ -167,7 +178,8 @@ def difference(a: Moments, b: Moments, shared: SharedSums | None = None) -> Diff
 
     ``shared`` are the sums over the games both played, a's score as ``x`` (None: none shared).
     The variance estimate is clipped at 0; with a variance of 0 any non-zero difference is
-    significant (both scored the same in every game, or were always apart by the same amount).
+    significant (both scored the same in every game, or were always apart by the same amount),
+    from :data:`MIN_TEST_GAMES` games each: never below.
     """
     d = a.mean - b.mean
     shared = shared or SharedSums()
@@ -178,4 +190,5 @@ def difference(a: Moments, b: Moments, shared: SharedSums | None = None) -> Diff
     var = va / a.n + vb / b.n - 2.0 * shared.n * cov / (a.n * b.n)
     half = t975(min(a.n, b.n) - 1) * math.sqrt(max(var, 0.0))
     tie = abs(d) <= 1e-12 * max(1.0, abs(a.mean), abs(b.mean))  # float noise is no difference
-    return Difference(d, half, shared.n, not tie and abs(d) > half)
+    enough = min(a.n, b.n) >= MIN_TEST_GAMES
+    return Difference(d, half, shared.n, enough and not tie and abs(d) > half)

@@ -53,7 +53,7 @@ from arena.db.models import (
     utcnow,
 )
 from arena.lifecycle import MatchStatus, TournamentStatus
-from arena.significance import Difference, Moments, SharedSums, difference, t975
+from arena.significance import MIN_TEST_GAMES, Difference, Moments, SharedSums, difference, t975
 
 __all__ = [
     "TEST",
@@ -85,7 +85,7 @@ TEST = (
     "difference of the two means per game with its 95% interval: variance s_a^2/n_a + s_b^2/n_b "
     "- 2 n_ab cov_ab/(n_a n_b), the covariance taken over the n_ab games both played (the paired "
     "t test when they played the same games), Student t with min(n_a, n_b) - 1 degrees of freedom; "
-    "significant when the interval excludes 0"
+    f"significant when the interval excludes 0 and each played at least {MIN_TEST_GAMES} games"
 )
 #: When the ranking is called settled (docs/ranking.md).
 SETTLED_RULE = (
@@ -599,14 +599,22 @@ def rated_tournaments(ruleset: str) -> ColumnElement[bool]:
     return and_(Tournament.ruleset == ruleset, Tournament.seed_chosen.is_(False))
 
 
+def house_key(house_bot: str | None, seat_name: str) -> str:
+    """The rating entrant of a house seat across tournaments: its sample bot and its seat name
+    (``house:random:house-1``). One entrant for every tournament, not a new one at the prior
+    rating each time: a house bot beaten in 20 tournaments is rated as beaten 20 times, so
+    cutting the same games into more tournaments inflates no rating (docs/ranking.md)."""
+    return f"house:{house_bot or 'house'}:{seat_name}"
+
+
 def rebuild_ratings(session: Session, ruleset: str) -> int:
     """Recompute the ``ratings`` and ``rating_history`` rows of ``ruleset``; no commit.
 
     Every finished match of the :func:`rated_tournaments` is rated, in order of (tournament
     start time, tournament id, match index), one update per game (:func:`rate_games`: ranks
     by adjusted score where the game has a par, else its places). House bots take part in the
-    rating of a game but are not stored (each tournament's house seats are entrants of their
-    own). Recomputing from scratch makes the table independent of the order in which workers
+    rating of a game but are not stored (a house seat is one entrant across tournaments:
+    :func:`house_key`). Recomputing from scratch makes the table independent of the order in which workers
     finished matches. ``ratings.games`` counts the bot's rated games, ``matches`` its rated
     matches, ``last_played_at`` when its last rated match finished; a ``rating_history`` row
     per bot and finished tournament holds its rating after that tournament. Returns the
@@ -621,6 +629,9 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
         .options(selectinload(Match.seats), selectinload(Match.result))
         .order_by(Tournament.started_at, Tournament.id, Match.index)
     ).all()
+    house_bots = dict(
+        session.execute(select(Tournament.id, Tournament.house_bot).where(rated_tournaments(ruleset))).all()
+    )
     ratings: dict[Entrant, Any] = {}
     games: dict[int, int] = {}
     played_matches: dict[int, int] = {}
@@ -657,7 +668,7 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
             current = m.tournament_id
         rec = _record(m)
         game_list = rec.game_list()
-        keys = [e if isinstance(e, int) else f"{m.tournament_id}:{e}" for e in rec.seats]
+        keys = [e if isinstance(e, int) else house_key(house_bots[m.tournament_id], e) for e in rec.seats]
         before = [ratings.setdefault(k, model.rating(name=str(k))) for k in keys]
         when = m.finished_at or (m.result.created_at if m.result else None)
         for k, r in zip(keys, rate_games(model, before, game_list)):

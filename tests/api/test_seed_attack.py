@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 import engine
-from arena import fairness
+from arena import fairness, lifecycle
 from arena.db.models import Rating, RatingHistory, Tournament
 from arena.standings import rebuild_ratings
 from tests.api.conftest import eager_client, register_checked_bot, register_ready_bot
@@ -150,3 +150,23 @@ def test_a_seed_set_by_the_organizer_is_marked_everywhere_and_not_rated(client, 
     assert rated == {favoured: GAMES, other: GAMES} and history == {drawn["id"]}
     board = client.get(f"/api/v1/leaderboard?ruleset={RULESET}").json
     assert {row["bot_id"]: row["matches"] for row in board["items"]} == {favoured: 1, other: 1}
+
+
+def test_a_cancelled_tournament_with_a_failed_match_reveals_its_seed(client, accounts, bot_server, sessionmaker):
+    """A failed match keeps a finished tournament's seed secret (it may be retried), but a
+    cancelled tournament is never retried: its seed is revealed like any cancelled one's, so
+    contestants can check the matches it played. Before, one failed match kept it secret for
+    ever: an organizer who cancelled after a failure hid the deals of every match played."""
+    org, favoured, other = _league(client, accounts, bot_server)
+    third = register_checked_bot(client, accounts.contestant("cy"), bot_server.url + "/", [RULESET], "third")
+    body = {"ruleset": RULESET, "participants": [favoured, other, third], "games_per_pairing": GAMES}
+    t = client.post("/api/v1/tournaments", json=body, headers=org).json
+    assert client.post(f"/api/v1/tournaments/{t['id']}/start", headers=org).status_code == 503  # stored, unsent
+    first, *_rest = client.get(f"/api/v1/tournaments/{t['id']}/matches", headers=org).json["items"]
+    with sessionmaker() as s:
+        assert lifecycle.fail_match(s, first["id"], "the worker broke")
+    assert client.post(f"/api/v1/tournaments/{t['id']}/cancel", headers=org).status_code == 200
+    gone = client.get(f"/api/v1/tournaments/{t['id']}", headers=accounts.headers("ann")).json
+    assert gone["status"] == "cancelled" and gone["seed_revealed"], gone
+    assert fairness.commitment(gone["seed"], gone["salt"]) == gone["commitment"]
+    assert client.post(f"/api/v1/tournaments/{t['id']}/retry", headers=org).status_code == 409  # never retried

@@ -102,7 +102,7 @@ def test_bounds_are_walds_and_the_llr_is_the_normal_gsprt():
     assert v.llr == pytest.approx((6.0**2 - (6.0 - 2.0) ** 2) / (2 * var))
     assert v.settled == (v.llr >= rule.upper)
     # a third entrant below them, never with the top two, does not change their statistic
-    assert sq.evaluate([*games, [(7, -9.0)]], rule).difference == pytest.approx(6.0)
+    assert sq.evaluate([*games, [("C", -9.0)]], rule).difference == pytest.approx(6.0)
 
 
 def test_the_test_waits_for_min_games_and_ties_go_to_the_lower_id():

@@ -11,7 +11,7 @@ import statistics
 import pytest
 from openskill.models import PlackettLuce
 
-from arena.significance import Moments, SharedSums, difference, t975
+from arena.significance import MIN_TEST_GAMES, Moments, SharedSums, difference, t975
 from arena.standings import MatchRecord, compute_report, game_par, game_ranks, rate_games
 
 
@@ -66,10 +66,12 @@ def test_a_zero_sum_duel_doubles_the_variance_welch_would_miss():
 def test_too_few_games_and_exact_ties_are_never_significant():
     assert difference(_moments([1.0]), _moments([0.0, 1.0])).ci95 is None
     assert not difference(_moments([1.0]), _moments([0.0, 1.0])).significant
-    same = _moments([1.0, 1.0, 1.0])
-    assert not difference(same, _moments([1.0, 1.0, 1.0])).significant
-    # no spread at all and a real gap: significant
-    assert difference(same, _moments([0.0, 0.0, 0.0])).significant
+    same = _moments([1.0] * MIN_TEST_GAMES)
+    assert not difference(same, _moments([1.0] * MIN_TEST_GAMES)).significant
+    # no spread at all and a real gap: significant from MIN_TEST_GAMES games each, not before
+    assert difference(same, _moments([0.0] * MIN_TEST_GAMES)).significant
+    short = difference(_moments([1.0] * 3), _moments([0.0] * 3))
+    assert short.ci95 == 0.0 and not short.significant
 
 
 def _identical_rate(seats: int, games: int, runs: int, seed: int, *, paired: bool) -> float:
