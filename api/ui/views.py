@@ -15,7 +15,6 @@ from flask import (
     redirect,
     render_template,
     request,
-    stream_with_context,
     url_for,
 )
 from flask_babel import gettext as _
@@ -24,7 +23,8 @@ from sqlalchemy.orm import selectinload
 from werkzeug.exceptions import HTTPException
 
 import engine
-from api.database import db, match_log_download
+from api.database import db, match_log_download, tournament_logs_download
+from api.resources.tournaments import tournament_dict
 from api.ui import access
 from api.ui.chart import score_chart
 from api.ui.replay import ReplayDataError, build_replay
@@ -382,36 +382,13 @@ def match_replay(match_id: int):
 
 @bp.route("/tournaments/<int:tournament_id>/logs.jsonl")
 def tournament_logs(tournament_id: int):
-    """JSON Lines ``{"match_id": n, "log": {...}}`` of every match log the viewer may read."""
+    """The tournament's JSON Lines download (:func:`api.database.tournament_logs_download`:
+    the tournament first, then every match log the viewer may read), as the API sends it;
+    ``arena logs verify tournament-<id>-logs.jsonl`` checks it."""
     account = access.viewer()
     t = _tournament(tournament_id)
     if not policy.can_download_tournament_logs(db(), account, t):
         if account is not None and not policy.is_over(t) and policy.owns_participant(db(), account, t.id):
             abort(403, _("The logs of tournament %(id)s are embargoed until it is finished.", id=t.id))
         _deny(account, _("the logs of tournament %(id)s", id=t.id))
-    cond = [Match.tournament_id == t.id]
-    visible = policy.visible_matches_condition(db(), account, t)
-    if visible is not None:
-        cond.append(visible)
-    ids = select(Match.id).where(*cond)
-    factory = current_app.extensions["arena"]["sessionmaker"]
-
-    def generate():
-        with factory() as session:
-            rows = session.execute(
-                select(MatchLog.match_id, MatchLog.data)
-                .where(MatchLog.match_id.in_(ids))
-                .order_by(MatchLog.match_id)
-                .execution_options(yield_per=20)
-            )
-            for mid, data in rows:
-                raw = matchlog.decompress(data)
-                if b'"url":"' in raw:  # an old log stored with URLs
-                    raw = policy.redact_log(raw, account, policy.seat_owners(session, mid))
-                yield b'{"match_id":%d,"log":' % mid + raw + b"}\n"
-
-    return Response(
-        stream_with_context(generate()),
-        mimetype="application/x-ndjson",
-        headers={"Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'},
-    )
+    return tournament_logs_download(t, account, tournament_dict(t, viewer=account))
