@@ -190,6 +190,22 @@ def playing_now(t: Tournament, account) -> dict[str, Any]:
     return {"rows": rows, "total": everyone, "hidden": max(0, everyone - len(rows))}
 
 
+def organizer_actions(t: Tournament, progress: dict, account) -> list[str]:
+    """The organizer's actions that apply to ``t`` now, in the page's order (none for anyone
+    else, nor for a finished tournament without failed matches: no empty card)."""
+    if not policy.is_organizer(account):
+        return []
+    by_status = progress.get("by_status") or {}
+    running = t.status == TournamentStatus.RUNNING
+    wanted = {
+        "start": t.status == TournamentStatus.CREATED or (running and bool(by_status.get(MatchStatus.PENDING))),
+        "resume": running,
+        "retry": bool(by_status.get(MatchStatus.FAILED)),
+        "cancel": t.status in (TournamentStatus.CREATED, TournamentStatus.RUNNING),
+    }
+    return [action for action, on in wanted.items() if on]
+
+
 # ----------------------------------------------------------------------------- sign in / out
 def _refuse_cross_site() -> None:
     """Login CSRF: a sign-in or sign-out posted from another site (the browser's
@@ -271,10 +287,12 @@ def tournament_page(tournament_id: int):
         seats = [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]
         r = m.result
         match_rows.append({"m": m, "seats": seats, "result": r, "faults": sum(r.faults) if r else 0})
+    progress = _progress(t)
     return render_template(
         "tournament.html",
         t=t,
-        progress=_progress(t),
+        progress=progress,
+        actions=organizer_actions(t, progress, account),
         rows=rows,
         matches=match_rows,
         hidden=total - shown,
@@ -284,7 +302,8 @@ def tournament_page(tournament_id: int):
         shown=shown,
         chart=score_chart([(r["label"], r["s"].mean_score, r["lo"], r["hi"]) for r in rows]),
         public=policy.is_public(t),
-        logs_link=policy.can_download_tournament_logs(db(), account, t),
+        # offered once a log exists: a match finished (a failed or cancelled one has none)
+        logs_link=progress["finished"] > 0 and policy.can_download_tournament_logs(db(), account, t),
         seats_per_match=engine.SEATS.get(t.ruleset, 0),
         show_seed=policy.can_see_seed(db(), account, t),
         seed_revealed=policy.seed_revealed(db(), t),

@@ -64,9 +64,13 @@ def test_demo_million_doubt(tmp_path):
     # no line is cut: the database path, the URLs and the commands to copy are whole lines' parts
     lines = stdout.splitlines()
     assert any(f"SQLite at {out / 'arena.db'}, matches run in-process" in ln for ln in lines), stdout
-    assert any(re.search(r"API on http://127\.0\.0\.1:\d+/api/v1 \(OpenAPI at http://\S+/openapi\.json\)", ln) for ln in lines)
+    assert any(
+        re.search(r"API on http://127\.0\.0\.1:\d+/api/v1 \(OpenAPI at http://\S+/openapi\.json\)", ln) for ln in lines
+    )
     assert f"  check again with: arena logs verify {out / 'logs'}" in lines, stdout
-    assert any(ln.startswith(f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL=sqlite:///{out / 'arena.db'} ") for ln in lines)
+    assert any(
+        ln.startswith(f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL=sqlite:///{out / 'arena.db'} ") for ln in lines
+    )
     assert any(ln.endswith(" api --dev --port 8000") for ln in lines), stdout
     assert max(map(len, lines)) > 120  # the test means something: these lines are long
 

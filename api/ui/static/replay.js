@@ -6,7 +6,9 @@
  * fed by the match's server-sent events (api/ui/live.py, arena/live.py): each message
  * becomes a frame of its game; the view follows the newest frame unless the viewer steps
  * back. A public message has no hands: each seat shows its hand size as card backs that
- * carry no card, and a face-down card on the field is a back without identity. */
+ * carry no card, and a face-down card on the field is a back without identity. A message of
+ * a player's own view (the owner of a seated bot) has "hands" with only its seat's hand
+ * ("own_seat"; every other seat null, shown as backs). */
 (function () {
   "use strict";
   var dataEl = document.getElementById("replay-data");
@@ -194,7 +196,7 @@
       info.appendChild(meta);
       row.appendChild(info);
       var hand = el("div", "hand");
-      if (!f.hands) {  // a public live view: the hand size only
+      if (!f.hands || !f.hands[s]) {  // a public live view, or a seat not the owner's: the hand size only
         hand.className += " hidden-hand";
         for (var k = 0; k < f.hand_sizes[s]; k++) hand.appendChild(hiddenCard(T("hidden card")));
         if (!f.hand_sizes[s]) hand.appendChild(el("span", "muted", T("no cards")));
@@ -202,6 +204,7 @@
         list.appendChild(row);
         continue;
       }
+      if (f.live && f.own_seat === s) row.className += " own";
       var before = prev && prev.hands ? prev.hands[s] : null;
       f.hands[s].forEach(function (code) {
         var c = card(code);
@@ -561,6 +564,7 @@
     return {
       live: true, index: g.frames.length + 1, seat: m.seat, kind: m.kind, to_act: m.to_act, decision: m.decision,
       over: m.over, still_in: m.still_in, hand_sizes: m.hand_sizes, hands: m.hands || null, field: m.field || [],
+      own_seat: m.own_seat === undefined ? null : m.own_seat,
       revolution: m.revolution, jback: m.jback, suit_lock: m.suit_lock, number_lock: m.number_lock,
       direction: m.direction, unit: m.unit, events: evs, action: null,
       exchange: m.elapsed_ms === null || m.elapsed_ms === undefined ? null

@@ -107,8 +107,7 @@ class ClosingBot:
                 served += 1
                 out = json.dumps(self.answer(body)).encode()
                 conn.sendall(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(out)
-                    + out
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(out) + out
                 )
                 if self.close_after_answer:
                     with self.lock:
