@@ -11,6 +11,7 @@ from flask import Response, abort, redirect, request
 from flask_babel import gettext as _
 
 from api.ui import i18n
+from api.ui.faults import fault_detail
 from api.ui.views import _next_target, bp
 
 
@@ -74,5 +75,7 @@ def _i18n_globals():
         "check_warnings": i18n.check_warnings,
         "option_names": option_names(),
         "fault_names": i18n.fault_names(),
+        "fault_detail": fault_detail,
+        "kind_names": {k: _(k) for k in ("play", "doubt", "exchange", "give", "rate", "penalty", "discard")},
         "role_names": {"organizer": _("organizer"), "contestant": _("contestant"), "admin": _("admin")},
     }

@@ -27,6 +27,7 @@ from api.database import db, match_log_download, tournament_logs_download
 from api.resources.tournaments import tournament_dict
 from api.ui import access
 from api.ui.chart import score_chart
+from api.ui.faults import fault_detail
 from api.ui.replay import ReplayDataError, build_replay
 from arena import access as policy
 from arena import matchlog
@@ -324,7 +325,7 @@ def match_page(match_id: int):
     match_log = None if embargoed else _load_log(m.id)
     if match_log is not None:
         try:
-            replay = build_replay(match_log, labels)
+            replay = _translated_details(build_replay(match_log, labels))
         except (ReplayDataError, engine.InvalidAction, KeyError, TypeError, ValueError) as exc:
             current_app.logger.warning("ui: match %s log does not replay: %s", m.id, exc)
             replay_error = str(exc) or type(exc).__name__
@@ -357,6 +358,16 @@ def match_page(match_id: int):
         embargoed=embargoed,
         show_seed=policy.can_see_seed(db(), account, t),
     )
+
+
+def _translated_details(replay: dict) -> dict:
+    """The replay data with its fault details in the page's language (:func:`api.ui.faults.fault_detail`)."""
+    for game in replay.get("games") or []:
+        for frame in game.get("frames") or []:
+            for part in (frame.get("fault"), frame.get("exchange")):
+                if isinstance(part, dict) and part.get("detail"):
+                    part["detail"] = fault_detail(part["detail"])
+    return replay
 
 
 # ----------------------------------------------------------------------------- downloads

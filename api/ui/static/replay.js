@@ -84,7 +84,7 @@
     var p = R.players[game().seats[seat]];
     return p ? p.label : T("seat {n}", { n: seat });
   }
-  function seconds(ms) { return (ms / 1000).toFixed(2) + " s"; }
+  function seconds(ms) { return T("{s} s", { s: (ms / 1000).toFixed(2) }); }
 
   function signed(v) { return (v > 0 ? "+" : (v < 0 ? "−" : "±")) + Math.abs(v); }
   /* Seat-keyed scores ({"0": 11, "1": -11}) as "Ace +11 · Rando −11" (never raw JSON). */
@@ -95,7 +95,12 @@
     keys.forEach(function (k) { parts.push(labelOf(parseInt(k, 10)) + " " + signed(scores[k])); });
     return parts.join(" · ");
   }
-  function decisionText(d) { return T(d || "act"); }
+  /* Whose turn it is to do what: one whole phrase per decision kind, so that each language can
+     word it ("to play" is 「カードを出す番」). */
+  var TURNS = { play: "to play", doubt: "to decide on a doubt", exchange: "to decide on the exchange",
+                give: "to give cards", rate: "to set the rate", penalty: "to give the penalty cards",
+                discard: "to discard" };
+  function turnText(d) { return T(TURNS[d] || "to act"); }
 
   function describeAction(f) {
     if (f.forfeit) return T("forfeits ({reason})", { reason: f.forfeit });
@@ -192,7 +197,7 @@
       b.appendChild(el("span", "banktext", T("bank {s}", { s: seconds(bank) })));
       meta.appendChild(b);
       if (!f.still_in[s]) meta.appendChild(el("span", "tag", T("out")));
-      else if (f.to_act === s && !f.over) meta.appendChild(el("span", "tag act", T("to {decision}", { decision: decisionText(f.decision) })));
+      else if (f.to_act === s && !f.over) meta.appendChild(el("span", "tag act", turnText(f.decision)));
       info.appendChild(meta);
       row.appendChild(info);
       var hand = el("div", "hand");
@@ -279,7 +284,7 @@
     box.textContent = "";
     box.className = "action" + (f.fault ? " fault" : "");
     if (f.index === 0) {
-      box.appendChild(el("span", "muted", T("Start of game {n}: {who} to {decision}", { n: state.game + 1, who: label(f.to_act), decision: decisionText(f.decision) })));
+      box.appendChild(el("span", "muted", T("Start of game {n}: {who} {turn}", { n: state.game + 1, who: label(f.to_act), turn: turnText(f.decision) })));
       explainDecision(box, f.decision);
       return;
     }
