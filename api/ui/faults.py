@@ -61,9 +61,15 @@ DETAILS: tuple[tuple[str, str], ...] = (
     (r"the action must be a JSON object", N_("the action must be a JSON object")),
     (r"an action must be a JSON object", N_("the action must be a JSON object")),
     (r"field 'type' must be one of (?P<kinds>.*)", N_("field 'type' must be one of %(kinds)s")),
-    (r"key not allowed in a '(?P<kind>\w+)' action: '(?P<key>\w+)'", N_("key '%(key)s' is not allowed in a '%(kind)s' action")),
+    (
+        r"key not allowed in a '(?P<kind>\w+)' action: '(?P<key>\w+)'",
+        N_("key '%(key)s' is not allowed in a '%(kind)s' action"),
+    ),
     (r"key not allowed in a '(?P<kind>\w+)' action", N_("a key is not allowed in a '%(kind)s' action")),
-    (r"field '(?P<f>\w+)' is required in a '(?P<kind>\w+)' action", N_("field '%(f)s' is required in a '%(kind)s' action")),
+    (
+        r"field '(?P<f>\w+)' is required in a '(?P<kind>\w+)' action",
+        N_("field '%(f)s' is required in a '%(kind)s' action"),
+    ),
     (
         r"field 'comment' must be a string of at most (?P<n>\d+) characters",
         N_("field 'comment' must be a string of at most %(n)s characters"),
@@ -78,7 +84,10 @@ DETAILS: tuple[tuple[str, str], ...] = (
     (r"field 'accept' must be true or false", N_("field 'accept' must be true or false")),
     (r"field 'rate' must be an integer >= 1", N_("field 'rate' must be an integer of at least 1")),
     # the engine's refusals (engine.InvalidAction)
-    (r"(?P<cards>.+) does not beat the last play \((?P<ref>.*)\)", N_("%(cards)s does not beat the last play (%(ref)s)")),
+    (
+        r"(?P<cards>.+) does not beat the last play \((?P<ref>.*)\)",
+        N_("%(cards)s does not beat the last play (%(ref)s)"),
+    ),
     (
         r"no reading of (?P<cards>.+) beats the reference \((?P<ref>.*)\)",
         N_("no reading of %(cards)s beats the reference (%(ref)s)"),

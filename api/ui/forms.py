@@ -592,7 +592,7 @@ def tournament_action(tournament_id: int, action: str):
             "resume": _("The tournament was not resumed"),
             "retry": _("The failed matches were not retried"),
         }[action]
-        session["ui_notice"] = f"{refused.status} · {refusal_banner(refused, what, {}, {})}"[:500]
+        session["ui_notice"] = refusal_banner(refused, what, {}, {})[:500]
     return redirect(url_for("ui.tournament_page", tournament_id=tournament_id), code=303)
 
 
