@@ -41,6 +41,7 @@ from typing import Any
 
 import redis
 
+import engine
 from arena.config import Settings
 from engine.cards import format_cards, sort_key
 
@@ -233,7 +234,8 @@ class LivePublisher:
         """Publish the end of the match on every channel and close the connection."""
         for full in (False, True):
             self._publish(full, {"type": "end", "match_id": self.match_id})
-        for player in range(self._players):
+        # seats unknown and no step published: every player index a rule set has
+        for player in range(self._players or max(engine.SEATS.values())):
             self._publish_to(player_channel(self.match_id, player), {"type": "end", "match_id": self.match_id})
         if self._redis is not None:
             self._redis.close()
