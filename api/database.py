@@ -3,14 +3,17 @@ settings (``settings()``), dispatcher (``dispatcher()``) and Redis client (``red
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import redis
-from flask import Response, current_app, g
+from flask import Response, current_app, g, stream_with_context
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from arena import access, live, matchlog
 from arena.config import Settings
-from arena.db.models import MatchLog
+from arena.db.models import Match, MatchLog, Tournament
 from arena.dispatch import Dispatcher
 
 
@@ -61,3 +64,49 @@ def match_log_download(match, viewer=None):
         mimetype="application/json",
         headers={"Content-Disposition": f'attachment; filename="match-{match.id}.json"'},
     ), None
+
+
+def tournament_logs_download(t: Tournament, viewer, tournament: dict[str, Any]) -> Response:
+    """The JSON Lines download of every log of ``t`` that ``viewer`` may read (the API's
+    ``GET /api/v1/tournaments/<id>/logs`` and the page's ``logs.jsonl``, one format):
+    first ``{"tournament": {...}}`` (``tournament``: the API's tournament object as the viewer
+    sees it, with the ``commitment``, and ``seed`` and ``salt`` once revealed), then one
+    ``{"match_id": n, "log": {...}}`` per stored log in match id order, bot URLs ``viewer``
+    may not see removed. ``arena logs verify FILE`` replays it and, with the seed revealed,
+    checks the commitment (docs/fairness.md). Rows are fetched in batches while streaming,
+    in a session of their own. The caller checks :func:`arena.access.can_download_tournament_logs`."""
+    cond = [Match.tournament_id == t.id]
+    visible = access.visible_matches_condition(db(), viewer, t)
+    if visible is not None:
+        cond.append(visible)
+    ids = select(Match.id).where(*cond)
+    factory = current_app.extensions["arena"]["sessionmaker"]
+    header = matchlog.lines_header_line(json.loads(json.dumps(tournament, default=_iso)))
+
+    def generate():
+        yield header
+        with factory() as session:
+            rows = session.execute(
+                select(MatchLog.match_id, MatchLog.data)
+                .where(MatchLog.match_id.in_(ids))
+                .order_by(MatchLog.match_id)
+                .execution_options(yield_per=20)
+            )
+            for match_id, data in rows:
+                raw = matchlog.decompress(data)
+                if b'"url":"' in raw:  # an old log stored with URLs
+                    raw = access.redact_log(raw, viewer, access.seat_owners(session, match_id))
+                yield b'{"match_id":%d,"log":' % match_id + raw + b"}\n"
+
+    return Response(
+        stream_with_context(generate()),
+        mimetype="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'},
+    )
+
+
+def _iso(value: Any) -> str:
+    """JSON for the datetimes of a tournament object: ISO 8601, as the API writes them."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")

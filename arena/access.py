@@ -23,10 +23,13 @@ A *viewer* is an :class:`~arena.db.models.Account` or ``None`` (anonymous). Rule
   channel (every hand, face-down cards named); whoever else may read the match
   (:func:`can_read_match`: a contestant, its own bots' matches) watches the public channel
   only (C-11: hand sizes, face-up cards, face-down cards as counts, public events), never
-  the full one. The log embargo is unchanged (:func:`can_read_log`).
+  the full one; the owner of a seated bot watches that seat's own view instead (its bot's
+  hand and what its bot sees: :func:`live_players_for`), never another seat's. The log
+  embargo is unchanged (:func:`can_read_log`).
 * **An organizer who plays** (:func:`oversees`): an organizer that owns a participant of a
-  tournament is a contestant of it for what the embargo keeps until it is over: the public
-  live channel only, no log, no log download (it could feed its bot the hands it watches).
+  tournament is a contestant of it for what the embargo keeps until it is over: its own
+  seats' views or the public live channel only, no log, no log download (it could feed its
+  bot the hands it watches).
 * **Bot URLs** (:func:`can_see_bot_url`): a bot's endpoint URL is shown to its owner and to
   organizers only; tournament logs are stored without URLs and older logs have them
   removed on read (:func:`redact_log`).
@@ -173,6 +176,22 @@ def live_view_for(session: Session, viewer: Account | None, m: Match, t: Tournam
     if can_read_match(session, viewer, m, t):
         return "public"
     return None
+
+
+def live_players_for(session: Session, viewer: Account | None, m: Match, t: Tournament) -> list[int]:
+    """The players of match ``m`` (``match_seats.seat``) whose own view the viewer may watch
+    live (:func:`arena.live.seat_view`: its bot's hand, what that bot sees itself): the seats
+    of the viewer's own bots, when it watches the public channel (:func:`live_view_for`).
+    Never another account's seat; organizers watch the full channel instead."""
+    if viewer is None or live_view_for(session, viewer, m, t) != "public":
+        return []
+    rows = session.execute(
+        select(MatchSeat.seat)
+        .join(Bot, MatchSeat.bot_id == Bot.id)
+        .where(MatchSeat.match_id == m.id, Bot.owner_id == viewer.id)
+        .order_by(MatchSeat.seat)
+    )
+    return [int(seat) for (seat,) in rows]
 
 
 def seed_revealed(session: Session, t: Tournament) -> bool:

@@ -3,9 +3,12 @@
 **Matches.** :meth:`LivePublisher.step` (the runner's ``on_step``, wired by
 :func:`arena.delivery.play_and_store`) publishes after every decision, on
 ``arena:live:match:<id>:public`` :func:`public_view` (a spectator's table, C-11: no hand, no
-face-down identity, public events only, MD-8 / TM-2 / TM-3 / JDF-2 / JDF-4) and on
-``arena:live:match:<id>:full`` :func:`full_view` (plus every hand, for organizers); a final
-``{"type": "end"}`` on both. Who may watch which: :func:`arena.access.live_view_for`.
+face-down identity, public events only, MD-8 / TM-2 / TM-3 / JDF-2 / JDF-4), on
+``arena:live:match:<id>:full`` :func:`full_view` (plus every hand, for organizers) and on
+``arena:live:match:<id>:player:<p>`` :func:`seat_view` (what player ``p``'s bot itself sees:
+the spectator's table with its own hand, its own face-down cards and the events shown to its
+seat, for the bot's owner); a final ``{"type": "end"}`` on each. Who may watch which:
+:func:`arena.access.live_view_for` and :func:`arena.access.live_players_for`.
 **Tournaments.** :func:`publish_tournament_event` / :func:`announce` (when
 :func:`live_enabled`) put :data:`TOURNAMENT_EVENTS` on ``arena:live:tournament:<id>``.
 Readers: :func:`subscribe`, :func:`subscribe_tournament`. Publishing never raises nor fails a
@@ -19,7 +22,8 @@ Match message shape (JSON)::
      "suit_lock", "number_lock", "direction", "to_act", "decision", "still_in", "over",
      "match_totals" (each player's score summed over the match's games ended so far, by player
      index, or null when the seats are not known), "events": [...],
-     "hands"?: [[card, ...] per seat] (full channel only)}
+     "hands"?: [[card, ...] per seat] (full channel; a player's channel: its own seat's hand,
+     null for every other seat), "own_seat"? (a player's channel: the seat it plays now)}
 
 Tournament message shape (JSON)::
 
@@ -37,6 +41,7 @@ from typing import Any
 
 import redis
 
+import engine
 from arena.config import Settings
 from engine.cards import format_cards, sort_key
 
@@ -60,6 +65,12 @@ PRIVATE_EVENT_KEYS = ("hand", "hands")
 def channel(match_id: int | str, full: bool) -> str:
     """The pub/sub channel of a match's public or full live view."""
     return f"arena:live:match:{match_id}:{'full' if full else 'public'}"
+
+
+def player_channel(match_id: int | str, player: int) -> str:
+    """The pub/sub channel of what player ``player`` (its index in the match, ``match_seats.seat``)
+    sees of a match (:func:`seat_view`)."""
+    return f"arena:live:match:{match_id}:player:{int(player)}"
 
 
 def tournament_channel(tournament_id: int | str) -> str:
@@ -91,6 +102,17 @@ def public_view(g: Any, events_from: int) -> dict[str, Any]:
     return {**_table(g, SPECTATOR), "events": events}
 
 
+def seat_view(g: Any, seat: int, events_from: int) -> dict[str, Any]:
+    """What the bot in ``seat`` of engine game ``g`` sees itself (its observation, C-11): the
+    spectator's table with the face-down cards it played named, the events shown to its seat
+    since ``events_from`` (cards given to it, its own exchange...), and its own hand; every other
+    seat's hand is null. Nothing another seat holds that this seat may not see."""
+    events = [{k: v for k, v in e.items() if k != "hands"} for e in g.history(seat, events_from)]
+    hands: list[list[str] | None] = [None] * len(g.hands)
+    hands[seat] = format_cards(sorted(g.hands[seat], key=sort_key))
+    return {**_table(g, seat), "events": events, "hands": hands, "own_seat": seat}
+
+
 def full_view(g: Any, events_from: int) -> dict[str, Any]:
     """Everything: every hand, face-down cards named, all events since ``events_from``."""
     return {
@@ -107,10 +129,12 @@ class LivePublisher:
     def __init__(self, url: str, match_id: int | str, seats: list[list[int]] | None = None):
         self.match_id = match_id
         self.seats = seats
-        # per channel (False: public, True: full) and game: events already published
-        self._events_seen: dict[tuple[bool, int], int] = {}
+        # per channel ("public", "full", or a player's index) and game: events already published
+        self._events_seen: dict[tuple[str | int, int], int] = {}
         # per channel: monotonic time before which nobody was listening (skip building it)
-        self._quiet_until = {False: 0.0, True: 0.0}
+        self._quiet_until: dict[str | int, float] = {}
+        # players of the match (their channels get the end too)
+        self._players = len(seats[0]) if seats else 0
         # each player's score over the games ended so far (a viewer who joins late gets them)
         self._totals: list[int] | None = [0] * len(seats[0]) if seats else None
         self._totalled: set[int] = set()
@@ -123,10 +147,13 @@ class LivePublisher:
             self._redis = None
 
     def _publish(self, full: bool, message: dict[str, Any]) -> None:
+        self._publish_to(channel(self.match_id, full), message)
+
+    def _publish_to(self, name: str, message: dict[str, Any]) -> None:
         if self._redis is None:
             return
         try:
-            self._redis.publish(channel(self.match_id, full), json.dumps(message, separators=(",", ":")))
+            self._redis.publish(name, json.dumps(message, separators=(",", ":")))
         except redis.RedisError as exc:
             log.warning("live: publishing match %s stopped (%s)", self.match_id, exc)
             self._redis = None
@@ -143,7 +170,9 @@ class LivePublisher:
             return
         self._add_game_scores(game_index, g)
         now = time.monotonic()
-        channels = [full for full in (False, True) if now >= self._quiet_until[full]]
+        self._players = max(self._players, len(g.hands))
+        keys: list[str | int] = ["public", "full", *range(self._players)]  # a player's channel: its index
+        channels = [key for key in keys if now >= self._quiet_until.get(key, 0.0)]
         if not channels:
             return
         head = {
@@ -161,20 +190,32 @@ class LivePublisher:
             "match_totals": list(self._totals) if self._totals is not None else None,
         }
         pipe = self._redis.pipeline(transaction=False)
-        for full in channels:
-            start = self._events_seen.get((full, game_index), 0)
-            self._events_seen[(full, game_index)] = len(g.events)
-            view = full_view(g, start) if full else public_view(g, start)
-            pipe.publish(channel(self.match_id, full), json.dumps({**head, **view}, separators=(",", ":")))
+        for key in channels:
+            start = self._events_seen.get((key, game_index), 0)
+            self._events_seen[(key, game_index)] = len(g.events)
+            if isinstance(key, str):
+                view = full_view(g, start) if key == "full" else public_view(g, start)
+                name = channel(self.match_id, key == "full")
+            else:
+                view = seat_view(g, self._seat_of(game_index, key), start)
+                name = player_channel(self.match_id, key)
+            pipe.publish(name, json.dumps({**head, **view}, separators=(",", ":")))
         try:
             received = pipe.execute()
         except redis.RedisError as exc:
             log.warning("live: publishing match %s stopped (%s)", self.match_id, exc)
             self._redis = None
             return
-        for full, count in zip(channels, received):
+        for key, count in zip(channels, received):
             if not count:
-                self._quiet_until[full] = now + QUIET_S
+                self._quiet_until[key] = now + QUIET_S
+
+    def _seat_of(self, game_index: int, player: int) -> int:
+        """The seat player ``player`` holds in game ``game_index`` (its index when the seats
+        are not known: seat = player)."""
+        if self.seats and game_index < len(self.seats) and player in self.seats[game_index]:
+            return self.seats[game_index].index(player)
+        return player
 
     def _add_game_scores(self, game_index: int, g: Any) -> None:
         """Once game ``game_index`` is over, add its scores (``Game.result()``, by seat) to the
@@ -190,9 +231,12 @@ class LivePublisher:
                 self._totals[player] += int(result["scores"].get(str(seat), 0))
 
     def end(self) -> None:
-        """Publish the end of the match on both channels and close the connection."""
+        """Publish the end of the match on every channel and close the connection."""
         for full in (False, True):
             self._publish(full, {"type": "end", "match_id": self.match_id})
+        # seats unknown and no step published: every player index a rule set has
+        for player in range(self._players or max(engine.SEATS.values())):
+            self._publish_to(player_channel(self.match_id, player), {"type": "end", "match_id": self.match_id})
         if self._redis is not None:
             self._redis.close()
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
@@ -210,21 +210,73 @@ def read_log(path: str | Path) -> MatchLog:
 
 #: A file in a log folder that is not a log: the tournament object ``arena logs download`` writes.
 NOT_A_LOG = "tournament.json"
+#: Names of JSON Lines files of logs (the tournament downloads: :func:`read_log_lines`).
+LINES_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson")
+#: Names of log files found in folders: single logs, then JSON Lines files.
+LOG_SUFFIXES = (".json", ".json.gz", *LINES_SUFFIXES)
 
 
 def log_files(paths: Any) -> list[Path]:
-    """Every ``*.json`` / ``*.json.gz`` file under ``paths`` (files or folders), sorted per
-    folder, except :data:`NOT_A_LOG` files found in folders."""
+    """Every log file under ``paths`` (files or folders): ``*.json`` / ``*.json.gz`` logs and
+    ``*.jsonl`` (``.jsonl.gz``, ``.ndjson``) JSON Lines files of logs, sorted per folder,
+    except :data:`NOT_A_LOG` files found in folders."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
             out.extend(
-                sorted(
-                    f
-                    for f in p.rglob("*")
-                    if f.is_file() and f.name != NOT_A_LOG and f.name.endswith((".json", ".json.gz"))
-                )
+                sorted(f for f in p.rglob("*") if f.is_file() and f.name != NOT_A_LOG and f.name.endswith(LOG_SUFFIXES))
             )
         else:
             out.append(p)
     return out
+
+
+def is_lines_file(path: str | Path) -> bool:
+    """True for a JSON Lines file of logs (by its name: :data:`LINES_SUFFIXES`)."""
+    return str(path).endswith(LINES_SUFFIXES)
+
+
+def lines_header_line(tournament: Mapping[str, Any]) -> bytes:
+    """The first line of a tournament's JSON Lines download: ``{"tournament": {...}}``
+    (the tournament object of the API: its ``commitment``, and ``seed`` and ``salt`` once
+    revealed), newline included."""
+    return encode({"tournament": tournament}) + b"\n"
+
+
+def read_log_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The objects of a JSON Lines file of logs (gzip detected by its magic bytes), with
+    their line numbers (from 1): the tournament downloads write ``{"tournament": {...}}``
+    first (:func:`lines_header_line`), then one ``{"match_id": n, "log": {...}}`` per match;
+    a bare log per line is read too. Blank lines are skipped.
+
+    Raises:
+        OSError: unreadable file; ValueError: a line that is no JSON object (its number in
+        the message).
+    """
+    path = Path(path)
+    with path.open("rb") as raw:
+        gz = raw.read(2) == b"\x1f\x8b"
+    opener = gzip.open if gz else open
+    with opener(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                raise ValueError(f"line {number}: not JSON ({exc})") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"line {number}: not a JSON object")
+            yield number, obj
+
+
+def lines_tournament(path: str | Path) -> dict[str, Any] | None:
+    """The tournament object of a JSON Lines file's first line (:func:`lines_header_line`),
+    or None when it has none (an older download) or cannot be read."""
+    try:
+        for _number, obj in read_log_lines(path):
+            tournament = obj.get("tournament")
+            return tournament if isinstance(tournament, dict) else None
+    except (OSError, ValueError):
+        return None
+    return None

@@ -254,7 +254,8 @@ class ApiClient:
             time.sleep(poll_s)
 
     def iter_logs(self, tournament_id: int) -> Iterator[tuple[int, dict]]:
-        """Stream ``GET /tournaments/{id}/logs`` (JSON Lines): yields ``(match_id, log)``."""
+        """Stream ``GET /tournaments/{id}/logs`` (JSON Lines): yields ``(match_id, log)``
+        (the first line, the tournament object, is skipped: :meth:`tournament` reads it)."""
         url = f"{API_PREFIX}/tournaments/{tournament_id}/logs"
         try:
             with self._http.stream("GET", url, timeout=httpx.Timeout(30.0, read=300.0)) as resp:
@@ -265,6 +266,8 @@ class ApiClient:
                     if not line.strip():
                         continue
                     item = json.loads(line)
+                    if "match_id" not in item:  # the tournament line
+                        continue
                     yield int(item["match_id"]), item["log"]
         except httpx.HTTPError as exc:
             raise ApiError(f"GET {self.base_url}{url}: {type(exc).__name__}: {exc}") from None

@@ -144,7 +144,9 @@ def run_demo(
     """
     from rich.console import Console
 
-    console = console or Console()
+    # soft_wrap: a line is never cut by rich. Written to a file or a pipe, rich would wrap at
+    # 80 columns and split the database path, the URLs and the commands to copy.
+    console = console or Console(soft_wrap=True)
     started = time.monotonic()
     out = out.expanduser().resolve()
     _fresh_out_dir(out)
@@ -272,7 +274,7 @@ def _run(
             f"logs: {len(paths)} match logs in {logs_dir}; replayed through the engine: "
             f"{verified} verified, {len(failures)} failed"
         )
-        console.print(f"  check again with: arena logs verify {logs_dir}", soft_wrap=True)
+        console.print(f"  check again with: arena logs verify {logs_dir}")
         for path, reason in failures:
             console.print(f"[red]FAILED {path}: {reason}[/red]")
         (out / "demo.json").write_text(
@@ -408,8 +410,7 @@ def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, 
         # the data folder too: it holds the key that decrypts the stored bot secrets
         console.print(
             f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL={db_url} "
-            f"{Path(sys.executable).parent / 'arena'} api --dev --port 8000",
-            soft_wrap=True,
+            f"{Path(sys.executable).parent / 'arena'} api --dev --port 8000"
         )
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import engine
-from arena.matchlog import MatchLog, write_log
+from arena.matchlog import MatchLog, is_lines_file, lines_tournament, log_files, write_log
 from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import HttpPlayer, LocalPlayer, Player
 from arena.runner.replay import verify_logs
@@ -158,7 +158,7 @@ def play(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    console = Console(stderr=False)
+    console = Console(stderr=False, soft_wrap=True)  # a line is never cut at 80 columns in a file or pipe
     options = parse_options_json(options_json)
     try:
         engine.make_options(ruleset, options)
@@ -378,11 +378,18 @@ def logs() -> None:
 TOURNAMENT_FILE = "tournament.json"
 
 
-def _load_tournament(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise click.BadParameter(f"{path}: not a tournament JSON file ({exc})", param_hint="--tournament") from None
+def _load_tournament(path: Path, data: Any = None) -> dict:
+    """The tournament object of ``path`` (a tournament.json), or ``data`` (read from ``path``,
+    the first line of a JSON Lines download), once its seed is revealed.
+
+    Raises:
+        click.BadParameter: not a tournament object; click.UsageError: its seed is secret still.
+    """
+    if data is None:
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise click.BadParameter(f"{path}: not a tournament JSON file ({exc})", param_hint="--tournament") from None
     if not isinstance(data, dict) or "commitment" not in data:
         raise click.BadParameter(f"{path}: not a tournament object of the API", param_hint="--tournament")
     if data.get("seed") is None or data.get("salt") is None:
@@ -408,14 +415,16 @@ def _load_tournament(path: Path) -> dict:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="The tournament JSON of the API (seed, salt, commitment, rules); default: "
-    f"a {TOURNAMENT_FILE} in a PATHS folder (written by `arena logs download`).",
+    f"a {TOURNAMENT_FILE} in a PATHS folder (written by `arena logs download`), or the first "
+    "line of a JSON Lines download (the pages' 'Download all logs').",
 )
 def logs_verify(
     paths: tuple[Path, ...], skip_requests: bool, seed: int | None, salt: str | None, tournament_file: Path | None
 ) -> None:
-    """Replay every match log in PATHS (files or folders) through the engine and, with the
-    revealed seed (--seed/--salt or --tournament), check the seed commitment and that every
-    deal follows from the seed (docs/fairness.md).
+    """Replay every match log in PATHS (files or folders; *.json, *.json.gz, and *.jsonl
+    downloads of a whole tournament) through the engine and, with the revealed seed
+    (--seed/--salt, --tournament, or the tournament line of a .jsonl download), check the seed
+    commitment and that every deal follows from the seed (docs/fairness.md).
 
     Prints one line per failure and 'N verified, N failed'; exit status 1 on any failure.
     """
@@ -423,10 +432,15 @@ def logs_verify(
         raise click.UsageError("give both --seed and --salt")
     tournament = _load_tournament(tournament_file) if tournament_file is not None else None
     if tournament_file is None and seed is None:
-        found = [p / TOURNAMENT_FILE for p in paths if p.is_dir() and (p / TOURNAMENT_FILE).is_file()]
-        if len(found) == 1:
+        found: list[tuple[Path, Any]] = [
+            (p / TOURNAMENT_FILE, None) for p in paths if p.is_dir() and (p / TOURNAMENT_FILE).is_file()
+        ]
+        # a JSON Lines download (the pages' "Download all logs") carries its tournament first
+        found += [(f, t) for f in log_files(paths) if is_lines_file(f) and (t := lines_tournament(f)) is not None]
+        one = {str(f) if t is None else json.dumps(t, sort_keys=True) for f, t in found}  # the same one twice: one
+        if len(one) == 1:
             try:
-                tournament = _load_tournament(found[0])
+                tournament = _load_tournament(*found[0])
             except click.UsageError as exc:  # not revealed yet: replay only
                 click.echo(f"{exc.message}; replaying only", err=True)
     if tournament is not None:

@@ -56,20 +56,27 @@ def _api_options(fn: Callable) -> Callable:
     return fn
 
 
-def _client(api_url: str, token: str | None) -> ApiClient:
-    if not token:
+def _client(api_url: str, token: str | None, *, public_read: bool = False) -> ApiClient:
+    """The API client acting with ``token``. ``public_read``: a read the pages allow without
+    signing in (a public tournament's status, standings and logs), so no token is needed;
+    the API's 401 for a tournament that is not public says to give one (:func:`_call`)."""
+    if not token and not public_read:
         raise click.UsageError("no token: pass --token or set ARENA_TOKEN")
     try:
-        return ApiClient(api_url, token)
+        return ApiClient(api_url, token or None)
     except ApiError as exc:
         raise click.BadParameter(str(exc), param_hint="--api") from None
 
 
 def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run an API call; an :class:`ApiError` becomes one ``Error:`` line (exit status 1)."""
+    """Run an API call; an :class:`ApiError` becomes one ``Error:`` line (exit status 1);
+    a 401 to a call made without a token says how to give one."""
     try:
         return fn(*args, **kwargs)
     except ApiError as exc:
+        client = getattr(fn, "__self__", None) if not args or not isinstance(args[0], ApiClient) else args[0]
+        if exc.status == 401 and isinstance(client, ApiClient) and not client.token:
+            raise click.ClickException(f"{exc} (pass --token or set ARENA_TOKEN)") from None
         raise click.ClickException(str(exc)) from None
 
 
@@ -585,10 +592,11 @@ def tournament_status(
     api_url: str, token: str | None, tournament_id: int, watch: bool, poll: float, hint_after_s: float, as_json: bool
 ) -> None:
     """Status and progress (finished/total matches) of a tournament: one summary line on
-    stdout (--json: the API's JSON answer); the --watch progress bar and hints on stderr."""
+    stdout (--json: the API's JSON answer); the --watch progress bar and hints on stderr.
+    A public tournament (finished, public once finished) needs no token."""
     from rich.console import Console
 
-    with _client(api_url, token) as client:
+    with _client(api_url, token, public_read=True) as client:
         t = (
             watch_progress(client, tournament_id, Console(stderr=True), poll_s=poll, hint_after_s=hint_after_s)
             if watch
@@ -615,9 +623,10 @@ def tournament_status(
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def tournament_standings(api_url: str, token: str | None, tournament_id: int, as_json: bool) -> None:
     """Standings of a tournament and whether they are settled: games, wins, raw and adjusted
-    mean ±95%, the gap to the next entrant and its significance, faults, rating."""
+    mean ±95%, the gap to the next entrant and its significance, faults, rating. A public
+    tournament needs no token."""
 
-    with _client(api_url, token) as client:
+    with _client(api_url, token, public_read=True) as client:
         s = _call(client.standings, tournament_id)
         names = _bot_names(client)
     if as_json:
@@ -649,7 +658,10 @@ def leaderboard(api_url: str, token: str | None, ruleset: str, as_json: bool) ->
 
 
 def _bot_names(client: ApiClient) -> dict[int, str]:
-    """Bot id -> name of the bots this account may list (organizers: all); {} on error."""
+    """Bot id -> name of the bots this account may list (organizers: all); {} on error or
+    without a token."""
+    if not client.token:
+        return {}
     try:
         names: dict[int, str] = {}
         page = 1
@@ -677,11 +689,12 @@ def _bot_names(client: ApiClient) -> dict[int, str]:
     help="Folder to write match-<id>.json.gz files into (created).",
 )
 def logs_download(api_url: str, token: str | None, tournament_id: int, out_dir: Path) -> None:
-    """Download every match log of a tournament you may read (verify with `arena logs verify DIR`)."""
+    """Download every match log of a tournament you may read (verify with `arena logs verify DIR`).
+    A public tournament's logs need no token, as on its page."""
     from rich.console import Console
 
     console = Console(stderr=True)
-    with _client(api_url, token) as client:
+    with _client(api_url, token, public_read=True) as client:
         t = _call(client.tournament, tournament_id)
         with progress_bar(console) as bar:
             task = bar.add_task("logs", total=t["progress"]["finished"] or None)

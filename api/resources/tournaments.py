@@ -23,8 +23,9 @@ sequential test (:mod:`arena.sequential`) finds the top settled or ``max_rounds`
 
 from __future__ import annotations
 
+from typing import Any
+
 import marshmallow as ma
-from flask import Response, stream_with_context
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow import validate
@@ -34,12 +35,11 @@ from sqlalchemy.orm import selectinload
 import engine
 from api.auth import BEARER, optional_account, protect, require_organizer
 from api.common import IdField, PageArgs, TextField, errors, page_schema, paginate_query
-from api.database import db, dispatcher, settings
+from api.database import db, dispatcher, settings, tournament_logs_download
 from api.errors import abort
 from api.resources.matches import MatchSchema, match_dict
 from arena import access as policy
-from arena import matchlog
-from arena.db.models import Match, MatchLog, MatchSeat, Tournament
+from arena.db.models import Match, MatchSeat, Tournament
 from arena.lifecycle import MatchStatus, TournamentStatus
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from arena.sequential import MAX_ROUNDS_LIMIT
@@ -587,7 +587,10 @@ class TournamentLogs(MethodView):
         security=BEARER,
         responses={
             "200": {
-                "description": 'JSON Lines, one ``{"match_id": n, "log": {...}}`` per line',
+                "description": 'JSON Lines: first ``{"tournament": {...}}`` (this tournament as '
+                "``GET /tournaments/{id}`` shows it to you: the seed commitment, and the seed and salt once "
+                'revealed), then one ``{"match_id": n, "log": {...}}`` per match log. '
+                "``arena logs verify FILE`` replays every log and checks the commitment",
                 "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
             }
         },
@@ -598,7 +601,9 @@ class TournamentLogs(MethodView):
 
         Organizers get every log; once the tournament is over, owners of a participant get
         the logs of every match (without other bots' URLs); before that, and for others, 403
-        (log embargo). Rows are fetched in batches while streaming.
+        (log embargo). The first line is the tournament (its commitment, and seed and salt
+        once revealed), so ``arena logs verify`` checks the file alone. Rows are fetched in
+        batches while streaming.
         """
         t = get_tournament(tournament_id)
         account = optional_account()
@@ -606,35 +611,4 @@ class TournamentLogs(MethodView):
             if policy.is_over(t) or account is None or not policy.owns_participant(db(), account, t.id):
                 abort(403, f"none of your bots takes part in tournament {t.id}")
             abort(403, f"the logs of tournament {t.id} are embargoed until it is finished")
-        cond = [Match.tournament_id == t.id]
-        visible = policy.visible_matches_condition(db(), account, t)
-        if visible is not None:
-            cond.append(visible)
-        ids = select(Match.id).where(*cond)
-        factory = db_factory()
-
-        def generate():
-            with factory() as session:
-                rows = session.execute(
-                    select(MatchLog.match_id, MatchLog.data)
-                    .where(MatchLog.match_id.in_(ids))
-                    .order_by(MatchLog.match_id)
-                    .execution_options(yield_per=20)
-                )
-                for match_id, data in rows:
-                    raw = matchlog.decompress(data)
-                    if b'"url":"' in raw:  # an old log stored with URLs
-                        raw = policy.redact_log(raw, account, policy.seat_owners(session, match_id))
-                    yield b'{"match_id":%d,"log":' % match_id + raw + b"}\n"
-
-        return Response(
-            stream_with_context(generate()),
-            mimetype="application/x-ndjson",
-            headers={"Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'},
-        )
-
-
-def db_factory():
-    from flask import current_app
-
-    return current_app.extensions["arena"]["sessionmaker"]
+        return tournament_logs_download(t, account, tournament_dict(t))

@@ -47,6 +47,8 @@ from api.resources.bots import BotCreateSchema, BotSchema, with_presence
 from api.resources.tournaments import TournamentCreateSchema
 from api.ui import access, fields
 from api.ui.chart import rating_chart
+from api.ui.i18n import ruleset_names
+from api.ui.lang import option_names
 from api.ui.views import _entrant_label, _load_log, bp
 from arena import access as policy
 from arena.accounts import create_account
@@ -125,6 +127,57 @@ def _field_errors(answer: Refusal) -> dict[str, str]:
     return out
 
 
+def refusal_banner(answer: Refusal, not_done: str, errors: dict[str, str], labels: dict[str, str]) -> str:
+    """The banner above a refused form, in the reader's words and language: ``not_done``
+    (e.g. "The tournament was not created"), then the fields to correct by their labels on the
+    form (``errors``: the field errors as the form shows them, keyed by form field; ``labels``:
+    form field -> label), or, for a refusal that names no field (409, 429, 503...), the API's
+    reason. The API's own wording (``invalid request: json.options.target_score: ...``) stays
+    by the fields, where it is precise, and in the REST API."""
+    if not errors:
+        return _("%(not_done)s: %(reason)s", not_done=not_done, reason=answer.message)
+    names = []
+    for key, message in errors.items():
+        label = labels.get(key) or labels.get(key.split(".", 1)[0])
+        names.append(label if label else f"{key}: {message}")
+    return _("%(not_done)s: correct the fields marked below (%(fields)s).", not_done=not_done, fields=", ".join(names))
+
+
+def _tournament_labels(ruleset: str) -> dict[str, str]:
+    """Form field -> label of the tournament form (:func:`refusal_banner`)."""
+    bank = _("Time bank")
+    labels = {
+        "name": _("Name"),
+        "ruleset": _("Rule set"),
+        "participants": _("Participants (ready bots)"),
+        "time_rules": bank,
+        "time_rules.initial": f"{bank}: {_('initial')}",
+        "time_rules.increment": f"{bank}: {_('per action')}",
+        "time_rules.cap": f"{bank}: {_('cap')}",
+        "games_per_pairing": _("Games per pairing"),
+        "max_faults": _("Faults per match before forfeit (FAULT-3)"),
+        "seed": _("Seed"),
+        "house_bot": _("House bot"),
+        "fill_with_house_bots": _("Fill empty seats with house bots"),
+        "public_when_finished": _("Public once finished"),
+        "options": _("Options: %(ruleset)s", ruleset=ruleset_names().get(ruleset, ruleset)),
+    }
+    names = option_names()
+    for rs, option_fields in fields.option_fields().items():
+        for of in option_fields:
+            labels[fields.field_name(rs, of.name)] = names.get(of.name, of.name)
+    return labels
+
+
+def _bot_labels() -> dict[str, str]:
+    return {
+        "name": _("Name"),
+        "transport": _("How the arena reaches it"),
+        "url": _("URL of the bot (http or https)"),
+        "rulesets": _("Rule sets it plays"),
+    }
+
+
 def _need_viewer():
     account = access.viewer()
     if account is None:
@@ -155,9 +208,9 @@ def signup():
     made, refused = attempt(lambda: create_account(db(), load_json(AccountCreateSchema(), {"name": name})["name"]))
     if made is None:
         assert refused is not None
-        return render_template(
-            "signup.html", name=name, errors=_field_errors(refused), message=refused.message, token=None
-        ), refused.status
+        errors = _field_errors(refused)
+        message = refusal_banner(refused, _("The account was not created"), errors, {"name": _("Account name")})
+        return render_template("signup.html", name=name, errors=errors, message=message, token=None), refused.status
     account, token = made
     access.sign_in(account)
     return render_template("signup.html", name=name, errors={}, message=None, token=token, account=account), 201
@@ -217,7 +270,9 @@ def bots():
     )
     if bot is None:
         assert refused is not None
-        return _bots_page(form, _field_errors(refused), refused.message, refused.status)
+        errors = _field_errors(refused)
+        message = refusal_banner(refused, _("The bot was not registered"), errors, _bot_labels())
+        return _bots_page(form, errors, message, refused.status)
     if form_id:
         session[REGISTERED_KEY] = dict(list(sent.items())[-(REGISTERED_KEPT - 1) :] + [(form_id, bot.id)])
     return _bot_page(bot.id, secret=bot.secret, status=201)
@@ -383,7 +438,9 @@ def bot_check(bot_id: int):
     )
     if done is None:
         assert refused is not None
-        return _bot_page(bot_id, status=refused.status, message=refused.message)
+        return _bot_page(
+            bot_id, status=refused.status, message=refusal_banner(refused, _("The check was not started"), {}, {})
+        )
     return redirect(url_for("ui.bot_page", bot_id=bot_id), code=303)
 
 
@@ -399,7 +456,9 @@ def bot_secret(bot_id: int):
     )
     if bot is None:
         assert refused is not None
-        return _bot_page(bot_id, status=refused.status, message=refused.message)
+        return _bot_page(
+            bot_id, status=refused.status, message=refusal_banner(refused, _("The secret was not rotated"), {}, {})
+        )
     return _bot_page(bot_id, secret=bot.secret)
 
 
@@ -516,7 +575,10 @@ def tournament_new():
     if made is None:
         assert refused is not None
         errors = fields.option_error_fields(form["ruleset"], _field_errors(refused))
-        return _new_tournament_page(form, errors, refused.message, refused.status)
+        message = refusal_banner(
+            refused, _("The tournament was not created"), errors, _tournament_labels(form["ruleset"])
+        )
+        return _new_tournament_page(form, errors, message, refused.status)
     return redirect(url_for("ui.tournament_page", tournament_id=made.id), code=303)
 
 
@@ -542,7 +604,13 @@ def tournament_action(tournament_id: int, action: str):
     }
     _done, refused = attempt(run[action]) if 1 <= tournament_id <= MAX_ID else (None, _route_refusal())
     if refused is not None:
-        session["ui_notice"] = f"{refused.status}: {refused.message}"[:500]
+        what = {
+            "start": _("The tournament was not started"),
+            "cancel": _("The tournament was not cancelled"),
+            "resume": _("The tournament was not resumed"),
+            "retry": _("The failed matches were not retried"),
+        }[action]
+        session["ui_notice"] = refusal_banner(refused, what, {}, {})[:500]
     return redirect(url_for("ui.tournament_page", tournament_id=tournament_id), code=303)
 
 

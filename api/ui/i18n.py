@@ -117,6 +117,11 @@ _WARNING_MESSAGES: dict[str, str] = {
         "the bot answered a badly signed request with HTTP %(status)s, not 401: it does not check "
         "X-Arena-Signature, so anyone who knows its URL can play its moves (docs/protocol.md, signatures)"
     ),
+    "auth_not_refused": N_(
+        "a connection that answered the gateway's challenge with a wrong secret was not refused (close code "
+        "%(status)s): the gateway does not check the proof"
+    ),
+    "auth_probe_failed": N_("the authentication probe could not reach the gateway: %(error)s"),
     "signature_no_answer": N_(
         "the bot did not answer a badly signed request (%(fault)s), not 401: it does not check "
         "X-Arena-Signature, so anyone who knows its URL can play its moves (docs/protocol.md, signatures)"
@@ -156,7 +161,14 @@ JS_MESSAGES: tuple[str, ...] = (
     N_("{n} cards"),
     N_("bank {s}"),
     N_("out"),
-    N_("to {decision}"),
+    N_("to play"),
+    N_("to decide on a doubt"),
+    N_("to decide on the exchange"),
+    N_("to give cards"),
+    N_("to set the rate"),
+    N_("to give the penalty cards"),
+    N_("to discard"),
+    N_("to act"),
     N_("act"),
     N_("no cards"),
     N_("empty"),
@@ -222,8 +234,9 @@ JS_MESSAGES: tuple[str, ...] = (
     N_("↻ clockwise"),
     N_("↺ counter-clockwise"),
     N_("Game {n}"),
-    N_("Start of game {n}: {who} to {decision}"),
+    N_("Start of game {n}: {who} {turn}"),
     N_("{ms} ms"),
+    N_("{s} s"),
     N_("bank {before} → {after}"),
     N_("FAULT {kind}"),
     N_("step {step} / {last}"),

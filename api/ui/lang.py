@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from flask import Response, abort, redirect, request
 from flask_babel import gettext as _
+from markupsafe import Markup, escape
 
 from api.ui import i18n
+from api.ui.faults import fault_detail
 from api.ui.views import _next_target, bp
 
 
@@ -63,6 +65,12 @@ def option_names() -> dict[str, str]:
     }
 
 
+def paren(text) -> Markup:
+    """``text`` in the current language's parentheses (``(…)``; Japanese ``（…）``), HTML-safe:
+    ``text`` is escaped unless it is markup already (a link)."""
+    return Markup(escape(_("(%(text)s)"))) % {"text": text}
+
+
 @bp.context_processor
 def _i18n_globals():
     return {
@@ -74,5 +82,11 @@ def _i18n_globals():
         "check_warnings": i18n.check_warnings,
         "option_names": option_names(),
         "fault_names": i18n.fault_names(),
+        "fault_detail": fault_detail,
+        # punctuation of the current language: "、" "：" "（…）" in Japanese
+        "list_sep": _(", "),
+        "colon": _(": "),
+        "paren": paren,
+        "kind_names": {k: _(k) for k in ("play", "doubt", "exchange", "give", "rate", "penalty", "discard")},
         "role_names": {"organizer": _("organizer"), "contestant": _("contestant"), "admin": _("admin")},
     }

@@ -3,8 +3,9 @@
 ``GET /ui/matches/<id>/live``: one ``data: <json>`` event per decision, ``: keep-alive``
 comments, one ``end`` event when the match is over (at once when it is not playing), one
 ``error`` event when Redis is down. The channel is chosen by :func:`arena.access.live_view_for`
-only: organizers the full one, other readers of the match the PUBLIC one (C-11), everyone else
-403 (a sign-in page when signed out). ``GET /ui/tournaments/<id>/live``: the tournament's
+only: organizers the full one, other readers of the match the PUBLIC one (C-11), the owner of
+a seated bot that seat's own view (its hand; :func:`live_player`), everyone else 403 (a
+sign-in page when signed out). ``GET /ui/tournaments/<id>/live``: the tournament's
 events as ``data: {"type": "tournament", "event"}`` (plus ``match_ids`` for viewers who see
 every match), ``end`` once it is no longer running. ``GET /ui/tournaments/<id>/live.html``: the
 parts of the tournament page that change. No database connection is held while streaming.
@@ -36,7 +37,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import redis
-from flask import Response, abort, current_app, render_template, stream_with_context
+from flask import Response, abort, current_app, render_template, request, stream_with_context
 from flask_babel import gettext as _
 from sqlalchemy import select
 
@@ -232,7 +233,12 @@ def live_view(m, t) -> str | None:
 
 @bp.app_context_processor
 def _live_globals():
-    return {"can_watch_live": can_watch_live, "live_view": live_view}
+    return {
+        "can_watch_live": can_watch_live,
+        "live_view": live_view,
+        "live_player": live_player,
+        "live_players_of": lambda m, t: policy.live_players_for(db(), access.viewer(), m, t),
+    }
 
 
 def _sse(message: dict) -> str:
@@ -253,14 +259,32 @@ def _error(exc: Exception) -> str:
     return "event: error\ndata: " + json.dumps({"error": str(exc)[:200]}) + "\n\n"
 
 
+def live_player(m, t) -> int | None:
+    """The player whose own view (its hand: :func:`arena.live.seat_view`) the viewer watches
+    of match ``m``: ``?player=N`` when it is one of the viewer's seats
+    (:func:`arena.access.live_players_for`), else the first of them; None for the public or
+    full channel, and with ``?view=public`` (an owner may watch as a spectator, e.g. on a
+    projector)."""
+    players = policy.live_players_for(db(), access.viewer(), m, t)
+    if not players or request.args.get("view") == "public":
+        return None
+    asked = request.args.get("player", type=int)
+    return asked if asked in players else players[0]
+
+
 @bp.route("/matches/<int:match_id>/live")
 def match_live(match_id: int):
+    """The live stream of a match: the channel :func:`arena.access.live_view_for` gives the
+    viewer (organizers: full; other readers: public), or, for the owner of a seated bot, that
+    seat's own view (:func:`live_player`). Nothing in the request reaches another channel."""
     account = access.viewer()
     m, t = _match(match_id)
     view = policy.live_view_for(db(), account, m, t)
     if view is None:
         _deny(account, f"match {m.id}")
-    full = view == "full"  # the policy's answer only: nothing in the request chooses the channel
+    full = view == "full"  # the policy's answer only: nothing in the request chooses the full channel
+    player = None if full else live_player(m, t)
+    name = live.channel(m.id, full) if player is None else live.player_channel(m.id, player)
     status, url, mid = m.status, settings().broker_url, m.id
     read_status = _status_reader(Match, mid)
     slot = _slot(t) if status in LIVE_STATUSES else None
@@ -274,7 +298,7 @@ def match_live(match_id: int):
             yield end(status)
             return
         try:
-            sub = live.Subscription(url, live.channel(mid, full))
+            sub = live.Subscription(url, name)
         except redis.RedisError as exc:
             yield _error(exc)
             return

@@ -15,7 +15,6 @@ from flask import (
     redirect,
     render_template,
     request,
-    stream_with_context,
     url_for,
 )
 from flask_babel import gettext as _
@@ -24,9 +23,11 @@ from sqlalchemy.orm import selectinload
 from werkzeug.exceptions import HTTPException
 
 import engine
-from api.database import db, match_log_download
+from api.database import db, match_log_download, tournament_logs_download
+from api.resources.tournaments import tournament_dict
 from api.ui import access
 from api.ui.chart import score_chart
+from api.ui.faults import fault_detail
 from api.ui.replay import ReplayDataError, build_replay
 from arena import access as policy
 from arena import matchlog
@@ -262,6 +263,22 @@ def playing_now(t: Tournament, account) -> dict[str, Any]:
     return {"rows": rows, "total": everyone, "hidden": max(0, everyone - len(rows))}
 
 
+def organizer_actions(t: Tournament, progress: dict, account) -> list[str]:
+    """The organizer's actions that apply to ``t`` now, in the page's order (none for anyone
+    else, nor for a finished tournament without failed matches: no empty card)."""
+    if not policy.is_organizer(account):
+        return []
+    by_status = progress.get("by_status") or {}
+    running = t.status == TournamentStatus.RUNNING
+    wanted = {
+        "start": t.status == TournamentStatus.CREATED or (running and bool(by_status.get(MatchStatus.PENDING))),
+        "resume": running,
+        "retry": bool(by_status.get(MatchStatus.FAILED)),
+        "cancel": t.status in (TournamentStatus.CREATED, TournamentStatus.RUNNING),
+    }
+    return [action for action, on in wanted.items() if on]
+
+
 # ----------------------------------------------------------------------------- sign in / out
 def _refuse_cross_site() -> None:
     """Login CSRF: a sign-in or sign-out posted from another site (the browser's
@@ -376,10 +393,12 @@ def tournament_page(tournament_id: int):
         seats = [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]
         r = m.result
         match_rows.append({"m": m, "seats": seats, "result": r, "faults": sum(r.faults) if r else 0})
+    progress = _progress(t)
     return render_template(
         "tournament.html",
         t=t,
-        progress=_progress(t),
+        progress=progress,
+        actions=organizer_actions(t, progress, account),
         rows=rows,
         matches=match_rows,
         hidden=total - shown,
@@ -398,7 +417,8 @@ def tournament_page(tournament_id: int):
             ]
         ),
         public=policy.is_public(t),
-        logs_link=policy.can_download_tournament_logs(db(), account, t),
+        # offered once a log exists: a match finished (a failed or cancelled one has none)
+        logs_link=progress["finished"] > 0 and policy.can_download_tournament_logs(db(), account, t),
         seats_per_match=engine.SEATS.get(t.ruleset, 0),
         show_seed=policy.can_see_seed(db(), account, t),
         seed_revealed=policy.seed_revealed(db(), t),
@@ -420,7 +440,7 @@ def match_page(match_id: int):
     match_log = None if embargoed else _load_log(m.id)
     if match_log is not None:
         try:
-            replay = build_replay(match_log, labels)
+            replay = _translated_details(build_replay(match_log, labels))
         except (ReplayDataError, engine.InvalidAction, KeyError, TypeError, ValueError) as exc:
             current_app.logger.warning("ui: match %s log does not replay: %s", m.id, exc)
             replay_error = str(exc) or type(exc).__name__
@@ -453,6 +473,16 @@ def match_page(match_id: int):
         embargoed=embargoed,
         show_seed=policy.can_see_seed(db(), account, t),
     )
+
+
+def _translated_details(replay: dict) -> dict:
+    """The replay data with its fault details in the page's language (:func:`api.ui.faults.fault_detail`)."""
+    for game in replay.get("games") or []:
+        for frame in game.get("frames") or []:
+            for part in (frame.get("fault"), frame.get("exchange")):
+                if isinstance(part, dict) and part.get("detail"):
+                    part["detail"] = fault_detail(part["detail"])
+    return replay
 
 
 # ----------------------------------------------------------------------------- downloads
@@ -497,36 +527,13 @@ def match_replay(match_id: int):
 
 @bp.route("/tournaments/<int:tournament_id>/logs.jsonl")
 def tournament_logs(tournament_id: int):
-    """JSON Lines ``{"match_id": n, "log": {...}}`` of every match log the viewer may read."""
+    """The tournament's JSON Lines download (:func:`api.database.tournament_logs_download`:
+    the tournament first, then every match log the viewer may read), as the API sends it;
+    ``arena logs verify tournament-<id>-logs.jsonl`` checks it."""
     account = access.viewer()
     t = _tournament(tournament_id)
     if not policy.can_download_tournament_logs(db(), account, t):
         if account is not None and not policy.is_over(t) and policy.owns_participant(db(), account, t.id):
             abort(403, _("The logs of tournament %(id)s are embargoed until it is finished.", id=t.id))
         _deny(account, _("the logs of tournament %(id)s", id=t.id))
-    cond = [Match.tournament_id == t.id]
-    visible = policy.visible_matches_condition(db(), account, t)
-    if visible is not None:
-        cond.append(visible)
-    ids = select(Match.id).where(*cond)
-    factory = current_app.extensions["arena"]["sessionmaker"]
-
-    def generate():
-        with factory() as session:
-            rows = session.execute(
-                select(MatchLog.match_id, MatchLog.data)
-                .where(MatchLog.match_id.in_(ids))
-                .order_by(MatchLog.match_id)
-                .execution_options(yield_per=20)
-            )
-            for mid, data in rows:
-                raw = matchlog.decompress(data)
-                if b'"url":"' in raw:  # an old log stored with URLs
-                    raw = policy.redact_log(raw, account, policy.seat_owners(session, mid))
-                yield b'{"match_id":%d,"log":' % mid + raw + b"}\n"
-
-    return Response(
-        stream_with_context(generate()),
-        mimetype="application/x-ndjson",
-        headers={"Content-Disposition": f'attachment; filename="tournament-{t.id}-logs.jsonl"'},
-    )
+    return tournament_logs_download(t, account, tournament_dict(t))

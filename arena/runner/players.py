@@ -330,8 +330,16 @@ class HttpPlayer:
         self._active = False  # a request is in flight
         self.allow_private = allow_private_from_env() if allow_private is None else allow_private
         self.transport = _new_transport(self.allow_private)
+        self._opened = False  # this attempt opened a new connection
+        self._sent = False  # this attempt started sending its request
+        #: Requests sent again on a fresh connection (:meth:`_send`), for tests and figures.
+        self.resent = 0
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
+        if event == "connection.connect_tcp.started":
+            self._opened = True
+        elif event == "http11.send_request_headers.started":
+            self._sent = True
         if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             stream = info.get("return_value")
             sock = stream.get_extra_info("socket") if stream is not None else None
@@ -409,6 +417,31 @@ class HttpPlayer:
         finally:
             resp.close()
 
+    def _send(self, body: bytes, deadline: float, headers: dict[str, str]) -> tuple[int | None, bytes, str | None, str]:
+        """:meth:`_post` before ``deadline`` (monotonic s), and once more on a fresh connection
+        when the bot had closed the pooled keep-alive connection this request went out on.
+
+        HTTP/1.1 lets a server close an idle connection at any time (Node's server does after
+        5 s). A connection closed well before is noticed by the pool, which opens a new one;
+        one closed just as the request goes out fails before any byte of an answer. That
+        request is sent again, once, on a new connection, if the deadline is not reached:
+        no fault, and the time charged stays the real time from the first send
+        (docs/protocol.md, "Transport"). Any other failure, a failure on a new connection, or
+        one after an answer began, is raised as it is."""
+        self._opened = self._sent = False
+        try:
+            return self._post(body, deadline - time.monotonic(), headers)
+        except (httpx.TransportError, OSError) as e:
+            meter = self.transport.backend.meter
+            reused = self._sent and not self._opened
+            if isinstance(e, httpx.TimeoutException) or not reused or meter.read or meter.over or self._fired:
+                raise
+            if deadline - time.monotonic() <= 0:
+                raise
+            self.resent += 1
+            self._opened = self._sent = False
+            return self._post(body, deadline - time.monotonic(), headers)
+
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
         headers = protocol.sign(self.secret, body, previous=self.previous_secret)
         start = time.monotonic()
@@ -419,7 +452,7 @@ class HttpPlayer:
         raw = b""
         fault = detail = None
         try:
-            status, raw, fault, detail = self._post(body, timeout_s, headers)
+            status, raw, fault, detail = self._send(body, deadline, headers)
         except httpx.TimeoutException as e:
             fault, detail = "timeout", f"no complete answer within the bank ({type(e).__name__})"
         except _CONNECTION_ERRORS as e:
@@ -465,9 +498,10 @@ class HttpPlayer:
     def notify(self, body: bytes) -> SlotUse:
         """POST a notice; any error or status is ignored (never a fault)."""
         headers = protocol.sign(self.secret, body, previous=self.previous_secret)
-        handle = self._arm(time.monotonic() + NOTICE_TIMEOUT_S)
+        deadline = time.monotonic() + NOTICE_TIMEOUT_S
+        handle = self._arm(deadline)
         try:
-            self._post(body, NOTICE_TIMEOUT_S, headers)
+            self._send(body, deadline, headers)
         except _CONNECTION_ERRORS:
             self._reset()
         finally:

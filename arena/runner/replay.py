@@ -9,13 +9,23 @@ every deal follows from a tournament's revealed seed (:mod:`arena.fairness`);
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import engine
 from arena import fairness as fair
-from arena.matchlog import LOG_FORMAT, LOG_VERSION, GameRecord, MatchLog, MatchResult, log_files, read_log
+from arena.matchlog import (
+    LOG_FORMAT,
+    LOG_VERSION,
+    GameRecord,
+    MatchLog,
+    MatchResult,
+    is_lines_file,
+    log_files,
+    read_log,
+    read_log_lines,
+)
 from arena.runner.match import BARRED_REASONS, default_game_specs, json_normal, normal_action, summarize
 from bots_sdk import protocol
 from engine.timebank import TimeRules
@@ -196,6 +206,30 @@ def check_fairness(match_log: MatchLog, seed: int, salt: str, tournament: Mappin
             raise ReplayError(f"game {i}: not dealt from its seed ({where})")
 
 
+def _logs_in(f: Path) -> Iterator[tuple[str, MatchLog | None, Exception | None]]:
+    """``(label, log, None)`` for each log of file ``f`` (a single log, or each line of a
+    JSON Lines file: :func:`arena.matchlog.read_log_lines`, its tournament line skipped), or
+    ``(label, None, error)`` for what cannot be read."""
+    if not is_lines_file(f):
+        try:
+            yield str(f), read_log(f), None
+        except Exception as e:  # unreadable or not JSON: a failure of this file
+            yield str(f), None, e
+        return
+    try:
+        for number, obj in read_log_lines(f):
+            if "tournament" in obj and "log" not in obj:
+                continue  # the download's first line: the tournament object
+            inner = obj.get("log", obj)
+            label = f"{f}:{number}" + (f" (match {obj['match_id']})" if "match_id" in obj else "")
+            if isinstance(inner, dict):
+                yield label, cast(MatchLog, inner), None
+            else:
+                yield label, None, ReplayError("the line's log is not a JSON object")
+    except Exception as e:  # unreadable, or a line that is not JSON: the rest of the file is lost
+        yield str(f), None, e
+
+
 def verify_logs(
     paths: Iterable[str | Path],
     check_requests: bool = True,
@@ -204,31 +238,37 @@ def verify_logs(
     salt: str | None = None,
     tournament: Mapping[str, Any] | None = None,
 ) -> tuple[int, list[tuple[str, str]]]:
-    """Replay every log file under ``paths`` (files or folders, ``*.json`` / ``*.json.gz``).
+    """Replay every log under ``paths``: files or folders of ``*.json`` / ``*.json.gz`` logs
+    and JSON Lines files of logs (``*.jsonl``: the tournament downloads of the API and the
+    pages, one log per line; :func:`arena.matchlog.log_files`).
 
     With the revealed ``seed`` and ``salt`` (both, or neither) every log must also pass
     :func:`check_fairness` (with ``tournament`` if given), and no two logs may be of the same
     match (tournament id and match index).
 
-    Returns ``(number verified, [(path, reason), ...])``; never raises for a bad file.
+    Returns ``(number verified, [(where, reason), ...])``, ``where`` a path, or
+    ``path:line (match id)`` in a JSON Lines file; never raises for a bad file.
     """
     ok = 0
     failures: list[tuple[str, str]] = []
     seen: dict[tuple[Any, Any], str] = {}
     for f in log_files(paths):
-        try:
-            match_log = read_log(f)
-            replay(match_log, check_requests=check_requests)
-            if seed is not None or salt is not None:
-                if seed is None or salt is None:
-                    raise ReplayError("give both the revealed seed and the salt")
-                check_fairness(match_log, seed, salt, tournament)
-                fb = match_log["fairness"]
-                key = (fb["tournament_id"], fb["match_index"])
-                if key in seen:
-                    raise ReplayError(f"a second log of match index {key[1]} (the first: {seen[key]})")
-                seen[key] = str(f)
-            ok += 1
-        except Exception as e:  # unreadable, not JSON, or not replaying: all are failures
-            failures.append((str(f), f"{type(e).__name__}: {e}"))
+        for where, match_log, error in _logs_in(f):
+            if match_log is None:
+                failures.append((where, f"{type(error).__name__}: {error}"))
+                continue
+            try:
+                replay(match_log, check_requests=check_requests)
+                if seed is not None or salt is not None:
+                    if seed is None or salt is None:
+                        raise ReplayError("give both the revealed seed and the salt")
+                    check_fairness(match_log, seed, salt, tournament)
+                    fb = match_log["fairness"]
+                    key = (fb["tournament_id"], fb["match_index"])
+                    if key in seen:
+                        raise ReplayError(f"a second log of match index {key[1]} (the first: {seen[key]})")
+                    seen[key] = where
+                ok += 1
+            except Exception as e:  # not replaying, or a log of another shape: all are failures
+                failures.append((where, f"{type(e).__name__}: {e}"))
     return ok, failures

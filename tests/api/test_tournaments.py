@@ -280,7 +280,8 @@ def test_results_logs_standings_and_access(client, league, sessionmaker, account
     assert client.get(f"/api/v1/matches/{bb['id']}").status_code == 401  # not public: no anonymous read
     stream = client.get(f"/api/v1/tournaments/{t['id']}/logs", headers=league["a"])
     assert stream.status_code == 200 and stream.mimetype == "application/x-ndjson"
-    lines = [json.loads(line) for line in stream.data.decode().splitlines()]
+    head, *lines = [json.loads(line) for line in stream.data.decode().splitlines()]
+    assert head["tournament"]["id"] == t["id"] and head["tournament"]["commitment"] == seen["commitment"]
     assert sorted(line["match_id"] for line in lines) == sorted(m["id"] for m in ms)
     assert all(line["log"]["match"] == line["match_id"] for line in lines)
 
@@ -355,7 +356,7 @@ def test_public_when_finished_opens_the_rest_api_to_anonymous_readers(client, le
     assert client.get(f"/api/v1/tournaments/{pub['id']}/matches?per_page=100").json["total"] == len(ms)
     assert client.get(f"/api/v1/matches/{ms[0]['id']}/log").status_code == 200
     lines = client.get(f"/api/v1/tournaments/{pub['id']}/logs").data.decode().splitlines()
-    assert len(lines) == len(ms)
+    assert len(lines) == 1 + len(ms)  # the tournament, then each log
     listed = client.get("/api/v1/tournaments").json
     assert [t["id"] for t in listed["items"]] == [pub["id"]]
     assert client.get(f"/api/v1/tournaments/{private['id']}").status_code == 401

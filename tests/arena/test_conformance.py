@@ -161,8 +161,8 @@ def test_the_pages_translate_the_check_warnings_from_their_codes():
     assert en[2].startswith("the bot answered a badly signed request with HTTP 200, not 401")
     ja = _warnings_in("ja", result)
     assert ja[0] == (
-        "ミリオンダウト: ボットは「ペナルティ」を一度も求められませんでした（自分の手がそれを呼び込まなかったため）。"
-        "ペナルティ の答えは検査されていません"
+        "ミリオンダウト：ボットは「ペナルティ」の判断を一度も求められませんでした"
+        "（ボット自身の手の流れでその場面が来なかったため）。「ペナルティ」の応答は検査されていません"
     )
     assert ja[1] == "an old warning, without a code"
     assert ja[2].startswith("署名の不正なリクエストにボットが 401 ではなく HTTP 200 で答えました。")

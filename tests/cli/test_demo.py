@@ -30,11 +30,15 @@ def _env() -> dict[str, str]:
 
 @pytest.mark.slow
 def test_demo_million_doubt(tmp_path):
-    out = tmp_path / "demo"
+    # a deep folder: every path printed is longer than the 80 columns rich assumes for a pipe
+    out = tmp_path / "a-folder-with-a-long-name-so-that-paths-pass-80-columns" / "demo"
+    out.parent.mkdir()
+    env = _env()
+    env.pop("COLUMNS")  # output captured, no COLUMNS: as in `arena demo > demo.txt`
     done = subprocess.run(
         [*ARENA, "demo", "--out", str(out), "--seed", "11"],
         cwd=tmp_path,
-        env=_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
@@ -57,6 +61,18 @@ def test_demo_million_doubt(tmp_path):
     assert [r[3] for r in by_rank] == sorted((r[3] for r in by_rank), reverse=True)
     assert "6 match logs" in stdout and "6 verified, 0 failed" in stdout
     assert re.search(r"http://127\.0\.0\.1:8000/ui/tournaments/1\b", stdout)
+    # no line is cut: the database path, the URLs and the commands to copy are whole lines' parts
+    lines = stdout.splitlines()
+    assert any(f"SQLite at {out / 'arena.db'}, matches run in-process" in ln for ln in lines), stdout
+    assert any(
+        re.search(r"API on http://127\.0\.0\.1:\d+/api/v1 \(OpenAPI at http://\S+/openapi\.json\)", ln) for ln in lines
+    )
+    assert f"  check again with: arena logs verify {out / 'logs'}" in lines, stdout
+    assert any(
+        ln.startswith(f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL=sqlite:///{out / 'arena.db'} ") for ln in lines
+    )
+    assert any(ln.endswith(" api --dev --port 8000") for ln in lines), stdout
+    assert max(map(len, lines)) > 120  # the test means something: these lines are long
 
     logs = sorted((out / "logs").glob("match-*.json.gz"))
     assert len(logs) == 6

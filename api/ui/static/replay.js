@@ -6,7 +6,9 @@
  * fed by the match's server-sent events (api/ui/live.py, arena/live.py): each message
  * becomes a frame of its game; the view follows the newest frame unless the viewer steps
  * back. A public message has no hands: each seat shows its hand size as card backs that
- * carry no card, and a face-down card on the field is a back without identity. */
+ * carry no card, and a face-down card on the field is a back without identity. A message of
+ * a player's own view (the owner of a seated bot) has "hands" with only its seat's hand
+ * ("own_seat"; every other seat null, shown as backs). */
 (function () {
   "use strict";
   var dataEl = document.getElementById("replay-data");
@@ -82,7 +84,7 @@
     var p = R.players[game().seats[seat]];
     return p ? p.label : T("seat {n}", { n: seat });
   }
-  function seconds(ms) { return (ms / 1000).toFixed(2) + " s"; }
+  function seconds(ms) { return T("{s} s", { s: (ms / 1000).toFixed(2) }); }
 
   function signed(v) { return (v > 0 ? "+" : (v < 0 ? "−" : "±")) + Math.abs(v); }
   /* Seat-keyed scores ({"0": 11, "1": -11}) as "Ace +11 · Rando −11" (never raw JSON). */
@@ -93,7 +95,12 @@
     keys.forEach(function (k) { parts.push(labelOf(parseInt(k, 10)) + " " + signed(scores[k])); });
     return parts.join(" · ");
   }
-  function decisionText(d) { return T(d || "act"); }
+  /* Whose turn it is to do what: one whole phrase per decision kind, so that each language can
+     word it ("to play" is 「カードを出す番」). */
+  var TURNS = { play: "to play", doubt: "to decide on a doubt", exchange: "to decide on the exchange",
+                give: "to give cards", rate: "to set the rate", penalty: "to give the penalty cards",
+                discard: "to discard" };
+  function turnText(d) { return T(TURNS[d] || "to act"); }
 
   function describeAction(f) {
     if (f.forfeit) return T("forfeits ({reason})", { reason: f.forfeit });
@@ -190,11 +197,11 @@
       b.appendChild(el("span", "banktext", T("bank {s}", { s: seconds(bank) })));
       meta.appendChild(b);
       if (!f.still_in[s]) meta.appendChild(el("span", "tag", T("out")));
-      else if (f.to_act === s && !f.over) meta.appendChild(el("span", "tag act", T("to {decision}", { decision: decisionText(f.decision) })));
+      else if (f.to_act === s && !f.over) meta.appendChild(el("span", "tag act", turnText(f.decision)));
       info.appendChild(meta);
       row.appendChild(info);
       var hand = el("div", "hand");
-      if (!f.hands) {  // a public live view: the hand size only
+      if (!f.hands || !f.hands[s]) {  // a public live view, or a seat not the owner's: the hand size only
         hand.className += " hidden-hand";
         for (var k = 0; k < f.hand_sizes[s]; k++) hand.appendChild(hiddenCard(T("hidden card")));
         if (!f.hand_sizes[s]) hand.appendChild(el("span", "muted", T("no cards")));
@@ -202,6 +209,7 @@
         list.appendChild(row);
         continue;
       }
+      if (f.live && f.own_seat === s) row.className += " own";
       var before = prev && prev.hands ? prev.hands[s] : null;
       f.hands[s].forEach(function (code) {
         var c = card(code);
@@ -276,7 +284,7 @@
     box.textContent = "";
     box.className = "action" + (f.fault ? " fault" : "");
     if (f.index === 0) {
-      box.appendChild(el("span", "muted", T("Start of game {n}: {who} to {decision}", { n: state.game + 1, who: label(f.to_act), decision: decisionText(f.decision) })));
+      box.appendChild(el("span", "muted", T("Start of game {n}: {who} {turn}", { n: state.game + 1, who: label(f.to_act), turn: turnText(f.decision) })));
       explainDecision(box, f.decision);
       return;
     }
@@ -561,6 +569,7 @@
     return {
       live: true, index: g.frames.length + 1, seat: m.seat, kind: m.kind, to_act: m.to_act, decision: m.decision,
       over: m.over, still_in: m.still_in, hand_sizes: m.hand_sizes, hands: m.hands || null, field: m.field || [],
+      own_seat: m.own_seat === undefined ? null : m.own_seat,
       revolution: m.revolution, jback: m.jback, suit_lock: m.suit_lock, number_lock: m.number_lock,
       direction: m.direction, unit: m.unit, events: evs, action: null,
       exchange: m.elapsed_ms === null || m.elapsed_ms === undefined ? null

@@ -124,7 +124,8 @@ def test_contestants_see_their_own_matches(site):
     html = olga.get("/ui/").get_data(as_text=True)
     assert all(f'data-tournament="{t}"' in html for t in site.tournaments.values())
     lines = olga.get(f"/ui/tournaments/{site.tournaments['private']}/logs.jsonl").get_data(as_text=True).splitlines()
-    assert [json.loads(x)["match_id"] for x in lines] == _match_ids(site, "private")
+    assert json.loads(lines[0])["tournament"]["id"] == site.tournaments["private"]
+    assert [json.loads(x)["match_id"] for x in lines[1:]] == _match_ids(site, "private")
     # signing out closes the private pages again
     assert bob.post("/ui/logout").status_code == 303
     assert bob.get(f"/ui/matches/{private_match}").status_code == 401

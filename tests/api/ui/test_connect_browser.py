@@ -101,7 +101,7 @@ def test_register_a_bot_that_connects_and_see_it_connected(connect_site, page, l
         assert presence.get_attribute("data-connections") == "2"
         text = presence.inner_text()
         assert "2026-05-28 20:26 UTC" in text
-        assert ("2 connections" in text) if lang == "en" else ("2 本の接続" in text)
+        assert ("2 connections" in text) if lang == "en" else text == "接続中：2026-05-28 20:26 UTC から 2 本"
         page.goto(f"{site['url']}/ui/bots")
         cell = page.locator(f"#bots tr[data-bot='{bot_id}'] td[data-transport]")
         assert cell.inner_text() == ("connected" if lang == "en" else "接続中")

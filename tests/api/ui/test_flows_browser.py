@@ -194,7 +194,7 @@ def test_contestant_and_organizer_run_a_tournament_through_the_pages(eager_site,
         i.value = document.querySelector('input[name=csrf]').value; f.appendChild(i);
         document.body.appendChild(f); f.submit(); }}""")
     page.wait_for_load_state()
-    assert page.locator("#notice").inner_text().startswith("409")
+    assert page.locator("#notice").inner_text().startswith("The tournament was not started: ")
     # --- the bot page lists the bot's matches
     page.goto(f"{site}/ui/bots/{ids[0]}")
     assert page.locator("#bot-matches tbody tr").count() == 1

@@ -159,7 +159,7 @@ def test_unplayed_tournament_ranks_nobody_and_options_read_as_words(site):
     ranks = re.findall(r'<td class="num rank">([^<]*)</td>', html)
     assert ranks and set(ranks) == {"—"}
     tm = c.get(f"/ui/tournaments/{site.tournaments['tm']}", headers={"Accept-Language": "ja"}).get_data(as_text=True)
-    assert "目標点: 20" in tm
+    assert "目標点：20" in tm
     assert "False" not in tm and "True" not in tm
 
 

@@ -2,8 +2,9 @@
 publisher (``arena.live.LivePublisher.step`` as ``on_step``, as
 ``arena.delivery.play_and_store`` wires it) through a real Redis; Chromium watches
 the match page over server-sent events as an organizer (the full channel: every hand) and as
-a contestant owning the seated bots (the public channel: hand sizes as card backs, no card of
-a hand; the log and the replay stay embargoed, docs/fairness.md).
+the contestant owning one of the seated bots (its bot's own view: its hand, the other seat's
+hand size as card backs that name no card; the log and the replay stay embargoed,
+docs/fairness.md).
 
 A gated bot blocks at its 6th decision until the test releases it, so the page is checked
 while the match is provably still being played (no timed assertion)."""
@@ -71,10 +72,11 @@ def live_site(tmp_path, redis_url):
     with sm() as s:
         olga, olga_token = create_account(s, "olga", "organizer")
         alice, alice_token = create_account(s, "alice", "contestant")
+        bob, _bob_token = create_account(s, "bob", "contestant")
         bots = []
-        for name in ("A", "B"):
+        for name, owner in (("A", alice), ("B", bob)):  # alice's A is player 0, bob's B player 1
             b = Bot(
-                owner_id=alice.id,
+                owner_id=owner.id,
                 name=name,
                 url="http://127.0.0.1:9/",
                 rulesets=["million_doubt"],
@@ -166,10 +168,11 @@ def test_running_match_updates_live_for_the_organizer_and_the_contestant(browser
     ctx_c, contestant, errs_c = _signed_in_page(browser, site, "alice")
     ctx_o, organizer, errs_o = _signed_in_page(browser, site, "olga")
     assert contestant.locator("#live-card").get_attribute("data-view") == "public"
+    assert contestant.locator("#live-card").get_attribute("data-player") == "0"  # her bot A's own view
     assert organizer.locator("#live-card").get_attribute("data-view") == "full"
     assert contestant.locator("#replay-data").count() == 1 and contestant.locator("#replay-card").count() == 0
     r = redis.Redis.from_url(site["redis"])
-    full, public = live.channel(site["match"], True), live.channel(site["match"], False)
+    full, public = live.channel(site["match"], True), live.player_channel(site["match"], 0)
     for _ in range(600):  # both pages have subscribed before the first decision
         if (
             dict(r.pubsub_numsub(full)).get(full.encode(), 0) >= 1
@@ -214,8 +217,13 @@ def test_running_match_updates_live_for_the_organizer_and_the_contestant(browser
         contestant.wait_for_function(
             f"() => Number(document.getElementById('live-card').dataset.steps) === {len(fulls)}", timeout=30000
         )
-        assert contestant.locator("#seat-list .hand .c[data-card]").count() == 0
-        assert [contestant.locator(f"#seat-{s} .hand .c.back").count() for s in range(2)] == last["hand_sizes"]
+        # game 1: alice's bot A (player 0) sits in seat 0; she sees its hand, only its hand
+        mine = contestant.locator("#seat-0 .hand .c[data-card]").evaluate_all("els => els.map(e => e.dataset.card)")
+        assert mine == last["hands"][0] and mine
+        assert contestant.locator("#seat-1 .hand .c[data-card]").count() == 0
+        assert contestant.locator("#seat-1 .hand .c.back").count() == last["hand_sizes"][1]
+        assert contestant.locator("#seat-0.own").count() == 1
+        contestant.screenshot(path=str(artifacts / "ui-live-owner.png"), full_page=True)
         organizer.screenshot(path=str(artifacts / "ui-live-organizer.png"), full_page=True)
     finally:
         gate.set()

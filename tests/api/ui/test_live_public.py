@@ -274,7 +274,8 @@ def test_a_contestants_live_stream_names_no_hidden_card(site, ruleset):
     mid = site["matches"][ruleset]
     r = redis.Redis.from_url(site["redis"])
     with _client(site, "alice") as alice:
-        reader = SseReader(alice, f"/ui/matches/{mid}/live")
+        # the spectator's view an owner may choose (its own seat's view: test_live_own_hand.py)
+        reader = SseReader(alice, f"/ui/matches/{mid}/live?view=public")
         _wait_subscribed(r, live.channel(mid, False))
         assert _subscribers(r, live.channel(mid, True)) == 0  # the contestant's stream is the public one
         log, rec = _play(site, ruleset)
@@ -323,22 +324,25 @@ def test_nothing_in_the_request_switches_a_contestant_to_the_full_channel(site):
     mid = site["matches"]["million_doubt"]
     r = redis.Redis.from_url(site["redis"])
     tries = [
-        ("?full=1", {}),
+        ("?full=1&view=public", {}),
         ("?view=full&channel=full", {}),
-        ("?full=true&organizer=1", {}),
-        ("", {"X-Live-View": "full", "Last-Event-ID": "full", "Accept": "text/event-stream"}),
+        ("?full=true&organizer=1&player=-1", {}),
+        ("?player=7", {"X-Live-View": "full", "Last-Event-ID": "full", "Accept": "text/event-stream"}),
         ("", {"X-Forwarded-User": "olga", "Authorization": "Bearer " + site["tokens"]["olga"]}),
     ]
-    with _client(site, "alice") as alice:
+    with _client(site, "alice") as alice:  # alice owns both seats: her first seat's view, or the public one
         readers = [SseReader(alice, f"/ui/matches/{mid}/live{q}", h) for q, h in tries]
-        _wait_subscribed(r, live.channel(mid, False), len(tries))
+        _wait_subscribed(r, live.channel(mid, False), 1)
+        _wait_subscribed(r, live.player_channel(mid, 0), len(tries) - 1)
         assert _subscribers(r, live.channel(mid, True)) == 0
         _play(site, "million_doubt")
         for rd in readers:
             rd.join()
     for rd in readers:
-        assert rd.status == 200
-        assert all("hands" not in m for m in rd.messages) and rd.messages[-1]["type"] == "end"
+        assert rd.status == 200 and rd.messages[-1]["type"] == "end"
+        for m in rd.messages[:-1]:  # never every hand: at most the seat's own
+            assert sum(h is not None for h in m.get("hands") or []) <= 1
+    assert all("hands" not in m for m in readers[0].messages)
     # another path is no stream at all, a contestant without a seated bot and an anonymous reader are refused
     with _client(site, "alice") as alice:
         assert alice.get(f"/ui/matches/{mid}/live/full").status_code == 404

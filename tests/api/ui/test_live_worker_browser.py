@@ -1,7 +1,8 @@
 """Live pages in Chromium while a REAL Celery worker plays the match (PostgreSQL, Redis, SDK
 bots over HTTP on 127.0.0.1; issue 17 items 3 and 6).
 
-A contestant owning both seated bots watches the tournament page and the match page; an
+A contestant owning both seated bots watches the tournament page and the match page (as a
+spectator, ``?view=public``; its own seat's view is test_live_browser.py's); an
 organizer watches the match page too. One bot holds its 1st decision until every page has
 subscribed, and its 6th until the pages have been checked, so "the page updates while the
 match is played" is proven by a closed gate, not by a timing. Checked: the tournament page's
@@ -164,7 +165,7 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
         rec = r.pubsub(ignore_subscribe_messages=True)
         rec.subscribe(live.channel(mid, True), live.channel(mid, False))
         ctx_c, contestant, errs_c = _signed_in(browser, url, owner_token)
-        contestant.goto(f"{url}/ui/matches/{mid}")
+        contestant.goto(f"{url}/ui/matches/{mid}?view=public")  # as a spectator (its own seat: test_live_browser)
         ctx_o, organizer, errs_o = _signed_in(browser, url, org_token)
         organizer.goto(f"{url}/ui/matches/{mid}")
         assert contestant.locator("#live-card").get_attribute("data-view") == "public"

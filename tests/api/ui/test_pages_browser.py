@@ -99,7 +99,8 @@ def test_finished_tournament_page_shows_the_standings(site, page, artifacts):
     # the JSON Lines download holds every match log
     resp = page.request.get(f"{site.url}/ui/tournaments/{tid}/logs.jsonl")
     assert resp.status == 200
-    lines = [json.loads(x) for x in resp.text().splitlines()]
+    head, *lines = [json.loads(x) for x in resp.text().splitlines()]
+    assert head["tournament"]["id"] == tid
     assert sorted(x["match_id"] for x in lines) == sorted(m.id for m in matches)
     page.screenshot(path=str(artifacts / "ui-tournament-md.png"), full_page=True)
 
