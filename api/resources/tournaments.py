@@ -23,8 +23,6 @@ sequential test (:mod:`arena.sequential`) finds the top settled or ``max_rounds`
 
 from __future__ import annotations
 
-from typing import Any
-
 import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint
