@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -154,5 +155,5 @@ def test_a_server_command_names_the_server_extra(light):
         assert proc.stderr == f"Error: 'arena {name}' needs the server extra: pip install 'daifugo-arena[server]'\n"
     helped = light.run(light.bin("arena"), "--help")
     assert helped.returncode == 0, helped.stderr
-    assert "worker      (needs the server extra" in helped.stdout
+    assert re.search(r"^  worker +\(needs the server extra", helped.stdout, re.M), helped.stdout
     assert light.run(light.bin("arena"), "version").stdout.strip() == __version__

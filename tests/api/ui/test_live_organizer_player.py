@@ -6,7 +6,8 @@ tournament plays it opens its bot's match live (organizers get the full channel:
 and reads the logs of the matches already played (organizers are not under the log embargo).
 Fed to the bot, the live hands are the opponent's cards in the game being played: in Million
 Doubt, every doubt called right. An organizer who owns a participant of a tournament is now a
-contestant of it for what the embargo keeps: the public live channel, no log until it is over.
+contestant of it for what the embargo keeps: its own seats' view or the public live channel,
+no log until it is over.
 A real Redis, the site over HTTP, a match played with the worker's publisher.
 """
 
@@ -65,17 +66,23 @@ def site(tmp_path, redis_url):
 
 
 @pytest.mark.services
-def test_an_organizer_whose_bot_plays_watches_the_public_channel(site):
+def test_an_organizer_whose_bot_plays_watches_its_own_seat_only(site):
+    """Oscar owns the bot of player 0: he watches that seat's own view (its hand, issue 29 B6),
+    as any contestant; never the full channel, never player 1's hand."""
     mid = site["matches"]["million_doubt"]
     r = redis.Redis.from_url(site["redis"])
     with _client(site, "oscar") as oscar:
         reader = SseReader(oscar, f"/ui/matches/{mid}/live")
-        _wait_subscribed(r, live.channel(mid, False))
+        _wait_subscribed(r, live.player_channel(mid, 0))
         assert _subscribers(r, live.channel(mid, True)) == 0  # before: the full channel, every hand
+        assert _subscribers(r, live.player_channel(mid, 1)) == 0
         _play(site, "million_doubt")
         reader.join()
     steps = [m for m in reader.messages if m["type"] == "step"]
-    assert reader.status == 200 and steps and all("hands" not in m for m in steps)
+    assert reader.status == 200 and steps
+    for m in steps:  # the engine seat of player 0 changes game by game (seats swapped)
+        own = m["own_seat"]
+        assert m["hands"][own] is not None and m["hands"][1 - own] is None
     r.close()
 
 
