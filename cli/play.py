@@ -390,6 +390,7 @@ def _load_tournament(path: Path) -> dict:
 @logs.command("verify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--skip-requests", is_flag=True, help="Do not rebuild requests to check their digests (faster).")
+@click.option("--skip-pars", is_flag=True, help="Do not recompute the pars the logs record (faster).")
 @click.option(
     "--seed",
     type=click.IntRange(0, 2**63 - 1),
@@ -406,11 +407,17 @@ def _load_tournament(path: Path) -> dict:
     f"a {TOURNAMENT_FILE} in a PATHS folder (written by `arena logs download`).",
 )
 def logs_verify(
-    paths: tuple[Path, ...], skip_requests: bool, seed: int | None, salt: str | None, tournament_file: Path | None
+    paths: tuple[Path, ...],
+    skip_requests: bool,
+    skip_pars: bool,
+    seed: int | None,
+    salt: str | None,
+    tournament_file: Path | None,
 ) -> None:
-    """Replay every match log in PATHS (files or folders) through the engine and, with the
-    revealed seed (--seed/--salt or --tournament), check the seed commitment and that every
-    deal follows from the seed (docs/fairness.md).
+    """Replay every match log in PATHS (files or folders) through the engine, recompute the
+    pars a log records (docs/ranking.md) and, with the revealed seed (--seed/--salt or
+    --tournament), check the seed commitment and that every deal follows from the seed
+    (docs/fairness.md).
 
     Prints one line per failure and 'N verified, N failed'; exit status 1 on any failure.
     """
@@ -426,7 +433,9 @@ def logs_verify(
                 click.echo(f"{exc.message}; replaying only", err=True)
     if tournament is not None:
         seed, salt = int(tournament["seed"]), str(tournament["salt"])
-    ok, failures = verify_logs(paths, check_requests=not skip_requests, seed=seed, salt=salt, tournament=tournament)
+    ok, failures = verify_logs(
+        paths, check_requests=not skip_requests, check_pars=not skip_pars, seed=seed, salt=salt, tournament=tournament
+    )
     if seed is not None:
         click.echo(
             f"deals checked against the revealed seed {seed} "

@@ -179,7 +179,7 @@ def test_two_workers_on_one_host_have_different_names(tmp_path, redis_url):
             log = open(tmp_path / f"worker{i}.log", "wb")
             procs.append(
                 subprocess.Popen(
-                    [*ARENA, "worker", "--pool", "solo", "--checks", "0", "-Q", queue],
+                    [*ARENA, "worker", "--pool", "solo", "--checks", "0", "--pars", "0", "-Q", queue],
                     cwd=REPO,
                     env=_env(**env),
                     stdout=log,
@@ -236,7 +236,22 @@ def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url)
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
     log = open(tmp_path / "launcher.log", "wb")
     launcher = subprocess.Popen(
-        [*ARENA, "worker", "--processes", "2", "--checks", "0", "-c", "2", "-Q", queue, "-n", f"lt{tag}@127.0.0.1"],
+        [
+            *ARENA,
+            "worker",
+            "--processes",
+            "2",
+            "--checks",
+            "0",
+            "--pars",
+            "0",
+            "-c",
+            "2",
+            "-Q",
+            queue,
+            "-n",
+            f"lt{tag}@127.0.0.1",
+        ],
         cwd=REPO,
         env=_env(**env),
         stdout=log,
@@ -320,6 +335,8 @@ def _quiet_launcher(tmp_path, redis_url, prefix: str, **popen):
             "2",
             "--checks",
             "0",
+            "--pars",
+            "0",
             "-c",
             "1",
             "-Q",
@@ -367,7 +384,7 @@ def test_a_sigterm_while_the_worker_processes_start_stops_them_all(tmp_path, red
     tag = uuid.uuid4().hex[:8]
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
     launcher = subprocess.Popen(
-        [*ARENA, "worker", "--processes", "4", "--checks", "0", "-c", "1", "-Q", f"arena.procs.{tag}"],
+        [*ARENA, "worker", "--processes", "4", "--checks", "0", "--pars", "0", "-c", "1", "-Q", f"arena.procs.{tag}"],
         cwd=REPO,
         env=_env(**env),
         stdout=subprocess.DEVNULL,
