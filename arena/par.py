@@ -65,6 +65,9 @@ BASELINE = "mix-v1"
 BASELINES = ("mix-v1", "rollout-v1")
 #: Decimals the pars are rounded to (stored, logged, compared by the verifier).
 PAR_DECIMALS = 4
+#: Most rollouts a par may be computed with (``ARENA_PAR_ROLLOUTS``'s bound, and what the
+#: verifier accepts from a log: a downloaded log cannot make it work without end).
+MAX_ROLLOUTS = 1024
 #: Safety stop of one rollout (a deal/game ends long before).
 MAX_ROLLOUT_ACTIONS = 2000
 
@@ -360,6 +363,8 @@ def check_pars(match_log: Mapping[str, Any]) -> int:
     rollouts, baseline = record.get("rollouts"), record.get("baseline")
     if not isinstance(rollouts, int) or isinstance(rollouts, bool) or not isinstance(baseline, str):
         raise ParError("the log's 'par' record needs an integer 'rollouts' and a 'baseline'")
+    if not 1 <= rollouts <= MAX_ROLLOUTS:
+        raise ParError(f"the log's par rollouts must be 1 to {MAX_ROLLOUTS}, not {rollouts}")
     expected = match_pars(match_log, rollouts, baseline)
     for gm, want in zip(match_log["games"], expected, strict=True):
         got = gm.get("par")

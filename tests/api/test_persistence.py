@@ -159,7 +159,7 @@ def test_migration_0012_leaves_old_results_without_pars(database_url):
             for mid in (1, 2, 3):
                 conn.execute(
                     text(
-                        "INSERT INTO matches (id, tournament_id, \"index\", \"table\", seed, status, attempts,"
+                        'INSERT INTO matches (id, tournament_id, "index", "table", seed, status, attempts,'
                         " created_at) VALUES (:id, 5, :id, 0, 9, 'finished', 1, :n)"
                     ),
                     {"id": mid, "n": now},

@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from arena import par
-from arena.config import ConfigError, Settings
+from arena.config import MAX_PAR_ROLLOUTS, ConfigError, Settings
 from arena.matchlog import write_log
 from arena.runner.match import run_match
 from arena.runner.replay import ReplayError, replay, verify_logs
@@ -158,6 +158,10 @@ def test_verify_recomputes_the_pars_and_refuses_altered_ones(tmp_path):
     other_k = copy.deepcopy(with_pars)
     other_k["par"]["rollouts"] = 3  # the record no longer matches the pars
     write_log(other_k, tmp_path / "other_k.json")
+    endless = copy.deepcopy(with_pars)
+    endless["par"]["rollouts"] = 10**9  # a hostile log cannot make the verifier work for ever
+    with pytest.raises(par.ParError, match="rollouts must be 1 to 1024"):
+        par.check_pars(endless)
     orphan = copy.deepcopy(with_pars)
     del orphan["par"]
     write_log(orphan, tmp_path / "orphan.json")
@@ -175,6 +179,7 @@ def test_verify_recomputes_the_pars_and_refuses_altered_ones(tmp_path):
 
 
 def test_par_rollouts_setting():
+    assert MAX_PAR_ROLLOUTS == par.MAX_ROLLOUTS
     assert Settings.from_env({}).par_rollouts == 16
     assert Settings.from_env({"ARENA_PAR_ROLLOUTS": "0"}).par_rollouts == 0
     assert Settings.from_env({"ARENA_PAR_ROLLOUTS": " 64 "}).par_rollouts == 64
