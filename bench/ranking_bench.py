@@ -125,12 +125,12 @@ def per_round(games: list[dict[str, Any]], nbots: int) -> tuple[list[float], lis
 
 
 def success(
-    rounds: list[tuple[list[float], list[float], list[int]]], length: int, draws: int, seed: int
+    rounds: list[tuple[list[float], list[float], list[int]]], length: int, draws: int, seed: int, nb: int
 ) -> tuple[float, float]:
     """Shares of ``draws`` tournaments of ``length`` rounds (drawn with replacement) whose raw
-    and adjusted means are in the order of the bot indices (strictly increasing)."""
+    and adjusted means of the first ``nb`` bots (the ranked ones) are in the order of the bot
+    indices (strictly increasing)."""
     rng = random.Random(seed)
-    nb = len(rounds[0][0])
     ok_raw = ok_adj = 0
     for _ in range(draws):
         raw, adj, cnt = [0.0] * nb, [0.0] * nb, [0] * nb
