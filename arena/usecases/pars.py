@@ -4,7 +4,8 @@
 every game's par with :func:`arena.par.match_pars` (``ARENA_PAR_ROLLOUTS`` rollouts; no
 transaction is open meanwhile), then stores them once (:func:`arena.lifecycle.store_pars`:
 ``games[i].par`` per player, the log with its pars, ``par_status`` ``done``). When pars are
-off (``ARENA_PAR_ROLLOUTS=0``) or a game cannot have one, the result becomes ``skipped``.
+off (``ARENA_PAR_ROLLOUTS=0``), a game cannot have one, or computing them fails (logged),
+the result becomes ``skipped``.
 When the tournament is over and this was its last par, the ratings of its rule set are
 rebuilt (they read the pars). Any number of deliveries store the pars once.
 
@@ -53,14 +54,19 @@ def fill_pars(match_id: int, settings: Settings | None = None, sessions: session
         with factory() as session:
             lifecycle.skip_pars(session, int(match_id))
         return f"skipped pars of match {match_id}: ARENA_PAR_ROLLOUTS is 0"
-    match_log = matchlog.decode(data)
     try:
+        match_log = matchlog.decode(data)
         pars = luck.match_pars(match_log, rollouts)
     except luck.ParError as exc:
         log.warning("match %s: no par (%s)", match_id, exc)
         with factory() as session:
             lifecycle.skip_pars(session, int(match_id))
         return f"skipped pars of match {match_id}: {exc}"
+    except Exception:  # a bug here must not come back with every re-send: skipped, logged
+        log.exception("match %s: the pars could not be computed", match_id)
+        with factory() as session:
+            lifecycle.skip_pars(session, int(match_id))
+        return f"skipped pars of match {match_id}: internal error"
     per_player = [luck.player_pars(gm, p) for gm, p in zip(match_log["games"], pars, strict=True)]
     with factory() as session:
         stored = lifecycle.store_pars(session, int(match_id), per_player, luck.with_pars(match_log, pars, rollouts))

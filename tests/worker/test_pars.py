@@ -137,3 +137,25 @@ def test_two_deliveries_at_once_store_the_pars_once(arena, bots, celery_worker_f
     for mid, words in lines.items():  # one stores; the other finds them stored (or does nothing)
         assert words[1] == "stored" and words[0] in ("duplicate", "nothing"), (mid, words)
     _check_pars(arena, tid, 2)
+
+
+def test_pars_off_or_impossible_leave_the_result_skipped(arena, bots, celery_worker_factory):
+    """``ARENA_PAR_ROLLOUTS=0`` on the par worker, or a log the pars cannot be computed from:
+    the result is ``skipped`` (never left ``pending`` for the reaper to send again forever)."""
+    tid = _tournament(arena, bots, "million_doubt", games_per_pairing=2)
+    matches = celery_worker_factory(concurrency=2, database_url=arena.database_url, env={"ARENA_PAR_ROLLOUTS": "2"})
+    arena.start(tid)
+    arena.wait_finished(tid, workers=[matches])
+    first, second, *_ = sorted(_statuses(arena, tid))
+    off = dataclasses.replace(arena.settings, par_rollouts=0)
+    assert fill_pars(first, off) == f"skipped pars of match {first}: ARENA_PAR_ROLLOUTS is 0"
+    with arena.sessions() as s:
+        s.execute(MatchLog.__table__.update().where(MatchLog.match_id == second).values(data=b"not a log"))
+        s.commit()
+    on = dataclasses.replace(arena.settings, par_rollouts=2)
+    assert fill_pars(second, on) == f"skipped pars of match {second}: internal error"
+    statuses = _statuses(arena, tid)
+    assert statuses[first] == statuses[second] == "skipped"
+    assert fill_pars(first, on).startswith("nothing to do")
+    with arena.sessions() as s:
+        assert all("par" not in g for g in s.get(MatchResult, first).games)
