@@ -28,10 +28,13 @@ Method (docs/ranking.md, "The bench"):
    copy 0 and copy 1 over all those rounds, with the normal 95% interval of the per-round
    differences; "yes" when the interval holds 0.
 
-``--cache FILE`` keeps the pools (JSON) so that the tournaments can be drawn again without
-playing (same arguments). Usage: ``python bench/ranking_bench.py [--rulesets R ...]
+``--oracle R`` also replays every deal of the pool R times with the same bots seeded afresh and
+prints the same figures for the **matchup oracle**, a par that knows the mean score of those
+very bots on that very deal (centred per place in the round): the most a par of the deal could
+take out, whatever its baseline. ``--cache FILE`` keeps the pools (JSON) so that the
+tournaments can be drawn again without playing (same arguments). Usage: ``python bench/ranking_bench.py [--rulesets R ...]
 [--rounds N] [--identical-rounds N] [--rollouts K] [--workers N] [--tournaments N]
-[--tm-target N] [--jdf-sets N] [--cache FILE]``.
+[--tm-target N] [--jdf-sets N] [--baseline B] [--oracle R] [--cache FILE]``.
 """
 
 from __future__ import annotations
@@ -86,19 +89,30 @@ def round_games(ruleset: str, bots: Sequence[str]) -> list[list[int]]:
     return [[(s + j) % n for s in range(n)] for j in range(n)]
 
 
+def _play(ruleset: str, options: dict, bots: list[str], seats: list[int], seed: int, bot_salt: str) -> dict[str, Any]:
+    """One game seeded ``seed``, the bots seeded from it and ``bot_salt``: its game record."""
+    players = [make_bot(bots[b].lstrip("+"), derive_seed(seed, bot_salt, s)) for s, b in enumerate(seats)]
+    spec = [{"seed": seed, "seats": list(range(len(seats)))}]
+    return run_match(players, ruleset, options, notices=False, game_specs=spec)["games"][0]
+
+
 def play_round(
-    ruleset: str, options: dict, bots: list[str], rnd: int, rollouts: int, salt: str, baseline: str = par.BASELINE
+    ruleset: str,
+    options: dict,
+    bots: list[str],
+    rnd: int,
+    rollouts: int,
+    salt: str,
+    baseline: str = par.BASELINE,
+    oracle: int = 0,
 ) -> list[dict[str, Any]]:
     """One round of the pool: per game ``{"seats": [bot index], "scores": [...], "par": [...]}``
-    (per seat)."""
+    (per seat), and with ``oracle`` the mean scores of that many replays of the same deal by the
+    same bots seeded afresh (``"oracle"``)."""
     out = []
     for j, seats in enumerate(round_games(ruleset, bots)):
         seed = derive_seed(SEED, salt, ruleset, rnd, j)
-        players = [make_bot(bots[b].lstrip("+"), derive_seed(seed, "bot", s)) for s, b in enumerate(seats)]
-        log = run_match(
-            players, ruleset, options, notices=False, game_specs=[{"seed": seed, "seats": list(range(len(seats)))}]
-        )
-        gm = log["games"][0]
+        gm = _play(ruleset, options, bots, seats, seed, "bot")
         scores = [float(gm["result"]["scores"][str(s)]) for s in range(len(seats))]
         p = par.game_par(
             ruleset,
@@ -110,7 +124,23 @@ def play_round(
             baseline=baseline,
         )
         out.append({"seats": seats, "scores": scores, "par": p})
+        if oracle:
+            again = [_play(ruleset, options, bots, seats, seed, f"replay{k}") for k in range(oracle)]
+            out[-1]["oracle"] = [
+                sum(float(g["result"]["scores"][str(s)]) for g in again) / oracle for s in range(len(seats))
+            ]
     return out
+
+
+def oracle_pars(pool: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """The pool with each game's par replaced by the **matchup oracle**: the mean score of the
+    replays of its deal by the same bots (the most any par of the deal alone could know, the
+    bots included), minus the mean of that over the pool's games of the same place in the
+    round (the same bots in the same seats), so that it has mean zero like a par."""
+    slots = len(pool[0])
+    n = len(pool[0][0]["seats"])
+    mean = [[sum(r[j]["oracle"][s] for r in pool) / len(pool) for s in range(n)] for j in range(slots)]
+    return [[{**g, "par": [g["oracle"][s] - mean[j][s] for s in range(n)]} for j, g in enumerate(r)] for r in pool]
 
 
 def per_round(games: list[dict[str, Any]], nbots: int) -> tuple[list[float], list[float], list[int]]:
@@ -205,8 +235,11 @@ def build_pool(
     rollouts: int,
     salt: str,
     baseline: str,
+    oracle: int = 0,
 ) -> list[list[dict[str, Any]]]:
-    jobs = [executor.submit(play_round, ruleset, options, bots, r, rollouts, salt, baseline) for r in range(rounds)]
+    jobs = [
+        executor.submit(play_round, ruleset, options, bots, r, rollouts, salt, baseline, oracle) for r in range(rounds)
+    ]
     return [j.result() for j in jobs]
 
 
@@ -224,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jdf-sets", type=int, default=3, help="JDF sets")
     ap.add_argument("--bots", default=None, help="comma-separated bots, weakest first (all rule sets)")
     ap.add_argument("--cache", type=Path, default=None, help="JSON file keeping the pools")
+    ap.add_argument(
+        "--oracle", type=int, default=0, help="also replay each deal N times with the same bots: the matchup oracle"
+    )
     args = ap.parse_args(argv)
     cache: dict[str, Any] = json.loads(args.cache.read_text()) if args.cache and args.cache.exists() else {}
     options = {
@@ -237,12 +273,15 @@ def main(argv: list[str] | None = None) -> int:
             opts = options[ruleset]
             key = json.dumps(
                 [ruleset, opts, bots, args.rounds, args.rollouts, args.identical, args.identical_rounds, args.baseline]
+                + ([args.oracle] if args.oracle else [])
             )
             t = time.perf_counter()
             if key not in cache:
                 n = engine.get_ruleset(ruleset).seats
                 cache[key] = {
-                    "pool": build_pool(ex, ruleset, opts, bots, args.rounds, args.rollouts, "pool", args.baseline),
+                    "pool": build_pool(
+                        ex, ruleset, opts, bots, args.rounds, args.rollouts, "pool", args.baseline, args.oracle
+                    ),
                     "identical": build_pool(
                         ex,
                         ruleset,
@@ -273,6 +312,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"#   {bots[b]} < {bots[b + 1]}: " + pair_line(pool, b, b + 1))
             raw, adj = games_to_rank(pool, gpr, args.tournaments, ranked)
             print(f"games to rank {ruleset}: raw {raw}, adjusted {adj}", flush=True)
+            if args.oracle:
+                best = [per_round(r, len(bots)) for r in oracle_pars(cache[key]["pool"])]
+                for b in range(ranked - 1):
+                    print(f"#   oracle {bots[b]} < {bots[b + 1]}: " + pair_line(best, b, b + 1))
+                raw, adj = games_to_rank(best, gpr, args.tournaments, ranked)
+                print(f"#   games to rank with the matchup oracle ({args.oracle} replays): raw {raw}, adjusted {adj}")
             ident = [per_round(r, len(cache[key]["identical"][0][0]["seats"])) for r in cache[key]["identical"]]
             d, half, ok = identical(ident)
             verdict = "yes" if ok else "no"
