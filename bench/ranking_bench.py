@@ -32,9 +32,11 @@ Method (docs/ranking.md, "The bench"):
 prints the same figures for the **matchup oracle**, a par that knows the mean score of those
 very bots on that very deal (centred per place in the round): the most a par of the deal could
 take out, whatever its baseline. ``--cache FILE`` keeps the pools (JSON) so that the
-tournaments can be drawn again without playing (same arguments). Usage: ``python bench/ranking_bench.py [--rulesets R ...]
-[--rounds N] [--identical-rounds N] [--rollouts K] [--workers N] [--tournaments N]
-[--tm-target N] [--jdf-sets N] [--baseline B] [--oracle R] [--cache FILE]``.
+tournaments can be drawn again without playing (same arguments).
+
+Usage: ``python bench/ranking_bench.py [--rulesets R ...] [--rounds N] [--identical-rounds N]
+[--rollouts K] [--workers N] [--tournaments N] [--tm-target N] [--jdf-sets N] [--baseline B]
+[--oracle R] [--cache FILE]``.
 """
 
 from __future__ import annotations
