@@ -11,8 +11,8 @@ Method (docs/ranking.md, "The bench"):
    weakest first; defaults per rule set in :data:`BOTS`) play ``--rounds`` round-robin rounds:
    Million Doubt, every pair of bots one match of 2 games (seats swapped), 12 games a round;
    Trump Millionaire and JDF, the four bots at one table in the 4 seat rotations, 4 games a
-   round. Every game is dealt afresh from its own seed (``derive_seed(--seed, ruleset, round,
-   game)``), as in a tournament. Games go through :func:`arena.runner.match.run_match` with
+   round. Every game is dealt afresh from its own seed (``derive_seed(SEED, "pool", ruleset,
+   round, game)``), as in a tournament. Games go through :func:`arena.runner.match.run_match` with
    in-process sample bots (``search<N>``: the search bot with a count budget of N rollouts a
    decision and no clock, so reproducible), split over ``--workers`` processes; each game's
    par (:func:`arena.par.game_par`, ``--rollouts``) is computed where it was played.
@@ -22,7 +22,9 @@ Method (docs/ranking.md, "The bench"):
    order, strictly. For each L of a growing sequence ``--tournaments`` tournaments are drawn
    (the same draws for raw and adjusted scores); the games to rank are the games of the
    shortest L from which the order is found in at least 95% of the tournaments (``>`` when
-   the pool's rounds do not suffice).
+   the pool's rounds do not suffice). Each bot's adjusted scores are first shifted by its
+   mean par over the pool (:func:`centred`), so that raw and adjusted scores have the same
+   means in the pool and only their spreads are compared.
 3. **Identical bots.** ``--identical-rounds`` rounds of the same bot (``--identical``) in every
    seat, its copies seeded apart: D is the difference between the adjusted means per game of
    copy 0 and copy 1 over all those rounds, with the normal 95% interval of the per-round
@@ -154,6 +156,19 @@ def per_round(games: list[dict[str, Any]], nbots: int) -> tuple[list[float], lis
             adj[b] += g["scores"][s] - g["par"][s]
             count[b] += 1
     return raw, adj, count
+
+
+def centred(
+    rounds: list[tuple[list[float], list[float], list[int]]],
+) -> list[tuple[list[float], list[float], list[int]]]:
+    """The rounds with each bot's adjusted scores shifted by its mean par over the pool: both
+    scores then have the pool's raw means, so the tournaments drawn compare their spreads only
+    (the par has mean zero; over a finite pool it does not quite, and the order found would
+    reward or punish that luck of the pool instead of the variance the par takes out)."""
+    nb = len(rounds[0][0])
+    games = [sum(r[2][b] for r in rounds) for b in range(nb)]
+    off = [(sum(r[1][b] for r in rounds) - sum(r[0][b] for r in rounds)) / games[b] for b in range(nb)]
+    return [(raw, [adj[b] - off[b] * cnt[b] for b in range(nb)], cnt) for raw, adj, cnt in rounds]
 
 
 def success(
@@ -312,13 +327,13 @@ def main(argv: list[str] | None = None) -> int:
             ranked = sum(1 for b in bots if not b.startswith("+"))
             for b in range(ranked - 1):
                 print(f"#   {bots[b]} < {bots[b + 1]}: " + pair_line(pool, b, b + 1))
-            raw, adj = games_to_rank(pool, gpr, args.tournaments, ranked)
+            raw, adj = games_to_rank(centred(pool), gpr, args.tournaments, ranked)
             print(f"games to rank {ruleset}: raw {raw}, adjusted {adj}", flush=True)
             if args.oracle:
                 best = [per_round(r, len(bots)) for r in oracle_pars(cache[key]["pool"])]
                 for b in range(ranked - 1):
                     print(f"#   oracle {bots[b]} < {bots[b + 1]}: " + pair_line(best, b, b + 1))
-                raw, adj = games_to_rank(best, gpr, args.tournaments, ranked)
+                raw, adj = games_to_rank(centred(best), gpr, args.tournaments, ranked)
                 print(f"#   games to rank with the matchup oracle ({args.oracle} replays): raw {raw}, adjusted {adj}")
             ident = [per_round(r, len(cache[key]["identical"][0][0]["seats"])) for r in cache[key]["identical"]]
             d, half, ok = identical(ident)
