@@ -19,7 +19,7 @@ Method (docs/ranking.md, "The bench"):
 2. **Tournaments drawn from the pool.** A tournament of L rounds draws L whole rounds from the
    pool with replacement (a bootstrap of rounds: every bot sits in every seat equally often in
    each); it finds the true order when the bots' mean scores per game are in the strength
-   order, strictly. For each L of a growing sequence ``--tournaments`` tournaments are drawn
+   order, strictly. For each L of a growing sequence ``--tournaments`` (4,000) tournaments are drawn
    (the same draws for raw and adjusted scores); the games to rank are the games of the
    shortest L from which the order is found in at least 95% of the tournaments (``>`` when
    the pool's rounds do not suffice). Each bot's adjusted scores are first shifted by its
@@ -195,11 +195,12 @@ def success(
 
 
 def lengths(limit: int) -> list[int]:
-    """A growing sequence of tournament lengths (rounds) up to ``limit``: about 10% steps."""
+    """A growing sequence of tournament lengths (rounds) up to ``limit``: every length up to
+    40 rounds, then steps of about 5%."""
     out, n = [], 1
     while n <= limit:
         out.append(n)
-        n = max(n + 1, int(n * 1.1))
+        n = n + 1 if n < 40 else max(n + 1, int(n * 1.05))
     return out
 
 
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rollouts", type=int, default=16, help="par rollouts (ARENA_PAR_ROLLOUTS)")
     ap.add_argument("--baseline", default=par.BASELINE, choices=par.BASELINES, help="the par's baseline")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--tournaments", type=int, default=1000, help="tournaments drawn per length")
+    ap.add_argument("--tournaments", type=int, default=4000, help="tournaments drawn per length")
     ap.add_argument("--tm-target", type=int, default=100, help="Trump Millionaire target_score")
     ap.add_argument("--jdf-sets", type=int, default=3, help="JDF sets")
     ap.add_argument("--bots", default=None, help="comma-separated bots, weakest first (all rule sets)")
