@@ -6,12 +6,12 @@
 ``ARENA_RATE_LIMITS``, ``ARENA_PROXY_HOPS``, ``ARENA_LEASE_S``, ``ARENA_REAPER_INTERVAL_S``,
 ``ARENA_LOST_AFTER_S``, ``ARENA_BOT_MAX_MATCHES``, ``ARENA_CHECK_TIME_LIMIT_S``,
 ``ARENA_CHECK_SECONDS_PER_HOUR``, ``ARENA_STORE_RETRY_S``, ``ARENA_SPOOL_TTL_S``,
-``ARENA_GATEWAY_URL``, ``ARENA_GATEWAY_RECONNECT_S``, ``ARENA_GATEWAY_MAX_PER_BOT`` and
-``ARENA_GATEWAY_MAX_PER_ACCOUNT``; their
+``ARENA_GATEWAY_URL``, ``ARENA_GATEWAY_RECONNECT_S``, ``ARENA_GATEWAY_MAX_PER_BOT``,
+``ARENA_GATEWAY_MAX_PER_ACCOUNT`` and ``ARENA_PAR_ROLLOUTS``; their
 meaning is on :class:`Settings`' attributes, their defaults in docs/operations.md, "Settings".
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
-positive whole numbers; anything else raises :class:`ConfigError` naming the variable.
+positive whole numbers (``ARENA_PAR_ROLLOUTS`` may be 0); anything else raises :class:`ConfigError` naming the variable.
 """
 
 from __future__ import annotations
@@ -65,6 +65,20 @@ def _positive_int(env: Mapping[str, str], name: str, default: int | None) -> int
     return value
 
 
+def _count(env: Mapping[str, str], name: str, default: int, most: int) -> int:
+    """A whole number from 0 to ``most`` (``default`` when unset or empty)."""
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = -1
+    if not 0 <= value <= most:
+        raise ConfigError(f"{name} must be a whole number from 0 to {most}, got {raw!r}")
+    return value
+
+
 def allow_private_from_env(env: Mapping[str, str] | None = None) -> bool:
     """``ARENA_ALLOW_PRIVATE_BOT_URLS`` of ``env`` (default ``os.environ``); false when unset.
 
@@ -95,6 +109,10 @@ BOT_MATCHES_PER_SLOT = 16
 #: Defaults of ``ARENA_CHECK_TIME_LIMIT_S`` and ``ARENA_CHECK_SECONDS_PER_HOUR`` (seconds).
 DEFAULT_CHECK_TIME_LIMIT_S = 180
 DEFAULT_CHECK_SECONDS_PER_HOUR = 900
+#: Default and most of ``ARENA_PAR_ROLLOUTS``: rollouts of the par's baseline per deal
+#: (arena.par, docs/ranking.md); 0 turns the pars off.
+DEFAULT_PAR_ROLLOUTS = 16
+MAX_PAR_ROLLOUTS = 1024
 
 
 @dataclass(frozen=True)
@@ -142,6 +160,8 @@ class Settings:
         gateway_max_per_bot: most connections of one bot at once (``ARENA_GATEWAY_MAX_PER_BOT``).
         gateway_max_per_account: most connections of one account's bots at once
             (``ARENA_GATEWAY_MAX_PER_ACCOUNT``).
+        par_rollouts: rollouts of the par's baseline per deal (``ARENA_PAR_ROLLOUTS``, 0 to
+            :data:`MAX_PAR_ROLLOUTS`; 0: no pars; arena.par, arena.usecases.pars).
     """
 
     data_dir: Path
@@ -168,6 +188,7 @@ class Settings:
     gateway_reconnect_s: int = DEFAULT_GATEWAY_RECONNECT_S
     gateway_max_per_bot: int = DEFAULT_GATEWAY_MAX_PER_BOT
     gateway_max_per_account: int = DEFAULT_GATEWAY_MAX_PER_ACCOUNT
+    par_rollouts: int = DEFAULT_PAR_ROLLOUTS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -208,4 +229,5 @@ class Settings:
             gateway_max_per_bot=_positive_int(env, "ARENA_GATEWAY_MAX_PER_BOT", None) or DEFAULT_GATEWAY_MAX_PER_BOT,
             gateway_max_per_account=_positive_int(env, "ARENA_GATEWAY_MAX_PER_ACCOUNT", None)
             or DEFAULT_GATEWAY_MAX_PER_ACCOUNT,
+            par_rollouts=_count(env, "ARENA_PAR_ROLLOUTS", DEFAULT_PAR_ROLLOUTS, MAX_PAR_ROLLOUTS),
         )

@@ -19,6 +19,11 @@ Idempotent: any number of deliveries of the same match store one result; the res
 delivery that loses the race is dropped (``"duplicate"``). A store that ends a round of a
 tournament played until settled may add the next round (:class:`arena.lifecycle.Stored`):
 its matches are sent by :func:`send_round`.
+
+Pars (luck-adjusted scores, docs/ranking.md): a result is stored with ``par_status``
+``pending`` (``skipped`` when ``ARENA_PAR_ROLLOUTS`` is 0) and, once stored, the task
+``arena.compute_par`` is sent to the low-priority queue :data:`arena.queue.PAR_QUEUE`
+(:func:`request_pars`), off the match's path; the reaper sends it again if it was lost.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from arena.lifecycle.bots import is_deleted
 from arena.limits import longest_match_seconds, visibility_timeout
 from arena.live import LivePublisher, announce, live_enabled
 from arena.matchlog import MatchLog
-from arena.queue import CeleryDispatcher
+from arena.queue import CeleryDispatcher, QueueError
 from arena.runner.answers import safe_text
 from arena.runner.capped import CappedHttpPlayer
 from arena.runner.claims import Claim, EndpointClaims, Refused
@@ -60,6 +65,7 @@ from arena.runner.players import LocalPlayer, Player, WithdrawnPlayer, tls_conte
 from arena.runner.semaphore import BotSemaphore, MatchSlots
 from arena.standings import rebuild_ratings
 from arena.withdrawals import WithdrawalCheck
+from arena.status import ParStatus
 from bots_sdk.samples import SAMPLE_BOTS
 
 log = logging.getLogger("arena.tasks")
@@ -252,6 +258,27 @@ def result_fields(plan: MatchPlan, match_log: MatchLog, slot_totals: Sequence[Sl
         "games": games,
         "timings": timings,
     }
+
+
+def par_status(settings: Settings) -> str:
+    """The ``par_status`` a result is stored with: ``pending``, or ``skipped`` when pars are
+    off (``ARENA_PAR_ROLLOUTS=0``)."""
+    return ParStatus.PENDING.value if settings.par_rollouts > 0 else ParStatus.SKIPPED.value
+
+
+def request_pars(settings: Settings, match_ids: Sequence[int]) -> int:
+    """Send ``arena.compute_par`` for each stored match (:data:`arena.queue.PAR_QUEUE`);
+    nothing in eager mode (the in-process dispatcher computes them after the match) or when
+    pars are off. A broker that cannot be reached is logged, never raised: the reaper sends
+    the task again for results left ``pending`` (:func:`arena.lifecycle.pending_pars`).
+    Returns how many were sent."""
+    if settings.celery_eager or settings.par_rollouts < 1 or not match_ids:
+        return 0
+    try:
+        return CeleryDispatcher(settings.broker_url).send_pars(match_ids)
+    except QueueError as exc:
+        log.warning("pars of %s not requested now (%s); the reaper will", list(match_ids), exc)
+        return 0
 
 
 def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
@@ -528,6 +555,8 @@ def store_from_spool(
         log.warning("match %s: result of attempt %d stored from the spool", record.match_id, record.attempt)
         announce(settings, record.tournament_id, "finished", [record.match_id])
         send_round(settings, record.tournament_id, added, send)
+        if record.fields.get("par_status") == ParStatus.PENDING:
+            request_pars(settings, [record.match_id])
         rate_if_done(factory, record.tournament_id, record.ruleset)
     return outcome
 
@@ -779,6 +808,7 @@ def _play_claimed(
         if keeper is not None:
             keeper.release_claims()
         fields = result_fields(plan, match_log, slot_totals)
+        fields["par_status"] = par_status(settings)
     except Exception as exc:  # an internal error (bots' failures are faults, never exceptions)
         return _fail(factory, plan, internal_reason("playing", exc), exc, settings)
     kept = ResultSpool(settings, plan, match_log, fields)
@@ -802,6 +832,8 @@ def _play_claimed(
     if stored:
         announce(settings, plan.tournament_id, "finished", [plan.match_id])
         send_round(settings, plan.tournament_id, stored.added, send)
+        if fields["par_status"] == ParStatus.PENDING:
+            request_pars(settings, [plan.match_id])
     rate_if_done(factory, plan.tournament_id, plan.ruleset)
     word = "stored" if stored else "duplicate"
     line = (

@@ -5,7 +5,8 @@ each call does the work in the calling process, with the caller's settings (its 
 and returns when it is done, as the Celery task would have done it on a worker:
 
 - ``send_matches``: each match is played and stored, one after the other, by
-  ``play_and_store(match_id, settings)`` (what ``arena.run_match`` runs);
+  ``play_and_store(match_id, settings)`` (what ``arena.run_match`` runs), then its pars are
+  computed (:func:`arena.usecases.pars.fill_pars`, what ``arena.compute_par`` runs);
 - ``send_check``: :func:`arena.conformance.run_check` (what ``arena.check_bot`` runs);
 - ``launch_tournament``: the schedule is stored if there is none yet
   (:func:`arena.usecases.tournaments.schedule_tournament`), then every ``pending`` match is
@@ -25,6 +26,7 @@ from arena.config import Settings
 from arena.conformance import run_check
 from arena.db.session import shared_sessions
 from arena.delivery import play_and_store
+from arena.usecases.pars import fill_pars
 from arena.usecases.tournaments import pending_matches, schedule_tournament
 
 
@@ -47,6 +49,8 @@ class InProcessDispatcher:
         ids = [int(mid) for mid in match_ids]
         for mid in ids:  # a round a store adds (played until settled) is played from here too
             play_and_store(mid, self.settings, send=self.send_matches)
+            if self.settings.par_rollouts > 0:
+                fill_pars(mid, self.settings)
         return len(ids)
 
     def send_check(self, check_id: int) -> None:

@@ -100,7 +100,8 @@ class FaultRecord(TypedDict):
 
 class GameRecord(TypedDict):
     """One engine game: ``seed`` (None for a game from fixed hands), ``seats`` (player index
-    per seat), the engine's log and result, Unix seconds."""
+    per seat), the engine's log and result, Unix seconds; ``par`` (per seat of the game, as
+    its result) once the pars are computed (:mod:`arena.par`, docs/ranking.md)."""
 
     index: int
     seed: int | None
@@ -111,6 +112,14 @@ class GameRecord(TypedDict):
     result: dict[str, Any]
     started_at: float
     finished_at: float
+    par: NotRequired[list[float]]
+
+
+class ParRecord(TypedDict):
+    """How a log's pars were computed (:func:`arena.par.check_pars` recomputes them)."""
+
+    baseline: str
+    rollouts: int
 
 
 class MatchResult(TypedDict):
@@ -125,7 +134,8 @@ class MatchResult(TypedDict):
 
 class MatchLog(TypedDict):
     """A whole match log (the format of this module). ``result`` and ``finished_at`` are
-    None only while the match is played."""
+    None only while the match is played; ``par`` is added with the games' pars, after the
+    match was stored (arena.usecases.pars)."""
 
     format: str
     version: int
@@ -143,6 +153,7 @@ class MatchLog(TypedDict):
     result: MatchResult | None
     started_at: float
     finished_at: float | None
+    par: NotRequired[ParRecord]
 
 
 class LogEncodingError(ValueError):

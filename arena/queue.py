@@ -20,7 +20,9 @@ from arena.dispatch import QueueError
 __all__ = [
     "CHECK_BOT_TASK",
     "CHECK_QUEUE",
+    "COMPUTE_PAR_TASK",
     "ENQUEUE_TOURNAMENT_TASK",
+    "PAR_QUEUE",
     "PRIORITY_QUEUE",
     "QUEUE",
     "RUN_MATCH_TASK",
@@ -31,12 +33,16 @@ __all__ = [
 RUN_MATCH_TASK = "arena.run_match"
 ENQUEUE_TOURNAMENT_TASK = "arena.enqueue_tournament"
 CHECK_BOT_TASK = "arena.check_bot"
+COMPUTE_PAR_TASK = "arena.compute_par"
 QUEUE = "arena"
 #: Queue of the bot checks (``arena worker`` consumes it with :data:`QUEUE`).
 CHECK_QUEUE = "arena.checks"
 #: Consumed before :data:`QUEUE` by every worker (``-Q arena.priority,arena`` with the
 #: ``priority`` queue order): the reaper's re-enqueued matches and its own runs.
 PRIORITY_QUEUE = "arena.priority"
+#: Queue of the par tasks (luck-adjusted scores, arena.usecases.pars): work that can wait,
+#: consumed by a process of its own, niced (``arena worker --pars``), off the matches' path.
+PAR_QUEUE = "arena.par"
 
 
 @lru_cache(maxsize=8)
@@ -96,6 +102,17 @@ class CeleryDispatcher:
             QueueError: the broker refused or could not be reached.
         """
         self._send(CHECK_BOT_TASK, CHECK_QUEUE, [[int(check_id)]])
+
+    def send_pars(self, match_ids: Sequence[int]) -> int:
+        """One ``arena.compute_par`` task per match id to :data:`PAR_QUEUE`; returns how many.
+        Not part of :class:`arena.dispatch.Dispatcher`: workers and the reaper send these.
+
+        Raises:
+            QueueError: the broker refused or could not be reached.
+        """
+        ids = [int(mid) for mid in match_ids]
+        self._send(COMPUTE_PAR_TASK, PAR_QUEUE, ([mid] for mid in ids))
+        return len(ids)
 
     def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
         """One ``arena.enqueue_tournament`` task.

@@ -10,8 +10,10 @@ every ``queued`` match missing from the broker (:func:`broker_match_ids`) for
 ``arena.enqueue_tournament`` again for stalled starts
 (:func:`arena.lifecycle.stalled_tournaments`); (4) sweeps the keys of bots that dial out
 (:func:`arena.relay.sweep`: presence of dead gateways and ended leases, stale requests, wake-up
-lists of dead gateways) and reports the live gateways. Re-sent matches get a ``queued`` event
-(:func:`arena.live.announce`). Steps 0-2 and 4 are skipped for a run when Redis cannot be read.
+lists of dead gateways) and reports the live gateways; (5) sends ``arena.compute_par`` again
+for results whose pars are still ``pending`` after ``ARENA_LOST_AFTER_S`` and whose task is not
+in the broker (:func:`arena.lifecycle.pending_pars`). Re-sent matches get a ``queued`` event
+(:func:`arena.live.announce`). Steps 0-2, 4 and 5 are skipped for a run when Redis cannot be read.
 A match is never played twice at once (the delivery skips a live lease) and a result is
 stored once. Design: docs/operations.md, "Leases and the reaper".
 """
@@ -38,7 +40,15 @@ from arena.db.session import shared_sessions
 from arena.delivery import store_from_spool
 from arena.dispatch import Dispatcher, QueueError
 from arena.live import announce
-from arena.queue import ENQUEUE_TOURNAMENT_TASK, PRIORITY_QUEUE, QUEUE, RUN_MATCH_TASK, CeleryDispatcher
+from arena.queue import (
+    COMPUTE_PAR_TASK,
+    ENQUEUE_TOURNAMENT_TASK,
+    PAR_QUEUE,
+    PRIORITY_QUEUE,
+    QUEUE,
+    RUN_MATCH_TASK,
+    CeleryDispatcher,
+)
 
 log = logging.getLogger("arena.reaper")
 
@@ -52,21 +62,24 @@ PRIORITY_STEPS = (0, 3, 6, 9)
 #: Seconds between the reaper's two reads of the broker (see :func:`reap`).
 SECOND_READ_AFTER_S = 0.2
 #: The tasks whose messages the reaper looks for in the broker.
-WATCHED_TASKS = (RUN_MATCH_TASK, ENQUEUE_TOURNAMENT_TASK)
+WATCHED_TASKS = (RUN_MATCH_TASK, ENQUEUE_TOURNAMENT_TASK, COMPUTE_PAR_TASK)
+#: The queues the reaper reads.
+WATCHED_QUEUES = (PRIORITY_QUEUE, QUEUE, PAR_QUEUE)
 
 
 @dataclass
 class ReapReport:
     """What one run did: match ids re-enqueued for an expired lease / a lost message, the
     tournaments whose sending was started again (stalled), the match ids whose spooled
-    result was stored (``spooled``) and those whose spooled result still waits
-    (``waiting``)."""
+    result was stored (``spooled``), those whose spooled result still waits (``waiting``) and
+    those whose par task was sent again (``pars``)."""
 
     expired: list[int] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
     stalled: list[int] = field(default_factory=list)
     spooled: list[int] = field(default_factory=list)
     waiting: list[int] = field(default_factory=list)
+    pars: list[int] = field(default_factory=list)
     broker_checked: bool = False
     #: step 4: the live gateways and what was dropped (None: Redis not read)
     gateways: relay.Sweep | None = None
@@ -78,6 +91,7 @@ class ReapReport:
             f"{len(self.stalled)} stalled start(s) {self.stalled}, "
             f"{len(self.spooled)} spooled result(s) stored {self.spooled}"
             + (f", {len(self.waiting)} still spooled {self.waiting}" if self.waiting else "")
+            + (f", {len(self.pars)} par task(s) sent again {self.pars}" if self.pars else "")
             + ("" if self.broker_checked else " (broker not readable: lost messages not checked)")
         )
 
@@ -187,9 +201,9 @@ def reap(
         # two reads a moment apart: a message being handed to a worker (popped from its list,
         # not yet in the unacked hash) is in neither for an instant, never in both reads
         age = float(settings.lost_after_s)
-        first = broker_task_ids(rc, unacked_max_age_s=age)
+        first = broker_task_ids(rc, WATCHED_QUEUES, unacked_max_age_s=age)
         time.sleep(SECOND_READ_AFTER_S)
-        second = broker_task_ids(rc, unacked_max_age_s=age)
+        second = broker_task_ids(rc, WATCHED_QUEUES, unacked_max_age_s=age)
         in_broker = {task: first[task] | second[task] for task in WATCHED_TASKS}
         report.broker_checked = True
     except redis.RedisError as exc:
@@ -198,6 +212,7 @@ def reap(
         with factory() as session:
             report.lost = lifecycle.lost_queued(session, in_broker[RUN_MATCH_TASK], older_than_s=settings.lost_after_s)
             stalled = lifecycle.stalled_tournaments(session, older_than_s=settings.lost_after_s)
+            pars = lifecycle.pending_pars(session, older_than_s=settings.lost_after_s)
         for tid in stalled:
             if tid in in_broker[ENQUEUE_TOURNAMENT_TASK]:
                 continue
@@ -207,6 +222,7 @@ def reap(
                 log.warning("reaper: %s", exc)
                 break
             report.stalled.append(tid)
+        _resend_pars(settings, [mid for mid in pars if mid not in in_broker[COMPUTE_PAR_TASK]], report)
     todo = report.expired + report.lost
     if todo:
         try:
@@ -216,9 +232,21 @@ def reap(
         else:
             _announce_queued(settings, factory, todo)
     _sweep_gateways(rc, report)
-    if todo or report.stalled or report.spooled or report.waiting:
+    if todo or report.stalled or report.spooled or report.waiting or report.pars:
         log.warning(str(report))
     return report
+
+
+def _resend_pars(settings: Settings, match_ids: list[int], report: ReapReport) -> None:
+    """Step 5 (module docstring): fills ``report.pars``."""
+    if not match_ids:
+        return
+    try:
+        CeleryDispatcher(settings.broker_url).send_pars(match_ids)
+    except QueueError as exc:
+        log.warning("reaper: %s", exc)
+        return
+    report.pars.extend(match_ids)
 
 
 #: The live gateways of the last run (their change is logged).

@@ -91,6 +91,17 @@ class CheckStatus(StrEnum):
     ERROR = "error"
 
 
+class ParStatus(StrEnum):
+    """Whether a stored result has its pars (``match_results.par_status``, docs/ranking.md):
+    ``pending`` (the par task is due), ``done`` (every game has its ``par``), ``skipped``
+    (none computed: pars were off, ``ARENA_PAR_ROLLOUTS=0``, or a game cannot have one).
+    NULL for results stored before pars existed."""
+
+    PENDING = "pending"
+    DONE = "done"
+    SKIPPED = "skipped"
+
+
 #: Matches still to be played.
 UNFINISHED: tuple[MatchStatus, ...] = (MatchStatus.PENDING, MatchStatus.QUEUED, MatchStatus.RUNNING)
 #: Matches that no longer keep their tournament running.

@@ -402,6 +402,7 @@ def _load_tournament(path: Path, data: Any = None) -> dict:
 @logs.command("verify")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--skip-requests", is_flag=True, help="Do not rebuild requests to check their digests (faster).")
+@click.option("--skip-pars", is_flag=True, help="Do not recompute the pars the logs record (faster).")
 @click.option(
     "--seed",
     type=click.IntRange(0, 2**63 - 1),
@@ -419,12 +420,18 @@ def _load_tournament(path: Path, data: Any = None) -> dict:
     "line of a JSON Lines download (the pages' 'Download all logs').",
 )
 def logs_verify(
-    paths: tuple[Path, ...], skip_requests: bool, seed: int | None, salt: str | None, tournament_file: Path | None
+    paths: tuple[Path, ...],
+    skip_requests: bool,
+    skip_pars: bool,
+    seed: int | None,
+    salt: str | None,
+    tournament_file: Path | None,
 ) -> None:
     """Replay every match log in PATHS (files or folders; *.json, *.json.gz, and *.jsonl
-    downloads of a whole tournament) through the engine and, with the revealed seed
-    (--seed/--salt, --tournament, or the tournament line of a .jsonl download), check the seed
-    commitment and that every deal follows from the seed (docs/fairness.md).
+    downloads of a whole tournament) through the engine, recompute the pars a log records
+    (docs/ranking.md) and, with the revealed seed (--seed/--salt, --tournament, or the
+    tournament line of a .jsonl download), check the seed commitment and that every deal
+    follows from the seed (docs/fairness.md).
 
     Prints one line per failure and 'N verified, N failed'; exit status 1 on any failure.
     """
@@ -445,7 +452,9 @@ def logs_verify(
                 click.echo(f"{exc.message}; replaying only", err=True)
     if tournament is not None:
         seed, salt = int(tournament["seed"]), str(tournament["salt"])
-    ok, failures = verify_logs(paths, check_requests=not skip_requests, seed=seed, salt=salt, tournament=tournament)
+    ok, failures = verify_logs(
+        paths, check_requests=not skip_requests, check_pars=not skip_pars, seed=seed, salt=salt, tournament=tournament
+    )
     if seed is not None:
         click.echo(
             f"deals checked against the revealed seed {seed} "

@@ -6,7 +6,9 @@ Each match worker process is ``celery -A worker.celery_app worker --without-ming
 name unique per process, so several workers may run on one host); one more process consumes
 the bot checks alone (``-Q arena.checks -c 4``, ``--checks``). ``arena worker`` starts
 :func:`default_processes` match processes (one per core, 2 to 4) of :data:`DEFAULT_THREADS`
-threads; with ``--processes`` above 1 it is a launcher (:class:`Launcher`) that passes
+threads, and one more process computes the pars of stored matches (``-Q arena.par -c 1``,
+``--pars``) at a lower scheduling priority (``nice`` 10: the matches' processes come first);
+with ``--processes`` above 1 it is a launcher (:class:`Launcher`) that passes
 SIGTERM/SIGINT on (warm shutdown) and restarts a process that dies. ``arena beat`` is
 ``celery -A worker.celery_app beat -S worker.beat:ReaperScheduler -s <data
 dir>/celerybeat-schedule``. Settings come from the ``ARENA_*`` environment (``arena config``).
@@ -24,12 +26,17 @@ import time
 import click
 
 from arena.config import Settings
-from worker.celery_app import CHECK_QUEUES, WORKER_QUEUES, app, visibility_timeout
+from worker.celery_app import CHECK_QUEUES, PAR_QUEUES, WORKER_QUEUES, app, visibility_timeout
 
 #: Matches one worker process plays at once with the default thread pool.
 DEFAULT_THREADS = 32
 #: Bot checks run at once by the check process of ``arena worker`` (``--checks``).
 DEFAULT_CHECK_THREADS = 4
+#: Par tasks run at once by the par process of ``arena worker`` (``--pars``): CPU work, so
+#: one (a thread more would share the same interpreter lock).
+DEFAULT_PAR_THREADS = 1
+#: The par process's niceness increment (a lower scheduling priority than the matches').
+PAR_NICE = 10
 #: Bounds of the default number of worker processes (one per core within them).
 MIN_PROCESSES, MAX_PROCESSES = 2, 4
 #: A process that died is started again after this many seconds, doubled (up to
@@ -92,6 +99,15 @@ def default_node_name() -> str:
     help="bot checks run at once, in one more process of their own (queue arena.checks); "
     "0: no check process (run one elsewhere)",
 )
+@click.option(
+    "--pars",
+    type=click.IntRange(min=0),
+    default=DEFAULT_PAR_THREADS,
+    show_default=True,
+    help="par tasks run at once (luck-adjusted scores, queue arena.par), in one more process of "
+    f"their own at niceness +{PAR_NICE}; 0: no par process (run one elsewhere)",
+)
+@click.option("--nice", type=click.IntRange(0, 19), default=0, hidden=True)
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
 @click.option(
     "--hostname",
@@ -106,13 +122,16 @@ def worker(
     queues: str,
     pool: str,
     checks: int,
+    pars: int,
+    nice: int,
     loglevel: str,
     hostname: str | None,
 ) -> None:
     """Run matches and bot checks: Celery workers for the ``arena.run_match`` and
     ``arena.check_bot`` tasks (blocks until stopped): ``--processes`` of them (thread pool),
-    each playing ``--concurrency`` matches at once, and one process running ``--checks``
-    bot checks at once (none with ``--checks 0``).
+    each playing ``--concurrency`` matches at once, one process running ``--checks``
+    bot checks at once (none with ``--checks 0``) and one computing ``--pars`` pars at once
+    (``arena.compute_par``, at a lower priority; none with ``--pars 0``).
 
     SIGTERM is a warm shutdown (running matches finish; unfinished deliveries go back to the
     queue); a killed worker's match is played again once its lease expires (``arena beat``
@@ -130,8 +149,9 @@ def worker(
         )
     if processes is None:
         processes = default_processes() if pool == "threads" else 1
-    if processes > 1 or checks > 0:
-        child = [sys.executable, "-m", "cli", "worker", "--processes", "1", "--checks", "0", "--loglevel", loglevel]
+    if processes > 1 or checks > 0 or pars > 0:
+        child = [sys.executable, "-m", "cli", "worker", "--processes", "1", "--checks", "0", "--pars", "0"]
+        child += ["--loglevel", loglevel]
         matches = child + ["--pool", pool, "--queues", ",".join(queue_list)]
         if concurrency:
             matches += ["--concurrency", str(concurrency)]
@@ -144,9 +164,17 @@ def worker(
                 child + ["--pool", "threads", "--queues", ",".join(CHECK_QUEUES), "--concurrency", str(checks)]
             )
             names.append(_numbered(hostname, "checks") if hostname else f"arena-checks-{os.getpid()}@%h")
+        if pars > 0:
+            commands.append(
+                child
+                + ["--pool", "threads", "--queues", ",".join(PAR_QUEUES), "--concurrency", str(pars)]
+                + ["--nice", str(PAR_NICE)]
+            )
+            names.append(_numbered(hostname, "pars") if hostname else f"arena-pars-{os.getpid()}@%h")
         click.echo(
             f"arena worker: {processes} processes of {concurrency or DEFAULT_THREADS} threads"
-            + (f", 1 process of {checks} bot checks" if checks else ""),
+            + (f", 1 process of {checks} bot checks" if checks else "")
+            + (f", 1 process of {pars} par tasks" if pars else ""),
             err=True,
         )
         raise SystemExit(Launcher(commands, names).run())
@@ -166,6 +194,8 @@ def worker(
     if concurrency:
         argv += ["--concurrency", str(concurrency)]
     argv += ["--hostname", hostname or default_node_name()]
+    if nice:
+        os.nice(nice)
     click.echo(
         f"arena worker: queues {','.join(queue_list)}, visibility timeout {visibility_timeout(Settings.from_env())} s",
         err=True,

@@ -23,7 +23,7 @@ from celery import Celery, signals
 from arena.config import Settings
 from arena.delivery import prewarm
 from arena.limits import visibility_timeout
-from arena.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
+from arena.queue import CHECK_QUEUE, PAR_QUEUE, PRIORITY_QUEUE, QUEUE
 
 log = logging.getLogger("arena.worker")
 
@@ -36,6 +36,9 @@ REAP_TASK = "arena.reap"
 WORKER_QUEUES = (PRIORITY_QUEUE, QUEUE)
 #: What the check process of ``arena worker`` consumes.
 CHECK_QUEUES = (CHECK_QUEUE,)
+#: What the par process of ``arena worker`` consumes (luck-adjusted scores: CPU work that can
+#: wait, in a process of its own run at a lower priority, ``nice``, than the matches').
+PAR_QUEUES = (PAR_QUEUE,)
 
 
 def make_app(settings: Settings | None = None) -> Celery:

@@ -5,6 +5,7 @@
 ``arena.enqueue_tournament(tournament_id)`` runs
 :func:`arena.usecases.tournaments.send_tournament` (store a started tournament's schedule,
 send its matches through :class:`arena.queue.CeleryDispatcher`).
+``arena.compute_par(match_id)`` (queue ``arena.par``) runs :func:`arena.usecases.pars.fill_pars`.
 ``arena.reap()`` runs :func:`arena.reaper.reap` (normally inside ``arena beat``, see
 :mod:`worker.beat`; a worker runs it only when it is sent to a queue explicitly).
 """
@@ -21,6 +22,7 @@ from arena.dispatch import QueueError
 from arena.queue import CeleryDispatcher
 from arena.reaper import reap
 from arena.runner.claims import defer_countdown_s
+from arena.usecases.pars import fill_pars
 from arena.usecases.tournaments import send_tournament
 from worker.celery_app import REAP_TASK, app
 
@@ -85,6 +87,22 @@ def enqueue_tournament_task(self, tournament_id: int) -> str:
         shared_sessions(settings.database_url), int(tournament_id), CeleryDispatcher(settings.broker_url)
     )
     return f"tournament {int(tournament_id)}: {sent} matches sent"
+
+
+@app.task(
+    name="arena.compute_par",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=10,
+)
+def compute_par_task(self, match_id: int) -> str:
+    """Celery task: :func:`fill_pars` (``args=[match_id]``), retried while the database is
+    unreachable; a re-delivered task computes again and stores nothing twice."""
+    return fill_pars(int(match_id))
 
 
 @app.task(name=REAP_TASK)

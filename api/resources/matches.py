@@ -34,8 +34,22 @@ class ResultSchema(ma.Schema):
     scores = ma.fields.List(ma.fields.Float(), required=True, metadata={"description": "per seat"})
     places = ma.fields.List(ma.fields.Integer(), required=True, metadata={"description": "per seat, 1 = first"})
     faults = ma.fields.List(ma.fields.Integer(), required=True, metadata={"description": "per seat"})
-    games = ma.fields.List(ma.fields.Dict(), required=True)
+    games = ma.fields.List(
+        ma.fields.Dict(),
+        required=True,
+        metadata={
+            "description": "per game: scores and places per seat, and once computed (par_status done) par per "
+            "seat: the adjusted score is scores - par (docs/ranking.md)"
+        },
+    )
     timings = ma.fields.Dict(required=True)
+    par_status = ma.fields.String(
+        allow_none=True,
+        metadata={
+            "description": "pending (the pars are being computed), done, skipped (none); null for results "
+            "stored before pars existed"
+        },
+    )
 
 
 class MatchSchema(ma.Schema):
@@ -76,7 +90,14 @@ def match_dict(m: Match, *, show_seed: bool = False) -> dict:
         "seats": [{"seat": s.seat, "bot_id": s.bot_id, "house_bot": s.house_bot} for s in m.seats],
         "result": None
         if r is None
-        else {"scores": r.scores, "places": r.places, "faults": r.faults, "games": r.games, "timings": r.timings},
+        else {
+            "scores": r.scores,
+            "places": r.places,
+            "faults": r.faults,
+            "games": r.games,
+            "timings": r.timings,
+            "par_status": r.par_status,
+        },
         "created_at": m.created_at,
         "started_at": m.started_at,
         "finished_at": m.finished_at,

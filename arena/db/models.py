@@ -54,7 +54,16 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from arena.crypto import EncryptedText
 from arena.schedule import DEFAULT_HOUSE_BOT
-from arena.status import BotStatus, BotTransport, CheckStatus, MatchStatus, StopReason, TournamentStatus, values
+from arena.status import (
+    BotStatus,
+    BotTransport,
+    CheckStatus,
+    MatchStatus,
+    ParStatus,
+    StopReason,
+    TournamentStatus,
+    values,
+)
 
 #: JSON on every database, JSONB on PostgreSQL.
 JSONType = JSON().with_variant(JSONB(), "postgresql")
@@ -329,12 +338,15 @@ class MatchResult(Base):
         ``scores``: match score per seat (numbers; higher is better).
         ``places``: final place per seat, 1 = first; equal places allowed.
         ``faults``: fault count per seat (FAULT-1).
-        ``games``: per game ``{"scores": [...], "places": [...]}`` (MD game, TM game, JDF game).
+        ``games``: per game ``{"scores": [...], "places": [...]}`` (MD game, TM game, JDF game),
+            plus ``"par": [...]`` once the pars are computed (``par_status`` ``done``;
+            arena.par, docs/ranking.md): the adjusted score of a seat is ``scores - par``.
         ``timings``: ``{"decisions": [...], "elapsed_ms": [...], "wall_s": float}`` or any
             JSON object the runner records (milliseconds / seconds as named).
     """
 
     __tablename__ = "match_results"
+    __table_args__ = (CheckConstraint(_in("par_status", ParStatus), name="par_status"),)
 
     match_id: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
     scores: Mapped[list[float]] = mapped_column(JSONType)
@@ -342,6 +354,8 @@ class MatchResult(Base):
     faults: Mapped[list[int]] = mapped_column(JSONType)
     games: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
     timings: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    #: ``pending``, ``done``, ``skipped`` (arena.status.ParStatus); NULL: stored before pars.
+    par_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: Times the row was updated after it was stored (a par added to ``games`` later): every
     #: UPDATE through SQLAlchemy adds 1, so the standings cache sees that a folded result

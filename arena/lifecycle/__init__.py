@@ -65,10 +65,13 @@ from arena.lifecycle.matches import (
     lost_queued,
     mark_queued,
     match_bot_urls,
+    pending_pars,
     reap_expired,
     release_queued,
     renew_lease,
     retry_failed,
+    skip_pars,
+    store_pars,
     store_result,
 )
 from arena.lifecycle.tournaments import (
@@ -142,6 +145,9 @@ __all__ = [
     "round_end",
     "stalled_tournaments",
     "start_tournament",
+    "pending_pars",
+    "skip_pars",
+    "store_pars",
     "store_result",
     "store_schedule",
     "tournament_done",

@@ -27,14 +27,14 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, undefer_group
 
 import engine
 from arena import matchlog
 from arena.crypto import EncryptionKeyError
-from arena.db.models import Bot, Match, MatchLog, MatchResult, MatchSeat, Tournament, utcnow
+from arena.db.models import Bot, Match, MatchLog, MatchResult, MatchSeat, StandingsCache, Tournament, utcnow
 from arena.lifecycle.base import (
     DONE,
     BotStatus,
@@ -50,7 +50,7 @@ from arena.lifecycle.base import (
 )
 from arena.lifecycle.tournaments import finish_if_done, round_end
 from arena.schedule import DEFAULT_HOUSE_BOT
-from arena.status import BotTransport
+from arena.status import BotTransport, ParStatus
 from engine.timebank import TimeRules
 
 
@@ -329,13 +329,15 @@ def store_result(
     games: list[dict[str, Any]],
     timings: dict[str, Any],
     log: Any,
+    par_status: str | None = None,
 ) -> Stored:
     """``running -> finished``: store the result and the full log of match ``match_id``
     exactly once and, if this was the tournament's last match left, end its round
     (:func:`~arena.lifecycle.tournaments.round_end`: finish it, or add a round to a
     tournament played until settled); commit.
 
-    Lists are indexed by seat (see :class:`arena.db.models.MatchResult`). The result's
+    Lists are indexed by seat (see :class:`arena.db.models.MatchResult`); ``par_status``
+    (:class:`arena.status.ParStatus`): ``pending`` when its pars are to be computed. The result's
     primary key is the match id and the log's ``match_id`` is unique, so a second delivery
     that played the match again stores nothing (and adds no round).
 
@@ -362,6 +364,7 @@ def store_result(
                 faults=list(faults),
                 games=list(games),
                 timings=dict(timings),
+                par_status=par_status,
             )
         )
         session.add(MatchLog(match_id=match_id, data=data, size=size))
@@ -379,6 +382,65 @@ def store_result(
     ended = round_end(session, match.tournament_id)
     session.commit()
     return Stored(True, ended.added)
+
+
+def store_pars(session: Session, match_id: int, pars: Sequence[Sequence[float]], log: Any) -> bool:
+    """``par_status pending -> done``: add each game's par (per player, the lists of
+    ``match_results.games``) to the result and replace the stored log by ``log`` (the same
+    log with its pars, :func:`arena.par.with_pars`), exactly once; drop the tournament's
+    cached standings fold (it folded the games without pars); commit. The result row is
+    locked, so of two deliveries of the par task one stores and the other finds it ``done``.
+
+    Returns:
+        True if this call stored the pars, False if the result is not ``pending`` (done or
+        skipped already, or no result).
+    Raises:
+        ValueError: ``pars`` does not have one list per game, or a list the seat count.
+        arena.matchlog.LogEncodingError: the log is not strict JSON in UTF-8.
+    """
+    row = locked(session, MatchResult, match_id)
+    if row is None or row.par_status != ParStatus.PENDING:
+        session.rollback()
+        return False
+    games = list(row.games or [])
+    if len(pars) != len(games) or any(len(p) != len(g.get("scores", [])) for p, g in zip(pars, games)):
+        session.rollback()
+        raise ValueError(f"match {match_id}: pars for {len(pars)} games, the result has {len(games)}")
+    data, size = matchlog.compress(log)
+    row.games = [{**g, "par": [float(x) for x in p]} for g, p in zip(games, pars)]
+    row.par_status = ParStatus.DONE
+    session.execute(update(MatchLog).where(MatchLog.match_id == match_id).values(data=data, size=size))
+    tournament_id = session.scalar(select(Match.tournament_id).where(Match.id == match_id))
+    session.execute(delete(StandingsCache).where(StandingsCache.tournament_id == tournament_id))
+    session.commit()
+    return True
+
+
+def skip_pars(session: Session, match_id: int) -> bool:
+    """``par_status pending -> skipped`` (pars off, or a game without one); commit. Returns
+    True if this call changed it."""
+    n = rows_changed(
+        session,
+        update(MatchResult)
+        .where(MatchResult.match_id == match_id, MatchResult.par_status == ParStatus.PENDING)
+        .values(par_status=ParStatus.SKIPPED),
+    )
+    session.commit()
+    return n > 0
+
+
+def pending_pars(session: Session, *, older_than_s: float, limit: int = 500) -> list[int]:
+    """Match ids whose pars are still ``pending`` and whose result was stored more than
+    ``older_than_s`` seconds ago (the reaper sends their par task again), oldest first."""
+    cutoff = utcnow() - timedelta(seconds=older_than_s)
+    return list(
+        session.scalars(
+            select(MatchResult.match_id)
+            .where(MatchResult.par_status == ParStatus.PENDING, MatchResult.created_at < cutoff)
+            .order_by(MatchResult.created_at)
+            .limit(limit)
+        )
+    )
 
 
 def fail_match(session: Session, match_id: int, reason: str) -> bool:

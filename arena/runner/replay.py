@@ -1,9 +1,10 @@
 """Replay and verification of match logs: the log proves what was played.
 
 :func:`replay` re-runs every game of a log through the engine (actions, forfeits, and the
-SHA-256 of every request rebuilt from the engine state); :func:`check_fairness` checks that
+SHA-256 of every request rebuilt from the engine state) and recomputes the pars it records
+(:func:`arena.par.check_pars`); :func:`check_fairness` checks that
 every deal follows from a tournament's revealed seed (:mod:`arena.fairness`);
-:func:`verify_logs` does both for log files. Pure: the engine, :mod:`arena.matchlog`.
+:func:`verify_logs` does both for log files. Pure: the engine, :mod:`arena.matchlog`, :mod:`arena.par`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, cast
 
 import engine
 from arena import fairness as fair
+from arena import par as luck
 from arena.matchlog import (
     LOG_FORMAT,
     LOG_VERSION,
@@ -35,13 +37,15 @@ class ReplayError(ValueError):
     """A match log that does not replay to its recorded results; the message says where."""
 
 
-def replay(match_log: MatchLog, check_requests: bool = True) -> MatchResult:
+def replay(match_log: MatchLog, check_requests: bool = True, check_pars: bool = True) -> MatchResult:
     """Re-run every game of ``match_log`` through the engine and check it.
 
     Checks: the log format; each game's engine actions replay (engine.replay) to the recorded
     engine result and game result; each exchange matches the engine action or forfeit it led
     to; with ``check_requests``, every request rebuilt from the engine state has the recorded
-    SHA-256; the match result equals the one recomputed from the games.
+    SHA-256; the match result equals the one recomputed from the games; with ``check_pars``,
+    the pars the log records (its ``par`` record, docs/ranking.md) equal the ones recomputed
+    from the seeds.
 
     Returns the recomputed match result. Raises :class:`ReplayError` on the first mismatch.
     """
@@ -73,6 +77,11 @@ def replay(match_log: MatchLog, check_requests: bool = True) -> MatchResult:
     again = summarize(ruleset, len(match_log["players"]), match_log["games"], faults)
     if json_normal(again) != match_log.get("result"):
         raise ReplayError(f"match result {match_log.get('result')} differs from the games' {again}")
+    if check_pars:
+        try:
+            luck.check_pars(match_log)
+        except luck.ParError as e:
+            raise ReplayError(f"pars: {e}") from None
     return again
 
 
@@ -234,6 +243,7 @@ def verify_logs(
     paths: Iterable[str | Path],
     check_requests: bool = True,
     *,
+    check_pars: bool = True,
     seed: int | None = None,
     salt: str | None = None,
     tournament: Mapping[str, Any] | None = None,
@@ -258,7 +268,7 @@ def verify_logs(
                 failures.append((where, f"{type(error).__name__}: {error}"))
                 continue
             try:
-                replay(match_log, check_requests=check_requests)
+                replay(match_log, check_requests=check_requests, check_pars=check_pars)
                 if seed is not None or salt is not None:
                     if seed is None or salt is None:
                         raise ReplayError("give both the revealed seed and the salt")

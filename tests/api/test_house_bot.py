@@ -99,6 +99,11 @@ def test_a_search_house_seat_plays_its_matches_in_eager_mode(client, field):
     assert log["faults"] == []
     answered = [ex for g in log["games"] for ex in g["exchanges"] if ex["player"] == house_seat]
     assert len(log["games"]) == 2 and answered
+    # eager mode computed the pars after the match: in the result (per seat) and in the log
+    assert m["result"]["par_status"] == "done" and log["par"]["rollouts"] == 16
+    assert [len(g["par"]) for g in m["result"]["games"]] == [2, 2]
+    assert [abs(sum(g["par"])) < 1e-3 for g in m["result"]["games"]] == [True, True]
+    assert [g["par"] for g in m["result"]["games"]][1] == log["games"][1]["par"][::-1]  # seats swapped
     rows = client.get(f"/api/v1/tournaments/{t['id']}/standings", headers=field["org"]).json["rows"]
     assert sorted(str(r["bot_id"] or r["house_bot"]) for r in rows) == sorted([str(field["bot"]), "house-1"])
     # the pages name the house seat's bot (finished and public: anyone reads them)

@@ -474,3 +474,59 @@ def test_two_player_first_seats_are_shared_evenly_for_every_field_size():
         firsts = collections.Counter(m.seats[0] for m in build_schedule(2, list(range(n)), 1, seed=9))
         counts = [firsts.get(i, 0) for i in range(n)]
         assert max(counts) - min(counts) <= 1, n
+
+
+def test_migration_0012_leaves_old_results_without_pars(database_url):
+    """A result stored before pars existed (revision 0011) has ``par_status`` NULL after 0012
+    (no par: its games are read raw); a new result may be ``pending``/``done``/``skipped``, any
+    other value is refused by the database; the downgrade drops the column again."""
+    engine = make_engine(database_url)
+    now = utcnow()
+    try:
+        upgrade(engine=engine, revision="0011")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO accounts (id, name, role, token_hash, created_at)"
+                    " VALUES (1, 'boss', 'organizer', :h, :n)"
+                ),
+                {"h": "a" * 64, "n": now},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO tournaments (id, name, organizer_id, ruleset, options, time_rules,"
+                    " games_per_pairing, seed, max_faults, fill_with_house_bots, status, created_at)"
+                    " VALUES (5, 'old cup', 1, 'million_doubt', '{}', '{}', 2, 3, 3, :no, 'finished', :n)"
+                ),
+                {"no": False, "n": now},
+            )
+            for mid in (1, 2, 3):
+                conn.execute(
+                    text(
+                        'INSERT INTO matches (id, tournament_id, "index", "table", seed, status, attempts,'
+                        " created_at) VALUES (:id, 5, :id, 0, 9, 'finished', 1, :n)"
+                    ),
+                    {"id": mid, "n": now},
+                )
+            conn.execute(
+                text(
+                    "INSERT INTO match_results (match_id, scores, places, faults, games, timings, created_at)"
+                    " VALUES (1, '[4, -4]', '[1, 2]', '[0, 0]', '[]', '{}', :n)"
+                ),
+                {"n": now},
+            )
+        upgrade(engine=engine)
+        assert current(engine) == _head()
+        insert = text(
+            "INSERT INTO match_results (match_id, scores, places, faults, games, timings, created_at, par_status)"
+            " VALUES (:id, '[0, 0]', '[1, 1]', '[0, 0]', '[]', '{}', :n, :p)"
+        )
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT match_id, par_status FROM match_results")).all() == [(1, None)]
+            conn.execute(insert, {"id": 2, "n": now, "p": "pending"})
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(insert, {"id": 3, "n": now, "p": "lucky"})
+        command.downgrade(alembic_config(engine=engine), "0011")
+        assert "par_status" not in {c["name"] for c in inspect(engine).get_columns("match_results")}
+    finally:
+        engine.dispose()

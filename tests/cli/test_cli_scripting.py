@@ -179,7 +179,7 @@ def test_two_workers_on_one_host_have_different_names(tmp_path, redis_url):
             log = open(tmp_path / f"worker{i}.log", "wb")
             procs.append(
                 subprocess.Popen(
-                    [*ARENA, "worker", "--pool", "solo", "--checks", "0", "-Q", queue],
+                    [*ARENA, "worker", "--pool", "solo", "--checks", "0", "--pars", "0", "-Q", queue],
                     cwd=REPO,
                     env=_env(**env),
                     stdout=log,
@@ -236,7 +236,22 @@ def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url)
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
     log = open(tmp_path / "launcher.log", "wb")
     launcher = subprocess.Popen(
-        [*ARENA, "worker", "--processes", "2", "--checks", "0", "-c", "2", "-Q", queue, "-n", f"lt{tag}@127.0.0.1"],
+        [
+            *ARENA,
+            "worker",
+            "--processes",
+            "2",
+            "--checks",
+            "0",
+            "--pars",
+            "0",
+            "-c",
+            "2",
+            "-Q",
+            queue,
+            "-n",
+            f"lt{tag}@127.0.0.1",
+        ],
         cwd=REPO,
         env=_env(**env),
         stdout=log,
@@ -282,6 +297,53 @@ def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url)
 
 
 @pytest.mark.services
+def test_the_par_process_runs_at_a_lower_priority(tmp_path, redis_url):
+    """``arena worker --pars 1``: one more node, ``NAME-pars``, consuming ``arena.par`` alone at
+    niceness +10 (the pars' CPU work yields to the match processes)."""
+    from worker.celery_app import make_app
+
+    broker = redis_url.rsplit("/", 1)[0] + "/12"
+    tag = uuid.uuid4().hex[:8]
+    env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
+    client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
+    log = open(tmp_path / "launcher.log", "wb")
+    launcher = subprocess.Popen(
+        [*ARENA, "worker", "--processes", "1", "--checks", "0", "--pars", "1", "-c", "1"]
+        + ["-Q", f"arena.procs.{tag}", "-n", f"np{tag}@127.0.0.1"],
+        cwd=REPO,
+        env=_env(**env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    matches, pars = f"np{tag}-1@127.0.0.1", f"np{tag}-pars@127.0.0.1"
+    try:
+        deadline = time.monotonic() + READY_S
+        nodes: dict[str, int] = {}
+        while set(nodes) != {matches, pars}:
+            assert launcher.poll() is None and time.monotonic() < deadline, (tmp_path / "launcher.log").read_text()
+            nodes = _nodes(client, f"np{tag}")
+        queues = {
+            name: [q["name"] for q in qs]
+            for name, qs in (
+                client.control.inspect(timeout=1.0, destination=[matches, pars]).active_queues() or {}
+            ).items()
+        }
+        assert queues == {matches: [f"arena.procs.{tag}"], pars: ["arena.par"]}
+        base = os.getpriority(os.PRIO_PROCESS, launcher.pid)
+        assert os.getpriority(os.PRIO_PROCESS, nodes[pars]) == min(19, base + 10)
+        assert os.getpriority(os.PRIO_PROCESS, nodes[matches]) == base
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(60) == 0
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+        client.close()
+
+
+@pytest.mark.services
 def test_a_stop_that_kills_a_worker_process_is_the_launchers_exit_status(tmp_path, redis_url):
     """A process that does not shut down cleanly after the stop (here SIGKILLed during its
     warm shutdown) makes the launcher exit 128 + 9, not 0: a supervisor sees it."""
@@ -319,6 +381,8 @@ def _quiet_launcher(tmp_path, redis_url, prefix: str, **popen):
             "--processes",
             "2",
             "--checks",
+            "0",
+            "--pars",
             "0",
             "-c",
             "1",
@@ -367,7 +431,7 @@ def test_a_sigterm_while_the_worker_processes_start_stops_them_all(tmp_path, red
     tag = uuid.uuid4().hex[:8]
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
     launcher = subprocess.Popen(
-        [*ARENA, "worker", "--processes", "4", "--checks", "0", "-c", "1", "-Q", f"arena.procs.{tag}"],
+        [*ARENA, "worker", "--processes", "4", "--checks", "0", "--pars", "0", "-c", "1", "-Q", f"arena.procs.{tag}"],
         cwd=REPO,
         env=_env(**env),
         stdout=subprocess.DEVNULL,

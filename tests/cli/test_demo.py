@@ -90,6 +90,8 @@ def test_demo_million_doubt(tmp_path):
         assert conn.execute(text("SELECT status FROM tournaments WHERE id = 1")).scalar() == "finished"
         assert conn.execute(text("SELECT count(*) FROM match_results")).scalar() == 6
         assert conn.execute(text("SELECT count(*) FROM match_logs")).scalar() == 6
+        # eager mode computes each match's pars at once (docs/ranking.md); verify recomputed them
+        assert conn.execute(text("SELECT count(*) FROM match_results WHERE par_status = 'done'")).scalar() == 6
         assert conn.execute(text("SELECT count(*) FROM bots WHERE status = 'ready'")).scalar() == 4
     engine.dispose()
 

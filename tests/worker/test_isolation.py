@@ -109,7 +109,17 @@ def _launcher(broker: str, db: str, log: Path, *args: str) -> subprocess.Popen:
     }
     with open(log, "wb") as fh:
         return subprocess.Popen(
-            [sys.executable, "-m", "cli", "worker", *args, "--hostname", f"iso{uuid.uuid4().hex[:6]}@127.0.0.1"],
+            [
+                sys.executable,
+                "-m",
+                "cli",
+                "worker",
+                "--pars",
+                "0",
+                *args,
+                "--hostname",
+                f"iso{uuid.uuid4().hex[:6]}@127.0.0.1",
+            ],
             cwd=REPO,
             env=env,
             stdout=fh,
