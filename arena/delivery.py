@@ -55,7 +55,7 @@ from arena.lifecycle.bots import is_deleted
 from arena.limits import longest_match_seconds, visibility_timeout
 from arena.live import LivePublisher, announce, live_enabled
 from arena.matchlog import MatchLog
-from arena.queue import CeleryDispatcher, QueueError
+from arena.queue import CeleryDispatcher
 from arena.runner.answers import safe_text
 from arena.runner.capped import CappedHttpPlayer
 from arena.runner.claims import Claim, EndpointClaims, Refused
@@ -64,8 +64,8 @@ from arena.runner.match import Match, MatchConfig, MatchError, Observers, SlotTo
 from arena.runner.players import LocalPlayer, Player, WithdrawnPlayer, tls_context
 from arena.runner.semaphore import BotSemaphore, MatchSlots
 from arena.standings import rebuild_ratings
-from arena.withdrawals import WithdrawalCheck
 from arena.status import ParStatus
+from arena.withdrawals import WithdrawalCheck
 from bots_sdk.samples import SAMPLE_BOTS
 
 log = logging.getLogger("arena.tasks")

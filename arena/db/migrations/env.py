@@ -31,8 +31,18 @@ def run_migrations_online() -> None:
         engine = make_engine(url)
     try:
         with engine.connect() as connection:
-            _run(connection)
-            connection.commit()
+            sqlite = connection.dialect.name == "sqlite"
+            if sqlite:  # a batch migration recreates a table: its DROP must not cascade to children
+                connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+                connection.commit()  # the migrations' transactions are alembic's, as without it
+            try:
+                _run(connection)
+                connection.commit()
+            finally:
+                if sqlite:
+                    connection.rollback()
+                    connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                    connection.commit()
     finally:
         if owned:
             engine.dispose()
