@@ -548,6 +548,12 @@ class Gateway:
         if not conns:  # the bot left this gateway since the BLPOP was sent
             self._background(self.r.lpush(relay.request_key(bot_id), raw))
             return
+        if env.kind != "notice" and any(env.rid in c.pending for c in conns):
+            # a copy of a request one of the bot's connections here still holds (queued again
+            # while this gateway was frozen): sent twice, its second answer would close the
+            # connection for an unknown id. Only the hold is said again.
+            self._hold(env, now)
+            return
         conn = min(conns, key=lambda c: len(c.pending))
         if env.kind == "notice":
             conn.late[env.rid] = now + LATE_S
@@ -560,8 +566,12 @@ class Gateway:
             return
         self.delivered += 1
         if env.kind != "notice":
-            ttl_ms = max(1, int(env.deadline_ms - now * 1000)) + 2000
-            self._background(self.r.set(relay.held_key(env.rid), self.id, px=ttl_ms))
+            self._hold(env, now)
+
+    def _hold(self, env: relay.Envelope, now: float) -> None:
+        """Say in Redis that this gateway holds the request (until its deadline, plus 2 s)."""
+        ttl_ms = max(1, int(env.deadline_ms - now * 1000)) + 2000
+        self._background(self.r.set(relay.held_key(env.rid), self.id, px=ttl_ms))
 
     # -- housekeeping -----------------------------------------------------------------------------
     async def _alive(self) -> None:
