@@ -23,6 +23,7 @@ fragments at once (``FLOOD_RATE`` a second)
 frames not read for ``send_timeout_s``     connection dropped        ``timeout``
 no proof within ``AUTH_TIMEOUT_S``         close 4408                (none: no requests)
 a wrong proof, an unknown bot              close 4401
+the proved secret rotated away (renewal)   close 4401                (none: given back)
 over a connection cap, per bot or account  close 4429
 over ``max_unauthenticated`` waiting, or   close 1013 (try again)
 ``max_unauthenticated_per_address`` from
@@ -36,6 +37,7 @@ for its other connections or its reconnection (:mod:`arena.runner.connected`).
 from __future__ import annotations
 
 import asyncio
+import hmac
 import ipaddress
 import json
 import logging
@@ -146,9 +148,11 @@ class BotSocket(ServerConnection):
 class Connection:
     """One authenticated bot connection held by this gateway."""
 
-    def __init__(self, ws: ServerConnection, creds: Credentials, gateway_id: str):
+    def __init__(self, ws: ServerConnection, creds: Credentials, gateway_id: str, secret: str = ""):
         self.ws = ws
         self.creds = creds
+        #: the signing secret the connection proved (it is closed once that one is no longer valid)
+        self.secret = secret
         self.bot_id = creds.bot_id
         self.id = secrets.token_hex(6)
         self.since = time.time()
@@ -180,6 +184,8 @@ class Gateway:
             more: 1013), so that one client cannot hold every place of ``max_unauthenticated``.
         proxy_hops: trusted reverse proxies in front (:func:`client_address`).
         send_timeout_s: :data:`SEND_TIMEOUT_S`.
+        renew_s: seconds between two renewals of the connections (:data:`RENEW_S`).
+        credentials_ttl_s: seconds credentials are cached (:data:`CREDENTIALS_TTL_S`).
         gateway_id: this gateway's id (default: host, pid and a random part).
     """
 
@@ -198,6 +204,8 @@ class Gateway:
         proxy_hops: int = 0,
         auth_timeout_s: float = wire.AUTH_TIMEOUT_S,
         send_timeout_s: float = SEND_TIMEOUT_S,
+        renew_s: float = RENEW_S,
+        credentials_ttl_s: float = CREDENTIALS_TTL_S,
         gateway_id: str | None = None,
     ):
         self.broker_url = broker_url
@@ -207,6 +215,7 @@ class Gateway:
         self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
         self.max_unauthenticated_per_address, self.proxy_hops = max_unauthenticated_per_address, proxy_hops
         self.auth_timeout_s, self.send_timeout_s = auth_timeout_s, send_timeout_s
+        self.renew_s, self.credentials_ttl_s = renew_s, credentials_ttl_s
         self.id = gateway_id or f"gw-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.bots: dict[int, list[Connection]] = {}
         self.unauthenticated = 0
@@ -304,15 +313,16 @@ class Gateway:
         self.unauthenticated += 1
         self.waiting[address] = self.waiting.get(address, 0) + 1
         try:
-            creds = await self._authenticate(ws)
+            proved = await self._authenticate(ws)
         finally:
             self.unauthenticated -= 1
             left = self.waiting.pop(address) - 1
             if left:
                 self.waiting[address] = left
-        if creds is None:
+        if proved is None:
             return
-        conn = Connection(ws, creds, self.id)
+        creds, secret = proved
+        conn = Connection(ws, creds, self.id, secret)
         why = await self._register(conn)
         if why:
             await ws.close(wire.CLOSE_TOO_MANY, why)
@@ -337,7 +347,8 @@ class Gateway:
             writer.cancel()
             await self._unregister(conn)
 
-    async def _authenticate(self, ws: ServerConnection) -> Credentials | None:
+    async def _authenticate(self, ws: ServerConnection) -> tuple[Credentials, str] | None:
+        """The bot's credentials and the secret it proved, or None (the connection is closed)."""
         nonce = secrets.token_hex(16)
         try:
             await ws.send(wire.challenge_frame(nonce))
@@ -364,7 +375,7 @@ class Gateway:
         if creds.transport != "connect":
             await ws.close(wire.CLOSE_NOT_CONNECT_BOT, "this bot is registered with a URL: the arena calls it")
             return None
-        return creds
+        return creds, next(s for s in creds.secrets if wire.auth_valid(frame, [s], nonce))
 
     async def _credentials(self, bot_id: int) -> Credentials | None:
         now = time.monotonic()
@@ -374,7 +385,7 @@ class Gateway:
         creds = await asyncio.to_thread(self.credentials, bot_id)
         if len(self._cache) > 10_000:
             self._cache.clear()
-        self._cache[bot_id] = (now + CREDENTIALS_TTL_S, creds)
+        self._cache[bot_id] = (now + self.credentials_ttl_s, creds)
         return creds
 
     def _leases(self, conn: Connection) -> tuple[LeaseSet, LeaseSet]:
@@ -595,12 +606,14 @@ class Gateway:
                     for rid, forget in list(c.late.items()):
                         if forget < now:
                             del c.late[rid]
-            if time.monotonic() - last_renew >= RENEW_S:
+            if time.monotonic() - last_renew >= self.renew_s:
                 last_renew = time.monotonic()
                 await self._renew()
 
     async def _renew(self) -> None:
-        """Renew every connection's presence; close those of bots deleted or changed to a URL."""
+        """Renew every connection's presence; close those of bots deleted or changed to a URL
+        (4410), and those proved with a secret no longer valid (4401: rotated twice, or the
+        grace of a rotation over)."""
         for bot_id, conns in list(self.bots.items()):
             try:
                 creds = await self._credentials(bot_id)
@@ -609,6 +622,11 @@ class Gateway:
             for c in list(conns):
                 if creds is None or creds.transport != "connect":
                     await c.ws.close(wire.CLOSE_BOT_GONE, "the bot was deleted or now has a URL")
+                    continue
+                if not any(hmac.compare_digest(c.secret, s) for s in creds.secrets):
+                    # rotated away (twice, or past the grace): a thief holding a leaked secret
+                    # must not keep playing as the bot on a connection it opened before
+                    await c.ws.close(wire.CLOSE_AUTH_FAILED, "the secret this connection proved is no longer valid")
                     continue
                 bot_set, account_set = self._leases(c)
 

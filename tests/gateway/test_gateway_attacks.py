@@ -27,6 +27,7 @@ from websockets.uri import parse_uri
 
 from arena import relay
 from arena.runner.players import Outcome
+from arena.usecases.bots import Credentials
 from bots_sdk import wire
 from gateway.server import FLOOD_BURST
 from tests.gateway.test_gateway import SECRETS, Answering, RunningGateway, authenticate, close_code, echo, player
@@ -382,4 +383,31 @@ def test_an_answer_to_another_accounts_request_reaches_nobody(start_gateway, bro
     out = outcome()
     assert out.fault is None and out.action == {"type": "pass", "by": "owner"}, out
     assert not [f for f in attacker.frames if f.opcode is Opcode.TEXT and b'"request"' in f.data]
+    owner.close()
+
+
+def test_a_connection_whose_secret_was_rotated_away_is_closed(start_gateway, broker: str) -> None:
+    """A thief who learnt bot 7's secret connects as the bot. The owner rotates the secret
+    twice (the leaked one is past the grace of the first rotation): the thief's connection,
+    open all along, is closed with 4401 and gets no more of the bot's requests; the owner's
+    connection, proved with the new secret, keeps them."""
+    leaked, second, third = SECRETS[7], "secret-of-seven-2", "secret-of-seven-3"
+    valid = {7: [leaked]}
+
+    def creds(bot_id: int) -> Credentials | None:
+        return Credentials(7, 1, "b#7", "connect", list(valid[7])) if bot_id == 7 else None
+
+    gw = start_gateway(creds=creds, renew_s=0.05, credentials_ttl_s=0.0)
+    thief = RawBot(gw.url)
+    thief.authenticate(7)
+    valid[7] = [second, leaked]  # rotated: the leaked secret is valid during the grace
+    owner, _ = authenticate(gw.url, 7, second)
+    Answering(owner, lambda f: wire.answer_frame(f["id"], {"type": "pass", "by": "owner"}))
+    assert gw.gw.connections == 2
+    valid[7] = [third, second]  # rotated again: the leaked secret is dead
+    assert thief.until_closed() == (wire.CLOSE_AUTH_FAILED, "the secret this connection proved is no longer valid")
+    out = decide_in_thread(broker, 7, b'{"match_id": "after"}')()
+    assert out.fault is None and out.action == {"type": "pass", "by": "owner"}, out
+    assert not [f for f in thief.frames if f.opcode is Opcode.TEXT and b'"request"' in f.data]
+    assert owner.protocol.state.name == "OPEN"
     owner.close()
