@@ -46,6 +46,7 @@ import secrets
 import socket
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -71,6 +72,11 @@ CredentialsFn = Callable[[int], Credentials | None]
 
 #: Seconds a bot's credentials are cached (a rotation or a deletion is seen within this).
 CREDENTIALS_TTL_S = 5.0
+#: Longest read of a bot's credentials, seconds: past it the database counts as down (a
+#: connection authenticating is closed with 1011, try again; the renewal keeps connections).
+CREDENTIALS_TIMEOUT_S = 5.0
+#: Threads reading credentials from the database.
+DB_THREADS = 4
 #: Most frames waiting in a connection's outbox; more is a slow reader.
 OUTBOX_FRAMES = 1024
 #: Seconds one frame may take to be written to a bot's socket; more is a slow reader.
@@ -186,6 +192,7 @@ class Gateway:
         send_timeout_s: :data:`SEND_TIMEOUT_S`.
         renew_s: seconds between two renewals of the connections (:data:`RENEW_S`).
         credentials_ttl_s: seconds credentials are cached (:data:`CREDENTIALS_TTL_S`).
+        credentials_timeout_s: longest read of a bot's credentials (:data:`CREDENTIALS_TIMEOUT_S`).
         gateway_id: this gateway's id (default: host, pid and a random part).
     """
 
@@ -206,6 +213,7 @@ class Gateway:
         send_timeout_s: float = SEND_TIMEOUT_S,
         renew_s: float = RENEW_S,
         credentials_ttl_s: float = CREDENTIALS_TTL_S,
+        credentials_timeout_s: float = CREDENTIALS_TIMEOUT_S,
         gateway_id: str | None = None,
     ):
         self.broker_url = broker_url
@@ -216,6 +224,7 @@ class Gateway:
         self.max_unauthenticated_per_address, self.proxy_hops = max_unauthenticated_per_address, proxy_hops
         self.auth_timeout_s, self.send_timeout_s = auth_timeout_s, send_timeout_s
         self.renew_s, self.credentials_ttl_s = renew_s, credentials_ttl_s
+        self.credentials_timeout_s = credentials_timeout_s
         self.id = gateway_id or f"gw-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.bots: dict[int, list[Connection]] = {}
         self.unauthenticated = 0
@@ -224,6 +233,9 @@ class Gateway:
         self.delivered = 0
         self._cache: dict[int, tuple[float, Credentials | None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: the database reads' own threads: a database that hangs holds these, never the
+        #: threads of the Redis calls (asyncio.to_thread)
+        self._db = ThreadPoolExecutor(DB_THREADS, thread_name_prefix="gateway-db")
         self._stopping = False
 
     # -- the process --------------------------------------------------------------------------
@@ -252,6 +264,7 @@ class Gateway:
             loops = [
                 asyncio.create_task(self._pop_loop(), name="gateway-pop"),
                 asyncio.create_task(self._tick_loop(), name="gateway-tick"),
+                asyncio.create_task(self._renew_loop(), name="gateway-renew"),
             ]
             log.info("gateway %s listening on %s:%s", self.id, self.host, self.port)
             if ready is not None:
@@ -279,6 +292,7 @@ class Gateway:
         for c in (self.r, self.rpop):
             await c.aclose()
         self.sync.close()
+        self._db.shutdown(wait=False, cancel_futures=True)
 
     def _background(self, aw: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(aw)
@@ -382,7 +396,8 @@ class Gateway:
         hit = self._cache.get(bot_id)
         if hit is not None and hit[0] > now:
             return hit[1]
-        creds = await asyncio.to_thread(self.credentials, bot_id)
+        read = asyncio.get_running_loop().run_in_executor(self._db, self.credentials, bot_id)
+        creds = await asyncio.wait_for(read, self.credentials_timeout_s)
         if len(self._cache) > 10_000:
             self._cache.clear()
         self._cache[bot_id] = (now + self.credentials_ttl_s, creds)
@@ -589,7 +604,8 @@ class Gateway:
         await self.r.set(relay.alive_key(self.id), "1", px=int(relay.ALIVE_TTL_S * 1000))
 
     async def _tick_loop(self) -> None:
-        last_renew = time.monotonic()
+        """Every second: the alive key, and the requests in flight past their deadline. Nothing
+        here waits for the database (:meth:`_renew_loop` does)."""
         while not self._stopping:
             await asyncio.sleep(1.0)
             try:
@@ -606,27 +622,41 @@ class Gateway:
                     for rid, forget in list(c.late.items()):
                         if forget < now:
                             del c.late[rid]
-            if time.monotonic() - last_renew >= self.renew_s:
-                last_renew = time.monotonic()
+
+    async def _renew_loop(self) -> None:
+        """:meth:`_renew` every ``renew_s`` seconds, on a task of its own: a database that
+        stops answering delays the renewals, never the alive key (a gateway whose alive key
+        lapses is taken for dead: the workers queue its requests again)."""
+        while not self._stopping:
+            await asyncio.sleep(self.renew_s)
+            try:
                 await self._renew()
+            except Exception:  # never end the renewals
+                log.exception("renewal failed")
 
     async def _renew(self) -> None:
         """Renew every connection's presence; close those of bots deleted or changed to a URL
         (4410), and those proved with a secret no longer valid (4401: rotated twice, or the
         grace of a rotation over)."""
+        readable = True
         for bot_id, conns in list(self.bots.items()):
-            try:
-                creds = await self._credentials(bot_id)
-            except Exception:
-                creds = conns[0].creds if conns else None  # the database is down: keep them
+            creds = conns[0].creds if conns else None  # as read at authentication
+            if readable:  # the database is down: no more reads this time, the connections stay
+                try:
+                    creds = await self._credentials(bot_id)
+                except Exception as exc:
+                    readable = False
+                    log.warning("credentials unreadable (%s): connections kept as they are", exc)
             for c in list(conns):
                 if creds is None or creds.transport != "connect":
-                    await c.ws.close(wire.CLOSE_BOT_GONE, "the bot was deleted or now has a URL")
+                    self._background(c.ws.close(wire.CLOSE_BOT_GONE, "the bot was deleted or now has a URL"))
                     continue
                 if not any(hmac.compare_digest(c.secret, s) for s in creds.secrets):
                     # rotated away (twice, or past the grace): a thief holding a leaked secret
                     # must not keep playing as the bot on a connection it opened before
-                    await c.ws.close(wire.CLOSE_AUTH_FAILED, "the secret this connection proved is no longer valid")
+                    self._background(
+                        c.ws.close(wire.CLOSE_AUTH_FAILED, "the secret this connection proved is no longer valid")
+                    )
                     continue
                 bot_set, account_set = self._leases(c)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -26,15 +27,36 @@ from arena import relay
 from arena.accounts import create_account
 from arena.db.migrate import upgrade
 from arena.db.models import Bot
-from arena.db.session import make_engine, make_sessionmaker
+from arena.db.session import make_engine, make_sessionmaker, normalize_url, shared_sessions
 from arena.runner.connected import ConnectedPlayer
 from arena.runner.players import Outcome
 from arena.security import new_secret
 from arena.status import BotStatus
+from arena.usecases.bots import Credentials, credentials
 from bots_sdk import wire
-from tests.helpers import wait_until
+from tests.gateway.test_gateway import RunningGateway, close_code
+from tests.helpers import create_pg_database, wait_until
 
 pytestmark = pytest.mark.services
+
+
+def add_bot(sessions: Any, name: str) -> tuple[int, str]:
+    """A bot that connects, ready, of a new account: ``(id, secret)``."""
+    secret = new_secret()
+    with sessions() as s:
+        owner, _ = create_account(s, name)
+        bot = Bot(
+            owner_id=owner.id,
+            name=name,
+            url="",
+            transport="connect",
+            rulesets=["million_doubt"],
+            secret=secret,
+            status=BotStatus.READY,
+        )
+        s.add(bot)
+        s.commit()
+        return bot.id, secret
 
 
 @dataclass
@@ -55,21 +77,7 @@ def site(tmp_path: Path, redis_url: str) -> Site:
     try:
         upgrade(db)
         sessions = make_sessionmaker(make_engine(db))
-        secret = new_secret()
-        with sessions() as s:
-            owner, _ = create_account(s, "outages")
-            bot = Bot(
-                owner_id=owner.id,
-                name="nat",
-                url="",
-                transport="connect",
-                rulesets=["million_doubt"],
-                secret=secret,
-                status=BotStatus.READY,
-            )
-            s.add(bot)
-            s.commit()
-            bot_id = bot.id
+        bot_id, secret = add_bot(sessions, "outages")
     finally:
         del os.environ["ARENA_DATA_DIR"]
     client = redis.Redis.from_url(redis_url)
@@ -178,3 +186,114 @@ def test_a_frozen_gateways_request_is_not_sent_twice_on_one_connection(
     wait_until(lambda: after, "the next decision answered")
     assert after[0].fault is None and after[0].action == {"type": "pass", "match": "m-after"}, after
     assert bot.closed == []
+
+
+class FreezableProxy:
+    """A TCP proxy on 127.0.0.1 in front of ``upstream`` (host, port) that can freeze: while
+    :attr:`frozen` is set it forwards nothing either way (a database server that stops
+    answering, a network partition), holding what arrives; :attr:`held` counts the bytes
+    the client sent meanwhile."""
+
+    def __init__(self, upstream: tuple[str, int]):
+        self.upstream = upstream
+        self.frozen = threading.Event()
+        self.thawed = threading.Event()
+        self.thawed.set()
+        self.held = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def freeze(self) -> None:
+        self.thawed.clear()
+        self.frozen.set()
+
+    def thaw(self) -> None:
+        self.frozen.clear()
+        self.thawed.set()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            self.sockets += [client, server]
+            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, from_client: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if self.frozen.is_set() and from_client:
+                    self.held += len(data)
+                self.thawed.wait()
+                dst.sendall(data)
+        except OSError:
+            pass
+        for sock in (src, dst):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.thaw()
+        self.listener.close()
+        for sock in self.sockets:
+            sock.close()
+
+
+def test_a_database_that_stops_answering_does_not_make_a_gateway_look_dead(pg_url: str, redis_url: str) -> None:
+    """The database a gateway reads credentials from stops answering (a frozen server, a
+    partition: connections hang, nothing is refused). The gateway must go on saying it is
+    alive: a gateway whose alive key lapses is taken for dead, so the workers queue its bots'
+    requests again and the reaper drops their presence, while it serves them fine. A bot
+    connected before keeps being served; one connecting meanwhile is told to try again (1011)
+    instead of waiting with no end; once the database answers again, it is let in."""
+    db = create_pg_database(pg_url, "frozen")
+    upgrade(db)
+    bot_id, secret = add_bot(make_sessionmaker(make_engine(db)), "frozen-db")
+    late_id, late_secret = add_bot(make_sessionmaker(make_engine(db)), "frozen-db-late")
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(relay.PREFIX + "*"):
+        client.delete(key)
+    host_port = normalize_url(db).split("@", 1)[1].split("/", 1)[0]
+    proxy = FreezableProxy(("127.0.0.1", int(host_port.rsplit(":", 1)[1])))
+    proxied = normalize_url(db).replace(host_port, f"127.0.0.1:{proxy.port}")
+
+    def read(bid: int) -> Credentials | None:
+        with shared_sessions(proxied)() as session:
+            return credentials(session, bid)
+
+    gw = RunningGateway(redis_url, read, renew_s=0.05, credentials_ttl_s=0.0, credentials_timeout_s=1.0)
+    try:
+        bot = HeldBot(gw.url, bot_id, secret)
+        proxy.freeze()
+        wait_until(lambda: proxy.held, "the gateway reading the frozen database")
+        alive = relay.alive_key(gw.gw.id)
+        ttls = [client.pttl(alive)]
+
+        def refreshed() -> int:
+            ttls.append(client.pttl(alive))
+            assert ttls[-1] > 0, "the gateway's alive key lapsed while the database was frozen"
+            return sum(b > a for a, b in zip(ttls, ttls[1:])) >= 4  # it lapses 3 s after a refresh
+
+        wait_until(refreshed, "the alive key refreshed four times")
+        outcome = decide_in_thread(redis_url, bot_id, "m-frozen-db", 30.0)
+        wait_until(lambda: bot.frames, "the request delivered")
+        bot.answer_all()
+        wait_until(lambda: outcome, "the decision answered")
+        assert outcome[0].fault is None and outcome[0].action == {"type": "pass", "match": "m-frozen-db"}, outcome
+        late = connect(gw.url, max_size=wire.MAX_FRAME_BYTES)
+        late.send(wire.auth_frame(late_id, late_secret, json.loads(late.recv(timeout=10))["nonce"]))
+        assert close_code(late) == 1011
+        assert relay.presence(client, [bot_id])[bot_id].connections == 1
+        proxy.thaw()
+        HeldBot(gw.url, late_id, late_secret).ws.close()
+        assert bot.closed == []
+    finally:
+        proxy.close()
+        gw.close()
