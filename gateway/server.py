@@ -445,8 +445,8 @@ class Gateway:
             if conn.violation is not None:
                 kind, detail, received = conn.violation
                 fault = b"F" + orjson.dumps({"kind": kind, "detail": detail, "received": received})
-                for rid in pending:
-                    await self._answer(rid, fault)
+                for rid, (deadline, _) in pending.items():
+                    await self._answer(rid, fault, deadline)
             else:  # back to the front of the bot's list, for another connection or its return
                 now = time.time()
                 back = [env for deadline, env in pending.values() if deadline > now]
@@ -479,7 +479,8 @@ class Gateway:
                     await ws.close(wire.CLOSE_NOT_JSON, "a frame is not a JSON object")
                     return
                 rid = obj.get("id")
-                if not isinstance(rid, str) or conn.pending.pop(rid, None) is None:
+                entry = conn.pending.pop(rid, None) if isinstance(rid, str) else None
+                if not isinstance(rid, str) or entry is None:
                     if isinstance(rid, str) and conn.late.pop(rid, None) is not None:
                         continue  # a late answer (or one to a notice): ignored, once
                     conn.offend("invalid_json", "the bot answered an unknown request id", msg)
@@ -499,7 +500,7 @@ class Gateway:
                             "received": msg[:RECEIVED_CHARS],
                         }
                     )
-                await self._answer(rid, payload)
+                await self._answer(rid, payload, entry[0])
         except ConnectionClosed as exc:
             if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
                 conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
@@ -524,12 +525,25 @@ class Gateway:
         if transport is not None:
             transport.abort()
 
-    async def _answer(self, rid: str, payload: bytes) -> None:
+    async def _answer(self, rid: str, payload: bytes, deadline: float) -> None:
+        """Push an answer (or fault) for its worker; while Redis fails (restarting, a pooled
+        connection it cut), again until the request's ``deadline`` (Unix seconds), then it is
+        dropped: the worker, finding the request nowhere, queues it again."""
         key = relay.answer_key(rid)
-        pipe = self.r.pipeline(transaction=False)
-        pipe.rpush(key, payload)
-        pipe.expire(key, relay.ANSWER_TTL_S)
-        await pipe.execute()
+        pause = 0.05
+        while True:
+            try:
+                pipe = self.r.pipeline(transaction=False)
+                pipe.rpush(key, payload)
+                pipe.expire(key, relay.ANSWER_TTL_S)
+                await pipe.execute()
+                return
+            except (redis.RedisError, OSError) as exc:
+                if time.time() >= deadline:
+                    log.warning("answer to %s dropped: %s", rid, exc)
+                    return
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 1.0)
 
     # -- requests from the workers --------------------------------------------------------------
     async def _wake(self) -> None:
