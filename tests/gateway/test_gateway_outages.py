@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -28,13 +29,14 @@ from arena.accounts import create_account
 from arena.db.migrate import upgrade
 from arena.db.models import Bot
 from arena.db.session import make_engine, make_sessionmaker, normalize_url, shared_sessions
-from arena.runner.connected import ConnectedPlayer
+from arena.delivery import internal_reason
+from arena.runner.connected import ConnectedPlayer, RelayUnavailable
 from arena.runner.players import Outcome
 from arena.security import new_secret
 from arena.status import BotStatus
 from arena.usecases.bots import Credentials, credentials
 from bots_sdk import wire
-from tests.gateway.test_gateway import RunningGateway, close_code
+from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code
 from tests.helpers import create_pg_database, wait_until
 
 pytestmark = pytest.mark.services
@@ -296,4 +298,119 @@ def test_a_database_that_stops_answering_does_not_make_a_gateway_look_dead(pg_ur
         assert bot.closed == []
     finally:
         proxy.close()
+        gw.close()
+
+
+def start_redis(port: int) -> subprocess.Popen[bytes]:
+    """A throwaway ``redis-server`` on ``port`` (empty: no persistence), once it answers."""
+    exe = shutil.which("redis-server")
+    if exe is None:  # infra/test.sh installs it; a bare pytest run may not have it
+        pytest.fail("redis-server is not installed (run the tests through infra/test.sh)")
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(host="127.0.0.1", port=port)
+
+    def answers() -> bool:
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            assert proc.poll() is None, "redis-server exited"
+            return False
+
+    wait_until(answers, "redis-server answering")
+    return proc
+
+
+@dataclass
+class RelayDecision:
+    """A decision of a bot that connects, asked in a thread: its outcome, or what it raised."""
+
+    outcomes: list[Outcome]
+    raised: list[BaseException]
+
+    def done(self) -> bool:
+        return bool(self.outcomes or self.raised)
+
+
+def relay_decision(broker: str, bot_id: int, match_id: str, timeout_s: float) -> RelayDecision:
+    """As the worker asks (``arena.delivery``: one connection of a pooled client for the match)."""
+    pooled = redis.Redis.from_url(broker, socket_timeout=5, socket_connect_timeout=5)
+    client = redis.Redis(connection_pool=pooled.connection_pool, single_connection_client=True)
+    player = ConnectedPlayer(bot_id, client, "nat", reconnect_s=timeout_s)
+    out = RelayDecision([], [])
+
+    def run() -> None:
+        try:
+            out.outcomes.append(player.decide(json.dumps({"match_id": match_id}).encode(), timeout_s))
+        except BaseException as exc:
+            out.raised.append(exc)
+
+    threading.Thread(target=run, daemon=True).start()
+    return out
+
+
+@pytest.fixture
+def own_redis(free_port) -> Iterator[tuple[int, list[subprocess.Popen[bytes]]]]:
+    """A Redis of the test's own (it kills and restarts it): its port and its processes."""
+    port = free_port()
+    procs = [start_redis(port)]
+    yield port, procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def _restart(port: int, procs: list[subprocess.Popen[bytes]]) -> None:
+    procs[-1].send_signal(signal.SIGKILL)
+    procs[-1].wait(10)
+    procs.append(start_redis(port))
+
+
+def test_redis_restarted_empty_mid_decision_costs_the_bot_nothing(own_redis) -> None:
+    """Redis (the relay) is killed while the bot thinks and comes back empty: the request, its
+    hold and the gateway's alive key are gone. The worker waits for Redis within the bank and
+    the bot's answer, sent after the restart, is the decision: no fault for the bot."""
+    port, procs = own_redis
+    broker = f"redis://127.0.0.1:{port}/0"
+    gw = RunningGateway(broker)
+    try:
+        bot = HeldBot(gw.url, 7, SECRETS[7])
+        decision = relay_decision(broker, 7, "m-restart", 60.0)
+        wait_until(lambda: bot.frames, "the request delivered")
+        _restart(port, procs)
+        bot.answer_all()
+        wait_until(decision.done, "the decision over")
+        assert decision.raised == [] and decision.outcomes[0].fault is None, decision
+        assert decision.outcomes[0].action == {"type": "pass", "match": "m-restart"}
+        assert bot.closed == []
+    finally:
+        gw.close()
+
+
+def test_redis_down_until_the_deadline_is_the_arenas_failure_not_the_bots(own_redis) -> None:
+    """Redis dies while the bot thinks and is still down when the seat's bank runs out: no
+    fault is charged to the bot (it could not be reached through the arena's own relay); the
+    decision raises :class:`RelayUnavailable`, so that the match fails as the arena's error
+    (the organizer plays it again) instead of being scored."""
+    port, procs = own_redis
+    broker = f"redis://127.0.0.1:{port}/0"
+    gw = RunningGateway(broker)
+    try:
+        bot = HeldBot(gw.url, 7, SECRETS[7])
+        decision = relay_decision(broker, 7, "m-down", 3.0)
+        wait_until(lambda: bot.frames, "the request delivered")
+        procs[-1].send_signal(signal.SIGKILL)
+        procs[-1].wait(10)
+        wait_until(decision.done, "the decision over")
+        assert decision.outcomes == [] and [type(e) for e in decision.raised] == [RelayUnavailable], decision
+        assert internal_reason("playing", decision.raised[0]) == (
+            "internal error while playing: RelayUnavailable: the relay to the gateways (Redis) failed during a"
+            " decision and no answer came: ConnectionError"
+        )
+        procs.append(start_redis(port))
+    finally:
         gw.close()
