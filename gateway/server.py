@@ -15,6 +15,11 @@ the fault named, the bot's other connections are not touched):
 ========================================== ========================= ====================
 a frame over ``MAX_FRAME_BYTES``           close 1009                ``body_too_large``
 a binary frame, or one not JSON            close 1007                ``invalid_json``
+(an answer to a request in flight that is
+JSON only to a lenient reader: ``NaN``, a
+duplicate key, a long integer, deep nesting,
+a lone surrogate, is that request's
+``invalid_json``, as over HTTP, no close)
 an answer to an id never sent to it, a     close 1008                ``invalid_json``
 second answer (a late one or one to a
 notice too), a frame without id
@@ -113,6 +118,18 @@ def client_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is None:
         return str(ipaddress.ip_network(f"{ip}/64", strict=False))
     return str(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else ip)
+
+
+def lenient_id(msg: str) -> str | None:
+    """The ``id`` of a frame the strict reader (:func:`arena.safejson.parse_answer`) refused,
+    read leniently (``NaN``, a duplicate key, a long integer, deep nesting, a lone surrogate
+    pass), or None: not a JSON object with a string id even so."""
+    try:
+        obj = json.loads(msg)
+    except (ValueError, RecursionError):
+        return None
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    return rid if isinstance(rid, str) else None
 
 
 class BotSocket(ServerConnection):
@@ -474,6 +491,15 @@ class Gateway:
                     await ws.close(wire.CLOSE_NOT_JSON, "binary frames are not part of the protocol")
                     return
                 obj, why = parse_answer(msg.encode("utf-8"))
+                lenient = lenient_id(msg) if obj is None else None
+                if lenient is not None and (entry := conn.pending.pop(lenient, None)) is not None:
+                    # JSON to a lenient reader, answering a request in flight: as over HTTP,
+                    # the fault of that decision only (the connection and its others go on)
+                    fault = {"kind": "invalid_json", "detail": why, "received": msg[:RECEIVED_CHARS]}
+                    await self._answer(lenient, b"F" + orjson.dumps(fault), entry[0])
+                    continue
+                if lenient is not None and conn.late.pop(lenient, None) is not None:
+                    continue  # a late answer: ignored, once, as a strict one
                 if obj is None:
                     conn.offend("invalid_json", f"a frame is not a JSON object: {why}", msg)
                     await ws.close(wire.CLOSE_NOT_JSON, "a frame is not a JSON object")

@@ -411,3 +411,44 @@ def test_a_connection_whose_secret_was_rotated_away_is_closed(start_gateway, bro
     assert not [f for f in thief.frames if f.opcode is Opcode.TEXT and b'"request"' in f.data]
     assert owner.protocol.state.name == "OPEN"
     owner.close()
+
+
+#: Answers that are JSON to a lenient reader, not to the strict one (arena.safejson): each is
+#: the fault invalid_json over HTTP, for that decision only.
+POISON = {
+    "NaN": ('{"id":"%s","body":{"type":"pass","rate":NaN}}', "answer is not strict JSON: NaN is not JSON (RFC 8259)"),
+    "an integer of 21 digits": (
+        '{"id":"%s","body":{"type":"pass","rate":123456789012345678901}}',
+        "answer is not strict JSON: an integer has more than 16 digits",
+    ),
+    "a duplicate key": ('{"id":"%s","body":{"type":"pass","type":"play"}}', "duplicate key"),
+    "nesting 40 deep": ('{"id":"%s","body":{"x":' + "[" * 40 + "]" * 40 + "}}", "nests deeper than 32"),
+    "a lone surrogate": ('{"id":"%s","body":{"x":"\\ud800"}}', "lone surrogate"),
+    "1e400": ('{"id":"%s","body":{"x":1e400}}', "answer is not strict JSON"),
+}
+
+
+@pytest.mark.parametrize("poison", sorted(POISON))
+def test_a_poisoned_answer_faults_its_decision_only_as_over_http(start_gateway, broker: str, poison: str) -> None:
+    """A bot answers one of two requests in flight on its connection (two matches) with an
+    answer that is JSON only to a lenient reader. Over HTTP that is the fault invalid_json for
+    that decision and nothing else; through the gateway too: the other match's decision on the
+    same connection is answered, and the connection stays open."""
+    template, reason = POISON[poison]
+    gw = start_gateway()
+    bot = RawBot(gw.url)
+    bot.authenticate(7)
+    first = decide_in_thread(broker, 7, b'{"match_id": "poisoned"}')
+    second = decide_in_thread(broker, 7, b'{"match_id": "other-match"}')
+    frames = {(f := bot.recv_json())["body"]["match_id"]: f["id"] for _ in range(2)}
+    bot.send(bot.frame_bytes(template % frames["poisoned"]))
+    bad = first()
+    assert bad.fault == "invalid_json" and reason in bad.detail, bad
+    assert bad.received.startswith('{"id":"' + frames["poisoned"]), bad
+    bot.send(bot.frame_bytes(wire.answer_frame(frames["other-match"], {"type": "pass"})))
+    good = second()
+    assert good.fault is None and good.action == {"type": "pass"}, good
+    again = decide_in_thread(broker, 7, b'{"match_id": "next"}')
+    bot.send(bot.frame_bytes(wire.answer_frame(bot.recv_json()["id"], {"type": "pass"})))
+    assert again().action == {"type": "pass"}
+    bot.close()
