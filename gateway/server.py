@@ -80,6 +80,8 @@ CREDENTIALS_TTL_S = 5.0
 #: Longest read of a bot's credentials, seconds: past it the database counts as down (a
 #: connection authenticating is closed with 1011, try again; the renewal keeps connections).
 CREDENTIALS_TIMEOUT_S = 5.0
+#: Largest bot id (the ids' column is a 32-bit integer); a larger one is an unknown bot.
+MAX_BOT_ID = 2**31 - 1
 #: Threads reading credentials from the database.
 DB_THREADS = 4
 #: Most frames waiting in a connection's outbox; more is a slow reader.
@@ -391,8 +393,11 @@ class Gateway:
             return None
         frame, _ = parse_answer(raw.encode("utf-8") if isinstance(raw, str) else b"\xff")
         bot_id = frame.get("bot_id") if frame else None
-        if not frame or frame.get("type") != "auth" or type(bot_id) is not int or bot_id < 1:
+        if not frame or frame.get("type") != "auth" or type(bot_id) is not int:
             await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed: expected an auth frame")
+            return None
+        if not 1 <= bot_id <= MAX_BOT_ID:  # no such bot: the database is not asked
+            await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
             return None
         try:
             creds = await self._credentials(bot_id)

@@ -26,12 +26,14 @@ from websockets.sync.client import connect
 from websockets.uri import parse_uri
 
 from arena import relay
+from arena.db.migrate import upgrade
+from arena.db.session import shared_sessions
 from arena.runner.players import Outcome
-from arena.usecases.bots import Credentials
+from arena.usecases.bots import Credentials, credentials
 from bots_sdk import wire
 from gateway.server import FLOOD_BURST
 from tests.gateway.test_gateway import SECRETS, Answering, RunningGateway, authenticate, close_code, echo, player
-from tests.helpers import wait_until
+from tests.helpers import create_pg_database, wait_until
 
 pytestmark = pytest.mark.services
 
@@ -452,3 +454,25 @@ def test_a_poisoned_answer_faults_its_decision_only_as_over_http(start_gateway, 
     bot.send(bot.frame_bytes(wire.answer_frame(bot.recv_json()["id"], {"type": "pass"})))
     assert again().action == {"type": "pass"}
     bot.close()
+
+
+@pytest.mark.parametrize("bot_id", [2**31, 2**53])
+def test_a_bot_id_no_bot_can_have_is_refused_without_asking_the_database(
+    start_gateway, pg_url: str, bot_id: int
+) -> None:
+    """An auth frame naming a bot id over PostgreSQL's integer (the ids' column; longer ones
+    are not read as JSON at all): asking the database for it fails (integer out of range), and
+    the gateway said 1011, "the arena cannot check credentials now", and logged a warning,
+    for each such frame. It is an unknown bot: 4401."""
+    db = create_pg_database(pg_url, "ids")
+    upgrade(db)
+
+    def read(bid: int) -> Credentials | None:
+        with shared_sessions(db)() as session:
+            return credentials(session, bid)
+
+    gw = start_gateway(creds=read)
+    attacker = RawBot(gw.url)
+    nonce = attacker.recv_json()["nonce"]
+    attacker.send(attacker.frame_bytes(wire.auth_frame(bot_id, "guess", nonce)))
+    assert attacker.until_closed() == (wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
