@@ -24,6 +24,7 @@ import redis
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+import engine
 from arena import relay
 from arena.accounts import create_account
 from arena.db.migrate import upgrade
@@ -35,7 +36,10 @@ from arena.runner.players import Outcome
 from arena.security import new_secret
 from arena.status import BotStatus
 from arena.usecases.bots import Credentials, credentials
-from bots_sdk import wire
+from bots_sdk import connect as sdk_connect
+from bots_sdk import protocol, wire
+from bots_sdk.samples import SAMPLE_BOTS
+from engine.timebank import TimeRules
 from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code
 from tests.helpers import create_pg_database, wait_until
 
@@ -191,29 +195,31 @@ def test_a_frozen_gateways_request_is_not_sent_twice_on_one_connection(
 
 
 class FreezableProxy:
-    """A TCP proxy on 127.0.0.1 in front of ``upstream`` (host, port) that can freeze: while
-    :attr:`frozen` is set it forwards nothing either way (a database server that stops
-    answering, a network partition), holding what arrives; :attr:`held` counts the bytes
-    the client sent meanwhile."""
+    """A TCP proxy on 127.0.0.1 in front of ``upstream`` (host, port) that can freeze: a frozen
+    connection forwards nothing either way (a database server that stops answering, a network
+    path gone silent: no close, no reset), holding what arrives; :attr:`held` counts the bytes
+    its client sent meanwhile."""
 
     def __init__(self, upstream: tuple[str, int]):
         self.upstream = upstream
-        self.frozen = threading.Event()
-        self.thawed = threading.Event()
-        self.thawed.set()
         self.held = 0
+        self._thawed: list[threading.Event] = []  # one per connection: set while it flows
+        self._new_frozen = False
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.sockets: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def freeze(self) -> None:
-        self.thawed.clear()
-        self.frozen.set()
+    def freeze(self, *, new_ones: bool = True) -> None:
+        """Freeze every connection open now, and (``new_ones``) every one opened from now on."""
+        self._new_frozen = new_ones
+        for thawed in self._thawed:
+            thawed.clear()
 
     def thaw(self) -> None:
-        self.frozen.clear()
-        self.thawed.set()
+        self._new_frozen = False
+        for thawed in self._thawed:
+            thawed.set()
 
     def _accept(self) -> None:
         while True:
@@ -223,15 +229,19 @@ class FreezableProxy:
                 return
             server = socket.create_connection(self.upstream)
             self.sockets += [client, server]
-            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+            thawed = threading.Event()
+            if not self._new_frozen:
+                thawed.set()
+            self._thawed.append(thawed)
+            threading.Thread(target=self._pump, args=(client, server, thawed, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, thawed, False), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, from_client: bool) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, thawed: threading.Event, from_client: bool) -> None:
         try:
             while data := src.recv(65536):
-                if self.frozen.is_set() and from_client:
+                if not thawed.is_set() and from_client:
                     self.held += len(data)
-                self.thawed.wait()
+                thawed.wait()
                 dst.sendall(data)
         except OSError:
             pass
@@ -413,4 +423,79 @@ def test_redis_down_until_the_deadline_is_the_arenas_failure_not_the_bots(own_re
         )
         procs.append(start_redis(port))
     finally:
+        gw.close()
+
+
+def decision_request() -> dict:
+    """A real decision request: the first of a Million Doubt game."""
+    g = engine.new_game("million_doubt", seed=1)
+    return protocol.build_request(
+        g, g.decision().seat, match_id="m-frozen", game=0, time_rules=TimeRules(), remaining_ms=60000
+    )
+
+
+@pytest.mark.slow
+def test_a_frozen_gateway_costs_an_sdk_bot_no_decision(
+    site: Site, redis_url: str, gateways: list[subprocess.Popen[str]]
+) -> None:
+    """The gateway an SDK bot is connected to freezes (SIGSTOP): its socket stays open, no
+    close ever comes. The worker sees the gateway dead within seconds and queues the request
+    again; the bot must notice the silence (its keepalive pings go unanswered: within 2 x 5 s)
+    and reconnect, to the other gateway it knows, within the wait for a reconnection (15 s),
+    so the decision is answered there. With websockets' default keepalive (a ping every 20 s, 20 s to answer)
+    it noticed after 20 to 40 s: the decision was the fault connection_error, a lost game, for
+    a machine of the arena's that froze."""
+    first, _, url1 = start_gateway(site.env, gateways)
+    _, _, url2 = start_gateway(site.env, gateways)
+    with sdk_connect(
+        SAMPLE_BOTS["random"](seed=3), [url1, url2], bot_id=site.bot_id, secret=site.secret, background=True
+    ) as conn:
+        assert conn.wait_authenticated(timeout=30)
+        first.send_signal(signal.SIGSTOP)
+        player = ConnectedPlayer(site.bot_id, redis.Redis.from_url(redis_url), "nat", reconnect_s=15.0)
+        out = player.decide(json.dumps(decision_request()).encode(), 60.0)
+        assert out.fault is None and out.action is not None, out
+        assert conn.welcomes == 2  # reconnected once, to the live gateway
+
+
+NODE = shutil.which("node")
+NODE_STARTER = Path(__file__).resolve().parents[2] / "starters" / "node"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.skipif(
+    not (NODE_STARTER / "node_modules" / "ws").is_dir(),
+    reason="starters/node/node_modules missing: run `npm ci --prefix starters/node`",
+)
+def test_the_node_starter_notices_a_connection_gone_silent_and_reconnects(redis_url: str, tmp_path: Path) -> None:
+    """The network path of the Node starter's connection goes silent (nothing passes, no close
+    or reset ever comes: a NAT that forgot it, a gateway that froze). With no keepalive of its
+    own the starter waited on that connection for good, every request sent to it lost; it must
+    notice within 10 s (its pings unanswered) and connect again."""
+    gw = RunningGateway(redis_url)
+    proxy = FreezableProxy(("127.0.0.1", gw.gw.port))
+    out_path = tmp_path / "node.out"
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "ARENA_BOT_SECRET": SECRETS[7],
+        "ARENA_BOT_ID": "7",
+        "ARENA_GATEWAY_URL": f"ws://127.0.0.1:{proxy.port}/v1/bots",
+    }
+    assert NODE is not None
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen([NODE, str(NODE_STARTER / "bot.js")], env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+
+        def welcomes() -> int:
+            return out_path.read_text().count("connected to ")
+
+        wait_until(welcomes, "the starter connected")
+        proxy.freeze(new_ones=False)  # this connection goes silent; a new one would pass
+        wait_until(lambda: welcomes() == 2, "the starter connected again", 30.0)
+        assert "no pong from the gateway" in out_path.read_text()
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        proxy.close()
         gw.close()
