@@ -36,7 +36,10 @@ one address (:func:`client_address`)
 ========================================== ========================= ====================
 
 A connection that closes or drops otherwise gives its requests back to the bot's list (front),
-for its other connections or its reconnection (:mod:`arena.runner.connected`).
+for its other connections or its reconnection (:mod:`arena.runner.connected`). So does one
+that holds requests, has been silent :data:`SILENT_S` while its bot opened another
+connection since, and does not answer a ping within :data:`PROBE_S` (a network that changed
+under the bot: no close or reset ever comes; :meth:`Gateway._probe_silent`).
 """
 
 from __future__ import annotations
@@ -100,6 +103,11 @@ RECEIVED_CHARS = 500
 #: once, refilled at :data:`FLOOD_RATE` a second; more is a flood.
 FLOOD_BURST = 64
 FLOOD_RATE = 16.0
+#: Seconds a connection holding requests may be silent (no frame, no pong) before it is
+#: probed, when its bot has a newer connection (:meth:`Gateway._probe_silent`).
+SILENT_S = 5.0
+#: Seconds a probe's ping has for its pong before the connection is dropped.
+PROBE_S = 5.0
 #: Most connections of one client address (IPv6: one /64) waiting to authenticate at once.
 MAX_UNAUTHENTICATED_PER_ADDRESS = 64
 
@@ -146,6 +154,8 @@ class BotSocket(ServerConnection):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.tokens, self.refilled = float(FLOOD_BURST), time.monotonic()
+        #: when the bot was last heard from (any frame, pongs included), monotonic seconds
+        self.heard = time.monotonic()
         #: the fault detail once flooded, else None
         self.flood: str | None = None
 
@@ -153,6 +163,7 @@ class BotSocket(ServerConnection):
         if self.flood is not None:
             return  # failed: nothing more is read into the connection
         super().process_event(event)
+        self.heard = time.monotonic()
         if not isinstance(event, Frame) or event.opcode is CLOSE or (event.fin and event.opcode in (TEXT, BINARY)):
             return  # a whole message, or the close
         now = time.monotonic()
@@ -189,6 +200,10 @@ class Connection:
         self.outbox: asyncio.Queue[str] = asyncio.Queue(OUTBOX_FRAMES)
         #: the fault its requests in flight get when it closes: (kind, detail, received)
         self.violation: tuple[str, str, str] | None = None
+        #: a probe of it runs (:meth:`Gateway._probe`), or ran since it was last heard from
+        self.probed = False
+        #: when its bot's connections on the other gateways were last looked up, Unix seconds
+        self.looked = 0.0
 
     def offend(self, kind: str, detail: str, received: str = "") -> None:
         if self.violation is None:
@@ -667,6 +682,66 @@ class Gateway:
                     for rid, forget in list(c.late.items()):
                         if forget < now:
                             del c.late[rid]
+            await self._probe_silent()
+
+    def _heard(self, conn: Connection) -> float:
+        """When the bot was last heard from on ``conn``, Unix seconds."""
+        heard = conn.ws.heard if isinstance(conn.ws, BotSocket) else time.monotonic()
+        return time.time() - (time.monotonic() - heard)
+
+    async def _probe_silent(self) -> None:
+        """Probe each connection that holds requests, has been silent :data:`SILENT_S` and whose
+        bot opened another connection since (here, or on another gateway): the signature of a
+        network that changed under the bot (its old connection silent, no close or reset ever
+        comes, and it connected again). A bot that merely thinks long on its connections, even
+        one whose library cannot answer pings meanwhile, is never probed."""
+        now = time.time()
+        for bot_id, conns in list(self.bots.items()):
+            silent = [c for c in conns if c.pending and not c.probed and now - self._heard(c) > SILENT_S]
+            if not silent:
+                continue
+            opened = {o.member: o.since for o in conns}
+            if not any(since > self._heard(c) for c in silent for m, since in opened.items() if m != c.member):
+                if all(now - c.looked < SILENT_S for c in silent):
+                    continue
+                for c in silent:
+                    c.looked = now
+                opened.update(await self._opened(bot_id))  # its connections on the other gateways
+            for c in silent:
+                if any(since > self._heard(c) for m, since in opened.items() if m != c.member):
+                    c.probed = True
+                    self._background(self._probe(c))
+
+    async def _opened(self, bot_id: int) -> dict[str, float]:
+        """The bot's connections on every gateway: presence member -> when it opened (Unix s)."""
+        try:
+            rows = await self.r.zrange(relay.conns_key(bot_id), 0, -1)
+        except redis.RedisError:
+            return {}
+        opened = {}
+        for raw in rows:
+            m = raw.decode() if isinstance(raw, bytes) else str(raw)
+            try:
+                opened[m] = float(m.rsplit("|", 1)[1])
+            except (IndexError, ValueError):
+                pass
+        return opened
+
+    async def _probe(self, conn: Connection) -> None:
+        """Ping ``conn``; no pong within :data:`PROBE_S`: drop it (its requests go back to the
+        bot's list, for its newer connection)."""
+        try:
+            pong = await conn.ws.ping()
+            await asyncio.wait_for(pong, PROBE_S)
+        except TimeoutError:
+            log.info("bot %s: connection %s silent, the bot connected since: dropped", conn.bot_id, conn.id)
+            transport = conn.ws.transport
+            if transport is not None:
+                transport.abort()
+            return
+        except ConnectionClosed:
+            return
+        conn.probed = False  # it answered: a later silence may be probed again
 
     async def _renew_loop(self) -> None:
         """:meth:`_renew` every ``renew_s`` seconds, on a task of its own: a database that

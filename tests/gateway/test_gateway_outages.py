@@ -40,7 +40,9 @@ from bots_sdk import connect as sdk_connect
 from bots_sdk import protocol, wire
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
+from gateway.server import PROBE_S, SILENT_S
 from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code
+from tests.gateway.test_gateway_attacks import RawBot
 from tests.helpers import create_pg_database, wait_until
 
 pytestmark = pytest.mark.services
@@ -353,6 +355,7 @@ def relay_decision(broker: str, bot_id: int, match_id: str, timeout_s: float) ->
     out = RelayDecision([], [])
 
     def run() -> None:
+        assert pooled  # the pool's owner lives as long as its connection is used (it closes the pool)
         try:
             out.outcomes.append(player.decide(json.dumps({"match_id": match_id}).encode(), timeout_s))
         except BaseException as exc:
@@ -498,4 +501,65 @@ def test_the_node_starter_notices_a_connection_gone_silent_and_reconnects(redis_
         proc.terminate()
         proc.wait(30)
         proxy.close()
+        gw.close()
+
+
+@pytest.mark.slow
+def test_a_request_held_by_a_connection_gone_silent_goes_to_the_bots_new_one(redis_url: str) -> None:
+    """A bot's network changes (a laptop moving to another Wi-Fi): its old connection goes
+    silent, no close or reset ever reaches the gateway, and the bot connects again from its
+    new network. A request the gateway gave the old connection stayed there until the
+    gateway's own keepalive gave up on it (20 s between pings, 20 s for the pong): past a
+    30 s bank, the fault timeout. The gateway now probes a connection that holds requests
+    and has been silent while the bot has a newer one: unanswered, it is dropped and its
+    requests go to the new connection."""
+    for key in redis.Redis.from_url(redis_url).scan_iter(relay.PREFIX + "*"):
+        redis.Redis.from_url(redis_url).delete(key)
+    gw = RunningGateway(redis_url)
+    proxy = FreezableProxy(("127.0.0.1", gw.gw.port))
+    try:
+        old = HeldBot(f"ws://127.0.0.1:{proxy.port}/v1/bots", 7, SECRETS[7])
+        proxy.freeze(new_ones=False)
+        decision = relay_decision(redis_url, 7, "m-moved", 30.0)
+        client = redis.Redis.from_url(redis_url)
+        wait_until(lambda: list(client.scan_iter(relay.PREFIX + "held:*")), "the request given to the old connection")
+        new = HeldBot(gw.url, 7, SECRETS[7])
+        wait_until(lambda: new.frames, "the request given to the new connection", 30.0)
+        new.answer_all()
+        wait_until(decision.done, "the decision over")
+        assert decision.raised == [] and decision.outcomes[0].fault is None, decision
+        assert decision.outcomes[0].action == {"type": "pass", "match": "m-moved"}
+        assert old.frames == []
+    finally:
+        proxy.close()
+        gw.close()
+
+
+@pytest.mark.slow
+def test_a_bot_thinking_long_without_answering_pings_is_not_dropped(redis_url: str) -> None:
+    """The other side of the probe: a bot on its only connection thinks for longer than the
+    silence and the probe together, its library unable to answer pings meanwhile (a
+    synchronous think in the event loop). It opened no newer connection: it is never probed,
+    and its answer counts."""
+    for key in redis.Redis.from_url(redis_url).scan_iter(relay.PREFIX + "*"):
+        redis.Redis.from_url(redis_url).delete(key)
+    gw = RunningGateway(redis_url)
+    try:
+        bot = RawBot(gw.url)
+        bot.authenticate(7)
+        decision = relay_decision(redis_url, 7, "m-think", 60.0)
+        rid = bot.recv_json()["id"]
+        client = redis.Redis.from_url(redis_url)
+        ttls = [client.pttl(relay.alive_key(gw.gw.id))]
+
+        def ticks() -> bool:  # the gateway's clock: its alive key refreshed once a second
+            ttls.append(client.pttl(relay.alive_key(gw.gw.id)))
+            return sum(b > a for a, b in zip(ttls, ttls[1:])) > SILENT_S + PROBE_S + 1
+
+        wait_until(ticks, "the silence and a probe's time over")
+        bot.send(bot.frame_bytes(wire.answer_frame(rid, {"type": "pass"})))
+        wait_until(decision.done, "the decision over")
+        assert decision.outcomes and decision.outcomes[0].action == {"type": "pass"}, decision
+        bot.close()
+    finally:
         gw.close()
