@@ -426,7 +426,7 @@ class Gateway:
         if creds.transport != "connect":
             await ws.close(wire.CLOSE_NOT_CONNECT_BOT, "this bot is registered with a URL: the arena calls it")
             return None
-        return creds, next(s for s in creds.secrets if wire.auth_valid(frame, [s], nonce))
+        return creds, next((s for s in creds.secrets if wire.auth_valid(frame, [s], nonce)), "")
 
     async def _credentials(self, bot_id: int) -> Credentials | None:
         now = time.monotonic()
@@ -682,7 +682,10 @@ class Gateway:
                     for rid, forget in list(c.late.items()):
                         if forget < now:
                             del c.late[rid]
-            await self._probe_silent()
+            try:
+                await self._probe_silent()
+            except Exception:  # never end the alive key's refreshes
+                log.exception("probing silent connections failed")
 
     def _heard(self, conn: Connection) -> float:
         """When the bot was last heard from on ``conn``, Unix seconds."""
