@@ -42,7 +42,7 @@ from arena.bot_transport import PinnedTransport
 from arena.config import Settings
 from arena.db.session import shared_sessions
 from arena.matchlog import Exchange
-from arena.runner.connected import ConnectedPlayer
+from arena.runner.connected import ConnectedPlayer, RelayUnavailable
 from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import WATCHDOG, HttpPlayer, LocalPlayer, Outcome, Player, SlotUse
 from arena.safejson import JsonLimitError, loads_limited
@@ -455,7 +455,9 @@ def conformance_game(
     (the bot's total, milliseconds), "wall_s": float (seconds), "warnings": [str],
     "warning_codes": [{"code", "params"}] (the same warnings, for translation),
     "error": str | None}``. ``ok``: no fault and every kind of :data:`REQUIRED_KINDS` asked.
-    Never raises for the bot's behaviour.
+    Never raises for the bot's behaviour; :class:`~arena.runner.connected.RelayUnavailable`
+    (the relay to a bot that dials out failed) goes through: the check errs, the bot keeps
+    its status.
     """
     out: dict[str, Any] = {
         "ok": False,
@@ -489,6 +491,8 @@ def conformance_game(
             except CheckTimeUp as exc:
                 out["error"] = str(exc)
                 return out
+            except RelayUnavailable:  # the arena's failure, not the bot's: the check errs
+                raise
             except Exception as exc:  # a runner bug must not pass or crash the check
                 out["error"] = _truncate(f"{probe.name}: {type(exc).__name__}: {exc}")
                 return out
@@ -755,7 +759,8 @@ CONNECT_WAIT_S = HEALTH_TIMEOUT_S
 def connected_health(player: ConnectedPlayer, *, timeout_s: float = CONNECT_WAIT_S) -> dict[str, Any]:
     """The health check over a bot's connection: a ``health`` frame, answered within
     ``timeout_s`` seconds (the bot must be connected by then). The shape of :func:`health_check`
-    (``status`` None). Never raises."""
+    (``status`` None). Never raises for the bot's behaviour (the relay's failure:
+    :class:`~arena.runner.connected.RelayUnavailable`)."""
     out: dict[str, Any] = {
         "ok": False,
         "status": None,

@@ -59,7 +59,7 @@ from arena.queue import CeleryDispatcher
 from arena.runner.answers import safe_text
 from arena.runner.capped import CappedHttpPlayer
 from arena.runner.claims import Claim, EndpointClaims, Refused
-from arena.runner.connected import CappedConnectedPlayer, connect_semaphore
+from arena.runner.connected import CappedConnectedPlayer, RelayUnavailable, connect_semaphore
 from arena.runner.match import Match, MatchConfig, MatchError, Observers, SlotTotals, default_game_specs
 from arena.runner.players import LocalPlayer, Player, WithdrawnPlayer, tls_context
 from arena.runner.semaphore import BotSemaphore, MatchSlots
@@ -388,7 +388,7 @@ def internal_reason(step: str, exc: BaseException) -> str:
     """A short failure reason for the organizer: the step and the exception type, plus the
     message only for our own exceptions that never hold a log or hands (bad options)."""
     reason = f"internal error while {step}: {type(exc).__name__}"
-    if isinstance(exc, (MatchError, engine.OptionsError)):
+    if isinstance(exc, (MatchError, engine.OptionsError, RelayUnavailable)):
         reason += f": {safe_text(str(exc), 200)}"
     return reason
 

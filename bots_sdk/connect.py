@@ -23,7 +23,10 @@ on it would lose its request).
 Reconnection: after any drop (refused, reset, closed by the gateway, a failed handshake) the
 connection is opened again after an exponential backoff with jitter: ``backoff_initial_s``
 (0.5 s) doubling up to ``backoff_max_s`` (30 s), each wait drawn uniformly from half to all of
-it, and back to the start once a connection is welcomed. Given several gateway URLs (gateways
+it, and back to the start once a connection is welcomed. A drop no close announces (a gateway
+that froze, a network gone silent) is noticed by the keepalive: a ping every ``keepalive_s``
+(5 s) that must be answered within as long (then 2 s for the close, and the connection is
+dropped). Given several gateway URLs (gateways
 an operator runs side by side without one proxy in front), connection ``n`` of the pool first
 dials URL ``n`` (modulo their number) and each reconnection dials the next URL in turn, so
 when a gateway dies its connections come back through the others. A close with a code of
@@ -71,6 +74,14 @@ BACKOFF_MAX_S = 30.0
 STOP_GRACE_S = 2.0
 #: Seconds the opening handshake and the challenge-response may take before the attempt is dropped.
 OPEN_TIMEOUT_S = 10.0
+#: Seconds between two keepalive pings of a connection, and the longest wait for a pong: a
+#: gateway that froze or a network that went silent (no close, no reset ever comes) is
+#: noticed within twice this plus :data:`CLOSE_TIMEOUT_S`, and the connection opened again,
+#: within the arena's wait for a reconnection (15 s), so that no request is lost
+#: (websockets' defaults, a ping every 20 s, 20 s for its pong, 10 s for a close, were not).
+KEEPALIVE_S = 5.0
+#: Seconds a closing connection waits for the gateway's side of the close before dropping it.
+CLOSE_TIMEOUT_S = 2.0
 
 
 class ConnectError(RuntimeError):
@@ -142,6 +153,7 @@ class Connection:
         backoff_initial_s: float = BACKOFF_INITIAL_S,
         backoff_max_s: float = BACKOFF_MAX_S,
         open_timeout_s: float = OPEN_TIMEOUT_S,
+        keepalive_s: float = KEEPALIVE_S,
     ):
         if pool < 1:
             raise ValueError(f"pool must be at least 1, not {pool}")
@@ -164,6 +176,7 @@ class Connection:
         self._threads = threads
         self._backoff = (backoff_initial_s, backoff_max_s)
         self._open_timeout_s = open_timeout_s
+        self._keepalive_s = keepalive_s
         self._cond = threading.Condition()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -341,6 +354,9 @@ class Connection:
                 url,
                 max_size=wire.MAX_FRAME_BYTES,
                 open_timeout=self._open_timeout_s,
+                ping_interval=self._keepalive_s,
+                ping_timeout=self._keepalive_s,
+                close_timeout=CLOSE_TIMEOUT_S,
                 compression=None,
                 user_agent_header=f"bots_sdk/{protocol.PROTOCOL_VERSION} (bot {self.bot_id})",
             ) as ws:
@@ -473,6 +489,7 @@ def connect(
     background: bool = False,
     backoff_initial_s: float = BACKOFF_INITIAL_S,
     backoff_max_s: float = BACKOFF_MAX_S,
+    keepalive_s: float = KEEPALIVE_S,
 ) -> Connection:
     """Run ``bot`` over ``pool`` WebSocket connections to the gateway at ``url``.
 
@@ -489,6 +506,8 @@ def connect(
             then return the stopped :class:`Connection`; True: start a daemon thread and return
             the running :class:`Connection` at once (stop it with ``.stop()``).
         backoff_initial_s, backoff_max_s: the reconnection backoff, seconds (module docstring).
+        keepalive_s: seconds between keepalive pings, and the longest wait for their pong
+            (:data:`KEEPALIVE_S`).
 
     Raises:
         ValueError: no secret, no URL or one that is not ``ws(s)://``, ``pool`` or ``threads`` below 1.
@@ -505,6 +524,7 @@ def connect(
         threads=threads,
         backoff_initial_s=backoff_initial_s,
         backoff_max_s=backoff_max_s,
+        keepalive_s=keepalive_s,
     )
     if background:
         return conn.start()

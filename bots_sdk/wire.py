@@ -26,7 +26,7 @@ import json
 import time
 from typing import Any
 
-from bots_sdk.protocol import MAX_SKEW_S, PROTOCOL_VERSION
+from bots_sdk.protocol import MAX_SKEW_S, PROTOCOL_VERSION, dumps
 
 #: The gateway's path for bot connections.
 PATH = "/v1/bots"
@@ -101,5 +101,16 @@ def frame(kind: str, request_id: str, body: bytes) -> str:
 
 
 def answer_frame(request_id: str, body: Any) -> str:
-    """The bot's answer to the request ``request_id``."""
-    return json.dumps({"id": request_id, "body": body}, separators=(",", ":"))
+    """The bot's answer to the request ``request_id``, serialized as the HTTP server serializes
+    an answer (:func:`bots_sdk.protocol.dumps`: ``NaN`` and infinities as ``null``), so that a
+    bot answers the same over either transport. Text only :mod:`json` can write (a lone
+    surrogate) goes as :mod:`json` writes it (the arena then faults that answer).
+
+    Raises:
+        TypeError: ``body`` holds something JSON cannot represent.
+    """
+    frame = {"id": request_id, "body": body}
+    try:
+        return dumps(frame).decode("utf-8")
+    except ValueError:  # not UTF-8 (a lone surrogate): escaped by json
+        return json.dumps(frame, separators=(",", ":"))

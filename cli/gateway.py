@@ -16,7 +16,7 @@ import click
 
 from arena.config import Settings
 from arena.db.session import shared_sessions
-from arena.usecases.bots import Credentials, connect_bot_ids, credentials
+from arena.usecases.bots import Credentials, connect_bots, credentials
 from gateway.server import Gateway
 
 #: Files a gateway keeps open beside its connections (Redis, the database, logs, the listener).
@@ -73,9 +73,9 @@ def gateway(host: str, port: int, max_connections: int) -> None:
         with factory() as session:
             return credentials(session, bot_id)
 
-    def still_connect(bot_ids: list[int]) -> set[int]:
+    def still_connect(bot_ids: list[int]) -> dict[int, float | None]:
         with factory() as session:
-            return connect_bot_ids(session, bot_ids)
+            return connect_bots(session, bot_ids)
 
     gw = Gateway(
         settings.broker_url,

@@ -19,6 +19,11 @@ the fault named, the bot's other connections are not touched):
 ========================================== ========================= ====================
 a frame over ``MAX_FRAME_BYTES``           close 1009                ``body_too_large``
 a binary frame, or one not JSON            close 1007                ``invalid_json``
+(an answer to a request in flight that is
+JSON only to a lenient reader: ``NaN``, a
+duplicate key, a long integer, deep nesting,
+a lone surrogate, is that request's
+``invalid_json``, as over HTTP, no close)
 an answer to an id never sent to it, a     close 1008                ``invalid_json``
 second answer (a late one or one to a
 notice too), a frame without id
@@ -27,6 +32,7 @@ fragments at once (``FLOOD_RATE`` a second)
 frames not read for ``send_timeout_s``     connection dropped        ``timeout``
 no proof within ``AUTH_TIMEOUT_S``         close 4408                (none: no requests)
 a wrong proof, an unknown bot              close 4401
+the proved secret rotated away (renewal)   close 4401                (none: given back)
 over a connection cap, per bot or account  close 4429
 over ``max_unauthenticated`` waiting, or   close 1013 (try again)
 ``max_unauthenticated_per_address`` from
@@ -34,12 +40,16 @@ one address (:func:`client_address`)
 ========================================== ========================= ====================
 
 A connection that closes or drops otherwise gives its requests back to the bot's list (front),
-for its other connections or its reconnection (:mod:`arena.runner.connected`).
+for its other connections or its reconnection (:mod:`arena.runner.connected`). So does one
+that holds requests, has been silent :data:`SILENT_S` while its bot opened another
+connection since, and does not answer a ping within :data:`PROBE_S` (a network that changed
+under the bot: no close or reset ever comes; :meth:`Gateway._probe_silent`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import ipaddress
 import json
 import logging
@@ -47,7 +57,8 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -70,14 +81,25 @@ log = logging.getLogger("arena.gateway")
 #: does not exist or was deleted. ``arena gateway`` reads the database
 #: (:func:`arena.usecases.bots.credentials`).
 CredentialsFn = Callable[[int], Credentials | None]
-#: Which of these bots may still connect: those that exist, are not deleted and have the
-#: transport ``connect`` (blocking; called in a thread, once per presence renewal for every
-#: bot held). ``arena gateway`` asks the database in one query
-#: (:func:`arena.usecases.bots.connect_bot_ids`).
-StillConnectFn = Callable[[list[int]], set[int]]
+#: Which of these bots may still connect (they exist, are not deleted and have the transport
+#: ``connect``), each with the end of its previous secret's grace, as
+#: :attr:`~arena.usecases.bots.Credentials.grace_until` (Unix seconds, None: never rotated):
+#: ``{bot id: grace_until}``. Blocking; called in a thread, once per presence renewal for every
+#: bot held; a rotation since a connection's credentials were read shows as another
+#: ``grace_until`` (:meth:`Gateway._renew` then reads that bot's credentials). ``arena gateway``
+#: asks the database in one query, no secret read or decrypted
+#: (:func:`arena.usecases.bots.connect_bots`).
+StillConnectFn = Callable[[list[int]], Mapping[int, float | None]]
 
 #: Seconds a bot's credentials are cached (a rotation or a deletion is seen within this).
 CREDENTIALS_TTL_S = 5.0
+#: Longest read of a bot's credentials, seconds: past it the database counts as down (a
+#: connection authenticating is closed with 1011, try again; the renewal keeps connections).
+CREDENTIALS_TIMEOUT_S = 5.0
+#: Largest bot id (the ids' column is a 32-bit integer); a larger one is an unknown bot.
+MAX_BOT_ID = 2**31 - 1
+#: Threads reading credentials from the database.
+DB_THREADS = 4
 #: Most frames waiting in a connection's outbox; more is a slow reader.
 OUTBOX_FRAMES = 1024
 #: Seconds one frame may take to be written to a bot's socket; more is a slow reader.
@@ -95,12 +117,21 @@ RINGS_BATCH = 512
 SWEEP_S = 5.0
 #: Seconds between two renewals of the connections' presence leases.
 RENEW_S = relay.LEASE_S / 3
+#: First pause before answers Redis refused are pushed again, seconds (doubling up to
+#: :data:`ANSWER_RETRY_MAX_S`); they are dropped only past their request's deadline.
+ANSWER_RETRY_S = 0.05
+ANSWER_RETRY_MAX_S = 1.0
 #: Most characters of a bad frame kept in its fault.
 RECEIVED_CHARS = 500
 #: Frames a connection may send beyond whole messages (pings, pongs, fragments of a message) at
 #: once, refilled at :data:`FLOOD_RATE` a second; more is a flood.
 FLOOD_BURST = 64
 FLOOD_RATE = 16.0
+#: Seconds a connection holding requests may be silent (no frame, no pong) before it is
+#: probed, when its bot has a newer connection (:meth:`Gateway._probe_silent`).
+SILENT_S = 5.0
+#: Seconds a probe's ping has for its pong before the connection is dropped.
+PROBE_S = 5.0
 #: Most connections of one client address (IPv6: one /64) waiting to authenticate at once.
 MAX_UNAUTHENTICATED_PER_ADDRESS = 64
 
@@ -123,6 +154,18 @@ def client_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
     return str(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else ip)
 
 
+def lenient_id(msg: str) -> str | None:
+    """The ``id`` of a frame the strict reader (:func:`arena.safejson.parse_answer`) refused,
+    read leniently (``NaN``, a duplicate key, a long integer, deep nesting, a lone surrogate
+    pass), or None: not a JSON object with a string id even so."""
+    try:
+        obj = json.loads(msg)
+    except (ValueError, RecursionError):
+        return None
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    return rid if isinstance(rid, str) else None
+
+
 class BotSocket(ServerConnection):
     """A bot's socket: counts the frames that are not whole messages (pings, pongs, fragments).
 
@@ -135,6 +178,8 @@ class BotSocket(ServerConnection):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.tokens, self.refilled = float(FLOOD_BURST), time.monotonic()
+        #: when the bot was last heard from (any frame, pongs included), monotonic seconds
+        self.heard = time.monotonic()
         #: the fault detail once flooded, else None
         self.flood: str | None = None
 
@@ -142,6 +187,7 @@ class BotSocket(ServerConnection):
         if self.flood is not None:
             return  # failed: nothing more is read into the connection
         super().process_event(event)
+        self.heard = time.monotonic()
         if not isinstance(event, Frame) or event.opcode is CLOSE or (event.fin and event.opcode in (TEXT, BINARY)):
             return  # a whole message, or the close
         now = time.monotonic()
@@ -162,9 +208,11 @@ class BotSocket(ServerConnection):
 class Connection:
     """One authenticated bot connection held by this gateway."""
 
-    def __init__(self, ws: ServerConnection, creds: Credentials, gateway_id: str):
+    def __init__(self, ws: ServerConnection, creds: Credentials, gateway_id: str, secret: str = ""):
         self.ws = ws
         self.creds = creds
+        #: the signing secret the connection proved (it is closed once that one is no longer valid)
+        self.secret = secret
         self.bot_id = creds.bot_id
         self.id = secrets.token_hex(6)
         self.since = time.time()
@@ -176,10 +224,50 @@ class Connection:
         self.outbox: asyncio.Queue[str] = asyncio.Queue(OUTBOX_FRAMES)
         #: the fault its requests in flight get when it closes: (kind, detail, received)
         self.violation: tuple[str, str, str] | None = None
+        #: a probe of it runs (:meth:`Gateway._probe`), or ran since it was last heard from
+        self.probed = False
+        #: when its bot's connections on the other gateways were last looked up, Unix seconds
+        self.looked = 0.0
 
     def offend(self, kind: str, detail: str, received: str = "") -> None:
         if self.violation is None:
             self.violation = (kind, detail, received[:RECEIVED_CHARS])
+
+
+#: Why :meth:`Gateway._renew` closes a connection, by close code.
+CLOSE_REASONS = {
+    wire.CLOSE_BOT_GONE: "the bot was deleted or now has a URL",
+    wire.CLOSE_AUTH_FAILED: "the secret this connection proved is no longer valid",
+}
+
+
+def _same(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
+
+
+def _proof_stands(conn: Connection, grace_until: float | None, now: float) -> bool:
+    """Whether the secret ``conn`` proved is still valid, judged without reading the secrets:
+    the bot's secrets were not rotated since ``conn.creds`` were read (its ``grace_until`` is
+    the same), and ``conn`` proved the current secret, or the previous one whose grace runs
+    still at ``now`` (Unix seconds). False: its credentials must be read to judge it."""
+    creds = conn.creds
+    if grace_until != creds.grace_until or not creds.secrets:
+        return False
+    if _same(conn.secret, creds.secrets[0]):
+        return True
+    return grace_until is not None and now < grace_until and any(_same(conn.secret, s) for s in creds.secrets[1:])
+
+
+def _verdict(conn: Connection, creds: Credentials | None) -> int | None:
+    """The close code of ``conn`` given its bot's credentials as read now: 4410 (deleted, or
+    now called at a URL), 4401 (the secret it proved is no longer valid), or None: it stays
+    (and is judged against these credentials from now on)."""
+    if creds is None or creds.transport != "connect":
+        return wire.CLOSE_BOT_GONE
+    if not any(_same(conn.secret, s) for s in creds.secrets):
+        return wire.CLOSE_AUTH_FAILED
+    conn.creds = creds
+    return None
 
 
 class Gateway:
@@ -196,8 +284,12 @@ class Gateway:
             more: 1013), so that one client cannot hold every place of ``max_unauthenticated``.
         proxy_hops: trusted reverse proxies in front (:func:`client_address`).
         send_timeout_s: :data:`SEND_TIMEOUT_S`.
+        renew_s: seconds between two renewals of the connections (:data:`RENEW_S`).
+        credentials_ttl_s: seconds credentials are cached (:data:`CREDENTIALS_TTL_S`).
+        credentials_timeout_s: longest read of a bot's credentials (:data:`CREDENTIALS_TIMEOUT_S`).
         gateway_id: this gateway's id (default: host, pid and a random part).
-        still_connect: :data:`StillConnectFn` (default: each bot's ``credentials``, one call a bot).
+        still_connect: :data:`StillConnectFn` (default: each bot's ``credentials`` at each
+            renewal, one call a bot).
         sweep_s: :data:`SWEEP_S`.
     """
 
@@ -216,6 +308,9 @@ class Gateway:
         proxy_hops: int = 0,
         auth_timeout_s: float = wire.AUTH_TIMEOUT_S,
         send_timeout_s: float = SEND_TIMEOUT_S,
+        renew_s: float = RENEW_S,
+        credentials_ttl_s: float = CREDENTIALS_TTL_S,
+        credentials_timeout_s: float = CREDENTIALS_TIMEOUT_S,
         gateway_id: str | None = None,
         still_connect: StillConnectFn | None = None,
         sweep_s: float = SWEEP_S,
@@ -229,6 +324,8 @@ class Gateway:
         self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
         self.max_unauthenticated_per_address, self.proxy_hops = max_unauthenticated_per_address, proxy_hops
         self.auth_timeout_s, self.send_timeout_s = auth_timeout_s, send_timeout_s
+        self.renew_s, self.credentials_ttl_s = renew_s, credentials_ttl_s
+        self.credentials_timeout_s = credentials_timeout_s
         self.id = gateway_id or f"gw-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.bots: dict[int, list[Connection]] = {}
         self.unauthenticated = 0
@@ -237,9 +334,13 @@ class Gateway:
         self.delivered = 0
         self._cache: dict[int, tuple[float, Credentials | None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: the database reads' own threads: a database that hangs holds these, never the
+        #: threads of the Redis calls (asyncio.to_thread)
+        self._db = ThreadPoolExecutor(DB_THREADS, thread_name_prefix="gateway-db")
         self._stopping = False
-        #: answers and faults read since the last push: (request id, answer list item)
-        self._answers: list[tuple[str, bytes]] = []
+        #: answers and faults read since the last push: (request id, answer list item, the
+        #: request's deadline in Unix seconds)
+        self._answers: list[tuple[str, bytes, float]] = []
         self._answers_ready = asyncio.Event()
         self._closed = False
 
@@ -271,6 +372,7 @@ class Gateway:
                 asyncio.create_task(self._pop_loop(), name="gateway-pop"),
                 asyncio.create_task(self._tick_loop(), name="gateway-tick"),
                 asyncio.create_task(self._answer_loop(), name="gateway-answers"),
+                asyncio.create_task(self._renew_loop(), name="gateway-renew"),
             ]
             log.info("gateway %s listening on %s:%s", self.id, self.host, self.port)
             if ready is not None:
@@ -300,6 +402,7 @@ class Gateway:
         for c in (self.r, self.rpop):
             await c.aclose()
         self.sync.close()
+        self._db.shutdown(wait=False, cancel_futures=True)
 
     def _background(self, aw: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(aw)
@@ -334,15 +437,16 @@ class Gateway:
         self.unauthenticated += 1
         self.waiting[address] = self.waiting.get(address, 0) + 1
         try:
-            creds = await self._authenticate(ws)
+            proved = await self._authenticate(ws)
         finally:
             self.unauthenticated -= 1
             left = self.waiting.pop(address) - 1
             if left:
                 self.waiting[address] = left
-        if creds is None:
+        if proved is None:
             return
-        conn = Connection(ws, creds, self.id)
+        creds, secret = proved
+        conn = Connection(ws, creds, self.id, secret)
         why = await self._register(conn)
         if why:
             await ws.close(wire.CLOSE_TOO_MANY, why)
@@ -367,7 +471,8 @@ class Gateway:
             writer.cancel()
             await self._unregister(conn)
 
-    async def _authenticate(self, ws: ServerConnection) -> Credentials | None:
+    async def _authenticate(self, ws: ServerConnection) -> tuple[Credentials, str] | None:
+        """The bot's credentials and the secret it proved, or None (the connection is closed)."""
         nonce = secrets.token_hex(16)
         try:
             await ws.send(wire.challenge_frame(nonce))
@@ -379,8 +484,11 @@ class Gateway:
             return None
         frame, _ = parse_answer(raw.encode("utf-8") if isinstance(raw, str) else b"\xff")
         bot_id = frame.get("bot_id") if frame else None
-        if not frame or frame.get("type") != "auth" or type(bot_id) is not int or bot_id < 1:
+        if not frame or frame.get("type") != "auth" or type(bot_id) is not int:
             await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed: expected an auth frame")
+            return None
+        if not 1 <= bot_id <= MAX_BOT_ID:  # no such bot: the database is not asked
+            await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
             return None
         try:
             creds = await self._credentials(bot_id)
@@ -394,17 +502,24 @@ class Gateway:
         if creds.transport != "connect":
             await ws.close(wire.CLOSE_NOT_CONNECT_BOT, "this bot is registered with a URL: the arena calls it")
             return None
-        return creds
+        return creds, next((s for s in creds.secrets if wire.auth_valid(frame, [s], nonce)), "")
 
-    async def _credentials(self, bot_id: int) -> Credentials | None:
+    async def _credentials(self, bot_id: int, *, fresh: bool = False) -> Credentials | None:
+        """The bot's credentials: cached ``credentials_ttl_s`` seconds (``fresh``: read now all
+        the same), read on :attr:`_db` within ``credentials_timeout_s``.
+
+        Raises:
+            TimeoutError: the database did not answer in time; or what the read raised.
+        """
         now = time.monotonic()
         hit = self._cache.get(bot_id)
-        if hit is not None and hit[0] > now:
+        if hit is not None and hit[0] > now and not fresh:
             return hit[1]
-        creds = await asyncio.to_thread(self.credentials, bot_id)
+        read = asyncio.get_running_loop().run_in_executor(self._db, self.credentials, bot_id)
+        creds = await asyncio.wait_for(read, self.credentials_timeout_s)
         if len(self._cache) > 10_000:
             self._cache.clear()
-        self._cache[bot_id] = (now + CREDENTIALS_TTL_S, creds)
+        self._cache[bot_id] = (now + self.credentials_ttl_s, creds)
         return creds
 
     def _leases(self, conn: Connection) -> tuple[LeaseSet, LeaseSet]:
@@ -448,8 +563,8 @@ class Gateway:
             if conn.violation is not None:
                 kind, detail, received = conn.violation
                 fault = b"F" + orjson.dumps({"kind": kind, "detail": detail, "received": received})
-                for rid in pending:
-                    self._queue_answer(rid, fault)
+                for rid, (deadline, _) in pending.items():
+                    self._queue_answer(rid, fault, deadline)
             else:  # back to the front of the bot's list, for another connection or its return
                 now = time.time()
                 back = [env for deadline, env in pending.values() if deadline > now]
@@ -477,12 +592,22 @@ class Gateway:
                     await ws.close(wire.CLOSE_NOT_JSON, "binary frames are not part of the protocol")
                     return
                 obj, why = parse_answer(msg.encode("utf-8"))
+                lenient = lenient_id(msg) if obj is None else None
+                if lenient is not None and (entry := conn.pending.pop(lenient, None)) is not None:
+                    # JSON to a lenient reader, answering a request in flight: as over HTTP,
+                    # the fault of that decision only (the connection and its others go on)
+                    fault = {"kind": "invalid_json", "detail": why, "received": msg[:RECEIVED_CHARS]}
+                    self._queue_answer(lenient, b"F" + orjson.dumps(fault), entry[0])
+                    continue
+                if lenient is not None and conn.late.pop(lenient, None) is not None:
+                    continue  # a late answer: ignored, once, as a strict one
                 if obj is None:
                     conn.offend("invalid_json", f"a frame is not a JSON object: {why}", msg)
                     await ws.close(wire.CLOSE_NOT_JSON, "a frame is not a JSON object")
                     return
                 rid = obj.get("id")
-                if not isinstance(rid, str) or conn.pending.pop(rid, None) is None:
+                entry = conn.pending.pop(rid, None) if isinstance(rid, str) else None
+                if not isinstance(rid, str) or entry is None:
                     if isinstance(rid, str) and conn.late.pop(rid, None) is not None:
                         continue  # a late answer (or one to a notice): ignored, once
                     conn.offend("invalid_json", "the bot answered an unknown request id", msg)
@@ -502,7 +627,7 @@ class Gateway:
                             "received": msg[:RECEIVED_CHARS],
                         }
                     )
-                self._queue_answer(rid, payload)
+                self._queue_answer(rid, payload, entry[0])
         except ConnectionClosed as exc:
             if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
                 conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
@@ -530,34 +655,46 @@ class Gateway:
         if transport is not None:
             transport.abort()
 
-    def _queue_answer(self, rid: str, payload: bytes) -> None:
+    def _queue_answer(self, rid: str, payload: bytes, deadline: float) -> None:
         """Push ``payload`` (``A<body>`` or ``F<fault>``) onto the answer list of ``rid`` soon:
-        with the other answers waiting, in one round trip (:meth:`_answer_loop`)."""
-        self._answers.append((rid, payload))
+        with the other answers waiting, in one round trip (:meth:`_answer_loop`); ``deadline``
+        (Unix seconds) is the request's: past it, an answer Redis refused is dropped."""
+        self._answers.append((rid, payload, deadline))
         self._answers_ready.set()
 
     async def _answer_loop(self) -> None:
-        """Push the queued answers, all those waiting in one pipeline, again and again; a batch
-        Redis refused is tried again every half second. Ends once the server has closed and
-        nothing is left (:meth:`_shutdown`)."""
+        """Push the queued answers, all those waiting in one pipeline, again and again. A batch
+        Redis refused (restarting, a pooled connection it cut) is kept and pushed again, with
+        the answers read since, after a pause doubling from :data:`ANSWER_RETRY_S` to
+        :data:`ANSWER_RETRY_MAX_S`; an answer is dropped only once its request's deadline has
+        passed (its worker, finding the request nowhere, queued it again or gave up). The bot's
+        connection is never closed for it. Ends once the server has closed and nothing is left
+        (:meth:`_shutdown`)."""
+        pause = ANSWER_RETRY_S
         while True:
             await self._answers_ready.wait()
             self._answers_ready.clear()
             batch, self._answers = self._answers, []
             if batch:
                 pipe = self.r.pipeline(transaction=False)
-                for rid, payload in batch:
+                for rid, payload, _ in batch:
                     key = relay.answer_key(rid)
                     pipe.rpush(key, payload)
                     pipe.expire(key, relay.ANSWER_TTL_S)
                 try:
                     await pipe.execute()
+                    pause = ANSWER_RETRY_S
                 except (redis.RedisError, OSError) as exc:
-                    log.warning("%d answers not pushed yet: %s", len(batch), exc)
-                    self._answers[:0] = batch
+                    now = time.time()
+                    kept = [a for a in batch if a[2] > now]
+                    if len(kept) < len(batch):
+                        log.warning("%d answers dropped, past their deadline: %s", len(batch) - len(kept), exc)
+                    log.warning("%d answers not pushed yet: %s", len(kept), exc)
+                    self._answers[:0] = kept
                     if self._closed:
                         return
-                    await asyncio.sleep(0.5)
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, ANSWER_RETRY_MAX_S)
                     self._answers_ready.set()
                     continue
             if self._closed and not self._answers:
@@ -610,7 +747,12 @@ class Gateway:
 
     def _deliver(self, bot_id: int, raws: list[bytes]) -> None:
         """Hand requests popped from ``bot_id``'s list to its connections (each to the one with
-        the fewest in flight); give them back to the list when it has none here any more."""
+        the fewest in flight); give them back to the list when it has none here any more.
+
+        A copy of a request one of the bot's connections here still holds (queued again while
+        this gateway was frozen past its alive key) is not sent again: a second answer would
+        close the connection for an unknown id. The pop marked it held by this gateway again,
+        which is all the worker needs to know."""
         conns = self.bots.get(bot_id)
         if not conns:  # the bot left this gateway since the pop was sent: back, for its other gateways
             self._background(self.r.eval(relay.PUSH_AND_RING, *relay.push_args(bot_id, raws, front=True)))
@@ -620,6 +762,8 @@ class Gateway:
             now = time.time()
             if env is None or env.deadline_ms < now * 1000:
                 continue  # stale: its worker has given up
+            if env.kind != "notice" and any(env.rid in c.pending for c in conns):
+                continue  # a copy of a request held here (docstring): only the hold is said again
             conn = min(conns, key=lambda c: len(c.pending))
             if env.kind == "notice":
                 conn.late[env.rid] = now + LATE_S
@@ -637,12 +781,13 @@ class Gateway:
         await self.r.set(relay.alive_key(self.id), "1", px=int(relay.ALIVE_TTL_S * 1000))
 
     async def _tick_loop(self) -> None:
-        last_renew = time.monotonic()
+        """Every second: the alive key, and the requests in flight past their deadline. Nothing
+        here waits for the database (:meth:`_renew_loop` does)."""
         while not self._stopping:
             await asyncio.sleep(1.0)
             try:
                 await self._alive()
-            except redis.RedisError as exc:
+            except (redis.RedisError, OSError) as exc:
                 log.warning("alive key not refreshed: %s", exc)
             now = time.time()
             for conns in list(self.bots.values()):
@@ -654,23 +799,101 @@ class Gateway:
                     for rid, forget in list(c.late.items()):
                         if forget < now:
                             del c.late[rid]
-            if time.monotonic() - last_renew >= RENEW_S:
-                last_renew = time.monotonic()
+            try:
+                await self._probe_silent()
+            except Exception:  # never end the alive key's refreshes
+                log.exception("probing silent connections failed")
+
+    def _heard(self, conn: Connection) -> float:
+        """When the bot was last heard from on ``conn``, Unix seconds."""
+        heard = conn.ws.heard if isinstance(conn.ws, BotSocket) else time.monotonic()
+        return time.time() - (time.monotonic() - heard)
+
+    async def _probe_silent(self) -> None:
+        """Probe each connection that holds requests, has been silent :data:`SILENT_S` and whose
+        bot opened another connection since (here, or on another gateway): the signature of a
+        network that changed under the bot (its old connection silent, no close or reset ever
+        comes, and it connected again). A bot that merely thinks long on its connections, even
+        one whose library cannot answer pings meanwhile, is never probed."""
+        now = time.time()
+        for bot_id, conns in list(self.bots.items()):
+            silent = [c for c in conns if c.pending and not c.probed and now - self._heard(c) > SILENT_S]
+            if not silent:
+                continue
+            opened = {o.member: o.since for o in conns}
+            if not any(since > self._heard(c) for c in silent for m, since in opened.items() if m != c.member):
+                if all(now - c.looked < SILENT_S for c in silent):
+                    continue
+                for c in silent:
+                    c.looked = now
+                opened.update(await self._opened(bot_id))  # its connections on the other gateways
+            for c in silent:
+                if any(since > self._heard(c) for m, since in opened.items() if m != c.member):
+                    c.probed = True
+                    self._background(self._probe(c))
+
+    async def _opened(self, bot_id: int) -> dict[str, float]:
+        """The bot's connections on every gateway: presence member -> when it opened (Unix s)."""
+        try:
+            rows = await self.r.zrange(relay.conns_key(bot_id), 0, -1)
+        except redis.RedisError:
+            return {}
+        opened = {}
+        for raw in rows:
+            m = raw.decode() if isinstance(raw, bytes) else str(raw)
+            try:
+                opened[m] = float(m.rsplit("|", 1)[1])
+            except (IndexError, ValueError):
+                pass
+        return opened
+
+    async def _probe(self, conn: Connection) -> None:
+        """Ping ``conn``; no pong within :data:`PROBE_S`: drop it (its requests go back to the
+        bot's list, for its newer connection)."""
+        try:
+            pong = await conn.ws.ping()
+            await asyncio.wait_for(pong, PROBE_S)
+        except TimeoutError:
+            log.info("bot %s: connection %s silent, the bot connected since: dropped", conn.bot_id, conn.id)
+            transport = conn.ws.transport
+            if transport is not None:
+                transport.abort()
+            return
+        except ConnectionClosed:
+            return
+        conn.probed = False  # it answered: a later silence may be probed again
+
+    async def _renew_loop(self) -> None:
+        """:meth:`_renew` every ``renew_s`` seconds, on a task of its own: a database that
+        stops answering delays the renewals, never the alive key (a gateway whose alive key
+        lapses is taken for dead: the workers queue its requests again)."""
+        while not self._stopping:
+            await asyncio.sleep(self.renew_s)
+            try:
                 await self._renew()
+            except Exception:  # never end the renewals
+                log.exception("renewal failed")
 
     async def _renew(self) -> None:
-        """Renew every connection's presence; close those of bots deleted or changed to a URL."""
+        """Renew every connection's presence (one round trip for all); close the connections of
+        bots deleted or changed to a URL (4410), and those that proved a secret no longer valid
+        (4401: rotated twice, or the grace of a rotation over; a thief holding a leaked secret
+        must not keep playing as the bot on a connection it opened before).
+
+        With :data:`StillConnectFn`, the database is asked once for every bot held; a bot's
+        credentials are read (on :attr:`_db`, within ``credentials_timeout_s``) only for a
+        connection whose proof that answer cannot judge: its bot's secrets were rotated since
+        they were read. Without it, each bot's credentials are read. When the database does
+        not answer, the connections it would judge are kept as they are (not the bots' fault),
+        and their presence is renewed all the same."""
         ids = list(self.bots)
         if not ids:
             return
-        keep = await self._still_connect(ids)
         leases: list[tuple[str, str]] = []
-        for bot_id in ids:
-            for c in self.bots.get(bot_id, []):
-                if bot_id not in keep:
-                    self._background(c.ws.close(wire.CLOSE_BOT_GONE, "the bot was deleted or now has a URL"))
-                    continue
-                leases += [(relay.conns_key(bot_id), c.member), (relay.account_key(c.creds.owner_id), c.member)]
+        for c in await self._judge(ids):
+            if c not in self.bots.get(c.bot_id, ()):
+                continue  # closed meanwhile: a lease renewed now would outlive it
+            leases += [(relay.conns_key(c.bot_id), c.member), (relay.account_key(c.creds.owner_id), c.member)]
 
         def renew() -> None:  # one round trip for all; a lease that ended (Redis lost it) is held again
             renewed = renew_many(self.sync, leases, relay.LEASE_S)
@@ -681,27 +904,65 @@ class Gateway:
                     pipe.zadd(key, {m: time.time() + relay.LEASE_S})
                 pipe.execute()
 
+        if not leases:
+            return
         try:
             await asyncio.to_thread(renew)
-        except redis.RedisError as exc:
+        except (redis.RedisError, OSError) as exc:
             log.warning("presence not renewed: %s", exc)
 
-    async def _still_connect(self, ids: list[int]) -> set[int]:
-        """The bots of ``ids`` that may still connect (:data:`StillConnectFn`); those whose
-        credentials cannot be read now are kept (the database is down: not the bots' fault)."""
+    async def _judge(self, ids: list[int]) -> list[Connection]:
+        """The connections of the bots ``ids`` that stay (:meth:`_renew`); the others are closed."""
+        stamps: dict[int, float | None] | None = None
         if self.still_connect is not None:
-            try:
-                return await asyncio.to_thread(self.still_connect, ids)
-            except Exception as exc:
-                log.warning("bots' transport unreadable: %s", exc)
-                return set(ids)
-        keep = set()
+            stamps = await self._still_connect(ids)
+            if stamps is None:  # the database does not answer: every connection stays as it is
+                return [c for b in ids for c in self.bots.get(b, [])]
+        now = time.time()
+        readable = True  # no more reads once one failed
+        keep: list[Connection] = []
         for bot_id in ids:
-            try:
-                creds = await self._credentials(bot_id)
-            except Exception:
-                keep.add(bot_id)
+            conns = list(self.bots.get(bot_id, []))
+            if stamps is not None:
+                if bot_id not in stamps:
+                    for c in conns:
+                        self._close(c, wire.CLOSE_BOT_GONE)
+                    continue
+                stands = [c for c in conns if _proof_stands(c, stamps[bot_id], now)]
+                keep += stands
+                conns = [c for c in conns if c not in stands]
+            if not conns:
                 continue
-            if creds is not None and creds.transport == "connect":
-                keep.add(bot_id)
+            creds: Credentials | None = None
+            if readable:
+                try:
+                    creds = await self._credentials(bot_id, fresh=stamps is not None)
+                except Exception as exc:
+                    readable = False
+                    log.warning("credentials unreadable (%s): connections kept as they are", exc)
+            if not readable:
+                keep += conns
+                continue
+            for c in conns:
+                code = _verdict(c, creds)
+                if code is None:
+                    keep.append(c)
+                else:
+                    self._close(c, code)
         return keep
+
+    def _close(self, conn: Connection, code: int) -> None:
+        """Close ``conn`` for :meth:`_renew` (its requests go back to its bot's list)."""
+        why = CLOSE_REASONS.get(code, "closed")
+        self._background(conn.ws.close(code, why))
+
+    async def _still_connect(self, ids: list[int]) -> dict[int, float | None] | None:
+        """:data:`StillConnectFn` for ``ids``, read on :attr:`_db` within
+        ``credentials_timeout_s``; None when the database does not answer."""
+        assert self.still_connect is not None
+        ask = asyncio.get_running_loop().run_in_executor(self._db, self.still_connect, ids)
+        try:
+            return dict(await asyncio.wait_for(ask, self.credentials_timeout_s))
+        except Exception as exc:
+            log.warning("bots' transport and secrets unreadable (%s): connections kept as they are", exc)
+            return None

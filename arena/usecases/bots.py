@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import redis
@@ -283,13 +283,23 @@ def rotate_secret(session: Session, account: Account, bot_id: int) -> Bot:
 class Credentials(NamedTuple):
     """What a gateway needs to authenticate a bot that dials out (:func:`credentials`):
     its id, owner, display name, transport and the secrets a challenge may be answered
-    with (the current one, and the previous one during a rotation's grace period)."""
+    with (the current one, and the previous one during a rotation's grace period).
+    ``grace_until``: when the previous secret's grace ends (Unix seconds; None: never
+    rotated), over or not; each rotation sets it anew, so while it is the same the secrets
+    are the same (:func:`connect_bots`)."""
 
     bot_id: int
     owner_id: int
     name: str
     transport: str
     secrets: list[str]
+    grace_until: float | None = None
+
+
+def _unix(when: datetime | None) -> float | None:
+    if when is None:
+        return None
+    return (when if when.tzinfo is not None else when.replace(tzinfo=UTC)).timestamp()  # SQLite: naive UTC
 
 
 def credentials(session: Session, bot_id: int) -> Credentials | None:
@@ -298,19 +308,22 @@ def credentials(session: Session, bot_id: int) -> Credentials | None:
     if bot is None or bot.status == BotStatus.DELETED:
         return None
     secrets = [bot.secret] + ([g] if (g := bot.grace_secret()) else [])
-    return Credentials(bot.id, bot.owner_id, f"{bot.name}#{bot.id}", bot.transport, secrets)
+    name = f"{bot.name}#{bot.id}"
+    return Credentials(bot.id, bot.owner_id, name, bot.transport, secrets, _unix(bot.previous_secret_until))
 
 
-def connect_bot_ids(session: Session, bot_ids: Sequence[int]) -> set[int]:
-    """The ids among ``bot_ids`` of bots that may still connect to a gateway (they exist, are
-    not deleted and have the transport ``connect``): one query, no secret read or decrypted."""
+def connect_bots(session: Session, bot_ids: Sequence[int]) -> dict[int, float | None]:
+    """The bots among ``bot_ids`` that may still connect to a gateway (they exist, are not
+    deleted and have the transport ``connect``), each with its :attr:`Credentials.grace_until`
+    (a gateway judges with it whether the secret a connection proved may have been rotated
+    away): ``{bot id: grace_until}``. One query, no secret read or decrypted."""
     if not bot_ids:
-        return set()
-    rows = session.scalars(
-        select(Bot.id).where(
+        return {}
+    rows = session.execute(
+        select(Bot.id, Bot.previous_secret_until).where(
             Bot.id.in_(list(bot_ids)),
             Bot.transport == BotTransport.CONNECT.value,
             Bot.status != BotStatus.DELETED.value,
         )
     )
-    return set(rows)
+    return {bot_id: _unix(until) for bot_id, until in rows}

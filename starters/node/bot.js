@@ -15,6 +15,11 @@ const PROTOCOL = 1;
 const MAX_FRAME_BYTES = 64 * 1024 + 512; // the gateway closes a connection on a larger frame (1009)
 const BACKOFF_INITIAL_MS = 500;
 const BACKOFF_MAX_MS = 30000;
+// A ping every 5 s, to be answered before the next: a gateway that froze or a network gone
+// silent (no close ever comes) is noticed within 10 s and the connection opened again, within
+// the arena's 15 s wait for a reconnection, so no request is lost.
+const KEEPALIVE_MS = 5000;
+const HANDSHAKE_TIMEOUT_MS = 10000;
 // Close codes after which connecting again can never succeed.
 const FATAL = {
   4401: "authentication failed (unknown bot or wrong signature): check ARENA_BOT_ID and ARENA_BOT_SECRET",
@@ -96,8 +101,28 @@ function run() {
 
   function connectOnce() {
     let welcomed = false;
-    const ws = new WebSocket(url, { maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false });
+    const ws = new WebSocket(url, {
+      maxPayload: MAX_FRAME_BYTES,
+      perMessageDeflate: false,
+      handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+    });
     current = ws;
+    let answered = true;
+    let keepalive = null;
+    ws.on("open", () => {
+      keepalive = setInterval(() => {
+        if (!answered) {
+          console.error("no pong from the gateway: dropping the connection");
+          ws.terminate(); // "close" follows: reconnect
+          return;
+        }
+        answered = false;
+        ws.ping();
+      }, KEEPALIVE_MS);
+    });
+    ws.on("pong", () => {
+      answered = true;
+    });
     ws.on("message", (data, isBinary) => {
       let frame;
       try {
@@ -119,6 +144,7 @@ function run() {
     });
     ws.on("error", (err) => console.error(`connection error: ${err.message}`));
     ws.on("close", (code, reason) => {
+      clearInterval(keepalive);
       if (stopping) return;
       if (FATAL[code]) {
         console.error(`the gateway closed the connection with ${code}: ${FATAL[code]}; not reconnecting`);

@@ -26,11 +26,14 @@ from websockets.sync.client import connect
 from websockets.uri import parse_uri
 
 from arena import relay
+from arena.db.migrate import upgrade
+from arena.db.session import shared_sessions
 from arena.runner.players import Outcome
+from arena.usecases.bots import Credentials, credentials
 from bots_sdk import wire
 from gateway.server import FLOOD_BURST
 from tests.gateway.test_gateway import SECRETS, Answering, RunningGateway, authenticate, close_code, echo, player
-from tests.helpers import wait_until
+from tests.helpers import create_pg_database, wait_until
 
 pytestmark = pytest.mark.services
 
@@ -383,3 +386,93 @@ def test_an_answer_to_another_accounts_request_reaches_nobody(start_gateway, bro
     assert out.fault is None and out.action == {"type": "pass", "by": "owner"}, out
     assert not [f for f in attacker.frames if f.opcode is Opcode.TEXT and b'"request"' in f.data]
     owner.close()
+
+
+def test_a_connection_whose_secret_was_rotated_away_is_closed(start_gateway, broker: str) -> None:
+    """A thief who learnt bot 7's secret connects as the bot. The owner rotates the secret
+    twice (the leaked one is past the grace of the first rotation): the thief's connection,
+    open all along, is closed with 4401 and gets no more of the bot's requests; the owner's
+    connection, proved with the new secret, keeps them."""
+    leaked, second, third = SECRETS[7], "secret-of-seven-2", "secret-of-seven-3"
+    valid = {7: [leaked]}
+
+    def creds(bot_id: int) -> Credentials | None:
+        return Credentials(7, 1, "b#7", "connect", list(valid[7])) if bot_id == 7 else None
+
+    gw = start_gateway(creds=creds, renew_s=0.05, credentials_ttl_s=0.0)
+    thief = RawBot(gw.url)
+    thief.authenticate(7)
+    valid[7] = [second, leaked]  # rotated: the leaked secret is valid during the grace
+    owner, _ = authenticate(gw.url, 7, second)
+    Answering(owner, lambda f: wire.answer_frame(f["id"], {"type": "pass", "by": "owner"}))
+    assert gw.gw.connections == 2
+    valid[7] = [third, second]  # rotated again: the leaked secret is dead
+    assert thief.until_closed() == (wire.CLOSE_AUTH_FAILED, "the secret this connection proved is no longer valid")
+    out = decide_in_thread(broker, 7, b'{"match_id": "after"}')()
+    assert out.fault is None and out.action == {"type": "pass", "by": "owner"}, out
+    assert not [f for f in thief.frames if f.opcode is Opcode.TEXT and b'"request"' in f.data]
+    assert owner.protocol.state.name == "OPEN"
+    owner.close()
+
+
+#: Answers that are JSON to a lenient reader, not to the strict one (arena.safejson): each is
+#: the fault invalid_json over HTTP, for that decision only.
+POISON = {
+    "NaN": ('{"id":"%s","body":{"type":"pass","rate":NaN}}', "answer is not strict JSON: NaN is not JSON (RFC 8259)"),
+    "an integer of 21 digits": (
+        '{"id":"%s","body":{"type":"pass","rate":123456789012345678901}}',
+        "answer is not strict JSON: an integer has more than 16 digits",
+    ),
+    "a duplicate key": ('{"id":"%s","body":{"type":"pass","type":"play"}}', "duplicate key"),
+    "nesting 40 deep": ('{"id":"%s","body":{"x":' + "[" * 40 + "]" * 40 + "}}", "nests deeper than 32"),
+    "a lone surrogate": ('{"id":"%s","body":{"x":"\\ud800"}}', "lone surrogate"),
+    "1e400": ('{"id":"%s","body":{"x":1e400}}', "answer is not strict JSON"),
+}
+
+
+@pytest.mark.parametrize("poison", sorted(POISON))
+def test_a_poisoned_answer_faults_its_decision_only_as_over_http(start_gateway, broker: str, poison: str) -> None:
+    """A bot answers one of two requests in flight on its connection (two matches) with an
+    answer that is JSON only to a lenient reader. Over HTTP that is the fault invalid_json for
+    that decision and nothing else; through the gateway too: the other match's decision on the
+    same connection is answered, and the connection stays open."""
+    template, reason = POISON[poison]
+    gw = start_gateway()
+    bot = RawBot(gw.url)
+    bot.authenticate(7)
+    first = decide_in_thread(broker, 7, b'{"match_id": "poisoned"}')
+    second = decide_in_thread(broker, 7, b'{"match_id": "other-match"}')
+    frames = {(f := bot.recv_json())["body"]["match_id"]: f["id"] for _ in range(2)}
+    bot.send(bot.frame_bytes(template % frames["poisoned"]))
+    bad = first()
+    assert bad.fault == "invalid_json" and reason in bad.detail, bad
+    assert bad.received.startswith('{"id":"' + frames["poisoned"]), bad
+    bot.send(bot.frame_bytes(wire.answer_frame(frames["other-match"], {"type": "pass"})))
+    good = second()
+    assert good.fault is None and good.action == {"type": "pass"}, good
+    again = decide_in_thread(broker, 7, b'{"match_id": "next"}')
+    bot.send(bot.frame_bytes(wire.answer_frame(bot.recv_json()["id"], {"type": "pass"})))
+    assert again().action == {"type": "pass"}
+    bot.close()
+
+
+@pytest.mark.parametrize("bot_id", [2**31, 2**53])
+def test_a_bot_id_no_bot_can_have_is_refused_without_asking_the_database(
+    start_gateway, pg_url: str, bot_id: int
+) -> None:
+    """An auth frame naming a bot id over PostgreSQL's integer (the ids' column; longer ones
+    are not read as JSON at all): asking the database for it fails (integer out of range), and
+    the gateway said 1011, "the arena cannot check credentials now", and logged a warning,
+    for each such frame. It is an unknown bot: 4401."""
+    db = create_pg_database(pg_url, "ids")
+    upgrade(db)
+
+    def read(bid: int) -> Credentials | None:
+        with shared_sessions(db)() as session:
+            return credentials(session, bid)
+
+    gw = start_gateway(creds=read)
+    attacker = RawBot(gw.url)
+    nonce = attacker.recv_json()["nonce"]
+    attacker.send(attacker.frame_bytes(wire.auth_frame(bot_id, "guess", nonce)))
+    assert attacker.until_closed() == (wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")

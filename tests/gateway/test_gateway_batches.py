@@ -43,8 +43,8 @@ class Registry:
         owner, transport = self.bots[bot_id]
         return Credentials(bot_id, owner, f"b#{bot_id}", transport, [SECRETS[bot_id]])
 
-    def still_connect(self, ids: list[int]) -> set[int]:
-        return {b for b in ids if self.bots.get(b, (0, ""))[1] == "connect"}
+    def still_connect(self, ids: list[int]) -> dict[int, float | None]:
+        return {b: None for b in ids if self.bots.get(b, (0, ""))[1] == "connect"}
 
 
 class RunningGateway:
@@ -281,14 +281,14 @@ def test_renewal_closes_a_deleted_bots_connections_and_renews_the_others(
         g.close()
 
 
-def test_connect_bot_ids_lists_the_bots_that_may_still_connect(tmp_path: Path, monkeypatch) -> None:
+def test_connect_bots_lists_the_bots_that_may_still_connect(tmp_path: Path, monkeypatch) -> None:
     from arena.accounts import create_account
     from arena.crypto import new_key
     from arena.db.migrate import upgrade
     from arena.db.models import Bot
     from arena.db.session import make_engine, make_sessionmaker
     from arena.status import BotStatus
-    from arena.usecases.bots import connect_bot_ids
+    from arena.usecases.bots import connect_bots, credentials, rotate_secret
 
     monkeypatch.setenv("ARENA_ENCRYPTION_KEYS", new_key())
     db = f"sqlite:///{tmp_path / 'arena.db'}"
@@ -305,5 +305,10 @@ def test_connect_bot_ids_lists_the_bots_that_may_still_connect(tmp_path: Path, m
         s.add_all(rows)
         s.commit()
         ids = [r.id for r in rows]
-        assert connect_bot_ids(s, ids + [999]) == {ids[0]}
-        assert connect_bot_ids(s, []) == set()
+        assert connect_bots(s, ids + [999]) == {ids[0]: None}  # never rotated
+        assert connect_bots(s, []) == {}
+        rotate_secret(s, owner, ids[0])
+    with sessions() as s:  # a rotation shows as the grace's end, the same as in the credentials
+        creds = credentials(s, ids[0])
+        assert creds is not None and creds.grace_until is not None and creds.grace_until > time.time()
+        assert connect_bots(s, ids) == {ids[0]: creds.grace_until}

@@ -15,9 +15,11 @@ import redis
 from arena import relay
 from arena.runner.connected import ConnectedPlayer
 from arena.runner.match import Match, MatchConfig
-from arena.runner.players import LocalPlayer
+from arena.runner.players import HttpPlayer, LocalPlayer
 from bots_sdk import ConnectError, connect, wire
+from bots_sdk.bot import Bot, Request
 from bots_sdk.samples import SAMPLE_BOTS
+from bots_sdk.server import start as start_bot
 from engine.timebank import TimeRules
 from tests.gateway.test_gateway import SECRETS, RunningGateway
 
@@ -94,3 +96,28 @@ def test_the_node_starter_plays_a_match_through_the_gateway(gateway: RunningGate
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+class NotANumber(Bot):
+    """A bot whose action carries a float it computed badly (NaN, an infinity)."""
+
+    name = "nan"
+
+    def decide(self, request: Request) -> dict:
+        return {"type": "pass", "rate": float("nan"), "bound": float("inf")}
+
+
+def test_the_same_bot_answers_the_same_over_both_transports(gateway: RunningGateway, broker: str) -> None:
+    """The SDK serializes an answer over a connection as over HTTP (NaN and infinities as
+    null): the arena reads the same action either way, and no frame the gateway refuses."""
+    request = b'{"match_id": "m", "protocol": 1, "type": "decision"}'
+    server = start_bot(NotANumber(), "127.0.0.1", 0, "http-secret")
+    try:
+        over_http = HttpPlayer(server.url, "http-secret", allow_private=True).decide(request, 10.0)
+    finally:
+        server.close()
+    with connect(NotANumber(), gateway.url, bot_id=7, secret=SECRETS[7], background=True) as conn:
+        assert conn.wait_authenticated(timeout=30)
+        over_gateway = _player(broker, 7).decide(request, 10.0)
+    assert over_http.fault is None and over_http.action == {"type": "pass", "rate": None, "bound": None}, over_http
+    assert over_gateway.fault is None and over_gateway.action == over_http.action, over_gateway
