@@ -24,6 +24,7 @@ from arena import relay
 from arena.runner.connected import ConnectedPlayer
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
+from gateway import server as gateway_server
 from gateway.server import Gateway
 
 pytestmark = pytest.mark.services
@@ -279,6 +280,79 @@ def test_renewal_closes_a_deleted_bots_connections_and_renews_the_others(
         ws8.close()
     finally:
         g.close()
+
+
+class Rotations:
+    """Bot 7's credentials as the database holds them across rotations: its secrets (the
+    current first) and when the previous one's grace ends; counts the gateway's reads."""
+
+    def __init__(self) -> None:
+        self.secrets, self.grace_until = [SECRETS[7]], None
+        self.reads = self.queries = 0
+
+    def rotate(self, secret: str) -> None:
+        self.secrets, self.grace_until = [secret, self.secrets[0]], time.time() + 3600
+
+    def creds(self, bot_id: int) -> Credentials | None:
+        self.reads += 1
+        return Credentials(7, 1, "b#7", "connect", list(self.secrets), self.grace_until) if bot_id == 7 else None
+
+    def still_connect(self, ids: list[int]) -> dict[int, float | None]:
+        self.queries += 1
+        return {7: self.grace_until} if 7 in ids else {}
+
+
+def test_renewal_in_one_query_closes_a_connection_whose_secret_was_rotated_away(broker: str) -> None:
+    """The renewal asks the database once for every bot held, and reads a bot's credentials
+    only when a rotation since a connection proved its secret shows in that answer. A thief
+    holding the first secret stays through the first rotation's grace, and is closed (4401)
+    by the second rotation; the owner's connection, proved with the second secret, stays."""
+    db = Rotations()
+    g = RunningGateway(broker, Registry(), still_connect=db.still_connect, credentials_ttl_s=0.0, renew_s=3600)
+    g.gw.credentials = db.creds  # (its own renewals wait an hour: each one here is counted)
+    try:
+        thief = authenticate(g.url, 7)  # the first secret, leaked
+        g.call(g.gw._renew())
+        assert (db.queries, db.reads) == (1, 1)  # no rotation: the query alone judged it
+        db.rotate("second")
+        owner = connect(g.url, max_size=wire.MAX_FRAME_BYTES)
+        owner.send(wire.auth_frame(7, "second", json.loads(owner.recv(timeout=5))["nonce"]))
+        assert json.loads(owner.recv(timeout=5))["type"] == "welcome"
+        g.call(g.gw._renew())  # the thief's proof predates the rotation: read once, in its grace
+        assert (db.queries, db.reads) == (2, 3)
+        g.call(g.gw._renew())
+        assert (db.queries, db.reads) == (3, 3)  # both judged by the query alone again
+        db.rotate("third")
+        g.call(g.gw._renew())
+        assert (db.queries, db.reads) == (4, 4)  # one read for both connections of the bot
+        assert close_code(thief) == wire.CLOSE_AUTH_FAILED
+        assert owner.protocol.state.name == "OPEN"
+        assert g.gw.connections == 1
+        client = redis.Redis.from_url(broker)
+        while relay.presence(client, [7])[7].connections != 1:  # the thief's lease given back
+            pass
+        owner.close()
+    finally:
+        g.close()
+
+
+def test_a_proof_stands_while_the_secrets_are_unchanged_and_the_grace_runs() -> None:
+    """How the renewal judges a connection on the query's answer alone (``grace_until``)."""
+
+    class Proved:
+        def __init__(self, secret: str, creds: Credentials):
+            self.secret, self.creds = secret, creds
+
+    now = 1_000_000.0
+    before = Credentials(7, 1, "b#7", "connect", ["s1"], None)
+    after = Credentials(7, 1, "b#7", "connect", ["s2", "s1"], now + 10)
+    stands = gateway_server._proof_stands
+    assert stands(Proved("s1", before), None, now)  # never rotated
+    assert not stands(Proved("s1", before), now + 10, now)  # rotated since: read to judge
+    assert stands(Proved("s2", after), now + 10, now)  # the current secret
+    assert stands(Proved("s1", after), now + 10, now)  # the previous one, in its grace
+    assert not stands(Proved("s1", after), now + 10, now + 11)  # its grace over: read (then 4401)
+    assert not stands(Proved("", after), now + 10, now)  # no proved secret
 
 
 def test_connect_bots_lists_the_bots_that_may_still_connect(tmp_path: Path, monkeypatch) -> None:
