@@ -304,9 +304,15 @@ def _deleted(settings: Settings, bot_id: int) -> bool:
         return is_deleted(session, bot_id)
 
 
-def play_plan(plan: MatchPlan, settings: Settings) -> tuple[MatchLog, list[SlotTotals]]:
+def play_plan(
+    plan: MatchPlan, settings: Settings, live_ends: list[LivePublisher] | None = None
+) -> tuple[MatchLog, list[SlotTotals]]:
     """Steps 2-3 for a claimed match: returns ``(match log, slot totals per seat)``; every
-    slot of the per-endpoint cap is given back when it returns. Bots never make this raise."""
+    slot of the per-endpoint cap is given back when it returns. Bots never make this raise.
+
+    The live view's ``end`` is published when it returns, unless ``live_ends`` is given: a
+    match played to its end then leaves its publisher there, for the caller to end once the
+    result is stored (a page told the match is over opens its replay at once)."""
     slots = MatchSlots()
     client = match_redis(settings)
     players = build_players(plan, settings, slots, client)
@@ -345,6 +351,7 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[MatchLog, list[SlotT
         if client is not None and bot_ids
         else None
     )
+    played = False
     try:
         match = Match(
             players,
@@ -352,6 +359,7 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[MatchLog, list[SlotT
             Observers(on_step=live.step if live is not None else None, withdrawn=withdrawn),
         )
         match_log = match.play()
+        played = True
     finally:
         slots.flush()
         for p in players:
@@ -359,7 +367,10 @@ def play_plan(plan: MatchPlan, settings: Settings) -> tuple[MatchLog, list[SlotT
         if client is not None:
             client.close()  # the connection goes back to the pool
         if live is not None:
-            live.end()
+            if played and live_ends is not None:
+                live_ends.append(live)
+            else:
+                live.end()
     return match_log, match.slot_totals
 
 
@@ -803,8 +814,24 @@ def _play_claimed(
             bound,
             vt,
         )
+    live_ends: list[LivePublisher] = []
     try:
-        match_log, slot_totals = play_plan(plan, settings)
+        return _store_played(plan, settings, factory, keeper, send, live_ends)
+    finally:  # after the store: the pages told the match is over find its result
+        for live in live_ends:
+            live.end()
+
+
+def _store_played(
+    plan: MatchPlan,
+    settings: Settings,
+    factory: sessionmaker[Session],
+    keeper: LeaseKeeper | None,
+    send: SendMatches | None,
+    live_ends: list[LivePublisher],
+) -> str:
+    try:
+        match_log, slot_totals = play_plan(plan, settings, live_ends)
         if keeper is not None:
             keeper.release_claims()
         fields = result_fields(plan, match_log, slot_totals)
