@@ -309,7 +309,7 @@ def _table_console():
 def settling_text(t: dict) -> str | None:
     """What a tournament played until settled says of it (None without ``until_settled``):
     ``settled after round N: bot A ahead of bot B by D ± SE points per game``, ``max rounds (N)
-    reached: the top is not settled``, ``round R of at most N``, ``cancelled during round R``,
+    reached: the sequential test did not settle the top two``, ``round R of at most N``, ``cancelled during round R``,
     or ``stopped with failed matches``."""
     rule = t.get("until_settled")
     if not rule:
@@ -325,7 +325,7 @@ def settling_text(t: dict) -> str | None:
             )
         return text
     if reason == "max_rounds":
-        return f"max rounds ({rule['max_rounds']}) reached: the top is not settled"
+        return f"max rounds ({rule['max_rounds']}) reached: the sequential test did not settle the top two"
     if t.get("status") in ("created", "running"):
         text = f"round {rounds} of at most {rule['max_rounds']}"
         if v:

@@ -222,9 +222,14 @@ def test_the_api_the_page_and_the_cli_say_why_it_stopped(client, accounts, bot_s
         row.settle = {**verdict, "settled": False, "llr": 1.0}
         s.commit()
     got = client.get(f"/api/v1/tournaments/{t['id']}", headers=ann).json
-    assert settling_text(got) == "max rounds (4) reached: the top is not settled"
+    assert settling_text(got) == "max rounds (4) reached: the sequential test did not settle the top two"
     page = client.get(f"/ui/tournaments/{t['id']}").get_data(as_text=True)
     assert 'data-reason="max_rounds"' in page and "Maximum of 4 rounds reached" in page
+    # not to be read as the standings' "first place settled", which is another test
+    assert "the sequential test did not find the leader ahead of the runner-up by the difference asked" in page
+    assert "(test 1.0, settled at 2.94). The standings’ “settled” below is another test" in page
+    ja = client.get(f"/ui/tournaments/{t['id']}", headers={"Accept-Language": "ja"}).get_data(as_text=True)
+    assert "（検定値 1.0、決着は 2.94 以上）。下の順位表の「確定」は別の検定で" in ja and "95% 信頼区間" in ja
     ui = client.application.test_client()
     assert ui.post("/ui/login", data={"token": accounts.tokens["ann"], "next": "/ui/"}).status_code == 303
     page = ui.get(f"/ui/tournaments/{plain['id']}").get_data(as_text=True)

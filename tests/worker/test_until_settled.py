@@ -156,7 +156,7 @@ def test_on_a_worker_a_strong_bot_settles_early_and_even_bots_play_every_round(a
     assert flat["status"] == "finished" and flat["stop_reason"] == "max_rounds", flat
     assert flat["rounds"] == 4 and flat["progress"] == {"finished": 4, "total": 4, "queued": 4}
     assert not flat["settle"]["settled"] and flat["settle"]["games"] == 24
-    assert settling_text(flat) == "max rounds (4) reached: the top is not settled"
+    assert settling_text(flat) == "max rounds (4) reached: the sequential test did not settle the top two"
     for tid in (strong, even):  # every round dealt afresh: one match a round, each its own seed
         stored = arena.stored(tid)
         assert [m.index for m, _, _ in stored] == list(range(len(stored)))

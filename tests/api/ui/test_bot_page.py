@@ -331,6 +331,30 @@ def test_a_bot_that_connects_gets_the_command_that_runs_it(tmp_path, gateway):
     assert html_lib.unescape(command) == (
         f"ARENA_BOT_SECRET=<its signing secret> arena bots connect --bot-id {bot_id}{where} greedy"
     )
+    assert "over all its connections" in later and "endpoint (URL)" not in later
+    assert "pip install . in a checkout" in later and "pip install daifugo-arena" not in later
+
+    # its check, as the worker stores it for a bot that connects: no URL step, a health answer
+    # over its connection without an HTTP status
+    with sm() as s:
+        s.get(Bot, bot_id).last_check = {
+            "ok": True,
+            "url": {"ok": True, "error": None},
+            "health": {"ok": True, "status": None, "elapsed_ms": 3.04, "name": "laptop", "error": None},
+            "signature": {"ok": True, "status": 4401, "warning": None},
+            "conformance": [],
+        }
+        s.commit()
+    checked = c.get(f"/ui/bots/{bot_id}").get_data(as_text=True)
+    table = checked.split('id="check-table"', 1)[1].split("</table>", 1)[0]
+    assert 'data-step="url"' not in table and "HTTP None" not in table
+    assert "Health (over its connection)</td><td>✔</td>" in table and "3.0 ms · laptop" in table
+    assert "closed with 4401" in table
+    c.get("/ui/lang/ja")
+    ja = c.get(f"/ui/bots/{bot_id}").get_data(as_text=True)
+    assert "死活確認（接続経由）" in ja and "3.0 ミリ秒 · laptop" in ja and "<h2>登録したボット</h2>" not in ja
+    assert "<h2>登録したボット</h2>" in c.get("/ui/bots").get_data(as_text=True)
+
     boss = app.test_client()
     assert boss.post("/ui/login", data={"token": boss_token, "next": "/ui/"}).status_code == 303
     seen = boss.get(f"/ui/bots/{bot_id}").get_data(as_text=True)

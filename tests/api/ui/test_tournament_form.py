@@ -180,6 +180,7 @@ def test_options_from_fields_reach_the_tournament(organizer, form_site):
         ({"initial": "0"}, "time_rules.initial", "0.001"),
         ({"increment": "soon"}, "time_rules.increment", "number"),
         ({"max_faults": "101"}, "max_faults", "100"),
+        ({"max_rounds": "0"}, "until_settled.max_rounds", "greater than or equal to 1"),
     ],
 )
 def test_a_bad_value_shows_the_apis_message_by_its_field_and_keeps_the_form(organizer, form_site, extra, field, words):
@@ -196,6 +197,8 @@ def test_a_bad_value_shows_the_apis_message_by_its_field_and_keeps_the_form(orga
         else:
             assert f'name="{k}" value="{v}"' in html
     assert 'id="form-message"' in html  # the API's message at the top too
+    banner = html_lib.unescape(html.split('id="form-message"', 1)[1].split("</p>", 1)[0])
+    assert "until_settled" not in banner and "time_rules" not in banner  # the form's labels, not the API's
 
 
 def test_a_contestant_cannot_create_a_tournament_through_the_form(form_site):
