@@ -165,12 +165,14 @@ class Difference:
     """``a``'s mean minus ``b``'s: ``difference``; ``ci95`` the half-width of its 95% interval
     (None when either played fewer than 2 games); ``shared_games`` the games both played;
     ``significant``: the interval excludes 0 (two-sided test at 5%) and each played at least
-    :data:`MIN_TEST_GAMES` games."""
+    :data:`MIN_TEST_GAMES` games; ``too_few_games``: one of them played fewer (the test is
+    not made, whatever the interval)."""
 
     difference: float
     ci95: float | None
     shared_games: int
     significant: bool
+    too_few_games: bool = False
 
 
 def difference(a: Moments, b: Moments, shared: SharedSums | None = None) -> Difference:
@@ -185,10 +187,10 @@ def difference(a: Moments, b: Moments, shared: SharedSums | None = None) -> Diff
     shared = shared or SharedSums()
     va, vb = a.variance(), b.variance()
     if va is None or vb is None:
-        return Difference(d, None, shared.n, False)
+        return Difference(d, None, shared.n, False, min(a.n, b.n) < MIN_TEST_GAMES)
     cov = shared.covariance(a.mean, b.mean)
     var = va / a.n + vb / b.n - 2.0 * shared.n * cov / (a.n * b.n)
     half = t975(min(a.n, b.n) - 1) * math.sqrt(max(var, 0.0))
     tie = abs(d) <= 1e-12 * max(1.0, abs(a.mean), abs(b.mean))  # float noise is no difference
     enough = min(a.n, b.n) >= MIN_TEST_GAMES
-    return Difference(d, half, shared.n, enough and not tie and abs(d) > half)
+    return Difference(d, half, shared.n, enough and not tie and abs(d) > half, not enough)

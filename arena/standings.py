@@ -204,6 +204,7 @@ class Neighbour:
     ci95: float | None
     shared_games: int
     significant: bool
+    too_few_games: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -413,7 +414,15 @@ class StandingsFold:
             d = self._difference(up.entrant, low.entrant, adjusted)
             neighbours.append(
                 Neighbour(
-                    up.rank, low.rank, up.entrant, low.entrant, d.difference, d.ci95, d.shared_games, d.significant
+                    up.rank,
+                    low.rank,
+                    up.entrant,
+                    low.entrant,
+                    d.difference,
+                    d.ci95,
+                    d.shared_games,
+                    d.significant,
+                    d.too_few_games,
                 )
             )
         everyone_played = len(ranked) == len(ordered) >= 2

@@ -285,7 +285,13 @@ class NeighbourSchema(ma.Schema):
         metadata={"description": "half-width of the difference's 95% interval (null below 2 games each)"},
     )
     shared_games = ma.fields.Integer(required=True, metadata={"description": "games both played (paired)"})
-    significant = ma.fields.Boolean(required=True, metadata={"description": "the 95% interval excludes 0"})
+    significant = ma.fields.Boolean(
+        required=True,
+        metadata={"description": "the 95% interval excludes 0 and each played at least 10 games"},
+    )
+    too_few_games = ma.fields.Boolean(
+        required=True, metadata={"description": "one of the two played fewer than 10 games: not tested yet"}
+    )
 
 
 class StandingsSchema(ma.Schema):

@@ -72,6 +72,9 @@ def test_too_few_games_and_exact_ties_are_never_significant():
     assert difference(same, _moments([0.0] * MIN_TEST_GAMES)).significant
     short = difference(_moments([1.0] * 3), _moments([0.0] * 3))
     assert short.ci95 == 0.0 and not short.significant
+    # the page says "too few games" rather than "not significant" for such a gap
+    assert short.too_few_games and not difference(same, _moments([0.0] * MIN_TEST_GAMES)).too_few_games
+    assert difference(_moments([1.0]), _moments([0.0, 1.0])).too_few_games
 
 
 def _identical_rate(seats: int, games: int, runs: int, seed: int, *, paired: bool) -> float:
@@ -186,7 +189,15 @@ def test_settled_needs_every_neighbour_significant_and_everyone_played():
     assert [n.significant for n in rep.neighbours] == [True, False]
     d = rep.to_dict()
     assert d["settled"] is False and d["top_settled"] is True and d["neighbours"][1]["significant"] is False
-    assert set(d["neighbours"][0]) == {"upper_rank", "lower_rank", "difference", "ci95", "shared_games", "significant"}
+    assert set(d["neighbours"][0]) == {
+        "upper_rank",
+        "lower_rank",
+        "difference",
+        "ci95",
+        "shared_games",
+        "significant",
+        "too_few_games",
+    }
 
 
 def test_fold_state_round_trips_and_other_versions_are_refolded():
