@@ -86,7 +86,7 @@ def gateway(broker: str) -> Iterator[RunningGateway]:
 
 def authenticate(url: str, bot_id: int, secret: str | None = None, **kw: Any) -> tuple[ClientConnection, dict]:
     """A connection of ``bot_id`` and its welcome (``kw``: more options of ``connect``)."""
-    ws = connect(url, max_size=wire.MAX_FRAME_BYTES, **kw)
+    ws = connect(url, max_size=wire.MAX_FRAME_BYTES, **kw, legacy=True)
     challenge = json.loads(ws.recv(timeout=5))
     assert challenge["type"] == "challenge" and challenge["protocol"] == 1
     ws.send(wire.auth_frame(bot_id, secret or SECRETS[bot_id], challenge["nonce"]))
@@ -151,21 +151,21 @@ def test_wrong_secret_unknown_bot_and_url_bot_are_refused(gateway: RunningGatewa
         (404, "whatever", wire.CLOSE_AUTH_FAILED),
         (9, SECRETS[9], wire.CLOSE_NOT_CONNECT_BOT),
     ]:
-        ws = connect(gateway.url)
+        ws = connect(gateway.url, legacy=True)
         challenge = json.loads(ws.recv(timeout=5))
         ws.send(wire.auth_frame(bot_id, secret, challenge["nonce"]))
         assert close_code(ws) == code
 
 
 def test_a_proof_for_another_nonce_is_refused(gateway: RunningGateway) -> None:
-    ws = connect(gateway.url)
+    ws = connect(gateway.url, legacy=True)
     json.loads(ws.recv(timeout=5))
     ws.send(wire.auth_frame(7, SECRETS[7], "0" * 32))  # a replayed proof of another challenge
     assert close_code(ws) == wire.CLOSE_AUTH_FAILED
 
 
 def test_a_connection_that_never_authenticates_is_closed(gateway: RunningGateway) -> None:
-    ws = connect(gateway.url)
+    ws = connect(gateway.url, legacy=True)
     assert json.loads(ws.recv(timeout=5))["type"] == "challenge"
     assert close_code(ws) == wire.CLOSE_AUTH_TIMEOUT
 

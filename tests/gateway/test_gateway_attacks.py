@@ -346,7 +346,7 @@ def test_the_per_account_cap_counts_every_bot_of_the_account(start_gateway, brok
     gw = start_gateway(max_per_bot=3, max_per_account=4)
     seven = [authenticate(gw.url, 7)[0] for _ in range(3)]
     ten = [authenticate(gw.url, 10)[0]]  # account 1's other bot: its fourth connection
-    refused = connect(gw.url)
+    refused = connect(gw.url, legacy=True)
     refused.send(wire.auth_frame(10, SECRETS[10], json.loads(refused.recv(timeout=5))["nonce"]))
     assert close_code(refused) == wire.CLOSE_TOO_MANY
     assert refused.close_reason == "this account's bots already have 4 connections"

@@ -100,7 +100,7 @@ def gateway(broker: str, registry: Registry) -> Iterator[RunningGateway]:
 
 
 def authenticate(url: str, bot_id: int) -> ClientConnection:
-    ws = connect(url, max_size=wire.MAX_FRAME_BYTES)
+    ws = connect(url, max_size=wire.MAX_FRAME_BYTES, legacy=True)
     challenge = json.loads(ws.recv(timeout=5))
     ws.send(wire.auth_frame(bot_id, SECRETS[bot_id], challenge["nonce"]))
     assert json.loads(ws.recv(timeout=5))["type"] == "welcome"
@@ -316,7 +316,7 @@ def test_renewal_in_one_query_closes_a_connection_whose_secret_was_rotated_away(
         g.call(g.gw._renew())
         assert (db.queries, db.reads) == (1, 1)  # no rotation: the query alone judged it
         db.rotate("second")
-        owner = connect(g.url, max_size=wire.MAX_FRAME_BYTES)
+        owner = connect(g.url, max_size=wire.MAX_FRAME_BYTES, legacy=True)
         owner.send(wire.auth_frame(7, "second", json.loads(owner.recv(timeout=5))["nonce"]))
         assert json.loads(owner.recv(timeout=5))["type"] == "welcome"
         g.call(g.gw._renew())  # the thief's proof predates the rotation: read once, in its grace

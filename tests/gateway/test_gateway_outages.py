@@ -127,7 +127,7 @@ class HeldBot:
     (:meth:`answer_all`: every request frame received so far, each copy, as the SDK would)."""
 
     def __init__(self, url: str, bot_id: int, secret: str):
-        self.ws: ClientConnection = connect(url, max_size=wire.MAX_FRAME_BYTES)
+        self.ws: ClientConnection = connect(url, max_size=wire.MAX_FRAME_BYTES, legacy=True)
         challenge = json.loads(self.ws.recv(timeout=10))
         self.ws.send(wire.auth_frame(bot_id, secret, challenge["nonce"]))
         assert json.loads(self.ws.recv(timeout=10))["type"] == "welcome"
@@ -301,7 +301,7 @@ def test_a_database_that_stops_answering_does_not_make_a_gateway_look_dead(pg_ur
         bot.answer_all()
         wait_until(lambda: outcome, "the decision answered")
         assert outcome[0].fault is None and outcome[0].action == {"type": "pass", "match": "m-frozen-db"}, outcome
-        late = connect(gw.url, max_size=wire.MAX_FRAME_BYTES)
+        late = connect(gw.url, max_size=wire.MAX_FRAME_BYTES, legacy=True)
         late.send(wire.auth_frame(late_id, late_secret, json.loads(late.recv(timeout=10))["nonce"]))
         assert close_code(late) == 1011
         assert relay.presence(client, [bot_id])[bot_id].connections == 1
