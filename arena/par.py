@@ -79,7 +79,7 @@ MAX_ROLLOUT_ACTIONS = 2000
 WEIGHTS: dict[str, float] = {
     engine.MILLION_DOUBT: 0.6,
     engine.TRUMP_MILLIONAIRE: 0.5,
-    engine.JDF: 1.0,
+    engine.JDF: 0.4,
 }
 
 

@@ -30,6 +30,13 @@ Method (docs/ranking.md, "The bench"):
    copy 0 and copy 1 over all those rounds, with the normal 95% interval of the per-round
    differences; "yes" when the interval holds 0.
 
+The pool keeps each game's luck unweighted (:func:`arena.par.game_par` with weight 1); the
+adjusted scores subtract the rule set's weight (:data:`arena.par.WEIGHTS`, or ``--weight``)
+times it, as the arena's stored pars do. ``--calibrate`` instead plays a **calibration
+pool**, the same bots and rounds dealt from other seeds (salt ``"calibration"``), and prints
+the par's optimal weight, ``par weight <ruleset>: W (se S, 95% interval A to B)``
+(:func:`calibration`): how :data:`arena.par.WEIGHTS` were chosen.
+
 ``--oracle R`` also replays every deal of the pool R times with the same bots seeded afresh and
 prints the same figures for the **matchup oracle**, a par that knows the mean score of those
 very bots on that very deal (centred per place in the round): the most a par of the deal could
@@ -38,7 +45,7 @@ tournaments can be drawn again without playing (same arguments).
 
 Usage: ``python bench/ranking_bench.py [--rulesets R ...] [--rounds N] [--identical-rounds N]
 [--rollouts K] [--workers N] [--tournaments N] [--tm-target N] [--jdf-sets N] [--baseline B]
-[--oracle R] [--cache FILE]``.
+[--oracle R] [--cache FILE] [--weight W] [--calibrate]``.
 """
 
 from __future__ import annotations
