@@ -116,10 +116,12 @@ class GameRecord(TypedDict):
 
 
 class ParRecord(TypedDict):
-    """How a log's pars were computed (:func:`arena.par.check_pars` recomputes them)."""
+    """How a log's pars were computed (:func:`arena.par.check_pars` recomputes them);
+    ``weight`` absent in the logs written before weights (then 1)."""
 
     baseline: str
     rollouts: int
+    weight: NotRequired[float]
 
 
 class MatchResult(TypedDict):

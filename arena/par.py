@@ -70,6 +70,17 @@ PAR_DECIMALS = 4
 MAX_ROLLOUTS = 1024
 #: Safety stop of one rollout (a deal/game ends long before).
 MAX_ROLLOUT_ACTIONS = 2000
+#: The par's weight per rule set: the stored par is ``weight x`` the sum of the deals' luck,
+#: so the adjusted score is ``score - weight x luck``, a control variate with its coefficient
+#: fixed in advance (unbiased for any fixed weight, as the luck has mean zero). Each is the
+#: optimal ``Cov(score, luck) / Var(luck)`` estimated on a calibration pool of seeded games
+#: apart from the bench's, rounded (docs/ranking.md, "The weight"). Recorded in the log
+#: (``par.weight``); a log without it was computed with weight 1.
+WEIGHTS: dict[str, float] = {
+    engine.MILLION_DOUBT: 0.6,
+    engine.TRUMP_MILLIONAIRE: 0.5,
+    engine.JDF: 0.4,
+}
 
 
 class ParError(ValueError):
@@ -152,6 +163,11 @@ def chance_deals(
             start = g.unit_start
             deals.append(_capture(g))
     return deals
+
+
+def weight_of(ruleset: str) -> float:
+    """The par's weight for ``ruleset`` (:data:`WEIGHTS`; 1 for a rule set it does not list)."""
+    return WEIGHTS.get(ruleset, 1.0)
 
 
 def greedy_action(g: Any, seat: int, kind: str, info: Mapping[str, Any]) -> tuple[str, Any]:
@@ -272,14 +288,16 @@ def game_par(
     rollouts: int,
     actions: Sequence[Mapping[str, Any]] = (),
     baseline: str = BASELINE,
+    weight: float = 1.0,
 ) -> list[float]:
     """The par per seat of the engine game seeded ``game_seed`` whose engine log recorded
-    ``actions`` (module docstring), rounded to :data:`PAR_DECIMALS`; indexed by the game's
-    seats (as its result), not by the match's players.
+    ``actions`` (module docstring): ``weight`` times the sum of its deals' luck, rounded to
+    :data:`PAR_DECIMALS`; indexed by the game's seats (as its result), not by the match's
+    players. Weight 0 plays no rollout (every par is 0; the actions are still replayed).
 
     Raises:
-        ParError: ``rollouts`` below 1, an unknown baseline, a seat count that is not the
-            rule set's, or actions the engine refuses.
+        ParError: ``rollouts`` below 1, an unknown baseline, a weight outside 0 to 1, a seat
+            count that is not the rule set's, or actions the engine refuses.
     """
     if rollouts < 1:
         raise ParError("a par needs at least one rollout")
@@ -291,22 +309,30 @@ def game_par(
         raise ParError(str(exc)) from None
     if seats != seat_count:
         raise ParError(f"{ruleset} has {seats} seats, not {seat_count}")
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight <= 1:
+        raise ParError(f"the par weight must be a number from 0 to 1, not {weight!r}")
     total = [0.0] * seat_count
-    for k, deal in enumerate(chance_deals(ruleset, options, game_seed, actions)):
+    deals = chance_deals(ruleset, options, game_seed, actions)
+    if weight == 0:
+        return total
+    for k, deal in enumerate(deals):
         for s, x in enumerate(deal_luck(ruleset, options, deal, derive_seed(game_seed, "par", k), rollouts, baseline)):
             total[s] += x
-    return [round(x, PAR_DECIMALS) + 0.0 for x in total]
+    return [round(weight * x, PAR_DECIMALS) + 0.0 for x in total]
 
 
-def match_pars(match_log: Mapping[str, Any], rollouts: int, baseline: str = BASELINE) -> list[list[float]]:
+def match_pars(
+    match_log: Mapping[str, Any], rollouts: int, baseline: str = BASELINE, weight: float | None = None
+) -> list[list[float]]:
     """The par of every game of a match log (:class:`arena.matchlog.MatchLog`), per game per
-    seat of the game (:func:`game_par`).
+    seat of the game (:func:`game_par`), with ``weight`` (None: the rule set's, :func:`weight_of`).
 
     Raises:
         ParError: a game has no seed (fixed hands) or does not replay; as :func:`game_par`.
     """
     out = []
     ruleset = str(match_log.get("ruleset"))
+    w = weight_of(ruleset) if weight is None else weight
     for gm in match_log.get("games") or []:
         elog = gm.get("engine_log") or {}
         seed = gm.get("seed")
@@ -321,19 +347,27 @@ def match_pars(match_log: Mapping[str, Any], rollouts: int, baseline: str = BASE
                 rollouts=rollouts,
                 actions=elog.get("actions") or [],
                 baseline=baseline,
+                weight=w,
             )
         )
     return out
 
 
 def with_pars(
-    match_log: Mapping[str, Any], pars: Sequence[Sequence[float]], rollouts: int, baseline: str = BASELINE
+    match_log: Mapping[str, Any],
+    pars: Sequence[Sequence[float]],
+    rollouts: int,
+    baseline: str = BASELINE,
+    weight: float | None = None,
 ) -> dict[str, Any]:
     """A copy of ``match_log`` with the pars recorded: ``"par": [...]`` (per seat of the
-    game) at the end of each game record, and ``"par": {"baseline", "rollouts"}`` at the end
-    of the log (what :func:`check_pars` recomputes them with)."""
+    game) at the end of each game record, and ``"par": {"baseline", "rollouts", "weight"}``
+    at the end of the log (what :func:`check_pars` recomputes them with; ``weight`` None:
+    the rule set's, :func:`weight_of`)."""
+    w = weight_of(str(match_log.get("ruleset"))) if weight is None else weight
     games = [{**gm, "par": [float(x) for x in p]} for gm, p in zip(match_log["games"], pars, strict=True)]
-    return {**match_log, "games": games, "par": {"baseline": baseline, "rollouts": int(rollouts)}}
+    record = {"baseline": baseline, "rollouts": int(rollouts), "weight": float(w)}
+    return {**match_log, "games": games, "par": record}
 
 
 def player_pars(game: Mapping[str, Any], par: Sequence[float]) -> list[float]:
@@ -346,7 +380,8 @@ def player_pars(game: Mapping[str, Any], par: Sequence[float]) -> list[float]:
 
 
 def check_pars(match_log: Mapping[str, Any]) -> int:
-    """Recompute the pars a log records (its ``par`` record) and compare them with each
+    """Recompute the pars a log records (its ``par`` record: baseline, rollouts and weight,
+    1 when it has none, as in the logs written before weights) and compare them with each
     game's ``par``; returns how many games were checked (0: the log has no pars).
 
     Raises:
@@ -359,13 +394,15 @@ def check_pars(match_log: Mapping[str, Any]) -> int:
             raise ParError("games carry a par but the log has no 'par' record")
         return 0
     if not isinstance(record, Mapping):
-        raise ParError("the log's 'par' record must be an object {baseline, rollouts}")
-    rollouts, baseline = record.get("rollouts"), record.get("baseline")
+        raise ParError("the log's 'par' record must be an object {baseline, rollouts, weight}")
+    rollouts, baseline, weight = record.get("rollouts"), record.get("baseline"), record.get("weight", 1.0)
     if not isinstance(rollouts, int) or isinstance(rollouts, bool) or not isinstance(baseline, str):
         raise ParError("the log's 'par' record needs an integer 'rollouts' and a 'baseline'")
     if not 1 <= rollouts <= MAX_ROLLOUTS:
         raise ParError(f"the log's par rollouts must be 1 to {MAX_ROLLOUTS}, not {rollouts}")
-    expected = match_pars(match_log, rollouts, baseline)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight <= 1:
+        raise ParError(f"the log's par weight must be a number from 0 to 1, not {weight!r}")
+    expected = match_pars(match_log, rollouts, baseline, float(weight))
     for gm, want in zip(match_log["games"], expected, strict=True):
         got = gm.get("par")
         if (

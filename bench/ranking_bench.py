@@ -30,6 +30,13 @@ Method (docs/ranking.md, "The bench"):
    copy 0 and copy 1 over all those rounds, with the normal 95% interval of the per-round
    differences; "yes" when the interval holds 0.
 
+The pool keeps each game's luck unweighted (:func:`arena.par.game_par` with weight 1); the
+adjusted scores subtract the rule set's weight (:data:`arena.par.WEIGHTS`, or ``--weight``)
+times it, as the arena's stored pars do. ``--calibrate`` instead plays a **calibration
+pool**, the same bots and rounds dealt from other seeds (salt ``"calibration"``), and prints
+the par's optimal weight, ``par weight <ruleset>: W (se S, 95% interval A to B)``
+(:func:`calibration`): how :data:`arena.par.WEIGHTS` were chosen.
+
 ``--oracle R`` also replays every deal of the pool R times with the same bots seeded afresh and
 prints the same figures for the **matchup oracle**, a par that knows the mean score of those
 very bots on that very deal (centred per place in the round): the most a par of the deal could
@@ -38,7 +45,7 @@ tournaments can be drawn again without playing (same arguments).
 
 Usage: ``python bench/ranking_bench.py [--rulesets R ...] [--rounds N] [--identical-rounds N]
 [--rollouts K] [--workers N] [--tournaments N] [--tm-target N] [--jdf-sets N] [--baseline B]
-[--oracle R] [--cache FILE]``.
+[--oracle R] [--cache FILE] [--weight W] [--calibrate]``.
 """
 
 from __future__ import annotations
@@ -147,15 +154,84 @@ def oracle_pars(pool: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
     return [[{**g, "par": [g["oracle"][s] - mean[j][s] for s in range(n)]} for j, g in enumerate(r)] for r in pool]
 
 
-def per_round(games: list[dict[str, Any]], nbots: int) -> tuple[list[float], list[float], list[int]]:
-    """Per bot: raw score sum, adjusted score sum, games, over one round."""
+def per_round(
+    games: list[dict[str, Any]], nbots: int, weight: float = 1.0
+) -> tuple[list[float], list[float], list[int]]:
+    """Per bot: raw score sum, adjusted score sum (score minus ``weight`` times the pool's
+    unweighted par), games, over one round."""
     raw, adj, count = [0.0] * nbots, [0.0] * nbots, [0] * nbots
     for g in games:
         for s, b in enumerate(g["seats"]):
             raw[b] += g["scores"][s]
-            adj[b] += g["scores"][s] - g["par"][s]
+            adj[b] += g["scores"][s] - weight * g["par"][s]
             count[b] += 1
     return raw, adj, count
+
+
+def _slope(pairs: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """Sums over centred ``(y, p)`` pairs: sum y*p, sum p*p, sum y*y."""
+    return sum(y * p for y, p in pairs), sum(p * p for _, p in pairs), sum(y * y for y, _ in pairs)
+
+
+def calibration(pool: list[list[dict[str, Any]]], nbots: int, draws: int = 1000) -> dict[str, Any]:
+    """The control-variate weight of the par estimated on ``pool`` (its pars unweighted):
+    ``w* = Cov(score, par) / Var(par)`` over every seat of every game, each bot's scores and
+    pars centred on the bot's own means (the weight that minimises the summed variance of the
+    bots' adjusted scores), with a bootstrap of rounds (``draws``) for its 95% interval; also
+    the weight per bot and the correlation of score and par per bot."""
+
+    def moments(rounds: list[list[dict[str, Any]]]) -> list[tuple[float, float, float, float, float, int]]:
+        acc = [[0.0, 0.0, 0.0, 0.0, 0.0, 0] for _ in range(nbots)]  # sum y, p, yp, pp, yy, n
+        for r in rounds:
+            for g in r:
+                for s, b in enumerate(g["seats"]):
+                    y, p = g["scores"][s], g["par"][s]
+                    a = acc[b]
+                    a[0] += y
+                    a[1] += p
+                    a[2] += y * p
+                    a[3] += p * p
+                    a[4] += y * y
+                    a[5] += 1
+        return [tuple(a) for a in acc]  # type: ignore[misc]
+
+    def per_round_moments() -> list[list[tuple[float, float, float, float, float, int]]]:
+        return [moments([r]) for r in pool]
+
+    def weight_of(m: list[tuple[float, float, float, float, float, int]]) -> tuple[float, list[float], list[float]]:
+        cov_t = var_t = 0.0
+        per_bot, corr = [], []
+        for sy, sp, syp, spp, syy, n in m:
+            if n < 2:
+                per_bot.append(float("nan"))
+                corr.append(float("nan"))
+                continue
+            cov = syp - sy * sp / n
+            var = spp - sp * sp / n
+            vy = syy - sy * sy / n
+            cov_t += cov
+            var_t += var
+            per_bot.append(cov / var if var else float("nan"))
+            corr.append(cov / math.sqrt(var * vy) if var and vy else float("nan"))
+        return (cov_t / var_t if var_t else 0.0), per_bot, corr
+
+    rows = per_round_moments()
+
+    def total(idx: Sequence[int]) -> list[tuple[float, float, float, float, float, int]]:
+        out = [[0.0, 0.0, 0.0, 0.0, 0.0, 0] for _ in range(nbots)]
+        for i in idx:
+            for b in range(nbots):
+                for k in range(6):
+                    out[b][k] += rows[i][b][k]
+        return [tuple(a) for a in out]  # type: ignore[misc]
+
+    w, per_bot, corr = weight_of(total(range(len(rows))))
+    rng = random.Random(SEED)
+    boot = sorted(weight_of(total([rng.randrange(len(rows)) for _ in rows]))[0] for _ in range(draws))
+    lo, hi = boot[int(0.025 * draws)], boot[int(0.975 * draws) - 1]
+    mean = sum(boot) / draws
+    se = math.sqrt(sum((x - mean) ** 2 for x in boot) / (draws - 1))
+    return {"weight": w, "low": lo, "high": hi, "se": se, "per_bot": per_bot, "corr": corr}
 
 
 def centred(
@@ -261,6 +337,34 @@ def build_pool(
     return [j.result() for j in jobs]
 
 
+def calibrate(
+    executor: ProcessPoolExecutor, cache: dict[str, Any], args: Any, ruleset: str, opts: dict, bots: list[str]
+) -> None:
+    """Play (or take from the cache) the calibration pool of ``ruleset``: the bench's bots and
+    rounds, seeds salted ``"calibration"`` (none of them a seed of the pool ranked); print the
+    par's optimal weight (:func:`calibration`)."""
+    key = json.dumps(["calibration", ruleset, opts, bots, args.rounds, args.rollouts, args.baseline])
+    t = time.perf_counter()
+    if key not in cache:
+        cache[key] = build_pool(executor, ruleset, opts, bots, args.rounds, args.rollouts, "calibration", args.baseline)
+        if args.cache:
+            args.cache.write_text(json.dumps(cache))
+    pool = cache[key]
+    c = calibration(pool, len(bots))
+    print(
+        f"# calibration {ruleset} {opts}: {len(pool)} rounds of {len(pool[0])} games, bots {bots},"
+        f" rollouts {args.rollouts}, baseline {args.baseline} ({time.perf_counter() - t:.0f} s)"
+    )
+    print(
+        "#   per bot: "
+        + ", ".join(f"{b} w {w:.2f} corr {r:.2f}" for b, w, r in zip(bots, c["per_bot"], c["corr"], strict=True))
+    )
+    print(
+        f"par weight {ruleset}: {c['weight']:.3f} (se {c['se']:.3f}, 95% interval {c['low']:.3f} to {c['high']:.3f})",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rulesets", nargs="+", default=list(engine.RULESETS))
@@ -278,6 +382,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--oracle", type=int, default=0, help="also replay each deal N times with the same bots: the matchup oracle"
     )
+    ap.add_argument(
+        "--weight", type=float, default=None, help="the par's weight (default: the rule set's, arena.par.WEIGHTS)"
+    )
+    ap.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="play a calibration pool (other seeds) and print the par's optimal weight per rule set",
+    )
     args = ap.parse_args(argv)
     cache: dict[str, Any] = json.loads(args.cache.read_text()) if args.cache and args.cache.exists() else {}
     options = {
@@ -294,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
                 + ([args.oracle] if args.oracle else [])
             )
             t = time.perf_counter()
+            if args.calibrate:
+                calibrate(ex, cache, args, ruleset, opts, bots)
+                continue
             if key not in cache:
                 n = engine.get_ruleset(ruleset).seats
                 cache[key] = {
@@ -313,13 +428,14 @@ def main(argv: list[str] | None = None) -> int:
                 }
                 if args.cache:
                     args.cache.write_text(json.dumps(cache))
-            pool = [per_round(r, len(bots)) for r in cache[key]["pool"]]
+            weight = par.weight_of(ruleset) if args.weight is None else args.weight
+            pool = [per_round(r, len(bots), weight) for r in cache[key]["pool"]]
             gpr = len(cache[key]["pool"][0])
             means_raw = [sum(r[0][b] for r in pool) / sum(r[2][b] for r in pool) for b in range(len(bots))]
             means_adj = [sum(r[1][b] for r in pool) / sum(r[2][b] for r in pool) for b in range(len(bots))]
             print(
                 f"# {ruleset} {opts}: {len(pool)} rounds of {gpr} games, bots {bots}, rollouts {args.rollouts}"
-                f", baseline {args.baseline} ({time.perf_counter() - t:.0f} s)",
+                f", baseline {args.baseline}, weight {weight} ({time.perf_counter() - t:.0f} s)",
                 flush=True,
             )
             print(
@@ -336,7 +452,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"#   oracle {bots[b]} < {bots[b + 1]}: " + pair_line(best, b, b + 1))
                 raw, adj = games_to_rank(centred(best), gpr, args.tournaments, ranked)
                 print(f"#   games to rank with the matchup oracle ({args.oracle} replays): raw {raw}, adjusted {adj}")
-            ident = [per_round(r, len(cache[key]["identical"][0][0]["seats"])) for r in cache[key]["identical"]]
+            nid = len(cache[key]["identical"][0][0]["seats"])
+            ident = [per_round(r, nid, weight) for r in cache[key]["identical"]]
             d, half, ok = identical(ident)
             verdict = "yes" if ok else "no"
             print(f"identical bots {ruleset}: adjusted means differ by {d:.3f}, within the 95% interval: {verdict}")

@@ -1,8 +1,8 @@
 """Fill the pars of a stored match (the task ``arena.compute_par``; docs/ranking.md).
 
 :func:`fill_pars` reads a result whose ``par_status`` is ``pending`` and its log, computes
-every game's par with :func:`arena.par.match_pars` (``ARENA_PAR_ROLLOUTS`` rollouts; no
-transaction is open meanwhile), then stores them once (:func:`arena.lifecycle.store_pars`:
+every game's par with :func:`arena.par.match_pars` (``ARENA_PAR_ROLLOUTS`` rollouts, the
+rule set's weight; no transaction is open meanwhile), then stores them once (:func:`arena.lifecycle.store_pars`:
 ``games[i].par`` per player, the log with its pars, ``par_status`` ``done``). When pars are
 off (``ARENA_PAR_ROLLOUTS=0``), a game cannot have one, or computing them fails (logged),
 the result becomes ``skipped``.
@@ -56,7 +56,8 @@ def fill_pars(match_id: int, settings: Settings | None = None, sessions: session
         return f"skipped pars of match {match_id}: ARENA_PAR_ROLLOUTS is 0"
     try:
         match_log = matchlog.decode(data)
-        pars = luck.match_pars(match_log, rollouts)
+        weight = luck.weight_of(str(match_log.get("ruleset")))
+        pars = luck.match_pars(match_log, rollouts, weight=weight)
     except luck.ParError as exc:
         log.warning("match %s: no par (%s)", match_id, exc)
         with factory() as session:
@@ -69,7 +70,9 @@ def fill_pars(match_id: int, settings: Settings | None = None, sessions: session
         return f"skipped pars of match {match_id}: internal error"
     per_player = [luck.player_pars(gm, p) for gm, p in zip(match_log["games"], pars, strict=True)]
     with factory() as session:
-        stored = lifecycle.store_pars(session, int(match_id), per_player, luck.with_pars(match_log, pars, rollouts))
+        stored = lifecycle.store_pars(
+            session, int(match_id), per_player, luck.with_pars(match_log, pars, rollouts, weight=weight)
+        )
     if stored:
         _rate_if_last(factory, int(match_id))
     word = "stored" if stored else "duplicate"

@@ -8,6 +8,7 @@ import copy
 
 import pytest
 
+import engine
 from arena import par
 from arena.config import MAX_PAR_ROLLOUTS, ConfigError, Settings
 from arena.matchlog import write_log
@@ -143,10 +144,62 @@ def test_bad_requests_are_refused():
         par.match_pars(fixed, 1)
 
 
+def test_every_rule_set_has_a_weight_fixed_in_advance():
+    assert set(par.WEIGHTS) == set(engine.RULESETS)
+    assert all(0 <= par.weight_of(r) <= 1 for r in engine.RULESETS)
+
+
+@pytest.mark.parametrize("ruleset", ["million_doubt", "trump_millionaire", "jdf"])
+def test_the_par_is_the_weighted_luck(ruleset):
+    """The stored par is the weight times the deals' luck (rounded once), so it still sums to
+    zero over the seats; weight 0 plays no rollout and gives 0 to every seat."""
+    log = _match(ruleset, ["heuristic", "greedy"], 41, games=1)
+    (full,) = par.match_pars(log, 2, weight=1.0)
+    (half,) = par.match_pars(log, 2, weight=0.5)
+    assert all(abs(h - 0.5 * f) <= 1e-4 for h, f in zip(half, full)) and half != full
+    assert abs(sum(half)) < 1e-3
+    assert par.match_pars(log, 2) == par.match_pars(log, 2, weight=par.weight_of(ruleset))
+    gm = log["games"][0]
+    seats = len(gm["seats"])
+    assert par.game_par(ruleset, SHORT[ruleset], gm["seed"], seats, rollouts=1, weight=0) == [0.0] * seats
+    bad = copy.deepcopy(gm["engine_log"]["actions"])
+    bad[0] = {"seat": bad[0]["seat"], "action": {"type": "play", "cards": ["JK", "JK", "JK"]}}
+    with pytest.raises(par.ParError, match="does not replay"):  # weight 0 still replays the log
+        par.game_par(ruleset, SHORT[ruleset], gm["seed"], seats, rollouts=1, actions=bad, weight=0)
+    for w in (-0.1, 1.5, True, "1"):
+        with pytest.raises(par.ParError, match="weight must be a number from 0 to 1"):
+            par.game_par(ruleset, SHORT[ruleset], gm["seed"], seats, rollouts=1, weight=w)
+
+
+def test_verify_recomputes_weighted_pars_and_keeps_old_logs_verifying():
+    log = _match("million_doubt", ["heuristic", "greedy"], 23, games=2)
+    weighted = par.with_pars(log, par.match_pars(log, 2, weight=0.4), 2, weight=0.4)
+    assert weighted["par"] == {"baseline": par.BASELINE, "rollouts": 2, "weight": 0.4}
+    assert par.check_pars(weighted) == 2
+    replay(weighted)
+    # a log written before weights: no "weight" in its record, pars of weight 1
+    old = par.with_pars(log, par.match_pars(log, 2, weight=1.0), 2, weight=1.0)
+    del old["par"]["weight"]
+    assert par.check_pars(old) == 2
+    other_w = copy.deepcopy(weighted)
+    other_w["par"]["weight"] = 0.5  # the record no longer matches the pars
+    with pytest.raises(par.ParError, match="game 0: recorded par"):
+        par.check_pars(other_w)
+    unweighted = copy.deepcopy(weighted)
+    del unweighted["par"]["weight"]  # read as weight 1: the pars of 0.4 differ
+    with pytest.raises(par.ParError, match="game 0: recorded par"):
+        par.check_pars(unweighted)
+    for bad in (2, -1, "0.4", None):
+        hostile = copy.deepcopy(weighted)
+        hostile["par"]["weight"] = bad
+        with pytest.raises(par.ParError, match="par weight must be a number from 0 to 1"):
+            par.check_pars(hostile)
+
+
 def test_verify_recomputes_the_pars_and_refuses_altered_ones(tmp_path):
     log = _match("trump_millionaire", ["heuristic", "greedy"], 21, games=1)
-    with_pars = par.with_pars(log, par.match_pars(log, 2), 2)
-    assert with_pars["par"] == {"baseline": par.BASELINE, "rollouts": 2}
+    with_pars = par.with_pars(log, par.match_pars(log, 2, weight=1.0), 2, weight=1.0)
+    assert with_pars["par"] == {"baseline": par.BASELINE, "rollouts": 2, "weight": 1.0}
     assert "par" not in log and "par" not in log["games"][0]  # a copy
     assert par.check_pars(with_pars) == 1 and par.check_pars(log) == 0
     replay(with_pars)

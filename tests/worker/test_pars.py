@@ -49,7 +49,8 @@ def _check_pars(arena, tid: int, rollouts: int) -> None:
     them and verifies."""
     for _m, res, log in arena.stored(tid):
         assert res.par_status == "done"
-        assert log["par"] == {"baseline": par.BASELINE, "rollouts": rollouts}
+        weight = par.weight_of(log["ruleset"])
+        assert log["par"] == {"baseline": par.BASELINE, "rollouts": rollouts, "weight": weight}
         pars = par.match_pars(log, rollouts)
         assert [g["par"] for g in log["games"]] == pars
         assert [g["par"] for g in res.games] == [par.player_pars(gm, p) for gm, p in zip(log["games"], pars)]
