@@ -524,6 +524,26 @@ def _changes_up_to(session: Session, tournament_id: int, end: int) -> int:
     return int(total or 0)
 
 
+def bot_names(session: Session, ids: Iterable[int | None]) -> dict[int, str]:
+    """Bot id -> name for ``ids`` (None and unknown ids left out): two columns only, so no
+    secret is decrypted."""
+    wanted = {i for i in ids if i is not None}
+    if not wanted:
+        return {}
+    return {bot_id: name for bot_id, name in session.execute(select(Bot.id, Bot.name).where(Bot.id.in_(wanted)))}
+
+
+def standings_dict(session: Session, tournament: Tournament) -> dict[str, Any]:
+    """:func:`tournament_report` as JSON-ready data (:meth:`StandingsReport.to_dict`), each
+    row with its ``bot_name`` (None for a house seat), as the tournament page shows them."""
+    report = tournament_report(session, tournament).to_dict()
+    names = bot_names(session, [r["bot_id"] for r in report["rows"]])
+    report["rows"] = [
+        {**r, "bot_name": names.get(r["bot_id"]) if r["bot_id"] is not None else None} for r in report["rows"]
+    ]
+    return report
+
+
 def tournament_report(session: Session, tournament: Tournament) -> StandingsReport:
     """Standings report of ``tournament`` from its stored results (participants listed even at
     0 games).

@@ -254,7 +254,11 @@ def standings_table(standings: dict, names: dict[int, str] | None = None, title:
     for col in columns:
         table.add_column(col, justify="left" if col == "bot" else "right", no_wrap=True)
     for r in standings["rows"]:
-        who = r["house_bot"] if r.get("bot_id") is None else names.get(r["bot_id"], f"bot {r['bot_id']}")
+        who = (
+            r["house_bot"]
+            if r.get("bot_id") is None
+            else r.get("bot_name") or names.get(r["bot_id"], f"bot {r['bot_id']}")
+        )
         gap = "-"
         n = below.get(r["rank"]) if r["rank"] else None
         if n is not None:
@@ -628,11 +632,10 @@ def tournament_standings(api_url: str, token: str | None, tournament_id: int, as
 
     with _client(api_url, token, public_read=True) as client:
         s = _call(client.standings, tournament_id)
-        names = _bot_names(client)
     if as_json:
         _echo_json(s)
         return
-    _table_console().print(standings_table(s, names))
+    _table_console().print(standings_table(s))
 
 
 @click.command("leaderboard")
@@ -655,24 +658,6 @@ def leaderboard(api_url: str, token: str | None, ruleset: str, as_json: bool) ->
         _echo_json(board)
         return
     _table_console().print(leaderboard_table(board))
-
-
-def _bot_names(client: ApiClient) -> dict[int, str]:
-    """Bot id -> name of the bots this account may list (organizers: all); {} on error or
-    without a token."""
-    if not client.token:
-        return {}
-    try:
-        names: dict[int, str] = {}
-        page = 1
-        while True:
-            body = client.request("GET", "/bots", params={"page": page, "per_page": 100})
-            names.update({b["id"]: b["name"] for b in body["items"]})
-            if len(names) >= body["total"] or not body["items"]:
-                return names
-            page += 1
-    except ApiError:
-        return {}
 
 
 # ---------------------------------------------------------------------------- arena logs
@@ -749,8 +734,7 @@ def bots_register(
     """Register bot NAME with --url URL (the arena calls it) or --connect (it dials out).
 
     Prints the bot id on stdout and its signing secret, shown this once, on stderr (with
-    --json: the API's answer, secret included, on stdout). Check it next (the web page, or
-    POST /api/v1/bots/{id}/check).
+    --json: the API's answer, secret included, on stdout). Check it next: ``arena bots check ID``.
     """
     if connect == (url is not None):
         raise click.UsageError("give exactly one of --url URL (the arena calls your bot) and --connect (it dials out)")
@@ -762,6 +746,7 @@ def bots_register(
     click.echo(bot["id"])
     click.echo(f"bot {bot['id']} {bot['name']!r} registered ({reach_text(bot)}), status {bot['status']}", err=True)
     click.echo(f"signing secret (shown once; give it to the bot as ARENA_BOT_SECRET): {bot['secret']}", err=True)
+    click.echo(f"next: run the bot, then arena bots check {bot['id']}", err=True)
 
 
 @click.command("list")
@@ -815,13 +800,72 @@ def bots_show(api_url: str, token: str | None, bot_id: int, as_json: bool) -> No
         click.echo(f"{key}: {value}")
 
 
+def check_lines(result: dict | None) -> list[str]:
+    """What a check's ``result`` (``last_check``, :mod:`arena.conformance`'s shape) found wrong,
+    one line each: the URL, the health answer, the bad-signature (or bad-authentication)
+    probe, each rule set's conformance games (their error, or their faults, at most 5), then
+    the warnings. Empty when nothing was wrong."""
+    if not result:
+        return []
+    out = []
+    for part in ("url", "health", "signature"):
+        r = result.get(part)
+        if isinstance(r, dict) and not r.get("ok", True):
+            why = r.get("error") or r.get("warning") or (f"HTTP {r['status']}" if r.get("status") else "failed")
+            out.append(f"{part}: {why}")
+    for game in result.get("conformance") or []:
+        if game.get("ok"):
+            continue
+        if game.get("error"):
+            out.append(f"{game.get('ruleset')}: {game['error']}")
+        missing = [k for k, v in (game.get("kinds") or {}).items() if not v.get("asked")]
+        for f in game.get("faults") or []:
+            out.append(f"{game.get('ruleset')}: {f.get('kind')} fault at {f.get('decision')}: {f.get('detail')}")
+        if missing and not game.get("faults") and not game.get("error"):
+            out.append(f"{game.get('ruleset')}: never asked {', '.join(missing)}")
+    out += [f"warning: {w}" for w in result.get("warnings") or []]
+    return out
+
+
+@click.command("check")
+@_api_options
+@click.argument("bot_id", type=click.IntRange(min=1))
+@click.option(
+    "--wait-s",
+    default=600.0,
+    show_default=True,
+    type=click.FloatRange(min=1),
+    help="Longest wait for the check, seconds.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the bot as the API answers it after the check.")
+def bots_check(api_url: str, token: str | None, bot_id: int, wait_s: float, as_json: bool) -> None:
+    """Check bot BOT_ID (POST /api/v1/bots/{id}/check) and wait for it: health, the
+    bad-signature or bad-authentication probe, conformance games asking every decision kind.
+
+    Prints ``bot N 'name': ready`` or ``... failed`` and what the check found, one line each;
+    exits 1 when the bot failed, or with an ``Error:`` line when the check could not be run
+    or did not finish within --wait-s.
+    """
+    with _client(api_url, token) as client:
+        b = _call(client.check_bot, bot_id, wait_s=wait_s)
+    if as_json:
+        click.echo(json.dumps(b, indent=2))
+    else:
+        click.echo(f"bot {b['id']} {b['name']!r}: {b['status']}")
+        for line in check_lines(b.get("last_check")):
+            click.echo(f"  {line}")
+    if b["status"] != "ready":
+        raise SystemExit(1)
+
+
 def _bots_group() -> click.Group:
     group = click.Group(
-        "bots", help="Bots: serve one over HTTP, register yours with the API (--url or --connect), list, show."
+        "bots",
+        help="Bots: serve one over HTTP, register yours with the API (--url or --connect), check, list, show.",
     )
     for name, cmd in play_bots.commands.items():
         group.add_command(cmd, name)
-    for cmd in (bots_register, bots_list, bots_show):
+    for cmd in (bots_register, bots_check, bots_list, bots_show):
         group.add_command(cmd)
     return group
 

@@ -184,6 +184,7 @@ Daifugo Arena is running (bash infra/tour.sh stop stops it):
   your own bot     register it at $SITE/ui/bots ("My bot connects to the arena"), then run
                    the command its page shows in a terminal, after: source $REPO/.venv/bin/activate
   API docs         $SITE/docs
+  the CLI          export ARENA_API_URL=$SITE ARENA_GATEWAY_URL=$GATEWAY ARENA_TOKEN=<your token>
   logs             $STATE/{site,worker,beat,gateway,bot1,bot2}.log
 EOF
 }

@@ -41,7 +41,7 @@ from arena.db.models import Match, MatchSeat, Tournament
 from arena.lifecycle import MatchStatus, TournamentStatus
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from arena.sequential import MAX_ROUNDS_LIMIT
-from arena.standings import tournament_report
+from arena.standings import standings_dict
 from arena.status import StopReason, values
 from arena.usecases import tournaments as usecases
 from arena.usecases.tournaments import INLINE_SEND_MATCHES, INLINE_START_PARTICIPANTS
@@ -249,6 +249,7 @@ class TournamentSchema(ma.Schema):
 class StandingSchema(ma.Schema):
     rank = ma.fields.Integer(required=True, metadata={"description": "1 = first; 0 before the entrant's first game"})
     bot_id = ma.fields.Integer(allow_none=True)
+    bot_name = ma.fields.String(allow_none=True, metadata={"description": "the bot's name; null for a house seat"})
     house_bot = ma.fields.String(allow_none=True)
     matches = ma.fields.Integer(required=True)
     games = ma.fields.Integer(required=True)
@@ -542,8 +543,7 @@ class TournamentStandings(MethodView):
         the ranking and its first place are settled (docs/ranking.md).
         """
         t = get_tournament(tournament_id)
-        report = tournament_report(db(), t).to_dict()
-        return {"tournament_id": t.id, "ruleset": t.ruleset, "tie_break": TIE_BREAK, **report}
+        return {"tournament_id": t.id, "ruleset": t.ruleset, "tie_break": TIE_BREAK, **standings_dict(db(), t)}
 
 
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/matches")

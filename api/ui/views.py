@@ -31,8 +31,8 @@ from api.ui.faults import fault_detail
 from api.ui.replay import ReplayDataError, build_replay
 from arena import access as policy
 from arena import matchlog
-from arena.db.models import Bot, Match, MatchLog, Tournament
-from arena.standings import StandingsReport, leaderboard, tournament_report
+from arena.db.models import Match, MatchLog, Tournament
+from arena.standings import StandingsReport, bot_names, leaderboard, tournament_report
 from arena.status import MatchStatus, TournamentStatus
 
 bp = Blueprint(
@@ -117,11 +117,8 @@ def _match(match_id: int) -> tuple[Match, Tournament]:
 
 
 def _bot_names(ids) -> dict[int, str]:
-    ids = {i for i in ids if i is not None}
-    if not ids:
-        return {}
     # the two columns only: loading whole bots would decrypt every secret (a lost key: a 500)
-    return {bot_id: name for bot_id, name in db().execute(select(Bot.id, Bot.name).where(Bot.id.in_(ids)))}
+    return bot_names(db(), ids)
 
 
 def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str], house_bot: str | None = None) -> str:

@@ -106,6 +106,7 @@ def test_a_search_house_seat_plays_its_matches_in_eager_mode(client, field):
     assert [g["par"] for g in m["result"]["games"]][1] == log["games"][1]["par"][::-1]  # seats swapped
     rows = client.get(f"/api/v1/tournaments/{t['id']}/standings", headers=field["org"]).json["rows"]
     assert sorted(str(r["bot_id"] or r["house_bot"]) for r in rows) == sorted([str(field["bot"]), "house-1"])
+    assert [r["bot_name"] for r in rows if r["bot_id"] is None] == [None]  # a house seat has no bot name
     # the pages name the house seat's bot (finished and public: anyone reads them)
     page = client.get(f"/ui/tournaments/{t['id']}").get_data(as_text=True)
     assert "house-1 (house: search)" in page

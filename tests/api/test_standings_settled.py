@@ -111,6 +111,7 @@ def test_standings_api_reports_adjusted_means_neighbours_and_settled(client, lea
     bots = league["bots"]
     assert body["order_by"] == "adjusted" and body["games"] == body["games_with_par"] == 3 * 4 * 2
     assert [r["bot_id"] for r in body["rows"]] == [bots["strong"], bots["mid"], bots["weak"]]
+    assert [r["bot_name"] for r in body["rows"]] == ["strong", "mid", "weak"]  # as the page names them
     for r in body["rows"]:
         assert r["par_games"] == r["games"] == 16
         assert r["adjusted_ci95"] < r["ci95"]  # the luck taken out narrows the interval

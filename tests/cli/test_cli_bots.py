@@ -90,3 +90,94 @@ def test_the_api_refusal_is_one_line(api):
     done = run("bots", "register", "b", "--ruleset", "jdf", "--url", "ftp://x/", env=api["env"])
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "HTTP 422 on POST /api/v1/bots: invalid request: json.url" in done.stderr
+
+
+def test_check_lines_say_what_a_check_found_wrong():
+    """What ``arena bots check`` prints under the verdict, from the stored check result."""
+    from cli.tournament import check_lines
+
+    assert check_lines(None) == [] and check_lines({"ok": True, "conformance": [{"ok": True}]}) == []
+    result = {
+        "ok": False,
+        "url": {"ok": True, "error": None},
+        "health": {"ok": False, "status": 503, "error": None},
+        "signature": {"ok": False, "status": 200, "warning": "it does not check X-Arena-Signature"},
+        "conformance": [
+            {
+                "ok": False,
+                "ruleset": "jdf",
+                "error": None,
+                "kinds": {"play": {"asked": 3, "faults": 1}},
+                "faults": [{"kind": "illegal_action", "decision": 2, "detail": "8S is not in the hand"}],
+            },
+            {"ok": False, "ruleset": "million_doubt", "error": None, "kinds": {"doubt": {"asked": 0}}, "faults": []},
+        ],
+        "warnings": ["it does not check X-Arena-Signature"],
+    }
+    assert check_lines(result) == [
+        "health: HTTP 503",
+        "signature: it does not check X-Arena-Signature",
+        "jdf: illegal_action fault at 2: 8S is not in the hand",
+        "million_doubt: never asked doubt",
+        "warning: it does not check X-Arena-Signature",
+    ]
+
+
+@pytest.fixture
+def eager_api(tmp_path):
+    """The API with checks run within the request (eager, SQLite): the CLI's side of a check;
+    the check itself on a real worker is tests/worker/test_bot_checks.py."""
+    from api import create_app
+    from arena.inprocess import InProcessDispatcher
+
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    with make_sessionmaker(engine)() as s:
+        _, contestant = create_account(s, "alice")
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=url,
+        broker_url="redis://127.0.0.1:1/0",
+        allow_private_bot_urls=True,
+        celery_eager=True,
+        rate_limits=False,
+    )
+    server = WsgiServer(create_app(settings, engine=engine, dispatcher=InProcessDispatcher(settings)))
+    yield {"ARENA_API_URL": server.url, "ARENA_TOKEN": contestant}
+    server.close()
+    engine.dispose()
+
+
+@pytest.mark.slow
+def test_bots_check_prints_the_verdict_and_fails_a_broken_bot(eager_api):
+    from bots_sdk.samples import SAMPLE_BOTS
+    from bots_sdk.server import start as start_bot
+
+    registered = run(
+        "bots", "register", "g", "--ruleset", "million_doubt", "--url", "http://127.0.0.1:9/", env=eager_api
+    )
+    assert registered.returncode == 0, registered.stderr
+    assert f"next: run the bot, then arena bots check {registered.stdout.strip()}" in registered.stderr
+    dead = int(registered.stdout)
+    failed = run("bots", "check", str(dead), env=eager_api)
+    assert failed.returncode == 1, failed.stderr
+    lines = failed.stdout.splitlines()
+    assert lines[0] == f"bot {dead} 'g': failed" and lines[1].startswith("  health: ")
+
+    served = start_bot(SAMPLE_BOTS["greedy"](seed=1))  # checks no signature: a warning, still ready
+    try:
+        bot = json.loads(
+            run(
+                "bots", "register", "h", "--ruleset", "million_doubt", "--url", served.url, "--json", env=eager_api
+            ).stdout
+        )
+        passed = run("bots", "check", str(bot["id"]), env=eager_api)
+        assert passed.returncode == 0, passed.stderr
+        assert passed.stdout.splitlines()[0] == f"bot {bot['id']} 'h': ready"
+        as_json = run("bots", "check", str(bot["id"]), "--json", env=eager_api)
+        assert as_json.returncode == 0 and json.loads(as_json.stdout)["status"] == "ready"
+    finally:
+        served.close()
+    missing = run("bots", "check", "999", env=eager_api)
+    assert missing.returncode == 1 and "HTTP 404" in missing.stderr and "Traceback" not in missing.stderr

@@ -143,6 +143,9 @@ def test_public_reads_need_no_token(arena, tmp_path):
     assert status.exit_code == 0 and "finished" in status.stdout
     standings = CliRunner().invoke(main, ["tournament", "standings", str(tid)], env=env)
     assert standings.exit_code == 0 and "greedy" not in standings.stderr
+    # the bots by name, as the public page shows them, though no token lists bots
+    assert "greedy-0" in standings.stdout and "heuristic-1" in standings.stdout
+    assert "bot 1" not in standings.stdout and "bot 2" not in standings.stdout
     # a tournament that is not public: the API's 401, and how to give a token
     refused = CliRunner().invoke(main, ["logs", "download", str(private), "--out", str(tmp_path / "p")], env=env)
     assert refused.exit_code == 1
