@@ -7,7 +7,7 @@
 ``ARENA_LOST_AFTER_S``, ``ARENA_BOT_MAX_MATCHES``, ``ARENA_CHECK_TIME_LIMIT_S``,
 ``ARENA_CHECK_SECONDS_PER_HOUR``, ``ARENA_STORE_RETRY_S``, ``ARENA_SPOOL_TTL_S``,
 ``ARENA_GATEWAY_URL``, ``ARENA_GATEWAY_RECONNECT_S``, ``ARENA_GATEWAY_MAX_PER_BOT``,
-``ARENA_GATEWAY_MAX_PER_ACCOUNT`` and ``ARENA_PAR_ROLLOUTS``; their
+``ARENA_GATEWAY_MAX_PER_ACCOUNT``, ``ARENA_MAX_BOTS_PER_ACCOUNT`` and ``ARENA_PAR_ROLLOUTS``; their
 meaning is on :class:`Settings`' attributes, their defaults in docs/operations.md, "Settings".
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
@@ -31,6 +31,8 @@ DEFAULT_GATEWAY_RECONNECT_S = 15
 #: Most connections of one bot (ARENA_GATEWAY_MAX_PER_BOT) and of one account (..._PER_ACCOUNT).
 DEFAULT_GATEWAY_MAX_PER_BOT = 8
 DEFAULT_GATEWAY_MAX_PER_ACCOUNT = 32
+#: Most bots one account holds, deleted ones not counted (ARENA_MAX_BOTS_PER_ACCOUNT).
+DEFAULT_MAX_BOTS_PER_ACCOUNT = 50
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -160,6 +162,8 @@ class Settings:
         gateway_max_per_bot: most connections of one bot at once (``ARENA_GATEWAY_MAX_PER_BOT``).
         gateway_max_per_account: most connections of one account's bots at once
             (``ARENA_GATEWAY_MAX_PER_ACCOUNT``).
+        max_bots_per_account: most bots one account holds, deleted ones not counted
+            (``ARENA_MAX_BOTS_PER_ACCOUNT``; a registration beyond it is refused, 409).
         par_rollouts: rollouts of the par's baseline per deal (``ARENA_PAR_ROLLOUTS``, 0 to
             :data:`MAX_PAR_ROLLOUTS`; 0: no pars; arena.par, arena.usecases.pars).
     """
@@ -188,6 +192,7 @@ class Settings:
     gateway_reconnect_s: int = DEFAULT_GATEWAY_RECONNECT_S
     gateway_max_per_bot: int = DEFAULT_GATEWAY_MAX_PER_BOT
     gateway_max_per_account: int = DEFAULT_GATEWAY_MAX_PER_ACCOUNT
+    max_bots_per_account: int = DEFAULT_MAX_BOTS_PER_ACCOUNT
     par_rollouts: int = DEFAULT_PAR_ROLLOUTS
 
     @classmethod
@@ -229,5 +234,6 @@ class Settings:
             gateway_max_per_bot=_positive_int(env, "ARENA_GATEWAY_MAX_PER_BOT", None) or DEFAULT_GATEWAY_MAX_PER_BOT,
             gateway_max_per_account=_positive_int(env, "ARENA_GATEWAY_MAX_PER_ACCOUNT", None)
             or DEFAULT_GATEWAY_MAX_PER_ACCOUNT,
+            max_bots_per_account=_positive_int(env, "ARENA_MAX_BOTS_PER_ACCOUNT", None) or DEFAULT_MAX_BOTS_PER_ACCOUNT,
             par_rollouts=_count(env, "ARENA_PAR_ROLLOUTS", DEFAULT_PAR_ROLLOUTS, MAX_PAR_ROLLOUTS),
         )

@@ -202,10 +202,20 @@ class Bots(MethodView):
     @blp.doc(security=BEARER)
     @blp.arguments(BotCreateSchema)
     @blp.response(201, BotSecretSchema)
-    @errors(blp, 401)
+    @errors(blp, 401, 409)
     def post(self, data):
-        """Register a bot; the response holds its signing ``secret`` (shown this once)."""
-        bot = usecases.register_bot(db(), current_account(), allow_private=settings().allow_private_bot_urls, **data)
+        """Register a bot; the response holds its signing ``secret`` (shown this once).
+
+        409: the account already holds ``ARENA_MAX_BOTS_PER_ACCOUNT`` bots (50 by default;
+        deleted ones do not count)."""
+        cfg = settings()
+        bot = usecases.register_bot(
+            db(),
+            current_account(),
+            allow_private=cfg.allow_private_bot_urls,
+            max_bots=cfg.max_bots_per_account,
+            **data,
+        )
         return with_presence([bot])[0]
 
     @blp.doc(security=BEARER)

@@ -268,7 +268,11 @@ def bots():
     body = {k: v for k, v in form.items() if k != "url" or v.strip()}  # an empty URL field: no URL
     bot, refused = attempt(
         lambda: bot_cases.register_bot(
-            db(), account, allow_private=settings().allow_private_bot_urls, **load_json(BotCreateSchema(), body)
+            db(),
+            account,
+            allow_private=settings().allow_private_bot_urls,
+            max_bots=settings().max_bots_per_account,
+            **load_json(BotCreateSchema(), body),
         )
     )
     if bot is None:

@@ -127,19 +127,34 @@ def register_bot(
     allow_private: bool,
     url: str | None = None,
     transport: str = BotTransport.HTTP.value,
+    max_bots: int | None = None,
 ) -> Bot:
     """Register a bot of ``account`` (``unchecked``, a fresh signing secret); commit.
 
     ``transport``: ``"http"`` (the arena calls ``url``, required) or ``"connect"`` (the bot
     dials out; ``url`` must be None). ``allow_private``: private addresses pass the URL
-    policy (``ARENA_ALLOW_PRIVATE_BOT_URLS``).
+    policy (``ARENA_ALLOW_PRIVATE_BOT_URLS``). ``max_bots``: most bots the account may hold,
+    deleted ones not counted (``ARENA_MAX_BOTS_PER_ACCOUNT``; None: no cap); the account's
+    row is locked while they are counted, so concurrent registrations cannot pass it.
 
     Raises:
+        lifecycle.Conflict: the account already holds ``max_bots`` bots.
         InvalidField: ``transport`` unknown; ``url`` missing (``http``), given (``connect``,
             :data:`CONNECT_HAS_NO_URL`) or refused by :func:`arena.url_policy.check_bot_url`;
             ``rulesets`` repeat.
     """
     kind, checked = _reach(transport, url, allow_private)
+    if max_bots is not None:
+        session.execute(select(Account.id).where(Account.id == account.id).with_for_update())
+        held = session.scalar(
+            select(func.count()).select_from(Bot).where(Bot.owner_id == account.id, Bot.status != BotStatus.DELETED)
+        )
+        if (held or 0) >= max_bots:
+            session.rollback()
+            raise lifecycle.Conflict(
+                f"an account holds at most {max_bots} bots (deleted ones do not count): "
+                "delete one before registering another"
+            )
     bot = Bot(
         owner_id=account.id,
         name=name,

@@ -54,15 +54,17 @@ def unreachable_broker(free_port) -> str:
 
 @pytest.fixture
 def make_app(engine, database_url, tmp_path, unreachable_broker):
-    """``make_app(allow_private=True, broker_url=None)`` -> Flask app on the migrated database."""
+    """``make_app(allow_private=True, broker_url=None, **settings)`` -> Flask app on the
+    migrated database (``settings``: other :class:`Settings` fields)."""
 
-    def make(allow_private: bool = True, broker_url: str | None = None):
+    def make(allow_private: bool = True, broker_url: str | None = None, **more):
         settings = Settings(
             data_dir=tmp_path,
             database_url=database_url,
             broker_url=broker_url or unreachable_broker,
             allow_private_bot_urls=allow_private,
             rate_limits=False,
+            **more,
         )
         app = create_app(settings, engine=engine)
         app.testing = True

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.conftest import register_ready_bot, run_check
+from arena.accounts import create_account
+from arena.db.models import Account
+from tests.api.conftest import Accounts, register_ready_bot, run_check
 
 
 def test_create_account_returns_token_once_and_me_works(client, accounts):
@@ -195,3 +197,70 @@ def test_ssrf_refusals_without_private_setting(make_app, url, why):
     r = client.post("/api/v1/bots", json={"name": "b", "url": url, "rulesets": ["jdf"]}, headers=h)
     assert r.status_code == 422
     assert why in r.json["errors"]["json"]["url"][0]
+
+
+def test_an_account_holds_at_most_max_bots_and_deleted_ones_do_not_count(make_app, sessionmaker):
+    """A contestant flooding registrations is refused past ARENA_MAX_BOTS_PER_ACCOUNT (409,
+    saying what to do); another account is not affected; a deleted bot frees its place."""
+    client = make_app(max_bots_per_account=2).test_client()
+    accounts = Accounts(client, sessionmaker)
+    flood, other = accounts.contestant("flood"), accounts.contestant("other")
+    body = {"transport": "connect", "rulesets": ["jdf"]}
+    ids = [client.post("/api/v1/bots", json={"name": f"b{i}", **body}, headers=flood).json["id"] for i in range(2)]
+    refused = client.post("/api/v1/bots", json={"name": "b2", **body}, headers=flood)
+    assert refused.status_code == 409
+    assert refused.json["message"] == (
+        "an account holds at most 2 bots (deleted ones do not count): delete one before registering another"
+    )
+    assert client.get("/api/v1/bots", headers=flood).json["total"] == 2  # nothing stored
+    assert client.post("/api/v1/bots", json={"name": "o", **body}, headers=other).status_code == 201
+    assert client.delete(f"/api/v1/bots/{ids[0]}", headers=flood).status_code == 204
+    assert client.post("/api/v1/bots", json={"name": "b2", **body}, headers=flood).status_code == 201
+
+
+def test_concurrent_registrations_cannot_pass_the_cap(engine, sessionmaker):
+    """Eight registrations at once against a cap of 3 on PostgreSQL: the account's row is
+    locked while its bots are counted, so exactly 3 are stored."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite serializes writers itself: the embedded single-process default")
+    import threading
+
+    from arena import lifecycle
+    from arena.db.models import Bot
+    from arena.usecases.bots import register_bot
+
+    with sessionmaker() as s:
+        account, _ = create_account(s, "racer")
+        account_id = account.id
+    barrier = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def register(i: int) -> None:
+        with sessionmaker() as s:
+            acct = s.get(Account, account_id)
+            barrier.wait()
+            try:
+                register_bot(
+                    s, acct, name=f"r{i}", rulesets=["jdf"], allow_private=True, transport="connect", max_bots=3
+                )
+                outcomes.append("stored")
+            except lifecycle.Conflict:
+                outcomes.append("refused")
+
+    threads = [threading.Thread(target=register, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["refused"] * 5 + ["stored"] * 3
+    with sessionmaker() as s:
+        assert s.query(Bot).filter(Bot.owner_id == account_id).count() == 3
+
+
+def test_the_bot_cap_reads_its_variable():
+    from arena.config import DEFAULT_MAX_BOTS_PER_ACCOUNT, ConfigError, Settings
+
+    assert Settings.from_env({}).max_bots_per_account == DEFAULT_MAX_BOTS_PER_ACCOUNT == 50
+    assert Settings.from_env({"ARENA_MAX_BOTS_PER_ACCOUNT": "7"}).max_bots_per_account == 7
+    with pytest.raises(ConfigError, match="ARENA_MAX_BOTS_PER_ACCOUNT"):
+        Settings.from_env({"ARENA_MAX_BOTS_PER_ACCOUNT": "many"})
