@@ -2,7 +2,8 @@
 
 The **par** of a seat in one game of a match (one entry of ``match_results.games``: a
 Million Doubt game, a whole Trump Millionaire game of deals, a whole JDF match of games) is
-the sum, over every deal chance drew in it, of the deal's **luck** for that seat: how much
+the rule set's weight (:data:`WEIGHTS`) times the sum, over every deal chance drew in it, of
+the deal's **luck** for that seat: how much
 more the fixed :data:`BASELINE` scores with that seat's hand than with the other hands of the
 same deal, in the same position::
 
@@ -34,6 +35,7 @@ search bot's rollout policy.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -408,7 +410,10 @@ def check_pars(match_log: Mapping[str, Any]) -> int:
         if (
             not isinstance(got, list)
             or len(got) != len(want)
-            or any(not isinstance(x, (int, float)) or abs(x - w) > 1e-9 for x, w in zip(got, want))
+            or any(
+                isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or abs(x - w) > 1e-9
+                for x, w in zip(got, want)
+            )
         ):
             raise ParError(f"game {gm.get('index')}: recorded par {got} differs from the recomputed {want}")
     return len(expected)

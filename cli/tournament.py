@@ -800,11 +800,15 @@ def bots_show(api_url: str, token: str | None, bot_id: int, as_json: bool) -> No
         click.echo(f"{key}: {value}")
 
 
+#: Faults listed per rule set, and warnings, by ``arena bots check`` (the arena keeps 5).
+MAX_CHECK_FAULTS = 5
+
+
 def check_lines(result: dict | None) -> list[str]:
     """What a check's ``result`` (``last_check``, :mod:`arena.conformance`'s shape) found wrong,
     one line each: the URL, the health answer, the bad-signature (or bad-authentication)
-    probe, each rule set's conformance games (their error, or their faults, at most 5), then
-    the warnings. Empty when nothing was wrong."""
+    probe, each rule set's conformance games (their error, or their faults, at most
+    :data:`MAX_CHECK_FAULTS`), then the warnings (as many). Empty when nothing was wrong."""
     if not result:
         return []
     out = []
@@ -819,11 +823,17 @@ def check_lines(result: dict | None) -> list[str]:
         if game.get("error"):
             out.append(f"{game.get('ruleset')}: {game['error']}")
         missing = [k for k, v in (game.get("kinds") or {}).items() if not v.get("asked")]
-        for f in game.get("faults") or []:
+        faults = game.get("faults") or []
+        for f in faults[:MAX_CHECK_FAULTS]:
             out.append(f"{game.get('ruleset')}: {f.get('kind')} fault at {f.get('decision')}: {f.get('detail')}")
+        if len(faults) > MAX_CHECK_FAULTS:
+            out.append(f"{game.get('ruleset')}: ... and {len(faults) - MAX_CHECK_FAULTS} more faults")
         if missing and not game.get("faults") and not game.get("error"):
             out.append(f"{game.get('ruleset')}: never asked {', '.join(missing)}")
-    out += [f"warning: {w}" for w in result.get("warnings") or []]
+    warnings = result.get("warnings") or []
+    out += [f"warning: {w}" for w in warnings[:MAX_CHECK_FAULTS]]
+    if len(warnings) > MAX_CHECK_FAULTS:
+        out.append(f"... and {len(warnings) - MAX_CHECK_FAULTS} more warnings")
     return out
 
 

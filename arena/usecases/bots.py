@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import redis
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 import engine
@@ -135,7 +135,8 @@ def register_bot(
     dials out; ``url`` must be None). ``allow_private``: private addresses pass the URL
     policy (``ARENA_ALLOW_PRIVATE_BOT_URLS``). ``max_bots``: most bots the account may hold,
     deleted ones not counted (``ARENA_MAX_BOTS_PER_ACCOUNT``; None: no cap); the account's
-    row is locked while they are counted, so concurrent registrations cannot pass it.
+    row is written (locked) before they are counted, so concurrent registrations cannot pass
+    it, on PostgreSQL and on SQLite.
 
     Raises:
         lifecycle.Conflict: the account already holds ``max_bots`` bots.
@@ -144,8 +145,11 @@ def register_bot(
             ``rulesets`` repeat.
     """
     kind, checked = _reach(transport, url, allow_private)
+    listed = _rulesets(rulesets)  # every refusal of the request before the account's lock
     if max_bots is not None:
-        session.execute(select(Account.id).where(Account.id == account.id).with_for_update())
+        # a write to the account's row first: PostgreSQL locks the row, SQLite takes its write
+        # lock (retried within busy_timeout), so concurrent registrations count one by one
+        session.execute(update(Account).where(Account.id == account.id).values(role=Account.role))
         held = session.scalar(
             select(func.count()).select_from(Bot).where(Bot.owner_id == account.id, Bot.status != BotStatus.DELETED)
         )
@@ -160,7 +164,7 @@ def register_bot(
         name=name,
         transport=kind.value,
         url=checked,
-        rulesets=_rulesets(rulesets),
+        rulesets=listed,
         secret=new_secret(),
         status=BotStatus.UNCHECKED,
     )

@@ -219,11 +219,13 @@ def test_an_account_holds_at_most_max_bots_and_deleted_ones_do_not_count(make_ap
 
 
 def test_concurrent_registrations_cannot_pass_the_cap(engine, sessionmaker):
-    """Eight registrations at once against a cap of 3 on PostgreSQL: the account's row is
-    locked while its bots are counted, so exactly 3 are stored."""
-    if engine.dialect.name != "postgresql":
-        pytest.skip("SQLite serializes writers itself: the embedded single-process default")
+    """Eight registrations at once against a cap of 3, on PostgreSQL and on SQLite (served by
+    several threads): the account's row is written before its bots are counted, so exactly 3
+    are stored. Each INSERT is held until the others have had the chance to count: without
+    the lock every registration would count 0."""
     import threading
+
+    from sqlalchemy import event
 
     from arena import lifecycle
     from arena.db.models import Bot
@@ -234,6 +236,15 @@ def test_concurrent_registrations_cannot_pass_the_cap(engine, sessionmaker):
         account_id = account.id
     barrier = threading.Barrier(8)
     outcomes: list[str] = []
+    inserts = threading.Barrier(2, timeout=2)
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _hold_insert(conn, cursor, statement, params, context, executemany):
+        if statement.lstrip().upper().startswith("INSERT INTO BOTS"):
+            try:  # two INSERTs met here: both counted before either stored (the race)
+                inserts.wait()
+            except threading.BrokenBarrierError:
+                pass  # the others wait on the account's row: serialized, as they should be
 
     def register(i: int) -> None:
         with sessionmaker() as s:
@@ -252,6 +263,7 @@ def test_concurrent_registrations_cannot_pass_the_cap(engine, sessionmaker):
         t.start()
     for t in threads:
         t.join()
+    event.remove(engine, "before_cursor_execute", _hold_insert)
     assert sorted(outcomes) == ["refused"] * 5 + ["stored"] * 3
     with sessionmaker() as s:
         assert s.query(Bot).filter(Bot.owner_id == account_id).count() == 3
@@ -264,3 +276,27 @@ def test_the_bot_cap_reads_its_variable():
     assert Settings.from_env({"ARENA_MAX_BOTS_PER_ACCOUNT": "7"}).max_bots_per_account == 7
     with pytest.raises(ConfigError, match="ARENA_MAX_BOTS_PER_ACCOUNT"):
         Settings.from_env({"ARENA_MAX_BOTS_PER_ACCOUNT": "many"})
+
+
+def test_the_browser_form_is_capped_too(make_app, sessionmaker):
+    """/ui/bots runs the same use case: past the cap a 409 page, nothing stored, and the
+    account's row is free again at once (a registration after a delete goes through)."""
+    import re
+
+    app = make_app(max_bots_per_account=1)
+    client = app.test_client()
+    accounts = Accounts(client, sessionmaker)
+    accounts.contestant("flood")
+    browser = app.test_client()
+    assert browser.post("/ui/login", data={"token": accounts.tokens["flood"]}).status_code == 303
+    csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/ui/bots").get_data(as_text=True)).group(1)
+    form = {"csrf": csrf, "transport": "connect", "rulesets": ["jdf"]}
+    assert browser.post("/ui/bots", data={**form, "name": "a", "form_id": "f1"}).status_code == 201
+    refused = browser.post("/ui/bots", data={**form, "name": "b", "form_id": "f2"})
+    assert refused.status_code == 409 and "an account holds at most 1 bots" in refused.get_data(as_text=True)
+    listed = client.get("/api/v1/bots", headers=accounts.headers("flood")).json
+    assert listed["total"] == 1
+    assert (
+        client.delete(f"/api/v1/bots/{listed['items'][0]['id']}", headers=accounts.headers("flood")).status_code == 204
+    )
+    assert browser.post("/ui/bots", data={**form, "name": "c", "form_id": "f3"}).status_code == 201

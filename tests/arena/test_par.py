@@ -194,6 +194,11 @@ def test_verify_recomputes_weighted_pars_and_keeps_old_logs_verifying():
         hostile["par"]["weight"] = bad
         with pytest.raises(par.ParError, match="par weight must be a number from 0 to 1"):
             par.check_pars(hostile)
+    for odd in (float("nan"), float("inf"), True):  # a hand-edited log (json.loads reads NaN)
+        hostile = copy.deepcopy(weighted)
+        hostile["games"][1]["par"][0] = odd
+        with pytest.raises(par.ParError, match="game 1: recorded par"):
+            par.check_pars(hostile)
 
 
 def test_verify_recomputes_the_pars_and_refuses_altered_ones(tmp_path):

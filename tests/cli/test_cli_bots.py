@@ -121,6 +121,14 @@ def test_check_lines_say_what_a_check_found_wrong():
         "million_doubt: never asked doubt",
         "warning: it does not check X-Arena-Signature",
     ]
+    # an odd server's 20,000 faults: five, then how many more
+    many = {
+        "conformance": [
+            {"ok": False, "ruleset": "jdf", "faults": [{"kind": "timeout", "decision": i} for i in range(20_000)]}
+        ]
+    }
+    lines = check_lines(many)
+    assert len(lines) == 6 and lines[-1] == "jdf: ... and 19995 more faults"
 
 
 @pytest.fixture
