@@ -123,7 +123,7 @@ def test_standings_say_whether_the_ranking_is_settled_in_both_languages(ranked, 
     assert verdict.inner_text().startswith(
         "Ranking settled: every difference between neighbours is significant at 95%."
     )
-    assert "First place settled." in verdict.inner_text()
+    assert "significant at 95%. First place settled." in verdict.inner_text()  # one space between sentences
     assert (
         page.locator("#order-basis").inner_text() == "Order by adjusted mean (score minus par): every game has a par."
     )
@@ -146,6 +146,7 @@ def test_standings_say_whether_the_ranking_is_settled_in_both_languages(ranked, 
     assert verdict.inner_text().startswith(
         f"順位未確定：隣り合う順位の差 2 組のうち {opened} 組が95% 水準で有意ではありません。"
     )
+    assert "ありません。1位は未確定です。" in verdict.inner_text()  # no space between Japanese sentences
     assert page.locator("#order-basis").inner_text() == "並び順：素点の平均。パーがあるのは 6 ゲーム中 0 ゲームです。"
     # 2 games per bot: under the 10-game floor, each gap says so rather than "not significant"
     assert "ゲーム数不足" in page.locator("#standings").inner_text()
