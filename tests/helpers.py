@@ -26,9 +26,12 @@ from typing import Any
 from hypothesis import settings
 from sqlalchemy import create_engine, text
 
+from api import create_app
+from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.models import Bot, BotCheck, utcnow
-from arena.db.session import normalize_url
+from arena.db.session import make_engine, normalize_url
+from arena.inprocess import InProcessDispatcher
 
 #: ``max_examples`` of the ``ci`` profile (tests/conftest.py): counts written for it run as is.
 CI_MAX_EXAMPLES = 100
@@ -156,3 +159,21 @@ def mark_bot_checked(sessionmaker: Any, bot_id: int, result: dict[str, Any] | No
         bot.last_check, bot.last_check_at = result, now
         s.commit()
         return bot.status
+
+
+def eager_app(data_dir: Path, **more: Any) -> tuple[Any, Any]:
+    """``(Flask app, engine)`` of an arena on a fresh migrated SQLite database in ``data_dir``
+    whose tasks run within the request (eager, in-process dispatcher; no broker reachable;
+    private bot URLs allowed); ``more``: other :class:`arena.config.Settings` fields."""
+    url = f"sqlite:///{data_dir / 'arena.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    settings = Settings(
+        data_dir=data_dir,
+        database_url=url,
+        broker_url="redis://127.0.0.1:1/0",
+        allow_private_bot_urls=True,
+        celery_eager=True,
+        **more,
+    )
+    return create_app(settings, engine=engine, dispatcher=InProcessDispatcher(settings)), engine

@@ -26,17 +26,22 @@ from arena.usecases.pars import fill_pars
 from arena.usecases.tournaments import send_tournament
 from worker.celery_app import REAP_TASK, app
 
+#: What the database raises while it cannot be reached: the tasks retry on it.
+DATABASE_DOWN = (OperationalError, InterfaceError)
+#: The options of every task that changes stored state: acknowledged once done (a worker
+#: lost mid-task gets it delivered again), retried with backoff while the database is down.
+DURABLE: dict = {
+    "bind": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": DATABASE_DOWN,
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+    "max_retries": 10,
+}
 
-@app.task(
-    name="arena.run_match",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=10,
-)
+
+@app.task(name="arena.run_match", **DURABLE)
 def run_match_task(self, match_id: int, deferred: int = 0) -> str:
     """Celery task: :func:`play_and_store` (``args=[match_id]``), retried while the database
     is unreachable. A delivery refused because a bot of the match is busy
@@ -53,32 +58,14 @@ def run_match_task(self, match_id: int, deferred: int = 0) -> str:
         return f"{exc} (again in {countdown:.1f} s)"
 
 
-@app.task(
-    name="arena.check_bot",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=10,
-)
+@app.task(name="arena.check_bot", **DURABLE)
 def check_bot_task(self, check_id: int) -> str:
     """Celery task: :func:`run_check` (``args=[check_id]``), retried while the database is
     unreachable; a re-delivered check runs again (its outcome is stored once)."""
     return run_check(int(check_id))
 
 
-@app.task(
-    name="arena.enqueue_tournament",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError, QueueError),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=10,
-)
+@app.task(name="arena.enqueue_tournament", **{**DURABLE, "autoretry_for": (*DATABASE_DOWN, QueueError)})
 def enqueue_tournament_task(self, tournament_id: int) -> str:
     """Celery task: :func:`send_tournament` (``args=[tournament_id]``), retried while the
     database or the broker is unreachable (it resumes with the matches still pending)."""
@@ -89,16 +76,7 @@ def enqueue_tournament_task(self, tournament_id: int) -> str:
     return f"tournament {int(tournament_id)}: {sent} matches sent"
 
 
-@app.task(
-    name="arena.compute_par",
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=10,
-)
+@app.task(name="arena.compute_par", **DURABLE)
 def compute_par_task(self, match_id: int) -> str:
     """Celery task: :func:`fill_pars` (``args=[match_id]``), retried while the database is
     unreachable; a re-delivered task computes again and stores nothing twice."""

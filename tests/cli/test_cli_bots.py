@@ -13,8 +13,12 @@ from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
+from bots_sdk.samples import SAMPLE_BOTS
+from bots_sdk.server import start as start_bot
 from cli.demo import WsgiServer
+from cli.tournament import check_lines
 from tests.cli.test_cli_tournament import run
+from tests.helpers import eager_app
 
 
 @pytest.fixture
@@ -94,8 +98,6 @@ def test_the_api_refusal_is_one_line(api):
 
 def test_check_lines_say_what_a_check_found_wrong():
     """What ``arena bots check`` prints under the verdict, from the stored check result."""
-    from cli.tournament import check_lines
-
     assert check_lines(None) == [] and check_lines({"ok": True, "conformance": [{"ok": True}]}) == []
     result = {
         "ok": False,
@@ -135,23 +137,10 @@ def test_check_lines_say_what_a_check_found_wrong():
 def eager_api(tmp_path):
     """The API with checks run within the request (eager, SQLite): the CLI's side of a check;
     the check itself on a real worker is tests/worker/test_bot_checks.py."""
-    from api import create_app
-    from arena.inprocess import InProcessDispatcher
-
-    url = f"sqlite:///{tmp_path / 'arena.db'}"
-    upgrade(url)
-    engine = make_engine(url)
+    app, engine = eager_app(tmp_path, rate_limits=False)
     with make_sessionmaker(engine)() as s:
         _, contestant = create_account(s, "alice")
-    settings = Settings(
-        data_dir=tmp_path,
-        database_url=url,
-        broker_url="redis://127.0.0.1:1/0",
-        allow_private_bot_urls=True,
-        celery_eager=True,
-        rate_limits=False,
-    )
-    server = WsgiServer(create_app(settings, engine=engine, dispatcher=InProcessDispatcher(settings)))
+    server = WsgiServer(app)
     yield {"ARENA_API_URL": server.url, "ARENA_TOKEN": contestant}
     server.close()
     engine.dispose()
@@ -159,9 +148,6 @@ def eager_api(tmp_path):
 
 @pytest.mark.slow
 def test_bots_check_prints_the_verdict_and_fails_a_broken_bot(eager_api):
-    from bots_sdk.samples import SAMPLE_BOTS
-    from bots_sdk.server import start as start_bot
-
     registered = run(
         "bots", "register", "g", "--ruleset", "million_doubt", "--url", "http://127.0.0.1:9/", env=eager_api
     )

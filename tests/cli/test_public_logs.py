@@ -22,18 +22,14 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from api import create_app
 from arena.accounts import create_account
-from arena.config import Settings
-from arena.db.migrate import upgrade
-from arena.db.session import make_engine, make_sessionmaker
-from arena.inprocess import InProcessDispatcher
+from arena.db.session import make_sessionmaker
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli import main
 from cli.client import ApiClient
 from cli.demo import WsgiServer
-from tests.helpers import mark_bot_checked
+from tests.helpers import eager_app, mark_bot_checked
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,19 +39,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def arena(tmp_path_factory):
     data = tmp_path_factory.mktemp("public-logs")
-    url = f"sqlite:///{data / 'arena.db'}"
-    upgrade(url)
-    engine = make_engine(url)
+    app, engine = eager_app(data, rate_limits=False)
     sm = make_sessionmaker(engine)
-    settings = Settings(
-        data_dir=data,
-        database_url=url,
-        broker_url="redis://127.0.0.1:1/0",
-        allow_private_bot_urls=True,
-        celery_eager=True,
-        rate_limits=False,
-    )
-    server = WsgiServer(create_app(settings, engine=engine, dispatcher=InProcessDispatcher(settings)))
+    server = WsgiServer(app)
     with sm() as s:
         _, organizer = create_account(s, "olga", "organizer")
         _, alice = create_account(s, "alice")

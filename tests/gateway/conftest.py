@@ -42,6 +42,15 @@ SOCKET_TABLES = ("tcp", "tcp6", "udp", "udp6")
 TCP_LISTEN, TCP_ESTABLISHED = "0A", "01"
 
 
+@pytest.fixture
+def broker(redis_url: str) -> Iterator[str]:
+    """The test's Redis with the relay's keys of earlier tests removed."""
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(relay.PREFIX + "*"):
+        client.delete(key)
+    yield redis_url
+
+
 def inet_sockets(pid: int) -> list[tuple[str, str, int, int]]:
     """``(table, state, local port, remote port)`` of every TCP and UDP socket process ``pid``
     holds (its fds ``socket:[inode]`` looked up in ``/proc/<pid>/net/{tcp,tcp6,udp,udp6}``;

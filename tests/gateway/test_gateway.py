@@ -63,18 +63,15 @@ class RunningGateway:
 
         asyncio.run(main())
 
+    def call(self, coro: Any) -> Any:
+        """Run ``coro`` on the gateway's event loop; its result."""
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+
     def close(self) -> None:
         assert self.loop is not None and self.stop is not None
         self.loop.call_soon_threadsafe(self.stop.set)
         self.thread.join(10)
-
-
-@pytest.fixture
-def broker(redis_url: str) -> Iterator[str]:
-    client = redis.Redis.from_url(redis_url)
-    for key in client.scan_iter(relay.PREFIX + "*"):
-        client.delete(key)
-    yield redis_url
 
 
 @pytest.fixture

@@ -192,14 +192,6 @@ def decide_in_thread(broker: str, bot_id: int, body: bytes, timeout_s: float = 3
 
 
 @pytest.fixture
-def broker(redis_url: str) -> Iterator[str]:
-    client = redis.Redis.from_url(redis_url)
-    for key in client.scan_iter(relay.PREFIX + "*"):
-        client.delete(key)
-    yield redis_url
-
-
-@pytest.fixture
 def start_gateway(broker: str) -> Iterator[Callable[..., RunningGateway]]:
     """``start(**Gateway options) -> RunningGateway`` (in a thread of this process); all closed at teardown."""
     running: list[RunningGateway] = []

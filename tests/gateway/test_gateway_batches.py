@@ -7,7 +7,6 @@ closes a deleted bot's connections."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -25,12 +24,11 @@ from arena.runner.connected import ConnectedPlayer
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
 from gateway import server as gateway_server
-from gateway.server import Gateway
+from tests.gateway.test_gateway import SECRETS, RunningGateway
+from tests.gateway.test_gateway import authenticate as authenticate_bot
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.services
-
-SECRETS = {7: "secret-of-seven", 8: "secret-of-eight"}
 
 
 class Registry:
@@ -49,42 +47,9 @@ class Registry:
         return {b: None for b in ids if self.bots.get(b, (0, ""))[1] == "connect"}
 
 
-class RunningGateway:
-    def __init__(self, broker_url: str, registry: Registry, **kw: Any):
-        self.ready = threading.Event()
-        self.gw = Gateway(broker_url, registry.creds, port=0, **kw)
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.stop: asyncio.Event | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        assert self.ready.wait(10)
-        self.url = f"ws://127.0.0.1:{self.gw.port}{wire.PATH}"
-
-    def _run(self) -> None:
-        async def main() -> None:
-            self.loop = asyncio.get_running_loop()
-            self.stop = asyncio.Event()
-            await self.gw.run(self.stop, lambda port: self.ready.set())
-
-        asyncio.run(main())
-
-    def call(self, coro: Any) -> Any:
-        """Run ``coro`` on the gateway's event loop; its result."""
-        assert self.loop is not None
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
-
-    def close(self) -> None:
-        assert self.loop is not None and self.stop is not None
-        self.loop.call_soon_threadsafe(self.stop.set)
-        self.thread.join(10)
-
-
-@pytest.fixture
-def broker(redis_url: str) -> Iterator[str]:
-    client = redis.Redis.from_url(redis_url)
-    for key in client.scan_iter(relay.PREFIX + "*"):
-        client.delete(key)
-    yield redis_url
+def running_gateway(broker_url: str, registry: Registry, **kw: Any) -> RunningGateway:
+    """A gateway on a thread of this process that knows the bots of ``registry``."""
+    return RunningGateway(broker_url, registry.creds, **kw)
 
 
 @pytest.fixture
@@ -94,16 +59,15 @@ def registry() -> Registry:
 
 @pytest.fixture
 def gateway(broker: str, registry: Registry) -> Iterator[RunningGateway]:
-    g = RunningGateway(broker, registry, still_connect=registry.still_connect)
+    g = running_gateway(broker, registry, still_connect=registry.still_connect)
     yield g
     g.close()
 
 
 def authenticate(url: str, bot_id: int) -> ClientConnection:
-    ws = connect(url, max_size=wire.MAX_FRAME_BYTES, legacy=True)
-    challenge = json.loads(ws.recv(timeout=5))
-    ws.send(wire.auth_frame(bot_id, SECRETS[bot_id], challenge["nonce"]))
-    assert json.loads(ws.recv(timeout=5))["type"] == "welcome"
+    """A welcomed connection of ``bot_id``."""
+    ws, welcome = authenticate_bot(url, bot_id)
+    assert welcome["type"] == "welcome"
     return ws
 
 
@@ -237,7 +201,7 @@ def test_a_push_rings_each_live_gateway_of_the_bot_once(broker: str) -> None:
 
 
 def test_requests_pushed_without_a_ring_are_found_by_the_sweep(broker: str, registry: Registry) -> None:
-    g = RunningGateway(broker, registry, sweep_s=0.2)
+    g = running_gateway(broker, registry, sweep_s=0.2)
     try:
         echo = Echo(authenticate(g.url, 7), 7)
         # a decision through the doorbell first: the ring of its connection's opening is past
@@ -260,7 +224,7 @@ def test_requests_pushed_without_a_ring_are_found_by_the_sweep(broker: str, regi
 def test_renewal_closes_a_deleted_bots_connections_and_renews_the_others(
     broker: str, registry: Registry, batched: bool
 ) -> None:
-    g = RunningGateway(broker, registry, still_connect=registry.still_connect if batched else None)
+    g = running_gateway(broker, registry, still_connect=registry.still_connect if batched else None)
     try:
         ws7, ws8 = authenticate(g.url, 7), authenticate(g.url, 8)
         client = redis.Redis.from_url(broker)
@@ -309,7 +273,7 @@ def test_renewal_in_one_query_closes_a_connection_whose_secret_was_rotated_away(
     holding the first secret stays through the first rotation's grace, and is closed (4401)
     by the second rotation; the owner's connection, proved with the second secret, stays."""
     db = Rotations()
-    g = RunningGateway(broker, Registry(), still_connect=db.still_connect, credentials_ttl_s=0.0, renew_s=3600)
+    g = running_gateway(broker, Registry(), still_connect=db.still_connect, credentials_ttl_s=0.0, renew_s=3600)
     g.gw.credentials = db.creds  # (its own renewals wait an hour: each one here is counted)
     try:
         thief = authenticate(g.url, 7)  # the first secret, leaked

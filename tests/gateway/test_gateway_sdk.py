@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import redis
 
-from arena import relay
 from arena.runner.connected import ConnectedPlayer
 from arena.runner.match import Match, MatchConfig
 from arena.runner.players import HttpPlayer, LocalPlayer
@@ -27,14 +26,6 @@ pytestmark = pytest.mark.services
 
 NODE = shutil.which("node")
 NODE_STARTER = Path(__file__).resolve().parents[2] / "starters" / "node"
-
-
-@pytest.fixture
-def broker(redis_url: str) -> Iterator[str]:
-    client = redis.Redis.from_url(redis_url)
-    for key in client.scan_iter(relay.PREFIX + "*"):
-        client.delete(key)
-    yield redis_url
 
 
 @pytest.fixture

@@ -20,12 +20,11 @@ from werkzeug.serving import make_server
 from api import create_app
 from arena.accounts import create_account
 from arena.config import Settings
-from arena.db.migrate import upgrade
 from arena.db.models import Bot, Tournament
 from arena.db.session import make_engine, make_sessionmaker
-from arena.inprocess import InProcessDispatcher
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
+from tests.helpers import eager_app
 
 from .conftest import _QuietHandler
 
@@ -48,18 +47,8 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def eager_site(tmp_path_factory):
     data = tmp_path_factory.mktemp("ui-flows")
-    url = f"sqlite:///{data / 'arena.db'}"
-    upgrade(url)
-    engine = make_engine(url)
+    app, engine = eager_app(data)
     sm = make_sessionmaker(engine)
-    settings = Settings(
-        data_dir=data,
-        database_url=url,
-        broker_url="redis://127.0.0.1:1/0",
-        allow_private_bot_urls=True,
-        celery_eager=True,
-    )
-    app = create_app(settings, engine=engine, dispatcher=InProcessDispatcher(settings))
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     bots = [start_bot(SAMPLE_BOTS[kind](seed=i)) for i, kind in enumerate(("greedy", "heuristic"))]

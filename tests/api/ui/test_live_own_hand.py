@@ -25,7 +25,6 @@ from arena import live
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
-from arena.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
 from arena.db.session import make_engine, make_sessionmaker
 from arena.runner.match import default_game_specs, run_match
 from arena.runner.players import LocalPlayer
@@ -34,7 +33,7 @@ from engine.cards import format_cards, sort_key
 from engine.timebank import TimeRules
 
 from .conftest import _QuietHandler, wait_streams_released
-from .test_live_public import SseReader, _cards_in, _subscribers, _wait_subscribed
+from .test_live_public import SseReader, _cards_in, _subscribers, _wait_subscribed, add_running_match
 
 pytestmark = pytest.mark.services
 
@@ -66,46 +65,9 @@ def site(tmp_path, redis_url):
         alice, st["tokens"]["alice"] = create_account(s, "alice", "contestant")
         bob, st["tokens"]["bob"] = create_account(s, "bob", "contestant")
         for ruleset, (n, options, games) in RULESETS.items():
-            bots = [
-                Bot(
-                    owner_id=(alice if i == 0 else bob).id,  # alice's bot is player 0
-                    name=f"{ruleset[:2]}{i}",
-                    url="http://127.0.0.1:9/",
-                    rulesets=[ruleset],
-                    secret="s",
-                    status="ready",
-                )
-                for i in range(n)
-            ]
-            s.add_all(bots)
-            s.flush()
-            t = Tournament(
-                name=f"Own hand {ruleset}",
-                organizer_id=olga.id,
-                ruleset=ruleset,
-                options=options,
-                time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0},
-                games_per_pairing=games,
-                seed=1,
-                max_faults=3,
-                public_when_finished=True,
-                status="running",
-                started_at=utcnow(),
-            )
-            t.participants = [TournamentParticipant(bot_id=b.id) for b in bots]
-            s.add(t)
-            s.flush()
-            m = Match(
-                tournament_id=t.id,
-                index=0,
-                table=0,
-                seed=77,
-                status="running",
-                seats=[MatchSeat(seat=i, bot_id=b.id) for i, b in enumerate(bots)],
-            )
-            s.add(m)
-            s.flush()
-            st["matches"][ruleset] = (m.id, t.id)
+            owners = [alice.id] + [bob.id] * (n - 1)  # alice's bot is player 0
+            m = add_running_match(s, olga.id, owners, ruleset, options, games, f"Own hand {ruleset}")
+            st["matches"][ruleset] = (m.id, m.tournament_id)
         s.commit()
     yield st
     wait_streams_released()

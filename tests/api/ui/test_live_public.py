@@ -69,49 +69,58 @@ def _site(tmp_path, broker_url: str):
         alice, site["tokens"]["alice"] = create_account(s, "alice", "contestant")
         _eve, site["tokens"]["eve"] = create_account(s, "eve", "contestant")  # owns no seated bot
         for ruleset, (n, options, games) in RULESETS.items():
-            bots = [
-                Bot(
-                    owner_id=alice.id,
-                    name=f"{ruleset[:2]}{i}",
-                    url="http://127.0.0.1:9/",
-                    rulesets=[ruleset],
-                    secret="s",
-                    status="ready",
-                )
-                for i in range(n)
-            ]
-            s.add_all(bots)
-            s.flush()
-            t = Tournament(
-                name=f"Live {ruleset}",
-                organizer_id=olga.id,
-                ruleset=ruleset,
-                options=options,
-                time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0},
-                games_per_pairing=games,
-                seed=1,
-                max_faults=3,
-                public_when_finished=True,
-                status="running",
-                started_at=utcnow(),
-            )
-            t.participants = [TournamentParticipant(bot_id=b.id) for b in bots]
-            s.add(t)
-            s.flush()
-            m = Match(
-                tournament_id=t.id,
-                index=0,
-                table=0,
-                seed=77,
-                status="running",
-                seats=[MatchSeat(seat=i, bot_id=b.id) for i, b in enumerate(bots)],
-            )
-            s.add(m)
-            s.flush()
+            m = add_running_match(s, olga.id, [alice.id] * n, ruleset, options, games, f"Live {ruleset}")
             site["matches"][ruleset] = m.id
-            site.setdefault("tournaments", {})[ruleset] = t.id
+            site.setdefault("tournaments", {})[ruleset] = m.tournament_id
         s.commit()
     return site, server, engine
+
+
+def add_running_match(
+    s, organizer_id: int, owner_ids: list[int], ruleset: str, options: dict, games: int, name: str
+) -> Match:
+    """A running tournament of ``ruleset`` whose first match is running, one ready bot per
+    seat (seat i owned by ``owner_ids[i]``, named ``<ruleset[:2]><i>``); flushed."""
+    bots = [
+        Bot(
+            owner_id=owner,
+            name=f"{ruleset[:2]}{i}",
+            url="http://127.0.0.1:9/",
+            rulesets=[ruleset],
+            secret="s",
+            status="ready",
+        )
+        for i, owner in enumerate(owner_ids)
+    ]
+    s.add_all(bots)
+    s.flush()
+    t = Tournament(
+        name=name,
+        organizer_id=organizer_id,
+        ruleset=ruleset,
+        options=options,
+        time_rules={"initial": 60.0, "increment": 10.0, "cap": 60.0},
+        games_per_pairing=games,
+        seed=1,
+        max_faults=3,
+        public_when_finished=True,
+        status="running",
+        started_at=utcnow(),
+    )
+    t.participants = [TournamentParticipant(bot_id=b.id) for b in bots]
+    s.add(t)
+    s.flush()
+    m = Match(
+        tournament_id=t.id,
+        index=0,
+        table=0,
+        seed=77,
+        status="running",
+        seats=[MatchSeat(seat=i, bot_id=b.id) for i, b in enumerate(bots)],
+    )
+    s.add(m)
+    s.flush()
+    return m
 
 
 @pytest.fixture
