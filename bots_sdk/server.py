@@ -53,26 +53,33 @@ FILE_RESERVE = 100
 IDLE_TIMEOUT_S = 120
 
 
-def connection_limit() -> int:
-    """How many connections this process can serve: :data:`CONNECTION_LIMIT`, after raising
-    the soft limit of open files towards ``CONNECTION_LIMIT + FILE_RESERVE`` (at most the
-    hard limit), or that soft limit minus :data:`FILE_RESERVE` if it stays lower. Past it
-    waitress stops accepting until a connection closes; without it, ``accept()`` failing
-    with "too many open files" would spin the server and flood its log."""
+def connections_allowed(wanted: int, reserve: int = FILE_RESERVE) -> int:
+    """How many connections (one open file each) this process's limit of open files allows,
+    at most ``wanted``: after raising the soft limit towards ``wanted + reserve`` (at most the
+    hard limit), that soft limit minus ``reserve`` if it stays lower. A server past its limit
+    would fail every ``accept()``; capped, it stops accepting (or answers "full") instead."""
     if resource is None:  # no such limit here (Windows)
-        return CONNECTION_LIMIT
+        return wanted
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = CONNECTION_LIMIT + FILE_RESERVE
-    if soft != resource.RLIM_INFINITY and soft < want:
-        raised = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    need = wanted + reserve
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
             soft = raised
         except (ValueError, OSError):
             pass
     if soft == resource.RLIM_INFINITY:
-        return CONNECTION_LIMIT
-    return max(1, min(CONNECTION_LIMIT, soft - FILE_RESERVE))
+        return wanted
+    return max(1, min(wanted, soft - reserve))
+
+
+def connection_limit() -> int:
+    """How many connections this server serves at once: :data:`CONNECTION_LIMIT`, or fewer if
+    the limit of open files stays lower (:func:`connections_allowed`). Past it waitress stops
+    accepting until a connection closes; without it, ``accept()`` failing with "too many open
+    files" would spin the server and flood its log."""
+    return connections_allowed(CONNECTION_LIMIT)
 
 
 #: The HTTP status line of each status :func:`handle` returns.

@@ -7,41 +7,16 @@ import asyncio
 import logging
 import signal
 
-try:
-    import resource
-except ImportError:  # not on Windows
-    resource = None  # type: ignore[assignment]
-
 import click
 
 from arena.config import Settings
 from arena.db.session import shared_sessions
 from arena.usecases.bots import Credentials, connect_bots, credentials
+from bots_sdk.server import connections_allowed
 from gateway.server import Gateway
 
 #: Files a gateway keeps open beside its connections (Redis, the database, logs, the listener).
 FILE_RESERVE = 100
-
-
-def connections_allowed(wanted: int) -> int:
-    """How many connections this process's limit of open files allows (one file each): after
-    raising the soft limit towards ``wanted + FILE_RESERVE`` (at most the hard limit), at most
-    ``wanted``. A process past its limit would fail every accept; capped, the gateway answers
-    503 ("full: try another") instead."""
-    if resource is None:
-        return wanted
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = wanted + FILE_RESERVE
-    if soft != resource.RLIM_INFINITY and soft < need:
-        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
-            soft = raised
-        except (ValueError, OSError):
-            pass
-    if soft == resource.RLIM_INFINITY:
-        return wanted
-    return max(1, min(wanted, soft - FILE_RESERVE))
 
 
 @click.command("gateway")
@@ -58,7 +33,7 @@ def gateway(host: str, port: int, max_connections: int) -> None:
     (ulimit -n) is raised as far as the hard one allows, and --max-connections lowered to fit
     it, with a warning."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    allowed = connections_allowed(max_connections)
+    allowed = connections_allowed(max_connections, FILE_RESERVE)
     if allowed < max_connections:
         click.echo(
             f"warning: the limit of open files allows {allowed} connections, not {max_connections}:"
