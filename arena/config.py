@@ -7,7 +7,8 @@
 ``ARENA_LOST_AFTER_S``, ``ARENA_BOT_MAX_MATCHES``, ``ARENA_CHECK_TIME_LIMIT_S``,
 ``ARENA_CHECK_SECONDS_PER_HOUR``, ``ARENA_STORE_RETRY_S``, ``ARENA_SPOOL_TTL_S``,
 ``ARENA_GATEWAY_URL``, ``ARENA_GATEWAY_RECONNECT_S``, ``ARENA_GATEWAY_MAX_PER_BOT``,
-``ARENA_GATEWAY_MAX_PER_ACCOUNT``, ``ARENA_MAX_BOTS_PER_ACCOUNT`` and ``ARENA_PAR_ROLLOUTS``; their
+``ARENA_GATEWAY_MAX_PER_ACCOUNT``, ``ARENA_MAX_BOTS_PER_ACCOUNT``, ``ARENA_PAR_ROLLOUTS``,
+``ARENA_LADDER_TICK_S``, ``ARENA_LADDER_PROBE_S`` and ``ARENA_LADDER_FIT_S``; their
 meaning is on :class:`Settings`' attributes, their defaults in docs/operations.md, "Settings".
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
@@ -33,6 +34,12 @@ DEFAULT_GATEWAY_MAX_PER_BOT = 8
 DEFAULT_GATEWAY_MAX_PER_ACCOUNT = 32
 #: Most bots one account holds, deleted ones not counted (ARENA_MAX_BOTS_PER_ACCOUNT).
 DEFAULT_MAX_BOTS_PER_ACCOUNT = 50
+#: Seconds between two ladder ticks (ARENA_LADDER_TICK_S), between two health probes of an HTTP
+#: bot entered in a ladder (ARENA_LADDER_PROBE_S) and between two batch fits of a ladder's
+#: official table (ARENA_LADDER_FIT_S).
+DEFAULT_LADDER_TICK_S = 60
+DEFAULT_LADDER_PROBE_S = 300
+DEFAULT_LADDER_FIT_S = 600
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -166,6 +173,12 @@ class Settings:
             (``ARENA_MAX_BOTS_PER_ACCOUNT``; a registration beyond it is refused, 409).
         par_rollouts: rollouts of the par's baseline per deal (``ARENA_PAR_ROLLOUTS``, 0 to
             :data:`MAX_PAR_ROLLOUTS`; 0: no pars; arena.par, arena.usecases.pars).
+        ladder_tick_s: seconds between two ladder ticks (``ARENA_LADDER_TICK_S``; Celery beat
+            runs them: arena.usecases.ladders.tick).
+        ladder_probe_s: seconds between two health probes of an HTTP bot's ladder entry
+            (``ARENA_LADDER_PROBE_S``).
+        ladder_fit_s: seconds between two batch fits of each ladder's official table
+            (``ARENA_LADDER_FIT_S``; arena.usecases.ladders.fit).
     """
 
     data_dir: Path
@@ -194,6 +207,9 @@ class Settings:
     gateway_max_per_account: int = DEFAULT_GATEWAY_MAX_PER_ACCOUNT
     max_bots_per_account: int = DEFAULT_MAX_BOTS_PER_ACCOUNT
     par_rollouts: int = DEFAULT_PAR_ROLLOUTS
+    ladder_tick_s: int = DEFAULT_LADDER_TICK_S
+    ladder_probe_s: int = DEFAULT_LADDER_PROBE_S
+    ladder_fit_s: int = DEFAULT_LADDER_FIT_S
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -236,4 +252,7 @@ class Settings:
             or DEFAULT_GATEWAY_MAX_PER_ACCOUNT,
             max_bots_per_account=_positive_int(env, "ARENA_MAX_BOTS_PER_ACCOUNT", None) or DEFAULT_MAX_BOTS_PER_ACCOUNT,
             par_rollouts=_count(env, "ARENA_PAR_ROLLOUTS", DEFAULT_PAR_ROLLOUTS, MAX_PAR_ROLLOUTS),
+            ladder_tick_s=_positive_int(env, "ARENA_LADDER_TICK_S", None) or DEFAULT_LADDER_TICK_S,
+            ladder_probe_s=_positive_int(env, "ARENA_LADDER_PROBE_S", None) or DEFAULT_LADDER_PROBE_S,
+            ladder_fit_s=_positive_int(env, "ARENA_LADDER_FIT_S", None) or DEFAULT_LADDER_FIT_S,
         )

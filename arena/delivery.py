@@ -10,9 +10,10 @@ worker does with a match".
 Result shapes stored (lists indexed by seat): ``scores`` = match score per seat (sum over the
 games); ``places`` = 1 + number of seats with a strictly higher match score (Million Doubt), or
 the engine's final ranks (Trump Millionaire, JDF); ``games`` = per engine game
-``{"scores", "places"}``; ``timings`` = ``{"wall_s", "decisions", "elapsed_ms",
+``{"scores", "places"}``; ``timings`` = ``{"wall_s", "decisions", "answered", "elapsed_ms",
 "max_elapsed_ms", "semaphore_wait_ms", "semaphore_max_wait_ms", "semaphore_bypassed", "attempt",
-"longest_possible_s"}`` (milliseconds per seat, seconds as named; the semaphore figures from
+"longest_possible_s"}`` (milliseconds per seat, seconds as named; ``answered``: decisions
+answered without a fault; the semaphore figures from
 :attr:`arena.runner.match.Match.slot_totals`, notices included).
 
 Idempotent: any number of deliveries of the same match store one result; the result of a
@@ -50,7 +51,7 @@ from arena import fairness, lifecycle, matchlog, spool
 from arena.config import Settings
 from arena.db.session import POOL, is_postgres, shared_sessions
 from arena.dispatch import QueueError
-from arena.lifecycle import MatchPlan
+from arena.lifecycle import MatchPlan, ladders
 from arena.lifecycle.bots import is_deleted
 from arena.limits import longest_match_seconds, visibility_timeout
 from arena.live import LivePublisher, announce, live_enabled
@@ -63,8 +64,9 @@ from arena.runner.connected import CappedConnectedPlayer, RelayUnavailable, conn
 from arena.runner.match import Match, MatchConfig, MatchError, Observers, SlotTotals, default_game_specs
 from arena.runner.players import LocalPlayer, Player, WithdrawnPlayer, tls_context
 from arena.runner.semaphore import BotSemaphore, MatchSlots
+from arena.sources import SET
 from arena.standings import rebuild_ratings
-from arena.status import ParStatus
+from arena.status import ParStatus, SetRating
 from arena.withdrawals import WithdrawalCheck
 from bots_sdk.samples import SAMPLE_BOTS
 
@@ -201,9 +203,25 @@ def build_players(
                 )
             )
         else:
-            bot = SAMPLE_BOTS[plan.house_bot](seed=fairness.derive_seed(seed, "house", s.seat))
-            players.append(LocalPlayer(bot, f"{s.name} ({plan.house_bot})"))
+            sample = plan.sample_of(s)
+            bot = SAMPLE_BOTS[sample](seed=fairness.derive_seed(seed, "house", s.seat))
+            players.append(LocalPlayer(bot, s.name if s.name == sample else f"{s.name} ({sample})"))
     return players
+
+
+def fairness_record(plan: MatchPlan) -> dict[str, Any]:
+    """The log's ``fairness`` record of a claimed match (docs/fairness.md): where its seed
+    comes from. A ladder set's (``scheme`` ``set``) names its ladder and commits to the set's
+    own seed, drawn when the set was formed."""
+    record: dict[str, Any] = {
+        "tournament_id": plan.tournament_id,
+        "match_index": plan.match_index,
+        "attempt": plan.attempt,
+        "commitment": plan.commitment,
+    }
+    if plan.unit == SET:
+        record.update(scheme="set", ladder_id=plan.ladder_id)
+    return record
 
 
 def protocol_match_id(plan: MatchPlan) -> str:
@@ -233,16 +251,18 @@ def result_fields(plan: MatchPlan, match_log: MatchLog, slot_totals: Sequence[Sl
             g_scores[player] = float(r["scores"].get(str(seat), r["scores"].get(seat, 0)))
             g_places[player] = int(r["ranks"].get(str(seat), r["ranks"].get(seat, 0)))
         games.append({"scores": g_scores, "places": g_places})
-    decisions, elapsed, longest = [0] * n, [0] * n, [0] * n
+    decisions, elapsed, longest, answered = [0] * n, [0] * n, [0] * n, [0] * n
     for gm in match_log["games"]:
         for ex in gm["exchanges"]:
             p = ex["player"]
             decisions[p] += 1
+            answered[p] += ex["fault"] is None
             elapsed[p] += ex["elapsed_ms"]
             longest[p] = max(longest[p], ex["elapsed_ms"])
     timings = {
         "wall_s": round(match_log["finished_at"] - match_log["started_at"], 3),
         "decisions": decisions,
+        "answered": answered,
         "elapsed_ms": elapsed,
         "max_elapsed_ms": longest,
         "semaphore_wait_ms": [round(t.wait_s * 1000, 1) for t in slot_totals],
@@ -319,11 +339,12 @@ def play_plan(
     # the live view (arena.live): every decision to Redis pub/sub, never failing the match;
     # not in eager mode (a quick local run has no Redis)
     seed = fairness.attempt_seed(plan.seed, plan.attempt)
+    specs = plan.game_specs(seed)
     live = (
         LivePublisher(
             settings.broker_url,
             plan.match_id,
-            seats=[spec["seats"] for spec in default_game_specs(plan.ruleset, seed, plan.games)],
+            seats=[spec["seats"] for spec in (specs or default_game_specs(plan.ruleset, seed, plan.games))],
         )
         if live_enabled(settings)
         else None
@@ -333,16 +354,12 @@ def play_plan(
         plan.options,
         seed=seed,
         games=plan.games,
+        game_specs=specs,
         time_rules=plan.time_rules,
         max_faults=plan.max_faults,
         match_id=protocol_match_id(plan),
         record_urls=False,
-        fairness={
-            "tournament_id": plan.tournament_id,
-            "match_index": plan.match_index,
-            "attempt": plan.attempt,
-            "commitment": plan.commitment,
-        },
+        fairness=fairness_record(plan),
     )
     # a bot deleted while the match plays forfeits from its next decision (arena.withdrawals)
     bot_ids = {i: s.bot_id for i, s in enumerate(plan.seats) if s.bot_id is not None and not s.withdrawn}
@@ -564,12 +581,59 @@ def store_from_spool(
         outcome, added = spool.store_spooled(session, client, record)
     if outcome is spool.Outcome.STORED:
         log.warning("match %s: result of attempt %d stored from the spool", record.match_id, record.attempt)
-        announce(settings, record.tournament_id, "finished", [record.match_id])
-        send_round(settings, record.tournament_id, added, send)
-        if record.fields.get("par_status") == ParStatus.PENDING:
-            request_pars(settings, [record.match_id])
-        rate_if_done(factory, record.tournament_id, record.ruleset)
+        after_store(
+            settings,
+            factory,
+            record.match_id,
+            record.tournament_id,
+            record.ruleset,
+            added=added,
+            send=send,
+            pars=record.fields.get("par_status") == ParStatus.PENDING,
+        )
     return outcome
+
+
+def after_store(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    match_id: int,
+    tournament_id: int,
+    ruleset: str,
+    *,
+    added: Sequence[int] = (),
+    send: SendMatches | None = None,
+    pars: bool = False,
+) -> None:
+    """What follows a stored result, wherever it was stored (a worker, the spool): the
+    ``finished`` event, the round it added (:func:`send_round`), its par task
+    (:func:`request_pars`, when ``pars``), its rating (:func:`rate_after`)."""
+    announce(settings, tournament_id, "finished", [match_id])
+    send_round(settings, tournament_id, added, send)
+    if pars:
+        request_pars(settings, [match_id])
+    rate_after(factory, match_id, tournament_id, ruleset)
+
+
+def rate_after(factory: sessionmaker[Session], match_id: int, tournament_id: int, ruleset: str) -> None:
+    """Step 5 once a match is done (stored or failed): a ladder set is rated once
+    (:func:`arena.lifecycle.ladders.rate_set`; one stored while its pars are on their way
+    waits for them, and the par task or the reaper rates it), a comparison set is compared
+    with its twin; a tournament's ratings are rebuilt when none of its matches is left
+    (:func:`rate_if_done`). A database error only delays them (the reaper rates a set left
+    pending; the next rebuild has the tournaments')."""
+    try:
+        with factory() as session:
+            rated = ladders.rate_set(session, match_id)
+        if rated is not None:
+            if rated.outcome is SetRating.COMPARISON:
+                with factory() as session:
+                    ladders.add_comparison(session, match_id)
+            return
+    except DBAPIError as exc:
+        log.warning("match %s: not rated now (%s); the reaper rates it", match_id, type(exc).__name__)
+        return
+    rate_if_done(factory, tournament_id, ruleset)
 
 
 def _fail(
@@ -595,7 +659,7 @@ def _fail(
                 log.error("match %s: could not record the failure (database unavailable)", plan.match_id)
                 return f"lost match {plan.match_id}: {reason}"
             time.sleep(1.0 * (attempt + 1))
-    rate_if_done(factory, plan.tournament_id, plan.ruleset)
+    rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset)
     return f"failed match {plan.match_id} (attempt {plan.attempt}): {reason}"
 
 
@@ -857,11 +921,18 @@ def _store_played(
     if keeper is not None:  # the match is over: a renewal now would only find it finished
         keeper.stop()
     if stored:
-        announce(settings, plan.tournament_id, "finished", [plan.match_id])
-        send_round(settings, plan.tournament_id, stored.added, send)
-        if fields["par_status"] == ParStatus.PENDING:
-            request_pars(settings, [plan.match_id])
-    rate_if_done(factory, plan.tournament_id, plan.ruleset)
+        after_store(
+            settings,
+            factory,
+            plan.match_id,
+            plan.tournament_id,
+            plan.ruleset,
+            added=stored.added,
+            send=send,
+            pars=fields["par_status"] == ParStatus.PENDING,
+        )
+    else:
+        rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset)
     word = "stored" if stored else "duplicate"
     line = (
         f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, faults {fields['faults']}"

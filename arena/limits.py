@@ -105,19 +105,25 @@ def check_match_bounds(ruleset: str, options: Mapping[str, Any] | None = None) -
 
 
 def match_units(ruleset: str, games: int, options: Mapping[str, Any] | None = None) -> int:
-    """Units of a match: MD games, TM deals (estimate), JDF games (sets x games per set)."""
+    """Units of a match of ``games`` engine games: MD games, TM deals (an estimate per game,
+    times the games: a ladder set plays one TM game per seat rotation), JDF games (sets x
+    games per set, times the games)."""
     opts = engine.make_options(ruleset, options)
     if isinstance(opts, engine.TrumpMillionaireOptions):
-        return max(1, math.ceil(TM_DEALS_PER_100 * opts.target_score / 100))
+        return max(1, math.ceil(TM_DEALS_PER_100 * opts.target_score / 100)) * max(1, games)
     if isinstance(opts, engine.JdfOptions):
-        return opts.sets * opts.games_per_set
+        return opts.sets * opts.games_per_set * max(1, games)
     return max(1, games)  # Million Doubt: the games of the match (RuleSet.games_per_match_option)
 
 
 def longest_match_seconds(
-    ruleset: str, time_rules: TimeRules, games: int = 2, options: Mapping[str, Any] | None = None
+    ruleset: str, time_rules: TimeRules, games: int | None = None, options: Mapping[str, Any] | None = None
 ) -> float:
-    """Upper bound of a match's wall time in seconds (module docstring formula)."""
+    """Upper bound of a match's wall time in seconds (module docstring formula); ``games``:
+    the engine games of the match (None: a tournament's default match, Million Doubt 2 games,
+    the others 1)."""
+    if games is None:
+        games = 2 if ruleset == engine.MILLION_DOUBT else 1
     seats = engine.SEATS[ruleset]
     d = DECISIONS_PER_UNIT[ruleset]
     initial, inc, cap = time_rules.initial_ms / 1000, time_rules.increment_ms / 1000, time_rules.cap_ms / 1000
@@ -132,7 +138,7 @@ def visibility_timeout_for(longest_s: float) -> int:
 
 def default_visibility_timeout() -> int:
     """The formula for each rule set's default tournament (60/10/60 s, MD 2 games), largest."""
-    return max(visibility_timeout_for(longest_match_seconds(rs, TimeRules(), 2)) for rs in engine.RULESETS)
+    return max(visibility_timeout_for(longest_match_seconds(rs, TimeRules())) for rs in engine.RULESETS)
 
 
 def visibility_timeout(settings: Settings) -> int:

@@ -41,12 +41,15 @@ class TimeRulesRecord(TypedDict):
 
 
 class FairnessRecord(TypedDict):
-    """Where a tournament match's seed comes from (:mod:`arena.fairness`)."""
+    """Where a tournament match's seed comes from (:mod:`arena.fairness`); a ladder set's
+    (``scheme`` ``set``, its ``ladder_id``) commits to the set's own seed."""
 
     tournament_id: int
     match_index: int
     attempt: int
     commitment: str
+    scheme: NotRequired[str]
+    ladder_id: NotRequired[int]
 
 
 class PlayerRecord(TypedDict):

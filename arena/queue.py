@@ -22,6 +22,8 @@ __all__ = [
     "CHECK_QUEUE",
     "COMPUTE_PAR_TASK",
     "ENQUEUE_TOURNAMENT_TASK",
+    "LADDER_PROBE_TASK",
+    "LADDER_QUEUE",
     "PAR_QUEUE",
     "PRIORITY_QUEUE",
     "QUEUE",
@@ -34,6 +36,8 @@ RUN_MATCH_TASK = "arena.run_match"
 ENQUEUE_TOURNAMENT_TASK = "arena.enqueue_tournament"
 CHECK_BOT_TASK = "arena.check_bot"
 COMPUTE_PAR_TASK = "arena.compute_par"
+#: A ladder's health probes of HTTP bots (queue :data:`CHECK_QUEUE`: the check process).
+LADDER_PROBE_TASK = "arena.ladder_probe"
 QUEUE = "arena"
 #: Queue of the bot checks (``arena worker`` consumes it with :data:`QUEUE`).
 CHECK_QUEUE = "arena.checks"
@@ -43,6 +47,9 @@ PRIORITY_QUEUE = "arena.priority"
 #: Queue of the par tasks (luck-adjusted scores, arena.usecases.pars): work that can wait,
 #: consumed by a process of its own, niced (``arena worker --pars``), off the matches' path.
 PAR_QUEUE = "arena.par"
+#: Queue of the ladders' sets: consumed after :data:`QUEUE` by every match worker (queue order
+#: ``priority``): the ladders play on the capacity the tournaments leave.
+LADDER_QUEUE = "arena.ladder"
 
 
 @lru_cache(maxsize=8)
@@ -113,6 +120,16 @@ class CeleryDispatcher:
         ids = [int(mid) for mid in match_ids]
         self._send(COMPUTE_PAR_TASK, PAR_QUEUE, ([mid] for mid in ids))
         return len(ids)
+
+    def send_probes(self, entry_ids: Sequence[int]) -> None:
+        """One ``arena.ladder_probe`` task with the ladder entries to probe, to
+        :data:`CHECK_QUEUE` (the check process: a slow bot's probe never holds a match's thread).
+        Not part of :class:`arena.dispatch.Dispatcher`: the beat sends these.
+
+        Raises:
+            QueueError: the broker refused or could not be reached.
+        """
+        self._send(LADDER_PROBE_TASK, CHECK_QUEUE, [[[int(e) for e in entry_ids]]])
 
     def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
         """One ``arena.enqueue_tournament`` task.

@@ -12,7 +12,10 @@ every ``queued`` match missing from the broker (:func:`broker_match_ids`) for
 (:func:`arena.relay.sweep`: presence of dead gateways and ended leases, stale requests, wake-up
 lists of dead gateways) and reports the live gateways; (5) sends ``arena.compute_par`` again
 for results whose pars are still ``pending`` after ``ARENA_LOST_AFTER_S`` and whose task is not
-in the broker (:func:`arena.lifecycle.pending_pars`). Re-sent matches get a ``queued`` event
+in the broker (:func:`arena.lifecycle.pending_pars`); (6) rates the ladder sets done more than
+``ARENA_LOST_AFTER_S`` ago and still unrated (their worker died between the store and the
+rating, or their pars came late: :func:`arena.lifecycle.ladders.unrated_sets`, rated once by
+:func:`arena.delivery.rate_after`). Re-sent matches get a ``queued`` event
 (:func:`arena.live.announce`). Steps 0-2, 4 and 5 are skipped for a run when Redis cannot be read.
 A match is never played twice at once (the delivery skips a live lease) and a result is
 stored once. Design: docs/operations.md, "Leases and the reaper".
@@ -35,14 +38,16 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena import lifecycle, relay, spool
 from arena.config import Settings
-from arena.db.models import Match
+from arena.db.models import Match, Tournament
 from arena.db.session import shared_sessions
-from arena.delivery import store_from_spool
+from arena.delivery import rate_after, store_from_spool
 from arena.dispatch import Dispatcher, QueueError
+from arena.lifecycle import ladders
 from arena.live import announce
 from arena.queue import (
     COMPUTE_PAR_TASK,
     ENQUEUE_TOURNAMENT_TASK,
+    LADDER_QUEUE,
     PAR_QUEUE,
     PRIORITY_QUEUE,
     QUEUE,
@@ -64,7 +69,7 @@ SECOND_READ_AFTER_S = 0.2
 #: The tasks whose messages the reaper looks for in the broker.
 WATCHED_TASKS = (RUN_MATCH_TASK, ENQUEUE_TOURNAMENT_TASK, COMPUTE_PAR_TASK)
 #: The queues the reaper reads.
-WATCHED_QUEUES = (PRIORITY_QUEUE, QUEUE, PAR_QUEUE)
+WATCHED_QUEUES = (PRIORITY_QUEUE, QUEUE, LADDER_QUEUE, PAR_QUEUE)
 
 
 @dataclass
@@ -80,6 +85,7 @@ class ReapReport:
     spooled: list[int] = field(default_factory=list)
     waiting: list[int] = field(default_factory=list)
     pars: list[int] = field(default_factory=list)
+    rated: list[int] = field(default_factory=list)
     broker_checked: bool = False
     #: step 4: the live gateways and what was dropped (None: Redis not read)
     gateways: relay.Sweep | None = None
@@ -92,6 +98,7 @@ class ReapReport:
             f"{len(self.spooled)} spooled result(s) stored {self.spooled}"
             + (f", {len(self.waiting)} still spooled {self.waiting}" if self.waiting else "")
             + (f", {len(self.pars)} par task(s) sent again {self.pars}" if self.pars else "")
+            + (f", {len(self.rated)} ladder set(s) rated {self.rated}" if self.rated else "")
             + ("" if self.broker_checked else " (broker not readable: lost messages not checked)")
         )
 
@@ -232,9 +239,27 @@ def reap(
         else:
             _announce_queued(settings, factory, todo)
     _sweep_gateways(rc, report)
-    if todo or report.stalled or report.spooled or report.waiting or report.pars:
+    _rate_ladder_sets(settings, factory, report)
+    if todo or report.stalled or report.spooled or report.waiting or report.pars or report.rated:
         log.warning(str(report))
     return report
+
+
+def _rate_ladder_sets(settings: Settings, factory: sessionmaker[Session], report: ReapReport) -> None:
+    """Step 6 (module docstring): fills ``report.rated``."""
+    with factory() as session:
+        due = ladders.unrated_sets(session, older_than_s=settings.lost_after_s)
+        rows = dict(
+            session.execute(
+                select(Match.id, Tournament.ruleset)
+                .join(Tournament, Tournament.id == Match.tournament_id)
+                .where(Match.id.in_(due))
+            ).all()
+        )
+        tournaments = dict(session.execute(select(Match.id, Match.tournament_id).where(Match.id.in_(due))).all())
+    for match_id in due:
+        rate_after(factory, match_id, tournaments[match_id], rows[match_id])
+        report.rated.append(match_id)
 
 
 def _resend_pars(settings: Settings, match_ids: list[int], report: ReapReport) -> None:

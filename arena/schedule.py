@@ -21,6 +21,7 @@ import itertools
 import math
 import random
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from arena.seeds import derive_seed, match_seed
@@ -648,6 +649,25 @@ def _seat_order(members: tuple[int, ...], seed: int, table: int) -> list[int]:
     return order
 
 
+def separated(table: Sequence[Entrant], owners: Mapping[int, int]) -> bool:
+    """True when no two bots of ``table`` have the same owner (``owners``: bot id -> owner
+    account id; house seats and bots missing from ``owners`` have none)."""
+    seen = [owners[e] for e in table if isinstance(e, int) and e in owners]
+    return len(seen) == len(set(seen))
+
+
+def _everyone_seated(entrants: Sequence[Entrant], tables: Sequence[Sequence[Entrant]]) -> None:
+    """Raise :class:`ScheduleError` if an entrant sits at none of ``tables`` (every table it
+    could sit at holds another bot of its owner)."""
+    seated = {e for t in tables for e in t}
+    alone = [e for e in entrants if e not in seated]
+    if alone:
+        raise ScheduleError(
+            f"bot {alone[0]} has no table without another bot of its owner: enter fewer bots of one owner"
+            " (or turn separate_owners off)"
+        )
+
+
 def build_schedule(
     seats: int,
     participants: list[int],
@@ -658,10 +678,13 @@ def build_schedule(
     table_limit: int = TABLE_LIMIT,
     tournament_id: int = 0,
     first_index: int = 0,
+    owners: Mapping[int, int] | None = None,
 ) -> list[ScheduledMatch]:
     """The whole schedule of a round-robin tournament (see module docstring): one round of
     it. ``first_index``: the position of its first match, for a round added to a tournament
     played until settled (the same tables and seats; the new positions give fresh seeds).
+    ``owners`` (bot id -> owner account id): never two bots of one owner at one table; the
+    pairs and tables that would seat them together are left out (:func:`separated`).
 
     Args:
         seats: seats per match (2 for ``million_doubt``, 4 for the others; ``engine.SEATS``).
@@ -672,7 +695,8 @@ def build_schedule(
 
     Raises:
         ScheduleError: duplicate participants, too few participants (without house bots),
-            ``games_per_pairing`` < 1, ``seats`` not 2 or 4.
+            ``games_per_pairing`` < 1, ``seats`` not 2 or 4; with ``owners``, a bot left
+            without any table.
     """
     if len(set(participants)) != len(participants):
         raise ScheduleError("participants must be distinct")
@@ -690,7 +714,11 @@ def build_schedule(
         entrants += house_names(seats - len(entrants))
     out: list[ScheduledMatch] = []
     if seats == 2:
-        for table, (a, b) in enumerate(circle_pairs(entrants)):
+        pairs = circle_pairs(entrants)
+        if owners is not None:
+            pairs = [(a, b) for a, b in pairs if separated((a, b), owners)]
+            _everyone_seated(entrants, pairs)
+        for table, (a, b) in enumerate(pairs):
             index = first_index + len(out)
             out.append(ScheduledMatch(index, table, (a, b), match_seed(seed, tournament_id, index)))
         return out
@@ -701,6 +729,9 @@ def build_schedule(
         tables: list[tuple[int, ...]] = spread_order(list(itertools.combinations(range(n), 4)), n)
     else:
         tables = spread_tables(n, seed)
+    if owners is not None:
+        tables = [t for t in tables if separated([entrants[i] for i in t], owners)]
+        _everyone_seated(entrants, [[entrants[i] for i in t] for t in tables])
     # The order around each table is drawn from the seed: a table's members in id order
     # would seat the lower id before the higher at every table the two share, so a
     # contestant's two bots registered one after the other would always sit in turn (a

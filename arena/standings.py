@@ -52,8 +52,10 @@ from arena.db.models import (
     Tournament,
     utcnow,
 )
+from arena.ladder_ratings import contested
 from arena.lifecycle import MatchStatus, TournamentStatus
 from arena.significance import MIN_TEST_GAMES, Difference, Moments, SharedSums, difference, t975
+from arena.status import TournamentFormat
 
 __all__ = [
     "TEST",
@@ -624,8 +626,13 @@ def rated_tournaments(ruleset: str) -> ColumnElement[bool]:
     """The tournaments whose games count for the ratings of ``ruleset``: THE one place that
     selects them (the ratings rebuild and the leaderboard read nothing else): ``ruleset``'s,
     whose seed was drawn at the start; a tournament whose organizer set the seed
-    (``seed_chosen``: its deals could have been picked) is left out."""
-    return and_(Tournament.ruleset == ruleset, Tournament.seed_chosen.is_(False))
+    (``seed_chosen``: its deals could have been picked) is left out, and so are the ladders'
+    (rated set by set, :func:`arena.lifecycle.ladders.rate_set`)."""
+    return and_(
+        Tournament.ruleset == ruleset,
+        Tournament.seed_chosen.is_(False),
+        Tournament.format != TournamentFormat.LADDER.value,
+    )
 
 
 def house_key(house_bot: str | None, seat_name: str) -> str:
@@ -636,11 +643,22 @@ def house_key(house_bot: str | None, seat_name: str) -> str:
     return f"house:{house_bot or 'house'}:{seat_name}"
 
 
+def _contested(m: Match, rec: MatchRecord) -> bool:
+    """Whether every bot seat of a stored match made a valid decision
+    (:func:`arena.ladder_ratings.contested` of ``timings.answered``; a result stored before
+    it was recorded counts as contested)."""
+    answered = (m.result.timings or {}).get("answered") if m.result is not None else None
+    if not isinstance(answered, list) or len(answered) != len(rec.seats):
+        return True
+    return contested([int(a) for a in answered], [not isinstance(e, int) for e in rec.seats])
+
+
 def rebuild_ratings(session: Session, ruleset: str) -> int:
     """Recompute the ``ratings`` and ``rating_history`` rows of ``ruleset``; no commit.
 
-    Every finished match of the :func:`rated_tournaments` is rated, in order of (tournament
-    start time, tournament id, match index), one update per game (:func:`rate_games`: ranks
+    Every finished match of the :func:`rated_tournaments` in which every bot seat made a valid
+    decision (no rating from a forfeit or a withdrawal before play) is rated, in order of
+    (tournament start time, tournament id, match index), one update per game (:func:`rate_games`: ranks
     by adjusted score where the game has a par, else its places). House bots take part in the
     rating of a game but are not stored (a house seat is one entrant across tournaments:
     :func:`house_key`). Recomputing from scratch makes the table independent of the order in which workers
@@ -696,6 +714,8 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
             snapshot(current)
             current = m.tournament_id
         rec = _record(m)
+        if not _contested(m, rec):
+            continue  # a seat never made a valid decision (a forfeit, a withdrawal): never rated
         game_list = rec.game_list()
         keys = [e if isinstance(e, int) else house_key(house_bots[m.tournament_id], e) for e in rec.seats]
         before = [ratings.setdefault(k, model.rating(name=str(k))) for k in keys]

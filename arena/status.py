@@ -80,6 +80,63 @@ class StopReason(StrEnum):
     MAX_ROUNDS = "max_rounds"
 
 
+class TournamentFormat(StrEnum):
+    """Where a tournament's matches come from (``tournaments.format``): its match source
+    (:mod:`arena.sources`). ``round_robin``: one round of the schedule; ``until_settled``:
+    rounds of it until the sequential test settles the ranking; ``ladder``: the sets of a
+    ladder (:class:`arena.db.models.Ladder`), formed tick by tick, never finished."""
+
+    ROUND_ROBIN = "round_robin"
+    UNTIL_SETTLED = "until_settled"
+    LADDER = "ladder"
+
+
+class LadderStatus(StrEnum):
+    """Status of a ladder (``ladders.status``): ``active`` (ticks form sets) or ``closed``
+    (no new set; its table and history stay readable)."""
+
+    ACTIVE = "active"
+    CLOSED = "closed"
+
+
+class EntryStatus(StrEnum):
+    """Status of a bot's entry in a ladder (``ladder_entries.status``)::
+
+    active <--pause/resume--> paused          (by its owner, or by the health rule)
+    active|paused --withdraw--> withdrawn     (its rating and history stay)
+    active|paused --a new version passed its check--> replaced
+    house                                     (a house sample bot filling tables)
+    """
+
+    ACTIVE = "active"
+    PAUSED = "paused"
+    WITHDRAWN = "withdrawn"
+    REPLACED = "replaced"
+    HOUSE = "house"
+
+
+class PausedBy(StrEnum):
+    """Who paused a ladder entry (``ladder_entries.paused_by``): its ``owner``, or the
+    ladder's ``health`` rule (faulty sets, a failed probe: back after a passing check)."""
+
+    OWNER = "owner"
+    HEALTH = "health"
+
+
+class SetRating(StrEnum):
+    """Where a ladder set stands with the ratings (``ladder_sets.rating``): ``pending`` (not
+    stored, or stored and waiting for its pars), ``rated`` (one update, once), ``unrated``
+    (a seat never made a valid decision: a forfeit or a withdrawal before play; never rated),
+    ``void`` (cancelled or failed: no result), ``comparison`` (a new version against its
+    parent on identical deals: compared, not rated)."""
+
+    PENDING = "pending"
+    RATED = "rated"
+    UNRATED = "unrated"
+    VOID = "void"
+    COMPARISON = "comparison"
+
+
 class CheckStatus(StrEnum):
     """Status of a bot check (``bot_checks.status``): ``queued -> running -> passed | failed``;
     ``error`` when it could not be run (no broker, abandoned by its worker, internal error)."""

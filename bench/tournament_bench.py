@@ -322,7 +322,13 @@ def start_field(arena, broker_idle: str, db: str) -> tuple[dict, int]:
         r = client.post(
             "/api/v1/tournaments",
             headers=arena.org,
-            json={"ruleset": ruleset, "participants": ids, "games_per_pairing": gpp, "seed": 15},
+            json={
+                "ruleset": ruleset,
+                "participants": ids,
+                "games_per_pairing": gpp,
+                "seed": 15,
+                "separate_owners": False,
+            },
         )
         assert r.status_code == 201, r.json
         tid = r.json["id"]

@@ -433,6 +433,12 @@ def tournament() -> None:
     show_default=True,
     help="The sample bot of the house seats (search: about 100 ms a decision).",
 )
+@click.option(
+    "--separate-owners/--mix-owners",
+    default=True,
+    show_default=True,
+    help="Never two bots of one owner at one table (the schedule leaves such pairings and tables out).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def tournament_create(
     api_url: str,
@@ -451,6 +457,7 @@ def tournament_create(
     max_faults: int,
     fill_with_house_bots: bool,
     house_bot: str,
+    separate_owners: bool,
     as_json: bool,
 ) -> None:
     """Create a round-robin tournament (organizers).
@@ -468,6 +475,7 @@ def tournament_create(
         "max_faults": max_faults,
         "fill_with_house_bots": fill_with_house_bots,
         "house_bot": house_bot,
+        "separate_owners": separate_owners,
         "time_rules": {"initial": time_bank, "increment": increment, "cap": time_bank if cap is None else cap},
     }
     if seed is not None:

@@ -23,17 +23,20 @@ from celery import Celery, signals
 from arena.config import Settings
 from arena.delivery import prewarm
 from arena.limits import visibility_timeout
-from arena.queue import CHECK_QUEUE, PAR_QUEUE, PRIORITY_QUEUE, QUEUE
+from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PAR_QUEUE, PRIORITY_QUEUE, QUEUE
 
 log = logging.getLogger("arena.worker")
 
-#: The reaper's task (arena.reaper.reap), run by the beat process itself (worker.beat).
+#: The reaper's task (arena.reaper.reap), the ladders' tick and their batch fit: run by the
+#: beat process itself (worker.beat).
 REAP_TASK = "arena.reap"
+LADDER_TICK_TASK = "arena.ladder_tick"
+LADDER_FIT_TASK = "arena.ladder_fit"
 #: What a match worker process consumes, first queue first (the ``priority`` queue order):
-#: reaped matches, then the match queue. Bot checks are not among them: ``arena worker``
+#: reaped matches, then the match queue, then the ladders' sets. Bot checks are not among them: ``arena worker``
 #: runs them in a process of their own (:data:`CHECK_QUEUES`), so a flood of slow checks
 #: never holds a thread, or the interpreter lock, of a match (issue 24).
-WORKER_QUEUES = (PRIORITY_QUEUE, QUEUE)
+WORKER_QUEUES = (PRIORITY_QUEUE, QUEUE, LADDER_QUEUE)
 #: What the check process of ``arena worker`` consumes.
 CHECK_QUEUES = (CHECK_QUEUE,)
 #: What the par process of ``arena worker`` consumes (luck-adjusted scores: CPU work that can
@@ -81,6 +84,16 @@ def make_app(settings: Settings | None = None) -> Celery:
                 "task": REAP_TASK,
                 "schedule": float(settings.reaper_interval_s),
                 "options": {"queue": PRIORITY_QUEUE, "expires": float(settings.reaper_interval_s)},
+            },
+            "arena-ladder-tick": {
+                "task": LADDER_TICK_TASK,
+                "schedule": float(settings.ladder_tick_s),
+                "options": {"queue": PRIORITY_QUEUE, "expires": float(settings.ladder_tick_s)},
+            },
+            "arena-ladder-fit": {
+                "task": LADDER_FIT_TASK,
+                "schedule": float(settings.ladder_fit_s),
+                "options": {"queue": PRIORITY_QUEUE, "expires": float(settings.ladder_fit_s)},
             },
         },
     )

@@ -19,7 +19,8 @@ from arena.conformance import run_check
 from arena.db.session import shared_sessions
 from arena.delivery import MatchDeferred, play_and_store
 from arena.dispatch import QueueError
-from arena.queue import CeleryDispatcher
+from arena.probes import run_probes
+from arena.queue import LADDER_PROBE_TASK, CeleryDispatcher
 from arena.reaper import reap
 from arena.runner.claims import defer_countdown_s
 from arena.usecases.pars import fill_pars
@@ -81,6 +82,13 @@ def compute_par_task(self, match_id: int) -> str:
     """Celery task: :func:`fill_pars` (``args=[match_id]``), retried while the database is
     unreachable; a re-delivered task computes again and stores nothing twice."""
     return fill_pars(int(match_id))
+
+
+@app.task(name=LADDER_PROBE_TASK, **DURABLE)
+def ladder_probe_task(self, entry_ids: list[int]) -> str:
+    """Celery task (queue ``arena.checks``): :func:`run_probes` of the ladder entries
+    (``args=[[entry ids]]``), retried while the database is unreachable."""
+    return run_probes([int(e) for e in entry_ids])
 
 
 @app.task(name=REAP_TASK)

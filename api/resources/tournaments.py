@@ -42,7 +42,7 @@ from arena.lifecycle import MatchStatus, TournamentStatus
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from arena.sequential import MAX_ROUNDS_LIMIT
 from arena.standings import standings_dict
-from arena.status import StopReason, values
+from arena.status import StopReason, TournamentFormat, values
 from arena.usecases import tournaments as usecases
 from arena.usecases.tournaments import INLINE_SEND_MATCHES, INLINE_START_PARTICIPANTS
 
@@ -171,6 +171,12 @@ class TournamentCreateSchema(ma.Schema):
         load_default=None,
         metadata={"description": "play until settled: add rounds until the top two are settled or max_rounds"},
     )
+    separate_owners = ma.fields.Boolean(
+        load_default=True,
+        metadata={
+            "description": "never two bots of one owner at one table: the schedule leaves such pairings and tables out"
+        },
+    )
 
 
 class SettleSchema(ma.Schema):
@@ -237,6 +243,14 @@ class TournamentSchema(ma.Schema):
     max_faults = ma.fields.Integer(required=True)
     fill_with_house_bots = ma.fields.Boolean(required=True)
     house_bot = ma.fields.String(required=True, metadata={"description": "sample bot of the house seats"})
+    separate_owners = ma.fields.Boolean(
+        required=True, metadata={"description": "never two bots of one owner at one table"}
+    )
+    format = ma.fields.String(
+        required=True,
+        validate=validate.OneOf(values(TournamentFormat)),
+        metadata={"description": "the match source: round_robin, until_settled, or ladder (a ladder's sets)"},
+    )
     public_when_finished = ma.fields.Boolean(required=True)
     participants = ma.fields.List(ma.fields.Integer(), required=True)
     status = ma.fields.String(required=True)
@@ -377,6 +391,8 @@ def tournament_dict(t: Tournament, progress: tuple[int, int, int] | None = None)
         "max_faults": t.max_faults,
         "fill_with_house_bots": t.fill_with_house_bots,
         "house_bot": t.house_bot,
+        "separate_owners": bool(t.separate_owners),
+        "format": t.format,
         "public_when_finished": t.public_when_finished,
         "participants": [p.bot_id for p in t.participants],
         "status": t.status,

@@ -162,6 +162,7 @@ def _tournament_labels(ruleset: str) -> dict[str, str]:
         "seed": _("Seed"),
         "house_bot": _("House bot"),
         "fill_with_house_bots": _("Fill empty seats with house bots"),
+        "separate_owners": _("Never two bots of one owner at one table"),
         "public_when_finished": _("Public once finished"),
         "options": _("Options: %(ruleset)s", ruleset=ruleset_names().get(ruleset, ruleset)),
     }
@@ -510,6 +511,7 @@ def _default_form() -> dict[str, Any]:
         "settle_delta": "",
         "fill_with_house_bots": False,
         "house_bot": DEFAULT_HOUSE_BOT,
+        "separate_owners": True,
         "public_when_finished": True,
         "opts": fields.default_values(),
     }
@@ -537,8 +539,8 @@ def tournament_new():
     Fields: ``name``, ``ruleset``, ``participants`` (bot ids, repeated), ``initial``,
     ``increment``, ``cap`` (TIME-1, seconds), ``games_per_pairing``, ``max_faults``, ``seed``
     (empty: drawn at the start), ``max_rounds`` and ``settle_delta`` (``until_settled``; empty
-    max_rounds: one round), ``fill_with_house_bots`` and ``public_when_finished`` (``1`` when
-    checked), ``house_bot`` (a sample bot's name; absent: ``heuristic``), and one
+    max_rounds: one round), ``fill_with_house_bots``, ``separate_owners`` and
+    ``public_when_finished`` (``1`` when checked), ``house_bot`` (a sample bot's name; absent: ``heuristic``), and one
     ``opt-<ruleset>-<option>`` per option (:mod:`api.ui.fields`); only the chosen rule set's
     options are sent. A refusal (422) shows the API's messages by the fields they name, with
     the form as typed."""
@@ -552,6 +554,7 @@ def tournament_new():
     form["participants"] = f.getlist("participants")
     form["fill_with_house_bots"] = f.get("fill_with_house_bots") == "1"
     form["public_when_finished"] = f.get("public_when_finished") == "1"
+    form["separate_owners"] = f.get("separate_owners") == "1"
     opts: dict[str, Any] = {}
     for rs, option_fields in fields.option_fields().items():
         for of in option_fields:
@@ -569,6 +572,7 @@ def tournament_new():
         "fill_with_house_bots": form["fill_with_house_bots"],
         "house_bot": form["house_bot"],
         "public_when_finished": form["public_when_finished"],
+        "separate_owners": form["separate_owners"],
     }
     if form["seed"].strip():
         body["seed"] = _number(form["seed"])

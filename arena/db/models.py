@@ -48,6 +48,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     text,
+    true,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -58,9 +59,14 @@ from arena.status import (
     BotStatus,
     BotTransport,
     CheckStatus,
+    EntryStatus,
+    LadderStatus,
     MatchStatus,
     ParStatus,
+    PausedBy,
+    SetRating,
     StopReason,
+    TournamentFormat,
     TournamentStatus,
     values,
 )
@@ -158,6 +164,9 @@ class Bot(Base):
     #: (passed the check), ``failed``, ``deleted`` (arena.status.BotStatus).
     status: Mapped[str] = mapped_column(String(16), default=BotStatus.UNCHECKED.value)
     last_check_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: The owner's bot this one is a new version of (a ladder entry of the parent passes to
+    #: it once its check passes: :func:`arena.lifecycle.ladders.promote_version`), else NULL.
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("bots.id", ondelete="SET NULL"), nullable=True)
     #: Outcome of the last check: ``{"ok", "health": {...}, "conformance": {...}}``.
     last_check: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -218,10 +227,18 @@ class Tournament(Base):
         CheckConstraint("games_per_pairing >= 1", name="games_per_pairing"),
         CheckConstraint("max_faults >= 1", name="max_faults"),
         CheckConstraint(_in("stop_reason", StopReason), name="stop_reason"),
+        CheckConstraint(_in("format", TournamentFormat), name="format"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(128))
+    #: Where its matches come from (arena.status.TournamentFormat, the match source of
+    #: arena.sources): ``round_robin``, ``until_settled`` or ``ladder`` (the sets of a ladder).
+    format: Mapped[str] = mapped_column(
+        String(16), default=TournamentFormat.ROUND_ROBIN.value, server_default=TournamentFormat.ROUND_ROBIN.value
+    )
+    #: Never two bots of one owner at one table (the schedule leaves such tables out).
+    separate_owners: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     organizer_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="RESTRICT"), index=True)
     ruleset: Mapped[str] = mapped_column(String(32))
     #: Validated rule-set options (``engine.make_options(...).to_dict()``).
@@ -425,3 +442,185 @@ class StandingsCache(Base):
     prefix_index: Mapped[int] = mapped_column(Integer)
     state: Mapped[dict[str, Any]] = mapped_column(JSONType)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Ladder(Base):
+    """A ladder that never closes (docs/ladder.md): its entrants are matched tick by tick
+    into duplicate sets (arena.sources.ladder), each set rated once as it is stored.
+
+    Its sets are the matches of ``tournament_id``, a tournament of format ``ladder`` that
+    runs as long as the ladder (it holds the rules every set is played with: the ladder's
+    ``options``, ``time_rules``, ``max_faults``). ``open_ruleset`` is the rule set of the one
+    open ladder of that rule set (created by an operator; any ready bot may enter), NULL
+    for a private ladder (an organizer's: only its members' bots enter, only they read it).
+    ``config``: the matchmaking knobs (:class:`arena.sources.ladder.LadderConfig`).
+    ``last_tick``: the number of the last tick that formed sets (a tick is safe to run twice).
+    """
+
+    __tablename__ = "ladders"
+    __table_args__ = (CheckConstraint(_in("status", LadderStatus), name="status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    ruleset: Mapped[str] = mapped_column(String(32))
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="RESTRICT"), unique=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="RESTRICT"), index=True)
+    open_ruleset: Mapped[str | None] = mapped_column(String(32), nullable=True, unique=True)
+    status: Mapped[str] = mapped_column(String(16), default=LadderStatus.ACTIVE.value)
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
+    config: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    last_tick: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    last_tick_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    closed_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+    tournament: Mapped[Tournament] = relationship()
+
+
+class LadderMember(Base):
+    """An account whose bots may enter a private ladder (and who may read it)."""
+
+    __tablename__ = "ladder_members"
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+
+
+class LadderEntry(Base):
+    """An entrant of a ladder: a bot (``bot_id``, ``owner_id`` its owner's) or a house
+    sample bot filling tables (``house_bot``; status ``house``), with its rating.
+
+    ``mu``/``sigma``: openskill Plackett-Luce, one update per rated set; ``sets``/``games``:
+    rated so far; ``faults``: its faults over its stored sets; ``fault_streak``: its stored
+    sets in a row with faults past the health rule's bar (arena.sources.ladder.HealthRule).
+    ``res_n``/``res_sum``/``res_sumsq``: its rated sets' residuals (score minus the score its
+    rating expected), for the operators' collusion view. ``max_concurrent``/``max_sets_per_hour``:
+    what its owner lets the ladder ask of it. ``parent_entry_id``: the entry it replaced as a
+    new version; ``compare``: its comparison with that parent on identical deals.
+    """
+
+    __tablename__ = "ladder_entries"
+    __table_args__ = (
+        CheckConstraint(_in("status", EntryStatus), name="status"),
+        CheckConstraint(_in("paused_by", PausedBy), name="paused_by"),
+        CheckConstraint("(bot_id IS NULL) <> (house_bot IS NULL)", name="bot_or_house"),
+        UniqueConstraint("ladder_id", "bot_id", name="uq_ladder_entries_ladder_bot"),
+        UniqueConstraint("ladder_id", "house_bot", name="uq_ladder_entries_ladder_house"),
+        Index("ix_ladder_entries_ladder_status", "ladder_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    bot_id: Mapped[int | None] = mapped_column(ForeignKey("bots.id", ondelete="CASCADE"), nullable=True, index=True)
+    house_bot: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default=EntryStatus.ACTIVE.value)
+    paused_by: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    paused_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    paused_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    max_concurrent: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    max_sets_per_hour: Mapped[int] = mapped_column(Integer, default=30, server_default="30")
+    parent_entry_id: Mapped[int | None] = mapped_column(
+        ForeignKey("ladder_entries.id", ondelete="SET NULL"), nullable=True
+    )
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    sets: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    games: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    faults: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    fault_streak: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    res_n: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    res_sum: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    res_sumsq: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    compare: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    #: The last health probe of an HTTP bot's entry (docs/ladder.md, "Health"): when, and
+    #: whether it passed (an entry passed its check when it entered: true until probed).
+    probed_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    probe_ok: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    last_set_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    entered_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    bot: Mapped[Bot | None] = relationship()
+
+
+class LadderSet(Base):
+    """A set of a ladder: the ladder side of one match (``match_id``) of its tournament.
+
+    ``entries``: the entry id per seat of the match (house entries included); ``salt`` and
+    ``commitment``: the set's own seed commitment (arena.fairness: the match's ``seed`` is
+    the set's, drawn when the tick formed it, shown once the set is stored); ``kind``
+    ``rated`` or ``comparison`` (a new version and its parent on identical deals);
+    ``rating``: arena.status.SetRating; ``placement``: the place per seat the rating used,
+    ``adjusted`` true when it came from luck-adjusted scores; ``twin``: a comparison set's
+    other half (the same deal, the other version of the bot, the same opponents).
+    """
+
+    __tablename__ = "ladder_sets"
+    __table_args__ = (
+        CheckConstraint(_in("rating", SetRating), name="rating"),
+        Index("ix_ladder_sets_ladder_created", "ladder_id", "created_at"),
+        Index("ix_ladder_sets_rating", "rating", "ladder_id"),
+    )
+
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(16), default="rated")
+    entries: Mapped[list[int]] = mapped_column(JSONType)
+    tick: Mapped[int] = mapped_column(BigInteger, default=0)
+    salt: Mapped[str] = mapped_column(String(64))
+    commitment: Mapped[str] = mapped_column(String(64))
+    rating: Mapped[str] = mapped_column(String(16), default=SetRating.PENDING.value)
+    placement: Mapped[list[int] | None] = mapped_column(JSONType, nullable=True)
+    adjusted: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    twin: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    rated_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class LadderRating(Base):
+    """An entry's rating after one rated set (the rating history of the profile's chart)."""
+
+    __tablename__ = "ladder_rating_history"
+
+    entry_id: Mapped[int] = mapped_column(ForeignKey("ladder_entries.id", ondelete="CASCADE"), primary_key=True)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    sets: Mapped[int] = mapped_column(Integer)
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LadderPair(Base):
+    """What two entries of a ladder did when seated together (``a < b``), summed over their
+    rated sets: ``sets``; ``a_wins`` (a placed above b: 1, equal: 1/2); each one's residual
+    sums (score minus what the ratings expected) for the collusion view; ``last_met_at``.
+    The batch fit (arena.batchfit) and the collusion view read these sums, never the sets."""
+
+    __tablename__ = "ladder_pairs"
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    a: Mapped[int] = mapped_column(ForeignKey("ladder_entries.id", ondelete="CASCADE"), primary_key=True)
+    b: Mapped[int] = mapped_column(ForeignKey("ladder_entries.id", ondelete="CASCADE"), primary_key=True)
+    sets: Mapped[int] = mapped_column(Integer, default=0)
+    a_wins: Mapped[float] = mapped_column(Float, default=0.0)
+    res_a_sum: Mapped[float] = mapped_column(Float, default=0.0)
+    res_a_sumsq: Mapped[float] = mapped_column(Float, default=0.0)
+    res_b_sum: Mapped[float] = mapped_column(Float, default=0.0)
+    res_b_sumsq: Mapped[float] = mapped_column(Float, default=0.0)
+    last_met_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class LadderFit(Base):
+    """The ladder's official table: the last periodic batch fit over all its rated sets
+    (arena.batchfit): ``table`` (rows best first), ``matrix`` (pairwise significance of the
+    top of the table), ``collusion`` (pairs whose results together differ from apart)."""
+
+    __tablename__ = "ladder_fits"
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    sets: Mapped[int] = mapped_column(Integer)
+    table: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    matrix: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    collusion: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    computed_at: Mapped[datetime] = mapped_column(default=utcnow)

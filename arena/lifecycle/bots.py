@@ -16,6 +16,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from arena.db.models import Bot, BotCheck, Tournament, TournamentParticipant, utcnow
+from arena.lifecycle import ladders
 from arena.lifecycle.base import ACTIVE_CHECKS, BotStatus, CheckStatus, Conflict, TournamentStatus, lock_or_404
 from arena.status import BotTransport
 
@@ -113,7 +114,7 @@ def delete_bot(session: Session, bot_id: int) -> None:
     (:func:`~arena.lifecycle.matches.claim_match`: a deleted bot's seat is ``withdrawn``,
     FAULT-3 from the first decision); a match already running learns it from Redis
     (:mod:`arena.withdrawals`, told by the use case after this commit). Its live checks
-    become ``error`` ("the bot was deleted").
+    become ``error`` ("the bot was deleted"); its ladder entries are withdrawn.
 
     Raises:
         NotFound: no such bot, or already deleted.
@@ -121,6 +122,7 @@ def delete_bot(session: Session, bot_id: int) -> None:
     bot = _lock_bot(session, bot_id)
     bot.status = BotStatus.DELETED
     bot.updated_at = utcnow()
+    ladders.withdraw_bot(session, bot_id)
     session.execute(
         update(BotCheck)
         .where(BotCheck.bot_id == bot_id, BotCheck.status.in_(ACTIVE_CHECKS))

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from arena.crypto import EncryptionKeyError
 from arena.db.models import Account, Bot, BotCheck, utcnow
+from arena.lifecycle import ladders
 from arena.lifecycle.base import (
     ACTIVE_CHECKS,
     BotStatus,
@@ -268,6 +269,9 @@ def finish_check(session: Session, check_id: int, result: dict[str, Any]) -> str
     and, if it is still ``checking`` the URL and rule sets checked, it becomes ``ready`` or
     ``failed`` (``unchecked`` if they changed; a deleted bot stays deleted); commit.
 
+    A passed check of a bot now ``ready`` lifts the ladders' health pauses of its entries and
+    lets a new version take its parent's place (:func:`arena.lifecycle.ladders.after_check_passed`).
+
     Returns the bot's new status, or None when the check was no longer running (nothing
     changed: a duplicate delivery, or an abandoned check).
     """
@@ -288,6 +292,8 @@ def finish_check(session: Session, check_id: int, result: dict[str, Any]) -> str
             bot.status = BotStatus.READY if result.get("ok") else BotStatus.FAILED
         else:
             bot.status = BotStatus.UNCHECKED
+    if bot.status == BotStatus.READY and result.get("ok"):
+        ladders.after_check_passed(session, bot)  # health pauses lifted; a new version promoted
     status = bot.status
     session.commit()
     return status

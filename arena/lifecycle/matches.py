@@ -34,7 +34,17 @@ from sqlalchemy.orm import Session, selectinload, undefer_group
 import engine
 from arena import matchlog
 from arena.crypto import EncryptionKeyError
-from arena.db.models import Bot, Match, MatchLog, MatchResult, MatchSeat, StandingsCache, Tournament, utcnow
+from arena.db.models import (
+    Bot,
+    LadderSet,
+    Match,
+    MatchLog,
+    MatchResult,
+    MatchSeat,
+    StandingsCache,
+    Tournament,
+    utcnow,
+)
 from arena.lifecycle.base import (
     DONE,
     BotStatus,
@@ -50,6 +60,7 @@ from arena.lifecycle.base import (
 )
 from arena.lifecycle.tournaments import finish_if_done, round_end
 from arena.schedule import DEFAULT_HOUSE_BOT
+from arena.sources import MATCH, SET, duplicate_specs, unit_of
 from arena.status import BotTransport, ParStatus
 from engine.timebank import TimeRules
 
@@ -62,6 +73,9 @@ class SeatPlan:
 
     seat: int
     bot_id: int | None
+    #: A house seat's name: ``house-1``... in a tournament (every house seat plays the
+    #: tournament's ``house_bot``), or the sample bot's own name in a ladder set (a ladder's
+    #: house entries differ: :attr:`MatchPlan.sample_of`).
     house_bot: str | None
     name: str
     url: str | None
@@ -77,9 +91,11 @@ class MatchPlan:
     """What a claimed match is to be played with (time rules in milliseconds inside
     :class:`~engine.timebank.TimeRules`); ``attempt`` counts claims, from 1; ``seed`` is the
     match seed (the attempt is played from :func:`arena.fairness.attempt_seed`);
-    ``match_index`` its schedule position and ``commitment`` the tournament's, both recorded
-    in the log; ``house_bot`` the sample bot its house seats play (the tournament's, a
-    ``bots_sdk.samples.SAMPLE_BOTS`` name)."""
+    ``match_index`` its schedule position and ``commitment`` the tournament's (a ladder set's:
+    its own), both recorded in the log; ``house_bot`` the sample bot its house seats play
+    (the tournament's, a ``bots_sdk.samples.SAMPLE_BOTS`` name); ``unit`` its unit of play
+    (:data:`arena.sources.MATCH`, or :data:`arena.sources.SET`: one deal in every seat
+    rotation, :func:`arena.sources.duplicate_specs`, ``ladder_id`` its ladder)."""
 
     match_id: int
     tournament_id: int
@@ -94,6 +110,18 @@ class MatchPlan:
     match_index: int = 0
     commitment: str | None = None
     house_bot: str = DEFAULT_HOUSE_BOT
+    unit: str = MATCH
+    ladder_id: int | None = None
+
+    def sample_of(self, seat: SeatPlan) -> str:
+        """The sample bot a house seat plays: a ladder set names it per seat, a tournament's
+        house seats all play its ``house_bot``."""
+        return seat.house_bot if self.unit == SET and seat.house_bot else self.house_bot
+
+    def game_specs(self, seed: int) -> list[dict[str, Any]] | None:
+        """The games played from the attempt seed ``seed``: a set's rotations of one deal, or
+        None for a match (the runner's default: a fresh deal per game)."""
+        return duplicate_specs(self.ruleset, seed) if self.unit == SET else None
 
 
 class SkipReason(StrEnum):
@@ -141,8 +169,10 @@ def _lease_live(match: Match, now: datetime) -> bool:
     return exp is not None and exp > now
 
 
-def _plan(t: Tournament, match: Match, seats: list[SeatPlan]) -> MatchPlan:
+def _plan(session: Session, t: Tournament, match: Match, seats: list[SeatPlan]) -> MatchPlan:
     tr = t.time_rules or {}
+    unit = unit_of(t.format)
+    ladder = session.scalar(select(LadderSet).where(LadderSet.match_id == match.id)) if unit == SET else None
     return MatchPlan(
         match_id=match.id,
         tournament_id=t.id,
@@ -151,14 +181,16 @@ def _plan(t: Tournament, match: Match, seats: list[SeatPlan]) -> MatchPlan:
         time_rules=TimeRules.from_seconds(
             float(tr.get("initial", 60.0)), float(tr.get("increment", 10.0)), float(tr.get("cap", 60.0))
         ),
-        games=_games_per_match(t),
+        games=engine.SEATS[t.ruleset] if unit == SET else _games_per_match(t),
         seed=int(match.seed),
         max_faults=t.max_faults,
         attempt=match.attempts,
         seats=tuple(seats),
         match_index=match.index,
-        commitment=t.commitment,
+        commitment=ladder.commitment if ladder is not None else t.commitment,
         house_bot=t.house_bot,
+        unit=unit,
+        ladder_id=ladder.ladder_id if ladder is not None else None,
     )
 
 
@@ -219,7 +251,7 @@ def claim_match(
     match.started_at = now
     match.lease_owner = owner
     match.lease_expires_at = None if lease_s is None else now + timedelta(seconds=lease_s)
-    plan = _plan(t, match, seats)
+    plan = _plan(session, t, match, seats)
     session.commit()
     return Claimed(plan)
 

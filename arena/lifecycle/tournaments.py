@@ -9,17 +9,18 @@
 A start draws the seed (unless the organizer set it) and its salt and publishes the
 commitment in one transaction, stores the schedule (now, or later with
 :func:`store_schedule`) and takes the ``pending`` matches to send (``pending -> queued``).
-When the last match of a running tournament is done, :func:`round_end` marks it
-``finished`` in the transaction that made the match done, under the tournament's row lock
-(:mod:`arena.lifecycle`); a tournament played until settled (``until_settled``) may instead
-get one more round of its schedule (:mod:`arena.sequential`). Each public function is a
+When the last match of a running tournament is done, :func:`round_end` asks the
+tournament's match source (:mod:`arena.sources`, by its ``format``) what comes next, in the
+transaction that made the match done, under the tournament's row lock
+(:mod:`arena.lifecycle`): finish it, store one more round (a tournament played until
+settled), or nothing (a ladder: its sets come from its ticks). Each public function is a
 transaction of its own (it commits, or rolls back and raises) unless it says otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -27,9 +28,8 @@ from sqlalchemy import exists, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-import engine
-from arena import fairness, sequential
-from arena.db.models import Match, MatchResult, MatchSeat, Tournament, TournamentParticipant, utcnow
+from arena import fairness, sources
+from arena.db.models import Bot, Match, MatchResult, MatchSeat, Tournament, TournamentParticipant, utcnow
 from arena.lifecycle.base import (
     UNFINISHED,
     Conflict,
@@ -40,8 +40,9 @@ from arena.lifecycle.base import (
     locked,
     rows_changed,
 )
-from arena.schedule import ScheduledMatch, ScheduleError, build_schedule
-from arena.status import StopReason
+from arena.schedule import ScheduledMatch
+from arena.sources import Field, StoredGames
+from arena.status import TournamentFormat
 
 #: A match sent to the broker less than this many seconds ago is not sent again by resume
 #: (of concurrent resume calls, one wins).
@@ -52,8 +53,12 @@ def create_tournament(session: Session, *, participants: Sequence[int], **fields
     """Store a new tournament in status ``created`` and commit. ``fields``: the
     :class:`~arena.db.models.Tournament` columns (validated by the caller); a ``seed`` given
     here (not None) is the organizer's: the tournament is marked ``seed_chosen``; without one
-    the seed is drawn when the tournament starts (:func:`start_tournament`)."""
+    the seed is drawn when the tournament starts (:func:`start_tournament`). Without a
+    ``format``, it is ``until_settled`` when ``until_settled`` is given, else ``round_robin``."""
     fields["seed_chosen"] = fields.get("seed") is not None
+    if fields.get("format") is None:
+        settled = fields.get("until_settled") is not None
+        fields["format"] = (TournamentFormat.UNTIL_SETTLED if settled else TournamentFormat.ROUND_ROBIN).value
     t = Tournament(status=TournamentStatus.CREATED, **fields)
     t.participants = [TournamentParticipant(bot_id=b) for b in participants]
     session.add(t)
@@ -362,30 +367,34 @@ def round_end(session: Session, tournament_id: int) -> RoundEnd:
     transaction (the caller commits); the tournament row is locked first (:mod:`arena.lifecycle`),
     so of the transactions storing its last matches at once exactly one acts, once.
 
-    A tournament played until settled (``until_settled``) with no failed match takes the
-    sequential test (:func:`arena.sequential.evaluate`) on every game stored, records its
-    verdict (``settle``) and either stops (``stop_reason`` ``settled`` or ``max_rounds``:
-    ``running -> finished``) or stores one more round of its schedule (``rounds`` + 1, the
-    matches ``queued``; :func:`next_round`). Any other tournament becomes ``finished``.
-    A failed match (it may be retried) finishes the tournament without a test: the retry's
-    last stored match takes it.
+    The tournament's match source (:func:`arena.sources.source_for` of its ``format``)
+    decides: finish it (``running -> finished``, with the ``stop_reason`` and the sequential
+    test's verdict ``settle`` of a tournament played until settled), store one more round
+    (``rounds`` + 1, the matches ``queued``), or nothing (a ladder).
     """
     t = locked(session, Tournament, tournament_id)
     if t is None or t.status != TournamentStatus.RUNNING or unfinished_count(session, tournament_id):
         return RoundEnd()
-    if t.until_settled and not _has_failed(session, tournament_id):
-        rule = sequential.SettleRule.from_dict(t.until_settled)
-        games, adjusted = sequential.game_values(_stored_games(session, tournament_id))
-        verdict = sequential.evaluate(games, rule, adjusted=adjusted)
-        reason = sequential.decide(verdict, t.rounds, rule)
-        t.settle = verdict.to_dict()
-        if reason is None:
-            added = _add_round(session, t)
-            if added:
-                return RoundEnd(added=added)
-            reason = StopReason.MAX_ROUNDS  # nothing to schedule (bad stored data)
-        t.stop_reason = reason.value
+    last = session.scalar(select(func.max(Match.index)).where(Match.tournament_id == t.id))
+    nxt = sources.source_for(t.format).next_round(
+        field_of(session, t),
+        0 if last is None else int(last) + 1,
+        lambda: _stored_games(session, tournament_id),
+        _has_failed(session, tournament_id),
+    )
+    if nxt.settle is not None:
+        t.settle = nxt.settle
+    if nxt.matches:
+        _store_schedule(session, t.id, list(nxt.matches))
+        t.rounds = (t.rounds or 1) + 1
         session.flush()
+        return RoundEnd(added=tuple(_take_pending(session, t.id)))
+    if not nxt.finished:
+        session.flush()
+        return RoundEnd()
+    if nxt.stop is not None:
+        t.stop_reason = nxt.stop.value
+    session.flush()
     finished = (
         rows_changed(
             session,
@@ -412,7 +421,7 @@ def _has_failed(session: Session, tournament_id: int) -> bool:
     )
 
 
-def _stored_games(session: Session, tournament_id: int) -> list[tuple[list[sequential.Entrant], list[dict[str, Any]]]]:
+def _stored_games(session: Session, tournament_id: int) -> StoredGames:
     """Each stored result of the tournament: its entrants per seat (a bot id, or the house
     bot's name) and its ``games`` entries."""
     rows = session.execute(
@@ -422,48 +431,41 @@ def _stored_games(session: Session, tournament_id: int) -> list[tuple[list[seque
         .options(selectinload(Match.seats))
         .order_by(Match.index)
     ).all()
-    out: list[tuple[list[sequential.Entrant], list[dict[str, Any]]]] = []
+    out: StoredGames = []
     for m, games in rows:
-        seats: list[sequential.Entrant] = [
-            s.bot_id if s.bot_id is not None else (s.house_bot or "house") for s in m.seats
-        ]
+        seats: list[sources.Entrant] = [s.bot_id if s.bot_id is not None else (s.house_bot or "house") for s in m.seats]
         out.append((seats, list(games or [])))
     return out
 
 
-def next_round(t: Tournament, first_index: int) -> list[ScheduledMatch]:
-    """One more round of ``t``'s schedule (:func:`arena.schedule.build_schedule`: the same
-    tables and seats), its positions from ``first_index`` (fresh match seeds).
-
-    Raises:
-        arena.schedule.ScheduleError: the schedule cannot be built (bad stored data).
-    """
-    assert t.seed is not None  # a running tournament has its seed
-    return build_schedule(
-        engine.SEATS[t.ruleset],
-        [p.bot_id for p in t.participants],
-        t.games_per_pairing,
-        int(t.seed),
-        fill_with_house_bots=t.fill_with_house_bots,
+def field_of(session: Session, t: Tournament) -> Field:
+    """What ``t``'s match source knows of it (:class:`arena.sources.Field`): with
+    ``separate_owners``, each participant's owner."""
+    ids = tuple(p.bot_id for p in t.participants)
+    owners = None
+    if t.separate_owners and ids:
+        owners = dict(session.execute(select(Bot.id, Bot.owner_id).where(Bot.id.in_(ids))).all())
+    return Field(
         tournament_id=t.id,
-        first_index=first_index,
+        ruleset=t.ruleset,
+        participants=ids,
+        games_per_pairing=t.games_per_pairing,
+        seed=int(t.seed or 0),
+        options=dict(t.options or {}),
+        fill_with_house_bots=t.fill_with_house_bots,
+        rounds=t.rounds or 1,
+        owners=owners,
+        until_settled=t.until_settled,
     )
 
 
-def _add_round(session: Session, t: Tournament) -> tuple[int, ...]:
-    """Store round ``t.rounds + 1`` (``queued``) after the last stored position, in the
-    caller's transaction; its match ids (empty when it cannot be built)."""
-    last = session.scalar(select(func.max(Match.index)).where(Match.tournament_id == t.id))
-    try:
-        planned = next_round(t, 0 if last is None else int(last) + 1)
-    except ScheduleError:
-        return ()
-    if not planned:
-        return ()
-    _store_schedule(session, t.id, planned)
-    t.rounds = (t.rounds or 1) + 1
-    session.flush()
-    return tuple(_take_pending(session, t.id))
+def first_round(session: Session, t: Tournament, seed: int) -> list[ScheduledMatch]:
+    """The matches ``t`` stores when it starts with ``seed`` (its match source's first round).
+
+    Raises:
+        arena.schedule.ScheduleError: they cannot be built.
+    """
+    return sources.source_for(t.format).first_round(replace(field_of(session, t), seed=seed))
 
 
 def stalled_tournaments(session: Session, *, older_than_s: float, limit: int = 100) -> list[int]:

@@ -29,6 +29,7 @@ from arena.matchlog import (
     read_log_lines,
 )
 from arena.runner.match import BARRED_REASONS, default_game_specs, json_normal, normal_action, summarize
+from arena.sources import duplicate_specs
 from bots_sdk import protocol
 from engine.timebank import TimeRules
 
@@ -166,7 +167,10 @@ def check_fairness(match_log: MatchLog, seed: int, salt: str, tournament: Mappin
     Checks (chain in :mod:`arena.fairness`): the log's ``fairness.commitment`` is
     ``SHA-256(salt || seed)``; the log's ``seed`` is the attempt seed of its tournament id,
     match index and attempt; every game's seed and seats are the default game specs of that
-    seed and the engine dealt it from that seed (no ``setup``). With ``tournament`` (the API's
+    seed and the engine dealt it from that seed (no ``setup``). A ladder set's log
+    (``fairness.scheme`` ``set``) commits to the set's own seed: its ``seed`` is the attempt
+    seed of that seed, its games the set's rotations of one deal
+    (:func:`arena.sources.duplicate_specs`). With ``tournament`` (the API's
     tournament object: ``id``, ``commitment``, ``ruleset``, ``options``,
     ``games_per_pairing``), also that the log belongs to it and plays its rules and game count.
     Pair it with :func:`replay`, which checks that the recorded deals and play are the
@@ -201,13 +205,23 @@ def check_fairness(match_log: MatchLog, seed: int, salt: str, tournament: Mappin
             raise ReplayError(
                 f"the log has {len(games)} games, the tournament plays {tournament.get('games_per_pairing')} per match"
             )
-    expected = fair.attempt_seed(fair.match_seed(seed, tid, index), attempt)
-    where = f"tournament {tid}, match index {index}, attempt {attempt}"
+    if fb.get("scheme") == "set":
+        # a ladder set (docs/ladder.md): the revealed seed is the set's own, its games one deal
+        # in every seat rotation
+        expected = fair.attempt_seed(seed, attempt)
+        where = f"ladder {fb.get('ladder_id')} set, match index {index}, attempt {attempt}"
+        specs = duplicate_specs(str(ruleset), expected)
+        if len(games) != len(specs):
+            raise ReplayError(f"a {ruleset} set log has {len(games)} games, a set plays {len(specs)}")
+    else:
+        expected = fair.attempt_seed(fair.match_seed(seed, tid, index), attempt)
+        where = f"tournament {tid}, match index {index}, attempt {attempt}"
+        if not games or (not engine.get_ruleset(str(ruleset)).games_per_match_option and len(games) != 1):
+            raise ReplayError(f"a {ruleset} match log has {len(games)} games")
+        specs = default_game_specs(str(ruleset), expected, len(games))
     if match_log.get("seed") != expected:
         raise ReplayError(f"the match seed does not follow from the revealed seed ({where})")
-    if not games or (not engine.get_ruleset(str(ruleset)).games_per_match_option and len(games) != 1):
-        raise ReplayError(f"a {ruleset} match log has {len(games)} games")
-    for i, (gm, spec) in enumerate(zip(games, default_game_specs(str(ruleset), expected, len(games)), strict=True)):
+    for i, (gm, spec) in enumerate(zip(games, specs, strict=True)):
         elog = gm.get("engine_log") or {}
         if gm.get("index") != i or gm.get("seed") != spec["seed"] or gm.get("seats") != spec["seats"]:
             raise ReplayError(f"game {i}: its seed or seats do not follow from the revealed seed ({where})")

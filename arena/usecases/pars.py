@@ -28,6 +28,7 @@ from arena.config import Settings
 from arena.db.models import Match, MatchLog, MatchResult, Tournament
 from arena.db.session import shared_sessions
 from arena.delivery import update_ratings
+from arena.lifecycle import ladders
 from arena.status import ParStatus
 
 log = logging.getLogger("arena.pars")
@@ -53,6 +54,7 @@ def fill_pars(match_id: int, settings: Settings | None = None, sessions: session
     if rollouts < 1:
         with factory() as session:
             lifecycle.skip_pars(session, int(match_id))
+        _rate_if_last(factory, int(match_id))
         return f"skipped pars of match {match_id}: ARENA_PAR_ROLLOUTS is 0"
     try:
         match_log = matchlog.decode(data)
@@ -62,11 +64,13 @@ def fill_pars(match_id: int, settings: Settings | None = None, sessions: session
         log.warning("match %s: no par (%s)", match_id, exc)
         with factory() as session:
             lifecycle.skip_pars(session, int(match_id))
+        _rate_if_last(factory, int(match_id))
         return f"skipped pars of match {match_id}: {exc}"
     except Exception:  # a bug here must not come back with every re-send: skipped, logged
         log.exception("match %s: the pars could not be computed", match_id)
         with factory() as session:
             lifecycle.skip_pars(session, int(match_id))
+        _rate_if_last(factory, int(match_id))
         return f"skipped pars of match {match_id}: internal error"
     per_player = [luck.player_pars(gm, p) for gm, p in zip(match_log["games"], pars, strict=True)]
     with factory() as session:
@@ -80,10 +84,14 @@ def fill_pars(match_id: int, settings: Settings | None = None, sessions: session
 
 
 def _rate_if_last(factory: sessionmaker[Session], match_id: int) -> None:
-    """Rebuild the ratings of the match's rule set when its tournament is over and no result
-    of it waits for its pars any more (the ratings read them); a database error here only
-    delays the ratings (the next rebuild has them)."""
+    """A ladder set waiting for its pars is rated now (:func:`arena.lifecycle.ladders.rate_set`);
+    else rebuild the ratings of the match's rule set when its tournament is over and no
+    result of it waits for its pars any more (the ratings read them); a database error here
+    only delays the ratings (the reaper rates a set left pending; the next rebuild has them)."""
     try:
+        with factory() as session:
+            if ladders.rate_set(session, match_id) is not None:
+                return
         with factory() as session:
             row = session.execute(
                 select(Match.tournament_id, Tournament.ruleset)

@@ -36,7 +36,7 @@ from arena.db.models import Account, Bot, Match, Tournament
 from arena.dispatch import Dispatcher, QueueError
 from arena.limits import BoundsError, check_match_bounds
 from arena.sequential import ALPHA, BETA, SettleRule, default_delta
-from arena.status import BotStatus, MatchStatus, TournamentStatus
+from arena.status import BotStatus, MatchStatus, TournamentFormat, TournamentStatus
 from arena.usecases import Forbidden, InvalidField, Unavailable
 
 log = logging.getLogger("arena.queue")
@@ -100,6 +100,7 @@ def create_tournament(
     seed: int | None = None,
     house_bot: str = sched.DEFAULT_HOUSE_BOT,
     until_settled: dict[str, Any] | None = None,
+    separate_owners: bool = True,
 ) -> Tournament:
     """Create a tournament (``created``) of ``ruleset`` with these fields; commit.
 
@@ -110,7 +111,8 @@ def create_tournament(
     the house seats (one of :data:`arena.schedule.HOUSE_BOTS`), stored even without
     ``fill_with_house_bots``; ``until_settled``: None for one round, else
     ``{"max_rounds", "delta"?, "alpha"?, "beta"?}`` (:class:`arena.sequential.SettleRule`;
-    ``delta`` defaults to :func:`arena.sequential.default_delta`).
+    ``delta`` defaults to :func:`arena.sequential.default_delta`); ``separate_owners``: never
+    two bots of one owner at one table (the schedule leaves such tables out).
 
     Raises:
         Forbidden: not an organizer.
@@ -150,6 +152,8 @@ def create_tournament(
         house_bot=house_bot,
         public_when_finished=public_when_finished,
         until_settled=settle.to_dict() if settle is not None else None,
+        format=(TournamentFormat.UNTIL_SETTLED if settle is not None else TournamentFormat.ROUND_ROBIN).value,
+        separate_owners=separate_owners,
     )
 
 
@@ -201,11 +205,9 @@ def start_tournament(session: Session, dispatcher: Dispatcher, account: Account,
     t = organizer_tournament(session, account, tournament_id)
     schedule: Callable[[int], list[sched.ScheduledMatch]] | None = None
     if t.status == TournamentStatus.CREATED and len(t.participants) <= INLINE_START_PARTICIPANTS:
-        seats, ids = engine.SEATS[t.ruleset], [p.bot_id for p in t.participants]
-        gpp, fill, tid = t.games_per_pairing, t.fill_with_house_bots, t.id
 
         def schedule(seed: int) -> list[sched.ScheduledMatch]:  # the seed is drawn by the start (lifecycle)
-            return sched.build_schedule(seats, ids, gpp, seed, fill_with_house_bots=fill, tournament_id=tid)
+            return lifecycle.first_round(session, t, seed)
 
     try:
         pending = lifecycle.start_tournament(session, t.id, schedule)
@@ -290,16 +292,12 @@ def retry_tournament(
 
 
 # -- the launch (what ``arena.enqueue_tournament`` runs) --------------------------------------
-def _build(session: Session, tournament_id: int):
+def _build(session: Session, tournament_id: int) -> Callable[[], list[sched.ScheduledMatch]]:
     t = session.scalars(
         select(Tournament).where(Tournament.id == tournament_id).options(selectinload(Tournament.participants))
     ).one()
-    seats = engine.SEATS[t.ruleset]
-    ids = [p.bot_id for p in t.participants]
     seed = int(t.seed or 0)  # a running tournament has its seed (store_schedule stores nothing otherwise)
-    return lambda: sched.build_schedule(
-        seats, ids, t.games_per_pairing, seed, fill_with_house_bots=t.fill_with_house_bots, tournament_id=t.id
-    )
+    return lambda: lifecycle.first_round(session, t, seed)
 
 
 def schedule_tournament(sessions: sessionmaker[Session], tournament_id: int) -> bool:

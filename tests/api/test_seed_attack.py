@@ -69,7 +69,7 @@ def _ui(client, accounts, name: str):
 def test_a_dishonest_organizer_cannot_predict_the_deals(client, accounts, bot_server, sessionmaker):
     """The attack of the module docstring, which now finds nothing to predict from."""
     org, favoured, other = _league(client, accounts, bot_server)
-    body = {"ruleset": RULESET, "participants": [favoured, other], "games_per_pairing": GAMES}
+    body = {"ruleset": RULESET, "participants": [favoured, other], "games_per_pairing": GAMES, "separate_owners": False}
     ui = _ui(client, accounts, "mallory")
     draws: list[tuple[dict, list[list[str]] | None]] = []
     for _ in range(TRIES):  # create, read, try to predict; cancel
@@ -117,7 +117,7 @@ def test_a_seed_set_by_the_organizer_is_marked_everywhere_and_not_rated(client, 
     the tournament says so on its pages, in the API and in the downloaded manifest, and is
     left out of the ratings; one drawn at the start is rated."""
     org, favoured, other = _league(client, accounts, bot_server, register_ready_bot)  # a real check: its page
-    body = {"ruleset": RULESET, "participants": [favoured, other], "games_per_pairing": GAMES}
+    body = {"ruleset": RULESET, "participants": [favoured, other], "games_per_pairing": GAMES, "separate_owners": False}
     fixed = client.post("/api/v1/tournaments", json={**body, "seed": 1234}, headers=org).json
     drawn = client.post("/api/v1/tournaments", json=body, headers=org).json
     assert fixed["seed_chosen"] and not drawn["seed_chosen"]
@@ -159,7 +159,12 @@ def test_a_cancelled_tournament_with_a_failed_match_reveals_its_seed(client, acc
     ever: an organizer who cancelled after a failure hid the deals of every match played."""
     org, favoured, other = _league(client, accounts, bot_server)
     third = register_checked_bot(client, accounts.contestant("cy"), bot_server.url + "/", [RULESET], "third")
-    body = {"ruleset": RULESET, "participants": [favoured, other, third], "games_per_pairing": GAMES}
+    body = {
+        "ruleset": RULESET,
+        "participants": [favoured, other, third],
+        "games_per_pairing": GAMES,
+        "separate_owners": False,
+    }
     t = client.post("/api/v1/tournaments", json=body, headers=org).json
     assert client.post(f"/api/v1/tournaments/{t['id']}/start", headers=org).status_code == 503  # stored, unsent
     first, *_rest = client.get(f"/api/v1/tournaments/{t['id']}/matches", headers=org).json["items"]

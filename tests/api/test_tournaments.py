@@ -41,6 +41,7 @@ def _create(client, league, **overrides):
         "name": "cup",
         "ruleset": "million_doubt",
         "participants": list(league["bots"].values()),
+        "separate_owners": False,
         "games_per_pairing": 2,
     }
     body.update(overrides)

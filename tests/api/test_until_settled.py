@@ -163,7 +163,7 @@ def test_the_api_the_page_and_the_cli_say_why_it_stopped(client, accounts, bot_s
     org = accounts.organizer("org")
     ann = accounts.contestant("ann")
     bots = [register_checked_bot(client, ann, bot_server.url + "/", ["trump_millionaire"], f"b{i}") for i in range(4)]
-    body = {"ruleset": "trump_millionaire", "participants": bots, "games_per_pairing": 1}
+    body = {"ruleset": "trump_millionaire", "participants": bots, "games_per_pairing": 1, "separate_owners": False}
     for bad, field in (
         ({"max_rounds": 0}, "max_rounds"),
         ({"max_rounds": 101}, "max_rounds"),
@@ -245,6 +245,7 @@ def test_in_process_the_added_rounds_are_played_too(client, accounts, bot_server
     body = {
         "ruleset": "million_doubt",
         "participants": bots,
+        "separate_owners": False,
         "games_per_pairing": 2,
         "until_settled": {"max_rounds": 3},
     }

@@ -211,7 +211,14 @@ class DialStack:
 
     # -- tournaments ------------------------------------------------------------------------------------
     def tournament(self, ruleset: str, participants: list[int], time_rules: dict[str, float], **kw: Any) -> int:
-        body = {"ruleset": ruleset, "participants": participants, "seed": 2027, "time_rules": time_rules, **kw}
+        body = {
+            "ruleset": ruleset,
+            "participants": participants,
+            "seed": 2027,
+            "time_rules": time_rules,
+            "separate_owners": False,
+            **kw,
+        }
         r = self.http.post("/tournaments", json=body, headers=self.org)
         assert r.status_code == 201, r.text
         tid = r.json()["id"]

@@ -226,6 +226,7 @@ def test_the_quick_tour_with_bots_that_dial_out(tour: Tour) -> None:
                 "name": "tour",
                 "ruleset": "million_doubt",
                 "participants": [1, 2, bot_id],
+                "separate_owners": False,  # the two sample bots are the organizer's
                 "games_per_pairing": 2,
                 "time_rules": {"initial": 10, "increment": 1, "cap": 10},
             },

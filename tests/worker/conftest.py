@@ -93,6 +93,7 @@ class Arena:
             "ruleset": ruleset,
             "participants": participants,
             "time_rules": {"initial": 1.0, "increment": 0.1, "cap": 1.0},
+            "separate_owners": False,  # the tests' bots are one contestant's
             **kw,
         }
         r = self.client.post("/api/v1/tournaments", json=body, headers=self.org)

@@ -134,7 +134,11 @@ def test_contestants_see_their_own_matches(site):
 def test_api_accepts_public_when_finished(site):
     c = site.app.test_client()
     headers = {"Authorization": f"Bearer {site.tokens['olga']}"}
-    body = {"ruleset": "million_doubt", "participants": [site.bots["Ace"], site.bots["Rando"]]}
+    body = {
+        "ruleset": "million_doubt",
+        "participants": [site.bots["Ace"], site.bots["Rando"]],
+        "separate_owners": False,
+    }
     r = c.post("/api/v1/tournaments", json=body, headers=headers)
     assert r.status_code == 201 and r.json["public_when_finished"] is True
     r = c.post("/api/v1/tournaments", json={**body, "public_when_finished": False}, headers=headers)

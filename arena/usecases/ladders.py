@@ -1,0 +1,592 @@
+"""Ladder use cases: create, list, read, enter, pause, resume, withdraw, close; the tick that
+forms sets; the health probes (docs/ladder.md).
+
+Access: anyone reads an open ladder; a private ladder is read and entered by its members and
+organizers only (to others it does not exist: :class:`~arena.lifecycle.NotFound`). Organizers
+create ladders; an entry is acted on by its bot's owner (organizers may pause or withdraw
+any). Status changes are :mod:`arena.lifecycle.ladders`'.
+
+The tick (:func:`tick`, run by Celery beat every ``ARENA_LADDER_TICK_S`` seconds,
+:mod:`worker.beat`) forms each active ladder's sets among the entries that can play now
+(:func:`available`) with :func:`arena.sources.ladder.form_tables`, stores them
+(:func:`arena.lifecycle.ladders.form_sets`: a tick is safe to run twice) and sends them to the
+workers; it forms nothing for a ladder whose oldest queued set waits longer than its
+``behind_s`` (the workers are behind).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import redis
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session, sessionmaker
+
+import engine
+from arena import batchfit, lifecycle, relay
+from arena.access import is_organizer
+from arena.db.models import Account, Bot, Ladder, LadderEntry, LadderMember, LadderPair, LadderSet, Match, utcnow
+from arena.lifecycle import ladders as ladder_states
+from arena.lifecycle.base import aware
+from arena.limits import BoundsError, check_match_bounds
+from arena.sources.ladder import Candidate, ConfigError, LadderConfig, Pair, form_tables
+from arena.status import UNFINISHED, BotStatus, BotTransport, EntryStatus, LadderStatus, MatchStatus, PausedBy
+from arena.usecases import Forbidden, InvalidField
+
+log = logging.getLogger("arena.ladder")
+
+#: Comparison sets a new version plays with its parent (each a pair of sets on one deal).
+COMPARE_SETS = 10
+
+
+# -- access -----------------------------------------------------------------------------------
+def is_member(session: Session, viewer: Account | None, ladder: Ladder) -> bool:
+    """True if ``viewer`` may read ``ladder``: an open one, anyone; a private one, its members
+    and organizers."""
+    if ladder.open_ruleset is not None:
+        return True
+    if viewer is None:
+        return False
+    if is_organizer(viewer):
+        return True
+    return session.get(LadderMember, (ladder.id, viewer.id)) is not None
+
+
+def is_public(ladder: Ladder) -> bool:
+    """An open ladder: its table, sets, logs and entrants' profiles are public."""
+    return ladder.open_ruleset is not None
+
+
+def ladder_for(session: Session, viewer: Account | None, ladder_id: int) -> Ladder:
+    """The ladder if ``viewer`` may read it.
+
+    Raises:
+        NotFound: no such ladder, or a private one ``viewer`` is not a member of.
+    """
+    ladder = session.get(Ladder, ladder_id)
+    if ladder is None or not is_member(session, viewer, ladder):
+        raise lifecycle.NotFound(f"ladder {ladder_id} not found")
+    return ladder
+
+
+def list_ladders(session: Session, viewer: Account | None) -> list[Ladder]:
+    """The ladders ``viewer`` may read, open ones first, then by id (closed ones last)."""
+    stmt = select(Ladder)
+    if viewer is None:
+        stmt = stmt.where(Ladder.open_ruleset.is_not(None))
+    elif not is_organizer(viewer):
+        member = select(LadderMember.ladder_id).where(LadderMember.account_id == viewer.id)
+        stmt = stmt.where(or_(Ladder.open_ruleset.is_not(None), Ladder.id.in_(member)))
+    rows = list(session.scalars(stmt.order_by(Ladder.id)))
+    return sorted(rows, key=lambda ld: (ld.status != LadderStatus.ACTIVE, ld.open_ruleset is None, ld.id))
+
+
+# -- organizers -------------------------------------------------------------------------------
+def create_ladder(
+    session: Session,
+    account: Account,
+    *,
+    name: str,
+    ruleset: str,
+    options: dict[str, Any],
+    time_rules: dict[str, float],
+    max_faults: int = 3,
+    config: Mapping[str, Any] | None = None,
+    open_ladder: bool = False,
+    description: str = "",
+    members: Sequence[int] = (),
+) -> Ladder:
+    """Create a ladder (``active``) of ``ruleset``; commit. ``open_ladder``: the rule set's one
+    open ladder (any ready bot enters; everything public), else a private ladder of
+    ``members`` (account ids) and its owner. ``config``: the matchmaking knobs
+    (:class:`arena.sources.ladder.LadderConfig`, defaults for missing keys).
+
+    Raises:
+        Forbidden: not an organizer.
+        InvalidField: ``ruleset``, ``options`` (or the bound they pass), ``config.<key>`` or
+            ``members`` refused.
+        Conflict: the rule set already has an open ladder.
+    """
+    if not is_organizer(account):
+        raise Forbidden("organizer role required")
+    if ruleset not in engine.RULESETS:
+        raise InvalidField("ruleset", f"one of {', '.join(engine.RULESETS)}")
+    try:
+        normalized = engine.make_options(ruleset, options).to_dict()
+        check_match_bounds(ruleset, options)
+    except engine.OptionsError as exc:
+        raise InvalidField("options", str(exc)) from None
+    except BoundsError as exc:
+        raise InvalidField(exc.field, str(exc)) from None
+    try:
+        cfg = LadderConfig.from_dict(config)
+    except ConfigError as exc:
+        raise InvalidField(f"config.{exc.key}", str(exc)) from None
+    known = set(session.scalars(select(Account.id).where(Account.id.in_(list(members)))))
+    missing = [m for m in members if m not in known]
+    if missing:
+        raise InvalidField("members", f"no account {missing[0]}")
+    return ladder_states.create_ladder(
+        session,
+        owner_id=account.id,
+        name=name,
+        ruleset=ruleset,
+        options=normalized,
+        time_rules=dict(time_rules),
+        max_faults=max_faults,
+        config=cfg,
+        open_ladder=open_ladder,
+        description=description,
+        members=list(members),
+    )
+
+
+def owned_ladder(session: Session, account: Account, ladder_id: int) -> Ladder:
+    """A ladder its owner (or an organizer) acts on.
+
+    Raises:
+        NotFound: no such ladder (or not readable); Forbidden: neither its owner nor an organizer.
+    """
+    ladder = ladder_for(session, account, ladder_id)
+    if ladder.owner_id != account.id and not is_organizer(account):
+        raise Forbidden(f"ladder {ladder_id} belongs to another account")
+    return ladder
+
+
+def close_ladder(session: Session, account: Account, ladder_id: int) -> Ladder:
+    """Close a ladder (no new set). Raises: see :func:`owned_ladder`; Conflict: already closed."""
+    owned_ladder(session, account, ladder_id)
+    return ladder_states.close_ladder(session, ladder_id)
+
+
+def add_member(session: Session, account: Account, ladder_id: int, member_id: int) -> bool:
+    """Let ``member_id``'s bots enter a private ladder. Raises: see :func:`owned_ladder`;
+    InvalidField: no such account (``account_id``)."""
+    owned_ladder(session, account, ladder_id)
+    if session.get(Account, member_id) is None:
+        raise InvalidField("account_id", f"no account {member_id}")
+    return ladder_states.add_member(session, ladder_id, member_id)
+
+
+# -- contestants ------------------------------------------------------------------------------
+def _own_bot(session: Session, account: Account, bot_id: int) -> Bot:
+    bot = session.get(Bot, bot_id)
+    if bot is None or bot.status == BotStatus.DELETED:
+        raise InvalidField("bot_id", f"bot {bot_id} does not exist")
+    if bot.owner_id != account.id:
+        raise Forbidden(f"bot {bot_id} belongs to another account")
+    return bot
+
+
+def enter_ladder(
+    session: Session,
+    account: Account,
+    ladder_id: int,
+    bot_id: int,
+    *,
+    max_concurrent: int = 1,
+    max_sets_per_hour: int = 30,
+) -> LadderEntry:
+    """Enter the owner's ready bot in a ladder it may read (a withdrawn entry comes back with
+    its rating); commit. ``max_concurrent``/``max_sets_per_hour``: the most sets at once and
+    per hour the owner lets the ladder ask of the bot (within the ladder's limits).
+
+    Raises:
+        NotFound: no such ladder (or not readable).
+        Forbidden: another account's bot.
+        InvalidField: ``bot_id`` missing, not ``ready`` or not playing the ladder's rule set;
+            ``max_concurrent`` or ``max_sets_per_hour`` above the ladder's limits.
+        Conflict: see :func:`arena.lifecycle.ladders.enter`.
+    """
+    ladder = ladder_for(session, account, ladder_id)
+    bot = _own_bot(session, account, bot_id)
+    if ladder.ruleset not in bot.rulesets:
+        raise InvalidField("bot_id", f"bot {bot_id} does not play {ladder.ruleset}")
+    if bot.status != BotStatus.READY:
+        raise InvalidField("bot_id", f"bot {bot_id} has not passed its check (status {bot.status})")
+    cfg = LadderConfig.from_dict(ladder.config)
+    if not 1 <= max_concurrent <= cfg.max_concurrent:
+        raise InvalidField("max_concurrent", f"from 1 to {cfg.max_concurrent} in this ladder")
+    if not 1 <= max_sets_per_hour <= cfg.max_sets_per_hour:
+        raise InvalidField("max_sets_per_hour", f"from 1 to {cfg.max_sets_per_hour} in this ladder")
+    return ladder_states.enter(session, ladder, bot, max_concurrent=max_concurrent, max_sets_per_hour=max_sets_per_hour)
+
+
+def entry_for(session: Session, account: Account, ladder_id: int, bot_id: int) -> LadderEntry:
+    """The entry of ``bot_id`` in a ladder, for its owner (or an organizer).
+
+    Raises:
+        NotFound: no such ladder or entry; Forbidden: another account's bot.
+    """
+    ladder_for(session, account, ladder_id)
+    entry = ladder_states.entry_of(session, ladder_id, bot_id)
+    if entry.owner_id != account.id and not is_organizer(account):
+        raise Forbidden(f"bot {bot_id} belongs to another account")
+    return entry
+
+
+def pause_entry(session: Session, account: Account, ladder_id: int, bot_id: int) -> LadderEntry:
+    """Pause the bot's entry (never seated until resumed). Raises: see :func:`entry_for`;
+    Conflict: not active."""
+    entry = entry_for(session, account, ladder_id, bot_id)
+    return ladder_states.pause(session, entry.id, by=PausedBy.OWNER, reason="paused by its owner")
+
+
+def resume_entry(session: Session, account: Account, ladder_id: int, bot_id: int) -> LadderEntry:
+    """Resume a paused entry. Raises: see :func:`entry_for`; Conflict: not paused, or paused by
+    the health rule with no check passed since (:func:`arena.lifecycle.ladders.resume`)."""
+    entry = entry_for(session, account, ladder_id, bot_id)
+    return ladder_states.resume(session, entry.id)
+
+
+def withdraw_entry(session: Session, account: Account, ladder_id: int, bot_id: int) -> LadderEntry:
+    """Withdraw the bot from the ladder (its rating and history stay). Raises: see
+    :func:`entry_for`; Conflict: already withdrawn or replaced."""
+    entry = entry_for(session, account, ladder_id, bot_id)
+    return ladder_states.withdraw(session, entry.id)
+
+
+# -- the tick ---------------------------------------------------------------------------------
+@dataclass
+class TickReport:
+    """What one tick did for one ladder: its number, the sets formed (match ids), why it
+    formed none (``skipped``), the candidates it had, and its time in milliseconds."""
+
+    ladder_id: int
+    tick: int
+    formed: list[int] = field(default_factory=list)
+    skipped: str | None = None
+    candidates: int = 0
+    elapsed_ms: float = 0.0
+
+
+#: Reads the presence of bots that dial out: bot ids -> the connected ones.
+Online = Callable[[list[int]], set[int]]
+
+
+def redis_online(client: redis.Redis | None) -> Online:
+    """The connected bots among the given ids, read from the gateways' presence in Redis in
+    one round trip (:func:`arena.relay.presence`); none when Redis cannot be read."""
+
+    def online(bot_ids: list[int]) -> set[int]:
+        if client is None or not bot_ids:
+            return set()
+        try:
+            found = relay.presence(client, bot_ids)
+        except (redis.RedisError, OSError) as exc:
+            log.warning("presence not read (%s): no bot that dials out is seated this tick", type(exc).__name__)
+            return set()
+        return {b for b, p in found.items() if p.connections > 0}
+
+    return online
+
+
+def tick_number(now: datetime, tick_s: int) -> int:
+    """The tick of ``now``: whole periods of ``tick_s`` seconds since the epoch (two runs
+    in one period are the same tick)."""
+    return int(now.timestamp() // max(1, tick_s))
+
+
+def _behind(session: Session, ladder: Ladder, cfg: LadderConfig, now: datetime) -> float | None:
+    """Seconds the ladder's oldest queued set has waited, if longer than ``behind_s``."""
+    oldest = session.scalar(
+        select(func.min(Match.queued_at)).where(
+            Match.tournament_id == ladder.tournament_id, Match.status == MatchStatus.QUEUED
+        )
+    )
+    oldest = aware(oldest)
+    if oldest is None:
+        return None
+    waited = (now - oldest).total_seconds()
+    return waited if waited > cfg.behind_s else None
+
+
+def healthy(entry: LadderEntry, probe_s: int, now: datetime) -> bool:
+    """An HTTP bot's entry may be seated: its last probe passed, and it is recent (within
+    twice ``probe_s``), or it was never probed (it passed its check to enter)."""
+    if not entry.probe_ok:
+        return False
+    probed = aware(entry.probed_at)
+    return probed is None or (now - probed).total_seconds() <= 2 * probe_s
+
+
+@dataclass
+class _Load:
+    playing: Counter[int]
+    hour: Counter[int]
+    recent: Counter[Pair]
+
+
+def _load(session: Session, ladder: Ladder, now: datetime) -> _Load:
+    """Sets playing now per entry, sets formed in the last hour per entry and per pair."""
+    playing: Counter[int] = Counter()
+    for (entries,) in session.execute(
+        select(LadderSet.entries)
+        .join(Match, Match.id == LadderSet.match_id)
+        .where(Match.tournament_id == ladder.tournament_id, Match.status.in_(UNFINISHED))
+    ):
+        playing.update(set(entries))
+    hour: Counter[int] = Counter()
+    recent: Counter[Pair] = Counter()
+    since = now - timedelta(hours=1)
+    for (entries,) in session.execute(
+        select(LadderSet.entries).where(LadderSet.ladder_id == ladder.id, LadderSet.created_at >= since)
+    ):
+        ids = sorted(set(entries))
+        hour.update(ids)
+        for i, a in enumerate(ids):
+            for b in ids[i + 1 :]:
+                recent[(a, b)] += 1
+    return _Load(playing, hour, recent)
+
+
+def _met(session: Session, ladder_id: int, ids: Iterable[int]) -> dict[Pair, int]:
+    """Rated sets per pair among ``ids``."""
+    wanted = list(ids)
+    if len(wanted) < 2:
+        return {}
+    rows = session.execute(
+        select(LadderPair.a, LadderPair.b, LadderPair.sets).where(
+            LadderPair.ladder_id == ladder_id, LadderPair.a.in_(wanted), LadderPair.b.in_(wanted)
+        )
+    )
+    return {(a, b): n for a, b, n in rows}
+
+
+def available(
+    session: Session,
+    ladder: Ladder,
+    now: datetime,
+    online: Online,
+    probe_s: int,
+    *,
+    entry_ids: Sequence[int] | None = None,
+) -> tuple[list[LadderEntry], list[LadderEntry]]:
+    """``(bot entries that can play now, house entries)``: active entries (or the entries
+    ``entry_ids``, whatever their status) whose bot is ``ready`` and plays the rule set,
+    reachable now (an HTTP bot :func:`healthy`, a bot that dials out connected to a gateway)."""
+    stmt = (
+        select(LadderEntry, Bot.status, Bot.transport, Bot.rulesets)
+        .join(Bot, Bot.id == LadderEntry.bot_id)
+        .where(LadderEntry.ladder_id == ladder.id)
+    )
+    if entry_ids is None:
+        stmt = stmt.where(LadderEntry.status == EntryStatus.ACTIVE)
+    else:
+        stmt = stmt.where(LadderEntry.id.in_(list(entry_ids)))
+    rows = session.execute(stmt).all()
+    ready = [(e, transport) for e, status, transport, rs in rows if status == BotStatus.READY and ladder.ruleset in rs]
+    connected = online([e.bot_id for e, t in ready if t == BotTransport.CONNECT and e.bot_id is not None])
+    bots = [
+        e
+        for e, t in ready
+        if (t == BotTransport.CONNECT and e.bot_id in connected)
+        or (t != BotTransport.CONNECT and healthy(e, probe_s, now))
+    ]
+    if entry_ids is not None:
+        return bots, []
+    house = list(
+        session.scalars(
+            select(LadderEntry).where(LadderEntry.ladder_id == ladder.id, LadderEntry.status == EntryStatus.HOUSE)
+        )
+    )
+    return bots, house
+
+
+def _candidates(entries: Sequence[LadderEntry], load: _Load, now: datetime) -> list[Candidate]:
+    out = []
+    for e in entries:
+        free = min(e.max_concurrent - load.playing[e.id], e.max_sets_per_hour - load.hour[e.id])
+        last = aware(e.last_set_at)
+        out.append(
+            Candidate(
+                entry_id=e.id,
+                owner_id=e.owner_id,
+                mu=e.mu,
+                sigma=e.sigma,
+                sets=e.sets,
+                free=max(0, free),
+                idle_s=(now - last).total_seconds() if last is not None else None,
+            )
+        )
+    return out
+
+
+def _comparisons(
+    children: Sequence[LadderEntry], cands: Mapping[int, Candidate], house: Sequence[LadderEntry], seats: int
+) -> list[ladder_states.PlannedSet]:
+    """Twin sets of each new version still comparing with its parent, when both can play now
+    (``cands``: the candidates, parents included): the same house opponents, the same deal
+    (``twin_key``)."""
+    if len(house) < seats - 1:
+        return []
+    out: list[ladder_states.PlannedSet] = []
+    for e in children:
+        parent = int((e.compare or {})["parent_entry"])
+        if cands.get(e.id) is None or cands[e.id].free < 1 or cands.get(parent) is None or cands[parent].free < 1:
+            continue
+        opponents = tuple(h.id for h in house[: seats - 1])
+        out.append(ladder_states.PlannedSet((e.id, *opponents), kind="comparison", twin_key=e.id))
+        out.append(ladder_states.PlannedSet((parent, *opponents), kind="comparison", twin_key=e.id))
+    return out
+
+
+def comparing(entry: LadderEntry) -> bool:
+    """A new version still playing comparison sets with its parent."""
+    compare = entry.compare or {}
+    return compare.get("parent_entry") is not None and int(compare.get("sets", 0)) < COMPARE_SETS
+
+
+def tick_ladder(
+    session: Session,
+    ladder: Ladder,
+    tick: int,
+    *,
+    now: datetime,
+    online: Online,
+    rng: random.Random,
+    probe_s: int,
+) -> TickReport:
+    """One tick of one ladder (module docstring): the sets formed and stored (``queued``), in
+    ``session`` (committed), not sent."""
+    report = TickReport(ladder.id, tick)
+    cfg = LadderConfig.from_dict(ladder.config)
+    waited = _behind(session, ladder, cfg, now)
+    if waited is not None:
+        session.rollback()
+        report.skipped = f"the workers are behind: the oldest queued set waits {waited:.0f} s"
+        return report
+    seats = engine.SEATS[ladder.ruleset]
+    bots, house = available(session, ladder, now, online, probe_s)
+    children = [e for e in bots if comparing(e)]
+    parents, _ = (
+        available(
+            session, ladder, now, online, probe_s, entry_ids=[int((e.compare or {})["parent_entry"]) for e in children]
+        )
+        if children
+        else ([], [])
+    )
+    load = _load(session, ladder, now)
+    cands = _candidates(bots, load, now)
+    report.candidates = len(cands)
+    compare = _comparisons(children, {c.entry_id: c for c in _candidates([*bots, *parents], load, now)}, house, seats)
+    busy = Counter(x for p in compare for x in p.entries)
+    pool = [replace(c, free=c.free - busy[c.entry_id]) for c in cands if c.free - busy[c.entry_id] > 0]
+    house_cands = [_house_candidate(h) for h in house]
+    tables = form_tables(
+        pool,
+        seats,
+        cfg,
+        recent=load.recent,
+        met=_met(session, ladder.id, [c.entry_id for c in pool]),
+        rng=rng,
+        house=house_cands,
+    )
+    planned = [ladder_states.PlannedSet(t) for t in tables] + compare
+    report.formed = ladder_states.form_sets(session, ladder.id, tick, planned)
+    if not report.formed and planned:
+        report.skipped = f"tick {tick} already formed its sets"
+    return report
+
+
+def _house_candidate(h: LadderEntry) -> Candidate:
+    return Candidate(entry_id=h.id, owner_id=None, mu=h.mu, sigma=h.sigma, sets=h.sets, free=1 << 30)
+
+
+def tick(
+    sessions: sessionmaker[Session],
+    send: Callable[[list[int]], object],
+    *,
+    tick_s: int,
+    probe_s: int,
+    online: Online,
+    now: datetime | None = None,
+    rng: random.Random | None = None,
+) -> list[TickReport]:
+    """One tick of every active ladder: form its sets (:func:`tick_ladder`), then ``send`` them
+    to the workers (a set not sent stays ``queued``: the reaper sends it). Returns a report
+    per ladder."""
+    now = now or utcnow()
+    number = tick_number(now, tick_s)
+    rng = rng or random.SystemRandom()
+    reports = []
+    with sessions() as s:
+        ladder_ids = list(s.scalars(select(Ladder.id).where(Ladder.status == LadderStatus.ACTIVE).order_by(Ladder.id)))
+    for ladder_id in ladder_ids:
+        start = time.perf_counter()
+        with sessions() as s:
+            ladder = s.get(Ladder, ladder_id)
+            if ladder is None or ladder.status != LadderStatus.ACTIVE:
+                continue
+            report = tick_ladder(s, ladder, number, now=now, online=online, rng=rng, probe_s=probe_s)
+        if report.formed:
+            try:
+                send(report.formed)
+            except Exception as exc:  # noqa: BLE001 - the broker is down: the reaper sends them
+                log.warning("ladder %s: %d sets not sent now (%s)", ladder_id, len(report.formed), exc)
+        report.elapsed_ms = (time.perf_counter() - start) * 1000
+        reports.append(report)
+    return reports
+
+
+def probes_due(session: Session, *, probe_s: int, now: datetime, limit: int = 200) -> list[int]:
+    """Active entries of HTTP bots whose last health probe is older than ``probe_s`` seconds
+    (or never probed), oldest first (reads only)."""
+    cutoff = now - timedelta(seconds=probe_s)
+    return list(
+        session.scalars(
+            select(LadderEntry.id)
+            .join(Bot, Bot.id == LadderEntry.bot_id)
+            .join(Ladder, Ladder.id == LadderEntry.ladder_id)
+            .where(
+                LadderEntry.status == EntryStatus.ACTIVE,
+                Ladder.status == LadderStatus.ACTIVE,
+                Bot.transport == BotTransport.HTTP,
+                Bot.status == BotStatus.READY,
+                or_(LadderEntry.probed_at.is_(None), LadderEntry.probed_at < cutoff),
+            )
+            .order_by(LadderEntry.probed_at.nulls_first(), LadderEntry.id)
+            .limit(limit)
+        )
+    )
+
+
+# -- the official table -----------------------------------------------------------------------
+def fit_ladder(session: Session, ladder_id: int) -> int:
+    """Fit a ladder's official table from its pairs' sums (:func:`arena.batchfit.fit`) with its
+    collusion view (:func:`arena.batchfit.collusion`) and store them; returns the sets behind it."""
+    pairs = [
+        batchfit.PairSums(p.a, p.b, p.sets, p.a_wins, p.res_a_sum, p.res_a_sumsq, p.res_b_sum, p.res_b_sumsq)
+        for p in session.scalars(select(LadderPair).where(LadderPair.ladder_id == ladder_id))
+    ]
+    entrants = [
+        batchfit.EntrantSums(e.id, e.res_n, e.res_sum, e.res_sumsq)
+        for e in session.scalars(select(LadderEntry).where(LadderEntry.ladder_id == ladder_id))
+    ]
+    result = batchfit.fit(pairs)
+    ladder_states.store_fit(
+        session,
+        ladder_id,
+        sets=result.sets,
+        table=result.table,
+        matrix=result.matrix,
+        collusion=batchfit.collusion(entrants, pairs),
+    )
+    return result.sets
+
+
+def fit_all(sessions: sessionmaker[Session]) -> int:
+    """:func:`fit_ladder` of every active ladder; returns how many were fitted."""
+    with sessions() as s:
+        ids = list(s.scalars(select(Ladder.id).where(Ladder.status == LadderStatus.ACTIVE)))
+    for ladder_id in ids:
+        with sessions() as s:
+            fit_ladder(s, ladder_id)
+    return len(ids)
