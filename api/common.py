@@ -72,3 +72,28 @@ def paginate_query(session, stmt, count_stmt, page: int, per_page: int) -> tuple
     total = session.scalar(count_stmt) or 0
     rows = session.scalars(stmt.limit(per_page).offset((page - 1) * per_page)).all()
     return list(rows), total
+
+
+class TimeRulesSchema(ma.Schema):
+    """TIME-1 time bank, seconds."""
+
+    initial = ma.fields.Float(
+        load_default=60.0,
+        validate=validate.Range(min=0.001, max=3600),
+        metadata={"description": "bank at the start of a game, seconds"},
+    )
+    increment = ma.fields.Float(
+        load_default=10.0,
+        validate=validate.Range(min=0, max=3600),
+        metadata={"description": "added after each action, seconds"},
+    )
+    cap = ma.fields.Float(
+        load_default=60.0,
+        validate=validate.Range(min=0.001, max=3600),
+        metadata={"description": "largest bank, seconds"},
+    )
+
+    @ma.validates_schema
+    def _cap(self, data, **_):
+        if data["cap"] < data["initial"]:
+            raise ma.ValidationError("cap must be >= initial", "cap")

@@ -66,6 +66,15 @@ class BotCreateSchema(ma.Schema):
         required=True,
         validate=validate.Length(min=1, max=len(engine.RULESETS)),
     )
+    parent_id = IdField(
+        strict=True,
+        load_default=None,
+        metadata={
+            "description": "register a new version of one of your bots: once its check passes it takes the "
+            "parent's place on every ladder the parent is entered in (from the parent's mean, its uncertainty "
+            "reset) and plays it on identical deals"
+        },
+    )
 
 
 class BotPatchSchema(ma.Schema):
@@ -98,6 +107,7 @@ class BotSchema(ma.Schema):
         },
     )
     rulesets = ma.fields.List(ma.fields.String(), required=True)
+    parent_id = ma.fields.Integer(allow_none=True, metadata={"description": "the bot this one is a new version of"})
     status = ma.fields.String(required=True, validate=validate.OneOf(values(LISTED_BOT_STATUSES)))
     last_check_at = ma.fields.DateTime(allow_none=True)
     last_check = ma.fields.Dict(allow_none=True)

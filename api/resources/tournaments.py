@@ -32,7 +32,7 @@ from sqlalchemy.orm import selectinload
 
 import engine
 from api.auth import BEARER, optional_account, protect, require_organizer
-from api.common import IdField, PageArgs, TextField, errors, page_schema, paginate_query
+from api.common import IdField, PageArgs, TextField, TimeRulesSchema, errors, page_schema, paginate_query
 from api.database import db, dispatcher, settings, tournament_logs_download
 from api.errors import abort
 from api.resources.matches import MatchSchema, match_dict
@@ -62,31 +62,6 @@ TIE_BREAK = (
     "higher mean score per game (adjusted when every game has a par, else raw); then more wins; "
     "then higher rating ordinal; then fewer faults; then lower bot id (house bots last)"
 )
-
-
-class TimeRulesSchema(ma.Schema):
-    """TIME-1 time bank, seconds."""
-
-    initial = ma.fields.Float(
-        load_default=60.0,
-        validate=validate.Range(min=0.001, max=3600),
-        metadata={"description": "bank at the start of a game, seconds"},
-    )
-    increment = ma.fields.Float(
-        load_default=10.0,
-        validate=validate.Range(min=0, max=3600),
-        metadata={"description": "added after each action, seconds"},
-    )
-    cap = ma.fields.Float(
-        load_default=60.0,
-        validate=validate.Range(min=0.001, max=3600),
-        metadata={"description": "largest bank, seconds"},
-    )
-
-    @ma.validates_schema
-    def _cap(self, data, **_):
-        if data["cap"] < data["initial"]:
-            raise ma.ValidationError("cap must be >= initial", "cap")
 
 
 class UntilSettledSchema(ma.Schema):

@@ -27,7 +27,8 @@ from flask_babel import gettext as _
 from marshmallow import validate
 
 import engine
-from api.resources.tournaments import TimeRulesSchema, TournamentCreateSchema, UntilSettledSchema
+from api.common import TimeRulesSchema
+from api.resources.tournaments import TournamentCreateSchema, UntilSettledSchema
 from arena import limits
 
 

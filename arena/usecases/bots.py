@@ -128,6 +128,7 @@ def register_bot(
     url: str | None = None,
     transport: str = BotTransport.HTTP.value,
     max_bots: int | None = None,
+    parent_id: int | None = None,
 ) -> Bot:
     """Register a bot of ``account`` (``unchecked``, a fresh signing secret); commit.
 
@@ -136,15 +137,21 @@ def register_bot(
     policy (``ARENA_ALLOW_PRIVATE_BOT_URLS``). ``max_bots``: most bots the account may hold,
     deleted ones not counted (``ARENA_MAX_BOTS_PER_ACCOUNT``; None: no cap); the account's
     row is written (locked) before they are counted, so concurrent registrations cannot pass
-    it, on PostgreSQL and on SQLite.
+    it, on PostgreSQL and on SQLite. ``parent_id``: one of the account's bots this one is a
+    new version of (it takes the parent's ladder places once its check passes:
+    :func:`arena.lifecycle.ladders.promote_version`).
 
     Raises:
         lifecycle.Conflict: the account already holds ``max_bots`` bots.
         InvalidField: ``transport`` unknown; ``url`` missing (``http``), given (``connect``,
             :data:`CONNECT_HAS_NO_URL`) or refused by :func:`arena.url_policy.check_bot_url`;
-            ``rulesets`` repeat.
+            ``rulesets`` repeat; ``parent_id`` not one of the account's bots.
     """
     kind, checked = _reach(transport, url, allow_private)
+    if parent_id is not None:
+        parent = session.get(Bot, parent_id)
+        if parent is None or parent.status == BotStatus.DELETED or parent.owner_id != account.id:
+            raise InvalidField("parent_id", f"bot {parent_id} is not one of your bots")
     listed = _rulesets(rulesets)  # every refusal of the request before the account's lock
     if max_bots is not None:
         # a write to the account's row first: PostgreSQL locks the row, SQLite takes its write
@@ -167,6 +174,7 @@ def register_bot(
         rulesets=listed,
         secret=new_secret(),
         status=BotStatus.UNCHECKED,
+        parent_id=parent_id,
     )
     session.add(bot)
     session.commit()

@@ -30,7 +30,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 import engine
-from arena import batchfit, lifecycle, relay
+from arena import batchfit, ladderboard, lifecycle, relay
 from arena.access import is_organizer
 from arena.db.models import Account, Bot, Ladder, LadderEntry, LadderMember, LadderPair, LadderSet, Match, utcnow
 from arena.lifecycle import ladders as ladder_states
@@ -556,6 +556,74 @@ def probes_due(session: Session, *, probe_s: int, now: datetime, limit: int = 20
             .limit(limit)
         )
     )
+
+
+# -- reads ------------------------------------------------------------------------------------
+def online_entries(
+    session: Session, ladder: Ladder, online: Online, probe_s: int, now: datetime | None = None
+) -> set[int]:
+    """The ids of the ladder's entries that can play now (:func:`available`)."""
+    bots, _ = available(session, ladder, now or utcnow(), online, probe_s)
+    return {e.id for e in bots}
+
+
+def live_table(
+    session: Session, viewer: Account | None, ladder_id: int, online: Online, probe_s: int
+) -> tuple[Ladder, list[ladderboard.TableRow]]:
+    """The ladder and its live table with who can play now (:func:`arena.ladderboard.table`).
+
+    Raises:
+        NotFound: see :func:`ladder_for`.
+    """
+    ladder = ladder_for(session, viewer, ladder_id)
+    return ladder, ladderboard.table(session, ladder, online_entries(session, ladder, online, probe_s))
+
+
+def ladder_sets(
+    session: Session,
+    viewer: Account | None,
+    ladder_id: int,
+    *,
+    playing: bool,
+    bot_id: int | None = None,
+    limit: int = 20,
+    before: int | None = None,
+) -> list[ladderboard.SetRow]:
+    """The ladder's sets playing now (``playing``), or done, newest first (of one bot's entry
+    with ``bot_id``; ``before``: match ids below it, the next page).
+
+    Raises:
+        NotFound: see :func:`ladder_for`; ``bot_id`` not entered.
+    """
+    ladder = ladder_for(session, viewer, ladder_id)
+    if playing:
+        return ladderboard.playing(session, ladder, limit)
+    entry_id = ladder_states.entry_of(session, ladder_id, bot_id).id if bot_id is not None else None
+    return ladderboard.recent(session, ladder, entry_id=entry_id, limit=limit, before=before)
+
+
+def entry_view(session: Session, viewer: Account | None, ladder_id: int, bot_id: int) -> LadderEntry:
+    """A bot's entry in a ladder the viewer may read (public where the ladder is).
+
+    Raises:
+        NotFound: no such ladder (or not readable), or the bot is not entered.
+    """
+    ladder_for(session, viewer, ladder_id)
+    return ladder_states.entry_of(session, ladder_id, bot_id)
+
+
+def collusion_view(session: Session, account: Account, ladder_id: int) -> list[dict[str, Any]]:
+    """The operators' collusion view of the last batch fit (pairs whose results together differ
+    from apart), organizers only.
+
+    Raises:
+        Forbidden: not an organizer; NotFound: see :func:`ladder_for`.
+    """
+    if not is_organizer(account):
+        raise Forbidden("organizer role required")
+    ladder_for(session, account, ladder_id)
+    fitted = ladderboard.official(session, ladder_id)
+    return list(fitted.collusion) if fitted is not None else []
 
 
 # -- the official table -----------------------------------------------------------------------

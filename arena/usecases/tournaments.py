@@ -100,7 +100,7 @@ def create_tournament(
     seed: int | None = None,
     house_bot: str = sched.DEFAULT_HOUSE_BOT,
     until_settled: dict[str, Any] | None = None,
-    separate_owners: bool = True,
+    separate_owners: bool = False,
 ) -> Tournament:
     """Create a tournament (``created``) of ``ruleset`` with these fields; commit.
 
@@ -112,7 +112,8 @@ def create_tournament(
     ``fill_with_house_bots``; ``until_settled``: None for one round, else
     ``{"max_rounds", "delta"?, "alpha"?, "beta"?}`` (:class:`arena.sequential.SettleRule`;
     ``delta`` defaults to :func:`arena.sequential.default_delta`); ``separate_owners``: never
-    two bots of one owner at one table (the schedule leaves such tables out).
+    two bots of one owner at one table (the schedule leaves such tables out; the API, the form
+    and the CLI turn it on unless asked not to).
 
     Raises:
         Forbidden: not an organizer.

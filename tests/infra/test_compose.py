@@ -182,14 +182,14 @@ def test_the_gateway_serves_bots_that_dial_out_behind_the_proxy(compose):
 
 
 def test_workers_consume_the_match_queue(compose):
-    from arena.queue import CHECK_QUEUE, PRIORITY_QUEUE, QUEUE
+    from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PRIORITY_QUEUE, QUEUE
     from cli.worker import CHECK_QUEUES, WORKER_QUEUES
 
     worker = compose["services"]["worker"]
     command = worker["command"]
     assert command[:2] == ["arena", "worker"]
     _cmd, ctx = _cli_context(command[1:])  # parsed by the real CLI
-    assert ctx.params["queues"].split(",") == list(WORKER_QUEUES) == [PRIORITY_QUEUE, QUEUE]
+    assert ctx.params["queues"].split(",") == list(WORKER_QUEUES) == [PRIORITY_QUEUE, QUEUE, LADDER_QUEUE]
     assert ctx.params["pool"] == "threads" and ctx.params["processes"] * ctx.params["concurrency"] >= 32
     # the bot checks: a process of their own in each container, a few threads (issue 24)
     assert CHECK_QUEUES == (CHECK_QUEUE,) and 1 <= ctx.params["checks"] <= 8
