@@ -34,6 +34,13 @@ A *viewer* is an :class:`~arena.db.models.Account` or ``None`` (anonymous). Rule
   organizers only; tournament logs are stored without URLs and older logs have them
   removed on read (:func:`redact_log`).
 
+* **Ladders** (docs/ladder.md): a ladder's sets are the matches of its tournament (format
+  ``ladder``), read as the ladder is: an open ladder by anyone, signed in or not; a private
+  one by its members and organizers only. A set's log, and its seed and salt, are readable
+  once the set is stored (the set's own commitment; nothing of it is left to play), never
+  before; the full live channel goes to organizers that hold no entry in the ladder (an
+  organizer whose bot plays there is a contestant of it).
+
 Every function is read-only and takes the caller's SQLAlchemy session.
 """
 
@@ -47,8 +54,19 @@ from sqlalchemy import ColumnElement, exists, select
 from sqlalchemy.orm import Session
 
 from arena import matchlog
-from arena.db.models import Account, Bot, Match, MatchSeat, Tournament, TournamentParticipant
+from arena.db.models import (
+    Account,
+    Bot,
+    Ladder,
+    LadderEntry,
+    LadderMember,
+    Match,
+    MatchSeat,
+    Tournament,
+    TournamentParticipant,
+)
 from arena.lifecycle import MatchStatus, TournamentStatus
+from arena.status import TournamentFormat
 
 #: Account roles.
 ORGANIZER = "organizer"
@@ -76,8 +94,42 @@ def owns_seat_in(session: Session, viewer: Account, match_id: int) -> bool:
     )
 
 
+def ladder_of(session: Session, t: Tournament) -> Ladder | None:
+    """The ladder whose sets ``t`` holds (format ``ladder``), else None."""
+    if t.format != TournamentFormat.LADDER:
+        return None
+    return session.scalar(select(Ladder).where(Ladder.tournament_id == t.id))
+
+
+def reads_ladder(session: Session, viewer: Account | None, ladder: Ladder) -> bool:
+    """An open ladder: anyone; a private one: its members and organizers."""
+    if ladder.open_ruleset is not None:
+        return True
+    if viewer is None:
+        return False
+    return is_organizer(viewer) or session.get(LadderMember, (ladder.id, viewer.id)) is not None
+
+
+def _ladder_readable(session: Session, viewer: Account | None, t: Tournament) -> bool | None:
+    """For a ladder's tournament, whether ``viewer`` reads the ladder; None for any other."""
+    ladder = ladder_of(session, t)
+    return None if ladder is None else reads_ladder(session, viewer, ladder)
+
+
 def owns_participant(session: Session, viewer: Account, tournament_id: int) -> bool:
-    """True if one of ``viewer``'s bots is a participant of the tournament."""
+    """True if one of ``viewer``'s bots is a participant of the tournament (of a ladder's
+    tournament: holds an entry in the ladder)."""
+    entered = session.scalar(
+        select(
+            exists().where(
+                Ladder.tournament_id == tournament_id,
+                LadderEntry.ladder_id == Ladder.id,
+                LadderEntry.owner_id == viewer.id,
+            )
+        )
+    )
+    if entered:
+        return True
     return bool(
         session.scalar(
             select(
@@ -98,12 +150,19 @@ def can_open_bot(viewer: Account | None, owner_id: int) -> bool:
 
 
 def can_view_tournament(session: Session, viewer: Account | None, t: Tournament) -> bool:
-    """The tournament itself and its standings."""
+    """The tournament itself and its standings (a ladder's: whoever reads the ladder)."""
+    ladder = _ladder_readable(session, viewer, t)
+    if ladder is not None:
+        return ladder
     return is_public(t) or viewer is not None
 
 
 def sees_all_matches(session: Session, viewer: Account | None, t: Tournament) -> bool:
-    """True if every match of ``t`` is readable; else only the viewer's bots' matches are."""
+    """True if every match of ``t`` is readable; else only the viewer's bots' matches are
+    (every set of a ladder the viewer reads)."""
+    ladder = _ladder_readable(session, viewer, t)
+    if ladder is not None:
+        return ladder
     if is_public(t) or is_organizer(viewer):
         return True
     return viewer is not None and t.status == TournamentStatus.FINISHED and owns_participant(session, viewer, t.id)
@@ -154,7 +213,10 @@ def is_over(t: Tournament) -> bool:
 def can_read_log(session: Session, viewer: Account | None, m: Match, t: Tournament) -> bool:
     """The match's log and what is built from it (replay, faults): organizers always (but one
     whose bot plays in the tournament: :func:`oversees`); others as :func:`can_read_match`,
-    once the tournament is over (log embargo)."""
+    once the tournament is over (log embargo); a ladder set's, by whoever reads the ladder
+    once the set is stored."""
+    if t.format == TournamentFormat.LADDER:
+        return m.status == MatchStatus.FINISHED and can_read_match(session, viewer, m, t)
     if oversees(session, viewer, t):
         return True
     return is_over(t) and can_read_match(session, viewer, m, t)
@@ -212,6 +274,14 @@ def can_see_seed(session: Session, viewer: Account | None, t: Tournament) -> boo
     (organizers included: one who saw the seed before the deals could pick them; module
     docstring)."""
     return seed_revealed(session, t)
+
+
+def can_see_match_seed(session: Session, viewer: Account | None, m: Match, t: Tournament) -> bool:
+    """A match's seed: a ladder set's once it is stored (its own commitment), any other once
+    its tournament's seed is revealed (:func:`can_see_seed`)."""
+    if t.format == TournamentFormat.LADDER:
+        return m.status == MatchStatus.FINISHED
+    return can_see_seed(session, viewer, t)
 
 
 def can_see_bot_url(viewer: Account | None, owner_id: int | None) -> bool:

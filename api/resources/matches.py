@@ -4,7 +4,8 @@ Who may read a match: :func:`arena.access.can_read_match` (organizers; owners of
 bot; once the tournament finished, owners of any participant; anyone when the tournament is
 public). Its log: :func:`arena.access.can_read_log` (the same, but contestants only once
 the tournament is over: log embargo). The match ``seed`` is null, for organizers too, until
-the tournament's seed is revealed (:func:`arena.access.can_see_seed`).
+the tournament's seed is revealed (:func:`arena.access.can_see_seed`; a ladder set's once it
+is stored: :func:`arena.access.can_see_match_seed`).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ class MatchById(MethodView):
         m = readable_match(match_id)
         t = db().get(Tournament, m.tournament_id)
         assert t is not None
-        return match_dict(m, show_seed=policy.can_see_seed(db(), optional_account(), t))
+        return match_dict(m, show_seed=policy.can_see_match_seed(db(), optional_account(), m, t))
 
 
 @blp.route("/<int(min=1, max=2147483647):match_id>/log")

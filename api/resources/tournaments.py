@@ -567,9 +567,9 @@ class TournamentMatches(MethodView):
         items, total = paginate_query(
             db(), stmt, select(func.count()).select_from(Match).where(*cond), args["page"], args["per_page"]
         )
-        show_seed = policy.can_see_seed(db(), optional_account(), t)
+        viewer = optional_account()
         return {
-            "items": [match_dict(m, show_seed=show_seed) for m in items],
+            "items": [match_dict(m, show_seed=policy.can_see_match_seed(db(), viewer, m, t)) for m in items],
             "total": total,
             "page": args["page"],
             "per_page": args["per_page"],

@@ -468,7 +468,7 @@ def match_page(match_id: int):
         has_log=match_log is not None,
         public=policy.is_public(t),
         embargoed=embargoed,
-        show_seed=policy.can_see_seed(db(), account, t),
+        show_seed=policy.can_see_match_seed(db(), account, m, t),
     )
 
 

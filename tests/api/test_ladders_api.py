@@ -101,11 +101,17 @@ def test_sets_show_their_seed_only_once_stored(client, accounts, open_ladder, bo
     )
     playing = client.get(f"/api/v1/ladders/{lid}/sets?playing=true").json
     assert {s["match_id"] for s in playing} == set(sent) and all(s["seed"] is None for s in playing)
+    one = sent[0]
+    assert client.get(f"/api/v1/matches/{one}").json["seed"] is None  # anyone reads the set, not its seed
+    assert client.get(f"/api/v1/matches/{one}/log").status_code == 403  # no log before it is stored
     settings = dataclasses.replace(client.application.extensions["arena"]["settings"], celery_eager=True)
     InProcessDispatcher(settings).send_matches(sent)
     done = client.get(f"/api/v1/ladders/{lid}/sets").json
     assert {s["match_id"] for s in done} == set(sent)
     assert all(s["seed"] is not None and s["salt"] and s["rating"] == "rated" for s in done)
+    assert client.get(f"/api/v1/matches/{one}").json["seed"] == next(s["seed"] for s in done if s["match_id"] == one)
+    log = client.get(f"/api/v1/matches/{one}/log")
+    assert log.status_code == 200 and log.json["fairness"]["scheme"] == "set"
     assert client.get(f"/api/v1/ladders/{lid}/sets?playing=true").json == []
     collusion = client.get(f"/api/v1/ladders/{lid}/collusion", headers=accounts.headers("ann"))
     assert collusion.status_code == 403
