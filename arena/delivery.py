@@ -615,25 +615,27 @@ def after_store(
     rate_after(factory, match_id, tournament_id, ruleset)
 
 
-def rate_after(factory: sessionmaker[Session], match_id: int, tournament_id: int, ruleset: str) -> None:
+def rate_after(factory: sessionmaker[Session], match_id: int, tournament_id: int, ruleset: str) -> bool:
     """Step 5 once a match is done (stored or failed): a ladder set is rated once
     (:func:`arena.lifecycle.ladders.rate_set`; one stored while its pars are on their way
     waits for them, and the par task or the reaper rates it), a comparison set is compared
     with its twin; a tournament's ratings are rebuilt when none of its matches is left
     (:func:`rate_if_done`). A database error only delays them (the reaper rates a set left
-    pending; the next rebuild has the tournaments')."""
+    pending; the next rebuild has the tournaments'). Returns True when a ladder set's rating
+    moved (rated, unrated, void, or its comparison folded)."""
     try:
         with factory() as session:
             rated = ladders.rate_set(session, match_id)
         if rated is not None:
             if rated.outcome is SetRating.COMPARISON:
                 with factory() as session:
-                    ladders.add_comparison(session, match_id)
-            return
+                    return ladders.add_comparison(session, match_id)
+            return rated.changed
     except DBAPIError as exc:
         log.warning("match %s: not rated now (%s); the reaper rates it", match_id, type(exc).__name__)
-        return
+        return False
     rate_if_done(factory, tournament_id, ruleset)
+    return False
 
 
 def _fail(

@@ -70,6 +70,15 @@ def placement(scores: Sequence[float], games: Sequence[Mapping[str, Any]]) -> tu
     return _places(totals), True
 
 
+def waits_for_pars(seats: int) -> bool:
+    """Whether a stored set of a rule set of ``seats`` seats waits for its pars before it is
+    rated. A two-seat set does not: each entrant holds both hands of its one deal, whose luck
+    over the two seats sums to zero, so both entrants' pars sum to the same value and the
+    adjusted order is the raw one. With four seats, later deals start from positions the play
+    made (TM-3, JDF-4): the pars can reorder the set."""
+    return seats > 2
+
+
 def set_score(place: int, players: int) -> float:
     """A place as a score from 1 (first) to 0 (last): ``(players - place) / (players - 1)``
     (equal places share the mean of the places they cover)."""

@@ -258,8 +258,14 @@ def _rate_ladder_sets(settings: Settings, factory: sessionmaker[Session], report
         )
         tournaments = dict(session.execute(select(Match.id, Match.tournament_id).where(Match.id.in_(due))).all())
     for match_id in due:
-        rate_after(factory, match_id, tournaments[match_id], rows[match_id])
-        report.rated.append(match_id)
+        if rate_after(factory, match_id, tournaments[match_id], rows[match_id]):
+            report.rated.append(match_id)
+    with factory() as session:
+        compared = ladders.pending_comparisons(session)
+    for match_id in compared:
+        with factory() as session:
+            if ladders.add_comparison(session, match_id):
+                report.rated.append(match_id)
 
 
 def _resend_pars(settings: Settings, match_ids: list[int], report: ReapReport) -> None:

@@ -519,9 +519,10 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
     match is not a ladder set.
 
     A set without a result stays ``pending`` (``void`` once its match is cancelled or
-    failed). A stored set whose pars are still ``pending`` waits (``pending``) until they are
-    done, or until the ladder's ``par_wait_s`` has passed since it was stored (then its raw
-    scores place it). A set where a bot seat never made a valid decision becomes ``unrated``
+    failed). A stored set of four seats whose pars are still ``pending`` waits (``pending``)
+    until they are done, or until the ladder's ``par_wait_s`` has passed since it was stored
+    (then its raw scores place it); a two-seat set never waits
+    (:func:`arena.ladder_ratings.waits_for_pars`). A set where a bot seat never made a valid decision becomes ``unrated``
     (:func:`arena.ladder_ratings.contested`). Otherwise its entries' rows are locked in id
     order and moved by one openskill update; each gets a rating-history row; each pair of its
     entries adds the set to its sums (``ladder_pairs``). Either way the health rule counts the
@@ -548,7 +549,8 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
     cfg = LadderConfig.from_dict(ladder.config)
     stored_at = aware(result.created_at)
     waited = (now - stored_at).total_seconds() if stored_at is not None else math.inf
-    if result.par_status == ParStatus.PENDING and waited < cfg.par_wait_s:
+    seats_n = len(row.entries)
+    if result.par_status == ParStatus.PENDING and ladder_ratings.waits_for_pars(seats_n) and waited < cfg.par_wait_s:
         session.rollback()
         return Rated(SetRating.PENDING)
     entry_ids = list(row.entries)
