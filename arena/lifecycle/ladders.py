@@ -549,8 +549,8 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
     cfg = LadderConfig.from_dict(ladder.config)
     stored_at = aware(result.created_at)
     waited = (now - stored_at).total_seconds() if stored_at is not None else math.inf
-    seats_n = len(row.entries)
-    if result.par_status == ParStatus.PENDING and ladder_ratings.waits_for_pars(seats_n) and waited < cfg.par_wait_s:
+    waits = ladder_ratings.waits_for_pars(len(row.entries))
+    if result.par_status == ParStatus.PENDING and waits and waited < cfg.par_wait_s:
         session.rollback()
         return Rated(SetRating.PENDING)
     entry_ids = list(row.entries)
