@@ -522,8 +522,8 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
     failed). A stored set of four seats whose pars are still ``pending`` waits (``pending``)
     until they are done, or until the ladder's ``par_wait_s`` has passed since it was stored
     (then its raw scores place it); a two-seat set never waits
-    (:func:`arena.ladder_ratings.waits_for_pars`). A set where a bot seat never made a valid decision becomes ``unrated``
-    (:func:`arena.ladder_ratings.contested`). Otherwise its entries' rows are locked in id
+    (:func:`arena.ladder_ratings.waits_for_pars`). A set where a bot seat never made a valid
+    decision becomes ``unrated`` (:func:`arena.ladder_ratings.contested`). Otherwise its entries' rows are locked in id
     order and moved by one openskill update; each gets a rating-history row; each pair of its
     entries adds the set to its sums (``ladder_pairs``). Either way the health rule counts the
     set for each bot entry (faults; paused after the ladder's ``fault_sets`` sets in a row at
