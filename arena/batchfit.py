@@ -16,10 +16,17 @@ Two entrants differ significantly at 95% when ``|theta_i - theta_j| / se_ij > 1.
 ``se_ij^2 = C_ii + C_jj - 2 C_ij`` with ``C = I^-1``: the **matrix** of the top of the table.
 
 The **collusion** view (:func:`collusion`) lists pairs whose results when seated together differ
-from their results apart: for each entrant of a pair, the mean residual (set score minus what
-its rating expected, :mod:`arena.ladder_ratings`) of its sets with the other against that of
-its other sets, Welch's t; a pair is listed when one of its two t passes the Bonferroni bound
-of a two-sided 5% test over every pair compared.
+from what their results apart predict: the fitted strengths (mostly made by each one's sets
+with the others) give the pair's expected head-to-head record; a pair is listed when its
+``z = (a_wins - expected) / sqrt(n p (1 - p))`` passes the Bonferroni bound of a two-sided 5%
+test over every pair compared (a bot that throws its sets to a friend, or feeds it at a
+4-seat table, beats or loses to it far from what both do against the field).
+
+The **recall** view (:func:`recall`) lists entrants that score better in a set's last game than
+in its first, on average (one-sided t of their recall, :func:`arena.ladder_ratings.recall`,
+Bonferroni over the entrants compared): the games of a set are one deal in every seat
+rotation, so a bot that remembers the deal knows its opponents' hands by the last game; an
+honest bot's recall has mean zero.
 """
 
 from __future__ import annotations
@@ -59,8 +66,8 @@ class PairSums:
 
 
 @dataclass(frozen=True)
-class EntrantSums:
-    """One entrant's residual sums over all its rated sets (``ladder_entries.res_*``)."""
+class RecallSums:
+    """One entrant's recall sums (``ladder_entries.recall_*``)."""
 
     entry_id: int
     n: int
@@ -126,50 +133,41 @@ def fit(pairs: Sequence[PairSums], *, alpha: float = ALPHA, top: int = MATRIX_TO
     return Fit(table, {"entries": [ids[i] for i in head], "z": z, "significant": significant}, total)
 
 
-def _welch(n1: int, s1: float, q1: float, n2: int, s2: float, q2: float) -> tuple[float, float, float]:
-    """``(mean1, mean2, t)`` of two samples given by count, sum and sum of squares."""
-    if n1 < 2 or n2 < 2:
-        return (s1 / n1 if n1 else 0.0), (s2 / n2 if n2 else 0.0), 0.0
-    m1, m2 = s1 / n1, s2 / n2
-    v1 = max(0.0, (q1 - n1 * m1 * m1) / (n1 - 1))
-    v2 = max(0.0, (q2 - n2 * m2 * m2) / (n2 - 1))
-    se = math.sqrt(v1 / n1 + v2 / n2)
-    return m1, m2, ((m1 - m2) / se if se > 0 else 0.0)
-
-
-def collusion(
-    entrants: Sequence[EntrantSums], pairs: Sequence[PairSums], *, min_sets: int = MIN_COLLUSION_SETS
-) -> list[dict[str, Any]]:
-    """The pairs whose results together differ significantly from apart (module docstring),
-    largest ``|t|`` first: ``{"a", "b", "sets", "a_together", "a_apart", "t_a", "b_together",
-    "b_apart", "t_b", "bound"}`` (mean residuals; ``bound``: the |t| a pair had to pass)."""
-    by_id = {e.entry_id: e for e in entrants}
-    compared = [p for p in pairs if p.sets >= min_sets and p.a in by_id and p.b in by_id]
+def collusion(fitted: Fit, pairs: Sequence[PairSums], *, min_sets: int = MIN_COLLUSION_SETS) -> list[dict[str, Any]]:
+    """The pairs whose results together differ significantly from what their results apart
+    predict (module docstring), largest ``|z|`` first: ``{"a", "b", "sets", "a_wins",
+    "expected", "z", "bound"}`` (``a_wins``: a above b, ties halved; ``expected``: what the
+    fitted strengths give; ``bound``: the ``|z|`` a pair had to pass)."""
+    strength = {row["entry_id"]: row["strength"] for row in fitted.table}
+    compared = [p for p in pairs if p.sets >= min_sets and p.a in strength and p.b in strength]
     if not compared:
         return []
     bound = NormalDist().inv_cdf(1 - 0.025 / len(compared))
     out = []
     for p in compared:
-        ea, eb = by_id[p.a], by_id[p.b]
-        a_with, a_apart, t_a = _welch(
-            p.sets, p.res_a_sum, p.res_a_sumsq, ea.n - p.sets, ea.total - p.res_a_sum, ea.sumsq - p.res_a_sumsq
-        )
-        b_with, b_apart, t_b = _welch(
-            p.sets, p.res_b_sum, p.res_b_sumsq, eb.n - p.sets, eb.total - p.res_b_sum, eb.sumsq - p.res_b_sumsq
-        )
-        if max(abs(t_a), abs(t_b)) > bound:
+        prob = 1.0 / (1.0 + math.exp(strength[p.b] - strength[p.a]))
+        expected = p.sets * prob
+        spread = math.sqrt(p.sets * prob * (1 - prob))
+        z = (p.a_wins - expected) / spread if spread > 0 else 0.0
+        if abs(z) > bound:
             out.append(
-                {
-                    "a": p.a,
-                    "b": p.b,
-                    "sets": p.sets,
-                    "a_together": a_with,
-                    "a_apart": a_apart,
-                    "t_a": t_a,
-                    "b_together": b_with,
-                    "b_apart": b_apart,
-                    "t_b": t_b,
-                    "bound": bound,
-                }
+                {"a": p.a, "b": p.b, "sets": p.sets, "a_wins": p.a_wins, "expected": expected, "z": z, "bound": bound}
             )
-    return sorted(out, key=lambda r: -max(abs(r["t_a"]), abs(r["t_b"])))
+    return sorted(out, key=lambda r: -abs(r["z"]))
+
+
+def recall(entrants: Sequence[RecallSums], *, min_sets: int = MIN_COLLUSION_SETS) -> list[dict[str, Any]]:
+    """The entrants whose mean recall is significantly above zero (module docstring), largest t
+    first: ``{"entry_id", "sets", "mean", "t", "bound"}``."""
+    compared = [e for e in entrants if e.n >= min_sets]
+    if not compared:
+        return []
+    bound = NormalDist().inv_cdf(1 - 0.05 / len(compared))
+    out = []
+    for e in compared:
+        mean = e.total / e.n
+        var = max(0.0, (e.sumsq - e.n * mean * mean) / (e.n - 1))
+        t = mean / math.sqrt(var / e.n) if var > 0 else 0.0
+        if t > bound:
+            out.append({"entry_id": e.entry_id, "sets": e.n, "mean": mean, "t": t, "bound": bound})
+    return sorted(out, key=lambda r: -r["t"])

@@ -121,6 +121,19 @@ def update(ratings: Sequence[tuple[float, float]], places: Sequence[int]) -> Upd
     return Update([(t[0].mu, t[0].sigma) for t in teams], residuals, list(places))
 
 
+def recall(games: Sequence[Mapping[str, Any]], players: int) -> list[float] | None:
+    """Each player's score in the set's last game minus its score in its first (the games of a
+    set are its rotations of one deal, played in order): what remembering the deal would gain.
+    Its mean is zero for a bot that does not remember (each player's first and last seats are
+    drawn at random by the seating); None when the set has fewer than two games."""
+    if len(games) < 2:
+        return None
+    first, last = games[0].get("scores"), games[-1].get("scores")
+    if not isinstance(first, list) or not isinstance(last, list) or len(first) != players or len(last) != players:
+        return None
+    return [float(b) - float(a) for a, b in zip(first, last, strict=True)]
+
+
 def conservative(mu: float, sigma: float) -> float:
     """The conservative rating (the table's order): ``mu - 3 sigma``."""
     return mu - 3 * sigma

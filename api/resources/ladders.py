@@ -184,13 +184,27 @@ class CollusionRowSchema(ma.Schema):
     a = ma.fields.Integer(required=True, metadata={"description": "entry id"})
     b = ma.fields.Integer(required=True, metadata={"description": "entry id"})
     sets = ma.fields.Integer(required=True, metadata={"description": "rated sets together"})
-    a_together = ma.fields.Float(required=True, metadata={"description": "a's mean residual in sets with b"})
-    a_apart = ma.fields.Float(required=True, metadata={"description": "a's mean residual in its other sets"})
-    t_a = ma.fields.Float(required=True, metadata={"description": "Welch's t of a together minus apart"})
-    b_together = ma.fields.Float(required=True)
-    b_apart = ma.fields.Float(required=True)
-    t_b = ma.fields.Float(required=True)
-    bound = ma.fields.Float(required=True, metadata={"description": "the |t| a pair had to pass (Bonferroni, 5%)"})
+    a_wins = ma.fields.Float(required=True, metadata={"description": "sets a placed above b (ties halved)"})
+    expected = ma.fields.Float(required=True, metadata={"description": "what the fitted strengths predict"})
+    z = ma.fields.Float(required=True)
+    bound = ma.fields.Float(required=True, metadata={"description": "the |z| a pair had to pass (Bonferroni, 5%)"})
+
+
+class RecallRowSchema(ma.Schema):
+    entry_id = ma.fields.Integer(required=True)
+    sets = ma.fields.Integer(required=True)
+    mean = ma.fields.Float(required=True, metadata={"description": "score in a set's last game minus its first"})
+    t = ma.fields.Float(required=True)
+    bound = ma.fields.Float(required=True, metadata={"description": "the t it had to pass (Bonferroni, 5%)"})
+
+
+class IntegritySchema(ma.Schema):
+    pairs = ma.fields.List(ma.fields.Nested(CollusionRowSchema), required=True)
+    recall = ma.fields.List(
+        ma.fields.Nested(RecallRowSchema),
+        required=True,
+        metadata={"description": "entries better in a set's last game than its first: they may remember the deal"},
+    )
 
 
 class MemberSchema(ma.Schema):
@@ -334,10 +348,12 @@ class LadderOfficial(MethodView):
 @blp.route("/<int:ladder_id>/collusion")
 class LadderCollusion(MethodView):
     @blp.doc(security=BEARER)
-    @blp.response(200, CollusionRowSchema(many=True))
+    @blp.response(200, IntegritySchema)
     @errors(blp, 401, 403, 404)
     def get(self, ladder_id: int):
-        """Operators: pairs of entries whose results together differ significantly from apart."""
+        """Operators: pairs of entries whose results together differ significantly from apart,
+        and entries that score better in a set's last game than in its first (the same deal:
+        they may remember it)."""
         return usecases.collusion_view(db(), current_account(), ladder_id)
 
 

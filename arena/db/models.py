@@ -532,6 +532,12 @@ class LadderEntry(Base):
     res_n: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     res_sum: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     res_sumsq: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    #: Its rated sets' **recall**: its score in the set's last game minus its score in the first
+    #: (the same deal, other hands: a bot that remembers the deal knows its opponents' hands
+    #: by the last game), for the operators' view (arena.batchfit.recall).
+    recall_n: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    recall_sum: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    recall_sumsq: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     compare: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
     #: The last health probe of an HTTP bot's entry (docs/ladder.md, "Health"): when, and
     #: whether it passed (an entry passed its check when it entered: true until probed).
@@ -614,7 +620,9 @@ class LadderPair(Base):
 class LadderFit(Base):
     """The ladder's official table: the last periodic batch fit over all its rated sets
     (arena.batchfit): ``table`` (rows best first), ``matrix`` (pairwise significance of the
-    top of the table), ``collusion`` (pairs whose results together differ from apart)."""
+    top of the table), ``collusion`` (pairs whose results together differ from apart),
+    ``recall`` (entries that score better in a set's last game than in its first: they may
+    remember the deal)."""
 
     __tablename__ = "ladder_fits"
 
@@ -623,4 +631,5 @@ class LadderFit(Base):
     table: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
     matrix: Mapped[dict[str, Any]] = mapped_column(JSONType)
     collusion: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    recall: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
     computed_at: Mapped[datetime] = mapped_column(default=utcnow)

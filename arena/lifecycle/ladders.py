@@ -571,7 +571,12 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
         return Rated(SetRating.UNRATED, True, paused)
     places, adjusted = ladder_ratings.placement(list(result.scores), games)
     up = ladder_ratings.update([(e.mu, e.sigma) for e in seats], places)
-    for e, (mu, sigma), res in zip(seats, up.ratings, up.residuals, strict=True):
+    recalled: list[float | None] = list(ladder_ratings.recall(games, len(seats)) or [None] * len(seats))
+    for e, (mu, sigma), res, rec in zip(seats, up.ratings, up.residuals, recalled, strict=True):
+        if rec is not None:
+            e.recall_n += 1
+            e.recall_sum += rec
+            e.recall_sumsq += rec * rec
         e.mu, e.sigma = mu, sigma
         e.sets += 1
         e.games += max(1, len(games))
@@ -706,13 +711,14 @@ def store_fit(
     table: list[dict[str, Any]],
     matrix: dict[str, Any],
     collusion: list[dict[str, Any]],
+    recall: list[dict[str, Any]],
 ) -> None:
     """Replace the ladder's official table by a new batch fit (``ladder_fits``); commit."""
     row = locked(session, LadderFit, ladder_id)
     if row is None:
         row = LadderFit(ladder_id=ladder_id)
         session.add(row)
-    row.sets, row.table, row.matrix, row.collusion = sets, table, matrix, collusion
+    row.sets, row.table, row.matrix, row.collusion, row.recall = sets, table, matrix, collusion, recall
     row.computed_at = utcnow()
     try:
         session.commit()

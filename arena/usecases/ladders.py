@@ -612,9 +612,10 @@ def entry_view(session: Session, viewer: Account | None, ladder_id: int, bot_id:
     return ladder_states.entry_of(session, ladder_id, bot_id)
 
 
-def collusion_view(session: Session, account: Account, ladder_id: int) -> list[dict[str, Any]]:
-    """The operators' collusion view of the last batch fit (pairs whose results together differ
-    from apart), organizers only.
+def collusion_view(session: Session, account: Account, ladder_id: int) -> dict[str, list[dict[str, Any]]]:
+    """The operators' integrity view of the last batch fit, organizers only: ``pairs`` whose
+    results together differ from apart (collusion), ``recall`` entries that score better in a
+    set's last game than in its first (they may remember the deal).
 
     Raises:
         Forbidden: not an organizer; NotFound: see :func:`ladder_for`.
@@ -623,7 +624,9 @@ def collusion_view(session: Session, account: Account, ladder_id: int) -> list[d
         raise Forbidden("organizer role required")
     ladder_for(session, account, ladder_id)
     fitted = ladderboard.official(session, ladder_id)
-    return list(fitted.collusion) if fitted is not None else []
+    if fitted is None:
+        return {"pairs": [], "recall": []}
+    return {"pairs": list(fitted.collusion), "recall": list(fitted.recall or [])}
 
 
 # -- the official table -----------------------------------------------------------------------
@@ -634,10 +637,8 @@ def fit_ladder(session: Session, ladder_id: int) -> int:
         batchfit.PairSums(p.a, p.b, p.sets, p.a_wins, p.res_a_sum, p.res_a_sumsq, p.res_b_sum, p.res_b_sumsq)
         for p in session.scalars(select(LadderPair).where(LadderPair.ladder_id == ladder_id))
     ]
-    entrants = [
-        batchfit.EntrantSums(e.id, e.res_n, e.res_sum, e.res_sumsq)
-        for e in session.scalars(select(LadderEntry).where(LadderEntry.ladder_id == ladder_id))
-    ]
+    rows = list(session.scalars(select(LadderEntry).where(LadderEntry.ladder_id == ladder_id)))
+    recalls = [batchfit.RecallSums(e.id, e.recall_n, e.recall_sum, e.recall_sumsq) for e in rows if e.bot_id]
     result = batchfit.fit(pairs)
     ladder_states.store_fit(
         session,
@@ -645,7 +646,8 @@ def fit_ladder(session: Session, ladder_id: int) -> int:
         sets=result.sets,
         table=result.table,
         matrix=result.matrix,
-        collusion=batchfit.collusion(entrants, pairs),
+        collusion=batchfit.collusion(result, pairs),
+        recall=batchfit.recall(recalls),
     )
     return result.sets
 

@@ -27,7 +27,9 @@ from arena.inprocess import InProcessDispatcher
 from arena.lifecycle import ladders as states
 from arena.runner.replay import check_fairness, replay
 from arena.usecases import InvalidField, ladders
+from bots_sdk.samples import SAMPLE_BOTS
 from tests.api.conftest import register_checked_bot
+from tests.fakes import FakeBot
 
 RS = "million_doubt"
 NAMES = ("ann", "ben", "cat", "dan")
@@ -184,3 +186,57 @@ def test_two_bots_of_one_owner_never_share_a_table(client, accounts, sessionmake
                 assert len(set(owners)) == len(owners)
             s.execute(Match.__table__.update().where(Match.id.in_(sent)).values(status="cancelled"))  # free the seats
             s.commit()
+
+
+class Remembers(SAMPLE_BOTS["greedy"]):
+    """The cheat of a duplicate set, played out: weak in a set's first game, strong once it
+    has seen the deal (what a bot remembering the deal gains: it knows its opponent's hand)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weak = SAMPLE_BOTS["random"](seed=7)
+
+    def decide(self, request):
+        return super().decide(request) if int(request.get("game", 0)) > 0 else self.weak.decide(request)
+
+
+def test_a_bot_that_remembers_the_deal_stands_out_in_the_recall_view(client, accounts, sessionmaker):
+    """The operators' recall view lists a bot that scores better in a set's last game than in
+    its first; honest bots are not listed."""
+    accounts.organizer("org")
+    servers = [FakeBot(Remembers()), FakeBot()]
+    try:
+        bots = []
+        for i, server in enumerate(servers):
+            h = accounts.contestant(f"p{i}")
+            bots.append(register_checked_bot(client, h, server.url, [RS], f"p{i}"))
+        with sessionmaker() as s:
+            ladder = ladders.create_ladder(
+                s,
+                _account(sessionmaker, accounts, "org"),
+                name="recall",
+                ruleset=RS,
+                options={},
+                time_rules={"initial": 5.0, "increment": 1.0, "cap": 5.0},
+                config={"fill_with_house_bots": False, "pair_free_sets": 1000},
+                open_ladder=True,
+            ).id
+        for i, bot in enumerate(bots):
+            with sessionmaker() as s:
+                ladders.enter_ladder(s, _account(sessionmaker, accounts, f"p{i}"), ladder, bot, max_sets_per_hour=120)
+        now = utcnow()
+        for k in range(100):  # a set per tick
+            sent: list[int] = []
+            _tick(sessionmaker, sent, now + timedelta(minutes=k), seed=k)
+            _play(client, sent)
+        with sessionmaker() as s:
+            ladders.fit_ladder(s, ladder)
+        with sessionmaker() as s:
+            cheat = states.entry_of(s, ladder, bots[0]).id
+            view = ladders.collusion_view(s, _account(sessionmaker, accounts, "org"), ladder)
+            sums = [(e.id, e.recall_n, e.recall_sum, e.recall_sumsq) for e in s.scalars(select(LadderEntry))]
+        assert [r["entry_id"] for r in view["recall"]] == [cheat], (view, sums)
+        assert view["pairs"] == []  # nothing else stands out
+    finally:
+        for server in servers:
+            server.close()

@@ -83,6 +83,9 @@ def upgrade() -> None:
         sa.Column("res_n", sa.Integer(), server_default="0", nullable=False),
         sa.Column("res_sum", sa.Float(), server_default="0", nullable=False),
         sa.Column("res_sumsq", sa.Float(), server_default="0", nullable=False),
+        sa.Column("recall_n", sa.Integer(), server_default="0", nullable=False),
+        sa.Column("recall_sum", sa.Float(), server_default="0", nullable=False),
+        sa.Column("recall_sumsq", sa.Float(), server_default="0", nullable=False),
         sa.Column("compare", JSON, nullable=True),
         sa.Column("probed_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("probe_ok", sa.Boolean(), server_default=sa.true(), nullable=False),
@@ -124,6 +127,7 @@ def upgrade() -> None:
         sa.Column("table", JSON, nullable=False),
         sa.Column("matrix", JSON, nullable=False),
         sa.Column("collusion", JSON, nullable=False),
+        sa.Column("recall", JSON, nullable=False),
         sa.Column("computed_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["ladder_id"], ["ladders.id"], name=op.f("fk_ladder_fits_ladder_id_ladders"), ondelete="CASCADE"
