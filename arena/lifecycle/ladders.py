@@ -571,7 +571,8 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
         return Rated(SetRating.UNRATED, True, paused)
     places, adjusted = ladder_ratings.placement(list(result.scores), games)
     up = ladder_ratings.update([(e.mu, e.sigma) for e in seats], places)
-    recalled: list[float | None] = list(ladder_ratings.recall(games, len(seats)) or [None] * len(seats))
+    found = ladder_ratings.recall(games, len(seats))
+    recalled: list[float | None] = list(found) if found is not None else [None] * len(seats)
     for e, (mu, sigma), res, rec in zip(seats, up.ratings, up.residuals, recalled, strict=True):
         if rec is not None:
             e.recall_n += 1
