@@ -21,6 +21,7 @@ from arena.db.models import (
     Match,
     MatchLog,
     MatchResult,
+    Rating,
     utcnow,
 )
 from arena.inprocess import InProcessDispatcher
@@ -28,7 +29,7 @@ from arena.lifecycle import ladders as states
 from arena.runner.replay import check_fairness, replay
 from arena.usecases import InvalidField, ladders
 from bots_sdk.samples import SAMPLE_BOTS
-from tests.api.conftest import register_checked_bot
+from tests.api.conftest import eager_client, register_checked_bot
 from tests.fakes import FakeBot
 
 RS = "million_doubt"
@@ -240,3 +241,25 @@ def test_a_bot_that_remembers_the_deal_stands_out_in_the_recall_view(client, acc
     finally:
         for server in servers:
             server.close()
+
+
+def test_a_sybil_deleted_before_the_start_hands_nobody_a_rated_win(client, accounts, sessionmaker, bot_server):
+    """Tournaments follow the ladder's rule: a match where a bot seat never made a valid
+    decision (the sybil's forfeits without a request) is left out of the ratings."""
+    org = accounts.organizer("org")
+    bots = {}
+    for name in ("ann", "ben", "cat", "syb"):
+        h = accounts.contestant(name)
+        bots[name] = register_checked_bot(client, h, bot_server.url + "/", [RS], name)
+    r = client.post(
+        "/api/v1/tournaments",
+        json={"ruleset": RS, "participants": list(bots.values()), "games_per_pairing": 2},
+        headers=org,
+    )
+    tid = r.json["id"]
+    assert client.delete(f"/api/v1/bots/{bots['syb']}", headers=accounts.headers("syb")).status_code == 204
+    assert eager_client(client).post(f"/api/v1/tournaments/{tid}/start", headers=org).status_code == 202
+    assert client.get(f"/api/v1/tournaments/{tid}", headers=org).json["status"] == "finished"
+    with sessionmaker() as s:
+        rated = {row.bot_id: row.matches for row in s.scalars(select(Rating).where(Rating.ruleset == RS))}
+    assert rated == {bots["ann"]: 2, bots["ben"]: 2, bots["cat"]: 2}  # their matches with the sybil: unrated
