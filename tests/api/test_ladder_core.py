@@ -263,3 +263,14 @@ def test_a_sybil_deleted_before_the_start_hands_nobody_a_rated_win(client, accou
     with sessionmaker() as s:
         rated = {row.bot_id: row.matches for row in s.scalars(select(Rating).where(Rating.ruleset == RS))}
     assert rated == {bots["ann"]: 2, bots["ben"]: 2, bots["cat"]: 2}  # their matches with the sybil: unrated
+
+
+def test_a_tick_forms_nothing_while_the_workers_are_behind(client, sessionmaker, field):
+    sent: list[int] = []
+    now = utcnow()
+    _tick(sessionmaker, sent, now)
+    with sessionmaker() as s:  # the sets wait in the queue, the workers busy elsewhere
+        s.execute(Match.__table__.update().where(Match.id.in_(sent)).values(queued_at=now - timedelta(seconds=500)))
+        s.commit()
+    (report,) = _tick(sessionmaker, sent, now + timedelta(minutes=1))
+    assert report.formed == [] and "the workers are behind" in report.skipped

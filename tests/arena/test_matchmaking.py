@@ -1,0 +1,89 @@
+"""The ladder's matchmaking (arena.sources.ladder.form_tables), pure: the rules of
+docs/ladder.md, "The tick"."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena.sources.ladder import Candidate, ConfigError, LadderConfig, form_tables, pair
+
+NO_JITTER = LadderConfig(jitter=0.0)
+
+
+def _c(i: int, owner: int | None = None, mu: float = 25.0, sets: int = 20, free: int = 1, idle: float | None = 60.0):
+    return Candidate(i, i if owner is None else owner, mu, 8.0, sets, free, idle)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    owners=st.lists(st.integers(1, 5), min_size=2, max_size=24),
+    seats=st.sampled_from([2, 4]),
+    seed=st.integers(0, 1000),
+)
+def test_never_two_bots_of_one_owner_at_a_table_and_never_past_their_free_sets(owners, seats, seed):
+    rng = random.Random(seed)
+    cands = [
+        Candidate(i, o, rng.uniform(10, 40), 5.0, rng.randrange(20), rng.randrange(3)) for i, o in enumerate(owners)
+    ]
+    tables = form_tables(cands, seats, LadderConfig(), recent={}, met={}, rng=rng)
+    by_id = {c.entry_id: c for c in cands}
+    used: dict[int, int] = {}
+    for t in tables:
+        assert len(t) == seats == len(set(t))
+        owners_at = [by_id[e].owner_id for e in t]
+        assert len(owners_at) == len(set(owners_at))
+        for e in t:
+            used[e] = used.get(e, 0) + 1
+    assert all(used[e] <= by_id[e].free for e in used)
+
+
+def test_rating_proximity_pairs_neighbours_and_placement_goes_first():
+    cands = [_c(i, mu=10.0 + 5 * i) for i in range(6)]
+    tables = form_tables(cands, 2, NO_JITTER, recent={}, met={}, rng=random.Random(1))
+    assert sorted(tuple(sorted(t)) for t in tables) == [(0, 1), (2, 3), (4, 5)]
+    new = _c(9, mu=25.0, sets=0, idle=None)  # provisional: seated first, by its rating
+    tables = form_tables([*cands[:3], new], 2, NO_JITTER, recent={}, met={}, rng=random.Random(1))
+    assert any(9 in t for t in tables)
+
+
+def test_the_pair_cap_and_the_rematch_penalty():
+    a, b, c = _c(1, mu=25), _c(2, mu=25.5), _c(3, mu=29)
+    cfg = LadderConfig(jitter=0.0, pair_free_sets=3, pair_sets_per_hour=2)
+    capped = form_tables([a, b, c], 2, cfg, recent={pair(1, 2): 2}, met={pair(1, 2): 10}, rng=random.Random(1))
+    assert all(set(t) != {1, 2} for t in capped)  # met enough, and twice this hour: not again
+    cfg = LadderConfig(jitter=0.0, pair_free_sets=3, pair_sets_per_hour=2, rematch_penalty=0.0)
+    young = form_tables([a, b, c], 2, cfg, recent={pair(1, 2): 2}, met={pair(1, 2): 2}, rng=random.Random(1))
+    assert any(set(t) == {1, 2} for t in young)  # not met enough yet: the cap does not apply
+    penalised = form_tables(
+        [a, b, c], 2, LadderConfig(jitter=0.0, rematch_penalty=10), recent={pair(1, 2): 1}, met={}, rng=random.Random(1)
+    )
+    assert all(set(t) != {1, 2} for t in penalised)
+
+
+def test_house_entries_fill_only_when_allowed_and_once_a_table():
+    lone = [_c(1)]
+    house = [Candidate(100 + i, None, 25.0, 8.0, 0, 1 << 30) for i in range(3)]
+    assert (
+        form_tables(
+            lone, 4, LadderConfig(fill_with_house_bots=False), recent={}, met={}, rng=random.Random(1), house=house
+        )
+        == []
+    )
+    (table,) = form_tables(lone, 4, LadderConfig(), recent={}, met={}, rng=random.Random(1), house=house)
+    assert sorted(table) == [1, 100, 101, 102]
+
+
+def test_a_config_out_of_range_names_its_key():
+    with pytest.raises(ConfigError) as err:
+        LadderConfig.from_dict({"pair_sets_per_hour": 0})
+    assert err.value.key == "pair_sets_per_hour"
+    with pytest.raises(ConfigError, match="unknown key"):
+        LadderConfig.from_dict({"speed": 1})
+    with pytest.raises(ConfigError) as err:
+        LadderConfig.from_dict({"house_bots": ["nobody"]})
+    assert err.value.key == "house_bots"
+    assert LadderConfig.from_dict(LadderConfig().to_dict()) == LadderConfig()
