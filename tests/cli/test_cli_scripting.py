@@ -102,6 +102,7 @@ CREATE = (
     "2",
     "--seed",
     "7",
+    "--mix-owners",  # the three bots are one contestant's
 )
 
 

@@ -57,7 +57,12 @@ def arena(tmp_path_factory):
     with ApiClient(server.url, organizer, timeout_s=None) as org:
         for name, public in (("public", True), ("private", False)):
             t = org.create_tournament(
-                name=name, ruleset="million_doubt", participants=ids, games_per_pairing=2, public_when_finished=public
+                name=name,
+                ruleset="million_doubt",
+                participants=ids,
+                games_per_pairing=2,
+                public_when_finished=public,
+                separate_owners=False,  # the two bots are one contestant's
             )
             org.start_tournament(t["id"], timeout_s=None)  # eager: played within the request
             assert org.tournament(t["id"])["status"] == "finished"
