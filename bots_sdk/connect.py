@@ -79,7 +79,7 @@ OPEN_TIMEOUT_S = 10.0
 #: noticed within twice this plus :data:`CLOSE_TIMEOUT_S`, and the connection opened again,
 #: within the arena's wait for a reconnection (15 s), so that no request is lost
 #: (websockets' defaults, a ping every 20 s, 20 s for its pong, 10 s for a close, were not).
-KEEPALIVE_S = 5.0
+KEEPALIVE_S = wire.PING_INTERVAL_S
 #: Seconds a closing connection waits for the gateway's side of the close before dropping it.
 CLOSE_TIMEOUT_S = 2.0
 

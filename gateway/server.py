@@ -71,7 +71,7 @@ from websockets.http11 import Request, Response
 
 from arena import relay
 from arena.leases import LeaseSet, renew_many
-from arena.safejson import parse_answer
+from arena.safejson import lenient_id, parse_answer
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
 
@@ -152,18 +152,6 @@ def client_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is None:
         return str(ipaddress.ip_network(f"{ip}/64", strict=False))
     return str(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else ip)
-
-
-def lenient_id(msg: str) -> str | None:
-    """The ``id`` of a frame the strict reader (:func:`arena.safejson.parse_answer`) refused,
-    read leniently (``NaN``, a duplicate key, a long integer, deep nesting, a lone surrogate
-    pass), or None: not a JSON object with a string id even so."""
-    try:
-        obj = json.loads(msg)
-    except (ValueError, RecursionError):
-        return None
-    rid = obj.get("id") if isinstance(obj, dict) else None
-    return rid if isinstance(rid, str) else None
 
 
 class BotSocket(ServerConnection):
