@@ -153,7 +153,7 @@ class Connection:
         backoff_initial_s: float = BACKOFF_INITIAL_S,
         backoff_max_s: float = BACKOFF_MAX_S,
         open_timeout_s: float = OPEN_TIMEOUT_S,
-        keepalive_s: float = KEEPALIVE_S,
+        keepalive_s: float | None = KEEPALIVE_S,
     ):
         if pool < 1:
             raise ValueError(f"pool must be at least 1, not {pool}")
@@ -489,7 +489,7 @@ def connect(
     background: bool = False,
     backoff_initial_s: float = BACKOFF_INITIAL_S,
     backoff_max_s: float = BACKOFF_MAX_S,
-    keepalive_s: float = KEEPALIVE_S,
+    keepalive_s: float | None = KEEPALIVE_S,
 ) -> Connection:
     """Run ``bot`` over ``pool`` WebSocket connections to the gateway at ``url``.
 
@@ -507,7 +507,7 @@ def connect(
             the running :class:`Connection` at once (stop it with ``.stop()``).
         backoff_initial_s, backoff_max_s: the reconnection backoff, seconds (module docstring).
         keepalive_s: seconds between keepalive pings, and the longest wait for their pong
-            (:data:`KEEPALIVE_S`).
+            (:data:`KEEPALIVE_S`); None sends none (the protocol asks for them: the check warns).
 
     Raises:
         ValueError: no secret, no URL or one that is not ``ws(s)://``, ``pool`` or ``threads`` below 1.

@@ -75,7 +75,12 @@ class _Program:
         with open(log_path, "wb") as out:
             try:
                 self.proc = subprocess.Popen(
-                    argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                    argv,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
                 )
             except OSError as exc:
                 raise click.BadParameter(f"{command!r} cannot start: {exc}", param_hint="--run") from None
@@ -134,7 +139,9 @@ class DialedSeats:
         echo: Callable[[str], None],
     ):
         if len(commands) > len(specs):
-            raise click.UsageError(f"{len(commands)} --run commands for {len(specs)} dial-out seat(s) ({', '.join(specs)})")
+            raise click.UsageError(
+                f"{len(commands)} --run commands for {len(specs)} dial-out seat(s) ({', '.join(specs)})"
+            )
         self.ids = {spec: dial_id(spec) or 0 for spec in specs}
         if len(set(self.ids.values())) < len(self.ids):
             raise click.UsageError(f"two dial-out seats with the same bot id: {', '.join(specs)}")
@@ -188,7 +195,9 @@ class DialedSeats:
                 "ARENA_BOT_SECRET": self.secret,
             }
             self.programs[spec] = _Program(command, env, Path(self._folder.name) / f"bot-{self.ids[spec]}.log")
-            self.echo(f"{spec}: started {command!r} (ARENA_GATEWAY_URL={self.gateway.url}, ARENA_BOT_ID={self.ids[spec]})")
+            self.echo(
+                f"{spec}: started {command!r} (ARENA_GATEWAY_URL={self.gateway.url}, ARENA_BOT_ID={self.ids[spec]})"
+            )
         for spec in self.specs[len(self.commands) :]:
             secret = "$ARENA_BOT_SECRET" if self.secret_given else self.secret
             self.echo(
@@ -246,7 +255,7 @@ class DialedSeats:
                 out.append(
                     f"{spec} sent no keep-alive ping in {silent:.0f} s ({status['pings']} in all): the protocol asks"
                     f" for a ping every {wire.PING_INTERVAL_S:g} s on each connection, and the arena's check warns"
-                    " about a bot that sends none (docs/protocol.md, \"Pools and reconnection\")"
+                    ' about a bot that sends none (docs/protocol.md, "Pools and reconnection")'
                 )
         return out
 

@@ -236,7 +236,9 @@ def play(
             console,
             plan,
             specs,
-            MatchConfig(ruleset, options, seed=seed, time_rules=rules, max_faults=max_faults, log_requests=log_requests),
+            MatchConfig(
+                ruleset, options, seed=seed, time_rules=rules, max_faults=max_faults, log_requests=log_requests
+            ),
             many_games=many_games,
             secret=secret,
             dialed=dialed,
@@ -395,7 +397,11 @@ def bots_serve(name: str, host: str, port: int, secret: str | None, seed: int | 
 @bots.command("connect")
 @click.argument("name")
 @click.option(
-    "--bot-id", type=click.IntRange(min=1), required=True, envvar="ARENA_BOT_ID", help="The bot's id at the arena (env ARENA_BOT_ID)."
+    "--bot-id",
+    type=click.IntRange(min=1),
+    required=True,
+    envvar="ARENA_BOT_ID",
+    help="The bot's id at the arena (env ARENA_BOT_ID).",
 )
 @click.option(
     "--gateway",

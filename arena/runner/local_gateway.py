@@ -104,7 +104,9 @@ class LocalGateway:
         reconnect_s: longest wait of a request for a connection, seconds (:data:`RECONNECT_S`).
     """
 
-    def __init__(self, bots: Mapping[int, str], *, host: str = "127.0.0.1", port: int = 0, reconnect_s: float = RECONNECT_S):
+    def __init__(
+        self, bots: Mapping[int, str], *, host: str = "127.0.0.1", port: int = 0, reconnect_s: float = RECONNECT_S
+    ):
         self.host, self.port = host, int(port)
         self.reconnect_s = float(reconnect_s)
         self._bots = {int(b): _Bot(int(b), s) for b, s in bots.items()}
@@ -211,7 +213,9 @@ class LocalGateway:
         """Send ``body`` to bot ``bot_id`` as a ``kind`` frame (``request`` or ``health``) and wait
         at most ``timeout_s`` seconds for its answer: ``("answer", body)`` or ``("fault", kind,
         detail, received)`` (``connection_error``: no connection within the wait; ``timeout``)."""
-        future = asyncio.run_coroutine_threadsafe(self._exchange(self._bots[int(bot_id)], kind, body, timeout_s), self._loop)
+        future = asyncio.run_coroutine_threadsafe(
+            self._exchange(self._bots[int(bot_id)], kind, body, timeout_s), self._loop
+        )
         return future.result(timeout_s + START_S)
 
     def notify(self, bot_id: int, body: bytes) -> None:
@@ -248,7 +252,12 @@ class LocalGateway:
         frame, _ = parse_answer(raw.encode("utf-8") if isinstance(raw, str) else b"\xff")
         bot_id = frame.get("bot_id") if frame else None
         bot = self._bots.get(bot_id) if type(bot_id) is int else None
-        if frame is None or frame.get("type") != "auth" or bot is None or not wire.auth_valid(frame, [bot.secret], nonce):
+        if (
+            frame is None
+            or frame.get("type") != "auth"
+            or bot is None
+            or not wire.auth_valid(frame, [bot.secret], nonce)
+        ):
             self._note(bot, wire.CLOSE_AUTH_FAILED)
             await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
             return
@@ -346,7 +355,12 @@ class LocalGateway:
             if not bot.conns:
                 until = min(deadline, waiting_since + self.reconnect_s)
                 if now >= until:
-                    return ("fault", "connection_error", f"the bot had no connection for {round((now - waiting_since) * 1000)} ms", "")
+                    return (
+                        "fault",
+                        "connection_error",
+                        f"the bot had no connection for {round((now - waiting_since) * 1000)} ms",
+                        "",
+                    )
                 try:
                     await asyncio.wait_for(bot.connected.wait(), until - now)
                 except TimeoutError:
@@ -357,7 +371,9 @@ class LocalGateway:
             fut: asyncio.Future[tuple[Any, ...]] = loop.create_future()
             conn.pending[rid] = fut
             try:
-                await asyncio.wait_for(conn.ws.send(wire.frame(kind, rid, text.encode("utf-8"))), max(0.001, deadline - now))
+                await asyncio.wait_for(
+                    conn.ws.send(wire.frame(kind, rid, text.encode("utf-8"))), max(0.001, deadline - now)
+                )
                 result = await asyncio.wait_for(asyncio.shield(fut), max(0.001, deadline - loop.time()))
             except TimeoutError:
                 if conn.pending.pop(rid, None) is not None:
@@ -416,7 +432,9 @@ class DialedPlayer:
             _, fault, detail, received = result
             return Outcome(None, fault, safe_text(detail, RECEIVED_LOG_CHARS), received, _ms(elapsed), None)
         if elapsed > timeout_s:
-            return Outcome(None, "timeout", f"answer took {_ms(elapsed)} ms, more than the bank", "", _ms(elapsed), None)
+            return Outcome(
+                None, "timeout", f"answer took {_ms(elapsed)} ms, more than the bank", "", _ms(elapsed), None
+            )
         return Outcome(result[1], None, "", "", _ms(elapsed), None)
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
