@@ -867,6 +867,7 @@ def ping_warning(
     silence_s: float = wire.PING_SILENCE_S,
     until: float | None = None,
     now: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any] | None:
     """The warning ``no_pings`` when a connected bot sends none of the protocol's keep-alive
     pings (docs/protocol.md, "Pools and reconnection"): ``{"code": "no_pings", "params":
@@ -897,7 +898,7 @@ def ping_warning(
             return {"code": "no_pings", "params": {"silent_s": silent}, "text": text}
         if until is not None and time.monotonic() >= until:
             return None
-        time.sleep(0.5)
+        sleep(0.5)
 
 
 #: Seconds allowed for the authentication probe (connect, challenge, refusal).

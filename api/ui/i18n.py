@@ -113,7 +113,8 @@ def health_error(health: dict | None) -> str:
     locale; the stored text when its code is unknown (an older outcome)."""
     health = health or {}
     text = str(health.get("error") or "")
-    code = health.get("error_code") if isinstance(health.get("error_code"), dict) else {}
+    raw = health.get("error_code")
+    code: dict = raw if isinstance(raw, dict) else {}
     message = _HEALTH_MESSAGES.get(str(code.get("code")))
     if message is None:
         return text

@@ -108,7 +108,8 @@ def test_a_bot_started_in_another_terminal_connects_with_the_printed_variables(t
         while "waiting for your bot" not in (line := play.stdout.readline()):
             assert line, "".join(lines)
             lines.append(line)
-        # connect: waiting for your bot to connect; start it with ARENA_GATEWAY_URL=... ARENA_BOT_ID=1 ARENA_BOT_SECRET=$ARENA_BOT_SECRET
+        # "connect: waiting for your bot to connect; start it with ARENA_GATEWAY_URL=... ARENA_BOT_ID=1
+        # ARENA_BOT_SECRET=$ARENA_BOT_SECRET" (the secret given in the environment is not printed)
         told = dict(re.findall(r"(ARENA_[A-Z_]+)=(\S+)", line))
         assert told["ARENA_BOT_ID"] == "1" and told["ARENA_BOT_SECRET"] == "$ARENA_BOT_SECRET"  # not printed
         assert told["ARENA_GATEWAY_URL"].startswith("ws://127.0.0.1:")
