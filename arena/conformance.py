@@ -865,30 +865,33 @@ def ping_warning(
     since: Callable[[], float | None],
     *,
     silence_s: float = wire.PING_SILENCE_S,
+    first_s: float = wire.PING_FIRST_S,
     until: float | None = None,
     now: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any] | None:
     """The warning ``no_pings`` when a connected bot sends none of the protocol's keep-alive
     pings (docs/protocol.md, "Pools and reconnection"): ``{"code": "no_pings", "params":
-    {"silent_s"}, "text": English}``, or None (it pinged within ``silence_s`` seconds, or it is
-    not connected: nothing to judge). ``story()`` gives its :class:`~arena.relay.Story`
-    (``pinged``), ``since()`` the Unix seconds its oldest live connection opened (None: none).
-    While that connection is younger than ``silence_s`` and no ping came, it waits (polling every
-    half second, at most until ``until``, a ``time.monotonic()`` deadline) for a ping or for the
-    connection to reach that age.
+    {"silent_s"}, "text": English}``, or None (it pinged, or it is not connected: nothing to
+    judge). ``story()`` gives its :class:`~arena.relay.Story` (``pinged``), ``since()`` the Unix
+    seconds its oldest live connection opened (None: none). Warned: no ping since that
+    connection opened, which is ``first_s`` seconds old or more (the first ping is due after the
+    protocol's interval), or none in the last ``silence_s`` seconds. A younger connection without
+    a ping is waited for (polling every half second, at most until ``until``, a
+    ``time.monotonic()`` deadline), until its first ping or until it is ``first_s`` old.
 
     Raises:
         redis.RedisError: the story or the presence cannot be read.
     """
     while True:
         pinged, opened, t = story().pinged, since(), now()
-        if pinged is not None and t - pinged <= silence_s:
-            return None
         if opened is None:
             return None
-        if t - opened >= silence_s:
-            silent = round(t - max(opened, pinged or opened))
+        if pinged is not None and pinged >= opened and t - pinged <= silence_s:
+            return None
+        pinged_since = pinged is not None and pinged >= opened
+        if t - opened >= (silence_s if pinged_since else first_s):
+            silent = round(t - (pinged if pinged_since and pinged is not None else opened))
             text = (
                 f"the bot sent no keep-alive ping in {silent} s of connection: the protocol asks for a WebSocket ping"
                 f" every {wire.PING_INTERVAL_S:g} s on each connection, answered before the next, so that a gateway"

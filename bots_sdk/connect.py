@@ -24,7 +24,7 @@ Reconnection: after any drop (refused, reset, closed by the gateway, a failed ha
 connection is opened again after an exponential backoff with jitter: ``backoff_initial_s``
 (0.5 s) doubling up to ``backoff_max_s`` (30 s), each wait drawn uniformly from half to all of
 it, and back to the start once a connection is welcomed. A drop no close announces (a gateway
-that froze, a network gone silent) is noticed by the keepalive: a ping every ``keepalive_s``
+that froze, a network gone silent) is noticed by the keepalive: a ping once welcomed, then every ``keepalive_s``
 (5 s) that must be answered within as long (then 2 s for the close, and the connection is
 dropped). Given several gateway URLs (gateways
 an operator runs side by side without one proxy in front), connection ``n`` of the pool first
@@ -375,6 +375,8 @@ class Connection:
                 if welcome.get("type") != "welcome":
                     raise ValueError(f"expected a welcome frame, got {str(welcome)[:200]}")
                 welcomed = True
+                if self._keepalive_s is not None:
+                    await ws.ping()  # the first keep-alive ping at once, then every keepalive_s
                 with self._cond:
                     self.welcome = welcome
                 log.info("bot %s: connection %d welcomed by %s as %r", self.bot_id, n, url, welcome.get("name"))

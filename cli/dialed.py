@@ -251,7 +251,7 @@ class DialedSeats:
         for spec in self.specs:
             status = self.gateway.status(self.ids[spec])
             silent = status["silent_s"]
-            if silent is not None and silent > wire.PING_SILENCE_S:
+            if silent is not None and silent > (wire.PING_SILENCE_S if status["pings"] else wire.PING_FIRST_S):
                 out.append(
                     f"{spec} sent no keep-alive ping in {silent:.0f} s ({status['pings']} in all): the protocol asks"
                     f" for a ping every {wire.PING_INTERVAL_S:g} s on each connection, and the arena's check warns"

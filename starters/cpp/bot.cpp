@@ -206,6 +206,9 @@ class Session {
                 send(hdl, auth_frame(cfg_, frame.at("nonce").get<std::string>()));
             } else if (type == "welcome") {
                 welcomed_ = true;
+                answered_ = false;  // the first keep-alive ping at once, then every 5 s
+                websocketpp::lib::error_code sent;
+                client_.ping(hdl, "", sent);
                 std::cout << "connected to " << cfg_.url << " as " << frame.value("name", "") << " (bot "
                           << frame.value("bot_id", 0L) << ")" << std::endl;
             }

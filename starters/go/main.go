@@ -158,6 +158,7 @@ type session struct {
 	conn     *websocket.Conn
 	sendLock sync.Mutex // one writer at a time (gorilla/websocket's rule)
 	welcomed bool
+	pingNow  func()
 }
 
 func (s *session) send(v interface{}) {
@@ -185,6 +186,12 @@ func run(c config) (code int, welcomed bool) {
 	var answered sync.Mutex
 	pong := true
 	conn.SetPongHandler(func(string) error { answered.Lock(); pong = true; answered.Unlock(); return nil })
+	s.pingNow = func() { // the first keep-alive ping, once welcomed; then every 5 s
+		answered.Lock()
+		pong = false
+		answered.Unlock()
+		conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(keepalive))
+	}
 	done := make(chan struct{})
 	defer close(done)
 	go func() { // the keepalive
@@ -238,6 +245,7 @@ func (s *session) onFrame(c config, f *frame) {
 			s.sendLock.Unlock()
 		case "welcome":
 			s.welcomed = true
+			s.pingNow()
 			fmt.Printf("connected to %s as %s (bot %d)\n", c.url, f.Name, f.BotID)
 		}
 		return

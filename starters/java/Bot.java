@@ -208,6 +208,8 @@ public final class Bot {
                     send(authFrame(cfg.botId(), cfg.secret(), String.valueOf(frame.get("nonce"))));
                 } else if (type.equals("welcome")) {
                     welcomed = true;
+                    answered = false; // the first keep-alive ping at once, then every 5 s
+                    ws.sendPing(ByteBuffer.allocate(0));
                     System.out.println("connected to " + cfg.url() + " as " + frame.get("name") + " (bot "
                             + frame.get("bot_id") + ")");
                     System.out.flush();

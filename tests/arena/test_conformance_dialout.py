@@ -124,15 +124,20 @@ def test_a_bot_connected_longer_than_the_silence_without_a_ping_is_warned() -> N
     }
 
 
-def test_a_young_connection_is_waited_for_until_a_ping_or_the_silence() -> None:
+def test_a_young_connection_is_waited_for_until_its_first_ping_is_due() -> None:
     clock = Clock()
     pings = iter([None, None, None, NOW + 1.2])  # its first ping, seen on the fourth look
     story = lambda: _story("welcomed", 3, pinged=next(pings))  # noqa: E731
     assert ping_warning(story, lambda: NOW - 3, now=clock.now, sleep=clock.sleep) is None
     assert clock.slept == 1.5
-    clock = Clock()  # never a ping: warned once the connection is as old as the silence
+    clock = Clock()  # never a ping: warned once its first ping is overdue (the interval and some slack)
     warning = ping_warning(lambda: _story("welcomed", 3), lambda: NOW - 3, now=clock.now, sleep=clock.sleep)
-    assert warning is not None and warning["params"]["silent_s"] == 15 and clock.slept == 12.0
+    assert warning is not None and warning["params"]["silent_s"] == 7 and clock.slept == 4.0
+    # a ping before this connection opened (an earlier run of the bot) does not count for it
+    earlier, clock = _story("welcomed", 10, pinged=NOW - 20), Clock()
+    assert ping_warning(lambda: earlier, lambda: NOW - 10, now=clock.now, sleep=clock.sleep)["params"] == {  # type: ignore[index]
+        "silent_s": 10
+    }
 
 
 def test_nothing_is_judged_of_a_bot_that_left_or_past_the_checks_deadline() -> None:
@@ -140,4 +145,4 @@ def test_nothing_is_judged_of_a_bot_that_left_or_past_the_checks_deadline() -> N
     assert ping_warning(lambda: _story("closed", 1), lambda: None, now=clock.now, sleep=clock.sleep) is None
     young = ping_warning(lambda: _story("welcomed", 1), lambda: NOW - 1, until=0.0, now=clock.now, sleep=clock.sleep)
     assert young is None and clock.slept == 0
-    assert conformance.wire.PING_SILENCE_S == 15.0
+    assert (conformance.wire.PING_FIRST_S, conformance.wire.PING_SILENCE_S) == (7.0, 15.0)
