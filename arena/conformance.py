@@ -955,11 +955,12 @@ def check_connected_bot(
     limit_s: float | None = None,
 ) -> dict[str, Any]:
     """:func:`check_bot` for a bot that dials out: the health check over its connection
-    (:func:`connected_health`), the authentication probe (:func:`auth_probe`, when
-    ``gateway_url`` is known, else a warning) and the same conformance games through a
-    :class:`~arena.runner.connected.ConnectedPlayer`. The same outcome shape (``url``:
-    ``{"ok": True, "error": None}``; ``signature``: the probe's result). Never raises for the
-    bot's behaviour."""
+    (:func:`connected_health`; not connected: the step it reached, :func:`dial_step`), the
+    authentication probe (:func:`auth_probe`, when ``gateway_url`` is known, else a warning),
+    the same conformance games through a :class:`~arena.runner.connected.ConnectedPlayer`,
+    then its keep-alive pings (:func:`ping_warning`: the warning ``no_pings``). The same
+    outcome shape (``url``: ``{"ok": True, "error": None}``; ``signature``: the probe's
+    result). Never raises for the bot's behaviour."""
     result, progress, report = _new_check(rulesets, "health", on_progress)
 
     deadline = None if limit_s is None else time.monotonic() + float(limit_s)

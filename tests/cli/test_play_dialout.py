@@ -5,12 +5,17 @@ a real process, over real WebSocket connections on 127.0.0.1."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import os
 import re
 import shlex
 import signal
+import ssl
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -217,3 +222,125 @@ def test_each_starter_plays_every_rule_set_locally(lang: str) -> None:
         rows = table(out.stdout)
         assert int(rows["connect"][0]) >= 2 and rows["connect"][4] == "0", out.stdout
         assert "first fault" not in out.stdout and "warning:" not in out.stdout, out.stdout
+
+
+class TlsProxy:
+    """A TLS front on 127.0.0.1 (the arena's HTTPS reverse proxy, ``wss://``) passing the bytes
+    of each connection to ``target_port``: a certificate for ``localhost`` of a throwaway
+    authority, in ``folder`` (``ca.pem``, and ``ca.p12`` for Java's trust store)."""
+
+    def __init__(self, folder: Path, target_port: int):
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+        now = datetime.datetime.now(datetime.UTC)
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256())
+        )
+        self.ca = folder / "ca.pem"
+        self.ca.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        key_path = folder / "key.pem"
+        key_path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.ca, key_path)
+        self.target_port = target_port
+        self._loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(context, ready), daemon=True)
+        self._thread.start()
+        assert ready.wait(30)
+
+    def _run(self, context: ssl.SSLContext, ready: threading.Event) -> None:
+        async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            finally:
+                writer.close()
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+            except OSError:
+                writer.close()
+                return
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+
+        async def main() -> None:
+            self._server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=context)
+            self.port = self._server.sockets[0].getsockname()[1]
+            ready.set()
+            await self._server.serve_forever()
+
+        try:
+            self._loop.run_until_complete(main())
+        except asyncio.CancelledError:
+            pass
+
+    @property
+    def url(self) -> str:
+        return f"wss://localhost:{self.port}/v1/bots"
+
+    def java_trust_store(self) -> Path:
+        """The authority as a PKCS12 trust store (keytool of the JDK), for Java."""
+        p12 = self.ca.with_suffix(".p12")
+        subprocess.run(
+            ["keytool", "-importcert", "-noprompt", "-alias", "arena-test", "-file", str(self.ca),
+             "-keystore", str(p12), "-storetype", "PKCS12", "-storepass", "changeit"],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        return p12
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._server.close)
+        for task in asyncio.all_tasks(self._loop):
+            self._loop.call_soon_threadsafe(task.cancel)
+        self._thread.join(30)
+
+
+@pytest.fixture
+def tls_front(tmp_path: Path, free_port) -> Iterator[TlsProxy]:
+    proxy = TlsProxy(tmp_path, free_port())
+    yield proxy
+    proxy.close()
+
+
+@pytest.mark.parametrize("lang", [pytest.param(s, marks=skip_unless(s)) for s in STARTERS])
+def test_each_starter_dials_a_gateway_over_tls_and_checks_its_certificate(lang: str, tls_front: TlsProxy) -> None:
+    """As behind the arena's HTTPS reverse proxy: ``wss://``, the gateway's certificate checked
+    against the authorities the starter trusts (here a throwaway one), its host name too."""
+    cmd = _shell(command(lang))
+    if lang == "java":
+        store = tls_front.java_trust_store()
+        trust = f"JAVA_TOOL_OPTIONS=-Djavax.net.ssl.trustStore={store} -Djavax.net.ssl.trustStorePassword=changeit"
+    else:
+        trust = f"{'NODE_EXTRA_CA_CERTS' if lang == 'node' else 'SSL_CERT_FILE'}={tls_front.ca}"
+    run = f"env {shlex.quote(trust)} ARENA_GATEWAY_URL={tls_front.url} {cmd}"
+    out = arena_play("--games", "2", "--gateway-port", str(tls_front.target_port), "--run", run, "connect", "greedy")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"connect: connected (bot 1, '{HEALTH_NAMES[lang]}')" in out.stdout
+    assert table(out.stdout)["connect"][4] == "0", out.stdout
+    # not trusting the authority: the handshake fails, the bot never connects
+    refused = arena_play(
+        "--games", "1", "--connect-wait", "3", "--gateway-port", str(tls_front.target_port),
+        "--run", f"env ARENA_GATEWAY_URL={tls_front.url} {cmd}", "connect", "greedy",
+    )  # fmt: skip
+    assert refused.returncode == 1 and "no connection of bot 1 within 3 s" in refused.stdout + refused.stderr
