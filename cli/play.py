@@ -125,7 +125,8 @@ def seat_plan(ruleset: str, specs: list[str]) -> tuple[list[str], str | None]:
     "--secret",
     default=None,
     envvar="ARENA_BOT_SECRET",
-    help="Signing secret sent to http:// bots (env ARENA_BOT_SECRET).",
+    help="Signing secret of http:// bots, and of bots that dial out (env ARENA_BOT_SECRET; for those, a random"
+    " one when unset).",
 )
 @click.option(
     "--logs",
