@@ -37,7 +37,7 @@ from websockets.exceptions import ConnectionClosed, WebSocketException
 from websockets.sync.client import connect as ws_connect
 
 import engine
-from arena import lifecycle
+from arena import lifecycle, relay
 from arena.bot_transport import PinnedTransport
 from arena.config import Settings
 from arena.db.session import shared_sessions
@@ -731,9 +731,11 @@ def _conformance_stage(
     progress: dict[str, Any],
     report: Callable[[str], None],
     play: Callable[[str, Callable[[dict], None]], dict[str, Any]],
+    finish: Callable[[], None] | None = None,
 ) -> None:
     """Step 4 of a check: ``play(ruleset, kinds_done)`` (a :func:`conformance_game`) for each
-    rule set until one fails; fills ``result`` (``conformance``, ``warnings``, ``ok``)."""
+    rule set until one fails; fills ``result`` (``conformance``, ``warnings``, ``ok``); then
+    ``finish()``, before the stage ``done`` is reported."""
     report("conformance")
     for rs in rulesets:
 
@@ -749,6 +751,8 @@ def _conformance_stage(
         if not game["ok"]:
             break  # the first failing rule set decides
     result["ok"] = len(result["conformance"]) == len(rulesets) and all(c["ok"] for c in result["conformance"])
+    if finish is not None:
+        finish()
     report("done")
 
 
@@ -756,11 +760,15 @@ def _conformance_stage(
 CONNECT_WAIT_S = HEALTH_TIMEOUT_S
 
 
-def connected_health(player: ConnectedPlayer, *, timeout_s: float = CONNECT_WAIT_S) -> dict[str, Any]:
+def connected_health(
+    player: ConnectedPlayer, *, timeout_s: float = CONNECT_WAIT_S, story: Callable[[], relay.Story] | None = None
+) -> dict[str, Any]:
     """The health check over a bot's connection: a ``health`` frame, answered within
     ``timeout_s`` seconds (the bot must be connected by then). The shape of :func:`health_check`
-    (``status`` None). Never raises for the bot's behaviour (the relay's failure:
-    :class:`~arena.runner.connected.RelayUnavailable`)."""
+    (``status`` None). A bot found not connected: ``story()`` (the bot's
+    :class:`~arena.relay.Story`, as the gateways wrote it) says which step it reached,
+    :func:`dial_step` (``step``, ``error``, ``error_code``). Never raises for the bot's
+    behaviour (the relay's failure: :class:`~arena.runner.connected.RelayUnavailable`)."""
     out: dict[str, Any] = {
         "ok": False,
         "status": None,
@@ -772,14 +780,128 @@ def connected_health(player: ConnectedPlayer, *, timeout_s: float = CONNECT_WAIT
     outcome = player.health(timeout_s)
     out["elapsed_ms"] = float(outcome.elapsed_ms)
     if outcome.action is None:
-        out["error"] = (
-            f"the bot is not connected to a gateway (no connection within {timeout_s:g} s)"
-            if outcome.fault == "connection_error"
-            else _truncate(f"{outcome.fault}: {outcome.detail}")
-        )
+        out["error"] = _truncate(f"{outcome.fault}: {outcome.detail}")
+        if outcome.fault == "connection_error":
+            try:
+                told = story() if story is not None else None
+            except (redis.RedisError, OSError):
+                told = None
+            out.update(dial_step(told, wait_s=timeout_s))
         return out
     _judge_health_body(out, bytearray(protocol.dumps(outcome.action)))
     return out
+
+
+#: The English text of each ``error_code`` of :func:`dial_step` (the pages translate them:
+#: ``api/ui/i18n.py``), with its parameters.
+DIAL_MESSAGES: dict[str, str] = {
+    "dial_unknown": "the bot is not connected to a gateway (no connection within %(wait_s)s s)",
+    "dial_never_connected": (
+        "the bot never connected: no connection with its id reached a gateway in the last hour, none within"
+        " %(wait_s)s s (is it running, with ARENA_BOT_ID and ARENA_GATEWAY_URL set?)"
+    ),
+    "dial_auth_failed": (
+        "the bot connected %(ago_s)s s ago but failed authentication (close 4401: a wrong signature for its id;"
+        " check ARENA_BOT_ID, ARENA_BOT_SECRET and the machine's clock)"
+    ),
+    "dial_refused": "the bot connected %(ago_s)s s ago but its connection was refused (close %(code)s: %(meaning)s)",
+    "dial_dropped": (
+        "the bot authenticated, then its connection dropped %(ago_s)s s ago without a close (its program stopped"
+        " or crashed, or its network went away), and it did not connect again within %(wait_s)s s"
+    ),
+    "dial_closed_by_bot": (
+        "the bot authenticated, then closed its connection %(ago_s)s s ago (close %(code)s), and it did not"
+        " connect again within %(wait_s)s s"
+    ),
+    "dial_closed_by_gateway": (
+        "the bot authenticated, then the gateway closed its connection %(ago_s)s s ago (close %(code)s:"
+        " %(meaning)s), and it did not connect again within %(wait_s)s s"
+    ),
+    "dial_connected": (
+        "the bot authenticated %(ago_s)s s ago, but no connection of it took the check's request within %(wait_s)s s"
+    ),
+}
+
+
+def dial_step(story: relay.Story | None, *, wait_s: float, now: float | None = None) -> dict[str, Any]:
+    """Which step a bot that dials out reached, when no connection of it took the check's
+    health request within ``wait_s`` seconds, from its ``story`` (:class:`arena.relay.Story`;
+    None: unreadable). Returns ``{"step", "error": English, "error_code": {"code", "params"}}``
+    (``code`` a key of :data:`DIAL_MESSAGES`, translated by the pages), ``step`` one of:
+
+    * ``never_connected``: no connection claimed the bot in :data:`arena.relay.STORY_TTL_S`;
+    * ``auth_failed``: its last connection was refused with 4401 (a wrong proof: id, secret, clock);
+    * ``refused``: its last connection was refused otherwise (4429 over a cap, 4403...);
+    * ``dropped``: it authenticated, then its connection closed (by the bot, or the gateway,
+      with a close code) or dropped without one (the program crashed or its network went away);
+    * ``connected``: it authenticated and the gateways wrote no end, yet no connection took the
+      request (a gateway that stalled); ``unknown``: the story could not be read.
+    """
+    now = time.time() if now is None else now
+    code = story.code if story is not None else None
+    params: dict[str, Any] = {
+        "wait_s": f"{wait_s:g}",
+        "ago_s": max(0, round(now - story.at)) if story is not None and story.at is not None else 0,
+        "code": code,
+        "meaning": wire.CLOSE_CODES.get(code, "") if code is not None else "",
+    }
+    if story is None:
+        step, message = "unknown", "dial_unknown"
+    elif story.event is None:
+        step, message = "never_connected", "dial_never_connected"
+    elif story.event == "refused":
+        step = "auth_failed" if code == wire.CLOSE_AUTH_FAILED else "refused"
+        message = f"dial_{step}"
+    elif story.event == "closed":
+        step = "dropped"
+        message = "dial_dropped" if code is None else f"dial_closed_by_{'bot' if story.by == 'bot' else 'gateway'}"
+    else:
+        step, message = "connected", "dial_connected"
+    return {"step": step, "error": DIAL_MESSAGES[message] % params, "error_code": {"code": message, "params": params}}
+
+
+def ping_warning(
+    story: Callable[[], relay.Story],
+    since: Callable[[], float | None],
+    *,
+    silence_s: float = wire.PING_SILENCE_S,
+    first_s: float = wire.PING_FIRST_S,
+    until: float | None = None,
+    now: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any] | None:
+    """The warning ``no_pings`` when a connected bot sends none of the protocol's keep-alive
+    pings (docs/protocol.md, "Pools and reconnection"): ``{"code": "no_pings", "params":
+    {"silent_s"}, "text": English}``, or None (it pinged, or it is not connected: nothing to
+    judge). ``story()`` gives its :class:`~arena.relay.Story` (``pinged``), ``since()`` the Unix
+    seconds its oldest live connection opened (None: none). Warned: no ping since that
+    connection opened, which is ``first_s`` seconds old or more (the first ping is due after the
+    protocol's interval), or none in the last ``silence_s`` seconds. A younger connection without
+    a ping is waited for (polling every half second, at most until ``until``, a
+    ``time.monotonic()`` deadline), until its first ping or until it is ``first_s`` old.
+
+    Raises:
+        redis.RedisError: the story or the presence cannot be read.
+    """
+    while True:
+        pinged, opened, t = story().pinged, since(), now()
+        if opened is None:
+            return None
+        if pinged is not None and pinged >= opened and t - pinged <= silence_s:
+            return None
+        pinged_since = pinged is not None and pinged >= opened
+        if t - opened >= (silence_s if pinged_since else first_s):
+            silent = round(t - (pinged if pinged_since and pinged is not None else opened))
+            text = (
+                f"the bot sent no keep-alive ping in {silent} s of connection: the protocol asks for a WebSocket ping"
+                f" every {wire.PING_INTERVAL_S:g} s on each connection, answered before the next, so that a gateway"
+                " that froze or a network gone silent is noticed and the bot connects again in time"
+                ' (docs/protocol.md, "Pools and reconnection")'
+            )
+            return {"code": "no_pings", "params": {"silent_s": silent}, "text": text}
+        if until is not None and time.monotonic() >= until:
+            return None
+        sleep(0.5)
 
 
 #: Seconds allowed for the authentication probe (connect, challenge, refusal).
@@ -833,17 +955,18 @@ def check_connected_bot(
     limit_s: float | None = None,
 ) -> dict[str, Any]:
     """:func:`check_bot` for a bot that dials out: the health check over its connection
-    (:func:`connected_health`), the authentication probe (:func:`auth_probe`, when
-    ``gateway_url`` is known, else a warning) and the same conformance games through a
-    :class:`~arena.runner.connected.ConnectedPlayer`. The same outcome shape (``url``:
-    ``{"ok": True, "error": None}``; ``signature``: the probe's result). Never raises for the
-    bot's behaviour."""
+    (:func:`connected_health`; not connected: the step it reached, :func:`dial_step`), the
+    authentication probe (:func:`auth_probe`, when ``gateway_url`` is known, else a warning),
+    the same conformance games through a :class:`~arena.runner.connected.ConnectedPlayer`,
+    then its keep-alive pings (:func:`ping_warning`: the warning ``no_pings``). The same
+    outcome shape (``url``: ``{"ok": True, "error": None}``; ``signature``: the probe's
+    result). Never raises for the bot's behaviour."""
     result, progress, report = _new_check(rulesets, "health", on_progress)
 
     deadline = None if limit_s is None else time.monotonic() + float(limit_s)
     player = ConnectedPlayer(bot_id, client, "candidate", reconnect_s=reconnect_s)
     report("health")
-    result["health"] = connected_health(player)
+    result["health"] = connected_health(player, story=lambda: relay.story(client, bot_id))
     if not result["health"]["ok"]:
         report("done")
         return result
@@ -860,6 +983,20 @@ def check_connected_bot(
     if result["signature"]["warning"]:
         result["warnings"].append(result["signature"]["warning"])
         result["warning_codes"].append(result["signature"]["warning_code"])
+
+    def pings() -> None:  # the keep-alive pings the protocol asks for (a warning)
+        try:
+            warning = ping_warning(
+                lambda: relay.story(client, bot_id),
+                lambda: relay.presence(client, [bot_id])[bot_id].since,
+                until=deadline,
+            )
+        except (redis.RedisError, OSError):
+            warning = None  # the relay's failure: nothing said of the bot
+        if warning is not None:
+            result["warnings"].append(warning["text"])
+            result["warning_codes"].append({"code": warning["code"], "params": warning["params"]})
+
     _conformance_stage(
         result,
         rulesets,
@@ -868,6 +1005,7 @@ def check_connected_bot(
         lambda rs, kinds_done: conformance_game(
             "", rs, on_progress=kinds_done, deadline=deadline, limit_s=limit_s, player=player
         ),
+        pings,
     )
     return result
 

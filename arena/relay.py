@@ -14,6 +14,9 @@ Keys (``<bot>``: the bot id; ``<gw>``: a gateway's id; ``<rid>``: a request id):
 ``arena:gw:conns:<bot>``         sorted set: the bot's connections (member ``<gw>|<conn>|<since>``,
                                  score: the end of its lease, Redis time, :mod:`arena.leases`)
 ``arena:gw:acct:<account>``      the same, per account (the per-account cap)
+``arena:gw:story:<bot>``         hash: what last happened to a connection of the bot, and its last
+                                 keep-alive ping (:class:`Story`, written by the gateways, read
+                                 by the check); expires :data:`STORY_TTL_S` after the last write
 ================================ =================================================================
 
 Envelope (a list item): ``<rid>|<deadline ms, Unix>|<kind>|<frame>`` where ``frame`` is the
@@ -112,6 +115,70 @@ def conns_key(bot_id: int | str) -> str:
 
 def account_key(account_id: int | str) -> str:
     return f"{PREFIX}acct:{account_id}"
+
+
+def story_key(bot_id: int | str) -> str:
+    return f"{PREFIX}story:{bot_id}"
+
+
+#: Seconds a bot's story lasts after the last event written to it.
+STORY_TTL_S = 3600
+#: The events of a story: a connection that claimed the bot was refused (a wrong proof, a cap),
+#: was welcomed, or ended after its welcome.
+STORY_EVENTS = ("refused", "welcomed", "closed")
+
+
+class Story(NamedTuple):
+    """What last happened to a connection of a bot (``arena:gw:story:<bot>``), as the gateways
+    wrote it: ``event`` (one of :data:`STORY_EVENTS`) at ``at`` (Unix seconds), with ``code``
+    (the close code: sent by the gateway for ``refused``, for ``closed`` the first one sent by
+    either side; None when the connection dropped without one) and ``by`` (``"bot"`` or
+    ``"gateway"``: who closed first; ``""`` when unknown); ``pinged``: the Unix seconds of the
+    bot's last keep-alive ping seen on any connection (None: none in :data:`STORY_TTL_S`)."""
+
+    event: str | None
+    at: float | None
+    code: int | None
+    by: str
+    pinged: float | None
+
+
+def _number(raw: Any, kind: type[float] | type[int]) -> Any:
+    try:
+        return kind(_text(raw)) if raw not in (None, b"", "") else None
+    except ValueError:
+        return None
+
+
+def record_story(pipe: Any, bot_id: int, event: str, *, code: int | None = None, by: str = "") -> None:
+    """Queue on ``pipe`` (a Redis pipeline or client) the writes of ``event`` (:class:`Story`)."""
+    key = story_key(bot_id)
+    pipe.hset(key, mapping={"event": event, "at": f"{time.time():.3f}", "code": "" if code is None else code, "by": by})
+    pipe.expire(key, STORY_TTL_S)
+
+
+def record_ping(pipe: Any, bot_id: int, when: float) -> None:
+    """Queue on ``pipe`` the write of a keep-alive ping of bot ``bot_id`` seen at ``when`` (Unix s)."""
+    key = story_key(bot_id)
+    pipe.hset(key, "pinged", f"{when:.3f}")
+    pipe.expire(key, STORY_TTL_S)
+
+
+def story(client: redis.Redis, bot_id: int) -> Story:
+    """The story of bot ``bot_id`` (all None when nothing was written in :data:`STORY_TTL_S`).
+
+    Raises:
+        redis.RedisError: Redis is unreachable.
+    """
+    raw = {_text(k): v for k, v in client.hgetall(story_key(bot_id)).items()}
+    event = _text(raw["event"]) if "event" in raw else None
+    return Story(
+        event if event in STORY_EVENTS else None,
+        _number(raw.get("at"), float),
+        _number(raw.get("code"), int),
+        _text(raw.get("by", b"")),
+        _number(raw.get("pinged"), float),
+    )
 
 
 #: Milliseconds a held key outlives its request's deadline.

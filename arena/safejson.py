@@ -255,3 +255,15 @@ def parse_answer(raw: bytes) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(value, dict):
         return None, "answer is not a JSON object"
     return value, ""
+
+
+def lenient_id(msg: str) -> str | None:
+    """The ``id`` of a frame the strict reader (:func:`parse_answer`) refused,
+    read leniently (``NaN``, a duplicate key, a long integer, deep nesting, a lone surrogate
+    pass), or None: not a JSON object with a string id even so."""
+    try:
+        obj = json.loads(msg)
+    except (ValueError, RecursionError):
+        return None
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    return rid if isinstance(rid, str) else None

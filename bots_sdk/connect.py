@@ -24,7 +24,7 @@ Reconnection: after any drop (refused, reset, closed by the gateway, a failed ha
 connection is opened again after an exponential backoff with jitter: ``backoff_initial_s``
 (0.5 s) doubling up to ``backoff_max_s`` (30 s), each wait drawn uniformly from half to all of
 it, and back to the start once a connection is welcomed. A drop no close announces (a gateway
-that froze, a network gone silent) is noticed by the keepalive: a ping every ``keepalive_s``
+that froze, a network gone silent) is noticed by the keepalive: a ping once welcomed, then every ``keepalive_s``
 (5 s) that must be answered within as long (then 2 s for the close, and the connection is
 dropped). Given several gateway URLs (gateways
 an operator runs side by side without one proxy in front), connection ``n`` of the pool first
@@ -79,7 +79,7 @@ OPEN_TIMEOUT_S = 10.0
 #: noticed within twice this plus :data:`CLOSE_TIMEOUT_S`, and the connection opened again,
 #: within the arena's wait for a reconnection (15 s), so that no request is lost
 #: (websockets' defaults, a ping every 20 s, 20 s for its pong, 10 s for a close, were not).
-KEEPALIVE_S = 5.0
+KEEPALIVE_S = wire.PING_INTERVAL_S
 #: Seconds a closing connection waits for the gateway's side of the close before dropping it.
 CLOSE_TIMEOUT_S = 2.0
 
@@ -153,7 +153,7 @@ class Connection:
         backoff_initial_s: float = BACKOFF_INITIAL_S,
         backoff_max_s: float = BACKOFF_MAX_S,
         open_timeout_s: float = OPEN_TIMEOUT_S,
-        keepalive_s: float = KEEPALIVE_S,
+        keepalive_s: float | None = KEEPALIVE_S,
     ):
         if pool < 1:
             raise ValueError(f"pool must be at least 1, not {pool}")
@@ -375,6 +375,8 @@ class Connection:
                 if welcome.get("type") != "welcome":
                     raise ValueError(f"expected a welcome frame, got {str(welcome)[:200]}")
                 welcomed = True
+                if self._keepalive_s is not None:
+                    await ws.ping()  # the first keep-alive ping at once, then every keepalive_s
                 with self._cond:
                     self.welcome = welcome
                 log.info("bot %s: connection %d welcomed by %s as %r", self.bot_id, n, url, welcome.get("name"))
@@ -489,7 +491,7 @@ def connect(
     background: bool = False,
     backoff_initial_s: float = BACKOFF_INITIAL_S,
     backoff_max_s: float = BACKOFF_MAX_S,
-    keepalive_s: float = KEEPALIVE_S,
+    keepalive_s: float | None = KEEPALIVE_S,
 ) -> Connection:
     """Run ``bot`` over ``pool`` WebSocket connections to the gateway at ``url``.
 
@@ -507,7 +509,7 @@ def connect(
             the running :class:`Connection` at once (stop it with ``.stop()``).
         backoff_initial_s, backoff_max_s: the reconnection backoff, seconds (module docstring).
         keepalive_s: seconds between keepalive pings, and the longest wait for their pong
-            (:data:`KEEPALIVE_S`).
+            (:data:`KEEPALIVE_S`); None sends none (the protocol asks for them: the check warns).
 
     Raises:
         ValueError: no secret, no URL or one that is not ``ws(s)://``, ``pool`` or ``threads`` below 1.

@@ -34,6 +34,14 @@ PATH = "/v1/bots"
 MAX_FRAME_BYTES = 64 * 1024 + 512
 #: Seconds a connection has to authenticate after the challenge.
 AUTH_TIMEOUT_S = 5.0
+#: Seconds between two keep-alive pings a bot sends on each connection (the protocol asks for
+#: one every 5 s, and a pong before the next).
+PING_INTERVAL_S = 5.0
+#: Seconds after a connection is welcomed by which its first ping is expected (the interval and
+#: some slack), and seconds without a ping after that: past either, the bot counts as one that
+#: does not send the protocol's keep-alive pings (the check warns, ``arena play`` says so).
+PING_FIRST_S = PING_INTERVAL_S + 2.0
+PING_SILENCE_S = 3 * PING_INTERVAL_S
 
 #: Close codes the gateway uses (4000-4999 are the application's, RFC 6455 7.4.2).
 CLOSE_AUTH_FAILED = 4401

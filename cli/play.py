@@ -17,6 +17,8 @@ import logging
 import os
 import random
 import sys
+from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +37,11 @@ from bots_sdk.protocol import PROTOCOL_VERSION
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import serve
 from cli import parse_options_json
+from cli.dialed import DEFAULT_PORT, DialedSeats, dial_id
 from engine.timebank import TimeRules
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.table import Table
 
 
@@ -121,7 +125,8 @@ def seat_plan(ruleset: str, specs: list[str]) -> tuple[list[str], str | None]:
     "--secret",
     default=None,
     envvar="ARENA_BOT_SECRET",
-    help="Signing secret sent to http:// bots (env ARENA_BOT_SECRET).",
+    help="Signing secret of http:// bots, and of bots that dial out (env ARENA_BOT_SECRET; for those, a random"
+    " one when unset).",
 )
 @click.option(
     "--logs",
@@ -132,6 +137,33 @@ def seat_plan(ruleset: str, specs: list[str]) -> tuple[list[str], str | None]:
 )
 @click.option("--log-requests", is_flag=True, help="Store every request body in the logs (large).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option(
+    "--run",
+    "run_commands",
+    multiple=True,
+    metavar="CMD",
+    help="Start CMD as the bot of a dial-out seat (connect, connect:ID; repeat for the next), with"
+    " ARENA_GATEWAY_URL, ARENA_BOT_ID and ARENA_BOT_SECRET set; stopped at the end.",
+)
+@click.option(
+    "--gateway-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Where the gateway of the dial-out seats listens.",
+)
+@click.option(
+    "--gateway-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help=f"Its port (default {DEFAULT_PORT}; any free port when every dial-out bot is a --run program; 0: any).",
+)
+@click.option(
+    "--connect-wait",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for each dial-out bot's connection before the first match.",
+)
 def play(
     bots: tuple[str, ...],
     ruleset: str,
@@ -147,15 +179,20 @@ def play(
     logs_dir: Path | None,
     log_requests: bool,
     quiet: bool,
+    run_commands: tuple[str, ...],
+    gateway_host: str,
+    gateway_port: int | None,
+    connect_wait: float,
 ) -> None:
     """Play BOTS against each other locally, under the service's rules and time accounting.
 
-    BOTS are sample names (random, greedy, heuristic, search), module:Class, or http:// URLs.
+    BOTS are sample names (random, greedy, heuristic, search), module:Class, http:// URLs, or
+    connect (connect:ID): a bot that dials out, in any language, to the gateway arena play
+    runs for it (the arena's protocol and authentication; --run starts the program).
     Seats are alternated (Million Doubt: swapped every game) or rotated (4-player) across
     matches. Prints per-bot games, wins (firsts), mean score and faults.
     """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     console = Console(stderr=False, soft_wrap=True)  # a line is never cut at 80 columns in a file or pipe
@@ -177,12 +214,68 @@ def play(
     if note:
         console.print(f"[yellow]{note}[/yellow]")
 
-    many_games = engine.get_ruleset(ruleset).games_per_match_option  # MD: a match is many engine games
-    plan = _games_by_match(games, games_per_match if many_games else 1)
-    total_games = sum(plan)
+    dial_specs = [spec for spec in dict.fromkeys(specs) if dial_id(spec) is not None]
+    if run_commands and not dial_specs:
+        raise click.UsageError("--run starts the bot of a dial-out seat: name one among BOTS (connect)")
+    seats = (
+        DialedSeats(
+            dial_specs,
+            secret=secret,
+            host=gateway_host,
+            port=gateway_port,
+            commands=list(run_commands),
+            wait_s=connect_wait,
+            echo=lambda line: console.print(line, markup=False, highlight=False),
+        )
+        if dial_specs
+        else nullcontext(None)
+    )
+    with seats as dialed:
+        many_games = engine.get_ruleset(ruleset).games_per_match_option  # MD: a match is many engine games
+        plan = _games_by_match(games, games_per_match if many_games else 1)
+        stats, first_faults = _play_matches(
+            console,
+            plan,
+            specs,
+            MatchConfig(
+                ruleset, options, seed=seed, time_rules=rules, max_faults=max_faults, log_requests=log_requests
+            ),
+            many_games=many_games,
+            secret=secret,
+            dialed=dialed,
+            logs_dir=logs_dir,
+            quiet=quiet,
+        )
+        notes = dialed.warnings() + dialed.stopped() if dialed is not None else []
+
+    console.print(_results_table(Table(title=f"{ruleset}: {sum(plan)} game(s)"), stats))
+    for spec, text in first_faults.items():
+        console.print(f"first fault of {spec}: {text}", markup=False, highlight=False)
+    for note in notes:
+        console.print(f"warning: {note}", markup=False, highlight=False)
+    if logs_dir is not None:
+        console.print(f"logs: {len(plan)} match log(s) in {logs_dir}")
+
+
+def _play_matches(
+    console: Console,
+    plan: list[int],
+    specs: list[str],
+    base: MatchConfig,
+    *,
+    many_games: bool,
+    secret: str | None,
+    dialed: DialedSeats | None,
+    logs_dir: Path | None,
+    quiet: bool,
+) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """Play the matches of ``plan`` (games per match) from ``base`` (its rule set, options, time
+    rules, fault limit and seed, from which each match's is derived); each bot's line of the
+    table and its first fault."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     stats = {s: {"games": 0.0, "wins": 0.0, "score": 0.0, "faults": 0.0} for s in dict.fromkeys(specs)}
     first_faults: dict[str, str] = {}
-
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -193,20 +286,13 @@ def play(
         transient=False,
     )
     with progress:
-        task = progress.add_task("games", total=total_games)
+        task = progress.add_task("games", total=sum(plan))
         for mi, count in enumerate(plan):
             order = _seat_order(specs, mi, many_games)
-            wrapped = _players(order, seed, mi, secret)
+            wrapped = _players(order, base.seed, mi, secret, dialed)
             try:
-                config = MatchConfig(
-                    ruleset,
-                    options,
-                    seed=derive_seed(seed, mi),
-                    games=count,
-                    time_rules=rules,
-                    max_faults=max_faults,
-                    match_id=f"local-{seed}-{mi:04d}",
-                    log_requests=log_requests,
+                config = replace(
+                    base, seed=derive_seed(base.seed, mi), games=count, match_id=f"local-{base.seed}-{mi:04d}"
                 )
                 log = Match(wrapped, config, Observers(on_game_end=lambda rec: progress.advance(task))).play()
             finally:
@@ -215,12 +301,7 @@ def play(
             _tally(stats, log, order, first_faults)
             if logs_dir is not None:
                 write_log(log, logs_dir / f"match-{mi:04d}.json.gz")
-
-    console.print(_results_table(Table(title=f"{ruleset}: {total_games} game(s)"), stats))
-    for spec, text in first_faults.items():
-        console.print(f"first fault of {spec}: {text}", markup=False, highlight=False)
-    if logs_dir is not None:
-        console.print(f"logs: {len(plan)} match log(s) in {logs_dir}")
+    return stats, first_faults
 
 
 def _games_by_match(games: int, per_match: int) -> list[int]:
@@ -237,10 +318,13 @@ def _seat_order(specs: list[str], mi: int, many_games: bool) -> list[str]:
     return [specs[(i + mi) % n] for i in range(n)]
 
 
-def _players(order: list[str], seed: int, mi: int, secret: str | None) -> list[Player]:
+def _players(order: list[str], seed: int, mi: int, secret: str | None, dialed: DialedSeats | None) -> list[Player]:
     """One player per seat; the operator's own machine and URLs: loopback/private bots are fine here."""
     players: list[Player] = []
     for i, spec in enumerate(order):
+        if dialed is not None and spec in dialed.ids:
+            players.append(dialed.player(spec))
+            continue
         bot = resolve_bot(spec, seed=derive_seed(seed, 10_000 + mi * 8 + i))
         if isinstance(bot, str):
             players.append(HttpPlayer(bot, secret, name=spec, allow_private=True))
@@ -313,7 +397,13 @@ def bots_serve(name: str, host: str, port: int, secret: str | None, seed: int | 
 
 @bots.command("connect")
 @click.argument("name")
-@click.option("--bot-id", type=click.IntRange(min=1), required=True, help="The bot's id at the arena.")
+@click.option(
+    "--bot-id",
+    type=click.IntRange(min=1),
+    required=True,
+    envvar="ARENA_BOT_ID",
+    help="The bot's id at the arena (env ARENA_BOT_ID).",
+)
 @click.option(
     "--gateway",
     multiple=True,

@@ -66,12 +66,12 @@ import redis
 import redis.asyncio as aioredis
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
-from websockets.frames import BINARY, CLOSE, TEXT, Frame
+from websockets.frames import BINARY, CLOSE, PING, TEXT, Frame
 from websockets.http11 import Request, Response
 
 from arena import relay
 from arena.leases import LeaseSet, renew_many
-from arena.safejson import parse_answer
+from arena.safejson import lenient_id, parse_answer
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
 
@@ -134,6 +134,9 @@ SILENT_S = 5.0
 PROBE_S = 5.0
 #: Most connections of one client address (IPv6: one /64) waiting to authenticate at once.
 MAX_UNAUTHENTICATED_PER_ADDRESS = 64
+#: Least seconds between two writes of a connection's keep-alive pings to its bot's story
+#: (:class:`arena.relay.Story`: the check warns about a bot that sends none).
+PING_WRITE_S = 2.0
 
 
 def client_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
@@ -154,18 +157,6 @@ def client_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
     return str(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else ip)
 
 
-def lenient_id(msg: str) -> str | None:
-    """The ``id`` of a frame the strict reader (:func:`arena.safejson.parse_answer`) refused,
-    read leniently (``NaN``, a duplicate key, a long integer, deep nesting, a lone surrogate
-    pass), or None: not a JSON object with a string id even so."""
-    try:
-        obj = json.loads(msg)
-    except (ValueError, RecursionError):
-        return None
-    rid = obj.get("id") if isinstance(obj, dict) else None
-    return rid if isinstance(rid, str) else None
-
-
 class BotSocket(ServerConnection):
     """A bot's socket: counts the frames that are not whole messages (pings, pongs, fragments).
 
@@ -180,6 +171,10 @@ class BotSocket(ServerConnection):
         self.tokens, self.refilled = float(FLOOD_BURST), time.monotonic()
         #: when the bot was last heard from (any frame, pongs included), monotonic seconds
         self.heard = time.monotonic()
+        #: when the bot last pinged (the protocol's keep-alive), Unix seconds; None: never
+        self.pinged: float | None = None
+        #: the bot id its auth frame claimed (None: none yet, or not an integer)
+        self.claimed: int | None = None
         #: the fault detail once flooded, else None
         self.flood: str | None = None
 
@@ -188,6 +183,8 @@ class BotSocket(ServerConnection):
             return  # failed: nothing more is read into the connection
         super().process_event(event)
         self.heard = time.monotonic()
+        if isinstance(event, Frame) and event.opcode is PING:
+            self.pinged = time.time()
         if not isinstance(event, Frame) or event.opcode is CLOSE or (event.fin and event.opcode in (TEXT, BINARY)):
             return  # a whole message, or the close
         now = time.monotonic()
@@ -228,6 +225,8 @@ class Connection:
         self.probed = False
         #: when its bot's connections on the other gateways were last looked up, Unix seconds
         self.looked = 0.0
+        #: the ping time last written to its bot's story (Unix seconds), and when it was written
+        self.ping_written: tuple[float | None, float] = (None, 0.0)
 
     def offend(self, kind: str, detail: str, received: str = "") -> None:
         if self.violation is None:
@@ -444,12 +443,14 @@ class Gateway:
             if left:
                 self.waiting[address] = left
         if proved is None:
+            self._story_refused(ws)
             return
         creds, secret = proved
         conn = Connection(ws, creds, self.id, secret)
         why = await self._register(conn)
         if why:
             await ws.close(wire.CLOSE_TOO_MANY, why)
+            self._story(creds.bot_id, "refused", code=wire.CLOSE_TOO_MANY, by="gateway")
             return
         writer = asyncio.create_task(self._writer(conn))
         try:
@@ -464,11 +465,13 @@ class Gateway:
                     }
                 )
             )
+            self._story(creds.bot_id, "welcomed")
             await self._reader(conn)
         except ConnectionClosed:
             pass
         finally:
             writer.cancel()
+            self._story_closed(conn)
             await self._unregister(conn)
 
     async def _authenticate(self, ws: ServerConnection) -> tuple[Credentials, str] | None:
@@ -484,6 +487,8 @@ class Gateway:
             return None
         frame, _ = parse_answer(raw.encode("utf-8") if isinstance(raw, str) else b"\xff")
         bot_id = frame.get("bot_id") if frame else None
+        if isinstance(ws, BotSocket) and type(bot_id) is int:
+            ws.claimed = bot_id
         if not frame or frame.get("type") != "auth" or type(bot_id) is not int:
             await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed: expected an auth frame")
             return None
@@ -503,6 +508,59 @@ class Gateway:
             await ws.close(wire.CLOSE_NOT_CONNECT_BOT, "this bot is registered with a URL: the arena calls it")
             return None
         return creds, next((s for s in creds.secrets if wire.auth_valid(frame, [s], nonce)), "")
+
+    # -- the bots' stories (arena.relay.Story: what the check says of a bot that is not connected) --
+    def _story(self, bot_id: int, event: str, *, code: int | None = None, by: str = "") -> None:
+        """Write ``event`` to the story of ``bot_id`` (in the background; a failure is logged)."""
+
+        async def write() -> None:
+            pipe = self.r.pipeline(transaction=False)
+            relay.record_story(pipe, bot_id, event, code=code, by=by)
+            try:
+                await pipe.execute()
+            except (redis.RedisError, OSError) as exc:
+                log.warning("story of bot %s not written: %s", bot_id, exc)
+
+        self._background(write())
+
+    def _story_refused(self, ws: ServerConnection) -> None:
+        """A connection refused before its welcome: written to the story of the bot it claimed,
+        when that bot exists (its credentials were read: a stranger's random ids write nothing)."""
+        bot_id = ws.claimed if isinstance(ws, BotSocket) else None
+        sent = ws.protocol.close_sent
+        if bot_id is None or sent is None or (cached := self._cache.get(bot_id)) is None or cached[1] is None:
+            return
+        self._story(bot_id, "refused", code=sent.code, by="gateway")
+
+    def _story_closed(self, conn: Connection) -> None:
+        """A welcomed connection ended: with the close code of whoever closed first (none: it dropped)."""
+        p = conn.ws.protocol
+        if p.close_rcvd is not None and (p.close_sent is None or p.close_rcvd_then_sent):
+            code, by = p.close_rcvd.code, "bot"
+        elif p.close_sent is not None:
+            code, by = p.close_sent.code, "gateway"
+        else:
+            code, by = None, ""
+        self._story(conn.bot_id, "closed", code=code, by=by)
+
+    async def _record_pings(self) -> None:
+        """Write the connections' keep-alive pings seen since the last write to their bots'
+        stories, each connection at most every :data:`PING_WRITE_S` seconds (one round trip)."""
+        now = time.monotonic()
+        pipe = self.r.pipeline(transaction=False)
+        written = []
+        for conns in self.bots.values():
+            for c in conns:
+                pinged = c.ws.pinged if isinstance(c.ws, BotSocket) else None
+                if pinged is None or pinged == c.ping_written[0] or now - c.ping_written[1] < PING_WRITE_S:
+                    continue
+                relay.record_ping(pipe, c.bot_id, pinged)
+                written.append((c, (pinged, now)))
+        if not written:
+            return
+        await pipe.execute()
+        for c, stamp in written:
+            c.ping_written = stamp
 
     async def _credentials(self, bot_id: int, *, fresh: bool = False) -> Credentials | None:
         """The bot's credentials: cached ``credentials_ttl_s`` seconds (``fresh``: read now all
@@ -803,6 +861,10 @@ class Gateway:
                 await self._probe_silent()
             except Exception:  # never end the alive key's refreshes
                 log.exception("probing silent connections failed")
+            try:
+                await self._record_pings()
+            except (redis.RedisError, OSError) as exc:
+                log.warning("keep-alive pings not written: %s", exc)
 
     def _heard(self, conn: Connection) -> float:
         """When the bot was last heard from on ``conn``, Unix seconds."""

@@ -10,7 +10,8 @@
 #    (infra/postgres.sh, infra/redis.sh)
 # 3. exports ARENA_TEST_DATABASE_URL, ARENA_TEST_BROKER_URL (the first Redis),
 #    ARENA_TEST_BROKER_URLS (all of them, one per xdist worker), ARENA_ALLOW_PRIVATE_BOT_URLS=1;
-#    installs the Node starter's package (npm ci) when npm is there and it is missing
+#    installs the starters' toolchains (infra/starters.sh: apt-get as root when missing, npm ci;
+#    a starter whose toolchain is missing has its tests skipped, saying so, except under CI=true)
 # 4. runs .venv/bin/python -m pytest -n ARENA_TEST_WORKERS --dist loadfile "$@"; stops every
 #    service on every exit path.
 # --fast: no PostgreSQL, Redis, worker or browser: runs
@@ -116,11 +117,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# the Node starter's tests need its one npm package (ws); they skip, saying so, without npm
-if [[ ! -d starters/node/node_modules ]] && command -v npm >/dev/null; then
-    (cd starters/node && npm ci --no-audit --no-fund >/dev/null 2>&1) \
-        || echo "test.sh: npm ci in starters/node failed: the Node starter's tests will skip" >&2
-fi
+# the starters' tests need their toolchains (Java, C++, Go, Node and its ws package)
+bash infra/starters.sh || echo "test.sh: a starter's toolchain is missing: its tests skip (fail under CI=true)" >&2
 
 ARENA_TEST_DATABASE_URL="$(bash infra/postgres.sh start)"
 ARENA_TEST_BROKER_URLS=""

@@ -168,7 +168,9 @@ class BotCheckSchema(ma.Schema):
         allow_none=True,
         metadata={
             "description": "the outcome when done: ok, health, signature, conformance per rule set, warnings, "
-            "warning_codes (each warning as {code, params}, same order)"
+            "warning_codes (each warning as {code, params}, same order); a bot that connects and was not "
+            "connected: health.step (never_connected, auth_failed, refused, dropped, connected, unknown) and "
+            "health.error_code ({code, params}) say which step it reached"
         },
     )
     warnings = ma.fields.Method("_warnings", metadata={"description": "warnings of the result (passing checks too)"})

@@ -339,6 +339,22 @@ def current_ratings(bot_id: int) -> list[Rating]:
     return list(db().scalars(select(Rating).where(Rating.bot_id == bot_id).order_by(Rating.ruleset)))
 
 
+#: The sample bots' names (``bots_sdk.samples.SAMPLE_BOTS``, which the web process does not load).
+SAMPLE_NAMES = ("random", "greedy", "heuristic", "search")
+
+
+def run_command(last_check: dict | None) -> dict[str, str | None]:
+    """What a bot that dials out is, for its page's run command: ``{"seen": the name its last
+    check's health answer gave (None: not checked, or no answer), "sample": the sample bot to
+    name in ``arena bots connect`` (``greedy`` when nothing was seen), or None when the bot is a
+    program of its own (a name that is no sample's: a starter, your program)}``."""
+    health = (last_check or {}).get("health") or {}
+    seen = health.get("name") if health.get("ok") and isinstance(health.get("name"), str) else None
+    if seen is None:
+        return {"seen": None, "sample": "greedy"}
+    return {"seen": seen, "sample": seen if seen in SAMPLE_NAMES else None}
+
+
 def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, message: str | None = None):
     """The bot page: the bot as ``GET /api/v1/bots/<id>`` shows it (owner or organizer, else
     the API's 403/404),
@@ -409,6 +425,7 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
     history, charts = _rating_history(bot_id)
     return render_template(
         "bot.html",
+        run=run_command(bot.get("last_check")),
         bot=bot,
         secret=secret,
         matches=matches,

@@ -107,6 +107,55 @@ def check_warnings(result: dict | None) -> list[str]:
     return out
 
 
+def health_error(health: dict | None) -> str:
+    """The error of a check's health step (``arena.conformance``: ``error`` and, for a bot that
+    dials out and was found not connected, ``error_code``: the step it reached) in the current
+    locale; the stored text when its code is unknown (an older outcome)."""
+    health = health or {}
+    text = str(health.get("error") or "")
+    raw = health.get("error_code")
+    code: dict = raw if isinstance(raw, dict) else {}
+    message = _HEALTH_MESSAGES.get(str(code.get("code")))
+    if message is None:
+        return text
+    try:
+        return _(message, **dict(code.get("params") or {}))
+    except (KeyError, TypeError, ValueError):  # parameters that do not fit: the stored text
+        return text
+
+
+#: The English text of each health ``error_code`` (:func:`health_error`; ``arena.conformance.DIAL_MESSAGES``).
+_HEALTH_MESSAGES: dict[str, str] = {
+    "dial_unknown": N_("the bot is not connected to a gateway (no connection within %(wait_s)s s)"),
+    "dial_never_connected": N_(
+        "the bot never connected: no connection with its id reached a gateway in the last hour, none within"
+        " %(wait_s)s s (is it running, with ARENA_BOT_ID and ARENA_GATEWAY_URL set?)"
+    ),
+    "dial_auth_failed": N_(
+        "the bot connected %(ago_s)s s ago but failed authentication (close 4401: a wrong signature for its id;"
+        " check ARENA_BOT_ID, ARENA_BOT_SECRET and the machine's clock)"
+    ),
+    "dial_refused": N_(
+        "the bot connected %(ago_s)s s ago but its connection was refused (close %(code)s: %(meaning)s)"
+    ),
+    "dial_dropped": N_(
+        "the bot authenticated, then its connection dropped %(ago_s)s s ago without a close (its program stopped"
+        " or crashed, or its network went away), and it did not connect again within %(wait_s)s s"
+    ),
+    "dial_closed_by_bot": N_(
+        "the bot authenticated, then closed its connection %(ago_s)s s ago (close %(code)s), and it did not"
+        " connect again within %(wait_s)s s"
+    ),
+    "dial_closed_by_gateway": N_(
+        "the bot authenticated, then the gateway closed its connection %(ago_s)s s ago (close %(code)s:"
+        " %(meaning)s), and it did not connect again within %(wait_s)s s"
+    ),
+    "dial_connected": N_(
+        "the bot authenticated %(ago_s)s s ago, but no connection of it took the check's request within %(wait_s)s s"
+    ),
+}
+
+
 #: The English text of each check warning code (:func:`check_warnings`), marked for extraction.
 _WARNING_MESSAGES: dict[str, str] = {
     "kind_not_asked": N_(
@@ -122,6 +171,11 @@ _WARNING_MESSAGES: dict[str, str] = {
         "%(status)s): the gateway does not check the proof"
     ),
     "auth_probe_failed": N_("the authentication probe could not reach the gateway: %(error)s"),
+    "no_pings": N_(
+        "the bot sent no keep-alive ping in %(silent_s)s s of connection: the protocol asks for a WebSocket ping"
+        " every 5 s on each connection, answered before the next, so that a gateway that froze or a network gone"
+        ' silent is noticed and the bot connects again in time (docs/protocol.md, "Pools and reconnection")'
+    ),
     "signature_no_answer": N_(
         "the bot did not answer a badly signed request (%(fault)s), not 401: it does not check "
         "X-Arena-Signature, so anyone who knows its URL can play its moves (docs/protocol.md, signatures)"

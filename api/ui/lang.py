@@ -80,6 +80,7 @@ def _i18n_globals():
         "ruleset_names": i18n.ruleset_names(),
         "status_name": i18n.status_name,
         "check_warnings": i18n.check_warnings,
+        "health_error": i18n.health_error,
         "option_names": option_names(),
         "fault_names": i18n.fault_names(),
         "fault_detail": fault_detail,

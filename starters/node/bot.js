@@ -135,6 +135,8 @@ function run() {
           ws.send(authFrame(botId, secret, frame.nonce));
         } else if (frame.type === "welcome") {
           welcomed = true;
+          answered = false; // the first keep-alive ping at once, then every 5 s
+          ws.ping();
           attempt = 0;
           console.log(`connected to ${url} as ${frame.name} (bot ${frame.bot_id})`);
         }

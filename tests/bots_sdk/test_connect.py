@@ -13,7 +13,6 @@ import json
 import os
 import queue
 import secrets
-import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -30,9 +29,9 @@ from bots_sdk.connect import ConnectError, connect
 from bots_sdk.samples import RandomBot
 from cli import main
 from engine.timebank import TimeRules
+from tests.starter_builds import command, skip_unless
 
 REPO = Path(__file__).resolve().parents[2]
-NODE_STARTER = REPO / "starters" / "node"
 SECRET = "a" * 64
 BOT_ID = 7
 #: A safety net for waits on observable state (a wait normally ends far sooner).
@@ -344,26 +343,18 @@ def test_a_gateway_that_refuses_connections_is_skipped_for_the_next(peer, free_p
 
 
 # -- the Node starter -----------------------------------------------------------------------------
-NODE = shutil.which("node")
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
-@pytest.mark.skipif(
-    not (NODE_STARTER / "node_modules" / "ws").is_dir(),
-    reason="starters/node/node_modules missing: run `npm ci --prefix starters/node`",
-)
+@skip_unless("node")
 @pytest.mark.parametrize("ruleset", ["million_doubt", "jdf", "trump_millionaire"])
 def test_node_starter_authenticates_and_answers_legally(peer, ruleset):
-    assert NODE is not None
     env = {
         "PATH": os.environ.get("PATH", ""),
         "ARENA_BOT_SECRET": SECRET,
         "ARENA_BOT_ID": str(BOT_ID),
         "ARENA_GATEWAY_URL": peer.url,
     }
-    proc = subprocess.Popen(
-        [NODE, str(NODE_STARTER / "bot.js")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    proc = subprocess.Popen(command("node"), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert peer.wait(lambda p: p.welcomed == 1 or proc.poll() is not None), "the starter never authenticated"
         assert peer.welcomed == 1, proc.communicate(timeout=WAIT_S)[0]

@@ -25,6 +25,7 @@ FIRST_PARTY = {"engine", "bots_sdk", "arena", "api", "worker", "cli"}
 LIGHT_MODULES = [
     "cli",
     "cli.play",
+    "cli.dialed",
     "cli.tournament",
     "cli.client",
     "bots_sdk",
@@ -34,6 +35,7 @@ LIGHT_MODULES = [
     "bots_sdk.examples",
     "arena.runner.match",
     "arena.runner.players",
+    "arena.runner.local_gateway",
     "arena.runner.replay",
     "arena.matchlog",
     "arena.config",

@@ -9,50 +9,37 @@ each gateway), once as the Node starter (``starters/node``, the ``ws`` package).
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.gateway.conftest import REPO, DialStack, Process, assert_binds_no_port
+from tests.gateway.conftest import DialStack, Process, assert_binds_no_port
+from tests.starter_builds import command
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
-NODE = shutil.which("node")
-NODE_STARTER = REPO / "starters" / "node"
 TIME_RULES = {"initial": 5.0, "increment": 1.0, "cap": 5.0}
 #: Million Doubt round robin of 4 bots: 6 matches of 2 games, 3 for each bot.
 MATCHES, GAMES = 6, 2
 
 
-def node_missing() -> str | None:
-    """Why the Node starter cannot run here, or None."""
-    if NODE is None:
-        return "node is not installed"
-    if not (NODE_STARTER / "node_modules" / "ws").is_dir():
-        return "starters/node/node_modules/ws missing: run `npm ci` in starters/node (.ci/run does)"
-    return None
-
-
 def start_client(stack: DialStack, client: str, bot: dict) -> tuple[Process, int]:
     """The bot that dials out, as a process; and how many connections it opens."""
     if client == "node":
-        assert NODE is not None
+        node = command("node")  # skipped without node, except under CI
         env = {
             "PATH": os.environ.get("PATH", ""),
             "ARENA_BOT_ID": str(bot["id"]),
             "ARENA_BOT_SECRET": bot["secret"],
             "ARENA_GATEWAY_URL": stack.gateways[1].url,
         }
-        return stack.start("node-starter", [NODE, str(NODE_STARTER / "bot.js")], env), 1
+        return stack.start("node-starter", node, env), 1
     return stack.connect_bot(bot["id"], bot["secret"], [g.url for g in stack.gateways], pool=2), 2
 
 
 @pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="reads the sockets of a process in /proc (Linux)")
 @pytest.mark.parametrize("client", ["arena bots connect", "node"])
 def test_a_bot_that_dials_out_registers_passes_the_check_and_plays_a_tournament(dial_stack, client: str) -> None:
-    if client == "node" and (why := node_missing()):
-        pytest.skip(why)
     stack: DialStack = dial_stack(gateways=2)
     ports = {g.port for g in stack.gateways}
     owner = stack.account("behind-nat")

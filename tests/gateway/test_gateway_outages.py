@@ -44,6 +44,7 @@ from gateway.server import PROBE_S, SILENT_S
 from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code
 from tests.gateway.test_gateway_attacks import RawBot
 from tests.helpers import create_pg_database, wait_until
+from tests.starter_builds import command, skip_unless
 
 pytestmark = pytest.mark.services
 
@@ -461,16 +462,8 @@ def test_a_frozen_gateway_costs_an_sdk_bot_no_decision(
         assert conn.welcomes == 2  # reconnected once, to the live gateway
 
 
-NODE = shutil.which("node")
-NODE_STARTER = Path(__file__).resolve().parents[2] / "starters" / "node"
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
-@pytest.mark.skipif(
-    not (NODE_STARTER / "node_modules" / "ws").is_dir(),
-    reason="starters/node/node_modules missing: run `npm ci --prefix starters/node`",
-)
+@skip_unless("node")
 def test_the_node_starter_notices_a_connection_gone_silent_and_reconnects(redis_url: str, tmp_path: Path) -> None:
     """The network path of the Node starter's connection goes silent (nothing passes, no close
     or reset ever comes: a NAT that forgot it, a gateway that froze). With no keepalive of its
@@ -485,9 +478,8 @@ def test_the_node_starter_notices_a_connection_gone_silent_and_reconnects(redis_
         "ARENA_BOT_ID": "7",
         "ARENA_GATEWAY_URL": f"ws://127.0.0.1:{proxy.port}/v1/bots",
     }
-    assert NODE is not None
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen([NODE, str(NODE_STARTER / "bot.js")], env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command("node"), env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
 
         def welcomes() -> int:

@@ -4,10 +4,8 @@ Redis and the worker-side player: whole matches with no fault, and a refused sec
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -21,11 +19,9 @@ from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from engine.timebank import TimeRules
 from tests.gateway.test_gateway import SECRETS, RunningGateway
+from tests.starter_builds import command, skip_unless
 
 pytestmark = pytest.mark.services
-
-NODE = shutil.which("node")
-NODE_STARTER = Path(__file__).resolve().parents[2] / "starters" / "node"
 
 
 @pytest.fixture
@@ -61,20 +57,15 @@ def test_an_sdk_bot_with_a_wrong_secret_stops_with_4401(gateway: RunningGateway)
     assert refused.value.code == wire.CLOSE_AUTH_FAILED
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
-@pytest.mark.skipif(
-    not (NODE_STARTER / "node_modules" / "ws").is_dir(),
-    reason="starters/node/node_modules missing: run `npm ci --prefix starters/node`",
-)
+@skip_unless("node")
 def test_the_node_starter_plays_a_match_through_the_gateway(gateway: RunningGateway, broker: str) -> None:
-    assert NODE is not None
     env = {
         "PATH": os.environ.get("PATH", ""),
         "ARENA_BOT_SECRET": SECRETS[7],
         "ARENA_BOT_ID": "7",
         "ARENA_GATEWAY_URL": gateway.url,
     }
-    proc = subprocess.Popen([NODE, str(NODE_STARTER / "bot.js")], env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command("node"), env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # "connected to ... as b#7 (bot 7)" once welcomed

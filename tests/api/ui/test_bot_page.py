@@ -333,6 +333,44 @@ def test_a_bot_that_connects_gets_the_command_that_runs_it(tmp_path, gateway):
     )
     assert "over all its connections" in later and "endpoint (URL)" not in later
     assert "pip install . in a checkout" in later and "pip install daifugo-arena" not in later
+    # a program of one's own (a starter, any language) is run with the same variables
+    program = re.search(r'<code id="program-command" data-with-secret="1">([^<]+)</code>', html).group(1)
+    where_to = gateway or "<the gateway URL>"
+    assert html_lib.unescape(program) == (
+        f"ARENA_BOT_ID={bot_id} ARENA_GATEWAY_URL={where_to} ARENA_BOT_SECRET={secret} <your program>"
+    )
+    assert "arena play connect greedy --run" in later
+
+    def page_after_check(health: dict, lang: str = "en") -> str:
+        with sm() as s:
+            s.get(Bot, bot_id).last_check = {"ok": health["ok"], "url": {"ok": True, "error": None}, "health": health}
+            s.commit()
+        c.get(f"/ui/lang/{lang}")
+        return c.get(f"/ui/bots/{bot_id}").get_data(as_text=True)
+
+    # its last check met a program that is no sample bot: "your program", no sample command
+    java = page_after_check({"ok": True, "status": None, "elapsed_ms": 2.0, "name": "java-starter", "error": None})
+    assert 'id="connect-command"' not in java and 'id="program-command" data-with-secret="0"' in java
+    assert "Its last check met java-starter, a program of your own" in java
+    # a sample bot: the sample's own command
+    sample = page_after_check({"ok": True, "status": None, "elapsed_ms": 2.0, "name": "heuristic", "error": None})
+    command = re.search(r'<code id="connect-command" data-with-secret="0">([^<]+)</code>', sample).group(1)
+    assert command.endswith(" heuristic") and "Its last check met the sample bot heuristic" in sample
+    # a failed check says which step the bot reached, in the page's language
+    dropped = {
+        "ok": False,
+        "status": None,
+        "elapsed_ms": 5001.0,
+        "name": None,
+        "step": "auth_failed",
+        "error": "the bot connected 4 s ago but failed authentication (close 4401: ...)",
+        "error_code": {"code": "dial_auth_failed", "params": {"ago_s": 4, "wait_s": "5", "code": 4401, "meaning": ""}},
+    }
+    en = page_after_check(dropped)
+    assert re.search(r'<span id="health-error" data-step="auth_failed">the bot connected 4 s ago but failed', en)
+    ja = page_after_check(dropped, "ja")
+    assert "ボットは 4 秒前に接続しましたが、認証に失敗しました" in ja
+    c.get("/ui/lang/en")
 
     # its check, as the worker stores it for a bot that connects: no URL step, a health answer
     # over its connection without an HTTP status
