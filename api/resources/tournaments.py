@@ -385,6 +385,8 @@ def get_tournament(tournament_id: int) -> Tournament:
     not public (nothing tells it whether the tournament exists)."""
     viewer = optional_account()
     t = db().get(Tournament, tournament_id)
+    if t is not None and t.format == TournamentFormat.LADDER:  # a ladder's sets: /api/v1/ladders/{id}
+        t = None
     if t is None or not policy.can_view_tournament(db(), viewer, t):
         if viewer is None:
             abort(401, "missing bearer token (Authorization: Bearer <token>): the tournament is not public")
@@ -408,11 +410,9 @@ class Tournaments(MethodView):
     @errors(blp, 401)
     def get(self, args):
         """All tournaments, newest first, paginated (without a token: the public ones)."""
-        cond = (
-            []
-            if optional_account() is not None
-            else [Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True)]
-        )
+        cond = [Tournament.format != TournamentFormat.LADDER]  # a ladder's sets: /api/v1/ladders
+        if optional_account() is None:
+            cond += [Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True)]
         items, total = paginate_query(
             db(),
             select(Tournament)

@@ -480,7 +480,12 @@ def stalled_tournaments(session: Session, *, older_than_s: float, limit: int = 1
     has_match = exists().where(Match.tournament_id == Tournament.id)
     stmt = (
         select(Tournament.id)
-        .where(Tournament.status == TournamentStatus.RUNNING, Tournament.started_at < cutoff, has_pending | ~has_match)
+        .where(
+            Tournament.status == TournamentStatus.RUNNING,
+            Tournament.format != TournamentFormat.LADDER,  # a ladder's sets come from its ticks
+            Tournament.started_at < cutoff,
+            has_pending | ~has_match,
+        )
         .order_by(Tournament.started_at)
         .limit(limit)
     )

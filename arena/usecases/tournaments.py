@@ -65,7 +65,7 @@ def organizer_tournament(session: Session, account: Account, tournament_id: int)
     if not is_organizer(account):
         raise Forbidden("organizer role required")
     t = session.get(Tournament, tournament_id)
-    if t is None:
+    if t is None or t.format == TournamentFormat.LADDER:  # a ladder's sets: its own use cases
         raise lifecycle.NotFound(f"tournament {tournament_id} not found")
     return t
 
