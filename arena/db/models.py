@@ -492,7 +492,8 @@ class LadderEntry(Base):
 
     ``mu``/``sigma``: openskill Plackett-Luce, one update per rated set; ``sets``/``games``:
     rated so far; ``faults``: its faults over its stored sets; ``fault_streak``: its stored
-    sets in a row with faults past the health rule's bar (arena.sources.ladder.HealthRule).
+    sets in a row in which it forfeited (``max_faults``), ``forfeits`` which of its last
+    stored sets it forfeited (bits, newest in bit 0): the health rule reads them.
     ``res_n``/``res_sum``/``res_sumsq``: its rated sets' residuals (score minus the score its
     rating expected), for the operators' collusion view. ``max_concurrent``/``max_sets_per_hour``:
     what its owner lets the ladder ask of it. ``parent_entry_id``: the entry it replaced as a
@@ -529,6 +530,8 @@ class LadderEntry(Base):
     games: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     faults: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     fault_streak: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: Its last stored sets, newest in bit 0: 1 where its bot reached ``max_faults`` (forfeited).
+    forfeits: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     res_n: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     res_sum: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     res_sumsq: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")

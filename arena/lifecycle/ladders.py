@@ -295,6 +295,7 @@ def _activate(entry: LadderEntry) -> None:
     entry.paused_by = entry.paused_reason = None
     entry.paused_at = None
     entry.fault_streak = 0
+    entry.forfeits = 0
 
 
 def withdraw(session: Session, entry_id: int) -> LadderEntry:
@@ -526,8 +527,8 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
     decision becomes ``unrated`` (:func:`arena.ladder_ratings.contested`). Otherwise its entries' rows are locked in id
     order and moved by one openskill update; each gets a rating-history row; each pair of its
     entries adds the set to its sums (``ladder_pairs``). Either way the health rule counts the
-    set for each bot entry (faults; paused after the ladder's ``fault_sets`` sets in a row at
-    ``max_faults``).
+    set for each bot entry (faults; paused after ``fault_sets`` forfeits among its last
+    ``fault_window`` sets).
     """
     now = now or utcnow()
     row = locked(session, LadderSet, match_id)
@@ -559,9 +560,9 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
         stmt = stmt.with_for_update()
     entries = {e.id: e for e in session.scalars(stmt)}
     seats = [entries[e] for e in entry_ids]
-    paused = _health(seats, list(result.faults), ladder, cfg, now)
     games = list(result.games or [])
     answered = _answered(result, len(seats))
+    paused = _health(seats, list(result.faults), answered, ladder, cfg, now)
     for e, f in zip(seats, result.faults, strict=True):
         e.faults += int(f)
     if not ladder_ratings.contested(answered, [e.house_bot is not None for e in seats]):
@@ -595,22 +596,32 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
 
 
 def _health(
-    seats: Sequence[LadderEntry], faults: Sequence[int], ladder: Ladder, cfg: LadderConfig, now: datetime
+    seats: Sequence[LadderEntry],
+    faults: Sequence[int],
+    answered: Sequence[int | None],
+    ladder: Ladder,
+    cfg: LadderConfig,
+    now: datetime,
 ) -> tuple[int, ...]:
     """The health rule over one stored set (no commit): a bot entry whose faults reached the
-    ladder's ``max_faults`` (it forfeited, FAULT-3) adds one to its streak, else the streak
-    is back to 0; an active entry at ``fault_sets`` is paused. Returns the paused ids."""
+    ladder's ``max_faults`` (FAULT-3), or that never answered a request of the set validly,
+    records a forfeit; an active entry with ``fault_sets`` forfeits among its last
+    ``fault_window`` stored sets is paused. Returns the paused ids."""
     bar = ladder.tournament.max_faults if ladder.tournament is not None else 3
+    window = (1 << cfg.fault_window) - 1
     paused = []
-    for e, f in zip(seats, faults, strict=True):
+    for e, f, a in zip(seats, faults, answered, strict=True):
         if e.bot_id is None:
             continue
-        e.fault_streak = e.fault_streak + 1 if int(f) >= bar else 0
-        if e.status == EntryStatus.ACTIVE and e.fault_streak >= cfg.fault_sets:
+        forfeited = int(f) >= bar or a == 0
+        e.fault_streak = e.fault_streak + 1 if forfeited else 0
+        e.forfeits = ((e.forfeits << 1) | int(forfeited)) & window
+        recent = bin(e.forfeits).count("1")
+        if e.status == EntryStatus.ACTIVE and recent >= cfg.fault_sets:
             _pause(
                 e,
                 PausedBy.HEALTH,
-                f"{e.fault_streak} sets in a row with {bar} faults or more (its last set: {int(f)})",
+                f"forfeited {recent} of its last {cfg.fault_window} sets ({bar} faults, or no valid answer, in a set)",
             )
             e.paused_at = now
             paused.append(e.id)

@@ -64,9 +64,11 @@ class LadderConfig:
             than this many seconds (the workers are behind).
         fill_with_house_bots: complete a table with house entries when too few bots can play.
         house_bots: the sample bots of its house entries (:data:`arena.schedule.HOUSE_BOTS`).
-        fault_sets: stored sets in a row in which an entry's bot reached the ladder's
-            ``max_faults`` (it forfeited, FAULT-3) after which the entry is paused by the
-            health rule.
+        fault_sets: stored sets, among its last ``fault_window``, in which an entry's bot
+            reached the ladder's ``max_faults`` (it forfeited, FAULT-3) after which the entry is
+            paused by the health rule (a bot that forfeits the sets it would rather not play,
+            one in a while, is paused as surely as a dead one).
+        fault_window: the entry's last stored sets the health rule looks at (at most 30).
         par_wait_s: longest wait, seconds, of a stored set for its pars before it is rated
             on raw scores (docs/ladder.md, "Ratings").
         max_entries_per_account: most entries (active or paused) of one account.
@@ -84,6 +86,7 @@ class LadderConfig:
     fill_with_house_bots: bool = True
     house_bots: tuple[str, ...] = ("heuristic", "greedy", "random")
     fault_sets: int = 2
+    fault_window: int = 6
     par_wait_s: int = 300
     max_entries_per_account: int = 3
     max_concurrent: int = 4
@@ -98,7 +101,8 @@ class LadderConfig:
         "pair_sets_per_hour": (1, 1000),
         "max_sets_per_tick": (1, 10000),
         "behind_s": (1, 86400),
-        "fault_sets": (1, 100),
+        "fault_sets": (1, 30),
+        "fault_window": (1, 30),
         "par_wait_s": (0, 86400),
         "max_entries_per_account": (1, 100),
         "max_concurrent": (1, 64),

@@ -274,3 +274,56 @@ def test_a_tick_forms_nothing_while_the_workers_are_behind(client, sessionmaker,
         s.commit()
     (report,) = _tick(sessionmaker, sent, now + timedelta(minutes=1))
     assert report.formed == [] and "the workers are behind" in report.skipped
+
+
+class Dodger(SAMPLE_BOTS["greedy"]):
+    """Plays its sets but one in three: there it never answers (it saw a hand or an opponent it
+    did not like), hoping a set it never played in is never rated."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.matches: dict[str, int] = {}
+
+    def decide(self, request):
+        n = self.matches.setdefault(str(request.get("match_id")), len(self.matches))
+        if n % 3 == 2:
+            raise RuntimeError("dodged")  # the SDK answers 500: a fault
+        return super().decide(request)
+
+
+def test_a_bot_that_dodges_the_sets_it_dislikes_is_paused(client, accounts, sessionmaker):
+    accounts.organizer("org")
+    servers = [FakeBot(Dodger()), FakeBot()]
+    try:
+        bots = []
+        for i, server in enumerate(servers):
+            h = accounts.contestant(f"d{i}")
+            bots.append(register_checked_bot(client, h, server.url, [RS], f"d{i}"))
+        with sessionmaker() as s:
+            ladder = ladders.create_ladder(
+                s,
+                _account(sessionmaker, accounts, "org"),
+                name="dodge",
+                ruleset=RS,
+                options={},
+                time_rules={"initial": 5.0, "increment": 1.0, "cap": 5.0},
+                config={"fill_with_house_bots": False, "pair_free_sets": 1000},
+                open_ladder=True,
+            ).id
+        for i, bot in enumerate(bots):
+            with sessionmaker() as s:
+                ladders.enter_ladder(s, _account(sessionmaker, accounts, f"d{i}"), ladder, bot, max_sets_per_hour=120)
+        now = utcnow()
+        for k in range(12):
+            sent: list[int] = []
+            _tick(sessionmaker, sent, now + timedelta(minutes=k), seed=k)
+            _play(client, sent)
+        with sessionmaker() as s:
+            dodger = states.entry_of(s, ladder, bots[0])
+            ratings = [r.rating for r in s.scalars(select(LadderSet).where(LadderSet.ladder_id == ladder))]
+            assert dodger.status == "paused" and dodger.paused_by == "health", ratings
+            assert "forfeited 2 of its last 6 sets" in dodger.paused_reason
+            assert ratings.count("unrated") == 2 and len(ratings) == 6  # paused at its second dodge
+    finally:
+        for server in servers:
+            server.close()

@@ -80,6 +80,7 @@ def upgrade() -> None:
         sa.Column("games", sa.Integer(), server_default="0", nullable=False),
         sa.Column("faults", sa.Integer(), server_default="0", nullable=False),
         sa.Column("fault_streak", sa.Integer(), server_default="0", nullable=False),
+        sa.Column("forfeits", sa.Integer(), server_default="0", nullable=False),
         sa.Column("res_n", sa.Integer(), server_default="0", nullable=False),
         sa.Column("res_sum", sa.Float(), server_default="0", nullable=False),
         sa.Column("res_sumsq", sa.Float(), server_default="0", nullable=False),
