@@ -52,7 +52,7 @@ from api.ui.lang import option_names
 from api.ui.views import _entrant_label, _load_log, bp
 from arena import access as policy
 from arena.accounts import create_account
-from arena.db.models import Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
+from arena.db.models import Account, Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from arena.standings import tournament_standings
 from arena.status import BotStatus, BotTransport, TournamentStatus
@@ -285,9 +285,10 @@ def bots():
     return _bot_page(bot.id, secret=bot.secret, status=201)
 
 
-def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """The bot's rating in each finished tournament it played (oldest first, the latest
-    :data:`RATING_TOURNAMENTS_SHOWN`) and a chart per rule set.
+def _rating_history(bot_id: int, viewer=None) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The bot's rating in each finished tournament it played that ``viewer`` may read
+    (:func:`arena.access.public_tournaments_condition`: the public ones for a visitor; oldest
+    first, the latest :data:`RATING_TOURNAMENTS_SHOWN`) and a chart per rule set.
 
     Each tournament's rating is the openskill rating of its standings
     (:func:`arena.standings.tournament_standings`: every tournament starts from the
@@ -302,7 +303,11 @@ def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[s
         s.scalars(
             select(Tournament)
             .join(TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id)
-            .where(TournamentParticipant.bot_id == bot_id, Tournament.status == TournamentStatus.FINISHED)
+            .where(
+                TournamentParticipant.bot_id == bot_id,
+                Tournament.status == TournamentStatus.FINISHED,
+                *policy.public_tournaments_condition(viewer),
+            )
             .order_by(Tournament.finished_at.desc(), Tournament.id.desc())
             .limit(RATING_TOURNAMENTS_SHOWN)
             .options(selectinload(Tournament.participants))
@@ -339,33 +344,45 @@ def current_ratings(bot_id: int) -> list[Rating]:
 
 
 def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, message: str | None = None):
-    """The bot page: the bot as ``GET /api/v1/bots/<id>`` shows it (owner or organizer, else
-    the API's 403/404),
-    its check, per-endpoint concurrency cap, rating history, one page of its matches
-    (``?page=N``, :data:`BOT_MATCHES_PER_PAGE` newest first) and the faults in them.
+    """The bot page, public where its tournaments are (:func:`arena.access.can_view_bot_profile`:
+    a visitor gets 401, a signed-in account 404, for a bot it may not see): its rating across
+    tournaments, rating history (:func:`_rating_history`), one page of the matches the viewer
+    may read (``?page=N``, :data:`BOT_MATCHES_PER_PAGE` newest first;
+    :func:`arena.access.readable_matches_condition`) and the faults in them.
+
+    Its owner and organizers (:func:`arena.access.can_open_bot`) also get the owner's parts,
+    the bot as ``GET /api/v1/bots/<id>`` shows it: URL, check and its details, connection,
+    concurrency cap, tournaments waiting for it; the owner alone the forms (check, rotate the
+    secret) and the run command. Each part is one block of ``bot.html`` (``sections``: the
+    names of the parts this viewer gets), so a section is added with one block there and its
+    name here.
 
     Access (:mod:`arena.access`): a match is linked when the viewer may read it; fault
     details (kind, request, detail) come from the match log, shown only when the viewer may
     read the log (log embargo: not while the tournament runs, except to organizers); else
     only the count of the result."""
-    account = _need_viewer()
-    row, refused = (
-        attempt(lambda: bot_cases.bot_for(db(), account, bot_id, write=False))
-        if 1 <= bot_id <= MAX_ID
-        else (None, _route_refusal())
-    )
-    if row is None:
-        assert refused is not None
-        abort(refused.status, refused.message)
-    bot = BotSchema().dump(with_presence([row])[0])
+    account = access.viewer()
+    row = db().get(Bot, bot_id) if 1 <= bot_id <= MAX_ID else None
+    if row is None or row.status == BotStatus.DELETED:
+        abort(404, _("There is no bot %(id)s.", id=bot_id))
+    privileged = policy.can_open_bot(account, row.owner_id)
+    if not privileged and not policy.can_view_bot_profile(db(), account, row):
+        if account is None:
+            abort(401, _("Sign in with your API token to see %(what)s.", what=_("this page")))
+        abort(404, _("There is no bot %(id)s.", id=bot_id))
+    bot = BotSchema().dump(with_presence([row])[0]) if privileged else public_bot(row)
     s = db()
-    total = s.scalar(select(func.count()).select_from(MatchSeat).where(MatchSeat.bot_id == bot_id)) or 0
+    cond = [MatchSeat.bot_id == bot_id]
+    readable_cond = None if privileged else policy.readable_matches_condition(account)
+    if readable_cond is not None:
+        cond.append(readable_cond)
+    total = s.scalar(select(func.count()).select_from(Match).join(MatchSeat).where(*cond)) or 0
     pages = max(1, -(-total // BOT_MATCHES_PER_PAGE))
     page = min(max(1, request.args.get("page", 1, type=int) or 1), pages)
     rows = s.execute(
         select(Match, MatchSeat.seat)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
-        .where(MatchSeat.bot_id == bot_id)
+        .where(*cond)
         .order_by(Match.id.desc())
         .offset((page - 1) * BOT_MATCHES_PER_PAGE)
         .limit(BOT_MATCHES_PER_PAGE)
@@ -405,14 +422,17 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         for f in log.get("faults") or []:
             if f.get("player") == seat:
                 faults.append({"m": m, "t": t, **f})
-    history, charts = _rating_history(bot_id)
+    history, charts = _rating_history(bot_id, account)
+    owner = account is not None and row.owner_id == account.id
     return render_template(
         "bot.html",
         bot=bot,
         secret=secret,
         matches=matches,
         message=message,
-        owner=bot.get("owner_id") == account.id,
+        owner=owner,
+        privileged=privileged,
+        sections=bot_sections(privileged, row),
         label=_entrant_label,
         page=page,
         pages=pages,
@@ -424,6 +444,41 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         ratings=current_ratings(bot_id),
         gateway_url=settings().gateway_url,
     ), status
+
+
+def public_bot(row: Bot) -> dict[str, Any]:
+    """What a bot's public profile shows of the bot itself: id, name, owner's name, rule
+    sets, registration (no URL, status, check, secret or connection)."""
+    return {
+        "id": row.id,
+        "name": row.name,
+        "owner_id": row.owner_id,
+        "owner_name": db().scalar(select(Account.name).where(Account.id == row.owner_id)),
+        "rulesets": list(row.rulesets or []),
+        "created_at": row.created_at,
+    }
+
+
+#: The sections of a bot page in page order (one block of ``bot.html`` each), and whether only
+#: its owner and organizers get it (:func:`arena.access.can_open_bot`).
+BOT_SECTIONS: tuple[tuple[str, bool], ...] = (
+    ("check", True),
+    ("connection", True),
+    ("facts", False),
+    ("rating_history", False),
+    ("matches", False),
+    ("faults", False),
+)
+
+
+def bot_sections(privileged: bool, row: Bot) -> list[str]:
+    """The names of the sections of :data:`BOT_SECTIONS` this viewer gets of bot ``row``
+    (the connection only for a bot that connects)."""
+    return [
+        name
+        for name, owner_side in BOT_SECTIONS
+        if (privileged or not owner_side) and (name != "connection" or row.transport == BotTransport.CONNECT)
+    ]
 
 
 @bp.route("/bots/<int:bot_id>")

@@ -43,23 +43,11 @@ from sqlalchemy import select
 
 from api.database import db, settings
 from api.ui import access
-from api.ui.views import (
-    _bot_names,
-    _deny,
-    _match,
-    _progress,
-    _tournament,
-    bp,
-    playing_now,
-    settlement,
-    settling_view,
-    standings_rows,
-)
+from api.ui.views import _deny, _match, _tournament, board_view, bp
 from arena import access as policy
 from arena import live
 from arena.db.models import Match, Tournament
 from arena.leases import LeaseSet
-from arena.standings import tournament_report
 from arena.status import MatchStatus, TournamentStatus
 
 #: Match statuses in which a match may still be played (its live view is open).
@@ -397,20 +385,10 @@ def tournament_live(tournament_id: int):
 
 @bp.route("/tournaments/<int:tournament_id>/live.html")
 def tournament_live_state(tournament_id: int):
-    """The changing parts of the tournament page (module docstring), as the page renders them."""
+    """The changing parts of the tournament page (module docstring), as the page renders them
+    (``?page=N``: the page of its match table), all from one read of its matches
+    (:func:`api.ui.views.board_view`)."""
     t = _viewable_tournament(tournament_id)
-    account = access.viewer()
-    names = _bot_names([p.bot_id for p in t.participants])
-    report = tournament_report(db(), t)
-    rows = standings_rows(report, names, t.house_bot)
-    html = render_template(
-        "_tournament_live.html",
-        t=t,
-        progress=_progress(t),
-        rows=rows,
-        report=report,
-        verdict=settlement(report),
-        playing=playing_now(t, account),
-        settling=settling_view(t, names),
-    )
+    view = board_view(t, access.viewer(), request.args.get("page", 1, type=int) or 1)
+    html = render_template("_tournament_live.html", t=t, **view)
     return Response(html, mimetype="text/html", headers={"Cache-Control": "no-store"})

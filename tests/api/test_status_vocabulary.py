@@ -109,7 +109,7 @@ PUBLIC_NAMES = (
 ).split()
 #: Names added since: play until settled (a store that ends a round may add the next one) and
 #: the pars (luck-adjusted scores).
-ADDED_NAMES = "Stored RoundEnd round_end next_round store_pars skip_pars pending_pars".split()
+ADDED_NAMES = "Stored RoundEnd round_end next_round store_pars skip_pars pending_pars resume_would_help".split()
 
 
 def test_lifecycle_exports_every_name_it_had():

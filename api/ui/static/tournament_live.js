@@ -1,7 +1,9 @@
 /* Live tournament page (#live-tournament): an EventSource on /ui/tournaments/<id>/live (a
  * message when a match is claimed, finishes, fails or is sent again: api/ui/live.py); after
  * each burst of messages (debounced) the page re-reads /ui/tournaments/<id>/live.html and
- * swaps in its status, progress, the matches playing now and the standings. When the
+ * swaps in its status, progress, the matches playing now, the standings, their chart and
+ * the match table, all at once: they come from one read of the matches (arena.board), so
+ * they never disagree with each other. When the
  * tournament is no longer running the whole page is loaded again once (its actions, chart,
  * match table with replay links and seed change too; the reloaded page has no live part). */
 (function () {
@@ -39,6 +41,8 @@
         swap(doc, "settling", false);
         swap(doc, "playing", false);
         swap(doc, "standings", true);
+        swap(doc, "chart-wrap", false);
+        swap(doc, "matches-wrap", false);
         refreshes += 1;
         box.setAttribute("data-refreshes", refreshes);
         var frag = doc.getElementById("live-fragment");
