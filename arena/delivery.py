@@ -46,7 +46,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 import engine
-from arena import fairness, lifecycle, matchlog, spool
+from arena import fairness, lifecycle, matchlog, notices, spool
 from arena.config import Settings
 from arena.db.session import POOL, is_postgres, shared_sessions
 from arena.dispatch import QueueError
@@ -568,7 +568,7 @@ def store_from_spool(
         send_round(settings, record.tournament_id, added, send)
         if record.fields.get("par_status") == ParStatus.PENDING:
             request_pars(settings, [record.match_id])
-        rate_if_done(factory, record.tournament_id, record.ruleset)
+        rate_if_done(factory, record.tournament_id, record.ruleset, settings)
     return outcome
 
 
@@ -595,17 +595,23 @@ def _fail(
                 log.error("match %s: could not record the failure (database unavailable)", plan.match_id)
                 return f"lost match {plan.match_id}: {reason}"
             time.sleep(1.0 * (attempt + 1))
-    rate_if_done(factory, plan.tournament_id, plan.ruleset)
+    rate_if_done(factory, plan.tournament_id, plan.ruleset, settings)
     return f"failed match {plan.match_id} (attempt {plan.attempt}): {reason}"
 
 
-def rate_if_done(factory: sessionmaker[Session], tournament_id: int, ruleset: str) -> None:
-    """Step 5 when no match of the tournament is left to play; a database error here only
-    delays the ratings (the next rebuild has them)."""
+def rate_if_done(
+    factory: sessionmaker[Session], tournament_id: int, ruleset: str, settings: Settings | None = None
+) -> None:
+    """Step 5 when no match of the tournament is left to play, and, given ``settings``, the
+    end announced to the owners' webhooks once it is over (:func:`arena.notices.announce_ends`);
+    a database error here only delays the ratings (the next rebuild has them) and the notice
+    (the reaper sends it)."""
     try:
         with factory() as session:
             if lifecycle.tournament_done(session, tournament_id):
                 update_ratings(session, ruleset)
+                if settings is not None:
+                    notices.announce_ends(session, notices.sender_for(settings), only=tournament_id)
     except DBAPIError as exc:
         log.warning("ratings of %s not rebuilt: %s", ruleset, type(exc).__name__)
 
@@ -745,7 +751,7 @@ def play_and_store(match_id: int, settings: Settings | None = None, send: SendMa
             line = f"failed match {int(match_id)} (not played): {claimed.message}"
             log.error("%s", line)
             announce(settings, claimed.tournament_id, "failed", [int(match_id)])
-            rate_if_done(factory, claimed.tournament_id, claimed.ruleset or "")
+            rate_if_done(factory, claimed.tournament_id, claimed.ruleset or "", settings)
             return line
         log.info("skipped: %s", claimed.message)
         if claimed.reason is lifecycle.SkipReason.CANCELLED and claimed.tournament_id is not None:
@@ -861,7 +867,7 @@ def _store_played(
         send_round(settings, plan.tournament_id, stored.added, send)
         if fields["par_status"] == ParStatus.PENDING:
             request_pars(settings, [plan.match_id])
-    rate_if_done(factory, plan.tournament_id, plan.ruleset)
+    rate_if_done(factory, plan.tournament_id, plan.ruleset, settings)
     word = "stored" if stored else "duplicate"
     line = (
         f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, faults {fields['faults']}"

@@ -43,7 +43,7 @@ from sqlalchemy import select
 
 from api.database import db, settings
 from api.ui import access
-from api.ui.views import _deny, _match, _tournament, board_view, bp
+from api.ui.views import _deny, _match, _tournament, board_view, bp, phase
 from arena import access as policy
 from arena import live
 from arena.db.models import Match, Tournament
@@ -326,21 +326,44 @@ def _viewable_tournament(tournament_id: int) -> Tournament:
     return t
 
 
+#: The phases in which a tournament page is live (:func:`api.ui.views.phase`).
+LIVE_PHASES = ("running", "waiting")
+
+
+def _phase_reader(tournament_id: int) -> Callable[[], str | None]:
+    """Reads the tournament's phase (:func:`api.ui.views.phase`) with a session of its own."""
+    factory = current_app.extensions["arena"]["sessionmaker"]
+
+    def read() -> str | None:
+        with factory() as s:
+            row = s.execute(
+                select(Tournament.status, Tournament.waiting_until).where(Tournament.id == tournament_id)
+            ).first()
+        if row is None:
+            return None
+        status, until = row
+        return "waiting" if status == TournamentStatus.CREATED and until is not None else str(status)
+
+    return read
+
+
 @bp.route("/tournaments/<int:tournament_id>/live")
 def tournament_live(tournament_id: int):
+    """The tournament's events while it runs, or while its start waits for offline entrants
+    (``waiting``, ``started``); ``end`` (with its status) once it does neither."""
     t = _viewable_tournament(tournament_id)
     with_ids = policy.sees_all_matches(db(), access.viewer(), t)
-    status, url, tid = t.status, settings().broker_url, t.id
-    read_status = _status_reader(Tournament, tid)
-    slot = _slot(t) if status == TournamentStatus.RUNNING else None
+    now_phase, url, tid = phase(t), settings().broker_url, t.id
+    read_phase = _phase_reader(tid)
+    slot = _slot(t) if now_phase in LIVE_PHASES else None
     db().close()
 
     def end(now: str | None) -> str:
         return _sse({"type": "end", "tournament_id": tid, "status": now})
 
     def events() -> Iterator[str]:
-        if status != TournamentStatus.RUNNING:
-            yield end(status)
+        if now_phase not in LIVE_PHASES:
+            yield end(now_phase)
             return
         try:
             sub = live.subscribe_tournament(url, tid)
@@ -352,9 +375,9 @@ def tournament_live(tournament_id: int):
             yield "retry: 2000\n: live\n\n"
             for text in sub.messages(IDLE_S, until_end=False):
                 if text is None:
-                    now = read_status()
-                    if now != TournamentStatus.RUNNING:
-                        yield end(now)
+                    current = read_phase()
+                    if current != now_phase:  # started, finished, cancelled: the page reloads
+                        yield end(current)
                         return
                     if time.monotonic() > deadline:
                         return  # the browser reconnects
@@ -370,10 +393,10 @@ def tournament_live(tournament_id: int):
                 yield _sse(out)
                 if time.monotonic() > deadline:
                     return  # a busy stream ends too (its lease would end before it)
-                if msg.get("event") in ("finished", "failed"):
-                    now = read_status()
-                    if now != TournamentStatus.RUNNING:
-                        yield end(now)
+                if msg.get("event") in ("finished", "failed", "started"):
+                    current = read_phase()
+                    if current != now_phase:
+                        yield end(current)
                         return
         except redis.RedisError as exc:
             yield _error(exc)

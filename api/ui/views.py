@@ -15,6 +15,7 @@ from flask import (
     redirect,
     render_template,
     request,
+    session,
     url_for,
 )
 from flask_babel import gettext as _
@@ -33,6 +34,8 @@ from arena import access as policy
 from arena import lifecycle, matchlog
 from arena.board import MatchLine, read_board
 from arena.db.models import Match, MatchLog, Tournament
+from arena.lifecycle.base import aware
+from arena.roll_call import NOT_CONNECTED, Absence, absences_of
 from arena.standings import StandingsReport, bot_names, leaderboard
 from arena.status import MatchStatus, TournamentStatus
 
@@ -83,9 +86,16 @@ def _signed(value, digits: int = 2) -> str:
     return f"{value:+.{digits}f}"
 
 
+def offline_reason(a: Absence) -> str:
+    """Why an entrant is offline, in the page's language."""
+    if a.reason == NOT_CONNECTED:
+        return _("not connected")
+    return _("health check failed: %(detail)s", detail=a.detail)
+
+
 @bp.context_processor
 def _globals():
-    return {"viewer": access.viewer()}  # translated names: api.ui.lang
+    return {"viewer": access.viewer(), "offline_reason": offline_reason}  # translated names: api.ui.lang
 
 
 def _next_target(path: str | None) -> str:
@@ -240,7 +250,7 @@ def board_view(t: Tournament, account, page: int = 1) -> dict[str, Any]:
     matches (:func:`arena.board.read_board`: the progress, the matches playing now, the page
     of the match table and the standings agree): the template variables ``progress``,
     ``playing``, ``matches``, ``shown``, ``hidden``, ``page``, ``pages``, ``rows``,
-    ``report``, ``verdict``, ``chart``, ``settling``."""
+    ``report``, ``verdict``, ``chart``, ``settling``, ``phase``, ``waiting``."""
     board = read_board(db(), t, account, page=page, per_page=MATCHES_PER_PAGE)
     names = _bot_names(
         [p.bot_id for p in t.participants] + [s.bot_id for line in board.rows + board.playing for s in line.match.seats]
@@ -284,6 +294,33 @@ def board_view(t: Tournament, account, page: int = 1) -> dict[str, Any]:
             ]
         ),
         "settling": settling_view(t, names),
+        "phase": phase(t),
+        "waiting": waiting_view(t),
+    }
+
+
+def phase(t: Tournament) -> str:
+    """``waiting`` while a start waits for offline entrants (:mod:`arena.usecases.entrants`),
+    else the tournament's status: the page is live while ``running`` or ``waiting``."""
+    if t.status == TournamentStatus.CREATED and t.waiting_until is not None:
+        return "waiting"
+    return str(t.status)
+
+
+def waiting_view(t: Tournament) -> dict[str, Any] | None:
+    """What the page says of a start waiting for offline entrants (``_waiting.html``): until
+    when (``until``, ISO 8601 ``until_iso`` for the countdown), who is offline and why
+    (``offline``: :class:`arena.roll_call.Absence`), when they were last checked; None when it
+    does not wait."""
+    if phase(t) != "waiting":
+        return None
+    until = aware(t.waiting_until)
+    checked = (t.roll_call or {}).get("checked_at")
+    return {
+        "until": until,
+        "until_iso": until.isoformat() if until else "",
+        "offline": absences_of(t.roll_call),
+        "checked_at": checked,
     }
 
 
@@ -393,6 +430,7 @@ def tournament_page(tournament_id: int):
     return render_template(
         "tournament.html",
         t=t,
+        offline_asked=_offline_asked(t.id),
         actions=organizer_actions(t, progress, account),
         public=policy.is_public(t),
         # offered once a log exists: a match finished (a failed or cancelled one has none)
@@ -451,6 +489,19 @@ def match_page(match_id: int):
         embargoed=embargoed,
         show_seed=policy.can_see_seed(db(), account, t),
     )
+
+
+#: The session key of a start the organizer was asked about: entrants offline (the page offers
+#: to wait for them or to start without them).
+OFFLINE_ASKED_KEY = "ui_offline"
+
+
+def _offline_asked(tournament_id: int) -> list[Any] | None:
+    """The offline entrants of the start just refused on this tournament's page (shown once)."""
+    asked = session.pop(OFFLINE_ASKED_KEY, None)
+    if not isinstance(asked, dict) or asked.get("tournament_id") != tournament_id:
+        return None
+    return absences_of({"offline": asked.get("offline") or []})
 
 
 def _translated_details(replay: dict) -> dict:
