@@ -24,6 +24,7 @@ from arena.db.models import Account
 from arena.roll_call import HEALTH_FAILED
 from bots_sdk import protocol
 from bots_sdk.samples import SAMPLE_BOTS
+from tests.helpers import wait_until
 from tests.worker.conftest import FINISH_TIMEOUT_S, Arena, SwitchBot
 
 pytestmark = pytest.mark.services
@@ -98,18 +99,6 @@ def _hook(arena: Arena, headers: dict, url: str) -> str:
     return r.json["secret"]
 
 
-def _until(cond, what: str, timeout_s: float = FINISH_TIMEOUT_S, workers=()):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = cond()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            logs = "\n".join(w.log()[-3000:] for w in workers)
-            pytest.fail(f"waited in vain for {what}\n{logs}")
-        time.sleep(0.1)
-
-
 def _signed(secret: str, headers: dict[str, str], body: bytes) -> None:
     protocol.verify(secret, body, headers)  # raises when the signature or its timestamp is wrong
 
@@ -134,7 +123,7 @@ def test_a_start_waits_for_an_offline_bot_and_its_owner_hears_of_it(arena, bots,
     assert [(a["bot_id"], a["reason"]) for a in r.json["details"]["offline"]] == [(ids[2], HEALTH_FAILED)]
     assert arena.get(f"/tournaments/{tid}")["status"] == "created"
 
-    worker = celery_worker_factory(database_url=arena.database_url, concurrency=2)
+    celery_worker_factory(database_url=arena.database_url, concurrency=2)
     r = arena.client.post(
         f"/api/v1/tournaments/{tid}/start", query_string={"if_offline": "wait", "wait_s": 600}, headers=arena.org
     )
@@ -152,10 +141,10 @@ def test_a_start_waits_for_an_offline_bot_and_its_owner_hears_of_it(arena, bots,
     # the worker polls: two roll calls more, the tournament still waits (observable, no sleep)
     first = arena.get(f"/tournaments/{tid}")["roll_call"]["checked_at"]
     seen = {first}
-    _until(
+    wait_until(
         lambda: seen.add(arena.get(f"/tournaments/{tid}")["roll_call"]["checked_at"]) or len(seen) >= 3,
         "two polls of the waiting start",
-        workers=[worker],
+        FINISH_TIMEOUT_S,
     )
     t = arena.get(f"/tournaments/{tid}")
     assert t["status"] == "created" and [a["bot_id"] for a in t["roll_call"]["offline"]] == [ids[2]]
@@ -164,8 +153,8 @@ def test_a_start_waits_for_an_offline_bot_and_its_owner_hears_of_it(arena, bots,
     back = SwitchBot(SAMPLE_BOTS["greedy"](seed=2), port=late_port)
     bots.append(back)
     back.set_secret(late.secret or "")
-    _until(lambda: arena.get(f"/tournaments/{tid}")["status"] != "created", "the start", workers=[worker])
-    done = arena.wait_finished(tid, workers=[worker])
+    wait_until(lambda: arena.get(f"/tournaments/{tid}")["status"] != "created", "the start", FINISH_TIMEOUT_S)
+    done = arena.wait_finished(tid, FINISH_TIMEOUT_S)
     assert done["status"] == "finished" and done["roll_call"]["offline"] == [] and done["waiting_until"] is None
     assert done["progress"] == {"finished": 3, "total": 3, "queued": 3}
     assert back.decisions > 0  # it played
@@ -202,12 +191,12 @@ def test_a_wait_is_bounded_the_bot_forfeits_when_time_is_up(arena, bots, celery_
     ids = [arena.register(b, ["million_doubt"], f"x{i}") for i, b in enumerate(bots)]
     bots[1].down()
     tid = arena.create("million_doubt", ids, games_per_pairing=2)
-    worker = celery_worker_factory(database_url=arena.database_url)
+    celery_worker_factory(database_url=arena.database_url)
     r = arena.client.post(
         f"/api/v1/tournaments/{tid}/start", query_string={"if_offline": "wait", "wait_s": 2}, headers=arena.org
     )
     assert r.status_code == 202 and r.json["status"] == "created", r.json
-    done = arena.wait_finished(tid, workers=[worker]) if _started(arena, tid, worker) else None
+    done = arena.wait_finished(tid, FINISH_TIMEOUT_S) if _started(arena, tid) else None
     assert done is not None and done["status"] == "finished"
     assert [a["bot_id"] for a in done["roll_call"]["offline"]] == [ids[1]]  # who it started without
     (match,) = arena.stored(tid)
@@ -215,7 +204,9 @@ def test_a_wait_is_bounded_the_bot_forfeits_when_time_is_up(arena, bots, celery_
 
 
 def _started(arena: Arena, tid: int, worker) -> bool:
-    return bool(_until(lambda: arena.get(f"/tournaments/{tid}")["status"] != "created", "the start", workers=[worker]))
+    return bool(
+        wait_until(lambda: arena.get(f"/tournaments/{tid}")["status"] != "created", "the start", FINISH_TIMEOUT_S)
+    )
 
 
 def test_webhooks_are_retried_with_backoff_bounded_and_never_hold_a_match(arena, bots, receiver, celery_worker_factory):
@@ -233,10 +224,8 @@ def test_webhooks_are_retried_with_backoff_bounded_and_never_hold_a_match(arena,
     ids = [arena.register(b, ["million_doubt"], f"r{i}") for i, b in enumerate(bots)]
     tid = arena.create("million_doubt", ids, games_per_pairing=2)
     receiver.answers = [503]
-    side = celery_worker_factory(
-        database_url=arena.database_url, queues=("arena.webhooks", "arena.checks"), concurrency=2
-    )
-    matches = celery_worker_factory(database_url=arena.database_url, queues=("arena.priority", "arena"))
+    celery_worker_factory(database_url=arena.database_url, queues=("arena.webhooks", "arena.checks"), concurrency=2)
+    celery_worker_factory(database_url=arena.database_url, queues=("arena.priority", "arena"))
     r = arena.client.post("/api/v1/accounts/me/webhook/test", headers=listener)
     assert r.status_code == 202, r.json
     ping_id = r.json["id"]
@@ -250,14 +239,14 @@ def test_webhooks_are_retried_with_backoff_bounded_and_never_hold_a_match(arena,
     gap = receiver.arrivals[1] - receiver.arrivals[0]
     assert gap >= webhooks.backoff_s(1) - 0.5, gap  # the backoff: never sooner
     arena.start(tid)  # while the receiver hangs and the side process waits on it
-    done = arena.wait_finished(tid, workers=[matches, side])
+    done = arena.wait_finished(tid, FINISH_TIMEOUT_S)
     assert done["status"] == "finished"
 
     def last() -> dict | None:
         got = arena.client.get("/api/v1/accounts/me/webhook", headers=listener).json["last_delivery"]
         return got if got and got["id"] == ping_id and got["attempt"] == 2 else None
 
-    delivery = _until(last, "the hung attempt's end", workers=[side])
+    delivery = wait_until(last, "the hung attempt's end", FINISH_TIMEOUT_S)
     assert not delivery["ok"] and f"within {webhooks.TIMEOUT_S:g} s" in delivery["error"] and not delivery["final"]
     receiver.hold.set()
 

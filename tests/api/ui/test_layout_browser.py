@@ -27,7 +27,7 @@ from arena.db.models import Bot, Match, MatchSeat, Tournament, TournamentPartici
 from arena.db.session import make_engine, make_sessionmaker
 from arena.standings import rebuild_ratings
 from tests.api.test_standings_settled import _bots, _duels
-from tests.api.ui.conftest import CHROMIUM_ARGS, _QuietHandler
+from tests.api.ui.conftest import _QuietHandler
 
 pytestmark = pytest.mark.browser
 
@@ -85,16 +85,6 @@ def wide(tmp_path_factory):
     engine.dispose()
 
 
-@pytest.fixture(scope="module")
-def chromium_browser(chromium):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 def _page(browser, site, width: int, lang: str, token: str | None = None):
     ctx = browser.new_context(viewport={"width": width, "height": 900}, device_scale_factor=1)
     pg = ctx.new_page()
@@ -128,10 +118,10 @@ OVERFLOW_JS = """(sel) => {
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("lang", LANGS)
-def test_finished_standings_fit_the_screen_in_both_languages(wide, chromium_browser, artifacts, width, lang):
+def test_finished_standings_fit_the_screen_in_both_languages(wide, browser, artifacts, width, lang):
     """Every column of the finished standings (rating and faults too) is on the screen, in its
     card, without scrolling, at 1280 px and at 390 px, in English and Japanese."""
-    ctx, pg, errors = _page(chromium_browser, wide, width, lang)
+    ctx, pg, errors = _page(browser, wide, width, lang)
     try:
         pg.goto(f"{wide.url}/ui/tournaments/{wide.public}")
         pg.wait_for_selector("#standings-table")
@@ -151,10 +141,10 @@ def test_finished_standings_fit_the_screen_in_both_languages(wide, chromium_brow
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_japanese_copy_button_stays_on_one_line(wide, chromium_browser, artifacts, width):
+def test_the_japanese_copy_button_stays_on_one_line(wide, browser, artifacts, width):
     """コピー beside a long run command and a long gateway address is as tall as a one-line
     button of the same page (it broke into two lines: issue 42)."""
-    ctx, pg, errors = _page(chromium_browser, wide, width, "ja", token=wide.ann_token)
+    ctx, pg, errors = _page(browser, wide, width, "ja", token=wide.ann_token)
     try:
         pg.goto(f"{wide.url}/ui/bots/{wide.laptop}")
         pg.wait_for_selector("#connect-command")
@@ -173,11 +163,11 @@ def test_the_japanese_copy_button_stays_on_one_line(wide, chromium_browser, arti
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("lang", LANGS)
-def test_a_visitor_follows_the_leaderboard_to_a_public_bot_page(wide, chromium_browser, artifacts, width, lang):
+def test_a_visitor_follows_the_leaderboard_to_a_public_bot_page(wide, browser, artifacts, width, lang):
     """Issue 42, point 10: every name of the leaderboard links to the bot's page, which a
     visitor opens: the rating across tournaments, the rating chart and history of its public
     tournaments, its public matches; no check, URL, status, cap or secret."""
-    ctx, pg, errors = _page(chromium_browser, wide, width, lang)
+    ctx, pg, errors = _page(browser, wide, width, lang)
     strong = wide.bots["strong"]
     try:
         pg.goto(f"{wide.url}/ui/leaderboard")

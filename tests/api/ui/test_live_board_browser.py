@@ -13,19 +13,15 @@ the page after every refresh the live view makes."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 from sqlalchemy import select
-from werkzeug.serving import make_server
 
-from api import create_app
 from arena.db.models import Match
 from bots_sdk.samples import SAMPLE_BOTS
-from tests.worker.conftest import Arena, SwitchBot, fresh_pg_database
+from tests.worker.conftest import SwitchBot
 
-from .conftest import _QuietHandler
 from .test_live_worker_browser import StopAt
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
@@ -66,25 +62,6 @@ def _agrees(board: dict) -> bool:
         and board["running"] == board["playing"]
         and board["total"] == 6
     )
-
-
-@pytest.fixture
-def served(pg_url, redis_url, tmp_path):
-    arena = Arena(fresh_pg_database(pg_url), redis_url, tmp_path=tmp_path)
-    app = create_app(arena.settings, engine=arena.engine)
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield arena, f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    arena.close()
-
-
-@pytest.fixture
-def bots():
-    servers: list[SwitchBot] = []
-    yield servers
-    for b in servers:
-        b.close()
 
 
 def test_the_live_tournament_page_agrees_with_itself(browser, served, bots, celery_worker_factory, artifacts):
