@@ -134,6 +134,9 @@ def test_finished_standings_fit_the_screen_in_both_languages(wide, browser, arti
             for cell in (".rating", ".faults", ".mean", ".ci", ".adjusted", ".gap", ".bot"):
                 assert rows.nth(i).locator(cell).first.is_visible(), (i, cell)
         assert rows.nth(0).locator(".bot").inner_text() == f"strong-heuristic-v2 #{wide.bots['strong']}"
+        # the chart's names start inside it (a long one is shortened, not cut at the edge)
+        lefts = pg.locator("#chart text.label").evaluate_all("ts => ts.map(t => t.getBBox().x)")
+        assert len(lefts) == 3 and min(lefts) >= 0, lefts
         pg.screenshot(path=str(artifacts / f"ui-standings-{width}-{lang}.png"), full_page=True)
     finally:
         ctx.close()
