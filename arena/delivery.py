@@ -47,7 +47,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 import engine
-from arena import fairness, lifecycle, matchlog, spool
+from arena import fairness, lifecycle, matchlog, notices, spool
 from arena.config import Settings
 from arena.db.session import POOL, is_postgres, shared_sessions
 from arena.dispatch import QueueError
@@ -612,15 +612,22 @@ def after_store(
     send_round(settings, tournament_id, added, send)
     if pars:
         request_pars(settings, [match_id])
-    rate_after(factory, match_id, tournament_id, ruleset)
+    rate_after(factory, match_id, tournament_id, ruleset, settings)
 
 
-def rate_after(factory: sessionmaker[Session], match_id: int, tournament_id: int, ruleset: str) -> bool:
+def rate_after(
+    factory: sessionmaker[Session],
+    match_id: int,
+    tournament_id: int,
+    ruleset: str,
+    settings: Settings | None = None,
+) -> bool:
     """Step 5 once a match is done (stored or failed): a ladder set is rated once
     (:func:`arena.lifecycle.ladders.rate_set`; one stored while its pars are on their way
     waits for them, and the par task or the reaper rates it), a comparison set is compared
     with its twin; a tournament's ratings are rebuilt when none of its matches is left
-    (:func:`rate_if_done`). A database error only delays them (the reaper rates a set left
+    (:func:`rate_if_done`, with ``settings`` its end announced). A database error only delays
+    them (the reaper rates a set left
     pending; the next rebuild has the tournaments'). Returns True when a ladder set's rating
     moved (rated, unrated, void, or its comparison folded)."""
     try:
@@ -634,7 +641,7 @@ def rate_after(factory: sessionmaker[Session], match_id: int, tournament_id: int
     except DBAPIError as exc:
         log.warning("match %s: not rated now (%s); the reaper rates it", match_id, type(exc).__name__)
         return False
-    rate_if_done(factory, tournament_id, ruleset)
+    rate_if_done(factory, tournament_id, ruleset, settings)
     return False
 
 
@@ -661,17 +668,23 @@ def _fail(
                 log.error("match %s: could not record the failure (database unavailable)", plan.match_id)
                 return f"lost match {plan.match_id}: {reason}"
             time.sleep(1.0 * (attempt + 1))
-    rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset)
+    rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset, settings)
     return f"failed match {plan.match_id} (attempt {plan.attempt}): {reason}"
 
 
-def rate_if_done(factory: sessionmaker[Session], tournament_id: int, ruleset: str) -> None:
-    """Step 5 when no match of the tournament is left to play; a database error here only
-    delays the ratings (the next rebuild has them)."""
+def rate_if_done(
+    factory: sessionmaker[Session], tournament_id: int, ruleset: str, settings: Settings | None = None
+) -> None:
+    """Step 5 when no match of the tournament is left to play, and, given ``settings``, the
+    end announced to the owners' webhooks once it is over (:func:`arena.notices.announce_ends`);
+    a database error here only delays the ratings (the next rebuild has them) and the notice
+    (the reaper sends it)."""
     try:
         with factory() as session:
             if lifecycle.tournament_done(session, tournament_id):
                 update_ratings(session, ruleset)
+                if settings is not None:
+                    notices.announce_ends(session, notices.sender_for(settings), only=tournament_id)
     except DBAPIError as exc:
         log.warning("ratings of %s not rebuilt: %s", ruleset, type(exc).__name__)
 
@@ -811,7 +824,7 @@ def play_and_store(match_id: int, settings: Settings | None = None, send: SendMa
             line = f"failed match {int(match_id)} (not played): {claimed.message}"
             log.error("%s", line)
             announce(settings, claimed.tournament_id, "failed", [int(match_id)])
-            rate_if_done(factory, claimed.tournament_id, claimed.ruleset or "")
+            rate_if_done(factory, claimed.tournament_id, claimed.ruleset or "", settings)
             return line
         log.info("skipped: %s", claimed.message)
         if claimed.reason is lifecycle.SkipReason.CANCELLED and claimed.tournament_id is not None:
@@ -934,7 +947,7 @@ def _store_played(
             pars=fields["par_status"] == ParStatus.PENDING,
         )
     else:
-        rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset)
+        rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset, settings)
     word = "stored" if stored else "duplicate"
     line = (
         f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, faults {fields['faults']}"

@@ -7,7 +7,10 @@ A :class:`Dispatcher` sends three kinds of work, each by id (the rows are in the
 - bot checks (``send_check``): :func:`arena.conformance.run_check`;
 - tournament launches (``launch_tournament``): store a running tournament's schedule if it
   has none yet, then send its ``pending`` matches
-  (:func:`arena.usecases.tournaments.send_tournament`).
+  (:func:`arena.usecases.tournaments.send_tournament`);
+- the poll of a start waiting for offline entrants (``await_entrants``, after a countdown):
+  :func:`arena.usecases.entrants.await_entrants`;
+- owners' webhooks (``send_webhook``): :func:`arena.notices.deliver`.
 
 Two implementations: :class:`arena.queue.CeleryDispatcher` sends Celery tasks by name to the
 broker (it imports no runner: the API process uses it); :class:`arena.inprocess.InProcessDispatcher`
@@ -22,7 +25,7 @@ in-process dispatcher ignores it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class QueueError(RuntimeError):
@@ -47,4 +50,13 @@ class Dispatcher(Protocol):
     def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
         """Send the launch of a running tournament (in-process: store its schedule and play
         every pending match before returning)."""
+        ...
+
+    def await_entrants(self, tournament_id: int, countdown_s: float) -> None:
+        """Send the next poll of a start waiting for offline entrants, due in ``countdown_s``
+        seconds (in-process: on a timer thread)."""
+        ...
+
+    def send_webhook(self, account_id: int, message: dict[str, Any]) -> None:
+        """Send one webhook event to an account's webhook (in-process: delivered now, once)."""
         ...

@@ -38,11 +38,13 @@ class ApiError(RuntimeError):
 
     Attributes:
         status: the HTTP status code, or None when no answer came (connection refused...).
+        details: the error body's ``details`` (a 409 of a start: ``offline``, ``waiting_until``), or {}.
     """
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, details: dict | None = None):
         super().__init__(message)
         self.status = status
+        self.details = details or {}
 
 
 class ApiClient:
@@ -105,7 +107,9 @@ class ApiClient:
         except httpx.HTTPError as exc:
             raise ApiError(f"{method} {self.base_url}{url}: {type(exc).__name__}: {exc}") from None
         if resp.status_code >= 400:
-            raise ApiError(f"HTTP {resp.status_code} on {method} {url}: {_message(resp)}", resp.status_code)
+            raise ApiError(
+                f"HTTP {resp.status_code} on {method} {url}: {_message(resp)}", resp.status_code, _details(resp)
+            )
         if resp.status_code == 204 or not resp.content:
             return None
         try:
@@ -174,11 +178,25 @@ class ApiClient:
         (``ruleset``, ``participants`` required; ``time_rules`` in seconds)."""
         return self.request("POST", "/tournaments", json_body=body)
 
-    def start_tournament(self, tournament_id: int, *, timeout_s: float | None = 60.0) -> dict:
+    def start_tournament(
+        self,
+        tournament_id: int,
+        *,
+        timeout_s: float | None = 60.0,
+        if_offline: str | None = None,
+        wait_s: int | None = None,
+    ) -> dict:
         """``POST /tournaments/{id}/start`` (organizers). With an in-process executor
         (``ARENA_CELERY_EAGER``) the matches are played inside this request: pass
-        ``timeout_s=None``."""
-        return self.request("POST", f"/tournaments/{tournament_id}/start", timeout_s=timeout_s)
+        ``timeout_s=None``. ``if_offline``: ``ask`` (the API's default: a 409 whose
+        ``ApiError.details["offline"]`` lists the offline entrants), ``wait`` (at most
+        ``wait_s`` seconds), ``start``."""
+        params: dict[str, Any] = {}
+        if if_offline:
+            params["if_offline"] = if_offline
+        if wait_s is not None:
+            params["wait_s"] = int(wait_s)
+        return self.request("POST", f"/tournaments/{tournament_id}/start", params=params, timeout_s=timeout_s)
 
     def resume_tournament(self, tournament_id: int, *, include_running: bool = False) -> dict:
         """``POST /tournaments/{id}/resume`` (organizers): re-enqueue the matches without a
@@ -271,6 +289,16 @@ class ApiClient:
                     yield int(item["match_id"]), item["log"]
         except httpx.HTTPError as exc:
             raise ApiError(f"GET {self.base_url}{url}: {type(exc).__name__}: {exc}") from None
+
+
+def _details(resp: httpx.Response) -> dict:
+    """The error body's ``details`` object, or {}."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return {}
+    details = body.get("details") if isinstance(body, dict) else None
+    return details if isinstance(details, dict) else {}
 
 
 def _message(resp: httpx.Response) -> str:

@@ -238,7 +238,7 @@ def _xdist_broker_url() -> str | None:
 
 #: The task queues of the arena (and kombu's per-priority lists and unacked records) that a test's
 #: workers consume; see :func:`_no_stale_tasks`.
-_TASK_QUEUES = ("arena", "arena.priority", "arena.checks")
+_TASK_QUEUES = ("arena", "arena.priority", "arena.checks", "arena.webhooks")
 _KOMBU_KEYS = ("unacked", "unacked_index")
 
 
@@ -360,8 +360,8 @@ def celery_worker_factory(
 ) -> Iterator[Callable[..., WorkerHandle]]:
     """Start real Celery worker processes; all are stopped at teardown.
 
-    ``start(*, concurrency=1, pool="prefork", queues=("arena.priority", "arena.checks", "arena"), broker_url=None,
-    database_url=None, env=None, extra_args=()) -> WorkerHandle``
+    ``start(*, concurrency=1, pool="prefork", queues=("arena.priority", "arena.webhooks", "arena.checks",
+    "arena"), broker_url=None, database_url=None, env=None, extra_args=()) -> WorkerHandle``
 
     - ``broker_url`` defaults to the ``redis_url`` fixture.
     - ``database_url`` defaults to the ``pg_url`` fixture (started on first use);
@@ -379,7 +379,7 @@ def celery_worker_factory(
         *,
         concurrency: int = 1,
         pool: str = "prefork",
-        queues: tuple[str, ...] = ("arena.priority", "arena.checks", "arena"),
+        queues: tuple[str, ...] = ("arena.priority", "arena.webhooks", "arena.checks", "arena"),
         broker_url: str | None = None,
         database_url: str | None = None,
         env: dict[str, str] | None = None,

@@ -29,7 +29,7 @@ from markdown_it.token import Token
 from api.ui.views import bp
 
 #: The guides the index lists, in its order (file name without ``.md``).
-GUIDES = ("writing-a-bot", "protocol", "rules", "fairness", "ui", "env", "search-bot", "operations")
+GUIDES = ("writing-a-bot", "protocol", "rules", "fairness", "ui", "env", "search-bot", "operations", "webhooks")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -45,6 +45,7 @@ def guide_titles() -> dict[str, str]:
         "env": _("Training environment"),
         "search-bot": _("The search bot"),
         "operations": _("Running the service"),
+        "webhooks": _("Webhooks"),
     }
 
 

@@ -329,6 +329,9 @@ JS_MESSAGES: tuple[str, ...] = (
     N_("reconnecting…"),
     N_("no longer running"),
     N_("live"),
+    N_("in {m} min {s} s"),
+    N_("in {s} s"),
+    N_("any moment now"),
 )
 
 

@@ -114,6 +114,16 @@ class Account(Base):
     #: After this time the token is refused (401); None: no expiry.
     token_expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Where the account hears of its bots' checks, entries while offline and tournaments'
+    #: ends (a JSON POST, arena.webhooks; the bots' URL policy); None: nowhere.
+    webhook_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    #: The HMAC secret signing the webhook's requests (shown to the owner once), encrypted
+    #: like a bot's; deferred: read only where a delivery is signed.
+    webhook_secret: Mapped[str | None] = mapped_column(
+        EncryptedText(), nullable=True, deferred=True, deferred_group="secrets"
+    )
+    #: The last delivery: ``{"event", "id", "at", "attempt", "status", "ok", "error"}``.
+    webhook_last: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
 
     bots: Mapped[list[Bot]] = relationship(back_populates="owner")
 
@@ -279,6 +289,15 @@ class Tournament(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: The last roll call of the entrants (arena.roll_call): ``{"checked_at", "offline":
+    #: [{"bot_id", "name", "transport", "reason", "detail"}]}``; None before the first start.
+    roll_call: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    #: While a start waits for offline entrants (the tournament is still ``created``): when it
+    #: starts whoever is online; None otherwise (arena.lifecycle.waits).
+    waiting_until: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: When the owners' webhooks were told of the tournament's end (arena.notices); None
+    #: while it is not over, or its end is still to announce.
+    end_notified_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
     participants: Mapped[list[TournamentParticipant]] = relationship(
         back_populates="tournament", cascade="all, delete-orphan", order_by="TournamentParticipant.bot_id"

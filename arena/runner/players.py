@@ -26,19 +26,16 @@ Fault kinds (RULES FAULT-1; the runner adds ``invalid_action``):
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import json
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import httpx
 
-from arena.bot_transport import PinnedTransport
+from arena.bot_transport import WATCHDOG, PinnedTransport
 from arena.config import allow_private_from_env
 from arena.runner.answers import safe_text
 from arena.safejson import parse_answer
@@ -183,61 +180,6 @@ class LocalPlayer:
 
     def close(self) -> None:
         pass
-
-
-class _Watchdog:
-    """One daemon thread running callbacks at deadlines (monotonic seconds)."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
-        self._cancelled: set[int] = set()
-        self._cond = threading.Condition()
-        self._ids = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def arm(self, deadline: float, callback: Callable[[], None]) -> int:
-        with self._cond:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="arena-deadlines", daemon=True)
-                self._thread.start()
-            handle = next(self._ids)
-            # wake the thread only when it must wait less than it does now: a wake-up per
-            # request costs a thread switch (and the GIL) on every decision
-            wake = not self._heap or deadline < self._heap[0][0]
-            heapq.heappush(self._heap, (deadline, handle, callback))
-            if wake:
-                self._cond.notify()
-            return handle
-
-    def disarm(self, handle: int) -> None:
-        with self._cond:
-            self._cancelled.add(handle)
-            if len(self._cancelled) > 4096:  # drop cancelled entries now and then
-                self._heap = [e for e in self._heap if e[1] not in self._cancelled]
-                heapq.heapify(self._heap)
-                self._cancelled.clear()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    while self._heap and self._heap[0][1] in self._cancelled:
-                        self._cancelled.discard(heapq.heappop(self._heap)[1])
-                    if not self._heap:
-                        self._cond.wait()
-                        continue
-                    wait = self._heap[0][0] - time.monotonic()
-                    if wait <= 0:
-                        _, handle, callback = heapq.heappop(self._heap)
-                        break
-                    self._cond.wait(wait)
-            try:
-                callback()
-            except Exception:
-                pass
-
-
-WATCHDOG = _Watchdog()
 
 
 _TLS_CONTEXT: ssl.SSLContext | None = None

@@ -108,8 +108,12 @@ PUBLIC_NAMES = (
     "update_bot delete_bot"
 ).split()
 #: Names added since: play until settled (a store that ends a round may add the next one) and
-#: the pars (luck-adjusted scores), the match sources (a round comes from the source: first_round).
-ADDED_NAMES = "Stored RoundEnd round_end first_round field_of store_pars skip_pars pending_pars".split()
+#: the pars (luck-adjusted scores); the match sources (a round comes from the source:
+#: first_round); Resume where it helps and a start that waits for offline entrants (issue 42).
+ADDED_NAMES = (
+    "Stored RoundEnd round_end first_round field_of store_pars skip_pars pending_pars resume_would_help "
+    "begin_wait end_wait record_roll_call take_roll_call_turn waiting_tournaments"
+).split()
 
 
 def test_lifecycle_exports_every_name_it_had():

@@ -143,6 +143,8 @@ def test_start_wait_without_a_worker_says_so(tmp_path, redis_url):
             "tournament",
             "start",
             "1",
+            "--if-offline",
+            "start",  # its bots serve nothing: started without them
             "--wait",
             "--poll",
             "0.2",

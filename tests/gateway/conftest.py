@@ -222,7 +222,7 @@ class DialStack:
         r = self.http.post("/tournaments", json=body, headers=self.org)
         assert r.status_code == 201, r.text
         tid = r.json()["id"]
-        r = self.http.post(f"/tournaments/{tid}/start", headers=self.org)
+        r = self.http.post(f"/tournaments/{tid}/start", params={"if_offline": "start"}, headers=self.org)
         assert r.status_code == 202, r.text
         return tid
 

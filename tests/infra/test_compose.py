@@ -182,7 +182,7 @@ def test_the_gateway_serves_bots_that_dial_out_behind_the_proxy(compose):
 
 
 def test_workers_consume_the_match_queue(compose):
-    from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PRIORITY_QUEUE, QUEUE
+    from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PRIORITY_QUEUE, QUEUE, WEBHOOK_QUEUE
     from cli.worker import CHECK_QUEUES, WORKER_QUEUES
 
     worker = compose["services"]["worker"]
@@ -191,8 +191,9 @@ def test_workers_consume_the_match_queue(compose):
     _cmd, ctx = _cli_context(command[1:])  # parsed by the real CLI
     assert ctx.params["queues"].split(",") == list(WORKER_QUEUES) == [PRIORITY_QUEUE, QUEUE, LADDER_QUEUE]
     assert ctx.params["pool"] == "threads" and ctx.params["processes"] * ctx.params["concurrency"] >= 32
-    # the bot checks: a process of their own in each container, a few threads (issue 24)
-    assert CHECK_QUEUES == (CHECK_QUEUE,) and 1 <= ctx.params["checks"] <= 8
+    # the bot checks: a process of their own in each container, a few threads (issue 24); the
+    # owners' webhooks there too, first (issue 42)
+    assert CHECK_QUEUES == (WEBHOOK_QUEUE, CHECK_QUEUE) and 1 <= ctx.params["checks"] <= 8
     # each worker process's pool (kept open, plus a burst) fits PostgreSQL with room for the API
     from arena.db.session import POOL_OVERFLOW, POOL_SIZE
 

@@ -23,15 +23,11 @@ import time
 import pytest
 import redis
 from sqlalchemy import select
-from werkzeug.serving import make_server
 
-from api import create_app
 from arena import live
 from arena.db.models import Match
 from bots_sdk.samples import SAMPLE_BOTS
-from tests.worker.conftest import Arena, SwitchBot, fresh_pg_database
-
-from .conftest import _QuietHandler
+from tests.worker.conftest import SwitchBot
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
 
@@ -74,26 +70,6 @@ class StopAt(SwitchBot):
     def release(self) -> None:
         for e in self.stops.values():
             e.set()
-
-
-@pytest.fixture
-def served(pg_url, redis_url, tmp_path):
-    arena = Arena(fresh_pg_database(pg_url), redis_url, tmp_path=tmp_path)
-    app = create_app(arena.settings, engine=arena.engine)
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield arena, f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    arena.close()
-
-
-@pytest.fixture
-def bots():
-    """SwitchBot servers of a test; closed at teardown."""
-    servers: list[SwitchBot] = []
-    yield servers
-    for b in servers:
-        b.close()
 
 
 def _signed_in(browser, url: str, token: str):
