@@ -22,7 +22,11 @@ def field(client, accounts):
     ann = accounts.contestant("ann")
     servers = [tiny_bot_server() for _ in range(3)]
     bots = [register_checked_bot(client, ann, s.url + "/", ["million_doubt"], f"b{i}") for i, s in enumerate(servers)]
-    r = client.post("/api/v1/tournaments", json={"ruleset": "million_doubt", "participants": bots}, headers=org)
+    r = client.post(
+        "/api/v1/tournaments",
+        json={"ruleset": "million_doubt", "participants": bots, "separate_owners": False},
+        headers=org,
+    )
     assert r.status_code == 201, r.json
     yield {"org": org, "ann": ann, "bots": bots, "servers": servers, "tid": r.json["id"]}
     for s in servers:
