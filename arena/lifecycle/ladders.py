@@ -557,8 +557,8 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
         stmt = stmt.with_for_update()
     entries = {e.id: e for e in session.scalars(stmt)}
     seats = [entries[e] for e in entry_ids]
-    paused = _health(seats, list(result.faults), ladder, cfg, now)
     games = list(result.games or [])
+    paused = _health(seats, list(result.faults), ladder, cfg, now, games=len(games))
     answered = _answered(result, len(seats))
     for e, f in zip(seats, result.faults, strict=True):
         e.faults += int(f)
@@ -587,12 +587,22 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
 
 
 def _health(
-    seats: Sequence[LadderEntry], faults: Sequence[int], ladder: Ladder, cfg: LadderConfig, now: datetime
+    seats: Sequence[LadderEntry],
+    faults: Sequence[int],
+    ladder: Ladder,
+    cfg: LadderConfig,
+    now: datetime,
+    *,
+    games: int = 0,
 ) -> tuple[int, ...]:
     """The health rule over one stored set (no commit): a bot entry whose faults reached the
-    ladder's ``max_faults`` (it forfeited, FAULT-3) adds one to its streak, else the streak
-    is back to 0; an active entry at ``fault_sets`` is paused. Returns the paused ids."""
+    ladder's ``max_faults`` (it forfeited, FAULT-3), or one in each of the set's ``games``
+    when they are fewer (a Million Doubt set: a fault ends its game, MD-17, so 2 at most),
+    adds one to its streak, else the streak is back to 0; an active entry at ``fault_sets``
+    is paused. Returns the paused ids."""
     bar = ladder.tournament.max_faults if ladder.tournament is not None else 3
+    if games > 0:
+        bar = min(bar, games)
     paused = []
     for e, f in zip(seats, faults, strict=True):
         if e.bot_id is None:

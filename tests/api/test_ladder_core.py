@@ -27,7 +27,7 @@ from arena.inprocess import InProcessDispatcher
 from arena.lifecycle import ladders as states
 from arena.runner.replay import check_fairness, replay
 from arena.usecases import InvalidField, ladders
-from tests.api.conftest import register_checked_bot
+from tests.api.conftest import register_checked_bot, tiny_bot_server
 
 RS = "million_doubt"
 NAMES = ("ann", "ben", "cat", "dan")
@@ -184,3 +184,38 @@ def test_two_bots_of_one_owner_never_share_a_table(client, accounts, sessionmake
                 assert len(set(owners)) == len(owners)
             s.execute(Match.__table__.update().where(Match.id.in_(sent)).values(status="cancelled"))  # free the seats
             s.commit()
+
+
+def test_a_bot_faulting_in_every_game_of_its_sets_is_paused(client, accounts, sessionmaker, field):
+    """MD-17 and FAULT-2: a fault ends a Million Doubt game, so a set of 2 games holds 2 faults at
+    most, fewer than the default max_faults (3): a bot that answers an illegal play to every
+    decision is paused by the health rule all the same after ``fault_sets`` (2) such sets."""
+    broken = tiny_bot_server()
+    broken.mode = "illegal"
+    try:
+        h = accounts.contestant("eve")
+        bot = register_checked_bot(client, h, broken.url + "/", [RS], "eve-bot")
+        with sessionmaker() as s:
+            ladders.enter_ladder(s, _account(sessionmaker, accounts, "eve"), field["ladder"], bot)
+        now, played = utcnow(), 0
+        for k in range(12):
+            sent: list[int] = []
+            _tick(sessionmaker, sent, now + timedelta(minutes=k), seed=k)
+            _play(client, sent)
+            with sessionmaker() as s:
+                entry = states.entry_of(s, field["ladder"], bot)
+                played = (
+                    s.scalar(
+                        select(func.count())
+                        .select_from(LadderSet)
+                        .where(LadderSet.match_id.in_(sent), LadderSet.rating == "unrated")
+                    )
+                    + played
+                )
+                if entry.status == "paused":
+                    break
+        assert (entry.status, entry.paused_by) == ("paused", "health"), (entry.status, entry.faults, played)
+        assert entry.paused_reason.startswith("2 sets in a row with 2 faults or more")
+        assert entry.faults == 4 and entry.sets == 0  # never rated: it never made a valid decision
+    finally:
+        broken.close()
