@@ -49,6 +49,7 @@ from api.ui import access, fields
 from api.ui.chart import rating_chart
 from api.ui.i18n import ruleset_names
 from api.ui.lang import option_names
+from api.ui.profiles import ladder_profiles, public_profile
 from api.ui.views import _entrant_label, _load_log, bp
 from arena import access as policy
 from arena.accounts import create_account
@@ -349,6 +350,9 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
     details (kind, request, detail) come from the match log, shown only when the viewer may
     read the log (log embargo: not while the tournament runs, except to organizers); else
     only the count of the result."""
+    public = public_profile(bot_id)  # a bot the viewer may not open, in ladders it reads
+    if public is not None:
+        return public
     account = _need_viewer()
     row, refused = (
         attempt(lambda: bot_cases.bot_for(db(), account, bot_id, write=False))
@@ -424,6 +428,7 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         charts=charts,
         ratings=current_ratings(bot_id),
         gateway_url=settings().gateway_url,
+        ladders=ladder_profiles(bot_id, account),
     ), status
 
 

@@ -33,7 +33,7 @@ from arena import access as policy
 from arena import matchlog
 from arena.db.models import Match, MatchLog, Tournament
 from arena.standings import StandingsReport, bot_names, leaderboard, tournament_report
-from arena.status import MatchStatus, TournamentStatus
+from arena.status import MatchStatus, TournamentFormat, TournamentStatus
 
 bp = Blueprint(
     "ui", __name__, url_prefix="/ui", template_folder="templates", static_folder="static", static_url_path="/static"
@@ -312,9 +312,11 @@ def logout():
 # ----------------------------------------------------------------------------- pages
 @bp.route("/")
 def index():
-    """Tournaments the viewer may open: all when signed in, else the public finished ones."""
+    """Tournaments the viewer may open: all when signed in, else the public finished ones
+    (not the tournaments holding the ladders' sets: /ui/ladders lists the ladders)."""
     account = access.viewer()
-    stmt = select(Tournament).order_by(Tournament.id.desc()).limit(500)
+    stmt = select(Tournament).where(Tournament.format != TournamentFormat.LADDER.value)
+    stmt = stmt.order_by(Tournament.id.desc()).limit(500)
     if account is None:
         stmt = stmt.where(Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True))
     tournaments = db().scalars(stmt.options(selectinload(Tournament.participants))).all()
@@ -358,6 +360,9 @@ def leaderboard_page():
 def tournament_page(tournament_id: int):
     account = access.viewer()
     t = _tournament(tournament_id)
+    ladder = policy.ladder_of(db(), t)  # a ladder's sets are its tournament's matches: its page is the ladder's
+    if ladder is not None:
+        return redirect(url_for("ui.ladder_page", ladder_id=ladder.id), code=303)
     if not policy.can_view_tournament(db(), account, t):
         _deny(account, _("tournament %(id)s", id=t.id))
     report = tournament_report(db(), t)
