@@ -155,7 +155,7 @@ def official_tables(body: dict, names: dict[int, str]):
         matrix.add_column(str(rank.get(e, "?")), justify="right")
     for i, e in enumerate(m["entries"]):
         cells = [
-            "" if i == j else f"{m['z'][i][j]:+.1f}" + ("*" if m["significant"][i][j] else " ")
+            "" if i == j else f"{round(m['z'][i][j], 1) + 0.0:+.1f}" + ("*" if m["significant"][i][j] else " ")
             for j in range(len(m["entries"]))
         ]
         matrix.add_row(f"{rank.get(e, '?')} {names.get(e, f'entry {e}')}", *cells)
