@@ -131,6 +131,12 @@ def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str],
     return f"{names.get(bot_id, 'bot')} #{bot_id}"
 
 
+def _house_bot(t: Tournament) -> str | None:
+    """The sample bot a tournament's house seats play, for their labels; None for a ladder's
+    sets, whose house seats are named after the sample bot they play (``random (house)``)."""
+    return None if t.format == TournamentFormat.LADDER else t.house_bot
+
+
 def _progress(t: Tournament) -> dict:
     """``finished``, ``total``, ``percent`` and ``by_status`` (match count per status), from
     one grouped query."""
@@ -435,7 +441,7 @@ def match_page(match_id: int):
     if not policy.can_read_match(db(), account, m, t):
         _deny(account, _("match %(id)s", id=m.id))
     names = _bot_names([s.bot_id for s in m.seats])
-    labels = [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]
+    labels = [_entrant_label(s.bot_id, s.house_bot, names, _house_bot(t)) for s in m.seats]
     replay = None
     replay_error = None
     embargoed = not policy.can_read_log(db(), account, m, t)
@@ -519,7 +525,7 @@ def match_replay(match_id: int):
     if match_log is None:
         abort(404, f"Match {m.id} has no log yet (status {m.status}).")
     names = _bot_names([s.bot_id for s in m.seats])
-    labels = [_entrant_label(s.bot_id, s.house_bot, names, m.tournament.house_bot) for s in m.seats]
+    labels = [_entrant_label(s.bot_id, s.house_bot, names, _house_bot(m.tournament)) for s in m.seats]
     try:
         data = build_replay(match_log, labels)
     except (ReplayDataError, engine.InvalidAction) as exc:

@@ -89,6 +89,9 @@ def test_the_ladder_page_shows_the_apis_table_sets_and_official_table(built):
         assert f'<a href="/ui/matches/{s["match_id"]}" class="replay-link">replay</a>' in recent
     one = sets[0]["match_id"]
     assert "replay" in _html(anon, f"/ui/matches/{one}").lower()  # the set's page: public, its replay readable
+    housed = next(s for s in sets if any(n.startswith("house: ") for n in s["names"]))
+    sample = next(n for n in housed["names"] if n.startswith("house: ")).removeprefix("house: ")
+    assert f"<td>{sample} (house)</td>" in _html(anon, f"/ui/matches/{housed['match_id']}")  # the sample it is
     # the official table and its matrix: the API's
     official = anon.get(f"/api/v1/ladders/{built.ladder}/official").get_json()
     table = page.split('id="official-table"', 1)[1].split("</table>", 1)[0]
