@@ -25,6 +25,8 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -231,6 +233,76 @@ class _DialOut:
         self.redis.close()
 
 
+@dataclass
+class _Stage:
+    """What both demos start from (:func:`_stage`): the API's URL, its clients (anonymous and
+    the organizer's), every account's token, the bots (id -> name), the dial-out set-up."""
+
+    url: str
+    public: ApiClient
+    organizer: ApiClient
+    tokens: dict[str, str]
+    bots: dict[int, str]
+    dialout: _DialOut | None
+    console: Any
+
+    def finish(self, out: Path, db_url: str, started: float, **info: Any) -> float:
+        """Write ``out/demo.json`` (the API, the database, ``info``, the tokens, the bots, the
+        transport) and say it; returns the demo's seconds."""
+        (out / "demo.json").write_text(
+            json.dumps(
+                {
+                    "api_url": self.url,
+                    "database_url": db_url,
+                    **info,
+                    "tokens": self.tokens,
+                    "bots": {str(k): v for k, v in self.bots.items()},
+                    "transport": "connect" if self.dialout is not None else "http",
+                    "gateway_url": self.dialout.gateway.url if self.dialout is not None else None,
+                },
+                indent=2,
+            )
+        )
+        seconds = time.monotonic() - started
+        self.console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {out / 'demo.json'}")
+        return seconds
+
+
+@contextmanager
+def _stage(
+    settings: Settings,
+    db_engine: Any,
+    port: int,
+    ruleset: str,
+    dialout: _DialOut | None,
+    demo_bots: tuple[tuple[str, str, str, int], ...],
+    console: Any,
+) -> Iterator[_Stage]:
+    """The database migrated, an organizer, the API served on ``port``, ``demo_bots`` signed up,
+    registered, served (or dialing out) and checked; everything closed again on the way out,
+    an API error made one ``Error:`` line."""
+    upgrade(engine=db_engine)
+    with make_sessionmaker(db_engine)() as session:
+        _, organizer_token = create_account(session, "organizer", "organizer")
+    try:
+        api_server = WsgiServer(make_app(settings, engine=db_engine), port=port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot serve the API on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    bot_servers: list[BotServer] = []
+    try:
+        console.print(f"API on {api_server.url}/api/v1 (OpenAPI at {api_server.url}/openapi.json)")
+        with ApiClient(api_server.url, timeout_s=120.0) as public, public.with_token(organizer_token) as organizer:
+            tokens = {"organizer": organizer_token}
+            bots = _register_bots(public, ruleset, tokens, bot_servers, dialout, console, demo_bots)
+            yield _Stage(api_server.url, public, organizer, tokens, bots, dialout, console)
+    except ApiError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        for server in bot_servers:
+            server.close()
+        api_server.close()
+
+
 def _run(
     ruleset: str,
     out: Path,
@@ -263,22 +335,8 @@ def _run(
         + (f"seed {seed} (chosen: not rated)" if seed is not None else "seed drawn when it starts")
     )
 
-    upgrade(engine=db_engine)
-    with make_sessionmaker(db_engine)() as session:
-        _, organizer_token = create_account(session, "organizer", "organizer")
-
-    try:
-        api_server = WsgiServer(make_app(settings, engine=db_engine), port=port)
-    except OSError as exc:
-        raise click.ClickException(f"cannot serve the API on 127.0.0.1:{port}: {exc.strerror or exc}") from None
-    bot_servers: list[BotServer] = []
-    try:
-        console.print(f"API on {api_server.url}/api/v1 (OpenAPI at {api_server.url}/openapi.json)")
-        public = ApiClient(api_server.url, timeout_s=120.0)
-        organizer = public.with_token(organizer_token)
-        tokens = {"organizer": organizer_token}
-        bots = _register_bots(public, ruleset, tokens, bot_servers, dialout, console)
-
+    with _stage(settings, db_engine, port, ruleset, dialout, DEMO_BOTS, console) as stage:
+        organizer, organizer_token, bots = stage.organizer, stage.tokens["organizer"], stage.bots
         t = organizer.create_tournament(
             name=f"demo {ruleset}",
             ruleset=ruleset,
@@ -307,35 +365,10 @@ def _run(
         console.print(f"  check again with: arena logs verify {logs_dir}")
         for path, reason in failures:
             console.print(f"[red]FAILED {path}: {reason}[/red]")
-        (out / "demo.json").write_text(
-            json.dumps(
-                {
-                    "api_url": api_server.url,
-                    "database_url": db_url,
-                    "tournament_id": tid,
-                    "ruleset": ruleset,
-                    "seed": seed,
-                    "tokens": tokens,
-                    "bots": {str(k): v for k, v in bots.items()},
-                    "transport": "connect" if dialout is not None else "http",
-                    "gateway_url": dialout.gateway.url if dialout is not None else None,
-                },
-                indent=2,
-            )
-        )
-        seconds = time.monotonic() - started
-        console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {out / 'demo.json'}")
-        result = DemoResult(api_server.url, tid, organizer_token, standings, paths, verified, failures, seconds)
-        _serve_or_hint(serve, api_server.url, out, db_url, tid, console)
-        organizer.close()
-        public.close()
+        seconds = stage.finish(out, db_url, started, tournament_id=tid, ruleset=ruleset, seed=seed)
+        result = DemoResult(stage.url, tid, organizer_token, standings, paths, verified, failures, seconds)
+        _serve_or_hint(serve, stage.url, out, db_url, tid, console)
         return result
-    except ApiError as exc:
-        raise click.ClickException(str(exc)) from None
-    finally:
-        for server in bot_servers:
-            server.close()
-        api_server.close()
 
 
 def _run_ladder(
@@ -366,22 +399,10 @@ def _run_ladder(
         "(a service runs it on Celery beat every ARENA_LADDER_TICK_S seconds); each set is one deal "
         "played in every seat rotation"
     )
-    upgrade(engine=db_engine)
     sessions = make_sessionmaker(db_engine)
-    with sessions() as session:
-        _, organizer_token = create_account(session, "organizer", "organizer")
-    try:
-        api_server = WsgiServer(make_app(settings, engine=db_engine), port=port)
-    except OSError as exc:
-        raise click.ClickException(f"cannot serve the API on 127.0.0.1:{port}: {exc.strerror or exc}") from None
-    bot_servers: list[BotServer] = []
-    try:
-        console.print(f"API on {api_server.url}/api/v1 (OpenAPI at {api_server.url}/openapi.json)")
-        public = ApiClient(api_server.url, timeout_s=120.0)
-        organizer = public.with_token(organizer_token)
-        tokens = {"organizer": organizer_token}
-        bots = _register_bots(public, ruleset, tokens, bot_servers, dialout, console, LADDER_BOTS)
-        ld = organizer.create_ladder(
+    with _stage(settings, db_engine, port, ruleset, dialout, LADDER_BOTS, console) as stage:
+        public, bots = stage.public, stage.bots
+        ld = stage.organizer.create_ladder(
             name=f"demo {ruleset} ladder",
             ruleset=ruleset,
             open=True,
@@ -391,9 +412,9 @@ def _run_ladder(
         )
         lid = ld["id"]
         for (account, *_), bot_id in zip(LADDER_BOTS, bots, strict=True):
-            with public.with_token(tokens[account]) as owner:
+            with public.with_token(stage.tokens[account]) as owner:
                 owner.enter_ladder(lid, bot_id, **ENTRY_LIMITS)
-        console.print(f"ladder {lid} created, the 4 bots entered; watch it: {api_server.url}/ui/ladders/{lid}")
+        console.print(f"ladder {lid} created, the 4 bots entered; watch it: {stage.url}/ui/ladders/{lid}")
         online = ladders.redis_online(redis.Redis.from_url(dialout.redis.url)) if dialout is not None else _nobody
         send = InProcessDispatcher(settings, sessions=sessions).send_matches
         with progress_bar(console) as bar:
@@ -418,33 +439,10 @@ def _run_ladder(
         console.print(ladder_cli.live_table(table))
         names = {r["entry_id"]: r["name"] for r in table["rows"]}
         console.print(ladder_cli.official_tables(public.ladder_official(lid), names))
-        (out / "demo.json").write_text(
-            json.dumps(
-                {
-                    "api_url": api_server.url,
-                    "database_url": db_url,
-                    "ladder_id": lid,
-                    "ruleset": ruleset,
-                    "tokens": tokens,
-                    "bots": {str(k): v for k, v in bots.items()},
-                    "transport": "connect" if dialout is not None else "http",
-                },
-                indent=2,
-            )
-        )
-        seconds = time.monotonic() - started
-        console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {out / 'demo.json'}")
-        result = LadderDemoResult(api_server.url, lid, table, count.ticks, count.sets, seconds)
-        _serve_or_hint(serve, api_server.url, out, db_url, f"ladders/{lid}", console)
-        organizer.close()
-        public.close()
+        seconds = stage.finish(out, db_url, started, ladder_id=lid, ruleset=ruleset)
+        result = LadderDemoResult(stage.url, lid, table, count.ticks, count.sets, seconds)
+        _serve_or_hint(serve, stage.url, out, db_url, f"ladders/{lid}", console)
         return result
-    except ApiError as exc:
-        raise click.ClickException(str(exc)) from None
-    finally:
-        for server in bot_servers:
-            server.close()
-        api_server.close()
 
 
 def _nobody(bot_ids: list[int]) -> set[int]:

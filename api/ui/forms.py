@@ -144,17 +144,31 @@ def refusal_banner(answer: Refusal, not_done: str, errors: dict[str, str], label
     return _("%(not_done)s: correct the fields marked below (%(fields)s).", not_done=not_done, fields=", ".join(names))
 
 
-def _tournament_labels(ruleset: str) -> dict[str, str]:
-    """Form field -> label of the tournament form (:func:`refusal_banner`)."""
+def rule_labels(ruleset: str) -> dict[str, str]:
+    """Form field -> label of the fields the tournament and the ladder forms share (their name,
+    rule set, time bank and every option), for :func:`refusal_banner`."""
     bank = _("Time bank")
     labels = {
         "name": _("Name"),
         "ruleset": _("Rule set"),
-        "participants": _("Participants (ready bots)"),
         "time_rules": bank,
         "time_rules.initial": f"{bank}: {_('initial')}",
         "time_rules.increment": f"{bank}: {_('per action')}",
         "time_rules.cap": f"{bank}: {_('cap')}",
+        "options": _("Options: %(ruleset)s", ruleset=ruleset_names().get(ruleset, ruleset)),
+    }
+    names = option_names()
+    for rs, option_fields in fields.option_fields().items():
+        for of in option_fields:
+            labels[fields.field_name(rs, of.name)] = names.get(of.name, of.name)
+    return labels
+
+
+def _tournament_labels(ruleset: str) -> dict[str, str]:
+    """Form field -> label of the tournament form (:func:`refusal_banner`)."""
+    return {
+        **rule_labels(ruleset),
+        "participants": _("Participants (ready bots)"),
         "games_per_pairing": _("Games per pairing"),
         "until_settled": _("Play until settled"),
         "until_settled.max_rounds": f"{_('Play until settled')}: {_('most rounds')}",
@@ -165,13 +179,7 @@ def _tournament_labels(ruleset: str) -> dict[str, str]:
         "fill_with_house_bots": _("Fill empty seats with house bots"),
         "separate_owners": _("Never two bots of one owner at one table"),
         "public_when_finished": _("Public once finished"),
-        "options": _("Options: %(ruleset)s", ruleset=ruleset_names().get(ruleset, ruleset)),
     }
-    names = option_names()
-    for rs, option_fields in fields.option_fields().items():
-        for of in option_fields:
-            labels[fields.field_name(rs, of.name)] = names.get(of.name, of.name)
-    return labels
 
 
 def _bot_labels() -> dict[str, str]:

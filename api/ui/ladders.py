@@ -39,9 +39,17 @@ from api.database import db, settings
 from api.errors import Refusal, load_json
 from api.resources.ladders import EntryCreateSchema, LadderCreateSchema, ladder_dict, online
 from api.ui import access, fields
-from api.ui.forms import _check_csrf, _field_errors, _need_viewer, _number, _route_refusal, attempt, refusal_banner
+from api.ui.forms import (
+    _check_csrf,
+    _field_errors,
+    _need_viewer,
+    _number,
+    _route_refusal,
+    attempt,
+    refusal_banner,
+    rule_labels,
+)
 from api.ui.i18n import ruleset_names
-from api.ui.lang import option_names
 from api.ui.views import _next_target, bp
 from arena import access as policy
 from arena import ladderboard
@@ -333,26 +341,15 @@ def _members(text: str) -> tuple[list[int | str], str | None]:
 
 
 def _ladder_labels(ruleset: str) -> dict[str, str]:
-    bank = _("Time bank")
-    labels = {
-        "name": _("Name"),
-        "ruleset": _("Rule set"),
+    """Form field -> label of the ladder form (:func:`api.ui.forms.refusal_banner`)."""
+    return {
+        **rule_labels(ruleset),
         "open": _("Open ladder"),
         "members": _("Members (private ladder)"),
         "description": _("Description"),
-        "time_rules": bank,
-        "time_rules.initial": f"{bank}: {_('initial')}",
-        "time_rules.increment": f"{bank}: {_('per action')}",
-        "time_rules.cap": f"{bank}: {_('cap')}",
         "max_faults": _("Faults per set before forfeit (FAULT-3)"),
         "config": _("Fill tables with house bots"),
-        "options": _("Options: %(ruleset)s", ruleset=ruleset_names().get(ruleset, ruleset)),
     }
-    names = option_names()
-    for rs, option_fields in fields.option_fields().items():
-        for of in option_fields:
-            labels[fields.field_name(rs, of.name)] = names.get(of.name, of.name)
-    return labels
 
 
 @bp.route("/ladders/new", methods=["GET", "POST"])
