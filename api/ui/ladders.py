@@ -49,13 +49,13 @@ from api.ui.forms import (
     refusal_banner,
     rule_labels,
 )
-from api.ui.i18n import ruleset_names
+from api.ui.i18n import ruleset_names, status_name
 from api.ui.views import _next_target, bp
 from arena import access as policy
 from arena import ladderboard
 from arena.db.models import Account, Bot, Ladder, LadderEntry, LadderMember
 from arena.sources.ladder import LadderConfig
-from arena.status import BotStatus, EntryStatus, SetRating
+from arena.status import BotStatus, EntryStatus, LadderStatus, SetRating
 from arena.usecases import ladders as usecases
 
 #: Seconds between two reads of a ladder page's moving parts by its script.
@@ -423,15 +423,23 @@ def members_of(ladder: Ladder) -> list[str]:
     )
 
 
+def ladder_status(status: str) -> str:
+    """A ladder's status in the page's language: ``active`` reads *running* (the entries'
+    ``active`` reads *entered*: :func:`api.ui.i18n.status_name`)."""
+    return _("running") if status == LadderStatus.ACTIVE else status_name(status)
+
+
 @bp.app_context_processor
 def _ladder_notes():
-    """What each rating status of a ladder set means (the sets tables' titles)."""
+    """What each rating status of a ladder set means (the sets tables' titles); a ladder's
+    status (:func:`ladder_status`)."""
     return {
+        "ladder_status": ladder_status,
         "rating_notes": {
             SetRating.PENDING.value: _("not stored yet, or waiting for its pars"),
             SetRating.RATED.value: _("moved its entrants' ratings once"),
             SetRating.UNRATED.value: _("a seat never made a valid decision (a forfeit): never rated"),
             SetRating.VOID.value: _("cancelled or failed: no result"),
             SetRating.COMPARISON.value: _("a new version and its parent on the same deal: compared, not rated"),
-        }
+        },
     }
