@@ -161,7 +161,8 @@ def can_view_bot_profile(session: Session, viewer: Account | None, bot: Bot) -> 
     tournaments, rating history and matches the viewer may read): its owner and organizers;
     anyone when the bot is on the public leaderboard (it has a rating) or was entered in a
     tournament the viewer may read (:func:`can_view_tournament`: a public one for a visitor,
-    any for a signed-in account). A deleted bot is nobody's to open (the caller's 404)."""
+    any for a signed-in account) or in a ladder the viewer reads (:func:`reads_ladder`). A
+    deleted bot is nobody's to open (the caller's 404)."""
     if can_open_bot(viewer, bot.owner_id):
         return True
     rated = exists().where(Rating.bot_id == bot.id)
@@ -170,7 +171,11 @@ def can_view_bot_profile(session: Session, viewer: Account | None, bot: Bot) -> 
         TournamentParticipant.tournament_id == Tournament.id,
         *public_tournaments_condition(viewer),
     )
-    return bool(session.scalar(select(rated | entered)))
+    readable = [Ladder.open_ruleset.is_not(None)]
+    if viewer is not None:
+        readable.append(Ladder.id.in_(select(LadderMember.ladder_id).where(LadderMember.account_id == viewer.id)))
+    laddered = exists().where(LadderEntry.bot_id == bot.id, LadderEntry.ladder_id == Ladder.id, or_(*readable))
+    return bool(session.scalar(select(rated | entered | laddered)))
 
 
 def public_tournaments_condition(viewer: Account | None) -> list[ColumnElement[bool]]:

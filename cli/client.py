@@ -1,5 +1,5 @@
 """A small HTTP client of the Daifugo Arena REST API (``/api/v1``), used by the ``arena
-tournament`` / ``arena logs download`` commands and by ``arena demo``.
+tournament``, ``arena ladder`` and ``arena logs download`` commands and by ``arena demo``.
 
 Every call goes over HTTP with httpx (keep-alive, ``Authorization: Bearer <token>``). Errors
 are raised as :class:`ApiError` with a one-line message: the HTTP status, the method and path,
@@ -231,6 +231,45 @@ class ApiClient:
             if len(items) >= body["total"] or not body["items"]:
                 return {"ruleset": ruleset, "total": body["total"], "items": items}
             page += 1
+
+    # ------------------------------------------------------------------ ladders
+
+    def ladders(self) -> list[dict]:
+        """``GET /ladders``: the ladders you may read (open ones without a token)."""
+        return self.request("GET", "/ladders")
+
+    def ladder(self, ladder_id: int) -> dict:
+        """``GET /ladders/{id}``: ``{"ladder": {...}, "rows": [...]}`` (the live table)."""
+        return self.request("GET", f"/ladders/{ladder_id}")
+
+    def create_ladder(self, **body: Any) -> dict:
+        """``POST /ladders`` (organizers); ``body`` as in the API's LadderCreate schema."""
+        return self.request("POST", "/ladders", json_body=body)
+
+    def enter_ladder(self, ladder_id: int, bot_id: int, **limits: int) -> dict:
+        """``POST /ladders/{id}/entries``: enter your ready bot (``max_concurrent``,
+        ``max_sets_per_hour``); the entry."""
+        return self.request("POST", f"/ladders/{ladder_id}/entries", json_body={"bot_id": bot_id, **limits})
+
+    def ladder_entry(self, ladder_id: int, bot_id: int, action: str | None = None) -> dict:
+        """``GET /ladders/{id}/entries/{bot}``, or ``POST .../{action}`` (``pause``, ``resume``,
+        ``withdraw``): the entry."""
+        path = f"/ladders/{ladder_id}/entries/{bot_id}"
+        return self.request("POST", f"{path}/{action}") if action else self.request("GET", path)
+
+    def ladder_sets(
+        self, ladder_id: int, *, playing: bool = False, bot_id: int | None = None, limit: int = 20
+    ) -> list[dict]:
+        """``GET /ladders/{id}/sets``: the sets playing now (``playing``) or done, newest first."""
+        params: dict[str, Any] = {"playing": "true" if playing else "false", "limit": limit}
+        if bot_id is not None:
+            params["bot_id"] = bot_id
+        return self.request("GET", f"/ladders/{ladder_id}/sets", params=params)
+
+    def ladder_official(self, ladder_id: int) -> dict:
+        """``GET /ladders/{id}/official``: the last batch fit, ``{"computed_at", "sets", "table",
+        "matrix"}``."""
+        return self.request("GET", f"/ladders/{ladder_id}/official")
 
     def matches(self, tournament_id: int) -> list[dict]:
         """Every match of the tournament you may see (all pages), in schedule order."""

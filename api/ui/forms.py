@@ -49,6 +49,7 @@ from api.ui import access, fields
 from api.ui.chart import rating_chart
 from api.ui.i18n import ruleset_names
 from api.ui.lang import option_names
+from api.ui.profiles import ladder_profiles
 from api.ui.views import OFFLINE_ASKED_KEY, _entrant_label, _load_log, bp
 from arena import access as policy
 from arena import roll_call, webhooks
@@ -148,17 +149,31 @@ def refusal_banner(answer: Refusal, not_done: str, errors: dict[str, str], label
     return _("%(not_done)s: correct the fields marked below (%(fields)s).", not_done=not_done, fields=", ".join(names))
 
 
-def _tournament_labels(ruleset: str) -> dict[str, str]:
-    """Form field -> label of the tournament form (:func:`refusal_banner`)."""
+def rule_labels(ruleset: str) -> dict[str, str]:
+    """Form field -> label of the fields the tournament and the ladder forms share (their name,
+    rule set, time bank and every option), for :func:`refusal_banner`."""
     bank = _("Time bank")
     labels = {
         "name": _("Name"),
         "ruleset": _("Rule set"),
-        "participants": _("Participants (ready bots)"),
         "time_rules": bank,
         "time_rules.initial": f"{bank}: {_('initial')}",
         "time_rules.increment": f"{bank}: {_('per action')}",
         "time_rules.cap": f"{bank}: {_('cap')}",
+        "options": _("Options: %(ruleset)s", ruleset=ruleset_names().get(ruleset, ruleset)),
+    }
+    names = option_names()
+    for rs, option_fields in fields.option_fields().items():
+        for of in option_fields:
+            labels[fields.field_name(rs, of.name)] = names.get(of.name, of.name)
+    return labels
+
+
+def _tournament_labels(ruleset: str) -> dict[str, str]:
+    """Form field -> label of the tournament form (:func:`refusal_banner`)."""
+    return {
+        **rule_labels(ruleset),
+        "participants": _("Participants (ready bots)"),
         "games_per_pairing": _("Games per pairing"),
         "until_settled": _("Play until settled"),
         "until_settled.max_rounds": f"{_('Play until settled')}: {_('most rounds')}",
@@ -169,13 +184,7 @@ def _tournament_labels(ruleset: str) -> dict[str, str]:
         "fill_with_house_bots": _("Fill empty seats with house bots"),
         "separate_owners": _("Never two bots of one owner at one table"),
         "public_when_finished": _("Public once finished"),
-        "options": _("Options: %(ruleset)s", ruleset=ruleset_names().get(ruleset, ruleset)),
     }
-    names = option_names()
-    for rs, option_fields in fields.option_fields().items():
-        for of in option_fields:
-            labels[fields.field_name(rs, of.name)] = names.get(of.name, of.name)
-    return labels
 
 
 def _bot_labels() -> dict[str, str]:
@@ -425,7 +434,8 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
     concurrency cap, tournaments waiting for it; the owner alone the forms (check, rotate the
     secret) and the run command. Each part is one block of ``bot.html`` (``sections``: the
     names of the parts this viewer gets), so a section is added with one block there and its
-    name here.
+    name here. Its ladders (:func:`api.ui.profiles.ladder_profiles`): one section per ladder
+    the viewer reads (an open ladder's entrants' profiles are public, as its table is).
 
     Access (:mod:`arena.access`): a match is linked when the viewer may read it; fault
     details (kind, request, detail) come from the match log, shown only when the viewer may
@@ -515,6 +525,7 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         charts=charts,
         ratings=current_ratings(bot_id),
         gateway_url=settings().gateway_url,
+        ladders=ladder_profiles(bot_id, account),
     ), status
 
 
@@ -539,6 +550,7 @@ BOT_SECTIONS: tuple[tuple[str, bool], ...] = (
     ("connection", True),
     ("facts", False),
     ("rating_history", False),
+    ("ladders", False),
     ("matches", False),
     ("faults", False),
 )

@@ -142,6 +142,12 @@ def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str],
     return f"{names.get(bot_id, 'bot')} #{bot_id}"
 
 
+def _house_bot(t: Tournament) -> str | None:
+    """The sample bot a tournament's house seats play, for their labels; None for a ladder's
+    sets, whose house seats are named after the sample bot they play (``random (house)``)."""
+    return None if t.format == TournamentFormat.LADDER else t.house_bot
+
+
 def _progress(t: Tournament) -> dict:
     """``finished``, ``total``, ``percent`` and ``by_status`` (match count per status), from
     one grouped query."""
@@ -378,11 +384,11 @@ def logout():
 # ----------------------------------------------------------------------------- pages
 @bp.route("/")
 def index():
-    """Tournaments the viewer may open: all when signed in, else the public finished ones."""
+    """Tournaments the viewer may open: all when signed in, else the public finished ones
+    (not the tournaments holding the ladders' sets: /ui/ladders lists the ladders)."""
     account = access.viewer()
-    stmt = (
-        select(Tournament).where(Tournament.format != TournamentFormat.LADDER).order_by(Tournament.id.desc()).limit(500)
-    )
+    stmt = select(Tournament).where(Tournament.format != TournamentFormat.LADDER.value)
+    stmt = stmt.order_by(Tournament.id.desc()).limit(500)
     if account is None:
         stmt = stmt.where(Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True))
     tournaments = db().scalars(stmt.options(selectinload(Tournament.participants))).all()
@@ -425,9 +431,9 @@ def leaderboard_page():
 def tournament_page(tournament_id: int):
     account = access.viewer()
     t = _tournament(tournament_id)
-    ladder = policy.ladder_of(db(), t)
-    if ladder is not None:  # a ladder's tournament holds its sets: the ladder's page shows them
-        return redirect(f"/ui/ladders/{ladder.id}", code=302)
+    ladder = policy.ladder_of(db(), t)  # a ladder's sets are its tournament's matches: its page is the ladder's
+    if ladder is not None:
+        return redirect(url_for("ui.ladder_page", ladder_id=ladder.id), code=303)
     if not policy.can_view_tournament(db(), account, t):
         _deny(account, _("tournament %(id)s", id=t.id))
     view = board_view(t, account, request.args.get("page", 1, type=int) or 1)
@@ -454,7 +460,7 @@ def match_page(match_id: int):
     if not policy.can_read_match(db(), account, m, t):
         _deny(account, _("match %(id)s", id=m.id))
     names = _bot_names([s.bot_id for s in m.seats])
-    labels = [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]
+    labels = [_entrant_label(s.bot_id, s.house_bot, names, _house_bot(t)) for s in m.seats]
     replay = None
     replay_error = None
     embargoed = not policy.can_read_log(db(), account, m, t)
@@ -551,7 +557,7 @@ def match_replay(match_id: int):
     if match_log is None:
         abort(404, f"Match {m.id} has no log yet (status {m.status}).")
     names = _bot_names([s.bot_id for s in m.seats])
-    labels = [_entrant_label(s.bot_id, s.house_bot, names, m.tournament.house_bot) for s in m.seats]
+    labels = [_entrant_label(s.bot_id, s.house_bot, names, _house_bot(m.tournament)) for s in m.seats]
     try:
         data = build_replay(match_log, labels)
     except (ReplayDataError, engine.InvalidAction) as exc:

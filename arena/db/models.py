@@ -537,6 +537,9 @@ class LadderEntry(Base):
     status: Mapped[str] = mapped_column(String(16), default=EntryStatus.ACTIVE.value)
     paused_by: Mapped[str | None] = mapped_column(String(16), nullable=True)
     paused_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Why, as a code and its parameters (arena.lifecycle.ladders.PAUSE_REASONS): what the pages
+    #: translate; ``paused_reason`` is its English sentence.
+    pause: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
     paused_at: Mapped[datetime | None] = mapped_column(nullable=True)
     max_concurrent: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     max_sets_per_hour: Mapped[int] = mapped_column(Integer, default=30, server_default="30")

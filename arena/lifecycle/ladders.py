@@ -220,6 +220,7 @@ def enter(session: Session, ladder: Ladder, bot: Bot, *, max_concurrent: int, ma
         session.add(entry)
     entry.status = EntryStatus.ACTIVE
     entry.paused_by = entry.paused_reason = None
+    entry.pause = None
     entry.paused_at = None
     entry.max_concurrent = max_concurrent
     entry.max_sets_per_hour = max_sets_per_hour
@@ -235,9 +236,19 @@ def _lock_entry(session: Session, entry_id: int) -> LadderEntry:
     return lock_or_404(session, LadderEntry, entry_id, "ladder entry")
 
 
-def pause(session: Session, entry_id: int, *, by: PausedBy, reason: str) -> LadderEntry:
-    """``active -> paused`` by its owner or by the health rule, with ``reason`` and the time;
-    commit. A paused entry is never seated; its sets playing now end as they are.
+#: Why an entry is paused (``ladder_entries.pause``: ``{"code": ..., **params}``), each with the
+#: English sentence of ``paused_reason`` (the pages translate by the code and its parameters).
+PAUSE_REASONS = {
+    "owner": "paused by its owner",
+    "forfeits": "forfeited {n} of its last {window} sets ({bar} faults, or no valid answer, in a set)",
+    "probe": "health probe failed: {error}",
+}
+
+
+def pause(session: Session, entry_id: int, *, by: PausedBy, code: str = "owner", **params: Any) -> LadderEntry:
+    """``active -> paused`` by its owner or by the health rule, with why (``code`` of
+    :data:`PAUSE_REASONS` and its ``params``) and the time; commit. A paused entry is never
+    seated; its sets playing now end as they are.
 
     Raises:
         NotFound, Conflict: no such entry; not active.
@@ -246,15 +257,16 @@ def pause(session: Session, entry_id: int, *, by: PausedBy, reason: str) -> Ladd
     if entry.status != EntryStatus.ACTIVE:
         session.rollback()
         raise Conflict(f"ladder entry {entry_id} is {entry.status}")
-    _pause(entry, by, reason)
+    _pause(entry, by, code, **params)
     session.commit()
     return entry
 
 
-def _pause(entry: LadderEntry, by: PausedBy, reason: str) -> None:
+def _pause(entry: LadderEntry, by: PausedBy, code: str, **params: Any) -> None:
     entry.status = EntryStatus.PAUSED
     entry.paused_by = by.value
-    entry.paused_reason = reason
+    entry.pause = {"code": code, **params}
+    entry.paused_reason = PAUSE_REASONS[code].format(**params)[:500]
     entry.paused_at = utcnow()
 
 
@@ -293,6 +305,7 @@ def _after(a: datetime | None, b: datetime | None) -> bool:
 def _activate(entry: LadderEntry) -> None:
     entry.status = EntryStatus.ACTIVE
     entry.paused_by = entry.paused_reason = None
+    entry.pause = None
     entry.paused_at = None
     entry.fault_streak = 0
     entry.forfeits = 0
@@ -337,7 +350,7 @@ def record_probe(session: Session, entry_id: int, ok: bool, error: str | None = 
     entry.probe_ok = ok
     paused = not ok and entry.status == EntryStatus.ACTIVE
     if paused:
-        _pause(entry, PausedBy.HEALTH, f"health probe failed: {error or 'no answer'}"[:300])
+        _pause(entry, PausedBy.HEALTH, "probe", error=(error or "no answer")[:300])
     session.commit()
     return paused
 
@@ -562,7 +575,7 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
     seats = [entries[e] for e in entry_ids]
     games = list(result.games or [])
     answered = _answered(result, len(seats))
-    paused = _health(seats, list(result.faults), answered, ladder, cfg, now)
+    paused = _health(seats, list(result.faults), answered, ladder, cfg, now, games=len(games))
     for e, f in zip(seats, result.faults, strict=True):
         e.faults += int(f)
     if not ladder_ratings.contested(answered, [e.house_bot is not None for e in seats]):
@@ -602,12 +615,18 @@ def _health(
     ladder: Ladder,
     cfg: LadderConfig,
     now: datetime,
+    *,
+    games: int = 0,
 ) -> tuple[int, ...]:
     """The health rule over one stored set (no commit): a bot entry whose faults reached the
-    ladder's ``max_faults`` (FAULT-3), or that never answered a request of the set validly,
-    records a forfeit; an active entry with ``fault_sets`` forfeits among its last
-    ``fault_window`` stored sets is paused. Returns the paused ids."""
+    ladder's ``max_faults`` (FAULT-3), or one in each of the set's ``games`` when they are
+    fewer (a Million Doubt set: a fault ends its game, MD-17, so 2 at most), or that never
+    answered a request of the set validly, records a forfeit; an active entry with
+    ``fault_sets`` forfeits among its last ``fault_window`` stored sets is paused. Returns the
+    paused ids."""
     bar = ladder.tournament.max_faults if ladder.tournament is not None else 3
+    if games > 0:
+        bar = min(bar, games)
     window = (1 << cfg.fault_window) - 1
     paused = []
     for e, f, a in zip(seats, faults, answered, strict=True):
@@ -618,11 +637,7 @@ def _health(
         e.forfeits = ((e.forfeits << 1) | int(forfeited)) & window
         recent = bin(e.forfeits).count("1")
         if e.status == EntryStatus.ACTIVE and recent >= cfg.fault_sets:
-            _pause(
-                e,
-                PausedBy.HEALTH,
-                f"forfeited {recent} of its last {cfg.fault_window} sets ({bar} faults, or no valid answer, in a set)",
-            )
+            _pause(e, PausedBy.HEALTH, "forfeits", n=recent, window=cfg.fault_window, bar=bar)
             e.paused_at = now
             paused.append(e.id)
     return tuple(paused)
@@ -786,6 +801,7 @@ def pending_comparisons(session: Session, *, limit: int = 500) -> list[int]:
 
 __all__ = [
     "HELD",
+    "PAUSE_REASONS",
     "PlannedSet",
     "Rated",
     "NotFound",

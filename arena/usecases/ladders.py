@@ -236,7 +236,7 @@ def pause_entry(session: Session, account: Account, ladder_id: int, bot_id: int)
     """Pause the bot's entry (never seated until resumed). Raises: see :func:`entry_for`;
     Conflict: not active."""
     entry = entry_for(session, account, ladder_id, bot_id)
-    return ladder_states.pause(session, entry.id, by=PausedBy.OWNER, reason="paused by its owner")
+    return ladder_states.pause(session, entry.id, by=PausedBy.OWNER)
 
 
 def resume_entry(session: Session, account: Account, ladder_id: int, bot_id: int) -> LadderEntry:

@@ -29,7 +29,7 @@ from arena.lifecycle import ladders as states
 from arena.runner.replay import check_fairness, replay
 from arena.usecases import InvalidField, ladders
 from bots_sdk.samples import SAMPLE_BOTS
-from tests.api.conftest import eager_client, register_checked_bot
+from tests.api.conftest import eager_client, register_checked_bot, tiny_bot_server
 from tests.fakes import FakeBot
 
 RS = "million_doubt"
@@ -327,3 +327,38 @@ def test_a_bot_that_dodges_the_sets_it_dislikes_is_paused(client, accounts, sess
     finally:
         for server in servers:
             server.close()
+
+
+def test_a_bot_faulting_in_every_game_of_its_sets_is_paused(client, accounts, sessionmaker, field):
+    """MD-17 and FAULT-2: a fault ends a Million Doubt game, so a set of 2 games holds 2 faults at
+    most, fewer than the default max_faults (3): a bot that answers an illegal play to every
+    decision is paused by the health rule all the same after ``fault_sets`` (2) such sets."""
+    broken = tiny_bot_server()
+    broken.mode = "illegal"
+    try:
+        h = accounts.contestant("eve")
+        bot = register_checked_bot(client, h, broken.url + "/", [RS], "eve-bot")
+        with sessionmaker() as s:
+            ladders.enter_ladder(s, _account(sessionmaker, accounts, "eve"), field["ladder"], bot)
+        now, played = utcnow(), 0
+        for k in range(12):
+            sent: list[int] = []
+            _tick(sessionmaker, sent, now + timedelta(minutes=k), seed=k)
+            _play(client, sent)
+            with sessionmaker() as s:
+                entry = states.entry_of(s, field["ladder"], bot)
+                played = (
+                    s.scalar(
+                        select(func.count())
+                        .select_from(LadderSet)
+                        .where(LadderSet.match_id.in_(sent), LadderSet.rating == "unrated")
+                    )
+                    + played
+                )
+                if entry.status == "paused":
+                    break
+        assert (entry.status, entry.paused_by) == ("paused", "health"), (entry.status, entry.faults, played)
+        assert entry.paused_reason.startswith("forfeited 2 of its last 6 sets")
+        assert entry.faults == 4 and entry.sets == 0  # never rated: it never made a valid decision
+    finally:
+        broken.close()

@@ -17,7 +17,17 @@ from arena import lifecycle
 from arena.db.migrate import upgrade
 from arena.db.models import Base, Bot, BotCheck, Match, Tournament
 from arena.db.session import make_engine
-from arena.status import LISTED_BOT_STATUSES, BotStatus, CheckStatus, MatchStatus, TournamentStatus, values
+from arena.status import (
+    LISTED_BOT_STATUSES,
+    BotStatus,
+    CheckStatus,
+    EntryStatus,
+    LadderStatus,
+    MatchStatus,
+    SetRating,
+    TournamentStatus,
+    values,
+)
 from tests.helpers import create_pg_database
 
 #: Each table with a status column and the enum of its values.
@@ -92,6 +102,11 @@ def test_api_enums_are_built_from_the_enums():
 
 def test_pages_name_every_tournament_and_match_status():
     for status in [*TournamentStatus, *MatchStatus]:
+        assert _STATUS_MESSAGES[status] == status.value
+
+
+def test_pages_name_every_ladder_entry_and_set_status():
+    for status in [*LadderStatus, *EntryStatus, *SetRating]:
         assert _STATUS_MESSAGES[status] == status.value
 
 

@@ -218,3 +218,43 @@ def test_demo_connect_says_what_it_needs_without_redis(tmp_path):
         stdin=subprocess.DEVNULL,
     )
     assert wrong.returncode == 2 and "--redis-url goes with --connect" in wrong.stderr
+
+
+@pytest.mark.slow
+def test_demo_ladder_short_form(tmp_path):
+    """``arena demo --ladder --ticks 3``: four sample bots of graded strength enter an open ladder,
+    the demo's loop runs three ticks (two Million Doubt sets each, played in-process and rated as
+    stored), then prints the live table and the official table."""
+    out = tmp_path / "demo"
+    done = subprocess.run(
+        [*ARENA, "demo", "--ladder", "--ticks", "3", "--out", str(out)],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    stdout = done.stdout
+    assert "the demo drives the ladder's tick itself for 3 ticks" in stdout
+    assert re.search(r"watch it: http://127\.0\.0\.1:\d+/ui/ladders/1\b", stdout)
+    assert re.search(r"ladder demo: 3 ticks, 6 sets played in \d+ s", stdout), stdout
+    rows = {}
+    for line in stdout.splitlines():
+        m = re.match(r"\s*([1-4])\s+(search|heuristic|greedy|random) #\d", line)
+        if m and m.group(2) not in rows:
+            rows[m.group(2)] = int(m.group(1))
+    assert sorted(rows.values()) == [1, 2, 3, 4], stdout  # the live table: each bot once, ranked
+    assert "official table (6 pairwise results" in stdout and "significance matrix" in stdout
+    assert "open http://127.0.0.1:8000/ui/ladders/1:" in stdout
+    info = json.loads((out / "demo.json").read_text())
+    assert info["ladder_id"] == 1 and set(info["tokens"]) == {"organizer", "alice", "bob", "carol", "dave"}
+    engine = create_engine(f"sqlite:///{out / 'arena.db'}")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM ladder_sets WHERE rating = 'rated'")).scalar() == 6
+        assert conn.execute(text("SELECT sum(sets) FROM ladder_entries")).scalar() == 12  # 2 seats a set
+        assert conn.execute(text("SELECT count(*) FROM match_results WHERE par_status = 'done'")).scalar() == 6
+    engine.dispose()
+    usage = subprocess.run([*ARENA, "demo", "--ticks", "3"], env=_env(), capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 2 and "--ticks goes with --ladder" in usage.stderr

@@ -1,6 +1,7 @@
 """``infra/tour.sh`` as a newcomer runs the README's quick tour: the whole local service started
 by the script (its own PostgreSQL, Redis, site, worker, beat and gateway, on ports of its own),
-with ``ARENA_ALLOW_PRIVATE_BOT_URLS`` unset. Its two sample bots dial out and are ready; a
+with ``ARENA_ALLOW_PRIVATE_BOT_URLS`` unset. Its two sample bots dial out and are ready, entered
+in its open Million Doubt ladder, which beat's tick and the worker make move; a
 contestant registers a bot that connects through the pages, runs the very command the bot's
 page shows, passes the check and plays a tournament against the sample bots; ``stop`` ends
 every process it started."""
@@ -153,6 +154,27 @@ def test_the_quick_tour_with_bots_that_dial_out(tour: Tour) -> None:
         assert sorted(b["rulesets"]) == ["jdf", "million_doubt", "trump_millionaire"]
         assert b["last_check"]["ok"] is True and b["warnings"] == []
         assert _listening_inodes_of(tour.pid(process)) == set()
+
+    # the open Million Doubt ladder: both sample bots entered, and beat's tick (every 10 s)
+    # forms sets that the worker plays, each stored set rated once: the ladder moves
+    assert (
+        f"  ladder           {tour.site}/ui/ladders/1  (open, Million Doubt: both sample bots entered; "
+        "a tick every 10 s)" in out
+    )
+    public = httpx.Client(base_url=tour.site, trust_env=False, timeout=30)
+    ladders = public.get("/api/v1/ladders").json()  # an open ladder: no token
+    assert [(ld["id"], ld["ruleset"], ld["open"]) for ld in ladders] == [(1, "million_doubt", True)]
+    rows = {r["bot_id"]: r for r in public.get("/api/v1/ladders/1").json()["rows"] if r["bot_id"] is not None}
+    assert set(rows) == {1, 2} and all(r["status"] == "active" and r["online"] for r in rows.values())
+    rated = wait_until(
+        _paced(lambda: [s for s in public.get("/api/v1/ladders/1/sets").json() if s["rating"] == "rated"]),
+        "a rated set of the tour's ladder",
+        timeout_s=180,
+    )
+    assert all({"greedy", "heuristic"} & set(s["names"]) for s in rated)  # a sample bot against a house bot
+    assert all(s["seed"] is not None and s["salt"] for s in rated)  # revealed once stored
+    page = public.get("/ui/ladders/1").text
+    assert 'id="ladder-table"' in page and f'<tr data-match="{rated[-1]["match_id"]}"' in page
 
     # a contestant: signs up, signs in on the pages with its token
     token = httpx.post(f"{tour.site}/api/v1/accounts", json={"name": "mika"}, trust_env=False).json()["token"]

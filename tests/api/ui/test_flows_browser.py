@@ -153,6 +153,7 @@ def test_contestant_and_organizer_run_a_tournament_through_the_pages(eager_site,
     page.fill("#t-gpp", "0")  # out of range (1-1000): the API names the field
     for bid in ids:
         page.check(f"#participants input[value='{bid}']")
+    page.uncheck("input[name=separate_owners]")  # both bots are the contestant's: they play each other
     page.click("#create-tournament")
     assert page.locator(".field-error[data-field=games_per_pairing]").count() == 1
     assert page.locator("#t-name").input_value() == "Browser cup"  # the form keeps its values
@@ -328,6 +329,7 @@ def test_a_tournament_from_sign_up_to_replay_on_a_real_worker(worker_site, page,
     page.fill("#t-gpp", "2")
     for bid in ids:
         page.check(f"#participants input[value='{bid}']")
+    page.uncheck("input[name=separate_owners]")  # Mika's two bots play each other too: 3 matches
     page.click("#create-tournament")
     page.wait_for_selector("#status[data-status=created]")
     assert "12" in page.locator("#options").inner_text()

@@ -70,6 +70,7 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("paused_by", sa.String(length=16), nullable=True),
         sa.Column("paused_reason", sa.Text(), nullable=True),
+        sa.Column("pause", JSON, nullable=True),
         sa.Column("paused_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("max_concurrent", sa.Integer(), server_default="1", nullable=False),
         sa.Column("max_sets_per_hour", sa.Integer(), server_default="30", nullable=False),
