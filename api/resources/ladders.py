@@ -159,7 +159,8 @@ class EntrySchema(ma.Schema):
     pause = ma.fields.Dict(
         allow_none=True,
         metadata={
-            "description": "why it is paused as a code and its parameters: owner, forfeits (n, window, bar), probe (error)"
+            "description": "why it is paused as a code and its parameters: owner, forfeits (n, window, bar), "
+            "probe (error)"
         },
     )
     paused_at = ma.fields.DateTime(allow_none=True, metadata={"description": "since when"})
