@@ -152,9 +152,9 @@ def test_the_japanese_copy_button_stays_on_one_line(wide, browser, artifacts, wi
         pg.goto(f"{wide.url}/ui/bots/{wide.laptop}")
         pg.wait_for_selector("#connect-command")
         one_line = pg.locator("#run-check").bounding_box()["height"]
-        copies = pg.locator("button.copy")
-        assert copies.count() == 2
-        for i in range(2):
+        copies = pg.locator("button.copy")  # the gateway address and the run commands (a sample, a program)
+        assert copies.count() >= 2
+        for i in range(copies.count()):
             assert copies.nth(i).inner_text() == "コピー"
             assert copies.nth(i).bounding_box()["height"] <= one_line + 0.5
         assert pg.evaluate("document.documentElement.scrollWidth") <= width
