@@ -138,10 +138,19 @@ def official_view(ladder: Ladder) -> dict[str, Any] | None:
     return {"computed_at": fitted.computed_at, "sets": fitted.sets, "rows": rows, "matrix": matrix}
 
 
-def _collusion(ladder: Ladder, account: Account) -> list[dict[str, Any]]:
-    rows = usecases.collusion_view(db(), account, ladder.id)
-    names = ladderboard.entry_names(db(), [r["a"] for r in rows] + [r["b"] for r in rows])
-    return [{**r, "a_name": names.get(r["a"], "?"), "b_name": names.get(r["b"], "?")} for r in rows]
+def _collusion(ladder: Ladder, account: Account) -> dict[str, list[dict[str, Any]]]:
+    """The organizers' integrity view (:func:`arena.usecases.ladders.collusion_view`) with the
+    entries' names: ``pairs`` (head-to-head records far from what the strengths predict) and
+    ``recall`` (entries better in a set's last game than in its first)."""
+    view = usecases.collusion_view(db(), account, ladder.id)
+    pairs, recall = view["pairs"], view["recall"]
+    names = ladderboard.entry_names(
+        db(), [r["a"] for r in pairs] + [r["b"] for r in pairs] + [r["entry_id"] for r in recall]
+    )
+    return {
+        "pairs": [{**r, "a_name": names.get(r["a"], "?"), "b_name": names.get(r["b"], "?")} for r in pairs],
+        "recall": [{**r, "name": names.get(r["entry_id"], "?")} for r in recall],
+    }
 
 
 def _mine(ladder: Ladder, account: Account | None, rows: list[ladderboard.TableRow]) -> dict[str, Any] | None:
