@@ -107,9 +107,9 @@ PUBLIC_NAMES = (
     "release_check claim_check record_check_progress finish_check error_check entered_in "
     "update_bot delete_bot"
 ).split()
-#: Names added since: play until settled (a store that ends a round may add the next one) and
-#: the pars (luck-adjusted scores).
-ADDED_NAMES = "Stored RoundEnd round_end next_round store_pars skip_pars pending_pars".split()
+#: Names added since: play until settled (a store that ends a round may add the next one), the
+#: pars (luck-adjusted scores) and a match the arena's own outage stopped, queued again.
+ADDED_NAMES = "Stored RoundEnd round_end next_round store_pars skip_pars pending_pars requeue_match".split()
 
 
 def test_lifecycle_exports_every_name_it_had():
