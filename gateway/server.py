@@ -37,10 +37,10 @@ more than ``MAX_PREAUTH_BYTES`` before the close 1009
 welcome, or an auth frame over
 ``MAX_AUTH_FRAME_CHARS``
 a wrong proof, an unknown bot              close 4401
-more than ``CREDENTIAL_READS_BURST``       close 1013 (try again)
-unknown bots' credentials read for one
-client (``CREDENTIAL_READS_PER_S`` a
-second)
+more than ``FAILED_AUTH_BURST`` failed      close 1013 (try again)
+authentications from one client
+(``FAILED_AUTH_PER_S`` a second): no more
+database reads for it meanwhile
 the proved secret rotated away (renewal)   close 4401                (none: given back)
 over a connection cap, per bot or account  close 4429
 over ``max_unauthenticated`` waiting, or   close 1013 (try again)
@@ -51,20 +51,20 @@ one /24 (IPv6: /48)
 ========================================== ========================= ====================
 
 Before its welcome a connection costs the event loop a bounded amount whatever it sends
-(docs/operations.md, "Gateways: what a stranger costs"): at most ``MAX_PREAUTH_BYTES`` read,
-an auth frame of at most ``MAX_AUTH_FRAME_CHARS`` whose shape is checked before any JSON is
-parsed (:func:`bots_sdk.wire.parse_auth`), at most one credentials read from the database
-(cached, and budgeted per client). After it, an answer is never parsed here: its id is read by
-:func:`bots_sdk.wire.answer_id` (linear, small constant) and the frame forwarded as sent
-(``R<frame>``) for the worker to parse (:mod:`arena.runner.connected`). The event loop's own
-lateness (its stall) is measured every :data:`LAG_TICK_S` and published with the alive key,
-so that the workers never charge a bot for time this gateway kept it waiting.
-
-A connection that closes or drops otherwise gives its requests back to the bot's list (front),
-for its other connections or its reconnection (:mod:`arena.runner.connected`). So does one
-that holds requests, has been silent :data:`SILENT_S` while its bot opened another
-connection since, and does not answer a ping within :data:`PROBE_S` (a network that changed
-under the bot: no close or reset ever comes; :meth:`Gateway._probe_silent`).
+(docs/operations.md, "Gateways: what a stranger costs"): at most ``MAX_PREAUTH_BYTES`` read, an
+auth frame of at most ``MAX_AUTH_FRAME_CHARS`` whose shape is checked before any JSON is parsed
+(:func:`bots_sdk.wire.parse_auth`), at most one credentials read from the database (cached; a
+client whose authentications keep failing gets no more reads for a while). After it, an answer
+is never parsed here: its id is read by :func:`bots_sdk.wire.answer_id` (linear, small
+constant) and the frame forwarded as sent (``R<frame>``) for the worker to parse
+(:mod:`arena.runner.connected`). The event loop's own lateness (its stall) is measured every
+:data:`LAG_TICK_S` and published with the alive key, so that the workers never charge a bot for
+time this gateway kept it waiting. A connection that closes or drops otherwise gives its
+requests back to the bot's list (front), for its other connections or its reconnection
+(:mod:`arena.runner.connected`). So does one that holds requests, has been silent
+:data:`SILENT_S` while its bot opened another connection since, and does not answer a ping
+within :data:`PROBE_S` (a network that changed under the bot: no close or reset ever comes;
+:meth:`Gateway._probe_silent`).
 """
 
 from __future__ import annotations
@@ -164,11 +164,12 @@ MAX_UNAUTHENTICATED_PER_NETWORK = 256
 #: Seconds between two looks at the event loop's lateness (its stall, published with the
 #: alive key, :data:`arena.relay.ALIVE_BEAT`).
 LAG_TICK_S = 0.05
-#: Credentials of unknown bots read from the database per client a second, and at once: a
-#: stranger naming bot ids at random reads the database at this pace at most (a known bot's
-#: credentials are cached).
-CREDENTIAL_READS_PER_S = 4.0
-CREDENTIAL_READS_BURST = 16
+#: Failed authentications (an unknown bot, a wrong signature) one client may make a second, and
+#: at once: past them its connections are refused (1013) before the database is asked, so a
+#: stranger naming bot ids at random reads the database at this pace at most. A bot that
+#: proves its secret never counts (a NAT of honest bots reconnecting at once is let in).
+FAILED_AUTH_PER_S = 4.0
+FAILED_AUTH_BURST = 16
 #: Most bots whose credentials are cached (known bots, and unknown ids apart: a stranger's
 #: unknown ids never push a known bot's credentials out).
 CREDENTIALS_CACHED = 10_000
@@ -196,15 +197,23 @@ class _Budgets:
         self.rate, self.burst = rate, burst
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
-    def take(self, client: str) -> bool:
-        now = time.monotonic()
+    def _tokens(self, client: str, now: float) -> float:
         tokens, at = self._buckets.pop(client, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - at) * self.rate)
-        ok = tokens >= 1.0
-        self._buckets[client] = (tokens - 1.0 if ok else tokens, now)
+        return min(self.burst, tokens + (now - at) * self.rate)
+
+    def left(self, client: str) -> bool:
+        """Whether ``client`` has a token left (none taken)."""
+        now = time.monotonic()
+        tokens = self._tokens(client, now)
+        self._buckets[client] = (tokens, now)
+        return tokens >= 1.0
+
+    def take(self, client: str) -> None:
+        """Take a token of ``client`` (down to none)."""
+        now = time.monotonic()
+        self._buckets[client] = (max(0.0, self._tokens(client, now) - 1.0), now)
         if len(self._buckets) > CREDENTIALS_CACHED:
             self._buckets.popitem(last=False)
-        return ok
 
 
 class _CredentialsCache:
@@ -442,8 +451,8 @@ class Gateway:
         self.waiting_networks: dict[str, int] = {}
         self.delivered = 0
         self._cache = _CredentialsCache()
-        #: per client: its budget of credentials read for bots not in the cache
-        self._reads = _Budgets(CREDENTIAL_READS_PER_S, CREDENTIAL_READS_BURST)
+        #: per client: its budget of failed authentications
+        self._failures = _Budgets(FAILED_AUTH_PER_S, FAILED_AUTH_BURST)
         #: the event loop's stall: milliseconds it was late, this second and the last one
         self.stall_ms = [0.0, 0.0]
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -623,11 +632,12 @@ class Gateway:
         if not frame or type(bot_id) is not int:
             await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed: expected an auth frame")
             return None
-        if not 1 <= bot_id <= MAX_BOT_ID:  # no such bot: the database is not asked
-            await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
+        if not self._failures.left(client):
+            await ws.close(1013, "too many failed authentications from this address: try again later")
             return None
-        if not self._cache.get(bot_id, time.monotonic())[0] and not self._reads.take(client):
-            await ws.close(1013, "too many authentication attempts from this address: try again later")
+        if not 1 <= bot_id <= MAX_BOT_ID:  # no such bot: the database is not asked
+            self._failures.take(client)
+            await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
             return None
         try:
             creds = await self._credentials(bot_id)
@@ -636,6 +646,7 @@ class Gateway:
             await ws.close(1011, "the arena cannot check credentials now: try again")
             return None
         if creds is None or not wire.auth_valid(frame, creds.secrets, nonce):
+            self._failures.take(client)
             await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
             return None
         if creds.transport != "connect":

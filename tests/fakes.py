@@ -78,9 +78,15 @@ class FakeBot(BotServer):
     """
 
     def __init__(
-        self, bot: Bot | None = None, mode: str = "ok", sleep_s: float = 0.0, *, every_post: bool = False
+        self,
+        bot: Bot | None = None,
+        mode: str = "ok",
+        sleep_s: float = 0.0,
+        *,
+        every_post: bool = False,
+        host: str = "127.0.0.1",
     ) -> None:
-        super().__init__(bot or SAMPLE_BOTS["greedy"](), "127.0.0.1", 0, None, THREADS)
+        super().__init__(bot or SAMPLE_BOTS["greedy"](), host, 0, None, THREADS)
         self.mode, self.sleep_s, self.every_post = mode, sleep_s, every_post
         self.secret: str | None = None
         self.inner = sdk_app(self.bot)
