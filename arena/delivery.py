@@ -419,15 +419,15 @@ def store_with_retry(
     backoff_s: float | None = None,
     backoff_max_s: float | None = None,
     on_retry: Callable[[int], None] | None = None,
-    attempt: int | None = None,
+    fence: int | None = None,
 ) -> lifecycle.Stored:
-    """Step 4 with retries: :func:`arena.lifecycle.store_result` (fenced by ``attempt``: the
-    attempt that played it stores only while it is the match's current one), again after a transient
-    database error (:data:`TRANSIENT_DB_ERRORS`) for up to ``retry_s`` seconds from the first
-    attempt, waiting ``backoff_s`` seconds (default :data:`STORE_BACKOFF_S`), then twice as
-    long each time up to ``backoff_max_s`` (default :data:`STORE_BACKOFF_MAX_S`). Before each
-    wait ``on_retry(attempt)`` is called (the caller spools the result). The match is never
-    played again for it.
+    """Step 4 with retries: :func:`arena.lifecycle.store_result` (fenced by ``fence``, the attempt
+    that played it: it stores only while that is the match's current attempt), again after a
+    transient database error (:data:`TRANSIENT_DB_ERRORS`) for up to ``retry_s`` seconds from the
+    first attempt, waiting ``backoff_s`` seconds (default :data:`STORE_BACKOFF_S`), then twice as
+    long each time up to ``backoff_max_s`` (default :data:`STORE_BACKOFF_MAX_S`). Before each wait
+    ``on_retry(attempt)`` is called (the caller spools the result). The match is never played again
+    for it.
 
     Returns:
         :class:`arena.lifecycle.Stored`: true if stored, false if a result was already stored
@@ -445,7 +445,7 @@ def store_with_retry(
         attempt += 1
         try:
             with factory() as session:
-                return lifecycle.store_result(session, match_id, log=match_log, attempt=attempt, **fields)
+                return lifecycle.store_result(session, match_id, log=match_log, attempt=fence, **fields)
         except matchlog.LogEncodingError as exc:
             raise StoreFailed(f"could not store the result: {exc}") from exc
         except TRANSIENT_DB_ERRORS as exc:
@@ -982,7 +982,7 @@ def _store_played(
             fields,
             retry_s=settings.store_retry_s,
             on_retry=kept.save,
-            attempt=plan.attempt,
+            fence=plan.attempt,
         )
     except StoreFailed as exc:
         if exc.transient and kept.saved:  # the reaper stores it when the database is back

@@ -163,18 +163,24 @@ def test_a_worker_cut_off_mid_match_charges_no_bot_and_its_stale_result_never_wi
         decisions = sum(b.decisions for b in bots)
         wait_until(lambda: sum(b.decisions for b in bots) > decisions + 20, "worker A playing the match", 120)
         namespace.link(False)  # A is cut off: no route to PostgreSQL, Redis or the bots
-        beat_factory(database_url=pg_database, env=env)
-        worker_b = celery_worker_factory(concurrency=2, pool="threads", env=env)
+        beat = beat_factory(database_url=pg_database, env=env)
+        worker_b = celery_worker_factory(database_url=pg_database, concurrency=2, pool="threads", env=env)
 
         def taken_over() -> bool:
             with arena.sessions() as s:
                 m = s.get(Match, mid)
                 return m is not None and m.attempts >= 2 and m.status == "running"
 
-        wait_until(taken_over, "worker B playing the match again (A's lease expired)", 120)
+        try:
+            wait_until(taken_over, "worker B playing the match again (A's lease expired)", 120)
+        except AssertionError:
+            with arena.sessions() as s:
+                m = s.get(Match, mid)
+                state = (m.status, m.attempts, m.lease_owner, m.lease_expires_at)
+            raise AssertionError(f"{state}\nbeat: {beat.log()[-2000:]}\nB: {worker_b.log()[-3000:]}") from None
         namespace.link(True)  # A is back while B still plays
 
-        final = arena.wait_finished(tid, workers=[worker_a, worker_b])
+        final = arena.wait_finished(tid, workers=[worker_a, worker_b, beat])
         assert final["status"] == "finished", final
         ((match, result, log),) = arena.stored(tid)
         # the result stored is B's attempt, and nobody was charged for A's outage
