@@ -929,13 +929,22 @@ class Gateway:
 
     async def _tick_loop(self) -> None:
         """Every second: the alive key, and the requests in flight past their deadline. Nothing
-        here waits for the database (:meth:`_renew_loop` does)."""
+        here waits for the database (:meth:`_renew_loop` does). When Redis answers again after
+        failing (restarted, maybe empty), the presence of every connection is written again and
+        every held bot's list looked at, at once (:meth:`_recover`): a bot's requests never wait
+        for the next renewal because Redis forgot its connections."""
+        failed = False
         while not self._stopping:
             await asyncio.sleep(1.0)
             try:
                 await self._alive()
             except (redis.RedisError, OSError) as exc:
                 log.warning("alive key not refreshed: %s", exc)
+                failed = True
+            else:
+                if failed:
+                    failed = False
+                    self._background(self._recover())
             now = time.time()
             for conns in list(self.bots.values()):
                 for c in conns:
@@ -950,6 +959,16 @@ class Gateway:
                 await self._probe_silent()
             except Exception:  # never end the alive key's refreshes
                 log.exception("probing silent connections failed")
+
+    async def _recover(self) -> None:
+        """Redis is back (:meth:`_tick_loop`): the connections' presence again, then every held
+        bot's request list."""
+        try:
+            await self._renew()
+        except Exception:
+            log.exception("presence not written again after a Redis failure")
+        if self.bots and not self._stopping:
+            await self._pop_requests(list(self.bots))
 
     def _heard(self, conn: Connection) -> float:
         """When the bot was last heard from on ``conn``, Unix seconds."""

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -24,11 +25,14 @@ from websockets.sync.client import ClientConnection, connect
 
 import engine
 from arena import relay
+from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker, normalize_url, shared_sessions
-from arena.delivery import internal_reason
+from arena.delivery import WorkerHealth, internal_reason
 from arena.runner.connected import ConnectedPlayer, RelayUnavailable
-from arena.runner.players import Outcome
+from arena.runner.match import Match, MatchConfig, Observers
+from arena.runner.players import LocalPlayer, Outcome
+from arena.runner.replay import replay
 from arena.usecases.bots import Credentials, credentials
 from bots_sdk import connect as sdk_connect
 from bots_sdk import protocol, wire
@@ -347,6 +351,68 @@ def test_redis_down_until_the_deadline_is_the_arenas_failure_not_the_bots(own_re
         )
         procs.append(start_redis(port))
     finally:
+        gw.close()
+
+
+class WatchedHealth(WorkerHealth):
+    """The worker's health (arena.delivery), and an event set once the match waits for it."""
+
+    def __init__(self, settings: Settings):
+        super().__init__(settings, None, wait_s=120.0)
+        self.waiting = threading.Event()
+
+    def wait(self) -> bool:
+        self.waiting.set()
+        return super().wait()
+
+
+@pytest.mark.slow
+def test_redis_down_longer_than_a_bank_mid_match_the_match_goes_on_with_no_fault(own_redis, tmp_path) -> None:
+    """Redis (the relay, on the data host) dies mid-match and stays down past the seat's bank.
+    Before, the decision raised RelayUnavailable and the match ended ``failed``: the tournament
+    stopped until an organizer pressed Retry. Now the runner waits for the worker's links to be
+    well (arena.delivery.WorkerHealth), asks the decision again with the bank it had, and the
+    match is played to its end: no fault, the arena's failure in the log as the arena's."""
+    port, procs = own_redis
+    broker = f"redis://127.0.0.1:{port}/0"
+    gw = RunningGateway(broker)
+    bot = sdk_connect(SAMPLE_BOTS["random"](seed=5), gw.url, bot_id=7, secret=SECRETS[7], background=True)
+    try:
+        assert bot.wait_authenticated(timeout=30)
+        settings = Settings(data_dir=tmp_path, database_url=f"sqlite:///{tmp_path / 'a.db'}", broker_url=broker)
+        health = WatchedHealth(settings)
+        pooled = redis.Redis.from_url(broker, socket_timeout=5, socket_connect_timeout=5)
+        client = redis.Redis(connection_pool=pooled.connection_pool, single_connection_client=True)
+        players = [ConnectedPlayer(7, client, "b#7", reconnect_s=15.0), LocalPlayer(SAMPLE_BOTS["greedy"](seed=2))]
+        config = MatchConfig("million_doubt", {}, seed=9, games=6, time_rules=TimeRules.from_seconds(2, 1, 2))
+        played: list[Any] = []
+        decided = threading.Event()
+
+        def step(_gi: int, _g: Any, ex: Any) -> None:
+            if ex["player"] == 0:
+                decided.set()
+
+        def run() -> None:
+            try:
+                played.append(Match(players, config, Observers(on_step=step, health=health)).play())
+            except BaseException as exc:
+                played.append(exc)
+
+        threading.Thread(target=run, daemon=True).start()
+        assert decided.wait(60)  # the match is under way through the relay
+        procs[-1].send_signal(signal.SIGKILL)
+        procs[-1].wait(10)
+        assert health.waiting.wait(60)  # a decision failed for the arena: the match waits for it
+        procs.append(start_redis(port))  # back, empty
+        wait_until(lambda: played, "the match over", 120)
+        log = played[0]
+        assert isinstance(log, dict), log  # before: RelayUnavailable, the match failed
+        assert log["faults"] == [] and log["result"]["faults"] == [0, 0]
+        arena = [f for g in log["games"] for f in g.get("arena_faults", [])]
+        assert arena and all(f["player"] == 0 and "relay" in f["detail"] for f in arena), arena
+        replay(log)
+    finally:
+        bot.stop()
         gw.close()
 
 
