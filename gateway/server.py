@@ -170,6 +170,10 @@ LAG_TICK_S = 0.05
 #: proves its secret never counts (a NAT of honest bots reconnecting at once is let in).
 FAILED_AUTH_PER_S = 4.0
 FAILED_AUTH_BURST = 16
+#: The same for one network (:func:`arena.clients.network_key`: an IPv4 /24, an IPv6 /48): a
+#: machine with many addresses gets four clients' worth.
+NETWORK_FAILED_AUTH_PER_S = 16.0
+NETWORK_FAILED_AUTH_BURST = 64
 #: Most bots whose credentials are cached (known bots, and unknown ids apart: a stranger's
 #: unknown ids never push a known bot's credentials out).
 CREDENTIALS_CACHED = 10_000
@@ -451,8 +455,11 @@ class Gateway:
         self.waiting_networks: dict[str, int] = {}
         self.delivered = 0
         self._cache = _CredentialsCache()
-        #: per client: its budget of failed authentications
+        #: per client, and per network: the budget of failed authentications
         self._failures = _Budgets(FAILED_AUTH_PER_S, FAILED_AUTH_BURST)
+        self._network_failures = _Budgets(NETWORK_FAILED_AUTH_PER_S, NETWORK_FAILED_AUTH_BURST)
+        #: connections refused at once, before any byte of theirs was parsed (a spent budget)
+        self.refused_early = 0
         #: the event loop's stall: milliseconds it was late, this second and the last one
         self.stall_ms = [0.0, 0.0]
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -480,7 +487,7 @@ class Gateway:
             self.host,
             self.port,
             process_request=self._http,
-            create_connection=BotSocket,
+            create_connection=self._socket_class(),
             max_size=wire.MAX_FRAME_BYTES,
             max_queue=4,
             compression=None,  # a zlib context per connection costs memory and CPU for little
@@ -540,7 +547,36 @@ class Gateway:
     def connections(self) -> int:
         return sum(len(c) for c in self.bots.values())
 
-    # -- HTTP before the upgrade ----------------------------------------------------------------
+    # -- before the upgrade -----------------------------------------------------------------------
+    def _socket_class(self) -> type[BotSocket]:
+        """:class:`BotSocket` bound to this gateway: with no proxy in front, a connection of a
+        client (or network) whose failed authentications spent its budget is dropped as it is
+        accepted, before any byte of it is parsed."""
+        gateway = self
+
+        class GatewaySocket(BotSocket):
+            def connection_made(self, transport: Any) -> None:
+                super().connection_made(transport)
+                if gateway.proxy_hops > 0:
+                    return  # the client is known only from the request's X-Forwarded-For (_http)
+                peer = transport.get_extra_info("peername")
+                address = str(peer[0]) if peer else ""
+                if not gateway._allowed(client_key(address), network_key(address)):
+                    gateway.refused_early += 1
+                    self.flood = "refused: too many failed authentications"
+                    transport.abort()
+
+        return GatewaySocket
+
+    def _allowed(self, client: str, network: str) -> bool:
+        """Whether ``client`` and its ``network`` have failed authentications left."""
+        return self._failures.left(client) and self._network_failures.left(network)
+
+    def _failed(self, client: str, network: str) -> None:
+        """A connection of ``client`` (of ``network``) ended without authenticating, its fault."""
+        self._failures.take(client)
+        self._network_failures.take(network)
+
     def _http(self, conn: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
         if path == "/health":
@@ -556,6 +592,9 @@ class Gateway:
             return conn.respond(404, f"bots connect to {wire.PATH}\n")
         if self.connections + self.unauthenticated >= self.max_connections or self._stopping:
             return conn.respond(503, "this gateway is full: try another\n")
+        peer = peer_address(conn, self.proxy_hops)
+        if not self._allowed(client_key(peer), network_key(peer)):
+            return conn.respond(429, "too many failed authentications from this address: try again later\n")
         return None
 
     # -- one connection -----------------------------------------------------------------------
@@ -566,16 +605,21 @@ class Gateway:
         peer = peer_address(ws, self.proxy_hops)
         address, network = client_key(peer), network_key(peer)
         if self.waiting.get(address, 0) >= self.max_unauthenticated_per_address:
+            self._failed(address, network)
             await ws.close(1013, "too many connections waiting to authenticate from this address")
             return
         if self.waiting_networks.get(network, 0) >= self.max_unauthenticated_per_network:
+            self._failed(address, network)
             await ws.close(1013, "too many connections waiting to authenticate from this network")
             return
         self.unauthenticated += 1
         self.waiting[address] = self.waiting.get(address, 0) + 1
         self.waiting_networks[network] = self.waiting_networks.get(network, 0) + 1
+        arena_down: list[bool] = []
         try:
-            proved = await self._authenticate(ws, address)
+            proved = await self._authenticate(ws, address, arena_down)
+            if proved is None and not arena_down:
+                self._failed(address, network)
         finally:
             self.unauthenticated -= 1
             for counts, key in ((self.waiting, address), (self.waiting_networks, network)):
@@ -612,8 +656,11 @@ class Gateway:
             writer.cancel()
             await self._unregister(conn)
 
-    async def _authenticate(self, ws: ServerConnection, client: str = "") -> tuple[Credentials, str] | None:
-        """The bot's credentials and the secret it proved, or None (the connection is closed).
+    async def _authenticate(
+        self, ws: ServerConnection, client: str = "", arena_down: list[bool] | None = None
+    ) -> tuple[Credentials, str] | None:
+        """The bot's credentials and the secret it proved, or None (the connection is closed;
+        ``arena_down`` gets True appended when that was the arena's failure, not the bot's).
         Bounded work, whatever the stranger sends (module docstring)."""
         nonce = secrets.token_hex(16)
         try:
@@ -636,17 +683,17 @@ class Gateway:
             await ws.close(1013, "too many failed authentications from this address: try again later")
             return None
         if not 1 <= bot_id <= MAX_BOT_ID:  # no such bot: the database is not asked
-            self._failures.take(client)
             await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
             return None
         try:
             creds = await self._credentials(bot_id)
         except Exception as exc:  # the database is down: not the bot's fault
             log.warning("credentials of bot %s unreadable: %s", bot_id, exc)
+            if arena_down is not None:
+                arena_down.append(True)
             await ws.close(1011, "the arena cannot check credentials now: try again")
             return None
         if creds is None or not wire.auth_valid(frame, creds.secrets, nonce):
-            self._failures.take(client)
             await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
             return None
         if creds.transport != "connect":
