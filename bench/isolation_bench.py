@@ -21,7 +21,7 @@ API app. Prints two lines:
 
 * ``isolation gateway flood: tournament X s, baseline Y s, faults F`` (issue 38): a Million
   Doubt tournament of 4 bots that dial out (``arena bots connect`` processes through one real
-  ``arena gateway``; 6 matches of 4 games, the default time rules), alone (Y), then while 64
+  ``arena gateway``; 6 matches of 10 games, the default time rules), alone (Y), then while 64
   loops of a stranger (one process, no account) each open a connection to the gateway,
   answer its challenge with a 63 KB auth frame of valid JSON (a list of 21,000 empty objects)
   and start again once refused (X). F: the faults of the flooded tournament's bots.
@@ -188,6 +188,8 @@ def _wait_running(arena, checks: list[int]) -> None:
 
 #: The auth frame of the gateway flood: valid JSON, 63 KB, under the frame cap (issue 38).
 POISON = json.dumps([{}] * 21_000, separators=(",", ":"))
+#: Games per pairing of the gateway flood's tournament (6 pairings of 4 bots).
+GAMES = 10
 #: Default time rules (the gateway flood's tournament).
 DEFAULT_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 
@@ -239,6 +241,9 @@ class Gateway:
         self.url = line.split()[-1]
         self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])
 
+    def cpu_s(self) -> float:
+        return _cpu_s(self.proc.pid)
+
     def health_ms(self) -> float:
         import httpx
 
@@ -252,6 +257,12 @@ class Gateway:
             self.proc.wait(15)
         except Exception:
             self.proc.kill()
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` used so far (/proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _tournament_faults(arena, tid: int) -> int:
@@ -282,12 +293,17 @@ def gateway_flood_round(arena, db: str, gw: Gateway, ids: list[int], loops: int,
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
+    flood_cpu = 0.0
     try:
-        tid = arena.create("million_doubt", ids, games_per_pairing=4, time_rules=DEFAULT_RULES)
+        tid = arena.create("million_doubt", ids, games_per_pairing=GAMES, time_rules=DEFAULT_RULES)
+        gw_cpu = gw.cpu_s()
+        flood_cpu = _cpu_s(flood.pid) if flood is not None else 0.0
         t0 = time.perf_counter()
         arena.start(tid)
         wait_finished(db, tid)
         took = time.perf_counter() - t0
+        gw_cpu = gw.cpu_s() - gw_cpu
+        flood_cpu = (_cpu_s(flood.pid) - flood_cpu) if flood is not None else 0.0
     finally:
         done.set()
         watcher.join(30)
@@ -300,6 +316,8 @@ def gateway_flood_round(arena, db: str, gw: Gateway, ids: list[int], loops: int,
         "faults": _tournament_faults(arena, tid),
         "arena_faults": arena_faults,
         "loops": loops,
+        "gateway_cpu_s": round(gw_cpu, 2),
+        "flood_process_cpu_s": round(flood_cpu, 2),
         "health_ms_max": round(max(health), 1) if health else None,
         "health_ms_median": round(sorted(health)[len(health) // 2], 1) if health else None,
     }

@@ -37,10 +37,10 @@ more than ``MAX_PREAUTH_BYTES`` before the close 1009
 welcome, or an auth frame over
 ``MAX_AUTH_FRAME_CHARS``
 a wrong proof, an unknown bot              close 4401
-more than ``FAILED_AUTH_BURST`` failed      close 1013 (try again)
-authentications from one client
-(``FAILED_AUTH_PER_S`` a second): no more
-database reads for it meanwhile
+more than ``FAILED_AUTH_BURST`` connections dropped as accepted (429
+ended without a proof from one client      before the upgrade behind proxies)
+(``FAILED_AUTH_PER_S`` a second), or
+``NETWORK_FAILED_AUTH_BURST`` from one /24
 the proved secret rotated away (renewal)   close 4401                (none: given back)
 over a connection cap, per bot or account  close 4429
 over ``max_unauthenticated`` waiting, or   close 1013 (try again)
@@ -53,18 +53,19 @@ one /24 (IPv6: /48)
 Before its welcome a connection costs the event loop a bounded amount whatever it sends
 (docs/operations.md, "Gateways: what a stranger costs"): at most ``MAX_PREAUTH_BYTES`` read, an
 auth frame of at most ``MAX_AUTH_FRAME_CHARS`` whose shape is checked before any JSON is parsed
-(:func:`bots_sdk.wire.parse_auth`), at most one credentials read from the database (cached; a
-client whose authentications keep failing gets no more reads for a while). After it, an answer
-is never parsed here: its id is read by :func:`bots_sdk.wire.answer_id` (linear, small
-constant) and the frame forwarded as sent (``R<frame>``) for the worker to parse
-(:mod:`arena.runner.connected`). The event loop's own lateness (its stall) is measured every
-:data:`LAG_TICK_S` and published with the alive key, so that the workers never charge a bot for
-time this gateway kept it waiting. A connection that closes or drops otherwise gives its
-requests back to the bot's list (front), for its other connections or its reconnection
-(:mod:`arena.runner.connected`). So does one that holds requests, has been silent
-:data:`SILENT_S` while its bot opened another connection since, and does not answer a ping
-within :data:`PROBE_S` (a network that changed under the bot: no close or reset ever comes;
-:meth:`Gateway._probe_silent`).
+(:func:`bots_sdk.wire.parse_auth`), at most one credentials read from the database (cached); a
+client (or network) whose connections keep ending without a proof has them dropped as they are
+accepted, for a while. After it, an answer is never parsed here: its id is read by
+:func:`bots_sdk.wire.answer_id` (linear, small constant) and the frame forwarded as sent
+(``R<frame>``) for the worker to parse (:mod:`arena.runner.connected`). The event loop's own
+lateness (its stall) is measured every :data:`LAG_TICK_S` and published with the alive key, so
+that the workers never charge a bot for time this gateway kept it waiting.
+
+A connection that closes or drops otherwise gives its requests back to the bot's list (front),
+for its other connections or its reconnection (:mod:`arena.runner.connected`). So does one that
+holds requests, has been silent :data:`SILENT_S` while its bot opened another connection since,
+and does not answer a ping within :data:`PROBE_S` (a network that changed under the bot: no
+close or reset ever comes; :meth:`Gateway._probe_silent`).
 """
 
 from __future__ import annotations
