@@ -65,13 +65,18 @@ def _expire(s, mid: int) -> None:
     s.commit()
 
 
-def test_only_the_current_lease_holder_stores_the_result(accounts, sessionmaker):
+def _started(accounts, s, name: str) -> int:
+    """A match of a new bot of ann's against the house, started by olga: its id."""
     accounts.organizer("olga")
     accounts.contestant("ann")
+    bot = _bot(s, accounts.ids["ann"], name)
+    s.commit()
+    return _match(s, accounts.ids["olga"], bot)[1]
+
+
+def test_only_the_current_lease_holder_stores_the_result(accounts, sessionmaker):
     with sessionmaker() as s:
-        bot = _bot(s, accounts.ids["ann"], "fenced")
-        s.commit()
-        _, mid = _match(s, accounts.ids["olga"], bot)
+        mid = _started(accounts, s, "fenced")
         first = lifecycle.claim_match(s, mid, owner="cut-off:1:a", lease_s=30)
         assert isinstance(first, lifecycle.Claimed) and first.plan.attempt == 1
         _expire(s, mid)  # the worker was cut off: its lease ran out
@@ -89,12 +94,8 @@ def test_only_the_current_lease_holder_stores_the_result(accounts, sessionmaker)
 
 
 def test_a_match_the_arena_could_not_finish_is_queued_again_by_its_attempt(accounts, sessionmaker):
-    accounts.organizer("olga")
-    accounts.contestant("ann")
     with sessionmaker() as s:
-        bot = _bot(s, accounts.ids["ann"], "replayed")
-        s.commit()
-        tid, mid = _match(s, accounts.ids["olga"], bot)
+        mid = _started(accounts, s, "replayed")
         assert isinstance(lifecycle.claim_match(s, mid, owner="w:1:a", lease_s=30), lifecycle.Claimed)
         assert lifecycle.requeue_match(s, mid, 1)
         m = s.get(Match, mid)

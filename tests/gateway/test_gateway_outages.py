@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -42,7 +41,7 @@ from gateway.server import PROBE_S, SILENT_S
 from tests.gateway.conftest import Site, add_bot, start_gateway
 from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code
 from tests.gateway.test_gateway_attacks import RawBot
-from tests.helpers import create_pg_database, wait_until
+from tests.helpers import FreezableProxy, create_pg_database, wait_until
 
 pytestmark = pytest.mark.services
 
@@ -119,70 +118,6 @@ def test_a_frozen_gateways_request_is_not_sent_twice_on_one_connection(
     wait_until(lambda: after, "the next decision answered")
     assert after[0].fault is None and after[0].action == {"type": "pass", "match": "m-after"}, after
     assert bot.closed == []
-
-
-class FreezableProxy:
-    """A TCP proxy on 127.0.0.1 in front of ``upstream`` (host, port) that can freeze: a frozen
-    connection forwards nothing either way (a database server that stops answering, a network
-    path gone silent: no close, no reset), holding what arrives; :attr:`held` counts the bytes
-    its client sent meanwhile."""
-
-    def __init__(self, upstream: tuple[str, int]):
-        self.upstream = upstream
-        self.held = 0
-        self._thawed: list[threading.Event] = []  # one per connection: set while it flows
-        self._new_frozen = False
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def freeze(self, *, new_ones: bool = True) -> None:
-        """Freeze every connection open now, and (``new_ones``) every one opened from now on."""
-        self._new_frozen = new_ones
-        for thawed in self._thawed:
-            thawed.clear()
-
-    def thaw(self) -> None:
-        self._new_frozen = False
-        for thawed in self._thawed:
-            thawed.set()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.upstream)
-            self.sockets += [client, server]
-            thawed = threading.Event()
-            if not self._new_frozen:
-                thawed.set()
-            self._thawed.append(thawed)
-            threading.Thread(target=self._pump, args=(client, server, thawed, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, thawed, False), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket, thawed: threading.Event, from_client: bool) -> None:
-        try:
-            while data := src.recv(65536):
-                if not thawed.is_set() and from_client:
-                    self.held += len(data)
-                thawed.wait()
-                dst.sendall(data)
-        except OSError:
-            pass
-        for sock in (src, dst):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        self.thaw()
-        self.listener.close()
-        for sock in self.sockets:
-            sock.close()
 
 
 def test_a_database_that_stops_answering_does_not_make_a_gateway_look_dead(pg_url: str, redis_url: str) -> None:

@@ -17,9 +17,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import socket
 import subprocess
-import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +27,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from arena.db.models import Match
-from tests.helpers import wait_until
+from tests.helpers import FreezableProxy, wait_until
 from tests.worker.conftest import Arena, SwitchBot
 
 pytestmark = [
@@ -84,50 +82,10 @@ def namespace() -> Iterator[Namespace]:
         subprocess.run(["ip", "netns", "del", ns.name], capture_output=True)
 
 
-class Forwarder:
-    """A TCP forwarder on ``host`` (any free port) to ``upstream``: how the namespace reaches a
-    server that listens on 127.0.0.1 only."""
-
-    def __init__(self, host: str, upstream: tuple[str, int]):
-        self.upstream = upstream
-        self.listener = socket.create_server((host, 0))
-        self.port = self.listener.getsockname()[1]
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.upstream)
-            self.sockets += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        for sock in (src, dst):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        self.listener.close()
-        for sock in self.sockets:
-            sock.close()
-
-
-def _forwarded(url: str, host: str, forwarders: list[Forwarder]) -> str:
+def _forwarded(url: str, host: str, forwarders: list[FreezableProxy]) -> str:
+    """``url`` through a forwarder listening on ``host`` (the namespace's way to the server)."""
     u = make_url(url)
-    fwd = Forwarder(host, (u.host or "127.0.0.1", int(u.port or 0)))
+    fwd = FreezableProxy((u.host or "127.0.0.1", int(u.port or 0)), host=host)
     forwarders.append(fwd)
     return u.set(host=host, port=fwd.port).render_as_string(hide_password=False)
 
@@ -135,7 +93,7 @@ def _forwarded(url: str, host: str, forwarders: list[Forwarder]) -> str:
 def test_a_worker_cut_off_mid_match_charges_no_bot_and_its_stale_result_never_wins(
     pg_database, redis_url, celery_worker_factory, beat_factory, namespace: Namespace, tmp_path
 ) -> None:
-    forwarders: list[Forwarder] = []
+    forwarders: list[FreezableProxy] = []
     bots: list[SwitchBot] = []
     arena = Arena(pg_database, redis_url, tmp_path=tmp_path)
     try:
