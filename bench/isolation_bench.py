@@ -24,7 +24,9 @@ API app. Prints two lines:
   ``arena gateway``; 6 matches of 10 games, the default time rules), alone (Y), then while 64
   loops of a stranger (one process, no account) each open a connection to the gateway,
   answer its challenge with a 63 KB auth frame of valid JSON (a list of 21,000 empty objects)
-  and start again once refused (X). F: the faults of the flooded tournament's bots.
+  and start again once refused (X). F: the faults of the flooded tournament's bots. The
+  details on stderr add the gateway's and the flooding process's CPU seconds, the gateway's
+  ``/health`` latency and how long an honest bot took to be welcomed, now and then, meanwhile.
 * ``isolation check flood: honest check waited X s, baseline Y s`` (issue 38): an honest
   contestant's check, asked from its own address, alone (Y), then right after 66 checks of
   bots that use their whole bank (33 fresh accounts on 11 addresses, 2 checks each) are
@@ -269,8 +271,26 @@ def _tournament_faults(arena, tid: int) -> int:
     return sum(sum(res.faults) for _m, res, _log in arena.stored(tid))
 
 
-def gateway_flood_round(arena, db: str, gw: Gateway, ids: list[int], loops: int, log_dir: Path) -> dict:
-    """One tournament of the bots ``ids`` (that dial out), with ``loops`` flooding loops (0: quiet)."""
+def _connect_ms(url: str, bot_id: int, secret: str) -> float:
+    """Milliseconds an honest bot takes to be welcomed (connect, challenge, proof, welcome)."""
+    from websockets.sync.client import connect
+
+    from bots_sdk import wire
+
+    t = time.perf_counter()
+    with connect(url, open_timeout=60) as ws:
+        nonce = json.loads(ws.recv(timeout=60))["nonce"]
+        ws.send(wire.auth_frame(bot_id, secret, nonce))
+        assert json.loads(ws.recv(timeout=60))["type"] == "welcome"
+        took = (time.perf_counter() - t) * 1000
+    return took
+
+
+def gateway_flood_round(
+    arena, db: str, gw: Gateway, ids: list[int], loops: int, log_dir: Path, probe: tuple[int, str]
+) -> dict:
+    """One tournament of the bots ``ids`` (that dial out), with ``loops`` flooding loops (0:
+    quiet); meanwhile the bot ``probe`` (id, secret) connects now and then: how long it takes."""
     import subprocess
     import threading
 
@@ -284,11 +304,13 @@ def gateway_flood_round(arena, db: str, gw: Gateway, ids: list[int], loops: int,
         )
         time.sleep(3.0)  # the loops at full speed before the tournament starts
     health: list[float] = []
+    connects: list[float] = []
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
             health.append(gw.health_ms())
+            connects.append(_connect_ms(gw.url, *probe))
             time.sleep(0.25)
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -318,6 +340,8 @@ def gateway_flood_round(arena, db: str, gw: Gateway, ids: list[int], loops: int,
         "loops": loops,
         "gateway_cpu_s": round(gw_cpu, 2),
         "flood_process_cpu_s": round(flood_cpu, 2),
+        "honest_connect_ms_max": round(max(connects), 1) if connects else None,
+        "honest_connects": len(connects),
         "health_ms_max": round(max(health), 1) if health else None,
         "health_ms_median": round(sorted(health)[len(health) // 2], 1) if health else None,
     }
@@ -333,6 +357,11 @@ def gateway_flood(arena, db: str, broker: str, tmp: Path, loops: int) -> tuple[s
     bots: list = []
     try:
         ids = []
+        probe = arena.client.post(
+            "/api/v1/bots",
+            json={"name": "probe", "transport": "connect", "rulesets": ["million_doubt"]},
+            headers=arena.owner,
+        ).json
         for i in range(4):
             r = arena.client.post(
                 "/api/v1/bots",
@@ -359,8 +388,10 @@ def gateway_flood(arena, db: str, broker: str, tmp: Path, loops: int) -> tuple[s
             if time.monotonic() > deadline:
                 raise RuntimeError("the bots that dial out did not connect")
             time.sleep(0.1)
-        base = gateway_flood_round(arena, db, gw, ids, 0, tmp)
-        flood = gateway_flood_round(arena, db, gw, ids, loops, tmp)
+        probe_key = (probe["id"], probe["secret"])
+        base = gateway_flood_round(arena, db, gw, ids, 0, tmp, probe_key)
+        flood = gateway_flood_round(arena, db, gw, ids, loops, tmp, probe_key)
+        held = cap_flood(gw, probe_key)
     finally:
         for b in bots:
             b.terminate()
@@ -370,7 +401,30 @@ def gateway_flood(arena, db: str, broker: str, tmp: Path, loops: int) -> tuple[s
         f"isolation gateway flood: tournament {flood['tournament_s']:.1f} s, baseline {base['tournament_s']:.1f} s,"
         f" faults {flood['faults']}"
     )
-    return line, {"baseline": base, "flood": flood}
+    return line, {"baseline": base, "flood": flood, "cap_flood": held}
+
+
+def cap_flood(gw: Gateway, probe: tuple[int, str]) -> dict:
+    """Issue 38's other flood: 60 connections that never authenticate from each of 36
+    addresses of 127.0.6.0/24, held; then 12 honest connections from 127.0.0.1: how many were
+    welcomed, and how long each took."""
+    from tests.gateway.test_gateway_attacks import RawBot
+
+    held, refused = [], 0
+    try:
+        for i in range(36):
+            for _ in range(60):
+                try:
+                    bot = RawBot(gw.url, source=f"127.0.6.{i + 1}")
+                    bot.recv_json()
+                    held.append(bot)
+                except (OSError, EOFError, AssertionError):
+                    refused += 1
+        took = [_connect_ms(gw.url, *probe) for _ in range(12)]
+    finally:
+        for bot in held:
+            bot.close()
+    return {"held": len(held), "refused": refused, "honest_welcomed": len(took), "honest_ms_max": round(max(took), 1)}
 
 
 def _check_wait_s(arena, check_id: int) -> float:
