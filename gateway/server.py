@@ -28,7 +28,7 @@ the worker parses it)
 an answer to an id never sent to it, a     close 1008                ``invalid_json``
 second answer (a late one or one to a
 notice too), a frame without an id as its
-first or last key (:func:`bots_sdk.wire.answer_id`)
+first or last key (``wire.answer_id``)
 more than ``FLOOD_BURST`` pings, pongs or  close 1008                ``connection_error``
 fragments at once (``FLOOD_RATE`` a second)
 frames not read for ``send_timeout_s``     connection dropped        ``timeout``
@@ -37,10 +37,11 @@ more than ``MAX_PREAUTH_BYTES`` before the close 1009
 welcome, or an auth frame over
 ``MAX_AUTH_FRAME_CHARS``
 a wrong proof, an unknown bot              close 4401
-more than ``FAILED_AUTH_BURST`` connections dropped as accepted (429
-ended without a proof from one client      before the upgrade behind proxies)
-(``FAILED_AUTH_PER_S`` a second), or
-``NETWORK_FAILED_AUTH_BURST`` from one /24
+more than ``FAILED_AUTH_BURST``            held unread ``TARPIT_S``
+connections ended without a proof from     then dropped (429 behind
+one client (``FAILED_AUTH_PER_S`` a        proxies)
+second), or ``NETWORK_FAILED_AUTH_BURST``
+from one /24
 the proved secret rotated away (renewal)   close 4401                (none: given back)
 over a connection cap, per bot or account  close 4429
 over ``max_unauthenticated`` waiting, or   close 1013 (try again)
@@ -175,6 +176,12 @@ FAILED_AUTH_BURST = 16
 #: machine with many addresses gets four clients' worth.
 NETWORK_FAILED_AUTH_PER_S = 16.0
 NETWORK_FAILED_AUTH_BURST = 64
+#: Seconds a connection refused for a spent budget is held, unread, before it is dropped: a
+#: stranger reconnecting in a loop opens a connection per this time, not thousands a second
+#: (each costs the machine a TCP handshake). At most :data:`TARPIT_MAX` are held at once;
+#: beyond, they are dropped at once.
+TARPIT_S = 5.0
+TARPIT_MAX = 1024
 #: Most bots whose credentials are cached (known bots, and unknown ids apart: a stranger's
 #: unknown ids never push a known bot's credentials out).
 CREDENTIALS_CACHED = 10_000
@@ -401,6 +408,7 @@ class Gateway:
             more: 1013), so that one client cannot hold every place of ``max_unauthenticated``.
         max_unauthenticated_per_network: the same, from one network (an IPv4 /24, an IPv6 /48,
             :func:`arena.clients.network_key`; more: 1013): one machine holding many addresses.
+        tarpit_s: :data:`TARPIT_S`.
         proxy_hops: trusted reverse proxies in front (:func:`client_address`).
         send_timeout_s: :data:`SEND_TIMEOUT_S`.
         renew_s: seconds between two renewals of the connections (:data:`RENEW_S`).
@@ -425,6 +433,7 @@ class Gateway:
         max_unauthenticated: int = 2_000,
         max_unauthenticated_per_address: int = MAX_UNAUTHENTICATED_PER_ADDRESS,
         max_unauthenticated_per_network: int = MAX_UNAUTHENTICATED_PER_NETWORK,
+        tarpit_s: float = TARPIT_S,
         proxy_hops: int = 0,
         auth_timeout_s: float = wire.AUTH_TIMEOUT_S,
         send_timeout_s: float = SEND_TIMEOUT_S,
@@ -444,6 +453,7 @@ class Gateway:
         self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
         self.max_unauthenticated_per_address, self.proxy_hops = max_unauthenticated_per_address, proxy_hops
         self.max_unauthenticated_per_network = max_unauthenticated_per_network
+        self.tarpit_s = tarpit_s
         self.auth_timeout_s, self.send_timeout_s = auth_timeout_s, send_timeout_s
         self.renew_s, self.credentials_ttl_s = renew_s, credentials_ttl_s
         self.credentials_timeout_s = credentials_timeout_s
@@ -461,6 +471,8 @@ class Gateway:
         self._network_failures = _Budgets(NETWORK_FAILED_AUTH_PER_S, NETWORK_FAILED_AUTH_BURST)
         #: connections refused at once, before any byte of theirs was parsed (a spent budget)
         self.refused_early = 0
+        #: of those, held unread until they are dropped (:data:`TARPIT_S`)
+        self.tarpit = 0
         #: the event loop's stall: milliseconds it was late, this second and the last one
         self.stall_ms = [0.0, 0.0]
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -563,11 +575,26 @@ class Gateway:
                 peer = transport.get_extra_info("peername")
                 address = str(peer[0]) if peer else ""
                 if not gateway._allowed(client_key(address), network_key(address)):
-                    gateway.refused_early += 1
-                    self.flood = "refused: too many failed authentications"
-                    transport.abort()
+                    gateway._refuse_early(self, transport)
 
         return GatewaySocket
+
+    def _refuse_early(self, sock: BotSocket, transport: Any) -> None:
+        """Refuse a connection as it is accepted: nothing of it is read; it is held
+        ``tarpit_s`` seconds (while fewer than :data:`TARPIT_MAX` are), then dropped."""
+        self.refused_early += 1
+        sock.flood = "refused: too many failed authentications"
+        transport.pause_reading()
+        if self.tarpit >= TARPIT_MAX:
+            transport.abort()
+            return
+        self.tarpit += 1
+
+        def drop() -> None:
+            self.tarpit -= 1
+            transport.abort()
+
+        asyncio.get_running_loop().call_later(self.tarpit_s, drop)
 
     def _allowed(self, client: str, network: str) -> bool:
         """Whether ``client`` and its ``network`` have failed authentications left."""
