@@ -10,9 +10,9 @@
 A check records the bot's URL and rule sets when it is asked, and the client that asked
 (:func:`arena.clients.client_key`); its outcome decides the bot's status only if they are
 still the bot's. The queue is fair per client (:func:`claim_check`): a delivery runs the
-queued check whose client and account run the fewest checks and were served longest ago,
-not the oldest one, so no account's or address's flood of checks delays another's check by
-more than one check's length. ``updated_at`` is the check's heartbeat
+queued check whose network, client and account run the fewest checks and were served longest
+ago, not the oldest one, so no account's, address's or network's flood of checks delays
+another's check by more than one check's length. ``updated_at`` is the check's heartbeat
 (:func:`record_check_progress`); a check without one for :data:`CHECK_STALE_S` seconds is
 abandoned. Each public function is a transaction of its own (it commits, or rolls back and
 raises).
@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
+from arena.clients import network_key
 from arena.crypto import EncryptionKeyError
 from arena.db.models import Account, Bot, BotCheck, utcnow
 from arena.lifecycle.base import (
@@ -225,49 +226,60 @@ def release_check(session: Session, check_id: int, reason: str) -> None:
     error_check(session, check_id, reason)
 
 
-def _client_of(check: BotCheck) -> str:
-    return check.client or f"account:{check.account_id}"
+def _client_of(client: str | None, account_id: int) -> str:
+    return client or f"account:{account_id}"
+
+
+def _network_of(client: str | None, account_id: int) -> str:
+    """The network of a check's client (:func:`arena.clients.network_key`: an IPv4 /24, an IPv6
+    /48), or its account when its client is unknown."""
+    return network_key(client.split("/", 1)[0]) if client else f"account:{account_id}"
 
 
 def _fairest(session: Session, queued: list[BotCheck], now: datetime) -> list[BotCheck]:
-    """``queued`` in the order the queue serves them: first the checks whose client, then
-    whose account, runs the fewest checks now; then the account, then the client, served
-    longest ago (never in the last hour first); then the oldest."""
+    """``queued`` in the order the queue serves them: first the checks whose network, then
+    whose client, then whose account runs the fewest checks now; then the network, the client,
+    the account served longest ago (never in the last hour first); then the oldest. So a flood
+    from many addresses of one network (one machine) counts as one client."""
     running = session.execute(
         select(BotCheck.client, BotCheck.account_id).where(BotCheck.status == CheckStatus.RUNNING)
     ).all()
-    by_client: dict[str, int] = {}
-    by_account: dict[int, int] = {}
+    counts: dict[str, int] = {}
     for client, account_id in running:
-        key = client or f"account:{account_id}"
-        by_client[key] = by_client.get(key, 0) + 1
-        by_account[account_id] = by_account.get(account_id, 0) + 1
+        for key in (
+            "n:" + _network_of(client, account_id),
+            "c:" + _client_of(client, account_id),
+            f"a:{account_id}",
+        ):
+            counts[key] = counts.get(key, 0) + 1
     since = now - timedelta(seconds=CHECK_TIME_WINDOW_S)
-    started = BotCheck.started_at.is_not(None) & (BotCheck.started_at >= since)
-    last_account = dict(
-        session.execute(
-            select(BotCheck.account_id, func.max(BotCheck.started_at)).where(started).group_by(BotCheck.account_id)
-        ).all()
-    )
-    last_client: dict[str, datetime] = {}
+    last: dict[str, datetime] = {}
     for client, account_id, at in session.execute(
         select(BotCheck.client, BotCheck.account_id, func.max(BotCheck.started_at))
-        .where(started)
+        .where(BotCheck.started_at.is_not(None) & (BotCheck.started_at >= since))
         .group_by(BotCheck.client, BotCheck.account_id)
     ).all():
-        key = client or f"account:{account_id}"
         stamp = aware(at)
-        if stamp is not None and (key not in last_client or stamp > last_client[key]):
-            last_client[key] = stamp
+        if stamp is None:
+            continue
+        for key in (
+            "n:" + _network_of(client, account_id),
+            "c:" + _client_of(client, account_id),
+            f"a:{account_id}",
+        ):
+            if key not in last or stamp > last[key]:
+                last[key] = stamp
     never = since - timedelta(seconds=1)
 
-    def order(c: BotCheck) -> tuple[int, int, datetime, datetime, datetime, int]:
-        key = _client_of(c)
+    def order(c: BotCheck) -> tuple[Any, ...]:
+        keys = (
+            "n:" + _network_of(c.client, c.account_id),
+            "c:" + _client_of(c.client, c.account_id),
+            f"a:{c.account_id}",
+        )
         return (
-            by_client.get(key, 0),
-            by_account.get(c.account_id, 0),
-            aware(last_account.get(c.account_id)) or never,
-            last_client.get(key, never),
+            *(counts.get(k, 0) for k in keys),
+            *(last.get(k, never) for k in keys),
             aware(c.created_at) or now,
             c.id,
         )

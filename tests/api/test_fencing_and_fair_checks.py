@@ -113,20 +113,20 @@ def _checks(s, owner_id: int, bots: list[int], client: str) -> list[int]:
     return ids
 
 
-def test_a_flood_of_checks_from_one_address_does_not_delay_another_clients_check(accounts, sessionmaker):
-    """Three accounts of one address queue two checks each (their cap); an honest contestant
-    of another address asks one check after them. With one check running at a time, the
-    honest check is the next to run, not the seventh."""
+def test_a_flood_of_checks_from_one_network_does_not_delay_another_clients_check(accounts, sessionmaker):
+    """Three accounts, each on its own address of one /24 (one machine), queue two checks each
+    (their cap); an honest contestant of another network asks one check after them. With one
+    check running at a time, the honest check is the next to run, not the seventh."""
     for i in range(3):
         accounts.contestant(f"flood{i}")
     flooders = [accounts.ids[f"flood{i}"] for i in range(3)]
     accounts.contestant("honest")
     with sessionmaker() as s:
         flood: list[int] = []
-        for owner in flooders:
+        for n, owner in enumerate(flooders):
             bots = [_bot(s, owner, f"slow-{owner}-{k}") for k in range(2)]
             s.commit()
-            flood += _checks(s, owner, bots, "198.51.100.7")
+            flood += _checks(s, owner, bots, f"198.51.100.{n + 1}")
         honest_bot = _bot(s, accounts.ids["honest"], "honest")
         s.commit()
         (honest,) = _checks(s, accounts.ids["honest"], [honest_bot], "203.0.113.9")
@@ -134,7 +134,8 @@ def test_a_flood_of_checks_from_one_address_does_not_delay_another_clients_check
         first = lifecycle.claim_check(s, flood[0])
         assert first is not None and first.check_id == flood[0]
         assert first.name == f"slow-{flooders[0]}-0#{first.bot_id}"
-        # flood[1]'s message: the honest check is run, its client runs none
+        # flood[1]'s message: the honest check is run, its network runs none (the flood's second
+        # address runs none either, but its network does)
         second = lifecycle.claim_check(s, flood[1])
         assert second is not None and second.check_id == honest, (second.check_id, honest)
         # flood[0]'s message delivered again (its worker died): its own run again, nothing else
