@@ -24,7 +24,9 @@ API app. Prints two lines:
   ``arena gateway``; 6 matches of 10 games, the default time rules), alone (Y), then while 64
   loops of a stranger (one process, no account) each open a connection to the gateway,
   answer its challenge with a 63 KB auth frame of valid JSON (a list of 21,000 empty objects)
-  and start again once refused (X). F: the faults of the flooded tournament's bots. The
+  and start again once refused (X). Two rounds of each in turn; X and Y are the shorter of
+  their two (the machine is shared: a drift weighs on both). F: the faults of the flooded
+  tournaments' bots, both rounds. The
   details on stderr add the gateway's and the flooding process's CPU seconds, the gateway's
   ``/health`` latency and how long an honest bot took to be welcomed, now and then, meanwhile.
 * ``isolation check flood: honest check waited X s, baseline Y s`` (issue 38): an honest
@@ -190,6 +192,8 @@ def _wait_running(arena, checks: list[int]) -> None:
 
 #: The auth frame of the gateway flood: valid JSON, 63 KB, under the frame cap (issue 38).
 POISON = json.dumps([{}] * 21_000, separators=(",", ":"))
+#: Rounds of the gateway flood, each a quiet tournament then a flooded one (the best of each counts).
+ROUNDS = 2
 #: Games per pairing of the gateway flood's tournament (6 pairings of 4 bots).
 GAMES = 10
 #: Default time rules (the gateway flood's tournament).
@@ -389,8 +393,13 @@ def gateway_flood(arena, db: str, broker: str, tmp: Path, loops: int) -> tuple[s
                 raise RuntimeError("the bots that dial out did not connect")
             time.sleep(0.1)
         probe_key = (probe["id"], probe["secret"])
-        base = gateway_flood_round(arena, db, gw, ids, 0, tmp, probe_key)
-        flood = gateway_flood_round(arena, db, gw, ids, loops, tmp, probe_key)
+        rounds: dict[str, list[dict]] = {"baseline": [], "flood": []}
+        for _ in range(ROUNDS):  # quiet and flooded in turn: a drift of the machine weighs on both
+            rounds["baseline"].append(gateway_flood_round(arena, db, gw, ids, 0, tmp, probe_key))
+            rounds["flood"].append(gateway_flood_round(arena, db, gw, ids, loops, tmp, probe_key))
+        base = min(rounds["baseline"], key=lambda r: r["tournament_s"])
+        flood = min(rounds["flood"], key=lambda r: r["tournament_s"])
+        flood["faults_all_rounds"] = sum(r["faults"] for r in rounds["flood"])
         held = cap_flood(gw, probe_key)
     finally:
         for b in bots:
@@ -399,9 +408,9 @@ def gateway_flood(arena, db: str, broker: str, tmp: Path, loops: int) -> tuple[s
         gw.stop()
     line = (
         f"isolation gateway flood: tournament {flood['tournament_s']:.1f} s, baseline {base['tournament_s']:.1f} s,"
-        f" faults {flood['faults']}"
+        f" faults {flood['faults_all_rounds']}"
     )
-    return line, {"baseline": base, "flood": flood, "cap_flood": held}
+    return line, {"rounds": rounds, "cap_flood": held}
 
 
 def cap_flood(gw: Gateway, probe: tuple[int, str]) -> dict:
