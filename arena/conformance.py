@@ -40,9 +40,9 @@ from arena.config import Settings
 from arena.db.session import shared_sessions
 from arena.health import HEALTH_TIMEOUT_S, health_check, judge_health_body, truncate_text
 from arena.matchlog import Exchange
-from arena.runner.connected import ConnectedPlayer, RelayUnavailable
+from arena.runner.connected import ConnectedPlayer
 from arena.runner.match import Match, MatchConfig, Observers
-from arena.runner.players import HttpPlayer, LocalPlayer, Outcome, Player, SlotUse
+from arena.runner.players import ArenaFailure, HttpPlayer, LocalPlayer, Outcome, Player, SlotUse
 from arena.url_policy import BotUrlError, check_bot_url
 from bots_sdk import protocol, wire
 from bots_sdk.bot import Bot, Request
@@ -245,6 +245,13 @@ class _Opening:
         pass  # the inner player outlives the probe (one HTTP client for the whole check)
 
 
+def match_like_id() -> str:
+    """A ``match_id`` for a check's game as a tournament match's (``arena-<number>``,
+    ``arena.delivery.protocol_match_id``), its number drawn at random: nothing in a check's
+    requests tells the bot it is checked."""
+    return f"arena-{_secrets.randbelow(10**6) + 1}"
+
+
 class CheckTimeUp(RuntimeError):
     """The check ran past its deadline (``ARENA_CHECK_TIME_LIMIT_S``); ``str(exc)`` says so."""
 
@@ -290,6 +297,7 @@ def conformance_game(
     deadline: float | None = None,
     limit_s: float | None = None,
     player: Player | None = None,
+    name: str = "",
 ) -> dict[str, Any]:
     """Play the conformance matches of ``ruleset`` (docs/operations.md, "Conformance game",
     step 4): the bot at ``url`` (seat 0) against sample bots. ``deadline``
@@ -302,7 +310,10 @@ def conformance_game(
     the bot signed with ``secret`` (and ``previous_secret``); ``max_faults`` 1 (the first fault
     ends the check: FAULT-3). ``on_progress(kinds)`` is called after every decision asked of
     the bot with the ``kinds`` table. ``player``: the bot's player when it is not the HTTP bot
-    at ``url`` (a bot that dials out, :class:`arena.runner.connected.ConnectedPlayer`).
+    at ``url`` (a bot that dials out, :class:`arena.runner.connected.ConnectedPlayer`);
+    ``name``: the bot's name as a tournament names it (``name#id``). The games look to the bot
+    like any match (:func:`match_like_id`, house opponents' names): a bot cannot tell it is
+    being checked.
 
     Returns ``{"ok": bool, "ruleset", "kinds": {kind: {"asked": n, "faults": n}},
     "games": [{"probe", "decisions", "faults"}], "faults": [{"kind", "detail", "received",
@@ -334,7 +345,9 @@ def conformance_game(
     seed = _secrets.randbits(62) if seed is None else seed
     start = time.monotonic()
     if player is None:
-        player = HttpPlayer(url, secret, name="candidate", allow_private=allow_private, previous_secret=previous_secret)
+        player = HttpPlayer(
+            url, secret, name=name or "bot", allow_private=allow_private, previous_secret=previous_secret
+        )
     faults: list[dict[str, Any]] = []
     try:
         for i, probe in enumerate(_runs(ruleset)):
@@ -346,7 +359,7 @@ def conformance_game(
             except CheckTimeUp as exc:
                 out["error"] = str(exc)
                 return out
-            except RelayUnavailable:  # the arena's failure, not the bot's: the check errs
+            except ArenaFailure:  # the arena's failure, not the bot's: the check errs
                 raise
             except Exception as exc:  # a runner bug must not pass or crash the check
                 out["error"] = truncate_text(f"{probe.name}: {type(exc).__name__}: {exc}")
@@ -397,7 +410,7 @@ def _play_probe(
     inner: list[Player] = [player]
     for s in range(1, n):
         bot = FaceDownLiar() if s in probe.liars else SAMPLE_BOTS[CONFORMANCE_OPPONENT](seed=seed + s)
-        inner.append(LocalPlayer(bot))
+        inner.append(LocalPlayer(bot, f"house-{s} ({CONFORMANCE_OPPONENT})"))  # as a tournament's house seats
     seats = [_Opening(p, s, opening) for s, p in enumerate(inner)]
     mine: list[Exchange] = []  # the decisions asked of the bot (seat 0's opening moves left out)
 
@@ -422,8 +435,8 @@ def _play_probe(
         game_specs=[{"setup": probe.setup, "seats": list(range(n))}] if probe.setup else None,
         time_rules=TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S),
         max_faults=1,
-        # a random tag, never the seed: the seed would give the bot every hand of the random run
-        match_id=f"conformance-{_secrets.token_hex(8)}-{probe.name}",
+        # a random id, never the seed (it would give the bot every hand of the random run)
+        match_id=match_like_id(),
     )
     match_log = Match(seats, config, Observers(on_decision=seen)).play()
     if opening:
@@ -468,7 +481,7 @@ def signature_probe(
         protocol.build_request(
             g,
             d.seat,
-            match_id=f"conformance-signature-{_secrets.token_hex(4)}",
+            match_id=match_like_id(),
             game=0,
             time_rules=rules,
             remaining_ms=rules.initial_ms,
@@ -534,6 +547,7 @@ def check_bot(
     timeout_s: float = HEALTH_TIMEOUT_S,
     on_progress: ProgressFn | None = None,
     limit_s: float | None = None,
+    name: str = "",
 ) -> dict[str, Any]:
     """Run the URL check, the health check, the signature probe and the conformance games
     (module docstring), within ``limit_s`` seconds in all (None: no limit; past it the
@@ -575,6 +589,7 @@ def check_bot(
             on_progress=kinds_done,
             deadline=deadline,
             limit_s=limit_s,
+            name=name,
         ),
     )
     return result
@@ -808,6 +823,7 @@ def check_connected_bot(
     reconnect_s: float = CONNECT_WAIT_S,
     on_progress: ProgressFn | None = None,
     limit_s: float | None = None,
+    name: str = "",
 ) -> dict[str, Any]:
     """:func:`check_bot` for a bot that dials out: the health check over its connection
     (:func:`connected_health`; not connected: the step it reached, :func:`dial_step`), the
@@ -819,7 +835,7 @@ def check_connected_bot(
     result, progress, report = _new_check(rulesets, "health", on_progress)
 
     deadline = None if limit_s is None else time.monotonic() + float(limit_s)
-    player = ConnectedPlayer(bot_id, client, "candidate", reconnect_s=reconnect_s)
+    player = ConnectedPlayer(bot_id, client, name or f"bot#{bot_id}", reconnect_s=reconnect_s)
     report("health")
     result["health"] = connected_health(player, story=lambda: relay.story(client, bot_id))
     if not result["health"]["ok"]:
@@ -908,6 +924,7 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
                 reconnect_s=min(CONNECT_WAIT_S, float(settings.gateway_reconnect_s)),
                 on_progress=beat,
                 limit_s=float(settings.check_time_limit_s),
+                name=plan.name,
             )
         else:
             outcome = check_bot(
@@ -918,6 +935,7 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
                 previous_secret=plan.previous_secret,
                 on_progress=beat,
                 limit_s=float(settings.check_time_limit_s),
+                name=plan.name,
             )
     except Exception as exc:
         log.exception("check %s broke", plan.check_id)

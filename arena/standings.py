@@ -53,7 +53,7 @@ from arena.db.models import (
     utcnow,
 )
 from arena.ladder_ratings import contested
-from arena.lifecycle import MatchStatus, TournamentStatus
+from arena.lifecycle import BotStatus, MatchStatus, TournamentStatus
 from arena.significance import MIN_TEST_GAMES, Difference, Moments, SharedSums, difference, t975
 from arena.status import TournamentFormat
 
@@ -802,10 +802,12 @@ class LeaderRow:
 
 def leaderboard(session: Session, ruleset: str, page: int = 1, per_page: int = 50) -> tuple[list[LeaderRow], int]:
     """``(one page of the rule set's ratings, best conservative rating first; how many in
-    all)``: the ``ratings`` table the worker keeps (:func:`rebuild_ratings`); ties by bot id."""
+    all)``: the ``ratings`` table the worker keeps (:func:`rebuild_ratings`); ties by bot id.
+    A deleted bot is not listed (nor, through it, its owner's name): the public leaderboard
+    shows the bots that still exist."""
     ordinal = (Rating.mu - 3 * Rating.sigma).label("ordinal")
-    cond = Rating.ruleset == ruleset
-    total = session.scalar(select(func.count()).select_from(Rating).where(cond)) or 0
+    cond = and_(Rating.ruleset == ruleset, Bot.status != BotStatus.DELETED)
+    total = session.scalar(select(func.count()).select_from(Rating).join(Bot, Bot.id == Rating.bot_id).where(cond)) or 0
     offset = (page - 1) * per_page
     rows = session.execute(
         select(Rating, Bot.name, Account.name, Account.id, ordinal)

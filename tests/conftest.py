@@ -369,6 +369,8 @@ def celery_worker_factory(
     - ``env`` adds or overrides environment variables of the worker
       (it already gets ARENA_BROKER_URL, ARENA_DATABASE_URL, ARENA_ALLOW_PRIVATE_BOT_URLS=1,
       ARENA_CELERY_EAGER=0).
+    - ``prefix``: a command the worker runs under (``("ip", "netns", "exec", NAME)``: in a
+      network namespace of its own).
     Returns once the worker has answered a ``ping`` task on its private queue (waits at
     most ``WORKER_READY_TIMEOUT_S`` seconds, else the test fails with the worker's log).
     """
@@ -384,6 +386,7 @@ def celery_worker_factory(
         database_url: str | None = None,
         env: dict[str, str] | None = None,
         extra_args: tuple[str, ...] = (),
+        prefix: tuple[str, ...] = (),
     ) -> WorkerHandle:
         broker = broker_url or redis_url
         db = database_url or request.getfixturevalue("pg_url")
@@ -402,6 +405,7 @@ def celery_worker_factory(
             **(env or {}),
         }
         cmd = [
+            *prefix,
             sys.executable,
             "-m",
             "celery",

@@ -79,9 +79,16 @@ class FakeBot(BotServer):
     """
 
     def __init__(
-        self, bot: Bot | None = None, mode: str = "ok", sleep_s: float = 0.0, *, every_post: bool = False, port: int = 0
+        self,
+        bot: Bot | None = None,
+        mode: str = "ok",
+        sleep_s: float = 0.0,
+        *,
+        every_post: bool = False,
+        host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
-        super().__init__(bot or SAMPLE_BOTS["greedy"](), "127.0.0.1", port, None, THREADS)
+        super().__init__(bot or SAMPLE_BOTS["greedy"](), host, port, None, THREADS)
         self.mode, self.sleep_s, self.every_post = mode, sleep_s, every_post
         self.secret: str | None = None
         self.inner = sdk_app(self.bot)

@@ -42,6 +42,7 @@ import engine
 from api.common import MAX_ID
 from api.database import db, dispatcher, redis_client, settings
 from api.errors import CORE_ERRORS, Refusal, RefusalError, load_json, refusal
+from api.ratelimit import client
 from api.resources.accounts import AccountCreateSchema, WebhookSetSchema
 from api.resources.bots import BotCreateSchema, BotSchema, with_presence
 from api.resources.tournaments import TournamentCreateSchema
@@ -600,7 +601,11 @@ def bot_check(bot_id: int):
     _check_csrf()
     limit = settings().check_seconds_per_hour
     done, refused = (
-        attempt(lambda: bot_cases.check_bot(db(), dispatcher(), account, bot_id, max_seconds_per_hour=limit))
+        attempt(
+            lambda: bot_cases.check_bot(
+                db(), dispatcher(), account, bot_id, max_seconds_per_hour=limit, client=client()
+            )
+        )
         if 1 <= bot_id <= MAX_ID
         else (None, _route_refusal())
     )

@@ -202,6 +202,9 @@ class BotCheck(Base):
     bot's status before ``checking`` (restored when the check cannot be sent to a worker).
     ``progress``: ``{ruleset: {kind: {"asked": n, "faults": n}}}`` while it runs; ``result``:
     the outcome of :func:`arena.conformance.check_bot`. ``updated_at`` is the heartbeat.
+    ``client``: who asked for it (:func:`arena.clients.client_key`), the key of the queue's fair
+    order; ``run_by``: the id of the check whose task message runs it
+    (:func:`arena.lifecycle.checks.claim_check`).
     """
 
     __tablename__ = "bot_checks"
@@ -209,6 +212,7 @@ class BotCheck(Base):
         CheckConstraint(_in("status", CheckStatus), name="status"),
         Index("ix_bot_checks_bot_status", "bot_id", "status"),
         Index("ix_bot_checks_account_status", "account_id", "status"),
+        Index("ix_bot_checks_status_created", "status", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -228,6 +232,8 @@ class BotCheck(Base):
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    client: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    run_by: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Tournament(Base):

@@ -124,10 +124,11 @@ PUBLIC_NAMES = (
 ).split()
 #: Names added since: play until settled (a store that ends a round may add the next one) and
 #: the pars (luck-adjusted scores); the match sources (a round comes from the source:
-#: first_round); Resume where it helps and a start that waits for offline entrants (issue 42).
+#: first_round); Resume where it helps and a start that waits for offline entrants (issue 42);
+#: a match the arena's own outage stopped, queued again.
 ADDED_NAMES = (
     "Stored RoundEnd round_end first_round field_of store_pars skip_pars pending_pars resume_would_help "
-    "begin_wait end_wait record_roll_call take_roll_call_turn waiting_tournaments"
+    "begin_wait end_wait record_roll_call take_roll_call_turn waiting_tournaments requeue_match"
 ).split()
 
 

@@ -27,8 +27,10 @@ from arena import relay
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
-from arena.db.models import Match, MatchLog, MatchResult
+from arena.db.models import Bot, Match, MatchLog, MatchResult
 from arena.db.session import make_engine, make_sessionmaker
+from arena.security import new_secret
+from arena.status import BotStatus
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli.servers import WsgiServer
@@ -349,3 +351,78 @@ def dial_stack(pg_url, redis_url, celery_worker_factory, tmp_path) -> Iterator[C
         g.stop()
     for s in servers:
         s.close()
+
+
+# -- a SQLite site and gateway processes on it (tests of outages and floods) ----------------------
+def add_bot(sessions: Any, name: str) -> tuple[int, str]:
+    """A bot that connects, ready, of a new account: ``(id, secret)``."""
+    secret = new_secret()
+    with sessions() as s:
+        owner, _ = create_account(s, name)
+        bot = Bot(
+            owner_id=owner.id,
+            name=name,
+            url="",
+            transport="connect",
+            rulesets=["million_doubt"],
+            secret=secret,
+            status=BotStatus.READY,
+        )
+        s.add(bot)
+        s.commit()
+        return bot.id, secret
+
+
+@dataclass
+class Site:
+    """A SQLite database with one bot that connects, and the environment of a gateway on it."""
+
+    env: dict[str, str]
+    bot_id: int
+    secret: str
+    sessions: Any
+
+
+@pytest.fixture
+def site(tmp_path: Path, redis_url: str) -> Site:
+    db = f"sqlite:///{tmp_path / 'arena.db'}"
+    env = {**os.environ, "ARENA_DATABASE_URL": db, "ARENA_BROKER_URL": redis_url, "ARENA_DATA_DIR": str(tmp_path)}
+    os.environ["ARENA_DATA_DIR"] = str(tmp_path)  # the same encryption key as the gateways
+    try:
+        upgrade(db)
+        sessions = make_sessionmaker(make_engine(db))
+        bot_id, secret = add_bot(sessions, "outages")
+    finally:
+        del os.environ["ARENA_DATA_DIR"]
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(relay.PREFIX + "*"):
+        client.delete(key)
+    return Site(env, bot_id, secret, sessions)
+
+
+@pytest.fixture
+def gateways() -> Iterator[list[subprocess.Popen[str]]]:
+    """Gateway processes a test starts (:func:`start_gateway`); continued and stopped at teardown."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.terminate()
+            proc.wait(15)
+
+
+def start_gateway(env: dict[str, str], started: list[subprocess.Popen[str]]) -> tuple[subprocess.Popen[str], str, str]:
+    """A real ``arena gateway --port 0``: the process, its id and its URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli", "gateway", "--port", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    started.append(proc)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # "gateway <id> listening on ws://127.0.0.1:PORT/v1/bots"
+    assert " listening on " in line, line
+    return proc, line.split()[1], line.rsplit(" ", 1)[1].strip()
