@@ -765,7 +765,10 @@ class Gateway:
         when that bot exists (its credentials were read: a stranger's random ids write nothing)."""
         bot_id = ws.claimed if isinstance(ws, BotSocket) else None
         sent = ws.protocol.close_sent
-        if bot_id is None or sent is None or (cached := self._cache.get(bot_id)) is None or cached[1] is None:
+        if bot_id is None or sent is None:
+            return
+        hit, creds = self._cache.get(bot_id, time.monotonic())
+        if not hit or creds is None:
             return
         self._story(bot_id, "refused", code=sent.code, by="gateway")
 
