@@ -148,4 +148,4 @@ def test_a_ladders_tournament_is_not_a_tournament_to_its_readers(client, account
     assert client.get(f"/api/v1/tournaments/{tid}", headers=org).status_code == 404
     assert client.post(f"/api/v1/tournaments/{tid}/cancel", headers=org).status_code == 404
     page = client.get(f"/ui/tournaments/{tid}")
-    assert page.status_code == 302 and page.headers["Location"].endswith(f"/ui/ladders/{open_ladder['id']}")
+    assert page.status_code == 303 and page.headers["Location"].endswith(f"/ui/ladders/{open_ladder['id']}")

@@ -75,7 +75,7 @@ def test_the_ladder_page_shows_the_apis_table_sets_and_official_table(built):
             assert f'href="/ui/bots/{r["bot_id"]}#ladder-{built.ladder}"' in row
     broken = next(r for r in rows if r["name"] == "dan-broken")
     assert broken["status"] == "paused" and broken["paused_by"] == "health"
-    assert "by the ladder: 2 sets in a row with 2 faults or more" in _row(
+    assert "by the ladder: forfeited 2 of its last 6 sets" in _row(
         page, f'<tr data-entry="{broken["entry_id"]}"'
     )
     # recent sets: the API's, newest first, each with its replay
@@ -262,7 +262,7 @@ def test_a_bots_ladder_profile_is_public_where_its_ladder_is(built, sessionmaker
     assert f'<dd class="sets">{entry.sets}</dd>' in section
     # the broken bot: paused by the ladder, why and since when
     broken = _html(anon, f"/ui/bots/{built.bots['dan-broken']}")
-    assert "Paused by the ladder" in broken and "2 sets in a row with 2 faults or more" in broken
+    assert "Paused by the ladder" in broken and "forfeited 2 of its last 6 sets" in broken
     faults = broken.split('class="grid faults ladder-faults"', 1)[1].split("</table>", 1)[0]
     with sessionmaker() as s:
         dan = s.scalar(
@@ -295,4 +295,4 @@ def test_a_bots_ladder_profile_is_public_where_its_ladder_is(built, sessionmaker
     )
     solo = r.json["id"]
     assert anon.get(f"/ui/bots/{solo}").status_code == 401
-    assert _client(built, "ben").get(f"/ui/bots/{solo}").status_code == 403
+    assert _client(built, "ben").get(f"/ui/bots/{solo}").status_code == 404  # nothing tells it exists
