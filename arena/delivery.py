@@ -47,7 +47,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 import engine
-from arena import fairness, lifecycle, matchlog, notices, spool
+from arena import fairness, lifecycle, matchlog, matchmaking, notices, spool
 from arena.config import Settings
 from arena.db.session import POOL, is_postgres, shared_sessions
 from arena.dispatch import QueueError
@@ -56,7 +56,7 @@ from arena.lifecycle.bots import is_deleted
 from arena.limits import longest_match_seconds, visibility_timeout
 from arena.live import LivePublisher, announce, live_enabled
 from arena.matchlog import MatchLog
-from arena.queue import CeleryDispatcher
+from arena.queue import LADDER_QUEUE, CeleryDispatcher
 from arena.runner.answers import safe_text
 from arena.runner.capped import CappedHttpPlayer
 from arena.runner.claims import Claim, EndpointClaims, Refused
@@ -621,6 +621,26 @@ def after_store(
     if pars:
         request_pars(settings, [match_id])
     rate_after(factory, match_id, tournament_id, ruleset, settings)
+    refill_ladder(settings, factory, match_id)
+
+
+def refill_ladder(settings: Settings, factory: sessionmaker[Session], match_id: int) -> None:
+    """A done ladder set's entries get their next sets at once (:func:`arena.matchmaking.refill`,
+    once per set), sent to :data:`arena.queue.LADDER_QUEUE`; nothing for another match, or in
+    eager mode (a quick local run drives its ticks itself). A database or broker error only
+    leaves them to the next tick."""
+    if settings.celery_eager:
+        return
+    try:
+        matchmaking.refill(
+            factory,
+            match_id,
+            CeleryDispatcher(settings.broker_url, queue=LADDER_QUEUE).send_matches,
+            probe_s=settings.ladder_probe_s,
+            online=matchmaking.redis_online(_redis(settings.broker_url)),
+        )
+    except DBAPIError as exc:
+        log.warning("match %s: its ladder's next sets left to the tick (%s)", match_id, type(exc).__name__)
 
 
 def rate_after(
@@ -677,6 +697,8 @@ def _fail(
                 return f"lost match {plan.match_id}: {reason}"
             time.sleep(1.0 * (attempt + 1))
     rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset, settings)
+    if settings is not None:
+        refill_ladder(settings, factory, plan.match_id)
     return f"failed match {plan.match_id} (attempt {plan.attempt}): {reason}"
 
 

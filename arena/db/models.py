@@ -611,6 +611,8 @@ class LadderSet(Base):
     placement: Mapped[list[int] | None] = mapped_column(JSONType, nullable=True)
     adjusted: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     twin: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: Its entries' next sets were formed when it was done (a refill: once per set).
+    refilled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     rated_at: Mapped[datetime | None] = mapped_column(nullable=True)
 

@@ -59,6 +59,7 @@ from arena.lifecycle.base import (
     is_postgresql,
     lock_or_404,
     locked,
+    rows_changed,
 )
 from arena.sources.ladder import LadderConfig, pair
 from arena.status import (
@@ -433,23 +434,42 @@ class PlannedSet:
     twin_key: int | None = None
 
 
-def form_sets(session: Session, ladder_id: int, tick: int, planned: Sequence[PlannedSet]) -> list[int]:
+def form_sets(
+    session: Session, ladder_id: int, tick: int, planned: Sequence[PlannedSet], *, refill_of: int | None = None
+) -> list[int]:
     """Store the sets of tick number ``tick`` of ladder ``ladder_id`` (matches ``queued``, with
     their seats and ``ladder_sets`` rows), each with a fresh seed and salt and their
     commitment; commit. The ladder row is locked first and ``tick`` must be past its
     ``last_tick``: of two runs of one tick, one stores and the other stores nothing (a tick is
     safe to run twice). Twins (comparison sets with the same ``twin_key``) share their seed.
+    With ``refill_of`` (a done set of the ladder), the sets are a refill of that set's entries:
+    stored once per done set (its ``refilled`` compared-and-set), under the ladder's last tick.
 
     Returns the match ids to send to the workers (``[]``: the tick was already stored, or the
     ladder is closed).
     """
     ladder = locked(session, Ladder, ladder_id)
-    if ladder is None or ladder.status != LadderStatus.ACTIVE or tick <= (ladder.last_tick or 0):
+    if ladder is None or ladder.status != LadderStatus.ACTIVE:
         session.rollback()
         return []
     now = utcnow()
-    ladder.last_tick = tick
-    ladder.last_tick_at = now
+    if refill_of is not None:  # a refill: once per done set, whatever the tick
+        once = rows_changed(
+            session,
+            update(LadderSet)
+            .where(LadderSet.match_id == refill_of, LadderSet.refilled.is_(False))
+            .values(refilled=True),
+        )
+        if once != 1:
+            session.rollback()
+            return []
+        tick = ladder.last_tick or 0
+    elif tick <= (ladder.last_tick or 0):
+        session.rollback()
+        return []
+    else:
+        ladder.last_tick = tick
+        ladder.last_tick_at = now
     if not planned:
         session.commit()
         return []

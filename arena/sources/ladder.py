@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -229,11 +229,14 @@ def form_tables(
     met: Mapping[Pair, int],
     rng: random.Random,
     house: Sequence[Candidate] = (),
+    anchors: Collection[int] | None = None,
 ) -> list[tuple[int, ...]]:
     """The tables of this tick's new sets, each a tuple of ``seats`` entry ids in a random
     seat order (module docstring). ``recent``: sets per pair formed in the last hour;
     ``met``: rated sets per pair in all; ``house``: the ladder's house entries (used only to
-    fill tables when :attr:`LadderConfig.fill_with_house_bots`)."""
+    fill tables when :attr:`LadderConfig.fill_with_house_bots`); ``anchors``: the entries a
+    table may start from (a refill: the entries a done set freed; the others may join them),
+    None for all."""
     bots = [c for c in candidates if not c.house and c.free > 0]
     t = _Tick(cfg, seats, recent, met, rng, {c.entry_id: c.free for c in bots})
     for h in house:
@@ -242,6 +245,8 @@ def form_tables(
     order = sorted(bots, key=lambda c: (*priority(c, cfg), ties[c.entry_id]))
     tables: list[tuple[int, ...]] = []
     for anchor in order:
+        if anchors is not None and anchor.entry_id not in anchors:
+            continue
         while t.free[anchor.entry_id] > 0 and len(tables) < cfg.max_sets_per_tick:
             table = [anchor]
             t.complete(table, bots)

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from arena import lifecycle, matchlog
+from arena import lifecycle, matchlog, matchmaking
 from arena.db.models import (
     Account,
     LadderEntry,
@@ -366,3 +366,22 @@ def test_a_bot_faulting_in_every_game_of_its_sets_is_paused(client, accounts, se
         assert entry.faults == 4 and entry.sets == 0  # never rated: it never made a valid decision
     finally:
         broken.close()
+
+
+def test_a_done_set_refills_its_entries_once(client, sessionmaker, field):
+    """A stored set frees its entries: their next sets are formed at once (a refill, not the
+    next tick), once per set, however often the store's after-steps run."""
+    sent: list[int] = []
+    _tick(sessionmaker, sent, seed=5)
+    _play(client, sent[:1])  # one set done, the other still queued
+    with sessionmaker() as s:
+        freed = set(s.get(LadderSet, sent[0]).entries)
+    again: list[int] = []
+    kwargs = {"probe_s": 300, "online": lambda ids: set(), "rng": random.Random(2)}
+    report = matchmaking.refill(sessionmaker, sent[0], again.extend, **kwargs)
+    assert report is not None and len(report.formed) == 1 and again == report.formed
+    with sessionmaker() as s:
+        assert set(s.get(LadderSet, again[0]).entries) == freed  # the only two free: they meet again
+        assert s.get(LadderSet, sent[0]).refilled
+    assert matchmaking.refill(sessionmaker, sent[0], again.extend, **kwargs) is None  # once per set
+    assert len(again) == 1

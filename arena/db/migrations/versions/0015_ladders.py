@@ -161,6 +161,7 @@ def upgrade() -> None:
         sa.Column("placement", JSON, nullable=True),
         sa.Column("adjusted", sa.Boolean(), nullable=True),
         sa.Column("twin", sa.Integer(), nullable=True),
+        sa.Column("refilled", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("rated_at", sa.DateTime(timezone=True), nullable=True),
         sa.CheckConstraint(
