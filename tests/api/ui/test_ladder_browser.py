@@ -119,9 +119,7 @@ def test_the_ladder_page_from_the_navigation_at_1280_and_390(browser, site, arti
                 assert row.locator(".conservative").inner_text().split()[-1] == f"{r['conservative']:.2f}"
             assert pg.locator("#live-table-card h2").inner_text().startswith(WORDS[lang]["live"])
             paused = pg.locator("#ladder-table tr[data-status='paused'] .paused-why").inner_text()
-            assert (
-                "直近6セット中2セットで棄権" if lang == "ja" else "forfeited 2 of its last 6 sets"
-            ) in paused
+            assert ("直近6セット中2セットで棄権" if lang == "ja" else "forfeited 2 of its last 6 sets") in paused
             assert pg.locator("#recent-table tbody tr").count() == 20
             assert pg.locator("#official h2").inner_text() == WORDS[lang]["official"]
             n = pg.locator("#matrix tbody tr").count()

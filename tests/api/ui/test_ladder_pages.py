@@ -75,9 +75,7 @@ def test_the_ladder_page_shows_the_apis_table_sets_and_official_table(built):
             assert f'href="/ui/bots/{r["bot_id"]}#ladder-{built.ladder}"' in row
     broken = next(r for r in rows if r["name"] == "dan-broken")
     assert broken["status"] == "paused" and broken["paused_by"] == "health"
-    assert "by the ladder: forfeited 2 of its last 6 sets" in _row(
-        page, f'<tr data-entry="{broken["entry_id"]}"'
-    )
+    assert "by the ladder: forfeited 2 of its last 6 sets" in _row(page, f'<tr data-entry="{broken["entry_id"]}"')
     # recent sets: the API's, newest first, each with its replay
     sets = anon.get(f"/api/v1/ladders/{built.ladder}/sets?limit=20").get_json()
     recent = page.split('id="recent-table"', 1)[1].split("</table>", 1)[0]
