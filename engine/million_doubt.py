@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from engine.actions import DoubtAction, PassAction, PenaltyAction, PlayAction, ThroughAction
 from engine.cards import R8, RANKS, RJ, format_cards, full_deck
-from engine.forms import Readings, beating, choose, readings, satisfies_lock, signature, split
+from engine.forms import Readings, beating, choose, generated_reading, readings, satisfies_lock, signature, split
 from engine.game import (
     Action,
     Game,
@@ -30,6 +30,7 @@ from engine.game import (
     _remove_all,
     _take,
     cards_text,
+    mypyc_attr,
     seat_keys,
 )
 from engine.options import MillionDoubtOptions
@@ -99,6 +100,7 @@ def honest_play(
     return not beating(r, ref, reversed_order).empty()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class MillionDoubt(Game):
     """State of one Million Doubt game (MD-1..MD-17). See :mod:`engine.game` for the API."""
 
@@ -113,8 +115,8 @@ class MillionDoubt(Game):
 
     options: MillionDoubtOptions
 
-    def __init__(self, options: MillionDoubtOptions, seed: int | None, setup: dict[str, Any] | None):
-        super().__init__(options, seed, setup)
+    def __init__(self, options: MillionDoubtOptions, seed: int | None, setup: dict[str, Any] | None, log: bool = True):
+        super().__init__(options, seed, setup, log)
         self.pending: tuple[PlayRecord, _Eval] | None = None  # a play awaiting doubt/through
         self.penalty_ctx: tuple[int, int, bool, int] | None = None  # (executor, receiver, honest, player)
         self.winner: int | None = None
@@ -133,9 +135,23 @@ class MillionDoubt(Game):
         else:
             self.outside = self._setup_hands(setup)  # with the state flags (revolution, direction)
             leader = setup["leader"]
+        self.unit_count = 1
         self._hand_events()
         self._event({"type": "start", "leader": leader})
         self._set_leader(leader)
+
+    def _copy_to(self, new: Game, log: bool) -> None:
+        super()._copy_to(new, log)
+        assert isinstance(new, MillionDoubt)
+        pending = self.pending
+        if pending is not None and self.field and pending[0] is self.field[-1]:
+            pending = (new.field[-1], pending[1])  # the play awaiting an answer is the copy's
+        new.pending = pending
+        new.penalty_ctx = self.penalty_ctx
+        new.winner = self.winner
+        new.burst = self.burst
+        new.forfeited = self.forfeited
+        new.scores = self.scores  # replaced, never changed in place
 
     # -- validation -------------------------------------------------------------------------
     def _evaluate(self, seat: int, play: PlayAction) -> _Eval:
@@ -182,23 +198,29 @@ class MillionDoubt(Game):
     # -- actions --------------------------------------------------------------------------
     def _do_play(self, seat: int, action: PlayAction) -> None:
         """MD-2..MD-6: a face-up play takes effect at once; a face-down one awaits an answer."""
-        ev = self._evaluate(seat, action)
+        if self._trusting and not action.face_down:  # Game.push: a generated face-up play
+            nat, jk = split(action.cards)
+            ev = _Eval(action.cards, [], action.jokers, nat, jk, generated_reading(nat, jk, action.jokers))
+        else:
+            ev = self._evaluate(seat, action)
         _take(self.hands[seat], ev.cards)
         rec = PlayRecord(seat, ev.cards, ev.face_down, ev.declared)
         self.field.append(rec)
         if not self.count:
             self.count = len(ev.cards)
-        full = {"type": "play", "seat": seat, "cards": format_cards(ev.cards)}
-        if ev.declared:
-            full["jokers"] = [RANKS[r] for r in ev.declared]
+        if self.logged:
+            full = {"type": "play", "seat": seat, "cards": format_cards(ev.cards)}
+            if ev.declared:
+                full["jokers"] = [RANKS[r] for r in ev.declared]
+            if ev.face_down:
+                full["face_down"] = format_cards(ev.face_down)
+                self._event(full, (seat,), {"type": "play", **rec.view(1 - seat)})
+            else:
+                self._event(full)
         if ev.face_down:
-            full["face_down"] = format_cards(ev.face_down)
-            public = {"type": "play", **rec.view(1 - seat)}
-            self._event(full, (seat,), public)
             self.pending = (rec, ev)
             self._ask(1 - seat, "doubt")
         else:
-            self._event(full)
             cut = self._accept(rec, ev)
             self._after_accept(seat, cut)
 
@@ -229,13 +251,14 @@ class MillionDoubt(Game):
             self._event({"type": "eight_cut", "seat": seat})
             self._clear(seat)
         else:
-            self._ask(1 - seat, "play")
+            self._ask_play(1 - seat)
 
     def _do_pass(self, seat: int, action: PassAction) -> None:
         """MD-9: a pass clears the trick at once; the last player leads."""
         if not self.field:
             raise InvalidAction("C-6", "the leader may not pass")
-        self._event({"type": "pass", "seat": seat})
+        if self.logged:
+            self._event({"type": "pass", "seat": seat})
         self._clear(self.last_player)
 
     def _do_through(self, seat: int, action: ThroughAction) -> None:
