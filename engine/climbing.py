@@ -444,13 +444,13 @@ class Climbing(Game):
         if d is None or d.seat != seat:
             return
         if d.kind == "play":
-            if not d.info.get("stuck"):
-                for cards, declared in self.face_up_plays(seat):
-                    action: Action = {"type": "play", "cards": format_cards(cards)}
-                    if declared:
-                        action["jokers"] = [RANKS[r] for r in declared]
-                    yield action
-            if self.field or d.info.get("stuck"):
+            plays, may_pass = self.legal_plays(seat)
+            for cards, declared in plays:
+                action: Action = {"type": "play", "cards": format_cards(cards)}
+                if declared:
+                    action["jokers"] = [RANKS[r] for r in declared]
+                yield action
+            if may_pass:
                 yield {"type": "pass"}
         elif d.kind in ("give", "discard"):
             hand = sorted(self.hands[seat])

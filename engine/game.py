@@ -932,6 +932,35 @@ class Game(ABC):
             plays.extend(extra)
         return plays
 
+    def legal_plays(self, seat: int) -> tuple[list[Play], bool]:
+        """The play decision's answers that :meth:`legal_actions` lists, typed: ``(face-up
+        plays as :meth:`face_up_plays` gives them, whether a pass is legal)``; ``([], False)``
+        when ``seat`` has no play decision. C-6: a leader may not pass; TM-6: a stuck leader
+        only passes; MD-5: nothing beats a face-up joker (a pass only)."""
+        d = self.decision()
+        if d is None or d.seat != seat or d.kind != "play":
+            return [], False
+        if d.info.get("stuck"):
+            return [], True
+        return self.face_up_plays(seat), bool(self.field)
+
+    def is_legal_play(self, seat: int, play: PlayAction) -> bool:
+        """Whether the typed ``play`` (cards held by ``seat``; some face down in Million
+        Doubt) would be accepted now: :meth:`is_legal` without the wire (C-3..C-8, MD-2..MD-5,
+        the rule set's rules)."""
+        d = self.decision()
+        if d is None or d.seat != seat or d.kind != "play":
+            return False
+        try:
+            if play.face_down:
+                self._check_face_down(seat, play)
+            else:
+                self._hand_check(seat, play.cards)
+            self._evaluate(seat, play)
+        except InvalidAction:
+            return False
+        return True
+
     # -- observation (C-11) ----------------------------------------------------------------
     def observation(self, seat: int) -> dict[str, Any]:
         """Everything ``seat`` may see now (C-11), JSON-ready.

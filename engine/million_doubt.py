@@ -25,6 +25,7 @@ from engine.game import (
     Action,
     Game,
     InvalidAction,
+    Play,
     PlayRecord,
     Result,
     _remove_all,
@@ -183,6 +184,24 @@ class MillionDoubt(Game):
                 lambda: f"no reading of {cards_text(cards)} beats the reference ({ref.describe() if ref else ''})",
             )
         return _Eval(cards, face_down, declared, fu_nat, fu_j, b)
+
+    def accepts_face_down(self, up: Sequence[int], wild: int) -> bool:
+        """MD-2, MD-3: whether a play of the face-up cards ``up`` (no joker declared) and
+        ``wild`` face-down cards (at least one; their identity does not matter: they are wild)
+        would be accepted now, the cards held aside (not checked). What
+        :meth:`_judge` decides, without building the play: a seat composing a face-down play
+        asks it card by card."""
+        n = len(up) + wild
+        if wild < 1 or (self.count and n != self.count):
+            return False
+        ref = self.ref
+        if ref is not None and (ref.joker or ref.joker_pair):
+            return False
+        nat, jk = split(up)
+        r = readings(nat, jk, wild, None)
+        if r.empty() or (self.lock and not satisfies_lock(self.lock, nat, jk + wild)):
+            return False
+        return not beating(r, ref, self.reversed_order).empty()
 
     @staticmethod
     def face_down_rule() -> str:
@@ -370,6 +389,13 @@ class MillionDoubt(Game):
         return self.result()
 
     # -- legal actions --------------------------------------------------------------------
+    def legal_plays(self, seat: int) -> tuple[list[Play], bool]:
+        """MD-5: nothing beats a face-up lone joker or joker pair (only a pass); else the
+        face-up plays, and a pass when the field is not empty (MD-9)."""
+        if self.ref is not None and (self.ref.joker or self.ref.joker_pair):
+            return [], True
+        return self.face_up_plays(seat), bool(self.field)
+
     def legal_actions(self, seat: int) -> Iterator[Action]:
         """Legal actions of ``seat`` now: face-up plays, pass, doubt/through, penalties.
 
@@ -380,15 +406,13 @@ class MillionDoubt(Game):
         if d is None or d.seat != seat:
             return
         if d.kind == "play":
-            if self.ref is not None and (self.ref.joker or self.ref.joker_pair):
-                yield {"type": "pass"}
-                return
-            for cards, declared in self.face_up_plays(seat):
+            plays, may_pass = self.legal_plays(seat)
+            for cards, declared in plays:
                 action: Action = {"type": "play", "cards": format_cards(cards)}
                 if declared:
                     action["jokers"] = [RANKS[r] for r in declared]
                 yield action
-            if self.field:
+            if may_pass:
                 yield {"type": "pass"}
         elif d.kind == "doubt":
             yield {"type": "doubt"}

@@ -66,6 +66,29 @@ def test_every_generated_play_reads_as_the_judge_reads_it_c3_c4(ruleset, options
     assert plays_seen > 500
 
 
+def test_accepts_face_down_decides_as_the_judge_md3():
+    checked = accepted = 0
+    for seed in range(40):
+        g = engine.new_game("million_doubt", None, seed)
+        rng = random.Random(seed)
+        while not g.over:
+            d = g.decision()
+            if d.kind == "play":
+                hand = g.hands[d.seat]
+                for _ in range(12):
+                    k = rng.randint(1, len(hand))
+                    cards = rng.sample(hand, k)
+                    n_down = rng.randint(1, k)
+                    down, up = cards[:n_down], cards[n_down:]
+                    fast = g.accepts_face_down(up, len(down))
+                    assert fast == g.is_legal_play(d.seat, PlayAction(up + down, down, None)), (up, down)
+                    assert fast == g.is_legal(d.seat, to_wire(PlayAction(up + down, down, None)))
+                    checked += 1
+                    accepted += fast
+            g.apply(*random_action(g, rng))
+    assert checked > 2000 and 0.1 < accepted / checked < 0.9
+
+
 def _typed(g: engine.Game, seat: int, action: dict[str, Any]) -> Any:
     """The typed action of a wire action, by the game's own parser."""
     return g._dispatch[action["type"]][0](g, seat, action)
