@@ -7,7 +7,7 @@
 #
 # Needs .venv (infra/bootstrap.sh: its dev extra brings mypy and setuptools), a C compiler and
 # the Python headers. The pure engine stays: ARENA_ENGINE=pure runs it (engine/_build.py).
-# About 15 CPU-seconds.
+# About 15 CPU-seconds. As root on Debian (CI), a missing gcc is installed with apt-get.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -22,8 +22,15 @@ if [[ "${1:-}" != "--force" ]] && fresh; then
     exit 0
 fi
 if ! command -v "${CC:-cc}" >/dev/null 2>&1; then
-    echo "build_engine: no C compiler (${CC:-cc}): install one (apt-get install gcc), or run the pure engine (ARENA_ENGINE_BUILD=pure)" >&2
-    exit 1
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then  # CI: root, Debian
+        echo "build_engine: installing gcc with apt-get" >&2
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev; } \
+            >"${TMPDIR:-/tmp}/arena-apt-gcc.log" 2>&1 \
+            || { cat "${TMPDIR:-/tmp}/arena-apt-gcc.log" >&2; echo "build_engine: apt-get install gcc failed" >&2; exit 1; }
+    else
+        echo "build_engine: no C compiler (${CC:-cc}): install one (sudo apt-get install gcc), or run the pure engine (ARENA_ENGINE_BUILD=pure)" >&2
+        exit 1
+    fi
 fi
 echo "build_engine: compiling the engine with mypyc (about 15 CPU-seconds)" >&2
 LOG="$REPO/.venv/build-engine.log"
