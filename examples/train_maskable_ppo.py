@@ -11,7 +11,9 @@ candidate's row (:class:`CandidateScorer`), and those scores are the action logi
 of the learner (deterministic) over ``--eval-games`` episodes on fixed seeds is printed with
 its 95% interval (Wilson)::
 
-    million_doubt vs heuristic: before 0.04 (95% CI 0.02-0.07), after 0.41 (95% CI 0.36-0.46) over 400 games; 60000 steps in 312 CPU-s
+    <ruleset> vs <opponent>: before B (95% CI L-H), after A (95% CI L-H) over N games; S steps in T CPU-s
+
+(docs/env.md gives a run's figures.)
 
 One process, one torch thread (``--threads``); ``--seed`` makes a run reproducible.
 """
