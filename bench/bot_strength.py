@@ -102,18 +102,18 @@ def four_chunk(ruleset: str, first: int, count: int) -> tuple[int, int]:
 
 def md_strength(first: int, count: int, budget_ms: float) -> list[float]:
     """Million Doubt duplicate pairs: per pair, search minus heuristic points per game."""
-    out = []
-    for pair in range(first, first + count):
-        log = run_match(
-            [SearchBot(seed=pair, budget_ms=budget_ms), HeuristicBot(seed=10**6 + pair)],
-            "million_doubt",
-            seed=derive_seed(SEED, 2 * 10**5 + pair),
-            games=2,
-            notices=False,
-        )
-        scores = log["result"]["scores"]
-        out.append((scores[0] - scores[1]) / log["result"]["games"])
-    return out
+    players = [
+        [SearchBot(seed=p, budget_ms=budget_ms), HeuristicBot(seed=10**6 + p)] for p in range(first, first + count)
+    ]
+    return [md_pair(ps, 2 * 10**5 + p) for p, ps in zip(range(first, first + count), players)]
+
+
+def md_pair(players: list, pair: int) -> float:
+    """One Million Doubt duplicate pair (seats swapped) of ``players`` on seed ``pair``: the
+    first player's points minus the second's, per game."""
+    log = run_match(players, "million_doubt", seed=derive_seed(SEED, pair), games=2, notices=False)
+    scores = log["result"]["scores"]
+    return (scores[0] - scores[1]) / log["result"]["games"]
 
 
 def four_strength(ruleset: str, options: dict, first: int, count: int, budget_ms: float) -> list[float]:
@@ -189,17 +189,7 @@ def builds_strength(args: argparse.Namespace) -> None:
             assert hello["build"] == build, hello
             urls[build] = hello["url"]
         t = time.perf_counter()
-        diffs = []
-        for pair in range(args.builds_md_pairs):
-            log = run_match(
-                [urls["compiled"], urls["pure"]],
-                "million_doubt",
-                seed=derive_seed(SEED, 4 * 10**5 + pair),
-                games=2,
-                notices=False,
-            )
-            scores = log["result"]["scores"]
-            diffs.append((scores[0] - scores[1]) / log["result"]["games"])
+        diffs = [md_pair([urls["compiled"], urls["pure"]], 4 * 10**5 + pair) for pair in range(args.builds_md_pairs)]
         stats = {}
         for build, p in procs.items():
             out, _ = p.communicate(input="", timeout=60)

@@ -444,14 +444,7 @@ class Climbing(Game):
         if d is None or d.seat != seat:
             return
         if d.kind == "play":
-            plays, may_pass = self.legal_plays(seat)
-            for cards, declared in plays:
-                action: Action = {"type": "play", "cards": format_cards(cards)}
-                if declared:
-                    action["jokers"] = [RANKS[r] for r in declared]
-                yield action
-            if may_pass:
-                yield {"type": "pass"}
+            yield from self._play_answers(seat)
         elif d.kind in ("give", "discard"):
             hand = sorted(self.hands[seat])
             sizes: Sequence[int] = [d.info["count"]] if "count" in d.info else range(0, d.info["max"] + 1)

@@ -944,6 +944,18 @@ class Game(ABC):
             return [], True
         return self.face_up_plays(seat), bool(self.field)
 
+    def _play_answers(self, seat: int) -> Iterator[Action]:
+        """A play decision's answers as :meth:`legal_actions` lists them: :meth:`legal_plays`
+        as ACT dicts (``jokers`` when jokers stand in, C-4), then the pass when legal."""
+        plays, may_pass = self.legal_plays(seat)
+        for cards, declared in plays:
+            action: Action = {"type": "play", "cards": format_cards(cards)}
+            if declared:
+                action["jokers"] = [RANKS[r] for r in declared]
+            yield action
+        if may_pass:
+            yield {"type": "pass"}
+
     def is_legal_play(self, seat: int, play: PlayAction) -> bool:
         """Whether the typed ``play`` (cards held by ``seat``; some face down in Million
         Doubt) would be accepted now: :meth:`is_legal` without the wire (C-3..C-8, MD-2..MD-5,

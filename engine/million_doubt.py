@@ -406,14 +406,7 @@ class MillionDoubt(Game):
         if d is None or d.seat != seat:
             return
         if d.kind == "play":
-            plays, may_pass = self.legal_plays(seat)
-            for cards, declared in plays:
-                action: Action = {"type": "play", "cards": format_cards(cards)}
-                if declared:
-                    action["jokers"] = [RANKS[r] for r in declared]
-                yield action
-            if may_pass:
-                yield {"type": "pass"}
+            yield from self._play_answers(seat)
         elif d.kind == "doubt":
             yield {"type": "doubt"}
             yield {"type": "through"}
