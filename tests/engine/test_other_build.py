@@ -51,4 +51,3 @@ def test_the_engine_tests_pass_on_the_other_build():
     tail = "\n".join(run.stdout.splitlines()[-40:])
     assert run.returncode == 0, f"the {other} engine's lane failed:\n{tail}\n{run.stderr[-2000:]}"
     assert " passed" in run.stdout.splitlines()[-1]
-

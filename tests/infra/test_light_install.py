@@ -30,7 +30,18 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 #: What the wheel is built from (the packages of pyproject.toml's packages.find, and its files).
-SOURCES = ["pyproject.toml", "README.md", "setup.py", "infra/build_backend.py", "engine", "bots_sdk", "arena", "api", "worker", "cli"]
+SOURCES = [
+    "pyproject.toml",
+    "README.md",
+    "setup.py",
+    "infra/build_backend.py",
+    "engine",
+    "bots_sdk",
+    "arena",
+    "api",
+    "worker",
+    "cli",
+]
 #: Distributions a light install must not bring (normalized names).
 SERVER_DISTRIBUTIONS = {"flask", "celery", "sqlalchemy", "psycopg", "psycopg-binary", "gunicorn", "alembic"}
 SERVER_DISTRIBUTIONS |= {"cryptography", "kombu", "redis", "flask-smorest", "marshmallow", "openskill"}
