@@ -17,7 +17,12 @@
 # --fast: no PostgreSQL, Redis, worker or browser: runs
 #    pytest -n 2 -m "not services and not browser and not slow" with the quick Hypothesis
 #    profile (ARENA_HYPOTHESIS_PROFILE=quick); modules marked as a whole are not even imported
-#    (ARENA_TEST_FAST=1, tests/conftest.py); a -m of yours comes after and wins.
+#    (ARENA_TEST_FAST=1, tests/conftest.py); a -m of yours comes after and wins. It runs the
+#    engine build that is there (ARENA_ENGINE=auto: the compiled one when fresh).
+# The full run asks for the compiled engine (ARENA_ENGINE=compiled, the service's build: an
+#    import error everywhere if bootstrap could not build it); tests/engine/test_other_build.py
+#    runs the engine's, the search bot's, the pars', the runner's and the env's tests again on
+#    the pure engine. ARENA_ENGINE_BUILD=pure (no compiler) runs everything on the pure one.
 # Either way the last line printed is pytest's summary line. Pytest's exit code 5 (no tests
 # collected) is turned into a failure (exit 1).
 #
@@ -86,6 +91,11 @@ if [[ -z "${ARENA_REDIS_PORT:-}" ]]; then
     ARENA_REDIS_PORT=63799; port_free "$ARENA_REDIS_PORT" || ARENA_REDIS_PORT="$(free_port)"
 fi
 export ARENA_PG_PORT ARENA_REDIS_PORT
+if [[ "${ARENA_ENGINE_BUILD:-compiled}" == compiled ]]; then
+    export ARENA_ENGINE="${ARENA_ENGINE:-compiled}"
+else
+    export ARENA_ENGINE="${ARENA_ENGINE:-pure}"
+fi
 
 WORKERS="${ARENA_TEST_WORKERS:-4}"
 XDIST=()
