@@ -51,6 +51,8 @@ import pytest
 import redis
 from hypothesis import settings
 
+from tests import children
+
 # Test bots live on 127.0.0.1: the bot connections' SSRF policy (arena.bot_transport)
 # must allow loopback where a test does not choose, as infra/test.sh exports it.
 os.environ.setdefault("ARENA_ALLOW_PRIVATE_BOT_URLS", "1")
@@ -424,14 +426,8 @@ def celery_worker_factory(
             *extra_args,
         ]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=REPO,
-                env=wenv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            proc = children.spawn(
+                cmd, cwd=REPO, env=wenv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
         handle = WorkerHandle(proc, name, all_queues, _client_app(broker), log_path)
         handles.append(handle)
@@ -517,14 +513,8 @@ def beat_factory(
         }
         cmd = [sys.executable, "-m", "cli", "beat", "--schedule", str(folder / f"schedule-{tag}")]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=REPO,
-                env=benv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            proc = children.spawn(
+                cmd, cwd=REPO, env=benv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
         handle = BeatHandle(proc, log_path)
         handles.append(handle)

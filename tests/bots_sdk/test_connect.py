@@ -30,6 +30,7 @@ from bots_sdk.connect import ConnectError, connect
 from bots_sdk.samples import RandomBot
 from cli import main
 from engine.timebank import TimeRules
+from tests import children
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_STARTER = REPO / "starters" / "node"
@@ -361,7 +362,7 @@ def test_node_starter_authenticates_and_answers_legally(peer, ruleset):
         "ARENA_BOT_ID": str(BOT_ID),
         "ARENA_GATEWAY_URL": peer.url,
     }
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [NODE, str(NODE_STARTER / "bot.js")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:

@@ -17,6 +17,8 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests import children
+
 REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
 DEMO_BOTS = ("heuristic", "greedy", "random-1", "random-2")
@@ -102,7 +104,7 @@ def test_demo_serve_keeps_the_api_up(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     out = tmp_path / "demo"
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [*ARENA, "demo", "--ruleset", "jdf", "--out", str(out), "--serve", "--port", str(port), "--seed", "5"],
         cwd=tmp_path,
         env=_env(),

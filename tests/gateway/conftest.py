@@ -32,6 +32,7 @@ from arena.db.session import make_engine, make_sessionmaker
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli.servers import WsgiServer
+from tests import children
 from tests.helpers import create_pg_database, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,13 +105,7 @@ class Process:
         return self.proc.wait(30)
 
     def stop(self) -> None:
-        if self.alive():
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        children.stop(self.proc, 15)
 
 
 @dataclass
@@ -186,7 +181,7 @@ class DialStack:
     def start(self, name: str, cmd: list[str], env: dict[str, str]) -> Process:
         log_path = self.folder / f"{name}.log"
         with open(log_path, "wb") as out:
-            proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+            proc = children.spawn(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         self.processes.append(Process(proc, log_path))
         return self.processes[-1]
 
@@ -259,7 +254,7 @@ def start_gateway_process(folder: Path, env: dict[str, str], n: int) -> GatewayP
     log_path = folder / f"gateway-{n}.log"
     out_path = folder / f"gateway-{n}.out"
     with open(log_path, "wb") as err, open(out_path, "wb") as out:
-        proc = subprocess.Popen(
+        proc = children.spawn(
             [sys.executable, "-m", "cli", "gateway", "--port", "0"],
             cwd=REPO,
             env=env,

@@ -41,6 +41,7 @@ from bots_sdk import protocol, wire
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 from gateway.server import PROBE_S, SILENT_S
+from tests import children
 from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code
 from tests.gateway.test_gateway_attacks import RawBot
 from tests.helpers import create_pg_database, wait_until
@@ -108,7 +109,7 @@ def gateways() -> Iterator[list[subprocess.Popen[str]]]:
 
 def start_gateway(env: dict[str, str], started: list[subprocess.Popen[str]]) -> tuple[subprocess.Popen[str], str, str]:
     """A real ``arena gateway --port 0``: the process, its id and its URL."""
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [sys.executable, "-m", "cli", "gateway", "--port", "0"],
         env=env,
         stdout=subprocess.PIPE,
@@ -318,7 +319,7 @@ def start_redis(port: int) -> subprocess.Popen[bytes]:
     exe = shutil.which("redis-server")
     if exe is None:  # infra/test.sh installs it; a bare pytest run may not have it
         pytest.fail("redis-server is not installed (run the tests through infra/test.sh)")
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -487,7 +488,7 @@ def test_the_node_starter_notices_a_connection_gone_silent_and_reconnects(redis_
     }
     assert NODE is not None
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen([NODE, str(NODE_STARTER / "bot.js")], env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = children.spawn([NODE, str(NODE_STARTER / "bot.js")], env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
 
         def welcomes() -> int:

@@ -20,6 +20,7 @@ from bots_sdk.bot import Bot, Request
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from engine.timebank import TimeRules
+from tests import children
 from tests.gateway.test_gateway import SECRETS, RunningGateway
 
 pytestmark = pytest.mark.services
@@ -74,7 +75,7 @@ def test_the_node_starter_plays_a_match_through_the_gateway(gateway: RunningGate
         "ARENA_BOT_ID": "7",
         "ARENA_GATEWAY_URL": gateway.url,
     }
-    proc = subprocess.Popen([NODE, str(NODE_STARTER / "bot.js")], env=env, stdout=subprocess.PIPE, text=True)
+    proc = children.spawn([NODE, str(NODE_STARTER / "bot.js")], env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # "connected to ... as b#7 (bot 7)" once welcomed

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import children
 from tests.helpers import wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -186,7 +187,7 @@ def test_the_quick_tour_with_bots_that_dial_out(tour: Tour) -> None:
     assert words[0].startswith("ARENA_BOT_SECRET=") and words[1] == "arena"
     env = {k: v for k, v in tour.env.items() if not k.startswith("ARENA_")}
     env["ARENA_BOT_SECRET"] = words[0].split("=", 1)[1]
-    bot = subprocess.Popen(
+    bot = children.spawn(
         [str(REPO / ".venv" / "bin" / "arena"), *words[2:]],
         env=env,
         stdout=subprocess.DEVNULL,
