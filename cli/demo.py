@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -94,6 +93,15 @@ def _fresh_out_dir(out: Path) -> None:
     if logs.is_dir():
         for f in logs.glob("match-*.json*"):
             f.unlink()
+
+
+def shown(path: Path) -> str:
+    """``path`` as the demo prints it: relative to the current directory when it lies below it
+    (``demo-output/logs``, what one types next), else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _stop_on_signals() -> None:
@@ -224,7 +232,7 @@ def _run(
     )
     console.print(
         f"[bold]Daifugo Arena demo[/bold]: {ruleset}, {how}, "
-        f"SQLite at {out / 'arena.db'}, matches run in-process (eager mode)"
+        f"SQLite at {shown(out / 'arena.db')}, matches run in-process (eager mode)"
     )
     console.print(
         "tournament size (kept small for the demo): "
@@ -271,10 +279,10 @@ def _run(
         paths = download_logs(organizer, tid, logs_dir)
         verified, failures = verify_logs([logs_dir])
         console.print(
-            f"logs: {len(paths)} match logs in {logs_dir}; replayed through the engine: "
+            f"logs: {len(paths)} match logs in {shown(logs_dir)}; replayed through the engine: "
             f"{verified} verified, {len(failures)} failed"
         )
-        console.print(f"  check again with: arena logs verify {logs_dir}")
+        console.print(f"  check again with: arena logs verify {shown(logs_dir)}")
         for path, reason in failures:
             console.print(f"[red]FAILED {path}: {reason}[/red]")
         (out / "demo.json").write_text(
@@ -294,9 +302,9 @@ def _run(
             )
         )
         seconds = time.monotonic() - started
-        console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {out / 'demo.json'}")
+        console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {shown(out / 'demo.json')}")
         result = DemoResult(api_server.url, tid, organizer_token, standings, paths, verified, failures, seconds)
-        _serve_or_hint(serve, api_server.url, out, db_url, tid, console)
+        _serve_or_hint(serve, api_server.url, out, tid, console)
         organizer.close()
         public.close()
         return result
@@ -389,12 +397,12 @@ def _play_tournament(organizer: ApiClient, organizer_token: str, tid: int, conso
         )
 
 
-def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, console: Any) -> None:
-    """With ``serve``: keeps the API up until Ctrl-C; else prints how to serve the replay pages."""
+def _serve_or_hint(serve: bool, api_url: str, out: Path, tid: int, console: Any) -> None:
+    """With ``serve``: keeps the API up until Ctrl-C; else says how to see the pages: ``--serve``."""
     page = f"{api_url}/ui/tournaments/{tid}"
     if serve:
         console.print(f"Open: {page}")
-        console.print(f"API: {api_url}/api/v1 (organizer token in {out / 'demo.json'}); serving until Ctrl-C")
+        console.print(f"API: {api_url}/api/v1 (organizer token in {shown(out / 'demo.json')}); serving until Ctrl-C")
         _stop_on_signals()
         try:
             while True:
@@ -403,14 +411,9 @@ def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, 
             console.print("stopped")
     else:
         console.print(
-            "Replay pages: run the demo with --serve "
-            f"(it prints `Open: {api_url.rsplit(':', 1)[0]}:8000/ui/tournaments/<id>`), "
-            f"or serve this database and open {'http://127.0.0.1:8000'}/ui/tournaments/{tid}:"
-        )
-        # the data folder too: it holds the key that decrypts the stored bot secrets
-        console.print(
-            f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL={db_url} "
-            f"{Path(sys.executable).parent / 'arena'} api --dev --port 8000"
+            "The replay pages and standings in the browser: the demo again with --serve "
+            "(bash infra/demo.sh --serve, or arena demo --serve) keeps them up until Ctrl-C and prints "
+            f"Open: http://127.0.0.1:8000/ui/tournaments/{tid}"
         )
 
 

@@ -12,7 +12,9 @@
 #    ARENA_TEST_BROKER_URLS (all of them, one per xdist worker), ARENA_ALLOW_PRIVATE_BOT_URLS=1;
 #    installs the Node starter's package (npm ci) when npm is there and it is missing
 # 4. runs .venv/bin/python -m pytest -n ARENA_TEST_WORKERS --dist loadfile "$@"; stops every
-#    service on every exit path.
+#    service on every exit path. Ctrl-C, SIGTERM or SIGHUP (a `timeout`, a cancelled CI job)
+#    interrupt pytest at once: every test's processes are stopped by their finalizers
+#    (tests/children.py), then the services.
 # --fast: no PostgreSQL, Redis, worker or browser: runs
 #    pytest -n 2 -m "not services and not browser and not slow" with the quick Hypothesis
 #    profile (ARENA_HYPOTHESIS_PROFILE=quick); modules marked as a whole are not even imported
@@ -133,8 +135,30 @@ export ARENA_ALLOW_PRIVATE_BOT_URLS=1
 echo "test.sh: PostgreSQL $ARENA_TEST_DATABASE_URL, Redis $ARENA_TEST_BROKER_URLS" >&2
 
 set +e
-TMPDIR="${RUN_TMP:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest "${XDIST[@]}" "$@"
-rc=$?
+if [[ -t 0 ]]; then
+    # at a terminal: Ctrl-C reaches pytest and its xdist workers itself, --pdb reads the terminal
+    TMPDIR="${RUN_TMP:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest "${XDIST[@]}" "$@"
+    rc=$?
+else
+    # elsewhere (CI, `timeout`, a script): pytest in a process group of its own, and a signal
+    # to this script passed on to that whole group at once (pytest and its xdist workers turn
+    # SIGTERM into an interruption that runs every fixture's finalizer: tests/children.py), not
+    # after pytest has finished; then the services above are stopped
+    set -m
+    TMPDIR="${RUN_TMP:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest "${XDIST[@]}" "$@" &
+    PYTEST_PID=$!
+    set +m
+    trap 'kill -TERM -- "-$PYTEST_PID" 2>/dev/null; signalled=130' INT
+    trap 'kill -TERM -- "-$PYTEST_PID" 2>/dev/null; signalled=143' TERM HUP
+    signalled=0
+    wait "$PYTEST_PID"
+    rc=$?
+    while kill -0 "$PYTEST_PID" 2>/dev/null; do  # a signal ended the wait: wait for pytest's end
+        wait "$PYTEST_PID"
+        rc=$?
+    done
+    if [[ $signalled -ne 0 ]]; then rc=$signalled; fi
+fi
 set -e
 if [[ $rc -eq 5 ]]; then collected_none; rc=1; fi
 exit "$rc"

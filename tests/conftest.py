@@ -26,6 +26,12 @@ Under pytest-xdist (``-n N``) each worker process gets its own Redis server (the
 PostgreSQL server) and its own Celery worker names and private queues: workers never share
 a queue, a key or a pub/sub channel.
 
+Processes a test starts (servers, workers, bots, CLI commands that keep running): through the
+``spawn`` fixture or :func:`tests.children.spawn` (a process group of its own, stopped at
+teardown, on a failure, Ctrl-C or SIGTERM, and with the test process: ``tests/children.py``);
+never a bare ``subprocess.Popen`` that a failing assertion would leave running. Wait for what
+a process does on an observable state (``tests.helpers.wait_until``), never on a sleep.
+
 Where to put your own fixtures: a ``conftest.py`` in your tests/ subfolder (visible in that
 folder), or a module in ``tests/plugins/`` (every ``tests/plugins/*.py`` not starting with
 ``_`` is registered as a pytest plugin, so its fixtures and hooks are visible everywhere).
