@@ -124,10 +124,32 @@ if [[ ! -d starters/node/node_modules ]] && command -v npm >/dev/null; then
         || echo "test.sh: npm ci in starters/node failed: the Node starter's tests will skip" >&2
 fi
 
-ARENA_TEST_DATABASE_URL="$(bash infra/postgres.sh start)"
+# A free port may be taken between the check and the server's start (another run on this
+# machine starting at the same moment): then the server is started again on another one.
+start_pg() {
+    local attempt
+    for attempt in 1 2 3; do
+        bash infra/postgres.sh start && return 0
+        bash infra/postgres.sh stop || true
+        ARENA_PG_PORT="$(free_port)"
+        echo "test.sh: PostgreSQL did not start (attempt $attempt); trying port $ARENA_PG_PORT" >&2
+    done
+    return 1
+}
+ARENA_TEST_DATABASE_URL="$(start_pg)"
+ARENA_PG_PORT="${ARENA_TEST_DATABASE_URL##*:}"
+ARENA_PG_PORT="${ARENA_PG_PORT%%/*}"  # the port it runs on, for cleanup
 ARENA_TEST_BROKER_URLS=""
-for port in "${REDIS_PORTS[@]}"; do
-    ARENA_TEST_BROKER_URLS+="$(ARENA_REDIS_PORT="$port" bash infra/redis.sh start) "
+for i in "${!REDIS_PORTS[@]}"; do
+    for attempt in 1 2 3; do
+        url="$(ARENA_REDIS_PORT="${REDIS_PORTS[$i]}" bash infra/redis.sh start)" && break
+        ARENA_REDIS_PORT="${REDIS_PORTS[$i]}" bash infra/redis.sh stop || true
+        REDIS_PORTS[i]="$(free_port)"
+        url=""
+        echo "test.sh: Redis did not start (attempt $attempt); trying port ${REDIS_PORTS[$i]}" >&2
+    done
+    [[ -n "$url" ]] || exit 1
+    ARENA_TEST_BROKER_URLS+="$url "
 done
 ARENA_TEST_BROKER_URL="${ARENA_TEST_BROKER_URLS%% *}"
 export ARENA_TEST_DATABASE_URL ARENA_TEST_BROKER_URL ARENA_TEST_BROKER_URLS
