@@ -5,6 +5,8 @@ the benches import it too: ``from tests.children import spawn``).
   Linux, a process started from the main thread also gets SIGTERM if its parent dies, even by
   SIGKILL (``PR_SET_PDEATHSIG``).
 - :func:`stop` stops one: SIGTERM to its whole group, a wait, then SIGKILL to the group.
+- :func:`run` is ``subprocess.run`` through :func:`spawn`: interrupted or timed out, the
+  process and its group get SIGTERM first (a bench stops its services), not SIGKILL alone.
 - :func:`on_exit` registers a clean-up function of another kind (``infra/redis.sh stop``...).
 - :func:`stop_all` stops every registered process still alive and runs the clean-ups, newest
   first; it runs at interpreter exit (``atexit``).
@@ -104,6 +106,34 @@ def _finish(proc: subprocess.Popen[Any], timeout_s: float, reaped: bool) -> int:
     except (ProcessLookupError, PermissionError):
         pass
     return proc.returncode
+
+
+def run(
+    cmd: Sequence[str],
+    *,
+    timeout: float | None = None,
+    input: str | bytes | None = None,
+    capture_output: bool = False,
+    **popen: Any,
+) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run`` through :func:`spawn`: on a timeout (``TimeoutExpired``, raised after
+    it), an interruption (Ctrl-C, or SIGTERM turned into ``KeyboardInterrupt``) or any other
+    error, the process and its group get SIGTERM first, so a bench's ``finally`` stops its
+    services, and SIGKILL only after :data:`STOP_TIMEOUT_S` (``subprocess.run`` SIGKILLs the
+    process alone, and whatever it started is left running)."""
+    if capture_output:
+        popen["stdout"] = popen["stderr"] = subprocess.PIPE
+    if input is not None:
+        popen["stdin"] = subprocess.PIPE
+    proc = spawn(cmd, **popen)
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except BaseException:
+        stop(proc)
+        raise
+    with _lock:
+        _children.pop(proc.pid, None)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def on_exit(cleanup: Callable[[], object]) -> Callable[[], object]:

@@ -37,7 +37,7 @@ def test_demo_million_doubt(tmp_path):
     out.parent.mkdir()
     env = _env()
     env.pop("COLUMNS")  # output captured, no COLUMNS: as in `arena demo > demo.txt`
-    done = subprocess.run(
+    done = children.run(
         [*ARENA, "demo", "--out", str(out), "--seed", "11"],
         cwd=tmp_path,
         env=env,
@@ -160,7 +160,7 @@ def test_demo_connect_plays_bots_that_dial_out(tmp_path, request, redis_source):
     127.0.0.1 stay refused (the demo sets no private-URL exception)."""
     out = tmp_path / "demo"
     extra = ["--redis-url", request.getfixturevalue("redis_url")] if redis_source == "given" else []
-    done = subprocess.run(
+    done = children.run(
         [*ARENA, "demo", "--connect", "--out", str(out), "--seed", "11", *extra],
         cwd=tmp_path,
         env=_env(),

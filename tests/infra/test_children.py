@@ -123,3 +123,34 @@ def test_stop_ends_the_whole_group_and_forgets_it() -> None:
     assert proc not in children.alive()
     wait_until(lambda: not _alive(grandchild), "the grandchild stopped")
     assert children.stop(proc) == -signal.SIGTERM  # idempotent
+
+
+#: Runs (``children.run``) a shell that, once its SIGTERM trap is set, says so in a file and
+#: waits; the trap writes ``cleaned`` before it exits.
+RUN_DRIVER = textwrap.dedent(
+    """
+    import sys
+    from tests import children
+    children.install_signal_handlers()
+    ready, cleaned = sys.argv[1], sys.argv[2]
+    children.run(["bash", "-c", f"trap 'echo cleaned > {cleaned}; exit 0' TERM; touch {ready}; sleep 600 & wait"])
+    """
+)
+
+
+def test_run_interrupted_gives_its_command_sigterm_first(tmp_path: Path) -> None:
+    """A bench run through ``children.run`` by a test that is interrupted gets SIGTERM, so its
+    ``finally`` blocks stop what it started (``subprocess.run`` would SIGKILL it)."""
+    ready, cleaned = tmp_path / "ready", tmp_path / "cleaned"
+    proc = children.spawn(
+        [sys.executable, "-c", RUN_DRIVER, str(ready), str(cleaned)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        wait_until(ready.exists, "the command's trap set")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) != 0
+        assert cleaned.read_text() == "cleaned\n"
+    finally:
+        children.stop(proc)
