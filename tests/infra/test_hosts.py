@@ -34,7 +34,7 @@ from arena.db.models import Match, MatchLog, MatchResult
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from tests import children
-from tests.helpers import wait_until
+from tests.helpers import paced, wait_until
 from tests.worker.conftest import Arena
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -283,7 +283,7 @@ def test_a_tournament_on_a_worker_host_and_a_data_host(hosts, tmp_path, monkeypa
             assert "failed" not in statuses, [bot(i)["last_check"] for i in ids]
             return statuses == ["ready"] * len(ids)
 
-        wait_until(checked, "every bot checked by the worker host", FINISH_TIMEOUT_S)
+        wait_until(paced(checked, 0.2), "every bot checked by the worker host", FINISH_TIMEOUT_S)
 
         tid = arena.create(
             "million_doubt",
@@ -293,7 +293,7 @@ def test_a_tournament_on_a_worker_host_and_a_data_host(hosts, tmp_path, monkeypa
         )
         arena.start(tid)
         t = wait_until(
-            lambda: (x := arena.get(f"/tournaments/{tid}"))["status"] != "running" and x,
+            paced(lambda: (x := arena.get(f"/tournaments/{tid}"))["status"] != "running" and x, 0.2),
             "the tournament over",
             FINISH_TIMEOUT_S,
         )

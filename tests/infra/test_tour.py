@@ -14,16 +14,14 @@ import shlex
 import signal
 import socket
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from tests import children
-from tests.helpers import wait_until
+from tests.helpers import paced, wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -38,17 +36,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _paced(condition: Callable[[], Any]) -> Callable[[], Any]:
-    """``condition`` asked at most every 0.1 s (each asking is a request to the tour's site,
-    which shares the machine with the worker playing the matches)."""
-
-    def paced() -> Any:
-        value = condition()
-        if not value:
-            time.sleep(0.1)
-        return value
-
-    return paced
+#: Each asking is a request to the tour's site, which shares the machine with the worker
+#: playing the matches: asked at most every 0.1 s.
+_paced = paced
 
 
 def _listening_inodes_of(pid: int) -> set[str]:
