@@ -61,6 +61,7 @@ import httpx  # noqa: E402
 
 from bots_sdk import protocol  # noqa: E402
 from bots_sdk.samples import SAMPLE_BOTS  # noqa: E402
+from tests import children  # noqa: E402
 
 #: Requests of each bare measurement, through each of the two clients (bare_round_trip).
 BARE_REQUESTS = 1000
@@ -81,9 +82,15 @@ def free_port() -> int:
 
 
 class Services:
+    """PostgreSQL and Redis of a bench (``infra/postgres.sh``, ``infra/redis.sh`` on free ports),
+    stopped by :meth:`stop`, or at exit whatever happened: an error, Ctrl-C, SIGTERM (a
+    timeout) or SIGHUP end the bench through its ``finally`` blocks (``tests.children``)."""
+
     def __init__(self) -> None:
         self.env = {**os.environ, "ARENA_PG_PORT": str(free_port()), "ARENA_REDIS_PORT": str(free_port())}
         self.started: list[str] = []
+        children.install_signal_handlers()
+        children.on_exit(self.stop)
 
     def start(self, script: str) -> str:
         out = subprocess.run(
@@ -111,7 +118,9 @@ class Services:
         return db, broker
 
     def stop(self) -> None:
-        for script in reversed(self.started):
+        children.forget(self.stop)
+        while self.started:
+            script = self.started.pop()
             subprocess.run(["bash", str(REPO / "infra" / script), "stop"], env=self.env, capture_output=True)
 
 
@@ -142,7 +151,7 @@ class Worker:
         prefix = ["-c", _PROFILED.format(path=profile), "celery"] if profile else ["-m", "celery"]
         pool = ["--pool", "solo"] if profile else []
         with open(self.log, "wb") as fh:
-            self.proc = subprocess.Popen(
+            self.proc = children.spawn(
                 [
                     sys.executable,
                     *prefix,
@@ -166,27 +175,22 @@ class Worker:
                 env=env,
                 stdout=fh,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
         from arena.config import Settings
         from worker.celery_app import make_app
 
         client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
-        for _ in range(concurrency):  # every pool process answers before we measure
-            assert client.send_task("arena.ping", queue="arena").get(timeout=60) == "pong"
-        client.close()
+        try:
+            for _ in range(concurrency):  # every pool process answers before we measure
+                assert client.send_task("arena.ping", queue="arena").get(timeout=60) == "pong"
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            client.close()
 
     def stop(self) -> None:
-        import signal
-
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        children.stop(self.proc, 15)
 
 
 class ThinkingBot(SAMPLE_BOTS["greedy"]):

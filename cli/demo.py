@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -101,6 +100,15 @@ def _fresh_out_dir(out: Path) -> None:
     if logs.is_dir():
         for f in logs.glob("match-*.json*"):
             f.unlink()
+
+
+def shown(path: Path) -> str:
+    """``path`` as the demo prints it: relative to the current directory when it lies below it
+    (``demo-output/logs``, what one types next), else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _stop_on_signals() -> None:
@@ -264,7 +272,7 @@ class _Stage:
             )
         )
         seconds = time.monotonic() - started
-        self.console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {out / 'demo.json'}")
+        self.console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {shown(out / 'demo.json')}")
         return seconds
 
 
@@ -326,7 +334,7 @@ def _run(
     )
     console.print(
         f"[bold]Daifugo Arena demo[/bold]: {ruleset}, {how}, "
-        f"SQLite at {out / 'arena.db'}, matches run in-process (eager mode)"
+        f"SQLite at {shown(out / 'arena.db')}, matches run in-process (eager mode)"
     )
     console.print(
         "tournament size (kept small for the demo): "
@@ -359,15 +367,15 @@ def _run(
         paths = download_logs(organizer, tid, logs_dir)
         verified, failures = verify_logs([logs_dir])
         console.print(
-            f"logs: {len(paths)} match logs in {logs_dir}; replayed through the engine: "
+            f"logs: {len(paths)} match logs in {shown(logs_dir)}; replayed through the engine: "
             f"{verified} verified, {len(failures)} failed"
         )
-        console.print(f"  check again with: arena logs verify {logs_dir}")
+        console.print(f"  check again with: arena logs verify {shown(logs_dir)}")
         for path, reason in failures:
             console.print(f"[red]FAILED {path}: {reason}[/red]")
         seconds = stage.finish(out, db_url, started, tournament_id=tid, ruleset=ruleset, seed=seed)
         result = DemoResult(stage.url, tid, organizer_token, standings, paths, verified, failures, seconds)
-        _serve_or_hint(serve, stage.url, out, db_url, tid, console)
+        _serve_or_hint(serve, stage.url, out, tid, console)
         return result
 
 
@@ -420,7 +428,7 @@ def _run_ladder(
         with progress_bar(console) as bar:
             task = bar.add_task("ladder ticks", total=run.ticks)
 
-            def shown(count: TickCount) -> None:
+            def show_tick(count: TickCount) -> None:
                 bar.update(task, completed=count.ticks, description=f"ladder ticks ({count.sets} sets played)")
 
             count = drive_ticks(
@@ -430,7 +438,7 @@ def _run_ladder(
                 seconds=None if run.ticks is not None else run.minutes * 60,
                 ticks=run.ticks,
                 probe_s=settings.ladder_probe_s,
-                on_tick=shown,
+                on_tick=show_tick,
             )
         with sessions() as session:
             ladders.fit_ladder(session, lid)
@@ -441,7 +449,7 @@ def _run_ladder(
         console.print(ladder_cli.official_tables(public.ladder_official(lid), names))
         seconds = stage.finish(out, db_url, started, ladder_id=lid, ruleset=ruleset)
         result = LadderDemoResult(stage.url, lid, table, count.ticks, count.sets, seconds)
-        _serve_or_hint(serve, stage.url, out, db_url, f"ladders/{lid}", console)
+        _serve_or_hint(serve, stage.url, out, f"ladders/{lid}", console)
         return result
 
 
@@ -532,13 +540,13 @@ def _play_tournament(organizer: ApiClient, organizer_token: str, tid: int, conso
         )
 
 
-def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, page: int | str, console: Any) -> None:
-    """With ``serve``: keeps the API up until Ctrl-C; else prints how to serve the pages.
+def _serve_or_hint(serve: bool, api_url: str, out: Path, page: int | str, console: Any) -> None:
+    """With ``serve``: keeps the API up until Ctrl-C; else says how to see the pages: ``--serve``.
     ``page``: the page to open under ``/ui/``, or a tournament id."""
     page = f"tournaments/{page}" if isinstance(page, int) else page
     if serve:
         console.print(f"Open: {api_url}/ui/{page}")
-        console.print(f"API: {api_url}/api/v1 (organizer token in {out / 'demo.json'}); serving until Ctrl-C")
+        console.print(f"API: {api_url}/api/v1 (organizer token in {shown(out / 'demo.json')}); serving until Ctrl-C")
         _stop_on_signals()
         try:
             while True:
@@ -546,16 +554,10 @@ def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, page: int 
         except KeyboardInterrupt:
             console.print("stopped")
     else:
-        kind = page.split("/", 1)[0]
         console.print(
-            "Replay pages: run the demo with --serve "
-            f"(it prints `Open: {api_url.rsplit(':', 1)[0]}:8000/ui/{kind}/<id>`), "
-            f"or serve this database and open {'http://127.0.0.1:8000'}/ui/{page}:"
-        )
-        # the data folder too: it holds the key that decrypts the stored bot secrets
-        console.print(
-            f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL={db_url} "
-            f"{Path(sys.executable).parent / 'arena'} api --dev --port 8000"
+            "The replay pages and standings in the browser: the demo again with --serve "
+            "(bash infra/demo.sh --serve, or arena demo --serve) keeps them up until Ctrl-C and prints "
+            f"Open: http://127.0.0.1:8000/ui/{page}"
         )
 
 

@@ -26,6 +26,12 @@ Under pytest-xdist (``-n N``) each worker process gets its own Redis server (the
 PostgreSQL server) and its own Celery worker names and private queues: workers never share
 a queue, a key or a pub/sub channel.
 
+Processes a test starts (servers, workers, bots, CLI commands that keep running): through the
+``spawn`` fixture or :func:`tests.children.spawn` (a process group of its own, stopped at
+teardown, on a failure, Ctrl-C or SIGTERM, and with the test process: ``tests/children.py``);
+never a bare ``subprocess.Popen`` that a failing assertion would leave running. Wait for what
+a process does on an observable state (``tests.helpers.wait_until``), never on a sleep.
+
 Where to put your own fixtures: a ``conftest.py`` in your tests/ subfolder (visible in that
 folder), or a module in ``tests/plugins/`` (every ``tests/plugins/*.py`` not starting with
 ``_`` is registered as a pytest plugin, so its fixtures and hooks are visible everywhere).
@@ -50,6 +56,8 @@ from pathlib import Path
 import pytest
 import redis
 from hypothesis import settings
+
+from tests import children
 
 # Test bots live on 127.0.0.1: the bot connections' SSRF policy (arena.bot_transport)
 # must allow loopback where a test does not choose, as infra/test.sh exports it.
@@ -428,14 +436,8 @@ def celery_worker_factory(
             *extra_args,
         ]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=REPO,
-                env=wenv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            proc = children.spawn(
+                cmd, cwd=REPO, env=wenv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
         handle = WorkerHandle(proc, name, all_queues, _client_app(broker), log_path)
         handles.append(handle)
@@ -521,14 +523,8 @@ def beat_factory(
         }
         cmd = [sys.executable, "-m", "cli", "beat", "--schedule", str(folder / f"schedule-{tag}")]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=REPO,
-                env=benv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            proc = children.spawn(
+                cmd, cwd=REPO, env=benv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
         handle = BeatHandle(proc, log_path)
         handles.append(handle)

@@ -9,7 +9,8 @@
   ``failed``) through the models, without playing the check's games.
 - :func:`examples`: a Hypothesis ``max_examples`` scaled by the loaded profile.
 - :func:`wait_until`: poll an observable state until it holds (never a sleep that orders
-  events; the timeout only guards against a hang).
+  events; the timeout only guards against a hang); :func:`paced`: a costly condition asked
+  less often.
 - :class:`FreezableProxy`: a TCP proxy that can freeze its connections (a server that stops
   answering, a path gone silent), or forward from another address (a network namespace).
 """
@@ -63,6 +64,20 @@ def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = WAIT_
             raise AssertionError(f"still not {what} after {timeout_s} s")
         time.sleep(0.01)
     return value
+
+
+def paced(condition: Callable[[], Any], every_s: float = 0.1) -> Callable[[], Any]:
+    """``condition`` for :func:`wait_until`, asked at most every ``every_s`` seconds: for a
+    condition that costs the system under test (a request to a server it shares a machine or
+    an interpreter with), never to order events."""
+
+    def asked() -> Any:
+        value = condition()
+        if not value:
+            time.sleep(every_s)
+        return value
+
+    return asked
 
 
 def _admin_execute(pg_url: str, sql: str) -> None:

@@ -32,6 +32,7 @@ from bots_sdk.connect import ConnectError, connect
 from bots_sdk.samples import RandomBot
 from cli import main
 from engine.timebank import TimeRules
+from tests import children
 from tests.helpers import wait_until
 from tests.starter_builds import command, skip_unless
 
@@ -377,7 +378,7 @@ def test_node_starter_authenticates_and_answers_legally(peer, ruleset):
         "ARENA_BOT_ID": str(BOT_ID),
         "ARENA_GATEWAY_URL": peer.url,
     }
-    proc = subprocess.Popen(command("node"), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = children.spawn(command("node"), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert peer.wait(lambda p: p.welcomed == 1 or proc.poll() is not None), "the starter never authenticated"
         assert peer.welcomed == 1, proc.communicate(timeout=WAIT_S)[0]

@@ -17,6 +17,8 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests import children
+
 REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
 DEMO_BOTS = ("heuristic", "greedy", "random-1", "random-2")
@@ -35,7 +37,7 @@ def test_demo_million_doubt(tmp_path):
     out.parent.mkdir()
     env = _env()
     env.pop("COLUMNS")  # output captured, no COLUMNS: as in `arena demo > demo.txt`
-    done = subprocess.run(
+    done = children.run(
         [*ARENA, "demo", "--out", str(out), "--seed", "11"],
         cwd=tmp_path,
         env=env,
@@ -61,17 +63,23 @@ def test_demo_million_doubt(tmp_path):
     assert [r[3] for r in by_rank] == sorted((r[3] for r in by_rank), reverse=True)
     assert "6 match logs" in stdout and "6 verified, 0 failed" in stdout
     assert re.search(r"http://127\.0\.0\.1:8000/ui/tournaments/1\b", stdout)
-    # no line is cut: the database path, the URLs and the commands to copy are whole lines' parts
+    # no line is cut: the database path, the URLs and the commands to copy are whole lines' parts;
+    # paths below the current directory are printed relative to it (what one types next)
     lines = stdout.splitlines()
-    assert any(f"SQLite at {out / 'arena.db'}, matches run in-process" in ln for ln in lines), stdout
+    here = out.relative_to(tmp_path)
+    assert any(f"SQLite at {here / 'arena.db'}, matches run in-process" in ln for ln in lines), stdout
     assert any(
         re.search(r"API on http://127\.0\.0\.1:\d+/api/v1 \(OpenAPI at http://\S+/openapi\.json\)", ln) for ln in lines
     )
-    assert f"  check again with: arena logs verify {out / 'logs'}" in lines, stdout
+    assert f"  check again with: arena logs verify {here / 'logs'}" in lines, stdout
+    assert any(ln.endswith(f"accounts' tokens in {here / 'demo.json'}") for ln in lines), stdout
+    assert str(tmp_path) not in stdout
+    # the pages: the --serve way, not a command to serve the database by hand
     assert any(
-        ln.startswith(f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL=sqlite:///{out / 'arena.db'} ") for ln in lines
-    )
-    assert any(ln.endswith(" api --dev --port 8000") for ln in lines), stdout
+        "(bash infra/demo.sh --serve, or arena demo --serve)" in ln
+        and ln.endswith("Open: http://127.0.0.1:8000/ui/tournaments/1")
+        for ln in lines
+    ), stdout
     assert max(map(len, lines)) > 120  # the test means something: these lines are long
 
     logs = sorted((out / "logs").glob("match-*.json.gz"))
@@ -102,7 +110,7 @@ def test_demo_serve_keeps_the_api_up(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     out = tmp_path / "demo"
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [*ARENA, "demo", "--ruleset", "jdf", "--out", str(out), "--serve", "--port", str(port), "--seed", "5"],
         cwd=tmp_path,
         env=_env(),
@@ -152,7 +160,7 @@ def test_demo_connect_plays_bots_that_dial_out(tmp_path, request, redis_source):
     127.0.0.1 stay refused (the demo sets no private-URL exception)."""
     out = tmp_path / "demo"
     extra = ["--redis-url", request.getfixturevalue("redis_url")] if redis_source == "given" else []
-    done = subprocess.run(
+    done = children.run(
         [*ARENA, "demo", "--connect", "--out", str(out), "--seed", "11", *extra],
         cwd=tmp_path,
         env=_env(),

@@ -34,6 +34,7 @@ from arena.status import BotStatus
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli.servers import WsgiServer
+from tests import children
 from tests.helpers import create_pg_database, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,13 +107,7 @@ class Process:
         return self.proc.wait(30)
 
     def stop(self) -> None:
-        if self.alive():
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        children.stop(self.proc, 15)
 
 
 @dataclass
@@ -188,7 +183,7 @@ class DialStack:
     def start(self, name: str, cmd: list[str], env: dict[str, str]) -> Process:
         log_path = self.folder / f"{name}.log"
         with open(log_path, "wb") as out:
-            proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+            proc = children.spawn(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         self.processes.append(Process(proc, log_path))
         return self.processes[-1]
 
@@ -268,7 +263,7 @@ def start_gateway_process(folder: Path, env: dict[str, str], n: int) -> GatewayP
     log_path = folder / f"gateway-{n}.log"
     out_path = folder / f"gateway-{n}.out"
     with open(log_path, "wb") as err, open(out_path, "wb") as out:
-        proc = subprocess.Popen(
+        proc = children.spawn(
             [sys.executable, "-m", "cli", "gateway", "--port", "0"],
             cwd=REPO,
             env=env,
@@ -414,7 +409,7 @@ def gateways() -> Iterator[list[subprocess.Popen[str]]]:
 
 def start_gateway(env: dict[str, str], started: list[subprocess.Popen[str]]) -> tuple[subprocess.Popen[str], str, str]:
     """A real ``arena gateway --port 0``: the process, its id and its URL."""
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [sys.executable, "-m", "cli", "gateway", "--port", "0"],
         env=env,
         stdout=subprocess.PIPE,

@@ -38,6 +38,7 @@ from bots_sdk import protocol, wire
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 from gateway.server import PROBE_S, SILENT_S
+from tests import children
 from tests.gateway.conftest import Site, add_bot, start_gateway
 from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code
 from tests.gateway.test_gateway_attacks import RawBot
@@ -179,7 +180,7 @@ def start_redis(port: int) -> subprocess.Popen[bytes]:
     exe = shutil.which("redis-server")
     if exe is None:  # infra/test.sh installs it; a bare pytest run may not have it
         pytest.fail("redis-server is not installed (run the tests through infra/test.sh)")
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -401,7 +402,7 @@ def test_the_node_starter_notices_a_connection_gone_silent_and_reconnects(redis_
         "ARENA_GATEWAY_URL": f"ws://127.0.0.1:{proxy.port}/v1/bots",
     }
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen(command("node"), env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = children.spawn(command("node"), env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
 
         def welcomes() -> int:

@@ -24,6 +24,7 @@ import pytest
 
 from arena import __version__
 from bots_sdk import examples, protocol
+from tests import children
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.slow
@@ -139,7 +140,7 @@ def test_a_local_match_plays_and_its_log_verifies(light):
 def test_a_served_sample_bot_answers_and_plays(light, free_port):
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    server = subprocess.Popen(
+    server = children.spawn(
         [light.bin("arena"), "bots", "serve", "random", "--port", str(port), "--seed", "3"],
         cwd=light.work,
         env=light.env(),

@@ -15,15 +15,14 @@ import shlex
 import signal
 import socket
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.helpers import wait_until
+from tests import children
+from tests.helpers import paced, wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -38,17 +37,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _paced(condition: Callable[[], Any]) -> Callable[[], Any]:
-    """``condition`` asked at most every 0.1 s (each asking is a request to the tour's site,
-    which shares the machine with the worker playing the matches)."""
-
-    def paced() -> Any:
-        value = condition()
-        if not value:
-            time.sleep(0.1)
-        return value
-
-    return paced
+#: Each asking is a request to the tour's site, which shares the machine with the worker
+#: playing the matches: asked at most every 0.1 s.
+_paced = paced
 
 
 def _listening_inodes_of(pid: int) -> set[str]:
@@ -208,7 +199,7 @@ def test_the_quick_tour_with_bots_that_dial_out(tour: Tour) -> None:
     assert words[0].startswith("ARENA_BOT_SECRET=") and words[1] == "arena"
     env = {k: v for k, v in tour.env.items() if not k.startswith("ARENA_")}
     env["ARENA_BOT_SECRET"] = words[0].split("=", 1)[1]
-    bot = subprocess.Popen(
+    bot = children.spawn(
         [str(REPO / ".venv" / "bin" / "arena"), *words[2:]],
         env=env,
         stdout=subprocess.DEVNULL,

@@ -95,6 +95,28 @@ def _until(cond, what: str, timeout_s: float = WAIT_MS / 1000):
         time.sleep(0.05)
 
 
+#: Runs in every document of the tournament page (``add_init_script``): the first time the live
+#: part shows the tournament finished, it hands what the live part shows to the test
+#: (``arenaLiveFinished``, an exposed function), read in the same task as the swap that showed
+#: it. The page then loads itself again (tournament_live.js), so a read by the test afterwards
+#: would race that reload.
+RECORD_FINISHED_JS = """(() => {
+  let sent = false;
+  const record = () => {
+    const box = document.getElementById("live-tournament"), status = document.getElementById("status");
+    if (sent || !box || !status || status.dataset.status !== "finished") return;
+    sent = true;
+    window.arenaLiveFinished({
+      progress: document.getElementById("progress").innerText,
+      playing: document.querySelectorAll("#playing li").length,
+      ranks: Array.from(document.querySelectorAll("#standings td.rank"), (e) => e.innerText.trim()),
+      refreshes: Number(box.dataset.refreshes || 0),
+    });
+  };
+  new MutationObserver(record).observe(document, { subtree: true, childList: true, attributes: true });
+})();"""
+
+
 def _drain(sub: redis.client.PubSub, out: dict[bytes, list[dict]]) -> None:
     while True:
         msg = sub.get_message(timeout=0.3)
@@ -119,6 +141,9 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
     r = redis.Redis.from_url(arena.settings.broker_url)
     ctx_t, tpage, errs_t = _signed_in(browser, url, owner_token)
     ctx_c = ctx_o = None
+    finished_live: list[dict] = []
+    tpage.expose_function("arenaLiveFinished", lambda shown: finished_live.append(shown))
+    tpage.add_init_script(RECORD_FINISHED_JS)
     try:
         tpage.goto(f"{url}/ui/tournaments/{tid}")
         assert tpage.locator("#live-tournament").count() == 1
@@ -209,12 +234,15 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
     assert organizer.locator("#live-replay-link").inner_text() == "Open the replay"
     organizer.click("#live-replay-link")
     organizer.wait_for_selector("#replay-card")
-    # the tournament page: finished, 1 / 1, nothing playing, both bots ranked
-    tpage.wait_for_selector("#status[data-status='finished']", timeout=WAIT_MS)
-    assert "1 / 1" in tpage.locator("#progress").inner_text()
-    assert tpage.locator("#playing li").count() == 0
-    assert sorted(tpage.locator("#standings td.rank").all_inner_texts()) == ["1", "2"]
-    assert int(tpage.locator("#live-tournament").get_attribute("data-refreshes")) >= 2
+    # the tournament page's live part: finished, 1 / 1, nothing playing, both bots ranked (as
+    # RECORD_FINISHED_JS saw it, before the page loads itself again)
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not finished_live and time.monotonic() < deadline:
+        tpage.wait_for_timeout(50)  # lets Playwright deliver the page's call
+    assert len(finished_live) == 1, "the live part never showed the tournament finished"
+    shown = finished_live[0]
+    assert "1 / 1" in shown["progress"] and shown["playing"] == 0, shown
+    assert sorted(shown["ranks"]) == ["1", "2"] and shown["refreshes"] >= 2, shown
     # then the page loads itself again: the finished page (no live part, the match's replay
     # link in the table, no Resume/Cancel), with no reload by hand
     tpage.wait_for_selector("#live-tournament", state="detached", timeout=WAIT_MS)
