@@ -116,7 +116,7 @@ class DefaultWorker:
         while len(mine) < self.processes and time.monotonic() < deadline:  # every node up
             stats = client.control.inspect(timeout=2).stats() or {}
             # the match processes (the launcher's check process, NAME-checks@, plays no match)
-            mine = {n: v for n, v in stats.items() if n.startswith(name) and "-checks@" not in n}
+            mine = {n: v for n, v in stats.items() if n.startswith(name) and "-checks@" not in n and "-pars@" not in n}
         assert len(mine) == self.processes, f"{len(mine)} of {self.processes} worker processes answered"
         self.slots = sum(int(v.get("pool", {}).get("max-concurrency") or 1) for v in mine.values())
         self.pool = next(iter(mine.values())).get("pool", {}).get("implementation", pool or "?")
