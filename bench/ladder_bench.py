@@ -67,7 +67,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 import ladder_order  # noqa: E402
-from orchestration_bench import Services  # noqa: E402
+from orchestration_bench import Services, stop_group  # noqa: E402
 
 import engine  # noqa: E402
 
@@ -443,14 +443,7 @@ class Beat:
             )
 
     def stop(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        stop_group(self.proc)
 
 
 def register(arena: Any, server: Any, name: str) -> tuple[int, dict[str, str]]:

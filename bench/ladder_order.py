@@ -251,33 +251,6 @@ class LadderRun:
 
 
 @dataclass
-class RandomSetsRun:
-    """Diagnosis (``--sides random_sets``): the ladder's unit and rating without its
-    matchmaking: a uniform random table per step, one pool set, one update per set."""
-
-    pool: Pool
-    seats: int
-    rng: random.Random
-    ratings: list[tuple[float, float]] = field(default_factory=list)
-    sets: int = 0
-
-    def __post_init__(self) -> None:
-        self.ratings = [(ladder_ratings.MU0, ladder_ratings.SIGMA0)] * LEVELS
-
-    def advance(self, to: int) -> None:
-        while self.sets < to:
-            table = sorted(self.rng.sample(range(LEVELS), self.seats))
-            order, games = self.pool.get(table, self.rng.randrange(self.pool.slots))
-            places, _ = ladder_ratings.placement(
-                [sum(g[p] for g in games) for p in range(len(order))], [{} for _ in games]
-            )
-            up = ladder_ratings.update([self.ratings[b] for b in order], places)
-            for b, r in zip(order, up.ratings, strict=True):
-                self.ratings[b] = r
-            self.sets += 1
-
-
-@dataclass
 class BaselineRun:
     """The baseline ladder (module docstring)."""
 
@@ -304,6 +277,20 @@ class BaselineRun:
     def advance(self, to: int) -> None:
         while self.sets < to:
             self.step()
+
+
+class RandomSetsRun(BaselineRun):
+    """Diagnosis (``--sides random_sets``): the ladder's unit and rating without its
+    matchmaking: a uniform random table per step, one pool set, one update per set."""
+
+    def step(self) -> None:
+        table = sorted(self.rng.sample(range(LEVELS), self.seats))
+        order, games = self.pool.get(table, self.rng.randrange(self.pool.slots))
+        places, _ = ladder_ratings.placement([sum(g[p] for g in games) for p in range(len(order))], [{} for _ in games])
+        up = ladder_ratings.update([self.ratings[b] for b in order], places)
+        for b, r in zip(order, up.ratings, strict=True):
+            self.ratings[b] = r
+        self.sets += 1
 
 
 def _serve(conn: Any, pool: Pool, side: str, seeds: list[int], cfg: dict[str, Any], tau: float | None) -> None:

@@ -110,6 +110,21 @@ class Services:
             subprocess.run(["bash", str(REPO / "infra" / script), "stop"], env=self.env, capture_output=True)
 
 
+def stop_group(proc: subprocess.Popen, wait_s: float = 20) -> None:
+    """SIGTERM to the process group of ``proc`` (started with ``start_new_session``), SIGKILL
+    if it has not ended within ``wait_s`` seconds."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(wait_s)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 class Worker:
     def __init__(self, broker: str, db: str, concurrency: int, log_dir: Path):
         self.log = log_dir / f"worker-{uuid.uuid4().hex[:6]}.log"
@@ -157,16 +172,7 @@ class Worker:
         client.close()
 
     def stop(self) -> None:
-        import signal
-
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        stop_group(self.proc, 15)
 
 
 class ThinkingBot(SAMPLE_BOTS["greedy"]):

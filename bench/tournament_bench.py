@@ -49,7 +49,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from orchestration_bench import Services, wait_finished  # noqa: E402
+from orchestration_bench import Services, stop_group, wait_finished  # noqa: E402
 
 from bots_sdk.samples import SAMPLE_BOTS  # noqa: E402
 
@@ -124,17 +124,7 @@ class DefaultWorker:
         client.close()
 
     def stop(self) -> None:
-        import os
-        import signal
-
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        stop_group(self.proc)
 
 
 def lower_bound(stored, cap: int, slots: int) -> dict:
