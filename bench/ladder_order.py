@@ -36,6 +36,7 @@ import itertools
 import multiprocessing as mp
 import pickle
 import random
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -131,6 +132,16 @@ def _play_tables(ruleset: str, tables: list[tuple[int, ...]], slots: int) -> dic
     return {(t, j): play_set(ruleset, t, j) for t in tables for j in range(slots)}
 
 
+def _play_chunk(job: tuple[str, list[tuple[int, ...]], int]) -> dict[tuple[tuple[int, ...], int], PoolSet]:
+    return _play_tables(*job)
+
+
+def _plain_signals() -> None:
+    """A child process dies of SIGTERM and ignores Ctrl-C (its parent stops it)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Pool:
     """The pool of a rule set: every slot of every table (:meth:`fill`), or slots played on
     first use and kept."""
@@ -141,14 +152,13 @@ class Pool:
         self.play_s = 0.0
 
     def fill(self, processes: int) -> None:
-        """Play every slot of every table over ``processes`` processes."""
-        from concurrent.futures import ProcessPoolExecutor
-
+        """Play every slot of every table over ``processes`` processes (killed at once if
+        this one is interrupted: ``multiprocessing.Pool`` terminates them on its way out)."""
         t = time.perf_counter()
         tables = list(itertools.combinations(range(LEVELS), engine.SEATS[self.ruleset]))
-        chunks = [tables[i :: 4 * processes] for i in range(4 * processes)]
-        with ProcessPoolExecutor(processes, mp_context=mp.get_context("fork")) as ex:
-            for got in ex.map(_play_tables, [self.ruleset] * len(chunks), chunks, [self.slots] * len(chunks)):
+        chunks = [(self.ruleset, tables[i :: 4 * processes], self.slots) for i in range(4 * processes)]
+        with mp.get_context("fork").Pool(processes, initializer=_plain_signals) as workers:
+            for got in workers.imap_unordered(_play_chunk, chunks):
                 self.sets.update(got)
         self.play_s += time.perf_counter() - t
 
@@ -296,6 +306,7 @@ class RandomSetsRun(BaselineRun):
 def _serve(conn: Any, pool: Pool, side: str, seeds: list[int], cfg: dict[str, Any], tau: float | None) -> None:
     """A simulation process: owns the runs of ``seeds``; answers each checkpoint ``n`` with
     how many of them have found the order after ``n`` sets."""
+    _plain_signals()
     if tau is not None:
         from openskill.models import PlackettLuce
 
@@ -378,6 +389,7 @@ def judge(
     shares: list[tuple[int, float]] = []
     found = None
     extra: dict[str, Any] = {}
+    finished = False
     t0 = time.perf_counter()
     try:
         for n in checkpoints(step or (LEVELS // engine.SEATS[ruleset]), horizon):
@@ -392,11 +404,13 @@ def judge(
                 break
         for c in conns:
             c.send(None)
+        finished = True
     finally:
         for p in procs:
-            p.join(10)
+            p.join(10 if finished else 0)
             if p.is_alive():
                 p.kill()
+                p.join()
     extra["seconds"] = round(time.perf_counter() - t0, 1)
     return Verdict(found, horizon, shares, extra)
 

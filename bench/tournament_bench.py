@@ -106,6 +106,18 @@ class DefaultWorker:
             self.proc = subprocess.Popen(
                 cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
             )
+        try:
+            mine = self._ready(broker, name)
+        except BaseException:
+            self.stop()  # a worker that never came up is not left running
+            raise
+        self.slots = sum(int(v.get("pool", {}).get("max-concurrency") or 1) for v in mine.values())
+        self.pool = next(iter(mine.values())).get("pool", {}).get("implementation", pool or "?")
+        self.pids = [int(v["pid"]) for v in mine.values()]
+        self._client.close()
+
+    def _ready(self, broker: str, name: str) -> dict:
+        """The match processes' stats once every one of them answers."""
         from arena.config import Settings
         from worker.celery_app import make_app
 
@@ -115,13 +127,11 @@ class DefaultWorker:
         mine: dict = {}
         while len(mine) < self.processes and time.monotonic() < deadline:  # every node up
             stats = client.control.inspect(timeout=2).stats() or {}
-            # the match processes (the launcher's check process, NAME-checks@, plays no match)
+            # the match processes (the check and par processes, NAME-checks@ and NAME-pars@, play none)
             mine = {n: v for n, v in stats.items() if n.startswith(name) and "-checks@" not in n and "-pars@" not in n}
         assert len(mine) == self.processes, f"{len(mine)} of {self.processes} worker processes answered"
-        self.slots = sum(int(v.get("pool", {}).get("max-concurrency") or 1) for v in mine.values())
-        self.pool = next(iter(mine.values())).get("pool", {}).get("implementation", pool or "?")
-        self.pids = [int(v["pid"]) for v in mine.values()]
-        client.close()
+        self._client = client
+        return mine
 
     def stop(self) -> None:
         stop_group(self.proc)
