@@ -10,7 +10,6 @@ rated once. Each view parses, calls its use case (:mod:`arena.usecases.ladders`)
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 import marshmallow as ma
@@ -316,7 +315,7 @@ class LadderById(MethodView):
     def get(self, ladder_id: int):
         """The ladder and its live table (conservative rating first; who can play now)."""
         ladder, rows = usecases.live_table(db(), optional_account(), ladder_id, online(), settings().ladder_probe_s)
-        return {"ladder": ladder_dict(ladder), "rows": [asdict(r) for r in rows]}
+        return {"ladder": ladder_dict(ladder), "rows": rows}  # the schema reads each row's attributes
 
 
 @blp.route("/<int:ladder_id>/close")

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -671,41 +672,43 @@ def _add_pairs(
     residuals: Sequence[float],
     now: datetime,
 ) -> None:
-    """Add one rated set to the sums of each pair of its entries (inside the caller's
-    transaction, after the entries' locks: no other transaction writes these pairs now)."""
+    """Add one rated set to the sums of each pair of its entries in one statement (an insert
+    that adds to the row where the pair has one), inside the caller's transaction, after the
+    entries' locks: no other transaction writes these pairs now."""
+    rows = []
     for i, j in itertools.combinations(range(len(ids)), 2):
         a, b = pair(ids[i], ids[j])
         ia, ib = (i, j) if a == ids[i] else (j, i)
         win = 1.0 if places[ia] < places[ib] else 0.5 if places[ia] == places[ib] else 0.0
         ra, rb = residuals[ia], residuals[ib]
-        changed = session.execute(
-            update(LadderPair)
-            .where(LadderPair.ladder_id == ladder_id, LadderPair.a == a, LadderPair.b == b)
-            .values(
-                sets=LadderPair.sets + 1,
-                a_wins=LadderPair.a_wins + win,
-                res_a_sum=LadderPair.res_a_sum + ra,
-                res_a_sumsq=LadderPair.res_a_sumsq + ra * ra,
-                res_b_sum=LadderPair.res_b_sum + rb,
-                res_b_sumsq=LadderPair.res_b_sumsq + rb * rb,
-                last_met_at=now,
-            )
+        rows.append(
+            {
+                "ladder_id": ladder_id,
+                "a": a,
+                "b": b,
+                "sets": 1,
+                "a_wins": win,
+                "res_a_sum": ra,
+                "res_a_sumsq": ra * ra,
+                "res_b_sum": rb,
+                "res_b_sumsq": rb * rb,
+                "last_met_at": now,
+            }
         )
-        if not getattr(changed, "rowcount", 0):
-            session.execute(
-                insert(LadderPair).values(
-                    ladder_id=ladder_id,
-                    a=a,
-                    b=b,
-                    sets=1,
-                    a_wins=win,
-                    res_a_sum=ra,
-                    res_a_sumsq=ra * ra,
-                    res_b_sum=rb,
-                    res_b_sumsq=rb * rb,
-                    last_met_at=now,
-                )
-            )
+    if not rows:
+        return
+    rows.sort(key=lambda r: (r["a"], r["b"]))
+    stmt = (postgresql.insert if is_postgresql(session) else sqlite.insert)(LadderPair).values(rows)
+    added = ("sets", "a_wins", "res_a_sum", "res_a_sumsq", "res_b_sum", "res_b_sumsq")
+    session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[LadderPair.ladder_id, LadderPair.a, LadderPair.b],
+            set_={
+                **{k: getattr(LadderPair, k) + getattr(stmt.excluded, k) for k in added},
+                "last_met_at": stmt.excluded.last_met_at,
+            },
+        )
+    )
 
 
 def add_comparison(session: Session, match_id: int) -> bool:

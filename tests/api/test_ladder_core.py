@@ -385,3 +385,20 @@ def test_a_done_set_refills_its_entries_once(client, sessionmaker, field):
         assert s.get(LadderSet, sent[0]).refilled
     assert matchmaking.refill(sessionmaker, sent[0], again.extend, **kwargs) is None  # once per set
     assert len(again) == 1
+
+
+def test_the_pairs_sums_add_up_set_after_set(sessionmaker, field):
+    """One statement adds a set to each pair's row, creating the rows it lacks."""
+    with sessionmaker() as s:
+        ids = sorted(s.scalars(select(LadderEntry.id).where(LadderEntry.bot_id.is_not(None))))[:3]
+        now = utcnow()
+        states._add_pairs(s, field["ladder"], [ids[2], ids[0], ids[1]], [1, 3, 2], [0.5, -0.25, -0.25], now)
+        states._add_pairs(s, field["ladder"], [ids[0], ids[2]], [1, 2], [0.1, -0.1], now)
+        s.commit()
+        rows = {(p.a, p.b): p for p in s.scalars(select(LadderPair).where(LadderPair.ladder_id == field["ladder"]))}
+        assert set(rows) == {(ids[0], ids[1]), (ids[0], ids[2]), (ids[1], ids[2])}
+        both = rows[(ids[0], ids[2])]  # lost the first set to ids[2], won the second
+        assert both.sets == 2 and both.a_wins == 1.0
+        assert both.res_a_sum == pytest.approx(-0.15) and both.res_b_sumsq == pytest.approx(0.26)
+        assert rows[(ids[0], ids[1])].sets == 1 and rows[(ids[0], ids[1])].a_wins == 0.0
+        assert rows[(ids[1], ids[2])].a_wins == 0.0 and rows[(ids[1], ids[2])].res_b_sum == pytest.approx(0.5)
