@@ -244,7 +244,8 @@ def tick_ladder(
     ``session`` (committed), not sent. The ladder's row is locked first (PostgreSQL): a tick
     and a refill of one ladder take turns, each reading what the other formed. A refill
     (``refill_of``: the done set; ``anchors``: its entries) forms tables around those entries
-    only, and no comparison sets (the beat's tick forms them)."""
+    only, and no comparison sets: the beat's tick forms them, so a refill leaves a new version
+    that is still comparing with its parent free for them."""
     report = TickReport(ladder.id, tick)
     if locked(session, Ladder, ladder.id) is None:
         session.rollback()
@@ -258,6 +259,8 @@ def tick_ladder(
         return report
     seats = engine.SEATS[ladder.ruleset]
     bots, house = available(session, ladder, now, online, probe_s)
+    if refill_of is not None:  # a new version still comparing waits for the beat's tick: its
+        bots = [e for e in bots if not comparing(e)]  # twin sets need it free there
     children = [e for e in bots if comparing(e)] if refill_of is None else []
     parents, _ = (
         available(

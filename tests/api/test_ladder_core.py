@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from arena import lifecycle, matchlog, matchmaking
 from arena.db.models import (
     Account,
+    Bot,
     LadderEntry,
     LadderPair,
     LadderRating,
@@ -31,6 +32,7 @@ from arena.usecases import InvalidField, ladders
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.api.conftest import eager_client, register_checked_bot, tiny_bot_server
 from tests.fakes import FakeBot
+from tests.helpers import mark_bot_checked
 
 RS = "million_doubt"
 NAMES = ("ann", "ben", "cat", "dan")
@@ -402,3 +404,33 @@ def test_the_pairs_sums_add_up_set_after_set(sessionmaker, field):
         assert both.res_a_sum == pytest.approx(-0.15) and both.res_b_sumsq == pytest.approx(0.26)
         assert rows[(ids[0], ids[1])].sets == 1 and rows[(ids[0], ids[1])].a_wins == 0.0
         assert rows[(ids[1], ids[2])].a_wins == 0.0 and rows[(ids[1], ids[2])].res_b_sum == pytest.approx(0.5)
+
+
+def test_a_refill_leaves_a_new_version_comparing_with_its_parent_to_the_tick(
+    client, accounts, sessionmaker, field, bot_server
+):
+    """A refill never seats a new version that is still comparing with its parent: its twin
+    sets need it free when the beat's tick comes (refilled after each of its sets, a busy
+    ladder's version never met its parent)."""
+    r = client.post(
+        "/api/v1/bots",
+        json={"name": "ann-v2", "url": bot_server.url + "/", "rulesets": [RS], "parent_id": field["bots"]["ann"]},
+        headers=accounts.headers("ann"),
+    )
+    assert r.status_code == 201, r.json
+    assert mark_bot_checked(sessionmaker, r.json["id"]) == "ready"
+    with sessionmaker() as s:
+        (child,) = states.promote_version(s, s.get(Bot, r.json["id"]))
+        s.commit()
+        child_id = child.id
+    sent: list[int] = []
+    _tick(sessionmaker, sent, seed=5)
+    with sessionmaker() as s:
+        mine = next(m for m in sent if child_id in s.get(LadderSet, m).entries)
+    _play(client, [mine])
+    again: list[int] = []
+    kwargs = {"probe_s": 300, "online": lambda ids: set(), "rng": random.Random(2)}
+    matchmaking.refill(sessionmaker, mine, again.extend, **kwargs)
+    with sessionmaker() as s:
+        assert all(child_id not in s.get(LadderSet, m).entries for m in again), again
+        assert s.get(LadderEntry, child_id).compare["parent_entry"] is not None
