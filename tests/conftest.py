@@ -59,6 +59,12 @@ from hypothesis import settings
 
 from tests import children
 
+# Ctrl-C reaches the processes the tests start even when the suite was started with SIGINT
+# ignored (a background job of a script, `bash infra/test.sh &`): an ignored signal stays
+# ignored in a child, a handled one is reset to its default, and a test pressing Ctrl-C waits.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 # Test bots live on 127.0.0.1: the bot connections' SSRF policy (arena.bot_transport)
 # must allow loopback where a test does not choose, as infra/test.sh exports it.
 os.environ.setdefault("ARENA_ALLOW_PRIVATE_BOT_URLS", "1")

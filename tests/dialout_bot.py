@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
-from bots_sdk.bot import Request
-from bots_sdk.connect import KEEPALIVE_S, connect
-from bots_sdk.samples import RandomBot
+# Run as a script, its folder (tests/) comes first on sys.path, where tests/engine (a folder of
+# tests, no package) would stand in for the engine package: the packages come from the install.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
+from bots_sdk.bot import Request  # noqa: E402
+from bots_sdk.connect import KEEPALIVE_S, connect  # noqa: E402
+from bots_sdk.samples import RandomBot  # noqa: E402
 
 
 class FirstThinker(RandomBot):
