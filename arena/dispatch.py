@@ -7,7 +7,10 @@ A :class:`Dispatcher` sends three kinds of work, each by id (the rows are in the
 - bot checks (``send_check``): :func:`arena.conformance.run_check`;
 - tournament launches (``launch_tournament``): store a running tournament's schedule if it
   has none yet, then send its ``pending`` matches
-  (:func:`arena.usecases.tournaments.send_tournament`).
+  (:func:`arena.usecases.tournaments.send_tournament`);
+- the match of a table where people play (``send_table``, docs/tables.md): a person waits for
+  it, so it goes to the queue every worker consumes first, and in-process it is played on a
+  thread of its own (the request that started it returns at once).
 
 Two implementations: :class:`arena.queue.CeleryDispatcher` sends Celery tasks by name to the
 broker (it imports no runner: the API process uses it); :class:`arena.inprocess.InProcessDispatcher`
@@ -47,4 +50,8 @@ class Dispatcher(Protocol):
     def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
         """Send the launch of a running tournament (in-process: store its schedule and play
         every pending match before returning)."""
+        ...
+
+    def send_table(self, match_id: int) -> None:
+        """Send a table's match (module docstring; in-process: played on a thread, returns at once)."""
         ...

@@ -10,7 +10,9 @@ and returns when it is done, as the Celery task would have done it on a worker:
 - ``send_check``: :func:`arena.conformance.run_check` (what ``arena.check_bot`` runs);
 - ``launch_tournament``: the schedule is stored if there is none yet
   (:func:`arena.usecases.tournaments.schedule_tournament`), then every ``pending`` match is
-  played in schedule order.
+  played in schedule order;
+- ``send_table``: the table's match is played as ``send_matches`` plays one, on a daemon
+  thread (a person plays it through the pages: the request that started it must return).
 
 It imports the match runner and the conformance check: only the composition of an eager app
 or command (``cli``, tests) imports this module, never the API package (an import contract).
@@ -18,6 +20,7 @@ or command (``cli``, tests) imports this module, never the API package (an impor
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -55,6 +58,11 @@ class InProcessDispatcher:
 
     def send_check(self, check_id: int) -> None:
         run_check(int(check_id), self.settings)
+
+    def send_table(self, match_id: int) -> None:
+        threading.Thread(
+            target=self.send_matches, args=([int(match_id)],), name=f"table-match-{match_id}", daemon=True
+        ).start()
 
     def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
         if not schedule_tournament(self.sessions, tournament_id):

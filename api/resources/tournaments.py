@@ -224,7 +224,10 @@ class TournamentSchema(ma.Schema):
     format = ma.fields.String(
         required=True,
         validate=validate.OneOf(values(TournamentFormat)),
-        metadata={"description": "the match source: round_robin, until_settled, or ladder (a ladder's sets)"},
+        metadata={
+            "description": "the match source: round_robin, until_settled, ladder (a ladder's sets), or table "
+            "(the match of a table where people play: /api/v1/tables)"
+        },
     )
     public_when_finished = ma.fields.Boolean(required=True)
     participants = ma.fields.List(ma.fields.Integer(), required=True)
@@ -408,7 +411,7 @@ class Tournaments(MethodView):
     @errors(blp, 401)
     def get(self, args):
         """All tournaments, newest first, paginated (without a token: the public ones)."""
-        cond = (
+        cond = [Tournament.format != TournamentFormat.TABLE.value] + (
             []
             if optional_account() is not None
             else [Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True)]

@@ -29,7 +29,7 @@ from markdown_it.token import Token
 from api.ui.views import bp
 
 #: The guides the index lists, in its order (file name without ``.md``).
-GUIDES = ("writing-a-bot", "protocol", "rules", "fairness", "ui", "env", "search-bot", "operations")
+GUIDES = ("tables", "writing-a-bot", "protocol", "rules", "fairness", "ui", "env", "search-bot", "operations")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -37,6 +37,7 @@ _REPO = Path(__file__).resolve().parents[2]
 def guide_titles() -> dict[str, str]:
     """Display names of the listed guides in the current locale."""
     return {
+        "tables": _("Learn the game by playing"),
         "writing-a-bot": _("Writing a bot"),
         "protocol": _("Bot protocol"),
         "rules": _("Rule book"),

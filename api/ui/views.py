@@ -31,9 +31,9 @@ from api.ui.faults import fault_detail
 from api.ui.replay import ReplayDataError, build_replay
 from arena import access as policy
 from arena import matchlog
-from arena.db.models import Match, MatchLog, Tournament
+from arena.db.models import Account, Match, MatchLog, Tournament
 from arena.standings import StandingsReport, bot_names, leaderboard, tournament_report
-from arena.status import MatchStatus, TournamentStatus
+from arena.status import MatchStatus, TournamentFormat, TournamentStatus
 
 bp = Blueprint(
     "ui", __name__, url_prefix="/ui", template_folder="templates", static_folder="static", static_url_path="/static"
@@ -314,7 +314,9 @@ def logout():
 def index():
     """Tournaments the viewer may open: all when signed in, else the public finished ones."""
     account = access.viewer()
-    stmt = select(Tournament).order_by(Tournament.id.desc()).limit(500)
+    stmt = (
+        select(Tournament).where(Tournament.format != TournamentFormat.TABLE).order_by(Tournament.id.desc()).limit(500)
+    )
     if account is None:
         stmt = stmt.where(Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True))
     tournaments = db().scalars(stmt.options(selectinload(Tournament.participants))).all()
@@ -429,8 +431,7 @@ def match_page(match_id: int):
     m, t = _match(match_id)
     if not policy.can_read_match(db(), account, m, t):
         _deny(account, _("match %(id)s", id=m.id))
-    names = _bot_names([s.bot_id for s in m.seats])
-    labels = [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]
+    labels = seat_labels(m, t)
     replay = None
     replay_error = None
     embargoed = not policy.can_read_log(db(), account, m, t)
@@ -438,6 +439,9 @@ def match_page(match_id: int):
     if match_log is not None:
         try:
             replay = _translated_details(build_replay(match_log, labels))
+            seat = request.args.get("seat", type=int)
+            if seat is not None and 0 <= seat < len(labels):
+                replay["perspective"] = seat  # a person's replay: its own hand, the others' at will
         except (ReplayDataError, engine.InvalidAction, KeyError, TypeError, ValueError) as exc:
             current_app.logger.warning("ui: match %s log does not replay: %s", m.id, exc)
             replay_error = str(exc) or type(exc).__name__
@@ -470,6 +474,21 @@ def match_page(match_id: int):
         embargoed=embargoed,
         show_seed=policy.can_see_match_seed(db(), account, m, t),
     )
+
+
+def seat_labels(m: Match, t: Tournament) -> list[str]:
+    """Each seat's label on the match page: a bot's ``name #id``, a house seat's, a person's
+    ``name (person)`` (a table's: docs/tables.md; its house seats are named by their sample bot)."""
+    names = _bot_names([s.bot_id for s in m.seats])
+    people = [s.account_id for s in m.seats if s.account_id is not None]
+    persons = dict(db().execute(select(Account.id, Account.name).where(Account.id.in_(people))).all()) if people else {}
+    table = t.format == TournamentFormat.TABLE
+    return [
+        _("%(name)s (person)", name=persons.get(s.account_id, "?"))
+        if s.account_id is not None
+        else _entrant_label(s.bot_id, s.house_bot, names, None if table else t.house_bot)
+        for s in m.seats
+    ]
 
 
 def _translated_details(replay: dict) -> dict:

@@ -1,0 +1,151 @@
+"""What the table tests share (docs/tables.md): a simple person's policy over a decision
+request, and the check that what a person's page received is exactly its seat's own view.
+
+:func:`choose` answers a protocol decision request as a plain player would: the first listed
+play that sheds the most cards (a Trump Millionaire hand keeps a card it may go out with:
+TM-5), a pass when it may not play, ``through``, the smallest penalty, keep the hand, the
+smallest rate, the fewest cards given or discarded. :func:`check_frames` checks that every
+frame a seat received is built from what a bot in that seat gets: each request is one the
+runner sent that player (rebuilt from the log, its SHA-256 checked), and each view's
+observation is the engine's observation of that seat at some point of its game.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import engine
+from arena.runner.match import BARRED_REASONS
+from bots_sdk import protocol
+from engine.timebank import TimeRules
+
+#: Ranks a Trump Millionaire last play may not hold (TM-5, normal order).
+_FORBIDDEN_LAST = {"8", "2"}
+
+
+def _forbidden(card: str, revolution: bool) -> bool:
+    if card == "JK":
+        return True
+    return card[0] in ({"8", "3"} if revolution else _FORBIDDEN_LAST)
+
+
+def choose(req: Mapping[str, Any]) -> dict[str, Any]:
+    """An answer to decision request ``req`` (module docstring)."""
+    kind = req["decision"]["kind"]
+    obs = req["observation"]
+    legal = list(req.get("legal_actions") or [])
+    if kind == "play":
+        plays = [a for a in legal if a["type"] == "play"]
+        hand = list(obs["hand"])
+        if req["ruleset"] == "trump_millionaire" and plays:
+            rev = bool(obs.get("revolution"))
+
+            def rank(a: Mapping[str, Any]) -> tuple[bool, bool, int]:
+                rest = list(hand)
+                for c in a["cards"]:
+                    rest.remove(c)
+                strands = bool(rest) and all(_forbidden(c, rev) for c in rest)
+                return (not strands, any(_forbidden(c, rev) for c in a["cards"]), len(a["cards"]))
+
+            return dict(max(plays, key=rank))
+        if plays:
+            return dict(max(plays, key=lambda a: len(a["cards"])))
+        if any(a["type"] == "pass" for a in legal):
+            return {"type": "pass"}
+        card = hand[0]  # Million Doubt: nothing listed beats the table; one card face down
+        return {"type": "play", "cards": [card], "face_down": [card]}
+    if kind == "doubt":
+        return {"type": "through"}
+    if kind in ("penalty", "give", "discard"):
+        choice = req["choice"]
+        return {"type": kind, "cards": list(choice["from"][: choice["min"]])}
+    if kind == "exchange":
+        return {"type": "exchange", "accept": False}
+    if kind == "rate":
+        return dict(min((a for a in legal if a["type"] == "rate"), key=lambda a: a["rate"]))
+    raise ValueError(f"unknown decision kind {kind!r}")
+
+
+def _rules(match_log: Mapping[str, Any], player: int) -> TimeRules:
+    tr = (match_log.get("player_time_rules") or {}).get(str(player)) or match_log["time_rules"]
+    return TimeRules(tr["initial_ms"], tr["increment_ms"], tr["cap_ms"])
+
+
+def seat_views(match_log: Mapping[str, Any], player: int) -> tuple[dict[int, list[str]], set[str]]:
+    """``(per game: the observation of player's seat after every action, every request the
+    runner sent it)``, each as canonical JSON, replayed from the log through the engine (each
+    rebuilt request checked against the SHA-256 the log records)."""
+    views: dict[int, list[str]] = {}
+    requests: set[str] = set()
+    for gm in match_log["games"]:
+        seats = gm["seats"]
+        if player not in seats:
+            continue
+        seat = seats.index(player)
+        elog = gm["engine_log"]
+        g = engine.new_game(elog["ruleset"], elog.get("options"), elog["seed"])
+        exchanges = iter(gm["exchanges"])
+        unit = g.unit_index
+        banks = [_rules(match_log, p).initial_ms for p in seats]
+        seen = [_canon(g.observation(seat))]
+        for entry in elog.get("actions", []):
+            if entry.get("forfeit") not in (None, *BARRED_REASONS) or "forfeit" not in entry:
+                ex = next(exchanges)
+                if g.unit_index != unit:
+                    unit, banks = g.unit_index, [_rules(match_log, p).initial_ms for p in seats]
+                if ex["player"] == player:
+                    req = protocol.build_request(
+                        g,
+                        ex["seat"],
+                        match_id=match_log["match_id"],
+                        game=gm["index"],
+                        time_rules=_rules(match_log, player),
+                        remaining_ms=ex["bank_before_ms"],
+                        banks_ms=banks,
+                    )
+                    assert hashlib.sha256(protocol.dumps(req)).hexdigest() == ex["request_sha256"]
+                    requests.add(_canon(req))
+                banks[ex["seat"]] = ex["bank_after_ms"]
+            if "forfeit" in entry:
+                g.forfeit(entry["seat"], entry["forfeit"])
+            else:
+                g.apply(entry["seat"], entry["action"])
+            seen.append(_canon(g.observation(seat)))
+        views[gm["index"]] = seen
+    return views, requests
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(json.loads(protocol.dumps(value)), sort_keys=True)
+
+
+def check_frames(frames: Iterable[Mapping[str, Any]], match_log: Mapping[str, Any], player: int) -> dict[str, int]:
+    """Check every frame a person's seat received (module docstring); returns how many of
+    each type were checked.
+
+    Raises:
+        AssertionError: a frame that is not built from the seat's own view.
+    """
+    views, sent = seat_views(match_log, player)
+    counts: dict[str, int] = {}
+    for f in frames:
+        kind = f["type"]
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind == "request":
+            assert _canon(f["request"]) in sent, f"a request frame is no request the runner sent player {player}"
+        elif kind == "view":
+            assert f["seats"][f["seat"]] == player, "a view of another seat"
+            assert _canon(f["observation"]) in views[f["game"]], "a view that is not the seat's observation"
+            assert set(f["acted"]) == {"seat", "kind", "bank_after_ms"}
+        elif kind == "notice":
+            assert f["notice"]["you"] == player
+        elif kind in ("refused", "accepted", "timeout"):
+            assert set(f) <= {"type", "rid", "reason", "rule", "elapsed_ms"}
+        else:
+            assert kind == "over" and set(f) == {"type"}, f"an unknown frame {kind!r}"
+        text = json.dumps(f)
+        assert '"hands"' not in text, "a frame holding every hand"
+    return counts
