@@ -32,11 +32,11 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import redis
-from flask import Response, abort, current_app, jsonify, redirect, render_template, request, url_for
+from flask import Response, abort, jsonify, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 from sqlalchemy import select
 
@@ -48,7 +48,7 @@ from api.resources.tables import PlayTableCreateSchema, seat_frames_of, seat_nam
 from api.resources.tables import answer_for as push_answer
 from api.ui import access, fields
 from api.ui.forms import _check_csrf, _field_errors, _need_viewer, _number, attempt, csrf_token, refusal_banner
-from api.ui.live import SSE_HEADERS
+from api.ui.live import SSE_HEADERS, _status_reader
 from api.ui.views import _deny, bp
 from arena import access as policy
 from arena import live
@@ -334,12 +334,6 @@ def _seat_of(table: Table) -> tuple[int, int]:
         abort(answer.status, answer.message)
 
 
-def _status_of(tournament_id: int) -> str | None:
-    factory = current_app.extensions["arena"]["sessionmaker"]
-    with factory() as s:
-        return s.scalar(select(Tournament.status).where(Tournament.id == tournament_id))
-
-
 def _end(status: str | None) -> str:
     return "event: end\ndata: " + json.dumps({"type": "end", "status": status}) + "\n\n"
 
@@ -378,16 +372,16 @@ def _error(exc: Exception) -> str:
     return "event: error\ndata: " + json.dumps({"error": str(exc)[:200]}) + "\n\n"
 
 
-def _after_over(tid: int) -> str:
+def _after_over(status_of: Callable[[], str | None]) -> str:
     """The worker is done with the seat: wait (a little) for the result's store, then ``end``."""
     for _i in range(60):
-        if _status_of(tid) != TournamentStatus.RUNNING:
+        if status_of() != TournamentStatus.RUNNING:
             break
         time.sleep(0.5)
-    return _end(_status_of(tid))
+    return _end(status_of())
 
 
-def _seat_events(url: str, mid: int, seat: int, tid: int, place: _Place) -> Iterator[str]:
+def _seat_events(url: str, mid: int, seat: int, status_of: Callable[[], str | None], place: _Place) -> Iterator[str]:
     try:
         sub = live.Subscription(url, seat_frames.seat_channel(mid, seat))
     except redis.RedisError as exc:
@@ -399,7 +393,7 @@ def _seat_events(url: str, mid: int, seat: int, tid: int, place: _Place) -> Iter
         yield "retry: 2000\n: seat\n\n"
         for frame in seat_frames.snapshot(live.redis_client(url), mid, seat):
             yield f"data: {frame}\n\n"
-        status = _status_of(tid)
+        status = status_of()
         if status != TournamentStatus.RUNNING:
             yield _end(status)
             return
@@ -407,10 +401,10 @@ def _seat_events(url: str, mid: int, seat: int, tid: int, place: _Place) -> Iter
             if text is not None:
                 yield f"data: {text}\n\n"
                 if text.startswith('{"type":"over"'):
-                    yield _after_over(tid)
+                    yield _after_over(status_of)
                     return
                 continue
-            status = _status_of(tid)
+            status = status_of()
             if status != TournamentStatus.RUNNING:
                 yield _end(status)
                 return
@@ -432,10 +426,12 @@ def table_events(table_id: int):
     mid, seat = _seat_of(table)
     account = access.viewer()
     assert account is not None
-    tid, url = table.tournament_id, settings().broker_url
+    url = settings().broker_url
+    status_of = _status_reader(Tournament, table.tournament_id)
     db().close()  # hold no database connection while streaming
     place = _Place(url, account.id)
-    resp = Response(_seat_events(url, mid, seat, tid, place), mimetype="text/event-stream", headers=SSE_HEADERS)
+    events = _seat_events(url, mid, seat, status_of, place)
+    resp = Response(events, mimetype="text/event-stream", headers=SSE_HEADERS)
     resp.call_on_close(place.release)
     return resp
 
@@ -471,6 +467,22 @@ def table_answer(table_id: int):
         errs = _field_errors(refused)
         return jsonify({"message": refused.message, "field": next(iter(errs), None)}), refused.status
     return jsonify({"rid": body["rid"]}), 202
+
+
+@bp.route("/bots/<int:bot_id>/people", methods=["POST"])
+def bot_people(bot_id: int):
+    """What ``PATCH /api/v1/bots/<id>`` does with ``play_people`` (the owner), then the bot's page."""
+    account = _need_viewer()
+    _check_csrf()
+    wanted = request.form.get("play_people") == "1"
+    _done, refused = attempt(
+        lambda: bot_cases.change_bot(
+            db(), account, bot_id, allow_private=settings().allow_private_bot_urls, play_people=wanted
+        )
+    )
+    if refused is not None:
+        abort(refused.status, refused.message)
+    return redirect(url_for("ui.bot_page", bot_id=bot_id), code=303)
 
 
 # ----------------------------------------------------------------------------- the account page

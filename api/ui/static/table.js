@@ -88,10 +88,31 @@
                penalty: "You give the penalty: choose cards of the table for your opponent",
                exchange: "You are the Millionaire: exchange your hand, or keep it", rate: "You are the Millionaire: set the rate",
                give: "Give cards", discard: "Discard cards, or none" };
+  /* The rule each decision kind comes from (linked beside the question). */
+  function ruleOf(req) {
+    var k = req.decision.kind, info = req.decision.info || {};
+    if (k === "doubt") return "MD-6";
+    if (k === "penalty") return "MD-7";
+    if (k === "exchange" || k === "rate") return "TM-3";
+    if (k === "give") return info.exchange || info.count ? "JDF-4" : "LR-5";
+    if (k === "discard") return "LR-6";
+    if (k === "play" && info.stuck) return "TM-6";
+    return null;
+  }
+  function ruleLink(rule) {
+    var a = el("a", "rule", rule);
+    a.href = D.rules_url + "#" + rule.toLowerCase();
+    a.target = "_blank"; a.rel = "noopener";
+    a.setAttribute("data-rule", rule);
+    return a;
+  }
 
   /* -- frames -------------------------------------------------------------------------------- */
+  /* Every frame the page received, as received (the tests check that each is the seat's own). */
+  var received = window.arenaTableFrames = [];
   function handle(f) {
     if (!f || !f.type) return;
+    received.push(f);
     if (f.type === "request") {
       if (f.rid === S.rid && S.req) return;  /* the snapshot and the stream may both bring it */
       S.req = f.request; S.rid = f.rid; S.reqAt = Date.now();
@@ -142,6 +163,7 @@
     S.sending = true;
     S.refusal = null;
     game.setAttribute("data-state", "sent");
+    renderRefusal();
     renderControls();
     var rid = S.rid;
     fetch(D.answer_url, {
@@ -219,7 +241,9 @@
     if (kind() !== "penalty") return;
     var at = S.fieldSel.indexOf(i);
     if (at >= 0) S.fieldSel.splice(at, 1); else S.fieldSel.push(i);
-    render(false, true);
+    render(false, false);
+    var same = document.querySelector('#field button.pick[data-pool="' + i + '"]');
+    if (same) same.focus();
   }
   function pick(a) {
     var h = handCards().slice(), idx = [];
@@ -252,12 +276,17 @@
     var o = S.obs;
     if (S.over) { box.appendChild(el("strong", null, T("The match is over: the result follows."))); return; }
     if (S.req) {
-      var k = kind();
-      var line = el("strong", "your-turn", T(ASKS[k] || "Your turn"));
-      box.appendChild(line);
-      if (k === "give" && choice() && choice().to !== null && choice().to !== undefined) {
-        box.appendChild(el("span", null, " · " + T("to {who}", { who: nameOf(choice().to) })));
+      var k = kind(), ch = choice(), info = S.req.decision.info || {};
+      var ask = T(ASKS[k] || "Your turn");
+      if (k === "give" && ch) {
+        ask = (info.exchange || info.count) ? T("Card exchange: give {n} card(s) to {who}", { n: ch.min, who: nameOf(ch.to) })
+                                            : T("7-pass: give up to {n} card(s) to {who}, or none", { n: ch.max, who: nameOf(ch.to) });
+      } else if (k === "discard" && ch) {
+        ask = T("10-discard: discard up to {n} card(s), or none", { n: ch.max });
       }
+      box.appendChild(el("strong", "your-turn", ask));
+      var rule = ruleOf(S.req);
+      if (rule) box.appendChild(ruleLink(rule));
       if (k === "play" && S.req.decision.info && S.req.decision.info.lead) box.appendChild(el("span", "tag", T("you lead")));
       if (k === "play" && S.req.decision.info && S.req.decision.info.stuck) box.appendChild(el("span", "tag", T("no legal play: pass (TM-6)")));
       return;
@@ -407,12 +436,8 @@
     box.appendChild(el("strong", null, T("Refused") + ": "));
     box.appendChild(document.createTextNode(S.refusal.reason + " "));
     if (S.refusal.rule) {
-      var a = el("a", "rule", S.refusal.rule);
-      a.href = D.rules_url + "#" + S.refusal.rule.toLowerCase();
-      a.target = "_blank"; a.rel = "noopener";
-      a.setAttribute("data-rule", S.refusal.rule);
       box.appendChild(document.createTextNode("["));
-      box.appendChild(a);
+      box.appendChild(ruleLink(S.refusal.rule));
       box.appendChild(document.createTextNode("]"));
     }
   }
@@ -448,8 +473,9 @@
         var pickBox = el("div", "readings");
         pickBox.appendChild(el("span", null, T("Which reading of the joker?") + " "));
         S.choosing.forEach(function (a, i) {
-          var b = button("reading-" + i, T("joker as {ranks}", { ranks: (a.jokers || []).join(", ") }), null, function () { send(a); }, true);
+          var b = button("reading-" + i, T("joker as {ranks}", { ranks: (a.jokers || []).join(", ") }), i < 9 ? String(i + 1) : null, function () { send(a); }, true);
           b.className += " reading";
+          b.setAttribute("data-jokers", (a.jokers || []).join(" "));
           pickBox.appendChild(b);
         });
         box.appendChild(pickBox);
@@ -528,6 +554,10 @@
     });
     if (!h.length) box.appendChild(el("span", "muted", T("no cards")));
     if ((fresh && selectable) || had || keepFocus) focusCard(S.focus, fresh && selectable);
+    if (fresh && k === "penalty") {
+      var first = document.querySelector("#field button.pick");
+      if (first) first.focus();
+    }
   }
 
   function focusCard(i, scroll) {
@@ -540,10 +570,29 @@
     c.focus({ preventScroll: !scroll });
   }
 
+  /* Events in words; the person's own in the second person ("You play 4♥"). */
+  var MINE = { play: "You play {cards}", pass: "You pass", through: "You let it through (スルー)", doubt: "You doubt (ダウト)",
+               finish: "You are out of cards", start: "You lead", discard: "You discard {cards}",
+               rate: "You set the rate to {rate}" };
   function describe(e) {
     var who = function (s) { return s === undefined || s === null ? "" : nameOf(s); };
+    var me = e.seat !== undefined && e.seat !== null && e.seat === S.seat;
+    if (e.type === "start") me = e.leader === S.seat;
+    if (e.type === "play") {
+      var downs = typeof e.face_down === "number" ? e.face_down : (e.face_down || []).length;
+      var shown = (e.cards || []).length;
+      if (!shown) return me ? T("You play {n} card(s) face down", { n: downs }) : T("{who} plays {n} card(s) face down", { who: who(e.seat), n: downs });
+      var text = me ? T("You play {cards}", { cards: cardsText(e.cards) }) : T("{who} plays {cards}", { who: who(e.seat), cards: cardsText(e.cards) });
+      return text + (downs ? " " + T("({n} face-down)", { n: downs }) : "");
+    }
+    if (me && MINE[e.type] && e.type !== "exchange") {
+      return T(MINE[e.type], { cards: cardsText(e.cards), rate: e.rate });
+    }
+    if (me && e.type === "penalty") return T("You give {cards} to {to} (penalty)", { cards: cardsText(e.cards), to: who(e.to) });
+    if (me && e.type === "give" && e.cards) return T("You give {cards} to {to}", { cards: cardsText(e.cards), to: who(e.to) });
+    if (me && e.type === "forfeit") return T("You forfeit ({reason})", { reason: e.reason });
+    if (e.type === "deal_end" && e.winner === S.seat) return T("Deal over: you win");
     switch (e.type) {
-      case "play": return T("{who} plays {cards}", { who: who(e.seat), cards: cardsText(e.cards) }) + (e.face_down ? " " + T("({n} face-down)", { n: typeof e.face_down === "number" ? e.face_down : e.face_down.length }) : "");
       case "pass": return T("{who} passes", { who: who(e.seat) });
       case "through": return T("{who} lets it through (スルー)", { who: who(e.seat) });
       case "doubt": return T("{who} doubts (ダウト)", { who: who(e.seat) });
@@ -558,7 +607,8 @@
       case "start": return T("{who} leads", { who: who(e.leader) });
       case "give": return e.cards ? T("{who} gives {cards} to {to}", { who: who(e.seat), cards: cardsText(e.cards), to: who(e.to) })
                                   : T("{who} gives {count} card(s) to {to}", { who: who(e.seat), count: e.count, to: who(e.to) });
-      case "exchange": return e.accept ? T("{who} accepts the exchange", { who: who(e.seat) }) : T("{who} declines the exchange", { who: who(e.seat) });
+      case "exchange": return me ? (e.accept ? T("You exchange your hand") : T("You keep your hand"))
+                                 : (e.accept ? T("{who} accepts the exchange", { who: who(e.seat) }) : T("{who} declines the exchange", { who: who(e.seat) }));
       case "rate": return T("{who} sets the rate to {rate}", { who: who(e.seat), rate: e.rate });
       case "discard": return T("{who} discards {cards}", { who: who(e.seat), cards: cardsText(e.cards) });
       case "deal": return T("Deal {n}", { n: (e.deal || 0) + 1 });
@@ -594,16 +644,18 @@
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     var key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
     var k = kind();
-    var cards = Array.prototype.slice.call(document.querySelectorAll("#my-hand button.hc:not([disabled])"));
-    var inHand = document.activeElement && document.activeElement.classList && document.activeElement.classList.contains("hc");
+    var active = document.activeElement;
+    var inField = active && active.classList && active.classList.contains("pick");
+    var cards = Array.prototype.slice.call(document.querySelectorAll(inField ? "#field button.pick" : "#my-hand button.hc:not([disabled])"));
+    var inHand = active && active.classList && active.classList.contains("hc");
     function idx(b) { return parseInt(b.getAttribute("data-index"), 10); }
     if ((key === "ArrowRight" || key === "ArrowLeft") && cards.length) {
-      var at = inHand ? cards.indexOf(document.activeElement) : -1;
+      var at = inHand || inField ? cards.indexOf(active) : -1;
       var next = at < 0 ? 0 : (at + (key === "ArrowRight" ? 1 : -1) + cards.length) % cards.length;
-      cards.forEach(function (c) { c.tabIndex = -1; });
+      if (!inField) cards.forEach(function (c) { c.tabIndex = -1; });
       cards[next].tabIndex = 0;
       cards[next].focus();
-      S.focus = idx(cards[next]);
+      if (!inField) S.focus = idx(cards[next]);
       e.preventDefault();
       return;
     }
@@ -617,6 +669,7 @@
     else if (key === "y" && k === "exchange") send({ type: "exchange", accept: true });
     else if (key === "n" && k === "exchange") send({ type: "exchange", accept: false });
     else if (/^[1-9]$/.test(key) && k === "rate") { var r = legal("rate")[parseInt(key, 10) - 1]; if (r) send(r); }
+    else if (/^[1-9]$/.test(key) && k === "play" && S.choosing) { var rd = S.choosing[parseInt(key, 10) - 1]; if (rd) send(rd); }
     else if (key === "g" && (k === "give" || k === "discard" || k === "penalty")) submitChoice();
     else if (key === "Escape") { S.selected = []; S.down = {}; S.fieldSel = []; S.choosing = null; render(false, true); }
     else handled = false;

@@ -1,0 +1,416 @@
+"""People play whole games through the table page in Chromium, against a REAL Celery worker,
+PostgreSQL, Redis and HTTP bots (issue 40, docs/tables.md):
+
+* Million Doubt with a face-down bluff and a doubt (the mouse), every frame the page got
+  checked to be the seat's own view (never another seat's hidden card);
+* Trump Millionaire with the Millionaire's exchange and rate, at phone width, in Japanese;
+* JDF with a revolution and a give (the JDF-4 exchange, the local rules' give and discard);
+* Million Doubt with the keyboard only;
+* a closed tab: the seat forfeits within its bank and the worker plays the next table;
+* "play against my bot" from the bot's page; a class table taken by its link.
+
+The opponents are bots that make the situations certain: a bluffer that doubts every
+face-down play and bluffs when it follows (Million Doubt), passive bots that pass whenever
+they may (the person leads, goes out first and becomes the Millionaire, the daifugo). The
+JDF deal's seed is chosen so that the person's first hand holds four of a kind.
+Screenshots of each decision kind at 1280 and 390 px, English and Japanese:
+``test-artifacts/table-<ruleset>-<kind>-<lang>-<width>.png``."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from werkzeug.serving import make_server
+
+import engine
+from api import create_app
+from arena.db.models import Match, Tournament
+from arena.seeds import attempt_seed, game_seed, match_seed
+from bots_sdk.bot import PASS, Bot, Request
+from bots_sdk.md import all_face_down_ok, trick_state
+from bots_sdk.samples import SAMPLE_BOTS
+from tests.tables_play import check_frames
+from tests.worker.conftest import Arena, SwitchBot, fresh_pg_database
+
+from .conftest import _QuietHandler
+from .tables_person import WAIT_MS, Person
+
+pytestmark = [pytest.mark.browser, pytest.mark.services]
+
+WIDTHS = (1280, 390)
+LANGS = ("en", "ja")
+
+
+class Bluffer(SAMPLE_BOTS["greedy"]):  # type: ignore[misc,valid-type]
+    """Million Doubt: leads its weakest card face up; follows with its weakest cards face down
+    (a bluff, most of the time); doubts every face-down play."""
+
+    name = "bluffer"
+
+    def play(self, req: Request) -> dict:
+        if req.leading:
+            plays = [a for a in req.plays() if len(a["cards"]) == 1]
+            return plays[0] if plays else req.plays()[0]
+        n = int(req.observation.get("trick_count") or 1)
+        if len(req.hand) < n or not all_face_down_ok(trick_state(req.observation), n):
+            return PASS
+        cards = req.weakest_cards(n)
+        return {"type": "play", "cards": cards, "face_down": list(cards)}
+
+    def doubt(self, req: Request) -> dict:
+        return {"type": "doubt"}
+
+
+class Passive(Bot):
+    """Passes whenever it may; leads its weakest single (Trump Millionaire, JDF)."""
+
+    name = "passive"
+
+    def play(self, req: Request) -> dict:
+        if req.can_pass:
+            return PASS
+        singles = [a for a in req.plays() if len(a["cards"]) == 1]
+        return singles[0] if singles else req.plays()[0]
+
+
+@pytest.fixture
+def served(pg_url, redis_url, tmp_path):
+    arena = Arena(fresh_pg_database(pg_url), redis_url, tmp_path=tmp_path)
+    app = create_app(arena.settings, engine=arena.engine)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield arena, f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    arena.close()
+
+
+@pytest.fixture
+def bots():
+    servers: list[SwitchBot] = []
+    yield servers
+    for b in servers:
+        b.close()
+
+
+def _people_bot(arena: Arena, bots: list, bot: Bot, rulesets: list[str], name: str) -> int:
+    server = SwitchBot(bot)
+    bots.append(server)
+    bot_id = arena.register(server, rulesets, name)
+    r = arena.client.patch(f"/api/v1/bots/{bot_id}", json={"play_people": True}, headers=arena.owner)
+    assert r.status_code == 200, r.json
+    return bot_id
+
+
+def _person(arena: Arena) -> str:
+    import uuid
+
+    r = arena.client.post("/api/v1/accounts", json={"name": "person-" + uuid.uuid4().hex[:6]})
+    assert r.status_code == 201, r.json
+    return r.json["token"]
+
+
+def _page(browser, url: str, token: str, *, lang: str = "en", width: int = 1280):
+    ctx = browser.new_context(viewport={"width": width, "height": 900 if width > 600 else 844}, locale=lang)
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.goto(url + f"/ui/lang/{lang}?next=/ui/login")
+    pg.fill("#token", token)
+    pg.click("main form button[type=submit]")
+    pg.js_errors = errors  # type: ignore[attr-defined]
+    return ctx, pg
+
+
+def _sit_down(pg, url: str, ruleset: str, opponents: list[str], **fields: Any) -> int:
+    """Open a table through /ui/play as a person would; returns its id."""
+    pg.goto(url + "/ui/play")
+    pg.check(f"input[name=ruleset][value={ruleset}]")
+    for i, o in enumerate(opponents):
+        pg.select_option(f"#opponent-{i}", o)
+    for name, value in fields.items():
+        if isinstance(value, bool):
+            (pg.check if value else pg.uncheck)(f"[name='{name}']")
+        else:
+            pg.fill(f"[name='{name}']", str(value))
+    pg.click("#sit-down")
+    pg.wait_for_selector("#game, #result, #table-message", timeout=WAIT_MS)
+    assert pg.locator("#table-message").count() == 0, pg.locator("#table-message").inner_text()
+    return int(pg.url.rsplit("/", 1)[1].split("?")[0])
+
+
+def _log_of(arena: Arena, table_tournament: int) -> dict:
+    stored = arena.stored(table_tournament)
+    assert len(stored) == 1
+    return stored[0][2]
+
+
+def _tournament_of(arena: Arena, table_id: int) -> int:
+    r = arena.client.get(f"/api/v1/tables/{table_id}", headers=arena.org)
+    assert r.status_code == 200, r.json
+    return r.json["tournament_id"]
+
+
+class Shots:
+    """Screenshots of each decision kind the first time the page is asked it, at each width and
+    language (the page reloads in the other language: the pending decision is restored)."""
+
+    def __init__(self, pg, url: str, table_id: int, ruleset: str, artifacts, *, lang: str, width: int):
+        self.pg, self.url, self.table_id, self.ruleset, self.artifacts = pg, url, table_id, ruleset, artifacts
+        self.lang, self.width = lang, width
+        self.kinds: set[str] = set()
+
+    def __call__(self, frame: dict) -> None:
+        kind = frame["request"]["decision"]["kind"]
+        if kind in self.kinds:
+            return
+        self.kinds.add(kind)
+        pg = self.pg
+        for lang in LANGS:
+            if lang != self.lang:
+                pg.goto(self.url + f"/ui/lang/{lang}?next=/ui/tables/{self.table_id}")
+                pg.wait_for_selector(f"#game[data-state=asked][data-rid='{frame['rid']}']", timeout=WAIT_MS)
+            for width in WIDTHS:
+                pg.set_viewport_size({"width": width, "height": 900 if width > 600 else 844})
+                pg.screenshot(
+                    path=str(self.artifacts / f"table-{self.ruleset}-{kind}-{lang}-{width}.png"), full_page=True
+                )
+        pg.set_viewport_size({"width": self.width, "height": 900 if self.width > 600 else 844})
+        if pg.evaluate("() => document.documentElement.lang") != self.lang:
+            pg.goto(self.url + f"/ui/lang/{self.lang}?next=/ui/tables/{self.table_id}")
+            pg.wait_for_selector(f"#game[data-state=asked][data-rid='{frame['rid']}']", timeout=WAIT_MS)
+
+
+def _rank(card: str) -> int:
+    return 13 if card == "JK" else "3456789TJQKA2".index(card[0])
+
+
+def test_million_doubt_with_a_bluff_and_a_doubt_and_every_frame_is_the_seats_own(
+    browser, served, bots, celery_worker_factory, artifacts
+):
+    arena, url = served
+    bluffer = _people_bot(arena, bots, Bluffer(), ["million_doubt"], "Bluffer")
+    ctx, pg = _page(browser, url, _person(arena))
+    worker = celery_worker_factory(database_url=arena.database_url)
+    tid = _sit_down(pg, url, "million_doubt", [str(bluffer)], games=2)
+    person = Person(pg, tid, shots=None)
+    shots = Shots(pg, url, tid, "million_doubt", artifacts, lang="en", width=1280)
+    bluffed = {"done": False}
+
+    def policy(req: dict) -> dict | None:
+        kind, obs = req["decision"]["kind"], req["observation"]
+        if kind == "doubt":
+            return {"type": "doubt"}  # the person doubts the bluffer's face-down cards
+        if kind == "play" and not bluffed["done"] and obs["field"] and obs.get("trick_count") == 1:
+            # a face-down bluff: the weakest card, whatever it is, hidden
+            card = min(obs["hand"], key=_rank)
+            bluffed["done"] = True
+            return {"type": "play", "cards": [card], "face_down": [card]}
+        if kind == "penalty":
+            ch = req["choice"]
+            return {"type": "penalty", "cards": list(ch["from"][: max(ch["min"], min(1, ch["max"]))])}
+        return None
+
+    person.play(policy, on_turn=shots)
+    pg.wait_for_selector("#result", timeout=WAIT_MS)
+    kinds = Counter(k for k, _a in person.answered)
+    assert kinds["doubt"] >= 1 and bluffed["done"], kinds
+    assert any(a.get("face_down") for k, a in person.answered if k == "play")
+    # the result, the replay from the person's seat and with every hand, the log
+    assert pg.locator("#result-table tbody tr").count() == 2
+    assert pg.locator("#replay-mine").count() == 1 and pg.locator("#log-download").count() == 1
+    log = _log_of(arena, _tournament_of(arena, tid))
+    events = [e["type"] for gm in log["games"] for e in gm["engine_log"]["events"]]
+    assert "doubt" in events and "reveal" in events
+    # every frame the page received is the seat's own view: requests the runner sent it,
+    # observations of its seat (never another seat's hidden card)
+    counts = check_frames(person.frames, log, 0)
+    assert counts["request"] >= len(person.answered) - 1 and counts.get("view", 0) >= 1, counts
+    pg.click("#replay-mine")
+    pg.wait_for_selector("#replay-card #every-hand")
+    theirs = pg.locator("#seat-list .seat .hand .c[data-card]").count()
+    pg.check("#every-hand")
+    assert pg.locator("#seat-list .seat .hand .c[data-card]").count() >= theirs
+    assert pg.js_errors == []  # type: ignore[attr-defined]
+    ctx.close()
+    assert worker.alive()
+
+
+def test_trump_millionaire_exchange_and_rate_at_phone_width_in_japanese(
+    browser, served, bots, celery_worker_factory, artifacts
+):
+    arena, url = served
+    ids = [_people_bot(arena, bots, Passive(), ["trump_millionaire"], f"Passive-{i}") for i in range(3)]
+    ctx, pg = _page(browser, url, _person(arena), lang="ja", width=390)
+    worker = celery_worker_factory(database_url=arena.database_url)
+    tid = _sit_down(
+        pg,
+        url,
+        "trump_millionaire",
+        [str(i) for i in ids],
+        **{
+            "opt-trump_millionaire-target_score": 40,
+            "opt-trump_millionaire-seven_pass": True,
+            "opt-trump_millionaire-ten_discard": True,
+        },
+    )
+    assert pg.evaluate("() => document.documentElement.lang") == "ja"
+    assert "あなた" in pg.locator("#game").inner_text() or pg.locator("#result").count()
+    person = Person(pg, tid)
+    person.play(on_turn=Shots(pg, url, tid, "trump_millionaire", artifacts, lang="ja", width=390))
+    kinds = Counter(k for k, _a in person.answered)
+    assert kinds["exchange"] >= 1 and kinds["rate"] >= 1, kinds
+    pg.wait_for_selector("#result", timeout=WAIT_MS)
+    assert "位" in pg.locator("#verdict").inner_text() or "勝ち" in pg.locator("#verdict").inner_text()
+    check_frames(person.frames, _log_of(arena, _tournament_of(arena, tid)), 0)
+    assert pg.js_errors == []  # type: ignore[attr-defined]
+    ctx.close()
+    assert worker.alive()
+
+
+def _jdf_seed_with_a_revolution(arena: Arena, options: dict) -> int:
+    """A seed whose table match deals seat 0 four of a kind in its first game (the next
+    tournament id of this fresh database, the seed chain of docs/fairness.md)."""
+    with arena.sessions() as s:
+        next_id = int(s.scalar(select(func.coalesce(func.max(Tournament.id), 0))) or 0) + 1
+    for seed in range(1, 5000):
+        g = engine.new_game("jdf", options, game_seed(attempt_seed(match_seed(seed, next_id, 0), 1), 0))
+        hand = g.observation(0)["hand"]
+        ranks = Counter(c[0] for c in hand if c != "JK")
+        if max(ranks.values()) + hand.count("JK") >= 4:
+            return seed
+    pytest.fail("no seed found")
+
+
+def test_jdf_revolution_and_give(browser, served, bots, celery_worker_factory, artifacts):
+    arena, url = served
+    ids = [_people_bot(arena, bots, Passive(), ["jdf"], f"Passive-{i}") for i in range(3)]
+    options = {"sets": 1, "games_per_set": 2, "seven_pass": True, "ten_discard": True}
+    seed = _jdf_seed_with_a_revolution(arena, options)
+    ctx, pg = _page(browser, url, _person(arena))
+    worker = celery_worker_factory(database_url=arena.database_url)
+    tid = _sit_down(
+        pg,
+        url,
+        "jdf",
+        [str(i) for i in ids],
+        seed=seed,
+        **{"opt-jdf-sets": 1, "opt-jdf-games_per_set": 2, "opt-jdf-seven_pass": True, "opt-jdf-ten_discard": True},
+    )
+    assert pg.locator("#seed-chosen").count() == 1  # a chosen seed: rated nowhere, and said so
+    person = Person(pg, tid)
+    person.play(on_turn=Shots(pg, url, tid, "jdf", artifacts, lang="en", width=1280))
+    pg.wait_for_selector("#result", timeout=WAIT_MS)
+    log = _log_of(arena, _tournament_of(arena, tid))
+    events = [e for gm in log["games"] for e in gm["engine_log"]["events"]]
+    assert any(e["type"] == "revolution" for e in events), "no revolution"
+    gives = [a for k, a in person.answered if k == "give"]
+    assert gives, Counter(k for k, _a in person.answered)
+    check_frames(person.frames, log, 0)
+    assert pg.js_errors == []  # type: ignore[attr-defined]
+    ctx.close()
+    assert worker.alive()
+
+
+def test_million_doubt_with_the_keyboard_only(browser, served, bots, celery_worker_factory):
+    arena, url = served
+    bluffer = _people_bot(arena, bots, Bluffer(), ["million_doubt"], "Bluffer")
+    ctx, pg = _page(browser, url, _person(arena))
+    worker = celery_worker_factory(database_url=arena.database_url)
+    tid = _sit_down(pg, url, "million_doubt", [str(bluffer)], games=1)
+    person = Person(pg, tid, keyboard=True)
+
+    def policy(req: dict) -> dict | None:
+        kind, obs = req["decision"]["kind"], req["observation"]
+        if kind == "doubt":
+            return {"type": "doubt"}
+        if (
+            kind == "play"
+            and obs["field"]
+            and obs.get("trick_count") == 1
+            and not any(a.get("face_down") for k, a in person.answered)
+        ):
+            card = min(obs["hand"], key=_rank)
+            return {"type": "play", "cards": [card], "face_down": [card]}
+        return None
+
+    person.play(policy)
+    pg.wait_for_selector("#result", timeout=WAIT_MS)
+    kinds = Counter(k for k, _a in person.answered)
+    assert kinds["play"] >= 1 and kinds["doubt"] >= 1, kinds
+    assert pg.js_errors == []  # type: ignore[attr-defined]
+    ctx.close()
+    assert worker.alive()
+
+
+def test_a_closed_tab_forfeits_and_the_worker_is_free(browser, served, celery_worker_factory):
+    arena, url = served
+    token = _person(arena)
+    ctx, pg = _page(browser, url, token)
+    worker = celery_worker_factory(database_url=arena.database_url)  # one match at a time
+    tid = _sit_down(pg, url, "million_doubt", ["random"], games=1, initial=2, increment=0, cap=2)
+    pg.wait_for_selector("#game[data-state=asked], #game[data-state=waiting]", timeout=WAIT_MS)
+    ctx.close()  # the tab is closed: nobody answers
+    t = _tournament_of(arena, tid)
+    arena.wait_finished(t, workers=[worker])
+    log = _log_of(arena, t)
+    assert {f["kind"] for f in log["faults"] if f["player"] == 0} == {"timeout"}
+    with arena.sessions() as s:
+        assert s.scalar(select(Match.status).where(Match.tournament_id == t)) == "finished"
+    # the worker plays the next table: a new tab, a whole game
+    ctx2, pg2 = _page(browser, url, token)
+    tid2 = _sit_down(pg2, url, "million_doubt", ["greedy"], games=1)
+    Person(pg2, tid2).play()
+    pg2.wait_for_selector("#result", timeout=WAIT_MS)
+    ctx2.close()
+
+
+def test_play_against_my_bot_from_its_page_and_a_class_table_by_its_link(browser, served, bots, celery_worker_factory):
+    arena, url = served
+    server = SwitchBot(SAMPLE_BOTS["random"](seed=5))
+    bots.append(server)
+    mine = arena.register(server, ["million_doubt"], "Mine")  # people may not play it: its owner may
+    owner_token = arena.owner["Authorization"].split()[1]
+    ctx, pg = _page(browser, url, owner_token)
+    pg.goto(url + f"/ui/bots/{mine}")
+    pg.click("#play-against")
+    pg.wait_for_selector("#play-form")
+    assert pg.locator("#opponent-0").input_value() == str(mine)
+    worker = celery_worker_factory(database_url=arena.database_url)
+    pg.fill("[name=games]", "1")
+    pg.click("#sit-down")
+    pg.wait_for_selector("#game", timeout=WAIT_MS)
+    tid = int(pg.url.rsplit("/", 1)[1])
+    Person(pg, tid).play()
+    pg.wait_for_selector("#result", timeout=WAIT_MS)
+    ctx.close()
+    # a class table: the organizer opens it, a student follows the link, the organizer starts it
+    org_token = arena.org["Authorization"].split()[1]
+    octx, opg = _page(browser, url, org_token)
+    opg.goto(url + "/ui/play")
+    opg.check("input[name=ruleset][value=million_doubt]")
+    opg.check("#p-class")
+    opg.select_option("#class-seat-0", "person")
+    opg.select_option("#class-seat-1", "greedy")
+    opg.fill("[name=games]", "1")
+    opg.click("#sit-down")
+    opg.wait_for_selector("#join-link")
+    link = opg.locator("#join-link").inner_text()
+    assert opg.locator("#start-table").is_disabled()
+    sctx, spg = _page(browser, url, _person(arena))
+    spg.goto(link)
+    spg.click("#take-seat")
+    spg.wait_for_selector("#seated")
+    opg.reload()
+    opg.click("#start-table")
+    opg.wait_for_selector("#watch-live", timeout=WAIT_MS)
+    spg.wait_for_selector("#game", timeout=WAIT_MS)  # the student's page follows the start
+    class_tid = int(opg.url.rsplit("/", 1)[1].split("?")[0])
+    Person(spg, class_tid).play()
+    spg.wait_for_selector("#result", timeout=WAIT_MS)
+    sctx.close()
+    octx.close()
+    assert worker.alive()
