@@ -40,7 +40,9 @@ class Person:
                 const g = document.getElementById('game');
                 if (!g || g.dataset.state !== 'asked') return null;
                 const fs = window.arenaTableFrames || [];
-                for (let i = fs.length - 1; i >= 0; i--) if (fs[i].type === 'request' && fs[i].rid === g.dataset.rid) return fs[i];
+                for (let i = fs.length - 1; i >= 0; i--) {
+                    if (fs[i].type === 'request' && fs[i].rid === g.dataset.rid) return fs[i];
+                }
                 return null;
             }"""
         )
@@ -79,7 +81,8 @@ class Person:
         """Keyboard: move the focus with the arrows to the first card ``code`` not chosen yet."""
         for _ in range(60):
             el = self.page.evaluate(
-                "(sel) => { const a = document.activeElement; return a && a.matches(sel) ? [a.dataset.card, a.getAttribute('aria-pressed')] : null; }",
+                "(sel) => { const a = document.activeElement;"
+                " return a && a.matches(sel) ? [a.dataset.card, a.getAttribute('aria-pressed')] : null; }",
                 selector,
             )
             if el is not None and el[0] == code and el[1] != "true":
