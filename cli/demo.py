@@ -15,6 +15,12 @@ Ctrl-C. Sizes: :data:`DEMO_SIZES`. Step by step: docs/design-notes.md, "The demo
 (:func:`bots_sdk.connect`) to a gateway run in this process, through a Redis
 (``ARENA_BROKER_URL``): a throwaway ``redis-server`` the demo starts and stops, or
 ``--redis-url`` (:mod:`cli.demo_services`); ``ARENA_ALLOW_PRIVATE_BOT_URLS`` is ``0`` then.
+
+``--serve`` also offers a table (docs/tables.md): the demo's bots let people play them, an
+account ``player`` is made (its token printed, and in ``demo.json``) and ``/ui/play`` seats it
+against them or the house bots; a table needs Redis: the ``--connect`` one, or a throwaway
+``redis-server`` started for it (without one the demo serves everything but the tables, and
+says so).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import redis
 
 import engine
 from arena.accounts import create_account
@@ -162,12 +169,33 @@ def run_demo(
     )
     db_engine = make_engine(db_url)
     dialout = _DialOut(db_engine, redis_url) if connect_bots else None
+    tables = _TablesRedis(console) if serve and dialout is None else None
     try:
         return _run(ruleset, out, db_url, db_engine, dialout, port, serve, seed, games_per_pairing, console, started)
     finally:
         if dialout is not None:
             dialout.close()
+        if tables is not None:
+            tables.close()
         db_engine.dispose()
+
+
+class _TablesRedis:
+    """The Redis of the tables of ``--serve`` (module docstring): a throwaway ``redis-server``
+    (``ARENA_BROKER_URL`` then names it), or none when it cannot be started (``url`` None)."""
+
+    def __init__(self, console: Any):
+        self.redis: DemoRedis | None = None
+        try:
+            self.redis = DemoRedis()
+        except click.ClickException as exc:
+            console.print(f"[yellow]no table to play at: {exc.message.split(':', 1)[0]} (redis-server)[/yellow]")
+            return
+        os.environ["ARENA_BROKER_URL"] = self.redis.url
+
+    def close(self) -> None:
+        if self.redis is not None:
+            self.redis.close()
 
 
 class _DialOut:
@@ -293,9 +321,19 @@ def _run(
                 indent=2,
             )
         )
+        if serve and _tables_on(settings):
+            tokens["player"] = _offer_tables(public, tokens, bots)
+            (out / "demo.json").write_text(
+                json.dumps({**json.loads((out / "demo.json").read_text()), "tokens": tokens}, indent=2)
+            )
         seconds = time.monotonic() - started
         console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {out / 'demo.json'}")
         result = DemoResult(api_server.url, tid, organizer_token, standings, paths, verified, failures, seconds)
+        if serve and "player" in tokens:
+            console.print(
+                f"Play: {api_server.url}/ui/play  (sign in at {api_server.url}/ui/login with the token of "
+                f"'player': {tokens['player']})"
+            )
         _serve_or_hint(serve, api_server.url, out, db_url, tid, console)
         organizer.close()
         public.close()
@@ -387,6 +425,25 @@ def _play_tournament(organizer: ApiClient, organizer_token: str, tid: int, conso
             f"tournament {tid} ended {state['status']} "
             f"({state['progress']['finished']}/{state['progress']['total']} matches)"
         )
+
+
+def _tables_on(settings: Settings) -> bool:
+    """A table can be played: the broker is a Redis that answers."""
+    if not settings.broker_url.startswith("redis"):
+        return False
+    try:
+        return bool(redis.Redis.from_url(settings.broker_url, socket_connect_timeout=1, socket_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def _offer_tables(public: ApiClient, tokens: dict[str, str], bots: dict[int, str]) -> str:
+    """Let people play the demo's bots (each owner's ``play_people``) and make the account
+    ``player``; returns its token."""
+    for (account, _name, _sample, _seed), bot_id in zip(DEMO_BOTS, bots):
+        with public.with_token(tokens[account]) as owner:
+            owner.request("PATCH", f"/bots/{bot_id}", json_body={"play_people": True})
+    return str(public.create_account("player")["token"])
 
 
 def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, console: Any) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import engine
@@ -149,3 +150,66 @@ def check_frames(frames: Iterable[Mapping[str, Any]], match_log: Mapping[str, An
         text = json.dumps(f)
         assert '"hands"' not in text, "a frame holding every hand"
     return counts
+
+
+#: What :func:`play_through_api` calls: ``(path) -> (status, JSON body)`` and
+#: ``(path, JSON body) -> (status, JSON body)``, as the person (a token or a session).
+Get = Callable[[str], tuple[int, Any]]
+Post = Callable[[str, Any], tuple[int, Any]]
+
+
+def play_through_api(
+    get: Get, post: Post, table_id: int, *, timeout_s: float = 120.0, try_first: Callable | None = None
+) -> list[dict[str, Any]]:
+    """Answer every decision of the caller's seat at table ``table_id`` with :func:`choose`,
+    through ``GET /api/v1/tables/<id>/seat`` and ``POST .../answer``, until the table is over;
+    returns every frame read. ``try_first(request)``: an action tried once before the answer
+    (the engine refuses it: the refusal comes on the frames, the request stays pending).
+
+    Raises:
+        AssertionError: an unexpected answer, or the table still running after ``timeout_s``.
+    """
+    frames: list[dict[str, Any]] = []
+    answered: set[str] = set()
+    tried = try_first is None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status, t = get(f"/api/v1/tables/{table_id}")
+        assert status == 200, t
+        if t["status"] in ("finished", "cancelled"):
+            return frames
+        assert time.monotonic() < deadline, f"table {table_id} still {t['status']} after {timeout_s} s"
+        status, seat = get(f"/api/v1/tables/{table_id}/seat")
+        pending = [f for f in seat.get("frames", []) if f["type"] == "request" and f["rid"] not in answered]
+        if status == 200:
+            frames += seat["frames"]
+        if status != 200 or not pending:  # 409: not running yet, or just over
+            time.sleep(0.03)
+            continue
+        f = pending[-1]
+        if not tried and try_first is not None:
+            wrong = try_first(f["request"])
+            if wrong is not None:
+                tried = True
+                status, body = post(f"/api/v1/tables/{table_id}/answer", {"rid": f["rid"], "action": wrong})
+                assert status == 202, body
+                continue
+        status, body = post(f"/api/v1/tables/{table_id}/answer", {"rid": f["rid"], "action": choose(f["request"])})
+        if status == 422:  # answered meanwhile (a refusal raced): read again
+            continue
+        assert status == 202, body
+        answered.add(f["rid"])
+
+
+def http_calls(client: Any) -> tuple[Get, Post]:
+    """:func:`play_through_api`'s calls over an ``httpx.Client`` (its base URL and token set)."""
+
+    def get(path: str) -> tuple[int, Any]:
+        r = client.get(path)
+        return r.status_code, r.json()
+
+    def post(path: str, body: Any) -> tuple[int, Any]:
+        r = client.post(path, json=body)
+        return r.status_code, r.json()
+
+    return get, post

@@ -19,7 +19,7 @@ from sqlalchemy import select
 from arena.db.models import PersonRating, Rating
 from bots_sdk.samples import SAMPLE_BOTS
 from cli import main
-from tests.tables_play import check_frames, choose
+from tests.tables_play import check_frames, play_through_api
 from tests.worker.conftest import FINISH_TIMEOUT_S, Arena, SwitchBot
 
 pytestmark = [pytest.mark.services]
@@ -41,47 +41,17 @@ def _table(arena: Arena, headers: dict[str, str], table_id: int) -> dict[str, An
 
 
 def play_out(arena: Arena, headers: dict[str, str], table_id: int, *, try_first=None, workers=()) -> list[dict]:
-    """Answer every decision of the caller's seat with :func:`choose` until the table is over;
-    returns every frame read (``try_first(request)``: an action tried before the answer, once)."""
-    frames: list[dict] = []
-    answered: set[str] = set()
-    tried = False
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        t = _table(arena, headers, table_id)
-        if t["status"] in ("finished", "cancelled"):
-            return frames
-        if time.monotonic() > deadline:
-            logs = "\n".join(w.log()[-3000:] for w in workers)
-            pytest.fail(f"table {table_id} still {t['status']} after {WAIT_S} s\n{logs}")
-        r = arena.client.get(f"/api/v1/tables/{table_id}/seat", headers=headers)
-        if r.status_code == 409:  # not running yet, or just over
-            time.sleep(0.05)
-            continue
-        assert r.status_code == 200, r.json
-        got = r.json["frames"]
-        frames += got
-        pending = [f for f in got if f["type"] == "request" and f["rid"] not in answered]
-        if not pending:
-            time.sleep(0.02)
-            continue
-        f = pending[-1]
-        if try_first is not None and not tried:
-            wrong = try_first(f["request"])
-            if wrong is not None:
-                tried = True
-                r = arena.client.post(
-                    f"/api/v1/tables/{table_id}/answer", json={"rid": f["rid"], "action": wrong}, headers=headers
-                )
-                assert r.status_code == 202, r.json
-                continue  # the refusal comes on the frames; the same request stays pending
-        r = arena.client.post(
-            f"/api/v1/tables/{table_id}/answer", json={"rid": f["rid"], "action": choose(f["request"])}, headers=headers
-        )
-        if r.status_code == 422:  # answered meanwhile (a refusal raced): read again
-            continue
-        assert r.status_code == 202, r.json
-        answered.add(f["rid"])
+    """:func:`tests.tables_play.play_through_api` through the app's test client."""
+
+    def get(path):
+        r = arena.client.get(path, headers=headers)
+        return r.status_code, r.json
+
+    def post(path, body):
+        r = arena.client.post(path, json=body, headers=headers)
+        return r.status_code, r.json
+
+    return play_through_api(get, post, table_id, timeout_s=WAIT_S, try_first=try_first)
 
 
 def _logs(arena: Arena, headers: dict[str, str], tournament_id: int, tmp_path) -> tuple[dict, Any]:
