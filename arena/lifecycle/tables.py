@@ -189,6 +189,7 @@ def start_table(session: Session, table_id: int) -> list[int]:
         session.rollback()
         raise Conflict(f"table {table_id} has {free_seats(table)} free seat(s): every person's seat must be taken")
     _begin_running(session, t, None)
+    session.refresh(t)  # the seed, salt and commitment the start's UPDATE wrote
     assert t.seed is not None
     planned = table_match(t.id, int(t.seed), tuple(range(len(table.seats))))
     m = Match(tournament_id=t.id, index=planned.index, table=planned.table, seed=planned.seed)
