@@ -417,6 +417,8 @@ TABLE_MESSAGES: tuple[str, ...] = (
     N_("You lead"),
     N_("You discard {cards}"),
     N_("You set the rate to {rate}"),
+    N_("Your match score {n}"),
+    N_("Game over: your score {n}"),
 )
 
 

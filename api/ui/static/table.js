@@ -36,7 +36,7 @@
   var S = {
     obs: null, req: null, rid: null, reqAt: 0, seat: null, seats: null, banks: null, bankAt: 0,
     selected: [], down: {}, fieldSel: [], reading: null, sending: false, over: false, focus: 0,
-    refusal: null, notice: null, gameIndex: 0, games: null, lastVersion: ""
+    refusal: null, notice: null, gameIndex: 0, games: null, lastVersion: "", mine: {}
   };
 
   function el(tag, cls, text) {
@@ -126,6 +126,10 @@
       /* views come in order, each before the request that follows it: the newest is the table */
       S.obs = f.observation;
       S.seat = f.seat; S.seats = f.seats; S.gameIndex = f.game;
+      /* a Million Doubt game's end: the person's score, for the match's running total */
+      (f.observation.history || []).forEach(function (e) {
+        if (e.type === "game_end" && e.scores) S.mine[f.game] = Number(e.scores[String(f.seat)] || 0);
+      });
       if (!S.banks) S.banks = [];
       if (f.acted && f.acted.seat !== null && f.acted.seat !== undefined && f.acted.bank_after_ms !== null) {
         S.banks[f.acted.seat] = f.acted.bank_after_ms;
@@ -368,6 +372,11 @@
     if (D.ruleset === "million_doubt") {
       var g = T("Game {n}", { n: S.gameIndex + 1 }) + (S.games ? " / " + S.games : "");
       flag(true, g, "unit", "ind-unit");
+      var done = Object.keys(S.mine);
+      if (done.length) {
+        var sum = done.reduce(function (acc, k) { return acc + S.mine[k]; }, 0);
+        flag(true, T("Your match score {n}", { n: (sum > 0 ? "+" : "") + sum }), "unit", "ind-match");
+      }
     } else if (D.ruleset === "trump_millionaire") {
       flag(true, T("Deal {n}", { n: (o.deal || 0) + 1 }), "unit", "ind-unit");
       flag(true, T("Rate ×{n}", { n: o.rate || 1 }), "unit", "ind-rate");
@@ -616,7 +625,9 @@
       case "hand": return T("Your hand: {cards}", { cards: cardsText(e.cards) });
       case "forfeit": return T("{who} forfeits ({reason})", { who: who(e.seat), reason: e.reason });
       case "spade_3_return": return T("Spade-3 return (スペ3返し) by {who}: beats the joker, the field is cleared", { who: who(e.seat) });
-      case "game_end": return T("Game over");
+      case "game_end": return e.scores && S.seat !== null
+        ? T("Game over: your score {n}", { n: (e.scores[String(S.seat)] > 0 ? "+" : "") + e.scores[String(S.seat)] })
+        : T("Game over");
       case "deal_end": return T("Deal over: {who} wins", { who: who(e.winner) });
       default: return null;
     }

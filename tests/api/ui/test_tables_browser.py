@@ -409,8 +409,14 @@ def test_play_against_my_bot_from_its_page_and_a_class_table_by_its_link(browser
     opg.wait_for_selector("#watch-live", timeout=WAIT_MS)
     spg.wait_for_selector("#game", timeout=WAIT_MS)  # the student's page follows the start
     class_tid = int(opg.url.rsplit("/", 1)[1].split("?")[0])
+    opg.click("#watch-live")  # the organizer watches it live, every hand
+    opg.wait_for_selector("#live-card[data-view=full]", timeout=WAIT_MS)
     Person(spg, class_tid).play()
     spg.wait_for_selector("#result", timeout=WAIT_MS)
+    opg.wait_for_function(
+        "() => document.getElementById('live-state').dataset.state === 'ended'", timeout=WAIT_MS
+    )
+    assert int(opg.locator("#live-card").get_attribute("data-steps") or 0) >= 1
     sctx.close()
     octx.close()
     assert worker.alive()
