@@ -419,6 +419,7 @@ TABLE_MESSAGES: tuple[str, ...] = (
     N_("You set the rate to {rate}"),
     N_("Your match score {n}"),
     N_("Game over: your score {n}"),
+    N_("and {n} with a joker standing in for a card: select it with them (C-4)"),
 )
 
 

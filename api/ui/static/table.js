@@ -490,19 +490,23 @@
         box.appendChild(pickBox);
       }
       var plays = legal("play");
+      /* the plays a joker stands in (C-4) are many: they are not listed, the joker is selected
+         with its cards instead (and the page asks which reading when there are several) */
+      var listed = plays.filter(function (a) { return !a.jokers; });
+      var withJoker = plays.length - listed.length;
       if (plays.length) {
         var sugg = el("div", "suggestions");
         sugg.id = "suggestions";
         sugg.appendChild(el("span", "muted small", T("Legal plays (a click selects them):") + " "));
-        plays.slice(0, 40).forEach(function (a) {
-          var chip = el("button", "sugg", cardsText(a.cards) + (a.jokers ? " (" + T("joker as {ranks}", { ranks: a.jokers.join(", ") }) + ")" : ""));
+        listed.slice(0, 30).forEach(function (a) {
+          var chip = el("button", "sugg", cardsText(a.cards));
           chip.type = "button";
           chip.setAttribute("data-cards", a.cards.join(" "));
-          if (a.jokers) chip.setAttribute("data-jokers", a.jokers.join(" "));
           chip.addEventListener("click", function () { pick(a); });
           sugg.appendChild(chip);
         });
-        if (plays.length > 40) sugg.appendChild(el("span", "muted small", T("and {n} more", { n: plays.length - 40 })));
+        if (listed.length > 30) sugg.appendChild(el("span", "muted small", T("and {n} more", { n: listed.length - 30 })));
+        if (withJoker) sugg.appendChild(el("span", "muted small", T("and {n} with a joker standing in for a card: select it with them (C-4)", { n: withJoker })));
         box.appendChild(sugg);
       } else if (!legal("pass").length || S.req.face_down) {
         box.appendChild(el("span", "muted small", S.req.face_down ? T("No face-up play beats the table: play face down, or pass.") : ""));

@@ -28,7 +28,8 @@ class Person:
     def __init__(self, page, table_id: int, *, keyboard: bool = False, shots: Callable[[str], None] | None = None):
         self.page, self.table_id, self.keyboard, self.shots = page, table_id, keyboard, shots
         self.answered: list[tuple[str, dict[str, Any]]] = []  # (kind, action)
-        self.frames: list[dict] = []
+        self._archived: list[dict] = []  # frames of the page's earlier loads
+        self._current: list[dict] = []  # frames of its current load
         self.refusals: list[dict] = []
         self._done_rids: set[str] = set()
 
@@ -50,11 +51,17 @@ class Person:
     def _over(self) -> bool:
         return self.page.locator("#result").count() > 0
 
+    @property
+    def frames(self) -> list[dict]:
+        """Every frame the page received, over all its loads."""
+        return self._archived + self._current
+
     def collect(self) -> None:
-        """Keep the frames the page received (before it reloads at the end)."""
+        """Keep the frames the page received (a load starts a new list: the old one is kept)."""
         got = self.page.evaluate("() => (window.arenaTableFrames || []).slice()")
-        if got and len(got) >= len(self.frames):
-            self.frames = got
+        if len(got) < len(self._current):  # the page loaded again (a language switch, the end)
+            self._archived += self._current
+        self._current = got
 
     def wait_turn(self) -> dict[str, Any] | None:
         """The next request the page is asked (its frame), or None once the table is over."""
@@ -117,9 +124,20 @@ class Person:
             else:
                 self.page.locator(f"#field button.pick[data-card='{code}'][aria-pressed='false']").first.click()
 
+    def _clear(self) -> None:
+        """Unselect what a refused try left selected (the page keeps it, to be corrected)."""
+        chosen = "#my-hand button.hc[aria-pressed='true'], #field button.pick[aria-pressed='true']"
+        if self.page.locator(chosen).count() == 0:
+            return
+        if not self.keyboard and self.page.locator("#act-clear").count():
+            self.page.click("#act-clear")
+        else:
+            self._press("Escape")
+
     def act(self, req: dict[str, Any], action: dict[str, Any]) -> None:
         """Make ``action`` through the page (module docstring)."""
         t, kb = action["type"], self.keyboard
+        self._clear()
         if t == "play":
             self._pick_hand(list(action["cards"]), list(action.get("face_down") or []))
             self._press("p") if kb else self.page.click("#act-play")
@@ -194,6 +212,8 @@ class Person:
                 return
             if st == "asked" and refusal and rule:
                 self.refusals.append({"action": action, "text": refusal, "rule": rule})
+                if self.shots is not None:
+                    self.shots("refused")
                 legal = choose(req)
                 if legal == action:
                     pytest.fail(f"a legal action was refused: {refusal}")

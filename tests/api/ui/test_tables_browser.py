@@ -170,7 +170,7 @@ class Shots:
         self.kinds.add(kind)
         pg = self.pg
         for lang in LANGS:
-            if lang != self.lang:
+            if pg.evaluate("() => document.documentElement.lang") != lang:
                 pg.goto(self.url + f"/ui/lang/{lang}?next=/ui/tables/{self.table_id}")
                 pg.wait_for_selector(f"#game[data-state=asked][data-rid='{frame['rid']}']", timeout=WAIT_MS)
             for width in WIDTHS:
@@ -196,14 +196,24 @@ def test_million_doubt_with_a_bluff_and_a_doubt_and_every_frame_is_the_seats_own
     ctx, pg = _page(browser, url, _person(arena))
     worker = celery_worker_factory(database_url=arena.database_url)
     tid = _sit_down(pg, url, "million_doubt", [str(bluffer)], games=2)
-    person = Person(pg, tid, shots=None)
+
+    def refused_shot(_what: str) -> None:
+        for width in WIDTHS:
+            pg.set_viewport_size({"width": width, "height": 900 if width > 600 else 844})
+            pg.screenshot(path=str(artifacts / f"table-million_doubt-refused-en-{width}.png"), full_page=True)
+        pg.set_viewport_size({"width": 1280, "height": 900})
+
+    person = Person(pg, tid, shots=refused_shot)
     shots = Shots(pg, url, tid, "million_doubt", artifacts, lang="en", width=1280)
-    bluffed = {"done": False}
+    bluffed = {"done": False, "wrong": False}
 
     def policy(req: dict) -> dict | None:
         kind, obs = req["decision"]["kind"], req["observation"]
         if kind == "doubt":
             return {"type": "doubt"}  # the person doubts the bluffer's face-down cards
+        if kind == "play" and not bluffed["wrong"] and obs.get("trick_count") == 1 and len(obs["hand"]) >= 3:
+            bluffed["wrong"] = True  # two cards face up on a trick of one: the engine refuses (MD-4)
+            return {"type": "play", "cards": sorted(obs["hand"], key=_rank)[:2]}
         if kind == "play" and not bluffed["done"] and obs["field"] and obs.get("trick_count") == 1:
             # a face-down bluff: the weakest card, whatever it is, hidden
             card = min(obs["hand"], key=_rank)
@@ -219,6 +229,9 @@ def test_million_doubt_with_a_bluff_and_a_doubt_and_every_frame_is_the_seats_own
     kinds = Counter(k for k, _a in person.answered)
     assert kinds["doubt"] >= 1 and bluffed["done"], kinds
     assert any(a.get("face_down") for k, a in person.answered if k == "play")
+    # the wrong try was refused with its rule, linked to the rule book; the game went on
+    assert person.refusals and person.refusals[0]["rule"] in ("MD-4", "C-3", "C-5"), person.refusals
+    assert "Refused" in person.refusals[0]["text"]
     # the result, the replay from the person's seat and with every hand, the log
     assert pg.locator("#result-table tbody tr").count() == 2
     assert pg.locator("#replay-mine").count() == 1 and pg.locator("#log-download").count() == 1
@@ -413,9 +426,7 @@ def test_play_against_my_bot_from_its_page_and_a_class_table_by_its_link(browser
     opg.wait_for_selector("#live-card[data-view=full]", timeout=WAIT_MS)
     Person(spg, class_tid).play()
     spg.wait_for_selector("#result", timeout=WAIT_MS)
-    opg.wait_for_function(
-        "() => document.getElementById('live-state').dataset.state === 'ended'", timeout=WAIT_MS
-    )
+    opg.wait_for_function("() => document.getElementById('live-state').dataset.state === 'ended'", timeout=WAIT_MS)
     assert int(opg.locator("#live-card").get_attribute("data-steps") or 0) >= 1
     sctx.close()
     octx.close()
