@@ -67,7 +67,6 @@ def create_app(settings: Settings | None = None, *, engine=None, dispatcher: Dis
         "dispatcher": dispatcher,
     }
     app.teardown_appcontext(close_db)
-    install_guards(app)
     api = ArenaApi(app, spec_kwargs={"extra_plugins": [MarkdownPlugin()]})
     install_core_errors(app, api)
 
@@ -79,6 +78,7 @@ def create_app(settings: Settings | None = None, *, engine=None, dispatcher: Dis
 
     init_ui(app)
     init_rate_limits(app, settings)
+    install_guards(app)  # after the limits: a client over its limit costs no parse of its body
     return app
 
 

@@ -1,4 +1,4 @@
-"""One JSON error body for every 4xx/5xx: ``{"code", "status", "message", "errors"?}``.
+"""One JSON error body for every 4xx/5xx: ``{"code", "status", "message", "errors"?, "details"?}``.
 
 - ``message`` is always present; for 422 it names the fields (``json.url: ...``).
 - ``errors`` holds marshmallow-style field errors by location (``{"json": {"name": [...]}}``).
@@ -20,6 +20,7 @@ error                                       status extra
 =========================================== ====== ==========================================
 :class:`arena.lifecycle.NotFound`           404
 :class:`arena.usecases.BotCheckRunning`     409    ``Location``: the running check
+:class:`arena.usecases.EntrantsOffline`     409    ``details``: ``offline``, ``waiting_until``
 :class:`arena.lifecycle.Conflict`           409
 :class:`arena.accounts.NameTaken`           409    ``errors.json.name: ["taken"]``
 :class:`arena.lifecycle.TooManyChecks`      429    ``Retry-After``
@@ -45,6 +46,7 @@ import marshmallow as ma
 from flask import Flask, jsonify, render_template, request, url_for
 from flask_smorest import Api
 from flask_smorest import abort as smorest_abort
+from flask_smorest.error_handler import ErrorSchema
 from sqlalchemy.exc import DataError, InterfaceError, OperationalError, StatementError
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
@@ -53,7 +55,7 @@ from arena.accounts import NameTaken
 from arena.crypto import EncryptionKeyError
 from arena.lifecycle.tables import TooManyTables
 from arena.safejson import JsonLimitError, loads_limited
-from arena.usecases import BotCheckRunning, Forbidden, InvalidField, Unavailable
+from arena.usecases import BotCheckRunning, EntrantsOffline, Forbidden, InvalidField, Unavailable
 
 #: Longest query-string or form value, characters.
 MAX_QUERY_CHARS = 2048
@@ -77,12 +79,25 @@ def _flatten(errors: Any, prefix: str = "") -> list[str]:
     return out
 
 
+class ArenaErrorSchema(ErrorSchema):
+    """The error body (module docstring): flask-smorest's, and ``details``."""
+
+    details = ma.fields.Dict(
+        metadata={"description": "what the refusal is about (409 of a start: offline, waiting_until)"}
+    )
+
+
 class ArenaApi(Api):
     """flask-smorest ``Api`` with the error body described in the module docstring."""
+
+    ERROR_SCHEMA = ArenaErrorSchema
 
     def handle_http_exception(self, error: HTTPException):
         payload, code, headers = super().handle_http_exception(error)
         headers = dict(headers or {})
+        details = (getattr(error, "data", None) or {}).get("details")
+        if isinstance(details, dict):
+            payload["details"] = details
         if "message" not in payload:
             if "errors" in payload:
                 payload["message"] = "invalid request: " + "; ".join(_flatten(payload["errors"]))
@@ -114,12 +129,14 @@ def field_error(field: str, message: str) -> NoReturn:
 @dataclass(frozen=True)
 class Refusal:
     """An HTTP refusal: ``status``, the body's ``message`` and ``errors``
-    (``{"json": {field: [message]}}`` or None) and the response ``headers``."""
+    (``{"json": {field: [message]}}`` or None), the response ``headers`` and ``details``
+    (the body's ``details``: what the refusal is about, e.g. the offline entrants)."""
 
     status: int
     message: str
     errors: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Any] | None = None
 
     def field_errors(self) -> dict[str, Any]:
         """The body's ``errors.json`` (``{}`` if none)."""
@@ -130,6 +147,8 @@ class Refusal:
         extra: dict[str, Any] = {"headers": self.headers} if self.headers else {}
         if self.errors is not None:
             extra["errors"] = self.errors
+        if self.details is not None:
+            extra["details"] = self.details
         smorest_abort(self.status, message=self.message, **extra)
         raise AssertionError("unreachable: flask_smorest.abort raises")
 
@@ -147,6 +166,10 @@ def refusal(exc: Exception) -> Refusal | None:
     if isinstance(exc, BotCheckRunning):
         location = url_for("bots.BotCheckById", bot_id=exc.bot_id, check_id=exc.check_id)
         return Refusal(409, str(exc), headers={"Location": location})
+    if isinstance(exc, EntrantsOffline):
+        until = exc.waiting_until.isoformat() if exc.waiting_until is not None else None
+        details = {"offline": [a.to_dict() for a in exc.offline], "waiting_until": until}
+        return Refusal(409, str(exc), details=details)
     if isinstance(exc, lifecycle.Conflict):
         return Refusal(409, str(exc))
     if isinstance(exc, NameTaken):

@@ -20,9 +20,11 @@ together): only the request the person is asked now takes them, a few tries each
 and gunicorn's threads keep them flowing). Counters live in Redis at ``ARENA_BROKER_URL``
 (fixed windows, shared by every API process), in memory in eager mode; when Redis cannot be
 reached the counters fall back to memory (per process) instead of failing requests. The client
-address is the peer address, or, behind ``ARENA_PROXY_HOPS`` trusted proxies (nginx in
-docker-compose), the address they put in ``X-Forwarded-For`` (werkzeug ``ProxyFix``).
-``ARENA_RATE_LIMITS=0`` turns the limits off (tests that are not about them).
+is :func:`client` of the request: the peer address, or, behind ``ARENA_PROXY_HOPS`` trusted
+proxies (nginx in docker-compose), the address they put in ``X-Forwarded-For`` (werkzeug
+``ProxyFix``), counted as the arena counts one client everywhere
+(:func:`arena.clients.client_key`: an IPv6 /64 is one client). ``ARENA_RATE_LIMITS=0`` turns
+the limits off (tests that are not about them).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from arena.clients import client_key
 from arena.config import Settings
 
 #: Sign-ups per client address.
@@ -64,6 +67,12 @@ UI_FORM_LIMITS = (
 _ACTIONS = ("start", "cancel", "resume", "retry")
 
 
+def client() -> str:
+    """The client of the request being served (:func:`arena.clients.client_key` of its
+    address, after ``ProxyFix``): the key of every limit here and of the check queue's order."""
+    return client_key(get_remote_address())
+
+
 def _not_a_write() -> bool:
     return request.method not in _WRITES or not request.path.startswith("/api/")
 
@@ -85,7 +94,7 @@ def init_rate_limits(app: Flask, settings: Settings) -> Limiter:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.proxy_hops)  # type: ignore[method-assign]
     storage = "memory://" if settings.celery_eager else settings.broker_url
     limiter = Limiter(
-        get_remote_address,
+        client,
         app=app,
         storage_uri=storage,
         key_prefix=settings.rate_limit_prefix,

@@ -30,6 +30,12 @@ A *viewer* is an :class:`~arena.db.models.Account` or ``None`` (anonymous). Rule
   tournament is a contestant of it for what the embargo keeps until it is over: its own
   seats' views or the public live channel only, no log, no log download (it could feed its
   bot the hands it watches).
+* **Bot profiles** (:func:`can_view_bot_profile`): a bot's page is public where its
+  tournaments are: its rating across tournaments, its rating history and the matches the
+  viewer may read (:func:`readable_matches_condition`), for anyone when the bot is rated or
+  entered in a tournament the viewer may read. Its owner's parts (check details, secret
+  rotation, run command, URL, connection) stay with its owner and organizers
+  (:func:`can_open_bot`).
 * **Bot URLs** (:func:`can_see_bot_url`): a bot's endpoint URL is shown to its owner and to
   organizers only; tournament logs are stored without URLs and older logs have them
   removed on read (:func:`redact_log`).
@@ -58,8 +64,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, exists, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, exists, or_, select
+from sqlalchemy.orm import Session, aliased
 
 from arena import matchlog
 from arena.db.models import (
@@ -70,6 +76,7 @@ from arena.db.models import (
     LadderMember,
     Match,
     MatchSeat,
+    Rating,
     Table,
     Tournament,
     TournamentParticipant,
@@ -184,9 +191,63 @@ def _table_readable(session: Session, viewer: Account | None, t: Tournament) -> 
 
 
 def can_open_bot(viewer: Account | None, owner_id: int) -> bool:
-    """The bot's page and ``GET /bots/{id}``: its owner and organizers (the leaderboard links
-    a bot's name only for them)."""
+    """The bot's owner-side details (its page's check, secret rotation, run command, URL,
+    connection, cap; ``GET /bots/{id}``): its owner and organizers."""
     return viewer is not None and (viewer.id == owner_id or is_organizer(viewer))
+
+
+def can_view_bot_profile(session: Session, viewer: Account | None, bot: Bot) -> bool:
+    """The bot's public profile (its page without the owner's parts: rating across
+    tournaments, rating history and matches the viewer may read): its owner and organizers;
+    anyone when the bot is on the public leaderboard (it has a rating) or was entered in a
+    tournament the viewer may read (:func:`can_view_tournament`: a public one for a visitor,
+    any for a signed-in account) or in a ladder the viewer reads (:func:`reads_ladder`). A
+    deleted bot is nobody's to open (the caller's 404)."""
+    if can_open_bot(viewer, bot.owner_id):
+        return True
+    rated = exists().where(Rating.bot_id == bot.id)
+    entered = exists().where(
+        TournamentParticipant.bot_id == bot.id,
+        TournamentParticipant.tournament_id == Tournament.id,
+        *public_tournaments_condition(viewer),
+    )
+    readable = [Ladder.open_ruleset.is_not(None)]
+    if viewer is not None:
+        readable.append(Ladder.id.in_(select(LadderMember.ladder_id).where(LadderMember.account_id == viewer.id)))
+    laddered = exists().where(LadderEntry.bot_id == bot.id, LadderEntry.ladder_id == Ladder.id, or_(*readable))
+    return bool(session.scalar(select(rated | entered | laddered)))
+
+
+def public_tournaments_condition(viewer: Account | None) -> list[ColumnElement[bool]]:
+    """SQL conditions on :class:`Tournament` keeping those the viewer may read
+    (:func:`can_view_tournament`): none for a signed-in account, public ones for a visitor."""
+    if viewer is not None:
+        return []
+    return [Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True)]
+
+
+def readable_matches_condition(viewer: Account | None) -> ColumnElement[bool] | None:
+    """An SQL condition on :class:`Match` (any tournament) keeping the matches the viewer may
+    read (:func:`can_read_match`), or None for all of them (organizers). For a bot's page
+    across its tournaments (its subqueries use aliases of their own: correlated on
+    :class:`Match` only, whatever else the caller's query joins)."""
+    if is_organizer(viewer):
+        return None
+    t, seat, bot, entry = aliased(Tournament), aliased(MatchSeat), aliased(Bot), aliased(TournamentParticipant)
+    public = exists().where(
+        t.id == Match.tournament_id, t.status == TournamentStatus.FINISHED, t.public_when_finished.is_(True)
+    )
+    if viewer is None:
+        return public
+    own_seat = exists().where(seat.match_id == Match.id, seat.bot_id == bot.id, bot.owner_id == viewer.id)
+    took_part = exists().where(
+        t.id == Match.tournament_id,
+        t.status == TournamentStatus.FINISHED,
+        entry.tournament_id == t.id,
+        entry.bot_id == bot.id,
+        bot.owner_id == viewer.id,
+    )
+    return or_(public, own_seat, took_part)
 
 
 def can_view_tournament(session: Session, viewer: Account | None, t: Tournament) -> bool:

@@ -11,7 +11,8 @@ the sets: a million games cost what the pairs cost.
 
 Each entrant's **strength** ``theta`` (log odds scale, mean 0) comes with its standard error,
 from the inverse of the Fisher information ``I`` (``I_ij = -n_ij p_ij (1 - p_ij)`` off the
-diagonal, the row sums negated on it, plus ``alpha``; ``p_ij = 1 / (1 + exp(theta_j - theta_i))``).
+diagonal, the row sums negated on it, plus ``alpha``; ``p_ij = 1 / (1 + exp(theta_j - theta_i))``)
+centred on the mean-0 strengths (``C = P I^-1 P``, ``P = 1 - 11'/n``).
 Two entrants differ significantly at 95% when ``|theta_i - theta_j| / se_ij > 1.96``,
 ``se_ij^2 = C_ii + C_jj - 2 C_ij`` with ``C = I^-1``: the **matrix** of the top of the table.
 
@@ -112,7 +113,11 @@ def fit(pairs: Sequence[PairSums], *, alpha: float = ALPHA, top: int = MATRIX_TO
     info = -games * prob * (1 - prob)
     np.fill_diagonal(info, 0.0)
     np.fill_diagonal(info, -info.sum(axis=1) + alpha)
-    cov = np.linalg.pinv(info)
+    # the strengths are defined up to a constant (shown with mean 0): the ridge alone holds the
+    # constant direction (variance 1/alpha), which is no uncertainty of a strength; centred,
+    # the covariance is that of the mean-0 strengths (the differences are unchanged)
+    center = np.eye(n) - 1.0 / n
+    cov = center @ np.linalg.pinv(info) @ center
     se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     order = sorted(range(n), key=lambda i: (-theta[i], ids[i]))
     table = [

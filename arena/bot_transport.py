@@ -22,8 +22,14 @@ in the API process and in the workers alike; ``allow_private`` is the setting
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import socket
 import ssl
+import threading
+import time
 import typing
+from collections.abc import Callable
 
 import httpcore
 import httpx
@@ -158,3 +164,120 @@ class PinnedTransport(httpx.HTTPTransport):
             socket_options=socket_options,
             network_backend=self.backend,
         )
+
+
+class _Watchdog:
+    """One daemon thread running callbacks at deadlines (monotonic seconds): what cuts a
+    connection to a bot at its deadline (a decision, a health check) whatever the bot sends."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._cancelled: set[int] = set()
+        self._cond = threading.Condition()
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: float, callback: Callable[[], None]) -> int:
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="arena-deadlines", daemon=True)
+                self._thread.start()
+            handle = next(self._ids)
+            # wake the thread only when it must wait less than it does now: a wake-up per
+            # request costs a thread switch (and the GIL) on every decision
+            wake = not self._heap or deadline < self._heap[0][0]
+            heapq.heappush(self._heap, (deadline, handle, callback))
+            if wake:
+                self._cond.notify()
+            return handle
+
+    def disarm(self, handle: int) -> None:
+        with self._cond:
+            self._cancelled.add(handle)
+            if len(self._cancelled) > 4096:  # drop cancelled entries now and then
+                self._heap = [e for e in self._heap if e[1] not in self._cancelled]
+                heapq.heapify(self._heap)
+                self._cancelled.clear()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    while self._heap and self._heap[0][1] in self._cancelled:
+                        self._cancelled.discard(heapq.heappop(self._heap)[1])
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    wait = self._heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        _, handle, callback = heapq.heappop(self._heap)
+                        break
+                    self._cond.wait(wait)
+            try:
+                callback()
+            except Exception:
+                pass
+
+
+WATCHDOG = _Watchdog()
+
+
+def bounded_exchange(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    deadline: float,
+    max_bytes: int,
+    headers: dict[str, str] | None = None,
+    content: bytes | None = None,
+    on_status: Callable[[int], None] | None = None,
+) -> tuple[httpx.Response, bytearray]:
+    """One request to a bot or an owner's endpoint (no redirects followed) and its raw body,
+    the whole exchange, headers included, over by ``deadline`` (monotonic seconds): a peer
+    that drips one byte per read timeout is cut off by :data:`WATCHDOG` (its socket shut
+    down), not waited for. Identity encoding, raw bytes: a compressed answer is not inflated.
+    ``on_status`` is called with the status as soon as it is known.
+
+    Raises:
+        httpx.HTTPError, OSError: the request failed; ValueError: the body is larger than
+            ``max_bytes`` or not complete by ``deadline``.
+    """
+    sockets: list[typing.Any] = []
+
+    def trace(event: str, info: dict[str, typing.Any]) -> None:
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                sockets.append(sock)
+
+    def cut() -> None:
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    handle = WATCHDOG.arm(deadline, cut)
+    try:
+        with client.stream(
+            method,
+            url,
+            content=content,
+            follow_redirects=False,
+            extensions={"trace": trace},
+            headers={**(headers or {}), "Accept-Encoding": "identity"},
+        ) as resp:
+            if on_status is not None:
+                on_status(resp.status_code)
+            body = bytearray()  # += on bytes copies the whole body per chunk
+            for chunk in resp.iter_raw():
+                body += chunk
+                if len(body) > max_bytes:
+                    raise ValueError(f"response larger than {max_bytes} bytes")
+                if time.monotonic() > deadline:
+                    raise ValueError("no complete answer in time")
+    finally:
+        WATCHDOG.disarm(handle)
+    return resp, body

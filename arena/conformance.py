@@ -26,26 +26,23 @@ from __future__ import annotations
 import json
 import logging
 import secrets as _secrets
-import socket
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import httpx
 import redis
 from websockets.exceptions import ConnectionClosed, WebSocketException
 from websockets.sync.client import connect as ws_connect
 
 import engine
-from arena import lifecycle, relay
-from arena.bot_transport import PinnedTransport
+from arena import lifecycle, notices, relay
 from arena.config import Settings
 from arena.db.session import shared_sessions
+from arena.health import HEALTH_TIMEOUT_S, health_check, judge_health_body, truncate_text
 from arena.matchlog import Exchange
-from arena.runner.connected import ConnectedPlayer, RelayUnavailable
+from arena.runner.connected import ConnectedPlayer
 from arena.runner.match import Match, MatchConfig, Observers
-from arena.runner.players import WATCHDOG, HttpPlayer, LocalPlayer, Outcome, Player, SlotUse
-from arena.safejson import JsonLimitError, loads_limited
+from arena.runner.players import ArenaFailure, HttpPlayer, LocalPlayer, Outcome, Player, SlotUse
 from arena.url_policy import BotUrlError, check_bot_url
 from bots_sdk import protocol, wire
 from bots_sdk.bot import Bot, Request
@@ -53,148 +50,6 @@ from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 
 log = logging.getLogger("arena.checks")
-
-#: Seconds allowed for the health check request (connect + read).
-HEALTH_TIMEOUT_S = 5.0
-#: Largest health response read, bytes.
-MAX_HEALTH_BYTES = 64 * 1024
-
-
-def _truncate(text: str, limit: int = 200) -> str:
-    """``text`` cut to ``limit`` characters, NUL shown as ``\\x00`` (the outcome is stored as
-    JSON in PostgreSQL, which refuses NUL in text)."""
-    text = text.replace("\x00", "\\x00")
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def health_check(
-    url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx.Client | None = None, allow_private: bool = False
-) -> dict[str, Any]:
-    """``GET url`` once (no redirects) and judge the answer.
-
-    The connection goes through :class:`arena.bot_transport.PinnedTransport` (the host
-    resolved once, every address checked with ``allow_private``, the socket connected to a
-    checked address); a refused host is reported in ``error``.
-
-    Returns ``{"ok": bool, "status": int | None, "elapsed_ms": float, "name": str | None,
-    "protocols": list[int], "error": str | None}`` (elapsed in milliseconds). Never raises for
-    network or protocol problems: they are reported in ``error``.
-    """
-    own = client is None
-    client = client or httpx.Client(
-        follow_redirects=False,
-        timeout=timeout_s,
-        trust_env=False,
-        transport=PinnedTransport(allow_private=allow_private),
-    )
-    out: dict[str, Any] = {
-        "ok": False,
-        "status": None,
-        "elapsed_ms": None,
-        "name": None,
-        "protocols": [],
-        "error": None,
-    }
-    start = time.monotonic()
-    try:
-        resp, body = _get_health(client, url, timeout_s, start, out)
-    except (httpx.HTTPError, ValueError, OSError) as exc:
-        out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
-        late = time.monotonic() - start >= timeout_s
-        out["error"] = (
-            f"no complete answer within {timeout_s:g} s" if late else _truncate(f"{type(exc).__name__}: {exc}")
-        )
-        return out
-    finally:
-        if own:
-            client.close()
-    out["elapsed_ms"] = round((time.monotonic() - start) * 1000, 3)
-    if resp.is_redirect:
-        out["error"] = f"redirect ({resp.status_code}) refused: redirects are never followed"
-        return out
-    if resp.status_code != 200:
-        out["error"] = f"HTTP status {resp.status_code}, expected 200"
-        return out
-    _judge_health_body(out, body)
-    return out
-
-
-def _get_health(
-    client: httpx.Client, url: str, timeout_s: float, start: float, out: dict[str, Any]
-) -> tuple[httpx.Response, bytearray]:
-    """The health answer and its raw body (``out["status"]`` set as soon as known).
-
-    Raises:
-        httpx.HTTPError, OSError: the request failed; ValueError: the body is too large or
-            not complete within ``timeout_s`` seconds from ``start``.
-    """
-    # The whole exchange, headers included, ends within timeout_s: a bot that drips one byte
-    # per read timeout is cut off by the watchdog (its socket shut down), not waited for.
-    sockets: list[Any] = []
-
-    def trace(event: str, info: dict[str, Any]) -> None:
-        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
-            stream = info.get("return_value")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            if sock is not None:
-                sockets.append(sock)
-
-    def cut() -> None:
-        for sock in sockets:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    handle = WATCHDOG.arm(start + timeout_s, cut)
-    try:
-        # identity encoding, raw bytes: a compressed answer is not inflated (no gzip bomb)
-        with client.stream(
-            "GET",
-            url,
-            follow_redirects=False,
-            extensions={"trace": trace},
-            headers={"Accept": "application/json", "Accept-Encoding": "identity"},
-        ) as resp:
-            out["status"] = resp.status_code
-            body = bytearray()  # += on bytes copies the whole body per chunk
-            for chunk in resp.iter_raw():
-                body += chunk
-                if len(body) > MAX_HEALTH_BYTES:
-                    raise ValueError(f"response larger than {MAX_HEALTH_BYTES} bytes")
-                if time.monotonic() - start > timeout_s:
-                    raise ValueError(f"no complete answer within {timeout_s:g} s")
-    finally:
-        WATCHDOG.disarm(handle)
-    return resp, body
-
-
-def _judge_health_body(out: dict[str, Any], body: bytearray) -> None:
-    """Judge a 200 health answer's body: ``name`` and ``protocols`` into ``out``, ``ok`` or ``error``."""
-    try:
-        data = loads_limited(bytes(body))
-    except JsonLimitError as exc:
-        out["error"] = _truncate(f"response is not JSON within the limits: {exc}")
-        return
-    if not isinstance(data, dict):
-        out["error"] = "response JSON is not an object"
-        return
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        out["error"] = "response has no string 'name'"
-        return
-    out["name"] = _truncate(name, 64)
-    protocols = data.get("protocols", [data["protocol"]] if "protocol" in data else None)
-    if (
-        not isinstance(protocols, list)
-        or not protocols
-        or not all(isinstance(p, int) and not isinstance(p, bool) for p in protocols)
-    ):
-        out["error"] = "response has no integer 'protocol' or list 'protocols'"
-        return
-    out["protocols"] = protocols
-    out["ok"] = True
-
 
 #: Time rules of the conformance games, seconds (TIME-1): a 10 s bank, +1 s, 10 s cap.
 CONFORMANCE_TIME_RULES_S = {"initial": 10.0, "increment": 1.0, "cap": 10.0}
@@ -390,6 +245,13 @@ class _Opening:
         pass  # the inner player outlives the probe (one HTTP client for the whole check)
 
 
+def match_like_id() -> str:
+    """A ``match_id`` for a check's game as a tournament match's (``arena-<number>``,
+    ``arena.delivery.protocol_match_id``), its number drawn at random: nothing in a check's
+    requests tells the bot it is checked."""
+    return f"arena-{_secrets.randbelow(10**6) + 1}"
+
+
 class CheckTimeUp(RuntimeError):
     """The check ran past its deadline (``ARENA_CHECK_TIME_LIMIT_S``); ``str(exc)`` says so."""
 
@@ -435,6 +297,7 @@ def conformance_game(
     deadline: float | None = None,
     limit_s: float | None = None,
     player: Player | None = None,
+    name: str = "",
 ) -> dict[str, Any]:
     """Play the conformance matches of ``ruleset`` (docs/operations.md, "Conformance game",
     step 4): the bot at ``url`` (seat 0) against sample bots. ``deadline``
@@ -447,7 +310,10 @@ def conformance_game(
     the bot signed with ``secret`` (and ``previous_secret``); ``max_faults`` 1 (the first fault
     ends the check: FAULT-3). ``on_progress(kinds)`` is called after every decision asked of
     the bot with the ``kinds`` table. ``player``: the bot's player when it is not the HTTP bot
-    at ``url`` (a bot that dials out, :class:`arena.runner.connected.ConnectedPlayer`).
+    at ``url`` (a bot that dials out, :class:`arena.runner.connected.ConnectedPlayer`);
+    ``name``: the bot's name as a tournament names it (``name#id``). The games look to the bot
+    like any match (:func:`match_like_id`, house opponents' names): a bot cannot tell it is
+    being checked.
 
     Returns ``{"ok": bool, "ruleset", "kinds": {kind: {"asked": n, "faults": n}},
     "games": [{"probe", "decisions", "faults"}], "faults": [{"kind", "detail", "received",
@@ -479,7 +345,9 @@ def conformance_game(
     seed = _secrets.randbits(62) if seed is None else seed
     start = time.monotonic()
     if player is None:
-        player = HttpPlayer(url, secret, name="candidate", allow_private=allow_private, previous_secret=previous_secret)
+        player = HttpPlayer(
+            url, secret, name=name or "bot", allow_private=allow_private, previous_secret=previous_secret
+        )
     faults: list[dict[str, Any]] = []
     try:
         for i, probe in enumerate(_runs(ruleset)):
@@ -491,10 +359,10 @@ def conformance_game(
             except CheckTimeUp as exc:
                 out["error"] = str(exc)
                 return out
-            except RelayUnavailable:  # the arena's failure, not the bot's: the check errs
+            except ArenaFailure:  # the arena's failure, not the bot's: the check errs
                 raise
             except Exception as exc:  # a runner bug must not pass or crash the check
-                out["error"] = _truncate(f"{probe.name}: {type(exc).__name__}: {exc}")
+                out["error"] = truncate_text(f"{probe.name}: {type(exc).__name__}: {exc}")
                 return out
             faults += own
             if own:
@@ -506,7 +374,7 @@ def conformance_game(
     missing = [k for k in REQUIRED_KINDS[ruleset] if not kinds[k]["asked"]]
     if faults:
         f = faults[0]
-        out["error"] = f"{f['kind']} answering {f['decision']} ({f['probe']}): {_truncate(f['detail'] or '')}"
+        out["error"] = f"{f['kind']} answering {f['decision']} ({f['probe']}): {truncate_text(f['detail'] or '')}"
     elif missing:
         out["error"] = f"the bot was never asked {', '.join(missing)}"
     else:
@@ -542,7 +410,7 @@ def _play_probe(
     inner: list[Player] = [player]
     for s in range(1, n):
         bot = FaceDownLiar() if s in probe.liars else SAMPLE_BOTS[CONFORMANCE_OPPONENT](seed=seed + s)
-        inner.append(LocalPlayer(bot))
+        inner.append(LocalPlayer(bot, f"house-{s} ({CONFORMANCE_OPPONENT})"))  # as a tournament's house seats
     seats = [_Opening(p, s, opening) for s, p in enumerate(inner)]
     mine: list[Exchange] = []  # the decisions asked of the bot (seat 0's opening moves left out)
 
@@ -567,8 +435,8 @@ def _play_probe(
         game_specs=[{"setup": probe.setup, "seats": list(range(n))}] if probe.setup else None,
         time_rules=TimeRules.from_seconds(**CONFORMANCE_TIME_RULES_S),
         max_faults=1,
-        # a random tag, never the seed: the seed would give the bot every hand of the random run
-        match_id=f"conformance-{_secrets.token_hex(8)}-{probe.name}",
+        # a random id, never the seed (it would give the bot every hand of the random run)
+        match_id=match_like_id(),
     )
     match_log = Match(seats, config, Observers(on_decision=seen)).play()
     if opening:
@@ -582,7 +450,7 @@ def _play_probe(
         {
             "kind": f["kind"],
             "detail": f["detail"],
-            "received": _truncate(f["received"] or ""),
+            "received": truncate_text(f["received"] or ""),
             "elapsed_ms": f["elapsed_ms"],
             "decision": kind_of.get((f["game"], f["n"])),
             "probe": probe.name,
@@ -613,7 +481,7 @@ def signature_probe(
         protocol.build_request(
             g,
             d.seat,
-            match_id=f"conformance-signature-{_secrets.token_hex(4)}",
+            match_id=match_like_id(),
             game=0,
             time_rules=rules,
             remaining_ms=rules.initial_ms,
@@ -679,6 +547,7 @@ def check_bot(
     timeout_s: float = HEALTH_TIMEOUT_S,
     on_progress: ProgressFn | None = None,
     limit_s: float | None = None,
+    name: str = "",
 ) -> dict[str, Any]:
     """Run the URL check, the health check, the signature probe and the conformance games
     (module docstring), within ``limit_s`` seconds in all (None: no limit; past it the
@@ -720,6 +589,7 @@ def check_bot(
             on_progress=kinds_done,
             deadline=deadline,
             limit_s=limit_s,
+            name=name,
         ),
     )
     return result
@@ -780,7 +650,7 @@ def connected_health(
     outcome = player.health(timeout_s)
     out["elapsed_ms"] = float(outcome.elapsed_ms)
     if outcome.action is None:
-        out["error"] = _truncate(f"{outcome.fault}: {outcome.detail}")
+        out["error"] = truncate_text(f"{outcome.fault}: {outcome.detail}")
         if outcome.fault == "connection_error":
             try:
                 told = story() if story is not None else None
@@ -788,7 +658,7 @@ def connected_health(
                 told = None
             out.update(dial_step(told, wait_s=timeout_s))
         return out
-    _judge_health_body(out, bytearray(protocol.dumps(outcome.action)))
+    judge_health_body(out, bytearray(protocol.dumps(outcome.action)))
     return out
 
 
@@ -927,7 +797,7 @@ def auth_probe(gateway_url: str, bot_id: int, *, timeout_s: float = AUTH_PROBE_T
     except ConnectionClosed as exc:
         code = exc.rcvd.code if exc.rcvd is not None else None
     except (OSError, TimeoutError, ValueError, WebSocketException) as exc:
-        why = _truncate(f"{type(exc).__name__}: {exc}")
+        why = truncate_text(f"{type(exc).__name__}: {exc}")
         return {
             "ok": False,
             "status": None,
@@ -953,6 +823,7 @@ def check_connected_bot(
     reconnect_s: float = CONNECT_WAIT_S,
     on_progress: ProgressFn | None = None,
     limit_s: float | None = None,
+    name: str = "",
 ) -> dict[str, Any]:
     """:func:`check_bot` for a bot that dials out: the health check over its connection
     (:func:`connected_health`; not connected: the step it reached, :func:`dial_step`), the
@@ -964,7 +835,7 @@ def check_connected_bot(
     result, progress, report = _new_check(rulesets, "health", on_progress)
 
     deadline = None if limit_s is None else time.monotonic() + float(limit_s)
-    player = ConnectedPlayer(bot_id, client, "candidate", reconnect_s=reconnect_s)
+    player = ConnectedPlayer(bot_id, client, name or f"bot#{bot_id}", reconnect_s=reconnect_s)
     report("health")
     result["health"] = connected_health(player, story=lambda: relay.story(client, bot_id))
     if not result["health"]["ok"]:
@@ -1053,6 +924,7 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
                 reconnect_s=min(CONNECT_WAIT_S, float(settings.gateway_reconnect_s)),
                 on_progress=beat,
                 limit_s=float(settings.check_time_limit_s),
+                name=plan.name,
             )
         else:
             outcome = check_bot(
@@ -1063,14 +935,18 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
                 previous_secret=plan.previous_secret,
                 on_progress=beat,
                 limit_s=float(settings.check_time_limit_s),
+                name=plan.name,
             )
     except Exception as exc:
         log.exception("check %s broke", plan.check_id)
         with factory() as session:
-            lifecycle.error_check(session, plan.check_id, f"internal error: {type(exc).__name__}: {exc}")
+            if lifecycle.error_check(session, plan.check_id, f"internal error: {type(exc).__name__}: {exc}"):
+                notices.check_finished(session, notices.sender_for(settings), plan.check_id)
         return f"check {plan.check_id}: internal error"
     with factory() as session:
         status = lifecycle.finish_check(session, plan.check_id, outcome)
+        if status is not None:  # the owner's webhook hears of it (arena.notices)
+            notices.check_finished(session, notices.sender_for(settings), plan.check_id)
     line = f"check {plan.check_id} of bot {plan.bot_id}: {'passed' if outcome['ok'] else 'failed'} (bot {status})"
     log.info(line)
     return line

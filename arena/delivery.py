@@ -47,7 +47,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 import engine
-from arena import fairness, lifecycle, matchlog, spool
+from arena import fairness, lifecycle, matchlog, matchmaking, notices, spool
 from arena.config import Settings, people_in_bot_ratings_from_env
 from arena.db.session import POOL, is_postgres, shared_sessions
 from arena.dispatch import QueueError
@@ -57,14 +57,14 @@ from arena.limits import longest_match_seconds, visibility_timeout
 from arena.live import LivePublisher, announce, live_enabled
 from arena.matchlog import MatchLog
 from arena.people import rebuild_people_ratings
-from arena.queue import CeleryDispatcher
+from arena.queue import LADDER_QUEUE, CeleryDispatcher
 from arena.runner.answers import safe_text
 from arena.runner.capped import CappedHttpPlayer
 from arena.runner.claims import Claim, EndpointClaims, Refused
-from arena.runner.connected import CappedConnectedPlayer, RelayUnavailable, connect_semaphore
+from arena.runner.connected import CappedConnectedPlayer, connect_semaphore
 from arena.runner.match import Match, MatchConfig, MatchError, Observers, SlotTotals, default_game_specs
-from arena.runner.person import PersonPlayer, PersonViews, TableUnavailable
-from arena.runner.players import LocalPlayer, Player, WithdrawnPlayer, tls_context
+from arena.runner.person import PersonPlayer, PersonViews
+from arena.runner.players import ArenaFailure, LocalPlayer, Player, WithdrawnPlayer, tls_context
 from arena.runner.semaphore import BotSemaphore, MatchSlots
 from arena.sources import SET
 from arena.standings import rebuild_ratings
@@ -331,10 +331,15 @@ def _deleted(settings: Settings, bot_id: int) -> bool:
 
 
 def play_plan(
-    plan: MatchPlan, settings: Settings, live_ends: list[LivePublisher] | None = None
+    plan: MatchPlan,
+    settings: Settings,
+    live_ends: list[LivePublisher] | None = None,
+    health: WorkerHealth | None = None,
 ) -> tuple[MatchLog, list[SlotTotals]]:
     """Steps 2-3 for a claimed match: returns ``(match log, slot totals per seat)``; every
-    slot of the per-endpoint cap is given back when it returns. Bots never make this raise.
+    slot of the per-endpoint cap is given back when it returns. Bots never make this raise;
+    the arena's own failure does (:class:`~arena.runner.players.ArenaFailure`), judged by
+    ``health`` (the worker's, :class:`WorkerHealth`) and the players.
 
     The live view's ``end`` is published when it returns, unless ``live_ends`` is given: a
     match played to its end then leaves its publisher there, for the caller to end once the
@@ -387,7 +392,7 @@ def play_plan(
         match = Match(
             players,
             config,
-            Observers(on_step=on_step, withdrawn=withdrawn),
+            Observers(on_step=on_step, withdrawn=withdrawn, health=health),
         )
         match_log = match.play()
         played = True
@@ -438,7 +443,7 @@ def internal_reason(step: str, exc: BaseException) -> str:
     """A short failure reason for the organizer: the step and the exception type, plus the
     message only for our own exceptions that never hold a log or hands (bad options)."""
     reason = f"internal error while {step}: {type(exc).__name__}"
-    if isinstance(exc, (MatchError, engine.OptionsError, RelayUnavailable, TableUnavailable)):
+    if isinstance(exc, (MatchError, engine.OptionsError, ArenaFailure)):
         reason += f": {safe_text(str(exc), 200)}"
     return reason
 
@@ -453,17 +458,20 @@ def store_with_retry(
     backoff_s: float | None = None,
     backoff_max_s: float | None = None,
     on_retry: Callable[[int], None] | None = None,
+    fence: int | None = None,
 ) -> lifecycle.Stored:
-    """Step 4 with retries: :func:`arena.lifecycle.store_result`, again after a transient
-    database error (:data:`TRANSIENT_DB_ERRORS`) for up to ``retry_s`` seconds from the first
-    attempt, waiting ``backoff_s`` seconds (default :data:`STORE_BACKOFF_S`), then twice as
-    long each time up to ``backoff_max_s`` (default :data:`STORE_BACKOFF_MAX_S`). Before each
-    wait ``on_retry(attempt)`` is called (the caller spools the result). The match is never
-    played again for it.
+    """Step 4 with retries: :func:`arena.lifecycle.store_result` (fenced by ``fence``, the attempt
+    that played it: it stores only while that is the match's current attempt), again after a
+    transient database error (:data:`TRANSIENT_DB_ERRORS`) for up to ``retry_s`` seconds from the
+    first attempt, waiting ``backoff_s`` seconds (default :data:`STORE_BACKOFF_S`), then twice as
+    long each time up to ``backoff_max_s`` (default :data:`STORE_BACKOFF_MAX_S`). Before each wait
+    ``on_retry(attempt)`` is called (the caller spools the result). The match is never played again
+    for it.
 
     Returns:
         :class:`arena.lifecycle.Stored`: true if stored, false if a result was already stored
-        (a duplicate delivery, or the reaper stored the spooled result first).
+        (a duplicate delivery, or the reaper stored the spooled result first) or the attempt
+        is stale (``stale``: another delivery took the match over).
     Raises:
         StoreFailed: the log is not strict JSON, a non-transient database error, or
             transient errors for ``retry_s`` seconds (``transient`` set; the cause is chained).
@@ -476,7 +484,7 @@ def store_with_retry(
         attempt += 1
         try:
             with factory() as session:
-                return lifecycle.store_result(session, match_id, log=match_log, **fields)
+                return lifecycle.store_result(session, match_id, log=match_log, attempt=fence, **fields)
         except matchlog.LogEncodingError as exc:
             raise StoreFailed(f"could not store the result: {exc}") from exc
         except TRANSIENT_DB_ERRORS as exc:
@@ -634,15 +642,42 @@ def after_store(
     send_round(settings, tournament_id, added, send)
     if pars:
         request_pars(settings, [match_id])
-    rate_after(factory, match_id, tournament_id, ruleset)
+    rate_after(factory, match_id, tournament_id, ruleset, settings)
+    refill_ladder(settings, factory, match_id)
 
 
-def rate_after(factory: sessionmaker[Session], match_id: int, tournament_id: int, ruleset: str) -> bool:
+def refill_ladder(settings: Settings, factory: sessionmaker[Session], match_id: int) -> None:
+    """A done ladder set's entries get their next sets at once (:func:`arena.matchmaking.refill`,
+    once per set), sent to :data:`arena.queue.LADDER_QUEUE`; nothing for another match, or in
+    eager mode (a quick local run drives its ticks itself). A database or broker error only
+    leaves them to the next tick."""
+    if settings.celery_eager:
+        return
+    try:
+        matchmaking.refill(
+            factory,
+            match_id,
+            CeleryDispatcher(settings.broker_url, queue=LADDER_QUEUE).send_matches,
+            probe_s=settings.ladder_probe_s,
+            online=matchmaking.redis_online(_redis(settings.broker_url)),
+        )
+    except DBAPIError as exc:
+        log.warning("match %s: its ladder's next sets left to the tick (%s)", match_id, type(exc).__name__)
+
+
+def rate_after(
+    factory: sessionmaker[Session],
+    match_id: int,
+    tournament_id: int,
+    ruleset: str,
+    settings: Settings | None = None,
+) -> bool:
     """Step 5 once a match is done (stored or failed): a ladder set is rated once
     (:func:`arena.lifecycle.ladders.rate_set`; one stored while its pars are on their way
     waits for them, and the par task or the reaper rates it), a comparison set is compared
     with its twin; a tournament's ratings are rebuilt when none of its matches is left
-    (:func:`rate_if_done`). A database error only delays them (the reaper rates a set left
+    (:func:`rate_if_done`, with ``settings`` its end announced). A database error only delays
+    them (the reaper rates a set left
     pending; the next rebuild has the tournaments'). Returns True when a ladder set's rating
     moved (rated, unrated, void, or its comparison folded)."""
     try:
@@ -656,7 +691,7 @@ def rate_after(factory: sessionmaker[Session], match_id: int, tournament_id: int
     except DBAPIError as exc:
         log.warning("match %s: not rated now (%s); the reaper rates it", match_id, type(exc).__name__)
         return False
-    rate_if_done(factory, tournament_id, ruleset)
+    rate_if_done(factory, tournament_id, ruleset, settings)
     return False
 
 
@@ -683,17 +718,64 @@ def _fail(
                 log.error("match %s: could not record the failure (database unavailable)", plan.match_id)
                 return f"lost match {plan.match_id}: {reason}"
             time.sleep(1.0 * (attempt + 1))
-    rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset)
+    rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset, settings)
+    if settings is not None:
+        refill_ladder(settings, factory, plan.match_id)
     return f"failed match {plan.match_id} (attempt {plan.attempt}): {reason}"
 
 
-def rate_if_done(factory: sessionmaker[Session], tournament_id: int, ruleset: str) -> None:
-    """Step 5 when no match of the tournament is left to play; a database error here only
-    delays the ratings (the next rebuild has them)."""
+#: Attempts after which a match the arena keeps failing is failed (an organizer retries it).
+MAX_ARENA_ATTEMPTS = 20
+
+
+def _played_again(
+    factory: sessionmaker[Session],
+    plan: MatchPlan,
+    settings: Settings,
+    exc: ArenaFailure,
+    send: SendMatches | None = None,
+) -> str:
+    """A match the arena could not finish (its relay, its gateways or this worker failed; never
+    its bots): nothing of it is stored; it goes back to ``queued`` (if this attempt still holds
+    it, :func:`arena.lifecycle.requeue_match`) and is sent again, to be played from the start
+    on fresh deals. When the database cannot be reached, its lease expires and the reaper
+    sends it again. After :data:`MAX_ARENA_ATTEMPTS` attempts it fails instead. Returns the
+    task's status line."""
+    reason = safe_text(f"the arena's own failure, not the bots': {exc}", 300)
+    if plan.attempt >= MAX_ARENA_ATTEMPTS:
+        return _fail(factory, plan, f"{reason} (attempt {plan.attempt})", exc, settings)
+    log.warning("match %s (attempt %d) stopped, to be played again: %s", plan.match_id, plan.attempt, reason)
+    try:
+        with factory() as session:
+            queued = lifecycle.requeue_match(session, plan.match_id, plan.attempt)
+    except TRANSIENT_DB_ERRORS:
+        return f"stopped match {plan.match_id} (attempt {plan.attempt}): {reason}; the reaper sends it again"
+    if not queued:
+        return f"stopped match {plan.match_id} (attempt {plan.attempt}): {reason}; another delivery has it"
+    try:
+        if send is not None:
+            send([plan.match_id])
+        elif not settings.celery_eager:
+            CeleryDispatcher(settings.broker_url).send_matches([plan.match_id], priority=True)
+    except QueueError as exc2:  # queued in the database: the reaper sends it
+        log.warning("match %s not sent again now (%s); the reaper sends it", plan.match_id, exc2)
+    announce(settings, plan.tournament_id, "queued", [plan.match_id])
+    return f"replayed match {plan.match_id} (attempt {plan.attempt} stopped): {reason}"
+
+
+def rate_if_done(
+    factory: sessionmaker[Session], tournament_id: int, ruleset: str, settings: Settings | None = None
+) -> None:
+    """Step 5 when no match of the tournament is left to play, and, given ``settings``, the
+    end announced to the owners' webhooks once it is over (:func:`arena.notices.announce_ends`);
+    a database error here only delays the ratings (the next rebuild has them) and the notice
+    (the reaper sends it)."""
     try:
         with factory() as session:
             if lifecycle.tournament_done(session, tournament_id):
                 update_ratings(session, ruleset)
+                if settings is not None:
+                    notices.announce_ends(session, notices.sender_for(settings), only=tournament_id)
     except DBAPIError as exc:
         log.warning("ratings of %s not rebuilt: %s", ruleset, type(exc).__name__)
 
@@ -723,6 +805,12 @@ class LeaseKeeper:
         self._claims_lock = threading.Lock()
         self.renewals = 0
         self.lost = False
+        #: seconds between two renewals (the worker's heartbeat)
+        self.interval = max(0.2, lease_s / 6)
+        #: when the last renewal succeeded (the claim counts), and the last one failed (None:
+        #: never), monotonic seconds
+        self.ok_at = time.monotonic()
+        self.failed_at: float | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lease-{match_id}", daemon=True)
 
@@ -741,23 +829,100 @@ class LeaseKeeper:
         self._stop.set()
         self._thread.join(timeout=10)
 
+    def healthy(self) -> bool:
+        """Whether the heartbeat is well: the last renewal succeeded, and not too long ago."""
+        fresh = time.monotonic() - self.ok_at <= 2 * self.interval + 1.0
+        return fresh and (self.failed_at is None or self.ok_at > self.failed_at)
+
     def _run(self) -> None:
-        while not self._stop.wait(max(0.2, self.lease_s / 6)):
+        while not self._stop.wait(self.interval):
             with self._claims_lock:  # never renewed after their release (a renewal re-adds)
                 if self.claims is not None:
-                    self.claims[0].renew(self.claims[1])
+                    try:
+                        self.claims[0].renew(self.claims[1])
+                    except Exception as exc:  # Redis unreachable: the lease itself still counts
+                        log.warning("match %s: endpoint claims not renewed (%s)", self.match_id, type(exc).__name__)
             try:
                 with self.factory() as session:
                     ok = lifecycle.renew_lease(session, self.match_id, self.owner, self.lease_s)
             except DBAPIError as exc:
+                self.failed_at = time.monotonic()
                 log.warning("match %s: lease not renewed (%s)", self.match_id, type(exc).__name__)
                 continue
+            self.ok_at = time.monotonic()
             if not ok:
                 if not self._stop.is_set():
                     self.lost = True
                     log.warning("match %s: lease lost (expired and taken over, or the match ended)", self.match_id)
                 return
             self.renewals += 1
+
+
+#: Seconds a probe of the worker's own link to Redis may take.
+PROBE_TIMEOUT_S = 2.0
+#: Seconds between two looks at the worker's health while a match waits for it.
+HEALTH_POLL_S = 0.5
+
+
+class WorkerHealth:
+    """The worker's judgement of its own health while it plays a match: the runner's
+    :class:`arena.runner.match.ArenaHealth` (docs/protocol.md, "Whose fault is a wait").
+
+    * :meth:`abort`: the match's lease was lost (another delivery plays it): stop now.
+    * :meth:`fault`: a request without an answer was the worker's failure, not the bot's,
+      when the heartbeat (the lease renewals, :class:`LeaseKeeper`: the database) failed
+      during it or went stale, or Redis cannot be reached now (a probe): a worker cut off
+      from the network never blames its bots for it.
+    * :meth:`wait`: until the heartbeat and the probe are well again, at most ``wait_s``
+      seconds (two leases by default: by then another worker has the match).
+    """
+
+    def __init__(self, settings: Settings, keeper: LeaseKeeper | None, wait_s: float | None = None):
+        self.keeper = keeper
+        self.wait_s = float(2 * settings.lease_s if wait_s is None else wait_s)
+        self._probe: redis.Redis | None = None
+        if not settings.celery_eager and settings.broker_url.startswith("redis"):
+            self._probe = redis.Redis.from_url(
+                settings.broker_url, socket_timeout=PROBE_TIMEOUT_S, socket_connect_timeout=PROBE_TIMEOUT_S
+            )
+
+    def abort(self) -> str:
+        if self.keeper is not None and self.keeper.lost:
+            return "this worker lost the match's lease: another delivery plays the match"
+        return ""
+
+    def probe(self) -> str:
+        """Why this worker cannot reach Redis now, or ""."""
+        if self._probe is None:
+            return ""
+        try:
+            self._probe.ping()
+        except (redis.RedisError, OSError) as exc:
+            return f"this worker cannot reach Redis ({type(exc).__name__})"
+        return ""
+
+    def fault(self, started: float, ended: float) -> str:
+        keeper = self.keeper
+        if keeper is not None:
+            if keeper.failed_at is not None and keeper.failed_at >= started - keeper.interval:
+                return "this worker's heartbeat failed during the request (it could not reach the database)"
+            if ended - keeper.ok_at > 2 * keeper.interval + 1.0:
+                return "this worker's heartbeat was stale during the request"
+        return self.probe()
+
+    def wait(self) -> bool:
+        deadline = time.monotonic() + self.wait_s
+        while not self.abort():
+            if (self.keeper is None or self.keeper.healthy()) and not self.probe():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(HEALTH_POLL_S)
+        return False
+
+    def close(self) -> None:
+        if self._probe is not None:
+            self._probe.close()
 
 
 class MatchDeferred(RuntimeError):
@@ -833,7 +998,7 @@ def play_and_store(match_id: int, settings: Settings | None = None, send: SendMa
             line = f"failed match {int(match_id)} (not played): {claimed.message}"
             log.error("%s", line)
             announce(settings, claimed.tournament_id, "failed", [int(match_id)])
-            rate_if_done(factory, claimed.tournament_id, claimed.ruleset or "")
+            rate_if_done(factory, claimed.tournament_id, claimed.ruleset or "", settings)
             return line
         log.info("skipped: %s", claimed.message)
         if claimed.reason is lifecycle.SkipReason.CANCELLED and claimed.tournament_id is not None:
@@ -903,9 +1068,11 @@ def _play_claimed(
             vt,
         )
     live_ends: list[LivePublisher] = []
+    health = WorkerHealth(settings, keeper)
     try:
-        return _store_played(plan, settings, factory, keeper, send, live_ends)
+        return _store_played(plan, settings, factory, keeper, send, live_ends, health)
     finally:  # after the store: the pages told the match is over find its result
+        health.close()
         for live in live_ends:
             live.end()
 
@@ -917,19 +1084,28 @@ def _store_played(
     keeper: LeaseKeeper | None,
     send: SendMatches | None,
     live_ends: list[LivePublisher],
+    health: WorkerHealth | None = None,
 ) -> str:
     try:
-        match_log, slot_totals = play_plan(plan, settings, live_ends)
+        match_log, slot_totals = play_plan(plan, settings, live_ends, health)
         if keeper is not None:
             keeper.release_claims()
         fields = result_fields(plan, match_log, slot_totals)
         fields["par_status"] = par_status(settings)
+    except ArenaFailure as exc:  # the arena's own failure, never the bots': played again
+        return _played_again(factory, plan, settings, exc, send)
     except Exception as exc:  # an internal error (bots' failures are faults, never exceptions)
         return _fail(factory, plan, internal_reason("playing", exc), exc, settings)
     kept = ResultSpool(settings, plan, match_log, fields)
     try:
         stored = store_with_retry(
-            factory, plan.match_id, match_log, fields, retry_s=settings.store_retry_s, on_retry=kept.save
+            factory,
+            plan.match_id,
+            match_log,
+            fields,
+            retry_s=settings.store_retry_s,
+            on_retry=kept.save,
+            fence=plan.attempt,
         )
     except StoreFailed as exc:
         if exc.transient and kept.saved:  # the reaper stores it when the database is back
@@ -944,6 +1120,13 @@ def _store_played(
     kept.drop()
     if keeper is not None:  # the match is over: a renewal now would only find it finished
         keeper.stop()
+    if stored.stale:
+        line = (
+            f"stale match {plan.match_id} (attempt {plan.attempt}): its lease was taken over; the result of the "
+            "attempt that took over counts, this one is dropped"
+        )
+        log.warning(line)
+        return line
     if stored:
         after_store(
             settings,
@@ -956,7 +1139,7 @@ def _store_played(
             pars=fields["par_status"] == ParStatus.PENDING,
         )
     else:
-        rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset)
+        rate_after(factory, plan.match_id, plan.tournament_id, plan.ruleset, settings)
     word = "stored" if stored else "duplicate"
     line = (
         f"{word} match {plan.match_id} (attempt {plan.attempt}): scores {fields['scores']}, faults {fields['faults']}"

@@ -11,6 +11,9 @@ A :class:`Dispatcher` sends three kinds of work, each by id (the rows are in the
 - the match of a table where people play (``send_table``, docs/tables.md): a person waits for
   it, so it goes to the queue every worker consumes first, and in-process it is played on a
   thread of its own (the request that started it returns at once).
+- the poll of a start waiting for offline entrants (``await_entrants``, after a countdown):
+  :func:`arena.usecases.entrants.await_entrants`;
+- owners' webhooks (``send_webhook``): :func:`arena.notices.deliver`.
 
 Two implementations: :class:`arena.queue.CeleryDispatcher` sends Celery tasks by name to the
 broker (it imports no runner: the API process uses it); :class:`arena.inprocess.InProcessDispatcher`
@@ -25,7 +28,7 @@ in-process dispatcher ignores it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class QueueError(RuntimeError):
@@ -50,6 +53,15 @@ class Dispatcher(Protocol):
     def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
         """Send the launch of a running tournament (in-process: store its schedule and play
         every pending match before returning)."""
+        ...
+
+    def await_entrants(self, tournament_id: int, countdown_s: float) -> None:
+        """Send the next poll of a start waiting for offline entrants, due in ``countdown_s``
+        seconds (in-process: on a timer thread)."""
+        ...
+
+    def send_webhook(self, account_id: int, message: dict[str, Any]) -> None:
+        """Send one webhook event to an account's webhook (in-process: delivered now, once)."""
         ...
 
     def send_table(self, match_id: int) -> None:

@@ -13,6 +13,9 @@ and returns when it is done, as the Celery task would have done it on a worker:
   played in schedule order;
 - ``send_table``: the table's match is played as ``send_matches`` plays one, on a daemon
   thread (a person plays it through the pages: the request that started it must return).
+- ``await_entrants``: the poll of a waiting start (:func:`arena.usecases.entrants.await_entrants`)
+  on a timer thread, after the countdown;
+- ``send_webhook``: one delivery now (:func:`arena.notices.deliver`), no retry.
 
 It imports the match runner and the conformance check: only the composition of an eager app
 or command (``cli``, tests) imports this module, never the API package (an import contract).
@@ -20,17 +23,23 @@ or command (``cli``, tests) imports this module, never the API package (an impor
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from arena import notices, roll_call
 from arena.config import Settings
 from arena.conformance import run_check
 from arena.db.session import shared_sessions
 from arena.delivery import play_and_store
+from arena.usecases.entrants import await_entrants
 from arena.usecases.pars import fill_pars
 from arena.usecases.tournaments import pending_matches, schedule_tournament
+
+log = logging.getLogger("arena.inprocess")
 
 
 class InProcessDispatcher:
@@ -70,3 +79,22 @@ class InProcessDispatcher:
         with self.sessions() as s:
             ids = pending_matches(s, tournament_id)
         self.send_matches(ids)
+
+    def await_entrants(self, tournament_id: int, countdown_s: float) -> None:
+        timer = threading.Timer(max(0.0, float(countdown_s)), self._poll, args=[int(tournament_id)])
+        timer.daemon = True
+        timer.start()
+
+    def _poll(self, tournament_id: int) -> None:
+        roll = roll_call.caller(
+            roll_call.redis_of(self.settings.broker_url), allow_private=self.settings.allow_private_bot_urls
+        )
+        try:
+            await_entrants(self.sessions, tournament_id, self, roll, self.settings)
+        except Exception:  # a timer thread has nobody to raise to
+            log.exception("tournament %s: the poll of its waiting start broke", tournament_id)
+
+    def send_webhook(self, account_id: int, message: dict[str, Any]) -> None:
+        notices.deliver(
+            self.sessions, int(account_id), message, allow_private=self.settings.allow_private_bot_urls, attempt=1
+        )

@@ -31,6 +31,7 @@ from arena.db.models import (
     LadderSet,
     Match,
     MatchResult,
+    MatchSeat,
 )
 from arena.sources.ladder import LadderConfig
 from arena.status import UNFINISHED, EntryStatus, MatchStatus
@@ -63,6 +64,7 @@ class TableRow:
     online: bool | None
     paused_by: str | None
     paused_reason: str | None
+    pause: dict[str, Any] | None
     paused_at: datetime | None
     last_set_at: datetime | None
     parent_bot_id: int | None
@@ -111,6 +113,7 @@ def table(session: Session, ladder: Ladder, online: Collection[int] | None = Non
                 online=True if e.house_bot is not None else (None if online is None else e.id in online),
                 paused_by=e.paused_by,
                 paused_reason=e.paused_reason,
+                pause=e.pause,
                 paused_at=e.paused_at,
                 last_set_at=e.last_set_at,
                 parent_bot_id=parent,
@@ -145,7 +148,8 @@ class SetRow:
         return dict(self.__dict__)
 
 
-def _names(session: Session, entry_ids: Sequence[int]) -> dict[int, str]:
+def entry_names(session: Session, entry_ids: Sequence[int]) -> dict[int, str]:
+    """Entry id -> the bot's name, or ``house: <sample bot>`` (any status)."""
     rows = session.execute(
         select(LadderEntry.id, LadderEntry.house_bot, Bot.name)
         .outerjoin(Bot, Bot.id == LadderEntry.bot_id)
@@ -155,7 +159,7 @@ def _names(session: Session, entry_ids: Sequence[int]) -> dict[int, str]:
 
 
 def _set_rows(session: Session, found: Sequence[tuple[LadderSet, Match]]) -> list[SetRow]:
-    names = _names(session, [e for s, _ in found for e in s.entries])
+    names = entry_names(session, [e for s, _ in found for e in s.entries])
     results = {
         r.match_id: r
         for r in session.scalars(select(MatchResult).where(MatchResult.match_id.in_([m.id for _, m in found])))
@@ -219,6 +223,21 @@ def recent(
     elif before is not None:
         stmt = stmt.where(LadderSet.match_id < before)
     found = session.execute(stmt.order_by(LadderSet.match_id.desc()).limit(limit)).all()
+    return _set_rows(session, [(s, m) for s, m in found])
+
+
+def sets_of_bot(session: Session, ladder: Ladder, bot_id: int, *, limit: int = 10) -> list[SetRow]:
+    """The ladder's sets done in which bot ``bot_id`` sat (rated or not: its forfeits and its
+    comparison sets too), newest first, at most ``limit`` (its profile's recent sets; read
+    through the bot's seats, ``match_seats.bot_id``)."""
+    found = session.execute(
+        select(LadderSet, Match)
+        .join(Match, Match.id == LadderSet.match_id)
+        .join(MatchSeat, MatchSeat.match_id == LadderSet.match_id)
+        .where(LadderSet.ladder_id == ladder.id, MatchSeat.bot_id == bot_id, Match.status.not_in(UNFINISHED))
+        .order_by(LadderSet.match_id.desc())
+        .limit(limit)
+    ).all()
     return _set_rows(session, [(s, m) for s, m in found])
 
 

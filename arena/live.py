@@ -27,8 +27,9 @@ Match message shape (JSON)::
 
 Tournament message shape (JSON)::
 
-    {"type": "tournament", "tournament_id", "event": "claimed" | "finished" | "failed" | "queued",
-     "match_ids": [id, ...]}
+    {"type": "tournament", "tournament_id", "event": "claimed" | "finished" | "failed" | "queued"
+     | "waiting" (a start waiting for offline entrants took its roll call) | "started" (it ended
+     its wait and started), "match_ids": [id, ...]}
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ PUBLISH_TIMEOUT_S = 0.25
 
 
 #: Tournament events (:func:`publish_tournament_event`).
-TOURNAMENT_EVENTS = ("claimed", "finished", "failed", "queued")
+TOURNAMENT_EVENTS = ("claimed", "finished", "failed", "queued", "waiting", "started")
 #: Keys an event of the spectator's view never keeps (the hands at a Million Doubt game's
 #: end are in the post-game log, not in a live view of a running tournament).
 PRIVATE_EVENT_KEYS = ("hand", "hands")

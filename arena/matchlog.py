@@ -66,7 +66,10 @@ class Exchange(TypedDict):
 
     ``request``: the request itself, only when the match logged requests; ``slot_wait_ms``
     (when 1 ms or more) and ``slot_bypassed`` (only ``True``): the request's wait for a slot
-    of its endpoint's cap (:mod:`arena.runner.semaphore`)."""
+    of its endpoint's cap (:mod:`arena.runner.semaphore`); ``arena_ms`` (when 1 ms or more):
+    the part of ``elapsed_ms`` the arena was unavailable on the bot's path, not taken from the
+    bank (``bank_after_ms`` is ``bank_before_ms`` less ``elapsed_ms - arena_ms``, plus the
+    increment)."""
 
     n: int
     seat: int
@@ -85,6 +88,7 @@ class Exchange(TypedDict):
     request: NotRequired[dict[str, Any]]
     slot_wait_ms: NotRequired[float]
     slot_bypassed: NotRequired[Literal[True]]
+    arena_ms: NotRequired[int]
 
 
 class FaultRecord(TypedDict):
@@ -101,10 +105,27 @@ class FaultRecord(TypedDict):
     elapsed_ms: int
 
 
+class ArenaFaultRecord(TypedDict):
+    """A request the arena itself failed (its relay, a gateway, the worker's network): never
+    the bot's fault and never its time (docs/protocol.md, "Whose fault is a wait"). The
+    decision was asked again with the bank it had: ``n`` is the number of the exchange that
+    asked it again in game ``game``; ``detail`` what failed; ``sent_at`` (Unix seconds) and
+    ``elapsed_ms`` the failed request's."""
+
+    game: int
+    n: int
+    seat: int
+    player: int
+    detail: str
+    sent_at: float
+    elapsed_ms: int
+
+
 class GameRecord(TypedDict):
     """One engine game: ``seed`` (None for a game from fixed hands), ``seats`` (player index
-    per seat), the engine's log and result, Unix seconds; ``par`` (per seat of the game, as
-    its result) once the pars are computed (:mod:`arena.par`, docs/ranking.md)."""
+    per seat), the engine's log and result, Unix seconds; ``arena_faults`` (only when there
+    were some) the requests the arena failed and asked again; ``par`` (per seat of the game,
+    as its result) once the pars are computed (:mod:`arena.par`, docs/ranking.md)."""
 
     index: int
     seed: int | None
@@ -112,6 +133,7 @@ class GameRecord(TypedDict):
     engine_log: dict[str, Any]
     exchanges: list[Exchange]
     faults: list[FaultRecord]
+    arena_faults: NotRequired[list[ArenaFaultRecord]]
     result: dict[str, Any]
     started_at: float
     finished_at: float

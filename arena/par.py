@@ -44,7 +44,6 @@ from typing import Any
 import engine
 from arena.seeds import derive_seed
 from bots_sdk.samples.search import Rollout
-from bots_sdk.samples.worlds import clone
 from engine.actions import (
     PASS,
     THROUGH,
@@ -212,16 +211,15 @@ def _run(g: Any, seed: int, baseline: str) -> None:
     rng = random.Random(seed)
     policy = Rollout(rng)
     greedy = [False] * g.seats if baseline == "rollout-v1" else [rng.random() < 0.5 for _ in range(g.seats)]
-    handlers = type(g)._dispatch
     for _ in range(MAX_ROLLOUT_ACTIONS):
-        d = g._decision
-        if g.over or d is None:
+        d = g.decision()
+        if d is None:
             return
         if greedy[d.seat]:
             kind, typed = greedy_action(g, d.seat, d.kind, d.info)
         else:
             kind, typed = policy.act(g, d.seat, d.kind, d.info)
-        handlers[kind][1](g, d.seat, typed)
+        g.push(d.seat, typed)
 
 
 def _start(ruleset: str, options: Mapping[str, Any] | None, deal: Deal, rotation: int) -> Game:
@@ -255,7 +253,7 @@ def _values(
     start = _start(ruleset, options, deal, rotation)
     total = [0.0] * n
     for r in range(rollouts):
-        g = clone(start)
+        g = start.copy(log=False)
         _run(g, derive_seed(seed, r), baseline)
         for s, v in enumerate(_scores(g, n, deal.bonus)):
             total[s] += v

@@ -2,7 +2,7 @@
 ``arena.ladder_probe`` runs, in the check process (queue ``arena.checks``).
 
 :func:`run_probes` sends each due entry's bot one health request (the check's own,
-:func:`arena.conformance.health_check`: pinned addresses, no redirect, bounded answer), and
+:func:`arena.health.health_check`: pinned addresses, no redirect, bounded answer), and
 once more after a failure; a bot that fails both is paused by the health rule
 (:func:`arena.lifecycle.ladders.record_probe`) and comes back after a passing check. A bot
 that dials out is not probed: its presence on a gateway says it can play.
@@ -18,9 +18,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.config import Settings
-from arena.conformance import health_check
 from arena.db.models import Bot, LadderEntry
 from arena.db.session import shared_sessions
+from arena.health import health_check
 from arena.lifecycle import ladders
 from arena.status import BotTransport
 

@@ -18,6 +18,7 @@ from celery import Celery
 from arena.dispatch import QueueError
 
 __all__ = [
+    "AWAIT_ENTRANTS_TASK",
     "CHECK_BOT_TASK",
     "CHECK_QUEUE",
     "COMPUTE_PAR_TASK",
@@ -28,6 +29,8 @@ __all__ = [
     "PRIORITY_QUEUE",
     "QUEUE",
     "RUN_MATCH_TASK",
+    "SEND_WEBHOOK_TASK",
+    "WEBHOOK_QUEUE",
     "CeleryDispatcher",
     "QueueError",
 ]
@@ -38,6 +41,8 @@ CHECK_BOT_TASK = "arena.check_bot"
 COMPUTE_PAR_TASK = "arena.compute_par"
 #: A ladder's health probes of HTTP bots (queue :data:`CHECK_QUEUE`: the check process).
 LADDER_PROBE_TASK = "arena.ladder_probe"
+AWAIT_ENTRANTS_TASK = "arena.await_entrants"
+SEND_WEBHOOK_TASK = "arena.send_webhook"
 QUEUE = "arena"
 #: Queue of the bot checks (``arena worker`` consumes it with :data:`QUEUE`).
 CHECK_QUEUE = "arena.checks"
@@ -50,6 +55,9 @@ PAR_QUEUE = "arena.par"
 #: Queue of the ladders' sets: consumed after :data:`QUEUE` by every match worker (queue order
 #: ``priority``): the ladders play on the capacity the tournaments leave.
 LADDER_QUEUE = "arena.ladder"
+#: Queue of the owners' webhooks (arena.notices): consumed by the check process of ``arena
+#: worker``, first, never by a match's thread.
+WEBHOOK_QUEUE = "arena.webhooks"
 
 
 @lru_cache(maxsize=8)
@@ -77,7 +85,15 @@ class CeleryDispatcher:
     def _queue(self, priority: bool) -> str:
         return PRIORITY_QUEUE if priority else self.queue
 
-    def _send(self, task: str, queue: str, args_list: Iterable[list[Any]]) -> None:
+    def _send(
+        self,
+        task: str,
+        queue: str,
+        args_list: Iterable[list[Any]],
+        *,
+        countdown: float | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
         """Send ``task`` once per argument list to ``queue`` over one broker connection.
 
         Raises:
@@ -88,7 +104,15 @@ class CeleryDispatcher:
             with client.connection_for_write() as conn:
                 conn.ensure_connection(max_retries=1)
                 for args in args_list:
-                    client.send_task(task, args=args, queue=queue, connection=conn, ignore_result=True)
+                    client.send_task(
+                        task,
+                        args=args,
+                        kwargs=kwargs,
+                        queue=queue,
+                        connection=conn,
+                        ignore_result=True,
+                        countdown=countdown,
+                    )
         except Exception as exc:  # kombu raises OperationalError and friends
             raise QueueError(f"cannot reach the task broker: {exc}") from exc
 
@@ -146,3 +170,28 @@ class CeleryDispatcher:
             QueueError: the broker refused or could not be reached.
         """
         self._send(ENQUEUE_TOURNAMENT_TASK, self._queue(priority), [[int(tournament_id)]])
+
+    def await_entrants(self, tournament_id: int, countdown_s: float) -> None:
+        """One ``arena.await_entrants`` task to :data:`CHECK_QUEUE`, due in ``countdown_s`` seconds.
+
+        Raises:
+            QueueError: the broker refused or could not be reached.
+        """
+        self._send(AWAIT_ENTRANTS_TASK, CHECK_QUEUE, [[int(tournament_id)]], countdown=max(0.0, float(countdown_s)))
+
+    def send_webhook(
+        self, account_id: int, message: dict[str, Any], *, attempt: int = 1, countdown_s: float = 0
+    ) -> None:
+        """One ``arena.send_webhook`` task to :data:`WEBHOOK_QUEUE` (``attempt``: its number,
+        from 1; a retry comes ``countdown_s`` seconds later).
+
+        Raises:
+            QueueError: the broker refused or could not be reached.
+        """
+        self._send(
+            SEND_WEBHOOK_TASK,
+            WEBHOOK_QUEUE,
+            [[int(account_id), message]],
+            countdown=countdown_s or None,
+            kwargs={"attempt": int(attempt)},
+        )

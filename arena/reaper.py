@@ -12,13 +12,17 @@ every ``queued`` match missing from the broker (:func:`broker_match_ids`) for
 (:func:`arena.relay.sweep`: presence of dead gateways and ended leases, stale requests, wake-up
 lists of dead gateways) and reports the live gateways; (5) sends ``arena.compute_par`` again
 for results whose pars are still ``pending`` after ``ARENA_LOST_AFTER_S`` and whose task is not
-in the broker (:func:`arena.lifecycle.pending_pars`); (6) rates the ladder sets done more than
-``ARENA_LOST_AFTER_S`` ago and still unrated (their worker died between the store and the
-rating, or their pars came late: :func:`arena.lifecycle.ladders.unrated_sets`, rated once by
-:func:`arena.delivery.rate_after`). Re-sent matches get a ``queued`` event
-(:func:`arena.live.announce`). Steps 0-2, 4 and 5 are skipped for a run when Redis cannot be read.
-A match is never played twice at once (the delivery skips a live lease) and a result is
-stored once. Design: docs/operations.md, "Leases and the reaper".
+in the broker (:func:`arena.lifecycle.pending_pars`); (6) sends the poll of every start waiting
+for offline entrants whose last roll call is older than :data:`WAIT_QUIET_S` or whose time is
+up (:func:`arena.lifecycle.waiting_tournaments`: a lost poll; the time limit holds whatever
+happened to it), and announces to the owners' webhooks every tournament over and not yet
+announced (:func:`arena.notices.announce_ends`: a cancel, a worker killed before it did); (7)
+rates the ladder sets done more than ``ARENA_LOST_AFTER_S`` ago and still unrated (their
+worker died between the store and the rating, or their pars came late:
+:func:`arena.lifecycle.ladders.unrated_sets`, rated once by :func:`arena.delivery.rate_after`).
+Re-sent matches get a ``queued`` event (:func:`arena.live.announce`). Steps 0-2, 4 and 5 are
+skipped for a run when Redis cannot be read. A match is never played twice at once (the
+delivery skips a live lease) and a result is stored once. Design: docs/operations.md, "Leases and the reaper".
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from arena import lifecycle, relay, spool
+from arena import lifecycle, notices, relay, spool
 from arena.config import Settings
 from arena.db.models import Match, Tournament
 from arena.db.session import shared_sessions
@@ -68,6 +72,8 @@ PRIORITY_STEPS = (0, 3, 6, 9)
 SECOND_READ_AFTER_S = 0.2
 #: The tasks whose messages the reaper looks for in the broker.
 WATCHED_TASKS = (RUN_MATCH_TASK, ENQUEUE_TOURNAMENT_TASK, COMPUTE_PAR_TASK)
+#: Seconds without a roll call after which a waiting start's poll is sent again (step 6).
+WAIT_QUIET_S = 12.0
 #: The queues the reaper reads.
 WATCHED_QUEUES = (PRIORITY_QUEUE, QUEUE, LADDER_QUEUE, PAR_QUEUE)
 
@@ -86,6 +92,9 @@ class ReapReport:
     waiting: list[int] = field(default_factory=list)
     pars: list[int] = field(default_factory=list)
     rated: list[int] = field(default_factory=list)
+    #: step 6: waiting starts whose poll was sent again, tournaments whose end was announced
+    polls: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
     broker_checked: bool = False
     #: step 4: the live gateways and what was dropped (None: Redis not read)
     gateways: relay.Sweep | None = None
@@ -99,6 +108,8 @@ class ReapReport:
             + (f", {len(self.waiting)} still spooled {self.waiting}" if self.waiting else "")
             + (f", {len(self.pars)} par task(s) sent again {self.pars}" if self.pars else "")
             + (f", {len(self.rated)} ladder set(s) rated {self.rated}" if self.rated else "")
+            + (f", {len(self.polls)} waiting start(s) polled again {self.polls}" if self.polls else "")
+            + (f", {len(self.ends)} end(s) announced {self.ends}" if self.ends else "")
             + ("" if self.broker_checked else " (broker not readable: lost messages not checked)")
         )
 
@@ -239,14 +250,24 @@ def reap(
         else:
             _announce_queued(settings, factory, todo)
     _sweep_gateways(rc, report)
+    _waits_and_ends(factory, sender, report)
     _rate_ladder_sets(settings, factory, report)
-    if todo or report.stalled or report.spooled or report.waiting or report.pars or report.rated:
+    if (
+        todo
+        or report.stalled
+        or report.spooled
+        or report.waiting
+        or report.pars
+        or report.polls
+        or report.ends
+        or report.rated
+    ):
         log.warning(str(report))
     return report
 
 
 def _rate_ladder_sets(settings: Settings, factory: sessionmaker[Session], report: ReapReport) -> None:
-    """Step 6 (module docstring): fills ``report.rated``."""
+    """Step 7 (module docstring): fills ``report.rated``."""
     with factory() as session:
         due = ladders.unrated_sets(session, older_than_s=settings.lost_after_s)
         rows = dict(
@@ -258,7 +279,7 @@ def _rate_ladder_sets(settings: Settings, factory: sessionmaker[Session], report
         )
         tournaments = dict(session.execute(select(Match.id, Match.tournament_id).where(Match.id.in_(due))).all())
     for match_id in due:
-        if rate_after(factory, match_id, tournaments[match_id], rows[match_id]):
+        if rate_after(factory, match_id, tournaments[match_id], rows[match_id], settings):
             report.rated.append(match_id)
     with factory() as session:
         compared = ladders.pending_comparisons(session)
@@ -266,6 +287,21 @@ def _rate_ladder_sets(settings: Settings, factory: sessionmaker[Session], report
         with factory() as session:
             if ladders.add_comparison(session, match_id):
                 report.rated.append(match_id)
+
+
+def _waits_and_ends(factory: sessionmaker[Session], sender: Dispatcher, report: ReapReport) -> None:
+    """Step 6 (module docstring): fills ``report.polls`` and ``report.ends``."""
+    with factory() as session:
+        polls = lifecycle.waiting_tournaments(session, quiet_for_s=WAIT_QUIET_S)
+    for tid in polls:
+        try:
+            sender.await_entrants(tid, 0)
+        except QueueError as exc:
+            log.warning("reaper: %s", exc)
+            break
+        report.polls.append(tid)
+    with factory() as session:
+        report.ends = notices.announce_ends(session, sender.send_webhook)
 
 
 def _resend_pars(settings: Settings, match_ids: list[int], report: ReapReport) -> None:

@@ -8,7 +8,14 @@ Keys (``<bot>``: the bot id; ``<gw>``: a gateway's id; ``<rid>``: a request id):
 ``arena:gw:ans:<rid>``           list receiving the one answer (or fault) of a request; expires
 ``arena:gw:held:<rid>``          the gateway that took the request, set as it pops it
                                  (:data:`POP_AND_HOLD`; expires at its deadline)
-``arena:gw:alive:<gw>``          present while the gateway lives (:data:`ALIVE_TTL_S`)
+``arena:gw:alive:<gw>``          present while the gateway lives (:data:`ALIVE_TTL_S`); its value is
+                                 the gateway's stall: milliseconds its event loop was late in
+                                 the last two seconds (:data:`ALIVE_BEAT`)
+``arena:gw:gateways``            sorted set: every gateway, scored by its last beat (Redis time)
+``arena:gw:dropped:<bot>``       Redis time the arena last failed the bot's connections (a gateway
+                                 died, stopped or none ran): the bot is not charged for being
+                                 unconnected until :data:`REJOIN_S` after it (docs/protocol.md,
+                                 "Whose fault is a wait")
 ``arena:gw:wake:<gw>``           the gateway's doorbell: ids of bots whose request list got requests
                                  (:data:`PUSH_AND_RING`); expires :data:`WAKE_TTL_S` after a push
 ``arena:gw:conns:<bot>``         sorted set: the bot's connections (member ``<gw>|<conn>|<since>``,
@@ -50,6 +57,24 @@ LEASE_S = 30.0
 ANSWER_TTL_S = 60
 #: Seconds a gateway's doorbell list lives after its last push (a dead gateway's vanishes).
 WAKE_TTL_S = 60
+#: Seconds after the arena last failed a bot's connections during which the bot's absence is
+#: still the arena's (time to reconnect: the SDK's longest backoff is 10 s).
+REJOIN_S = 15.0
+#: Seconds a ``dropped`` mark lives.
+DROPPED_TTL_S = 600
+#: The set of every gateway and its last beat.
+GATEWAYS_KEY = PREFIX + "gateways"
+
+#: Lua: a gateway's beat: ``SET alive:<gw> <stall ms> PX <ttl ms>`` (KEYS[1]; ARGV[1], ARGV[2])
+#: and its score in :data:`GATEWAYS_KEY` (KEYS[2], member ARGV[3]) set to Redis time; gateways
+#: silent for a minute are dropped from the set.
+ALIVE_BEAT = """
+local t = redis.call('TIME')
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], t[1], ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(t[1]) - 60)
+return 1
+"""
 
 #: Lua: ``ring(conns_key, wake_prefix, bot_id)`` pushes ``bot_id`` onto the doorbell list of each
 #: gateway with a live lease in the bot's presence set (once per gateway); returns how many.
@@ -179,6 +204,17 @@ def story(client: redis.Redis, bot_id: int) -> Story:
         _text(raw.get("by", b"")),
         _number(raw.get("pinged"), float),
     )
+
+
+def dropped_key(bot_id: int | str) -> str:
+    return f"{PREFIX}dropped:{bot_id}"
+
+
+def mark_dropped(pipe: Any, bot_ids: list[int] | list[str], now: float) -> None:
+    """Queue on ``pipe`` (a Redis pipeline or client) the marks that the arena failed the
+    connections of ``bot_ids`` at ``now`` (Unix seconds)."""
+    for b in bot_ids:
+        pipe.set(dropped_key(b), f"{now:.3f}", ex=DROPPED_TTL_S)
 
 
 #: Milliseconds a held key outlives its request's deadline.
@@ -356,6 +392,7 @@ def sweep(client: redis.Redis) -> Sweep:
         counting = pattern == conns_key("*")
         for key in client.scan_iter(pattern, count=SCAN_COUNT):
             drop: list[Any] = []
+            dead = False
             rows: list[Any] = list(client.zrange(key, 0, -1, withscores=True))
             for raw, score in rows:
                 m = _text(raw)
@@ -364,11 +401,16 @@ def sweep(client: redis.Redis) -> Sweep:
                     since = float(rest.rsplit("|", 1)[1])
                 except (IndexError, ValueError):
                     since = 0.0
-                if float(score) <= now or (gw not in gateways and since < now - DEAD_GATEWAY_GRACE_S):
+                if gw not in gateways and float(score) > now and since < now - DEAD_GATEWAY_GRACE_S:
+                    drop.append(raw)
+                    dead = True
+                elif float(score) <= now:
                     drop.append(raw)
                 elif counting and gw in gateways:
                     gateways[gw] += 1
             if drop:
+                if counting and dead:  # the arena dropped these connections, not the bot
+                    mark_dropped(client, [_text(key)[len(conns_key("")) :]], now)
                 presence += int(client.zrem(key, *drop))
     for key in client.scan_iter(request_key("*"), count=SCAN_COUNT):
         items: list[Any] = list(client.lrange(key, 0, -1))

@@ -202,15 +202,15 @@ _DECODER = json.JSONDecoder(
 )
 
 
-def _inspect(value: Any) -> str:
+def _inspect(value: Any, top: int = 1) -> str:
     """The reason ``value`` (a decoded answer) is refused by its shape, or ``""``.
 
     One iterative walk, linear in the size of ``value``: nesting deeper than
-    :data:`MAX_DEPTH` arrays/objects (the top-level value is depth 1) is refused first, then a
-    string or key holding a lone surrogate. No recursion, no regular expression: the decoder
-    already bounded the work by the body's size."""
+    :data:`MAX_DEPTH` arrays/objects (the top-level value is depth ``top``, 1 for a body; 0 for
+    a frame wrapping a body) is refused first, then a string or key holding a lone surrogate.
+    No recursion, no regular expression: the decoder already bounded the work by the size."""
     surrogate = False
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[Any, int]] = [(value, top)]
     while stack:
         v, depth = stack.pop()
         if isinstance(v, dict):
@@ -228,8 +228,11 @@ def _inspect(value: Any) -> str:
     return "answer holds a lone surrogate (not UTF-8 text)" if surrogate else ""
 
 
-def parse_answer(raw: bytes) -> tuple[dict[str, Any] | None, str]:
-    """Parse a bot's answer body (module docstring; :mod:`arena.runner.answers`, step 1).
+def parse_answer(raw: bytes, *, wrapped: bool = False) -> tuple[dict[str, Any] | None, str]:
+    """Parse a bot's answer body (module docstring; :mod:`arena.runner.answers`, step 1), or
+    with ``wrapped`` a WebSocket answer frame around it (``{"id", "body"}``: the frame's own
+    level does not count towards :data:`MAX_DEPTH`, so a body is held to the same bound as
+    over HTTP).
 
     Returns:
         ``(object, "")``, or ``(None, reason)``: the reason is a short fixed sentence that
@@ -249,7 +252,7 @@ def parse_answer(raw: bytes) -> tuple[dict[str, Any] | None, str]:
         return None, _TOO_DEEP
     except (ValueError, MemoryError) as e:  # belt and braces: never escapes
         return None, f"answer is not JSON ({type(e).__name__})"
-    why = _inspect(value)
+    why = _inspect(value, 0 if wrapped else 1)
     if why:
         return None, why
     if not isinstance(value, dict):

@@ -152,7 +152,8 @@ class Outcome(StrEnum):
 
     #: Stored now; the spool entry is deleted.
     STORED = "stored"
-    #: The match already had its result (the worker stored it first); the entry is deleted.
+    #: The match already had its result (the worker stored it first), or another attempt took
+    #: the match over (the result is stale: fencing); the entry is deleted.
     DUPLICATE = "duplicate"
     #: Not this database's match (another tournament, index or commitment, or no such
     #: match): left alone.
@@ -188,11 +189,15 @@ def store_spooled(session: Session, client: redis.Redis, record: SpooledResult) 
         session.rollback()
         return Outcome.FOREIGN, ()
     try:
-        stored = lifecycle.store_result(session, record.match_id, log=record.log, **record.fields)
+        stored = lifecycle.store_result(
+            session, record.match_id, log=record.log, attempt=record.attempt, **record.fields
+        )
     except (ValueError, TypeError) as exc:  # LogEncodingError is a ValueError
         session.rollback()
         log.error("match %s: the spooled result cannot be stored (%s); deleted", record.match_id, type(exc).__name__)
         drop(client, record.match_id)
         return Outcome.UNUSABLE, ()
+    if stored.stale:  # another delivery took the match over: its result counts, not this one
+        log.warning("match %s: the spooled result of attempt %d is stale; deleted", record.match_id, record.attempt)
     drop(client, record.match_id)
     return (Outcome.STORED, stored.added) if stored else (Outcome.DUPLICATE, ())

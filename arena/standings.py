@@ -53,7 +53,7 @@ from arena.db.models import (
     utcnow,
 )
 from arena.ladder_ratings import contested
-from arena.lifecycle import MatchStatus, TournamentStatus
+from arena.lifecycle import BotStatus, MatchStatus, TournamentStatus
 from arena.significance import MIN_TEST_GAMES, Difference, Moments, SharedSums, difference, t975
 from arena.status import TournamentFormat
 
@@ -547,7 +547,25 @@ def standings_dict(session: Session, tournament: Tournament) -> dict[str, Any]:
     return report
 
 
-def tournament_report(session: Session, tournament: Tournament) -> StandingsReport:
+@dataclass(frozen=True)
+class ResultsSeen:
+    """What one read of a tournament's matches saw (:mod:`arena.board`): every match index,
+    those with a stored result, those cancelled. Results are only ever added and a cancelled
+    match never gets one, so whatever this read saw done stays done."""
+
+    indices: frozenset[int]
+    with_result: frozenset[int]
+    cancelled: frozenset[int] = frozenset()
+
+    def prefix_end(self, after_index: int) -> int:
+        """:func:`_prefix_end` as this read saw it (no par rule)."""
+        gaps = [i for i in self.indices if i > after_index and i not in self.with_result and i not in self.cancelled]
+        if gaps:
+            return min(gaps) - 1
+        return max(self.indices, default=after_index)
+
+
+def tournament_report(session: Session, tournament: Tournament, seen: ResultsSeen | None = None) -> StandingsReport:
     """Standings report of ``tournament`` from its stored results (participants listed even at
     0 games).
 
@@ -560,6 +578,11 @@ def tournament_report(session: Session, tournament: Tournament) -> StandingsRepo
     holds a result updated since (a par added after all: ``match_results.changes``), is
     folded again from the start. The result equals :func:`compute_report` of every stored
     result. Commits the session when it moves the cached prefix.
+
+    ``seen``: the standings of exactly the results that one earlier read saw
+    (:class:`ResultsSeen`; results stored since are left out), so that a page built from
+    that read agrees with itself; a cached prefix reaching past what it saw done is not
+    used (nor moved).
     """
     cache = session.get(StandingsCache, tournament.id)
     cached_end: int | None = cache.prefix_index if cache is not None else None
@@ -570,12 +593,17 @@ def tournament_report(session: Session, tournament: Tournament) -> StandingsRepo
         changes = int(cache.state.get("changes", -1))
         if fold is not None and changes != _changes_up_to(session, tournament.id, cache.prefix_index):
             fold = None
+    newer = seen is not None and cache is not None and seen.prefix_end(-1) < cache.prefix_index
+    if newer:  # the cache holds results this read did not see: fold what it saw, keep the cache
+        fold = None
     start = cache.prefix_index if cache is not None and fold is not None else -1
     if fold is None:
         fold, changes = StandingsFold(), 0
         fold.add_entrants([p.bot_id for p in tournament.participants])
-    end = _prefix_end(session, tournament.id, start)
+    end = seen.prefix_end(start) if seen is not None else _prefix_end(session, tournament.id, start)
     records = load_records(session, tournament.id, after_index=start)
+    if seen is not None:
+        records = [r for r in records if r.index in seen.with_result]
     if fold.par_games or any(_has_par(r) is not None for r in records):
         # the tournament's games get a par: a result still waiting for its par is not done
         # for good either (caching it would mean folding again when the par lands)
@@ -583,12 +611,15 @@ def tournament_report(session: Session, tournament: Tournament) -> StandingsRepo
         if waiting is not None:
             end = waiting - 1
     prefix = [r for r in records if r.index <= end]
-    if prefix or (cached_end is not None and start < 0):
+    if not newer and (prefix or (cached_end is not None and start < 0)):
         for rec in prefix:
             fold.add(rec)
         state = fold.state()
         state["changes"] = changes + sum(r.changes for r in prefix)
         _save(session, tournament.id, cached_end, end, state)
+    elif prefix:
+        for rec in prefix:
+            fold.add(rec)
     tail = [r for r in records if r.index > end]
     if tail:
         fold = fold.copy()
@@ -778,10 +809,12 @@ class LeaderRow:
 
 def leaderboard(session: Session, ruleset: str, page: int = 1, per_page: int = 50) -> tuple[list[LeaderRow], int]:
     """``(one page of the rule set's ratings, best conservative rating first; how many in
-    all)``: the ``ratings`` table the worker keeps (:func:`rebuild_ratings`); ties by bot id."""
+    all)``: the ``ratings`` table the worker keeps (:func:`rebuild_ratings`); ties by bot id.
+    A deleted bot is not listed (nor, through it, its owner's name): the public leaderboard
+    shows the bots that still exist."""
     ordinal = (Rating.mu - 3 * Rating.sigma).label("ordinal")
-    cond = Rating.ruleset == ruleset
-    total = session.scalar(select(func.count()).select_from(Rating).where(cond)) or 0
+    cond = and_(Rating.ruleset == ruleset, Bot.status != BotStatus.DELETED)
+    total = session.scalar(select(func.count()).select_from(Rating).join(Bot, Bot.id == Rating.bot_id).where(cond)) or 0
     offset = (page - 1) * per_page
     rows = session.execute(
         select(Rating, Bot.name, Account.name, Account.id, ordinal)

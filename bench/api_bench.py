@@ -36,6 +36,9 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests import children  # noqa: E402
 
 
 def free_port() -> int:
@@ -106,7 +109,8 @@ def main() -> int:
             "ARENA_CELERY_EAGER": "1",
             "ARENA_COOKIE_SECURE": "0",
         }
-        server = subprocess.Popen(
+        children.install_signal_handlers()
+        server = children.spawn(
             [sys.executable, "-m", "cli", "api", "--port", str(port), "--workers", str(args.workers)],
             env=env,
             cwd=REPO,
@@ -156,11 +160,7 @@ def main() -> int:
                 f"2 slowloris connections; {args.workers} gunicorn gthread workers"
             )
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            children.stop(server, 15)
     return 0
 
 

@@ -1,5 +1,6 @@
-"""Strength of the sample bots: ``heuristic`` against ``random`` (issue 4) and ``search``
-against ``heuristic`` (issue 26).
+"""Strength of the sample bots: ``heuristic`` against ``random`` (issue 4), ``search``
+against ``heuristic`` (issue 26), and ``search`` on the compiled engine against ``search`` on
+the pure one (issue 41, ``--builds``).
 
 Prints::
 
@@ -29,6 +30,20 @@ heuristic must win at least 0.70 of them (exit status 1 otherwise). Trump Millio
 JDF: 200 games (one engine game each: a game of deals to the target; a 3-set match) with the
 heuristic's seat rotated; first place shared on a tie counts.
 
+``--builds`` (off by default; ``--skip-random --no-strength --builds`` for it alone) plays
+``search`` at ``--budget-ms`` on the compiled engine against ``search`` at the same budget on
+the pure engine, Million Doubt duplicate pairs (``--builds-md-pairs``), and prints::
+
+    builds million_doubt: compiled search ahead of pure search by D (95% CI L..H); <rollouts>
+
+(``<rollouts>``: ``rollouts per decision compiled R, pure P``.)
+
+D is the compiled bot's points minus the pure bot's per game, a sample per pair. Each bot is
+served over HTTP by a process of its own (``ARENA_ENGINE``, the SDK's server) and both are
+pinned to one core (``--cpu``, ``taskset``): only one thinks at a time, and the budget is CPU
+time (``--clock cpu``, the default: the machine is shared; ``--clock wall`` for the bot's own
+clock). It needs the compiled engine (``bash infra/build_engine.sh``).
+
 Games go through :func:`arena.runner.match.run_match` with in-process players (the runner's
 request building, JSON round trip and time accounting; no HTTP), split over the CPU cores.
 Usage: ``python bench/bot_strength.py [--md-games N] [--games N] [--workers N]
@@ -39,7 +54,10 @@ Usage: ``python bench/bot_strength.py [--md-games N] [--games N] [--workers N]
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
+import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -84,18 +102,18 @@ def four_chunk(ruleset: str, first: int, count: int) -> tuple[int, int]:
 
 def md_strength(first: int, count: int, budget_ms: float) -> list[float]:
     """Million Doubt duplicate pairs: per pair, search minus heuristic points per game."""
-    out = []
-    for pair in range(first, first + count):
-        log = run_match(
-            [SearchBot(seed=pair, budget_ms=budget_ms), HeuristicBot(seed=10**6 + pair)],
-            "million_doubt",
-            seed=derive_seed(SEED, 2 * 10**5 + pair),
-            games=2,
-            notices=False,
-        )
-        scores = log["result"]["scores"]
-        out.append((scores[0] - scores[1]) / log["result"]["games"])
-    return out
+    players = [
+        [SearchBot(seed=p, budget_ms=budget_ms), HeuristicBot(seed=10**6 + p)] for p in range(first, first + count)
+    ]
+    return [md_pair(ps, 2 * 10**5 + p) for p, ps in zip(range(first, first + count), players)]
+
+
+def md_pair(players: list, pair: int) -> float:
+    """One Million Doubt duplicate pair (seats swapped) of ``players`` on seed ``pair``: the
+    first player's points minus the second's, per game."""
+    log = run_match(players, "million_doubt", seed=derive_seed(SEED, pair), games=2, notices=False)
+    scores = log["result"]["scores"]
+    return (scores[0] - scores[1]) / log["result"]["games"]
 
 
 def four_strength(ruleset: str, options: dict, first: int, count: int, budget_ms: float) -> list[float]:
@@ -134,6 +152,67 @@ def _split(total: int, parts: int) -> list[tuple[int, int]]:
     return out
 
 
+def serve_search(budget_ms: float, clock: str, seed: int) -> None:
+    """(A ``--builds`` worker) serve ``search`` on 127.0.0.1 (first line: its URL and build);
+    at the end of stdin, print its stats and stop."""
+    import engine
+    from bots_sdk import start
+
+    bot = SearchBot(seed=seed, budget_ms=budget_ms, clock=time.process_time if clock == "cpu" else time.perf_counter)
+    server = start(bot, "127.0.0.1", 0)
+    print(json.dumps({"url": server.url, "build": engine.BUILD}), flush=True)
+    sys.stdin.read()
+    server.close()
+    print(json.dumps(bot.stats), flush=True)
+
+
+def builds_strength(args: argparse.Namespace) -> None:
+    """``search`` compiled against ``search`` pure (module docstring)."""
+    os.environ.setdefault("ARENA_ALLOW_PRIVATE_BOT_URLS", "1")
+    me = [sys.executable, str(Path(__file__).resolve())]
+    taskset = shutil.which("taskset")
+    procs: dict[str, subprocess.Popen[str]] = {}
+    urls: dict[str, str] = {}
+    try:
+        for k, build in enumerate(("compiled", "pure")):
+            argv = [*me, "--serve-search", "--budget-ms", str(args.budget_ms), "--clock", args.clock, "--seed", str(k)]
+            env = {**os.environ, "ARENA_ENGINE": build}
+            cmd = ([taskset, "-c", str(args.cpu)] if taskset else []) + argv
+            p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+            procs[build] = p
+            assert p.stdout is not None
+            first = p.stdout.readline()
+            if not first:
+                print(f"builds: the {build} search did not start (bash infra/build_engine.sh?)", file=sys.stderr)
+                return
+            hello = json.loads(first)
+            assert hello["build"] == build, hello
+            urls[build] = hello["url"]
+        t = time.perf_counter()
+        diffs = [md_pair([urls["compiled"], urls["pure"]], 4 * 10**5 + pair) for pair in range(args.builds_md_pairs)]
+        stats = {}
+        for build, p in procs.items():
+            out, _ = p.communicate(input="", timeout=60)
+            stats[build] = json.loads(out.strip().splitlines()[-1])
+        per = {b: s["rollouts"] / max(1, s["searched"]) for b, s in stats.items()}
+        d, lo, hi = interval(diffs)
+        print(
+            f"builds million_doubt: compiled search ahead of pure search by {d:.2f} (95% CI {lo:.2f}..{hi:.2f}); "
+            f"rollouts per decision compiled {per['compiled']:.0f}, pure {per['pure']:.0f}",
+            flush=True,
+        )
+        print(
+            f"  ({len(diffs)} pairs, budget {args.budget_ms:g} ms of {args.clock} time, pinned to CPU {args.cpu}, "
+            f"{time.perf_counter() - t:.0f} s; load average {os.getloadavg()[0]:.2f})",
+            flush=True,
+        )
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--md-games", type=int, default=1000)
@@ -147,13 +226,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tm-target", type=int, default=30)
     ap.add_argument("--jdf-sets", type=int, default=1)
     ap.add_argument("--skip-random", action="store_true", help="only the strength lines")
+    ap.add_argument("--builds", action="store_true", help="search compiled against search pure (issue 41)")
+    ap.add_argument("--builds-md-pairs", type=int, default=100)
+    ap.add_argument("--cpu", type=int, default=(os.cpu_count() or 1) - 1, help="--builds: the core of both bots")
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu", help="--builds: the budget's clock")
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--serve-search", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.serve_search:
+        serve_search(args.budget_ms, args.clock, args.seed)
+        return 0
     ok = True
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         if not args.skip_random:
             ok = _against_random(pool, args)
         if args.strength:
             _strength(pool, args)
+    if args.builds:
+        builds_strength(args)
     if not ok:
         print("FAIL: the Million Doubt heuristic must win at least 0.70 of its games", file=sys.stderr)
     return 0 if ok else 1

@@ -49,6 +49,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from orchestration_bench import Services  # noqa: E402
 
 from bots_sdk.samples import SAMPLE_BOTS  # noqa: E402
+from tests import children  # noqa: E402
 
 LEASE_ENV = {"ARENA_LEASE_S": "6", "ARENA_REAPER_INTERVAL_S": "2", "ARENA_LOST_AFTER_S": "6"}
 BOTS = 12
@@ -76,32 +77,15 @@ class Proc:
     def __init__(self, cmd: list[str], env: dict[str, str], log: Path):
         self.log = log
         with open(log, "ab") as fh:
-            self.proc = subprocess.Popen(
-                cmd,
-                cwd=REPO,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=fh,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            self.proc = children.spawn(
+                cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT
             )
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
+        children.stop(self.proc, signum=signal.SIGKILL)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                self.kill()
-        else:
-            self.kill()
+        children.stop(self.proc, 20)
 
 
 def _env(broker: str, db: str) -> dict[str, str]:
@@ -148,6 +132,9 @@ def start_worker(broker: str, db: str, tmp: Path) -> Proc:
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
     try:
         assert client.send_task("arena.ping", queue=private).get(timeout=60) == "pong"
+    except BaseException:
+        w.stop()
+        raise
     finally:
         client.close()
     return w

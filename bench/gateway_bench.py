@@ -60,6 +60,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from bots_sdk.bot import Bot  # noqa: E402
+from tests import children  # noqa: E402
 
 #: Decisions of each transport per block of the round trip (the transports take turns).
 BLOCK = 100
@@ -147,7 +148,7 @@ class Child:
     def __init__(self, cmd: list[str], env: dict[str, str], log: Path, *, stdin: bool = False):
         self.log = log
         self.fh = open(log, "ab")
-        self.proc = subprocess.Popen(
+        self.proc = children.spawn(
             cmd,
             cwd=REPO,
             env=env,
@@ -155,7 +156,6 @@ class Child:
             stdout=subprocess.PIPE,
             stderr=self.fh,
             text=True,
-            start_new_session=True,
         )
 
     def line(self) -> str:
@@ -169,13 +169,7 @@ class Child:
         return line.strip()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        children.stop(self.proc, 15)
         self.fh.close()
 
 
@@ -209,7 +203,7 @@ def profile(pid: int, name: str, cfg: dict, seconds: float) -> subprocess.Popen 
     if not cfg.get("profile"):
         return None
     out = Path(cfg["profile"]) / f"{name}.txt"
-    return subprocess.Popen(
+    return children.spawn(
         [
             "py-spy",
             "record",

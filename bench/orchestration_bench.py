@@ -35,6 +35,11 @@ its GIL.
 
 Targets (issue 6): ratio <= 1.25; 2 workers >= 1.8 x the matches/min of 1. Finishes in well
 under four minutes on 2 cores.
+
+``--profile PATH`` measures instead where a worker's CPU time goes: one fast tournament on a
+worker process run under cProfile (``--pool solo``: the match in the profiled process), its
+stats written to PATH and the top functions printed with the worker's CPU milliseconds per
+decision (issue 41: profile, do not guess).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ import httpx  # noqa: E402
 
 from bots_sdk import protocol  # noqa: E402
 from bots_sdk.samples import SAMPLE_BOTS  # noqa: E402
+from tests import children  # noqa: E402
 
 #: Requests of each bare measurement, through each of the two clients (bare_round_trip).
 BARE_REQUESTS = 1000
@@ -76,9 +82,15 @@ def free_port() -> int:
 
 
 class Services:
+    """PostgreSQL and Redis of a bench (``infra/postgres.sh``, ``infra/redis.sh`` on free ports),
+    stopped by :meth:`stop`, or at exit whatever happened: an error, Ctrl-C, SIGTERM (a
+    timeout) or SIGHUP end the bench through its ``finally`` blocks (``tests.children``)."""
+
     def __init__(self) -> None:
         self.env = {**os.environ, "ARENA_PG_PORT": str(free_port()), "ARENA_REDIS_PORT": str(free_port())}
         self.started: list[str] = []
+        children.install_signal_handlers()
+        children.on_exit(self.stop)
 
     def start(self, script: str) -> str:
         out = subprocess.run(
@@ -106,12 +118,26 @@ class Services:
         return db, broker
 
     def stop(self) -> None:
-        for script in reversed(self.started):
+        children.forget(self.stop)
+        while self.started:
+            script = self.started.pop()
             subprocess.run(["bash", str(REPO / "infra" / script), "stop"], env=self.env, capture_output=True)
 
 
+#: ``python -c`` of a profiled worker: celery's main under cProfile with a CPU-time clock.
+_PROFILED = (
+    "import cProfile, runpy, sys, time\n"
+    "p = cProfile.Profile(time.process_time)\n"
+    "sys.argv = sys.argv[1:]\n"
+    "p.enable()\n"
+    "try:\n    runpy.run_module('celery', run_name='__main__')\n"
+    "except SystemExit:\n    pass\n"
+    "finally:\n    p.disable()\n    p.dump_stats({path!r})\n"
+)
+
+
 class Worker:
-    def __init__(self, broker: str, db: str, concurrency: int, log_dir: Path):
+    def __init__(self, broker: str, db: str, concurrency: int, log_dir: Path, profile: str | None = None):
         self.log = log_dir / f"worker-{uuid.uuid4().hex[:6]}.log"
         env = {
             **os.environ,
@@ -121,18 +147,21 @@ class Worker:
             "ARENA_CELERY_EAGER": "0",
             "PYTHONPATH": str(REPO),
         }
+        # profiled: the solo pool plays the match in the process cProfile watches, on CPU time
+        prefix = ["-c", _PROFILED.format(path=profile), "celery"] if profile else ["-m", "celery"]
+        pool = ["--pool", "solo"] if profile else []
         with open(self.log, "wb") as fh:
-            self.proc = subprocess.Popen(
+            self.proc = children.spawn(
                 [
                     sys.executable,
-                    "-m",
-                    "celery",
+                    *prefix,
                     "-A",
                     "worker.celery_app",
                     "worker",
                     "--without-mingle",
                     "--without-gossip",
                     "--without-heartbeat",
+                    *pool,
                     "--concurrency",
                     str(concurrency),
                     "--queues",
@@ -146,27 +175,22 @@ class Worker:
                 env=env,
                 stdout=fh,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
         from arena.config import Settings
         from worker.celery_app import make_app
 
         client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
-        for _ in range(concurrency):  # every pool process answers before we measure
-            assert client.send_task("arena.ping", queue="arena").get(timeout=60) == "pong"
-        client.close()
+        try:
+            for _ in range(concurrency):  # every pool process answers before we measure
+                assert client.send_task("arena.ping", queue="arena").get(timeout=60) == "pong"
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            client.close()
 
     def stop(self) -> None:
-        import signal
-
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        children.stop(self.proc, 15)
 
 
 class ThinkingBot(SAMPLE_BOTS["greedy"]):
@@ -351,6 +375,40 @@ def scaling_rounds(arena, ids: list[int], tmp: Path, broker: str, db: str) -> tu
     return summed(runs[1]), summed(runs[2])
 
 
+def profile_worker(path: str) -> None:
+    """``--profile``: one fast tournament on a profiled worker; the top functions (module docstring)."""
+    import pstats
+    import tempfile
+
+    from tests.worker.conftest import Arena, SwitchBot
+
+    services = Services()
+    tmp = Path(tempfile.mkdtemp(prefix="arena-bench-"))
+    servers = [SwitchBot(SAMPLE_BOTS["greedy"]()) for _ in range(FAST_BOTS)]
+    try:
+        db, broker = services.stack("bench")
+        arena = Arena(db, broker, tmp_path=tmp)
+        ids = register(arena, servers)
+        worker = Worker(broker, db, 1, tmp, profile=path)
+        try:
+            run = run_tournament(arena, ids, FAST_GAMES, tmp, broker, db, worker=worker)
+        finally:
+            worker.stop()
+        arena.close()
+        stats = pstats.Stats(path)
+        total = stats.total_tt  # type: ignore[attr-defined]
+        print(
+            f"profile: {run['decisions']} decisions, worker CPU {total:.1f} s (profiled), "
+            f"{total / run['decisions'] * 1000:.3f} ms a decision; match wall {run['match_wall_s']:.1f} s"
+        )
+        stats.sort_stats("cumulative").print_stats(45)
+        stats.sort_stats("tottime").print_stats(30)
+    finally:
+        for s in servers:
+            s.close()
+        services.stop()
+
+
 def main() -> None:
     import tempfile
 
@@ -401,5 +459,7 @@ def main() -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--bare"]:  # the bare round trip's client process (bare_round_trip)
         print(*_bare_client(sys.argv[2], sys.argv[3] or None))
+    elif sys.argv[1:2] == ["--profile"]:
+        profile_worker(sys.argv[2])
     else:
         main()

@@ -52,6 +52,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from orchestration_bench import Services, wait_finished  # noqa: E402
 
 from bots_sdk.samples import SAMPLE_BOTS  # noqa: E402
+from tests import children  # noqa: E402
 
 BOTS = 8
 FIELD = 128
@@ -103,38 +104,45 @@ class DefaultWorker:
             cmd += ["--processes", str(processes)]
         self.processes = processes or (default_processes() if pool in (None, "threads") else 1)
         with open(self.log, "wb") as fh:
-            self.proc = subprocess.Popen(
-                cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
-            )
+            self.proc = children.spawn(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT)
         from arena.config import Settings
         from worker.celery_app import make_app
 
         client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
-        assert client.send_task("arena.ping", queue="arena").get(timeout=60) == "pong"
-        deadline = time.monotonic() + 60
-        mine: dict = {}
-        while len(mine) < self.processes and time.monotonic() < deadline:  # every node up
-            stats = client.control.inspect(timeout=2).stats() or {}
-            # the match processes (the launcher's check process, NAME-checks@, plays no match)
-            mine = {n: v for n, v in stats.items() if n.startswith(name) and "-checks@" not in n}
-        assert len(mine) == self.processes, f"{len(mine)} of {self.processes} worker processes answered"
+        try:
+            assert client.send_task("arena.ping", queue="arena").get(timeout=60) == "pong"
+            mine = self._match_nodes(client, name)
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            client.close()
         self.slots = sum(int(v.get("pool", {}).get("max-concurrency") or 1) for v in mine.values())
         self.pool = next(iter(mine.values())).get("pool", {}).get("implementation", pool or "?")
         self.pids = [int(v["pid"]) for v in mine.values()]
-        client.close()
+
+    def _match_nodes(self, client, name: str) -> dict:
+        """``celery inspect stats`` of this worker's match processes, once all of them answer
+        (an answer lists the nodes that answered within its timeout: ask until every one has)."""
+        deadline = time.monotonic() + 120
+        mine: dict = {}
+        while len(mine) < self.processes and time.monotonic() < deadline:
+            stats = client.control.inspect(timeout=2).stats() or {}
+            mine = {n: v for n, v in stats.items() if is_match_node(n, name)}
+        assert len(mine) == self.processes, f"{len(mine)} of {self.processes} worker processes answered: {sorted(mine)}"
+        return mine
 
     def stop(self) -> None:
-        import os
-        import signal
+        children.stop(self.proc, 20)
 
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+
+def is_match_node(node: str, name: str) -> bool:
+    """True if Celery node ``node`` is a match process of the ``arena worker`` started with
+    ``--hostname name@HOST``: ``name@HOST`` (one process) or ``name-1@HOST``, ``name-2@HOST``...
+    (cli.worker's numbering), not its check process ``name-checks@HOST`` nor its par process
+    ``name-pars@HOST``, which play no match."""
+    base = node.partition("@")[0]
+    return base == name or (base.startswith(name + "-") and base[len(name) + 1 :].isdigit())
 
 
 def lower_bound(stored, cap: int, slots: int) -> dict:
@@ -392,6 +400,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="arena-tbench-"))
     servers: list = []
     worker = None
+    extra: list[DefaultWorker] = []
     try:
         db, broker = services.stack("tbench")
         arena = Arena(db, broker, tmp_path=tmp)
@@ -404,10 +413,8 @@ def main() -> None:
             for s in servers:  # checked at full speed; they think from now on
                 s.mode = "slow"
             worker = DefaultWorker(broker, db, tmp, args.pool, args.concurrency, args.processes)
-            extra = [
-                DefaultWorker(broker, db, tmp, args.pool, args.concurrency, args.processes)
-                for _ in range(args.workers - 1)
-            ]
+            for _ in range(args.workers - 1):
+                extra.append(DefaultWorker(broker, db, tmp, args.pool, args.concurrency, args.processes))
             worker.slots += sum(w.slots for w in extra)
             cap = DEFAULT_BOT_MAX_CONCURRENCY
             details["worker"] = {
@@ -460,8 +467,9 @@ def main() -> None:
         for line in lines:
             print(line)
     finally:
-        if worker is not None:
-            worker.stop()
+        for w in [worker, *extra]:
+            if w is not None:
+                w.stop()
         for s in servers:
             s.close()
         services.stop()

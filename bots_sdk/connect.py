@@ -20,10 +20,15 @@ never comes. An answer over :data:`bots_sdk.wire.MAX_FRAME_BYTES` is replaced th
 an error body (sending it would make the gateway close the connection, and every other match
 on it would lose its request).
 
-Reconnection: after any drop (refused, reset, closed by the gateway, a failed handshake) the
-connection is opened again after an exponential backoff with jitter: ``backoff_initial_s``
-(0.5 s) doubling up to ``backoff_max_s`` (30 s), each wait drawn uniformly from half to all of
-it, and back to the start once a connection is welcomed. A drop no close announces (a gateway
+Reconnection: a connection that was welcomed and drops (a gateway restarted or killed, a
+network blip) is opened again at once; after an attempt that fails (refused, reset, closed
+by the gateway before its welcome, a failed handshake) the next waits an exponential backoff
+with jitter: ``backoff_initial_s`` (0.5 s) doubling up to ``backoff_max_s`` (10 s), each wait
+drawn uniformly from half to all of it, back to the start once a connection is welcomed. So a
+bot is connected again within a second of a gateway coming back after a short outage, and
+within ``backoff_max_s`` after a long one (the arena charges a bot nothing for the time its
+own outage kept the bot out, and gives it ``ARENA_GATEWAY_RECONNECT_S``, 15 s, to come back:
+docs/protocol.md, "Whose fault is a wait"). A drop no close announces (a gateway
 that froze, a network gone silent) is noticed by the keepalive: a ping once welcomed, then every ``keepalive_s``
 (5 s) that must be answered within as long (then 2 s for the close, and the connection is
 dropped). Given several gateway URLs (gateways
@@ -68,8 +73,11 @@ SECRET_ENV = "ARENA_BOT_SECRET"
 DEFAULT_THREADS = 8
 #: First wait before reconnecting, seconds (doubled after each failed attempt).
 BACKOFF_INITIAL_S = 0.5
-#: Longest wait before reconnecting, seconds.
-BACKOFF_MAX_S = 30.0
+#: Longest wait before reconnecting, seconds (under the arena's 15 s wait for a reconnection).
+BACKOFF_MAX_S = 10.0
+#: Seconds a welcomed connection must have served for its drop to be followed by a reconnection
+#: at once (one dropped sooner backs off: never a loop of connections dropped at their welcome).
+SERVED_S = 1.0
 #: Seconds :meth:`Connection.stop` lets the connections close cleanly before cancelling them.
 STOP_GRACE_S = 2.0
 #: Seconds the opening handshake and the challenge-response may take before the attempt is dropped.
@@ -312,11 +320,12 @@ class Connection:
         attempt = 0
         turn = n
         while not stop.is_set():
-            welcomed = False
+            welcomed: list[bool] = []  # the session appends once welcomed: known even when it raised
             url = self.urls[turn % len(self.urls)]
             turn += 1
+            opened = time.monotonic()
             try:
-                welcomed = await self._session(n, url, stop, executor)
+                await self._session(n, url, stop, executor, welcomed)
             except ConnectError as e:
                 with self._cond:
                     if self.error is None:
@@ -330,24 +339,30 @@ class Connection:
                     log.warning("bot %s: connection %d to %s: %s", self.bot_id, n, url, _describe(e))
             if stop.is_set():
                 return
-            if welcomed:
-                attempt = 0
-            delay = _backoff(attempt, *self._backoff)
-            attempt += 1
+            if welcomed and time.monotonic() - opened >= SERVED_S:  # it served, then dropped: at once
+                attempt, delay = 0, 0.0
+            else:  # a failed attempt (or a connection dropped as soon as welcomed): back off
+                attempt = 0 if welcomed else attempt
+                delay = _backoff(attempt, *self._backoff)
+                attempt += 1
             log.info("bot %s: connection %d reconnecting in %.1f s", self.bot_id, n, delay)
+            if delay <= 0:
+                continue
             try:
                 await asyncio.wait_for(stop.wait(), delay)
             except TimeoutError:
                 pass
 
-    async def _session(self, n: int, url: str, stop: asyncio.Event, executor: ThreadPoolExecutor) -> bool:
-        """One connection to ``url``, from the handshake until it closes. True when it was welcomed.
+    async def _session(
+        self, n: int, url: str, stop: asyncio.Event, executor: ThreadPoolExecutor, welcomed: list[bool]
+    ) -> None:
+        """One connection to ``url``, from the handshake until it closes; ``welcomed`` gets
+        True appended once the gateway welcomed it.
 
         Raises:
             ConnectError: a fatal close code. OSError, InvalidHandshake, ConnectionClosed,
             TimeoutError, ValueError: anything else that ended it (reconnect).
         """
-        welcomed = False
         clock_hint = ""
         try:
             async with ws_connect(
@@ -374,7 +389,7 @@ class Connection:
                     welcome = _parse(await ws.recv())
                 if welcome.get("type") != "welcome":
                     raise ValueError(f"expected a welcome frame, got {str(welcome)[:200]}")
-                welcomed = True
+                welcomed.append(True)
                 if self._keepalive_s is not None:
                     await ws.ping()  # the first keep-alive ping at once, then every keepalive_s
                 with self._cond:
@@ -391,7 +406,6 @@ class Connection:
                 raise ConnectError(code, e.rcvd.reason if e.rcvd else "", clock_hint) from None
             if not stop.is_set():
                 raise
-        return welcomed
 
     async def _serve(self, ws: ClientConnection, stop: asyncio.Event, executor: ThreadPoolExecutor) -> None:
         """Serve frames until the connection closes (raises ConnectionClosed) or ``stop``

@@ -16,13 +16,20 @@ A bot opens ``ws(s)://<gateway>/v1/bots`` (RFC 6455), text frames only, each one
    (the action, or the health object). Notices need no answer (one is ignored).
 
 Any number of requests of different matches may be outstanding on one connection; answers may
-come in any order. A frame over :data:`MAX_FRAME_BYTES` closes the connection (1009).
+come in any order. A frame over :data:`MAX_FRAME_BYTES` closes the connection (1009). Before
+its welcome a connection may send no more than :data:`MAX_AUTH_FRAME_CHARS` characters of auth
+frame, and :data:`MAX_PREAUTH_BYTES` bytes in all (the handshake included), or it is closed
+with 1009: the gateway spends on a stranger only what a tiny, fixed-shape frame costs
+(:func:`parse_auth`). An answer frame's ``id`` is its first or its last key, written plainly
+(:func:`answer_id`: the gateway routes the frame by it without parsing it).
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import re
+import string
 import time
 from typing import Any
 
@@ -42,6 +49,11 @@ PING_INTERVAL_S = 5.0
 #: does not send the protocol's keep-alive pings (the check warns, ``arena play`` says so).
 PING_FIRST_S = PING_INTERVAL_S + 2.0
 PING_SILENCE_S = 3 * PING_INTERVAL_S
+#: Longest auth frame, characters (one is about 130: ``{"type", "bot_id", "ts", "signature"}``).
+MAX_AUTH_FRAME_CHARS = 512
+#: Most bytes a connection may send before its welcome, its opening handshake included (a
+#: bot's handshake is well under 1 KiB; a reverse proxy adds a few headers).
+MAX_PREAUTH_BYTES = 8 * 1024
 
 #: Close codes the gateway uses (4000-4999 are the application's, RFC 6455 7.4.2).
 CLOSE_AUTH_FAILED = 4401
@@ -101,6 +113,48 @@ def auth_valid(frame: Any, secrets: list[str], nonce: str, now: float | None = N
     for secret in secrets:
         ok |= hmac.compare_digest(auth_signature(secret, ts, nonce), sig.strip())
     return ok
+
+
+#: The only characters an auth frame may hold (JSON punctuation, letters, digits, blanks).
+_AUTH_CHARS = frozenset('{}":,=_ \t\r\n' + string.ascii_letters + string.digits)
+
+
+def parse_auth(text: str) -> dict[str, Any] | None:
+    """The auth frame ``text`` as an object, or None when it is not one. The shape is checked
+    before any JSON is parsed, in time bounded by :data:`MAX_AUTH_FRAME_CHARS`: at most that
+    many characters, only those of a flat object of strings and integers (one ``{``, one
+    ``}``, no array, no escape), then ``"type": "auth"``."""
+    if len(text) > MAX_AUTH_FRAME_CHARS or text.count("{") != 1 or text.count("}") != 1:
+        return None
+    if not _AUTH_CHARS.issuperset(text):
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) and obj.get("type") == "auth" else None
+
+
+_ID = r'"id"\s*:\s*"([0-9A-Za-z_-]{1,64})"'
+_ID_FIRST = re.compile(r"\s*\{\s*" + _ID + r"\s*[,}]")
+_ID_LAST = re.compile(_ID + r"\s*\}\s*\Z")
+
+
+def answer_id(text: str) -> str | None:
+    """The request id an answer frame answers, read without parsing the frame: its first key
+    (``{"id": "<id>", ...``) or its last (``..., "id": "<id>"}``), written plainly (no escape;
+    ids are 1 to 64 letters, digits, ``_`` or ``-``). None: no such id. Linear in the frame's
+    size with a small constant (regular expressions anchored at its start, and at the last
+    ``"id"``), whatever the frame holds. The frame itself is parsed later, strictly, by the
+    worker, which checks this id again (``arena.runner.connected``)."""
+    first = _ID_FIRST.match(text)
+    if first is not None:
+        return first.group(1)
+    at = text.rfind('"id"')
+    if at < 0 or not text[:at].rstrip().endswith(","):
+        return None
+    last = _ID_LAST.match(text, at)
+    return last.group(1) if last is not None else None
 
 
 def frame(kind: str, request_id: str, body: bytes) -> str:

@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "worker": "cli.worker:worker",
     "beat": "cli.worker:beat",
     "tournament": "cli.tournament:tournament",
+    "ladder": "cli.ladder:ladder",
     "leaderboard": "cli.tournament:leaderboard",
     "demo": "cli.demo:demo",
     "gateway": "cli.gateway:gateway",

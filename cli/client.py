@@ -1,5 +1,5 @@
 """A small HTTP client of the Daifugo Arena REST API (``/api/v1``), used by the ``arena
-tournament`` / ``arena logs download`` commands and by ``arena demo``.
+tournament``, ``arena ladder`` and ``arena logs download`` commands and by ``arena demo``.
 
 Every call goes over HTTP with httpx (keep-alive, ``Authorization: Bearer <token>``). Errors
 are raised as :class:`ApiError` with a one-line message: the HTTP status, the method and path,
@@ -38,11 +38,13 @@ class ApiError(RuntimeError):
 
     Attributes:
         status: the HTTP status code, or None when no answer came (connection refused...).
+        details: the error body's ``details`` (a 409 of a start: ``offline``, ``waiting_until``), or {}.
     """
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, details: dict | None = None):
         super().__init__(message)
         self.status = status
+        self.details = details or {}
 
 
 class ApiClient:
@@ -105,7 +107,9 @@ class ApiClient:
         except httpx.HTTPError as exc:
             raise ApiError(f"{method} {self.base_url}{url}: {type(exc).__name__}: {exc}") from None
         if resp.status_code >= 400:
-            raise ApiError(f"HTTP {resp.status_code} on {method} {url}: {_message(resp)}", resp.status_code)
+            raise ApiError(
+                f"HTTP {resp.status_code} on {method} {url}: {_message(resp)}", resp.status_code, _details(resp)
+            )
         if resp.status_code == 204 or not resp.content:
             return None
         try:
@@ -174,11 +178,25 @@ class ApiClient:
         (``ruleset``, ``participants`` required; ``time_rules`` in seconds)."""
         return self.request("POST", "/tournaments", json_body=body)
 
-    def start_tournament(self, tournament_id: int, *, timeout_s: float | None = 60.0) -> dict:
+    def start_tournament(
+        self,
+        tournament_id: int,
+        *,
+        timeout_s: float | None = 60.0,
+        if_offline: str | None = None,
+        wait_s: int | None = None,
+    ) -> dict:
         """``POST /tournaments/{id}/start`` (organizers). With an in-process executor
         (``ARENA_CELERY_EAGER``) the matches are played inside this request: pass
-        ``timeout_s=None``."""
-        return self.request("POST", f"/tournaments/{tournament_id}/start", timeout_s=timeout_s)
+        ``timeout_s=None``. ``if_offline``: ``ask`` (the API's default: a 409 whose
+        ``ApiError.details["offline"]`` lists the offline entrants), ``wait`` (at most
+        ``wait_s`` seconds), ``start``."""
+        params: dict[str, Any] = {}
+        if if_offline:
+            params["if_offline"] = if_offline
+        if wait_s is not None:
+            params["wait_s"] = int(wait_s)
+        return self.request("POST", f"/tournaments/{tournament_id}/start", params=params, timeout_s=timeout_s)
 
     def resume_tournament(self, tournament_id: int, *, include_running: bool = False) -> dict:
         """``POST /tournaments/{id}/resume`` (organizers): re-enqueue the matches without a
@@ -213,6 +231,45 @@ class ApiClient:
             if len(items) >= body["total"] or not body["items"]:
                 return {"ruleset": ruleset, "total": body["total"], "items": items}
             page += 1
+
+    # ------------------------------------------------------------------ ladders
+
+    def ladders(self) -> list[dict]:
+        """``GET /ladders``: the ladders you may read (open ones without a token)."""
+        return self.request("GET", "/ladders")
+
+    def ladder(self, ladder_id: int) -> dict:
+        """``GET /ladders/{id}``: ``{"ladder": {...}, "rows": [...]}`` (the live table)."""
+        return self.request("GET", f"/ladders/{ladder_id}")
+
+    def create_ladder(self, **body: Any) -> dict:
+        """``POST /ladders`` (organizers); ``body`` as in the API's LadderCreate schema."""
+        return self.request("POST", "/ladders", json_body=body)
+
+    def enter_ladder(self, ladder_id: int, bot_id: int, **limits: int) -> dict:
+        """``POST /ladders/{id}/entries``: enter your ready bot (``max_concurrent``,
+        ``max_sets_per_hour``); the entry."""
+        return self.request("POST", f"/ladders/{ladder_id}/entries", json_body={"bot_id": bot_id, **limits})
+
+    def ladder_entry(self, ladder_id: int, bot_id: int, action: str | None = None) -> dict:
+        """``GET /ladders/{id}/entries/{bot}``, or ``POST .../{action}`` (``pause``, ``resume``,
+        ``withdraw``): the entry."""
+        path = f"/ladders/{ladder_id}/entries/{bot_id}"
+        return self.request("POST", f"{path}/{action}") if action else self.request("GET", path)
+
+    def ladder_sets(
+        self, ladder_id: int, *, playing: bool = False, bot_id: int | None = None, limit: int = 20
+    ) -> list[dict]:
+        """``GET /ladders/{id}/sets``: the sets playing now (``playing``) or done, newest first."""
+        params: dict[str, Any] = {"playing": "true" if playing else "false", "limit": limit}
+        if bot_id is not None:
+            params["bot_id"] = bot_id
+        return self.request("GET", f"/ladders/{ladder_id}/sets", params=params)
+
+    def ladder_official(self, ladder_id: int) -> dict:
+        """``GET /ladders/{id}/official``: the last batch fit, ``{"computed_at", "sets", "table",
+        "matrix"}``."""
+        return self.request("GET", f"/ladders/{ladder_id}/official")
 
     def matches(self, tournament_id: int) -> list[dict]:
         """Every match of the tournament you may see (all pages), in schedule order."""
@@ -271,6 +328,16 @@ class ApiClient:
                     yield int(item["match_id"]), item["log"]
         except httpx.HTTPError as exc:
             raise ApiError(f"GET {self.base_url}{url}: {type(exc).__name__}: {exc}") from None
+
+
+def _details(resp: httpx.Response) -> dict:
+    """The error body's ``details`` object, or {}."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return {}
+    details = body.get("details") if isinstance(body, dict) else None
+    return details if isinstance(details, dict) else {}
 
 
 def _message(resp: httpx.Response) -> str:

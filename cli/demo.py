@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,14 +44,18 @@ from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
+from arena.inprocess import InProcessDispatcher
 from arena.runner.replay import verify_logs
+from arena.usecases import ladders
 from arena.usecases.bots import Credentials, credentials
 from bots_sdk import Connection, connect
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import BotServer
 from bots_sdk.server import start as start_bot
+from cli import ladder as ladder_cli
 from cli.client import ApiClient, ApiError, download_logs
 from cli.compose import make_app
+from cli.demo_ladder import ENTRY_LIMITS, LADDER_BOTS, LADDER_CONFIG, TickCount, drive_ticks
 from cli.demo_services import DemoGateway, DemoRedis
 from cli.servers import WsgiServer
 from cli.tournament import progress_bar, standings_table
@@ -103,6 +108,15 @@ def _fresh_out_dir(out: Path) -> None:
             f.unlink()
 
 
+def shown(path: Path) -> str:
+    """``path`` as the demo prints it: relative to the current directory when it lies below it
+    (``demo-output/logs``, what one types next), else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _stop_on_signals() -> None:
     """Ctrl-C (SIGINT, even when inherited as ignored) and SIGTERM stop ``--serve``."""
     import signal
@@ -128,6 +142,27 @@ class DemoResult:
     seconds: float
 
 
+@dataclass
+class LadderRun:
+    """How long ``arena demo --ladder`` plays: ``ticks`` ticks, or else ``minutes`` minutes."""
+
+    minutes: float = 3.0
+    ticks: int | None = None
+
+
+@dataclass
+class LadderDemoResult:
+    """What the ladder demo produced (:func:`_run_ladder`): the API, the ladder, its live table
+    (``GET /ladders/{id}``), the ticks and sets played."""
+
+    api_url: str
+    ladder_id: int
+    table: dict
+    ticks: int
+    sets: int
+    seconds: float
+
+
 def run_demo(
     ruleset: str,
     out: Path,
@@ -138,13 +173,15 @@ def run_demo(
     games_per_pairing: int | None = None,
     connect_bots: bool = False,
     redis_url: str | None = None,
+    ladder: LadderRun | None = None,
     console=None,
-) -> DemoResult:
+) -> DemoResult | LadderDemoResult:
     """Run the demo (module docstring); prints to ``console`` (a rich Console).
 
     With ``serve`` the API keeps running after the tournament until KeyboardInterrupt. With
     ``connect_bots`` the bots dial out through a gateway and Redis (``redis_url``, or a
-    throwaway ``redis-server``).
+    throwaway ``redis-server``). With ``ladder``, a ladder instead of the tournament
+    (:func:`_run_ladder`).
 
     Raises:
         click.ClickException: a step failed (the message says which), e.g. the port is taken.
@@ -171,6 +208,8 @@ def run_demo(
     dialout = _DialOut(db_engine, redis_url) if connect_bots else None
     tables = _TablesRedis(console) if serve and dialout is None else None
     try:
+        if ladder is not None:
+            return _run_ladder(ruleset, out, db_url, db_engine, dialout, port, serve, ladder, console, started)
         return _run(ruleset, out, db_url, db_engine, dialout, port, serve, seed, games_per_pairing, console, started)
     finally:
         if dialout is not None:
@@ -229,6 +268,76 @@ class _DialOut:
         self.redis.close()
 
 
+@dataclass
+class _Stage:
+    """What both demos start from (:func:`_stage`): the API's URL, its clients (anonymous and
+    the organizer's), every account's token, the bots (id -> name), the dial-out set-up."""
+
+    url: str
+    public: ApiClient
+    organizer: ApiClient
+    tokens: dict[str, str]
+    bots: dict[int, str]
+    dialout: _DialOut | None
+    console: Any
+
+    def finish(self, out: Path, db_url: str, started: float, **info: Any) -> float:
+        """Write ``out/demo.json`` (the API, the database, ``info``, the tokens, the bots, the
+        transport) and say it; returns the demo's seconds."""
+        (out / "demo.json").write_text(
+            json.dumps(
+                {
+                    "api_url": self.url,
+                    "database_url": db_url,
+                    **info,
+                    "tokens": self.tokens,
+                    "bots": {str(k): v for k, v in self.bots.items()},
+                    "transport": "connect" if self.dialout is not None else "http",
+                    "gateway_url": self.dialout.gateway.url if self.dialout is not None else None,
+                },
+                indent=2,
+            )
+        )
+        seconds = time.monotonic() - started
+        self.console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {shown(out / 'demo.json')}")
+        return seconds
+
+
+@contextmanager
+def _stage(
+    settings: Settings,
+    db_engine: Any,
+    port: int,
+    ruleset: str,
+    dialout: _DialOut | None,
+    demo_bots: tuple[tuple[str, str, str, int], ...],
+    console: Any,
+) -> Iterator[_Stage]:
+    """The database migrated, an organizer, the API served on ``port``, ``demo_bots`` signed up,
+    registered, served (or dialing out) and checked; everything closed again on the way out,
+    an API error made one ``Error:`` line."""
+    upgrade(engine=db_engine)
+    with make_sessionmaker(db_engine)() as session:
+        _, organizer_token = create_account(session, "organizer", "organizer")
+    try:
+        api_server = WsgiServer(make_app(settings, engine=db_engine), port=port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot serve the API on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    bot_servers: list[BotServer] = []
+    try:
+        console.print(f"API on {api_server.url}/api/v1 (OpenAPI at {api_server.url}/openapi.json)")
+        with ApiClient(api_server.url, timeout_s=120.0) as public, public.with_token(organizer_token) as organizer:
+            tokens = {"organizer": organizer_token}
+            bots = _register_bots(public, ruleset, tokens, bot_servers, dialout, console, demo_bots)
+            yield _Stage(api_server.url, public, organizer, tokens, bots, dialout, console)
+    except ApiError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        for server in bot_servers:
+            server.close()
+        api_server.close()
+
+
 def _run(
     ruleset: str,
     out: Path,
@@ -252,7 +361,7 @@ def _run(
     )
     console.print(
         f"[bold]Daifugo Arena demo[/bold]: {ruleset}, {how}, "
-        f"SQLite at {out / 'arena.db'}, matches run in-process (eager mode)"
+        f"SQLite at {shown(out / 'arena.db')}, matches run in-process (eager mode)"
     )
     console.print(
         "tournament size (kept small for the demo): "
@@ -261,22 +370,8 @@ def _run(
         + (f"seed {seed} (chosen: not rated)" if seed is not None else "seed drawn when it starts")
     )
 
-    upgrade(engine=db_engine)
-    with make_sessionmaker(db_engine)() as session:
-        _, organizer_token = create_account(session, "organizer", "organizer")
-
-    try:
-        api_server = WsgiServer(make_app(settings, engine=db_engine), port=port)
-    except OSError as exc:
-        raise click.ClickException(f"cannot serve the API on 127.0.0.1:{port}: {exc.strerror or exc}") from None
-    bot_servers: list[BotServer] = []
-    try:
-        console.print(f"API on {api_server.url}/api/v1 (OpenAPI at {api_server.url}/openapi.json)")
-        public = ApiClient(api_server.url, timeout_s=120.0)
-        organizer = public.with_token(organizer_token)
-        tokens = {"organizer": organizer_token}
-        bots = _register_bots(public, ruleset, tokens, bot_servers, dialout, console)
-
+    with _stage(settings, db_engine, port, ruleset, dialout, DEMO_BOTS, console) as stage:
+        organizer, organizer_token, bots = stage.organizer, stage.tokens["organizer"], stage.bots
         t = organizer.create_tournament(
             name=f"demo {ruleset}",
             ruleset=ruleset,
@@ -299,51 +394,102 @@ def _run(
         paths = download_logs(organizer, tid, logs_dir)
         verified, failures = verify_logs([logs_dir])
         console.print(
-            f"logs: {len(paths)} match logs in {logs_dir}; replayed through the engine: "
+            f"logs: {len(paths)} match logs in {shown(logs_dir)}; replayed through the engine: "
             f"{verified} verified, {len(failures)} failed"
         )
-        console.print(f"  check again with: arena logs verify {logs_dir}")
+        console.print(f"  check again with: arena logs verify {shown(logs_dir)}")
         for path, reason in failures:
             console.print(f"[red]FAILED {path}: {reason}[/red]")
-        (out / "demo.json").write_text(
-            json.dumps(
-                {
-                    "api_url": api_server.url,
-                    "database_url": db_url,
-                    "tournament_id": tid,
-                    "ruleset": ruleset,
-                    "seed": seed,
-                    "tokens": tokens,
-                    "bots": {str(k): v for k, v in bots.items()},
-                    "transport": "connect" if dialout is not None else "http",
-                    "gateway_url": dialout.gateway.url if dialout is not None else None,
-                },
-                indent=2,
-            )
-        )
         if serve and _tables_on(settings):
-            tokens["player"] = _offer_tables(public, tokens, bots)
-            (out / "demo.json").write_text(
-                json.dumps({**json.loads((out / "demo.json").read_text()), "tokens": tokens}, indent=2)
-            )
-        seconds = time.monotonic() - started
-        console.print(f"demo finished in {seconds:.1f} s; accounts' tokens in {out / 'demo.json'}")
-        result = DemoResult(api_server.url, tid, organizer_token, standings, paths, verified, failures, seconds)
-        if serve and "player" in tokens:
+            stage.tokens["player"] = _offer_tables(stage.public, stage.tokens, bots)
+        seconds = stage.finish(out, db_url, started, tournament_id=tid, ruleset=ruleset, seed=seed)
+        result = DemoResult(stage.url, tid, organizer_token, standings, paths, verified, failures, seconds)
+        if serve and "player" in stage.tokens:
             console.print(
-                f"Play: {api_server.url}/ui/play  (sign in at {api_server.url}/ui/login with the token of "
-                f"'player': {tokens['player']})"
+                f"Play: {stage.url}/ui/play  (sign in at {stage.url}/ui/login with the token of "
+                f"'player': {stage.tokens['player']})"
             )
-        _serve_or_hint(serve, api_server.url, out, db_url, tid, console)
-        organizer.close()
-        public.close()
+        _serve_or_hint(serve, stage.url, out, tid, console)
         return result
-    except ApiError as exc:
-        raise click.ClickException(str(exc)) from None
-    finally:
-        for server in bot_servers:
-            server.close()
-        api_server.close()
+
+
+def _run_ladder(
+    ruleset: str,
+    out: Path,
+    db_url: str,
+    db_engine: Any,
+    dialout: _DialOut | None,
+    port: int,
+    serve: bool,
+    run: LadderRun,
+    console: Any,
+    started: float,
+) -> LadderDemoResult:
+    """The ladder demo (:mod:`cli.demo_ladder`): four sample bots of graded strength enter an
+    open ladder through the API, then the demo's loop drives the ladder's tick, each tick's
+    sets played in-process; the live table and the official table at the end."""
+    settings = Settings.from_env()
+    size = DEMO_SIZES[ruleset]
+    how = "dialing out to a gateway" if dialout is not None else "over HTTP"
+    length = f"{run.ticks} ticks" if run.ticks is not None else f"{run.minutes:g} minutes"
+    console.print(
+        f"[bold]Daifugo Arena ladder demo[/bold]: {ruleset}, 4 sample bots of graded strength {how} "
+        f"(search > heuristic > greedy > random), SQLite at {out / 'arena.db'}, sets run in-process (eager mode)"
+    )
+    console.print(
+        f"the demo drives the ladder's tick itself for {length}, one tick after the other "
+        "(a service runs it on Celery beat every ARENA_LADDER_TICK_S seconds); each set is one deal "
+        "played in every seat rotation"
+    )
+    sessions = make_sessionmaker(db_engine)
+    with _stage(settings, db_engine, port, ruleset, dialout, LADDER_BOTS, console) as stage:
+        public, bots = stage.public, stage.bots
+        ld = stage.organizer.create_ladder(
+            name=f"demo {ruleset} ladder",
+            ruleset=ruleset,
+            open=True,
+            options=size["options"],
+            time_rules=DEMO_TIME_RULES,
+            config=LADDER_CONFIG,
+        )
+        lid = ld["id"]
+        for (account, *_), bot_id in zip(LADDER_BOTS, bots, strict=True):
+            with public.with_token(stage.tokens[account]) as owner:
+                owner.enter_ladder(lid, bot_id, **ENTRY_LIMITS)
+        console.print(f"ladder {lid} created, the 4 bots entered; watch it: {stage.url}/ui/ladders/{lid}")
+        online = ladders.redis_online(redis.Redis.from_url(dialout.redis.url)) if dialout is not None else _nobody
+        send = InProcessDispatcher(settings, sessions=sessions).send_matches
+        with progress_bar(console) as bar:
+            task = bar.add_task("ladder ticks", total=run.ticks)
+
+            def show_tick(count: TickCount) -> None:
+                bar.update(task, completed=count.ticks, description=f"ladder ticks ({count.sets} sets played)")
+
+            count = drive_ticks(
+                sessions,
+                send,
+                online,
+                seconds=None if run.ticks is not None else run.minutes * 60,
+                ticks=run.ticks,
+                probe_s=settings.ladder_probe_s,
+                on_tick=show_tick,
+            )
+        with sessions() as session:
+            ladders.fit_ladder(session, lid)
+        table = public.ladder(lid)
+        console.print(f"ladder demo: {count.ticks} ticks, {count.sets} sets played in {count.seconds:.0f} s")
+        console.print(ladder_cli.live_table(table))
+        names = {r["entry_id"]: r["name"] for r in table["rows"]}
+        console.print(ladder_cli.official_tables(public.ladder_official(lid), names))
+        seconds = stage.finish(out, db_url, started, ladder_id=lid, ruleset=ruleset)
+        result = LadderDemoResult(stage.url, lid, table, count.ticks, count.sets, seconds)
+        _serve_or_hint(serve, stage.url, out, f"ladders/{lid}", console)
+        return result
+
+
+def _nobody(bot_ids: list[int]) -> set[int]:
+    """No bot that dials out is connected (the demo's bots are served over HTTP)."""
+    return set()
 
 
 def _register_bots(
@@ -353,13 +499,14 @@ def _register_bots(
     bot_servers: list[BotServer],
     dialout: _DialOut | None,
     console: Any,
+    demo_bots: tuple[tuple[str, str, str, int], ...] = DEMO_BOTS,
 ) -> dict[int, str]:
-    """Signs up each demo contestant, registers its bot and serves it (or, with ``dialout``,
-    registers it as a bot that connects and starts it dialing out), and waits for its check;
-    returns bot id -> name. Raises click.ClickException when a bot fails to connect or a check
-    fails."""
+    """Signs up each demo contestant of ``demo_bots``, registers its bot and serves it (or, with
+    ``dialout``, registers it as a bot that connects and starts it dialing out), and waits for
+    its check; returns bot id -> name. Raises click.ClickException when a bot fails to connect
+    or a check fails."""
     bots: dict[int, str] = {}
-    for account, bot_name, sample, bot_seed in DEMO_BOTS:
+    for account, bot_name, sample, bot_seed in demo_bots:
         acc = public.create_account(account)
         tokens[account] = acc["token"]
         contestant = public.with_token(acc["token"])
@@ -446,12 +593,13 @@ def _offer_tables(public: ApiClient, tokens: dict[str, str], bots: dict[int, str
     return str(public.create_account("player")["token"])
 
 
-def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, console: Any) -> None:
-    """With ``serve``: keeps the API up until Ctrl-C; else prints how to serve the replay pages."""
-    page = f"{api_url}/ui/tournaments/{tid}"
+def _serve_or_hint(serve: bool, api_url: str, out: Path, page: int | str, console: Any) -> None:
+    """With ``serve``: keeps the API up until Ctrl-C; else says how to see the pages: ``--serve``.
+    ``page``: the page to open under ``/ui/``, or a tournament id."""
+    page = f"tournaments/{page}" if isinstance(page, int) else page
     if serve:
-        console.print(f"Open: {page}")
-        console.print(f"API: {api_url}/api/v1 (organizer token in {out / 'demo.json'}); serving until Ctrl-C")
+        console.print(f"Open: {api_url}/ui/{page}")
+        console.print(f"API: {api_url}/api/v1 (organizer token in {shown(out / 'demo.json')}); serving until Ctrl-C")
         _stop_on_signals()
         try:
             while True:
@@ -460,14 +608,9 @@ def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, 
             console.print("stopped")
     else:
         console.print(
-            "Replay pages: run the demo with --serve "
-            f"(it prints `Open: {api_url.rsplit(':', 1)[0]}:8000/ui/tournaments/<id>`), "
-            f"or serve this database and open {'http://127.0.0.1:8000'}/ui/tournaments/{tid}:"
-        )
-        # the data folder too: it holds the key that decrypts the stored bot secrets
-        console.print(
-            f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL={db_url} "
-            f"{Path(sys.executable).parent / 'arena'} api --dev --port 8000"
+            "The replay pages and standings in the browser: the demo again with --serve "
+            "(bash infra/demo.sh --serve, or arena demo --serve) keeps them up until Ctrl-C and prints "
+            f"Open: http://127.0.0.1:8000/ui/{page}"
         )
 
 
@@ -511,6 +654,24 @@ def _serve_or_hint(serve: bool, api_url: str, out: Path, db_url: str, tid: int, 
 @click.option(
     "--redis-url", default=None, metavar="URL", help="With --connect: a running Redis to use instead of starting one."
 )
+@click.option(
+    "--ladder",
+    "ladder",
+    is_flag=True,
+    help="A ladder instead: four sample bots of graded strength (search, heuristic, greedy, random) enter an "
+    "open ladder and play it for --minutes; the demo itself drives the ladder's tick in a loop (a service runs it on "
+    "Celery beat: arena beat), then prints the live and the official tables.",
+)
+@click.option(
+    "--minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    default=3.0,
+    show_default=True,
+    help="With --ladder: how long the ladder plays.",
+)
+@click.option(
+    "--ticks", type=click.IntRange(min=1), default=None, help="With --ladder: this many ticks instead of --minutes."
+)
 def demo(
     ruleset: str,
     out_dir: Path,
@@ -520,15 +681,26 @@ def demo(
     games_per_pairing: int | None,
     connect_bots: bool,
     redis_url: str | None,
+    ladder: bool,
+    minutes: float,
+    ticks: int | None,
 ) -> None:
     """Run a round-robin tournament of four sample bots end to end on embedded defaults.
 
     Real HTTP bots and API on 127.0.0.1, SQLite in --out, matches in-process; prints the
     standings, writes every match log to DIR/logs and says where the replay pages are. With
     --connect the bots dial out through a gateway instead (needs redis-server installed).
+
+    With --ladder: a ladder of four sample bots of graded strength for a few minutes instead
+    (the demo's loop calls the ladder's tick; each tick's sets are played in-process), then the
+    live table and the official table; its page is /ui/ladders/1 (--serve keeps it up).
     """
     if redis_url is not None and not connect_bots:
         raise click.UsageError("--redis-url goes with --connect")
+    if not ladder and ticks is not None:
+        raise click.UsageError("--ticks goes with --ladder")
+    if ladder and (seed is not None or games_per_pairing is not None):
+        raise click.UsageError("--seed and --games-per-pairing are the tournament's: a ladder draws every set's seed")
     if port is None:
         port = 8000 if serve else 0
     run_demo(
@@ -540,4 +712,5 @@ def demo(
         games_per_pairing=games_per_pairing,
         connect_bots=connect_bots,
         redis_url=redis_url,
+        ladder=LadderRun(minutes, ticks) if ladder else None,
     )

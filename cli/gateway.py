@@ -33,6 +33,8 @@ def gateway(host: str, port: int, max_connections: int) -> None:
     (ulimit -n) is raised as far as the hard one allows, and --max-connections lowered to fit
     it, with a warning."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # a line per connection opened and closed is work a stranger's connection rate would set
+    logging.getLogger("websockets.server").setLevel(logging.WARNING)
     allowed = connections_allowed(max_connections, FILE_RESERVE)
     if allowed < max_connections:
         click.echo(

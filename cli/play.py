@@ -27,7 +27,7 @@ import click
 import engine
 from arena.matchlog import MatchLog, is_lines_file, lines_tournament, log_files, write_log
 from arena.runner.match import Match, MatchConfig, Observers
-from arena.runner.players import HttpPlayer, LocalPlayer, Player
+from arena.runner.players import ArenaFailure, HttpPlayer, LocalPlayer, Player
 from arena.runner.replay import verify_logs
 from arena.seeds import derive_seed
 from bots_sdk.bot import Bot
@@ -295,6 +295,8 @@ def _play_matches(
                     base, seed=derive_seed(base.seed, mi), games=count, match_id=f"local-{base.seed}-{mi:04d}"
                 )
                 log = Match(wrapped, config, Observers(on_game_end=lambda rec: progress.advance(task))).play()
+            except ArenaFailure as e:  # this machine's own network failed, not a bot
+                raise click.ClickException(f"match {mi + 1} stopped: {e}") from None
             finally:
                 for w in wrapped:
                     w.close()

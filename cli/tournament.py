@@ -23,8 +23,10 @@ for a bot that connects, whether it is connected, how many connections and since
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -495,9 +497,99 @@ def tournament_create(
     click.echo(t["id"])
 
 
+#: What ``start --if-offline`` may say (the API's ``if_offline``).
+IF_OFFLINE = ("ask", "wait", "start")
+
+
+def offline_lines(offline: list[dict]) -> list[str]:
+    """One line per offline entrant of a roll call (``details.offline`` or ``roll_call.offline``)."""
+    lines = []
+    for a in offline:
+        why = "not connected" if a.get("reason") == "not_connected" else f"health check failed: {a.get('detail')}"
+        lines.append(f"  {a.get('name')} #{a.get('bot_id')}: {why}")
+    return lines
+
+
+def _start_asking(
+    client: ApiClient, tournament_id: int, if_offline: str, max_wait_s: int, *, interactive: bool
+) -> dict:
+    """Start (``if_offline``); when the API says entrants are offline (409 with the list), print
+    them and, on a terminal, ask whether to wait for them or start without them; elsewhere
+    stop with an ``Error:`` naming the options."""
+    try:
+        return client.start_tournament(tournament_id, timeout_s=None, if_offline=if_offline, wait_s=max_wait_s)
+    except ApiError as exc:
+        offline = exc.details.get("offline") if exc.status == 409 else None
+        if not offline:
+            raise click.ClickException(str(exc)) from None
+    click.echo(f"tournament {tournament_id} was not started: {len(offline)} entrant(s) offline:", err=True)
+    for line in offline_lines(offline):
+        click.echo(line, err=True)
+    if not interactive:
+        raise click.ClickException(
+            f"not started: start it with --if-offline wait (waits up to --max-wait {max_wait_s} s for them) "
+            "or --if-offline start (without them)"
+        )
+    choice = click.prompt(
+        f"wait for them (up to {max_wait_s} s), start without them, or leave it",
+        type=click.Choice(["wait", "start", "leave"]),
+        default="wait",
+        err=True,
+    )
+    if choice == "leave":
+        raise click.ClickException("not started")
+    return _call(client.start_tournament, tournament_id, timeout_s=None, if_offline=choice, wait_s=max_wait_s)
+
+
+def waiting_line(t: dict, now: float | None = None) -> str:
+    """What a start waiting for offline entrants says while it waits (``start``, ``status --watch``)."""
+    offline = ((t.get("roll_call") or {}).get("offline")) or []
+    until = t.get("waiting_until") or ""
+    left = ""
+    try:
+        end = datetime.fromisoformat(until)
+        seconds = max(0, int(end.timestamp() - (time.time() if now is None else now)))
+        left = f" ({seconds // 60} min {seconds % 60} s left)" if seconds >= 60 else f" ({seconds} s left)"
+    except ValueError:
+        pass
+    names = "; ".join(line.strip() for line in offline_lines(offline)) or "checking"
+    return f"tournament {t['id']}: waiting for {len(offline)} offline entrant(s) ({names}) until {until}{left}"
+
+
+def watch_waiting(client: ApiClient, tournament_id: int, console=None, *, poll_s: float = 1.0) -> dict:
+    """Show, on one line updated live, who a start still waits for, until it starts (or is
+    cancelled); returns the tournament's last state."""
+    from rich.console import Console
+
+    console = console or Console(stderr=True)
+    with console.status("") as status:
+        while True:
+            t = _call(client.tournament, tournament_id)
+            if t["status"] != "created" or not t.get("waiting_until"):
+                return t
+            status.update(waiting_line(t))
+            time.sleep(poll_s)
+
+
 @tournament.command("start")
 @_api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
+@click.option(
+    "--if-offline",
+    type=click.Choice(IF_OFFLINE),
+    default="ask",
+    show_default=True,
+    help="Entrants offline (a bot that dials out and is not connected, a bot whose health check fails): "
+    "ask (on a terminal; elsewhere Error: listing them), wait for them (--max-wait), or start without them.",
+)
+@click.option(
+    "--max-wait",
+    "max_wait_s",
+    type=click.IntRange(min=1, max=3600),
+    default=300,
+    show_default=True,
+    help="Seconds a start waits for offline entrants at most (then it starts without them).",
+)
 @click.option("--wait", is_flag=True, help="Show a progress bar until every match is finished.")
 @click.option(
     "--poll", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="Seconds between polls (--wait)."
@@ -525,6 +617,8 @@ def tournament_start(
     api_url: str,
     token: str | None,
     tournament_id: int,
+    if_offline: str,
+    max_wait_s: int,
     wait: bool,
     poll: float,
     timeout_s: float | None,
@@ -536,12 +630,25 @@ def tournament_start(
     The summary line, the progress bar (--wait) and hints go to stderr; stdout gets nothing,
     or the JSON answer with --json. With --wait, a hint names `arena worker` when no match
     has been taken for --worker-hint-after seconds.
+
+    First the entrants' roll call: with some offline, --if-offline ask lists them and, on a
+    terminal, asks whether to wait for them or start without them (elsewhere: Error:, exit
+    status 1, nothing started); a start that waits shows who it still waits for, live, until
+    it starts.
     """
     from rich.console import Console
 
     with _client(api_url, token) as client:
-        t = _call(client.start_tournament, tournament_id, timeout_s=None)
+        interactive = sys.stdin.isatty() and not as_json
+        t = _start_asking(client, tournament_id, if_offline, max_wait_s, interactive=interactive)
+        if t["status"] == "created" and t.get("waiting_until"):
+            t = watch_waiting(client, tournament_id, Console(stderr=True), poll_s=poll)
         _echo_tournament(t, err=True)
+        offline = (t.get("roll_call") or {}).get("offline") or []
+        if t["status"] == "running" and offline:
+            click.echo(f"started without {len(offline)} offline entrant(s):", err=True)
+            for line in offline_lines(offline):
+                click.echo(line, err=True)
         if wait:
             t = watch_progress(
                 client, tournament_id, Console(stderr=True), poll_s=poll, timeout_s=timeout_s, hint_after_s=hint_after_s
@@ -623,6 +730,8 @@ def tournament_status(
         _echo_json(t)
     else:
         _echo_tournament(t)
+        if t["status"] == "created" and t.get("waiting_until"):
+            click.echo(waiting_line(t))
         for m in failed:  # not a bot's fault: the organizer may retry them
             click.echo(f"match {m['id']} failed: {m.get('failure') or 'no reason recorded'}")
         if failed:

@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine._build import BUILD  # first: it chooses the pure or the compiled modules
 from engine.cards import CardError, format_card, format_cards, parse_card, parse_cards
 from engine.game import (
     ACTION_TYPES,
@@ -71,8 +72,13 @@ from engine.rulesets import RULESETS, RuleSet, get_ruleset
 from engine.timebank import TimeBank, TimeRules
 
 
-def new_game(ruleset: str, options: Mapping[str, Any] | Options | None = None, seed: int = 0) -> Game:
+def new_game(
+    ruleset: str, options: Mapping[str, Any] | Options | None = None, seed: int = 0, *, log: bool = True
+) -> Game:
     """A new unit of ``ruleset`` with a random deal drawn from ``seed`` (reproducible).
+
+    ``log=False``: the game keeps no log (no events, no actions; as ``Game.copy(log=False)``),
+    for rollouts and self-play.
 
     Raises:
         OptionsError: unknown rule set or bad options.
@@ -80,7 +86,7 @@ def new_game(ruleset: str, options: Mapping[str, Any] | Options | None = None, s
     opts = make_options(ruleset, options)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise OptionsError(f"seed must be an integer, not {seed!r}")
-    return get_ruleset(ruleset).game_class(opts, seed, None)
+    return get_ruleset(ruleset).game_class(opts, seed, None, log)
 
 
 def from_setup(ruleset: str, options: Mapping[str, Any] | Options | None, setup: Mapping[str, Any]) -> Game:
@@ -161,6 +167,7 @@ def replay(log: Mapping[str, Any]) -> Game:
 
 
 __all__ = [
+    "BUILD",
     "RULESETS",
     "RuleSet",
     "get_ruleset",

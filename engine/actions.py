@@ -15,6 +15,9 @@ per parse.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Final
+
+from engine.cards import CARD_NAMES, RANKS
 
 
 @dataclass(slots=True)
@@ -84,9 +87,9 @@ class DiscardAction:
 
 
 #: The actions without fields: one value each.
-PASS = PassAction()
-DOUBT = DoubtAction()
-THROUGH = ThroughAction()
+PASS: Final = PassAction()
+DOUBT: Final = DoubtAction()
+THROUGH: Final = ThroughAction()
 
 #: Any typed action.
 TypedAction = (
@@ -101,7 +104,43 @@ TypedAction = (
     | DiscardAction
 )
 
+#: The wire ``type`` of each typed action class.
+ACTION_TYPE: Final[dict[type, str]] = {
+    PlayAction: "play",
+    PassAction: "pass",
+    DoubtAction: "doubt",
+    ThroughAction: "through",
+    PenaltyAction: "penalty",
+    ExchangeAction: "exchange",
+    RateAction: "rate",
+    GiveAction: "give",
+    DiscardAction: "discard",
+}
+
+
+def to_wire(action: TypedAction) -> dict[str, Any]:
+    """The ACT dict of a typed action, as :meth:`engine.Game.apply` takes it and the log keeps
+    it: ``{"type": "play", "cards": ["5H", "JK"], "jokers": ["5"]}``, ``{"type": "pass"}``...
+    (``face_down`` only when some card is face down, ``jokers`` only when declared)."""
+    if isinstance(action, PlayAction):
+        out: dict[str, Any] = {"type": "play", "cards": [CARD_NAMES[c] for c in action.cards]}
+        if action.face_down:
+            out["face_down"] = [CARD_NAMES[c] for c in action.face_down]
+        if action.jokers is not None:
+            out["jokers"] = [RANKS[r] for r in action.jokers]
+        return out
+    if isinstance(action, (PenaltyAction, GiveAction, DiscardAction)):
+        return {"type": ACTION_TYPE[type(action)], "cards": [CARD_NAMES[c] for c in action.cards]}
+    if isinstance(action, ExchangeAction):
+        return {"type": "exchange", "accept": action.accept}
+    if isinstance(action, RateAction):
+        return {"type": "rate", "rate": action.rate}
+    return {"type": ACTION_TYPE[type(action)]}
+
+
 __all__ = [
+    "ACTION_TYPE",
+    "to_wire",
     "PlayAction",
     "PassAction",
     "DoubtAction",

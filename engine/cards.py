@@ -18,30 +18,39 @@ engine.cards.CardError: unknown card '1S': expected rank 3456789TJQKA2 then suit
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
-RANKS = "3456789TJQKA2"
-SUITS = "SHDC"
-JOKER = 52
+RANKS: Final = "3456789TJQKA2"
+SUITS: Final = "SHDC"
+JOKER: Final = 52
 
-#: Rank index of some ranks with rule meaning.
-R3, R5, R7, R8, R9, RT, RJ, R2 = (RANKS.index(c) for c in "35789TJ2")
-S_SPADES = 0
+#: Rank index of some ranks with rule meaning (``RANKS.index``; Final: the compiled build
+#: inlines them).
+R3: Final = 0
+R5: Final = 2
+R7: Final = 4
+R8: Final = 5
+R9: Final = 6
+RT: Final = 7
+RJ: Final = 8
+R2: Final = 12
+S_SPADES: Final = 0
 #: Code of the spade 3 (JDF-9).
-SPADE_3 = R3 * 4 + S_SPADES
+SPADE_3: Final = R3 * 4 + S_SPADES
 
-CARD_NAMES: tuple[str, ...] = tuple(r + s for r in RANKS for s in SUITS) + ("JK",)
-_CODES: dict[str, int] = {name: i for i, name in enumerate(CARD_NAMES)}
+CARD_NAMES: Final[tuple[str, ...]] = tuple(r + s for r in RANKS for s in SUITS) + ("JK",)
+_CODES: Final[dict[str, int]] = {name: i for i, name in enumerate(CARD_NAMES)}
 
 
 class CardError(ValueError):
     """A card string that is not in the C-1 wire notation; the message names it."""
 
 
-def parse_card(text: str) -> int:
+def parse_card(text: object) -> int:
     """Return the code of the card ``text`` (``"3S"``, ``"TH"``, ``"JK"``).
 
     Raises:
-        CardError: ``text`` is not a card of C-1 (the message quotes it).
+        CardError: ``text`` is not a card of C-1, a string or not (the message quotes it).
     """
     code = _CODES.get(text) if isinstance(text, str) else None
     if code is None:
@@ -49,7 +58,7 @@ def parse_card(text: str) -> int:
     return code
 
 
-def parse_cards(texts: Iterable[str]) -> list[int]:
+def parse_cards(texts: Iterable[object]) -> list[int]:
     """Parse a list of card strings; raises :class:`CardError` on the first bad one."""
     return [parse_card(t) for t in texts]
 

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from engine.actions import DiscardAction, GiveAction, PassAction, PlayAction
 from engine.cards import R5, R7, RANKS, RJ, RT, SPADE_3, format_cards
-from engine.forms import Readings, beating, choose, only_rank, signature, split
+from engine.forms import Readings, beating, choose, generated_reading, only_rank, signature, split
 from engine.game import (
     Action,
     Decision,
@@ -38,6 +38,7 @@ from engine.game import (
     _remove_all,
     _take,
     cards_text,
+    mypyc_attr,
 )
 from engine.options import LocalRuleOptions
 
@@ -103,15 +104,35 @@ class FollowUp:
         self.skip = skip
         self.special = special
 
+    def copy(self) -> FollowUp:
+        return FollowUp(self.seat, self.give, self.discard, self.cut, self.is_return, self.skip, self.special)
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Climbing(Game):
     """Common flow of the 4-seat face-up rule sets; see the module docstring."""
 
     options: LocalRuleOptions
 
-    def __init__(self, options: LocalRuleOptions, seed: int | None, setup: dict[str, Any] | None):
-        super().__init__(options, seed, setup)
+    def __init__(self, options: LocalRuleOptions, seed: int | None, setup: dict[str, Any] | None, log: bool = True):
+        super().__init__(options, seed, setup, log)
         self.follow: FollowUp | None = None  # the C-13 steps still to run after a play
+        # the local rules, read on every play (LR-1, LR-3..LR-6)
+        self._lr1_eleven_back = options.eleven_back
+        self._lr3_number_lock = options.number_lock
+        self._lr4_five_skip = options.five_skip
+        self._lr5_seven_pass = options.seven_pass
+        self._lr6_ten_discard = options.ten_discard
+
+    def _copy_to(self, new: Game, log: bool) -> None:
+        super()._copy_to(new, log)
+        assert isinstance(new, Climbing)
+        new.follow = self.follow.copy() if self.follow is not None else None
+        new._lr1_eleven_back = self._lr1_eleven_back
+        new._lr3_number_lock = self._lr3_number_lock
+        new._lr4_five_skip = self._lr4_five_skip
+        new._lr5_seven_pass = self._lr5_seven_pass
+        new._lr6_ten_discard = self._lr6_ten_discard
 
     # -- the hooks a climbing rule set implements --------------------------------------------
     @abstractmethod
@@ -165,6 +186,7 @@ class Climbing(Game):
         self.unit_over = False
         self.follow = None
         self.unit_start = len(self.events)
+        self.unit_count += 1
         self._event(header)
         self._hand_events()
 
@@ -212,6 +234,16 @@ class Climbing(Game):
         nat, jk = split(play.cards)
         return self._judge(seat, play.cards, nat, jk, play.jokers)
 
+    def _generated(self, play: PlayAction) -> PlayInfo:
+        """A face-up play as :meth:`face_up_plays` generated it (:meth:`Game.push`): its one
+        reading (C-3, C-4: the generator declares every joker standing in), not judged."""
+        cards = play.cards
+        nat, jk = split(cards)
+        ref = self.ref
+        if ref is not None and ref.joker and self._is_return(cards):
+            return PlayInfo(cards, nat, jk, play.jokers, Readings(single=1 << (cards[0] >> 2)), True)
+        return PlayInfo(cards, nat, jk, play.jokers, generated_reading(nat, jk, play.jokers), False)
+
     def _judge(self, seat: int, cards: list[int], nat: list[int], jk: int, declared: list[int] | None) -> PlayInfo:
         """C-3..C-8, LR-3, JDF-9, TM-5 on parsed cards held by ``seat``; raises InvalidAction."""
         r = self._read_play(cards, nat, jk, 0, declared)
@@ -241,7 +273,7 @@ class Climbing(Game):
     # -- play and its effects (C-13) ----------------------------------------------------------
     def _do_play(self, seat: int, action: PlayAction) -> None:
         """C-13: the play's effects in order, then the follow-up steps (:meth:`_continue`)."""
-        p = self._evaluate(seat, action)
+        p = self._generated(action) if self._trusting else self._evaluate(seat, action)
         self._before_play(seat)
         rev_before = self.revolution
         reversed_before = self.reversed_order
@@ -250,17 +282,17 @@ class Climbing(Game):
         self.field.append(rec)
         if not self.count:
             self.count = len(p.cards)
-        self._event({"type": "play", **rec.view(None), "form": p.kind})
+        if self.logged:
+            self._event({"type": "play", **rec.view(None), "form": p.kind})
         # (1) revolution
         if self._is_revolution(p):
             self._toggle_revolution()
-        opts = self.options
         # (2) J-back (LR-1)
-        if opts.eleven_back and p.count(RJ):
+        if self._lr1_eleven_back and p.count(RJ):
             self._toggle_jback()
         # (3) suit lock (C-8, JDF-8: a play with a joker cannot start one here) and number lock
         self._suit_lock(signature(p.nat), not p.jokers)
-        if opts.number_lock and not p.is_return:
+        if self._lr3_number_lock and not p.is_return:
             if p.kind in ("single", "group"):
                 if not self.nlock and self.last_rank is not None:
                     want = self.last_rank - 1 if reversed_before else self.last_rank + 1
@@ -276,16 +308,16 @@ class Climbing(Game):
             self._event({"type": "direction", "direction": self.direction})
         self.ref = p.reading
         self.last_player = seat
-        self.follow = FollowUp(
-            seat,
-            p.count(R7) if opts.seven_pass else 0,
-            p.count(RT) if opts.ten_discard else 0,
-            self._is_eight_cut(p),
-            p.is_return,
-            p.count(R5) if opts.five_skip else 0,
-            self._special_last_play(p, rev_before),
-        )
-        self._continue()
+        give = p.count(R7) if self._lr5_seven_pass else 0
+        discard = p.count(RT) if self._lr6_ten_discard else 0
+        cut = self._is_eight_cut(p)
+        skip = p.count(R5) if self._lr4_five_skip else 0
+        special = self._special_last_play(p, rev_before)
+        if give or discard:
+            self.follow = FollowUp(seat, give, discard, cut, p.is_return, skip, special)
+            self._continue()
+        else:
+            self._end_play(seat, cut, p.is_return, skip, special)
 
     def _continue(self) -> None:
         """Run the remaining C-13 steps (5)-(7) of the play in ``self.follow``."""
@@ -303,16 +335,23 @@ class Climbing(Game):
             self._ask(seat, "discard", max=f.discard)
             return
         self.follow = None
-        if not hand and self.still_in[seat]:
-            unit = self.unit_start
-            self._finish(seat, f.special)
-            if self.over or self.unit_over or self.unit_start != unit:
+        self._end_play(seat, f.cut, f.is_return, f.skip, f.special)
+
+    def _end_play(self, seat: int, cut: bool, is_return: bool, skip: int, special: bool) -> None:
+        """C-13 steps (6)-(7) of a play of ``seat`` whose gives and discards are done: the
+        finish, then the clear by an 8-cut or the spade-3 return, the five-skip or the next
+        turn."""
+        if not self.hands[seat] and self.still_in[seat]:
+            unit = self.unit_count
+            self._finish(seat, special)
+            if self.over or self.unit_over or self.unit_count != unit:
                 return  # the deal/game ended (a new one may have started)
-        if f.cut or f.is_return:
-            self._event({"type": "eight_cut" if f.cut else "spade_3_return", "seat": seat})
+        if cut or is_return:
+            if self.logged:
+                self._event({"type": "eight_cut" if cut else "spade_3_return", "seat": seat})
             self._clear(seat)
-        elif f.skip:
-            self._five_skip(seat, f.skip)
+        elif skip:
+            self._five_skip(seat, skip)
         else:
             self._next_turn(seat)
 
@@ -321,7 +360,7 @@ class Climbing(Game):
         if nxt is None:
             self._clear(self.last_player)
         else:
-            self._ask(nxt, "play")
+            self._ask_play(nxt)
 
     def _five_skip(self, seat: int, k: int) -> None:
         """LR-4: the turn passes over the next ``k`` seats still in that have not passed."""
@@ -383,7 +422,8 @@ class Climbing(Game):
         if not self.field:
             raise InvalidAction("C-6", "the leader may not pass")
         self.passed[seat] = True
-        self._event({"type": "pass", "seat": seat})
+        if self.logged:
+            self._event({"type": "pass", "seat": seat})
         self._next_turn(seat)
 
     HANDLERS: ClassVar[Mapping[str, str]] = {
@@ -404,14 +444,7 @@ class Climbing(Game):
         if d is None or d.seat != seat:
             return
         if d.kind == "play":
-            if not d.info.get("stuck"):
-                for cards, declared in self.face_up_plays(seat):
-                    action: Action = {"type": "play", "cards": format_cards(cards)}
-                    if declared:
-                        action["jokers"] = [RANKS[r] for r in declared]
-                    yield action
-            if self.field or d.info.get("stuck"):
-                yield {"type": "pass"}
+            yield from self._play_answers(seat)
         elif d.kind in ("give", "discard"):
             hand = sorted(self.hands[seat])
             sizes: Sequence[int] = [d.info["count"]] if "count" in d.info else range(0, d.info["max"] + 1)

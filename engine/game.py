@@ -36,12 +36,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import (
     Any,
     ClassVar,
+    Final,
     NamedTuple,
     NotRequired,
     TypedDict,
 )
 
+from engine._build import TYPING
 from engine.actions import (
+    ACTION_TYPE,
     DOUBT,
     PASS,
     THROUGH,
@@ -53,6 +56,7 @@ from engine.actions import (
     PlayAction,
     ThroughAction,
     TypedAction,
+    to_wire,
 )
 from engine.cards import (
     _CODES,
@@ -69,11 +73,16 @@ from engine.forms import Readings, readings, satisfies_lock
 from engine.options import Options
 from engine.plays import Play, face_up_plays
 
-SUIT_LETTERS = "SHDC"
-DECISIONS = ("play", "doubt", "penalty", "exchange", "rate", "give", "discard")
-ACTION_TYPES = ("play", "pass", "doubt", "through", "penalty", "exchange", "rate", "give", "discard")
+if TYPING:  # mypyc reads the class flags from mypy_extensions; nothing imports it at run time
+    from mypy_extensions import mypyc_attr as mypyc_attr
+else:
+    from engine._build import mypyc_attr as mypyc_attr
+
+SUIT_LETTERS: Final = "SHDC"
+DECISIONS: Final = ("play", "doubt", "penalty", "exchange", "rate", "give", "discard")
+ACTION_TYPES: Final = ("play", "pass", "doubt", "through", "penalty", "exchange", "rate", "give", "discard")
 #: Which action types answer which decision (ACT).
-ANSWERS: dict[str, tuple[str, ...]] = {
+ANSWERS: Final[dict[str, tuple[str, ...]]] = {
     "play": ("play", "pass"),
     "doubt": ("doubt", "through"),
     "penalty": ("penalty",),
@@ -88,7 +97,7 @@ Action = dict[str, Any]
 #: The parser method of each action type (a method of :class:`Game` or of the rule set):
 #: ``parser(game, seat, wire action) -> typed action`` (:mod:`engine.actions`); it raises
 #: :class:`InvalidAction` naming the malformed field and changes nothing.
-PARSERS: dict[str, str] = {
+PARSERS: Final[dict[str, str]] = {
     "play": "_parse_play",
     "pass": "_parse_pass",
     "doubt": "_parse_doubt",
@@ -199,12 +208,17 @@ class Decision(NamedTuple):
             lie, MD-16), ``{"count": 2, "to": 3}`` (JDF give), ``{"max": 2, "to": 1}``
             (LR-5 give), ``{"max": 1}`` (LR-6 discard), ``{"choices": [1, 2, 3]}`` (rate),
             ``{"lead": True}`` (a play decision on an empty field), ``{"stuck": True}``
-            (TM-6: the leader can only pass).
+            (TM-6: the leader can only pass). Read-only: decisions may be shared.
     """
 
     seat: int
     kind: str
     info: dict[str, Any]
+
+
+#: The play decisions of each seat, following and leading (shared: their ``info`` is read-only).
+_FOLLOW: Final[tuple[Decision, ...]] = tuple(Decision(s, "play", {}) for s in range(8))
+_LEAD: Final[tuple[Decision, ...]] = tuple(Decision(s, "play", {"lead": True}) for s in range(8))
 
 
 class PlayRecord:
@@ -222,6 +236,12 @@ class PlayRecord:
         self.face_down = face_down
         self.revealed = False
         self.declared = declared
+
+    def copy(self) -> PlayRecord:
+        """A copy (the card lists are shared: never changed in place)."""
+        new = PlayRecord(self.seat, self.cards, self.face_down, self.declared)
+        new.revealed = self.revealed
+        return new
 
     def face_up(self) -> list[int]:
         """Face-up cards of the play (all of them once revealed)."""
@@ -275,6 +295,7 @@ def _take(hand: list[int], cards: Iterable[int]) -> None:
 Event = tuple[dict[str, Any], tuple[int, ...] | None, dict[str, Any] | None]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Game(ABC):
     """The contract of every rule set; create one with :func:`engine.new_game` or
     :func:`engine.from_setup`.
@@ -287,7 +308,9 @@ class Game(ABC):
         count (cards per play of the trick, MD-4/C-5; 0 on an empty field), revolution,
         jback (bool), direction (1 or -1), lock (tuple of suit indices, C-8), nlock (LR-3),
         last_player (seat or None), passed (list of bools, C-7), discards, outside (cards
-        set aside, blind or undealt), actions and events (the log).
+        set aside, blind or undealt), actions and events (the log), logged (bool: the
+        game keeps its log; False in a copy made with ``copy(log=False)``), unit_count
+        (deals/games started, the first included).
 
     A rule set implements the abstract hooks and names its action handlers in ``HANDLERS``.
     """
@@ -310,6 +333,9 @@ class Game(ABC):
     LISTS_EVERY_PLAY: ClassVar[bool] = True
     #: The rule ids of the count check and the comparison (C-5; MD-4 and MD-3 in Million Doubt).
     COUNT_RULE: ClassVar[str] = "C-5"
+    #: ``HANDLERS`` sends plays to ``_do_play`` and passes to ``_do_pass`` (:meth:`push`
+    #: then calls them directly).
+    _plain_handlers: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Resolve ``HANDLERS`` and ``PARSERS`` on the new class (see ``HANDLERS``).
@@ -330,18 +356,23 @@ class Game(ABC):
                 raise TypeError(f"{cls.__name__} handles {kind!r} but has no parser {PARSERS[kind]!r}")
             dispatch[kind] = (parser, handler)
         cls._dispatch = dispatch
+        cls._plain_handlers = cls.HANDLERS.get("play") == "_do_play" and cls.HANDLERS.get("pass") == "_do_pass"
 
     # -- construction -------------------------------------------------------------------
-    def __init__(self, options: Options, seed: int | None, setup: dict[str, Any] | None):
+    def __init__(self, options: Options, seed: int | None, setup: dict[str, Any] | None, log: bool = True):
         self.options = options
         self.seats = options.seats
         self.seed = seed
         self.setup = copy.deepcopy(setup) if setup is not None else None
         self.single_unit = setup is not None
         self.rng = random.Random(seed if seed is not None else 0)
+        self.logged = log
         self.actions: list[dict[str, Any]] = []
         self.events: list[Event] = []
         self.unit_start = 0  # index in events where the current deal/game starts
+        self.unit_count = 0
+        self._trusting = False  # push(): the play handler takes the play as generated
+        self._plain = type(self)._plain_handlers
         self.over = False
         self.hands: list[list[int]] = [[] for _ in range(self.seats)]
         self.discards: list[int] = []
@@ -390,16 +421,21 @@ class Game(ABC):
         self, ev: dict[str, Any], visible: tuple[int, ...] | None = None, public: dict[str, Any] | None = None
     ) -> None:
         """Record an event; ``visible`` limits it to some seats, others see ``public``."""
-        self.events.append((ev, visible, public))
+        if self.logged:
+            self.events.append((ev, visible, public))
 
     def _hand_events(self) -> None:
         """Each seat sees its own new hand (C-11)."""
+        if not self.logged:
+            return
         for s in range(self.seats):
             self._event({"type": "hand", "seat": s, "cards": format_cards(self.hands[s])}, (s,))
 
     def _end_event(self, public: dict[str, Any]) -> None:
         """The end of a deal/game: ``public`` for the seats, plus the hands left for the
         post-game log only (C-11: with the cards played they would tell hidden cards)."""
+        if not self.logged:
+            return
         full = {**public, "hands": {str(s): format_cards(self.hands[s]) for s in range(self.seats)}}
         self._event(full, (), public)
 
@@ -481,6 +517,14 @@ class Game(ABC):
     def _ask(self, seat: int, kind: str, **info: Any) -> None:
         self._decision = Decision(seat, kind, info)
 
+    def _ask_play(self, seat: int) -> None:
+        """Ask ``seat`` to follow in the trick (a shared decision: ``info`` is read-only)."""
+        self._decision = _FOLLOW[seat]
+
+    def _ask_lead(self, seat: int) -> None:
+        """Ask ``seat`` to lead (C-6; a shared decision: ``info`` is read-only)."""
+        self._decision = _LEAD[seat]
+
     # -- rotation -----------------------------------------------------------------------
     def _step(self, seat: int) -> int:
         return (seat + self.direction) % self.seats
@@ -523,7 +567,8 @@ class Game(ABC):
         """
         for p in self.field:
             self.discards.extend(p.cards)
-        self._event({"type": "clear"})
+        if self.logged:
+            self._event({"type": "clear"})
         self._reset_trick_flags()
         if leader_hint is None:
             return
@@ -533,7 +578,7 @@ class Game(ABC):
 
     def _set_leader(self, seat: int) -> None:
         """Hook: ask ``seat`` to lead (C-6); TM-6 and JDF-5 refine who actually leads."""
-        self._ask(seat, "play", lead=True)
+        self._ask_lead(seat)
 
     # -- action parsing (ACT): the wire dict -> a typed action --------------------------
     def _cards_field(self, action: Action, key: str = "cards", required: bool = True) -> list[int]:
@@ -583,6 +628,18 @@ class Game(ABC):
         up_jokers = cards.count(JOKER) - face_down.count(JOKER) if face_down else cards.count(JOKER)
         return PlayAction(cards, face_down, self._declared(action, up_jokers))
 
+    def _check_face_down(self, seat: int, play: PlayAction) -> None:
+        """What :meth:`_parse_play` checks of a typed play with face-down cards (MD-2, C-12,
+        C-4), for :meth:`push`."""
+        if not self.FACE_DOWN_PLAYS:
+            raise InvalidAction("MD-2", f"face-down cards exist only in million_doubt, not {self.ruleset}")
+        if not _remove_all(play.cards, play.face_down):
+            raise InvalidAction("MD-2", "'face_down' must be a sub-multiset of 'cards'")
+        self._hand_check(seat, play.cards)
+        up_jokers = play.cards.count(JOKER) - play.face_down.count(JOKER)
+        if play.jokers is not None and len(play.jokers) != up_jokers:
+            raise InvalidAction("C-4", f"'jokers' declares {len(play.jokers)} rank(s) for {up_jokers} joker(s)")
+
     def _parse_pass(self, seat: int, action: Action) -> PassAction:
         return PASS
 
@@ -625,10 +682,14 @@ class Game(ABC):
         )
 
     # -- public API ---------------------------------------------------------------------
-    def apply(self, seat: int, action: Action) -> None:
-        """Apply an ACT-shaped ``action`` of ``seat``: parsed into a typed action
-        (:mod:`engine.actions`), handled by the class's handler of its type (``HANDLERS``),
-        logged as given (its known keys).
+    def apply(self, seat: Any, action: Any) -> None:
+        """Apply an ACT-shaped ``action`` (a dict) of ``seat`` (an int): parsed into a typed
+        action (:mod:`engine.actions`), handled by the class's handler of its type
+        (``HANDLERS``), logged as given (its known keys).
+
+        Anything may be passed: a seat that is not an int seat of the game and an action that
+        is not a well-formed ACT dict are refused like any illegal action, with the same rule
+        id in the pure and the compiled build.
 
         Raises:
             InvalidAction: malformed, not asked, cards not held, or against a rule; its
@@ -637,10 +698,63 @@ class Game(ABC):
         t = self._check_common(seat, action)
         parse, handle = self._dispatch[t]
         handle(self, seat, parse(self, seat, action))  # handlers validate fully before mutating
-        self.actions.append({"seat": seat, "action": _normal_action(action)})
+        if self.logged:
+            self.actions.append({"seat": seat, "action": _normal_action(action)})
 
-    def check(self, seat: int, action: Action) -> None:
-        """Validate ``action`` without applying it; raises :class:`InvalidAction`.
+    def push(self, seat: int, action: TypedAction) -> None:
+        """Apply a typed action (:mod:`engine.actions`) that the engine itself generated for
+        the pending decision of ``seat``: a play of :meth:`face_up_plays` (or of
+        :meth:`legal_actions`, parsed), ``PASS``, ``DOUBT``... The trusted fast path of
+        rollouts and self-play (as python-chess's ``Board.push``): no parsing, and a face-up
+        play is not judged again (its reading is taken as the generator made it); the other
+        handlers validate as in :meth:`apply`. Logged as :func:`engine.actions.to_wire`
+        gives it.
+
+        A face-up play that no generator of this state produced corrupts the state: push
+        only what the engine listed now; anything from outside goes through :meth:`apply`.
+        A play with face-down cards (MD-2) is not the generators': it is checked and judged
+        in full (its cards must be the seat's, as in :meth:`apply`).
+
+        Raises:
+            InvalidAction: ``seat`` is not asked, or the action's type does not answer the
+                decision (C-12); a handler's refusal (a pass by a leader, a give too large,
+                a face-down play that no identity makes legal...). The state is unchanged.
+            TypeError: ``action`` is not a typed action (a wire dict goes to :meth:`apply`).
+        """
+        d = self._decision
+        t = ACTION_TYPE.get(type(action), "")
+        if not t:
+            raise TypeError(f"push takes a typed action (engine.actions), not {type(action).__name__}: see apply")
+        if d is None or self.over or seat != d.seat or t not in ANSWERS[d.kind]:
+            raise InvalidAction("C-12", f"{t} of seat {seat} does not answer {d}")
+        if isinstance(action, PlayAction):
+            if action.face_down:
+                self._check_face_down(seat, action)
+                self._dispatch[t][1](self, seat, action)
+                self._logged_push(seat, action)
+                return
+            self._trusting = True
+            try:
+                if self._plain:
+                    self._do_play(seat, action)
+                else:
+                    self._dispatch[t][1](self, seat, action)
+            finally:
+                self._trusting = False
+        elif self._plain and isinstance(action, PassAction):
+            self._do_pass(seat, action)
+        else:
+            self._dispatch[t][1](self, seat, action)
+        self._logged_push(seat, action)
+
+    def _logged_push(self, seat: int, action: TypedAction) -> None:
+        """Log an action :meth:`push` applied (as :func:`engine.actions.to_wire` gives it)."""
+        if self.logged:
+            self.actions.append({"seat": seat, "action": to_wire(action)})
+
+    def check(self, seat: Any, action: Any) -> None:
+        """Validate ``action`` without applying it; raises :class:`InvalidAction` (as
+        :meth:`apply` would, rule id included).
 
         Plays are judged in place (nothing changes); other actions are tried on a copy.
         """
@@ -648,9 +762,9 @@ class Game(ABC):
         if t == "play":
             self._evaluate(seat, self._parse_play(seat, action))
         else:
-            self.copy().apply(seat, action)
+            self.copy(log=False).apply(seat, action)
 
-    def is_legal(self, seat: int, action: Action) -> bool:
+    def is_legal(self, seat: Any, action: Any) -> bool:
         """True if ``action`` would be accepted now (see :meth:`check`)."""
         try:
             self.check(seat, action)
@@ -658,9 +772,69 @@ class Game(ABC):
             return False
         return True
 
-    def copy(self) -> Game:
-        """An independent deep copy of the state (RNG included)."""
-        return copy.deepcopy(self)
+    def copy(self, log: bool = True) -> Game:
+        """An independent copy of the state: the same decisions, legal actions and results
+        follow from the same actions, in the copy as in the original (RNG included).
+
+        ``log=False`` makes a copy that keeps no log from here on (no events, no actions:
+        :meth:`history`, :meth:`observation` and :meth:`log` raise ``RuntimeError``), for
+        rollouts; it is faster to make and to play on.
+
+        The engine's own operation (each class copies the attributes it declares,
+        :meth:`_copy_to`); attributes a Python subclass adds are deep-copied. Lists the
+        engine only ever replaces, never changes in place (cards out of the unit, set aside,
+        blind), and immutable values (options, readings, decisions) are shared.
+        """
+        cls = type(self)
+        new = cls.__new__(cls)
+        self._copy_to(new, log)
+        extra = getattr(self, "__dict__", None)
+        if extra:  # a Python subclass's own attributes (all of them in the pure build)
+            for k, v in extra.items():
+                if not hasattr(new, k):
+                    setattr(new, k, copy.deepcopy(v))
+        return new
+
+    def _copy_to(self, new: Game, log: bool) -> None:
+        """Copy the attributes :class:`Game` declares into ``new`` (a blank instance of this
+        class); a rule set extends it with its own (calling this first)."""
+        new.options = self.options
+        new.seats = self.seats
+        new.seed = self.seed
+        new.setup = self.setup  # never changed after __init__
+        new.single_unit = self.single_unit
+        if self.single_unit:
+            new.rng = self.rng  # a unit from a setup draws nothing after it starts
+        else:
+            rng = random.Random.__new__(random.Random)  # unseeded: its state is set at once
+            rng.setstate(self.rng.getstate())
+            new.rng = rng
+        new.logged = log and self.logged
+        new.actions = list(self.actions) if new.logged else []
+        new.events = list(self.events) if new.logged else []
+        new.unit_start = self.unit_start if new.logged else 0
+        new.unit_count = self.unit_count
+        new._trusting = False
+        new._plain = self._plain
+        new.over = self.over
+        new.hands = [list(h) for h in self.hands]
+        new.discards = list(self.discards)
+        new.outside = self.outside
+        new.still_in = list(self.still_in)
+        new.unit_over = self.unit_over
+        new.revolution = self.revolution
+        new.direction = self.direction
+        new.field = [p.copy() for p in self.field]
+        new.count = self.count
+        new.ref = self.ref
+        new.prev_sig = self.prev_sig
+        new.lock = self.lock
+        new.nlock = self.nlock
+        new.last_rank = self.last_rank
+        new.last_player = self.last_player
+        new.passed = list(self.passed)
+        new.jback = self.jback
+        new._decision = self._decision
 
     def forfeit(self, seat: int, reason: str) -> None:
         """Apply FAULT-2 to ``seat`` (the runner calls this after a fault, FAULT-1).
@@ -672,9 +846,18 @@ class Game(ABC):
         """
         if self.over or not self._forfeit(seat, reason):
             return
-        self.actions.append({"seat": seat, "forfeit": reason})
+        if self.logged:
+            self.actions.append({"seat": seat, "forfeit": reason})
 
     # -- the hooks a rule set implements ------------------------------------------------------
+    @abstractmethod
+    def _do_play(self, seat: int, action: PlayAction) -> None:
+        """The play handler: judge ``action`` (unless :meth:`push` trusts it) and apply it."""
+
+    @abstractmethod
+    def _do_pass(self, seat: int, action: PassAction) -> None:
+        """The pass handler (C-6, C-7; MD-9, TM-6)."""
+
     @abstractmethod
     def _evaluate(self, seat: int, play: PlayAction) -> object:
         """Judge the parsed ``play`` of ``seat`` (C-3..C-8 and the rule set's rules) without
@@ -744,8 +927,51 @@ class Game(ABC):
             self._rank_restriction(),
             self._finish_refused,
         )
-        plays.extend(self._extra_plays(seat))
+        extra = self._extra_plays(seat)
+        if extra:
+            plays.extend(extra)
         return plays
+
+    def legal_plays(self, seat: int) -> tuple[list[Play], bool]:
+        """The play decision's answers that :meth:`legal_actions` lists, typed: ``(face-up
+        plays as :meth:`face_up_plays` gives them, whether a pass is legal)``; ``([], False)``
+        when ``seat`` has no play decision. C-6: a leader may not pass; TM-6: a stuck leader
+        only passes; MD-5: nothing beats a face-up joker (a pass only)."""
+        d = self.decision()
+        if d is None or d.seat != seat or d.kind != "play":
+            return [], False
+        if d.info.get("stuck"):
+            return [], True
+        return self.face_up_plays(seat), bool(self.field)
+
+    def _play_answers(self, seat: int) -> Iterator[Action]:
+        """A play decision's answers as :meth:`legal_actions` lists them: :meth:`legal_plays`
+        as ACT dicts (``jokers`` when jokers stand in, C-4), then the pass when legal."""
+        plays, may_pass = self.legal_plays(seat)
+        for cards, declared in plays:
+            action: Action = {"type": "play", "cards": format_cards(cards)}
+            if declared:
+                action["jokers"] = [RANKS[r] for r in declared]
+            yield action
+        if may_pass:
+            yield {"type": "pass"}
+
+    def is_legal_play(self, seat: int, play: PlayAction) -> bool:
+        """Whether the typed ``play`` (cards held by ``seat``; some face down in Million
+        Doubt) would be accepted now: :meth:`is_legal` without the wire (C-3..C-8, MD-2..MD-5,
+        the rule set's rules)."""
+        d = self.decision()
+        if d is None or d.seat != seat or d.kind != "play":
+            return False
+        try:
+            if play.face_down:
+                self._check_face_down(seat, play)
+            else:
+                self._hand_check(seat, play.cards)
+            self._evaluate(seat, play)
+        except InvalidAction:
+            return False
+        return True
 
     # -- observation (C-11) ----------------------------------------------------------------
     def observation(self, seat: int) -> dict[str, Any]:
@@ -792,7 +1018,12 @@ class Game(ABC):
         """Events since ``start`` (default: the current deal/game) as ``seat`` sees them.
 
         ``seat`` None gives the full (log) view, hidden information included.
+
+        Raises:
+            RuntimeError: the game keeps no log (a copy made with ``copy(log=False)``).
         """
+        if not self.logged:
+            raise RuntimeError("this game keeps no log (a copy made with copy(log=False)): no history")
         out = []
         for ev, visible, public in self.events[self.unit_start if start is None else start :]:
             if seat is None or visible is None or seat in visible:
@@ -809,7 +1040,12 @@ class Game(ABC):
         "seed", "setup", "actions": [{"seat", "action"} | {"seat", "forfeit"}], "events",
         "result"}``. ``events`` is the full view (hidden information included: it is the
         post-game record, MD-8).
+
+        Raises:
+            RuntimeError: the game keeps no log (a copy made with ``copy(log=False)``).
         """
+        if not self.logged:
+            raise RuntimeError("this game keeps no log (a copy made with copy(log=False))")
         return {
             "format": "daifugo-arena-engine",
             "version": 1,
@@ -825,7 +1061,7 @@ class Game(ABC):
 
 def _normal_action(action: Action) -> Action:
     """A JSON-clean copy of an accepted action for the log (known keys only)."""
-    if len(action) == 2 and "cards" in action:
+    if len(action) == 2 and type(action.get("cards")) is list:
         return {"type": action["type"], "cards": list(action["cards"])}
     out = {"type": action["type"]}
     for k in _LOGGED_KEYS:
@@ -836,7 +1072,7 @@ def _normal_action(action: Action) -> Action:
     return out
 
 
-_LOGGED_KEYS = ("cards", "face_down", "jokers", "accept", "rate")
+_LOGGED_KEYS: Final = ("cards", "face_down", "jokers", "accept", "rate")
 
 
 def cards_text(codes: Iterable[int]) -> str:

@@ -13,27 +13,32 @@ points (JDF-13).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from engine.actions import GiveAction
 from engine.cards import JOKER, R2, R3, R8, SPADE_3, format_cards, full_deck
 from engine.climbing import Climbing, PlayInfo
 from engine.game import (
+    Game,
     GameResult,
     InvalidAction,
     Result,
     _remove_all,
     _take,
     cards_text,
+    mypyc_attr,
     seat_keys,
 )
 from engine.options import JdfOptions
 
-DAIFUGO, FUGO, HINMIN, DAIHINMIN = 1, 2, 3, 4
+DAIFUGO: Final = 1
+FUGO: Final = 2
+HINMIN: Final = 3
+DAIHINMIN: Final = 4
 #: JDF-2: cards dealt to each seat.
-HAND_SIZE = 13
+HAND_SIZE: Final = 13
 #: JDF-2: blind cards set aside for a set.
-BLIND_CARDS = 2
+BLIND_CARDS: Final = 2
 
 
 def exchange_order_key(c: int) -> tuple[int, int]:
@@ -56,7 +61,13 @@ class _Exchange:
         self.give: dict[int, tuple[list[int], int]] = {}
         self.order = order
 
+    def copy(self) -> _Exchange:
+        new = _Exchange(self.leader, dict(self.auto), self.order)  # order: never changed in place
+        new.give = dict(self.give)
+        return new
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Jdf(Climbing):
     """State of a JDF match (or of one game, when built from a setup)."""
 
@@ -64,8 +75,8 @@ class Jdf(Climbing):
 
     options: JdfOptions
 
-    def __init__(self, options: JdfOptions, seed: int | None, setup: dict[str, Any] | None):
-        super().__init__(options, seed, setup)
+    def __init__(self, options: JdfOptions, seed: int | None, setup: dict[str, Any] | None, log: bool = True):
+        super().__init__(options, seed, setup, log)
         self.totals = [0] * 4
         self.set_index = 0
         self.game_in_set = 1
@@ -85,9 +96,26 @@ class Jdf(Climbing):
             if pr and self.game_in_set >= 2:
                 self.previous_ranks = {int(s): int(r) for s, r in pr.items()}
             self.unit_start = len(self.events)
+            self.unit_count += 1
             self._event(self._game_header())
             self._hand_events()
             self._start_game(setup["leader"])
+
+    def _copy_to(self, new: Game, log: bool) -> None:
+        super()._copy_to(new, log)
+        assert isinstance(new, Jdf)
+        new.totals = list(self.totals)
+        new.set_index = self.set_index
+        new.game_in_set = self.game_in_set
+        new.game_index = self.game_index
+        new.previous_ranks = self.previous_ranks  # replaced, never changed in place
+        new.blind = self.blind  # replaced, never changed in place (outside is the same list)
+        new.game_results = list(self.game_results)
+        new.exchange = self.exchange.copy() if self.exchange is not None else None
+        new.clean = list(self.clean)
+        new.fouls = list(self.fouls)
+        new.fallen = self.fallen
+        new.retired_now = list(self.retired_now)
 
     @property
     def unit_index(self) -> int:
@@ -188,7 +216,7 @@ class Jdf(Climbing):
             nxt = self._next_still_in(seat)
             assert nxt is not None
             seat = nxt
-        self._ask(seat, "play", lead=True)
+        self._ask_lead(seat)
 
     def _do_give(self, seat: int, action: GiveAction) -> None:
         """JDF-4 exchange choice of the daifugo / fugo, or else the LR-5 give."""

@@ -20,16 +20,18 @@ from typing import Any, ClassVar
 
 from engine.actions import DoubtAction, PassAction, PenaltyAction, PlayAction, ThroughAction
 from engine.cards import R8, RANKS, RJ, format_cards, full_deck
-from engine.forms import Readings, beating, choose, readings, satisfies_lock, signature, split
+from engine.forms import Readings, beating, choose, generated_reading, readings, satisfies_lock, signature, split
 from engine.game import (
     Action,
     Game,
     InvalidAction,
+    Play,
     PlayRecord,
     Result,
     _remove_all,
     _take,
     cards_text,
+    mypyc_attr,
     seat_keys,
 )
 from engine.options import MillionDoubtOptions
@@ -99,6 +101,7 @@ def honest_play(
     return not beating(r, ref, reversed_order).empty()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class MillionDoubt(Game):
     """State of one Million Doubt game (MD-1..MD-17). See :mod:`engine.game` for the API."""
 
@@ -113,8 +116,8 @@ class MillionDoubt(Game):
 
     options: MillionDoubtOptions
 
-    def __init__(self, options: MillionDoubtOptions, seed: int | None, setup: dict[str, Any] | None):
-        super().__init__(options, seed, setup)
+    def __init__(self, options: MillionDoubtOptions, seed: int | None, setup: dict[str, Any] | None, log: bool = True):
+        super().__init__(options, seed, setup, log)
         self.pending: tuple[PlayRecord, _Eval] | None = None  # a play awaiting doubt/through
         self.penalty_ctx: tuple[int, int, bool, int] | None = None  # (executor, receiver, honest, player)
         self.winner: int | None = None
@@ -133,9 +136,23 @@ class MillionDoubt(Game):
         else:
             self.outside = self._setup_hands(setup)  # with the state flags (revolution, direction)
             leader = setup["leader"]
+        self.unit_count = 1
         self._hand_events()
         self._event({"type": "start", "leader": leader})
         self._set_leader(leader)
+
+    def _copy_to(self, new: Game, log: bool) -> None:
+        super()._copy_to(new, log)
+        assert isinstance(new, MillionDoubt)
+        pending = self.pending
+        if pending is not None and self.field and pending[0] is self.field[-1]:
+            pending = (new.field[-1], pending[1])  # the play awaiting an answer is the copy's
+        new.pending = pending
+        new.penalty_ctx = self.penalty_ctx
+        new.winner = self.winner
+        new.burst = self.burst
+        new.forfeited = self.forfeited
+        new.scores = self.scores  # replaced, never changed in place
 
     # -- validation -------------------------------------------------------------------------
     def _evaluate(self, seat: int, play: PlayAction) -> _Eval:
@@ -168,6 +185,24 @@ class MillionDoubt(Game):
             )
         return _Eval(cards, face_down, declared, fu_nat, fu_j, b)
 
+    def accepts_face_down(self, up: Sequence[int], wild: int) -> bool:
+        """MD-2, MD-3: whether a play of the face-up cards ``up`` (no joker declared) and
+        ``wild`` face-down cards (at least one; their identity does not matter: they are wild)
+        would be accepted now, the cards held aside (not checked). What
+        :meth:`_judge` decides, without building the play: a seat composing a face-down play
+        asks it card by card."""
+        n = len(up) + wild
+        if wild < 1 or (self.count and n != self.count):
+            return False
+        ref = self.ref
+        if ref is not None and (ref.joker or ref.joker_pair):
+            return False
+        nat, jk = split(up)
+        r = readings(nat, jk, wild, None)
+        if r.empty() or (self.lock and not satisfies_lock(self.lock, nat, jk + wild)):
+            return False
+        return not beating(r, ref, self.reversed_order).empty()
+
     @staticmethod
     def face_down_rule() -> str:
         """What a face-down play must satisfy (MD-2, MD-3), in words, for bots."""
@@ -182,23 +217,29 @@ class MillionDoubt(Game):
     # -- actions --------------------------------------------------------------------------
     def _do_play(self, seat: int, action: PlayAction) -> None:
         """MD-2..MD-6: a face-up play takes effect at once; a face-down one awaits an answer."""
-        ev = self._evaluate(seat, action)
+        if self._trusting and not action.face_down:  # Game.push: a generated face-up play
+            nat, jk = split(action.cards)
+            ev = _Eval(action.cards, [], action.jokers, nat, jk, generated_reading(nat, jk, action.jokers))
+        else:
+            ev = self._evaluate(seat, action)
         _take(self.hands[seat], ev.cards)
         rec = PlayRecord(seat, ev.cards, ev.face_down, ev.declared)
         self.field.append(rec)
         if not self.count:
             self.count = len(ev.cards)
-        full = {"type": "play", "seat": seat, "cards": format_cards(ev.cards)}
-        if ev.declared:
-            full["jokers"] = [RANKS[r] for r in ev.declared]
+        if self.logged:
+            full = {"type": "play", "seat": seat, "cards": format_cards(ev.cards)}
+            if ev.declared:
+                full["jokers"] = [RANKS[r] for r in ev.declared]
+            if ev.face_down:
+                full["face_down"] = format_cards(ev.face_down)
+                self._event(full, (seat,), {"type": "play", **rec.view(1 - seat)})
+            else:
+                self._event(full)
         if ev.face_down:
-            full["face_down"] = format_cards(ev.face_down)
-            public = {"type": "play", **rec.view(1 - seat)}
-            self._event(full, (seat,), public)
             self.pending = (rec, ev)
             self._ask(1 - seat, "doubt")
         else:
-            self._event(full)
             cut = self._accept(rec, ev)
             self._after_accept(seat, cut)
 
@@ -229,13 +270,14 @@ class MillionDoubt(Game):
             self._event({"type": "eight_cut", "seat": seat})
             self._clear(seat)
         else:
-            self._ask(1 - seat, "play")
+            self._ask_play(1 - seat)
 
     def _do_pass(self, seat: int, action: PassAction) -> None:
         """MD-9: a pass clears the trick at once; the last player leads."""
         if not self.field:
             raise InvalidAction("C-6", "the leader may not pass")
-        self._event({"type": "pass", "seat": seat})
+        if self.logged:
+            self._event({"type": "pass", "seat": seat})
         self._clear(self.last_player)
 
     def _do_through(self, seat: int, action: ThroughAction) -> None:
@@ -347,6 +389,13 @@ class MillionDoubt(Game):
         return self.result()
 
     # -- legal actions --------------------------------------------------------------------
+    def legal_plays(self, seat: int) -> tuple[list[Play], bool]:
+        """MD-5: nothing beats a face-up lone joker or joker pair (only a pass); else the
+        face-up plays, and a pass when the field is not empty (MD-9)."""
+        if self.ref is not None and (self.ref.joker or self.ref.joker_pair):
+            return [], True
+        return self.face_up_plays(seat), bool(self.field)
+
     def legal_actions(self, seat: int) -> Iterator[Action]:
         """Legal actions of ``seat`` now: face-up plays, pass, doubt/through, penalties.
 
@@ -357,16 +406,7 @@ class MillionDoubt(Game):
         if d is None or d.seat != seat:
             return
         if d.kind == "play":
-            if self.ref is not None and (self.ref.joker or self.ref.joker_pair):
-                yield {"type": "pass"}
-                return
-            for cards, declared in self.face_up_plays(seat):
-                action: Action = {"type": "play", "cards": format_cards(cards)}
-                if declared:
-                    action["jokers"] = [RANKS[r] for r in declared]
-                yield action
-            if self.field:
-                yield {"type": "pass"}
+            yield from self._play_answers(seat)
         elif d.kind == "doubt":
             yield {"type": "doubt"}
             yield {"type": "through"}

@@ -65,13 +65,22 @@ def _following_single(hand: list[int], ranks: int, joker: bool) -> list[Play]:
     no lock: the common case, kept short (no play here empties the hand: it holds more than
     one card)."""
     plays: list[Play] = []
-    for c in sorted(hand):  # rank order, jokers last
-        if c == JOKER:
-            if joker:
-                plays.append(([JOKER], None))
-            break
-        if ranks >> (c >> 2) & 1:
-            plays.append(([c], None))
+    held = 0  # the hand as a bit mask of card codes (the jokers share bit 52)
+    for c in hand:
+        held |= 1 << c
+    wanted = 0  # the cards of the ranks of ``ranks``
+    r = 0
+    while ranks >> r:
+        if ranks >> r & 1:
+            wanted |= 15 << (r << 2)
+        r += 1
+    cards = held & wanted
+    while cards:  # code order: rank order, then suit
+        low = cards & -cards
+        plays.append(([low.bit_length() - 1], None))
+        cards ^= low
+    if joker and held >> JOKER & 1:
+        plays.append(([JOKER], None))
     return plays
 
 
@@ -105,22 +114,14 @@ def _by_form(
     ranks = sorted(by_rank)
     size = len(hand)
     plays: list[Play] = []
-
-    def keep(cards: list[int], nat: Sequence[int], j: int, declared: list[int] | None) -> None:
-        """Add the play unless it misses the suit lock (C-8) or may not empty the hand (TM-5)."""
-        if lock and not satisfies_lock(lock, nat, j):
-            return
-        if len(cards) == size and refuse(nat, j):
-            return
-        plays.append((cards, declared))
-
+    keep = _Keep(plays, lock, size, refuse)
     direct = not lock  # a play smaller than the hand is kept as it is
     if count <= 1:
         _singles(plays, keep, by_rank, ranks, s_ok, direct and size > 1)
         if jokers and js_ok:
-            keep([JOKER], [], 1, None)
+            keep.add([JOKER], [], 1, None)
     if count in (0, 2) and jokers == 2 and jp_ok:
-        keep([JOKER, JOKER], [], 2, None)
+        keep.add([JOKER, JOKER], [], 2, None)
     if count != 1 and g_ok:
         _groups(plays, keep, by_rank, ranks, jokers, g_ok, count, size if direct else 0)
     if (count == 0 or count >= 3) and st_ok:
@@ -128,12 +129,28 @@ def _by_form(
     return plays
 
 
-#: ``keep(cards, naturals, jokers, declared)``: add a play that passes the lock and TM-5.
-Keep = Callable[[list[int], Sequence[int], int, "list[int] | None"], None]
+class _Keep:
+    """Adds a play to ``plays`` unless it misses the suit ``lock`` (C-8) or, emptying the hand
+    of ``size`` cards, ``refuse`` refuses it (TM-5)."""
+
+    __slots__ = ("plays", "lock", "size", "refuse")
+
+    def __init__(self, plays: list[Play], lock: tuple[int, ...], size: int, refuse: FinishRefused):
+        self.plays = plays
+        self.lock = lock
+        self.size = size
+        self.refuse = refuse
+
+    def add(self, cards: list[int], nat: Sequence[int], jokers: int, declared: list[int] | None) -> None:
+        if self.lock and not satisfies_lock(self.lock, nat, jokers):
+            return
+        if len(cards) == self.size and self.refuse(nat, jokers):
+            return
+        self.plays.append((cards, declared))
 
 
 def _singles(
-    plays: list[Play], keep: Keep, by_rank: dict[int, list[int]], ranks: list[int], mask: int, direct: bool
+    plays: list[Play], keep: _Keep, by_rank: dict[int, list[int]], ranks: list[int], mask: int, direct: bool
 ) -> None:
     """Natural singles of the ranks of ``mask`` (C-2, C-5); ``direct``: no filter applies."""
     for r in ranks:
@@ -142,12 +159,12 @@ def _singles(
                 if direct:
                     plays.append(([c], None))
                 else:
-                    keep([c], [c], 0, None)
+                    keep.add([c], [c], 0, None)
 
 
 def _groups(
     plays: list[Play],
-    keep: Keep,
+    keep: _Keep,
     by_rank: dict[int, list[int]],
     ranks: list[int],
     jokers: int,
@@ -173,7 +190,7 @@ def _groups(
                     if k < direct_below:
                         plays.append((list(combo) + [JOKER] * j, [r] * j if j else None))
                     else:
-                        keep(list(combo) + [JOKER] * j, list(combo), j, [r] * j if j else None)
+                        keep.add(list(combo) + [JOKER] * j, list(combo), j, [r] * j if j else None)
 
 
 def _has_run(ranks: dict[int, int], jokers: int) -> bool:
@@ -189,7 +206,7 @@ def _has_run(ranks: dict[int, int], jokers: int) -> bool:
     return bool(m & (m >> 1) & (m >> 2))
 
 
-def _stairs(keep: Keep, by_suit: list[dict[int, int]], jokers: int, mask: int, count: int) -> None:
+def _stairs(keep: _Keep, by_suit: list[dict[int, int]], jokers: int, mask: int, count: int) -> None:
     """Stairs (3+ consecutive ranks of one suit, jokers standing in, C-3, C-4) whose lowest
     rank is in ``mask``, of ``count`` cards (0: every length)."""
     for present in by_suit:
@@ -200,7 +217,7 @@ def _stairs(keep: Keep, by_suit: list[dict[int, int]], jokers: int, mask: int, c
                 _stairs_from(keep, present, jokers, lo, count)
 
 
-def _stairs_from(keep: Keep, present: dict[int, int], jokers: int, lo: int, count: int) -> None:
+def _stairs_from(keep: _Keep, present: dict[int, int], jokers: int, lo: int, count: int) -> None:
     """Stairs from rank ``lo`` of the suit whose cards are ``present`` (rank -> card)."""
     missing = 0
     have: list[int] = []
@@ -219,11 +236,11 @@ def _stairs_from(keep: Keep, present: dict[int, int], jokers: int, lo: int, coun
             break
 
 
-def _stairs_span(keep: Keep, present: dict[int, int], lo: int, hi: int, have: list[int], spare: int) -> None:
+def _stairs_span(keep: _Keep, present: dict[int, int], lo: int, hi: int, have: list[int], spare: int) -> None:
     """The stairs ``lo``..``hi`` of one suit: jokers fill the ranks not ``present``, and up
     to ``spare`` more jokers stand in for held ranks (``have``), keeping one natural card."""
     for rep in range(0, min(spare, len(have) - 1) + 1):
         for replaced in combinations(have, rep):
             used = [present[x] for x in have if x not in replaced]
             jr = sorted([x for x in range(lo, hi + 1) if x not in present] + list(replaced))
-            keep(used + [JOKER] * len(jr), used, len(jr), jr or None)
+            keep.add(used + [JOKER] * len(jr), used, len(jr), jr or None)

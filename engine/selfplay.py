@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import random
 
+from engine.actions import DOUBT, PASS, THROUGH, PenaltyAction, PlayAction, to_wire
 from engine.cards import RANKS, format_cards
 from engine.game import Action, Game, InvalidAction
 
 
-def _bluff(g: Game, seat: int, rng: random.Random) -> Action | None:
+def _bluff_play(g: Game, seat: int, rng: random.Random) -> PlayAction | None:
     """Random cards of ``seat`` of the trick's count (1 to 4 on a lead), some face down; not
     checked. None when the hand is too small."""
     hand = g.hands[seat]
@@ -23,7 +24,13 @@ def _bluff(g: Game, seat: int, rng: random.Random) -> Action | None:
         return None
     cards = rng.sample(hand, n)
     k = 1 + int(rng.random() * n)
-    return {"type": "play", "cards": format_cards(cards), "face_down": format_cards(cards[:k])}
+    return PlayAction(cards, cards[:k], None)
+
+
+def _bluff(g: Game, seat: int, rng: random.Random) -> Action | None:
+    """:func:`_bluff_play` as an ACT dict."""
+    play = _bluff_play(g, seat, rng)
+    return None if play is None else to_wire(play)
 
 
 def random_bluff(g: Game, seat: int, rng: random.Random) -> Action | None:
@@ -69,27 +76,49 @@ def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple
 
 
 def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, bluff_rate: float = 0.2) -> int:
-    """Play ``g`` to its end with random actions; return the number of decisions.
+    """Play ``g`` to its end with random actions (as :func:`random_action` picks them); return
+    the number of decisions.
 
-    Million Doubt bluffs are tried straight on :meth:`Game.apply` (a refused one changes
-    nothing, C-12) instead of being checked first and applied after.
+    Every action goes to :meth:`Game.push` as a typed action (no wire dict): face-up plays,
+    passes, doubts and throughs as the engine generated them (the trusted path); Million
+    Doubt bluffs and penalties are judged by the engine (a refused bluff changes nothing,
+    C-12, and is not counted); exchanges, rates, gives and discards (rare) go through
+    :meth:`random_action` and :meth:`Game.apply`.
     """
     n = 0
     bluffs = not g.LISTS_EVERY_PLAY  # face-down plays are not listed: try them (MD-2)
-    while not g.over:
+    while True:
         d = g.decision()
-        if bluffs and d is not None and d.kind == "play" and rng.random() < bluff_rate:
-            action = _bluff(g, d.seat, rng)
-            if action is not None:
-                try:
-                    g.apply(d.seat, action)
-                except InvalidAction:
-                    pass
-                else:
-                    n += 1
-                    continue
-        seat, action = random_action(g, rng, 0.0)
-        g.apply(seat, action)
+        if d is None:
+            break
+        seat = d.seat
+        if d.kind == "play":
+            if bluffs and rng.random() < bluff_rate:
+                play = _bluff_play(g, seat, rng)
+                if play is not None:
+                    try:
+                        g.push(seat, play)
+                    except InvalidAction:
+                        pass
+                    else:
+                        n += 1
+                        continue
+            plays = [] if d.info.get("stuck") else g.face_up_plays(seat)
+            i = int(rng.random() * (len(plays) + (1 if g.field or not plays else 0)))
+            if i == len(plays):
+                g.push(seat, PASS)
+            else:
+                cards, declared = plays[i]
+                g.push(seat, PlayAction(cards, [], declared))
+        elif d.kind == "doubt":
+            g.push(seat, DOUBT if rng.random() < 0.5 else THROUGH)
+        elif d.kind == "penalty":  # as random_action
+            pool = [c for p in g.field for c in p.cards]
+            lo = d.info.get("min", 0)
+            g.push(seat, PenaltyAction(rng.sample(pool, lo + int(rng.random() * (len(pool) - lo + 1)))))
+        else:
+            seat, action = random_action(g, rng, 0.0)
+            g.apply(seat, action)
         n += 1
         if n >= max_decisions:
             raise RuntimeError("game did not terminate")

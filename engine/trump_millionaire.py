@@ -12,18 +12,18 @@ finish, zero-sum (TM-7).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from engine.actions import ExchangeAction, PassAction, RateAction
 from engine.cards import JOKER, R2, R3, R8, R9, format_cards, full_deck
 from engine.climbing import Climbing, FollowUp, PlayInfo
-from engine.game import Action, DealResult, Decision, InvalidAction, Result, seat_keys
+from engine.game import Action, DealResult, Decision, Game, InvalidAction, Result, mypyc_attr, seat_keys
 from engine.options import TrumpMillionaireOptions
 
 #: TM-2: cards dealt to each seat (the other 14 are set aside).
-HAND_SIZE = 10
+HAND_SIZE: Final = 10
 #: TM-6: after this many leaders in a row pass, the deal is void.
-STUCK_LEADERS_VOID = 4
+STUCK_LEADERS_VOID: Final = 4
 
 
 def forbidden_finish(nat: Sequence[int], jokers: int, revolution_before: bool) -> bool:
@@ -36,6 +36,7 @@ def forbidden_finish(nat: Sequence[int], jokers: int, revolution_before: bool) -
     return any(c >> 2 == R8 or c >> 2 == bad for c in nat)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TrumpMillionaire(Climbing):
     """State of a Trump Millionaire game (or of one deal, when built from a setup)."""
 
@@ -43,8 +44,10 @@ class TrumpMillionaire(Climbing):
 
     options: TrumpMillionaireOptions
 
-    def __init__(self, options: TrumpMillionaireOptions, seed: int | None, setup: dict[str, Any] | None):
-        super().__init__(options, seed, setup)
+    def __init__(
+        self, options: TrumpMillionaireOptions, seed: int | None, setup: dict[str, Any] | None, log: bool = True
+    ):
+        super().__init__(options, seed, setup, log)
         self.totals = [0] * 4
         self.deal_index = 0
         self.deal_results: list[DealResult] = []
@@ -61,12 +64,25 @@ class TrumpMillionaire(Climbing):
             self.millionaire = st.get("millionaire")
             self.rate = st.get("rate", 1)
             self.unit_start = len(self.events)
+            self.unit_count += 1
             self._event(self._deal_header())
             self._hand_events()
             if self.millionaire is not None and "rate" not in st:
                 self._ask(self.millionaire, "exchange")
             else:
                 self._set_leader(setup["leader"])
+
+    def _copy_to(self, new: Game, log: bool) -> None:
+        super()._copy_to(new, log)
+        assert isinstance(new, TrumpMillionaire)
+        new.totals = list(self.totals)
+        new.deal_index = self.deal_index
+        new.deal_results = list(self.deal_results)
+        new.retired = list(self.retired)
+        new.millionaire = self.millionaire
+        new.rate = self.rate
+        new.stuck_run = self.stuck_run
+        new.set_aside = self.set_aside  # replaced, never changed in place (outside is the same list)
 
     @property
     def unit_index(self) -> int:
@@ -127,7 +143,7 @@ class TrumpMillionaire(Climbing):
         if len(hand) == 1 and self._finish_refused(*_split_one(hand[0])):
             self._ask(seat, "play", lead=True, stuck=True)
         else:
-            self._ask(seat, "play", lead=True)
+            self._ask_lead(seat)
 
     def _void_deal(self) -> None:
         """TM-6: four leaders in a row passed: no score; redeal with the same Millionaire."""

@@ -18,45 +18,68 @@ the fault named, the bot's other connections are not touched):
 
 ========================================== ========================= ====================
 a frame over ``MAX_FRAME_BYTES``           close 1009                ``body_too_large``
-a binary frame, or one not JSON            close 1007                ``invalid_json``
+a binary frame, or one not a JSON object   close 1007                ``invalid_json``
 (an answer to a request in flight that is
-JSON only to a lenient reader: ``NaN``, a
-duplicate key, a long integer, deep nesting,
-a lone surrogate, is that request's
-``invalid_json``, as over HTTP, no close)
+not strict JSON: ``NaN``, a duplicate key,
+a long integer, deep nesting, a lone
+surrogate, is that request's
+``invalid_json``, as over HTTP, no close:
+the worker parses it)
 an answer to an id never sent to it, a     close 1008                ``invalid_json``
 second answer (a late one or one to a
-notice too), a frame without id
+notice too), a frame without an id as its
+first or last key (``wire.answer_id``)
 more than ``FLOOD_BURST`` pings, pongs or  close 1008                ``connection_error``
 fragments at once (``FLOOD_RATE`` a second)
 frames not read for ``send_timeout_s``     connection dropped        ``timeout``
 no proof within ``AUTH_TIMEOUT_S``         close 4408                (none: no requests)
+more than ``MAX_PREAUTH_BYTES`` before the close 1009
+welcome, or an auth frame over
+``MAX_AUTH_FRAME_CHARS``
 a wrong proof, an unknown bot              close 4401
+more than ``FAILED_AUTH_BURST``            held unread ``TARPIT_S``
+connections ended without a proof from     then dropped (429 behind
+one client (``FAILED_AUTH_PER_S`` a        proxies)
+second), or ``NETWORK_FAILED_AUTH_BURST``
+from one /24
 the proved secret rotated away (renewal)   close 4401                (none: given back)
 over a connection cap, per bot or account  close 4429
 over ``max_unauthenticated`` waiting, or   close 1013 (try again)
 ``max_unauthenticated_per_address`` from
-one address (:func:`client_address`)
+one client (:func:`client_address`), or
+``max_unauthenticated_per_network`` from
+one /24 (IPv6: /48)
 ========================================== ========================= ====================
 
+Before its welcome a connection costs the event loop a bounded amount whatever it sends
+(docs/operations.md, "Gateways: what a stranger costs"): at most ``MAX_PREAUTH_BYTES`` read, an
+auth frame of at most ``MAX_AUTH_FRAME_CHARS`` whose shape is checked before any JSON is parsed
+(:func:`bots_sdk.wire.parse_auth`), at most one credentials read from the database (cached); a
+client (or network) whose connections keep ending without a proof has them dropped as they are
+accepted, for a while. After it, an answer is never parsed here: its id is read by
+:func:`bots_sdk.wire.answer_id` (linear, small constant) and the frame forwarded as sent
+(``R<frame>``) for the worker to parse (:mod:`arena.runner.connected`). The event loop's own
+lateness (its stall) is measured every :data:`LAG_TICK_S` and published with the alive key, so
+that the workers never charge a bot for time this gateway kept it waiting.
+
 A connection that closes or drops otherwise gives its requests back to the bot's list (front),
-for its other connections or its reconnection (:mod:`arena.runner.connected`). So does one
-that holds requests, has been silent :data:`SILENT_S` while its bot opened another
-connection since, and does not answer a ping within :data:`PROBE_S` (a network that changed
-under the bot: no close or reset ever comes; :meth:`Gateway._probe_silent`).
+for its other connections or its reconnection (:mod:`arena.runner.connected`). So does one that
+holds requests, has been silent :data:`SILENT_S` while its bot opened another connection since,
+and does not answer a ping within :data:`PROBE_S` (a network that changed under the bot: no
+close or reset ever comes; :meth:`Gateway._probe_silent`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import json
 import logging
 import os
 import secrets
 import socket
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -68,10 +91,11 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import BINARY, CLOSE, PING, TEXT, Frame
 from websockets.http11 import Request, Response
+from websockets.protocol import State
 
 from arena import relay
+from arena.clients import client_key, forwarded_address, network_key
 from arena.leases import LeaseSet, renew_many
-from arena.safejson import lenient_id, parse_answer
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
 
@@ -132,29 +156,116 @@ FLOOD_RATE = 16.0
 SILENT_S = 5.0
 #: Seconds a probe's ping has for its pong before the connection is dropped.
 PROBE_S = 5.0
-#: Most connections of one client address (IPv6: one /64) waiting to authenticate at once.
+#: Most connections of one client (:func:`arena.clients.client_key`: an IPv4 address, an IPv6
+#: /64) waiting to authenticate at once.
 MAX_UNAUTHENTICATED_PER_ADDRESS = 64
 #: Least seconds between two writes of a connection's keep-alive pings to its bot's story
 #: (:class:`arena.relay.Story`: the check warns about a bot that sends none).
 PING_WRITE_S = 2.0
+#: Most connections of one network (:func:`arena.clients.network_key`: an IPv4 /24, an IPv6 /48)
+#: waiting to authenticate at once: one machine holding many addresses of a network cannot
+#: take the whole of ``max_unauthenticated`` (2,000: at least 8 networks are needed).
+MAX_UNAUTHENTICATED_PER_NETWORK = 256
+#: Seconds between two looks at the event loop's lateness (its stall, published with the
+#: alive key, :data:`arena.relay.ALIVE_BEAT`).
+LAG_TICK_S = 0.05
+#: Failed authentications (an unknown bot, a wrong signature) one client may make a second, and
+#: at once: past them its connections are refused (1013) before the database is asked, so a
+#: stranger naming bot ids at random reads the database at this pace at most. A bot that
+#: proves its secret never counts (a NAT of honest bots reconnecting at once is let in).
+FAILED_AUTH_PER_S = 4.0
+FAILED_AUTH_BURST = 16
+#: The same for one network (:func:`arena.clients.network_key`: an IPv4 /24, an IPv6 /48): a
+#: machine with many addresses gets four clients' worth.
+NETWORK_FAILED_AUTH_PER_S = 16.0
+NETWORK_FAILED_AUTH_BURST = 64
+#: Seconds a connection refused for a spent budget is held, unread, before it is dropped: a
+#: stranger reconnecting in a loop opens a connection per this time, not thousands a second
+#: (each costs the machine a TCP handshake). At most :data:`TARPIT_MAX` are held at once;
+#: beyond, they are dropped at once.
+TARPIT_S = 5.0
+TARPIT_MAX = 1024
+#: Most bots whose credentials are cached (known bots, and unknown ids apart: a stranger's
+#: unknown ids never push a known bot's credentials out).
+CREDENTIALS_CACHED = 10_000
 
 
 def client_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
     """The address a connection comes from: the peer's, or behind ``proxy_hops`` trusted proxies
     the one they put in ``X-Forwarded-For`` (``ARENA_PROXY_HOPS``, as the API); an IPv6 address
     as its /64 network (one host holds a whole /64)."""
+    return client_key(peer_address(ws, proxy_hops))
+
+
+def peer_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
+    """The address a connection comes from (:func:`arena.clients.forwarded_address`)."""
     peer = ws.remote_address[0] if ws.remote_address else ""
-    if proxy_hops > 0 and ws.request is not None:
-        hops = [h.strip() for h in ",".join(ws.request.headers.get_all("X-Forwarded-For")).split(",")]
-        if len(hops) >= proxy_hops and hops[-proxy_hops]:
-            peer = hops[-proxy_hops]
-    try:
-        ip = ipaddress.ip_address(peer)
-    except ValueError:
-        return peer[:100]
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is None:
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-    return str(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else ip)
+    forwarded = ws.request.headers.get_all("X-Forwarded-For") if ws.request is not None else []
+    return forwarded_address(peer, forwarded, proxy_hops)
+
+
+class _Budgets:
+    """A token bucket per client (``rate`` a second, ``burst`` at once), the least recently
+    used forgotten past :data:`CREDENTIALS_CACHED` clients."""
+
+    def __init__(self, rate: float, burst: float):
+        self.rate, self.burst = rate, burst
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def _tokens(self, client: str, now: float) -> float:
+        tokens, at = self._buckets.pop(client, (self.burst, now))
+        return min(self.burst, tokens + (now - at) * self.rate)
+
+    def left(self, client: str) -> bool:
+        """Whether ``client`` has a token left (none taken)."""
+        now = time.monotonic()
+        tokens = self._tokens(client, now)
+        self._buckets[client] = (tokens, now)
+        return tokens >= 1.0
+
+    def take(self, client: str) -> None:
+        """Take a token of ``client`` (down to none)."""
+        now = time.monotonic()
+        self._buckets[client] = (max(0.0, self._tokens(client, now) - 1.0), now)
+        if len(self._buckets) > CREDENTIALS_CACHED:
+            self._buckets.popitem(last=False)
+
+
+class _CredentialsCache:
+    """Credentials read, each until a deadline (monotonic seconds): known bots and unknown
+    ids in two bounded LRU maps (unknown ids never push a known bot out)."""
+
+    def __init__(self, size: int = CREDENTIALS_CACHED):
+        self.size = size
+        self._known: OrderedDict[int, tuple[float, Credentials]] = OrderedDict()
+        self._unknown: OrderedDict[int, float] = OrderedDict()
+
+    def get(self, bot_id: int, now: float) -> tuple[bool, Credentials | None]:
+        """``(hit, credentials)``: a hit with None is an unknown bot."""
+        known = self._known.get(bot_id)
+        if known is not None and known[0] > now:
+            self._known.move_to_end(bot_id)
+            return True, known[1]
+        until = self._unknown.get(bot_id)
+        if until is not None and until > now:
+            return True, None
+        return False, None
+
+    def put(self, bot_id: int, creds: Credentials | None, until: float) -> None:
+        self._known.pop(bot_id, None)
+        self._unknown.pop(bot_id, None)
+        if creds is not None:
+            self._known[bot_id] = (until, creds)
+            if len(self._known) > self.size:
+                self._known.popitem(last=False)
+        else:
+            self._unknown[bot_id] = until
+            if len(self._unknown) > self.size:
+                self._unknown.popitem(last=False)
+
+    def clear(self) -> None:
+        self._known.clear()
+        self._unknown.clear()
 
 
 class BotSocket(ServerConnection):
@@ -177,6 +288,34 @@ class BotSocket(ServerConnection):
         self.claimed: int | None = None
         #: the fault detail once flooded, else None
         self.flood: str | None = None
+        #: the connection proved its bot (set by the gateway once welcomed)
+        self.authenticated = False
+        #: bytes read before that (:data:`bots_sdk.wire.MAX_PREAUTH_BYTES` at most)
+        self.preauth_bytes = 0
+
+    def data_received(self, data: bytes) -> None:
+        if self.flood is not None:
+            return  # failed: nothing more is read into the connection
+        if not self.authenticated:
+            self.preauth_bytes += len(data)
+            if self.preauth_bytes > wire.MAX_PREAUTH_BYTES:  # a stranger: no more of it is parsed
+                self._cut(
+                    wire.CLOSE_TOO_BIG,
+                    f"more than {wire.MAX_PREAUTH_BYTES} bytes before authentication",
+                )
+                return
+        super().data_received(data)
+
+    def _cut(self, code: int, reason: str) -> None:
+        """Fail the connection with ``code`` (when open), read nothing more of it, drop it
+        ``close_timeout`` seconds later."""
+        self.flood = reason
+        if self.protocol.state is State.OPEN:
+            self.protocol.fail(code, reason)
+            self.send_data()  # the close frame, then the end of the stream
+        if self.transport is not None:
+            self.transport.pause_reading()
+            self.loop.call_later(self.close_timeout or 2.0, self.transport.abort)
 
     def process_event(self, event: Any) -> None:
         if self.flood is not None:
@@ -192,14 +331,11 @@ class BotSocket(ServerConnection):
         self.refilled = now
         if self.tokens >= 0:
             return
+        self._cut(wire.CLOSE_PROTOCOL, "a flood of pings, pongs or fragments")
         self.flood = (
             f"the gateway closed the connection: a flood of frames (more than {FLOOD_BURST} pings, pongs or"
             f" fragments at once, {FLOOD_RATE:g} a second)"
         )
-        self.protocol.fail(wire.CLOSE_PROTOCOL, "a flood of pings, pongs or fragments")
-        self.send_data()  # the close frame, then the end of the stream
-        self.transport.pause_reading()  # nothing more of it is parsed
-        self.loop.call_later(self.close_timeout or 2.0, self.transport.abort)
 
 
 class Connection:
@@ -279,8 +415,11 @@ class Gateway:
         max_per_bot, max_per_account: connection caps (``ARENA_GATEWAY_MAX_PER_BOT`` ...).
         max_connections: most connections of this process (more are refused with 1013).
         max_unauthenticated: most connections waiting to authenticate at once (more: 1013).
-        max_unauthenticated_per_address: the same, from one address (:func:`client_address`;
+        max_unauthenticated_per_address: the same, from one client (:func:`client_address`;
             more: 1013), so that one client cannot hold every place of ``max_unauthenticated``.
+        max_unauthenticated_per_network: the same, from one network (an IPv4 /24, an IPv6 /48,
+            :func:`arena.clients.network_key`; more: 1013): one machine holding many addresses.
+        tarpit_s: :data:`TARPIT_S`.
         proxy_hops: trusted reverse proxies in front (:func:`client_address`).
         send_timeout_s: :data:`SEND_TIMEOUT_S`.
         renew_s: seconds between two renewals of the connections (:data:`RENEW_S`).
@@ -304,6 +443,8 @@ class Gateway:
         max_connections: int = 20_000,
         max_unauthenticated: int = 2_000,
         max_unauthenticated_per_address: int = MAX_UNAUTHENTICATED_PER_ADDRESS,
+        max_unauthenticated_per_network: int = MAX_UNAUTHENTICATED_PER_NETWORK,
+        tarpit_s: float = TARPIT_S,
         proxy_hops: int = 0,
         auth_timeout_s: float = wire.AUTH_TIMEOUT_S,
         send_timeout_s: float = SEND_TIMEOUT_S,
@@ -322,16 +463,29 @@ class Gateway:
         self.max_per_bot, self.max_per_account = max_per_bot, max_per_account
         self.max_connections, self.max_unauthenticated = max_connections, max_unauthenticated
         self.max_unauthenticated_per_address, self.proxy_hops = max_unauthenticated_per_address, proxy_hops
+        self.max_unauthenticated_per_network = max_unauthenticated_per_network
+        self.tarpit_s = tarpit_s
         self.auth_timeout_s, self.send_timeout_s = auth_timeout_s, send_timeout_s
         self.renew_s, self.credentials_ttl_s = renew_s, credentials_ttl_s
         self.credentials_timeout_s = credentials_timeout_s
         self.id = gateway_id or f"gw-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.bots: dict[int, list[Connection]] = {}
         self.unauthenticated = 0
-        #: client address -> its connections waiting to authenticate
+        #: client (:func:`client_address`) -> its connections waiting to authenticate
         self.waiting: dict[str, int] = {}
+        #: network (:func:`arena.clients.network_key`) -> its connections waiting to authenticate
+        self.waiting_networks: dict[str, int] = {}
         self.delivered = 0
-        self._cache: dict[int, tuple[float, Credentials | None]] = {}
+        self._cache = _CredentialsCache()
+        #: per client, and per network: the budget of failed authentications
+        self._failures = _Budgets(FAILED_AUTH_PER_S, FAILED_AUTH_BURST)
+        self._network_failures = _Budgets(NETWORK_FAILED_AUTH_PER_S, NETWORK_FAILED_AUTH_BURST)
+        #: connections refused at once, before any byte of theirs was parsed (a spent budget)
+        self.refused_early = 0
+        #: of those, held unread until they are dropped (:data:`TARPIT_S`)
+        self.tarpit = 0
+        #: the event loop's stall: milliseconds it was late, this second and the last one
+        self.stall_ms = [0.0, 0.0]
         self._tasks: set[asyncio.Task[Any]] = set()
         #: the database reads' own threads: a database that hangs holds these, never the
         #: threads of the Redis calls (asyncio.to_thread)
@@ -350,13 +504,14 @@ class Gateway:
         self.r = aioredis.Redis.from_url(self.broker_url, socket_timeout=5, socket_connect_timeout=5)
         self.rpop = aioredis.Redis.from_url(self.broker_url, socket_timeout=None, socket_connect_timeout=5)
         self._pop_and_hold = self.rpop.register_script(relay.POP_AND_HOLD)
+        self._beat = self.r.register_script(relay.ALIVE_BEAT)
         self.sync = redis.Redis.from_url(self.broker_url, socket_timeout=5, socket_connect_timeout=5)
         async with serve(
             self._handler,
             self.host,
             self.port,
             process_request=self._http,
-            create_connection=BotSocket,
+            create_connection=self._socket_class(),
             max_size=wire.MAX_FRAME_BYTES,
             max_queue=4,
             compression=None,  # a zlib context per connection costs memory and CPU for little
@@ -368,6 +523,7 @@ class Gateway:
             self.port = server.sockets[0].getsockname()[1] if server.sockets else self.port
             await self._alive()
             loops = [
+                asyncio.create_task(self._lag_loop(), name="gateway-lag"),
                 asyncio.create_task(self._pop_loop(), name="gateway-pop"),
                 asyncio.create_task(self._tick_loop(), name="gateway-tick"),
                 asyncio.create_task(self._answer_loop(), name="gateway-answers"),
@@ -383,6 +539,9 @@ class Gateway:
         self._stopping = True
         try:
             await self.r.rpush(relay.wake_key(self.id), "stop")  # the pop returns: nothing popped is lost
+            pipe = self.r.pipeline(transaction=False)  # the arena drops these bots, not they it
+            relay.mark_dropped(pipe, list(self.bots), time.time())
+            await pipe.execute()
         except redis.RedisError:
             pass
         server.close(close_connections=True)  # 1001 to every bot; their requests go back
@@ -412,16 +571,69 @@ class Gateway:
     def connections(self) -> int:
         return sum(len(c) for c in self.bots.values())
 
-    # -- HTTP before the upgrade ----------------------------------------------------------------
+    # -- before the upgrade -----------------------------------------------------------------------
+    def _socket_class(self) -> type[BotSocket]:
+        """:class:`BotSocket` bound to this gateway: with no proxy in front, a connection of a
+        client (or network) whose failed authentications spent its budget is dropped as it is
+        accepted, before any byte of it is parsed."""
+        gateway = self
+
+        class GatewaySocket(BotSocket):
+            def connection_made(self, transport: Any) -> None:
+                super().connection_made(transport)
+                if gateway.proxy_hops > 0:
+                    return  # the client is known only from the request's X-Forwarded-For (_http)
+                peer = transport.get_extra_info("peername")
+                address = str(peer[0]) if peer else ""
+                if not gateway._allowed(client_key(address), network_key(address)):
+                    gateway._refuse_early(self, transport)
+
+        return GatewaySocket
+
+    def _refuse_early(self, sock: BotSocket, transport: Any) -> None:
+        """Refuse a connection as it is accepted: nothing of it is read; it is held
+        ``tarpit_s`` seconds (while fewer than :data:`TARPIT_MAX` are), then dropped."""
+        self.refused_early += 1
+        sock.flood = "refused: too many failed authentications"
+        transport.pause_reading()
+        if self.tarpit >= TARPIT_MAX:
+            transport.abort()
+            return
+        self.tarpit += 1
+
+        def drop() -> None:
+            self.tarpit -= 1
+            transport.abort()
+
+        asyncio.get_running_loop().call_later(self.tarpit_s, drop)
+
+    def _allowed(self, client: str, network: str) -> bool:
+        """Whether ``client`` and its ``network`` have failed authentications left."""
+        return self._failures.left(client) and self._network_failures.left(network)
+
+    def _failed(self, client: str, network: str) -> None:
+        """A connection of ``client`` (of ``network``) ended without authenticating, its fault."""
+        self._failures.take(client)
+        self._network_failures.take(network)
+
     def _http(self, conn: ServerConnection, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
         if path == "/health":
-            body = {"gateway": self.id, "bots": len(self.bots), "connections": self.connections}
+            body = {
+                "gateway": self.id,
+                "bots": len(self.bots),
+                "connections": self.connections,
+                "unauthenticated": self.unauthenticated,
+                "stall_ms": round(max(self.stall_ms)),
+            }
             return conn.respond(200, json.dumps(body) + "\n")
         if path != wire.PATH:
             return conn.respond(404, f"bots connect to {wire.PATH}\n")
         if self.connections + self.unauthenticated >= self.max_connections or self._stopping:
             return conn.respond(503, "this gateway is full: try another\n")
+        peer = peer_address(conn, self.proxy_hops)
+        if not self._allowed(client_key(peer), network_key(peer)):
+            return conn.respond(429, "too many failed authentications from this address: try again later\n")
         return None
 
     # -- one connection -----------------------------------------------------------------------
@@ -429,22 +641,35 @@ class Gateway:
         if self.unauthenticated >= self.max_unauthenticated:
             await ws.close(1013, "too many connections waiting to authenticate")
             return
-        address = client_address(ws, self.proxy_hops)
+        peer = peer_address(ws, self.proxy_hops)
+        address, network = client_key(peer), network_key(peer)
         if self.waiting.get(address, 0) >= self.max_unauthenticated_per_address:
+            self._failed(address, network)
             await ws.close(1013, "too many connections waiting to authenticate from this address")
+            return
+        if self.waiting_networks.get(network, 0) >= self.max_unauthenticated_per_network:
+            self._failed(address, network)
+            await ws.close(1013, "too many connections waiting to authenticate from this network")
             return
         self.unauthenticated += 1
         self.waiting[address] = self.waiting.get(address, 0) + 1
+        self.waiting_networks[network] = self.waiting_networks.get(network, 0) + 1
+        arena_down: list[bool] = []
         try:
-            proved = await self._authenticate(ws)
+            proved = await self._authenticate(ws, address, arena_down)
+            if proved is None and not arena_down:
+                self._failed(address, network)
         finally:
             self.unauthenticated -= 1
-            left = self.waiting.pop(address) - 1
-            if left:
-                self.waiting[address] = left
+            for counts, key in ((self.waiting, address), (self.waiting_networks, network)):
+                left = counts.pop(key) - 1
+                if left:
+                    counts[key] = left
         if proved is None:
             self._story_refused(ws)
             return
+        if isinstance(ws, BotSocket):
+            ws.authenticated = True
         creds, secret = proved
         conn = Connection(ws, creds, self.id, secret)
         why = await self._register(conn)
@@ -474,8 +699,12 @@ class Gateway:
             self._story_closed(conn)
             await self._unregister(conn)
 
-    async def _authenticate(self, ws: ServerConnection) -> tuple[Credentials, str] | None:
-        """The bot's credentials and the secret it proved, or None (the connection is closed)."""
+    async def _authenticate(
+        self, ws: ServerConnection, client: str = "", arena_down: list[bool] | None = None
+    ) -> tuple[Credentials, str] | None:
+        """The bot's credentials and the secret it proved, or None (the connection is closed;
+        ``arena_down`` gets True appended when that was the arena's failure, not the bot's).
+        Bounded work, whatever the stranger sends (module docstring)."""
         nonce = secrets.token_hex(16)
         try:
             await ws.send(wire.challenge_frame(nonce))
@@ -485,12 +714,18 @@ class Gateway:
             return None
         except ConnectionClosed:
             return None
-        frame, _ = parse_answer(raw.encode("utf-8") if isinstance(raw, str) else b"\xff")
+        if isinstance(raw, str) and len(raw) > wire.MAX_AUTH_FRAME_CHARS:
+            await ws.close(wire.CLOSE_TOO_BIG, f"an auth frame is at most {wire.MAX_AUTH_FRAME_CHARS} characters")
+            return None
+        frame = wire.parse_auth(raw) if isinstance(raw, str) else None
         bot_id = frame.get("bot_id") if frame else None
         if isinstance(ws, BotSocket) and type(bot_id) is int:
             ws.claimed = bot_id
-        if not frame or frame.get("type") != "auth" or type(bot_id) is not int:
+        if not frame or type(bot_id) is not int:
             await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed: expected an auth frame")
+            return None
+        if not self._failures.left(client):
+            await ws.close(1013, "too many failed authentications from this address: try again later")
             return None
         if not 1 <= bot_id <= MAX_BOT_ID:  # no such bot: the database is not asked
             await ws.close(wire.CLOSE_AUTH_FAILED, "authentication failed (unknown bot or wrong signature)")
@@ -499,6 +734,8 @@ class Gateway:
             creds = await self._credentials(bot_id)
         except Exception as exc:  # the database is down: not the bot's fault
             log.warning("credentials of bot %s unreadable: %s", bot_id, exc)
+            if arena_down is not None:
+                arena_down.append(True)
             await ws.close(1011, "the arena cannot check credentials now: try again")
             return None
         if creds is None or not wire.auth_valid(frame, creds.secrets, nonce):
@@ -528,7 +765,10 @@ class Gateway:
         when that bot exists (its credentials were read: a stranger's random ids write nothing)."""
         bot_id = ws.claimed if isinstance(ws, BotSocket) else None
         sent = ws.protocol.close_sent
-        if bot_id is None or sent is None or (cached := self._cache.get(bot_id)) is None or cached[1] is None:
+        if bot_id is None or sent is None:
+            return
+        hit, creds = self._cache.get(bot_id, time.monotonic())
+        if not hit or creds is None:
             return
         self._story(bot_id, "refused", code=sent.code, by="gateway")
 
@@ -570,14 +810,12 @@ class Gateway:
             TimeoutError: the database did not answer in time; or what the read raised.
         """
         now = time.monotonic()
-        hit = self._cache.get(bot_id)
-        if hit is not None and hit[0] > now and not fresh:
-            return hit[1]
+        hit, cached = self._cache.get(bot_id, now)
+        if hit and not fresh:
+            return cached
         read = asyncio.get_running_loop().run_in_executor(self._db, self.credentials, bot_id)
         creds = await asyncio.wait_for(read, self.credentials_timeout_s)
-        if len(self._cache) > 10_000:
-            self._cache.clear()
-        self._cache[bot_id] = (now + self.credentials_ttl_s, creds)
+        self._cache.put(bot_id, creds, now + self.credentials_ttl_s)
         return creds
 
     def _leases(self, conn: Connection) -> tuple[LeaseSet, LeaseSet]:
@@ -642,6 +880,9 @@ class Gateway:
             pass  # the leases end by themselves
 
     async def _reader(self, conn: Connection) -> None:
+        """Route each answer frame by its id (:func:`bots_sdk.wire.answer_id`), unparsed: the
+        frame goes to the worker as the bot sent it (``R<frame>``), which parses it strictly.
+        The work per frame is linear in its size with a small constant, never a JSON parse."""
         ws = conn.ws
         try:
             async for msg in ws:
@@ -649,43 +890,20 @@ class Gateway:
                     conn.offend("invalid_json", "the bot sent a binary frame")
                     await ws.close(wire.CLOSE_NOT_JSON, "binary frames are not part of the protocol")
                     return
-                obj, why = parse_answer(msg.encode("utf-8"))
-                lenient = lenient_id(msg) if obj is None else None
-                if lenient is not None and (entry := conn.pending.pop(lenient, None)) is not None:
-                    # JSON to a lenient reader, answering a request in flight: as over HTTP,
-                    # the fault of that decision only (the connection and its others go on)
-                    fault = {"kind": "invalid_json", "detail": why, "received": msg[:RECEIVED_CHARS]}
-                    self._queue_answer(lenient, b"F" + orjson.dumps(fault), entry[0])
-                    continue
-                if lenient is not None and conn.late.pop(lenient, None) is not None:
-                    continue  # a late answer: ignored, once, as a strict one
-                if obj is None:
-                    conn.offend("invalid_json", f"a frame is not a JSON object: {why}", msg)
+                rid = wire.answer_id(msg)
+                if rid is None and not msg.lstrip().startswith("{"):
+                    conn.offend("invalid_json", "a frame is not a JSON object", msg)
                     await ws.close(wire.CLOSE_NOT_JSON, "a frame is not a JSON object")
                     return
-                rid = obj.get("id")
-                entry = conn.pending.pop(rid, None) if isinstance(rid, str) else None
-                if not isinstance(rid, str) or entry is None:
-                    if isinstance(rid, str) and conn.late.pop(rid, None) is not None:
+                entry = conn.pending.pop(rid, None) if rid is not None else None
+                if rid is None or entry is None:
+                    if rid is not None and conn.late.pop(rid, None) is not None:
                         continue  # a late answer (or one to a notice): ignored, once
-                    conn.offend("invalid_json", "the bot answered an unknown request id", msg)
-                    await ws.close(wire.CLOSE_PROTOCOL, "answer to an unknown request id")
+                    what = "answer to an unknown request id" if rid is not None else "answer without a request id"
+                    conn.offend("invalid_json", f"the bot sent an {what}", msg)
+                    await ws.close(wire.CLOSE_PROTOCOL, what)
                     return
-                body = obj.get("body")
-                if isinstance(body, dict):
-                    try:
-                        payload = b"A" + orjson.dumps(body)
-                    except TypeError:  # an integer over 64 bits
-                        payload = b"A" + json.dumps(body).encode("utf-8")
-                else:
-                    payload = b"F" + orjson.dumps(
-                        {
-                            "kind": "invalid_json",
-                            "detail": "the answer's body is not a JSON object",
-                            "received": msg[:RECEIVED_CHARS],
-                        }
-                    )
-                self._queue_answer(rid, payload, entry[0])
+                self._queue_answer(rid, b"R" + msg.encode("utf-8", "surrogatepass"), entry[0])
         except ConnectionClosed as exc:
             if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
                 conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
@@ -836,17 +1054,45 @@ class Gateway:
 
     # -- housekeeping -----------------------------------------------------------------------------
     async def _alive(self) -> None:
-        await self.r.set(relay.alive_key(self.id), "1", px=int(relay.ALIVE_TTL_S * 1000))
+        """The beat (:data:`arena.relay.ALIVE_BEAT`): the alive key, holding the event loop's
+        stall of the last two seconds (ms), and this gateway's score in the gateways' set."""
+        stall = str(round(max(self.stall_ms)))
+        await self._beat(
+            keys=[relay.alive_key(self.id), relay.GATEWAYS_KEY], args=[stall, int(relay.ALIVE_TTL_S * 1000), self.id]
+        )
+
+    async def _lag_loop(self) -> None:
+        """Every :data:`LAG_TICK_S`: how late the event loop woke (its stall), summed per
+        second into :attr:`stall_ms` (this second and the last one)."""
+        loop = asyncio.get_running_loop()
+        second = loop.time()
+        while not self._stopping:
+            before = loop.time()
+            await asyncio.sleep(LAG_TICK_S)
+            now = loop.time()
+            if now - second >= 1.0:
+                self.stall_ms = [self.stall_ms[1], 0.0]
+                second = now
+            self.stall_ms[1] += max(0.0, now - before - LAG_TICK_S) * 1000
 
     async def _tick_loop(self) -> None:
         """Every second: the alive key, and the requests in flight past their deadline. Nothing
-        here waits for the database (:meth:`_renew_loop` does)."""
+        here waits for the database (:meth:`_renew_loop` does). When Redis answers again after
+        failing (restarted, maybe empty), the presence of every connection is written again and
+        every held bot's list looked at, at once (:meth:`_recover`): a bot's requests never wait
+        for the next renewal because Redis forgot its connections."""
+        failed = False
         while not self._stopping:
             await asyncio.sleep(1.0)
             try:
                 await self._alive()
             except (redis.RedisError, OSError) as exc:
                 log.warning("alive key not refreshed: %s", exc)
+                failed = True
+            else:
+                if failed:
+                    failed = False
+                    self._background(self._recover())
             now = time.time()
             for conns in list(self.bots.values()):
                 for c in conns:
@@ -865,6 +1111,16 @@ class Gateway:
                 await self._record_pings()
             except (redis.RedisError, OSError) as exc:
                 log.warning("keep-alive pings not written: %s", exc)
+
+    async def _recover(self) -> None:
+        """Redis is back (:meth:`_tick_loop`): the connections' presence again, then every held
+        bot's request list."""
+        try:
+            await self._renew()
+        except Exception:
+            log.exception("presence not written again after a Redis failure")
+        if self.bots and not self._stopping:
+            await self._pop_requests(list(self.bots))
 
     def _heard(self, conn: Connection) -> float:
         """When the bot was last heard from on ``conn``, Unix seconds."""

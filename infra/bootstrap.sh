@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11 or newer) and install the project with its server, env and dev extras.
+# Create .venv (Python 3.11 or newer), install the project with its server, env, train and dev
+# extras, and build the compiled engine in place (infra/build_engine.sh: mypyc; docs/engine.md).
 #
 # Idempotent and quick: pip runs only when pyproject.toml is newer than the
-# stamp file .venv/.arena-installed (or the stamp is missing).
+# stamp file .venv/.arena-installed (or the stamp is missing); the engine is compiled again
+# only when its sources changed.
 # Env: ARENA_PYTHON  interpreter used to create the venv (default: python3.11; 3.11 or newer)
 #      ARENA_FORCE_INSTALL=1  reinstall even if the stamp is fresh
+#      ARENA_ENGINE_BUILD=pure  no compiled engine (a machine without a C compiler); the
+#        default, compiled, needs gcc (or $CC) and the Python headers
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,19 +26,29 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     "$PY" -m venv "$VENV"
 fi
 
+build_engine() {
+    if [[ "${ARENA_ENGINE_BUILD:-compiled}" == compiled ]]; then
+        bash "$REPO/infra/build_engine.sh"
+    fi
+}
+
 if [[ "${ARENA_FORCE_INSTALL:-0}" != 1 && -f "$STAMP" && "$STAMP" -nt "$REPO/pyproject.toml" ]]; then
+    build_engine
     exit 0
 fi
 
-echo "bootstrap: installing daifugo-arena[server,env,dev] into .venv" >&2
+echo "bootstrap: installing daifugo-arena[server,env,train,dev] into .venv" >&2
 rm -f "$STAMP"
 LOG="$VENV/pip-install.log"
 # pip's and setuptools' chatter (build warnings) goes to $LOG; shown in full on failure.
-if ! "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$REPO[server,env,dev]" >"$LOG" 2>&1; then
+# torch first, pinned (the train extra's): a bare resolution may take a CUDA build of several GB.
+if ! { "$VENV/bin/python" -m pip install --disable-pip-version-check "torch==2.13.0" \
+    && "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$REPO[server,env,train,dev]"; } >"$LOG" 2>&1; then
     cat "$LOG" >&2
     echo "bootstrap: pip install failed (log: $LOG)" >&2
     exit 1
 fi
 "$VENV/bin/python" -m pip check >&2
 touch "$STAMP"
+build_engine
 echo "bootstrap: done" >&2

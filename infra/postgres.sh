@@ -8,12 +8,22 @@
 #                                   # brings the same server back on its data
 #
 # Env:
-#   ARENA_PG_PORT  TCP port on 127.0.0.1 (default 54329)
-#   ARENA_PG_BIN   folder with initdb/pg_ctl/postgres (default /usr/lib/postgresql/15/bin)
+#   ARENA_PG_PORT      TCP port (default 54329)
+#   ARENA_PG_BIN       folder with initdb/pg_ctl/postgres (default /usr/lib/postgresql/15/bin)
+#   ARENA_PG_HOST      also listen on this address of the machine (a data host that workers and
+#                      the API reach over the network; docs/operations.md, "Several machines");
+#                      then ARENA_PG_PASSWORD is required, and `start` prints
+#                      postgresql+psycopg://arena:PASSWORD@HOST:PORT/arena
+#   ARENA_PG_PASSWORD  password of the role `arena` (owner of the database `arena`), the only
+#                      role let in from the network (scram-sha-256); 16 or more of A-Z a-z 0-9 . _ ~ -
+#                      (`openssl rand -hex 24`), so the URL needs no escaping
+#   ARENA_PG_ALLOW     client addresses let in from the network, as pg_hba.conf writes them
+#                      (default samenet: the subnets of the machine's own addresses)
 #
 # State lives in <repo>/.services/postgres-PORT/ (gitignored): `datadir` names the data
 # folder (under a mktemp dir), the server's pid is in its postmaster.pid.
-# The data is thrown away on stop: fsync=off, trust auth on 127.0.0.1 only.
+# The data is thrown away on stop: fsync=off, trust auth on 127.0.0.1 only (the superuser
+# `postgres` is never let in from the network).
 #
 # As root (CI, these machines) initdb/pg_ctl run as the `postgres` system user through
 # `runuser`, because PostgreSQL refuses to run as root. As a non-root developer the
@@ -29,6 +39,17 @@ STATE="$REPO/.services/postgres-$PORT"
 URL="postgresql+psycopg://postgres@127.0.0.1:$PORT/arena"
 
 die() { echo "postgres.sh: $*" >&2; exit 1; }
+
+# The address served beyond loopback: the one of the first start, kept for a halted server.
+HOST="${ARENA_PG_HOST:-}"
+if [[ -f "$STATE/host" ]]; then HOST="$(cat "$STATE/host")"; fi
+if [[ -f "$STATE/url" ]]; then URL="$(cat "$STATE/url")"; fi
+
+check_password() {  # check_password VAR VALUE: a password that fits a URL as it is
+    [[ -n "$2" ]] || die "$1 is required with ARENA_PG_HOST (a password of 16 or more of A-Z a-z 0-9 . _ ~ -)"
+    [[ ${#2} -ge 16 && "$2" =~ ^[A-Za-z0-9._~-]+$ ]] \
+        || die "$1 must be 16 or more of A-Z a-z 0-9 . _ ~ - (openssl rand -hex 24)"
+}
 
 as_pg() {
     if [[ "$(id -u)" == 0 ]]; then
@@ -62,7 +83,7 @@ install_if_missing() {
 
 # The server's options, the same at every start (a halted server comes back as it was).
 server_options() {
-    echo "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    echo "-c listen_addresses=127.0.0.1${HOST:+,$HOST} -c port=$PORT -c unix_socket_directories=$1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 }
 
 start() {
@@ -87,6 +108,9 @@ start() {
     # Leftovers of a crashed run.
     local old; old="$(datadir)"
     [[ -n "$old" ]] && rm -rf "$(dirname "$old")"
+    rm -f "$STATE/host" "$STATE/url"
+    HOST="${ARENA_PG_HOST:-}"
+    if [[ -n "$HOST" ]]; then check_password ARENA_PG_PASSWORD "${ARENA_PG_PASSWORD:-}"; fi
     mkdir -p "$STATE"
 
     local top; top="$(mktemp -d "${TMPDIR:-/tmp}/arena-pg-$PORT.XXXXXX")"
@@ -100,16 +124,32 @@ start() {
 
     as_pg "$BIN/initdb" -D "$d" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 \
         >"$STATE/initdb.log" 2>&1 || { cat "$STATE/initdb.log" >&2; die "initdb failed"; }
-    # Trust only loopback TCP (and the local socket in the data folder).
+    # Trust only loopback TCP (and the local socket in the data folder); from the network, only
+    # the role `arena` with its password, to its database.
     cat > "$d/pg_hba.conf" <<HBA
 local all all trust
 host  all all 127.0.0.1/32 trust
 HBA
+    if [[ -n "$HOST" ]]; then
+        echo "host  arena arena ${ARENA_PG_ALLOW:-samenet} scram-sha-256" >> "$d/pg_hba.conf"
+    fi
     as_pg "$BIN/pg_ctl" -D "$d" -l "$top/server.log" -w -t 30 -o "$(server_options "$top")" \
         start >/dev/null || { cat "$top/server.log" >&2 || true; die "server did not start on port $PORT"; }
     echo "$top/server.log" > "$STATE/logfile"
     as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres arena \
         || die "could not create database arena"
+    if [[ -n "$HOST" ]]; then
+        # the password goes through stdin, never on a command line
+        as_pg "$BIN/psql" -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PORT" -U postgres arena >/dev/null <<SQL \
+            || die "could not create the role arena"
+CREATE ROLE arena LOGIN PASSWORD '$ARENA_PG_PASSWORD';
+ALTER DATABASE arena OWNER TO arena;
+ALTER SCHEMA public OWNER TO arena;
+SQL
+        URL="postgresql+psycopg://arena:$ARENA_PG_PASSWORD@$HOST:$PORT/arena"
+        echo "$HOST" > "$STATE/host"
+        (umask 077 && echo "$URL" > "$STATE/url")
+    fi
     echo "$URL"
 }
 

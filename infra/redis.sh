@@ -6,7 +6,15 @@
 #   bash infra/redis.sh stop     # stops it by its PID
 #
 # Env:
-#   ARENA_REDIS_PORT  TCP port on 127.0.0.1 (default 63799)
+#   ARENA_REDIS_PORT      TCP port (default 63799)
+#   ARENA_REDIS_HOST      also listen on this address of the machine (a data host that workers,
+#                         the API and gateways reach over the network; docs/operations.md,
+#                         "Several machines"); then ARENA_REDIS_PASSWORD is required: Redis 7
+#                         on a network address refuses clients in protected mode without one.
+#                         `start` prints redis://:PASSWORD@HOST:PORT/0
+#   ARENA_REDIS_PASSWORD  password every client then gives (requirepass, in a config file only
+#                         the owner reads, never on a command line), loopback clients too;
+#                         16 or more of A-Z a-z 0-9 . _ ~ - (`openssl rand -hex 24`)
 #
 # If redis-server is missing it is installed with apt-get (needs root; a non-root
 # developer installs it once: `sudo apt-get install -y redis-server`).
@@ -18,6 +26,7 @@ PORT="${ARENA_REDIS_PORT:-63799}"
 STATE="$REPO/.services/redis-$PORT"
 PIDFILE="$STATE/redis.pid"
 URL="redis://127.0.0.1:$PORT/0"
+if [[ -f "$STATE/url" ]]; then URL="$(cat "$STATE/url")"; fi
 
 die() { echo "redis.sh: $*" >&2; exit 1; }
 
@@ -44,20 +53,33 @@ start() {
         return 0
     fi
     ensure_installed
+    local host="${ARENA_REDIS_HOST:-}" password="${ARENA_REDIS_PASSWORD:-}"
+    if [[ -n "$host" ]]; then
+        [[ ${#password} -ge 16 && "$password" =~ ^[A-Za-z0-9._~-]+$ ]] \
+            || die "ARENA_REDIS_HOST needs ARENA_REDIS_PASSWORD: 16 or more of A-Z a-z 0-9 . _ ~ - (openssl rand -hex 24)"
+    fi
     mkdir -p "$STATE"
-    rm -f "$PIDFILE"
-    redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    rm -f "$PIDFILE" "$STATE/url"
+    URL="redis://127.0.0.1:$PORT/0"
+    (umask 077 && : > "$STATE/redis.conf")
+    if [[ -n "$host" ]]; then
+        echo "requirepass $password" >> "$STATE/redis.conf"
+        URL="redis://:$password@$host:$PORT/0"
+        (umask 077 && echo "$URL" > "$STATE/url")
+    fi
+    redis-server "$STATE/redis.conf" --port "$PORT" --bind 127.0.0.1 ${host:+"$host"} --save '' --appendonly no \
         --daemonize yes --pidfile "$PIDFILE" --logfile "$STATE/redis.log" --dir "$STATE" \
         || die "redis-server failed to start (see $STATE/redis.log)"
-    # Wait until it answers PING (daemonize returns before the socket is ready).
+    # Wait until it answers PING (daemonize returns before the socket is ready; with a password
+    # it answers NOAUTH, which is an answer too). A guard of 60 s, for a loaded machine.
     local i
-    for i in $(seq 1 100); do
+    for i in $(seq 1 1200); do
         if running && { exec 3<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null; then
             printf 'PING\r\n' >&3
             local reply=""
             read -r -t 2 reply <&3 || true
             exec 3>&- 3<&-
-            if [[ "$reply" == +PONG* ]]; then
+            if [[ "$reply" == +PONG* || "$reply" == -NOAUTH* ]]; then
                 echo "$URL"
                 return 0
             fi

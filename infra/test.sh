@@ -13,11 +13,18 @@
 #    installs the starters' toolchains (infra/starters.sh: apt-get as root when missing, npm ci;
 #    a starter whose toolchain is missing has its tests skipped, saying so, except under CI=true)
 # 4. runs .venv/bin/python -m pytest -n ARENA_TEST_WORKERS --dist loadfile "$@"; stops every
-#    service on every exit path.
+#    service on every exit path. Ctrl-C, SIGTERM or SIGHUP (a `timeout`, a cancelled CI job)
+#    interrupt pytest at once: every test's processes are stopped by their finalizers
+#    (tests/children.py), then the services.
 # --fast: no PostgreSQL, Redis, worker or browser: runs
 #    pytest -n 2 -m "not services and not browser and not slow" with the quick Hypothesis
 #    profile (ARENA_HYPOTHESIS_PROFILE=quick); modules marked as a whole are not even imported
-#    (ARENA_TEST_FAST=1, tests/conftest.py); a -m of yours comes after and wins.
+#    (ARENA_TEST_FAST=1, tests/conftest.py); a -m of yours comes after and wins. It runs the
+#    engine build that is there (ARENA_ENGINE=auto: the compiled one when fresh).
+# The full run asks for the compiled engine (ARENA_ENGINE=compiled, the service's build: an
+#    import error everywhere if bootstrap could not build it); tests/engine/test_other_build.py
+#    runs the engine's, the search bot's, the pars', the runner's and the env's tests again on
+#    the pure engine. ARENA_ENGINE_BUILD=pure (no compiler) runs everything on the pure one.
 # Either way the last line printed is pytest's summary line. Pytest's exit code 5 (no tests
 # collected) is turned into a failure (exit 1).
 #
@@ -86,6 +93,11 @@ if [[ -z "${ARENA_REDIS_PORT:-}" ]]; then
     ARENA_REDIS_PORT=63799; port_free "$ARENA_REDIS_PORT" || ARENA_REDIS_PORT="$(free_port)"
 fi
 export ARENA_PG_PORT ARENA_REDIS_PORT
+if [[ "${ARENA_ENGINE_BUILD:-compiled}" == compiled ]]; then
+    export ARENA_ENGINE="${ARENA_ENGINE:-compiled}"
+else
+    export ARENA_ENGINE="${ARENA_ENGINE:-pure}"
+fi
 
 WORKERS="${ARENA_TEST_WORKERS:-4}"
 XDIST=()
@@ -120,10 +132,32 @@ trap 'exit 143' TERM
 # the starters' tests need their toolchains (Java, C++, Go, Node and its ws package)
 bash infra/starters.sh || echo "test.sh: a starter's toolchain is missing: its tests skip (fail under CI=true)" >&2
 
-ARENA_TEST_DATABASE_URL="$(bash infra/postgres.sh start)"
+# A free port may be taken between the check and the server's start (another run on this
+# machine starting at the same moment): then the server is started again on another one.
+start_pg() {
+    local attempt
+    for attempt in 1 2 3; do
+        bash infra/postgres.sh start && return 0
+        bash infra/postgres.sh stop || true
+        ARENA_PG_PORT="$(free_port)"
+        echo "test.sh: PostgreSQL did not start (attempt $attempt); trying port $ARENA_PG_PORT" >&2
+    done
+    return 1
+}
+ARENA_TEST_DATABASE_URL="$(start_pg)"
+ARENA_PG_PORT="${ARENA_TEST_DATABASE_URL##*:}"
+ARENA_PG_PORT="${ARENA_PG_PORT%%/*}"  # the port it runs on, for cleanup
 ARENA_TEST_BROKER_URLS=""
-for port in "${REDIS_PORTS[@]}"; do
-    ARENA_TEST_BROKER_URLS+="$(ARENA_REDIS_PORT="$port" bash infra/redis.sh start) "
+for i in "${!REDIS_PORTS[@]}"; do
+    for attempt in 1 2 3; do
+        url="$(ARENA_REDIS_PORT="${REDIS_PORTS[$i]}" bash infra/redis.sh start)" && break
+        ARENA_REDIS_PORT="${REDIS_PORTS[$i]}" bash infra/redis.sh stop || true
+        REDIS_PORTS[i]="$(free_port)"
+        url=""
+        echo "test.sh: Redis did not start (attempt $attempt); trying port ${REDIS_PORTS[$i]}" >&2
+    done
+    [[ -n "$url" ]] || exit 1
+    ARENA_TEST_BROKER_URLS+="$url "
 done
 ARENA_TEST_BROKER_URL="${ARENA_TEST_BROKER_URLS%% *}"
 export ARENA_TEST_DATABASE_URL ARENA_TEST_BROKER_URL ARENA_TEST_BROKER_URLS
@@ -131,8 +165,30 @@ export ARENA_ALLOW_PRIVATE_BOT_URLS=1
 echo "test.sh: PostgreSQL $ARENA_TEST_DATABASE_URL, Redis $ARENA_TEST_BROKER_URLS" >&2
 
 set +e
-TMPDIR="${RUN_TMP:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest "${XDIST[@]}" "$@"
-rc=$?
+if [[ -t 0 ]]; then
+    # at a terminal: Ctrl-C reaches pytest and its xdist workers itself, --pdb reads the terminal
+    TMPDIR="${RUN_TMP:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest "${XDIST[@]}" "$@"
+    rc=$?
+else
+    # elsewhere (CI, `timeout`, a script): pytest in a process group of its own, and a signal
+    # to this script passed on to that whole group at once (pytest and its xdist workers turn
+    # SIGTERM into an interruption that runs every fixture's finalizer: tests/children.py), not
+    # after pytest has finished; then the services above are stopped
+    set -m
+    TMPDIR="${RUN_TMP:-${TMPDIR:-/tmp}}" .venv/bin/python -m pytest "${XDIST[@]}" "$@" &
+    PYTEST_PID=$!
+    set +m
+    trap 'kill -TERM -- "-$PYTEST_PID" 2>/dev/null; signalled=130' INT
+    trap 'kill -TERM -- "-$PYTEST_PID" 2>/dev/null; signalled=143' TERM HUP
+    signalled=0
+    wait "$PYTEST_PID"
+    rc=$?
+    while kill -0 "$PYTEST_PID" 2>/dev/null; do  # a signal ended the wait: wait for pytest's end
+        wait "$PYTEST_PID"
+        rc=$?
+    done
+    if [[ $signalled -ne 0 ]]; then rc=$signalled; fi
+fi
 set -e
 if [[ $rc -eq 5 ]]; then collected_none; rc=1; fi
 exit "$rc"

@@ -6,13 +6,17 @@
 #   beat (`arena beat`: the reaper), a gateway (`arena gateway`: bots that dial out connect to
 #   it), an organizer account whose token is printed, and two sample bots of that organizer
 #   (`greedy` and `heuristic`, every rule set) registered through the API as bots that connect,
-#   started with `arena bots connect` (they dial out: no listening port) and checked: ready.
+#   started with `arena bots connect` (they dial out: no listening port) and checked: ready;
+#   and an open Million Doubt ladder both sample bots are entered in (`arena ladder`), beat
+#   running its tick every ARENA_LADDER_TICK_S seconds (10 here unless set) and its official
+#   table every ARENA_LADDER_FIT_S (60 here unless set), so the ladder moves during the tour.
 #
 #   bash infra/tour.sh           start (creates .venv first if needed); prints the addresses
 #   bash infra/tour.sh status    what is running
 #   bash infra/tour.sh stop      stop what it started (by pid) and throw the data away
 #
 # Env: ARENA_TOUR_PORT (site, default 8000), ARENA_TOUR_GATEWAY_PORT (gateway, default 8765),
+#      ARENA_LADDER_TICK_S (the ladder's tick, default 10 here), ARENA_LADDER_FIT_S (60 here),
 #      ARENA_TOUR_DIR (state, logs and pids, default <repo>/.services/tour, gitignored),
 #      ARENA_PG_PORT / ARENA_REDIS_PORT (see infra/postgres.sh, infra/redis.sh).
 # Bot URLs on 127.0.0.1 are refused as on a real site: every bot of the tour dials out. Export
@@ -144,6 +148,20 @@ start_samples() {  # register the sample bots as bots that connect, start them d
     done
 }
 
+start_ladder() {  # the open Million Doubt ladder, the two sample bots entered in it
+    local id name
+    id="$(ARENA_API_URL="$SITE" ARENA_TOKEN="$(cat "$STATE/organizer-token")" "$ARENA" ladder create --open \
+        --ruleset million_doubt --name "Open Million Doubt" --time-bank 10 --increment 1 --cap 10 \
+        --description "The tour's ladder: enter a ready bot of yours, watch it play the sample bots." \
+        2>>"$STATE/upgrade.log")" || { stop >/dev/null; die "creating the ladder failed (see $STATE/upgrade.log)"; }
+    echo "$id" >"$STATE/ladder.id"
+    for name in bot1 bot2; do
+        ARENA_API_URL="$SITE" ARENA_TOKEN="$(cat "$STATE/organizer-token")" "$ARENA" ladder enter "$id" \
+            --bot "$(cat "$STATE/$name.id")" --max-concurrent 2 >/dev/null 2>>"$STATE/upgrade.log" \
+            || { stop >/dev/null; die "entering sample bot $(cat "$STATE/$name.id") in the ladder failed"; }
+    done
+}
+
 start() {
     alive site && { echo "tour.sh: already running (bash infra/tour.sh stop first)"; status; exit 0; }
     port_free "$PORT" || die "port $PORT is in use: choose another with ARENA_TOUR_PORT (the site)"
@@ -160,6 +178,8 @@ start() {
     ARENA_DATABASE_URL="$(ARENA_PG_PORT="$pg_port" bash "$REPO/infra/postgres.sh" start)"
     ARENA_BROKER_URL="$(ARENA_REDIS_PORT="$redis_port" bash "$REPO/infra/redis.sh" start)"
     export ARENA_COOKIE_SECURE=0 ARENA_DATA_DIR="$STATE/data" ARENA_GATEWAY_URL="$GATEWAY"
+    # the ladder moves while the tour is looked at: a tick every 10 s, its official table every 60 s
+    export ARENA_LADDER_TICK_S="${ARENA_LADDER_TICK_S:-10}" ARENA_LADDER_FIT_S="${ARENA_LADDER_FIT_S:-60}"
     mkdir -p "$ARENA_DATA_DIR"
     "$ARENA" db upgrade >"$STATE/upgrade.log" 2>&1 || { cat "$STATE/upgrade.log" >&2; die "arena db upgrade failed"; }
     local token
@@ -175,6 +195,7 @@ start() {
     wait_for gateway "the gateway" curl -sf "http://127.0.0.1:$GATEWAY_PORT/health"
     wait_for worker "the worker" grep -q "ready\." "$STATE/worker.log"
     start_samples
+    start_ladder
     cat <<EOF
 
 Daifugo Arena is running (bash infra/tour.sh stop stops it):
@@ -183,6 +204,7 @@ Daifugo Arena is running (bash infra/tour.sh stop stops it):
   sign up          $SITE/ui/signup
   gateway          $GATEWAY  (bots that dial out connect here)
   sample bots      #$(cat "$STATE/bot1.id") greedy, #$(cat "$STATE/bot2.id") heuristic: ready, dialing out (the organizer's; every rule set)
+  ladder           $SITE/ui/ladders/$(cat "$STATE/ladder.id")  (open, Million Doubt: both sample bots entered; a tick every ${ARENA_LADDER_TICK_S} s)
   organizer token  $token
                    (sign in at $SITE/ui/login; also in $STATE/organizer-token)
   your own bot     register it at $SITE/ui/bots ("My bot connects to the arena"), then run

@@ -26,6 +26,12 @@ Under pytest-xdist (``-n N``) each worker process gets its own Redis server (the
 PostgreSQL server) and its own Celery worker names and private queues: workers never share
 a queue, a key or a pub/sub channel.
 
+Processes a test starts (servers, workers, bots, CLI commands that keep running): through the
+``spawn`` fixture or :func:`tests.children.spawn` (a process group of its own, stopped at
+teardown, on a failure, Ctrl-C or SIGTERM, and with the test process: ``tests/children.py``);
+never a bare ``subprocess.Popen`` that a failing assertion would leave running. Wait for what
+a process does on an observable state (``tests.helpers.wait_until``), never on a sleep.
+
 Where to put your own fixtures: a ``conftest.py`` in your tests/ subfolder (visible in that
 folder), or a module in ``tests/plugins/`` (every ``tests/plugins/*.py`` not starting with
 ``_`` is registered as a pytest plugin, so its fixtures and hooks are visible everywhere).
@@ -50,6 +56,8 @@ from pathlib import Path
 import pytest
 import redis
 from hypothesis import settings
+
+from tests import children
 
 # Test bots live on 127.0.0.1: the bot connections' SSRF policy (arena.bot_transport)
 # must allow loopback where a test does not choose, as infra/test.sh exports it.
@@ -238,7 +246,7 @@ def _xdist_broker_url() -> str | None:
 
 #: The task queues of the arena (and kombu's per-priority lists and unacked records) that a test's
 #: workers consume; see :func:`_no_stale_tasks`.
-_TASK_QUEUES = ("arena", "arena.priority", "arena.checks")
+_TASK_QUEUES = ("arena", "arena.priority", "arena.checks", "arena.webhooks")
 _KOMBU_KEYS = ("unacked", "unacked_index")
 
 
@@ -360,8 +368,8 @@ def celery_worker_factory(
 ) -> Iterator[Callable[..., WorkerHandle]]:
     """Start real Celery worker processes; all are stopped at teardown.
 
-    ``start(*, concurrency=1, pool="prefork", queues=("arena.priority", "arena.checks", "arena"), broker_url=None,
-    database_url=None, env=None, extra_args=()) -> WorkerHandle``
+    ``start(*, concurrency=1, pool="prefork", queues=("arena.priority", "arena.webhooks", "arena.checks",
+    "arena"), broker_url=None, database_url=None, env=None, extra_args=()) -> WorkerHandle``
 
     - ``broker_url`` defaults to the ``redis_url`` fixture.
     - ``database_url`` defaults to the ``pg_url`` fixture (started on first use);
@@ -369,6 +377,8 @@ def celery_worker_factory(
     - ``env`` adds or overrides environment variables of the worker
       (it already gets ARENA_BROKER_URL, ARENA_DATABASE_URL, ARENA_ALLOW_PRIVATE_BOT_URLS=1,
       ARENA_CELERY_EAGER=0).
+    - ``prefix``: a command the worker runs under (``("ip", "netns", "exec", NAME)``: in a
+      network namespace of its own).
     Returns once the worker has answered a ``ping`` task on its private queue (waits at
     most ``WORKER_READY_TIMEOUT_S`` seconds, else the test fails with the worker's log).
     """
@@ -379,11 +389,12 @@ def celery_worker_factory(
         *,
         concurrency: int = 1,
         pool: str = "prefork",
-        queues: tuple[str, ...] = ("arena.priority", "arena.checks", "arena"),
+        queues: tuple[str, ...] = ("arena.priority", "arena.webhooks", "arena.checks", "arena"),
         broker_url: str | None = None,
         database_url: str | None = None,
         env: dict[str, str] | None = None,
         extra_args: tuple[str, ...] = (),
+        prefix: tuple[str, ...] = (),
     ) -> WorkerHandle:
         broker = broker_url or redis_url
         db = database_url or request.getfixturevalue("pg_url")
@@ -402,6 +413,7 @@ def celery_worker_factory(
             **(env or {}),
         }
         cmd = [
+            *prefix,
             sys.executable,
             "-m",
             "celery",
@@ -424,14 +436,8 @@ def celery_worker_factory(
             *extra_args,
         ]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=REPO,
-                env=wenv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            proc = children.spawn(
+                cmd, cwd=REPO, env=wenv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
         handle = WorkerHandle(proc, name, all_queues, _client_app(broker), log_path)
         handles.append(handle)
@@ -517,14 +523,8 @@ def beat_factory(
         }
         cmd = [sys.executable, "-m", "cli", "beat", "--schedule", str(folder / f"schedule-{tag}")]
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=REPO,
-                env=benv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            proc = children.spawn(
+                cmd, cwd=REPO, env=benv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
         handle = BeatHandle(proc, log_path)
         handles.append(handle)

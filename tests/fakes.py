@@ -74,13 +74,21 @@ class FakeBot(BotServer):
     ``origin`` the same without the last slash. Counters: ``requests`` (every request),
     ``posts`` (every POST), ``decisions``, ``max_in_flight`` (most decisions served at once);
     ``hits`` lists the GET paths, ``hosts`` every request's Host header. ``down()`` (or
-    ``close()``) stops it: connections are then refused.
+    ``close()``) stops it: connections are then refused. ``port``: 0 for any free one, or the
+    port of a bot that was stopped (the same bot back at its address).
     """
 
     def __init__(
-        self, bot: Bot | None = None, mode: str = "ok", sleep_s: float = 0.0, *, every_post: bool = False
+        self,
+        bot: Bot | None = None,
+        mode: str = "ok",
+        sleep_s: float = 0.0,
+        *,
+        every_post: bool = False,
+        host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
-        super().__init__(bot or SAMPLE_BOTS["greedy"](), "127.0.0.1", 0, None, THREADS)
+        super().__init__(bot or SAMPLE_BOTS["greedy"](), host, port, None, THREADS)
         self.mode, self.sleep_s, self.every_post = mode, sleep_s, every_post
         self.secret: str | None = None
         self.inner = sdk_app(self.bot)

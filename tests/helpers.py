@@ -9,12 +9,16 @@
   ``failed``) through the models, without playing the check's games.
 - :func:`examples`: a Hypothesis ``max_examples`` scaled by the loaded profile.
 - :func:`wait_until`: poll an observable state until it holds (never a sleep that orders
-  events; the timeout only guards against a hang).
+  events; the timeout only guards against a hang); :func:`paced`: a costly condition asked
+  less often.
+- :class:`FreezableProxy`: a TCP proxy that can freeze its connections (a server that stops
+  answering, a path gone silent), or forward from another address (a network namespace).
 """
 
 from __future__ import annotations
 
 import shutil
+import socket
 import tempfile
 import threading
 import time
@@ -60,6 +64,20 @@ def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = WAIT_
             raise AssertionError(f"still not {what} after {timeout_s} s")
         time.sleep(0.01)
     return value
+
+
+def paced(condition: Callable[[], Any], every_s: float = 0.1) -> Callable[[], Any]:
+    """``condition`` for :func:`wait_until`, asked at most every ``every_s`` seconds: for a
+    condition that costs the system under test (a request to a server it shares a machine or
+    an interpreter with), never to order events."""
+
+    def asked() -> Any:
+        value = condition()
+        if not value:
+            time.sleep(every_s)
+        return value
+
+    return asked
 
 
 def _admin_execute(pg_url: str, sql: str) -> None:
@@ -177,3 +195,68 @@ def eager_app(data_dir: Path, **more: Any) -> tuple[Any, Any]:
         **more,
     )
     return create_app(settings, engine=engine, dispatcher=InProcessDispatcher(settings)), engine
+
+
+class FreezableProxy:
+    """A TCP proxy on ``host`` (127.0.0.1 by default, any free port) in front of ``upstream``
+    (host, port) that can freeze: a frozen connection forwards nothing either way (a database
+    server that stops answering, a network path gone silent: no close, no reset), holding what
+    arrives; :attr:`held` counts the bytes its client sent meanwhile. Never frozen, it is a
+    plain forwarder (how a network namespace reaches a server listening on 127.0.0.1 only)."""
+
+    def __init__(self, upstream: tuple[str, int], host: str = "127.0.0.1"):
+        self.upstream = upstream
+        self.held = 0
+        self._thawed: list[threading.Event] = []  # one per connection: set while it flows
+        self._new_frozen = False
+        self.listener = socket.create_server((host, 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def freeze(self, *, new_ones: bool = True) -> None:
+        """Freeze every connection open now, and (``new_ones``) every one opened from now on."""
+        self._new_frozen = new_ones
+        for thawed in self._thawed:
+            thawed.clear()
+
+    def thaw(self) -> None:
+        self._new_frozen = False
+        for thawed in self._thawed:
+            thawed.set()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            self.sockets += [client, server]
+            thawed = threading.Event()
+            if not self._new_frozen:
+                thawed.set()
+            self._thawed.append(thawed)
+            threading.Thread(target=self._pump, args=(client, server, thawed, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, thawed, False), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, thawed: threading.Event, from_client: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if not thawed.is_set() and from_client:
+                    self.held += len(data)
+                thawed.wait()
+                dst.sendall(data)
+        except OSError:
+            pass
+        for sock in (src, dst):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.thaw()
+        self.listener.close()
+        for sock in self.sockets:
+            sock.close()

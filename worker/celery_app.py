@@ -23,7 +23,7 @@ from celery import Celery, signals
 from arena.config import Settings
 from arena.delivery import prewarm
 from arena.limits import visibility_timeout
-from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PAR_QUEUE, PRIORITY_QUEUE, QUEUE
+from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PAR_QUEUE, PRIORITY_QUEUE, QUEUE, WEBHOOK_QUEUE
 
 log = logging.getLogger("arena.worker")
 
@@ -37,8 +37,10 @@ LADDER_FIT_TASK = "arena.ladder_fit"
 #: runs them in a process of their own (:data:`CHECK_QUEUES`), so a flood of slow checks
 #: never holds a thread, or the interpreter lock, of a match (issue 24).
 WORKER_QUEUES = (PRIORITY_QUEUE, QUEUE, LADDER_QUEUE)
-#: What the check process of ``arena worker`` consumes.
-CHECK_QUEUES = (CHECK_QUEUE,)
+#: What the check process of ``arena worker`` consumes: the owners' webhooks first (short
+#: deliveries, bounded by arena.webhooks.TIMEOUT_S), then the bot checks, the ladders' health
+#: probes and the polls of starts waiting for offline entrants.
+CHECK_QUEUES = (WEBHOOK_QUEUE, CHECK_QUEUE)
 #: What the par process of ``arena worker`` consumes (luck-adjusted scores: CPU work that can
 #: wait, in a process of its own run at a lower priority, ``nice``, than the matches').
 PAR_QUEUES = (PAR_QUEUE,)

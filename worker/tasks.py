@@ -6,6 +6,11 @@
 :func:`arena.usecases.tournaments.send_tournament` (store a started tournament's schedule,
 send its matches through :class:`arena.queue.CeleryDispatcher`).
 ``arena.compute_par(match_id)`` (queue ``arena.par``) runs :func:`arena.usecases.pars.fill_pars`.
+``arena.await_entrants(tournament_id)`` (queue ``arena.checks``) runs
+:func:`arena.usecases.entrants.await_entrants` (one poll of a start waiting for offline entrants).
+``arena.send_webhook(account_id, message, attempt=1)`` (queue ``arena.webhooks``) runs
+:func:`arena.notices.deliver`, and sends itself again after :func:`arena.webhooks.backoff_s`
+while the receiver fails in a way worth another attempt, :data:`arena.webhooks.ATTEMPTS` in all.
 ``arena.reap()`` runs :func:`arena.reaper.reap` (normally inside ``arena beat``, see
 :mod:`worker.beat`; a worker runs it only when it is sent to a queue explicitly).
 """
@@ -14,15 +19,17 @@ from __future__ import annotations
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from arena import notices, roll_call, webhooks
 from arena.config import Settings
 from arena.conformance import run_check
 from arena.db.session import shared_sessions
 from arena.delivery import MatchDeferred, play_and_store
 from arena.dispatch import QueueError
 from arena.probes import run_probes
-from arena.queue import LADDER_PROBE_TASK, CeleryDispatcher
+from arena.queue import AWAIT_ENTRANTS_TASK, LADDER_PROBE_TASK, SEND_WEBHOOK_TASK, CeleryDispatcher
 from arena.reaper import reap
 from arena.runner.claims import defer_countdown_s
+from arena.usecases.entrants import await_entrants
 from arena.usecases.pars import fill_pars
 from arena.usecases.tournaments import send_tournament
 from worker.celery_app import REAP_TASK, app
@@ -89,6 +96,46 @@ def ladder_probe_task(self, entry_ids: list[int]) -> str:
     """Celery task (queue ``arena.checks``): :func:`run_probes` of the ladder entries
     (``args=[[entry ids]]``), retried while the database is unreachable."""
     return run_probes([int(e) for e in entry_ids])
+
+
+@app.task(name=AWAIT_ENTRANTS_TASK, **{**DURABLE, "autoretry_for": (*DATABASE_DOWN, QueueError)})
+def await_entrants_task(self, tournament_id: int) -> str:
+    """Celery task: :func:`await_entrants` (``args=[tournament_id]``), retried while the
+    database or the broker is unreachable (the reaper also sends a poll that was lost)."""
+    settings = Settings.from_env()
+    roll = roll_call.caller(roll_call.redis_of(settings.broker_url), allow_private=settings.allow_private_bot_urls)
+    return await_entrants(
+        shared_sessions(settings.database_url),
+        int(tournament_id),
+        CeleryDispatcher(settings.broker_url),
+        roll,
+        settings,
+    )
+
+
+@app.task(name=SEND_WEBHOOK_TASK, **DURABLE)
+def send_webhook_task(self, account_id: int, message: dict, attempt: int = 1) -> str:
+    """Celery task: one delivery of ``message`` to the account's webhook (:func:`notices.deliver`);
+    a failure worth another attempt sends the task again (``attempt`` + 1) after
+    :func:`webhooks.backoff_s`, until :data:`webhooks.ATTEMPTS`. Its thread is the check
+    process's: never a match's."""
+    settings = Settings.from_env()
+    sessions = shared_sessions(settings.database_url)
+    got = notices.deliver(
+        sessions, int(account_id), message, allow_private=settings.allow_private_bot_urls, attempt=int(attempt)
+    )
+    what = f"webhook {message.get('event')} {message.get('id')} to account {int(account_id)} (attempt {attempt})"
+    if got is None:
+        return f"{what}: no webhook any more"
+    if got.ok or not got.retry:
+        return f"{what}: {'delivered' if got.ok else 'failed: ' + got.error}"
+    if int(attempt) >= webhooks.ATTEMPTS:
+        return f"{what}: failed, no attempt left: {got.error}"
+    wait = webhooks.backoff_s(int(attempt))
+    CeleryDispatcher(settings.broker_url).send_webhook(
+        int(account_id), message, attempt=int(attempt) + 1, countdown_s=wait
+    )
+    return f"{what}: failed ({got.error}); again in {wait:g} s"
 
 
 @app.task(name=REAP_TASK)

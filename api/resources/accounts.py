@@ -3,6 +3,13 @@
 The token is returned once and stored hashed; ``POST /api/v1/accounts/me/token`` replaces it
 (optionally with an expiry). The organizer role is granted only by the
 operator command ``arena accounts create --organizer NAME``.
+
+``/accounts/me/webhook``: where the account hears of its bots' checks, of a bot entered in a
+tournament about to start while it is offline, and of its tournaments' ends (a signed JSON
+POST per event, sent by the workers: :mod:`arena.webhooks`, docs/webhooks.md). ``PUT`` sets
+the URL (the bots' URL policy) and answers a fresh signing secret, shown once; ``GET`` shows
+it with the last delivery's outcome; ``DELETE`` removes it; ``POST .../test`` sends a
+``ping`` event.
 """
 
 from __future__ import annotations
@@ -13,11 +20,14 @@ from flask_smorest import Blueprint
 from marshmallow import validate
 
 from api.auth import BEARER, current_account
-from api.common import errors
-from api.database import db
+from api.common import TextField, errors
+from api.database import db, dispatcher, settings
 from api.errors import abort
+from arena import webhooks
 from arena.accounts import NAME_RE, NameTaken, create_account, rotate_token
 from arena.security import MAX_TOKEN_DAYS
+from arena.url_policy import MAX_URL_LENGTH
+from arena.usecases import webhooks as usecases
 
 blp = Blueprint("accounts", __name__, url_prefix="/api/v1/accounts", description="Accounts and API tokens")
 
@@ -104,3 +114,90 @@ class MyToken(MethodView):
             "token_expires_at": account.token_expires_at,
             "token": token,
         }
+
+
+class WebhookSetSchema(ma.Schema):
+    url = TextField(
+        required=True,
+        min_length=1,
+        max_length=MAX_URL_LENGTH,
+        metadata={"description": "http(s) URL the events are POSTed to; public hosts only (as a bot's URL)"},
+    )
+
+
+class WebhookSchema(ma.Schema):
+    url = ma.fields.String(required=True)
+    events = ma.fields.List(
+        ma.fields.String(validate=validate.OneOf(webhooks.EVENTS)),
+        required=True,
+        metadata={"description": "the events the webhook hears (docs/webhooks.md)"},
+    )
+    last_delivery = ma.fields.Dict(
+        allow_none=True,
+        metadata={
+            "description": "the last attempt: {event, id, at, attempt, status (HTTP, null: no answer), ok, "
+            "error, final}; null before the first"
+        },
+    )
+
+
+class WebhookSecretSchema(WebhookSchema):
+    secret = ma.fields.String(
+        required=True,
+        metadata={"description": "signs every delivery (X-Arena-Signature, as a bot request); shown this once"},
+    )
+
+
+class WebhookTestSchema(ma.Schema):
+    id = ma.fields.String(required=True, metadata={"description": "the ping event's id (X-Arena-Delivery)"})
+
+
+def _webhook(account, secret: str | None = None) -> dict:
+    out = {"url": account.webhook_url, "events": list(webhooks.EVENTS), "last_delivery": account.webhook_last}
+    if secret is not None:
+        out["secret"] = secret
+    return out
+
+
+@blp.route("/me/webhook")
+class MyWebhook(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(200, WebhookSchema)
+    @errors(blp, 401, 404)
+    def get(self):
+        """The account's webhook and its last delivery; 404 when it has none."""
+        account = current_account()
+        db().refresh(account)
+        if not account.webhook_url:
+            abort(404, "this account has no webhook")
+        return _webhook(account)
+
+    @blp.doc(security=BEARER)
+    @blp.arguments(WebhookSetSchema)
+    @blp.response(200, WebhookSecretSchema)
+    @errors(blp, 401)
+    def put(self, data):
+        """Set the webhook's URL (422 naming ``url`` when the URL policy refuses it); the
+        answer holds a fresh signing secret, shown this once (the previous one stops signing)."""
+        account, secret = usecases.set_webhook(
+            db(), current_account(), data["url"], allow_private=settings().allow_private_bot_urls
+        )
+        return _webhook(account, secret)
+
+    @blp.doc(security=BEARER)
+    @blp.response(204)
+    @errors(blp, 401)
+    def delete(self):
+        """Remove the webhook: nothing more is sent."""
+        usecases.clear_webhook(db(), current_account())
+
+
+@blp.route("/me/webhook/test")
+class MyWebhookTest(MethodView):
+    @blp.doc(security=BEARER)
+    @blp.response(202, WebhookTestSchema)
+    @errors(blp, 401, 409, 503)
+    def post(self):
+        """Send a ``ping`` event to the webhook (a worker delivers it; ``GET`` shows the outcome
+        in ``last_delivery``). 409 without a webhook; 503 when the broker is down."""
+        return {"id": usecases.ping_webhook(db(), dispatcher(), current_account())}

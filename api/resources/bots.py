@@ -30,6 +30,7 @@ from api.auth import BEARER, current_account, protect
 from api.common import IdField, PageArgs, TextField, errors, page_schema
 from api.database import db, dispatcher, redis_client, settings
 from api.errors import abort
+from api.ratelimit import client
 from arena.db.models import Bot, BotCheck
 from arena.status import LISTED_BOT_STATUSES, BotTransport, values
 from arena.url_policy import MAX_URL_LENGTH
@@ -312,7 +313,12 @@ class BotCheckLatest(MethodView):
         ``ARENA_CHECK_SECONDS_PER_HOUR`` (900) seconds in the last hour; 503 when no worker can be
         reached (nothing changed)."""
         check = usecases.check_bot(
-            db(), dispatcher(), current_account(), bot_id, max_seconds_per_hour=settings().check_seconds_per_hour
+            db(),
+            dispatcher(),
+            current_account(),
+            bot_id,
+            max_seconds_per_hour=settings().check_seconds_per_hour,
+            client=client(),
         )
         return check, 202, {"Location": check_path(bot_id, check.id)}
 

@@ -10,7 +10,6 @@ rated once. Each view parses, calls its use case (:mod:`arena.usecases.ladders`)
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 import marshmallow as ma
@@ -92,6 +91,7 @@ class TableRowSchema(ma.Schema):
     online = ma.fields.Boolean(allow_none=True, metadata={"description": "can play now"})
     paused_by = ma.fields.String(allow_none=True, metadata={"description": "owner, or health (the ladder's rule)"})
     paused_reason = ma.fields.String(allow_none=True)
+    pause = ma.fields.Dict(allow_none=True, metadata={"description": "why, as a code and its parameters"})
     paused_at = ma.fields.DateTime(allow_none=True)
     last_set_at = ma.fields.DateTime(allow_none=True)
     parent_bot_id = ma.fields.Integer(allow_none=True, metadata={"description": "the bot it is a new version of"})
@@ -154,7 +154,14 @@ class EntrySchema(ma.Schema):
     bot_id = ma.fields.Integer(allow_none=True)
     status = ma.fields.String(required=True, validate=validate.OneOf(values(EntryStatus)))
     paused_by = ma.fields.String(allow_none=True)
-    paused_reason = ma.fields.String(allow_none=True, metadata={"description": "why it is paused"})
+    paused_reason = ma.fields.String(allow_none=True, metadata={"description": "why it is paused (English)"})
+    pause = ma.fields.Dict(
+        allow_none=True,
+        metadata={
+            "description": "why it is paused as a code and its parameters: owner, forfeits (n, window, bar), "
+            "probe (error)"
+        },
+    )
     paused_at = ma.fields.DateTime(allow_none=True, metadata={"description": "since when"})
     mu = ma.fields.Float(required=True)
     sigma = ma.fields.Float(required=True)
@@ -256,6 +263,7 @@ def entry_dict(entry: LadderEntry) -> dict[str, Any]:
         "status": entry.status,
         "paused_by": entry.paused_by,
         "paused_reason": entry.paused_reason,
+        "pause": entry.pause,
         "paused_at": entry.paused_at,
         "mu": entry.mu,
         "sigma": entry.sigma,
@@ -307,7 +315,7 @@ class LadderById(MethodView):
     def get(self, ladder_id: int):
         """The ladder and its live table (conservative rating first; who can play now)."""
         ladder, rows = usecases.live_table(db(), optional_account(), ladder_id, online(), settings().ladder_probe_s)
-        return {"ladder": ladder_dict(ladder), "rows": [asdict(r) for r in rows]}
+        return {"ladder": ladder_dict(ladder), "rows": rows}  # the schema reads each row's attributes
 
 
 @blp.route("/<int:ladder_id>/close")

@@ -59,7 +59,8 @@ class Leaderboard(MethodView):
     @blp.response(200, LeaderboardSchema)
     @errors(blp, 422)
     def get(self, args):
-        """Bots of a rule set by conservative rating (ordinal = mu - 3 sigma), paginated."""
+        """Bots of a rule set by conservative rating (ordinal = mu - 3 sigma), paginated; a
+        deleted bot (and with it its owner's name) is not listed."""
         rows, total = leaderboard(db(), args["ruleset"], args["page"], args["per_page"])
         return {
             "ruleset": args["ruleset"],

@@ -27,22 +27,25 @@ import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow import validate
-from sqlalchemy import exists, func, select
+from sqlalchemy import ColumnElement, exists, func, select
 from sqlalchemy.orm import selectinload
 
 import engine
 from api.auth import BEARER, optional_account, protect, require_organizer
 from api.common import IdField, PageArgs, TextField, TimeRulesSchema, errors, page_schema, paginate_query
-from api.database import db, dispatcher, settings, tournament_logs_download
+from api.database import db, dispatcher, redis_client, settings, tournament_logs_download
 from api.errors import abort
 from api.resources.matches import MatchSchema, match_dict
 from arena import access as policy
+from arena import roll_call
 from arena.db.models import Match, MatchSeat, Tournament
 from arena.lifecycle import MatchStatus, TournamentStatus
+from arena.roll_call import HEALTH_FAILED, NOT_CONNECTED
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from arena.sequential import MAX_ROUNDS_LIMIT
 from arena.standings import standings_dict
-from arena.status import StopReason, TournamentFormat, values
+from arena.status import BotTransport, StopReason, TournamentFormat, values
+from arena.usecases import entrants
 from arena.usecases import tournaments as usecases
 from arena.usecases.tournaments import INLINE_SEND_MATCHES, INLINE_START_PARTICIPANTS
 
@@ -178,6 +181,31 @@ class ProgressSchema(ma.Schema):
     )
 
 
+class AbsenceSchema(ma.Schema):
+    """An entrant found offline by a roll call (arena.roll_call.Absence)."""
+
+    bot_id = ma.fields.Integer(required=True)
+    name = ma.fields.String(required=True)
+    owner_id = ma.fields.Integer(required=True)
+    transport = ma.fields.String(required=True, validate=validate.OneOf(values(BotTransport)))
+    reason = ma.fields.String(
+        required=True,
+        validate=validate.OneOf((NOT_CONNECTED, HEALTH_FAILED)),
+        metadata={
+            "description": "not_connected: a bot that dials out holds no connection; health_failed: a bot the "
+            "arena calls failed its health check (detail says how)"
+        },
+    )
+    detail = ma.fields.String(required=True)
+
+
+class RollCallSchema(ma.Schema):
+    """The last roll call of the entrants (who was offline when the start looked)."""
+
+    checked_at = ma.fields.String(required=True, metadata={"description": "ISO 8601 UTC"})
+    offline = ma.fields.List(ma.fields.Nested(AbsenceSchema), required=True)
+
+
 class TournamentSchema(ma.Schema):
     id = ma.fields.Integer(required=True)
     name = ma.fields.String(required=True)
@@ -232,6 +260,18 @@ class TournamentSchema(ma.Schema):
     public_when_finished = ma.fields.Boolean(required=True)
     participants = ma.fields.List(ma.fields.Integer(), required=True)
     status = ma.fields.String(required=True)
+    waiting_until = ma.fields.DateTime(
+        allow_none=True,
+        metadata={
+            "description": "while its start waits for offline entrants (status still created): when it starts "
+            "whoever is online; null otherwise"
+        },
+    )
+    roll_call = ma.fields.Nested(
+        RollCallSchema,
+        allow_none=True,
+        metadata={"description": "the last roll call of the entrants (at the start, and each poll of a wait)"},
+    )
     progress = ma.fields.Nested(ProgressSchema, required=True)
     created_at = ma.fields.DateTime(required=True)
     started_at = ma.fields.DateTime(allow_none=True)
@@ -374,6 +414,8 @@ def tournament_dict(t: Tournament, progress: tuple[int, int, int] | None = None)
         "public_when_finished": t.public_when_finished,
         "participants": [p.bot_id for p in t.participants],
         "status": t.status,
+        "waiting_until": t.waiting_until if t.status == TournamentStatus.CREATED else None,
+        "roll_call": t.roll_call if t.roll_call and "offline" in t.roll_call else None,
         "progress": {"finished": finished, "total": total, "queued": queued},
         "created_at": t.created_at,
         "started_at": t.started_at,
@@ -388,6 +430,8 @@ def get_tournament(tournament_id: int) -> Tournament:
     not public (nothing tells it whether the tournament exists)."""
     viewer = optional_account()
     t = db().get(Tournament, tournament_id)
+    if t is not None and t.format == TournamentFormat.LADDER:  # a ladder's sets: /api/v1/ladders/{id}
+        t = None
     if t is None or not policy.can_view_tournament(db(), viewer, t):
         if viewer is None:
             abort(401, "missing bearer token (Authorization: Bearer <token>): the tournament is not public")
@@ -411,11 +455,12 @@ class Tournaments(MethodView):
     @errors(blp, 401)
     def get(self, args):
         """All tournaments, newest first, paginated (without a token: the public ones)."""
-        cond = [Tournament.format != TournamentFormat.TABLE.value] + (
-            []
-            if optional_account() is not None
-            else [Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True)]
-        )
+        # a ladder's sets: /api/v1/ladders; a table's match: /api/v1/tables
+        cond: list[ColumnElement[bool]] = [
+            Tournament.format.not_in([TournamentFormat.LADDER.value, TournamentFormat.TABLE.value])
+        ]
+        if optional_account() is None:
+            cond += [Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True)]
         items, total = paginate_query(
             db(),
             select(Tournament)
@@ -445,12 +490,29 @@ class TournamentById(MethodView):
         return tournament_dict(get_tournament(tournament_id))
 
 
+class StartQuerySchema(ma.Schema):
+    if_offline = ma.fields.String(
+        load_default=entrants.ASK,
+        validate=validate.OneOf(entrants.IF_OFFLINE),
+        metadata={
+            "description": "when entrants are offline: ask (409 listing them, nothing changes), wait (for them, "
+            "at most wait_s seconds, then start), start (at once, without them)"
+        },
+    )
+    wait_s = ma.fields.Integer(
+        load_default=entrants.DEFAULT_WAIT_S,
+        validate=validate.Range(min=1, max=entrants.MAX_WAIT_S),
+        metadata={"description": "if_offline=wait: seconds to wait at most"},
+    )
+
+
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/start")
 class TournamentStart(MethodView):
     @blp.doc(security=BEARER)
+    @blp.arguments(StartQuerySchema, location="query")
     @blp.response(202, TournamentSchema)
     @errors(blp, 401, 403, 404, 409, 503)
-    def post(self, tournament_id):
+    def post(self, query, tournament_id):
         """Start (organizers): the tournament becomes ``running`` and its matches are
         scheduled and enqueued. Up to :data:`INLINE_START_PARTICIPANTS` participants the
         schedule is stored in the request and its first :data:`INLINE_SEND_MATCHES` matches
@@ -459,12 +521,30 @@ class TournamentStart(MethodView):
         answer comes at once whatever the field: ``progress.total`` counts the stored matches (0 until the
         schedule is stored, seconds later) and ``progress.queued`` those sent so far.
 
+        First a roll call of the entrants (a bot that dials out and holds no connection, a bot
+        the arena calls whose health check fails, within 3 s): with someone offline,
+        ``if_offline=ask`` (the default) answers 409 with ``details.offline`` (each bot, why)
+        and changes nothing; ``wait`` keeps the tournament ``created`` with ``waiting_until``
+        (202): a worker polls every few seconds and starts it once everyone is online or the
+        time is up, and each offline bot's owner is told (webhook ``entrant.offline``, the
+        bot's page); ``start`` starts at once without them. ``roll_call`` keeps who was offline.
+
         409 if finished or cancelled, or already running with nothing left to enqueue;
         503 if the task broker is unreachable: the tournament is running, with what was sent
         so far; start again to send the rest (``arena beat``'s reaper also sends it by
         itself once the broker is back, after ``ARENA_LOST_AFTER_S``).
         """
-        return tournament_dict(usecases.start_tournament(db(), dispatcher(), require_organizer(), tournament_id))
+        roll = roll_call.caller(redis_client(), allow_private=settings().allow_private_bot_urls)
+        outcome = entrants.start_or_wait(
+            db(),
+            dispatcher(),
+            require_organizer(),
+            tournament_id,
+            roll,
+            if_offline=query["if_offline"],
+            wait_s=query["wait_s"],
+        )
+        return tournament_dict(outcome.tournament)
 
 
 class ResumeQuerySchema(ma.Schema):
@@ -504,7 +584,7 @@ class TournamentCancel(MethodView):
 
         A match already being played finishes and keeps its result; the worker skips the others.
         """
-        return tournament_dict(usecases.cancel_tournament(db(), require_organizer(), tournament_id))
+        return tournament_dict(usecases.cancel_tournament(db(), require_organizer(), tournament_id, dispatcher()))
 
 
 @blp.route("/<int(min=1, max=2147483647):tournament_id>/retry")

@@ -5,6 +5,8 @@ JavaScript file for the replay, no build step).
 ``/ui/``                                tournaments you may see
 ``/ui/tournaments/<id>``                status, progress, standings (settled or not), chart, matches
 ``/ui/leaderboard``                     ratings across tournaments per rule set (``?ruleset=``)
+``/ui/ladders``, ``/ui/ladders/<id>``   ladders; one ladder's live table, sets, official table
+                                        (api.ui.ladders; a bot's ladder profile: api.ui.profiles)
 ``/ui/tournaments/<id>/logs.jsonl``     all readable match logs (JSON Lines download)
 ``/ui/matches/<id>``                    seats, result, faults, step-by-step replay
 ``/ui/matches/<id>/log.json``           the match log (JSON download)
@@ -36,7 +38,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from api.ui import forms, guides, lang, live, tables  # noqa: F401 - register their routes on bp
+from api.ui import forms, guides, ladders, lang, live, tables  # noqa: F401 - register their routes on bp
 from api.ui.i18n import init_i18n
 from api.ui.views import bp
 

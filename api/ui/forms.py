@@ -42,22 +42,29 @@ import engine
 from api.common import MAX_ID
 from api.database import db, dispatcher, redis_client, settings
 from api.errors import CORE_ERRORS, Refusal, RefusalError, load_json, refusal
-from api.resources.accounts import AccountCreateSchema
+from api.ratelimit import client
+from api.resources.accounts import AccountCreateSchema, WebhookSetSchema
 from api.resources.bots import BotCreateSchema, BotSchema, with_presence
 from api.resources.tournaments import TournamentCreateSchema
 from api.ui import access, fields
 from api.ui.chart import rating_chart
 from api.ui.i18n import ruleset_names
 from api.ui.lang import option_names
-from api.ui.views import _entrant_label, _load_log, bp
+from api.ui.profiles import ladder_profiles
+from api.ui.views import OFFLINE_ASKED_KEY, _entrant_label, _load_log, bp
 from arena import access as policy
+from arena import roll_call, webhooks
 from arena.accounts import create_account
-from arena.db.models import Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
+from arena.db.models import Account, Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
+from arena.roll_call import absences_of
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from arena.standings import tournament_standings
 from arena.status import BotStatus, BotTransport, TournamentStatus
+from arena.usecases import EntrantsOffline
 from arena.usecases import bots as bot_cases
+from arena.usecases import entrants as entrant_cases
 from arena.usecases import tournaments as tournament_cases
+from arena.usecases import webhooks as webhook_cases
 
 CSRF_KEY = "csrf"
 #: Matches per page of a bot page (newest first; ``?page=N``).
@@ -143,17 +150,31 @@ def refusal_banner(answer: Refusal, not_done: str, errors: dict[str, str], label
     return _("%(not_done)s: correct the fields marked below (%(fields)s).", not_done=not_done, fields=", ".join(names))
 
 
-def _tournament_labels(ruleset: str) -> dict[str, str]:
-    """Form field -> label of the tournament form (:func:`refusal_banner`)."""
+def rule_labels(ruleset: str) -> dict[str, str]:
+    """Form field -> label of the fields the tournament and the ladder forms share (their name,
+    rule set, time bank and every option), for :func:`refusal_banner`."""
     bank = _("Time bank")
     labels = {
         "name": _("Name"),
         "ruleset": _("Rule set"),
-        "participants": _("Participants (ready bots)"),
         "time_rules": bank,
         "time_rules.initial": f"{bank}: {_('initial')}",
         "time_rules.increment": f"{bank}: {_('per action')}",
         "time_rules.cap": f"{bank}: {_('cap')}",
+        "options": _("Options: %(ruleset)s", ruleset=ruleset_names().get(ruleset, ruleset)),
+    }
+    names = option_names()
+    for rs, option_fields in fields.option_fields().items():
+        for of in option_fields:
+            labels[fields.field_name(rs, of.name)] = names.get(of.name, of.name)
+    return labels
+
+
+def _tournament_labels(ruleset: str) -> dict[str, str]:
+    """Form field -> label of the tournament form (:func:`refusal_banner`)."""
+    return {
+        **rule_labels(ruleset),
+        "participants": _("Participants (ready bots)"),
         "games_per_pairing": _("Games per pairing"),
         "until_settled": _("Play until settled"),
         "until_settled.max_rounds": f"{_('Play until settled')}: {_('most rounds')}",
@@ -164,13 +185,7 @@ def _tournament_labels(ruleset: str) -> dict[str, str]:
         "fill_with_house_bots": _("Fill empty seats with house bots"),
         "separate_owners": _("Never two bots of one owner at one table"),
         "public_when_finished": _("Public once finished"),
-        "options": _("Options: %(ruleset)s", ruleset=ruleset_names().get(ruleset, ruleset)),
     }
-    names = option_names()
-    for rs, option_fields in fields.option_fields().items():
-        for of in option_fields:
-            labels[fields.field_name(rs, of.name)] = names.get(of.name, of.name)
-    return labels
 
 
 def _bot_labels() -> dict[str, str]:
@@ -227,10 +242,19 @@ REGISTERED_KEY = "ui_registered"
 REGISTERED_KEPT = 10
 
 
-def _bots_page(form: dict | None = None, errors: dict | None = None, message: str | None = None, status: int = 200):
+def _bots_page(
+    form: dict | None = None,
+    errors: dict | None = None,
+    message: str | None = None,
+    status: int = 200,
+    webhook: dict | None = None,
+):
+    """The bots page; ``webhook``: what the webhook form answered (``secret`` shown once,
+    ``url`` as typed, ``error``, ``notice``)."""
     account = _need_viewer()
     items, _total = bot_cases.list_bots(db(), account, per_page=100)
     bots = BotSchema(many=True).dump(with_presence(items))
+    me = db().get(Account, account.id)
     return render_template(
         "bots.html",
         bots=bots,
@@ -239,7 +263,46 @@ def _bots_page(form: dict | None = None, errors: dict | None = None, message: st
         message=message,
         rulesets=engine.RULESETS,
         form_id=secrets.token_hex(16),
+        me=me,
+        webhook=webhook or {},
+        webhook_events=webhooks.EVENTS,
     ), status
+
+
+@bp.route("/webhook", methods=["POST"])
+def webhook_form():
+    """The webhook card of the bots page: ``action`` ``set`` (``url``: what ``PUT
+    /api/v1/accounts/me/webhook`` does; the secret shown once on the answer), ``remove``
+    (``DELETE``), ``test`` (``POST .../test``)."""
+    account = _need_viewer()
+    _check_csrf()
+    action = request.form.get("action", "")
+    if action == "set":
+        url = request.form.get("url", "")
+        got, refused = attempt(
+            lambda: webhook_cases.set_webhook(
+                db(),
+                account,
+                load_json(WebhookSetSchema(), {"url": url})["url"],
+                allow_private=settings().allow_private_bot_urls,
+            )
+        )
+        if got is None:
+            assert refused is not None
+            error = _field_errors(refused).get("url") or refused.message
+            return _bots_page(status=refused.status, webhook={"url": url, "error": error})
+        return _bots_page(webhook={"secret": got[1]})
+    if action == "remove":
+        webhook_cases.clear_webhook(db(), account)
+        return redirect(url_for("ui.bots"), code=303)
+    if action == "test":
+        sent, refused = attempt(lambda: webhook_cases.ping_webhook(db(), dispatcher(), account))
+        notice = _("A test event was sent: reload this page to see how it was answered.") if sent else None
+        return _bots_page(
+            status=refused.status if refused else 202,
+            webhook={"notice": notice, "error": refused.message if refused else None},
+        )
+    abort(404)
 
 
 @bp.route("/bots", methods=["GET", "POST"])
@@ -286,9 +349,10 @@ def bots():
     return _bot_page(bot.id, secret=bot.secret, status=201)
 
 
-def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """The bot's rating in each finished tournament it played (oldest first, the latest
-    :data:`RATING_TOURNAMENTS_SHOWN`) and a chart per rule set.
+def _rating_history(bot_id: int, viewer=None) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The bot's rating in each finished tournament it played that ``viewer`` may read
+    (:func:`arena.access.public_tournaments_condition`: the public ones for a visitor; oldest
+    first, the latest :data:`RATING_TOURNAMENTS_SHOWN`) and a chart per rule set.
 
     Each tournament's rating is the openskill rating of its standings
     (:func:`arena.standings.tournament_standings`: every tournament starts from the
@@ -303,7 +367,11 @@ def _rating_history(bot_id: int) -> tuple[list[dict[str, Any]], dict[str, dict[s
         s.scalars(
             select(Tournament)
             .join(TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id)
-            .where(TournamentParticipant.bot_id == bot_id, Tournament.status == TournamentStatus.FINISHED)
+            .where(
+                TournamentParticipant.bot_id == bot_id,
+                Tournament.status == TournamentStatus.FINISHED,
+                *policy.public_tournaments_condition(viewer),
+            )
             .order_by(Tournament.finished_at.desc(), Tournament.id.desc())
             .limit(RATING_TOURNAMENTS_SHOWN)
             .options(selectinload(Tournament.participants))
@@ -356,33 +424,46 @@ def run_command(last_check: dict | None) -> dict[str, str | None]:
 
 
 def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, message: str | None = None):
-    """The bot page: the bot as ``GET /api/v1/bots/<id>`` shows it (owner or organizer, else
-    the API's 403/404),
-    its check, per-endpoint concurrency cap, rating history, one page of its matches
-    (``?page=N``, :data:`BOT_MATCHES_PER_PAGE` newest first) and the faults in them.
+    """The bot page, public where its tournaments are (:func:`arena.access.can_view_bot_profile`:
+    a visitor gets 401, a signed-in account 404, for a bot it may not see): its rating across
+    tournaments, rating history (:func:`_rating_history`), one page of the matches the viewer
+    may read (``?page=N``, :data:`BOT_MATCHES_PER_PAGE` newest first;
+    :func:`arena.access.readable_matches_condition`) and the faults in them.
+
+    Its owner and organizers (:func:`arena.access.can_open_bot`) also get the owner's parts,
+    the bot as ``GET /api/v1/bots/<id>`` shows it: URL, check and its details, connection,
+    concurrency cap, tournaments waiting for it; the owner alone the forms (check, rotate the
+    secret) and the run command. Each part is one block of ``bot.html`` (``sections``: the
+    names of the parts this viewer gets), so a section is added with one block there and its
+    name here. Its ladders (:func:`api.ui.profiles.ladder_profiles`): one section per ladder
+    the viewer reads (an open ladder's entrants' profiles are public, as its table is).
 
     Access (:mod:`arena.access`): a match is linked when the viewer may read it; fault
     details (kind, request, detail) come from the match log, shown only when the viewer may
     read the log (log embargo: not while the tournament runs, except to organizers); else
     only the count of the result."""
-    account = _need_viewer()
-    row, refused = (
-        attempt(lambda: bot_cases.bot_for(db(), account, bot_id, write=False))
-        if 1 <= bot_id <= MAX_ID
-        else (None, _route_refusal())
-    )
-    if row is None:
-        assert refused is not None
-        abort(refused.status, refused.message)
-    bot = BotSchema().dump(with_presence([row])[0])
+    account = access.viewer()
+    row = db().get(Bot, bot_id) if 1 <= bot_id <= MAX_ID else None
+    if row is None or row.status == BotStatus.DELETED:
+        abort(404, _("There is no bot %(id)s.", id=bot_id))
+    privileged = policy.can_open_bot(account, row.owner_id)
+    if not privileged and not policy.can_view_bot_profile(db(), account, row):
+        if account is None:
+            abort(401, _("Sign in with your API token to see %(what)s.", what=_("this page")))
+        abort(404, _("There is no bot %(id)s.", id=bot_id))
+    bot = BotSchema().dump(with_presence([row])[0]) if privileged else public_bot(row)
     s = db()
-    total = s.scalar(select(func.count()).select_from(MatchSeat).where(MatchSeat.bot_id == bot_id)) or 0
+    cond = [MatchSeat.bot_id == bot_id]
+    readable_cond = None if privileged else policy.readable_matches_condition(account)
+    if readable_cond is not None:
+        cond.append(readable_cond)
+    total = s.scalar(select(func.count()).select_from(Match).join(MatchSeat).where(*cond)) or 0
     pages = max(1, -(-total // BOT_MATCHES_PER_PAGE))
     page = min(max(1, request.args.get("page", 1, type=int) or 1), pages)
     rows = s.execute(
         select(Match, MatchSeat.seat)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
-        .where(MatchSeat.bot_id == bot_id)
+        .where(*cond)
         .order_by(Match.id.desc())
         .offset((page - 1) * BOT_MATCHES_PER_PAGE)
         .limit(BOT_MATCHES_PER_PAGE)
@@ -422,7 +503,8 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         for f in log.get("faults") or []:
             if f.get("player") == seat:
                 faults.append({"m": m, "t": t, **f})
-    history, charts = _rating_history(bot_id)
+    history, charts = _rating_history(bot_id, account)
+    owner = account is not None and row.owner_id == account.id
     return render_template(
         "bot.html",
         run=run_command(bot.get("last_check")),
@@ -430,7 +512,10 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         secret=secret,
         matches=matches,
         message=message,
-        owner=bot.get("owner_id") == account.id,
+        owner=owner,
+        privileged=privileged,
+        sections=bot_sections(privileged, row),
+        waiting=waiting_for(bot_id) if privileged else [],
         label=_entrant_label,
         page=page,
         pages=pages,
@@ -441,7 +526,66 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         charts=charts,
         ratings=current_ratings(bot_id),
         gateway_url=settings().gateway_url,
+        ladders=ladder_profiles(bot_id, account),
     ), status
+
+
+def public_bot(row: Bot) -> dict[str, Any]:
+    """What a bot's public profile shows of the bot itself: id, name, owner's name, rule
+    sets, registration (no URL, status, check, secret or connection)."""
+    return {
+        "id": row.id,
+        "name": row.name,
+        "owner_id": row.owner_id,
+        "owner_name": db().scalar(select(Account.name).where(Account.id == row.owner_id)),
+        "rulesets": list(row.rulesets or []),
+        "created_at": row.created_at,
+    }
+
+
+#: The sections of a bot page in page order (one block of ``bot.html`` each), and whether only
+#: its owner and organizers get it (:func:`arena.access.can_open_bot`).
+BOT_SECTIONS: tuple[tuple[str, bool], ...] = (
+    ("waiting", True),
+    ("check", True),
+    ("connection", True),
+    ("facts", False),
+    ("rating_history", False),
+    ("ladders", False),
+    ("matches", False),
+    ("faults", False),
+)
+
+
+def bot_sections(privileged: bool, row: Bot) -> list[str]:
+    """The names of the sections of :data:`BOT_SECTIONS` this viewer gets of bot ``row``
+    (the connection only for a bot that connects)."""
+    return [
+        name
+        for name, owner_side in BOT_SECTIONS
+        if (privileged or not owner_side) and (name != "connection" or row.transport == BotTransport.CONNECT)
+    ]
+
+
+def waiting_for(bot_id: int) -> list[dict[str, Any]]:
+    """The tournaments whose start waits for this bot to come online (its last roll call found
+    it offline): each ``{"t", "until", "absence"}``."""
+    rows = db().scalars(
+        select(Tournament)
+        .join(TournamentParticipant, TournamentParticipant.tournament_id == Tournament.id)
+        .where(
+            TournamentParticipant.bot_id == bot_id,
+            Tournament.status == TournamentStatus.CREATED,
+            Tournament.waiting_until.is_not(None),
+        )
+        .order_by(Tournament.waiting_until)
+    )
+    out = []
+    for t in rows:
+        mine = next((a for a in absences_of(t.roll_call) if a.bot_id == bot_id), None)
+        if mine is not None:
+            out.append({"t": t, "until": t.waiting_until, "absence": mine})
+    return out
 
 
 @bp.route("/bots/<int:bot_id>")
@@ -457,7 +601,11 @@ def bot_check(bot_id: int):
     _check_csrf()
     limit = settings().check_seconds_per_hour
     done, refused = (
-        attempt(lambda: bot_cases.check_bot(db(), dispatcher(), account, bot_id, max_seconds_per_hour=limit))
+        attempt(
+            lambda: bot_cases.check_bot(
+                db(), dispatcher(), account, bot_id, max_seconds_per_hour=limit, client=client()
+            )
+        )
         if 1 <= bot_id <= MAX_ID
         else (None, _route_refusal())
     )
@@ -621,8 +769,8 @@ def tournament_action(tournament_id: int, action: str):
     _check_csrf()
     include_running = action == "resume" and bool(request.form.get("include_running"))
     run: dict[str, Callable[[], Tournament]] = {
-        "start": lambda: tournament_cases.start_tournament(db(), dispatcher(), account, tournament_id),
-        "cancel": lambda: tournament_cases.cancel_tournament(db(), account, tournament_id),
+        "start": lambda: _start(account, tournament_id),
+        "cancel": lambda: tournament_cases.cancel_tournament(db(), account, tournament_id, dispatcher()),
         "resume": lambda: tournament_cases.resume_tournament(
             db(), dispatcher(), account, tournament_id, include_running=include_running
         ),
@@ -640,6 +788,26 @@ def tournament_action(tournament_id: int, action: str):
         }[action]
         session["ui_notice"] = refusal_banner(refused, what, {}, {})[:500]
     return redirect(url_for("ui.tournament_page", tournament_id=tournament_id), code=303)
+
+
+def _start(account, tournament_id: int) -> Tournament:
+    """What ``POST /api/v1/tournaments/<id>/start`` does with the form's ``if_offline`` (ask,
+    wait, start) and ``wait_minutes`` (1..60); asked about offline entrants, the page shows
+    them once with the choice (:data:`api.ui.views.OFFLINE_ASKED_KEY`)."""
+    if_offline = request.form.get("if_offline", entrant_cases.ASK)
+    minutes = _number(request.form.get("wait_minutes", ""), float)
+    wait_s = minutes * 60 if isinstance(minutes, float) else None
+    roll = roll_call.caller(redis_client(), allow_private=settings().allow_private_bot_urls)
+    try:
+        outcome = entrant_cases.start_or_wait(
+            db(), dispatcher(), account, tournament_id, roll, if_offline=if_offline, wait_s=wait_s
+        )
+    except EntrantsOffline as exc:
+        session[OFFLINE_ASKED_KEY] = {"tournament_id": tournament_id, "offline": [a.to_dict() for a in exc.offline]}
+        t = db().get(Tournament, tournament_id)
+        assert t is not None  # the start found it
+        return t
+    return outcome.tournament
 
 
 @bp.app_template_filter("number")

@@ -29,7 +29,19 @@ from markdown_it.token import Token
 from api.ui.views import bp
 
 #: The guides the index lists, in its order (file name without ``.md``).
-GUIDES = ("tables", "writing-a-bot", "protocol", "rules", "fairness", "ui", "env", "search-bot", "operations")
+GUIDES = (
+    "tables",
+    "writing-a-bot",
+    "protocol",
+    "rules",
+    "fairness",
+    "ladder",
+    "ui",
+    "env",
+    "search-bot",
+    "operations",
+    "webhooks",
+)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -42,10 +54,12 @@ def guide_titles() -> dict[str, str]:
         "protocol": _("Bot protocol"),
         "rules": _("Rule book"),
         "fairness": _("Fair competition and verifying logs"),
+        "ladder": _("How the ladder works"),
         "ui": _("The web pages"),
         "env": _("Training environment"),
         "search-bot": _("The search bot"),
         "operations": _("Running the service"),
+        "webhooks": _("Webhooks"),
     }
 
 

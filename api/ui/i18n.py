@@ -68,8 +68,9 @@ def ruleset_names() -> dict[str, str]:
 
 
 def status_name(status: str) -> str:
-    """Display name of a tournament or match status (lifecycle enums) in the current locale
-    (one catalog lookup: a page of 200 matches calls it 200 times)."""
+    """Display name of a status (tournaments, matches, ladders, their entries and sets: the
+    lifecycle enums) in the current locale (one catalog lookup: a page of 200 matches calls
+    it 200 times)."""
     message = _STATUS_MESSAGES.get(status)
     return _(message) if message is not None else status
 
@@ -200,6 +201,16 @@ _STATUS_MESSAGES: dict[str, str] = {
     "check_failed": N_("check failed"),
     "created": N_("created"),
     "retrying": N_("retrying"),
+    # ladders (arena.status: LadderStatus, EntryStatus, SetRating)
+    "active": N_("active"),
+    "closed": N_("closed"),
+    "withdrawn": N_("withdrawn"),
+    "replaced": N_("replaced"),
+    "house": N_("house"),
+    "rated": N_("rated"),
+    "unrated": N_("unrated"),
+    "void": N_("void"),
+    "comparison": N_("comparison"),
 }
 
 #: English messages of ``static/replay.js`` and ``static/tournament_live.js`` (``{name}`` placeholders are
@@ -329,6 +340,9 @@ JS_MESSAGES: tuple[str, ...] = (
     N_("reconnecting…"),
     N_("no longer running"),
     N_("live"),
+    N_("in {m} min {s} s"),
+    N_("in {s} s"),
+    N_("any moment now"),
 )
 
 #: The messages of a person's table (static/table.js).

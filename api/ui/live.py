@@ -43,23 +43,11 @@ from sqlalchemy import select
 
 from api.database import db, settings
 from api.ui import access
-from api.ui.views import (
-    _bot_names,
-    _deny,
-    _match,
-    _progress,
-    _tournament,
-    bp,
-    playing_now,
-    settlement,
-    settling_view,
-    standings_rows,
-)
+from api.ui.views import _deny, _match, _tournament, board_view, bp, phase
 from arena import access as policy
 from arena import live
 from arena.db.models import Match, Tournament
 from arena.leases import LeaseSet
-from arena.standings import tournament_report
 from arena.status import MatchStatus, TournamentStatus
 
 #: Match statuses in which a match may still be played (its live view is open).
@@ -338,21 +326,44 @@ def _viewable_tournament(tournament_id: int) -> Tournament:
     return t
 
 
+#: The phases in which a tournament page is live (:func:`api.ui.views.phase`).
+LIVE_PHASES = ("running", "waiting")
+
+
+def _phase_reader(tournament_id: int) -> Callable[[], str | None]:
+    """Reads the tournament's phase (:func:`api.ui.views.phase`) with a session of its own."""
+    factory = current_app.extensions["arena"]["sessionmaker"]
+
+    def read() -> str | None:
+        with factory() as s:
+            row = s.execute(
+                select(Tournament.status, Tournament.waiting_until).where(Tournament.id == tournament_id)
+            ).first()
+        if row is None:
+            return None
+        status, until = row
+        return "waiting" if status == TournamentStatus.CREATED and until is not None else str(status)
+
+    return read
+
+
 @bp.route("/tournaments/<int:tournament_id>/live")
 def tournament_live(tournament_id: int):
+    """The tournament's events while it runs, or while its start waits for offline entrants
+    (``waiting``, ``started``); ``end`` (with its status) once it does neither."""
     t = _viewable_tournament(tournament_id)
     with_ids = policy.sees_all_matches(db(), access.viewer(), t)
-    status, url, tid = t.status, settings().broker_url, t.id
-    read_status = _status_reader(Tournament, tid)
-    slot = _slot(t) if status == TournamentStatus.RUNNING else None
+    now_phase, url, tid = phase(t), settings().broker_url, t.id
+    read_phase = _phase_reader(tid)
+    slot = _slot(t) if now_phase in LIVE_PHASES else None
     db().close()
 
     def end(now: str | None) -> str:
         return _sse({"type": "end", "tournament_id": tid, "status": now})
 
     def events() -> Iterator[str]:
-        if status != TournamentStatus.RUNNING:
-            yield end(status)
+        if now_phase not in LIVE_PHASES:
+            yield end(now_phase)
             return
         try:
             sub = live.subscribe_tournament(url, tid)
@@ -364,9 +375,9 @@ def tournament_live(tournament_id: int):
             yield "retry: 2000\n: live\n\n"
             for text in sub.messages(IDLE_S, until_end=False):
                 if text is None:
-                    now = read_status()
-                    if now != TournamentStatus.RUNNING:
-                        yield end(now)
+                    current = read_phase()
+                    if current != now_phase:  # started, finished, cancelled: the page reloads
+                        yield end(current)
                         return
                     if time.monotonic() > deadline:
                         return  # the browser reconnects
@@ -382,10 +393,10 @@ def tournament_live(tournament_id: int):
                 yield _sse(out)
                 if time.monotonic() > deadline:
                     return  # a busy stream ends too (its lease would end before it)
-                if msg.get("event") in ("finished", "failed"):
-                    now = read_status()
-                    if now != TournamentStatus.RUNNING:
-                        yield end(now)
+                if msg.get("event") in ("finished", "failed", "started"):
+                    current = read_phase()
+                    if current != now_phase:
+                        yield end(current)
                         return
         except redis.RedisError as exc:
             yield _error(exc)
@@ -397,20 +408,10 @@ def tournament_live(tournament_id: int):
 
 @bp.route("/tournaments/<int:tournament_id>/live.html")
 def tournament_live_state(tournament_id: int):
-    """The changing parts of the tournament page (module docstring), as the page renders them."""
+    """The changing parts of the tournament page (module docstring), as the page renders them
+    (``?page=N``: the page of its match table), all from one read of its matches
+    (:func:`api.ui.views.board_view`)."""
     t = _viewable_tournament(tournament_id)
-    account = access.viewer()
-    names = _bot_names([p.bot_id for p in t.participants])
-    report = tournament_report(db(), t)
-    rows = standings_rows(report, names, t.house_bot)
-    html = render_template(
-        "_tournament_live.html",
-        t=t,
-        progress=_progress(t),
-        rows=rows,
-        report=report,
-        verdict=settlement(report),
-        playing=playing_now(t, account),
-        settling=settling_view(t, names),
-    )
+    view = board_view(t, access.viewer(), request.args.get("page", 1, type=int) or 1)
+    html = render_template("_tournament_live.html", t=t, **view)
     return Response(html, mimetype="text/html", headers={"Cache-Control": "no-store"})

@@ -15,6 +15,7 @@ from flask import (
     redirect,
     render_template,
     request,
+    session,
     url_for,
 )
 from flask_babel import gettext as _
@@ -30,9 +31,12 @@ from api.ui.chart import score_chart
 from api.ui.faults import fault_detail
 from api.ui.replay import ReplayDataError, build_replay
 from arena import access as policy
-from arena import matchlog
+from arena import lifecycle, matchlog
+from arena.board import MatchLine, read_board
 from arena.db.models import Account, Match, MatchLog, Tournament
-from arena.standings import StandingsReport, bot_names, leaderboard, tournament_report
+from arena.lifecycle.base import aware
+from arena.roll_call import NOT_CONNECTED, Absence, absences_of
+from arena.standings import StandingsReport, bot_names, leaderboard
 from arena.status import MatchStatus, TournamentFormat, TournamentStatus
 
 bp = Blueprint(
@@ -82,9 +86,16 @@ def _signed(value, digits: int = 2) -> str:
     return f"{value:+.{digits}f}"
 
 
+def offline_reason(a: Absence) -> str:
+    """Why an entrant is offline, in the page's language."""
+    if a.reason == NOT_CONNECTED:
+        return _("not connected")
+    return _("health check failed: %(detail)s", detail=a.detail)
+
+
 @bp.context_processor
 def _globals():
-    return {"viewer": access.viewer()}  # translated names: api.ui.lang
+    return {"viewer": access.viewer(), "offline_reason": offline_reason}  # translated names: api.ui.lang
 
 
 def _next_target(path: str | None) -> str:
@@ -129,6 +140,13 @@ def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str],
             return _("%(name)s (house: %(bot)s)", name=house, bot=house_bot)
         return _("%(name)s (house)", name=house)
     return f"{names.get(bot_id, 'bot')} #{bot_id}"
+
+
+def _house_bot(t: Tournament) -> str | None:
+    """The sample bot a tournament's house seats play, for their labels; None for a ladder's
+    sets and a table's match, whose house seats are named after the sample bot they play
+    (``random (house)``)."""
+    return None if t.format in (TournamentFormat.LADDER, TournamentFormat.TABLE) else t.house_bot
 
 
 def _progress(t: Tournament) -> dict:
@@ -234,42 +252,97 @@ def settlement(report: StandingsReport) -> dict[str, Any]:
     return {"settled": report.settled, "top_settled": report.top_settled, "line": line, "order": order}
 
 
-#: Matches listed as playing now on a tournament page, at most.
-PLAYING_LIMIT = 50
-
-
-def playing_now(t: Tournament, account) -> dict[str, Any]:
-    """The tournament's matches being played now that ``account`` may read (at most
-    :data:`PLAYING_LIMIT`, with their seat labels), and how many are playing in all."""
-    cond = [Match.tournament_id == t.id, Match.status == MatchStatus.RUNNING]
-    everyone = db().scalar(select(func.count()).select_from(Match).where(*cond)) or 0
-    visible = policy.visible_matches_condition(db(), account, t)
-    if visible is not None:
-        cond.append(visible)
-    matches = (
-        db()
-        .scalars(
-            select(Match).where(*cond).order_by(Match.index).limit(PLAYING_LIMIT).options(selectinload(Match.seats))
-        )
-        .all()
+def board_view(t: Tournament, account, page: int = 1) -> dict[str, Any]:
+    """What the tournament page and its live parts render, from one read of the tournament's
+    matches (:func:`arena.board.read_board`: the progress, the matches playing now, the page
+    of the match table and the standings agree): the template variables ``progress``,
+    ``playing``, ``matches``, ``shown``, ``hidden``, ``page``, ``pages``, ``rows``,
+    ``report``, ``verdict``, ``chart``, ``settling``, ``phase``, ``waiting``."""
+    board = read_board(db(), t, account, page=page, per_page=MATCHES_PER_PAGE)
+    names = _bot_names(
+        [p.bot_id for p in t.participants] + [s.bot_id for line in board.rows + board.playing for s in line.match.seats]
     )
-    names = _bot_names([s.bot_id for m in matches for s in m.seats])
-    rows = [
-        {"m": m, "seats": [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]} for m in matches
-    ]
-    return {"rows": rows, "total": everyone, "hidden": max(0, everyone - len(rows))}
+
+    def seats(line: MatchLine) -> list[str]:
+        return [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in line.match.seats]
+
+    rows = standings_rows(board.report, names, t.house_bot)
+    adjusted = board.report.order_by == "adjusted"
+    return {
+        "progress": board.progress(),
+        "playing": {
+            "rows": [{"m": line.match, "seats": seats(line)} for line in board.playing],
+            "total": board.playing_total,
+            "hidden": board.hidden_playing,
+        },
+        "matches": [
+            {
+                "m": line.match,
+                "status": line.status,
+                "seats": seats(line),
+                "result": line.result,
+                "faults": sum(line.result.faults) if line.result else 0,
+            }
+            for line in board.rows
+        ],
+        "shown": board.shown,
+        "hidden": board.total - board.shown,
+        "page": board.page,
+        "pages": board.pages,
+        "rows": rows,
+        "report": board.report,
+        "verdict": settlement(board.report),
+        "chart": score_chart(
+            [
+                (r["label"], r["s"].adjusted_mean, r["alo"], r["ahi"])
+                if adjusted
+                else (r["label"], r["s"].mean_score, r["lo"], r["hi"])
+                for r in rows
+            ]
+        ),
+        "settling": settling_view(t, names),
+        "phase": phase(t),
+        "waiting": waiting_view(t),
+    }
+
+
+def phase(t: Tournament) -> str:
+    """``waiting`` while a start waits for offline entrants (:mod:`arena.usecases.entrants`),
+    else the tournament's status: the page is live while ``running`` or ``waiting``."""
+    if t.status == TournamentStatus.CREATED and t.waiting_until is not None:
+        return "waiting"
+    return str(t.status)
+
+
+def waiting_view(t: Tournament) -> dict[str, Any] | None:
+    """What the page says of a start waiting for offline entrants (``_waiting.html``): until
+    when (``until``, ISO 8601 ``until_iso`` for the countdown), who is offline and why
+    (``offline``: :class:`arena.roll_call.Absence`), when they were last checked; None when it
+    does not wait."""
+    if phase(t) != "waiting":
+        return None
+    until = aware(t.waiting_until)
+    checked = (t.roll_call or {}).get("checked_at")
+    return {
+        "until": until,
+        "until_iso": until.isoformat() if until else "",
+        "offline": absences_of(t.roll_call),
+        "checked_at": checked,
+    }
 
 
 def organizer_actions(t: Tournament, progress: dict, account) -> list[str]:
     """The organizer's actions that apply to ``t`` now, in the page's order (none for anyone
-    else, nor for a finished tournament without failed matches: no empty card)."""
+    else, nor for a finished tournament without failed matches: no empty card). Resume only
+    where it does something: a running tournament with matches to send again and none being
+    played (:func:`arena.lifecycle.resume_would_help`)."""
     if not policy.is_organizer(account):
         return []
     by_status = progress.get("by_status") or {}
     running = t.status == TournamentStatus.RUNNING
     wanted = {
         "start": t.status == TournamentStatus.CREATED or (running and bool(by_status.get(MatchStatus.PENDING))),
-        "resume": running,
+        "resume": running and lifecycle.resume_would_help(db(), t.id),
         "retry": bool(by_status.get(MatchStatus.FAILED)),
         "cancel": t.status in (TournamentStatus.CREATED, TournamentStatus.RUNNING),
     }
@@ -312,11 +385,12 @@ def logout():
 # ----------------------------------------------------------------------------- pages
 @bp.route("/")
 def index():
-    """Tournaments the viewer may open: all when signed in, else the public finished ones."""
+    """Tournaments the viewer may open: all when signed in, else the public finished ones
+    (not the tournaments holding the ladders' sets: /ui/ladders lists the ladders)."""
     account = access.viewer()
-    stmt = (
-        select(Tournament).where(Tournament.format != TournamentFormat.TABLE).order_by(Tournament.id.desc()).limit(500)
-    )
+    hidden = [TournamentFormat.LADDER.value, TournamentFormat.TABLE.value]  # /ui/ladders; a table's page
+    stmt = select(Tournament).where(Tournament.format.not_in(hidden))
+    stmt = stmt.order_by(Tournament.id.desc()).limit(500)
     if account is None:
         stmt = stmt.where(Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True))
     tournaments = db().scalars(stmt.options(selectinload(Tournament.participants))).all()
@@ -332,19 +406,18 @@ LEADERBOARD_PER_PAGE = 50
 def leaderboard_page():
     """Ratings across tournaments of one rule set (``?ruleset=``, default the first;
     ``?page=N``), public: the API's ``GET /api/v1/leaderboard`` rows
-    (:func:`arena.standings.leaderboard`); a bot's name links to its page for whoever may
-    open it (:func:`arena.access.can_open_bot`)."""
+    (:func:`arena.standings.leaderboard`); every bot's name links to its page, public for
+    a rated bot (:func:`arena.access.can_view_bot_profile`)."""
     ruleset = request.args.get("ruleset") or next(iter(engine.RULESETS))
     if ruleset not in engine.RULESETS:
         abort(404, _("There is no rule set %(name)s.", name=ruleset))
-    account = access.viewer()
     page = max(1, request.args.get("page", 1, type=int) or 1)
     rows, total = leaderboard(db(), ruleset, page, LEADERBOARD_PER_PAGE)
     pages = max(1, -(-total // LEADERBOARD_PER_PAGE))
     if page > pages:  # past the end: the last page
         page = pages
         rows, total = leaderboard(db(), ruleset, page, LEADERBOARD_PER_PAGE)
-    items = [{"r": r, "link": policy.can_open_bot(account, r.owner_id)} for r in rows]
+    items = [{"r": r, "link": True} for r in rows]
     return render_template(
         "leaderboard.html",
         ruleset=ruleset,
@@ -360,68 +433,25 @@ def leaderboard_page():
 def tournament_page(tournament_id: int):
     account = access.viewer()
     t = _tournament(tournament_id)
+    ladder = policy.ladder_of(db(), t)  # a ladder's sets are its tournament's matches: its page is the ladder's
+    if ladder is not None:
+        return redirect(url_for("ui.ladder_page", ladder_id=ladder.id), code=303)
     if not policy.can_view_tournament(db(), account, t):
         _deny(account, _("tournament %(id)s", id=t.id))
-    report = tournament_report(db(), t)
-    # One page of the matches the viewer may read (a tournament may have thousands).
-    cond = [Match.tournament_id == t.id]
-    visible = policy.visible_matches_condition(db(), account, t)
-    if visible is not None:
-        cond.append(visible)
-    shown = db().scalar(select(func.count()).select_from(Match).where(*cond)) or 0
-    total = db().scalar(select(func.count()).select_from(Match).where(Match.tournament_id == t.id)) or 0
-    pages = max(1, -(-shown // MATCHES_PER_PAGE))
-    page = min(max(1, request.args.get("page", 1, type=int) or 1), pages)
-    matches = (
-        db()
-        .scalars(
-            select(Match)
-            .where(*cond)
-            .order_by(Match.index)
-            .offset((page - 1) * MATCHES_PER_PAGE)
-            .limit(MATCHES_PER_PAGE)
-            .options(selectinload(Match.seats), selectinload(Match.result))
-        )
-        .all()
-    )
-    names = _bot_names([p.bot_id for p in t.participants] + [s.bot_id for m in matches for s in m.seats])
-    rows = standings_rows(report, names, t.house_bot)
-    adjusted = report.order_by == "adjusted"
-    match_rows = []
-    for m in matches:
-        seats = [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in m.seats]
-        r = m.result
-        match_rows.append({"m": m, "seats": seats, "result": r, "faults": sum(r.faults) if r else 0})
-    progress = _progress(t)
+    view = board_view(t, account, request.args.get("page", 1, type=int) or 1)
+    progress = view["progress"]
     return render_template(
         "tournament.html",
         t=t,
-        progress=progress,
+        offline_asked=_offline_asked(t.id),
         actions=organizer_actions(t, progress, account),
-        rows=rows,
-        matches=match_rows,
-        hidden=total - shown,
-        playing=playing_now(t, account) if t.status == TournamentStatus.RUNNING else None,
-        page=page,
-        pages=pages,
-        shown=shown,
-        report=report,
-        verdict=settlement(report),
-        chart=score_chart(
-            [
-                (r["label"], r["s"].adjusted_mean, r["alo"], r["ahi"])
-                if adjusted
-                else (r["label"], r["s"].mean_score, r["lo"], r["hi"])
-                for r in rows
-            ]
-        ),
         public=policy.is_public(t),
         # offered once a log exists: a match finished (a failed or cancelled one has none)
         logs_link=progress["finished"] > 0 and policy.can_download_tournament_logs(db(), account, t),
         seats_per_match=engine.SEATS.get(t.ruleset, 0),
         show_seed=policy.can_see_seed(db(), account, t),
         seed_revealed=policy.seed_revealed(db(), t),
-        settling=settling_view(t, names),
+        **view,
     )
 
 
@@ -482,13 +512,25 @@ def seat_labels(m: Match, t: Tournament) -> list[str]:
     names = _bot_names([s.bot_id for s in m.seats])
     people = [s.account_id for s in m.seats if s.account_id is not None]
     persons = dict(db().execute(select(Account.id, Account.name).where(Account.id.in_(people))).all()) if people else {}
-    table = t.format == TournamentFormat.TABLE
     return [
         _("%(name)s (person)", name=persons.get(s.account_id, "?"))
         if s.account_id is not None
-        else _entrant_label(s.bot_id, s.house_bot, names, None if table else t.house_bot)
+        else _entrant_label(s.bot_id, s.house_bot, names, _house_bot(t))
         for s in m.seats
     ]
+
+
+#: The session key of a start the organizer was asked about: entrants offline (the page offers
+#: to wait for them or to start without them).
+OFFLINE_ASKED_KEY = "ui_offline"
+
+
+def _offline_asked(tournament_id: int) -> list[Any] | None:
+    """The offline entrants of the start just refused on this tournament's page (shown once)."""
+    asked = session.pop(OFFLINE_ASKED_KEY, None)
+    if not isinstance(asked, dict) or asked.get("tournament_id") != tournament_id:
+        return None
+    return absences_of({"offline": asked.get("offline") or []})
 
 
 def _translated_details(replay: dict) -> dict:
@@ -532,8 +574,7 @@ def match_replay(match_id: int):
     match_log = _load_log(m.id)
     if match_log is None:
         abort(404, f"Match {m.id} has no log yet (status {m.status}).")
-    names = _bot_names([s.bot_id for s in m.seats])
-    labels = [_entrant_label(s.bot_id, s.house_bot, names, m.tournament.house_bot) for s in m.seats]
+    labels = seat_labels(m, m.tournament)
     try:
         data = build_replay(match_log, labels)
     except (ReplayDataError, engine.InvalidAction) as exc:

@@ -119,6 +119,16 @@ class Account(Base):
     #: After this time the token is refused (401); None: no expiry.
     token_expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Where the account hears of its bots' checks, entries while offline and tournaments'
+    #: ends (a JSON POST, arena.webhooks; the bots' URL policy); None: nowhere.
+    webhook_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    #: The HMAC secret signing the webhook's requests (shown to the owner once), encrypted
+    #: like a bot's; deferred: read only where a delivery is signed.
+    webhook_secret: Mapped[str | None] = mapped_column(
+        EncryptedText(), nullable=True, deferred=True, deferred_group="secrets"
+    )
+    #: The last delivery: ``{"event", "id", "at", "attempt", "status", "ok", "error"}``.
+    webhook_last: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
 
     bots: Mapped[list[Bot]] = relationship(back_populates="owner")
 
@@ -199,6 +209,9 @@ class BotCheck(Base):
     bot's status before ``checking`` (restored when the check cannot be sent to a worker).
     ``progress``: ``{ruleset: {kind: {"asked": n, "faults": n}}}`` while it runs; ``result``:
     the outcome of :func:`arena.conformance.check_bot`. ``updated_at`` is the heartbeat.
+    ``client``: who asked for it (:func:`arena.clients.client_key`), the key of the queue's fair
+    order; ``run_by``: the id of the check whose task message runs it
+    (:func:`arena.lifecycle.checks.claim_check`).
     """
 
     __tablename__ = "bot_checks"
@@ -206,6 +219,7 @@ class BotCheck(Base):
         CheckConstraint(_in("status", CheckStatus), name="status"),
         Index("ix_bot_checks_bot_status", "bot_id", "status"),
         Index("ix_bot_checks_account_status", "account_id", "status"),
+        Index("ix_bot_checks_status_created", "status", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -225,6 +239,8 @@ class BotCheck(Base):
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    client: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    run_by: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Tournament(Base):
@@ -286,6 +302,15 @@ class Tournament(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: The last roll call of the entrants (arena.roll_call): ``{"checked_at", "offline":
+    #: [{"bot_id", "name", "transport", "reason", "detail"}]}``; None before the first start.
+    roll_call: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    #: While a start waits for offline entrants (the tournament is still ``created``): when it
+    #: starts whoever is online; None otherwise (arena.lifecycle.waits).
+    waiting_until: Mapped[datetime | None] = mapped_column(nullable=True)
+    #: When the owners' webhooks were told of the tournament's end (arena.notices); None
+    #: while it is not over, or its end is still to announce.
+    end_notified_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
     participants: Mapped[list[TournamentParticipant]] = relationship(
         back_populates="tournament", cascade="all, delete-orphan", order_by="TournamentParticipant.bot_id"
@@ -520,7 +545,8 @@ class LadderEntry(Base):
 
     ``mu``/``sigma``: openskill Plackett-Luce, one update per rated set; ``sets``/``games``:
     rated so far; ``faults``: its faults over its stored sets; ``fault_streak``: its stored
-    sets in a row with faults past the health rule's bar (arena.sources.ladder.HealthRule).
+    sets in a row in which it forfeited (``max_faults``), ``forfeits`` which of its last
+    stored sets it forfeited (bits, newest in bit 0): the health rule reads them.
     ``res_n``/``res_sum``/``res_sumsq``: its rated sets' residuals (score minus the score its
     rating expected), for the operators' collusion view. ``max_concurrent``/``max_sets_per_hour``:
     what its owner lets the ladder ask of it. ``parent_entry_id``: the entry it replaced as a
@@ -545,6 +571,9 @@ class LadderEntry(Base):
     status: Mapped[str] = mapped_column(String(16), default=EntryStatus.ACTIVE.value)
     paused_by: Mapped[str | None] = mapped_column(String(16), nullable=True)
     paused_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Why, as a code and its parameters (arena.lifecycle.ladders.PAUSE_REASONS): what the pages
+    #: translate; ``paused_reason`` is its English sentence.
+    pause: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
     paused_at: Mapped[datetime | None] = mapped_column(nullable=True)
     max_concurrent: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     max_sets_per_hour: Mapped[int] = mapped_column(Integer, default=30, server_default="30")
@@ -557,6 +586,8 @@ class LadderEntry(Base):
     games: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     faults: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     fault_streak: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: Its last stored sets, newest in bit 0: 1 where its bot reached ``max_faults`` (forfeited).
+    forfeits: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     res_n: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     res_sum: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     res_sumsq: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
@@ -608,6 +639,8 @@ class LadderSet(Base):
     placement: Mapped[list[int] | None] = mapped_column(JSONType, nullable=True)
     adjusted: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     twin: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: Its entries' next sets were formed when it was done (a refill: once per set).
+    refilled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     rated_at: Mapped[datetime | None] = mapped_column(nullable=True)
 

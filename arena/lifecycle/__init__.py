@@ -8,6 +8,7 @@ is a transaction of its own (it commits, or rolls back and raises) unless it say
 
 - :mod:`arena.lifecycle.tournaments`: create, start, store the schedule, resume, cancel, finish;
 - :mod:`arena.lifecycle.matches`: claim (leases), store a result, fail, retry, reap, re-send;
+- :mod:`arena.lifecycle.waits`: a start that waits for offline entrants (begin, poll, end);
 - :mod:`arena.lifecycle.checks`: begin, claim, progress, finish or error a bot check;
 - :mod:`arena.lifecycle.bots`: change or delete a bot; the tournaments it is entered in;
 - :mod:`arena.lifecycle.base`: errors, row locks, lock-or-404, the status vocabulary.
@@ -69,6 +70,7 @@ from arena.lifecycle.matches import (
     reap_expired,
     release_queued,
     renew_lease,
+    requeue_match,
     retry_failed,
     skip_pars,
     store_pars,
@@ -84,6 +86,7 @@ from arena.lifecycle.tournaments import (
     first_round,
     pending_batch,
     resumable_matches,
+    resume_would_help,
     round_end,
     stalled_tournaments,
     start_tournament,
@@ -91,6 +94,7 @@ from arena.lifecycle.tournaments import (
     tournament_done,
     unfinished_count,
 )
+from arena.lifecycle.waits import begin_wait, end_wait, record_roll_call, take_roll_call_turn, waiting_tournaments
 
 __all__ = [
     "ACTIVE_CHECKS",
@@ -143,16 +147,23 @@ __all__ = [
     "release_queued",
     "renew_lease",
     "resumable_matches",
+    "resume_would_help",
     "retry_failed",
     "round_end",
     "stalled_tournaments",
     "start_tournament",
     "pending_pars",
     "skip_pars",
+    "requeue_match",
     "store_pars",
     "store_result",
     "store_schedule",
     "tournament_done",
     "unfinished_count",
     "update_bot",
+    "begin_wait",
+    "end_wait",
+    "record_roll_call",
+    "take_roll_call_turn",
+    "waiting_tournaments",
 ]

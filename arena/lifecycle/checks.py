@@ -7,8 +7,12 @@
     queued|running --release_check / error_check / abandoned--> error
                                                       (the bot: back to its status before)
 
-A check records the bot's URL and rule sets when it is asked; its outcome decides the bot's
-status only if they are still the bot's. ``updated_at`` is the check's heartbeat
+A check records the bot's URL and rule sets when it is asked, and the client that asked
+(:func:`arena.clients.client_key`); its outcome decides the bot's status only if they are
+still the bot's. The queue is fair per client (:func:`claim_check`): a delivery runs the
+queued check whose network, client and account run the fewest checks and were served longest
+ago, not the oldest one, so no account's, address's or network's flood of checks delays
+another's check by more than one check's length. ``updated_at`` is the check's heartbeat
 (:func:`record_check_progress`); a check without one for :data:`CHECK_STALE_S` seconds is
 abandoned. Each public function is a transaction of its own (it commits, or rolls back and
 raises).
@@ -20,9 +24,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
+from arena.clients import network_key
 from arena.crypto import EncryptionKeyError
 from arena.db.models import Account, Bot, BotCheck, utcnow
 from arena.lifecycle import ladders
@@ -34,6 +39,7 @@ from arena.lifecycle.base import (
     LifecycleError,
     aware,
     failure_text,
+    is_postgresql,
     lock_or_404,
     locked,
     rows_changed,
@@ -50,6 +56,10 @@ CHECK_STALE_S = 300
 CHECK_RETRY_AFTER_S = 30
 #: The window of the per-account check time cap (``ARENA_CHECK_SECONDS_PER_HOUR``), seconds.
 CHECK_TIME_WINDOW_S = 3600
+#: Key of the PostgreSQL advisory lock serializing the queue's picks (:func:`claim_check`).
+CHECK_QUEUE_LOCK = 0x636865636B  # "check"
+#: Most queued checks one pick looks at (oldest first).
+PICK_WINDOW = 1000
 
 
 class CheckRunning(Conflict):
@@ -83,6 +93,8 @@ class CheckPlan:
     attempt: int
     #: ``"http"`` (``url`` is called) or ``"connect"`` (the bot dials out; ``url`` is None)
     transport: str = "http"
+    #: the bot's name as a tournament's matches name it (``name#id``)
+    name: str = ""
 
 
 def _check_seconds(session: Session, account_id: int, now: datetime) -> tuple[float, datetime | None]:
@@ -159,11 +171,13 @@ def begin_check(
     max_per_account: int = MAX_CHECKS_PER_ACCOUNT,
     stale_after_s: float = CHECK_STALE_S,
     max_seconds_per_hour: float | None = None,
+    client: str | None = None,
 ) -> BotCheck:
     """``unchecked|ready|failed -> checking``: store a ``queued`` check of the bot's current URL
-    and rule sets; commit. The caller sends it to a worker (then :func:`release_check` if that
-    fails). The owner's account row is locked ``FOR UPDATE`` first, so concurrent requests of
-    one account count each other.
+    and rule sets, asked by ``client`` (:func:`arena.clients.client_key`; None: unknown, the
+    account stands for it in the queue's order); commit. The caller sends it to a worker (then
+    :func:`release_check` if that fails). The owner's account row is locked ``FOR UPDATE``
+    first, so concurrent requests of one account count each other.
 
     A check of the bot without a heartbeat for ``stale_after_s`` seconds is marked ``error``
     (abandoned) and does not count. With ``max_seconds_per_hour``, an account whose checks
@@ -199,6 +213,7 @@ def begin_check(
         progress={},
         created_at=now,
         updated_at=now,
+        client=client[:100] if client else None,
     )
     session.add(check)
     bot.status = BotStatus.CHECKING
@@ -212,40 +227,147 @@ def release_check(session: Session, check_id: int, reason: str) -> None:
     error_check(session, check_id, reason)
 
 
+def _client_of(client: str | None, account_id: int) -> str:
+    return client or f"account:{account_id}"
+
+
+def _network_of(client: str | None, account_id: int) -> str:
+    """The network of a check's client (:func:`arena.clients.network_key`: an IPv4 /24, an IPv6
+    /48), or its account when its client is unknown."""
+    return network_key(client.split("/", 1)[0]) if client else f"account:{account_id}"
+
+
+def _fairest(session: Session, queued: list[BotCheck], now: datetime) -> list[BotCheck]:
+    """``queued`` in the order the queue serves them: first the checks whose network, then
+    whose client, then whose account runs the fewest checks now; then the network, the client,
+    the account served longest ago (never in the last hour first); then the oldest. So a flood
+    from many addresses of one network (one machine) counts as one client."""
+    running = session.execute(
+        select(BotCheck.client, BotCheck.account_id).where(BotCheck.status == CheckStatus.RUNNING)
+    ).all()
+    counts: dict[str, int] = {}
+    for client, account_id in running:
+        for key in (
+            "n:" + _network_of(client, account_id),
+            "c:" + _client_of(client, account_id),
+            f"a:{account_id}",
+        ):
+            counts[key] = counts.get(key, 0) + 1
+    since = now - timedelta(seconds=CHECK_TIME_WINDOW_S)
+    last: dict[str, datetime] = {}
+    for client, account_id, at in session.execute(
+        select(BotCheck.client, BotCheck.account_id, func.max(BotCheck.started_at))
+        .where(BotCheck.started_at.is_not(None) & (BotCheck.started_at >= since))
+        .group_by(BotCheck.client, BotCheck.account_id)
+    ).all():
+        stamp = aware(at)
+        if stamp is None:
+            continue
+        for key in (
+            "n:" + _network_of(client, account_id),
+            "c:" + _client_of(client, account_id),
+            f"a:{account_id}",
+        ):
+            if key not in last or stamp > last[key]:
+                last[key] = stamp
+    never = since - timedelta(seconds=1)
+
+    def order(c: BotCheck) -> tuple[Any, ...]:
+        keys = (
+            "n:" + _network_of(c.client, c.account_id),
+            "c:" + _client_of(c.client, c.account_id),
+            f"a:{c.account_id}",
+        )
+        return (
+            *(counts.get(k, 0) for k in keys),
+            *(last.get(k, never) for k in keys),
+            aware(c.created_at) or now,
+            c.id,
+        )
+
+    return sorted(queued, key=order)
+
+
 def claim_check(session: Session, check_id: int) -> CheckPlan | None:
-    """``queued|running -> running`` for a delivery of check ``check_id`` (``attempts + 1``);
-    commit. Returns None (nothing to run) for an unknown or finished check, one whose bot
-    was deleted, or one whose bot's signing secret cannot be decrypted here (a wrong or
-    missing ``ARENA_ENCRYPTION_KEYS``); the check then becomes ``error`` with the reason."""
-    check = locked(session, BotCheck, check_id)
-    if check is None or check.status not in ACTIVE_CHECKS:
-        session.rollback()
-        return None
-    bot = session.get(Bot, check.bot_id)
+    """The check a delivery of the task message of check ``check_id`` runs now,
+    ``queued|running -> running`` (``attempts + 1``, ``run_by`` the message's ``check_id``);
+    commit.
+
+    Which check: the one this message was running already (a redelivery after its worker
+    died: it runs again); else the first queued check of the fair order (:func:`_fairest`),
+    its own or another client's. Every check has one message, and every message runs one
+    queued check, so every check is run once; a message whose own check another message ran
+    runs another queued check. The picks are serialized (an advisory lock on PostgreSQL).
+
+    Returns None (nothing to run) when no check is queued. A check picked whose bot was
+    deleted, or whose bot's signing secret cannot be decrypted here (a wrong or missing
+    ``ARENA_ENCRYPTION_KEYS``), becomes ``error`` with the reason, and the next one is picked.
+    """
+    if is_postgresql(session):
+        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": CHECK_QUEUE_LOCK})
+    again = session.scalars(
+        select(BotCheck).where(BotCheck.run_by == check_id, BotCheck.status == CheckStatus.RUNNING)
+    ).first()
+    if again is None:  # a message of the version before run_by, delivered again: its own check
+        own = session.get(BotCheck, check_id)
+        again = own if own is not None and own.status == CheckStatus.RUNNING and own.run_by is None else None
     now = utcnow()
+    if again is not None:
+        candidates = [again]
+    else:
+        queued = list(
+            session.scalars(
+                select(BotCheck)
+                .where(BotCheck.status == CheckStatus.QUEUED)
+                .order_by(BotCheck.created_at, BotCheck.id)
+                .limit(PICK_WINDOW)
+            )
+        )
+        candidates = _fairest(session, queued, now)
+    for check in candidates:
+        plan = _start(session, check, check_id, now)
+        if plan is not None:
+            return plan
+    session.commit()
+    return None
+
+
+def _start(session: Session, check: BotCheck, run_by: int, now: datetime) -> CheckPlan | None:
+    """``check`` running for the message of ``run_by``, in the caller's transaction (committed
+    when started); None, with the check ``error``, when it cannot run."""
+    bot = session.get(Bot, check.bot_id)
     if bot is None or bot.status == BotStatus.DELETED:
         check.status = CheckStatus.ERROR
         check.error = "the bot was deleted"
         check.finished_at = check.updated_at = now
-        session.commit()
+        session.flush()
         return None
     try:
         secret, previous = bot.secret, bot.grace_secret()
     except EncryptionKeyError as exc:  # not the bot's fault: the check could not run
-        session.rollback()
-        error_check(
+        _errored(
             session,
-            check_id,
+            check,
             f"{exc}: the check could not run on this worker; check the bot again once an operator has fixed the key",
         )
+        session.flush()
         return None
     check.status = CheckStatus.RUNNING
     check.attempts = (check.attempts or 0) + 1
     check.started_at = check.started_at or now
     check.updated_at = now
+    check.run_by = run_by
     transport = BotTransport.HTTP if check.url is not None else BotTransport.CONNECT
     plan = CheckPlan(
-        check.id, bot.id, check.url, tuple(check.rulesets), secret, previous, check.attempts, transport=transport.value
+        check.id,
+        bot.id,
+        check.url,
+        tuple(check.rulesets),
+        secret,
+        previous,
+        check.attempts,
+        transport=transport.value,
+        name=f"{bot.name}#{bot.id}",
     )
     session.commit()
     return plan
@@ -306,11 +428,17 @@ def error_check(session: Session, check_id: int, reason: str) -> bool:
     if check is None or check.status not in ACTIVE_CHECKS:
         session.rollback()
         return False
+    _errored(session, check, reason)
+    session.commit()
+    return True
+
+
+def _errored(session: Session, check: BotCheck, reason: str) -> None:
+    """``check`` ``error`` with ``reason``, its bot back to its status before (the caller's
+    transaction)."""
     check.status = CheckStatus.ERROR
     check.error = failure_text(reason, "error")
     check.finished_at = check.updated_at = utcnow()
     bot = locked(session, Bot, check.bot_id)
     if bot is not None and bot.status == BotStatus.CHECKING:
         bot.status = check.previous_status
-    session.commit()
-    return True

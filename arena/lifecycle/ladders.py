@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -59,6 +60,7 @@ from arena.lifecycle.base import (
     is_postgresql,
     lock_or_404,
     locked,
+    rows_changed,
 )
 from arena.sources.ladder import LadderConfig, pair
 from arena.status import (
@@ -220,6 +222,7 @@ def enter(session: Session, ladder: Ladder, bot: Bot, *, max_concurrent: int, ma
         session.add(entry)
     entry.status = EntryStatus.ACTIVE
     entry.paused_by = entry.paused_reason = None
+    entry.pause = None
     entry.paused_at = None
     entry.max_concurrent = max_concurrent
     entry.max_sets_per_hour = max_sets_per_hour
@@ -235,9 +238,19 @@ def _lock_entry(session: Session, entry_id: int) -> LadderEntry:
     return lock_or_404(session, LadderEntry, entry_id, "ladder entry")
 
 
-def pause(session: Session, entry_id: int, *, by: PausedBy, reason: str) -> LadderEntry:
-    """``active -> paused`` by its owner or by the health rule, with ``reason`` and the time;
-    commit. A paused entry is never seated; its sets playing now end as they are.
+#: Why an entry is paused (``ladder_entries.pause``: ``{"code": ..., **params}``), each with the
+#: English sentence of ``paused_reason`` (the pages translate by the code and its parameters).
+PAUSE_REASONS = {
+    "owner": "paused by its owner",
+    "forfeits": "forfeited {n} of its last {window} sets ({bar} faults, or no valid answer, in a set)",
+    "probe": "health probe failed: {error}",
+}
+
+
+def pause(session: Session, entry_id: int, *, by: PausedBy, code: str = "owner", **params: Any) -> LadderEntry:
+    """``active -> paused`` by its owner or by the health rule, with why (``code`` of
+    :data:`PAUSE_REASONS` and its ``params``) and the time; commit. A paused entry is never
+    seated; its sets playing now end as they are.
 
     Raises:
         NotFound, Conflict: no such entry; not active.
@@ -246,15 +259,16 @@ def pause(session: Session, entry_id: int, *, by: PausedBy, reason: str) -> Ladd
     if entry.status != EntryStatus.ACTIVE:
         session.rollback()
         raise Conflict(f"ladder entry {entry_id} is {entry.status}")
-    _pause(entry, by, reason)
+    _pause(entry, by, code, **params)
     session.commit()
     return entry
 
 
-def _pause(entry: LadderEntry, by: PausedBy, reason: str) -> None:
+def _pause(entry: LadderEntry, by: PausedBy, code: str, **params: Any) -> None:
     entry.status = EntryStatus.PAUSED
     entry.paused_by = by.value
-    entry.paused_reason = reason
+    entry.pause = {"code": code, **params}
+    entry.paused_reason = PAUSE_REASONS[code].format(**params)[:500]
     entry.paused_at = utcnow()
 
 
@@ -293,8 +307,10 @@ def _after(a: datetime | None, b: datetime | None) -> bool:
 def _activate(entry: LadderEntry) -> None:
     entry.status = EntryStatus.ACTIVE
     entry.paused_by = entry.paused_reason = None
+    entry.pause = None
     entry.paused_at = None
     entry.fault_streak = 0
+    entry.forfeits = 0
 
 
 def withdraw(session: Session, entry_id: int) -> LadderEntry:
@@ -336,7 +352,7 @@ def record_probe(session: Session, entry_id: int, ok: bool, error: str | None = 
     entry.probe_ok = ok
     paused = not ok and entry.status == EntryStatus.ACTIVE
     if paused:
-        _pause(entry, PausedBy.HEALTH, f"health probe failed: {error or 'no answer'}"[:300])
+        _pause(entry, PausedBy.HEALTH, "probe", error=(error or "no answer")[:300])
     session.commit()
     return paused
 
@@ -419,23 +435,42 @@ class PlannedSet:
     twin_key: int | None = None
 
 
-def form_sets(session: Session, ladder_id: int, tick: int, planned: Sequence[PlannedSet]) -> list[int]:
+def form_sets(
+    session: Session, ladder_id: int, tick: int, planned: Sequence[PlannedSet], *, refill_of: int | None = None
+) -> list[int]:
     """Store the sets of tick number ``tick`` of ladder ``ladder_id`` (matches ``queued``, with
     their seats and ``ladder_sets`` rows), each with a fresh seed and salt and their
     commitment; commit. The ladder row is locked first and ``tick`` must be past its
     ``last_tick``: of two runs of one tick, one stores and the other stores nothing (a tick is
     safe to run twice). Twins (comparison sets with the same ``twin_key``) share their seed.
+    With ``refill_of`` (a done set of the ladder), the sets are a refill of that set's entries:
+    stored once per done set (its ``refilled`` compared-and-set), under the ladder's last tick.
 
     Returns the match ids to send to the workers (``[]``: the tick was already stored, or the
     ladder is closed).
     """
     ladder = locked(session, Ladder, ladder_id)
-    if ladder is None or ladder.status != LadderStatus.ACTIVE or tick <= (ladder.last_tick or 0):
+    if ladder is None or ladder.status != LadderStatus.ACTIVE:
         session.rollback()
         return []
     now = utcnow()
-    ladder.last_tick = tick
-    ladder.last_tick_at = now
+    if refill_of is not None:  # a refill: once per done set, whatever the tick
+        once = rows_changed(
+            session,
+            update(LadderSet)
+            .where(LadderSet.match_id == refill_of, LadderSet.refilled.is_(False))
+            .values(refilled=True),
+        )
+        if once != 1:
+            session.rollback()
+            return []
+        tick = ladder.last_tick or 0
+    elif tick <= (ladder.last_tick or 0):
+        session.rollback()
+        return []
+    else:
+        ladder.last_tick = tick
+        ladder.last_tick_at = now
     if not planned:
         session.commit()
         return []
@@ -526,8 +561,8 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
     decision becomes ``unrated`` (:func:`arena.ladder_ratings.contested`). Otherwise its entries' rows are locked in id
     order and moved by one openskill update; each gets a rating-history row; each pair of its
     entries adds the set to its sums (``ladder_pairs``). Either way the health rule counts the
-    set for each bot entry (faults; paused after the ladder's ``fault_sets`` sets in a row at
-    ``max_faults``).
+    set for each bot entry (faults; paused after ``fault_sets`` forfeits among its last
+    ``fault_window`` sets).
     """
     now = now or utcnow()
     row = locked(session, LadderSet, match_id)
@@ -559,9 +594,9 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
         stmt = stmt.with_for_update()
     entries = {e.id: e for e in session.scalars(stmt)}
     seats = [entries[e] for e in entry_ids]
-    paused = _health(seats, list(result.faults), ladder, cfg, now)
     games = list(result.games or [])
     answered = _answered(result, len(seats))
+    paused = _health(seats, list(result.faults), answered, ladder, cfg, now, games=len(games))
     for e, f in zip(seats, result.faults, strict=True):
         e.faults += int(f)
     if not ladder_ratings.contested(answered, [e.house_bot is not None for e in seats]):
@@ -595,23 +630,35 @@ def rate_set(session: Session, match_id: int, *, now: datetime | None = None) ->
 
 
 def _health(
-    seats: Sequence[LadderEntry], faults: Sequence[int], ladder: Ladder, cfg: LadderConfig, now: datetime
+    seats: Sequence[LadderEntry],
+    faults: Sequence[int],
+    answered: Sequence[int | None],
+    ladder: Ladder,
+    cfg: LadderConfig,
+    now: datetime,
+    *,
+    games: int = 0,
 ) -> tuple[int, ...]:
     """The health rule over one stored set (no commit): a bot entry whose faults reached the
-    ladder's ``max_faults`` (it forfeited, FAULT-3) adds one to its streak, else the streak
-    is back to 0; an active entry at ``fault_sets`` is paused. Returns the paused ids."""
+    ladder's ``max_faults`` (FAULT-3), or one in each of the set's ``games`` when they are
+    fewer (a Million Doubt set: a fault ends its game, MD-17, so 2 at most), or that never
+    answered a request of the set validly, records a forfeit; an active entry with
+    ``fault_sets`` forfeits among its last ``fault_window`` stored sets is paused. Returns the
+    paused ids."""
     bar = ladder.tournament.max_faults if ladder.tournament is not None else 3
+    if games > 0:
+        bar = min(bar, games)
+    window = (1 << cfg.fault_window) - 1
     paused = []
-    for e, f in zip(seats, faults, strict=True):
+    for e, f, a in zip(seats, faults, answered, strict=True):
         if e.bot_id is None:
             continue
-        e.fault_streak = e.fault_streak + 1 if int(f) >= bar else 0
-        if e.status == EntryStatus.ACTIVE and e.fault_streak >= cfg.fault_sets:
-            _pause(
-                e,
-                PausedBy.HEALTH,
-                f"{e.fault_streak} sets in a row with {bar} faults or more (its last set: {int(f)})",
-            )
+        forfeited = int(f) >= bar or a == 0
+        e.fault_streak = e.fault_streak + 1 if forfeited else 0
+        e.forfeits = ((e.forfeits << 1) | int(forfeited)) & window
+        recent = bin(e.forfeits).count("1")
+        if e.status == EntryStatus.ACTIVE and recent >= cfg.fault_sets:
+            _pause(e, PausedBy.HEALTH, "forfeits", n=recent, window=cfg.fault_window, bar=bar)
             e.paused_at = now
             paused.append(e.id)
     return tuple(paused)
@@ -625,41 +672,43 @@ def _add_pairs(
     residuals: Sequence[float],
     now: datetime,
 ) -> None:
-    """Add one rated set to the sums of each pair of its entries (inside the caller's
-    transaction, after the entries' locks: no other transaction writes these pairs now)."""
+    """Add one rated set to the sums of each pair of its entries in one statement (an insert
+    that adds to the row where the pair has one), inside the caller's transaction, after the
+    entries' locks: no other transaction writes these pairs now."""
+    rows = []
     for i, j in itertools.combinations(range(len(ids)), 2):
         a, b = pair(ids[i], ids[j])
         ia, ib = (i, j) if a == ids[i] else (j, i)
         win = 1.0 if places[ia] < places[ib] else 0.5 if places[ia] == places[ib] else 0.0
         ra, rb = residuals[ia], residuals[ib]
-        changed = session.execute(
-            update(LadderPair)
-            .where(LadderPair.ladder_id == ladder_id, LadderPair.a == a, LadderPair.b == b)
-            .values(
-                sets=LadderPair.sets + 1,
-                a_wins=LadderPair.a_wins + win,
-                res_a_sum=LadderPair.res_a_sum + ra,
-                res_a_sumsq=LadderPair.res_a_sumsq + ra * ra,
-                res_b_sum=LadderPair.res_b_sum + rb,
-                res_b_sumsq=LadderPair.res_b_sumsq + rb * rb,
-                last_met_at=now,
-            )
+        rows.append(
+            {
+                "ladder_id": ladder_id,
+                "a": a,
+                "b": b,
+                "sets": 1,
+                "a_wins": win,
+                "res_a_sum": ra,
+                "res_a_sumsq": ra * ra,
+                "res_b_sum": rb,
+                "res_b_sumsq": rb * rb,
+                "last_met_at": now,
+            }
         )
-        if not getattr(changed, "rowcount", 0):
-            session.execute(
-                insert(LadderPair).values(
-                    ladder_id=ladder_id,
-                    a=a,
-                    b=b,
-                    sets=1,
-                    a_wins=win,
-                    res_a_sum=ra,
-                    res_a_sumsq=ra * ra,
-                    res_b_sum=rb,
-                    res_b_sumsq=rb * rb,
-                    last_met_at=now,
-                )
-            )
+    if not rows:
+        return
+    rows.sort(key=lambda r: (r["a"], r["b"]))
+    stmt = (postgresql.insert if is_postgresql(session) else sqlite.insert)(LadderPair).values(rows)
+    added = ("sets", "a_wins", "res_a_sum", "res_a_sumsq", "res_b_sum", "res_b_sumsq")
+    session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[LadderPair.ladder_id, LadderPair.a, LadderPair.b],
+            set_={
+                **{k: getattr(LadderPair, k) + getattr(stmt.excluded, k) for k in added},
+                "last_met_at": stmt.excluded.last_met_at,
+            },
+        )
+    )
 
 
 def add_comparison(session: Session, match_id: int) -> bool:
@@ -775,6 +824,7 @@ def pending_comparisons(session: Session, *, limit: int = 500) -> list[int]:
 
 __all__ = [
     "HELD",
+    "PAUSE_REASONS",
     "PlannedSet",
     "Rated",
     "NotFound",

@@ -363,11 +363,13 @@ def _mark_failed(match: Match, failure: str) -> None:
 @dataclass(frozen=True)
 class Stored:
     """What :func:`store_result` did: ``stored`` (also its truth value) is False when a
-    result was already stored; ``added``: the ids of the round this store added to a
-    tournament played until settled (``queued``: the caller sends them to the broker)."""
+    result was already stored, or when the attempt storing is not the match's current one
+    (``stale``: its lease was taken over); ``added``: the ids of the round this store added
+    to a tournament played until settled (``queued``: the caller sends them to the broker)."""
 
     stored: bool
     added: tuple[int, ...] = ()
+    stale: bool = False
 
     def __bool__(self) -> bool:
         return self.stored
@@ -384,11 +386,19 @@ def store_result(
     timings: dict[str, Any],
     log: Any,
     par_status: str | None = None,
+    attempt: int | None = None,
 ) -> Stored:
     """``running -> finished``: store the result and the full log of match ``match_id``
     exactly once and, if this was the tournament's last match left, end its round
     (:func:`~arena.lifecycle.tournaments.round_end`: finish it, or add a round to a
     tournament played until settled); commit.
+
+    Fencing: with ``attempt`` (the attempt that played it, :attr:`MatchPlan.attempt`), the
+    match row is locked and the result stored only while ``attempt`` is the match's current
+    attempt (``matches.attempts``): a delivery whose lease expired and was taken over by
+    another delivery (a worker cut off from the network, frozen, or slow to store) stores
+    nothing (``Stored(False, stale=True)``), so it can neither overwrite nor pre-empt the
+    attempt that took over.
 
     Lists are indexed by seat (see :class:`arena.db.models.MatchResult`); ``par_status``
     (:class:`arena.status.ParStatus`): ``pending`` when its pars are to be computed. The result's
@@ -396,14 +406,18 @@ def store_result(
     that played the match again stores nothing (and adds no round).
 
     Returns:
-        :class:`Stored`, true if this call stored the result, false if one was already stored.
+        :class:`Stored`, true if this call stored the result, false if one was already stored
+        or the attempt is stale.
     Raises:
         ValueError: no such match, or list lengths differ from the match's seat count.
         arena.matchlog.LogEncodingError: the log is not strict JSON in UTF-8.
     """
-    match = session.get(Match, match_id)
+    match = session.get(Match, match_id) if attempt is None else locked(session, Match, match_id)
     if match is None:
         raise ValueError(f"no match {match_id}")
+    if attempt is not None and match.attempts != attempt:
+        session.rollback()
+        return Stored(False, stale=True)
     n = len(match.seats)
     for name, values in (("scores", scores), ("places", places), ("faults", faults)):
         if len(values) != n:
@@ -436,6 +450,23 @@ def store_result(
     ended = round_end(session, match.tournament_id)
     session.commit()
     return Stored(True, ended.added)
+
+
+def requeue_match(session: Session, match_id: int, attempt: int) -> bool:
+    """``running -> queued`` for a match the arena could not finish (its own outage, never
+    its bots': :class:`arena.runner.players.ArenaFailure`), by the attempt that holds it
+    (``attempts == attempt``): its lease cleared, ``queued_at`` now; commit. The next
+    delivery plays it from the start on fresh deals (a new attempt seed). False when the
+    match is no longer this attempt's (taken over, stored, cancelled): nothing changed."""
+    match = locked(session, Match, match_id)
+    if match is None or match.status != MatchStatus.RUNNING or match.attempts != attempt:
+        session.rollback()
+        return False
+    match.status = MatchStatus.QUEUED
+    match.lease_owner = match.lease_expires_at = None
+    match.queued_at = utcnow()
+    session.commit()
+    return True
 
 
 def store_pars(session: Session, match_id: int, pars: Sequence[Sequence[float]], log: Any) -> bool:

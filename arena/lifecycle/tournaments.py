@@ -308,6 +308,30 @@ def resumable_matches(session: Session, tournament_id: int, *, include_running: 
     return ids
 
 
+def resume_would_help(session: Session, tournament_id: int) -> bool:
+    """True when :func:`resumable_matches` would find matches to send again *and* the
+    tournament looks stalled: no match of it is ``running``. A tournament whose workers are
+    playing takes its queued matches in turn (and the reaper re-sends a lost one by itself),
+    so a resume there only sends duplicates: the pages offer Resume only when this is true.
+    Reads only."""
+    running = session.scalar(
+        select(Match.id).where(Match.tournament_id == tournament_id, Match.status == MatchStatus.RUNNING).limit(1)
+    )
+    if running is not None:
+        return False
+    cutoff = utcnow() - timedelta(seconds=RESUME_GUARD_S)
+    left = session.scalar(
+        select(Match.id)
+        .where(
+            Match.tournament_id == tournament_id,
+            Match.status.in_((MatchStatus.PENDING, MatchStatus.QUEUED)),
+            Match.queued_at.is_(None) | (Match.queued_at < cutoff),
+        )
+        .limit(1)
+    )
+    return left is not None
+
+
 def cancel_tournament(session: Session, tournament_id: int) -> None:
     """``created|running -> cancelled``; its ``pending`` and ``queued`` matches become
     ``cancelled`` (a running match plays out and keeps its result); commit.
@@ -480,7 +504,12 @@ def stalled_tournaments(session: Session, *, older_than_s: float, limit: int = 1
     has_match = exists().where(Match.tournament_id == Tournament.id)
     stmt = (
         select(Tournament.id)
-        .where(Tournament.status == TournamentStatus.RUNNING, Tournament.started_at < cutoff, has_pending | ~has_match)
+        .where(
+            Tournament.status == TournamentStatus.RUNNING,
+            Tournament.format != TournamentFormat.LADDER,  # a ladder's sets come from its ticks
+            Tournament.started_at < cutoff,
+            has_pending | ~has_match,
+        )
         .order_by(Tournament.started_at)
         .limit(limit)
     )

@@ -4,22 +4,33 @@ one of its connections (:mod:`arena.relay`; docs/operations.md, "Gateways").
 A decision is pushed onto the bot's request list, ringing the gateways that hold the bot
 (:data:`arena.relay.PUSH_AND_RING`, in the same round trip as the first wait), and its answer
 awaited on the request's answer list, in slices of :data:`SLICE_S` seconds. Between slices the
-player looks at where the request is (:data:`_WHERE`):
+player looks at where the request is (:data:`_WHERE`), and whose the slice's time was (the
+clock of docs/protocol.md, "Whose fault is a wait"):
 
-* still queued: no connection took it. Past ``reconnect_s`` seconds (never past the bank) it is
-  taken back: the fault ``connection_error`` ("not connected"). A bot restarted within that
-  time loses nothing but the time (charged to its bank, TIME-2).
-* held by a live gateway: the bot is thinking; at the bank's end, the fault ``timeout``.
-* held by a gateway that died: the request is queued again, at the front, for another gateway.
+* still queued: no connection took it. That time is the arena's when no gateway is alive, or
+  the bot's connections were on a gateway that died or stopped, until
+  :data:`arena.relay.REJOIN_S` after that (the bot is reconnecting); otherwise the bot's:
+  past ``reconnect_s`` seconds of it (never past the bank) the request is taken back, the
+  fault ``connection_error`` ("not connected").
+* held by a live gateway: the bot is thinking (the bot's time), but for the time the gateway
+  says its event loop stalled (its alive key, :data:`arena.relay.ALIVE_BEAT`): the arena's.
+* held by a gateway that died: the request is queued again, at the front, for another gateway;
+  the time since is the arena's.
+
+The arena's time is never the bot's: an answer's :attr:`Outcome.arena_ms` is left out of the
+bank (:mod:`arena.runner.match`), and a request with no answer by the bank's end after some
+of the arena's time is no fault: :attr:`Outcome.arena` says why, and the runner asks again.
 
 A connection that drops while it holds requests gives them back to the queue (the gateway
 does it), so they wait for the bot's reconnection like the others. When Redis itself fails
 (restarted empty, unreachable) the player tries again until the deadline and, once it answers,
 queues a request found nowhere again at once; the bot is never charged for it: no answer by
-the deadline after such a failure raises :class:`RelayUnavailable` (the match fails as the
-arena's error, to be played again), never a fault. Answers are parsed like an
-HTTP bot's (:func:`arena.safejson.parse_answer`); a fault the gateway saw (an oversized or
-non-JSON frame closes the connection) comes back as that fault.
+the deadline after such a failure raises :class:`RelayUnavailable` (the arena's failure:
+the runner asks again), never a fault. The gateway forwards an answer's frame as the bot sent
+it (``R<frame>``: it never parses a bot's JSON on its event loop); it is parsed here, like an
+HTTP bot's answer (:func:`arena.safejson.parse_answer`), and must carry the request's id; a
+fault the gateway saw (an oversized or non-JSON frame closes the connection) comes back as
+that fault.
 """
 
 from __future__ import annotations
@@ -34,7 +45,7 @@ import redis
 from arena import relay
 from arena.runner.answers import safe_text
 from arena.runner.capped import SlotCap
-from arena.runner.players import NO_SLOT, NOTICE_TIMEOUT_S, RECEIVED_LOG_CHARS, Outcome, SlotUse
+from arena.runner.players import NO_SLOT, NOTICE_TIMEOUT_S, RECEIVED_LOG_CHARS, ArenaFailure, Outcome, SlotUse
 from arena.runner.semaphore import BotSemaphore, MatchSlots
 from arena.safejson import parse_answer
 from bots_sdk import wire
@@ -52,24 +63,54 @@ RELAY_ERRORS = (redis.RedisError, OSError)
 #: queued again.
 LOST_SLICES = 3
 
-# KEYS: request list, held key, the bot's presence set. ARGV: envelope, "1" to take it back
-# when queued, alive prefix, doorbell prefix, bot id. Returns "queued", "removed" (it was queued
-# and is taken back), "held", "requeued" (its gateway died: queued again at the front, and the
-# bot's gateways rung) or "unknown".
+#: Milliseconds of stall a gateway must report for its time to count as the arena's.
+STALL_MIN_MS = 50
+
+# KEYS: request list, held key, the bot's presence set, the bot's dropped mark, the gateways'
+# set. ARGV: envelope, "1" to take it back when queued (unless the arena keeps the bot out),
+# alive prefix, doorbell prefix, bot id, seconds a gateway lives without a beat, rejoin
+# seconds, the dropped mark's time to live. Returns "queued|1" (queued, the arena keeps the
+# bot out: no gateway alive, or a connection of the bot on a gateway that died, or rejoin
+# time left since), "queued|0" (queued: the bot is not connected), "removed" (taken back),
+# "held|<stall ms>", "requeued" (its gateway died: queued again at the front, and the bot's
+# gateways rung) or "unknown".
 _WHERE = (
     relay.LUA_RING
     + """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local function arena_keeps_out()
+  local dead = redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[6]), '+inf') == 0
+  if not dead then
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf')) do
+      local gw = string.match(m, '^[^|]+')
+      if gw and redis.call('EXISTS', ARGV[3] .. gw) == 0 then
+        dead = true
+        break
+      end
+    end
+  end
+  if dead then
+    redis.call('SET', KEYS[4], string.format('%.3f', now), 'EX', ARGV[8])
+    return '1'
+  end
+  local since = tonumber(redis.call('GET', KEYS[4]) or '')
+  if since and now - since < tonumber(ARGV[7]) then return '1' end
+  return '0'
+end
 local pos = redis.call('LPOS', KEYS[1], ARGV[1])
 if pos then
-  if ARGV[2] == '1' then
+  local kept = arena_keeps_out()
+  if ARGV[2] == '1' and kept == '0' then
     redis.call('LREM', KEYS[1], 1, ARGV[1])
     return 'removed'
   end
-  return 'queued'
+  return 'queued|' .. kept
 end
 local gw = redis.call('GET', KEYS[2])
 if not gw then return 'unknown' end
-if redis.call('EXISTS', ARGV[3] .. gw) == 1 then return 'held' end
+local alive = redis.call('GET', ARGV[3] .. gw)
+if alive then return 'held|' .. alive end
 redis.call('DEL', KEYS[2])
 redis.call('LPUSH', KEYS[1], ARGV[1])
 ring(KEYS[3], ARGV[4], ARGV[5])
@@ -77,8 +118,14 @@ return 'requeued'
 """
 )
 
+#: What the arena's failures are called in :attr:`Outcome.arena`.
+NO_GATEWAY = "no gateway could hold a connection of the bot (a gateway died or stopped, or none ran)"
+STALLED = "the gateway holding the request stalled"
+DIED = "the gateway holding the request died"
+RELAY_DOWN = "the relay to the gateways (Redis) failed"
 
-class RelayUnavailable(RuntimeError):
+
+class RelayUnavailable(ArenaFailure):
     """Redis, the relay to the gateways, failed during a decision and no answer came by its
     deadline: the arena's failure, not the bot's (no fault is recorded; the match fails)."""
 
@@ -90,6 +137,67 @@ class RelayUnavailable(RuntimeError):
 
 def _ms(seconds: float) -> int:
     return int(round(seconds * 1000))
+
+
+def answer_body(tag: bytes, payload: bytes, rid: str) -> tuple[dict[str, Any] | None, str]:
+    """The action of an answer list item: ``R<frame>`` (the bot's answer frame as it sent
+    it: parsed strictly here, its ``id`` must be ``rid`` and its ``body`` an object) or
+    ``A<body>`` (a gateway of an earlier version parsed the frame); ``(None, why)`` when it is
+    not a strict JSON object answering ``rid``."""
+    if tag != b"R":
+        return parse_answer(payload)
+    frame, why = parse_answer(payload, wrapped=True)
+    if frame is None:
+        return None, why
+    if frame.get("id") != rid:
+        return None, "the answer frame's id is not the request's"
+    body = frame.get("body")
+    if not isinstance(body, dict):
+        return None, "the answer's body is not a JSON object"
+    return body, ""
+
+
+class _Clock:
+    """Whose a decision's time was (module docstring): :attr:`arena_s` (seconds the arena kept
+    the bot from answering), :attr:`bot_waited` (seconds queued while the bot was not
+    connected, its own), :attr:`why` (the arena's last failure seen, "" if none)."""
+
+    def __init__(self, start: float):
+        self.last = start
+        self.arena_s = 0.0
+        self.bot_waited = 0.0
+        self.why = ""
+        self._arena_now = False  # the state last seen was the arena's failure
+
+    def arena(self, now: float, why: str) -> None:
+        """The time since the last look was the arena's (``why``)."""
+        self.arena_s += max(0.0, now - self.last)
+        self.last, self.why, self._arena_now = now, why, True
+
+    def observe(self, now: float, state: str, info: str) -> None:
+        """Attribute the time since the last look, by where the request is now."""
+        span = max(0.0, now - self.last)
+        self.last = now
+        self._arena_now = False
+        if state == "requeued":
+            self.arena_s += span
+            self.why, self._arena_now = DIED, True
+        elif state == "queued" and info == "1":
+            self.arena_s += span
+            self.why, self._arena_now = NO_GATEWAY, True
+        elif state in ("queued", "removed"):
+            self.bot_waited += span
+        elif state == "held":
+            stall = int(info) / 1000 if info.isdigit() else 0.0
+            if stall * 1000 >= STALL_MIN_MS:
+                self.arena_s += min(span, stall)
+                self.why = STALLED
+
+    def close(self, now: float) -> None:
+        """The answer came at ``now``: the last span is the arena's if the last state was."""
+        if self._arena_now:
+            self.arena_s += max(0.0, now - self.last)
+        self.last = now
 
 
 class ConnectedPlayer:
@@ -112,6 +220,13 @@ class ConnectedPlayer:
         self.reconnect_s = float(reconnect_s)
         self._req_key = relay.request_key(self.bot_id)
         self._where = client.register_script(_WHERE)
+        self._where_keys = [
+            self._req_key,
+            "",
+            relay.conns_key(self.bot_id),
+            relay.dropped_key(self.bot_id),
+            relay.GATEWAYS_KEY,
+        ]
 
     @staticmethod
     def _envelope(kind: str, body: bytes, deadline: float) -> tuple[str, str]:
@@ -155,10 +270,11 @@ class ConnectedPlayer:
 
     def _exchange(self, kind: str, body: bytes, start: float, deadline: float, wall_deadline: float) -> Outcome:
         rid, env = self._envelope(kind, body, wall_deadline)
-        ans_key, held = relay.answer_key(rid), relay.held_key(rid)
-        alive = relay.PREFIX + "alive:"
+        ans_key = relay.answer_key(rid)
+        keys = [*self._where_keys]
+        keys[1] = relay.held_key(rid)
+        clock = _Clock(start)
         unknown = 0
-        queued_since: float | None = start  # since when no connection holds it (None: one does)
         outage: BaseException | None = None  # the relay's last failure during this decision
         try:
             got = self._push(env, ans_key, max(0.001, min(SLICE_S, deadline - start, self.reconnect_s)))
@@ -166,23 +282,35 @@ class ConnectedPlayer:
             got, outage, unknown = None, exc, LOST_SLICES - 1  # queued or not: found nowhere, queued again
             if not self._relay_back(deadline):
                 raise RelayUnavailable(exc) from exc
+            clock.arena(time.monotonic(), RELAY_DOWN)
         while got is None:
             now = time.monotonic()
             try:
-                give_up = now >= deadline or (queued_since is not None and now - queued_since >= self.reconnect_s)
+                give_up = now >= deadline or clock.bot_waited >= self.reconnect_s
                 where = self._where(
-                    keys=[self._req_key, held, relay.conns_key(self.bot_id)],
-                    args=[env, "1" if give_up else "0", alive, relay.wake_prefix(), self.bot_id],
+                    keys=keys,
+                    args=[
+                        env,
+                        "1" if give_up else "0",
+                        relay.PREFIX + "alive:",
+                        relay.wake_prefix(),
+                        self.bot_id,
+                        relay.ALIVE_TTL_S,
+                        relay.REJOIN_S,
+                        relay.DROPPED_TTL_S,
+                    ],
                 )
-                where = where.decode() if isinstance(where, bytes) else str(where)
-                if where == "removed":
+                state, _, info = (where.decode() if isinstance(where, bytes) else str(where)).partition("|")
+                clock.observe(now, state, info)
+                if state == "removed":
                     return Outcome(
                         None,
                         "connection_error",
-                        f"the bot had no connection to a gateway for {_ms(now - (queued_since or start))} ms",
+                        f"the bot had no connection to a gateway for {_ms(clock.bot_waited)} ms",
                         "",
                         _ms(now - start),
                         None,
+                        arena_ms=_ms(clock.arena_s),
                     )
                 if now >= deadline:
                     got = self.client.lpop(ans_key)  # an answer that came as the bank ended
@@ -190,20 +318,28 @@ class ConnectedPlayer:
                         break
                     if outage is not None:  # maybe lost in the outage: not the bot's to pay
                         raise RelayUnavailable(outage)
-                    return Outcome(None, "timeout", "no answer within the bank", "", _ms(now - start), None)
-                if where in ("queued", "requeued"):
-                    queued_since = now if queued_since is None else queued_since
-                elif where == "held":
-                    queued_since = None
-                unknown = unknown + 1 if where == "unknown" else 0
+                    self.client.lrem(self._req_key, 1, env)  # not delivered: never delivered late
+                    return Outcome(
+                        None,
+                        "timeout",
+                        "no answer within the bank",
+                        "",
+                        _ms(now - start),
+                        None,
+                        arena=clock.why,
+                        arena_ms=_ms(clock.arena_s),
+                    )
+                unknown = unknown + 1 if state == "unknown" else 0
                 if unknown >= LOST_SLICES:  # popped by a gateway that died before it said so
                     # (at the front, as given back, and the bot's gateways rung)
                     self.client.eval(
                         relay.PUSH_AND_RING,
                         *relay.push_args(self.bot_id, [env], front=True, ttl_s=REQUEST_LIST_TTL_S),
                     )
-                    unknown, queued_since = 0, now
-                until = deadline if queued_since is None else min(deadline, queued_since + self.reconnect_s)
+                    unknown = 0
+                until = deadline
+                if state == "queued" and info != "1":  # the bot's own wait for a connection
+                    until = min(deadline, now + max(0.0, self.reconnect_s - clock.bot_waited))
                 got = self.client.blpop([ans_key], timeout=max(0.001, min(SLICE_S, until - now)))
                 if got is not None:
                     got = got[1]
@@ -212,13 +348,15 @@ class ConnectedPlayer:
                 if not self._relay_back(deadline):
                     raise RelayUnavailable(exc) from exc
                 # Redis is back, maybe empty (restarted): a request found nowhere is queued
-                # again at once, and the outage is not counted as time the bot was unconnected
+                # again at once, and the outage is the arena's time
                 unknown = LOST_SLICES - 1
-                queued_since = time.monotonic() if queued_since is not None else None
-        return self._outcome(got, time.monotonic() - start, deadline - start)
+                clock.arena(time.monotonic(), RELAY_DOWN)
+        now = time.monotonic()
+        clock.close(now)
+        return self._outcome(got, rid, now - start, deadline - start, clock.arena_s)
 
-    def _outcome(self, raw: bytes, elapsed_s: float, timeout_s: float) -> Outcome:
-        elapsed = _ms(elapsed_s)
+    def _outcome(self, raw: bytes, rid: str, elapsed_s: float, timeout_s: float, arena_s: float = 0.0) -> Outcome:
+        elapsed, arena_ms = _ms(elapsed_s), _ms(arena_s)
         tag, payload = raw[:1], raw[1:]
         if tag == b"F":
             try:
@@ -233,13 +371,18 @@ class ConnectedPlayer:
                 safe_text(received, RECEIVED_LOG_CHARS),
                 elapsed,
                 None,
+                arena_ms=arena_ms,
             )
-        if elapsed_s > timeout_s:
-            return Outcome(None, "timeout", f"answer took {elapsed} ms, more than the bank", "", elapsed, None)
-        obj, why = parse_answer(payload)
+        if elapsed_s - arena_s > timeout_s:
+            return Outcome(
+                None, "timeout", f"answer took {elapsed} ms, more than the bank", "", elapsed, None, arena_ms=arena_ms
+            )
+        obj, why = answer_body(tag, payload, rid)
         if obj is None:
-            return Outcome(None, "invalid_json", why, safe_text(payload, RECEIVED_LOG_CHARS), elapsed, None)
-        return Outcome(obj, None, "", "", elapsed, None)
+            return Outcome(
+                None, "invalid_json", why, safe_text(payload, RECEIVED_LOG_CHARS), elapsed, None, arena_ms=arena_ms
+            )
+        return Outcome(obj, None, "", "", elapsed, None, arena_ms=arena_ms)
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
         return self.exchange("request", body, timeout_s)

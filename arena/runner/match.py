@@ -11,12 +11,20 @@ of deals to the target (4 players); ``jdf`` one match of ``sets`` x ``games_per_
 
 Per decision (TIME-1..3, FAULT-1..3): the request (:func:`bots_sdk.protocol.build_request`) is
 sent with the seat's remaining bank as the deadline; banks reset when ``unit_index`` changes
-and at each Million Doubt game. Fault kinds: ``timeout``, ``connection_error``, ``http_status``,
-``body_too_large``, ``invalid_json``, ``invalid_action``, ``bot_error`` (FAULT-2: the engine's
-``g.forfeit``); ``max_faults`` faults forfeit the rest of the match (FAULT-3, reason
-``max_faults``); a :class:`~arena.runner.players.WithdrawnPlayer` (a deleted bot) forfeits
-every game, sent no request or notice (reason ``withdrawn``), and so does a player from the
-decision where :attr:`Observers.withdrawn` first says its bot was deleted.
+and at each Million Doubt game. Only the bot's own time is taken from its bank: the part of an
+answer's time the arena was unavailable on the bot's path (:attr:`Outcome.arena_ms`) is not; a
+request the arena itself failed (:attr:`Outcome.arena`, a player raising
+:class:`~arena.runner.players.ArenaFailure`, or :attr:`Observers.health` judging a time-out or
+connection error to be the worker's own failure) is no fault: it is recorded in the game's
+``arena_faults`` and the decision asked again with the bank it had, up to
+:data:`MAX_ARENA_RETRIES` times; then, or when the health says stop, the match stops
+(:class:`ArenaUnavailable`: nothing of it is scored; its caller plays it again). Fault kinds:
+``timeout``, ``connection_error``, ``http_status``, ``body_too_large``, ``invalid_json``,
+``invalid_action``, ``bot_error`` (FAULT-2: the engine's ``g.forfeit``); ``max_faults`` faults
+forfeit the rest of the match (FAULT-3, reason ``max_faults``); a
+:class:`~arena.runner.players.WithdrawnPlayer` (a deleted bot) forfeits every game, sent no
+request or notice (reason ``withdrawn``), and so does a player from the decision where
+:attr:`Observers.withdrawn` first says its bot was deleted.
 
 The log (:meth:`Match.play`'s return) is an :class:`arena.matchlog.MatchLog` (its records list
 its fields); requests are stored as SHA-256 and size unless ``log_requests``
@@ -40,13 +48,14 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import engine
 from arena import limits
 from arena.matchlog import (
     LOG_FORMAT,
     LOG_VERSION,
+    ArenaFaultRecord,
     Exchange,
     FairnessRecord,
     FaultRecord,
@@ -59,6 +68,7 @@ from arena.matchlog import (
 from arena.runner.answers import check_action, safe_text
 from arena.runner.players import (
     RECEIVED_LOG_CHARS,
+    ArenaFailure,
     Outcome,
     Player,
     PlayerSpec,
@@ -81,6 +91,10 @@ MAX_DECISIONS_PER_GAME = limits.MAX_DECISIONS_PER_GAME
 WITHDRAWN = "withdrawn"
 #: Forfeits the runner applies without an exchange (FAULT-3, withdrawn): replay expects none.
 BARRED_REASONS = frozenset({"max_faults", WITHDRAWN})
+#: Most times one decision is asked again after the arena failed it (then the match stops).
+MAX_ARENA_RETRIES = 10
+#: Faults that may be the arena's own failure rather than the bot's (no answer came).
+NO_ANSWER_FAULTS = frozenset({"timeout", "connection_error"})
 _ACTION_KEYS = ("type", "cards", "face_down", "jokers", "accept", "rate")
 
 #: A game spec: ``{"seed": int, "seats": [...]}`` or ``{"setup": {...}, "seats": [...]}``.
@@ -89,6 +103,34 @@ GameSpec = Mapping[str, Any]
 
 class MatchError(ValueError):
     """Bad match parameters (players, game specs); the message names the problem."""
+
+
+class ArenaUnavailable(ArenaFailure):
+    """The arena could not get a decision through (its own failure, asked again
+    :data:`MAX_ARENA_RETRIES` times), or its health says the match must stop (this worker lost
+    the match's lease, or stays cut off): the match stops unscored, to be played again."""
+
+
+class ArenaHealth(Protocol):
+    """The worker's view of its own health during a match (:attr:`Observers.health`;
+    ``arena.delivery`` builds it from the match's lease and the worker's links)."""
+
+    def abort(self) -> str:
+        """Why the match must stop now ("" : it goes on), asked before every request: the
+        worker lost the match's lease (another delivery took it over)."""
+        ...
+
+    def fault(self, started: float, ended: float) -> str:
+        """Why a request that got no answer (a time-out, a connection error), sent at
+        ``started`` and over at ``ended`` (monotonic seconds), failed for the worker's own
+        failure: its heartbeat failed or went stale meanwhile, or it cannot reach Redis or the
+        database now. "" : the worker was well: the fault is the bot's."""
+        ...
+
+    def wait(self) -> bool:
+        """Block until the worker is well again (then True), or give up (False: the match
+        stops)."""
+        ...
 
 
 def default_game_specs(ruleset: str, seed: int, games: int = 1) -> list[dict[str, Any]]:
@@ -197,12 +239,16 @@ class Observers:
             (its bot deleted, :mod:`arena.withdrawals`). Its seats then forfeit every
             decision from this one without a request (reason ``withdrawn``, FAULT-3) and it
             gets no end notice.
+        health: the worker's own health (:class:`ArenaHealth`), asked before each request
+            and about each request that got no answer; None: the arena is taken to be well
+            (a local run), only the players' own judgement (:attr:`Outcome.arena`) counts.
     """
 
     on_decision: Callable[[Exchange], None] | None = None
     on_game_end: Callable[[GameRecord], None] | None = None
     on_step: Callable[[int, engine.Game, Exchange], None] | None = None
     withdrawn: Callable[[int], bool] | None = None
+    health: ArenaHealth | None = None
 
 
 @dataclass
@@ -407,6 +453,7 @@ class _GamePlay:
         self.unit = self.game.unit_index
         self.exchanges: list[Exchange] = []
         self.faults: list[FaultRecord] = []
+        self.arena_faults: list[ArenaFaultRecord] = []
         self.started = time.time()
 
     def run(self) -> GameRecord:
@@ -435,7 +482,7 @@ class _GamePlay:
                 self._forfeit_barred(d)
             else:
                 self._ask(d)
-        return {
+        record: GameRecord = {
             "index": self.index,
             "seed": self.spec.get("seed"),
             "seats": self.seats,
@@ -446,6 +493,11 @@ class _GamePlay:
             "started_at": self.started,
             "finished_at": time.time(),
         }
+        if self.arena_faults:  # after "faults" (a log without them keeps the bytes of before)
+            items = list(record.items())
+            items.insert(6, ("arena_faults", self.arena_faults))
+            record = dict(items)  # type: ignore[assignment]
+        return record
 
     def _bar_seats(self) -> None:
         g, barred = self.game, self.match.barred
@@ -465,8 +517,8 @@ class _GamePlay:
         """The fault of an answer (and its detail), or ``(None, "")`` once applied."""
         if out.fault is not None:
             return out.fault, out.detail
-        if out.elapsed_ms > before_ms:
-            return "timeout", f"answer took {out.elapsed_ms} ms, the bank had {before_ms} ms"
+        if _charged(out) > before_ms:
+            return "timeout", f"answer took {_charged(out)} ms of the bot's own time, the bank had {before_ms} ms"
         action = out.action
         why = check_action(action)
         if why or action is None:
@@ -492,18 +544,13 @@ class _GamePlay:
             banks_ms=[b.remaining_ms for b in self.banks],
         )
         body = protocol.dumps(req)
-        sent_at = time.time()
-        checked = match.checked[player_index]
-        if checked is None:
-            out = match.players[player_index].decide(body, before_ms / 1000)
-        else:  # a person: its tries are judged by the engine before it answers (module docstring)
-            out = checked(body, before_ms / 1000, lambda action: self.refusal(d.seat, action))
+        out, sent_at = self._request(d.seat, player_index, body, before_ms)
         fault, detail = self._judge(d.seat, out, before_ms)
         if fault is None:
-            bank.spend(out.elapsed_ms)
+            bank.spend(_charged(out))
             after_ms = bank.remaining_ms
         else:
-            after_ms = max(0, before_ms - out.elapsed_ms)
+            after_ms = max(0, before_ms - _charged(out))
             bank.remaining_ms = after_ms
         ex: Exchange = {
             "n": len(self.exchanges),
@@ -524,6 +571,8 @@ class _GamePlay:
         if match.config.log_requests:
             ex["request"] = req
         self._record_slot(ex, player_index, out.slot)
+        if out.arena_ms >= 1:
+            ex["arena_ms"] = out.arena_ms
         self.exchanges.append(ex)
         if fault is not None:
             self._fault(d.seat, player_index, ex, out, fault, detail)
@@ -543,6 +592,53 @@ class _GamePlay:
         except engine.InvalidAction as e:
             return e.reason, e.rule
         return None
+
+    def _request(self, seat: int, player_index: int, body: bytes, before_ms: int) -> tuple[Outcome, float]:
+        """Ask ``player_index`` the decision (``body``) with ``before_ms`` of bank; a request
+        the arena failed (module docstring) is recorded in :attr:`arena_faults` and asked
+        again, with the same bank. Returns the outcome and when its request was sent (Unix s).
+
+        Raises:
+            ArenaUnavailable: the arena failed it :data:`MAX_ARENA_RETRIES` times more, or
+                :attr:`Observers.health` says stop."""
+        match = self.match
+        health = match.observers.health
+        again = 0
+        while True:
+            if health is not None and (stop := health.abort()):
+                raise ArenaUnavailable(stop)
+            sent_at, started = time.time(), time.monotonic()
+            cause: ArenaFailure | None = None
+            try:
+                checked = match.checked[player_index]
+                if checked is None:
+                    out = match.players[player_index].decide(body, before_ms / 1000)
+                else:  # a person: its tries are judged by the engine before it answers (module docstring)
+                    out = checked(body, before_ms / 1000, lambda action: self.refusal(seat, action))
+                why = out.arena
+            except ArenaFailure as exc:
+                out, why, cause = Outcome(None, None, "", "", 0, None), str(exc) or type(exc).__name__, exc
+            ended = time.monotonic()
+            if not why and out.fault in NO_ANSWER_FAULTS and health is not None:
+                why = health.fault(started, ended)
+            if not why:
+                return out, sent_at
+            self.arena_faults.append(
+                {
+                    "game": self.index,
+                    "n": len(self.exchanges),
+                    "seat": seat,
+                    "player": player_index,
+                    "detail": safe_text(why, RECEIVED_LOG_CHARS),
+                    "sent_at": round(sent_at, 6),
+                    "elapsed_ms": int(round((ended - started) * 1000)),
+                }
+            )
+            again += 1
+            if again > MAX_ARENA_RETRIES:
+                raise ArenaUnavailable(f"asked {again} times, the arena failed each: {why}") from cause
+            if health is not None and not health.wait():
+                raise ArenaUnavailable(f"the worker stayed unwell: {why}") from cause
 
     def _record_slot(self, ex: Exchange, player_index: int, slot: SlotUse) -> None:
         self.match.slot_totals[player_index].add(slot)
@@ -582,6 +678,11 @@ def _rules_record(rules: TimeRules) -> TimeRulesRecord:
     return {"initial_ms": rules.initial_ms, "increment_ms": rules.increment_ms, "cap_ms": rules.cap_ms}
 
 
+def _charged(out: Outcome) -> int:
+    """Milliseconds of an outcome taken from the bank: its time less the arena's (TIME-2)."""
+    return max(0, out.elapsed_ms - out.arena_ms)
+
+
 _CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(MatchConfig)) - {"ruleset", "options"}
 _OBSERVER_FIELDS = frozenset(f.name for f in dataclasses.fields(Observers))
 
@@ -613,6 +714,9 @@ __all__ = [
     "default_game_specs",
     "summarize",
     "MatchError",
+    "ArenaHealth",
+    "ArenaUnavailable",
+    "MAX_ARENA_RETRIES",
     "DEFAULT_MAX_FAULTS",
     "BARRED_REASONS",
     "WITHDRAWN",

@@ -32,7 +32,7 @@ from typing import Any
 import redis
 
 from arena import tables
-from arena.runner.players import NO_SLOT, AnswerCheck, Outcome, SlotUse
+from arena.runner.players import NO_SLOT, AnswerCheck, ArenaFailure, Outcome, SlotUse
 from arena.safejson import parse_answer
 
 #: Longest single wait on the answer list, seconds.
@@ -43,7 +43,7 @@ PENDING_GRACE_S = 5
 REDIS_ERRORS = (redis.RedisError, OSError)
 
 
-class TableUnavailable(RuntimeError):
+class TableUnavailable(ArenaFailure):
     """Redis failed during a person's decision and no answer came by its deadline: the arena's
     failure, not the person's (no fault is recorded; the match fails)."""
 

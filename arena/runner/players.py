@@ -26,8 +26,7 @@ Fault kinds (RULES FAULT-1; the runner adds ``invalid_action``):
 
 from __future__ import annotations
 
-import heapq
-import itertools
+import errno
 import json
 import socket
 import ssl
@@ -38,7 +37,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import httpx
 
-from arena.bot_transport import PinnedTransport
+from arena.bot_transport import WATCHDOG, PinnedTransport
 from arena.config import allow_private_from_env
 from arena.runner.answers import safe_text
 from arena.safejson import parse_answer
@@ -87,6 +86,11 @@ class Outcome(NamedTuple):
         elapsed_ms: milliseconds from sending the request to the complete answer (TIME-2).
         status: HTTP status, None for in-process bots or when no answer came.
         slot: the request's wait for a slot before it was sent (not part of ``elapsed_ms``).
+        arena: why the request failed for the arena's own failure (its network, its relay,
+            a gateway), not the bot's: the runner charges nothing and asks again
+            (docs/protocol.md, "Whose fault is a wait"); "" when it was not the arena's.
+        arena_ms: milliseconds of ``elapsed_ms`` the arena was unavailable on the bot's path
+            (a gateway dead or stalled, the relay down): never taken from the bank.
     """
 
     action: dict[str, Any] | None
@@ -96,6 +100,33 @@ class Outcome(NamedTuple):
     elapsed_ms: int
     status: int | None
     slot: SlotUse = NO_SLOT
+    arena: str = ""
+    arena_ms: int = 0
+
+
+class ArenaFailure(RuntimeError):
+    """The arena itself failed on a decision's path (its relay, a gateway, the worker's own
+    network or heartbeat) and no answer came: not the bot's fault (FAULT-1 counts only the
+    bot's own failures). A player may raise it from ``decide``; the runner then asks the
+    decision again, charging nothing (:class:`arena.runner.match.Match`), and gives up the
+    match (:class:`arena.runner.match.ArenaUnavailable`) when the arena stays down."""
+
+
+#: errno values of a request that failed on the worker's own side: no route, no network, no
+#: local address (a link that went down under the worker). Not the bot's.
+LOCAL_NETWORK_ERRNOS = frozenset({errno.ENETUNREACH, errno.ENETDOWN, errno.EADDRNOTAVAIL})
+
+
+def local_network_error(exc: BaseException | None) -> str:
+    """The worker's own network failure behind ``exc`` (its chain of causes is searched for
+    an :class:`OSError` of :data:`LOCAL_NETWORK_ERRNOS`): its description, or ""."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, OSError) and exc.errno in LOCAL_NETWORK_ERRNOS:
+            return f"the worker's own network failed ({errno.errorcode.get(exc.errno or 0, '?')}: {exc.strerror})"
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return ""
 
 
 @runtime_checkable
@@ -203,61 +234,6 @@ class LocalPlayer:
 
     def close(self) -> None:
         pass
-
-
-class _Watchdog:
-    """One daemon thread running callbacks at deadlines (monotonic seconds)."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
-        self._cancelled: set[int] = set()
-        self._cond = threading.Condition()
-        self._ids = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def arm(self, deadline: float, callback: Callable[[], None]) -> int:
-        with self._cond:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="arena-deadlines", daemon=True)
-                self._thread.start()
-            handle = next(self._ids)
-            # wake the thread only when it must wait less than it does now: a wake-up per
-            # request costs a thread switch (and the GIL) on every decision
-            wake = not self._heap or deadline < self._heap[0][0]
-            heapq.heappush(self._heap, (deadline, handle, callback))
-            if wake:
-                self._cond.notify()
-            return handle
-
-    def disarm(self, handle: int) -> None:
-        with self._cond:
-            self._cancelled.add(handle)
-            if len(self._cancelled) > 4096:  # drop cancelled entries now and then
-                self._heap = [e for e in self._heap if e[1] not in self._cancelled]
-                heapq.heapify(self._heap)
-                self._cancelled.clear()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while True:
-                    while self._heap and self._heap[0][1] in self._cancelled:
-                        self._cancelled.discard(heapq.heappop(self._heap)[1])
-                    if not self._heap:
-                        self._cond.wait()
-                        continue
-                    wait = self._heap[0][0] - time.monotonic()
-                    if wait <= 0:
-                        _, handle, callback = heapq.heappop(self._heap)
-                        break
-                    self._cond.wait(wait)
-            try:
-                callback()
-            except Exception:
-                pass
-
-
-WATCHDOG = _Watchdog()
 
 
 _TLS_CONTEXT: ssl.SSLContext | None = None
@@ -471,12 +447,14 @@ class HttpPlayer:
         status: int | None = None
         raw = b""
         fault = detail = None
+        arena = ""
         try:
             status, raw, fault, detail = self._send(body, deadline, headers)
         except httpx.TimeoutException as e:
             fault, detail = "timeout", f"no complete answer within the bank ({type(e).__name__})"
         except _CONNECTION_ERRORS as e:
             fault, detail = "connection_error", f"{type(e).__name__}: {e}"
+            arena = local_network_error(e)
             if self.transport.backend.meter.over:
                 fault, detail = (
                     "body_too_large",
@@ -502,7 +480,7 @@ class HttpPlayer:
             fault, detail = "invalid_json", why
         elif fault is None:
             fault, detail = "http_status", f"HTTP status {status}"
-        return Outcome(None, fault, _truncate(detail or ""), _truncate(raw), elapsed, status)
+        return Outcome(None, fault, _truncate(detail or ""), _truncate(raw), elapsed, status, arena=arena)
 
     def _reset(self) -> None:
         """Drop pooled connections (after a cut-off or an oversized answer)."""

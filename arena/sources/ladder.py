@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -64,9 +64,11 @@ class LadderConfig:
             than this many seconds (the workers are behind).
         fill_with_house_bots: complete a table with house entries when too few bots can play.
         house_bots: the sample bots of its house entries (:data:`arena.schedule.HOUSE_BOTS`).
-        fault_sets: stored sets in a row in which an entry's bot reached the ladder's
-            ``max_faults`` (it forfeited, FAULT-3) after which the entry is paused by the
-            health rule.
+        fault_sets: stored sets, among its last ``fault_window``, in which an entry's bot
+            reached the ladder's ``max_faults`` (it forfeited, FAULT-3) after which the entry is
+            paused by the health rule (a bot that forfeits the sets it would rather not play,
+            one in a while, is paused as surely as a dead one).
+        fault_window: the entry's last stored sets the health rule looks at (at most 30).
         par_wait_s: longest wait, seconds, of a stored set for its pars before it is rated
             on raw scores (docs/ladder.md, "Ratings").
         max_entries_per_account: most entries (active or paused) of one account.
@@ -84,6 +86,7 @@ class LadderConfig:
     fill_with_house_bots: bool = True
     house_bots: tuple[str, ...] = ("heuristic", "greedy", "random")
     fault_sets: int = 2
+    fault_window: int = 6
     par_wait_s: int = 300
     max_entries_per_account: int = 3
     max_concurrent: int = 4
@@ -98,7 +101,8 @@ class LadderConfig:
         "pair_sets_per_hour": (1, 1000),
         "max_sets_per_tick": (1, 10000),
         "behind_s": (1, 86400),
-        "fault_sets": (1, 100),
+        "fault_sets": (1, 30),
+        "fault_window": (1, 30),
         "par_wait_s": (0, 86400),
         "max_entries_per_account": (1, 100),
         "max_concurrent": (1, 64),
@@ -225,11 +229,14 @@ def form_tables(
     met: Mapping[Pair, int],
     rng: random.Random,
     house: Sequence[Candidate] = (),
+    anchors: Collection[int] | None = None,
 ) -> list[tuple[int, ...]]:
     """The tables of this tick's new sets, each a tuple of ``seats`` entry ids in a random
     seat order (module docstring). ``recent``: sets per pair formed in the last hour;
     ``met``: rated sets per pair in all; ``house``: the ladder's house entries (used only to
-    fill tables when :attr:`LadderConfig.fill_with_house_bots`)."""
+    fill tables when :attr:`LadderConfig.fill_with_house_bots`); ``anchors``: the entries a
+    table may start from (a refill: the entries a done set freed; the others may join them),
+    None for all."""
     bots = [c for c in candidates if not c.house and c.free > 0]
     t = _Tick(cfg, seats, recent, met, rng, {c.entry_id: c.free for c in bots})
     for h in house:
@@ -238,6 +245,8 @@ def form_tables(
     order = sorted(bots, key=lambda c: (*priority(c, cfg), ties[c.entry_id]))
     tables: list[tuple[int, ...]] = []
     for anchor in order:
+        if anchors is not None and anchor.entry_id not in anchors:
+            continue
         while t.free[anchor.entry_id] > 0 and len(tables) < cfg.max_sets_per_tick:
             table = [anchor]
             t.complete(table, bots)

@@ -14,7 +14,11 @@ a message for the user; :func:`api.errors.refusal` maps each to its HTTP answer,
 
 from __future__ import annotations
 
-from arena.lifecycle import CheckRunning
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from arena.lifecycle import CheckRunning, Conflict
 
 
 class Forbidden(Exception):
@@ -45,3 +49,20 @@ class BotCheckRunning(CheckRunning):
     def __init__(self, message: str, bot_id: int, check_id: int) -> None:
         super().__init__(message, check_id)
         self.bot_id = bot_id
+
+
+class EntrantsOffline(Conflict):
+    """Tournament ``tournament_id`` was not started: entrants are offline (HTTP 409 with the
+    list, ``offline``; :mod:`arena.usecases.entrants`). ``waiting_until``: when its start
+    stops waiting for them, if it waits."""
+
+    def __init__(self, tournament_id: int, offline: Sequence[Any], waiting_until: datetime | None = None) -> None:
+        names = "; ".join(a.describe() for a in offline)
+        super().__init__(
+            f"tournament {tournament_id} was not started: {len(offline)} of its entrants "
+            f"{'is' if len(offline) == 1 else 'are'} offline ({names}); start it with "
+            "if_offline=wait to wait for them, or if_offline=start to start without them"
+        )
+        self.tournament_id = tournament_id
+        self.offline = list(offline)
+        self.waiting_until = waiting_until

@@ -267,10 +267,17 @@ def delete_bot(session: Session, account: Account, bot_id: int, client: redis.Re
 
 
 def check_bot(
-    session: Session, dispatcher: Dispatcher, account: Account, bot_id: int, *, max_seconds_per_hour: float | None
+    session: Session,
+    dispatcher: Dispatcher,
+    account: Account,
+    bot_id: int,
+    *,
+    max_seconds_per_hour: float | None,
+    client: str | None = None,
 ) -> BotCheck:
-    """Start a check of the owner's bot (:func:`arena.lifecycle.begin_check`) and send it;
-    returns the check as stored after the send (in-process: done).
+    """Start a check of the owner's bot (:func:`arena.lifecycle.begin_check`), asked by
+    ``client`` (:func:`arena.clients.client_key`: the queue serves clients in turn), and send
+    it; returns the check as stored after the send (in-process: done).
 
     Raises:
         NotFound, Forbidden: see :func:`bot_for`.
@@ -282,7 +289,7 @@ def check_bot(
     bot_for(session, account, bot_id, write=True)
     session.commit()
     try:
-        check = lifecycle.begin_check(session, bot_id, max_seconds_per_hour=max_seconds_per_hour)
+        check = lifecycle.begin_check(session, bot_id, max_seconds_per_hour=max_seconds_per_hour, client=client)
     except lifecycle.CheckRunning as exc:
         raise BotCheckRunning(str(exc), bot_id, exc.check_id) from None
     check_id = check.id

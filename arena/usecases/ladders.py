@@ -7,11 +7,9 @@ create ladders; an entry is acted on by its bot's owner (organizers may pause or
 any). Status changes are :mod:`arena.lifecycle.ladders`'.
 
 The tick (:func:`tick`, run by Celery beat every ``ARENA_LADDER_TICK_S`` seconds,
-:mod:`worker.beat`) forms each active ladder's sets among the entries that can play now
-(:func:`available`) with :func:`arena.sources.ladder.form_tables`, stores them
-(:func:`arena.lifecycle.ladders.form_sets`: a tick is safe to run twice) and sends them to the
-workers; it forms nothing for a ladder whose oldest queued set waits longer than its
-``behind_s`` (the workers are behind).
+:mod:`worker.beat`) runs :func:`arena.matchmaking.tick_ladder` for each active ladder and sends
+the sets it formed to the workers (a tick is safe to run twice; matchmaking itself:
+:mod:`arena.matchmaking`).
 """
 
 from __future__ import annotations
@@ -19,31 +17,37 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-import redis
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 import engine
-from arena import batchfit, ladderboard, lifecycle, relay
+from arena import batchfit, ladderboard, lifecycle
 from arena.access import is_organizer
-from arena.db.models import Account, Bot, Ladder, LadderEntry, LadderMember, LadderPair, LadderSet, Match, utcnow
+from arena.db.models import Account, Bot, Ladder, LadderEntry, LadderMember, LadderPair, utcnow
 from arena.lifecycle import ladders as ladder_states
-from arena.lifecycle.base import aware
 from arena.limits import BoundsError, check_match_bounds
-from arena.sources.ladder import Candidate, ConfigError, LadderConfig, Pair, form_tables
-from arena.status import UNFINISHED, BotStatus, BotTransport, EntryStatus, LadderStatus, MatchStatus, PausedBy
+from arena.matchmaking import (
+    COMPARE_SETS,
+    Online,
+    TickReport,
+    available,
+    comparing,
+    healthy,
+    probes_due,
+    redis_online,
+    refill,
+    tick_ladder,
+    tick_number,
+)
+from arena.sources.ladder import ConfigError, LadderConfig
+from arena.status import BotStatus, LadderStatus, PausedBy
 from arena.usecases import Forbidden, InvalidField
 
 log = logging.getLogger("arena.ladder")
-
-#: Comparison sets a new version plays with its parent (each a pair of sets on one deal).
-COMPARE_SETS = 10
 
 
 # -- access -----------------------------------------------------------------------------------
@@ -236,7 +240,7 @@ def pause_entry(session: Session, account: Account, ladder_id: int, bot_id: int)
     """Pause the bot's entry (never seated until resumed). Raises: see :func:`entry_for`;
     Conflict: not active."""
     entry = entry_for(session, account, ladder_id, bot_id)
-    return ladder_states.pause(session, entry.id, by=PausedBy.OWNER, reason="paused by its owner")
+    return ladder_states.pause(session, entry.id, by=PausedBy.OWNER)
 
 
 def resume_entry(session: Session, account: Account, ladder_id: int, bot_id: int) -> LadderEntry:
@@ -254,252 +258,6 @@ def withdraw_entry(session: Session, account: Account, ladder_id: int, bot_id: i
 
 
 # -- the tick ---------------------------------------------------------------------------------
-@dataclass
-class TickReport:
-    """What one tick did for one ladder: its number, the sets formed (match ids), why it
-    formed none (``skipped``), the candidates it had, and its time in milliseconds."""
-
-    ladder_id: int
-    tick: int
-    formed: list[int] = field(default_factory=list)
-    skipped: str | None = None
-    candidates: int = 0
-    elapsed_ms: float = 0.0
-
-
-#: Reads the presence of bots that dial out: bot ids -> the connected ones.
-Online = Callable[[list[int]], set[int]]
-
-
-def redis_online(client: redis.Redis | None) -> Online:
-    """The connected bots among the given ids, read from the gateways' presence in Redis in
-    one round trip (:func:`arena.relay.presence`); none when Redis cannot be read."""
-
-    def online(bot_ids: list[int]) -> set[int]:
-        if client is None or not bot_ids:
-            return set()
-        try:
-            found = relay.presence(client, bot_ids)
-        except (redis.RedisError, OSError) as exc:
-            log.warning("presence not read (%s): no bot that dials out is seated this tick", type(exc).__name__)
-            return set()
-        return {b for b, p in found.items() if p.connections > 0}
-
-    return online
-
-
-def tick_number(now: datetime, tick_s: int) -> int:
-    """The tick of ``now``: whole periods of ``tick_s`` seconds since the epoch (two runs
-    in one period are the same tick)."""
-    return int(now.timestamp() // max(1, tick_s))
-
-
-def _behind(session: Session, ladder: Ladder, cfg: LadderConfig, now: datetime) -> float | None:
-    """Seconds the ladder's oldest queued set has waited, if longer than ``behind_s``."""
-    oldest = session.scalar(
-        select(func.min(Match.queued_at)).where(
-            Match.tournament_id == ladder.tournament_id, Match.status == MatchStatus.QUEUED
-        )
-    )
-    oldest = aware(oldest)
-    if oldest is None:
-        return None
-    waited = (now - oldest).total_seconds()
-    return waited if waited > cfg.behind_s else None
-
-
-def healthy(entry: LadderEntry, probe_s: int, now: datetime) -> bool:
-    """An HTTP bot's entry may be seated: its last probe passed, and it is recent (within
-    twice ``probe_s``), or it was never probed (it passed its check to enter)."""
-    if not entry.probe_ok:
-        return False
-    probed = aware(entry.probed_at)
-    return probed is None or (now - probed).total_seconds() <= 2 * probe_s
-
-
-@dataclass
-class _Load:
-    playing: Counter[int]
-    hour: Counter[int]
-    recent: Counter[Pair]
-
-
-def _load(session: Session, ladder: Ladder, now: datetime) -> _Load:
-    """Sets playing now per entry, sets formed in the last hour per entry and per pair."""
-    playing: Counter[int] = Counter()
-    for (entries,) in session.execute(
-        select(LadderSet.entries)
-        .join(Match, Match.id == LadderSet.match_id)
-        .where(Match.tournament_id == ladder.tournament_id, Match.status.in_(UNFINISHED))
-    ):
-        playing.update(set(entries))
-    hour: Counter[int] = Counter()
-    recent: Counter[Pair] = Counter()
-    since = now - timedelta(hours=1)
-    for (entries,) in session.execute(
-        select(LadderSet.entries).where(LadderSet.ladder_id == ladder.id, LadderSet.created_at >= since)
-    ):
-        ids = sorted(set(entries))
-        hour.update(ids)
-        for i, a in enumerate(ids):
-            for b in ids[i + 1 :]:
-                recent[(a, b)] += 1
-    return _Load(playing, hour, recent)
-
-
-def _met(session: Session, ladder_id: int, ids: Iterable[int]) -> dict[Pair, int]:
-    """Rated sets per pair among ``ids``."""
-    wanted = list(ids)
-    if len(wanted) < 2:
-        return {}
-    rows = session.execute(
-        select(LadderPair.a, LadderPair.b, LadderPair.sets).where(
-            LadderPair.ladder_id == ladder_id, LadderPair.a.in_(wanted), LadderPair.b.in_(wanted)
-        )
-    )
-    return {(a, b): n for a, b, n in rows}
-
-
-def available(
-    session: Session,
-    ladder: Ladder,
-    now: datetime,
-    online: Online,
-    probe_s: int,
-    *,
-    entry_ids: Sequence[int] | None = None,
-) -> tuple[list[LadderEntry], list[LadderEntry]]:
-    """``(bot entries that can play now, house entries)``: active entries (or the entries
-    ``entry_ids``, whatever their status) whose bot is ``ready`` and plays the rule set,
-    reachable now (an HTTP bot :func:`healthy`, a bot that dials out connected to a gateway)."""
-    stmt = (
-        select(LadderEntry, Bot.status, Bot.transport, Bot.rulesets)
-        .join(Bot, Bot.id == LadderEntry.bot_id)
-        .where(LadderEntry.ladder_id == ladder.id)
-    )
-    if entry_ids is None:
-        stmt = stmt.where(LadderEntry.status == EntryStatus.ACTIVE)
-    else:
-        stmt = stmt.where(LadderEntry.id.in_(list(entry_ids)))
-    rows = session.execute(stmt).all()
-    ready = [(e, transport) for e, status, transport, rs in rows if status == BotStatus.READY and ladder.ruleset in rs]
-    connected = online([e.bot_id for e, t in ready if t == BotTransport.CONNECT and e.bot_id is not None])
-    bots = [
-        e
-        for e, t in ready
-        if (t == BotTransport.CONNECT and e.bot_id in connected)
-        or (t != BotTransport.CONNECT and healthy(e, probe_s, now))
-    ]
-    if entry_ids is not None:
-        return bots, []
-    house = list(
-        session.scalars(
-            select(LadderEntry).where(LadderEntry.ladder_id == ladder.id, LadderEntry.status == EntryStatus.HOUSE)
-        )
-    )
-    return bots, house
-
-
-def _candidates(entries: Sequence[LadderEntry], load: _Load, now: datetime) -> list[Candidate]:
-    out = []
-    for e in entries:
-        free = min(e.max_concurrent - load.playing[e.id], e.max_sets_per_hour - load.hour[e.id])
-        last = aware(e.last_set_at)
-        out.append(
-            Candidate(
-                entry_id=e.id,
-                owner_id=e.owner_id,
-                mu=e.mu,
-                sigma=e.sigma,
-                sets=e.sets,
-                free=max(0, free),
-                idle_s=(now - last).total_seconds() if last is not None else None,
-            )
-        )
-    return out
-
-
-def _comparisons(
-    children: Sequence[LadderEntry], cands: Mapping[int, Candidate], house: Sequence[LadderEntry], seats: int
-) -> list[ladder_states.PlannedSet]:
-    """Twin sets of each new version still comparing with its parent, when both can play now
-    (``cands``: the candidates, parents included): the same house opponents, the same deal
-    (``twin_key``)."""
-    if len(house) < seats - 1:
-        return []
-    out: list[ladder_states.PlannedSet] = []
-    for e in children:
-        parent = int((e.compare or {})["parent_entry"])
-        if cands.get(e.id) is None or cands[e.id].free < 1 or cands.get(parent) is None or cands[parent].free < 1:
-            continue
-        opponents = tuple(h.id for h in house[: seats - 1])
-        out.append(ladder_states.PlannedSet((e.id, *opponents), kind="comparison", twin_key=e.id))
-        out.append(ladder_states.PlannedSet((parent, *opponents), kind="comparison", twin_key=e.id))
-    return out
-
-
-def comparing(entry: LadderEntry) -> bool:
-    """A new version still playing comparison sets with its parent."""
-    compare = entry.compare or {}
-    return compare.get("parent_entry") is not None and int(compare.get("sets", 0)) < COMPARE_SETS
-
-
-def tick_ladder(
-    session: Session,
-    ladder: Ladder,
-    tick: int,
-    *,
-    now: datetime,
-    online: Online,
-    rng: random.Random,
-    probe_s: int,
-) -> TickReport:
-    """One tick of one ladder (module docstring): the sets formed and stored (``queued``), in
-    ``session`` (committed), not sent."""
-    report = TickReport(ladder.id, tick)
-    cfg = LadderConfig.from_dict(ladder.config)
-    waited = _behind(session, ladder, cfg, now)
-    if waited is not None:
-        session.rollback()
-        report.skipped = f"the workers are behind: the oldest queued set waits {waited:.0f} s"
-        return report
-    seats = engine.SEATS[ladder.ruleset]
-    bots, house = available(session, ladder, now, online, probe_s)
-    children = [e for e in bots if comparing(e)]
-    parents, _ = (
-        available(
-            session, ladder, now, online, probe_s, entry_ids=[int((e.compare or {})["parent_entry"]) for e in children]
-        )
-        if children
-        else ([], [])
-    )
-    load = _load(session, ladder, now)
-    cands = _candidates(bots, load, now)
-    report.candidates = len(cands)
-    compare = _comparisons(children, {c.entry_id: c for c in _candidates([*bots, *parents], load, now)}, house, seats)
-    busy = Counter(x for p in compare for x in p.entries)
-    pool = [replace(c, free=c.free - busy[c.entry_id]) for c in cands if c.free - busy[c.entry_id] > 0]
-    house_cands = [_house_candidate(h) for h in house]
-    tables = form_tables(
-        pool,
-        seats,
-        cfg,
-        recent=load.recent,
-        met=_met(session, ladder.id, [c.entry_id for c in pool]),
-        rng=rng,
-        house=house_cands,
-    )
-    planned = [ladder_states.PlannedSet(t) for t in tables] + compare
-    report.formed = ladder_states.form_sets(session, ladder.id, tick, planned)
-    if not report.formed and planned:
-        report.skipped = f"tick {tick} already formed its sets"
-    return report
-
-
-def _house_candidate(h: LadderEntry) -> Candidate:
-    return Candidate(entry_id=h.id, owner_id=None, mu=h.mu, sigma=h.sigma, sets=h.sets, free=1 << 30)
-
-
 def tick(
     sessions: sessionmaker[Session],
     send: Callable[[list[int]], object],
@@ -534,28 +292,6 @@ def tick(
         report.elapsed_ms = (time.perf_counter() - start) * 1000
         reports.append(report)
     return reports
-
-
-def probes_due(session: Session, *, probe_s: int, now: datetime, limit: int = 200) -> list[int]:
-    """Active entries of HTTP bots whose last health probe is older than ``probe_s`` seconds
-    (or never probed), oldest first (reads only)."""
-    cutoff = now - timedelta(seconds=probe_s)
-    return list(
-        session.scalars(
-            select(LadderEntry.id)
-            .join(Bot, Bot.id == LadderEntry.bot_id)
-            .join(Ladder, Ladder.id == LadderEntry.ladder_id)
-            .where(
-                LadderEntry.status == EntryStatus.ACTIVE,
-                Ladder.status == LadderStatus.ACTIVE,
-                Bot.transport == BotTransport.HTTP,
-                Bot.status == BotStatus.READY,
-                or_(LadderEntry.probed_at.is_(None), LadderEntry.probed_at < cutoff),
-            )
-            .order_by(LadderEntry.probed_at.nulls_first(), LadderEntry.id)
-            .limit(limit)
-        )
-    )
 
 
 # -- reads ------------------------------------------------------------------------------------
@@ -660,3 +396,39 @@ def fit_all(sessions: sessionmaker[Session]) -> int:
         with sessions() as s:
             fit_ladder(s, ladder_id)
     return len(ids)
+
+
+__all__ = [
+    "COMPARE_SETS",
+    "Online",
+    "TickReport",
+    "add_member",
+    "available",
+    "close_ladder",
+    "collusion_view",
+    "comparing",
+    "create_ladder",
+    "enter_ladder",
+    "entry_for",
+    "entry_view",
+    "fit_all",
+    "fit_ladder",
+    "healthy",
+    "is_member",
+    "is_public",
+    "ladder_for",
+    "ladder_sets",
+    "list_ladders",
+    "live_table",
+    "online_entries",
+    "owned_ladder",
+    "pause_entry",
+    "probes_due",
+    "redis_online",
+    "refill",
+    "resume_entry",
+    "tick",
+    "tick_ladder",
+    "tick_number",
+    "withdraw_entry",
+]

@@ -28,7 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 
 import engine
-from arena import lifecycle, live
+from arena import lifecycle, live, notices
 from arena import schedule as sched
 from arena.access import is_organizer
 from arena.config import Settings
@@ -65,7 +65,7 @@ def organizer_tournament(session: Session, account: Account, tournament_id: int)
     if not is_organizer(account):
         raise Forbidden("organizer role required")
     t = session.get(Tournament, tournament_id)
-    if t is None:
+    if t is None or t.format == TournamentFormat.LADDER:  # a ladder's sets: its own use cases
         raise lifecycle.NotFound(f"tournament {tournament_id} not found")
     return t
 
@@ -203,7 +203,16 @@ def start_tournament(session: Session, dispatcher: Dispatcher, account: Account,
         Unavailable: the broker is down: the tournament is running with what was sent so far;
             starting again sends the rest (the reaper also does, once the broker is back).
     """
-    t = organizer_tournament(session, account, tournament_id)
+    return send_start(session, dispatcher, organizer_tournament(session, account, tournament_id))
+
+
+def send_start(session: Session, dispatcher: Dispatcher, t: Tournament) -> Tournament:
+    """The start of :func:`start_tournament` once the organizer is checked (also what a start
+    that waited for offline entrants runs: :mod:`arena.usecases.entrants`).
+
+    Raises:
+        Conflict, Unavailable: see :func:`start_tournament`.
+    """
     schedule: Callable[[int], list[sched.ScheduledMatch]] | None = None
     if t.status == TournamentStatus.CREATED and len(t.participants) <= INLINE_START_PARTICIPANTS:
 
@@ -260,8 +269,12 @@ def resume_tournament(
     return t
 
 
-def cancel_tournament(session: Session, account: Account, tournament_id: int) -> Tournament:
-    """Cancel: matches not yet finished are cancelled (one being played keeps its result).
+def cancel_tournament(
+    session: Session, account: Account, tournament_id: int, dispatcher: Dispatcher | None = None
+) -> Tournament:
+    """Cancel: matches not yet finished are cancelled (one being played keeps its result); a
+    start waiting for offline entrants stops waiting. With ``dispatcher``, the owners'
+    webhooks hear of the end now (:func:`arena.notices.announce_ends`; else the reaper's).
 
     Raises:
         Forbidden, NotFound: see :func:`organizer_tournament`.
@@ -269,6 +282,8 @@ def cancel_tournament(session: Session, account: Account, tournament_id: int) ->
     """
     t = organizer_tournament(session, account, tournament_id)
     lifecycle.cancel_tournament(session, t.id)
+    if dispatcher is not None:
+        notices.announce_ends(session, dispatcher.send_webhook, only=t.id)
     session.refresh(t)
     return t
 
@@ -286,6 +301,7 @@ def retry_tournament(
     """
     t = organizer_tournament(session, account, tournament_id)
     ids = lifecycle.retry_failed(session, t.id)
+    notices.rearm_end_notice(session, t.id)  # its next end is announced too
     _send(session, dispatcher, ids, "retry again later")
     live.announce(settings, t.id, "queued", ids)  # the tournament page's live view (after the commit)
     session.refresh(t)

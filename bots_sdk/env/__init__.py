@@ -26,6 +26,7 @@ except ImportError as e:  # without the extra
     ) from e
 
 from pettingzoo.utils import wrappers
+from pettingzoo.utils.env_logger import EnvLogger
 
 from bots_sdk.env.aec import DaifugoEnv, IllegalActionError
 from bots_sdk.env.candidates import KINDS, MAX_ACTIONS
@@ -43,12 +44,24 @@ def raw_env(
     return DaifugoEnv(ruleset, options, seed, render_mode)
 
 
+class OrderEnforcing(wrappers.OrderEnforcingWrapper):
+    """PettingZoo's ``OrderEnforcingWrapper`` whose ``last()`` reads the environment's own
+    (after the same check) instead of five attributes forwarded one by one through
+    ``__getattr__``: the AEC loop's hottest call, about a tenth of a step."""
+
+    def last(self, observe: bool = True) -> Any:
+        if not self._has_reset:
+            EnvLogger.error_observe_before_reset()
+        return self.env.last(observe)
+
+
 def env(
     ruleset: str, options: Mapping[str, Any] | None = None, seed: int | None = None, render_mode: str | None = None
 ) -> Any:
-    """The AEC environment of ``ruleset`` in PettingZoo's ``OrderEnforcingWrapper`` (raises if
-    used before ``reset``); ``env.unwrapped`` is the :class:`DaifugoEnv`."""
-    return wrappers.OrderEnforcingWrapper(raw_env(ruleset, options, seed, render_mode))
+    """The AEC environment of ``ruleset`` in PettingZoo's order-enforcing wrapper (raises if
+    used before ``reset``; :class:`OrderEnforcing`); ``env.unwrapped`` is the
+    :class:`DaifugoEnv`."""
+    return OrderEnforcing(raw_env(ruleset, options, seed, render_mode))
 
 
 __all__ = [

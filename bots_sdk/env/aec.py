@@ -15,7 +15,7 @@ from pettingzoo import AECEnv
 
 import engine
 from bots_sdk.env.candidates import MAX_ACTIONS, Turn
-from bots_sdk.env.encoding import CANDIDATE_WIDTH, candidate_rows, layout, observation_vector, size
+from bots_sdk.env.encoding import CANDIDATE_WIDTH, Observer, fill_candidates, layout, size
 from bots_sdk.md import face_down_count
 from bots_sdk.protocol import build_request
 from engine.jdf import Jdf
@@ -68,6 +68,7 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         seats = engine.get_ruleset(ruleset).seats
         self.seats = seats
         self.possible_agents = [f"seat_{s}" for s in range(seats)]
+        self._seat = {a: s for s, a in enumerate(self.possible_agents)}
         #: Name -> slice of the ``observation`` vector.
         self.layout = layout(seats)
         n = size(seats)
@@ -87,6 +88,7 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         self._totals = [0] * seats
         self._obs: dict[int, dict[str, Any]] = {}
         self._obs_at = -1
+        self._observer = Observer(seats)
 
     # -- spaces --------------------------------------------------------------------------------
     def observation_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
@@ -126,7 +128,7 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         if d is None:
             self.turn = None
             return
-        self.turn = Turn(g, d, self._observation(d.seat))
+        self.turn = Turn(g, d)
         self.agent_selection = self.possible_agents[d.seat]
         self._set_infos()
 
@@ -148,10 +150,10 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         the candidate rows are zero when ``agent`` is not the one to act."""
         g = self.game
         assert g is not None, "reset() first"
-        seat = self.possible_agents.index(agent)
+        seat = self._seat[agent]
         t = self.turn if self.turn is not None and self.turn.seat == seat else None
-        vec = observation_vector(self._observation(seat), t)
-        mask, rows = candidate_rows(t.candidates() if t is not None else [], MAX_ACTIONS)
+        vec = self._observer.vector(g, seat, t)
+        mask, rows = fill_candidates(t.cands() if t is not None else (), MAX_ACTIONS)
         return {"observation": vec, "action_mask": mask, "actions": rows}
 
     def _observation(self, seat: int) -> dict[str, Any]:
@@ -196,7 +198,7 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
         t = self.turn
         g = self.game
         assert t is not None and g is not None
-        cands = t.candidates()
+        cands = t.cands()
         if not isinstance(action, int | np.integer) or isinstance(action, bool) or not 0 <= int(action) < len(cands):
             raise IllegalActionError(
                 f"{agent}: action {action!r} is not legal now ({t.kind}, {t.phase}): "
@@ -204,11 +206,11 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
             )
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
-        wire = t.choose(int(action))
-        if wire is None:
+        typed = t.choose(int(action))
+        if typed is None:
             self._set_infos()
         else:
-            g.apply(t.seat, wire)  # every candidate is legal: a refusal here is a bug (InvalidAction)
+            g.push(t.seat, typed)  # every candidate is legal: a refusal here is a bug (InvalidAction)
             self._score()
             if g.over:
                 self.turn = None

@@ -12,9 +12,13 @@ A :class:`Turn` follows one engine decision (ACT) of one seat through its sub-st
 * ``pick`` (``penalty``, ``give``, ``discard``): one card at a time, then ``done``; the
   choice is applied at once when it holds its maximum number of cards.
 
-Everything is read from the seat's observation (C-11) and its own legal actions: the engine
-is asked only :meth:`engine.Game.legal_actions` and :meth:`engine.Game.is_legal` for this
-seat.
+Everything is read from what the seat may see (C-11: its hand, the field as its observation
+shows it, its own decision) and its own legal actions: the engine is asked only
+:meth:`engine.Game.legal_plays`, :meth:`engine.Game.legal_actions`,
+:meth:`engine.Game.is_legal_play` and :meth:`engine.Game.is_legal` for this seat.
+
+Internally a turn keeps card codes and typed actions (:class:`Cand`); :meth:`Turn.candidates`
+gives the same list in wire notation (:class:`Candidate`) for bots and tests.
 """
 
 from __future__ import annotations
@@ -25,7 +29,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import engine
-from engine.cards import parse_card, sort_key
+from engine.actions import (
+    ACTION_TYPE,
+    DOUBT,
+    PASS,
+    THROUGH,
+    DiscardAction,
+    ExchangeAction,
+    GiveAction,
+    PenaltyAction,
+    PlayAction,
+    RateAction,
+    TypedAction,
+    to_wire,
+)
+from engine.cards import CARD_NAMES, RANKS
+from engine.million_doubt import MillionDoubt
 
 #: Size of the action space: ``Discrete(MAX_ACTIONS)`` (docs/env.md gives the measured maxima).
 MAX_ACTIONS = 256
@@ -44,13 +63,21 @@ KINDS = (
     "done",
     "more",
 )
+#: Column of each kind in the one-hot ``kind`` part of a row.
+KIND_INDEX: dict[str, int] = {k: i for i, k in enumerate(KINDS)}
 #: The phases of a turn.
 PHASES = ("start", "compose", "pick")
+_CARD_CHOICES: dict[str, type[PenaltyAction] | type[GiveAction] | type[DiscardAction]] = {
+    "penalty": PenaltyAction,
+    "give": GiveAction,
+    "discard": DiscardAction,
+}
+_PLAIN: dict[str, TypedAction] = {"pass": PASS, "doubt": DOUBT, "through": THROUGH}
 
 
 @dataclass(slots=True)
 class Candidate:
-    """One index of the action space.
+    """One index of the action space, in wire notation.
 
     Attributes:
         kind: one of :data:`KINDS`.
@@ -70,70 +97,108 @@ class Candidate:
     action: dict[str, Any] | None = None
 
 
-def _direct(action: Mapping[str, Any]) -> Candidate:
-    """The candidate of a listed ACT action."""
-    t = action["type"]
-    act = dict(action)
-    if t == "play":
-        return Candidate("play", list(action["cards"]), [], list(action.get("jokers") or []), 0, act)
-    if t == "exchange":
-        return Candidate("accept" if action["accept"] else "decline", action=act)
-    if t == "rate":
-        return Candidate("rate", value=int(action["rate"]), action=act)
-    return Candidate(t, action=act)  # pass, doubt, through
+class Cand:
+    """One index of the action space as the environment keeps it: card codes, declared joker
+    ranks as indices, and the typed action applied at once when chosen (None: a sub-step)."""
+
+    __slots__ = ("kind", "cards", "face_down", "jokers", "value", "action")
+
+    def __init__(
+        self,
+        kind: str,
+        cards: list[int] | None = None,
+        face_down: list[int] | None = None,
+        jokers: list[int] | None = None,
+        value: int = 0,
+        action: TypedAction | None = None,
+    ):
+        self.kind = kind
+        self.cards = cards if cards is not None else []
+        self.face_down = face_down if face_down is not None else []
+        self.jokers = jokers if jokers is not None else []
+        self.value = value
+        self.action = action
+
+    def typed(self) -> TypedAction | None:
+        """The typed action applied at once when chosen (a listed play's is made here), or
+        None for a sub-step."""
+        if self.action is None and self.kind == "play":
+            self.action = PlayAction(self.cards, [], self.jokers or None)
+        return self.action
+
+    def wire(self) -> Candidate:
+        """The :class:`Candidate` of this candidate."""
+        action = self.typed()
+        return Candidate(
+            self.kind,
+            [CARD_NAMES[c] for c in self.cards],
+            [CARD_NAMES[c] for c in self.face_down],
+            [RANKS[r] for r in self.jokers],
+            self.value,
+            to_wire(action) if action is not None else None,
+        )
 
 
-def _minus(cards: Sequence[str], taken: Sequence[str]) -> list[str]:
+def _listed(action: TypedAction) -> Cand:
+    """The candidate of a listed answer."""
+    if isinstance(action, PlayAction):
+        return Cand("play", action.cards, [], action.jokers or [], 0, action)
+    if isinstance(action, ExchangeAction):
+        return Cand("accept" if action.accept else "decline", action=action)
+    if isinstance(action, RateAction):
+        return Cand("rate", value=action.rate, action=action)
+    return Cand(ACTION_TYPE[type(action)], action=action)  # pass, doubt, through
+
+
+def _minus(cards: Sequence[int], taken: Sequence[int]) -> list[int]:
     rest = list(cards)
     for c in taken:
         rest.remove(c)
     return rest
 
 
-def _distinct(cards: Sequence[str]) -> list[str]:
-    return sorted(set(cards), key=_card_order)
-
-
-def _card_order(card: str) -> tuple[int, int]:
-    return sort_key(parse_card(card))
+def _distinct(cards: Sequence[int]) -> list[int]:
+    """Distinct codes in display order (rank, suit; jokers last: code order)."""
+    return sorted(set(cards))
 
 
 class Turn:
     """One seat's engine decision and the sub-steps taken in it.
 
     Args:
-        game: the engine state (read through ``legal_actions``/``is_legal`` of ``seat``).
-        d: ``game.decision()``, the decision of the seat asked (``d.seat``).
-        obs: ``game.observation(d.seat)`` (C-11).
+        game: the engine state (read through ``legal_plays``/``legal_actions``/``is_legal*``
+            of ``d.seat``, its hand and the field as the seat sees it).
+        d: ``game.decision()``, the decision of the seat asked.
     """
 
-    def __init__(self, game: engine.Game, d: engine.Decision, obs: Mapping[str, Any]):
+    def __init__(self, game: engine.Game, d: engine.Decision):
         self.game = game
         self.seat = d.seat
         self.kind = d.kind
-        self.info = dict(d.info)
-        self.hand: list[str] = list(obs["hand"])
-        self.trick_count = int(obs["trick_count"] or 0)
-        self.phase = "pick" if self.kind in ("penalty", "give", "discard") else "start"
+        self.info: Mapping[str, Any] = d.info  # read-only (engine.Decision)
+        self.hand: list[int] = list(game.hands[d.seat])
+        self.trick_count = game.count
+        self.phase = "pick" if self.kind in _CARD_CHOICES else "start"
         self.page = 0
         self.substep = 0
-        self.up: list[str] = []  # compose: face-up cards chosen
-        self.down: list[str] = []  # compose: face-down cards chosen
-        self.picked: list[str] = []  # pick: cards chosen
-        self.pool: list[str] = []
+        self.up: list[int] = []  # compose: face-up cards chosen
+        self.down: list[int] = []  # compose: face-down cards chosen
+        self.picked: list[int] = []  # pick: cards chosen
+        self.pool: list[int] = []
         self.min = self.max = 0
         self.to: int | None = None
         if self.phase == "pick":
-            self._choice_limits(obs)
-        self._start: list[Candidate] | None = None
+            self._choice_limits()
+        self._start: list[Cand] | None = None
         self._full_ok: bool | None = None
-        self._cached: list[Candidate] | None = None
+        self._cached: list[Cand] | None = None
+        self._fit: dict[tuple[tuple[int, ...], int], bool] = {}
 
     # -- limits of a card choice (as the protocol's ``choice``) ------------------------------
-    def _choice_limits(self, obs: Mapping[str, Any]) -> None:
+    def _choice_limits(self) -> None:
         info = self.info
         if self.kind == "penalty":  # MD-7: cards of the revealed field, MD-16 min
-            self.pool = [c for p in obs["field"] for c in p["cards"]]
+            self.pool = [c for p in self.game.field for c in p.cards]
             self.min, self.max, self.to = int(info.get("min", 0)), len(self.pool), 1 - self.seat
         elif "count" in info:  # JDF-4: exactly count cards
             self.pool = list(self.hand)
@@ -145,7 +210,7 @@ class Turn:
             self.to = info.get("to")
 
     # -- candidates ---------------------------------------------------------------------------
-    def candidates(self) -> list[Candidate]:
+    def cands(self) -> list[Cand]:
         """The candidates now (at most :data:`MAX_ACTIONS`), index = action."""
         if self._cached is None:
             if self.phase == "start":
@@ -156,17 +221,31 @@ class Turn:
                 self._cached = self._picks()
         return self._cached
 
+    def candidates(self) -> list[Candidate]:
+        """The candidates now in wire notation (at most :data:`MAX_ACTIONS`), index = action."""
+        return [c.wire() for c in self.cands()]
+
     @property
     def listed(self) -> int:
         """Length of the whole start list (before pages; 0 outside the start phase)."""
         if self.phase != "start":
             return 0
-        self.candidates()
+        self.cands()
         return len(self._start or [])
 
-    def _paged(self) -> list[Candidate]:
+    def _listed_answers(self) -> list[Cand]:
+        g = self.game
+        if self.kind == "play":
+            plays, may_pass = g.legal_plays(self.seat)
+            out = [Cand("play", cards, [], declared or [], 0, None) for cards, declared in plays]
+            if may_pass:
+                out.append(Cand("pass", action=PASS))
+            return out
+        return [_listed(_typed(a)) for a in g.legal_actions(self.seat)]
+
+    def _paged(self) -> list[Cand]:
         if self._start is None:
-            listed = [_direct(a) for a in self.game.legal_actions(self.seat)]
+            listed = self._listed_answers()
             if self.kind == "play" and self.game.FACE_DOWN_PLAYS:
                 listed += self._compose()
             self._start = listed
@@ -176,71 +255,81 @@ class Turn:
         per = MAX_ACTIONS - 1
         chunk = full[self.page * per : (self.page + 1) * per]
         if (self.page + 1) * per < len(full):
-            chunk = chunk + [Candidate("more")]
+            chunk = chunk + [Cand("more")]
         return chunk
 
-    def _play(self, up: Sequence[str], down: Sequence[str]) -> dict[str, Any]:
-        return {"type": "play", "cards": list(up) + list(down), "face_down": list(down)}
+    def _fits(self, up: Sequence[int], wild: int) -> bool:
+        """MD-3: ``up`` face up and ``wild`` face-down cards of the hand make a legal play
+        (``MillionDoubt.accepts_face_down``: a face-down card's identity does not matter);
+        remembered for the turn."""
+        key = (tuple(sorted(up)), wild)
+        ok = self._fit.get(key)
+        if ok is None:
+            g = self.game
+            assert isinstance(g, MillionDoubt)  # the only rule set with face-down plays (MD-2)
+            ok = self._fit[key] = g.accepts_face_down(up, wild)
+        return ok
 
-    def _completable(self, up: Sequence[str], down: Sequence[str]) -> bool:
+    def _completable(self, up: Sequence[int], down: Sequence[int]) -> bool:
         """Some play of at least one face-down card holds ``up`` face up and ``down`` face
-        down (MD-2, MD-3): tried with the rest face down, as face-down cards are wild."""
-        rest = _minus(self.hand, list(up) + list(down))
+        down (MD-2, MD-3): the rest of the hand may go face down too."""
         have = len(up) + len(down)
+        rest = len(self.hand) - have
         counts = [self.trick_count] if self.trick_count else range(1, len(self.hand) + 1)
         for n in counts:
             extra = n - have
-            if extra < 0 or extra > len(rest) or n - len(up) < 1:
-                continue
-            if self.game.is_legal(self.seat, self._play(up, list(down) + rest[:extra])):
+            if 0 <= extra <= rest and n - len(up) >= 1 and self._fits(up, n - len(up)):
                 return True
         return False
 
-    def _compose(self) -> list[Candidate]:
+    def _compose(self) -> list[Cand]:
         """``done`` (the selection is a legal play with a face-down card), then ``pick_up``
         and ``pick_down`` of each distinct card left that keeps the play completable."""
-        out: list[Candidate] = []
+        out: list[Cand] = []
         up, down = self.up, self.down
-        if down and self.game.is_legal(self.seat, self._play(up, down)):
-            out.append(Candidate("done", list(up) + list(down), list(down), action=self._play(up, down)))
+        if down and self._fits(up, len(down)):
+            out.append(Cand("done", [*up, *down], list(down), action=PlayAction([*up, *down], list(down), None)))
         rest = _distinct(_minus(self.hand, up + down))
         if not rest:
             return out
         for c in rest:
-            if self._completable(up + [c], down):
-                out.append(Candidate("pick_up", [c]))
-        if self._completable(up, down + [rest[0]]):  # a face-down card's identity does not matter
-            out.extend(Candidate("pick_down", [c], [c]) for c in rest)
+            if self._completable([*up, c], down):
+                out.append(Cand("pick_up", [c]))
+        if self._completable(up, [*down, rest[0]]):  # a face-down card's identity does not matter
+            out.extend(Cand("pick_down", [c], [c]) for c in rest)
         return out
 
-    def _choice_action(self, cards: Sequence[str]) -> dict[str, Any]:
-        return {"type": self.kind, "cards": list(cards)}
+    def _choice_action(self, cards: Sequence[int]) -> TypedAction:
+        return _CARD_CHOICES[self.kind](list(cards))
 
     def _may_take_all(self) -> bool:
         """Whether a give/discard of the whole hand is legal (TM-5 may refuse it)."""
         if self._full_ok is None:
-            self._full_ok = self.kind == "penalty" or self.game.is_legal(self.seat, self._choice_action(self.pool))
+            whole = to_wire(self._choice_action(self.pool))
+            self._full_ok = self.kind == "penalty" or self.game.is_legal(self.seat, whole)
         return self._full_ok
 
-    def _picks(self) -> list[Candidate]:
+    def _picks(self) -> list[Cand]:
         """``done`` (once ``min`` cards are chosen), then ``pick`` of each distinct card left."""
-        out: list[Candidate] = []
+        out: list[Cand] = []
         n = len(self.picked)
         if n >= self.min:
-            out.append(Candidate("done", list(self.picked), action=self._choice_action(self.picked)))
+            out.append(Cand("done", list(self.picked), action=self._choice_action(self.picked)))
         if n < self.max and not (n + 1 == len(self.pool) and not self._may_take_all()):
-            out.extend(Candidate("pick", [c]) for c in _distinct(_minus(self.pool, self.picked)))
+            out.extend(Cand("pick", [c]) for c in _distinct(_minus(self.pool, self.picked)))
         return out
 
     # -- choosing ------------------------------------------------------------------------------
-    def choose(self, index: int) -> dict[str, Any] | None:
-        """Take candidate ``index`` (already checked legal); return the ACT action to apply
-        to the engine, or None when the turn goes on with another sub-step."""
-        cand = self.candidates()[index]
+    def choose(self, index: int) -> TypedAction | None:
+        """Take candidate ``index`` (already checked legal); return the typed action to push
+        to the engine (:meth:`engine.Game.push`), or None when the turn goes on with another
+        sub-step."""
+        cand = self.cands()[index]
         self._cached = None
         self.substep += 1
-        if cand.action is not None:
-            return cand.action
+        action = cand.typed()
+        if action is not None:
+            return action
         if cand.kind == "more":
             self.page += 1
         elif cand.kind in ("pick_up", "pick_down"):
@@ -260,22 +349,23 @@ class Turn:
         Raises:
             ValueError: no candidate leads to ``action`` (it is not legal now).
         """
-        cands = self.candidates()
+        cands = self.cands()
         want = action_key(action)
         for i, c in enumerate(cands):
-            if c.action is not None and action_key(c.action) == want:
+            typed = c.typed()
+            if typed is not None and action_key(to_wire(typed)) == want:
                 return i
         t = action.get("type")
-        nxt: tuple[str, str] | None = None
+        nxt: tuple[str, int] | None = None
         if t == "play" and action.get("face_down"):
-            down_left = _minus_safe(action["face_down"], self.down)
-            up_left = _minus_safe(_minus_safe(action["cards"], action["face_down"]), self.up)
+            down_left = _minus_safe(_codes(action["face_down"]), self.down)
+            up_left = _minus_safe(_minus_safe(_codes(action["cards"]), _codes(action["face_down"])), self.up)
             if down_left:
                 nxt = ("pick_down", down_left[0])
             elif up_left:
                 nxt = ("pick_up", up_left[0])
         elif t == self.kind and self.phase == "pick":
-            left = _minus_safe(action.get("cards") or [], self.picked)
+            left = _minus_safe(_codes(action.get("cards") or []), self.picked)
             if left:
                 nxt = ("pick", left[0])
         if nxt is not None:
@@ -288,7 +378,22 @@ class Turn:
         raise ValueError(f"no candidate leads to {dict(action)!r} at this {self.kind} decision")
 
 
-def _minus_safe(cards: Sequence[str], taken: Sequence[str]) -> list[str]:
+def _typed(action: Mapping[str, Any]) -> TypedAction:
+    """The typed action of an answer the engine listed for a doubt, exchange or rate decision
+    (well-formed: the engine's own)."""
+    t = action["type"]
+    if t == "exchange":
+        return ExchangeAction(bool(action["accept"]))
+    if t == "rate":
+        return RateAction(int(action["rate"]))
+    return _PLAIN[t]
+
+
+def _codes(cards: Sequence[Any]) -> list[int]:
+    return [engine.parse_card(c) for c in cards]
+
+
+def _minus_safe(cards: Sequence[int], taken: Sequence[int]) -> list[int]:
     rest = list(cards)
     for c in taken:
         if c in rest:
@@ -308,4 +413,4 @@ def action_key(action: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-__all__ = ["MAX_ACTIONS", "KINDS", "PHASES", "Candidate", "Turn", "action_key"]
+__all__ = ["MAX_ACTIONS", "KINDS", "PHASES", "Candidate", "Cand", "Turn", "action_key"]

@@ -4,6 +4,12 @@ rows (docs/env.md, "Observation" and "Actions").
 Cards are 54-bit rows: bit ``code`` for a natural card (``rank * 4 + suit``, C-1: ``3S`` is
 0, ``2C`` is 51), bits 52 and 53 for the first and the second joker. Seats are relative:
 index 0 is the observing seat, index ``k`` the seat ``(seat + k) % seats``.
+
+Two encoders give the same arrays: :class:`Observer` and :func:`fill_candidates`, what the
+environment runs, read the engine state directly (what the seat may see, C-11) and keep the
+cards seen played up to date from the new events only; :func:`observation_vector` and
+:func:`candidate_rows` read ``Game.observation(seat)``, the protocol's view, and the wire
+candidates: the reference the tests compare the fast ones with at every step.
 """
 
 from __future__ import annotations
@@ -14,10 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from bots_sdk.env.candidates import KINDS, PHASES, Candidate, Turn
+from bots_sdk.env.candidates import KIND_INDEX, KINDS, PHASES, Cand, Candidate, Turn
 from bots_sdk.md import face_down_count
-from engine.cards import JOKER, RANKS, parse_card
-from engine.game import DECISIONS
+from engine.cards import _CODES, CARD_NAMES, JOKER, RANKS, parse_card
+from engine.game import DECISIONS, Game, PlayRecord
+from engine.jdf import Jdf
+from engine.million_doubt import MillionDoubt
+from engine.trump_millionaire import TrumpMillionaire
 
 #: Width of a card row.
 CARD_BITS = 54
@@ -149,8 +158,8 @@ def observation_vector(obs: Mapping[str, Any], turn: Turn | None) -> np.ndarray:
         one_hot("choice_to", turn.to)
         v[lay["phase"].start + PHASES.index(turn.phase)] = 1.0
         v[lay["page"].start] = turn.page
-        card_bits(v[lay["selected"]], turn.up + turn.down + turn.picked)
-        card_bits(v[lay["selected_face_down"]], turn.down)
+        card_bits(v[lay["selected"]], [CARD_NAMES[c] for c in turn.up + turn.down + turn.picked])
+        card_bits(v[lay["selected_face_down"]], [CARD_NAMES[c] for c in turn.down])
     field = obs["field"]
     if field:
         top = field[-1]
@@ -196,4 +205,211 @@ def candidate_rows(cands: Sequence[Candidate], rows: int) -> tuple[np.ndarray, n
     return mask, table
 
 
-__all__ = ["CARD_BITS", "CANDIDATE_COLUMNS", "CANDIDATE_WIDTH", "FLAGS", "layout", "size", "observation_vector"]
+# -- the fast encoders (what the environment runs) -------------------------------------------------
+_DECISION_INDEX = {k: i for i, k in enumerate(DECISIONS)}
+_PHASE_INDEX = {k: i for i, k in enumerate(PHASES)}
+_SUIT_COLUMN = {s: i for i, s in enumerate("SHDC")}
+_CARDS_AT = CANDIDATE_COLUMNS["cards"].start
+_FACE_DOWN_AT = CANDIDATE_COLUMNS["face_down"].start
+_JOKERS_AT = CANDIDATE_COLUMNS["jokers"].start
+_KIND_AT = CANDIDATE_COLUMNS["kind"].start
+_VALUE_AT = CANDIDATE_COLUMNS["value"].start
+
+
+def _set_cards(m: Any, at: int, codes: Iterable[int]) -> None:
+    """Set the 54-bit row at ``at`` of ``m`` from card codes (the first joker bit 52, the
+    others bit 53: as :func:`card_bits`)."""
+    jokers = 0
+    for c in codes:
+        if c == JOKER:
+            m[at + 52 + (1 if jokers else 0)] = 1.0
+            jokers += 1
+        else:
+            m[at + c] = 1.0
+
+
+def _visible(p: PlayRecord, seat: int) -> list[int]:
+    """The cards of the field play ``p`` that ``seat`` sees (C-11, MD-8: another seat's
+    face-down cards only once revealed), as ``PlayRecord.view``."""
+    if p.face_down and not p.revealed and seat != p.seat:
+        return p.face_up()
+    return p.cards
+
+
+class Observer:
+    """The observation vectors of one table, read from the engine state (C-11): what
+    :func:`observation_vector` reads from ``Game.observation(seat)``, without building the
+    observation. The cards each seat saw played, revealed or discarded in the current
+    deal/game (``played``) are kept up to date from the events added since the last call."""
+
+    def __init__(self, seats: int):
+        self.seats = seats
+        self.size = size(seats)
+        self.at = {name: sl.start for name, sl in layout(seats).items()}
+        self._game: Game | None = None
+        self._unit = -1
+        self._seen = 0
+        self._played = [0] * seats  # per seat: a bit mask of the natural cards seen
+        self._jokers = [0] * seats  # per seat: most jokers seen in one event
+
+    def _sync(self, g: Game) -> None:
+        """Take the events since the last call into ``played`` (a new deal/game starts over)."""
+        if g is not self._game or g.unit_count != self._unit:
+            self._game, self._unit, self._seen = g, g.unit_count, g.unit_start
+            self._played = [0] * self.seats
+            self._jokers = [0] * self.seats
+        events = g.events
+        for k in range(self._seen, len(events)):
+            ev, visible, public = events[k]
+            t = ev["type"]
+            if t != "play" and t != "discard" and t != "reveal":
+                continue
+            for s in range(self.seats):
+                seen = ev if visible is None or s in visible else public
+                if seen is None:
+                    continue
+                if t == "reveal":
+                    shown = [c for p in seen["field"] for c in p["cards"]]
+                else:
+                    shown = seen.get("cards", ())
+                jokers = 0
+                mask = self._played[s]
+                for c in shown:
+                    if c == "JK":
+                        jokers += 1
+                    else:
+                        mask |= 1 << _CODES[c]
+                self._played[s] = mask
+                if jokers > self._jokers[s]:
+                    self._jokers[s] = jokers
+        self._seen = len(events)
+
+    def vector(self, g: Game, seat: int, turn: Turn | None) -> np.ndarray:
+        """The observation vector of ``seat`` (float32, length :func:`size`); ``turn`` is the
+        seat's turn in progress, None when it is not asked."""
+        self._sync(g)
+        v = np.zeros(self.size, dtype=np.float32)
+        m: Any = v.data  # a memoryview: item by item, cheaper than numpy's fancy indexing for a few
+        at = self.at
+        n = self.seats
+
+        def rel(s: int) -> int:
+            return (s - seat) % n
+
+        _set_cards(m, at["hand"], g.hands[seat])
+        base = at["hand_sizes"]
+        for s, h in enumerate(g.hands):
+            m[base + rel(s)] = len(h)
+        for s in range(n):
+            if g.still_in[s]:
+                m[at["still_in"] + rel(s)] = 1.0
+            if g.passed[s]:
+                m[at["passed"] + rel(s)] = 1.0
+        d = g.decision()
+        if d is not None:
+            m[at["to_act"] + rel(d.seat)] = 1.0
+        if turn is not None:
+            self._turn_parts(m, turn, rel)
+        field = g.field
+        if field:
+            top = field[-1]
+            _set_cards(m, at["top"], _visible(top, seat))
+            m[at["top_face_down"]] = len(top.face_down)
+            m[at["top_seat"] + rel(top.seat)] = 1.0
+            _set_cards(m, at["field"], [c for p in field for c in _visible(p, seat)])
+            m[at["field_face_down"]] = sum(len(p.face_down) for p in field)
+            m[at["field_size"]] = sum(len(p.cards) for p in field)
+        m[at["trick_count"]] = g.count
+        flags = at["flags"]
+        for i, flag in enumerate((g.revolution, g.jback, g.nlock, g.direction == -1)):
+            if flag:
+                m[flags + i] = 1.0
+        for s in g.lock:
+            m[at["suit_lock"] + s] = 1.0
+        played = self._played[seat]
+        while played:
+            low = played & -played
+            m[at["played"] + low.bit_length() - 1] = 1.0
+            played ^= low
+        if self._jokers[seat]:
+            m[at["played"] + 52] = 1.0
+            if self._jokers[seat] > 1:
+                m[at["played"] + 53] = 1.0
+        self._rule_set_parts(m, g, seat, rel)
+        return v
+
+    def _turn_parts(self, m: Any, turn: Turn, rel: Any) -> None:
+        """The parts of the seat's own decision in progress."""
+        at = self.at
+        m[at["decision"] + _DECISION_INDEX[turn.kind]] = 1.0
+        if turn.info.get("lead"):
+            m[at["lead"]] = 1.0
+        if turn.info.get("stuck"):
+            m[at["stuck"]] = 1.0
+        m[at["choice_min"]] = turn.min
+        m[at["choice_max"]] = turn.max
+        if turn.to is not None:
+            m[at["choice_to"] + rel(turn.to)] = 1.0
+        m[at["phase"] + _PHASE_INDEX[turn.phase]] = 1.0
+        m[at["page"]] = turn.page
+        _set_cards(m, at["selected"], turn.up + turn.down + turn.picked)
+        _set_cards(m, at["selected_face_down"], turn.down)
+
+    def _rule_set_parts(self, m: Any, g: Game, seat: int, rel: Any) -> None:
+        at = self.at
+        if isinstance(g, MillionDoubt):
+            if g.pending is not None:
+                m[at["flags"] + 4] = 1.0  # pending_doubt
+            return
+        if isinstance(g, TrumpMillionaire):
+            totals = g.totals
+            m[at["unit"]] = g.deal_index
+            m[at["rate"]] = g.rate
+            if g.millionaire is not None:
+                m[at["millionaire"] + rel(g.millionaire)] = 1.0
+            m[at["hidden_count"]] = len(g.set_aside)
+        elif isinstance(g, Jdf):
+            totals = g.totals
+            m[at["unit"]] = g.game_index
+            for s, r in (g.previous_ranks or {}).items():
+                m[at["previous_ranks"] + rel(s)] = r
+            m[at["hidden_count"]] = len(g.blind)
+        else:
+            return
+        for s, x in enumerate(totals):
+            m[at["totals"] + rel(s)] = x
+
+
+def fill_candidates(cands: Sequence[Cand], rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(action_mask int8 [rows], actions float32 [rows, CANDIDATE_WIDTH])`` of the
+    environment's candidates: :func:`candidate_rows` of their wire form, from the codes."""
+    mask = np.zeros(rows, dtype=np.int8)
+    mask[: len(cands)] = 1
+    table = np.zeros((rows, CANDIDATE_WIDTH), dtype=np.float32)
+    m: Any = table.reshape(-1).data
+    for i, c in enumerate(cands):
+        row = i * CANDIDATE_WIDTH
+        if c.cards:
+            _set_cards(m, row + _CARDS_AT, c.cards)
+        if c.face_down:
+            _set_cards(m, row + _FACE_DOWN_AT, c.face_down)
+        for r in c.jokers:
+            m[row + _JOKERS_AT + r] += 1.0
+        m[row + _KIND_AT + KIND_INDEX[c.kind]] = 1.0
+        if c.value:
+            m[row + _VALUE_AT] = c.value
+    return mask, table
+
+
+__all__ = [
+    "CARD_BITS",
+    "CANDIDATE_COLUMNS",
+    "CANDIDATE_WIDTH",
+    "FLAGS",
+    "layout",
+    "size",
+    "observation_vector",
+    "candidate_rows",
+    "Observer",
+    "fill_candidates",
+]

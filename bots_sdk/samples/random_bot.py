@@ -1,4 +1,9 @@
-"""``random``: uniform among the legal actions; in Million Doubt also random bluffs and doubts."""
+"""``random``: uniform among the legal actions; in Million Doubt also random bluffs and doubts.
+
+A weak baseline, and not a uniform policy over the training environment's candidates (which
+bluffs on most Million Doubt plays and wins about 80% of its games against this bot:
+docs/env.md, "`random` is not a uniform policy"). Measure a bot against ``heuristic`` and
+``search``."""
 
 from __future__ import annotations
 

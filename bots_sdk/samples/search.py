@@ -29,7 +29,7 @@ from typing import Any
 from bots_sdk.bot import Request, rank
 from bots_sdk.md import face_down_variants
 from bots_sdk.samples.heuristic import HeuristicBot
-from bots_sdk.samples.worlds import Unsupported, clone, sample_world
+from bots_sdk.samples.worlds import Unsupported, sample_world
 from engine.actions import (
     DOUBT,
     PASS,
@@ -72,8 +72,10 @@ class Rollout:
     but jokers, 2s and 8s (everything when it bursts the receiver). Gives and discards: the
     weakest cards, keeping one.
 
-    Actions go to the rule set's handlers as typed actions (:mod:`engine.actions`), past
-    :meth:`Game.apply`'s parsing and log: the handlers still validate every action.
+    Actions go to the engine as typed actions (:mod:`engine.actions`) through
+    :meth:`Game.push`, its trusted path: the face-up plays are the engine's own
+    (:meth:`Game.face_up_plays`), taken as generated; the other handlers still validate.
+    Rollouts run on copies that keep no log (``Game.copy(log=False)``).
     """
 
     def __init__(self, rng: random.Random, pass_rate: float = 0.05, doubt_rate: float = 0.2):
@@ -85,13 +87,11 @@ class Rollout:
     def run(self, g: Game) -> int:
         """Play ``g`` to the end of its unit; returns the number of actions taken."""
         n = 0
-        dispatch = type(g)._dispatch
         while not g.over and n < MAX_ROLLOUT_ACTIONS:
-            d = g._decision
+            d = g.decision()
             if d is None:
                 break
-            kind, typed = self.act(g, d.seat, d.kind, d.info)
-            dispatch[kind][1](g, d.seat, typed)
+            g.push(d.seat, self.act(g, d.seat, d.kind, d.info)[1])
             n += 1
         return n
 
@@ -336,7 +336,7 @@ class SearchBot(HeuristicBot):
             for i in active:
                 if self.clock() >= deadline:
                     break  # out of time within a world: its partial scores are dropped
-                g = clone(world)
+                g = world.copy(log=False)
                 try:
                     g.apply(seat, cands[i])
                 except Exception as e:  # a candidate this world refuses: not a real answer

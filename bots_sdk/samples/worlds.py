@@ -14,7 +14,6 @@ docs/search-bot.md); the bot then answers as ``heuristic``.
 
 from __future__ import annotations
 
-import copy
 import random
 from collections import Counter
 from collections.abc import Mapping
@@ -435,36 +434,4 @@ def _jdf_exchange(req: Any, rng: random.Random) -> Game:
     return g
 
 
-# -- fast copies of a state (rollouts) ---------------------------------------------------------
-def clone(g: Game) -> Game:
-    """An independent copy of ``g`` for a rollout, much faster than :meth:`Game.copy`: the
-    lists and dicts of the state are copied one level down (hands, field records, flags);
-    the events and the log are shared up to now and appended to separately."""
-    new = object.__new__(type(g))
-    d = new.__dict__
-    for k, v in g.__dict__.items():
-        if type(v) is list:
-            if v and type(v[0]) is list:
-                d[k] = [list(x) for x in v]
-            elif v and type(v[0]).__name__ == "PlayRecord":
-                d[k] = [copy.copy(x) for x in v]
-            else:
-                d[k] = list(v)
-        elif type(v) is dict:
-            d[k] = dict(v)
-        elif k == "follow" and v is not None:
-            d[k] = copy.copy(v)
-        elif k == "exchange" and v is not None:
-            ex = copy.copy(v)
-            ex.give = dict(v.give)
-            ex.auto = dict(v.auto)
-            d[k] = ex
-        else:
-            d[k] = v
-    pending = d.get("pending")
-    if pending is not None and g.field and pending[0] is g.field[-1]:
-        d["pending"] = (d["field"][-1], pending[1])
-    return new
-
-
-__all__ = ["sample_world", "deal_hidden", "clone", "Unsupported", "Knowledge"]
+__all__ = ["sample_world", "deal_hidden", "Unsupported", "Knowledge"]

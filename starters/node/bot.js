@@ -13,8 +13,13 @@ const WebSocket = require("ws");
 const NAME = "node-starter";
 const PROTOCOL = 1;
 const MAX_FRAME_BYTES = 64 * 1024 + 512; // the gateway closes a connection on a larger frame (1009)
+// Reconnection: at once after a connection that served drops (a gateway restarted: the arena
+// waits 15 s for the bot and charges it nothing for its own outage), then an exponential
+// backoff with jitter after each failed attempt, 0.5 s doubling up to 10 s.
 const BACKOFF_INITIAL_MS = 500;
-const BACKOFF_MAX_MS = 30000;
+const BACKOFF_MAX_MS = 10000;
+// A connection that served at least this long before it dropped is opened again at once.
+const SERVED_MS = 1000;
 // A ping every 5 s, to be answered before the next: a gateway that froze or a network gone
 // silent (no close ever comes) is noticed within 10 s and the connection opened again, within
 // the arena's 15 s wait for a reconnection, so no request is lost.
@@ -101,6 +106,7 @@ function run() {
 
   function connectOnce() {
     let welcomed = false;
+    let welcomedAt = 0;
     const ws = new WebSocket(url, {
       maxPayload: MAX_FRAME_BYTES,
       perMessageDeflate: false,
@@ -135,6 +141,7 @@ function run() {
           ws.send(authFrame(botId, secret, frame.nonce));
         } else if (frame.type === "welcome") {
           welcomed = true;
+          welcomedAt = Date.now();
           answered = false; // the first keep-alive ping at once, then every 5 s
           ws.ping();
           attempt = 0;
@@ -152,10 +159,13 @@ function run() {
         console.error(`the gateway closed the connection with ${code}: ${FATAL[code]}; not reconnecting`);
         process.exit(1);
       }
-      // exponential backoff with jitter: half to all of 0.5 s, 1 s, 2 s ... 30 s
-      const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_INITIAL_MS * 2 ** Math.min(attempt, 16));
-      const delay = ceiling / 2 + Math.random() * (ceiling / 2);
-      attempt += 1;
+      let delay = 0;
+      if (!welcomed || Date.now() - welcomedAt < SERVED_MS) {
+        // exponential backoff with jitter: half to all of 0.5 s, 1 s, 2 s ... 10 s
+        const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_INITIAL_MS * 2 ** Math.min(attempt, 16));
+        delay = ceiling / 2 + Math.random() * (ceiling / 2);
+        attempt += 1;
+      }
       console.error(`disconnected (${code}${reason.length ? " " + reason : ""}); reconnecting in ${(delay / 1000).toFixed(1)} s`);
       setTimeout(connectOnce, delay);
     });

@@ -137,3 +137,15 @@ def test_a_new_version_is_one_of_the_owners_bots(client, accounts, bot_server):
         headers=ben,
     )
     assert r.status_code == 422 and "parent_id" in r.json["errors"]["json"]
+
+
+def test_a_ladders_tournament_is_not_a_tournament_to_its_readers(client, accounts, open_ladder):
+    """The ladder's sets are read through the ladder: its tournament is not listed, not read,
+    not acted on as a tournament (a cancel would end the ladder's sets)."""
+    tid = open_ladder["tournament_id"]
+    org = accounts.headers("org")
+    assert all(t["id"] != tid for t in client.get("/api/v1/tournaments", headers=org).json["items"])
+    assert client.get(f"/api/v1/tournaments/{tid}", headers=org).status_code == 404
+    assert client.post(f"/api/v1/tournaments/{tid}/cancel", headers=org).status_code == 404
+    page = client.get(f"/ui/tournaments/{tid}")
+    assert page.status_code == 303 and page.headers["Location"].endswith(f"/ui/ladders/{open_ladder['id']}")

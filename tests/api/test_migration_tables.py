@@ -1,4 +1,4 @@
-"""Migration 0017 (tables where people play, docs/tables.md) on SQLite and PostgreSQL: existing
+"""Migration 0018 (tables where people play, docs/tables.md) on SQLite and PostgreSQL: existing
 seats and bots keep what they were, a seat holds exactly one occupant (a bot, a house bot or a
 person), the ``table`` format is accepted; the downgrade removes the tables' tournaments."""
 
@@ -18,10 +18,10 @@ def _insert(conn, sql: str, **params) -> None:
     conn.execute(text(sql), params)
 
 
-def test_migration_0017_seats_people_and_keeps_every_older_seat(database_url):
+def test_migration_0018_seats_people_and_keeps_every_older_seat(database_url):
     engine = make_engine(database_url)
     try:
-        upgrade(engine=engine, revision="0015")
+        upgrade(engine=engine, revision="0017")
         with engine.begin() as conn:
             _insert(
                 conn,
@@ -67,7 +67,7 @@ def test_migration_0017_seats_people_and_keeps_every_older_seat(database_url):
                 _insert(conn, f"INSERT INTO match_seats (match_id, seat, bot_id, house_bot, account_id) VALUES {bad}")
         with pytest.raises(IntegrityError), engine.begin() as conn:
             _insert(conn, "UPDATE tournaments SET format = 'gauntlet' WHERE id = 1")
-        command.downgrade(alembic_config(engine=engine), "0015")
+        command.downgrade(alembic_config(engine=engine), "0017")
         assert "account_id" not in {c["name"] for c in inspect(engine).get_columns("match_seats")}
         assert "tables" not in inspect(engine).get_table_names()
         with engine.connect() as conn:  # the table's tournament went with its seats

@@ -87,3 +87,30 @@ def test_checks_and_writes_are_limited(limited, sessionmaker):
         c.patch(f"/api/v1/bots/{bot.json['id']}", json={"name": f"n{i}"}, headers=h).status_code for i in range(121)
     ]
     assert codes[:120] == [200] * 120 and codes[120] == 429
+
+
+def test_four_addresses_of_one_ipv6_64_are_one_client(limited):
+    """Before: each IPv6 address counted apart, so four addresses of one /64 (one host picks
+    any of them) got 20 sign-ups where one IPv4 address gets 5. A /64 is one client, as for
+    the gateway and the check queue (arena.clients)."""
+    c = limited(proxy_hops=1)
+    addresses = [f"2001:db8:7:9::{i}" for i in (1, 2, 3, 4)]
+    codes = [
+        c.post("/api/v1/accounts", json={"name": f"v6-{i}"}, headers={"X-Forwarded-For": addresses[i % 4]}).status_code
+        for i in range(20)
+    ]
+    assert codes.count(201) == 5 and codes.count(429) == 15, codes
+    other = c.post("/api/v1/accounts", json={"name": "v6-other"}, headers={"X-Forwarded-For": "2001:db8:7:a::1"})
+    assert other.status_code == 201  # another /64: another client
+
+
+def test_a_client_over_its_write_limit_costs_no_parse_of_its_body(limited):
+    """The per-client write limit comes before the input guard (api.app.create_app): once a
+    client is over it, its requests are refused 429 before their body (up to 1 MiB of JSON) is
+    parsed, whoever sends them (no token needed to be limited)."""
+    c = limited()
+    for _ in range(120):  # WRITE_LIMIT, per client and endpoint
+        assert c.post("/api/v1/tournaments", json={}).status_code == 401
+    poison = "[" + ",".join(["{}"] * 100_000) + ", NaN]"  # the guard would refuse it, after parsing
+    r = c.post("/api/v1/tournaments", data=poison, content_type="application/json")
+    assert r.status_code == 429, r.json

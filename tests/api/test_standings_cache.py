@@ -6,10 +6,12 @@ from __future__ import annotations
 import random
 
 import pytest
+from sqlalchemy import select
 
+from arena.board import read_board
 from arena.db.models import Account, Match, MatchSeat, StandingsCache, Tournament
 from arena.lifecycle import MatchStatus, store_result
-from arena.standings import compute_standings, load_records, tournament_standings
+from arena.standings import ResultsSeen, compute_standings, load_records, tournament_report, tournament_standings
 
 
 def _rows(standings):
@@ -149,3 +151,93 @@ def test_tournament_page_shows_one_page_of_matches(client, sessionmaker):
     body = client.get(f"/ui/tournaments/{tid}?page=2").data.decode()
     assert "page 2 of 3" in body and 'rel="prev"' in body and 'rel="next"' in body
     assert '<td class="num">101</td>' in body  # match #101 opens page 2
+
+
+def _duel_tournament(s, name: str, n: int) -> tuple[int, list[int]]:
+    org = Account(name=name, role="organizer", token_hash=name.encode().hex().ljust(64, "0")[:64])
+    s.add(org)
+    s.flush()
+    t = Tournament(
+        name=name,
+        organizer_id=org.id,
+        ruleset="million_doubt",
+        options={},
+        time_rules={},
+        games_per_pairing=1,
+        seed=1,
+        max_faults=3,
+        status="running",
+    )
+    s.add(t)
+    s.flush()
+    ids = []
+    for index in range(n):
+        m = Match(
+            tournament_id=t.id,
+            index=index,
+            table=index,
+            seed=index,
+            status=MatchStatus.RUNNING,
+            seats=[MatchSeat(seat=0, house_bot="a"), MatchSeat(seat=1, house_bot="b")],
+        )
+        s.add(m)
+        s.flush()
+        ids.append(m.id)
+    s.commit()
+    return t.id, ids
+
+
+def _store(s, match_id: int, x: float) -> None:
+    assert store_result(
+        s,
+        match_id,
+        scores=[x, -x],
+        places=[1, 2] if x > 0 else [2, 1],
+        faults=[0, 0],
+        games=[{"scores": [x, -x], "places": [1, 2] if x > 0 else [2, 1]}],
+        timings={},
+        log={"m": match_id},
+    )
+
+
+def test_standings_of_what_one_read_saw_leave_out_later_results(sessionmaker):
+    """Issue 42, point 3: the standings of a read (ResultsSeen) hold exactly the results that
+    read saw, even when the cached prefix already holds a result stored after it; the cache
+    is neither used nor moved back by such a read."""
+    with sessionmaker() as s:
+        tid, ids = _duel_tournament(s, "seen", 3)
+        _store(s, ids[0], 2.0)
+        seen = ResultsSeen(indices=frozenset({0, 1, 2}), with_result=frozenset({0}))
+        _store(s, ids[1], 3.0)  # stored after the read
+        t = s.get(Tournament, tid)
+        assert sum(r.games for r in tournament_standings(s, t)) == 4  # a plain read: both (two seats each)
+        assert s.get(StandingsCache, tid).prefix_index == 1
+        report = tournament_report(s, t, seen)
+        assert sum(r.games for r in report.rows) == 2  # the read saw one result
+        assert s.get(StandingsCache, tid).prefix_index == 1  # not moved back
+        by = {r.entrant: r for r in report.rows}
+        assert by["a"].total_score == 2.0 and by["b"].total_score == -2.0
+
+
+def test_the_board_is_one_read_that_agrees_with_itself(sessionmaker):
+    """read_board: progress, playing now, the page of the table and the standings from one
+    read of the matches (the page's match statuses are the read's, not the rows' later ones)."""
+    with sessionmaker() as s:
+        tid, ids = _duel_tournament(s, "board", 4)
+        _store(s, ids[0], 1.0)
+        _store(s, ids[2], -1.0)
+        s.get(Match, ids[3]).status = MatchStatus.QUEUED
+        s.commit()
+        board = read_board(s, s.get(Tournament, tid), _organizer(s), page=1, per_page=2)
+        assert (board.finished, board.total, board.counts) == (2, 4, {"finished": 2, "running": 1, "queued": 1})
+        assert [line.id for line in board.playing] == [ids[1]] and board.playing_total == 1
+        assert [(line.id, line.status) for line in board.rows] == [(ids[0], "finished"), (ids[1], "running")]
+        assert board.rows[0].result is not None and board.rows[1].result is None
+        assert (board.page, board.pages, board.shown) == (1, 2, 4)
+        assert sum(r.matches for r in board.report.rows) == 2 * board.finished
+        second = read_board(s, s.get(Tournament, tid), _organizer(s), page=9, per_page=2)  # clamped
+        assert second.page == 2 and [line.id for line in second.rows] == ids[2:]
+
+
+def _organizer(s) -> Account:
+    return s.scalars(select(Account).where(Account.role == "organizer")).first()

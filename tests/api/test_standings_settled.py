@@ -216,24 +216,23 @@ def test_ratings_update_once_per_game_by_adjusted_score(client, league, sessionm
     assert top["last_played"].startswith(last.strftime("%Y-%m-%dT%H:%M"))
 
 
-def test_leaderboard_page_in_both_languages_links_bots_for_who_may_open_them(client, league, sessionmaker, accounts):
+def test_leaderboard_page_in_both_languages_links_every_bot_to_its_page(client, league, sessionmaker):
     with sessionmaker() as s:
         _duels(s, league["org_id"], league["bots"], rounds=1, seed=3, par=True)
         rebuild_ratings(s, "million_doubt")
         s.commit()
     html = client.get("/ui/leaderboard").get_data(as_text=True)
     assert 'id="nav-leaderboard"' in html and "Conservative rating (μ − 3σ)" in html
-    assert html.count('<tr data-bot="') == 3 and "/ui/bots/" not in html  # anonymous: names only
+    assert html.count('<tr data-bot="') == 3
+    assert all(f'href="/ui/bots/{b}"' in html for b in league["bots"].values())  # for everyone (issue 42)
     ja = client.get("/ui/leaderboard?ruleset=million_doubt", headers={"Accept-Language": "ja"}).get_data(as_text=True)
     assert "ランキング" in ja and "保守的レーティング (μ − 3σ)" in ja and "ミリオンダウト" in ja
     empty = client.get("/ui/leaderboard?ruleset=jdf").get_data(as_text=True)
     assert 'id="no-ratings"' in empty
     assert client.get("/ui/leaderboard?ruleset=go").status_code == 404
-    # the owner sees links to its bots' pages
-    owner = client.post("/ui/login", data={"token": accounts.tokens["ann"], "next": "/ui/leaderboard"})
-    assert owner.status_code == 303
-    html = client.get("/ui/leaderboard").get_data(as_text=True)
-    assert all(f'href="/ui/bots/{b}"' in html for b in league["bots"].values())
+    # a visitor opens a rated bot's page (its public profile)
+    page = client.get(f"/ui/bots/{league['bots']['strong']}")
+    assert page.status_code == 200 and 'id="ratings"' in page.get_data(as_text=True)
 
 
 def test_standings_page_says_whether_the_ranking_is_settled(client, league, sessionmaker):

@@ -17,7 +17,17 @@ from arena import lifecycle
 from arena.db.migrate import upgrade
 from arena.db.models import Base, Bot, BotCheck, Match, Tournament
 from arena.db.session import make_engine
-from arena.status import LISTED_BOT_STATUSES, BotStatus, CheckStatus, MatchStatus, TournamentStatus, values
+from arena.status import (
+    LISTED_BOT_STATUSES,
+    BotStatus,
+    CheckStatus,
+    EntryStatus,
+    LadderStatus,
+    MatchStatus,
+    SetRating,
+    TournamentStatus,
+    values,
+)
 from tests.helpers import create_pg_database
 
 #: Each table with a status column and the enum of its values.
@@ -95,6 +105,11 @@ def test_pages_name_every_tournament_and_match_status():
         assert _STATUS_MESSAGES[status] == status.value
 
 
+def test_pages_name_every_ladder_entry_and_set_status():
+    for status in [*LadderStatus, *EntryStatus, *SetRating]:
+        assert _STATUS_MESSAGES[status] == status.value
+
+
 #: Every public name of arena/lifecycle.py before it became a package.
 PUBLIC_NAMES = (
     "TournamentStatus MatchStatus UNFINISHED DONE MAX_FAILURE_CHARS LifecycleError Conflict NotFound "
@@ -108,8 +123,13 @@ PUBLIC_NAMES = (
     "update_bot delete_bot"
 ).split()
 #: Names added since: play until settled (a store that ends a round may add the next one) and
-#: the pars (luck-adjusted scores), the match sources (a round comes from the source: first_round).
-ADDED_NAMES = "Stored RoundEnd round_end first_round field_of store_pars skip_pars pending_pars".split()
+#: the pars (luck-adjusted scores); the match sources (a round comes from the source:
+#: first_round); Resume where it helps and a start that waits for offline entrants (issue 42);
+#: a match the arena's own outage stopped, queued again.
+ADDED_NAMES = (
+    "Stored RoundEnd round_end first_round field_of store_pars skip_pars pending_pars resume_would_help "
+    "begin_wait end_wait record_roll_call take_roll_call_turn waiting_tournaments requeue_match"
+).split()
 
 
 def test_lifecycle_exports_every_name_it_had():

@@ -16,7 +16,7 @@ from arena.db.models import Rating, RatingHistory
 from arena.fairness import commitment, match_seed
 from arena.lifecycle import store_result
 from arena.standings import rebuild_ratings
-from tests.api.conftest import register_checked_bot, register_ready_bot
+from tests.api.conftest import register_checked_bot
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def test_participants_must_be_checked_and_play_the_ruleset(client, league, bot_s
     ).json["id"]
     r = _create(client, league, participants=[league["bots"]["a1"], unchecked])
     assert r.status_code == 422 and f"bot {unchecked} has not passed" in r.json["message"]
-    md_only = register_ready_bot(client, h, bot_server.url + "/", ["million_doubt"], "md")
+    md_only = register_checked_bot(client, h, bot_server.url + "/", ["million_doubt"], "md")
     r = _create(client, league, ruleset="jdf", participants=[md_only] + list(league["bots"].values())[:3])
     assert r.status_code == 422 and "does not play jdf" in r.json["message"]
     r = _create(client, league, ruleset="jdf", participants=list(league["bots"].values())[:3])

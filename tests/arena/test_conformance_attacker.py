@@ -6,12 +6,13 @@ shows the bot exactly the engine's view of its seat. Real HTTP bots on 127.0.0.1
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
 import engine
-from arena.conformance import PROBES, conformance_game
+from arena.conformance import PROBES, _runs, conformance_game
 from bots_sdk.bot import Request
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.fakes import FakeBot
@@ -50,7 +51,15 @@ def test_the_check_never_sends_the_bot_its_seed(ruleset: str) -> None:
     assert requests
     for raw in requests:
         assert str(SEED) not in json.dumps(raw), raw["match_id"]
-        assert raw["match_id"].startswith("conformance-")
+        assert re.fullmatch(r"arena-[0-9]+", raw["match_id"]), raw["match_id"]  # as a tournament's
+
+
+def _by_probe(ruleset: str, requests: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The bot's requests per run of the check (its runs are played in the order of _runs)."""
+    ids = list(dict.fromkeys(r["match_id"] for r in requests))
+    names = [p.name for p in _runs(ruleset)]
+    assert len(ids) == len(names), (ids, names)
+    return {name: [r for r in requests if r["match_id"] == mid] for name, mid in zip(names, ids)}
 
 
 @pytest.mark.parametrize("ruleset", ["million_doubt", "trump_millionaire", "jdf"])
@@ -63,7 +72,7 @@ def test_after_an_opening_the_bot_sees_the_engines_view_of_its_seat(ruleset: str
         g = engine.from_setup(ruleset, probe.options, probe.setup)
         for seat, action in probe.opening:
             g.apply(seat, action)
-        first = next(r for r in requests if r["match_id"].split("-", 2)[2] == probe.name)
+        first = _by_probe(ruleset, requests)[probe.name][0]
         assert first["observation"] == json.loads(json.dumps(g.observation(0))), probe.name
         others = {c for s in range(1, g.seats) for c in g.observation(s)["hand"]} - set(g.observation(0)["hand"])
         assert not others & set(json.dumps(first["observation"]["history"]).split('"')), probe.name

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import queue
 import secrets
 import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,8 @@ from bots_sdk.connect import ConnectError, connect
 from bots_sdk.samples import RandomBot
 from cli import main
 from engine.timebank import TimeRules
+from tests import children
+from tests.helpers import wait_until
 from tests.starter_builds import command, skip_unless
 
 REPO = Path(__file__).resolve().parents[2]
@@ -317,6 +322,25 @@ def test_reconnects_after_the_peer_drops_the_connection(peer):
     assert peer.wait(lambda p: p.open_connections == 0)  # stop() closed them
 
 
+def test_a_connection_that_served_is_dialled_again_at_once_then_backs_off(peer, monkeypatch, caplog):
+    """Before, the backoff grew with every failed attempt and was never reset after a drop
+    (``welcomed`` was lost when the session raised): a bot that had run a while waited 17-30 s
+    before its first retry, past the arena's 15 s wait. Now a drop of a connection that served
+    is followed by a reconnection at once; a failed attempt backs off from the start."""
+    monkeypatch.setattr(sys.modules["bots_sdk.connect"], "SERVED_S", 0.0)
+    caplog.set_level(logging.INFO, logger="bots_sdk.connect")
+    # a backoff of a minute: a reconnection that waited for it would never come within WAIT_S
+    with connect(
+        RandomBot(seed=2), peer.url, bot_id=BOT_ID, secret=SECRET, background=True, backoff_initial_s=60
+    ) as conn:
+        assert conn.wait_authenticated(timeout=WAIT_S)
+        for n in (2, 3):  # again and again: never a growing backoff after a connection served
+            peer.drop()
+            assert conn.wait_welcomes(n, timeout=WAIT_S)
+        waits = [r.getMessage() for r in caplog.records if "reconnecting in" in r.getMessage()]
+        assert waits and all(w.endswith("reconnecting in 0.0 s") for w in waits), waits
+
+
 def test_several_gateways_each_connection_starts_at_its_own_and_reconnects_to_the_next(peer):
     other = Peer()
     try:
@@ -354,10 +378,11 @@ def test_node_starter_authenticates_and_answers_legally(peer, ruleset):
         "ARENA_BOT_ID": str(BOT_ID),
         "ARENA_GATEWAY_URL": peer.url,
     }
-    proc = subprocess.Popen(command("node"), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = children.spawn(command("node"), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert peer.wait(lambda p: p.welcomed == 1 or proc.poll() is not None), "the starter never authenticated"
         assert peer.welcomed == 1, proc.communicate(timeout=WAIT_S)[0]
+        welcomed_at = time.monotonic()
         peer.send("health", "h", {})
         health = peer.answer()
         assert health["id"] == "h" and protocol.schema_errors("health", health["body"]) == []
@@ -374,9 +399,13 @@ def test_node_starter_authenticates_and_answers_legally(peer, ruleset):
             assert ans["id"] == f"r{n}"
             assert protocol.schema_errors("action-response", ans["body"]) == []
             g.apply(d.seat, ans["body"])
-        # a dropped connection: the starter comes back
+        # a dropped connection that served (over a second, SERVED_MS): the starter comes back at once
+        wait_until(lambda: time.monotonic() - welcomed_at > 1.2, "the connection serving over a second")
         peer.drop()
         assert peer.wait(lambda p: p.welcomed == 2 and p.open_connections == 1)
+        proc.terminate()
+        out = proc.communicate(timeout=WAIT_S)[0]
+        assert "reconnecting in 0.0 s" in out, out
     finally:
         proc.terminate()
         proc.wait(WAIT_S)

@@ -19,6 +19,7 @@ from bots_sdk import protocol
 from bots_sdk.samples import GreedyBot, HeuristicBot, RandomBot
 from bots_sdk.server import start
 from engine.timebank import TimeRules
+from tests import children
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -251,7 +252,7 @@ def test_server_under_a_low_file_limit_stops_accepting_instead_of_spinning(tmp_p
         "print(s.port, s.connection_limit, flush=True)\ns.run()\n"
     )
     err = (tmp_path / "server.err").open("w")
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
+    proc = children.spawn([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
     socks = []
     try:
         port, limit = (int(x) for x in proc.stdout.readline().split())

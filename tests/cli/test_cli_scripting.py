@@ -36,6 +36,7 @@ from arena.db.session import make_engine, make_sessionmaker
 from arena.security import new_secret
 from cli.demo import WsgiServer
 from cli.service import ApiServer
+from tests.children import spawn as spawn_child
 
 REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
@@ -143,6 +144,8 @@ def test_start_wait_without_a_worker_says_so(tmp_path, redis_url):
             "tournament",
             "start",
             "1",
+            "--if-offline",
+            "start",  # its bots serve nothing: started without them
             "--wait",
             "--poll",
             "0.2",
@@ -179,7 +182,7 @@ def test_two_workers_on_one_host_have_different_names(tmp_path, redis_url):
         for i in range(2):
             log = open(tmp_path / f"worker{i}.log", "wb")
             procs.append(
-                subprocess.Popen(
+                spawn_child(
                     [*ARENA, "worker", "--pool", "solo", "--checks", "0", "--pars", "0", "-Q", queue],
                     cwd=REPO,
                     env=_env(**env),
@@ -236,7 +239,7 @@ def test_worker_processes_are_started_restarted_and_stopped(tmp_path, redis_url)
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
     log = open(tmp_path / "launcher.log", "wb")
-    launcher = subprocess.Popen(
+    launcher = spawn_child(
         [
             *ARENA,
             "worker",
@@ -308,7 +311,7 @@ def test_the_par_process_runs_at_a_lower_priority(tmp_path, redis_url):
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
     log = open(tmp_path / "launcher.log", "wb")
-    launcher = subprocess.Popen(
+    launcher = spawn_child(
         [*ARENA, "worker", "--processes", "1", "--checks", "0", "--pars", "1", "-c", "1"]
         + ["-Q", f"arena.procs.{tag}", "-n", f"np{tag}@127.0.0.1"],
         cwd=REPO,
@@ -375,7 +378,7 @@ def _quiet_launcher(tmp_path, redis_url, prefix: str, **popen):
     tag = uuid.uuid4().hex[:8]
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
-    launcher = subprocess.Popen(
+    launcher = spawn_child(
         [
             *ARENA,
             "worker",
@@ -431,7 +434,7 @@ def test_a_sigterm_while_the_worker_processes_start_stops_them_all(tmp_path, red
     broker = redis_url.rsplit("/", 1)[0] + "/12"
     tag = uuid.uuid4().hex[:8]
     env = {"ARENA_BROKER_URL": broker, "ARENA_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}"}
-    launcher = subprocess.Popen(
+    launcher = spawn_child(
         [*ARENA, "worker", "--processes", "4", "--checks", "0", "--pars", "0", "-c", "1", "-Q", f"arena.procs.{tag}"],
         cwd=REPO,
         env=_env(**env),
@@ -484,7 +487,7 @@ def test_two_api_servers_keep_their_own_control_sockets(tmp_path, free_port):
         for name in ("a", "b"):
             port = free_port()
             log = open(tmp_path / f"api-{name}.log", "wb")
-            proc = subprocess.Popen(
+            proc = spawn_child(
                 [
                     *ARENA,
                     "api",

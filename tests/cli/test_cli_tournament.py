@@ -9,9 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import httpx
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import select
 
 from arena.accounts import create_account
 from arena.config import Settings
@@ -151,3 +153,66 @@ def test_create_until_settled_and_with_a_chosen_seed(api):
     assert lone.exit_code == 2 and "--settle-delta needs --until-settled" in lone.output
     zero = CliRunner().invoke(main, [*base, "--until-settled", "0"])
     assert zero.exit_code == 2
+
+
+def _offline_field(api) -> int:
+    """A Million Doubt tournament of two ready bots nobody serves (127.0.0.1:9, refused by this
+    API's URL policy too): both offline at the roll call. Returns its id."""
+    from arena.db.models import Account, Bot
+
+    with api["sessions"]() as s:
+        owner = s.scalars(select(Account.id).where(Account.name == "alice")).one()
+        ids = []
+        for name in ("sleepy", "dozy"):
+            bot = Bot(owner_id=owner, name=name, url="http://127.0.0.1:9/", rulesets=["million_doubt"], secret="s")
+            s.add(bot)
+            s.flush()
+            ids.append(bot.id)
+        s.commit()
+    for bot_id in ids:
+        assert mark_bot_checked(api["sessions"], bot_id) == "ready"
+    r = httpx.post(
+        f"{api['url']}/api/v1/tournaments",
+        json={"ruleset": "million_doubt", "participants": ids},
+        headers={"Authorization": f"Bearer {api['organizer']}"},
+    )
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def test_start_lists_the_offline_entrants_and_starts_nothing(api):
+    """Issue 42: not on a terminal, a start with offline entrants names them and the options,
+    exit status 1, and the tournament is not started."""
+    tid = _offline_field(api)
+    done = run("tournament", "start", str(tid), "--api", api["url"], "--token", api["organizer"])
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"tournament {tid} was not started: 2 entrant(s) offline:" in done.stderr
+    assert "  sleepy #1: health check failed: " in done.stderr and "  dozy #2: health check failed: " in done.stderr
+    assert "--if-offline wait" in done.stderr and "--if-offline start" in done.stderr
+    status = run("tournament", "status", str(tid), "--api", api["url"], "--token", api["organizer"])
+    assert ", created, " in status.stdout
+
+
+def test_start_asks_on_a_terminal_and_waits_or_starts_as_told(api):
+    """On a terminal the organizer is asked; ``wait`` makes the start wait (here the broker is
+    down: the API says the tournament waits and starts once it is back), ``status`` then says
+    whom it waits for and until when."""
+    from cli.client import ApiClient
+    from cli.tournament import _start_asking, waiting_line
+
+    tid = _offline_field(api)
+    runner = CliRunner()
+    with ApiClient(api["url"], api["organizer"]) as client, runner.isolation(input="wait\n") as (out, err, _):
+        with pytest.raises(click.ClickException) as refused:
+            _start_asking(client, tid, "ask", 120, interactive=True)
+        asked = err.getvalue().decode()
+    assert "sleepy #1" in asked and "wait for them (up to 120 s), start without them, or leave it" in asked
+    assert "HTTP 503" in refused.value.message and "waits for its entrants" in refused.value.message
+    with ApiClient(api["url"], api["organizer"]) as client:
+        t = client.tournament(tid)
+    assert t["status"] == "created" and t["waiting_until"]
+    line = waiting_line(t)
+    assert line.startswith(f"tournament {tid}: waiting for 2 offline entrant(s) (sleepy #1: health check failed")
+    assert "s left)" in line
+    status = run("tournament", "status", str(tid), "--api", api["url"], "--token", api["organizer"])
+    assert f"tournament {tid}: waiting for 2 offline entrant(s)" in status.stdout

@@ -18,6 +18,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests import children
 from tests.tables_play import http_calls, play_through_api
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ def test_demo_million_doubt(tmp_path):
     out.parent.mkdir()
     env = _env()
     env.pop("COLUMNS")  # output captured, no COLUMNS: as in `arena demo > demo.txt`
-    done = subprocess.run(
+    done = children.run(
         [*ARENA, "demo", "--out", str(out), "--seed", "11"],
         cwd=tmp_path,
         env=env,
@@ -64,17 +65,23 @@ def test_demo_million_doubt(tmp_path):
     assert [r[3] for r in by_rank] == sorted((r[3] for r in by_rank), reverse=True)
     assert "6 match logs" in stdout and "6 verified, 0 failed" in stdout
     assert re.search(r"http://127\.0\.0\.1:8000/ui/tournaments/1\b", stdout)
-    # no line is cut: the database path, the URLs and the commands to copy are whole lines' parts
+    # no line is cut: the database path, the URLs and the commands to copy are whole lines' parts;
+    # paths below the current directory are printed relative to it (what one types next)
     lines = stdout.splitlines()
-    assert any(f"SQLite at {out / 'arena.db'}, matches run in-process" in ln for ln in lines), stdout
+    here = out.relative_to(tmp_path)
+    assert any(f"SQLite at {here / 'arena.db'}, matches run in-process" in ln for ln in lines), stdout
     assert any(
         re.search(r"API on http://127\.0\.0\.1:\d+/api/v1 \(OpenAPI at http://\S+/openapi\.json\)", ln) for ln in lines
     )
-    assert f"  check again with: arena logs verify {out / 'logs'}" in lines, stdout
+    assert f"  check again with: arena logs verify {here / 'logs'}" in lines, stdout
+    assert any(ln.endswith(f"accounts' tokens in {here / 'demo.json'}") for ln in lines), stdout
+    assert str(tmp_path) not in stdout
+    # the pages: the --serve way, not a command to serve the database by hand
     assert any(
-        ln.startswith(f"  ARENA_DATA_DIR={out} ARENA_DATABASE_URL=sqlite:///{out / 'arena.db'} ") for ln in lines
-    )
-    assert any(ln.endswith(" api --dev --port 8000") for ln in lines), stdout
+        "(bash infra/demo.sh --serve, or arena demo --serve)" in ln
+        and ln.endswith("Open: http://127.0.0.1:8000/ui/tournaments/1")
+        for ln in lines
+    ), stdout
     assert max(map(len, lines)) > 120  # the test means something: these lines are long
 
     logs = sorted((out / "logs").glob("match-*.json.gz"))
@@ -105,7 +112,7 @@ def test_demo_serve_keeps_the_api_up(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     out = tmp_path / "demo"
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [*ARENA, "demo", "--ruleset", "jdf", "--out", str(out), "--serve", "--port", str(port), "--seed", "5"],
         cwd=tmp_path,
         env=_env(),
@@ -171,7 +178,7 @@ def test_demo_connect_plays_bots_that_dial_out(tmp_path, request, redis_source):
     127.0.0.1 stay refused (the demo sets no private-URL exception)."""
     out = tmp_path / "demo"
     extra = ["--redis-url", request.getfixturevalue("redis_url")] if redis_source == "given" else []
-    done = subprocess.run(
+    done = children.run(
         [*ARENA, "demo", "--connect", "--out", str(out), "--seed", "11", *extra],
         cwd=tmp_path,
         env=_env(),
@@ -237,3 +244,43 @@ def test_demo_connect_says_what_it_needs_without_redis(tmp_path):
         stdin=subprocess.DEVNULL,
     )
     assert wrong.returncode == 2 and "--redis-url goes with --connect" in wrong.stderr
+
+
+@pytest.mark.slow
+def test_demo_ladder_short_form(tmp_path):
+    """``arena demo --ladder --ticks 3``: four sample bots of graded strength enter an open ladder,
+    the demo's loop runs three ticks (two Million Doubt sets each, played in-process and rated as
+    stored), then prints the live table and the official table."""
+    out = tmp_path / "demo"
+    done = subprocess.run(
+        [*ARENA, "demo", "--ladder", "--ticks", "3", "--out", str(out)],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    stdout = done.stdout
+    assert "the demo drives the ladder's tick itself for 3 ticks" in stdout
+    assert re.search(r"watch it: http://127\.0\.0\.1:\d+/ui/ladders/1\b", stdout)
+    assert re.search(r"ladder demo: 3 ticks, 6 sets played in \d+ s", stdout), stdout
+    rows = {}
+    for line in stdout.splitlines():
+        m = re.match(r"\s*([1-4])\s+(search|heuristic|greedy|random) #\d", line)
+        if m and m.group(2) not in rows:
+            rows[m.group(2)] = int(m.group(1))
+    assert sorted(rows.values()) == [1, 2, 3, 4], stdout  # the live table: each bot once, ranked
+    assert "official table (6 pairwise results" in stdout and "significance matrix" in stdout
+    assert "open http://127.0.0.1:8000/ui/ladders/1:" in stdout
+    info = json.loads((out / "demo.json").read_text())
+    assert info["ladder_id"] == 1 and set(info["tokens"]) == {"organizer", "alice", "bob", "carol", "dave"}
+    engine = create_engine(f"sqlite:///{out / 'arena.db'}")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM ladder_sets WHERE rating = 'rated'")).scalar() == 6
+        assert conn.execute(text("SELECT sum(sets) FROM ladder_entries")).scalar() == 12  # 2 seats a set
+        assert conn.execute(text("SELECT count(*) FROM match_results WHERE par_status = 'done'")).scalar() == 6
+    engine.dispose()
+    usage = subprocess.run([*ARENA, "demo", "--ticks", "3"], env=_env(), capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 2 and "--ticks goes with --ladder" in usage.stderr

@@ -21,12 +21,13 @@ from cli import COMMANDS, DISTRIBUTION, SERVER_MODULES, LazyGroup, missing_extra
 
 REPO = Path(__file__).resolve().parents[2]
 FIRST_PARTY = {"engine", "bots_sdk", "arena", "api", "worker", "cli"}
-#: The modules behind the light commands (arena play, bots serve, logs, tournament, config).
+#: The modules behind the light commands (arena play, bots serve, logs, tournament, ladder, config).
 LIGHT_MODULES = [
     "cli",
     "cli.play",
     "cli.dialed",
     "cli.tournament",
+    "cli.ladder",
     "cli.client",
     "bots_sdk",
     "bots_sdk.server",
@@ -41,7 +42,7 @@ LIGHT_MODULES = [
     "arena.config",
     "engine",
 ]
-LIGHT_COMMANDS = ["play", "bots", "logs", "tournament"]
+LIGHT_COMMANDS = ["play", "bots", "logs", "tournament", "ladder"]
 SERVER_COMMANDS = ["api", "db", "accounts", "secrets", "worker", "beat", "demo"]
 
 # Run in a fresh interpreter: import the light modules, load the light commands through the

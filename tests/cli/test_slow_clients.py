@@ -32,6 +32,7 @@ import httpx
 import pytest
 
 from cli.servers import MAX_HEAD_BYTES, REQUEST_BODY_TIMEOUT_S, REQUEST_HEAD_TIMEOUT_S
+from tests import children
 
 REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
@@ -73,7 +74,7 @@ def _arena_api(tmp_path: Path, port: int):
     """A real ``arena api --workers 1`` on SQLite, answering ``/healthz``."""
     log = tmp_path / "api.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(
+        proc = children.spawn(
             [*ARENA, "api", "--port", str(port), "--workers", "1"],
             cwd=REPO,
             env=_env(ARENA_DATABASE_URL=f"sqlite:///{tmp_path / 'arena.db'}"),
@@ -163,7 +164,7 @@ def test_dripping_clients_hold_no_thread_of_arena_api(tmp_path, free_port):
 @pytest.mark.slow
 def test_dripping_clients_hold_no_thread_of_the_demo_server(tmp_path, free_port):
     port = free_port()
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [
             *ARENA,
             "demo",

@@ -34,6 +34,7 @@ from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli.demo import WsgiServer
+from tests import children
 from tests.helpers import create_pg_database
 
 pytestmark = pytest.mark.services
@@ -63,7 +64,7 @@ def _free_port() -> int:
 
 
 def _arena(*args: str, env: dict[str, str], timeout: float = TOURNAMENT_TIMEOUT_S) -> subprocess.CompletedProcess:
-    done = subprocess.run(
+    done = children.run(
         [*ARENA, *args],
         cwd=REPO,
         env={**os.environ, **env},

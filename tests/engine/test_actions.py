@@ -128,3 +128,12 @@ def test_a_penalty_is_parsed_before_it_is_judged_md7():
         assert (e.value.rule, text in e.value.reason) == (rule, True)
     g.apply(d.seat, {"type": "penalty", "cards": ["5H"]})
     assert g.actions[-1] == {"seat": d.seat, "action": {"type": "penalty", "cards": ["5H"]}}
+
+
+def test_an_answer_with_a_stray_field_is_applied_and_logged_whole_act():
+    hands = {"0": ["4S", "3C"], "1": ["5S", "3D"], "2": ["6S"], "3": ["7S"]}
+    g = engine.from_setup("trump_millionaire", None, {"hands": hands})
+    g.apply(0, {"type": "play", "cards": ["4S"]})
+    g.apply(1, {"type": "pass", "cards": -1})  # a pass ignores the field; the log keeps it
+    assert g.actions[-1] == {"seat": 1, "action": {"type": "pass", "cards": -1}}
+    assert g.passed[1] and engine.replay(g.log()).log() == g.log()

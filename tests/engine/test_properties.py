@@ -60,7 +60,7 @@ def brute_force_plays(g, seat):
             for declared in declarations:
                 try:
                     if g.ruleset == "million_doubt":
-                        g._judge(list(cards), (), declared, nat, jk)
+                        g._judge(list(cards), [], declared, nat, jk)
                     else:
                         g._judge(seat, list(cards), nat, jk, declared)
                 except InvalidAction:

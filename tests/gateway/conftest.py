@@ -27,11 +27,14 @@ from arena import relay
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
-from arena.db.models import Match, MatchLog, MatchResult
+from arena.db.models import Bot, Match, MatchLog, MatchResult
 from arena.db.session import make_engine, make_sessionmaker
+from arena.security import new_secret
+from arena.status import BotStatus
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli.servers import WsgiServer
+from tests import children
 from tests.helpers import create_pg_database, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,13 +107,7 @@ class Process:
         return self.proc.wait(30)
 
     def stop(self) -> None:
-        if self.alive():
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        children.stop(self.proc, 15)
 
 
 @dataclass
@@ -186,7 +183,7 @@ class DialStack:
     def start(self, name: str, cmd: list[str], env: dict[str, str]) -> Process:
         log_path = self.folder / f"{name}.log"
         with open(log_path, "wb") as out:
-            proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+            proc = children.spawn(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         self.processes.append(Process(proc, log_path))
         return self.processes[-1]
 
@@ -222,7 +219,7 @@ class DialStack:
         r = self.http.post("/tournaments", json=body, headers=self.org)
         assert r.status_code == 201, r.text
         tid = r.json()["id"]
-        r = self.http.post(f"/tournaments/{tid}/start", headers=self.org)
+        r = self.http.post(f"/tournaments/{tid}/start", params={"if_offline": "start"}, headers=self.org)
         assert r.status_code == 202, r.text
         return tid
 
@@ -266,7 +263,7 @@ def start_gateway_process(folder: Path, env: dict[str, str], n: int) -> GatewayP
     log_path = folder / f"gateway-{n}.log"
     out_path = folder / f"gateway-{n}.out"
     with open(log_path, "wb") as err, open(out_path, "wb") as out:
-        proc = subprocess.Popen(
+        proc = children.spawn(
             [sys.executable, "-m", "cli", "gateway", "--port", "0"],
             cwd=REPO,
             env=env,
@@ -349,3 +346,78 @@ def dial_stack(pg_url, redis_url, celery_worker_factory, tmp_path) -> Iterator[C
         g.stop()
     for s in servers:
         s.close()
+
+
+# -- a SQLite site and gateway processes on it (tests of outages and floods) ----------------------
+def add_bot(sessions: Any, name: str) -> tuple[int, str]:
+    """A bot that connects, ready, of a new account: ``(id, secret)``."""
+    secret = new_secret()
+    with sessions() as s:
+        owner, _ = create_account(s, name)
+        bot = Bot(
+            owner_id=owner.id,
+            name=name,
+            url="",
+            transport="connect",
+            rulesets=["million_doubt"],
+            secret=secret,
+            status=BotStatus.READY,
+        )
+        s.add(bot)
+        s.commit()
+        return bot.id, secret
+
+
+@dataclass
+class Site:
+    """A SQLite database with one bot that connects, and the environment of a gateway on it."""
+
+    env: dict[str, str]
+    bot_id: int
+    secret: str
+    sessions: Any
+
+
+@pytest.fixture
+def site(tmp_path: Path, redis_url: str) -> Site:
+    db = f"sqlite:///{tmp_path / 'arena.db'}"
+    env = {**os.environ, "ARENA_DATABASE_URL": db, "ARENA_BROKER_URL": redis_url, "ARENA_DATA_DIR": str(tmp_path)}
+    os.environ["ARENA_DATA_DIR"] = str(tmp_path)  # the same encryption key as the gateways
+    try:
+        upgrade(db)
+        sessions = make_sessionmaker(make_engine(db))
+        bot_id, secret = add_bot(sessions, "outages")
+    finally:
+        del os.environ["ARENA_DATA_DIR"]
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(relay.PREFIX + "*"):
+        client.delete(key)
+    return Site(env, bot_id, secret, sessions)
+
+
+@pytest.fixture
+def gateways() -> Iterator[list[subprocess.Popen[str]]]:
+    """Gateway processes a test starts (:func:`start_gateway`); continued and stopped at teardown."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.terminate()
+            proc.wait(15)
+
+
+def start_gateway(env: dict[str, str], started: list[subprocess.Popen[str]]) -> tuple[subprocess.Popen[str], str, str]:
+    """A real ``arena gateway --port 0``: the process, its id and its URL."""
+    proc = children.spawn(
+        [sys.executable, "-m", "cli", "gateway", "--port", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    started.append(proc)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # "gateway <id> listening on ws://127.0.0.1:PORT/v1/bots"
+    assert " listening on " in line, line
+    return proc, line.split()[1], line.rsplit(" ", 1)[1].strip()

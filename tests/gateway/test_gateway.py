@@ -16,7 +16,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from arena import relay
-from arena.runner.connected import ConnectedPlayer
+from arena.runner.connected import NO_GATEWAY, ConnectedPlayer
 from arena.runner.match import Match, MatchConfig
 from arena.runner.players import LocalPlayer
 from arena.runner.semaphore import endpoint_key
@@ -192,10 +192,23 @@ def test_no_connection_receives_another_bots_request(gateway: RunningGateway, br
     ws8.close()
 
 
-def test_a_bot_not_connected_gets_connection_error_after_the_reconnect_wait(broker: str) -> None:
+def test_a_bot_not_connected_gets_connection_error_after_the_reconnect_wait(
+    gateway: RunningGateway, broker: str
+) -> None:
     out = player(broker, 7, reconnect_s=0.3).decide(b"{}", 5.0)
     assert out.fault == "connection_error" and "no connection" in out.detail
     assert 300 <= out.elapsed_ms < 5000  # charged to the bank, and less than the bank
+    assert out.arena == "" and out.arena_ms == 0  # a gateway was there: the bot's own absence
+
+
+def test_with_no_gateway_alive_the_wait_is_the_arenas(broker: str) -> None:
+    """No gateway runs (all died, or are restarting): a bot cannot connect anywhere. Before,
+    the bot was charged connection_error after the reconnect wait; now that time is the
+    arena's: no fault, and the runner asks again (arena.runner.match)."""
+    out = player(broker, 7, reconnect_s=0.3).decide(b"{}", 1.5)
+    assert out.fault == "timeout" and out.arena == NO_GATEWAY, out
+    assert out.arena_ms >= 1000  # about all of it
+    assert redis.Redis.from_url(broker).exists(relay.dropped_key(7))  # the bot gets time to come back
 
 
 def test_a_request_waits_for_the_bot_to_connect(gateway: RunningGateway, broker: str) -> None:

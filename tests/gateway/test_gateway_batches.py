@@ -214,7 +214,8 @@ def test_requests_pushed_without_a_ring_are_found_by_the_sweep(broker: str, regi
         assert echo.frames[1]["body"] == {"match_id": "unrung"}
         while not client.exists(relay.answer_key("f" * 24)):
             pass
-        assert client.lpop(relay.answer_key("f" * 24)) == b'A{"bot":7,"match":"unrung"}'
+        raw = client.lpop(relay.answer_key("f" * 24))  # the answer frame as the bot sent it
+        assert raw[:1] == b"R" and json.loads(raw[1:]) == {"id": "f" * 24, "body": {"bot": 7, "match": "unrung"}}
         echo.ws.close()
     finally:
         g.close()

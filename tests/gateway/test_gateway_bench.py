@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests import children
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,7 +21,7 @@ NUMBER = r"(\d+(?:\.\d+)?)"
 
 
 def test_the_gateway_bench_prints_the_issues_three_lines() -> None:
-    done = subprocess.run(
+    done = children.run(
         [sys.executable, str(REPO / "bench" / "gateway_bench.py"), "--short"],
         cwd=REPO,
         capture_output=True,

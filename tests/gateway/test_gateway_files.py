@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import children
+
 pytestmark = pytest.mark.services
 
 
@@ -27,7 +29,7 @@ def start(tmp_path: Path, redis_url: str, soft: int, hard: int, *args: str) -> s
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
-    return subprocess.Popen(
+    return children.spawn(
         [sys.executable, "-m", "cli", "gateway", "--port", "0", *args],
         env=env,
         stdout=subprocess.PIPE,

@@ -29,6 +29,7 @@ from arena.runner.connected import ConnectedPlayer
 from arena.security import new_secret
 from arena.status import BotStatus
 from bots_sdk import wire
+from tests import children
 from tests.gateway.conftest import DialStack, assert_binds_no_port
 from tests.helpers import mark_bot_checked, wait_until
 
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.services
 
 
 def start_gateway(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [sys.executable, "-m", "cli", "gateway", "--port", "0"],
         env=env,
         stdout=subprocess.PIPE,

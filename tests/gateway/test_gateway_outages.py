@@ -10,9 +10,7 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,101 +24,28 @@ from websockets.sync.client import ClientConnection, connect
 
 import engine
 from arena import relay
-from arena.accounts import create_account
+from arena.config import Settings
 from arena.db.migrate import upgrade
-from arena.db.models import Bot
 from arena.db.session import make_engine, make_sessionmaker, normalize_url, shared_sessions
-from arena.delivery import internal_reason
+from arena.delivery import WorkerHealth, internal_reason
 from arena.runner.connected import ConnectedPlayer, RelayUnavailable
-from arena.runner.players import Outcome
-from arena.security import new_secret
-from arena.status import BotStatus
+from arena.runner.match import Match, MatchConfig, Observers
+from arena.runner.players import LocalPlayer, Outcome
+from arena.runner.replay import replay
 from arena.usecases.bots import Credentials, credentials
 from bots_sdk import connect as sdk_connect
 from bots_sdk import protocol, wire
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
 from gateway.server import PROBE_S, SILENT_S
+from tests import children
+from tests.gateway.conftest import Site, add_bot, start_gateway
 from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code
 from tests.gateway.test_gateway_attacks import RawBot
-from tests.helpers import create_pg_database, wait_until
+from tests.helpers import FreezableProxy, create_pg_database, wait_until
 from tests.starter_builds import command, skip_unless
 
 pytestmark = pytest.mark.services
-
-
-def add_bot(sessions: Any, name: str) -> tuple[int, str]:
-    """A bot that connects, ready, of a new account: ``(id, secret)``."""
-    secret = new_secret()
-    with sessions() as s:
-        owner, _ = create_account(s, name)
-        bot = Bot(
-            owner_id=owner.id,
-            name=name,
-            url="",
-            transport="connect",
-            rulesets=["million_doubt"],
-            secret=secret,
-            status=BotStatus.READY,
-        )
-        s.add(bot)
-        s.commit()
-        return bot.id, secret
-
-
-@dataclass
-class Site:
-    """A SQLite database with one bot that connects, and the environment of a gateway on it."""
-
-    env: dict[str, str]
-    bot_id: int
-    secret: str
-    sessions: Any
-
-
-@pytest.fixture
-def site(tmp_path: Path, redis_url: str) -> Site:
-    db = f"sqlite:///{tmp_path / 'arena.db'}"
-    env = {**os.environ, "ARENA_DATABASE_URL": db, "ARENA_BROKER_URL": redis_url, "ARENA_DATA_DIR": str(tmp_path)}
-    os.environ["ARENA_DATA_DIR"] = str(tmp_path)  # the same encryption key as the gateways
-    try:
-        upgrade(db)
-        sessions = make_sessionmaker(make_engine(db))
-        bot_id, secret = add_bot(sessions, "outages")
-    finally:
-        del os.environ["ARENA_DATA_DIR"]
-    client = redis.Redis.from_url(redis_url)
-    for key in client.scan_iter(relay.PREFIX + "*"):
-        client.delete(key)
-    return Site(env, bot_id, secret, sessions)
-
-
-@pytest.fixture
-def gateways() -> Iterator[list[subprocess.Popen[str]]]:
-    """Gateway processes a test starts (:func:`start_gateway`); continued and stopped at teardown."""
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGCONT)
-            proc.terminate()
-            proc.wait(15)
-
-
-def start_gateway(env: dict[str, str], started: list[subprocess.Popen[str]]) -> tuple[subprocess.Popen[str], str, str]:
-    """A real ``arena gateway --port 0``: the process, its id and its URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "gateway", "--port", "0"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    started.append(proc)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # "gateway <id> listening on ws://127.0.0.1:PORT/v1/bots"
-    assert " listening on " in line, line
-    return proc, line.split()[1], line.rsplit(" ", 1)[1].strip()
 
 
 class HeldBot:
@@ -197,70 +122,6 @@ def test_a_frozen_gateways_request_is_not_sent_twice_on_one_connection(
     assert bot.closed == []
 
 
-class FreezableProxy:
-    """A TCP proxy on 127.0.0.1 in front of ``upstream`` (host, port) that can freeze: a frozen
-    connection forwards nothing either way (a database server that stops answering, a network
-    path gone silent: no close, no reset), holding what arrives; :attr:`held` counts the bytes
-    its client sent meanwhile."""
-
-    def __init__(self, upstream: tuple[str, int]):
-        self.upstream = upstream
-        self.held = 0
-        self._thawed: list[threading.Event] = []  # one per connection: set while it flows
-        self._new_frozen = False
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def freeze(self, *, new_ones: bool = True) -> None:
-        """Freeze every connection open now, and (``new_ones``) every one opened from now on."""
-        self._new_frozen = new_ones
-        for thawed in self._thawed:
-            thawed.clear()
-
-    def thaw(self) -> None:
-        self._new_frozen = False
-        for thawed in self._thawed:
-            thawed.set()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.upstream)
-            self.sockets += [client, server]
-            thawed = threading.Event()
-            if not self._new_frozen:
-                thawed.set()
-            self._thawed.append(thawed)
-            threading.Thread(target=self._pump, args=(client, server, thawed, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, thawed, False), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket, thawed: threading.Event, from_client: bool) -> None:
-        try:
-            while data := src.recv(65536):
-                if not thawed.is_set() and from_client:
-                    self.held += len(data)
-                thawed.wait()
-                dst.sendall(data)
-        except OSError:
-            pass
-        for sock in (src, dst):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        self.thaw()
-        self.listener.close()
-        for sock in self.sockets:
-            sock.close()
-
-
 def test_a_database_that_stops_answering_does_not_make_a_gateway_look_dead(pg_url: str, redis_url: str) -> None:
     """The database a gateway reads credentials from stops answering (a frozen server, a
     partition: connections hang, nothing is refused). The gateway must go on saying it is
@@ -319,7 +180,7 @@ def start_redis(port: int) -> subprocess.Popen[bytes]:
     exe = shutil.which("redis-server")
     if exe is None:  # infra/test.sh installs it; a bare pytest run may not have it
         pytest.fail("redis-server is not installed (run the tests through infra/test.sh)")
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -430,6 +291,68 @@ def test_redis_down_until_the_deadline_is_the_arenas_failure_not_the_bots(own_re
         gw.close()
 
 
+class WatchedHealth(WorkerHealth):
+    """The worker's health (arena.delivery), and an event set once the match waits for it."""
+
+    def __init__(self, settings: Settings):
+        super().__init__(settings, None, wait_s=120.0)
+        self.waiting = threading.Event()
+
+    def wait(self) -> bool:
+        self.waiting.set()
+        return super().wait()
+
+
+@pytest.mark.slow
+def test_redis_down_longer_than_a_bank_mid_match_the_match_goes_on_with_no_fault(own_redis, tmp_path) -> None:
+    """Redis (the relay, on the data host) dies mid-match and stays down past the seat's bank.
+    Before, the decision raised RelayUnavailable and the match ended ``failed``: the tournament
+    stopped until an organizer pressed Retry. Now the runner waits for the worker's links to be
+    well (arena.delivery.WorkerHealth), asks the decision again with the bank it had, and the
+    match is played to its end: no fault, the arena's failure in the log as the arena's."""
+    port, procs = own_redis
+    broker = f"redis://127.0.0.1:{port}/0"
+    gw = RunningGateway(broker)
+    bot = sdk_connect(SAMPLE_BOTS["random"](seed=5), gw.url, bot_id=7, secret=SECRETS[7], background=True)
+    try:
+        assert bot.wait_authenticated(timeout=30)
+        settings = Settings(data_dir=tmp_path, database_url=f"sqlite:///{tmp_path / 'a.db'}", broker_url=broker)
+        health = WatchedHealth(settings)
+        pooled = redis.Redis.from_url(broker, socket_timeout=5, socket_connect_timeout=5)
+        client = redis.Redis(connection_pool=pooled.connection_pool, single_connection_client=True)
+        players = [ConnectedPlayer(7, client, "b#7", reconnect_s=15.0), LocalPlayer(SAMPLE_BOTS["greedy"](seed=2))]
+        config = MatchConfig("million_doubt", {}, seed=9, games=6, time_rules=TimeRules.from_seconds(2, 1, 2))
+        played: list[Any] = []
+        decided = threading.Event()
+
+        def step(_gi: int, _g: Any, ex: Any) -> None:
+            if ex["player"] == 0:
+                decided.set()
+
+        def run() -> None:
+            try:
+                played.append(Match(players, config, Observers(on_step=step, health=health)).play())
+            except BaseException as exc:
+                played.append(exc)
+
+        threading.Thread(target=run, daemon=True).start()
+        assert decided.wait(60)  # the match is under way through the relay
+        procs[-1].send_signal(signal.SIGKILL)
+        procs[-1].wait(10)
+        assert health.waiting.wait(60)  # a decision failed for the arena: the match waits for it
+        procs.append(start_redis(port))  # back, empty
+        wait_until(lambda: played, "the match over", 120)
+        log = played[0]
+        assert isinstance(log, dict), log  # before: RelayUnavailable, the match failed
+        assert log["faults"] == [] and log["result"]["faults"] == [0, 0]
+        arena = [f for g in log["games"] for f in g.get("arena_faults", [])]
+        assert arena and all(f["player"] == 0 and "relay" in f["detail"] for f in arena), arena
+        replay(log)
+    finally:
+        bot.stop()
+        gw.close()
+
+
 def decision_request() -> dict:
     """A real decision request: the first of a Million Doubt game."""
     g = engine.new_game("million_doubt", seed=1)
@@ -479,7 +402,7 @@ def test_the_node_starter_notices_a_connection_gone_silent_and_reconnects(redis_
         "ARENA_GATEWAY_URL": f"ws://127.0.0.1:{proxy.port}/v1/bots",
     }
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen(command("node"), env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = children.spawn(command("node"), env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
 
         def welcomes() -> int:

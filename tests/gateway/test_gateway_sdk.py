@@ -18,6 +18,7 @@ from bots_sdk.bot import Bot, Request
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from engine.timebank import TimeRules
+from tests import children
 from tests.gateway.test_gateway import SECRETS, RunningGateway
 from tests.starter_builds import command, skip_unless
 
@@ -65,7 +66,7 @@ def test_the_node_starter_plays_a_match_through_the_gateway(gateway: RunningGate
         "ARENA_BOT_ID": "7",
         "ARENA_GATEWAY_URL": gateway.url,
     }
-    proc = subprocess.Popen(command("node"), env=env, stdout=subprocess.PIPE, text=True)
+    proc = children.spawn(command("node"), env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # "connected to ... as b#7 (bot 7)" once welcomed

@@ -182,7 +182,7 @@ def test_the_gateway_serves_bots_that_dial_out_behind_the_proxy(compose):
 
 
 def test_workers_consume_the_match_queue(compose):
-    from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PRIORITY_QUEUE, QUEUE
+    from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PRIORITY_QUEUE, QUEUE, WEBHOOK_QUEUE
     from cli.worker import CHECK_QUEUES, WORKER_QUEUES
 
     worker = compose["services"]["worker"]
@@ -191,8 +191,9 @@ def test_workers_consume_the_match_queue(compose):
     _cmd, ctx = _cli_context(command[1:])  # parsed by the real CLI
     assert ctx.params["queues"].split(",") == list(WORKER_QUEUES) == [PRIORITY_QUEUE, QUEUE, LADDER_QUEUE]
     assert ctx.params["pool"] == "threads" and ctx.params["processes"] * ctx.params["concurrency"] >= 32
-    # the bot checks: a process of their own in each container, a few threads (issue 24)
-    assert CHECK_QUEUES == (CHECK_QUEUE,) and 1 <= ctx.params["checks"] <= 8
+    # the bot checks: a process of their own in each container, a few threads (issue 24); the
+    # owners' webhooks there too, first (issue 42)
+    assert CHECK_QUEUES == (WEBHOOK_QUEUE, CHECK_QUEUE) and 1 <= ctx.params["checks"] <= 8
     # each worker process's pool (kept open, plus a burst) fits PostgreSQL with room for the API
     from arena.db.session import POOL_OVERFLOW, POOL_SIZE
 
@@ -216,7 +217,7 @@ def test_dockerfile_copies_every_package():
     assert text.startswith("#") and "FROM python:3.11" in text
     sources = []
     for line in text.splitlines():
-        if line.startswith("COPY "):
+        if line.startswith("COPY ") and not line.startswith("COPY --from="):
             *srcs, _dest = line.split()[1:]
             sources += srcs
     for src in sources:
@@ -224,8 +225,11 @@ def test_dockerfile_copies_every_package():
     include = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
     packages = {p.rstrip("*") for p in include}
     assert packages <= set(sources), packages - set(sources)
-    assert "pyproject.toml" in sources
-    assert re.search(r'pip install [^\n]*"\.\[server\]" [^\n]*"flower', text)  # the service's extra
+    assert {"pyproject.toml", "setup.py", "infra/build_backend.py"} <= set(sources)  # the build and its backend
+    # the engine compiled into a wheel (first stage), installed with the service's extra (second)
+    assert "RUN ARENA_ENGINE_BUILD=compiled pip wheel " in text and "COPY --from=build /wheels /wheels" in text
+    assert re.search(r'pip install [^\n]*"\$\(ls /wheels/daifugo_arena-\*\.whl\)\[server\]" [^\n]*"flower', text)
+    assert "ARENA_ENGINE=compiled" in text
 
 
 @pytest.mark.skipif(shutil.which("docker") is None, reason="no docker client")

@@ -24,13 +24,25 @@ import pytest
 
 from arena import __version__
 from bots_sdk import examples, protocol
+from tests import children
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 #: What the wheel is built from (the packages of pyproject.toml's packages.find, and its files).
-SOURCES = ["pyproject.toml", "README.md", "engine", "bots_sdk", "arena", "api", "worker", "cli"]
+SOURCES = [
+    "pyproject.toml",
+    "README.md",
+    "setup.py",
+    "infra/build_backend.py",
+    "engine",
+    "bots_sdk",
+    "arena",
+    "api",
+    "worker",
+    "cli",
+]
 #: Distributions a light install must not bring (normalized names).
 SERVER_DISTRIBUTIONS = {"flask", "celery", "sqlalchemy", "psycopg", "psycopg-binary", "gunicorn", "alembic"}
 SERVER_DISTRIBUTIONS |= {"cryptography", "kombu", "redis", "flask-smorest", "marshmallow", "openskill"}
@@ -59,10 +71,11 @@ class LightVenv:
 
 def _copy_sources(dest: Path) -> None:
     """The wheel's sources in ``dest``: a build in place would leave build/ in the repository."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "*.so", "_compiled.py")  # a build in place
     dest.mkdir(parents=True)
     for name in SOURCES:
         src = REPO / name
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=ignore)
         else:
@@ -75,6 +88,7 @@ def build_wheel(tmp: Path) -> Path:
     _copy_sources(src)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)],
+        env={k: v for k, v in os.environ.items() if k != "ARENA_ENGINE_BUILD"},  # a plain pip install: pure
         check=True,
         timeout=PIP_TIMEOUT_S,
         capture_output=True,
@@ -93,6 +107,13 @@ def light(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LightVenv]:
     pip = venv.run(venv.bin("python"), "-m", "pip", "install", "-q", str(wheel), timeout=PIP_TIMEOUT_S)
     assert pip.returncode == 0, pip.stdout + pip.stderr
     yield venv
+
+
+def test_the_light_wheel_is_the_pure_engine_for_any_platform(light):
+    wheels = list((light.root.parent / "dist").glob("*.whl"))
+    assert [w.name.endswith("-py3-none-any.whl") for w in wheels] == [True]  # no compiler was asked for
+    build = light.run(light.bin("python"), "-c", "import engine; print(engine.BUILD)")
+    assert (build.returncode, build.stdout.strip(), build.stderr) == (0, "pure", "")
 
 
 def test_the_wheel_installs_no_server_library(light):
@@ -119,7 +140,7 @@ def test_a_local_match_plays_and_its_log_verifies(light):
 def test_a_served_sample_bot_answers_and_plays(light, free_port):
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    server = subprocess.Popen(
+    server = children.spawn(
         [light.bin("arena"), "bots", "serve", "random", "--port", str(port), "--seed", "3"],
         cwd=light.work,
         env=light.env(),

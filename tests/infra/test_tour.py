@@ -1,6 +1,7 @@
 """``infra/tour.sh`` as a newcomer runs the README's quick tour: the whole local service started
 by the script (its own PostgreSQL, Redis, site, worker, beat and gateway, on ports of its own),
-with ``ARENA_ALLOW_PRIVATE_BOT_URLS`` unset. Its two sample bots dial out and are ready; a
+with ``ARENA_ALLOW_PRIVATE_BOT_URLS`` unset. Its two sample bots dial out and are ready, entered
+in its open Million Doubt ladder, which beat's tick and the worker make move; a
 contestant registers a bot that connects through the pages, runs the very command the bot's
 page shows, passes the check and plays a tournament against the sample bots; ``stop`` ends
 every process it started."""
@@ -14,15 +15,14 @@ import shlex
 import signal
 import socket
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.helpers import wait_until
+from tests import children
+from tests.helpers import paced, wait_until
 from tests.tables_play import http_calls, play_through_api
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -38,17 +38,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _paced(condition: Callable[[], Any]) -> Callable[[], Any]:
-    """``condition`` asked at most every 0.1 s (each asking is a request to the tour's site,
-    which shares the machine with the worker playing the matches)."""
-
-    def paced() -> Any:
-        value = condition()
-        if not value:
-            time.sleep(0.1)
-        return value
-
-    return paced
+#: Each asking is a request to the tour's site, which shares the machine with the worker
+#: playing the matches: asked at most every 0.1 s.
+_paced = paced
 
 
 def _listening_inodes_of(pid: int) -> set[str]:
@@ -157,6 +149,27 @@ def test_the_quick_tour_with_bots_that_dial_out(tour: Tour) -> None:
         assert b["play_people"] is True  # a newcomer may sit down against them (docs/tables.md)
         assert _listening_inodes_of(tour.pid(process)) == set()
 
+    # the open Million Doubt ladder: both sample bots entered, and beat's tick (every 10 s)
+    # forms sets that the worker plays, each stored set rated once: the ladder moves
+    assert (
+        f"  ladder           {tour.site}/ui/ladders/1  (open, Million Doubt: both sample bots entered; "
+        "a tick every 10 s)" in out
+    )
+    public = httpx.Client(base_url=tour.site, trust_env=False, timeout=30)
+    ladders = public.get("/api/v1/ladders").json()  # an open ladder: no token
+    assert [(ld["id"], ld["ruleset"], ld["open"]) for ld in ladders] == [(1, "million_doubt", True)]
+    rows = {r["bot_id"]: r for r in public.get("/api/v1/ladders/1").json()["rows"] if r["bot_id"] is not None}
+    assert set(rows) == {1, 2} and all(r["status"] == "active" and r["online"] for r in rows.values())
+    rated = wait_until(
+        _paced(lambda: [s for s in public.get("/api/v1/ladders/1/sets").json() if s["rating"] == "rated"]),
+        "a rated set of the tour's ladder",
+        timeout_s=180,
+    )
+    assert all({"greedy", "heuristic"} & set(s["names"]) for s in rated)  # a sample bot against a house bot
+    assert all(s["seed"] is not None and s["salt"] for s in rated)  # revealed once stored
+    page = public.get("/ui/ladders/1").text
+    assert 'id="ladder-table"' in page and f'<tr data-match="{rated[-1]["match_id"]}"' in page
+
     # a contestant: signs up, signs in on the pages with its token
     token = httpx.post(f"{tour.site}/api/v1/accounts", json={"name": "mika"}, trust_env=False).json()["token"]
     contestant = tour.api(token)
@@ -189,7 +202,7 @@ def test_the_quick_tour_with_bots_that_dial_out(tour: Tour) -> None:
     assert words[0].startswith("ARENA_BOT_SECRET=") and words[1] == "arena"
     env = {k: v for k, v in tour.env.items() if not k.startswith("ARENA_")}
     env["ARENA_BOT_SECRET"] = words[0].split("=", 1)[1]
-    bot = subprocess.Popen(
+    bot = children.spawn(
         [str(REPO / ".venv" / "bin" / "arena"), *words[2:]],
         env=env,
         stdout=subprocess.DEVNULL,

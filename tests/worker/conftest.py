@@ -100,8 +100,12 @@ class Arena:
         assert r.status_code == 201, r.json
         return r.json["id"]
 
-    def start(self, tournament_id: int) -> dict:
-        r = self.client.post(f"/api/v1/tournaments/{tournament_id}/start", headers=self.org)
+    def start(self, tournament_id: int, if_offline: str = "start") -> dict:
+        """Start; by default whoever is offline (these tests stop bots on purpose: a start that
+        asks or waits is tests/worker/test_entrants_wait.py's)."""
+        r = self.client.post(
+            f"/api/v1/tournaments/{tournament_id}/start", query_string={"if_offline": if_offline}, headers=self.org
+        )
         assert r.status_code == 202, r.json
         return r.json
 

@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests import children
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.services
 def test_chaos_bench_short():
-    done = subprocess.run(
+    done = children.run(
         [sys.executable, str(REPO / "bench" / "chaos_bench.py"), "--short"],
         cwd=REPO,
         capture_output=True,

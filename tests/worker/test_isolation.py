@@ -33,6 +33,7 @@ from arena.lifecycle import begin_check
 from arena.runner.claims import Claim, EndpointClaims, Refused, defer_countdown_s
 from arena.runner.semaphore import KEY_PREFIX, endpoint_key
 from bots_sdk.samples import SAMPLE_BOTS
+from tests import children
 from tests.worker.conftest import FINISH_TIMEOUT_S, Arena, SwitchBot
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,7 +109,7 @@ def _launcher(broker: str, db: str, log: Path, *args: str) -> subprocess.Popen:
         "PYTHONPATH": str(REPO),
     }
     with open(log, "wb") as fh:
-        return subprocess.Popen(
+        return children.spawn(
             [
                 sys.executable,
                 "-m",

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from arena.db.models import MatchResult
 from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
+from tests import children
 from tests.worker.conftest import Arena, SwitchBot
 
 TIME_RULES_S = {"initial": 2.0, "increment": 0.0, "cap": 2.0}
@@ -28,7 +29,7 @@ def _start_redis(port: int) -> subprocess.Popen:
     exe = shutil.which("redis-server")
     if exe is None:  # infra/test.sh installs it; a bare pytest run may not have it
         pytest.fail("redis-server is not installed (run the tests through infra/test.sh)")
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

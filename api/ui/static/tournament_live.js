@@ -1,7 +1,12 @@
 /* Live tournament page (#live-tournament): an EventSource on /ui/tournaments/<id>/live (a
  * message when a match is claimed, finishes, fails or is sent again: api/ui/live.py); after
  * each burst of messages (debounced) the page re-reads /ui/tournaments/<id>/live.html and
- * swaps in its status, progress, the matches playing now and the standings. When the
+ * swaps in its status, progress, the matches playing now, the standings, their chart and
+ * the match table, all at once: they come from one read of the matches (arena.board), so
+ * they never disagree with each other. While its start waits for offline entrants the same
+ * stream carries each roll call (#waiting-wrap: who is still offline; #waiting-left counts down
+ * to the deadline every second). When the phase changes (it starts, finishes, is cancelled)
+ * the whole page is loaded again once. When the
  * tournament is no longer running the whole page is loaded again once (its actions, chart,
  * match table with replay links and seed change too; the reloaded page has no live part). */
 (function () {
@@ -39,11 +44,15 @@
         swap(doc, "settling", false);
         swap(doc, "playing", false);
         swap(doc, "standings", true);
+        swap(doc, "chart-wrap", false);
+        swap(doc, "matches-wrap", false);
+        swap(doc, "waiting-wrap", false);
+        countdown();
         refreshes += 1;
         box.setAttribute("data-refreshes", refreshes);
         var frag = doc.getElementById("live-fragment");
-        var status = frag ? frag.getAttribute("data-status") : "running";
-        if (status !== "running") {
+        var now = frag ? frag.getAttribute("data-phase") : box.getAttribute("data-phase");
+        if (now !== box.getAttribute("data-phase")) {
           if (source) source.close();
           setState("ended", T("no longer running"));
           setTimeout(function () { window.location.reload(); }, RELOAD_MS);
@@ -56,17 +65,27 @@
       });
   }
 
+  function countdown() {
+    var left = document.getElementById("waiting-left");
+    if (!left) return;
+    var ms = Date.parse(left.getAttribute("data-until")) - Date.now();
+    var s = Math.max(0, Math.round(ms / 1000));
+    left.textContent = s <= 0 ? T("any moment now") : (s >= 60
+      ? T("in {m} min {s} s").replace("{m}", Math.floor(s / 60)).replace("{s}", s % 60)
+      : T("in {s} s").replace("{s}", s));
+  }
+  countdown();
+  setInterval(countdown, 1000);
+
   function schedule() {
     if (timer !== null) clearTimeout(timer);
     timer = setTimeout(refresh, DEBOUNCE_MS);
   }
 
   source = new EventSource(box.getAttribute("data-live-url"));
-  var opened = 0;
   source.onopen = function () {
     if (box.getAttribute("data-state") !== "ended") setState("live", T("live"));
-    opened += 1;
-    if (opened > 1) schedule();  // reconnected: events may have been missed
+    schedule();  // (re)connected: what happened before the subscription is read once
   };
   source.onmessage = function (ev) {
     var m;

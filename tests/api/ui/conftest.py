@@ -11,6 +11,8 @@ Debian's Chromium driven by Playwright.
   when there is no Japanese font.
 - ``browser`` (session) / ``page`` (function): headless Chromium through Playwright.
 - ``artifacts``: the ``test-artifacts/`` folder (gitignored) for screenshots.
+- ``served`` / ``bots``: the API on real PostgreSQL and Redis, served (for the tests with a
+  real worker), and the bot servers a test starts.
 """
 
 from __future__ import annotations
@@ -365,3 +367,29 @@ def artifacts() -> Path:
     out = REPO / "test-artifacts"
     out.mkdir(exist_ok=True)
     return out
+
+
+# --------------------------------------------------------------------------- a site on real services
+@pytest.fixture
+def served(pg_url, redis_url, tmp_path):
+    """``(arena, url)``: the real API app (tests.worker.conftest.Arena: an organizer and a
+    contestant, a fresh PostgreSQL database, the test Redis) served on 127.0.0.1, for pages
+    watched while a real worker plays."""
+    from tests.worker.conftest import Arena, fresh_pg_database
+
+    arena = Arena(fresh_pg_database(pg_url), redis_url, tmp_path=tmp_path)
+    app = create_app(arena.settings, engine=arena.engine)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield arena, f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    arena.close()
+
+
+@pytest.fixture
+def bots():
+    """SwitchBot servers of a test (tests.fakes.FakeBot); closed at teardown."""
+    servers: list[Any] = []
+    yield servers
+    for b in servers:
+        b.close()

@@ -9,7 +9,7 @@ from cryptography.fernet import Fernet
 from sqlalchemy import select
 
 from arena import crypto, matchlog
-from arena.db.models import Bot, Match, MatchLog
+from arena.db.models import Bot, Match, MatchLog, utcnow
 
 
 @pytest.fixture
@@ -182,6 +182,39 @@ def test_organizer_actions_shown_only_where_they_apply(site):
     assert 'id="organizer-actions"' not in contestant.get(f"/ui/tournaments/{site.tournaments['md']}").get_data(
         as_text=True
     )
+
+
+def test_resume_is_offered_only_where_it_does_something(site):
+    """Issue 42: Resume sends again matches without a result; offered while none is being
+    played and some were sent more than RESUME_GUARD_S ago (or never), not beside Cancel on a
+    tournament whose workers are playing, nor when every waiting match was just sent."""
+    organizer = _signed_in(site, "olga")
+    tid = site.tournaments["running"]
+
+    def offered() -> bool:
+        return 'id="action-resume"' in organizer.get(f"/ui/tournaments/{tid}").get_data(as_text=True)
+
+    with site.sessionmaker() as s:
+        matches = s.scalars(select(Match).where(Match.tournament_id == tid).order_by(Match.index)).all()
+        saved = [(m.id, m.status, m.queued_at) for m in matches]
+    try:
+        assert offered()  # queued, never sent, nothing playing: the broker may have lost them
+        with site.sessionmaker() as s:
+            s.get(Match, saved[0][0]).status = "running"
+            s.commit()
+        assert not offered()  # a worker plays: the others wait their turn
+        with site.sessionmaker() as s:
+            s.get(Match, saved[0][0]).status = "queued"
+            for mid, _status, _queued in saved:
+                s.get(Match, mid).queued_at = utcnow()
+            s.commit()
+        assert not offered()  # every one sent a moment ago: a resume would send nothing
+    finally:
+        with site.sessionmaker() as s:
+            for mid, status, queued in saved:
+                m = s.get(Match, mid)
+                m.status, m.queued_at = status, queued
+            s.commit()
 
 
 def test_read_pages_show_bot_names_without_decrypting_secrets(site, client, monkeypatch):

@@ -149,10 +149,86 @@ def test_fault_details_wait_for_the_end_of_a_running_tournament(site):
             s.commit()
 
 
-@pytest.mark.parametrize(("who", "status"), [(None, 401), ("carol", 403), ("bob", 403), ("olga", 200)])
-def test_only_the_owner_and_organizers_open_a_bot_page(site, who, status):
-    r = _client(site, who).get(f"/ui/bots/{site.bots['Ace']}")
-    assert r.status_code == status
+def _match_ids_on_page(html: str) -> set[int]:
+    body = html.split('id="bot-matches"', 1)[1].split("</table>", 1)[0] if 'id="bot-matches"' in html else ""
+    return {int(m) for m in re.findall(r'<tr data-match="(\d+)">', body)}
+
+
+def _ace_matches(site, *tournaments: str) -> set[int]:
+    ids = [site.tournaments[k] for k in tournaments]
+    with site.sessionmaker() as s:
+        return set(
+            s.scalars(
+                select(Match.id)
+                .join(MatchSeat, MatchSeat.match_id == Match.id)
+                .where(MatchSeat.bot_id == site.bots["Ace"], Match.tournament_id.in_(ids))
+            )
+        )
+
+
+#: The owner's and organizers' parts of a bot page; the forms are the owner's alone.
+DETAILS = ('id="bot-check"', 'id="bot-url"', 'id="max-concurrency"', 'id="bot-status"')
+FORMS = ('id="run-check"', 'id="rotate-secret"')
+
+
+@pytest.mark.parametrize(
+    ("who", "tournaments", "privileged"),
+    [
+        (None, ("md", "jdf", "tm"), False),  # a visitor: the public tournaments
+        ("carol", ("md", "jdf", "tm"), False),  # signed in, no bot in the private duel
+        ("bob", ("md", "jdf", "tm", "private"), False),  # his Rando played the private duel
+        ("olga", ("md", "jdf", "tm", "private"), True),  # organizers see everything
+        ("alice", ("md", "jdf", "tm", "private"), True),  # the owner
+    ],
+)
+def test_a_bot_page_is_public_where_its_tournaments_are(site, who, tournaments, privileged):
+    """Issue 42, point 10: anyone opens a rated bot's page: its ratings, its rating history
+    (tournaments the viewer may read: a visitor the public ones) and the matches the viewer
+    may read; the owner's parts (check and its details, secret rotation, URL, cap) stay
+    with the owner and organizers."""
+    ace = site.bots["Ace"]
+    r = _client(site, who).get(f"/ui/bots/{ace}")
+    assert r.status_code == 200
+    html = r.get_data(as_text=True)
+    assert _match_ids_on_page(html) == _ace_matches(site, *tournaments)
+    history = {int(t) for t in re.findall(r'<tr data-tournament="(\d+)">', html)}
+    readable = {site.tournaments[k] for k in tournaments}
+    assert history == (readable if who is None else readable | {site.tournaments["private"]})
+    assert 'id="ratings"' in html or "Not rated yet" in html
+    for part in DETAILS:
+        assert (part in html) == privileged, part
+    for part in FORMS:
+        assert (part in html) == (who == "alice"), part
+    if not privileged:
+        assert 'id="bot-owner">alice<' in html and "http://127.0.0.1:9/" not in html
+
+
+def test_a_bot_in_no_tournament_the_viewer_reads_is_not_shown(site):
+    """A bot neither rated nor entered in a tournament the viewer may read: a visitor is asked
+    to sign in, another account gets 404 (its existence is not told); a deleted bot is 404
+    for everyone, its owner included."""
+    with site.sessionmaker() as s:
+        quiet = Bot(
+            owner_id=site.accounts["carol"], name="Quiet", url="http://127.0.0.1:9/", rulesets=["jdf"], secret="s"
+        )
+        gone = Bot(
+            owner_id=site.accounts["carol"], name="Gone", url="http://127.0.0.1:9/", rulesets=["jdf"], secret="s"
+        )
+        gone.status = "deleted"
+        s.add_all([quiet, gone])
+        s.commit()
+        quiet_id, gone_id = quiet.id, gone.id
+    try:
+        assert _client(site, None).get(f"/ui/bots/{quiet_id}").status_code == 401
+        assert _client(site, "bob").get(f"/ui/bots/{quiet_id}").status_code == 404
+        assert _client(site, "carol").get(f"/ui/bots/{quiet_id}").status_code == 200
+        assert _client(site, "olga").get(f"/ui/bots/{quiet_id}").status_code == 200
+        for who in (None, "bob", "carol", "olga"):
+            assert _client(site, who).get(f"/ui/bots/{gone_id}").status_code == 404
+    finally:
+        with site.sessionmaker() as s:
+            s.query(Bot).filter(Bot.id.in_([quiet_id, gone_id])).delete()
+            s.commit()
 
 
 def test_rating_history_shows_the_rating_across_tournaments_after_each(site):

@@ -94,6 +94,9 @@ def _pages(site) -> list[str]:
         "/ui/matches/99999999",
         "/ui/leaderboard",
         "/ui/leaderboard?ruleset=jdf",
+        "/ui/ladders",
+        "/ui/ladders/new",
+        "/ui/ladders/999999",
     ]
     pages += [f"/ui/tournaments/{tid}" for tid in site.tournaments.values()]
     pages += [f"/ui/matches/{mid}" for mid in first.values()]

@@ -29,6 +29,7 @@ from arena.accounts import create_account
 from arena.db.models import Account, Bot, Match, MatchSeat, Tournament, TournamentParticipant, utcnow
 from arena.db.session import make_engine, make_sessionmaker
 from arena.leases import LeaseSet
+from tests import children
 from tests.api.ui.test_live_caps import OpenStream
 from tests.helpers import migrated_pg_database
 
@@ -59,7 +60,7 @@ def _arena_api(tmp_path: Path, port: int, database_url: str, broker_url: str):
         "ARENA_RATE_LIMITS": "0",
     }
     with open(log, "wb") as out:
-        proc = subprocess.Popen(
+        proc = children.spawn(
             [sys.executable, "-m", "cli", "api", "--port", str(port), "--workers", "1", "--no-upgrade"],
             cwd=REPO,
             env=env,

@@ -23,15 +23,11 @@ import time
 import pytest
 import redis
 from sqlalchemy import select
-from werkzeug.serving import make_server
 
-from api import create_app
 from arena import live
 from arena.db.models import Match
 from bots_sdk.samples import SAMPLE_BOTS
-from tests.worker.conftest import Arena, SwitchBot, fresh_pg_database
-
-from .conftest import _QuietHandler
+from tests.worker.conftest import SwitchBot
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
 
@@ -76,26 +72,6 @@ class StopAt(SwitchBot):
             e.set()
 
 
-@pytest.fixture
-def served(pg_url, redis_url, tmp_path):
-    arena = Arena(fresh_pg_database(pg_url), redis_url, tmp_path=tmp_path)
-    app = create_app(arena.settings, engine=arena.engine)
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield arena, f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    arena.close()
-
-
-@pytest.fixture
-def bots():
-    """SwitchBot servers of a test; closed at teardown."""
-    servers: list[SwitchBot] = []
-    yield servers
-    for b in servers:
-        b.close()
-
-
 def _signed_in(browser, url: str, token: str):
     ctx = browser.new_context(viewport={"width": 1366, "height": 768})
     pg = ctx.new_page()
@@ -117,6 +93,28 @@ def _until(cond, what: str, timeout_s: float = WAIT_MS / 1000):
         if time.monotonic() > deadline:
             pytest.fail(f"waited in vain for {what}")
         time.sleep(0.05)
+
+
+#: Runs in every document of the tournament page (``add_init_script``): the first time the live
+#: part shows the tournament finished, it hands what the live part shows to the test
+#: (``arenaLiveFinished``, an exposed function), read in the same task as the swap that showed
+#: it. The page then loads itself again (tournament_live.js), so a read by the test afterwards
+#: would race that reload.
+RECORD_FINISHED_JS = """(() => {
+  let sent = false;
+  const record = () => {
+    const box = document.getElementById("live-tournament"), status = document.getElementById("status");
+    if (sent || !box || !status || status.dataset.status !== "finished") return;
+    sent = true;
+    window.arenaLiveFinished({
+      progress: document.getElementById("progress").innerText,
+      playing: document.querySelectorAll("#playing li").length,
+      ranks: Array.from(document.querySelectorAll("#standings td.rank"), (e) => e.innerText.trim()),
+      refreshes: Number(box.dataset.refreshes || 0),
+    });
+  };
+  new MutationObserver(record).observe(document, { subtree: true, childList: true, attributes: true });
+})();"""
 
 
 def _drain(sub: redis.client.PubSub, out: dict[bytes, list[dict]]) -> None:
@@ -143,6 +141,9 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
     r = redis.Redis.from_url(arena.settings.broker_url)
     ctx_t, tpage, errs_t = _signed_in(browser, url, owner_token)
     ctx_c = ctx_o = None
+    finished_live: list[dict] = []
+    tpage.expose_function("arenaLiveFinished", lambda shown: finished_live.append(shown))
+    tpage.add_init_script(RECORD_FINISHED_JS)
     try:
         tpage.goto(f"{url}/ui/tournaments/{tid}")
         assert tpage.locator("#live-tournament").count() == 1
@@ -233,12 +234,15 @@ def test_live_pages_follow_a_match_a_worker_plays(browser, served, bots, celery_
     assert organizer.locator("#live-replay-link").inner_text() == "Open the replay"
     organizer.click("#live-replay-link")
     organizer.wait_for_selector("#replay-card")
-    # the tournament page: finished, 1 / 1, nothing playing, both bots ranked
-    tpage.wait_for_selector("#status[data-status='finished']", timeout=WAIT_MS)
-    assert "1 / 1" in tpage.locator("#progress").inner_text()
-    assert tpage.locator("#playing li").count() == 0
-    assert sorted(tpage.locator("#standings td.rank").all_inner_texts()) == ["1", "2"]
-    assert int(tpage.locator("#live-tournament").get_attribute("data-refreshes")) >= 2
+    # the tournament page's live part: finished, 1 / 1, nothing playing, both bots ranked (as
+    # RECORD_FINISHED_JS saw it, before the page loads itself again)
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not finished_live and time.monotonic() < deadline:
+        tpage.wait_for_timeout(50)  # lets Playwright deliver the page's call
+    assert len(finished_live) == 1, "the live part never showed the tournament finished"
+    shown = finished_live[0]
+    assert "1 / 1" in shown["progress"] and shown["playing"] == 0, shown
+    assert sorted(shown["ranks"]) == ["1", "2"] and shown["refreshes"] >= 2, shown
     # then the page loads itself again: the finished page (no live part, the match's replay
     # link in the table, no Resume/Cancel), with no reload by hand
     tpage.wait_for_selector("#live-tournament", state="detached", timeout=WAIT_MS)

@@ -84,7 +84,7 @@ def test_leaderboard_page_from_the_navigation_in_both_languages(ranked, page, ar
         assert row.locator(".rating").inner_text() == f"{r.mu:.2f} ± {r.sigma:.2f}"
         assert (row.locator(".games").inner_text(), row.locator(".matches").inner_text()) == ("20", "10")
         assert row.locator(".last").inner_text() == r.last_played.strftime("%Y-%m-%d %H:%M UTC")
-        assert row.locator(".bot a").count() == 0  # anonymous: the bot page is its owner's
+        assert row.locator(".bot a").get_attribute("href") == f"/ui/bots/{r.bot_id}"  # for everyone (issue 42)
     assert [r.bot_name for r in rows] == ["strong", "mid", "weak"]
     assert "Conservative rating (μ − 3σ)" in page.locator("#leaderboard thead").inner_text()
     page.screenshot(path=str(artifacts / "ui-leaderboard.png"), full_page=True)

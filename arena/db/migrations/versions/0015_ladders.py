@@ -70,6 +70,7 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("paused_by", sa.String(length=16), nullable=True),
         sa.Column("paused_reason", sa.Text(), nullable=True),
+        sa.Column("pause", JSON, nullable=True),
         sa.Column("paused_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("max_concurrent", sa.Integer(), server_default="1", nullable=False),
         sa.Column("max_sets_per_hour", sa.Integer(), server_default="30", nullable=False),
@@ -80,6 +81,7 @@ def upgrade() -> None:
         sa.Column("games", sa.Integer(), server_default="0", nullable=False),
         sa.Column("faults", sa.Integer(), server_default="0", nullable=False),
         sa.Column("fault_streak", sa.Integer(), server_default="0", nullable=False),
+        sa.Column("forfeits", sa.Integer(), server_default="0", nullable=False),
         sa.Column("res_n", sa.Integer(), server_default="0", nullable=False),
         sa.Column("res_sum", sa.Float(), server_default="0", nullable=False),
         sa.Column("res_sumsq", sa.Float(), server_default="0", nullable=False),
@@ -159,6 +161,7 @@ def upgrade() -> None:
         sa.Column("placement", JSON, nullable=True),
         sa.Column("adjusted", sa.Boolean(), nullable=True),
         sa.Column("twin", sa.Integer(), nullable=True),
+        sa.Column("refilled", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("rated_at", sa.DateTime(timezone=True), nullable=True),
         sa.CheckConstraint(

@@ -6,8 +6,8 @@
 Downgrade: the tables' tournaments and their matches are deleted first (their seats hold
 people, which the older CHECK cannot hold), then the tables, columns and constraints.
 
-Revision ID: 0017
-Revises: 0015
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-12-20
 """
 
@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0017"
-down_revision: str | None = "0015"
+revision: str = "0018"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,123 @@
+"""The arena's outage is never charged to its bots (issue 38), on the real stack
+(``dial_stack``: the API, a worker process, a gateway process, PostgreSQL, Redis) with bots
+that dial out as ``arena bots connect`` processes.
+
+Before: a gateway killed mid-tournament and restarted 20 s later cost its bots 6
+``connection_error`` faults ("no connection to a gateway for 15,053 ms") and 15-18 s of their
+banks: the worker measured from send to answer and charged every second of the arena's own
+outage to the bot. Now the worker knows whose fault a wait is (arena.runner.connected): no
+gateway alive, or the bot's gateway dead, is the arena's time; a decision the arena failed is
+asked again with the bank it had (arena.runner.match), and the log says so (``arena_faults``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import redis
+
+from arena import relay
+from bots_sdk.connect import SERVED_S
+from tests.gateway.conftest import REPO, DialStack, GatewayProcess
+from tests.helpers import mark_bot_checked, wait_until
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+#: A bank of 3 s: an outage of the gateway longer than a bank, as a 20 s one is with the defaults.
+TIME_RULES = {"initial": 3.0, "increment": 0.5, "cap": 3.0}
+
+
+def restart_gateway(stack: DialStack, port: int) -> GatewayProcess:
+    """``arena gateway --port PORT`` again (where the bots dial), once listening."""
+    log_path, out_path = stack.folder / "gateway-again.log", stack.folder / "gateway-again.out"
+    env = {**os.environ, "ARENA_DATABASE_URL": stack.db, "ARENA_BROKER_URL": stack.broker}
+    with open(log_path, "wb") as err, open(out_path, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cli", "gateway", "--port", str(port)], cwd=REPO, env=env, stdout=out, stderr=err
+        )
+    gw = GatewayProcess(proc, log_path)
+    stack.processes.append(gw)
+    wait_until(lambda: " listening on " in out_path.read_text() or not gw.alive(), "the gateway listening again", 60)
+    assert gw.alive(), gw.log()
+    gw.port = port
+    return gw
+
+
+def test_a_gateway_killed_and_restarted_later_costs_its_bots_no_fault_and_no_time(dial_stack, tmp_path) -> None:
+    stack: DialStack = dial_stack(gateways=1)
+    (gw,) = stack.gateways
+    marker = tmp_path / "stalled.json"
+    players: dict[str, int] = {}
+    for name, spec in (("a", "tests.gateway.stallbot:StallOnce"), ("b", "random"), ("c", "random")):
+        owner = stack.account(name)
+        bot = stack.register(owner, f"dials-out-{name}", "million_doubt")
+        stack.connect_bot(
+            bot["id"], bot["secret"], [gw.url], pool=1, spec=spec, env={"ARENA_TEST_STALL_FILE": str(marker)}
+        )
+        stack.connections(owner, bot["id"], 1)
+        players[name] = bot["id"]
+        assert mark_bot_checked(stack.sessions, bot["id"]) == "ready"
+
+    tid = stack.tournament("million_doubt", list(players.values()), TIME_RULES, games_per_pairing=2)
+    stalled = wait_until(lambda: marker.exists() and json.loads(marker.read_text()), "bot A holding a request", 120)
+    client = redis.Redis.from_url(stack.broker)
+    queue = relay.request_key(players["a"])
+    gw.kill()  # while bot A thinks on the request it relayed: every bot loses its connection
+
+    seen: set[str] = set()
+
+    def asked_again() -> bool:  # a new request for the same decision: the bank ran out, the arena's
+        for raw in client.lrange(queue, 0, -1):
+            env = relay.parse_envelope(raw)
+            if env is not None and env.kind == "request" and stalled["match_id"] in env.frame:
+                seen.add(env.rid)
+        return len(seen) >= 2
+
+    wait_until(asked_again, "bot A's decision asked again while no gateway runs", 120)
+    restart_gateway(stack, gw.port)  # the bots come back by themselves (at once, then backing off)
+
+    final = stack.wait_finished(tid)
+    assert final["status"] == "finished" and final["progress"]["finished"] == final["progress"]["total"] == 3
+    matches = stack.matches(tid)
+    stored = stack.stored(tid)
+    assert stored["result_match_ids"] == sorted(m["id"] for m in matches)  # exactly one result each
+    logs = {m["id"]: stack.log(m["id"]) for m in matches}
+    assert {i: log["faults"] for i, log in logs.items()} == {i: [] for i in logs}  # before: connection_error
+    assert all(r["faults"] == 0 for r in stack.standings(tid).values())
+    held = next(m for m in matches if f"arena-{m['id']}" == stalled["match_id"])
+    game = logs[held["id"]]["games"][stalled["game"]]
+    seat = next(s["seat"] for s in held["seats"] if s["bot_id"] == players["a"])
+    arena = [f for f in game.get("arena_faults", []) if f["player"] == seat]
+    assert len(arena) >= 1 and "gateway" in arena[0]["detail"], game.get("arena_faults")
+    asked = next(x for x in game["exchanges"] if x["n"] == arena[0]["n"])
+    assert asked["player"] == seat and asked["fault"] is None and asked["response"] is not None
+    assert asked["bank_before_ms"] == 3000  # the bank it had before the outage, whole
+    assert stack.worker.alive(), stack.worker.log()
+
+
+@pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="Linux")
+def test_the_sdk_is_connected_again_at_once_after_its_gateway_restarts(dial_stack) -> None:
+    """A welcomed connection that drops is dialled again at once (before, the backoff of its
+    earlier failures was never reset: a bot that had run a while waited 17-30 s, past the
+    arena's 15 s wait)."""
+    stack: DialStack = dial_stack(gateways=1)
+    (gw,) = stack.gateways
+    owner = stack.account("again")
+    bot = stack.register(owner, "dials-out-again", "million_doubt")
+    proc = stack.connect_bot(bot["id"], bot["secret"], [gw.url], pool=1)
+    since = datetime.fromisoformat(stack.connections(owner, bot["id"], 1)["since"]).timestamp()
+    # a connection that served (1 s, bots_sdk.connect.SERVED_S), not one dropped at its welcome
+    wait_until(lambda: time.time() - since > SERVED_S + 0.5, "the connection serving a while", 60)
+    gw.stop()  # a restart: 1001, "connect again"
+    wait_until(lambda: "reconnecting in" in proc.log(), "the bot reconnecting", 60)
+    first = next(line for line in proc.log().splitlines() if "reconnecting in" in line)
+    assert "reconnecting in 0.0 s" in first, proc.log()
+    restart_gateway(stack, gw.port)
+    stack.connections(owner, bot["id"], 1)
