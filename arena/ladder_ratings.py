@@ -12,7 +12,7 @@ this module computes:
   has its par, else by raw totals. In a Million Doubt set the pars of both entrants sum to the
   same value (each holds both hands of one deal), so both orders agree there.
 * :func:`update`: one openskill Plackett-Luce update of the set's entrants by their places
-  (the model's defaults: mu 25, sigma 25/3, beta 25/6, tau 25/300), and each entrant's
+  (mu 25, sigma 25/3, beta 25/6 as openskill's defaults; tau :data:`TAU`, a tenth of its default), and each entrant's
   **residual**, its set score (:func:`set_score`: 1 for first, 0 for last) minus the score
   its rating expected before the set (:func:`expected_scores`), summed for the operators'
   collusion view.
@@ -28,8 +28,14 @@ from typing import Any
 
 from openskill.models import PlackettLuce
 
-#: The rating model of every ladder (openskill's defaults).
-MODEL = PlackettLuce()
+#: The drift a rating is allowed per set (openskill adds tau squared to each variance at each
+#: update): a tenth of openskill's default 25/300. A bot's code does not drift, a changed bot is
+#: a new version whose uncertainty is reset (docs/ladder.md, "Versions"), and with the default
+#: tau a ladder's table never settles: its ratings keep moving by about a tenth of a neighbour's
+#: gap (docs/performance.md, "Ladders").
+TAU = 25 / 3000
+#: The rating model of every ladder.
+MODEL = PlackettLuce(tau=TAU)
 #: A new entry's rating.
 MU0, SIGMA0 = MODEL.mu, MODEL.sigma
 #: One-sided z of "ahead with 95% confidence".

@@ -273,7 +273,7 @@ def test_demo_ladder_short_form(tmp_path):
             rows[m.group(2)] = int(m.group(1))
     assert sorted(rows.values()) == [1, 2, 3, 4], stdout  # the live table: each bot once, ranked
     assert "official table (6 pairwise results" in stdout and "significance matrix" in stdout
-    assert "open http://127.0.0.1:8000/ui/ladders/1:" in stdout
+    assert "Open: http://127.0.0.1:8000/ui/ladders/1" in stdout
     info = json.loads((out / "demo.json").read_text())
     assert info["ladder_id"] == 1 and set(info["tokens"]) == {"organizer", "alice", "bob", "carol", "dave"}
     engine = create_engine(f"sqlite:///{out / 'arena.db'}")
