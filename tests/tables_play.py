@@ -123,6 +123,18 @@ def _canon(value: Any) -> str:
     return json.dumps(json.loads(protocol.dumps(value)), sort_keys=True)
 
 
+def _unlike(frame: Mapping[str, Any], seen: list[str]) -> str:
+    """Why a view frame is none of ``seen``: its keys that differ from the closest one."""
+    got = json.loads(_canon(frame["observation"]))
+
+    def diff(text: str) -> dict[str, Any]:
+        want = json.loads(text)
+        return {k: (got.get(k), want.get(k)) for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)}
+
+    closest = min((diff(t) for t in seen), key=len, default={})
+    return f"a view that is not the seat's observation (acted {frame.get('acted')}; closest differs in {closest})"
+
+
 def check_frames(frames: Iterable[Mapping[str, Any]], match_log: Mapping[str, Any], player: int) -> dict[str, int]:
     """Check every frame a person's seat received (module docstring); returns how many of
     each type were checked.
@@ -139,7 +151,7 @@ def check_frames(frames: Iterable[Mapping[str, Any]], match_log: Mapping[str, An
             assert _canon(f["request"]) in sent, f"a request frame is no request the runner sent player {player}"
         elif kind == "view":
             assert f["seats"][f["seat"]] == player, "a view of another seat"
-            assert _canon(f["observation"]) in views[f["game"]], "a view that is not the seat's observation"
+            assert _canon(f["observation"]) in views[f["game"]], _unlike(f, views[f["game"]])
             assert set(f["acted"]) == {"seat", "kind", "bank_after_ms"}
         elif kind == "notice":
             assert f["notice"]["you"] == player

@@ -188,11 +188,11 @@ class Person:
                 req = f["request"]
             action = (policy(req) if policy is not None else None) or choose(req)
             self.act(req, action)
-            self._wait_answered(f["rid"], req, action)
+            self._wait_answered(f["rid"], req, action, policy)
 
-    def _wait_answered(self, rid: str, req: dict[str, Any], action: dict[str, Any]) -> None:
-        """Wait until the page's request ``rid`` is accepted, or refused (then answer with
-        :func:`choose`'s, which is legal)."""
+    def _wait_answered(self, rid: str, req: dict[str, Any], action: dict[str, Any], policy: Policy | None) -> None:
+        """Wait until the page's request ``rid`` is accepted, or refused (then answer with the
+        policy's new answer, else :func:`choose`'s, which is legal)."""
         deadline = time.monotonic() + WAIT_MS / 1000
         while True:
             if self._over():
@@ -214,10 +214,10 @@ class Person:
                 self.refusals.append({"action": action, "text": refusal, "rule": rule})
                 if self.shots is not None:
                     self.shots("refused")
-                legal = choose(req)
-                if legal == action:
+                again = (policy(req) if policy is not None else None) or choose(req)
+                if again == action:
                     pytest.fail(f"a legal action was refused: {refusal}")
-                action = legal
+                action = again
                 self.act(req, action)
             if time.monotonic() > deadline:
                 pytest.fail(f"the answer {action} was neither accepted nor refused")

@@ -188,6 +188,20 @@ def _rank(card: str) -> int:
     return 13 if card == "JK" else "3456789TJQKA2".index(card[0])
 
 
+def _caught_bluffs(log: dict, player: int) -> int:
+    """How many face-down plays of ``player`` were doubted and found dishonest (MD-7)."""
+    caught = 0
+    for gm in log["games"]:
+        seat = gm["seats"].index(player)
+        last_play = None
+        for e in gm["engine_log"]["events"]:
+            if e["type"] == "play":
+                last_play = e
+            elif e["type"] == "reveal" and last_play is not None and last_play.get("seat") == seat:
+                caught += e["honest"] is False
+    return caught
+
+
 def test_million_doubt_with_a_bluff_and_a_doubt_and_every_frame_is_the_seats_own(
     browser, served, bots, celery_worker_factory, artifacts
 ):
@@ -205,20 +219,32 @@ def test_million_doubt_with_a_bluff_and_a_doubt_and_every_frame_is_the_seats_own
 
     person = Person(pg, tid, shots=refused_shot)
     shots = Shots(pg, url, tid, "million_doubt", artifacts, lang="en", width=1280)
-    bluffed = {"done": False, "wrong": False}
+    bluffed = {"done": False, "wrong": False, "doubted": False}
 
     def policy(req: dict) -> dict | None:
+        """Certain whatever the deal: the first lead tries two face-up cards of two ranks (the
+        engine refuses it, C-3), then leads the strongest plain single; the first face-down
+        play of the bluffer is doubted, the next let through, so that the person follows a
+        trick of one: there it plays its weakest card face down, below its own lead (a bluff)."""
         kind, obs = req["decision"]["kind"], req["observation"]
+        hand = list(obs["hand"])
         if kind == "doubt":
-            return {"type": "doubt"}  # the person doubts the bluffer's face-down cards
-        if kind == "play" and not bluffed["wrong"] and obs.get("trick_count") == 1 and len(obs["hand"]) >= 3:
-            bluffed["wrong"] = True  # two cards face up on a trick of one: the engine refuses (MD-4)
-            return {"type": "play", "cards": sorted(obs["hand"], key=_rank)[:2]}
-        if kind == "play" and not bluffed["done"] and obs["field"] and obs.get("trick_count") == 1:
-            # a face-down bluff: the weakest card, whatever it is, hidden
-            card = min(obs["hand"], key=_rank)
-            bluffed["done"] = True
-            return {"type": "play", "cards": [card], "face_down": [card]}
+            first = not bluffed["doubted"]
+            bluffed["doubted"] = True
+            return {"type": "doubt" if first or bluffed["done"] else "through"}
+        if kind == "play" and not obs["field"]:
+            plain = sorted((c for c in hand if c != "JK"), key=_rank)
+            if not bluffed["wrong"] and len({c[0] for c in plain}) >= 2:
+                bluffed["wrong"] = True
+                return {"type": "play", "cards": [plain[0], plain[-1]]}  # not a legal form
+            singles = [c for c in plain if c[0] not in "8J"]  # no 8-cut, no J-back (MD-12, MD-13)
+            return {"type": "play", "cards": [singles[-1]]} if singles and not bluffed["done"] else None
+        if kind == "play" and not bluffed["done"] and obs.get("trick_count") == 1:
+            lead, card = obs["field"][0], min(hand, key=_rank)
+            below = lead["seat"] == obs["seat"] and _rank(card) < _rank(lead["cards"][0])
+            if below and not obs["revolution"] and all_face_down_ok(trick_state(obs), 1):
+                bluffed["done"] = True  # below the person's own lead, the trick's reference
+                return {"type": "play", "cards": [card], "face_down": [card]}
         if kind == "penalty":
             ch = req["choice"]
             return {"type": "penalty", "cards": list(ch["from"][: max(ch["min"], min(1, ch["max"]))])}
@@ -230,7 +256,7 @@ def test_million_doubt_with_a_bluff_and_a_doubt_and_every_frame_is_the_seats_own
     assert kinds["doubt"] >= 1 and bluffed["done"], kinds
     assert any(a.get("face_down") for k, a in person.answered if k == "play")
     # the wrong try was refused with its rule, linked to the rule book; the game went on
-    assert person.refusals and person.refusals[0]["rule"] in ("MD-4", "C-3", "C-5"), person.refusals
+    assert person.refusals and person.refusals[0]["rule"] == "C-3", person.refusals
     assert "Refused" in person.refusals[0]["text"]
     # the result, the replay from the person's seat and with every hand, the log
     assert pg.locator("#result-table tbody tr").count() == 2
@@ -238,6 +264,7 @@ def test_million_doubt_with_a_bluff_and_a_doubt_and_every_frame_is_the_seats_own
     log = _log_of(arena, _tournament_of(arena, tid))
     events = [e["type"] for gm in log["games"] for e in gm["engine_log"]["events"]]
     assert "doubt" in events and "reveal" in events
+    assert _caught_bluffs(log, 0), "the person's bluff was never doubted and found out"
     # every frame the page received is the seat's own view: requests the runner sent it,
     # observations of its seat (never another seat's hidden card)
     counts = check_frames(person.frames, log, 0)
