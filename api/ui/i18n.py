@@ -362,7 +362,7 @@ TABLE_MESSAGES: tuple[str, ...] = (
     N_("Waiting…"),
     N_("Waiting for {who} {turn}"),
     N_("Your time {t}"),
-    N_("passed"),
+    N_("has passed"),  # a seat's tag (not "passed", a bot check's status)
     N_("Millionaire"),
     N_("total {n}"),
     N_("Rate ×{n}"),
@@ -372,7 +372,7 @@ TABLE_MESSAGES: tuple[str, ...] = (
     N_("Refused"),
     N_("Not your turn."),
     N_("Sent; the arena checks it…"),
-    N_("Play"),
+    N_("Play cards"),  # the button (not "Play", the page's name in the navigation)
     N_("Pass"),
     N_("Clear"),
     N_(

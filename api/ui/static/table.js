@@ -47,6 +47,10 @@
   }
   function cardText(code) { return code === "JK" ? T("Joker") : (RANKS[code[0]] || code[0]) + SUITS[code[1]]; }
   function cardsText(cards) { return (cards || []).map(cardText).join(" "); }
+  // the engine's reasons name cards by code ("3D JD is not a legal form"): shown as the page shows cards
+  function codesText(text) {
+    return String(text).replace(/\b(?:[2-9TJQKA][SHDC]|JK)\b/g, function (code) { return cardText(code); });
+  }
   function face(c, code) {
     c.setAttribute("data-card", code);
     if (code === "JK") { c.className += " joker"; c.appendChild(el("b", null, "JK")); c.appendChild(el("i", null, "★")); }
@@ -344,7 +348,7 @@
       var meta = el("div", "opp-meta");
       var n = o.hand_sizes[s];
       meta.appendChild(el("span", "opp-count", T(n === 1 ? "{n} card" : "{n} cards", { n: n })));
-      if (o.passed && o.passed.indexOf(s) >= 0) meta.appendChild(el("span", "tag", T("passed")));
+      if (o.passed && o.passed.indexOf(s) >= 0) meta.appendChild(el("span", "tag", T("has passed")));
       if (o.still_in && !o.still_in[s]) meta.appendChild(el("span", "tag", T("out")));
       if (o.millionaire === s) meta.appendChild(el("span", "tag act", T("Millionaire")));
       if (o.to_act === s && !o.over) meta.appendChild(el("span", "tag act", T(TURNS[o.decision] || "to act")));
@@ -443,7 +447,7 @@
     if (!S.refusal) { box.hidden = true; return; }
     box.hidden = false;
     box.appendChild(el("strong", null, T("Refused") + ": "));
-    box.appendChild(document.createTextNode(S.refusal.reason + " "));
+    box.appendChild(document.createTextNode(codesText(S.refusal.reason) + " "));
     if (S.refusal.rule) {
       box.appendChild(document.createTextNode("["));
       box.appendChild(ruleLink(S.refusal.rule));
@@ -471,7 +475,7 @@
     var k = kind();
     if (S.sending) box.appendChild(el("span", "muted sending", T("Sent; the arena checks it…")));
     if (k === "play") {
-      box.appendChild(button("act-play", T("Play"), "P", play, S.selected.length > 0));
+      box.appendChild(button("act-play", T("Play cards"), "P", play, S.selected.length > 0));
       box.appendChild(button("act-pass", T("Pass"), "S", pass, legal("pass").length > 0));
       if (S.selected.length) box.appendChild(button("act-clear", T("Clear"), "Esc", function () { S.selected = []; S.down = {}; render(false, true); }, true));
       if (S.req.face_down) {
@@ -554,6 +558,7 @@
       b.tabIndex = i === S.focus ? 0 : -1;
       if (S.down[i]) { b.setAttribute("data-down", "1"); b.className += " down"; }
       b.disabled = !selectable || (allowed !== null && allowed.indexOf(code) < 0);
+      if (selectable && b.disabled) b.className += " na"; // a card this give or discard may not take
       if (b.disabled) b.tabIndex = -1;
       b.addEventListener("click", function () { toggle(i); });
       b.addEventListener("focus", function () { S.focus = i; });

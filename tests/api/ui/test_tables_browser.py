@@ -258,6 +258,9 @@ def test_million_doubt_with_a_bluff_and_a_doubt_and_every_frame_is_the_seats_own
     # the wrong try was refused with its rule, linked to the rule book; the game went on
     assert person.refusals and person.refusals[0]["rule"] == "C-3", person.refusals
     assert "Refused" in person.refusals[0]["text"]
+    words = person.refusals[0]["text"].split()  # the engine's card codes shown as the page shows cards
+    assert not set(person.refusals[0]["action"]["cards"]) & set(words), words
+    assert any(w[-1] in "♠♥♦♣" for w in words), words
     # the result, the replay from the person's seat and with every hand, the log
     assert pg.locator("#result-table tbody tr").count() == 2
     assert pg.locator("#replay-mine").count() == 1 and pg.locator("#log-download").count() == 1
