@@ -37,7 +37,7 @@ from tests.tables_play import check_frames
 from tests.worker.conftest import Arena, SwitchBot, fresh_pg_database
 
 from .conftest import _QuietHandler
-from .tables_person import WAIT_MS, Person
+from .tables_person import WAIT_MS, Person, keep_frames
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
 
@@ -115,7 +115,9 @@ def _person(arena: Arena) -> str:
 
 def _page(browser, url: str, token: str, *, lang: str = "en", width: int = 1280):
     ctx = browser.new_context(viewport={"width": width, "height": 900 if width > 600 else 844}, locale=lang)
+    kept = keep_frames(ctx)
     pg = ctx.new_page()
+    pg.kept_frames = kept  # type: ignore[attr-defined]
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
     pg.goto(url + f"/ui/lang/{lang}?next=/ui/login")
