@@ -166,7 +166,10 @@ class Shots:
         self.kinds: set[str] = set()
 
     def __call__(self, frame: dict) -> None:
-        kind = frame["request"]["decision"]["kind"]
+        decision = frame["request"]["decision"]
+        kind = decision["kind"]
+        if (decision.get("info") or {}).get("exchange"):
+            kind = "exchange"  # JDF-4's card exchange, a give of its own (not LR-5's 7-pass)
         if kind in self.kinds:
             return
         self.kinds.add(kind)
