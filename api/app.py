@@ -8,7 +8,7 @@ from api.database import close_db
 from api.errors import ArenaApi, install_core_errors, install_guards
 from api.markdown import MarkdownPlugin, markdown_tag
 from api.ratelimit import init_rate_limits
-from api.resources import accounts, bots, health, ladders, leaderboard, matches, tournaments
+from api.resources import accounts, bots, health, ladders, leaderboard, matches, tables, tournaments
 from api.ui import init_ui
 from arena import __version__
 from arena.config import Settings
@@ -70,7 +70,7 @@ def create_app(settings: Settings | None = None, *, engine=None, dispatcher: Dis
     api = ArenaApi(app, spec_kwargs={"extra_plugins": [MarkdownPlugin()]})
     install_core_errors(app, api)
 
-    for module in (health, accounts, bots, tournaments, matches, leaderboard, ladders):
+    for module in (health, accounts, bots, tournaments, matches, leaderboard, ladders, tables):
         module.blp.description = markdown_tag(module.blp.description)
         api.register_blueprint(module.blp)
     _serve_swagger_assets(app)

@@ -24,6 +24,7 @@ error                                       status extra
 :class:`arena.lifecycle.Conflict`           409
 :class:`arena.accounts.NameTaken`           409    ``errors.json.name: ["taken"]``
 :class:`arena.lifecycle.TooManyChecks`      429    ``Retry-After``
+:class:`arena.lifecycle.tables.TooManyTables` 429  ``Retry-After``
 :class:`arena.usecases.Forbidden`           403
 :class:`arena.usecases.InvalidField`        422    ``errors.json.<field>``
 :class:`arena.usecases.Unavailable`         503    ``Retry-After`` when it says one
@@ -52,6 +53,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from arena import lifecycle
 from arena.accounts import NameTaken
 from arena.crypto import EncryptionKeyError
+from arena.lifecycle.tables import TooManyTables
 from arena.safejson import JsonLimitError, loads_limited
 from arena.usecases import BotCheckRunning, EntrantsOffline, Forbidden, InvalidField, Unavailable
 
@@ -172,7 +174,7 @@ def refusal(exc: Exception) -> Refusal | None:
         return Refusal(409, str(exc))
     if isinstance(exc, NameTaken):
         return Refusal(409, f"account name {exc.args[0]!r} is taken", _fields(name="taken"))
-    if isinstance(exc, lifecycle.TooManyChecks):
+    if isinstance(exc, (lifecycle.TooManyChecks, TooManyTables)):
         return Refusal(429, str(exc), headers={"Retry-After": str(exc.retry_after_s)})
     if isinstance(exc, Forbidden):
         return Refusal(403, str(exc))

@@ -5,6 +5,7 @@ what                              limit per client address  why
 ================================= ======================== =================================
 ``POST /api/v1/accounts``         :data:`SIGNUP_LIMIT`      sign-up is public
 ``POST /api/v1/bots/{id}/check``  :data:`CHECK_LIMIT`       a check plays games on a worker
+``POST /api/v1/tables``           :data:`TABLE_LIMIT`       a table holds a worker thread
 every other write (POST, PATCH,   :data:`WRITE_LIMIT`       per endpoint
 PUT, DELETE) under ``/api/``
 the forms doing these (``POST``   the same, one count with  they run the same use cases
@@ -12,14 +13,18 @@ the forms doing these (``POST``   the same, one count with  they run the same us
 ``/ui/bots/{id}/check``, ...)
 ================================= ======================== =================================
 
-Reads are not limited (they are cheap; the reverse proxy and gunicorn's threads keep them
-flowing). Counters live in Redis at ``ARENA_BROKER_URL`` (fixed windows, shared by every API
-process), in memory in eager mode; when Redis cannot be reached the counters fall back to
-memory (per process) instead of failing requests. The client is :func:`client` of the
-request: the peer address, or, behind ``ARENA_PROXY_HOPS`` trusted proxies (nginx in
-docker-compose), the address they put in ``X-Forwarded-For`` (werkzeug ``ProxyFix``), counted
-as the arena counts one client everywhere (:func:`arena.clients.client_key`: an IPv6 /64 is
-one client). ``ARENA_RATE_LIMITS=0`` turns the limits off (tests that are not about them).
+A person's answers at a table (``POST /api/v1/tables/{id}/answer``, ``POST
+/ui/tables/{id}/answer``) are not limited per address (a class behind one address answers
+together): only the request the person is asked now takes them, a few tries each
+(:data:`arena.tables.MAX_TRIES`). Reads are not limited (they are cheap; the reverse proxy
+and gunicorn's threads keep them flowing). Counters live in Redis at ``ARENA_BROKER_URL``
+(fixed windows, shared by every API process), in memory in eager mode; when Redis cannot be
+reached the counters fall back to memory (per process) instead of failing requests. The client
+is :func:`client` of the request: the peer address, or, behind ``ARENA_PROXY_HOPS`` trusted
+proxies (nginx in docker-compose), the address they put in ``X-Forwarded-For`` (werkzeug
+``ProxyFix``), counted as the arena counts one client everywhere
+(:func:`arena.clients.client_key`: an IPv6 /64 is one client). ``ARENA_RATE_LIMITS=0`` turns
+the limits off (tests that are not about them).
 """
 
 from __future__ import annotations
@@ -39,6 +44,10 @@ from arena.config import Settings
 SIGNUP_LIMIT = "5 per minute;30 per hour"
 #: Bot checks started per client address.
 CHECK_LIMIT = "6 per minute"
+#: Tables opened per client address.
+TABLE_LIMIT = "6 per minute"
+#: Endpoints left out of every limit: a person's answers at a table (module docstring).
+UNLIMITED = ("tables.TableAnswer", "ui.table_answer")
 #: Writes per client address and endpoint.
 WRITE_LIMIT = "120 per minute"
 
@@ -51,6 +60,7 @@ UI_FORM_LIMITS = (
     ("ui.bots", "bots.Bots", WRITE_LIMIT),
     ("ui.bot_secret", "bots.BotSecret", WRITE_LIMIT),
     ("ui.tournament_new", "tournaments.Tournaments", WRITE_LIMIT),
+    ("ui.play", "tables.Tables", TABLE_LIMIT),
     ("ui.tournament_action", "tournaments.Tournament{action}", WRITE_LIMIT),
 )
 #: The actions of ``ui.tournament_action``.
@@ -97,8 +107,15 @@ def init_rate_limits(app: Flask, settings: Settings) -> Limiter:
         swallow_errors=True,
         storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
     )
-    for endpoint, limit in (("accounts.Accounts", SIGNUP_LIMIT), ("bots.BotCheckLatest", CHECK_LIMIT)):
+    for endpoint, limit in (
+        ("accounts.Accounts", SIGNUP_LIMIT),
+        ("bots.BotCheckLatest", CHECK_LIMIT),
+        ("tables.Tables", TABLE_LIMIT),
+    ):
         _wrap(app, endpoint, limiter.limit(limit, methods=["POST"]))
+    for endpoint in UNLIMITED:
+        if endpoint in app.view_functions:
+            _wrap(app, endpoint, limiter.exempt)
     # An endpoint's own limit (default or decorated) counts under its endpoint name; a form's
     # limit shared under that name is the same count.
     for form, api_endpoint, limit in UI_FORM_LIMITS:

@@ -40,6 +40,14 @@ A *viewer* is an :class:`~arena.db.models.Account` or ``None`` (anonymous). Rule
   organizers only; tournament logs are stored without URLs and older logs have them
   removed on read (:func:`redact_log`).
 
+* **Tables** (docs/tables.md; tournaments of format ``table``): read by whoever is at the table
+  (:func:`at_table`: its opener, its people, the owners of its bots) and organizers, never
+  listed with the tournaments. While it plays, a person sees its own seat only (its page, fed
+  by :mod:`arena.tables`): the match's public live channel at most, never a seat view of
+  another seat, its own bot's included; an organizer seated as a person is a person of it
+  (:func:`oversees`) until it is over. Once over, its log, its replay with every hand and its
+  log download are theirs.
+
 * **Ladders** (docs/ladder.md): a ladder's sets are the matches of its tournament (format
   ``ladder``), read as the ladder is: an open ladder by anyone, signed in or not; a private
   one by its members and organizers only. A set's log, and its seed and salt, are readable
@@ -69,6 +77,7 @@ from arena.db.models import (
     Match,
     MatchSeat,
     Rating,
+    Table,
     Tournament,
     TournamentParticipant,
 )
@@ -150,6 +159,37 @@ def owns_participant(session: Session, viewer: Account, tournament_id: int) -> b
     )
 
 
+def table_of(session: Session, t: Tournament) -> Table | None:
+    """The table whose match ``t`` holds (format ``table``), else None."""
+    if t.format != TournamentFormat.TABLE:
+        return None
+    return session.scalar(select(Table).where(Table.tournament_id == t.id))
+
+
+def seated_person(table: Table, viewer: Account | None) -> bool:
+    """True if ``viewer`` holds a person's seat at ``table``."""
+    return viewer is not None and any(
+        s.get("kind") == "person" and s.get("account_id") == viewer.id for s in table.seats
+    )
+
+
+def at_table(session: Session, viewer: Account | None, t: Tournament) -> bool | None:
+    """For a table's tournament, whether ``viewer`` is at it: its opener, a person seated there,
+    or the owner of a bot seated there; None for any other tournament."""
+    table = table_of(session, t)
+    if table is None:
+        return None
+    if viewer is None:
+        return False
+    return table.opened_by == viewer.id or seated_person(table, viewer) or owns_participant(session, viewer, t.id)
+
+
+def _table_readable(session: Session, viewer: Account | None, t: Tournament) -> bool | None:
+    """For a table's tournament, whether ``viewer`` reads it (at it, or an organizer)."""
+    at = at_table(session, viewer, t)
+    return None if at is None else (at or is_organizer(viewer))
+
+
 def can_open_bot(viewer: Account | None, owner_id: int) -> bool:
     """The bot's owner-side details (its page's check, secret rotation, run command, URL,
     connection, cap; ``GET /bots/{id}``): its owner and organizers."""
@@ -215,6 +255,9 @@ def can_view_tournament(session: Session, viewer: Account | None, t: Tournament)
     ladder = _ladder_readable(session, viewer, t)
     if ladder is not None:
         return ladder
+    table = _table_readable(session, viewer, t)
+    if table is not None:
+        return table
     return is_public(t) or viewer is not None
 
 
@@ -224,6 +267,9 @@ def sees_all_matches(session: Session, viewer: Account | None, t: Tournament) ->
     ladder = _ladder_readable(session, viewer, t)
     if ladder is not None:
         return ladder
+    table = _table_readable(session, viewer, t)
+    if table is not None:
+        return table
     if is_public(t) or is_organizer(viewer):
         return True
     return viewer is not None and t.status == TournamentStatus.FINISHED and owns_participant(session, viewer, t.id)
@@ -253,7 +299,12 @@ def oversees(session: Session, viewer: Account | None, t: Tournament) -> bool:
     if not is_organizer(viewer):
         return False
     assert viewer is not None
-    return is_over(t) or not owns_participant(session, viewer, t.id)
+    if is_over(t):
+        return True
+    table = table_of(session, t)
+    if table is not None and seated_person(table, viewer):
+        return False  # a person at the table sees its own seat only until it is over
+    return not owns_participant(session, viewer, t.id)
 
 
 def can_download_tournament_logs(session: Session, viewer: Account | None, t: Tournament) -> bool:
@@ -261,6 +312,8 @@ def can_download_tournament_logs(session: Session, viewer: Account | None, t: To
     contestants (and an organizer whose bot plays in it: :func:`oversees`) only once the
     tournament is over (log embargo)."""
     if is_public(t) or oversees(session, viewer, t):
+        return True
+    if viewer is not None and is_over(t) and at_table(session, viewer, t):
         return True
     return viewer is not None and is_over(t) and owns_participant(session, viewer, t.id)
 
@@ -308,6 +361,9 @@ def live_players_for(session: Session, viewer: Account | None, m: Match, t: Tour
     Never another account's seat; organizers watch the full channel instead."""
     if viewer is None or live_view_for(session, viewer, m, t) != "public":
         return []
+    table = table_of(session, t)
+    if table is not None and seated_person(table, viewer) and not is_over(t):
+        return []  # a person playing sees its own seat only: not its bot's hand across the table
     rows = session.execute(
         select(MatchSeat.seat)
         .join(Bot, MatchSeat.bot_id == Bot.id)

@@ -8,7 +8,8 @@
 ``ARENA_CHECK_SECONDS_PER_HOUR``, ``ARENA_STORE_RETRY_S``, ``ARENA_SPOOL_TTL_S``,
 ``ARENA_GATEWAY_URL``, ``ARENA_GATEWAY_RECONNECT_S``, ``ARENA_GATEWAY_MAX_PER_BOT``,
 ``ARENA_GATEWAY_MAX_PER_ACCOUNT``, ``ARENA_MAX_BOTS_PER_ACCOUNT``, ``ARENA_PAR_ROLLOUTS``,
-``ARENA_LADDER_TICK_S``, ``ARENA_LADDER_PROBE_S`` and ``ARENA_LADDER_FIT_S``; their
+``ARENA_LADDER_TICK_S``, ``ARENA_LADDER_PROBE_S``, ``ARENA_LADDER_FIT_S``, ``ARENA_TABLES_MAX``,
+``ARENA_TABLES_PER_ACCOUNT`` and ``ARENA_PEOPLE_IN_BOT_RATINGS``; their
 meaning is on :class:`Settings`' attributes, their defaults in docs/operations.md, "Settings".
 
 Booleans accept ``1/true/yes/on`` and ``0/false/no/off`` (any case); integers must be
@@ -40,6 +41,11 @@ DEFAULT_MAX_BOTS_PER_ACCOUNT = 50
 DEFAULT_LADDER_TICK_S = 60
 DEFAULT_LADDER_PROBE_S = 300
 DEFAULT_LADDER_FIT_S = 600
+
+#: Most tables playing or waiting for people at once on the site (ARENA_TABLES_MAX; each playing
+#: table holds a worker thread) and per account (ARENA_TABLES_PER_ACCOUNT), docs/tables.md.
+DEFAULT_TABLES_MAX = 16
+DEFAULT_TABLES_PER_ACCOUNT = 2
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -86,6 +92,15 @@ def _count(env: Mapping[str, str], name: str, default: int, most: int) -> int:
     if not 0 <= value <= most:
         raise ConfigError(f"{name} must be a whole number from 0 to {most}, got {raw!r}")
     return value
+
+
+def people_in_bot_ratings_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """``ARENA_PEOPLE_IN_BOT_RATINGS`` of ``env`` (default ``os.environ``); false when unset.
+
+    Raises:
+        ConfigError: not a boolean word.
+    """
+    return _bool(os.environ if env is None else env, "ARENA_PEOPLE_IN_BOT_RATINGS", False)
 
 
 def allow_private_from_env(env: Mapping[str, str] | None = None) -> bool:
@@ -179,6 +194,12 @@ class Settings:
             (``ARENA_LADDER_PROBE_S``).
         ladder_fit_s: seconds between two batch fits of each ladder's official table
             (``ARENA_LADDER_FIT_S``; arena.usecases.ladders.fit).
+        tables_max: most tables (people playing, docs/tables.md) open or playing at once on
+            the site (``ARENA_TABLES_MAX``; one more is refused, 429).
+        tables_per_account: most tables one account has open or playing at once, as a person
+            or as the organizer of a class (``ARENA_TABLES_PER_ACCOUNT``; 429).
+        people_in_bot_ratings: the tables' games count in the bots' ratings and leaderboard
+            too (``ARENA_PEOPLE_IN_BOT_RATINGS``, off: people have a pool of their own).
     """
 
     data_dir: Path
@@ -210,6 +231,9 @@ class Settings:
     ladder_tick_s: int = DEFAULT_LADDER_TICK_S
     ladder_probe_s: int = DEFAULT_LADDER_PROBE_S
     ladder_fit_s: int = DEFAULT_LADDER_FIT_S
+    tables_max: int = DEFAULT_TABLES_MAX
+    tables_per_account: int = DEFAULT_TABLES_PER_ACCOUNT
+    people_in_bot_ratings: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -255,4 +279,7 @@ class Settings:
             ladder_tick_s=_positive_int(env, "ARENA_LADDER_TICK_S", None) or DEFAULT_LADDER_TICK_S,
             ladder_probe_s=_positive_int(env, "ARENA_LADDER_PROBE_S", None) or DEFAULT_LADDER_PROBE_S,
             ladder_fit_s=_positive_int(env, "ARENA_LADDER_FIT_S", None) or DEFAULT_LADDER_FIT_S,
+            tables_max=_positive_int(env, "ARENA_TABLES_MAX", None) or DEFAULT_TABLES_MAX,
+            tables_per_account=_positive_int(env, "ARENA_TABLES_PER_ACCOUNT", None) or DEFAULT_TABLES_PER_ACCOUNT,
+            people_in_bot_ratings=people_in_bot_ratings_from_env(env),
         )

@@ -48,7 +48,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import engine
 from arena import fairness, lifecycle, matchlog, matchmaking, notices, spool
-from arena.config import Settings
+from arena.config import Settings, people_in_bot_ratings_from_env
 from arena.db.session import POOL, is_postgres, shared_sessions
 from arena.dispatch import QueueError
 from arena.lifecycle import MatchPlan, ladders
@@ -56,12 +56,14 @@ from arena.lifecycle.bots import is_deleted
 from arena.limits import longest_match_seconds, visibility_timeout
 from arena.live import LivePublisher, announce, live_enabled
 from arena.matchlog import MatchLog
+from arena.people import rebuild_people_ratings
 from arena.queue import LADDER_QUEUE, CeleryDispatcher
 from arena.runner.answers import safe_text
 from arena.runner.capped import CappedHttpPlayer
 from arena.runner.claims import Claim, EndpointClaims, Refused
 from arena.runner.connected import CappedConnectedPlayer, connect_semaphore
 from arena.runner.match import Match, MatchConfig, MatchError, Observers, SlotTotals, default_game_specs
+from arena.runner.person import PersonPlayer, PersonViews
 from arena.runner.players import ArenaFailure, LocalPlayer, Player, WithdrawnPlayer, tls_context
 from arena.runner.semaphore import BotSemaphore, MatchSlots
 from arena.sources import SET
@@ -167,6 +169,8 @@ def build_players(
     for s in plan.seats:
         if s.withdrawn:  # a deleted bot: forfeits without a request
             players.append(WithdrawnPlayer(s.name))
+        elif s.account_id is not None:  # a person at a table: through Redis to the page (eager mode too)
+            players.append(PersonPlayer(client or _redis(settings.broker_url), plan.match_id, s.seat, s.name))
         elif s.bot_id is not None and s.transport == "connect":
             relay_client = client or _redis(settings.broker_url)  # eager mode too: the gateway's Redis
             players.append(
@@ -302,12 +306,14 @@ def request_pars(settings: Settings, match_ids: Sequence[int]) -> int:
 
 
 def update_ratings(session: Session, ruleset: str, attempts: int = 3) -> int:
-    """Step 5: rebuild the ratings of ``ruleset`` and commit (advisory lock on PostgreSQL)."""
+    """Step 5: rebuild the ratings of ``ruleset``, the bots' and the people's pool
+    (:mod:`arena.people`), and commit (advisory lock on PostgreSQL)."""
     for attempt in range(attempts):
         try:
             if session.get_bind().dialect.name == "postgresql":
                 session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": RATINGS_LOCK})
-            n = rebuild_ratings(session, ruleset)
+            n = rebuild_ratings(session, ruleset, people=people_in_bot_ratings_from_env())
+            rebuild_people_ratings(session, ruleset)
             session.commit()
             return n
         except (IntegrityError, OperationalError):
@@ -354,6 +360,7 @@ def play_plan(
         if live_enabled(settings)
         else None
     )
+    persons = {i: p for i, p in enumerate(players) if isinstance(p, PersonPlayer)}
     config = MatchConfig(
         plan.ruleset,
         plan.options,
@@ -365,7 +372,14 @@ def play_plan(
         match_id=protocol_match_id(plan),
         record_urls=False,
         fairness=fairness_record(plan),
+        player_time_rules={i: plan.person_time_rules for i in persons} if plan.person_time_rules else None,
     )
+    on_step = live.step if live is not None else None
+    if persons:  # each person's own view after every decision (arena.runner.person)
+        views = PersonViews(
+            persons, [spec["seats"] for spec in (specs or default_game_specs(plan.ruleset, seed, plan.games))]
+        )
+        on_step = views.step if on_step is None else _both(on_step, views.step)
     # a bot deleted while the match plays forfeits from its next decision (arena.withdrawals)
     bot_ids = {i: s.bot_id for i, s in enumerate(plan.seats) if s.bot_id is not None and not s.withdrawn}
     withdrawn = (
@@ -378,7 +392,7 @@ def play_plan(
         match = Match(
             players,
             config,
-            Observers(on_step=live.step if live is not None else None, withdrawn=withdrawn, health=health),
+            Observers(on_step=on_step, withdrawn=withdrawn, health=health),
         )
         match_log = match.play()
         played = True
@@ -394,6 +408,14 @@ def play_plan(
             else:
                 live.end()
     return match_log, match.slot_totals
+
+
+def _both(first: Callable[..., None], second: Callable[..., None]) -> Callable[..., None]:
+    def step(*args: Any) -> None:
+        first(*args)
+        second(*args)
+
+    return step
 
 
 #: The first wait between two attempts at storing a played match's result, seconds, doubling

@@ -8,6 +8,9 @@ A :class:`Dispatcher` sends three kinds of work, each by id (the rows are in the
 - tournament launches (``launch_tournament``): store a running tournament's schedule if it
   has none yet, then send its ``pending`` matches
   (:func:`arena.usecases.tournaments.send_tournament`);
+- the match of a table where people play (``send_table``, docs/tables.md): a person waits for
+  it, so it goes to the queue every worker consumes first, and in-process it is played on a
+  thread of its own (the request that started it returns at once).
 - the poll of a start waiting for offline entrants (``await_entrants``, after a countdown):
   :func:`arena.usecases.entrants.await_entrants`;
 - owners' webhooks (``send_webhook``): :func:`arena.notices.deliver`.
@@ -59,4 +62,8 @@ class Dispatcher(Protocol):
 
     def send_webhook(self, account_id: int, message: dict[str, Any]) -> None:
         """Send one webhook event to an account's webhook (in-process: delivered now, once)."""
+        ...
+
+    def send_table(self, match_id: int) -> None:
+        """Send a table's match (module docstring; in-process: played on a thread, returns at once)."""
         ...

@@ -11,6 +11,8 @@ and returns when it is done, as the Celery task would have done it on a worker:
 - ``launch_tournament``: the schedule is stored if there is none yet
   (:func:`arena.usecases.tournaments.schedule_tournament`), then every ``pending`` match is
   played in schedule order;
+- ``send_table``: the table's match is played as ``send_matches`` plays one, on a daemon
+  thread (a person plays it through the pages: the request that started it must return).
 - ``await_entrants``: the poll of a waiting start (:func:`arena.usecases.entrants.await_entrants`)
   on a timer thread, after the countdown;
 - ``send_webhook``: one delivery now (:func:`arena.notices.deliver`), no retry.
@@ -65,6 +67,11 @@ class InProcessDispatcher:
 
     def send_check(self, check_id: int) -> None:
         run_check(int(check_id), self.settings)
+
+    def send_table(self, match_id: int) -> None:
+        threading.Thread(
+            target=self.send_matches, args=([int(match_id)],), name=f"table-match-{match_id}", daemon=True
+        ).start()
 
     def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
         if not schedule_tournament(self.sessions, tournament_id):

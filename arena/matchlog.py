@@ -171,6 +171,8 @@ class MatchLog(TypedDict):
     ruleset: str
     options: dict[str, Any]
     time_rules: TimeRulesRecord
+    #: A person's own time rules by player index (docs/tables.md); absent when none.
+    player_time_rules: NotRequired[dict[str, TimeRulesRecord]]
     seed: int
     max_faults: int
     fairness: NotRequired[FairnessRecord]

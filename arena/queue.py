@@ -155,6 +155,14 @@ class CeleryDispatcher:
         """
         self._send(LADDER_PROBE_TASK, CHECK_QUEUE, [[[int(e) for e in entry_ids]]])
 
+    def send_table(self, match_id: int) -> None:
+        """One ``arena.run_match`` task to :data:`PRIORITY_QUEUE`: a person waits for it.
+
+        Raises:
+            QueueError: the broker refused or could not be reached.
+        """
+        self.send_matches([match_id], priority=True)
+
     def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
         """One ``arena.enqueue_tournament`` task.
 

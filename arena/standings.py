@@ -74,6 +74,7 @@ __all__ = [
     "load_records",
     "rate_games",
     "rated_tournaments",
+    "rating_key",
     "rebuild_ratings",
     "t975",
     "tournament_report",
@@ -465,7 +466,7 @@ def compute_standings(records: Iterable[MatchRecord], entrants: Iterable[Entrant
 
 
 def _seats(match: Match) -> tuple[Entrant, ...]:
-    return tuple(s.bot_id if s.bot_id is not None else (s.house_bot or "house") for s in match.seats)
+    return tuple(s.entrant for s in match.seats)
 
 
 def _record(match: Match) -> MatchRecord:
@@ -653,17 +654,28 @@ def _save(session: Session, tournament_id: int, old_end: int | None, new_end: in
 # ----------------------------------------------------------------------------- ratings
 
 
-def rated_tournaments(ruleset: str) -> ColumnElement[bool]:
+def rated_tournaments(ruleset: str, *, people: bool = False) -> ColumnElement[bool]:
     """The tournaments whose games count for the ratings of ``ruleset``: THE one place that
     selects them (the ratings rebuild and the leaderboard read nothing else): ``ruleset``'s,
     whose seed was drawn at the start; a tournament whose organizer set the seed
     (``seed_chosen``: its deals could have been picked) is left out, and so are the ladders'
-    (rated set by set, :func:`arena.lifecycle.ladders.rate_set`)."""
+    (rated set by set, :func:`arena.lifecycle.ladders.rate_set`) and the tables where people
+    play (their own pool, :mod:`arena.people`), unless ``people`` (an operator's
+    ``ARENA_PEOPLE_IN_BOT_RATINGS``: a person is then an entrant of the bots' games, never a row)."""
+    formats = [TournamentFormat.LADDER.value] + ([] if people else [TournamentFormat.TABLE.value])
     return and_(
         Tournament.ruleset == ruleset,
         Tournament.seed_chosen.is_(False),
-        Tournament.format != TournamentFormat.LADDER.value,
+        Tournament.format.not_in(formats),
     )
+
+
+def rating_key(entrant: Entrant, house_bot: str | None) -> Entrant:
+    """The entrant a seat is rated as across tournaments: a bot by its id, a person by
+    ``person:<account id>``, a house seat by :func:`house_key`."""
+    if isinstance(entrant, int) or entrant.startswith("person:"):
+        return entrant
+    return house_key(house_bot, entrant)
 
 
 def house_key(house_bot: str | None, seat_name: str) -> str:
@@ -684,7 +696,7 @@ def _contested(m: Match, rec: MatchRecord) -> bool:
     return contested([int(a) for a in answered], [not isinstance(e, int) for e in rec.seats])
 
 
-def rebuild_ratings(session: Session, ruleset: str) -> int:
+def rebuild_ratings(session: Session, ruleset: str, *, people: bool = False) -> int:
     """Recompute the ``ratings`` and ``rating_history`` rows of ``ruleset``; no commit.
 
     Every finished match of the :func:`rated_tournaments` in which every bot seat made a valid
@@ -695,30 +707,25 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
     :func:`house_key`). Recomputing from scratch makes the table independent of the order in which workers
     finished matches. ``ratings.games`` counts the bot's rated games, ``matches`` its rated
     matches, ``last_played_at`` when its last rated match finished; a ``rating_history`` row
-    per bot and finished tournament holds its rating after that tournament. Returns the
-    number of bots rated.
+    per bot and finished tournament holds its rating after that tournament. ``people``: the
+    tables count too (:func:`rated_tournaments`). Returns the number of bots rated.
     """
     model = PlackettLuce()
+    rated = rated_tournaments(ruleset, people=people)
     matches = session.scalars(
         select(Match)
         .join(MatchResult)
         .join(Tournament, Match.tournament_id == Tournament.id)
-        .where(rated_tournaments(ruleset))
+        .where(rated)
         .options(selectinload(Match.seats), selectinload(Match.result))
         .order_by(Tournament.started_at, Tournament.id, Match.index)
     ).all()
-    house_bots = dict(
-        session.execute(select(Tournament.id, Tournament.house_bot).where(rated_tournaments(ruleset))).all()
-    )
+    house_bots = dict(session.execute(select(Tournament.id, Tournament.house_bot).where(rated)).all())
     ratings: dict[Entrant, Any] = {}
     games: dict[int, int] = {}
     played_matches: dict[int, int] = {}
     last_played: dict[int, datetime] = {}
-    finished = set(
-        session.scalars(
-            select(Tournament.id).where(rated_tournaments(ruleset), Tournament.status == TournamentStatus.FINISHED)
-        )
-    )
+    finished = set(session.scalars(select(Tournament.id).where(rated, Tournament.status == TournamentStatus.FINISHED)))
     history: list[RatingHistory] = []
     played: set[int] = set()  # bots of the tournament being folded
 
@@ -748,7 +755,7 @@ def rebuild_ratings(session: Session, ruleset: str) -> int:
         if not _contested(m, rec):
             continue  # a seat never made a valid decision (a forfeit, a withdrawal): never rated
         game_list = rec.game_list()
-        keys = [e if isinstance(e, int) else house_key(house_bots[m.tournament_id], e) for e in rec.seats]
+        keys = [rating_key(e, house_bots[m.tournament_id]) for e in rec.seats]
         before = [ratings.setdefault(k, model.rating(name=str(k))) for k in keys]
         when = m.finished_at or (m.result.created_at if m.result else None)
         for k, r in zip(keys, rate_games(model, before, game_list)):

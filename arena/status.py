@@ -84,11 +84,32 @@ class TournamentFormat(StrEnum):
     """Where a tournament's matches come from (``tournaments.format``): its match source
     (:mod:`arena.sources`). ``round_robin``: one round of the schedule; ``until_settled``:
     rounds of it until the sequential test settles the ranking; ``ladder``: the sets of a
-    ladder (:class:`arena.db.models.Ladder`), formed tick by tick, never finished."""
+    ladder (:class:`arena.db.models.Ladder`), formed tick by tick, never finished;
+    ``table``: the one match of a table where people play (:class:`arena.db.models.Table`,
+    docs/tables.md)."""
 
     ROUND_ROBIN = "round_robin"
     UNTIL_SETTLED = "until_settled"
     LADDER = "ladder"
+    TABLE = "table"
+
+
+class TableKind(StrEnum):
+    """Who opened a table (``tables.kind``): ``solo``, a person sitting down against bots;
+    ``class``, an organizer's table for a class, whose people's seats signed-in students
+    take by following its link."""
+
+    SOLO = "solo"
+    CLASS = "class"
+
+
+class SeatKind(StrEnum):
+    """Who sits in a seat of a table (``tables.seats[].kind``): a ``person``, a registered
+    ``bot``, or a ``house`` sample bot."""
+
+    PERSON = "person"
+    BOT = "bot"
+    HOUSE = "house"
 
 
 class LadderStatus(StrEnum):

@@ -15,6 +15,12 @@ Ctrl-C. Sizes: :data:`DEMO_SIZES`. Step by step: docs/design-notes.md, "The demo
 (:func:`bots_sdk.connect`) to a gateway run in this process, through a Redis
 (``ARENA_BROKER_URL``): a throwaway ``redis-server`` the demo starts and stops, or
 ``--redis-url`` (:mod:`cli.demo_services`); ``ARENA_ALLOW_PRIVATE_BOT_URLS`` is ``0`` then.
+
+``--serve`` also offers a table (docs/tables.md): the demo's bots let people play them, an
+account ``player`` is made (its token printed, and in ``demo.json``) and ``/ui/play`` seats it
+against them or the house bots; a table needs Redis: the ``--connect`` one, or a throwaway
+``redis-server`` started for it (without one the demo serves everything but the tables, and
+says so).
 """
 
 from __future__ import annotations
@@ -200,6 +206,7 @@ def run_demo(
     )
     db_engine = make_engine(db_url)
     dialout = _DialOut(db_engine, redis_url) if connect_bots else None
+    tables = _TablesRedis(console) if serve and dialout is None else None
     try:
         if ladder is not None:
             return _run_ladder(ruleset, out, db_url, db_engine, dialout, port, serve, ladder, console, started)
@@ -207,7 +214,27 @@ def run_demo(
     finally:
         if dialout is not None:
             dialout.close()
+        if tables is not None:
+            tables.close()
         db_engine.dispose()
+
+
+class _TablesRedis:
+    """The Redis of the tables of ``--serve`` (module docstring): a throwaway ``redis-server``
+    (``ARENA_BROKER_URL`` then names it), or none when it cannot be started (``url`` None)."""
+
+    def __init__(self, console: Any):
+        self.redis: DemoRedis | None = None
+        try:
+            self.redis = DemoRedis()
+        except click.ClickException as exc:
+            console.print(f"[yellow]no table to play at: {exc.message.split(':', 1)[0]} (redis-server)[/yellow]")
+            return
+        os.environ["ARENA_BROKER_URL"] = self.redis.url
+
+    def close(self) -> None:
+        if self.redis is not None:
+            self.redis.close()
 
 
 class _DialOut:
@@ -373,8 +400,15 @@ def _run(
         console.print(f"  check again with: arena logs verify {shown(logs_dir)}")
         for path, reason in failures:
             console.print(f"[red]FAILED {path}: {reason}[/red]")
+        if serve and _tables_on(settings):
+            stage.tokens["player"] = _offer_tables(stage.public, stage.tokens, bots)
         seconds = stage.finish(out, db_url, started, tournament_id=tid, ruleset=ruleset, seed=seed)
         result = DemoResult(stage.url, tid, organizer_token, standings, paths, verified, failures, seconds)
+        if serve and "player" in stage.tokens:
+            console.print(
+                f"Play: {stage.url}/ui/play  (sign in at {stage.url}/ui/login with the token of "
+                f"'player': {stage.tokens['player']})"
+            )
         _serve_or_hint(serve, stage.url, out, tid, console)
         return result
 
@@ -538,6 +572,25 @@ def _play_tournament(organizer: ApiClient, organizer_token: str, tid: int, conso
             f"tournament {tid} ended {state['status']} "
             f"({state['progress']['finished']}/{state['progress']['total']} matches)"
         )
+
+
+def _tables_on(settings: Settings) -> bool:
+    """A table can be played: the broker is a Redis that answers."""
+    if not settings.broker_url.startswith("redis"):
+        return False
+    try:
+        return bool(redis.Redis.from_url(settings.broker_url, socket_connect_timeout=1, socket_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def _offer_tables(public: ApiClient, tokens: dict[str, str], bots: dict[int, str]) -> str:
+    """Let people play the demo's bots (each owner's ``play_people``) and make the account
+    ``player``; returns its token."""
+    for (account, _name, _sample, _seed), bot_id in zip(DEMO_BOTS, bots):
+        with public.with_token(tokens[account]) as owner:
+            owner.request("PATCH", f"/bots/{bot_id}", json_body={"play_people": True})
+    return str(public.create_account("player")["token"])
 
 
 def _serve_or_hint(serve: bool, api_url: str, out: Path, page: int | str, console: Any) -> None:

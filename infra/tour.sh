@@ -101,8 +101,9 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-api() {  # api METHOD PATH: the API's JSON answer, as the organizer
-    curl -sf -X "$1" "$SITE$2" -H "Authorization: Bearer $(cat "$STATE/organizer-token")"
+api() {  # api METHOD PATH [JSON]: the API's JSON answer, as the organizer
+    curl -sf -X "$1" "$SITE$2" -H "Authorization: Bearer $(cat "$STATE/organizer-token")" \
+        ${3:+-H "Content-Type: application/json" --data "$3"}
 }
 field() {  # field NAME < JSON: one top-level field of a JSON object
     "$PY" -c 'import json, sys; v = json.load(sys.stdin)[sys.argv[1]]; print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)' "$1"
@@ -142,6 +143,8 @@ start_samples() {  # register the sample bots as bots that connect, start them d
             stop >/dev/null
             die "the sample bot $sample failed its check (everything started is stopped again); see $STATE/*.log"
         fi
+        # people may sit down against it at a table (docs/tables.md)
+        api PATCH "/api/v1/bots/$id" '{"play_people": true}' >/dev/null || die "letting people play bot $id failed"
     done
 }
 
@@ -197,6 +200,7 @@ start() {
 
 Daifugo Arena is running (bash infra/tour.sh stop stops it):
   site             $SITE/ui/
+  play a game      $SITE/ui/play (sign up first): learn the game against the sample bots
   sign up          $SITE/ui/signup
   gateway          $GATEWAY  (bots that dial out connect here)
   sample bots      #$(cat "$STATE/bot1.id") greedy, #$(cat "$STATE/bot2.id") heuristic: ready, dialing out (the organizer's; every rule set)

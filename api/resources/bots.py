@@ -78,8 +78,14 @@ class BotCreateSchema(ma.Schema):
     )
 
 
+PLAY_PEOPLE_DESCRIPTION = (
+    "people may play this bot at their tables (docs/tables.md) once it passed its check; its owner always may"
+)
+
+
 class BotPatchSchema(ma.Schema):
     name = TextField(min_length=1, max_length=64)
+    play_people = ma.fields.Boolean(metadata={"description": PLAY_PEOPLE_DESCRIPTION})
     transport = ma.fields.String(
         validate=validate.OneOf(values(BotTransport)),
         metadata={"description": TRANSPORT_DESCRIPTION + "; a new transport needs a new check (to http: give url)"},
@@ -109,6 +115,7 @@ class BotSchema(ma.Schema):
     )
     rulesets = ma.fields.List(ma.fields.String(), required=True)
     parent_id = ma.fields.Integer(allow_none=True, metadata={"description": "the bot this one is a new version of"})
+    play_people = ma.fields.Boolean(required=True, metadata={"description": PLAY_PEOPLE_DESCRIPTION})
     status = ma.fields.String(required=True, validate=validate.OneOf(values(LISTED_BOT_STATUSES)))
     last_check_at = ma.fields.DateTime(allow_none=True)
     last_check = ma.fields.Dict(allow_none=True)
@@ -257,8 +264,9 @@ class BotById(MethodView):
     @blp.response(200, BotSchema)
     @errors(blp, 401, 403, 404, 409)
     def patch(self, data, bot_id):
-        """Change name, URL, transport or rule sets (owner). A new URL, transport or rule sets
-        needs a new check. To ``connect``: no ``url`` (the URL is dropped); to ``http``: give ``url``.
+        """Change name, URL, transport, rule sets, or whether people may play the bot at their
+        tables (``play_people``) (owner). A new URL, transport or rule sets needs a new check.
+        To ``connect``: no ``url`` (the URL is dropped); to ``http``: give ``url``.
 
         409: a URL, transport or rule-set change while a check runs, or a URL or transport
         change while the bot is entered in a created or running tournament (its matches only

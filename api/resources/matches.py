@@ -29,6 +29,9 @@ class SeatSchema(ma.Schema):
     seat = ma.fields.Integer(required=True)
     bot_id = ma.fields.Integer(allow_none=True)
     house_bot = ma.fields.String(allow_none=True)
+    account_id = ma.fields.Integer(
+        allow_none=True, metadata={"description": "the person playing the seat at a table (docs/tables.md)"}
+    )
 
 
 class ResultSchema(ma.Schema):
@@ -88,7 +91,9 @@ def match_dict(m: Match, *, show_seed: bool = False) -> dict:
         "status": m.status,
         "attempts": m.attempts,
         "failure": m.failure,
-        "seats": [{"seat": s.seat, "bot_id": s.bot_id, "house_bot": s.house_bot} for s in m.seats],
+        "seats": [
+            {"seat": s.seat, "bot_id": s.bot_id, "house_bot": s.house_bot, "account_id": s.account_id} for s in m.seats
+        ],
         "result": None
         if r is None
         else {

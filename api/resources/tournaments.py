@@ -27,7 +27,7 @@ import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow import validate
-from sqlalchemy import exists, func, select
+from sqlalchemy import ColumnElement, exists, func, select
 from sqlalchemy.orm import selectinload
 
 import engine
@@ -252,7 +252,10 @@ class TournamentSchema(ma.Schema):
     format = ma.fields.String(
         required=True,
         validate=validate.OneOf(values(TournamentFormat)),
-        metadata={"description": "the match source: round_robin, until_settled, or ladder (a ladder's sets)"},
+        metadata={
+            "description": "the match source: round_robin, until_settled, ladder (a ladder's sets), or table "
+            "(the match of a table where people play: /api/v1/tables)"
+        },
     )
     public_when_finished = ma.fields.Boolean(required=True)
     participants = ma.fields.List(ma.fields.Integer(), required=True)
@@ -452,7 +455,10 @@ class Tournaments(MethodView):
     @errors(blp, 401)
     def get(self, args):
         """All tournaments, newest first, paginated (without a token: the public ones)."""
-        cond = [Tournament.format != TournamentFormat.LADDER]  # a ladder's sets: /api/v1/ladders
+        # a ladder's sets: /api/v1/ladders; a table's match: /api/v1/tables
+        cond: list[ColumnElement[bool]] = [
+            Tournament.format.not_in([TournamentFormat.LADDER.value, TournamentFormat.TABLE.value])
+        ]
         if optional_account() is None:
             cond += [Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True)]
         items, total = paginate_query(

@@ -16,6 +16,8 @@ JavaScript file for the replay, no build step).
 ``/ui/login``, ``/ui/logout``           sign in with an API token / sign out
 ``/ui/lang/<en|ja>``                    language switch (cookie; default: Accept-Language)
 ``/ui/guides/``, ``/ui/guides/<name>``  the guides, docs/*.md rendered (api.ui.guides)
+``/ui/play``, ``/ui/tables/<id>``       play at a table against bots, or a class's (api.ui.tables)
+``/ui/account``                         your tables and your rating in the people's pool
 ======================================= ==================================================
 
 Access: see :mod:`api.ui.access` (public once finished if the organizer allows it; else an
@@ -36,7 +38,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from api.ui import forms, guides, ladders, lang, live  # noqa: F401 - register their routes on bp
+from api.ui import forms, guides, ladders, lang, live, tables  # noqa: F401 - register their routes on bp
 from api.ui.i18n import init_i18n
 from api.ui.views import bp
 

@@ -30,6 +30,7 @@ from api.ui.views import bp
 
 #: The guides the index lists, in its order (file name without ``.md``).
 GUIDES = (
+    "tables",
     "writing-a-bot",
     "protocol",
     "rules",
@@ -48,6 +49,7 @@ _REPO = Path(__file__).resolve().parents[2]
 def guide_titles() -> dict[str, str]:
     """Display names of the listed guides in the current locale."""
     return {
+        "tables": _("Learn the game by playing"),
         "writing-a-bot": _("Writing a bot"),
         "protocol": _("Bot protocol"),
         "rules": _("Rule book"),

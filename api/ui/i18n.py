@@ -345,6 +345,97 @@ JS_MESSAGES: tuple[str, ...] = (
     N_("any moment now"),
 )
 
+#: The messages of a person's table (static/table.js).
+TABLE_MESSAGES: tuple[str, ...] = (
+    N_("you"),
+    N_("Your time ran out: a time-out is a fault (FAULT-1); the decision was forfeited."),
+    N_("not sent"),
+    N_("The answer was not sent (network): try again."),
+    N_("Choose exactly {n} card(s)."),
+    N_("Choose from {min} to {max} card(s)."),
+    N_("The match is over: the result follows."),
+    N_("to {who}"),
+    N_("you lead"),
+    N_("no legal play: pass (TM-6)"),
+    N_("Waiting for the deal…"),
+    N_("Game over."),
+    N_("Waiting…"),
+    N_("Waiting for {who} {turn}"),
+    N_("Your time {t}"),
+    N_("has passed"),  # a seat's tag (not "passed", a bot check's status)
+    N_("Millionaire"),
+    N_("total {n}"),
+    N_("Rate ×{n}"),
+    N_("{n}-card trick"),
+    N_("Doubt or through?"),
+    N_("Your total {n}"),
+    N_("Refused"),
+    N_("Not your turn."),
+    N_("Sent; the arena checks it…"),
+    N_("Play cards"),  # the button (not "Play", the page's name in the navigation)
+    N_("Pass"),
+    N_("Clear"),
+    N_(
+        "Million Doubt: F (or the ↓ on a selected card) plays a card face down; a face-down play is "
+        "accepted if the hidden cards could make it legal (MD-3), and may be doubted (MD-6)."
+    ),
+    N_("Which reading of the joker?"),
+    N_("joker as {ranks}"),
+    N_("Legal plays (a click selects them):"),
+    N_("and {n} more"),
+    N_("No face-up play beats the table: play face down, or pass."),
+    N_("Doubt! (ダウト)"),
+    N_("Let it through (スルー)"),
+    N_(
+        "A doubt reveals the face-down cards (MD-7): if they lie you give the penalty, if they are "
+        "honest your opponent does."
+    ),
+    N_("Exchange my hand"),
+    N_("Keep my hand"),
+    N_("Exchanging gives up your 10 cards for 10 drawn at random from the 14 set aside (TM-3)."),
+    N_("Every point of this deal is multiplied by the rate, your own included (TM-3)."),
+    N_("Give {n} card(s)"),
+    N_("Discard {n} card(s)"),
+    N_("Give {n} card(s) as the penalty"),
+    N_("exactly {n}"),
+    N_("from {min} to {max}"),
+    N_("Click cards of the table: they go into your opponent's hand; the others leave the game (MD-7)."),
+    N_("face down"),
+    N_("face down (F)"),
+    N_("Your hand: {cards}"),
+    N_("Show every hand"),
+    N_("Your turn: play cards or pass"),
+    N_("Your turn: doubt the face-down play, or let it through"),
+    N_("You give the penalty: choose cards of the table for your opponent"),
+    N_("You are the Millionaire: exchange your hand, or keep it"),
+    N_("You are the Millionaire: set the rate"),
+    N_("Give cards"),
+    N_("Discard cards, or none"),
+    N_("Your turn"),
+    N_("Card exchange: give {n} card(s) to {who}"),
+    N_("7-pass: give up to {n} card(s) to {who}, or none"),
+    N_("10-discard: discard up to {n} card(s), or none"),
+    N_("You play {n} card(s) face down"),
+    N_("{who} plays {n} card(s) face down"),
+    N_("You play {cards}"),
+    N_("You give {cards} to {to} (penalty)"),
+    N_("You give {cards} to {to}"),
+    N_("You forfeit ({reason})"),
+    N_("Deal over: you win"),
+    N_("You exchange your hand"),
+    N_("You keep your hand"),
+    N_("You pass"),
+    N_("You let it through (スルー)"),
+    N_("You doubt (ダウト)"),
+    N_("You are out of cards"),
+    N_("You lead"),
+    N_("You discard {cards}"),
+    N_("You set the rate to {rate}"),
+    N_("Your match score {n}"),
+    N_("Game over: your score {n}"),
+    N_("and {n} with a joker standing in for a card: select it with them (C-4)"),
+)
+
 
 def fault_names() -> dict[str, str]:
     """Display names of the fault kinds recorded by the runner (FAULT-1, FAULT-3)."""
@@ -363,6 +454,6 @@ def fault_names() -> dict[str, str]:
 def js_strings() -> dict[str, str]:
     """English message -> message in the current locale, for ``static/replay.js``; fault kinds
     as ``"fault:<kind>"`` -> display name."""
-    out = {k: _(k) for k in JS_MESSAGES}
+    out = {k: _(k) for k in JS_MESSAGES + TABLE_MESSAGES}
     out.update({f"fault:{k}": v for k, v in fault_names().items()})
     return out

@@ -33,7 +33,7 @@ from api.ui.replay import ReplayDataError, build_replay
 from arena import access as policy
 from arena import lifecycle, matchlog
 from arena.board import MatchLine, read_board
-from arena.db.models import Match, MatchLog, Tournament
+from arena.db.models import Account, Match, MatchLog, Tournament
 from arena.lifecycle.base import aware
 from arena.roll_call import NOT_CONNECTED, Absence, absences_of
 from arena.standings import StandingsReport, bot_names, leaderboard
@@ -144,8 +144,9 @@ def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str],
 
 def _house_bot(t: Tournament) -> str | None:
     """The sample bot a tournament's house seats play, for their labels; None for a ladder's
-    sets, whose house seats are named after the sample bot they play (``random (house)``)."""
-    return None if t.format == TournamentFormat.LADDER else t.house_bot
+    sets and a table's match, whose house seats are named after the sample bot they play
+    (``random (house)``)."""
+    return None if t.format in (TournamentFormat.LADDER, TournamentFormat.TABLE) else t.house_bot
 
 
 def _progress(t: Tournament) -> dict:
@@ -387,7 +388,8 @@ def index():
     """Tournaments the viewer may open: all when signed in, else the public finished ones
     (not the tournaments holding the ladders' sets: /ui/ladders lists the ladders)."""
     account = access.viewer()
-    stmt = select(Tournament).where(Tournament.format != TournamentFormat.LADDER.value)
+    hidden = [TournamentFormat.LADDER.value, TournamentFormat.TABLE.value]  # /ui/ladders; a table's page
+    stmt = select(Tournament).where(Tournament.format.not_in(hidden))
     stmt = stmt.order_by(Tournament.id.desc()).limit(500)
     if account is None:
         stmt = stmt.where(Tournament.status == TournamentStatus.FINISHED, Tournament.public_when_finished.is_(True))
@@ -459,8 +461,7 @@ def match_page(match_id: int):
     m, t = _match(match_id)
     if not policy.can_read_match(db(), account, m, t):
         _deny(account, _("match %(id)s", id=m.id))
-    names = _bot_names([s.bot_id for s in m.seats])
-    labels = [_entrant_label(s.bot_id, s.house_bot, names, _house_bot(t)) for s in m.seats]
+    labels = seat_labels(m, t)
     replay = None
     replay_error = None
     embargoed = not policy.can_read_log(db(), account, m, t)
@@ -468,6 +469,9 @@ def match_page(match_id: int):
     if match_log is not None:
         try:
             replay = _translated_details(build_replay(match_log, labels))
+            seat = request.args.get("seat", type=int)
+            if seat is not None and 0 <= seat < len(labels):
+                replay["perspective"] = seat  # a person's replay: its own hand, the others' at will
         except (ReplayDataError, engine.InvalidAction, KeyError, TypeError, ValueError) as exc:
             current_app.logger.warning("ui: match %s log does not replay: %s", m.id, exc)
             replay_error = str(exc) or type(exc).__name__
@@ -500,6 +504,20 @@ def match_page(match_id: int):
         embargoed=embargoed,
         show_seed=policy.can_see_match_seed(db(), account, m, t),
     )
+
+
+def seat_labels(m: Match, t: Tournament) -> list[str]:
+    """Each seat's label on the match page: a bot's ``name #id``, a house seat's, a person's
+    ``name (person)`` (a table's: docs/tables.md; its house seats are named by their sample bot)."""
+    names = _bot_names([s.bot_id for s in m.seats])
+    people = [s.account_id for s in m.seats if s.account_id is not None]
+    persons = dict(db().execute(select(Account.id, Account.name).where(Account.id.in_(people))).all()) if people else {}
+    return [
+        _("%(name)s (person)", name=persons.get(s.account_id, "?"))
+        if s.account_id is not None
+        else _entrant_label(s.bot_id, s.house_bot, names, _house_bot(t))
+        for s in m.seats
+    ]
 
 
 #: The session key of a start the organizer was asked about: entrants offline (the page offers
@@ -556,8 +574,7 @@ def match_replay(match_id: int):
     match_log = _load_log(m.id)
     if match_log is None:
         abort(404, f"Match {m.id} has no log yet (status {m.status}).")
-    names = _bot_names([s.bot_id for s in m.seats])
-    labels = [_entrant_label(s.bot_id, s.house_bot, names, _house_bot(m.tournament)) for s in m.seats]
+    labels = seat_labels(m, m.tournament)
     try:
         data = build_replay(match_log, labels)
     except (ReplayDataError, engine.InvalidAction) as exc:

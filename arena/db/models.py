@@ -15,11 +15,14 @@ Tables
                    sample bot (``house_bot``), status, times
 ``tournament_participants`` the bots entered in a tournament
 ``matches``        one unit of play of a rule set, in schedule order (``index``), seeded
-``match_seats``    seat -> bot (or a house sample bot) of a match
+``match_seats``    seat -> bot (or a house sample bot, or a person at a table) of a match
 ``match_results``  the result of a match; ``match_id`` is the primary key, so a result
                    can be written once only (a second insert raises ``IntegrityError``)
 ``match_logs``     the full log of a match, gzip-compressed JSON, once per match
 ``ratings``        openskill Plackett-Luce rating per (rule set, bot)
+``tables``         a table where people play (its tournament of format ``table``): who
+                   sits where, the people's time rules, the class link (docs/tables.md)
+``person_ratings`` the people's own pool: a rating per (rule set, account) from tables
 ================== ===================================================================
 
 Times are timezone-aware UTC datetimes. JSON columns use JSONB on PostgreSQL.
@@ -64,8 +67,10 @@ from arena.status import (
     MatchStatus,
     ParStatus,
     PausedBy,
+    SeatKind,
     SetRating,
     StopReason,
+    TableKind,
     TournamentFormat,
     TournamentStatus,
     values,
@@ -179,6 +184,8 @@ class Bot(Base):
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("bots.id", ondelete="SET NULL"), nullable=True)
     #: Outcome of the last check: ``{"ok", "health": {...}, "conformance": {...}}``.
     last_check: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    #: Its owner lets people play it at their tables (docs/tables.md); its owner always may.
+    play_people: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -360,17 +367,38 @@ class Match(Base):
     result: Mapped[MatchResult | None] = relationship(back_populates="match", uselist=False)
 
 
+#: The CHECK of ``match_seats``: exactly one occupant, a bot, a house bot or a person.
+ONE_OCCUPANT = (
+    "(CASE WHEN bot_id IS NULL THEN 0 ELSE 1 END) + (CASE WHEN house_bot IS NULL THEN 0 ELSE 1 END)"
+    " + (CASE WHEN account_id IS NULL THEN 0 ELSE 1 END) = 1"
+)
+
+
 class MatchSeat(Base):
     __tablename__ = "match_seats"
-    __table_args__ = (CheckConstraint("(bot_id IS NULL) <> (house_bot IS NULL)", name="bot_or_house"),)
+    __table_args__ = (CheckConstraint(ONE_OCCUPANT, name="one_occupant"),)
 
     match_id: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True)
     seat: Mapped[int] = mapped_column(Integer, primary_key=True)
     bot_id: Mapped[int | None] = mapped_column(ForeignKey("bots.id", ondelete="RESTRICT"), nullable=True, index=True)
     #: Name of a built-in house sample bot filling the seat (``"house-1"``...), else NULL.
     house_bot: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    #: The person playing the seat at a table (docs/tables.md), else NULL.
+    account_id: Mapped[int | None] = mapped_column(
+        ForeignKey("accounts.id", ondelete="RESTRICT"), nullable=True, index=True
+    )
 
     match: Mapped[Match] = relationship(back_populates="seats")
+
+    @property
+    def entrant(self) -> int | str:
+        """Who the standings and ratings count in this seat: the bot id, ``person:<account
+        id>``, or the house bot's name."""
+        if self.bot_id is not None:
+            return self.bot_id
+        if self.account_id is not None:
+            return f"person:{self.account_id}"
+        return self.house_bot or "house"
 
 
 class MatchResult(Base):
@@ -666,3 +694,52 @@ class LadderFit(Base):
     collusion: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
     recall: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
     computed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Table(Base):
+    """A table where people play (docs/tables.md): the one match of ``tournament_id`` (format
+    ``table``, which holds the rule set, options, the bots' time rules and the status:
+    ``created`` while people's seats wait to be taken, ``running``, ``finished``,
+    ``cancelled``).
+
+    ``seats``: per seat ``{"kind": "person", "account_id": id | null}`` (null: free, a class
+    table's), ``{"kind": "bot", "bot_id": id}`` or ``{"kind": "house", "house_bot": name}``
+    (arena.status.SeatKind). ``person_time_rules``: the people's own TIME-1 values, seconds
+    ``{"initial", "increment", "cap"}``. ``join_key``: the key of a class table's link, which
+    signed-in students follow to take a seat (NULL for a solo table).
+    """
+
+    __tablename__ = "tables"
+    __table_args__ = (CheckConstraint(_in("kind", TableKind), name="kind"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(ForeignKey("tournaments.id", ondelete="CASCADE"), unique=True)
+    kind: Mapped[str] = mapped_column(String(8), default=TableKind.SOLO.value)
+    opened_by: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="RESTRICT"), index=True)
+    seats: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
+    person_time_rules: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    join_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    tournament: Mapped[Tournament] = relationship()
+
+    def person_seats(self) -> list[int]:
+        """The seats people play, in order."""
+        return [i for i, s in enumerate(self.seats) if s.get("kind") == SeatKind.PERSON]
+
+
+class PersonRating(Base):
+    """A person's rating in the people's pool of one rule set (docs/tables.md, "Ratings"):
+    openskill Plackett-Luce from the games at tables, rebuilt from scratch
+    (arena.people.rebuild_people_ratings); never mixed with the bots' ``ratings``."""
+
+    __tablename__ = "person_ratings"
+
+    ruleset: Mapped[str] = mapped_column(String(32), primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    games: Mapped[int] = mapped_column(Integer, default=0)
+    matches: Mapped[int] = mapped_column(Integer, default=0)
+    last_played_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

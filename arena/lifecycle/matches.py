@@ -35,6 +35,7 @@ import engine
 from arena import matchlog
 from arena.crypto import EncryptionKeyError
 from arena.db.models import (
+    Account,
     Bot,
     LadderSet,
     Match,
@@ -42,6 +43,7 @@ from arena.db.models import (
     MatchResult,
     MatchSeat,
     StandingsCache,
+    Table,
     Tournament,
     utcnow,
 )
@@ -59,9 +61,9 @@ from arena.lifecycle.base import (
     rows_changed,
 )
 from arena.lifecycle.tournaments import finish_if_done, round_end
-from arena.schedule import DEFAULT_HOUSE_BOT
+from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from arena.sources import MATCH, SET, duplicate_specs, unit_of
-from arena.status import BotTransport, ParStatus
+from arena.status import BotTransport, ParStatus, TournamentFormat
 from engine.timebank import TimeRules
 
 
@@ -84,6 +86,8 @@ class SeatPlan:
     withdrawn: bool = False
     #: ``"http"`` (the arena calls ``url``) or ``"connect"`` (the bot dials out to a gateway; url "")
     transport: str = "http"
+    #: The person playing the seat at a table (its account id; ``name``: the account's), else None.
+    account_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -112,11 +116,13 @@ class MatchPlan:
     house_bot: str = DEFAULT_HOUSE_BOT
     unit: str = MATCH
     ladder_id: int | None = None
+    #: The people's own time rules at a table (docs/tables.md), else None.
+    person_time_rules: TimeRules | None = None
 
     def sample_of(self, seat: SeatPlan) -> str:
-        """The sample bot a house seat plays: a ladder set names it per seat, a tournament's
-        house seats all play its ``house_bot``."""
-        return seat.house_bot if self.unit == SET and seat.house_bot else self.house_bot
+        """The sample bot a house seat plays: a ladder set and a table name it per seat, a
+        tournament's house seats all play its ``house_bot``."""
+        return seat.house_bot if seat.house_bot in HOUSE_BOTS else self.house_bot
 
     def game_specs(self, seed: int) -> list[dict[str, Any]] | None:
         """The games played from the attempt seed ``seed``: a set's rotations of one deal, or
@@ -169,18 +175,27 @@ def _lease_live(match: Match, now: datetime) -> bool:
     return exp is not None and exp > now
 
 
+def _seconds(tr: dict[str, Any]) -> TimeRules:
+    return TimeRules.from_seconds(
+        float(tr.get("initial", 60.0)), float(tr.get("increment", 10.0)), float(tr.get("cap", 60.0))
+    )
+
+
 def _plan(session: Session, t: Tournament, match: Match, seats: list[SeatPlan]) -> MatchPlan:
     tr = t.time_rules or {}
     unit = unit_of(t.format)
+    own = (
+        session.scalar(select(Table.person_time_rules).where(Table.tournament_id == t.id))
+        if t.format == TournamentFormat.TABLE
+        else None
+    )
     ladder = session.scalar(select(LadderSet).where(LadderSet.match_id == match.id)) if unit == SET else None
     return MatchPlan(
         match_id=match.id,
         tournament_id=t.id,
         ruleset=t.ruleset,
         options=dict(t.options or {}),
-        time_rules=TimeRules.from_seconds(
-            float(tr.get("initial", 60.0)), float(tr.get("increment", 10.0)), float(tr.get("cap", 60.0))
-        ),
+        time_rules=_seconds(tr),
         games=engine.SEATS[t.ruleset] if unit == SET else _games_per_match(t),
         seed=int(match.seed),
         max_faults=t.max_faults,
@@ -191,6 +206,7 @@ def _plan(session: Session, t: Tournament, match: Match, seats: list[SeatPlan]) 
         house_bot=t.house_bot,
         unit=unit,
         ladder_id=ladder.ladder_id if ladder is not None else None,
+        person_time_rules=_seconds(own) if own else None,
     )
 
 
@@ -286,9 +302,15 @@ def _seat_plans(session: Session, match: Match) -> list[SeatPlan]:
     """
     bot_ids = [s.bot_id for s in match.seats if s.bot_id is not None]
     bots = {b.id: b for b in session.scalars(select(Bot).where(Bot.id.in_(bot_ids)).options(undefer_group("secrets")))}
+    people = {s.account_id for s in match.seats if s.account_id is not None}
+    names = (
+        dict(session.execute(select(Account.id, Account.name).where(Account.id.in_(people))).all()) if people else {}
+    )
     seats = []
     for s in match.seats:
-        if s.bot_id is not None:
+        if s.account_id is not None:  # a person at a table
+            seats.append(SeatPlan(s.seat, None, None, names[s.account_id], None, None, account_id=s.account_id))
+        elif s.bot_id is not None:
             b = bots[s.bot_id]
             if b.status == BotStatus.DELETED:
                 seats.append(SeatPlan(s.seat, b.id, None, f"{b.name}#{b.id}", None, None, withdrawn=True))

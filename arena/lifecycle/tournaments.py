@@ -457,7 +457,7 @@ def _stored_games(session: Session, tournament_id: int) -> StoredGames:
     ).all()
     out: StoredGames = []
     for m, games in rows:
-        seats: list[sources.Entrant] = [s.bot_id if s.bot_id is not None else (s.house_bot or "house") for s in m.seats]
+        seats: list[sources.Entrant] = [s.entrant for s in m.seats]
         out.append((seats, list(games or [])))
     return out
 

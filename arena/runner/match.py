@@ -31,6 +31,12 @@ its fields); requests are stored as SHA-256 and size unless ``log_requests``
 (:func:`arena.runner.replay.replay` rebuilds and checks them). Exchanges carry ``slot_wait_ms`` (when 1 ms or more) and
 ``slot_bypassed``; per-player totals are :attr:`Match.slot_totals`. ``fairness`` says where
 ``seed`` comes from (:func:`arena.runner.replay.check_fairness`). Design: docs/fairness.md.
+
+A person at a table (docs/tables.md) plays under time rules of its own
+(:attr:`MatchConfig.player_time_rules`, the log's ``player_time_rules``) and, being a
+:class:`~arena.runner.players.CheckedPlayer`, may try answers first: the runner hands it the
+engine's check of the pending decision, so a refused try is explained (its rule id) and the
+seat asked on, its clock running; only the answer it gives is the exchange.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from arena.matchlog import (
     MatchLog,
     MatchResult,
     PlayerRecord,
+    TimeRulesRecord,
 )
 from arena.runner.answers import check_action, safe_text
 from arena.runner.players import (
@@ -65,6 +72,7 @@ from arena.runner.players import (
     Outcome,
     Player,
     PlayerSpec,
+    Refusal,
     SlotUse,
     WithdrawnPlayer,
     make_player,
@@ -196,6 +204,9 @@ class MatchConfig:
         record_urls: store the players' URLs in the log; when False, ``players[].url`` is
             None and the URLs are blanked out of fault details (tournament logs: a
             competitor must not learn an opponent's endpoint; :mod:`arena.runner.redact`).
+        player_time_rules: TIME-1 values of some players (player index -> rules; a person
+            at a table), the others playing ``time_rules``; recorded in the log's
+            ``player_time_rules`` (``{"<index>": {"initial_ms", "increment_ms", "cap_ms"}}``).
     """
 
     ruleset: str
@@ -210,6 +221,7 @@ class MatchConfig:
     notices: bool = True
     fairness: FairnessRecord | Mapping[str, Any] | None = None
     record_urls: bool = True
+    player_time_rules: Mapping[int, TimeRules] | None = None
 
 
 @dataclass(frozen=True)
@@ -296,8 +308,11 @@ class Match:
         self.observers = observers or Observers()
         self.options = engine.make_options(config.ruleset, config.options)
         self.rules = config.time_rules or TimeRules()
+        self.player_rules = {int(i): r for i, r in (config.player_time_rules or {}).items()}
         self.match_id = config.match_id or uuid.uuid4().hex
         self.players: list[Player] = [make_player(p) for p in players]
+        # a person's player tries answers on the engine first (CheckedPlayer), others answer once
+        self.checked = [getattr(p, "decide_checked", None) for p in self.players]
         specs = config.game_specs
         if specs is None:
             specs = default_game_specs(config.ruleset, config.seed, config.games)
@@ -327,7 +342,7 @@ class Match:
             "match_id": self.match_id,
             "ruleset": cfg.ruleset,
             "options": self.options.to_dict(),
-            "time_rules": {"initial_ms": rules.initial_ms, "increment_ms": rules.increment_ms, "cap_ms": rules.cap_ms},
+            "time_rules": _rules_record(rules),
             "seed": cfg.seed,
             "max_faults": cfg.max_faults,
             "players": players,
@@ -337,6 +352,12 @@ class Match:
             "started_at": time.time(),
             "finished_at": None,
         }
+        if self.player_rules:  # after ``time_rules``, only in logs that have them
+            items = list(log.items())
+            at = [k for k, _ in items].index("seed")
+            record = {str(i): _rules_record(r) for i, r in sorted(self.player_rules.items())}
+            items.insert(at, ("player_time_rules", record))
+            log = dict(items)  # type: ignore[assignment]
         if cfg.fairness is None:
             return log
         # ``fairness`` sits after ``max_faults`` (the key order of every stored log)
@@ -344,6 +365,10 @@ class Match:
         at = [k for k, _ in items].index("players")
         items.insert(at, ("fairness", dict(cfg.fairness)))
         return dict(items)  # type: ignore[return-value]
+
+    def rules_of(self, player: int) -> TimeRules:
+        """The TIME-1 values player ``player`` plays under (its own, or the match's)."""
+        return self.player_rules.get(player, self.rules)
 
     def withdraw_if_deleted(self, player: int) -> bool:
         """True when ``player`` is barred as withdrawn, asking :attr:`Observers.withdrawn` first
@@ -424,7 +449,7 @@ class _GamePlay:
             self.game = engine.from_setup(ruleset, match.options, spec["setup"])
         else:
             self.game = engine.new_game(ruleset, match.options, spec["seed"])
-        self.banks = [TimeBank(match.rules) for _ in self.seats]
+        self.banks = [TimeBank(match.rules_of(p)) for p in self.seats]
         self.unit = self.game.unit_index
         self.exchanges: list[Exchange] = []
         self.faults: list[FaultRecord] = []
@@ -514,7 +539,7 @@ class _GamePlay:
             d.seat,
             match_id=match.match_id,
             game=self.index,
-            time_rules=match.rules,
+            time_rules=match.rules_of(player_index),
             remaining_ms=before_ms,
             banks_ms=[b.remaining_ms for b in self.banks],
         )
@@ -556,6 +581,18 @@ class _GamePlay:
         if match.observers.on_step:
             match.observers.on_step(self.index, g, ex)
 
+    def refusal(self, seat: int, action: Any) -> Refusal | None:
+        """What the engine says of ``action`` as ``seat``'s answer now, without applying it:
+        ``(reason, rule id)`` (C-12; ``ACT`` for a malformed action), or None when accepted."""
+        why = check_action(action)
+        if why:
+            return why, "ACT"
+        try:
+            self.game.check(seat, action)
+        except engine.InvalidAction as e:
+            return e.reason, e.rule
+        return None
+
     def _request(self, seat: int, player_index: int, body: bytes, before_ms: int) -> tuple[Outcome, float]:
         """Ask ``player_index`` the decision (``body``) with ``before_ms`` of bank; a request
         the arena failed (module docstring) is recorded in :attr:`arena_faults` and asked
@@ -573,7 +610,11 @@ class _GamePlay:
             sent_at, started = time.time(), time.monotonic()
             cause: ArenaFailure | None = None
             try:
-                out = match.players[player_index].decide(body, before_ms / 1000)
+                checked = match.checked[player_index]
+                if checked is None:
+                    out = match.players[player_index].decide(body, before_ms / 1000)
+                else:  # a person: its tries are judged by the engine before it answers (module docstring)
+                    out = checked(body, before_ms / 1000, lambda action: self.refusal(seat, action))
                 why = out.arena
             except ArenaFailure as exc:
                 out, why, cause = Outcome(None, None, "", "", 0, None), str(exc) or type(exc).__name__, exc
@@ -631,6 +672,10 @@ class _GamePlay:
         if match.faults_by_player[player_index] >= match.config.max_faults:  # FAULT-3
             match.barred.setdefault(player_index, "max_faults")
             self._bar_seats()
+
+
+def _rules_record(rules: TimeRules) -> TimeRulesRecord:
+    return {"initial_ms": rules.initial_ms, "increment_ms": rules.increment_ms, "cap_ms": rules.cap_ms}
 
 
 def _charged(out: Outcome) -> int:

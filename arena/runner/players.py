@@ -32,6 +32,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import httpx
@@ -133,7 +134,8 @@ class Player(Protocol):
     """What the match runner asks of a seat's player.
 
     Attributes:
-        kind: ``"local"``, ``"http"`` or ``"withdrawn"`` (the log's ``players[].kind``).
+        kind: ``"local"``, ``"http"``, ``"connect"``, ``"person"`` or ``"withdrawn"`` (the
+            log's ``players[].kind``).
         name: display name in the log and the notices.
         url: the endpoint, or None (not a remote bot).
     """
@@ -152,6 +154,25 @@ class Player(Protocol):
 
     def close(self) -> None:
         """Give back what the player holds (connections)."""
+        ...
+
+
+#: The engine's refusal of an answer: ``(reason, rule id)`` (C-12; ``ACT``: malformed).
+Refusal = tuple[str, str]
+#: What a :class:`CheckedPlayer` is given to try an answer: the refusal, or None if accepted.
+AnswerCheck = Callable[[Any], Refusal | None]
+
+
+@runtime_checkable
+class CheckedPlayer(Protocol):
+    """A player that may try answers before it gives one: a person at a table
+    (:mod:`arena.runner.person`). The runner calls :meth:`decide_checked` instead of
+    :meth:`Player.decide`, with ``check``, the engine's judgement of an answer to the pending
+    decision (nothing applied); a refused try is the person's to correct within the bank. Its
+    outcome is judged as any other (TIME-2, FAULT-1)."""
+
+    def decide_checked(self, body: bytes, timeout_s: float, check: AnswerCheck) -> Outcome:
+        """As :meth:`Player.decide`; ``check`` may be called any number of times."""
         ...
 
 

@@ -53,8 +53,7 @@ def replay(match_log: MatchLog, check_requests: bool = True, check_pars: bool = 
     if match_log.get("format") != LOG_FORMAT or match_log.get("version") != LOG_VERSION:
         raise ReplayError(f"not a {LOG_FORMAT} v{LOG_VERSION} log")
     ruleset = match_log["ruleset"]
-    tr = match_log["time_rules"]
-    rules = TimeRules(tr["initial_ms"], tr["increment_ms"], tr["cap_ms"])
+    rules = _Rules(match_log)
     requests = _Requests(match_log["match_id"], rules) if check_requests else None
     for gm in match_log["games"]:
         gi = gm["index"]
@@ -86,12 +85,33 @@ def replay(match_log: MatchLog, check_requests: bool = True, check_pars: bool = 
     return again
 
 
+class _Rules:
+    """The time rules of a log's players: the match's ``time_rules``, and a person's own
+    (``player_time_rules``, by player index: docs/tables.md)."""
+
+    def __init__(self, match_log: MatchLog):
+        self.match = self._read(match_log["time_rules"])
+        own = match_log.get("player_time_rules") or {}
+        self.own = {int(i): self._read(r) for i, r in own.items()}
+
+    @staticmethod
+    def _read(tr: Mapping[str, Any]) -> TimeRules:
+        return TimeRules(tr["initial_ms"], tr["increment_ms"], tr["cap_ms"])
+
+    def of(self, player: int) -> TimeRules:
+        return self.own.get(player, self.match)
+
+    def banks(self, seats: list[int]) -> list[int]:
+        """Every seat's initial bank, ``seats[s]`` the player at seat ``s``."""
+        return [self.of(p).initial_ms for p in seats]
+
+
 class _Requests:
     """Rebuilds the requests of one match log and checks their SHA-256. Logs written before
     requests carried ``banks_ms`` (every seat's bank) are rebuilt without it: the log's first
     request decides which shape the whole log has."""
 
-    def __init__(self, match_id: str, rules: TimeRules):
+    def __init__(self, match_id: str, rules: _Rules):
         self.match_id, self.rules = match_id, rules
         self.with_banks: bool | None = None  # unknown until the first request
 
@@ -101,7 +121,7 @@ class _Requests:
             ex["seat"],
             match_id=self.match_id,
             game=gi,
-            time_rules=self.rules,
+            time_rules=self.rules.of(ex["player"]),
             remaining_ms=ex["bank_before_ms"],
             banks_ms=banks_ms,
         )
@@ -115,7 +135,7 @@ class _Requests:
 
 
 def _replay_game(
-    gi: int, gm: GameRecord, elog: Mapping[str, Any], rules: TimeRules, requests: _Requests | None
+    gi: int, gm: GameRecord, elog: Mapping[str, Any], rules: _Rules, requests: _Requests | None
 ) -> engine.Game:
     if elog.get("setup") is not None:
         g = engine.from_setup(elog["ruleset"], elog.get("options"), elog["setup"])
@@ -125,7 +145,7 @@ def _replay_game(
     k = 0
     # every seat's bank as the runner held it (arena.runner.match): reset when the unit
     # changes (TIME-1), then each seat's bank after its last exchange
-    unit, banks = g.unit_index, [rules.initial_ms] * g.seats
+    unit, banks = g.unit_index, rules.banks(gm["seats"])
     for i, entry in enumerate(elog.get("actions", [])):
         seat = entry["seat"]
         reason = entry.get("forfeit")
@@ -141,7 +161,7 @@ def _replay_game(
                 f"game {gi}: exchange {ex['n']} is for seat {ex['seat']}, the engine action for seat {seat}"
             )
         if g.unit_index != unit:
-            unit, banks = g.unit_index, [rules.initial_ms] * g.seats
+            unit, banks = g.unit_index, rules.banks(gm["seats"])
         if requests is not None:
             requests.check(g, gi, ex, banks)
         banks[seat] = ex["bank_after_ms"]

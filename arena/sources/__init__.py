@@ -4,7 +4,7 @@ A source answers two questions about a tournament, its :class:`Field`: what to p
 (:meth:`MatchSource.first_round` when it starts, :meth:`MatchSource.next_round` when a round's
 last match is done) and how much is left (:meth:`MatchSource.total`). The tournament state
 machine (:mod:`arena.lifecycle.tournaments`) asks the source of the tournament's ``format``
-(:func:`source_for`) and never branches on the format itself. Three sources:
+(:func:`source_for`) and never branches on the format itself. Four sources:
 
 =================== ======================================================================
 ``round_robin``     :class:`~arena.sources.round_robin.RoundRobin`: one round of the schedule
@@ -12,11 +12,13 @@ machine (:mod:`arena.lifecycle.tournaments`) asks the source of the tournament's
                     sequential test settles the top (:mod:`arena.sequential`)
 ``ladder``          :class:`~arena.sources.ladder.LadderSource`: sets formed tick by tick
                     among the entrants who can play now (:func:`~arena.sources.ladder.form_tables`)
+``table``           :class:`~arena.sources.table.TableSource`: the one match of a table where
+                    people play (docs/tables.md)
 =================== ======================================================================
 
 A source also names its **unit of play** (:attr:`MatchSource.unit`): ``match`` (each game
 dealt afresh, :func:`arena.runner.match.default_game_specs`) or ``set`` (one deal played in
-every seat rotation, :func:`duplicate_specs`; the set's own seed commitment). Adding a fourth
+every seat rotation, :func:`duplicate_specs`; the set's own seed commitment). Adding a fifth
 source (a gauntlet, Swiss) is one class registered in :data:`SOURCES` (docs/architecture.md).
 Pure: no database.
 """
@@ -39,10 +41,13 @@ from arena.sources.base import (
 )
 from arena.sources.ladder import LadderSource
 from arena.sources.round_robin import RoundRobin
+from arena.sources.table import TableSource, table_match
 from arena.sources.until_settled import UntilSettled
 
 #: Every source by the ``tournaments.format`` it serves.
-SOURCES: Mapping[str, MatchSource] = {s.format.value: s for s in (RoundRobin(), UntilSettled(), LadderSource())}
+SOURCES: Mapping[str, MatchSource] = {
+    s.format.value: s for s in (RoundRobin(), UntilSettled(), LadderSource(), TableSource())
+}
 
 
 def source_for(format_: str) -> MatchSource:
@@ -72,8 +77,10 @@ __all__ = [
     "Next",
     "RoundRobin",
     "StoredGames",
+    "TableSource",
     "UntilSettled",
     "duplicate_specs",
     "source_for",
+    "table_match",
     "unit_of",
 ]

@@ -191,8 +191,10 @@ def change_bot(
     url: str | None = None,
     rulesets: Sequence[str] | None = None,
     transport: str | None = None,
+    play_people: bool | None = None,
 ) -> Bot:
-    """Change the owner's bot: name, URL, transport or rule sets (None: unchanged); commit.
+    """Change the owner's bot: name, URL, transport, rule sets or whether people may play it
+    at their tables (``play_people``, docs/tables.md) (None: unchanged); commit.
 
     A new transport is a change like a new URL (the bot becomes ``unchecked``): to
     ``"connect"`` drops the URL (``url`` must be None); to ``"http"`` needs ``url``. A URL
@@ -218,7 +220,11 @@ def change_bot(
     elif url is not None and url != bot.url:
         new_url = _url(url, allow_private)
     new_rulesets = _rulesets(rulesets) if rulesets is not None else None
-    return lifecycle.update_bot(session, bot_id, name=name, url=new_url, rulesets=new_rulesets, transport=new_transport)
+    bot = lifecycle.update_bot(session, bot_id, name=name, url=new_url, rulesets=new_rulesets, transport=new_transport)
+    if play_people is not None and bot.play_people != play_people:
+        bot.play_people = play_people
+        session.commit()
+    return bot
 
 
 def presence_of(client: redis.Redis | None, bots: Sequence[Bot]) -> dict[int, dict[str, Any] | None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests import children
+from tests.tables_play import http_calls, play_through_api
 
 REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
@@ -140,6 +142,7 @@ def test_demo_serve_keeps_the_api_up(tmp_path):
         assert r.status_code == 200 and r.json()["status"] == "finished"
         assert r.json()["progress"] == {"finished": 4, "total": 4, "queued": 4}
         assert r.json()["ruleset"] == "jdf" and r.json()["options"]["sets"] == 1
+        _play_a_table(f"http://127.0.0.1:{port}", out, lines)
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -148,6 +151,21 @@ def test_demo_serve_keeps_the_api_up(tmp_path):
             proc.kill()
             proc.wait()
     assert proc.returncode == 0, "".join(lines) + proc.stdout.read()
+
+
+def _play_a_table(site: str, out: Path, lines: list[str]) -> None:
+    """The served demo offers a table (docs/tables.md): ``player`` plays a Million Doubt game
+    against the demo's greedy bot through the API, to its end."""
+    if shutil.which("redis-server") is None:  # the demo said it has no table to offer
+        assert any("no table to play at" in line for line in lines), "".join(lines)
+        return
+    assert any(line.startswith(f"Play: {site}/ui/play") for line in lines), "".join(lines)
+    player = {"Authorization": f"Bearer {json.loads((out / 'demo.json').read_text())['tokens']['player']}"}
+    with httpx.Client(base_url=site, headers=player, trust_env=False, timeout=30) as c:
+        r = c.post("/api/v1/tables", json={"ruleset": "million_doubt", "opponents": ["greedy"], "games": 1})
+        assert r.status_code == 201, r.text
+        play_through_api(*http_calls(c), r.json()["id"])
+        assert c.get(f"/api/v1/tables/{r.json()['id']}").json()["status"] == "finished"
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ import pytest
 
 from tests import children
 from tests.helpers import paced, wait_until
+from tests.tables_play import http_calls, play_through_api
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -128,6 +129,7 @@ def test_the_quick_tour_with_bots_that_dial_out(tour: Tour) -> None:
     gateway = f"ws://127.0.0.1:{tour.gateway_port}/v1/bots"
     assert f"gateway          {gateway}" in out
     assert "sample bots      #1 greedy, #2 heuristic: ready, dialing out" in out
+    assert f"play a game      {tour.site}/ui/play" in out
     assert f"organizer token  {tour.token}" in out
     status = tour.run("status").stdout.splitlines()
     assert [line.split(" (")[0] for line in status] == [f"{n}: running" for n in PROCESSES[:4]] + [
@@ -144,6 +146,7 @@ def test_the_quick_tour_with_bots_that_dial_out(tour: Tour) -> None:
         assert b["presence"]["connected"] is True and b["presence"]["connections"] == 1
         assert sorted(b["rulesets"]) == ["jdf", "million_doubt", "trump_millionaire"]
         assert b["last_check"]["ok"] is True and b["warnings"] == []
+        assert b["play_people"] is True  # a newcomer may sit down against them (docs/tables.md)
         assert _listening_inodes_of(tour.pid(process)) == set()
 
     # the open Million Doubt ladder: both sample bots entered, and beat's tick (every 10 s)
@@ -263,6 +266,12 @@ def test_the_quick_tour_with_bots_that_dial_out(tour: Tour) -> None:
     finally:
         bot.send_signal(signal.SIGINT)
         bot.wait(timeout=30)
+
+    # the newcomer learns the game first: a table against the sample bot greedy, which dials out
+    table = contestant.post("/api/v1/tables", json={"ruleset": "million_doubt", "opponents": [1], "games": 1})
+    assert table.status_code == 201, table.text
+    play_through_api(*http_calls(contestant), table.json()["id"], timeout_s=300)
+    assert contestant.get(f"/api/v1/tables/{table.json()['id']}").json()["status"] == "finished"
 
     pids = {name: tour.pid(name) for name in PROCESSES}
     stopped = tour.run("stop")

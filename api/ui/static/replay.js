@@ -167,6 +167,14 @@
     }
   }
 
+  /* A person's replay (R.perspective: its player index, ?seat=N): the other seats' hands and
+     face-down cards as backs, as the person saw them, until "Show every hand" is ticked. */
+  var everyHand = false;
+  function hidesSeat(s) {
+    if (R.perspective === undefined || R.perspective === null || everyHand) return false;
+    return game().seats[s] !== R.perspective;
+  }
+
   function renderSeats(f, prev) {
     var list = document.getElementById("seat-list");
     list.textContent = "";
@@ -201,7 +209,7 @@
       info.appendChild(meta);
       row.appendChild(info);
       var hand = el("div", "hand");
-      if (!f.hands || !f.hands[s]) {  // a public live view, or a seat not the owner's: the hand size only
+      if (!f.hands || !f.hands[s] || hidesSeat(s)) {  // a public live view, a seat not the owner's: the hand size only
         hand.className += " hidden-hand";
         for (var k = 0; k < f.hand_sizes[s]; k++) hand.appendChild(hiddenCard(T("hidden card")));
         if (!f.hand_sizes[s]) hand.appendChild(el("span", "muted", T("no cards")));
@@ -271,6 +279,7 @@
         var isDown = k >= 0;
         if (isDown) down.splice(k, 1);
         var as = code === "JK" ? jokerAs.shift() : undefined;
+        if (isDown && !p.revealed && hidesSeat(p.seat)) { cards.appendChild(hiddenCard(T("face-down card"))); return; }
         cards.appendChild(card(code, { back: isDown && !p.revealed, revealed: isDown && p.revealed, as: as }));
       });
       play.appendChild(cards);
@@ -678,6 +687,17 @@
   });
 
   if (R.live) { startLive(); return; }
+  if (R.perspective !== undefined && R.perspective !== null) {
+    var box = el("label", "every-hand");
+    var tick = el("input");
+    tick.type = "checkbox";
+    tick.id = "every-hand";
+    box.appendChild(tick);
+    box.appendChild(document.createTextNode(" " + T("Show every hand")));
+    document.querySelector(".controls").appendChild(box);
+    root.setAttribute("data-perspective", R.perspective);
+    tick.addEventListener("change", function () { everyHand = tick.checked; render(); });
+  }
   var m = /^#g(\d+)s(\d+)$/.exec(window.location.hash || "");
   if (m && R.games.length) {
     state.game = Math.min(R.games.length - 1, parseInt(m[1], 10));

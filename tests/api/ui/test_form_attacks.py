@@ -43,6 +43,9 @@ class RecordingDispatcher:
     def launch_tournament(self, tournament_id: int, *, priority: bool = False) -> None:
         self._record("launch", [tournament_id])
 
+    def send_table(self, match_id: int) -> None:
+        self._record("table", [match_id])
+
     def await_entrants(self, tournament_id: int, countdown_s: float) -> None:
         self._record("poll", [tournament_id])
 

@@ -68,6 +68,9 @@ def test_game_terms_follow_the_japanese_rule_texts():
     assert "階段" in t["Number lock (stairs): only the next ranks may follow"]
     assert "しばり" in t["Suit lock {suits}: only these suits may follow"]
     assert t["Daifugo Arena"] == "大富豪アリーナ" and t["Time bank"] == "持ち時間"
+    # the table's button plays cards (出す), a seat that passed is パス: not the navigation's
+    # "Play" (遊ぶ) nor a bot check's "passed" (合格)
+    assert t["Play cards"] == "出す" and t["has passed"] == "パス"
 
 
 def _signed_in(site, name: str):
