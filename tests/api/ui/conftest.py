@@ -48,6 +48,8 @@ from engine.timebank import TimeRules
 REPO = Path(__file__).resolve().parents[3]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+#: Milliseconds a page's wait (a click, a navigation, a selector) may take before it fails (a guard).
+UI_TIMEOUT_MS = 120_000
 
 
 # --------------------------------------------------------------------------- bots used in matches
@@ -333,6 +335,17 @@ def browser(chromium):
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        new_context = b.new_context
+
+        def guarded_context(*args: Any, **kwargs: Any) -> Any:
+            """A context whose waits (clicks, navigations, selectors) give up after
+            :data:`UI_TIMEOUT_MS`, not Playwright's 30 s: a guard against a hang, which a page
+            on a loaded machine (the suite beside other jobs) may take longer than 30 s to pass."""
+            context = new_context(*args, **kwargs)
+            context.set_default_timeout(UI_TIMEOUT_MS)
+            return context
+
+        b.new_context = guarded_context  # type: ignore[method-assign]
         yield b
         b.close()
 
