@@ -37,7 +37,7 @@ from bots_sdk import connect as sdk_connect
 from bots_sdk import protocol, wire
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
-from gateway.server import PROBE_S, SILENT_S
+from gateway.liveness import PROBE_S, SILENT_S
 from tests import children
 from tests.gateway.conftest import Site, add_bot, start_gateway
 from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code
