@@ -9,9 +9,10 @@ the result becomes ``skipped``.
 When the tournament is over and this was its last par, the ratings of its rule set are
 rebuilt (they read the pars). Any number of deliveries store the pars once.
 
-A worker asks for them after each store (:func:`arena.delivery.request_pars`: the task by
-name to :data:`arena.queue.PAR_QUEUE`); in eager mode the in-process dispatcher calls
-:func:`fill_pars` after each match it plays.
+What follows each store asks for them through its dispatcher's ``send_pars``
+(:func:`arena.followups.follow`): a worker's sends the task by name to
+:data:`arena.queue.PAR_QUEUE`; the in-process dispatcher of eager mode calls :func:`fill_pars`
+at once.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from arena import par as luck
 from arena.config import Settings
 from arena.db.models import Match, MatchLog, MatchResult, Tournament
 from arena.db.session import shared_sessions
-from arena.delivery import update_ratings
+from arena.followups import update_ratings
 from arena.lifecycle import ladders
 from arena.status import ParStatus
 
