@@ -21,7 +21,7 @@ from arena.config import Settings
 from arena.dispatch import Dispatcher, QueueError
 from arena.lifecycle import Stored, ladders
 from arena.live import announce
-from arena.standings import rebuild_ratings
+from arena.ratings import rebuild_ratings
 from arena.status import SetRating
 
 log = logging.getLogger("arena.tasks")

@@ -403,7 +403,7 @@ def _rating_history(bot_id: int, viewer=None) -> tuple[list[dict[str, Any]], dic
 
 def current_ratings(bot_id: int) -> list[Rating]:
     """The bot's rating across tournaments per rule set (the ``ratings`` table, rebuilt by the
-    worker when a tournament finishes: :func:`arena.standings.rebuild_ratings`)."""
+    worker when a tournament finishes: :func:`arena.ratings.rebuild_ratings`)."""
     return list(db().scalars(select(Rating).where(Rating.bot_id == bot_id).order_by(Rating.ruleset)))
 
 

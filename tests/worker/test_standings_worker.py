@@ -23,7 +23,7 @@ from sqlalchemy import select
 from api import create_app
 from arena.db.models import Match, MatchResult, Rating
 from arena.followups import update_ratings
-from arena.standings import compute_report, game_ranks
+from arena.ranking import compute_report, game_ranks
 from bots_sdk.samples import SAMPLE_BOTS
 from cli import main
 from cli.servers import WsgiServer
