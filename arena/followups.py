@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena import lifecycle, notices
 from arena.config import Settings
 from arena.dispatch import Dispatcher, QueueError
-from arena.lifecycle import Stored, ladders
+from arena.lifecycle import Stored, ladder_sets
 from arena.live import announce
 from arena.ratings import rebuild_ratings
 from arena.status import SetRating
@@ -125,7 +125,7 @@ def rate_after(
     settings: Settings | None = None,
 ) -> bool:
     """Step 5 once a match is done (stored or failed): a ladder set is rated once
-    (:func:`arena.lifecycle.ladders.rate_set`; one stored while its pars are on their way
+    (:func:`arena.lifecycle.ladder_sets.rate_set`; one stored while its pars are on their way
     waits for them, and the par task or the reaper rates it), a comparison set is compared
     with its twin; a tournament's ratings are rebuilt when none of its matches is left
     (:func:`rate_if_done`, with ``settings`` its end announced). A database error only delays
@@ -134,11 +134,11 @@ def rate_after(
     moved (rated, unrated, void, or its comparison folded)."""
     try:
         with factory() as session:
-            rated = ladders.rate_set(session, match_id)
+            rated = ladder_sets.rate_set(session, match_id)
         if rated is not None:
             if rated.outcome is SetRating.COMPARISON:
                 with factory() as session:
-                    return ladders.add_comparison(session, match_id)
+                    return ladder_sets.add_comparison(session, match_id)
             return rated.changed
     except DBAPIError as exc:
         log.warning("match %s: not rated now (%s); the reaper rates it", match_id, type(exc).__name__)

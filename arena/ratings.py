@@ -34,7 +34,7 @@ def rated_tournaments(ruleset: str) -> ColumnElement[bool]:
     selects them (the ratings rebuild and the leaderboard read nothing else): ``ruleset``'s,
     whose seed was drawn at the start; a tournament whose organizer set the seed
     (``seed_chosen``: its deals could have been picked) is left out, and so are the ladders'
-    (rated set by set, :func:`arena.lifecycle.ladders.rate_set`)."""
+    (rated set by set, :func:`arena.lifecycle.ladder_sets.rate_set`)."""
     return and_(
         Tournament.ruleset == ruleset,
         Tournament.seed_chosen.is_(False),

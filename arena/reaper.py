@@ -19,7 +19,7 @@ happened to it), and announces to the owners' webhooks every tournament over and
 announced (:func:`arena.notices.announce_ends`: a cancel, a worker killed before it did); (7)
 rates the ladder sets done more than ``ARENA_LOST_AFTER_S`` ago and still unrated (their
 worker died between the store and the rating, or their pars came late:
-:func:`arena.lifecycle.ladders.unrated_sets`, rated once by :func:`arena.followups.rate_after`).
+:func:`arena.lifecycle.ladder_sets.unrated_sets`, rated once by :func:`arena.followups.rate_after`).
 Re-sent matches get a ``queued`` event (:func:`arena.live.announce`). Steps 0-2, 4 and 5 are
 skipped for a run when Redis cannot be read. A match is never played twice at once (the
 delivery skips a live lease) and a result is stored once. Design: docs/operations.md, "Leases and the reaper".
@@ -46,7 +46,7 @@ from arena.db.models import Match, Tournament
 from arena.db.session import shared_sessions
 from arena.dispatch import Dispatcher, QueueError
 from arena.followups import rate_after
-from arena.lifecycle import ladders
+from arena.lifecycle import ladder_sets
 from arena.live import announce
 from arena.queue import (
     COMPUTE_PAR_TASK,
@@ -270,7 +270,7 @@ def reap(
 def _rate_ladder_sets(settings: Settings, factory: sessionmaker[Session], report: ReapReport) -> None:
     """Step 7 (module docstring): fills ``report.rated``."""
     with factory() as session:
-        due = ladders.unrated_sets(session, older_than_s=settings.lost_after_s)
+        due = ladder_sets.unrated_sets(session, older_than_s=settings.lost_after_s)
         rows = dict(
             session.execute(
                 select(Match.id, Tournament.ruleset)
@@ -283,10 +283,10 @@ def _rate_ladder_sets(settings: Settings, factory: sessionmaker[Session], report
         if rate_after(factory, match_id, tournaments[match_id], rows[match_id], settings):
             report.rated.append(match_id)
     with factory() as session:
-        compared = ladders.pending_comparisons(session)
+        compared = ladder_sets.pending_comparisons(session)
     for match_id in compared:
         with factory() as session:
-            if ladders.add_comparison(session, match_id):
+            if ladder_sets.add_comparison(session, match_id):
                 report.rated.append(match_id)
 
 
