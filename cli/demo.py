@@ -51,8 +51,8 @@ from cli.client import ApiClient, ApiError, download_logs
 from cli.compose import make_app
 from cli.demo_ladder import ENTRY_LIMITS, LADDER_BOTS, LADDER_CONFIG, TickCount, drive_ticks
 from cli.demo_services import DemoGateway, DemoRedis
+from cli.display import progress_bar, standings_table
 from cli.servers import WsgiServer
-from cli.tournament import progress_bar, standings_table
 
 #: Bots of the demo: (account name, bot name, sample bot, seed).
 DEMO_BOTS = (

@@ -26,8 +26,8 @@ from arena.followups import update_ratings
 from arena.ranking import compute_report, game_ranks
 from bots_sdk.samples import SAMPLE_BOTS
 from cli import main
+from cli.display import settled_lines
 from cli.servers import WsgiServer
-from cli.tournament import settled_lines
 from tests.worker.conftest import SwitchBot
 from tests.worker.test_tournaments import _records_from_logs
 
