@@ -45,7 +45,7 @@ from api.errors import CORE_ERRORS, Refusal, RefusalError, load_json, refusal
 from api.ratelimit import client
 from api.resources.accounts import AccountCreateSchema, WebhookSetSchema
 from api.resources.bots import BotCreateSchema, BotSchema, with_presence
-from api.resources.tournaments import TournamentCreateSchema
+from api.resources.tournament_schemas import TournamentCreateSchema
 from api.ui import access, fields
 from api.ui.chart import rating_chart
 from api.ui.i18n import ruleset_names
