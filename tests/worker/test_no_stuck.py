@@ -24,7 +24,7 @@ from arena.queue import PRIORITY_QUEUE
 from arena.reaper import reap
 from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
-from cli.demo import WsgiServer
+from cli.servers import WsgiServer
 from tests.worker.conftest import SwitchBot
 
 pytestmark = pytest.mark.services
