@@ -5,7 +5,7 @@ tournament (the API stores one ``matches`` row per entry when it starts).
 ``million_doubt``: every pair plays one match of ``games_per_pairing`` games, each dealt
 afresh, seats swapped every game, pairs ordered by the circle method. ``trump_millionaire``,
 ``jdf``: tables of 4, every 4-subset while there are at most ``table_limit`` (70) ordered by
-:func:`arena.tables.spread_order`, else :func:`arena.tables.spread_tables`; each table plays ``games_per_pairing``
+:func:`arena.designs.spread_order`, else :func:`arena.designs.spread_tables`; each table plays ``games_per_pairing``
 rounds of 4 matches with the seats rotated. Fewer participants than seats:
 :class:`ScheduleError`, unless ``fill_with_house_bots`` (``house-1``, ``house-2``..., each
 playing the tournament's ``house_bot``, one of :data:`HOUSE_BOTS`). Every
@@ -22,8 +22,8 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from arena.designs import ScheduleError, spread_order, spread_tables
 from arena.seeds import derive_seed, match_seed
-from arena.tables import ScheduleError, spread_order, spread_tables
 
 __all__ = [
     "DEFAULT_HOUSE_BOT",

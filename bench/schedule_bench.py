@@ -12,10 +12,10 @@ Then the worst time and the time of ``spread_tables(128)`` alone, the first call
 the stored families) and a later one. Goal (issue 15): well under a second for 128 bots.
 Times vary with the machine's load.
 
-``--search`` finds the families anew with :func:`arena.tables.search_family` (from the
+``--search`` finds the families anew with :func:`arena.designs.search_family` (from the
 base table count upwards, ``--seeds`` seeds of ``--steps`` steps each per count), arranges them
-for spread (:func:`arena.tables.arrange_family`) and prints the entries of
-``arena.tables.FAMILIES`` as one line each (about 15 minutes: the counts that have no
+for spread (:func:`arena.designs.arrange_family`) and prints the entries of
+``arena.designs.FAMILIES`` as one line each (about 15 minutes: the counts that have no
 cyclic family use up every seed; the defaults reproduce the stored entries).
 """
 
@@ -31,8 +31,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from arena import schedule  # noqa: E402
-from arena import tables as designs  # noqa: E402
+from arena import (
+    designs,  # noqa: E402
+    schedule,  # noqa: E402
+)
 
 
 def measure(n: int, seed: int) -> tuple[int, int, int, int, int, int, float]:

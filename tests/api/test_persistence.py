@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from sqlalchemy import inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
-from arena import tables as designs
+from arena import designs
 from arena.db.migrate import alembic_config, current, upgrade
 from arena.db.models import Account, Base, Bot, Match, MatchSeat, Tournament, utcnow
 from arena.db.session import make_engine
