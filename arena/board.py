@@ -25,7 +25,8 @@ from sqlalchemy.orm import Session, selectinload
 
 from arena import access as policy
 from arena.db.models import Account, Match, MatchResult, Tournament
-from arena.standings import ResultsSeen, StandingsReport, tournament_report
+from arena.ranking import StandingsReport
+from arena.standings import ResultsSeen, tournament_report
 from arena.status import MatchStatus
 
 #: Matches listed as playing now, at most.

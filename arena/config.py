@@ -235,6 +235,13 @@ class Settings:
     tables_per_account: int = DEFAULT_TABLES_PER_ACCOUNT
     people_in_bot_ratings: bool = False
 
+    @property
+    def shared_redis(self) -> bool:
+        """Whether the processes meet in a Redis, the broker's (live views, the per-bot caps,
+        the result spool, the relay's health): a Redis broker, not eager mode (a quick local
+        run has no Redis)."""
+        return self.broker_url.startswith("redis") and not self.celery_eager
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Read settings from ``env`` (default ``os.environ``).

@@ -247,7 +247,7 @@ class _Opening:
 
 def match_like_id() -> str:
     """A ``match_id`` for a check's game as a tournament match's (``arena-<number>``,
-    ``arena.delivery.protocol_match_id``), its number drawn at random: nothing in a check's
+    ``arena.playing.protocol_match_id``), its number drawn at random: nothing in a check's
     requests tells the bot it is checked."""
     return f"arena-{_secrets.randbelow(10**6) + 1}"
 

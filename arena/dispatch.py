@@ -1,9 +1,13 @@
 """The dispatcher port: how the core hands work to whoever plays it.
 
-A :class:`Dispatcher` sends three kinds of work, each by id (the rows are in the database):
+A :class:`Dispatcher` sends every kind of work, each by id (the rows are in the database):
 
 - matches (``send_matches``): each is played once by
-  ``play_and_store(match_id, settings)`` (the runner service);
+  ``play_and_store(match_id, settings, dispatcher)`` (the runner service); a tournament's next
+  round and a match played again are sent the same way;
+- the pars of stored matches (``send_pars``): :func:`arena.usecases.pars.fill_pars`;
+- the next sets of a done ladder set's entries (``refill_ladder``):
+  :func:`arena.usecases.ladders.refill`;
 - bot checks (``send_check``): :func:`arena.conformance.run_check`;
 - tournament launches (``launch_tournament``): store a running tournament's schedule if it
   has none yet, then send its ``pending`` matches
@@ -19,7 +23,9 @@ Two implementations: :class:`arena.queue.CeleryDispatcher` sends Celery tasks by
 broker (it imports no runner: the API process uses it); :class:`arena.inprocess.InProcessDispatcher`
 runs the work in the calling process before returning (eager mode, ``ARENA_CELERY_EAGER``:
 the demo, quick local runs, tests). The one to use is chosen where the app or the command
-is composed (``api.create_app(settings, dispatcher=...)``, ``cli``).
+is composed (``api.create_app(settings, dispatcher=...)``, ``cli``); what follows a stored
+match (:func:`arena.followups.follow`) goes through the dispatcher its delivery was given, so
+nothing below the composition asks which mode it runs in.
 
 ``priority`` sends to the queue every worker consumes first (the reaper's re-sends); an
 in-process dispatcher ignores it.
@@ -62,6 +68,16 @@ class Dispatcher(Protocol):
 
     def send_webhook(self, account_id: int, message: dict[str, Any]) -> None:
         """Send one webhook event to an account's webhook (in-process: delivered now, once)."""
+        ...
+
+    def send_pars(self, match_ids: Sequence[int]) -> int:
+        """Send the par computation of each stored match, in order (in-process: computed now);
+        returns how many were sent."""
+        ...
+
+    def refill_ladder(self, match_id: int) -> None:
+        """Send the refill of a done ladder set: its entries' next sets, formed once
+        (in-process: nothing; the caller drives the ladder's ticks)."""
         ...
 
     def send_table(self, match_id: int) -> None:

@@ -5,8 +5,10 @@ each call does the work in the calling process, with the caller's settings (its 
 and returns when it is done, as the Celery task would have done it on a worker:
 
 - ``send_matches``: each match is played and stored, one after the other, by
-  ``play_and_store(match_id, settings)`` (what ``arena.run_match`` runs), then its pars are
-  computed (:func:`arena.usecases.pars.fill_pars`, what ``arena.compute_par`` runs);
+  ``play_and_store(match_id, settings, self)`` (what ``arena.run_match`` runs): what follows
+  its store comes back here (a next round is played, its pars computed);
+- ``send_pars``: :func:`arena.usecases.pars.fill_pars` (what ``arena.compute_par`` runs);
+- ``refill_ladder``: nothing (a quick local run drives its ladder's ticks itself);
 - ``send_check``: :func:`arena.conformance.run_check` (what ``arena.check_bot`` runs);
 - ``launch_tournament``: the schedule is stored if there is none yet
   (:func:`arena.usecases.tournaments.schedule_tournament`), then every ``pending`` match is
@@ -60,10 +62,17 @@ class InProcessDispatcher:
     def send_matches(self, match_ids: Sequence[int], *, priority: bool = False) -> int:
         ids = [int(mid) for mid in match_ids]
         for mid in ids:  # a round a store adds (played until settled) is played from here too
-            play_and_store(mid, self.settings, send=self.send_matches)
-            if self.settings.par_rollouts > 0:
-                fill_pars(mid, self.settings)
+            play_and_store(mid, self.settings, self)
         return len(ids)
+
+    def send_pars(self, match_ids: Sequence[int]) -> int:
+        ids = [int(mid) for mid in match_ids]
+        for mid in ids:
+            fill_pars(mid, self.settings)
+        return len(ids)
+
+    def refill_ladder(self, match_id: int) -> None:
+        return None
 
     def send_check(self, check_id: int) -> None:
         run_check(int(check_id), self.settings)

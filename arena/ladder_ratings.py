@@ -1,6 +1,6 @@
 """The ladder's ratings, one set at a time (docs/ladder.md, "Ratings"). Pure: no database.
 
-A stored set is rated once (:func:`arena.lifecycle.ladders.rate_set`, idempotent) from what
+A stored set is rated once (:func:`arena.lifecycle.ladder_sets.rate_set`, idempotent) from what
 this module computes:
 
 * :func:`contested`: a set is rated only if every bot seat made at least one valid decision

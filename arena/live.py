@@ -275,7 +275,7 @@ _TOURNAMENT_CLIENTS: dict[str, redis.Redis] = {}
 def live_enabled(settings: Settings) -> bool:
     """True when live views are published: a Redis broker, not eager mode (a quick local run
     has no Redis)."""
-    return settings.broker_url.startswith("redis") and not settings.celery_eager
+    return settings.shared_redis
 
 
 def announce(settings: Settings, tournament_id: int, event: str, match_ids: list[int]) -> None:

@@ -5,7 +5,7 @@ play now, what each may start, and the sets a tick (or a refill) forms.
 take turns), it forms nothing while the ladder's oldest queued set waits longer than its
 ``behind_s``; else it reads the entries that can play now (:func:`available`), their load
 (sets playing now, formed in the last hour), asks :func:`arena.sources.ladder.form_tables`
-for tables and stores them (:func:`arena.lifecycle.ladders.form_sets`). The beat runs it for
+for tables and stores them (:func:`arena.lifecycle.ladder_sets.form_sets`). The beat runs it for
 every ladder every ``ARENA_LADDER_TICK_S`` seconds (:func:`arena.usecases.ladders.tick`);
 :func:`refill` runs it when a stored set frees its entries, with those entries first, so a
 bot plays its next set at once instead of waiting for the next tick (once per stored set).
@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 import engine
 from arena import relay
 from arena.db.models import Bot, Ladder, LadderEntry, LadderPair, LadderSet, Match, utcnow
-from arena.lifecycle import ladders as ladder_states
+from arena.lifecycle import ladder_sets
 from arena.lifecycle.base import aware, locked
 from arena.sources.ladder import Candidate, LadderConfig, Pair, form_tables
 from arena.status import UNFINISHED, BotStatus, BotTransport, EntryStatus, LadderStatus, MatchStatus
@@ -205,20 +205,20 @@ def _candidates(entries: Sequence[LadderEntry], load: _Load, now: datetime) -> l
 
 def _comparisons(
     children: Sequence[LadderEntry], cands: Mapping[int, Candidate], house: Sequence[LadderEntry], seats: int
-) -> list[ladder_states.PlannedSet]:
+) -> list[ladder_sets.PlannedSet]:
     """Twin sets of each new version still comparing with its parent, when both can play now
     (``cands``: the candidates, parents included): the same house opponents, the same deal
     (``twin_key``)."""
     if len(house) < seats - 1:
         return []
-    out: list[ladder_states.PlannedSet] = []
+    out: list[ladder_sets.PlannedSet] = []
     for e in children:
         parent = int((e.compare or {})["parent_entry"])
         if cands.get(e.id) is None or cands[e.id].free < 1 or cands.get(parent) is None or cands[parent].free < 1:
             continue
         opponents = tuple(h.id for h in house[: seats - 1])
-        out.append(ladder_states.PlannedSet((e.id, *opponents), kind="comparison", twin_key=e.id))
-        out.append(ladder_states.PlannedSet((parent, *opponents), kind="comparison", twin_key=e.id))
+        out.append(ladder_sets.PlannedSet((e.id, *opponents), kind="comparison", twin_key=e.id))
+        out.append(ladder_sets.PlannedSet((parent, *opponents), kind="comparison", twin_key=e.id))
     return out
 
 
@@ -286,8 +286,8 @@ def tick_ladder(
         house=house_cands,
         anchors=anchors,
     )
-    planned = [ladder_states.PlannedSet(t) for t in tables] + compare
-    report.formed = ladder_states.form_sets(session, ladder.id, tick, planned, refill_of=refill_of)
+    planned = [ladder_sets.PlannedSet(t) for t in tables] + compare
+    report.formed = ladder_sets.form_sets(session, ladder.id, tick, planned, refill_of=refill_of)
     if not report.formed and planned:
         report.skipped = f"tick {tick} already formed its sets" if refill_of is None else "already refilled"
     return report

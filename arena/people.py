@@ -1,13 +1,13 @@
 """People at tables (docs/tables.md): their own rating pool, and what their account page lists.
 
 **The people's pool.** Every finished match of a table (tournament format ``table``) of a rule
-set, seed drawn at the start, is rated game by game (:func:`arena.standings.rate_games`: by
+set, seed drawn at the start, is rated game by game (:func:`arena.ranking.rate_games`: by
 adjusted score where the game has a par, else its places), in the order the tables started.
 Entrants: a person ``person:<account id>``, a bot ``bot:<id>`` and a house sample bot
 ``house:<sample>``, each one entrant across every table, all at the prior at first. Only the
 people's rows are stored (``person_ratings``); the bots' ratings in this pool are a means, not
 a table: the bots' own ``ratings`` and leaderboard never see a table (unless an operator turns
-``ARENA_PEOPLE_IN_BOT_RATINGS`` on: :func:`arena.standings.rated_tournaments`). A match in
+``ARENA_PEOPLE_IN_BOT_RATINGS`` on: :func:`arena.ratings.rated_tournaments`). A match in
 which a bot seat never made a valid decision is not rated (a broken bot rates nobody); a
 person who stopped answering is (closing the tab is a loss, not a way out).
 
@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from arena.db.models import Match, MatchResult, MatchSeat, PersonRating, Table, Tournament, utcnow
 from arena.ladder_ratings import contested
-from arena.standings import rate_games
+from arena.ranking import rate_games
 from arena.status import SeatKind, TournamentFormat, TournamentStatus
 
 __all__ = ["TableRow", "person_key", "person_ratings", "rebuild_people_ratings", "tables_of"]

@@ -28,6 +28,7 @@ __all__ = [
     "PAR_QUEUE",
     "PRIORITY_QUEUE",
     "QUEUE",
+    "REFILL_LADDER_TASK",
     "RUN_MATCH_TASK",
     "SEND_WEBHOOK_TASK",
     "WEBHOOK_QUEUE",
@@ -43,6 +44,9 @@ COMPUTE_PAR_TASK = "arena.compute_par"
 LADDER_PROBE_TASK = "arena.ladder_probe"
 AWAIT_ENTRANTS_TASK = "arena.await_entrants"
 SEND_WEBHOOK_TASK = "arena.send_webhook"
+#: The next sets of a done ladder set's entries (queue :data:`PRIORITY_QUEUE`: they start
+#: within the second, as the set's thread frees).
+REFILL_LADDER_TASK = "arena.refill_ladder"
 QUEUE = "arena"
 #: Queue of the bot checks (``arena worker`` consumes it with :data:`QUEUE`).
 CHECK_QUEUE = "arena.checks"
@@ -136,7 +140,6 @@ class CeleryDispatcher:
 
     def send_pars(self, match_ids: Sequence[int]) -> int:
         """One ``arena.compute_par`` task per match id to :data:`PAR_QUEUE`; returns how many.
-        Not part of :class:`arena.dispatch.Dispatcher`: workers and the reaper send these.
 
         Raises:
             QueueError: the broker refused or could not be reached.
@@ -144,6 +147,14 @@ class CeleryDispatcher:
         ids = [int(mid) for mid in match_ids]
         self._send(COMPUTE_PAR_TASK, PAR_QUEUE, ([mid] for mid in ids))
         return len(ids)
+
+    def refill_ladder(self, match_id: int) -> None:
+        """One ``arena.refill_ladder`` task to :data:`PRIORITY_QUEUE`.
+
+        Raises:
+            QueueError: the broker refused or could not be reached.
+        """
+        self._send(REFILL_LADDER_TASK, PRIORITY_QUEUE, [[int(match_id)]])
 
     def send_probes(self, entry_ids: Sequence[int]) -> None:
         """One ``arena.ladder_probe`` task with the ladder entries to probe, to

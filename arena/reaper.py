@@ -2,7 +2,7 @@
 
 :func:`reap` runs every ``ARENA_REAPER_INTERVAL_S`` seconds inside the Celery beat process
 (``arena beat``). One run: (0) stores every spooled result (:mod:`arena.spool`,
-:func:`arena.delivery.store_from_spool`) and leaves those matches out of step 1; (1) sends
+:func:`arena.storing.store_from_spool`) and leaves those matches out of step 1; (1) sends
 again every ``running`` match whose lease (``ARENA_LEASE_S``) expired
 (:func:`arena.lifecycle.reap_expired`, to :data:`arena.queue.PRIORITY_QUEUE`); (2) sends again
 every ``queued`` match missing from the broker (:func:`broker_match_ids`) for
@@ -19,7 +19,7 @@ happened to it), and announces to the owners' webhooks every tournament over and
 announced (:func:`arena.notices.announce_ends`: a cancel, a worker killed before it did); (7)
 rates the ladder sets done more than ``ARENA_LOST_AFTER_S`` ago and still unrated (their
 worker died between the store and the rating, or their pars came late:
-:func:`arena.lifecycle.ladders.unrated_sets`, rated once by :func:`arena.delivery.rate_after`).
+:func:`arena.lifecycle.ladder_sets.unrated_sets`, rated once by :func:`arena.followups.rate_after`).
 Re-sent matches get a ``queued`` event (:func:`arena.live.announce`). Steps 0-2, 4 and 5 are
 skipped for a run when Redis cannot be read. A match is never played twice at once (the
 delivery skips a live lease) and a result is stored once. Design: docs/operations.md, "Leases and the reaper".
@@ -44,9 +44,9 @@ from arena import lifecycle, notices, relay, spool
 from arena.config import Settings
 from arena.db.models import Match, Tournament
 from arena.db.session import shared_sessions
-from arena.delivery import rate_after, store_from_spool
 from arena.dispatch import Dispatcher, QueueError
-from arena.lifecycle import ladders
+from arena.followups import rate_after
+from arena.lifecycle import ladder_sets
 from arena.live import announce
 from arena.queue import (
     COMPUTE_PAR_TASK,
@@ -58,6 +58,7 @@ from arena.queue import (
     RUN_MATCH_TASK,
     CeleryDispatcher,
 )
+from arena.storing import store_from_spool
 
 log = logging.getLogger("arena.reaper")
 
@@ -269,7 +270,7 @@ def reap(
 def _rate_ladder_sets(settings: Settings, factory: sessionmaker[Session], report: ReapReport) -> None:
     """Step 7 (module docstring): fills ``report.rated``."""
     with factory() as session:
-        due = ladders.unrated_sets(session, older_than_s=settings.lost_after_s)
+        due = ladder_sets.unrated_sets(session, older_than_s=settings.lost_after_s)
         rows = dict(
             session.execute(
                 select(Match.id, Tournament.ruleset)
@@ -282,10 +283,10 @@ def _rate_ladder_sets(settings: Settings, factory: sessionmaker[Session], report
         if rate_after(factory, match_id, tournaments[match_id], rows[match_id], settings):
             report.rated.append(match_id)
     with factory() as session:
-        compared = ladders.pending_comparisons(session)
+        compared = ladder_sets.pending_comparisons(session)
     for match_id in compared:
         with factory() as session:
-            if ladders.add_comparison(session, match_id):
+            if ladder_sets.add_comparison(session, match_id):
                 report.rated.append(match_id)
 
 
@@ -353,7 +354,7 @@ def _store_spooled(
         if record is None:  # stored and deleted by its worker meanwhile, or unreadable
             continue
         try:
-            outcome = store_from_spool(settings, factory, client, record, sender.send_matches)
+            outcome = store_from_spool(settings, factory, client, record, sender)
         except (OperationalError, InterfaceError) as exc:  # the database still fails: they all wait
             log.warning("reaper: %d spooled result(s) not stored yet (%s)", len(ids) - n, type(exc).__name__)
             report.waiting.extend(ids[n:])

@@ -29,14 +29,17 @@ Keys (``<bot>``: the bot id; ``<gw>``: a gateway's id; ``<rid>``: a request id):
 Envelope (a list item): ``<rid>|<deadline ms, Unix>|<kind>|<frame>`` where ``frame`` is the
 WebSocket text frame itself (:func:`bots_sdk.wire.frame`); the gateway sends it unchanged.
 
-Answer (a list item): ``A<body JSON>`` or ``F<fault JSON {"kind","detail","received"}>``.
+Answer (a list item of ``arena:gw:ans:<rid>``): ``R<frame>`` (the bot's answer frame as it sent
+it, unparsed: :func:`answer_item`), ``A<body JSON>`` (from a gateway of an earlier version) or
+``F<fault JSON {"kind","detail","received"}>`` (:func:`fault_item`); read by :func:`read_fault`
+and :func:`read_answer`.
 
 Whoever pushes onto a request list (a worker asking, a worker queueing again a request a dead
 gateway held, a gateway giving back the requests of a closed connection) rings, in the same
 script, every gateway holding a live connection of the bot (:data:`PUSH_AND_RING`): a gateway
 blocks on its own doorbell list only, so its cost per request does not grow with the number
 of bots it holds. Doorbells of bots it does not hold are ignored; a gateway also looks at every
-held bot's list now and then (``gateway.server.SWEEP_S``), and at a bot's list when its first
+held bot's list now and then (``gateway.config.SWEEP_S``), and at a bot's list when its first
 connection opens.
 """
 
@@ -46,7 +49,10 @@ import time
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+import orjson
 import redis
+
+from arena.safejson import parse_answer
 
 PREFIX = "arena:gw:"
 #: Seconds a gateway's alive key lasts without a refresh (refreshed every second).
@@ -276,6 +282,58 @@ def parse_envelope(raw: bytes | str) -> Envelope | None:
     if len(parts) != 4 or not parts[1].isdigit():
         return None
     return Envelope(parts[0], int(parts[1]), parts[2], parts[3])
+
+
+#: The tags of an answer list item (module docstring).
+ANSWER_FRAME, ANSWER_BODY, ANSWER_FAULT = b"R", b"A", b"F"
+
+
+def answer_item(frame: str) -> bytes:
+    """The answer list item of a bot's answer frame, as it sent it (lone surrogates kept: the
+    reader's strict parse refuses them)."""
+    return ANSWER_FRAME + frame.encode("utf-8", "surrogatepass")
+
+
+def fault_item(kind: str, detail: str, received: str = "") -> bytes:
+    """The answer list item of a fault charged to the request (``kind``: a fault kind of
+    :mod:`arena.matchlog`; ``received``: what the bot sent, if anything)."""
+    return ANSWER_FAULT + orjson.dumps({"kind": kind, "detail": detail, "received": received})
+
+
+class RelayFault(NamedTuple):
+    kind: str
+    detail: str
+    received: str
+
+
+def read_fault(raw: bytes) -> RelayFault | None:
+    """The fault of an answer list item (:func:`fault_item`), or None when it is an answer; a
+    broken fault is the arena's ``connection_error``."""
+    if raw[:1] != ANSWER_FAULT:
+        return None
+    try:
+        f = orjson.loads(raw[1:])
+        return RelayFault(str(f["kind"]), str(f.get("detail", "")), str(f.get("received", "")))
+    except (ValueError, KeyError, TypeError):
+        return RelayFault("connection_error", "the gateway sent a broken fault", "")
+
+
+def read_answer(raw: bytes, rid: str) -> tuple[dict[str, Any] | None, str]:
+    """The action of an answer list item that is not a fault: ``R<frame>`` (the bot's answer
+    frame, parsed strictly here: its ``id`` must be ``rid`` and its ``body`` an object) or
+    ``A<body>``; ``(None, why)`` when it is not a strict JSON object answering ``rid``."""
+    tag, payload = raw[:1], raw[1:]
+    if tag != ANSWER_FRAME:
+        return parse_answer(payload)
+    frame, why = parse_answer(payload, wrapped=True)
+    if frame is None:
+        return None, why
+    if frame.get("id") != rid:
+        return None, "the answer frame's id is not the request's"
+    body = frame.get("body")
+    if not isinstance(body, dict):
+        return None, "the answer's body is not a JSON object"
+    return body, ""
 
 
 def member(gateway_id: str, connection_id: str, since: float) -> str:

@@ -173,11 +173,11 @@ def belongs(session: Session, record: SpooledResult) -> bool:
     return t is not None and t.commitment == record.commitment
 
 
-def store_spooled(session: Session, client: redis.Redis, record: SpooledResult) -> tuple[Outcome, tuple[int, ...]]:
+def store_spooled(session: Session, client: redis.Redis, record: SpooledResult) -> tuple[Outcome, lifecycle.Stored]:
     """Store a spooled result (:func:`arena.lifecycle.store_result`: exactly once; it
     commits) if it belongs to this database, and delete its spool entry unless it is
-    :attr:`Outcome.FOREIGN`. Returns what happened and the ids of the round the store added
-    (:class:`arena.lifecycle.Stored`: to send to the broker).
+    :attr:`Outcome.FOREIGN`. Returns what happened and what the store did
+    (:class:`arena.lifecycle.Stored`: the round it added, to send to the broker).
 
     Raises:
         sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError: the database is
@@ -187,7 +187,7 @@ def store_spooled(session: Session, client: redis.Redis, record: SpooledResult) 
     """
     if not belongs(session, record):
         session.rollback()
-        return Outcome.FOREIGN, ()
+        return Outcome.FOREIGN, lifecycle.Stored(False)
     try:
         stored = lifecycle.store_result(
             session, record.match_id, log=record.log, attempt=record.attempt, **record.fields
@@ -196,8 +196,8 @@ def store_spooled(session: Session, client: redis.Redis, record: SpooledResult) 
         session.rollback()
         log.error("match %s: the spooled result cannot be stored (%s); deleted", record.match_id, type(exc).__name__)
         drop(client, record.match_id)
-        return Outcome.UNUSABLE, ()
+        return Outcome.UNUSABLE, lifecycle.Stored(False)
     if stored.stale:  # another delivery took the match over: its result counts, not this one
         log.warning("match %s: the spooled result of attempt %d is stale; deleted", record.match_id, record.attempt)
     drop(client, record.match_id)
-    return (Outcome.STORED, stored.added) if stored else (Outcome.DUPLICATE, ())
+    return (Outcome.STORED if stored else Outcome.DUPLICATE), stored

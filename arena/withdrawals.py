@@ -5,7 +5,7 @@ A deleted bot's matches not yet claimed read its status from the database when t
 (its seat is withdrawn from the start: :func:`arena.lifecycle.claim_match`). A match already
 playing learns of the deletion from Redis: :func:`announce` (the ``DELETE``, after its commit)
 sets ``arena:bot:<id>:withdrawn`` to a token of its own; :class:`WithdrawalCheck` (the runner's
-``Observers.withdrawn``, wired by :func:`arena.delivery.play_plan`) reads the asked player's
+``Observers.withdrawn``, wired by :func:`arena.playing.play_plan`) reads the asked player's
 flag before each decision request (one ``GET`` on the match's own Redis connection, for seats
 of registered bots only) and before the notices. A flag found is confirmed once in the
 database (``confirm``): a flag the database does not back (left by a database since reset or

@@ -275,7 +275,7 @@ def register_bots(db: str, accounts: list[int]) -> list[list[tuple[int, str]]]:
 
 
 def match_redis(broker: str):
-    """A Redis client as a match holds one (one connection, arena.delivery.match_redis)."""
+    """A Redis client as a match holds one (one connection, arena.playing.match_redis)."""
     import redis
 
     return redis.Redis.from_url(broker, single_connection_client=True)

@@ -25,7 +25,7 @@ SDK bots served over HTTP on 127.0.0.1 in this process. Prints, in this order:
   bots, healthy; 900 that dial out, 100 of them connected to a gateway: presence in Redis),
   so 200 can play; the median of 5 runs of :func:`arena.usecases.ladders.tick_ladder`
   (reads, matchmaking, the sets stored), the sets of each tick finished before the next.
-* ``ladder rate set: X ms median``: :func:`arena.lifecycle.ladders.rate_set` of the ticks'
+* ``ladder rate set: X ms median``: :func:`arena.lifecycle.ladder_sets.rate_set` of the ticks'
   sets (results stored directly), with a million games stored (the details line also gives
   the median before they were loaded: the figure is flat if both agree).
 * ``ladder page 1000000 games: X ms``: ``GET /api/v1/ladders/<id>`` of that ladder once
@@ -203,13 +203,13 @@ class BigLadder:
 
     def rate(self, match_ids: list[int]) -> list[float]:
         """:func:`rate_set` of each set, in a session of its own as a worker does (ms each)."""
-        from arena.lifecycle import ladders as states
+        from arena.lifecycle import ladder_sets
 
         out = []
         for mid in match_ids:
             with self.sessions() as s:
                 t = time.perf_counter()
-                got = states.rate_set(s, mid)
+                got = ladder_sets.rate_set(s, mid)
                 out.append((time.perf_counter() - t) * 1000)
                 assert got is not None and got.outcome == "rated", got
         return out

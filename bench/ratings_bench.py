@@ -4,7 +4,7 @@
 
 Stores a finished tournament of ``--matches`` matches of ``--games`` games each between
 ``--bots`` bots (``--seats`` per table; every game with a par) into a fresh SQLite database,
-then times :func:`arena.standings.rebuild_ratings` (what the worker runs when a tournament is
+then times :func:`arena.ratings.rebuild_ratings` (what the worker runs when a tournament is
 over: every rated game of the rule set, one openskill update each) and a first, uncached
 read of the standings (:func:`arena.standings.tournament_report`: folds every result, with
 the shared-game sums of every pair). Prints::
@@ -30,7 +30,8 @@ from arena.accounts import create_account  # noqa: E402
 from arena.db.migrate import upgrade  # noqa: E402
 from arena.db.models import Bot, Match, MatchResult, MatchSeat, Tournament, utcnow  # noqa: E402
 from arena.db.session import make_engine, make_sessionmaker  # noqa: E402
-from arena.standings import rebuild_ratings, tournament_report  # noqa: E402
+from arena.ratings import rebuild_ratings  # noqa: E402
+from arena.standings import tournament_report
 
 
 def _game(rng: random.Random, seats: int) -> dict:

@@ -12,10 +12,10 @@ Then the worst time and the time of ``spread_tables(128)`` alone, the first call
 the stored families) and a later one. Goal (issue 15): well under a second for 128 bots.
 Times vary with the machine's load.
 
-``--search`` finds the families anew with :func:`arena.schedule.search_family` (from the
+``--search`` finds the families anew with :func:`arena.designs.search_family` (from the
 base table count upwards, ``--seeds`` seeds of ``--steps`` steps each per count), arranges them
-for spread (:func:`arena.schedule.arrange_family`) and prints the entries of
-``arena.schedule.FAMILIES`` as one line each (about 15 minutes: the counts that have no
+for spread (:func:`arena.designs.arrange_family`) and prints the entries of
+``arena.designs.FAMILIES`` as one line each (about 15 minutes: the counts that have no
 cyclic family use up every seed; the defaults reproduce the stored entries).
 """
 
@@ -31,7 +31,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from arena import schedule  # noqa: E402
+from arena import (
+    designs,  # noqa: E402
+    schedule,  # noqa: E402
+)
 
 
 def measure(n: int, seed: int) -> tuple[int, int, int, int, int, int, float]:
@@ -44,7 +47,7 @@ def measure(n: int, seed: int) -> tuple[int, int, int, int, int, int, float]:
     meets = collections.Counter(p for t in tables for p in itertools.combinations(t, 2))
     counts = [meets[p] for p in itertools.combinations(range(n), 2)]
     k = sum(len(t) for t in tables) // n
-    crowd, wait = schedule.spread_metrics([tuple(int(x) for x in t) for t in tables], n)
+    crowd, wait = designs.spread_metrics([tuple(int(x) for x in t) for t in tables], n)
     return k, len(tables), min(counts), max(counts), crowd, wait, ms
 
 
@@ -56,12 +59,12 @@ def bench(seed: int, max_n: int) -> None:
         worst = max(worst, ms)
         print(f"{n:>4} {k:>3} {tables:>6} {low:>3}-{high:<2} {crowd:>5} {wait:>5} {ms:>7.1f}")
     print(f"worst build_schedule time: {worst:.1f} ms")
-    schedule._stored_families.cache_clear()
+    designs._stored_families.cache_clear()
     start = time.perf_counter()
-    schedule.spread_tables(max_n, seed)
+    designs.spread_tables(max_n, seed)
     cold = (time.perf_counter() - start) * 1000
     start = time.perf_counter()
-    schedule.spread_tables(max_n, seed + 1)
+    designs.spread_tables(max_n, seed + 1)
     warm = (time.perf_counter() - start) * 1000
     print(f"spread_tables({max_n}): {cold:.1f} ms first call (parses the stored families), {warm:.1f} ms later")
 
@@ -69,20 +72,20 @@ def bench(seed: int, max_n: int) -> None:
 def search(seeds: int, steps: int, max_n: int) -> None:
     for n in range(4, max_n + 1):
         m = 4 // math.gcd(n, 4)
-        k = schedule.base_tables_per_entrant(n)
+        k = designs.base_tables_per_entrant(n)
         found = None
         while found is None:
-            if schedule.family_shape(n, k) is not None:
+            if designs.family_shape(n, k) is not None:
                 for s in range(seeds):
-                    found = schedule.search_family(n, k, s, steps)
+                    found = designs.search_family(n, k, s, steps)
                     if found is not None:
                         break
             if found is None:
                 k += m
-        arranged = schedule.arrange_family(found)
+        arranged = designs.arrange_family(found)
         if n > 8:  # the stored families above 8 were arranged a second time, judging 40 candidates
-            arranged = schedule.arrange_family(arranged, judged=40)
-        print(schedule.family_line(arranged), flush=True)
+            arranged = designs.arrange_family(arranged, judged=40)
+        print(designs.family_line(arranged), flush=True)
 
 
 def main() -> None:

@@ -34,8 +34,8 @@ from arena.config import Settings
 #: Lazily loaded subcommands: command name -> "module:attribute" (a click.Command or Group).
 COMMANDS: dict[str, str] = {
     "play": "cli.play:play",
-    "bots": "cli.tournament:bots",  # serve (cli.play) + register, list, show
-    "logs": "cli.tournament:logs",  # verify (cli.play) + download
+    "bots": "cli.bots:bots",  # serve (cli.play) + register, list, show
+    "logs": "cli.bots:logs",  # verify (cli.play) + download
     "api": "cli.service:api",
     "db": "cli.service:db",
     "accounts": "cli.service:accounts",

@@ -18,6 +18,7 @@ import redis
 
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
+from gateway.config import GatewayConfig
 from gateway.server import Gateway
 
 #: What the demo says when ``--connect`` finds no Redis.
@@ -104,7 +105,7 @@ class DemoGateway:
     """
 
     def __init__(self, broker_url: str, credentials: Callable[[int], Credentials | None]):
-        self.gw = Gateway(broker_url, credentials, host="127.0.0.1", port=0)
+        self.gw = Gateway(broker_url, credentials, GatewayConfig(host="127.0.0.1", port=0))
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None

@@ -13,6 +13,7 @@ from arena.config import Settings
 from arena.db.session import shared_sessions
 from arena.usecases.bots import Credentials, connect_bots, credentials
 from bots_sdk.server import connections_allowed
+from gateway.config import GatewayConfig
 from gateway.server import Gateway
 
 #: Files a gateway keeps open beside its connections (Redis, the database, logs, the listener).
@@ -54,10 +55,7 @@ def gateway(host: str, port: int, max_connections: int) -> None:
         with factory() as session:
             return connect_bots(session, bot_ids)
 
-    gw = Gateway(
-        settings.broker_url,
-        read,
-        still_connect=still_connect,
+    config = GatewayConfig(
         host=host,
         port=port,
         max_per_bot=settings.gateway_max_per_bot,
@@ -65,6 +63,7 @@ def gateway(host: str, port: int, max_connections: int) -> None:
         max_connections=max_connections,
         proxy_hops=settings.proxy_hops,
     )
+    gw = Gateway(settings.broker_url, read, config, still_connect=still_connect)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -1,6 +1,6 @@
-"""``arena tournament create|start|status|standings``, ``arena leaderboard`` and ``arena logs
-download``: an organizer's commands, talking to a running API over HTTP
-(:class:`cli.client.ApiClient`).
+"""``arena tournament create|start|resume|retry|status|standings`` and ``arena leaderboard``:
+an organizer's commands, talking to a running API over HTTP (:mod:`cli.remote`; what they
+print: :mod:`cli.display`).
 
 Every command takes ``--api URL`` (env ``ARENA_API_URL``, default ``http://127.0.0.1:8000``)
 and ``--token TOKEN`` (env ``ARENA_TOKEN``; an organizer's token for create/start). Errors
@@ -13,21 +13,15 @@ ranking is settled; ``leaderboard``: the table, no token needed), or the API's J
 ``--json`` (``create``, ``start``, ``resume``, ``status``, ``standings``, ``leaderboard``); summaries of
 actions, progress bars and hints go to stderr.
 
-``arena logs`` is the group of :mod:`cli.play` (``verify``) with ``download`` added;
-``arena bots`` is :mod:`cli.play`'s (``serve``) with ``register``, ``list`` and ``show``
-added (a contestant's token): a bot registered with ``--url`` (the arena calls it) or
-``--connect`` (it dials out to the arena's gateway; no URL), listed with its transport and,
-for a bot that connects, whether it is connected, how many connections and since when.
+A contestant's commands (``arena bots register|list|show|check``, ``arena logs download``):
+:mod:`cli.bots`.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import click
@@ -35,315 +29,17 @@ import click
 import engine
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from cli import parse_options_json
-from cli.client import ApiClient, ApiError, download_logs
-from cli.play import bots as play_bots
-from cli.play import logs as play_logs
-
-DEFAULT_API_URL = "http://127.0.0.1:8000"
-
-
-def _api_options(fn: Callable) -> Callable:
-    fn = click.option(
-        "--token", envvar="ARENA_TOKEN", default=None, show_envvar=True, help="Bearer token of your account."
-    )(fn)
-    fn = click.option(
-        "--api",
-        "api_url",
-        envvar="ARENA_API_URL",
-        default=DEFAULT_API_URL,
-        show_default=True,
-        show_envvar=True,
-        help="Base URL of the Arena API.",
-    )(fn)
-    return fn
-
-
-def _client(api_url: str, token: str | None, *, public_read: bool = False) -> ApiClient:
-    """The API client acting with ``token``. ``public_read``: a read the pages allow without
-    signing in (a public tournament's status, standings and logs), so no token is needed;
-    the API's 401 for a tournament that is not public says to give one (:func:`_call`)."""
-    if not token and not public_read:
-        raise click.UsageError("no token: pass --token or set ARENA_TOKEN")
-    try:
-        return ApiClient(api_url, token or None)
-    except ApiError as exc:
-        raise click.BadParameter(str(exc), param_hint="--api") from None
-
-
-def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run an API call; an :class:`ApiError` becomes one ``Error:`` line (exit status 1);
-    a 401 to a call made without a token says how to give one."""
-    try:
-        return fn(*args, **kwargs)
-    except ApiError as exc:
-        client = getattr(fn, "__self__", None) if not args or not isinstance(args[0], ApiClient) else args[0]
-        if exc.status == 401 and isinstance(client, ApiClient) and not client.token:
-            raise click.ClickException(f"{exc} (pass --token or set ARENA_TOKEN)") from None
-        raise click.ClickException(str(exc)) from None
-
-
-def progress_bar(console=None, *, transient: bool = False):
-    """The rich progress bar used by long operations (matches, downloads)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=transient,
-    )
-
-
-#: Seconds without progress and without a running match before ``--wait``/``--watch`` say
-#: that no worker takes the matches (``--worker-hint-after``, env ``ARENA_WORKER_HINT_S``).
-DEFAULT_WORKER_HINT_S = 15.0
-
-
-def no_worker_hint(tournament_id: int, stalled_s: float, queued: int, finished: int) -> str:
-    """The message shown when no match of a running tournament has been taken for a while."""
-    taken = "no worker has taken a match" if finished == 0 else "no worker has taken another match"
-    return (
-        f"Hint: {taken} of tournament {tournament_id} for {stalled_s:.0f} s ({queued} queued, "
-        f"0 running). Start one with `arena worker`, on a machine that reaches the API's "
-        f"broker and database (the same ARENA_BROKER_URL and ARENA_DATABASE_URL). "
-        f"If workers are running, the broker may have lost the queue (a Redis restart "
-        f"without persistence): `arena tournament resume {tournament_id}`."
-    )
-
-
-class StallWatch:
-    """Notices a running tournament whose matches no worker takes.
-
-    ``check(t)`` is given each polled tournament body. Once ``hint_after_s`` seconds have
-    passed without a newly finished match, it asks the API for the tournament's ``running``
-    matches; if there are none it returns :func:`no_worker_hint` (once per stall: progress
-    re-arms it), else None. Checks the API at most once per ``hint_after_s`` seconds.
-    ``hint_after_s`` None or 0: never.
-    """
-
-    def __init__(self, client: ApiClient, tournament_id: int, hint_after_s: float | None):
-        self.client, self.tournament_id, self.hint_after_s = client, tournament_id, hint_after_s
-        self._finished: int | None = None
-        self._since = self._checked = time.monotonic()
-        self._hinted = False
-
-    def _count(self, status: str) -> int:
-        body = self.client.request(
-            "GET", f"/tournaments/{self.tournament_id}/matches", params={"status": status, "per_page": 1}
-        )
-        return int(body["total"])
-
-    def check(self, t: dict) -> str | None:
-        now = time.monotonic()
-        finished = t["progress"]["finished"]
-        if finished != self._finished:
-            self._finished, self._since, self._checked, self._hinted = finished, now, now, False
-        if not self.hint_after_s or self._hinted or t["status"] != "running" or now - self._checked < self.hint_after_s:
-            return None
-        self._checked = now
-        try:  # the hint is a courtesy: an API hiccup here must not end the wait
-            if self._count("running"):
-                return None
-            queued = self._count("queued")
-        except ApiError:
-            return None
-        self._hinted = True
-        return no_worker_hint(self.tournament_id, now - self._since, queued, finished)
-
-
-def watch_progress(
-    client: ApiClient,
-    tournament_id: int,
-    console=None,
-    *,
-    poll_s: float = 0.5,
-    timeout_s: float | None = None,
-    hint_after_s: float | None = None,
-) -> dict:
-    """Show a progress bar of finished matches until the tournament is finished or cancelled;
-    returns the tournament's last state.
-
-    ``timeout_s``: give up after that many seconds (one ``Error:`` line). ``hint_after_s``:
-    print :func:`no_worker_hint` on ``console`` when no match has been taken for that many
-    seconds (see :class:`StallWatch`; None: never).
-    """
-    from rich.text import Text
-
-    stall = StallWatch(client, tournament_id, hint_after_s)
-    with progress_bar(console) as bar:
-        task = bar.add_task(f"tournament {tournament_id}", total=None)
-
-        def update(t: dict) -> None:
-            p = t["progress"]
-            bar.update(
-                task,
-                completed=p["finished"],
-                total=p["total"] or None,
-                description=f"tournament {tournament_id} ({t['status']})",
-            )
-            hint = stall.check(t)
-            if hint:
-                bar.console.print(Text(hint, style="yellow"))
-
-        return _call(client.wait_finished, tournament_id, poll_s=poll_s, timeout_s=timeout_s, on_progress=update)
-
-
-def _signed(value: float | None, half: float | None = None) -> str:
-    """``+1.23±0.45`` (compact: the standings table fits 80 columns); ``-`` for None."""
-    if value is None:
-        return "-"
-    return f"{value:+.2f}" + (f"±{half:.2f}" if half is not None else "")
-
-
-def settled_lines(standings: dict) -> list[str]:
-    """The standings' verdict in words: settled or not (and why not), first place, which mean
-    orders and how many games have a par (``GET /tournaments/{id}/standings``)."""
-    rows, neighbours = standings["rows"], standings["neighbours"]
-    if standings["settled"]:
-        verdict = "ranking settled: every difference between neighbours is significant at 95%"
-    elif not standings["games"]:
-        verdict = "ranking not yet settled: no game played yet"
-    elif any(not r["rank"] for r in rows):
-        verdict = "ranking not yet settled: not every entrant has played yet"
-    else:
-        open_pairs = [f"{n['upper_rank']}-{n['lower_rank']}" for n in neighbours if not n["significant"]]
-        verdict = (
-            f"ranking not yet settled: {len(open_pairs)} of {len(neighbours)} differences between "
-            f"neighbours are not significant at 95% (ranks {', '.join(open_pairs)})"
-        )
-    top = "first place settled" if standings["top_settled"] else "first place not yet settled"
-    if standings["order_by"] == "adjusted":
-        order = "order by adjusted mean (score minus par): every game has a par"
-    else:
-        order = f"order by raw mean: {standings['games_with_par']} of {standings['games']} games have a par"
-    return [f"{verdict}; {top}", order]
-
-
-def standings_table(standings: dict, names: dict[int, str] | None = None, title: str | None = None):
-    """``GET /tournaments/{id}/standings`` for a rich console (``names``: bot id -> label): the
-    verdict (:func:`settled_lines`, whole lines), then the table: raw and adjusted means with
-    their 95% intervals, the gap to the next entrant and whether it is significant."""
-    from rich import box
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    names = names or {}
-    below = {n["upper_rank"]: n for n in standings.get("neighbours", [])}
-    with_par = standings.get("games_with_par", 0) > 0
-    table = Table(
-        title=title or f"standings of tournament {standings['tournament_id']} ({standings['ruleset']})",
-        caption="\n".join(
-            [
-                "mean ±95%: per game, 95% interval (Student t); "
-                + ("adj.: adjusted, score minus par, over the games with a par; " if with_par else "")
-                + "gap: difference to the next entrant ±95% (the games both played compared "
-                "pairwise), * significant; rating: openskill Plackett-Luce, one update a game, "
-                "mu - 3 sigma (mu and sigma: --json)",
-                f"order: {standings['tie_break']}",
-            ]
-        ),
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    columns = ["#", "bot", "games", "wins", "mean ±95%"]
-    columns += ["adj. ±95%"] if with_par else []
-    columns += ["gap", "faults", "rating"]
-    for col in columns:
-        table.add_column(col, justify="left" if col == "bot" else "right", no_wrap=True)
-    for r in standings["rows"]:
-        who = (
-            r["house_bot"]
-            if r.get("bot_id") is None
-            else r.get("bot_name") or names.get(r["bot_id"], f"bot {r['bot_id']}")
-        )
-        gap = "-"
-        n = below.get(r["rank"]) if r["rank"] else None
-        if n is not None:
-            gap = _signed(n["difference"], n["ci95"]) + ("*" if n["significant"] else " ")
-        cells = [str(r["rank"]), str(who), str(r["games"]), str(r["wins"]), _signed(r["mean_score"], r["ci95"])]
-        if with_par:
-            cells.append(_signed(r["adjusted_mean"], r["adjusted_ci95"]))
-        cells += [gap, str(r["faults"]), f"{r['ordinal']:.2f}"]
-        table.add_row(*cells)
-    return Group(table, *(Text(line) for line in settled_lines(standings)))
-
-
-def leaderboard_table(board: dict):
-    """A rich Table of ``GET /leaderboard`` (every page): the page ``/ui/leaderboard`` shows the same."""
-    from rich import box
-    from rich.table import Table
-
-    table = Table(
-        title=f"leaderboard: {board['ruleset']} ({board['total']} bots)",
-        caption="openskill Plackett-Luce across tournaments, one update per game (ranked by adjusted score "
-        "where the game has a par); order: conservative rating μ−3σ; last played in UTC",
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    for col in ("#", "bot", "owner", "μ−3σ", "μ±σ", "games", "matches", "last played"):
-        table.add_column(col, justify="left" if col in ("bot", "owner", "last played") else "right", no_wrap=True)
-    for r in board["items"]:
-        table.add_row(
-            str(r["rank"]),
-            f"{r['bot_name']} #{r['bot_id']}",
-            r["owner"],
-            f"{r['ordinal']:.2f}",
-            f"{r['mu']:.2f}±{r['sigma']:.2f}",
-            str(r["games"]),
-            str(r["matches"]),
-            (r["last_played"] or "-").replace("T", " ")[:16],
-        )
-    return table
-
-
-def _table_console():
-    """A console for a wide table: the terminal's width, or 200 columns when stdout is not a
-    terminal (a pipe or a file gets whole rows, not columns cut to 80)."""
-    from rich.console import Console
-
-    console = Console()
-    return console if console.is_terminal else Console(width=200)
-
-
-def settling_text(t: dict) -> str | None:
-    """What a tournament played until settled says of it (None without ``until_settled``):
-    ``settled after round N: bot A ahead of bot B by D ± SE points per game``, ``max rounds (N)
-    reached: the sequential test did not settle the top two``, ``round R of at most N``, ``cancelled during round R``,
-    or ``stopped with failed matches``."""
-    rule = t.get("until_settled")
-    if not rule:
-        return None
-    v = t.get("settle") or {}
-    rounds, reason = t.get("rounds") or 1, t.get("stop_reason")
-    if reason == "settled":
-        text = f"settled after round {rounds}"
-        if v.get("difference") is not None:
-            text += (
-                f": {_entrant(v.get('leader'))} ahead of {_entrant(v.get('runner_up'))} by "
-                f"{v['difference']:.2f} ± {v.get('se') or 0:.2f} points per game"
-            )
-        return text
-    if reason == "max_rounds":
-        return f"max rounds ({rule['max_rounds']}) reached: the sequential test did not settle the top two"
-    if t.get("status") in ("created", "running"):
-        text = f"round {rounds} of at most {rule['max_rounds']}"
-        if v:
-            text += f", not settled yet (test {v['llr']:.2f}, settled at {v['upper']:.2f})"
-        return text
-    if t.get("status") == "cancelled":
-        return f"cancelled during round {rounds}"
-    return "stopped with failed matches (retry them to play on)"
-
-
-def _entrant(e: Any) -> str:
-    return f"bot {e}" if isinstance(e, int) else str(e)
+from cli.client import ApiClient, ApiError
+from cli.display import (
+    DEFAULT_WORKER_HINT_S,
+    echo_json,
+    leaderboard_table,
+    settling_text,
+    standings_table,
+    table_console,
+    watch_progress,
+)
+from cli.remote import api_client, api_options, call
 
 
 def _echo_tournament(t: dict, *, err: bool = False) -> None:
@@ -363,14 +59,10 @@ def _echo_tournament(t: dict, *, err: bool = False) -> None:
     )
 
 
-def _echo_json(body: Any) -> None:
-    click.echo(json.dumps(body, indent=2))
-
-
 def _echo_result(t: dict, as_json: bool) -> None:
     """A command's tournament answer: JSON on stdout with ``--json``, else the summary on stderr."""
     if as_json:
-        _echo_json(t)
+        echo_json(t)
     else:
         _echo_tournament(t, err=True)
 
@@ -381,7 +73,7 @@ def tournament() -> None:
 
 
 @tournament.command("create")
-@_api_options
+@api_options
 @click.option("--ruleset", "-r", type=click.Choice(list(engine.RULESETS)), required=True)
 @click.option(
     "--bot",
@@ -488,10 +180,10 @@ def tournament_create(
             body["until_settled"]["delta"] = settle_delta
     elif settle_delta is not None:
         raise click.UsageError("--settle-delta needs --until-settled")
-    with _client(api_url, token) as client:
-        t = _call(client.create_tournament, **body)
+    with api_client(api_url, token) as client:
+        t = call(client.create_tournament, **body)
     if as_json:
-        _echo_json(t)
+        echo_json(t)
         return
     _echo_tournament(t, err=True)
     click.echo(t["id"])
@@ -538,7 +230,7 @@ def _start_asking(
     )
     if choice == "leave":
         raise click.ClickException("not started")
-    return _call(client.start_tournament, tournament_id, timeout_s=None, if_offline=choice, wait_s=max_wait_s)
+    return call(client.start_tournament, tournament_id, timeout_s=None, if_offline=choice, wait_s=max_wait_s)
 
 
 def waiting_line(t: dict, now: float | None = None) -> str:
@@ -564,7 +256,7 @@ def watch_waiting(client: ApiClient, tournament_id: int, console=None, *, poll_s
     console = console or Console(stderr=True)
     with console.status("") as status:
         while True:
-            t = _call(client.tournament, tournament_id)
+            t = call(client.tournament, tournament_id)
             if t["status"] != "created" or not t.get("waiting_until"):
                 return t
             status.update(waiting_line(t))
@@ -572,7 +264,7 @@ def watch_waiting(client: ApiClient, tournament_id: int, console=None, *, poll_s
 
 
 @tournament.command("start")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option(
     "--if-offline",
@@ -638,7 +330,7 @@ def tournament_start(
     """
     from rich.console import Console
 
-    with _client(api_url, token) as client:
+    with api_client(api_url, token) as client:
         interactive = sys.stdin.isatty() and not as_json
         t = _start_asking(client, tournament_id, if_offline, max_wait_s, interactive=interactive)
         if t["status"] == "created" and t.get("waiting_until"):
@@ -655,11 +347,11 @@ def tournament_start(
             )
             _echo_tournament(t, err=True)
     if as_json:
-        _echo_json(t)
+        echo_json(t)
 
 
 @tournament.command("resume")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option(
     "--include-running", is_flag=True, help="Also re-enqueue matches marked running (their worker may be gone)."
@@ -671,25 +363,25 @@ def tournament_resume(
     """Re-enqueue the matches of a running tournament that have no result (organizers). Not
     needed after a crash when ``arena beat`` runs: its reaper does this by itself. Summary on
     stderr (--json: JSON on stdout)."""
-    with _client(api_url, token) as client:
-        t = _call(client.resume_tournament, tournament_id, include_running=include_running)
+    with api_client(api_url, token) as client:
+        t = call(client.resume_tournament, tournament_id, include_running=include_running)
     _echo_result(t, as_json)
 
 
 @tournament.command("retry")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def tournament_retry(api_url: str, token: str | None, tournament_id: int, as_json: bool) -> None:
     """Play the failed matches of a tournament again (organizers); ``status`` lists them.
     Summary on stderr (--json: JSON on stdout)."""
-    with _client(api_url, token) as client:
-        t = _call(client.retry_tournament, tournament_id)
+    with api_client(api_url, token) as client:
+        t = call(client.retry_tournament, tournament_id)
     _echo_result(t, as_json)
 
 
 @tournament.command("status")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option("--watch", is_flag=True, help="Show a progress bar until the tournament is finished or cancelled.")
 @click.option(
@@ -715,19 +407,19 @@ def tournament_status(
     A public tournament (finished, public once finished) needs no token."""
     from rich.console import Console
 
-    with _client(api_url, token, public_read=True) as client:
+    with api_client(api_url, token, public_read=True) as client:
         t = (
             watch_progress(client, tournament_id, Console(stderr=True), poll_s=poll, hint_after_s=hint_after_s)
             if watch
-            else _call(client.tournament, tournament_id)
+            else call(client.tournament, tournament_id)
         )
         failed = (
             []
             if as_json or t["status"] not in ("running", "finished")
-            else [m for m in _call(client.matches, tournament_id) if m.get("status") == "failed"]
+            else [m for m in call(client.matches, tournament_id) if m.get("status") == "failed"]
         )
     if as_json:
-        _echo_json(t)
+        echo_json(t)
     else:
         _echo_tournament(t)
         if t["status"] == "created" and t.get("waiting_until"):
@@ -739,7 +431,7 @@ def tournament_status(
 
 
 @tournament.command("standings")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def tournament_standings(api_url: str, token: str | None, tournament_id: int, as_json: bool) -> None:
@@ -747,16 +439,16 @@ def tournament_standings(api_url: str, token: str | None, tournament_id: int, as
     mean ±95%, the gap to the next entrant and its significance, faults, rating. A public
     tournament needs no token."""
 
-    with _client(api_url, token, public_read=True) as client:
-        s = _call(client.standings, tournament_id)
+    with api_client(api_url, token, public_read=True) as client:
+        s = call(client.standings, tournament_id)
     if as_json:
-        _echo_json(s)
+        echo_json(s)
         return
-    _table_console().print(standings_table(s))
+    table_console().print(standings_table(s))
 
 
 @click.command("leaderboard")
-@_api_options
+@api_options
 @click.option(
     "--ruleset", "-r", required=True, type=click.Choice(list(engine.RULESETS)), help="The rule set's ratings."
 )
@@ -770,231 +462,11 @@ def leaderboard(api_url: str, token: str | None, ruleset: str, as_json: bool) ->
     except ApiError as exc:
         raise click.BadParameter(str(exc), param_hint="--api") from None
     with client:
-        board = _call(client.leaderboard, ruleset)
+        board = call(client.leaderboard, ruleset)
     if as_json:
-        _echo_json(board)
+        echo_json(board)
         return
-    _table_console().print(leaderboard_table(board))
+    table_console().print(leaderboard_table(board))
 
 
 # ---------------------------------------------------------------------------- arena logs
-
-
-@click.command("download")
-@_api_options
-@click.argument("tournament_id", type=click.IntRange(min=1))
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    help="Folder to write match-<id>.json.gz files into (created).",
-)
-def logs_download(api_url: str, token: str | None, tournament_id: int, out_dir: Path) -> None:
-    """Download every match log of a tournament you may read (verify with `arena logs verify DIR`).
-    A public tournament's logs need no token, as on its page."""
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    with _client(api_url, token, public_read=True) as client:
-        t = _call(client.tournament, tournament_id)
-        with progress_bar(console) as bar:
-            task = bar.add_task("logs", total=t["progress"]["finished"] or None)
-            paths = _call(download_logs, client, tournament_id, out_dir, on_log=lambda _mid, _p: bar.advance(task))
-    click.echo(f"{len(paths)} log(s) of tournament {tournament_id} written to {out_dir}", err=True)
-
-
-def _logs_group() -> click.Group:
-
-    group = click.Group("logs", help="Match logs: verify (replay through the engine), download (from the API).")
-    for name, cmd in play_logs.commands.items():
-        group.add_command(cmd, name)
-    group.add_command(logs_download, "download")
-    return group
-
-
-logs = _logs_group()
-
-
-def reach_text(bot: dict) -> str:
-    """How the arena reaches ``bot`` (an API bot), in one phrase: its URL; or, for a bot that
-    connects, ``connected, 2 connections since 2026-12-02T10:00:00+00:00``, ``not connected``,
-    or ``presence unknown`` (the API could not read it)."""
-    if bot.get("transport", "http") != "connect":
-        return str(bot.get("url"))
-    presence = bot.get("presence")
-    if presence is None:
-        return "connects; presence unknown"
-    if not presence["connected"]:
-        return "connects; not connected"
-    n = presence["connections"]
-    return f"connects; connected, {n} connection{'s' if n != 1 else ''} since {presence['since']}"
-
-
-@click.command("register")
-@_api_options
-@click.argument("name")
-@click.option(
-    "--ruleset",
-    "rulesets",
-    multiple=True,
-    required=True,
-    type=click.Choice(list(engine.RULESETS)),
-    help="A rule set the bot plays (repeat for several).",
-)
-@click.option("--url", default=None, help="The bot's http(s) URL: the arena calls it.")
-@click.option("--connect", is_flag=True, help="The bot dials out to the arena's gateway (no URL; works behind NAT).")
-@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer (with the secret).")
-def bots_register(
-    api_url: str, token: str | None, name: str, rulesets: tuple[str, ...], url: str | None, connect: bool, as_json: bool
-) -> None:
-    """Register bot NAME with --url URL (the arena calls it) or --connect (it dials out).
-
-    Prints the bot id on stdout and its signing secret, shown this once, on stderr (with
-    --json: the API's answer, secret included, on stdout). Check it next: ``arena bots check ID``.
-    """
-    if connect == (url is not None):
-        raise click.UsageError("give exactly one of --url URL (the arena calls your bot) and --connect (it dials out)")
-    with _client(api_url, token) as client:
-        bot = _call(client.register_bot, name, url, list(rulesets), transport="connect" if connect else "http")
-    if as_json:
-        click.echo(json.dumps(bot, indent=2))
-        return
-    click.echo(bot["id"])
-    click.echo(f"bot {bot['id']} {bot['name']!r} registered ({reach_text(bot)}), status {bot['status']}", err=True)
-    click.echo(f"signing secret (shown once; give it to the bot as ARENA_BOT_SECRET): {bot['secret']}", err=True)
-    click.echo(f"next: run the bot, then arena bots check {bot['id']}", err=True)
-
-
-@click.command("list")
-@_api_options
-@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
-def bots_list(api_url: str, token: str | None, as_json: bool) -> None:
-    """Your bots (an organizer's: every bot): id, name, status, rule sets, transport and how
-    the arena reaches it (URL; or connected, connections, since)."""
-    with _client(api_url, token) as client:
-        page = _call(client.bots)
-    if as_json:
-        click.echo(json.dumps(page, indent=2))
-        return
-    for b in page["items"]:
-        click.echo(
-            f"{b['id']}\t{b['name']}\t{b['status']}\t{','.join(b['rulesets'])}\t{b.get('transport', 'http')}"
-            f"\t{reach_text(b)}"
-        )
-    if page["total"] > len(page["items"]):
-        click.echo(f"({len(page['items'])} of {page['total']} shown)", err=True)
-
-
-@click.command("show")
-@_api_options
-@click.argument("bot_id", type=click.IntRange(min=1))
-@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
-def bots_show(api_url: str, token: str | None, bot_id: int, as_json: bool) -> None:
-    """One bot: ``field: value`` lines (transport, URL, presence of a bot that connects)."""
-    with _client(api_url, token) as client:
-        b = _call(client.bot, bot_id)
-    if as_json:
-        click.echo(json.dumps(b, indent=2))
-        return
-    lines = [
-        ("id", b["id"]),
-        ("name", b["name"]),
-        ("status", b["status"]),
-        ("rulesets", ", ".join(b["rulesets"])),
-        ("transport", b.get("transport", "http")),
-    ]
-    if b.get("transport") == "connect":
-        p = b.get("presence")
-        if p is None:
-            lines.append(("connected", "unknown (the API could not read it)"))
-        else:
-            lines += [("connected", "yes" if p["connected"] else "no"), ("connections", p["connections"])]
-            lines.append(("since", p["since"] or "-"))
-    else:
-        lines.append(("url", b["url"]))
-    for key, value in lines:
-        click.echo(f"{key}: {value}")
-
-
-#: Faults listed per rule set, and warnings, by ``arena bots check`` (the arena keeps 5).
-MAX_CHECK_FAULTS = 5
-
-
-def check_lines(result: dict | None) -> list[str]:
-    """What a check's ``result`` (``last_check``, :mod:`arena.conformance`'s shape) found wrong,
-    one line each: the URL, the health answer, the bad-signature (or bad-authentication)
-    probe, each rule set's conformance games (their error, or their faults, at most
-    :data:`MAX_CHECK_FAULTS`), then the warnings (as many). Empty when nothing was wrong."""
-    if not result:
-        return []
-    out = []
-    for part in ("url", "health", "signature"):
-        r = result.get(part)
-        if isinstance(r, dict) and not r.get("ok", True):
-            why = r.get("error") or r.get("warning") or (f"HTTP {r['status']}" if r.get("status") else "failed")
-            out.append(f"{part}: {why}")
-    for game in result.get("conformance") or []:
-        if game.get("ok"):
-            continue
-        if game.get("error"):
-            out.append(f"{game.get('ruleset')}: {game['error']}")
-        missing = [k for k, v in (game.get("kinds") or {}).items() if not v.get("asked")]
-        faults = game.get("faults") or []
-        for f in faults[:MAX_CHECK_FAULTS]:
-            out.append(f"{game.get('ruleset')}: {f.get('kind')} fault at {f.get('decision')}: {f.get('detail')}")
-        if len(faults) > MAX_CHECK_FAULTS:
-            out.append(f"{game.get('ruleset')}: ... and {len(faults) - MAX_CHECK_FAULTS} more faults")
-        if missing and not game.get("faults") and not game.get("error"):
-            out.append(f"{game.get('ruleset')}: never asked {', '.join(missing)}")
-    warnings = result.get("warnings") or []
-    out += [f"warning: {w}" for w in warnings[:MAX_CHECK_FAULTS]]
-    if len(warnings) > MAX_CHECK_FAULTS:
-        out.append(f"... and {len(warnings) - MAX_CHECK_FAULTS} more warnings")
-    return out
-
-
-@click.command("check")
-@_api_options
-@click.argument("bot_id", type=click.IntRange(min=1))
-@click.option(
-    "--wait-s",
-    default=600.0,
-    show_default=True,
-    type=click.FloatRange(min=1),
-    help="Longest wait for the check, seconds.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the bot as the API answers it after the check.")
-def bots_check(api_url: str, token: str | None, bot_id: int, wait_s: float, as_json: bool) -> None:
-    """Check bot BOT_ID (POST /api/v1/bots/{id}/check) and wait for it: health, the
-    bad-signature or bad-authentication probe, conformance games asking every decision kind.
-
-    Prints ``bot N 'name': ready`` or ``... failed`` and what the check found, one line each;
-    exits 1 when the bot failed, or with an ``Error:`` line when the check could not be run
-    or did not finish within --wait-s.
-    """
-    with _client(api_url, token) as client:
-        b = _call(client.check_bot, bot_id, wait_s=wait_s)
-    if as_json:
-        click.echo(json.dumps(b, indent=2))
-    else:
-        click.echo(f"bot {b['id']} {b['name']!r}: {b['status']}")
-        for line in check_lines(b.get("last_check")):
-            click.echo(f"  {line}")
-    if b["status"] != "ready":
-        raise SystemExit(1)
-
-
-def _bots_group() -> click.Group:
-    group = click.Group(
-        "bots",
-        help="Bots: serve one over HTTP, register yours with the API (--url or --connect), check, list, show.",
-    )
-    for name, cmd in play_bots.commands.items():
-        group.add_command(cmd, name)
-    for cmd in (bots_register, bots_check, bots_list, bots_show):
-        group.add_command(cmd)
-    return group
-
-
-bots = _bots_group()

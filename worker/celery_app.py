@@ -21,8 +21,8 @@ import logging
 from celery import Celery, signals
 
 from arena.config import Settings
-from arena.delivery import prewarm
 from arena.limits import visibility_timeout
+from arena.playing import prewarm
 from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PAR_QUEUE, PRIORITY_QUEUE, QUEUE, WEBHOOK_QUEUE
 
 log = logging.getLogger("arena.worker")
@@ -114,7 +114,7 @@ def ping() -> str:
 @signals.worker_init.connect
 def _prewarm_threads(sender=None, **_kw) -> None:
     """A thread (or solo) pool: open the process's connections before it consumes
-    (:func:`arena.delivery.prewarm`, one per thread). A prefork pool's children
+    (:func:`arena.playing.prewarm`, one per thread). A prefork pool's children
     open their own after the fork (below): nothing may be opened in the parent."""
     pool = str(getattr(sender, "pool_cls", ""))
     if "prefork" in pool or "processes" in pool:

@@ -11,13 +11,18 @@ send its matches through :class:`arena.queue.CeleryDispatcher`).
 ``arena.send_webhook(account_id, message, attempt=1)`` (queue ``arena.webhooks``) runs
 :func:`arena.notices.deliver`, and sends itself again after :func:`arena.webhooks.backoff_s`
 while the receiver fails in a way worth another attempt, :data:`arena.webhooks.ATTEMPTS` in all.
+``arena.refill_ladder(match_id)`` (queue ``arena.priority``) runs
+:func:`arena.matchmaking.refill` (a done ladder set's entries: their next sets, to the queue
+``arena.ladder``).
 ``arena.reap()`` runs :func:`arena.reaper.reap` (normally inside ``arena beat``, see
 :mod:`worker.beat`; a worker runs it only when it is sent to a queue explicitly).
 """
 
 from __future__ import annotations
 
-from sqlalchemy.exc import InterfaceError, OperationalError
+import logging
+
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from arena import notices, roll_call, webhooks
 from arena.config import Settings
@@ -25,14 +30,25 @@ from arena.conformance import run_check
 from arena.db.session import shared_sessions
 from arena.delivery import MatchDeferred, play_and_store
 from arena.dispatch import QueueError
+from arena.playing import worker_redis
 from arena.probes import run_probes
-from arena.queue import AWAIT_ENTRANTS_TASK, LADDER_PROBE_TASK, SEND_WEBHOOK_TASK, CeleryDispatcher
+from arena.queue import (
+    AWAIT_ENTRANTS_TASK,
+    LADDER_PROBE_TASK,
+    LADDER_QUEUE,
+    REFILL_LADDER_TASK,
+    SEND_WEBHOOK_TASK,
+    CeleryDispatcher,
+)
 from arena.reaper import reap
 from arena.runner.claims import defer_countdown_s
+from arena.usecases import ladders
 from arena.usecases.entrants import await_entrants
 from arena.usecases.pars import fill_pars
 from arena.usecases.tournaments import send_tournament
 from worker.celery_app import REAP_TASK, app
+
+log = logging.getLogger("arena.tasks")
 
 #: What the database raises while it cannot be reached: the tasks retry on it.
 DATABASE_DOWN = (OperationalError, InterfaceError)
@@ -136,6 +152,27 @@ def send_webhook_task(self, account_id: int, message: dict, attempt: int = 1) ->
         int(account_id), message, attempt=int(attempt) + 1, countdown_s=wait
     )
     return f"{what}: failed ({got.error}); again in {wait:g} s"
+
+
+@app.task(name=REFILL_LADDER_TASK)
+def refill_ladder_task(match_id: int) -> str:
+    """Celery task: a done ladder set's entries get their next sets at once
+    (:func:`arena.matchmaking.refill`, once per set), sent to :data:`arena.queue.LADDER_QUEUE`;
+    nothing for another match. A database error only leaves them to the next tick."""
+    settings = Settings.from_env()
+    try:
+        report = ladders.refill(
+            shared_sessions(settings.database_url),
+            int(match_id),
+            CeleryDispatcher(settings.broker_url, queue=LADDER_QUEUE).send_matches,
+            probe_s=settings.ladder_probe_s,
+            online=ladders.redis_online(worker_redis(settings.broker_url)),
+        )
+    except DBAPIError as exc:
+        log.warning("match %s: its ladder's next sets left to the tick (%s)", match_id, type(exc).__name__)
+        return f"match {int(match_id)}: its ladder's next sets left to the tick"
+    formed = len(report.formed) if report is not None else 0
+    return f"match {int(match_id)}: {formed} sets formed"
 
 
 @app.task(name=REAP_TASK)

@@ -1,8 +1,8 @@
 """``GET /api/v1/leaderboard?ruleset=...``: openskill ratings across tournaments (public).
 
-Reads the ``ratings`` table (kept by the worker with :func:`arena.standings.rebuild_ratings`:
+Reads the ``ratings`` table (kept by the worker with :func:`arena.ratings.rebuild_ratings`:
 one rating update per game, ranks by adjusted score where the game has a par; docs/ranking.md,
-"Ratings") through :func:`arena.standings.leaderboard`; ordered by the conservative rating
+"Ratings") through :func:`arena.leaderboard.leaderboard`; ordered by the conservative rating
 ``ordinal`` = mu - 3 sigma, best first. Per bot: ``games`` and ``matches`` rated, and when its
 last rated match finished (``last_played``).
 """
@@ -19,7 +19,7 @@ from marshmallow import validate
 import engine
 from api.common import PageArgs, errors
 from api.database import db
-from arena.standings import leaderboard
+from arena.leaderboard import leaderboard
 
 blp = Blueprint(
     "leaderboard", __name__, url_prefix="/api/v1/leaderboard", description="Ratings per rule set across tournaments"

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from api.ui import forms, guides, ladders, lang, live, tables  # noqa: F401 - register their routes on bp
+from api.ui import bot_forms, forms, guides, ladders, lang, live, tables  # noqa: F401 - register their routes on bp
 from api.ui.i18n import init_i18n
 from api.ui.views import bp
 

@@ -28,7 +28,7 @@ from marshmallow import validate
 
 import engine
 from api.common import TimeRulesSchema
-from api.resources.tournaments import TournamentCreateSchema, UntilSettledSchema
+from api.resources.tournament_schemas import TournamentCreateSchema, UntilSettledSchema
 from arena import limits
 
 

@@ -47,7 +47,7 @@ from api.errors import refusal as refusal_of
 from api.resources.tables import PlayTableCreateSchema, seat_frames_of, seat_names, table_dict
 from api.resources.tables import answer_for as push_answer
 from api.ui import access, fields
-from api.ui.forms import _check_csrf, _field_errors, _need_viewer, _number, attempt, csrf_token, refusal_banner
+from api.ui.forms import attempt, check_csrf, csrf_token, field_errors, form_number, need_viewer, refusal_banner
 from api.ui.live import SSE_HEADERS, _status_reader
 from api.ui.views import _deny, bp
 from arena import access as policy
@@ -122,7 +122,7 @@ def _default_play_form(ruleset: str, opponent: str | None) -> dict[str, Any]:
 
 
 def _play_page(form: dict[str, Any], errors: dict | None = None, message: str | None = None, status: int = 200):
-    account = _need_viewer()
+    account = need_viewer()
     return render_template(
         "play.html",
         form=form,
@@ -159,13 +159,13 @@ def _labels(ruleset: str) -> dict[str, str]:
 def play():
     """GET: the form (``?ruleset=``, ``?opponent=<bot id>``: "play against my bot"); POST: what
     ``POST /api/v1/tables`` does with its fields, then the table's page."""
-    account = _need_viewer()
+    account = need_viewer()
     if request.method == "GET":
         ruleset = request.args.get("ruleset", engine.MILLION_DOUBT)
         if ruleset not in engine.RULESETS:
             ruleset = engine.MILLION_DOUBT
         return _play_page(_default_play_form(ruleset, request.args.get("opponent")))
-    _check_csrf()
+    check_csrf()
     f = request.form
     form: dict[str, Any] = {k: f.get(k, "") for k in ("ruleset", "games", "initial", "increment", "cap", "seed")}
     form["class_table"] = f.get("class_table") == "1"
@@ -181,15 +181,15 @@ def play():
     body: dict[str, Any] = {
         "ruleset": ruleset,
         "options": fields.form_to_options(ruleset, f),
-        "games": _number(form["games"]) if engine.SEATS.get(ruleset) == 2 else 1,
-        "person_time_rules": {k: _number(form[k], float) for k in ("initial", "increment", "cap")},
+        "games": form_number(form["games"]) if engine.SEATS.get(ruleset) == 2 else 1,
+        "person_time_rules": {k: form_number(form[k], float) for k in ("initial", "increment", "cap")},
     }
     if form["seed"].strip():
-        body["seed"] = _number(form["seed"])
+        body["seed"] = form_number(form["seed"])
     cfg = settings()
     limits: dict[str, Any] = {"tables_per_account": cfg.tables_per_account, "tables_max": cfg.tables_max}
     if form["class_table"]:
-        body["seats"] = [_number(s) if s.isdigit() else s for s in form["class_seats"][:n]]
+        body["seats"] = [form_number(s) if s.isdigit() else s for s in form["class_seats"][:n]]
 
         def run():
             data = load_json(PlayTableCreateSchema(), body)
@@ -197,7 +197,7 @@ def play():
             data.pop("seat", None)
             return table_cases.open_class_table(db(), account, **data, **limits)
     else:
-        body["opponents"] = [_number(o) if o.isdigit() else o for o in form["opponents"][: n - 1]]
+        body["opponents"] = [form_number(o) if o.isdigit() else o for o in form["opponents"][: n - 1]]
 
         def run():
             data = load_json(PlayTableCreateSchema(), body)
@@ -207,7 +207,7 @@ def play():
     made, refused = attempt(run)
     if made is None:
         assert refused is not None
-        errors = fields.option_error_fields(ruleset, _field_errors(refused))
+        errors = fields.option_error_fields(ruleset, field_errors(refused))
         message = refusal_banner(refused, _("The table was not opened"), errors, _labels(ruleset))
         return _play_page(form, errors, message, refused.status)
     return redirect(url_for("ui.table_page", table_id=made.id), code=303)
@@ -294,8 +294,8 @@ def table_action(table_id: int, action: str):
     API's message when it refused)."""
     if action not in TABLE_ACTIONS:
         abort(404)
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     cfg = settings()
     run = {
         "join": lambda: table_cases.join_table(
@@ -440,7 +440,7 @@ def table_events(table_id: int):
 def table_seat(table_id: int):
     """The viewer's seat frames now (``GET /api/v1/tables/<id>/seat``), and the table's status."""
     table = _table(table_id)
-    account = _need_viewer()
+    account = need_viewer()
     status = table.tournament.status
     if status != TournamentStatus.RUNNING:
         return jsonify({"status": status, "frames": []})
@@ -455,7 +455,7 @@ def table_seat(table_id: int):
 def table_answer(table_id: int):
     """A try at the decision asked now: JSON ``{"rid", "action"}``, header ``X-CSRF-Token``
     (the page's); 202 ``{"rid"}``, or the API's refusal as JSON ``{"message", "field"}``."""
-    account = _need_viewer()
+    account = need_viewer()
     sent = request.headers.get("X-CSRF-Token", "")
     if not sent or sent != csrf_token():
         abort(400, _("The form expired or came from another site: reload the page and try again."))
@@ -464,7 +464,7 @@ def table_answer(table_id: int):
         return jsonify({"message": "send {rid, action}", "field": "action"}), 422
     done, refused = attempt(lambda: push_answer(table_id, account, body["rid"][:64], body["action"]))
     if refused is not None:
-        errs = _field_errors(refused)
+        errs = field_errors(refused)
         return jsonify({"message": refused.message, "field": next(iter(errs), None)}), refused.status
     return jsonify({"rid": body["rid"]}), 202
 
@@ -472,8 +472,8 @@ def table_answer(table_id: int):
 @bp.route("/bots/<int:bot_id>/people", methods=["POST"])
 def bot_people(bot_id: int):
     """What ``PATCH /api/v1/bots/<id>`` does with ``play_people`` (the owner), then the bot's page."""
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     wanted = request.form.get("play_people") == "1"
     _done, refused = attempt(
         lambda: bot_cases.change_bot(
@@ -489,7 +489,7 @@ def bot_people(bot_id: int):
 @bp.route("/account")
 def account_page():
     """The viewer's tables (newest first, ``?page=N``) and its ratings in the people's pool."""
-    account = _need_viewer()
+    account = need_viewer()
     page = max(1, request.args.get("page", 1, type=int) or 1)
     rows, total = tables_of(db(), account.id, page=page, per_page=25)
     results = {}

@@ -34,9 +34,11 @@ from arena import access as policy
 from arena import lifecycle, matchlog
 from arena.board import MatchLine, read_board
 from arena.db.models import Account, Match, MatchLog, Tournament
+from arena.leaderboard import leaderboard
 from arena.lifecycle.base import aware
+from arena.ranking import StandingsReport
 from arena.roll_call import NOT_CONNECTED, Absence, absences_of
-from arena.standings import StandingsReport, bot_names, leaderboard
+from arena.standings import bot_names
 from arena.status import MatchStatus, TournamentFormat, TournamentStatus
 
 bp = Blueprint(
@@ -207,7 +209,7 @@ def standings_rows(
 ) -> list[dict[str, Any]]:
     """Rows of the standings table (``_standings_table.html``): the standing, its label (house
     seats with ``house_bot``, the tournament's), the raw and adjusted 95% intervals' ends
-    (``lo``/``hi``, ``alo``/``ahi``) and ``next``, the :class:`arena.standings.Neighbour` to
+    (``lo``/``hi``, ``alo``/``ahi``) and ``next``, the :class:`arena.ranking.Neighbour` to
     the entrant ranked below it (None for the last)."""
     below = {n.upper_rank: n for n in report.neighbours}
     rows: list[dict[str, Any]] = []
@@ -406,7 +408,7 @@ LEADERBOARD_PER_PAGE = 50
 def leaderboard_page():
     """Ratings across tournaments of one rule set (``?ruleset=``, default the first;
     ``?page=N``), public: the API's ``GET /api/v1/leaderboard`` rows
-    (:func:`arena.standings.leaderboard`); every bot's name links to its page, public for
+    (:func:`arena.leaderboard.leaderboard`); every bot's name links to its page, public for
     a rated bot (:func:`arena.access.can_view_bot_profile`)."""
     ruleset = request.args.get("ruleset") or next(iter(engine.RULESETS))
     if ruleset not in engine.RULESETS:

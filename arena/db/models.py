@@ -274,7 +274,7 @@ class Tournament(Base):
     #: (``seed_chosen``). Shown to nobody until revealed (arena.access.can_see_seed).
     seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     #: The organizer set the seed (a reproducible test): the tournament is marked as such and
-    #: left out of the ratings (arena.standings.rebuild_ratings).
+    #: left out of the ratings (arena.ratings.rebuild_ratings).
     seed_chosen: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: Play until settled (arena.sequential): ``{"max_rounds", "delta", "alpha", "beta"}``, or
     #: NULL for a tournament of one round.
@@ -469,7 +469,7 @@ class Rating(Base):
 class RatingHistory(Base):
     """A bot's cross-tournament rating in one rule set after each finished tournament it
     played (``position``: the tournament's place in the rating order, from 0), written with
-    the ``ratings`` rows by :func:`arena.standings.rebuild_ratings` (the whole rule
+    the ``ratings`` rows by :func:`arena.ratings.rebuild_ratings` (the whole rule
     set's rows are rewritten at each rebuild, like ``ratings``)."""
 
     __tablename__ = "rating_history"

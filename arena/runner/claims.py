@@ -10,7 +10,7 @@ refused when one endpoint already has ``hard`` claims (``ARENA_BOT_MAX_MATCHES``
 as it may serve at once. A refused delivery is sent again after :func:`defer_countdown_s`
 (at most :data:`DEFER_RATE_PER_S` a second per busy endpoint, counted in
 ``<claims>:deferred``). Claims are renewed with the match's lease
-(:class:`arena.delivery.LeaseKeeper`). Without Redis the match plays without a claim
+(:class:`arena.heartbeat.LeaseKeeper`). Without Redis the match plays without a claim
 (logged); eager mode has no claims.
 """
 

@@ -35,7 +35,6 @@ that fault.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from typing import Any
@@ -47,7 +46,6 @@ from arena.runner.answers import safe_text
 from arena.runner.capped import SlotCap
 from arena.runner.players import NO_SLOT, NOTICE_TIMEOUT_S, RECEIVED_LOG_CHARS, ArenaFailure, Outcome, SlotUse
 from arena.runner.semaphore import BotSemaphore, MatchSlots
-from arena.safejson import parse_answer
 from bots_sdk import wire
 
 #: Longest single wait on the answer list, seconds (under the Redis client's socket timeout).
@@ -137,24 +135,6 @@ class RelayUnavailable(ArenaFailure):
 
 def _ms(seconds: float) -> int:
     return int(round(seconds * 1000))
-
-
-def answer_body(tag: bytes, payload: bytes, rid: str) -> tuple[dict[str, Any] | None, str]:
-    """The action of an answer list item: ``R<frame>`` (the bot's answer frame as it sent
-    it: parsed strictly here, its ``id`` must be ``rid`` and its ``body`` an object) or
-    ``A<body>`` (a gateway of an earlier version parsed the frame); ``(None, why)`` when it is
-    not a strict JSON object answering ``rid``."""
-    if tag != b"R":
-        return parse_answer(payload)
-    frame, why = parse_answer(payload, wrapped=True)
-    if frame is None:
-        return None, why
-    if frame.get("id") != rid:
-        return None, "the answer frame's id is not the request's"
-    body = frame.get("body")
-    if not isinstance(body, dict):
-        return None, "the answer's body is not a JSON object"
-    return body, ""
 
 
 class _Clock:
@@ -357,18 +337,13 @@ class ConnectedPlayer:
 
     def _outcome(self, raw: bytes, rid: str, elapsed_s: float, timeout_s: float, arena_s: float = 0.0) -> Outcome:
         elapsed, arena_ms = _ms(elapsed_s), _ms(arena_s)
-        tag, payload = raw[:1], raw[1:]
-        if tag == b"F":
-            try:
-                f = json.loads(payload)
-                kind, detail, received = str(f["kind"]), str(f.get("detail", "")), str(f.get("received", ""))
-            except (ValueError, KeyError, TypeError):
-                kind, detail, received = "connection_error", "the gateway sent a broken fault", ""
+        fault = relay.read_fault(raw)
+        if fault is not None:
             return Outcome(
                 None,
-                kind,
-                safe_text(detail, RECEIVED_LOG_CHARS),
-                safe_text(received, RECEIVED_LOG_CHARS),
+                fault.kind,
+                safe_text(fault.detail, RECEIVED_LOG_CHARS),
+                safe_text(fault.received, RECEIVED_LOG_CHARS),
                 elapsed,
                 None,
                 arena_ms=arena_ms,
@@ -377,10 +352,10 @@ class ConnectedPlayer:
             return Outcome(
                 None, "timeout", f"answer took {elapsed} ms, more than the bank", "", elapsed, None, arena_ms=arena_ms
             )
-        obj, why = answer_body(tag, payload, rid)
+        obj, why = relay.read_answer(raw, rid)
         if obj is None:
             return Outcome(
-                None, "invalid_json", why, safe_text(payload, RECEIVED_LOG_CHARS), elapsed, None, arena_ms=arena_ms
+                None, "invalid_json", why, safe_text(raw[1:], RECEIVED_LOG_CHARS), elapsed, None, arena_ms=arena_ms
             )
         return Outcome(obj, None, "", "", elapsed, None, arena_ms=arena_ms)
 

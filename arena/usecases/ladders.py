@@ -28,6 +28,7 @@ import engine
 from arena import batchfit, ladderboard, lifecycle
 from arena.access import is_organizer
 from arena.db.models import Account, Bot, Ladder, LadderEntry, LadderMember, LadderPair, utcnow
+from arena.lifecycle import ladder_sets as set_states
 from arena.lifecycle import ladders as ladder_states
 from arena.limits import BoundsError, check_match_bounds
 from arena.matchmaking import (
@@ -376,7 +377,7 @@ def fit_ladder(session: Session, ladder_id: int) -> int:
     rows = list(session.scalars(select(LadderEntry).where(LadderEntry.ladder_id == ladder_id)))
     recalls = [batchfit.RecallSums(e.id, e.recall_n, e.recall_sum, e.recall_sumsq) for e in rows if e.bot_id]
     result = batchfit.fit(pairs)
-    ladder_states.store_fit(
+    set_states.store_fit(
         session,
         ladder_id,
         sets=result.sets,

@@ -9,9 +9,10 @@ the result becomes ``skipped``.
 When the tournament is over and this was its last par, the ratings of its rule set are
 rebuilt (they read the pars). Any number of deliveries store the pars once.
 
-A worker asks for them after each store (:func:`arena.delivery.request_pars`: the task by
-name to :data:`arena.queue.PAR_QUEUE`); in eager mode the in-process dispatcher calls
-:func:`fill_pars` after each match it plays.
+What follows each store asks for them through its dispatcher's ``send_pars``
+(:func:`arena.followups.follow`): a worker's sends the task by name to
+:data:`arena.queue.PAR_QUEUE`; the in-process dispatcher of eager mode calls :func:`fill_pars`
+at once.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from arena import par as luck
 from arena.config import Settings
 from arena.db.models import Match, MatchLog, MatchResult, Tournament
 from arena.db.session import shared_sessions
-from arena.delivery import update_ratings
-from arena.lifecycle import ladders
+from arena.followups import update_ratings
+from arena.lifecycle import ladder_sets
 from arena.status import ParStatus
 
 log = logging.getLogger("arena.pars")
@@ -84,13 +85,13 @@ def fill_pars(match_id: int, settings: Settings | None = None, sessions: session
 
 
 def _rate_if_last(factory: sessionmaker[Session], match_id: int) -> None:
-    """A ladder set waiting for its pars is rated now (:func:`arena.lifecycle.ladders.rate_set`);
+    """A ladder set waiting for its pars is rated now (:func:`arena.lifecycle.ladder_sets.rate_set`);
     else rebuild the ratings of the match's rule set when its tournament is over and no
     result of it waits for its pars any more (the ratings read them); a database error here
     only delays the ratings (the reaper rates a set left pending; the next rebuild has them)."""
     try:
         with factory() as session:
-            if ladders.rate_set(session, match_id) is not None:
+            if ladder_sets.rate_set(session, match_id) is not None:
                 return
         with factory() as session:
             row = session.execute(

@@ -18,8 +18,9 @@ from sqlalchemy import update
 
 from arena import lifecycle
 from arena.db.models import Bot, BotCheck, Match, MatchResult, utcnow
+from arena.leaderboard import leaderboard
+from arena.ratings import rebuild_ratings
 from arena.schedule import ScheduledMatch
-from arena.standings import leaderboard, rebuild_ratings
 
 
 def _bot(s, owner_id: int, name: str) -> int:

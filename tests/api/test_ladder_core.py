@@ -26,6 +26,7 @@ from arena.db.models import (
     utcnow,
 )
 from arena.inprocess import InProcessDispatcher
+from arena.lifecycle import ladder_sets
 from arena.lifecycle import ladders as states
 from arena.runner.replay import check_fairness, replay
 from arena.usecases import InvalidField, ladders
@@ -130,7 +131,7 @@ def test_a_set_stored_or_rated_twice_moves_every_rating_once(client, sessionmake
         fields = {k: getattr(result, k) for k in ("scores", "places", "faults", "games", "timings")}
     for _ in range(2):
         with sessionmaker() as s:
-            assert states.rate_set(s, match_id).changed is False
+            assert ladder_sets.rate_set(s, match_id).changed is False
         with sessionmaker() as s:
             assert not lifecycle.store_result(s, match_id, log={"again": 1}, **fields)
     with sessionmaker() as s:
@@ -394,8 +395,8 @@ def test_the_pairs_sums_add_up_set_after_set(sessionmaker, field):
     with sessionmaker() as s:
         ids = sorted(s.scalars(select(LadderEntry.id).where(LadderEntry.bot_id.is_not(None))))[:3]
         now = utcnow()
-        states._add_pairs(s, field["ladder"], [ids[2], ids[0], ids[1]], [1, 3, 2], [0.5, -0.25, -0.25], now)
-        states._add_pairs(s, field["ladder"], [ids[0], ids[2]], [1, 2], [0.1, -0.1], now)
+        ladder_sets._add_pairs(s, field["ladder"], [ids[2], ids[0], ids[1]], [1, 3, 2], [0.5, -0.25, -0.25], now)
+        ladder_sets._add_pairs(s, field["ladder"], [ids[0], ids[2]], [1, 2], [0.1, -0.1], now)
         s.commit()
         rows = {(p.a, p.b): p for p in s.scalars(select(LadderPair).where(LadderPair.ladder_id == field["ladder"]))}
         assert set(rows) == {(ids[0], ids[1]), (ids[0], ids[2]), (ids[1], ids[2])}

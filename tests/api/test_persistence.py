@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from sqlalchemy import inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
-from arena import schedule as sched
+from arena import designs
 from arena.db.migrate import alembic_config, current, upgrade
 from arena.db.models import Account, Base, Bot, Match, MatchSeat, Tournament, utcnow
 from arena.db.session import make_engine
@@ -326,7 +326,7 @@ def test_four_player_schedule_for_every_field_size(n):
     pair meeting as evenly as the numbers allow (max - min <= 1, and every pair meets), each
     bot's tables spread over the queue; the same for every seed, and reproducible."""
     entrants = list(range(1000, 1000 + n))
-    base = sched.base_tables_per_entrant(n)
+    base = designs.base_tables_per_entrant(n)
     for seed in (n, 1, 2**62 + 12345):
         plan = build_schedule(4, entrants, 1, seed=seed)
         k, counts, crowd, wait = _check_four_player_plan(plan, entrants)
@@ -336,7 +336,7 @@ def test_four_player_schedule_for_every_field_size(n):
             low = 3 * k // (n - 1)
             assert min(counts) >= 1 and set(counts) <= {low, low + 1}, collections.Counter(counts)
             assert base <= k <= base + 4 // math.gcd(n, 4)  # the fewest tables, or one step more
-            assert k == sched.family(n).per_entrant and len(plan) == 4 * n * k // 4
+            assert k == designs.family(n).per_entrant and len(plan) == 4 * n * k // 4
         # spread: about one table of a bot per n/4 tables of the queue, never a long wait
         assert crowd <= 3, crowd
         assert wait <= 5 * max(n, 8) // 8 + 4, (wait, n)  # 2.5 n/4 tables
@@ -347,14 +347,14 @@ def test_four_player_schedule_for_every_field_size(n):
 
 def test_stored_families_are_even_and_spread_tables_is_the_same_without_the_table_limit():
     for n in range(4, 129):
-        fam = sched._stored_families()[n]
-        assert fam.is_even() and sched.family(n) == fam
+        fam = designs._stored_families()[n]
+        assert fam.is_even() and designs.family(n) == fam
         counts = fam.class_counts()[1:]
         assert max(counts) - min(counts) <= 1
-        tables = sched.spread_tables(n, seed=7)
+        tables = designs.spread_tables(n, seed=7)
         assert sorted(collections.Counter(i for t in tables for i in t).values()) == [fam.per_entrant] * n
     # the exact designs among them: every pair meets exactly once (Steiner systems S(2, 4, n))
-    exact = [n for n in range(9, 129) if set(sched._stored_families()[n].class_counts()[1:]) == {1}]
+    exact = [n for n in range(9, 129) if set(designs._stored_families()[n].class_counts()[1:]) == {1}]
     assert exact == [13, 37, 40, 49, 52, 61, 64, 73, 76, 85, 88, 97, 100, 109, 112, 121]
     plan = build_schedule(4, list(range(8)), 1, seed=3, table_limit=0)  # 8 bots, the cyclic family
     k, counts, _, _ = _check_four_player_plan(plan, list(range(8)))
@@ -362,30 +362,30 @@ def test_stored_families_are_even_and_spread_tables_is_the_same_without_the_tabl
 
 
 def test_family_search_and_its_limits():
-    fam = sched.search_family(40, 13, seed=0, max_steps=50_000)
+    fam = designs.search_family(40, 13, seed=0, max_steps=50_000)
     assert fam is not None and fam.is_even() and fam.per_entrant == 13 and fam.quarter
-    assert sched.search_family(128, 43, seed=0, max_steps=1000) is None  # k = 3 mod 4: no cyclic family
-    assert sched.family_shape(128, 43) is None and sched.family_shape(128, 44) == (11, 0, False)
-    assert sched.search_family(25, 8, seed=0, max_steps=2000) is None  # no cyclic S(2, 4, 25) exists
+    assert designs.search_family(128, 43, seed=0, max_steps=1000) is None  # k = 3 mod 4: no cyclic family
+    assert designs.family_shape(128, 43) is None and designs.family_shape(128, 44) == (11, 0, False)
+    assert designs.search_family(25, 8, seed=0, max_steps=2000) is None  # no cyclic S(2, 4, 25) exists
     # a family that is not even, or whose block would be its own half-turn, is rejected
-    assert not sched.CyclicFamily(9, ((0, 1, 2, 3),)).is_even()
-    assert not sched.CyclicFamily(8, ((0, 1, 4, 5),)).is_even()
-    line = sched.family_line(sched.family(16))
-    assert line.startswith("16: ") and sched.family(16).per_entrant == 6
+    assert not designs.CyclicFamily(9, ((0, 1, 2, 3),)).is_even()
+    assert not designs.CyclicFamily(8, ((0, 1, 4, 5),)).is_even()
+    line = designs.family_line(designs.family(16))
+    assert line.startswith("16: ") and designs.family(16).per_entrant == 6
 
 
 @pytest.mark.slow
 def test_four_player_fields_beyond_the_stored_families_still_get_a_valid_schedule():
     for n in (129, 131):  # searched at run time, bounded; or the greedy fallback
-        tables = sched.spread_tables(n, seed=5)
+        tables = designs.spread_tables(n, seed=5)
         per = collections.Counter(i for t in tables for i in t)
         assert len(per) == n and len(set(per.values())) == 1 and all(len(set(t)) == 4 for t in tables)
-    greedy = sched._greedy_tables(131, seed=5)
+    greedy = designs._greedy_tables(131, seed=5)
     per = collections.Counter(i for t in greedy for i in t)
-    assert len(per) == 131 and set(per.values()) == {sched.base_tables_per_entrant(131)}
+    assert len(per) == 131 and set(per.values()) == {designs.base_tables_per_entrant(131)}
     assert all(len(set(t)) == 4 for t in greedy)
     with pytest.raises(ScheduleError, match="at least 4"):
-        sched.spread_tables(3, seed=1)
+        designs.spread_tables(3, seed=1)
 
 
 @pytest.mark.slow

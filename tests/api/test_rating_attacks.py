@@ -21,8 +21,9 @@ from sqlalchemy import select
 
 from arena import lifecycle
 from arena.db.models import Bot, Rating, Tournament
+from arena.leaderboard import leaderboard
+from arena.ratings import rebuild_ratings
 from arena.schedule import ScheduledMatch
-from arena.standings import leaderboard, rebuild_ratings
 
 GAMES = 10
 TOURNAMENTS = 20

@@ -16,7 +16,7 @@ from sqlalchemy import select
 import engine
 from arena import fairness, lifecycle
 from arena.db.models import Rating, RatingHistory, Tournament
-from arena.standings import rebuild_ratings
+from arena.ratings import rebuild_ratings
 from tests.api.conftest import eager_client, register_checked_bot, register_ready_bot
 
 RULESET = "million_doubt"

@@ -14,8 +14,8 @@ import socket
 import pytest
 
 from arena.conformance import health_check
-from arena.delivery import build_players
 from arena.lifecycle import MatchPlan, SeatPlan
+from arena.playing import build_players
 from arena.runner.match import run_match
 from arena.runner.players import HttpPlayer
 from arena.url_policy import BotUrlError, check_bot_url

@@ -11,7 +11,8 @@ from sqlalchemy import select
 from arena.board import read_board
 from arena.db.models import Account, Match, MatchSeat, StandingsCache, Tournament
 from arena.lifecycle import MatchStatus, store_result
-from arena.standings import ResultsSeen, compute_standings, load_records, tournament_report, tournament_standings
+from arena.ranking import compute_standings
+from arena.standings import ResultsSeen, load_records, tournament_report, tournament_standings
 
 
 def _rows(standings):

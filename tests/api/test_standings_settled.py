@@ -19,9 +19,12 @@ from arena.db.migrate import alembic_config, upgrade
 from arena.db.models import Bot, Match, MatchResult, MatchSeat, Rating, StandingsCache, Tournament, utcnow
 from arena.db.session import make_engine
 from arena.lifecycle import store_result
-from arena.standings import compute_report, game_ranks, load_records, rebuild_ratings, tournament_report
+from arena.ranking import compute_report, game_ranks
 
 #: Strength of each bot of the duels below: its expected score per game against a bot of 0.
+from arena.ratings import rebuild_ratings
+from arena.standings import load_records, tournament_report
+
 STRENGTH = {"strong": 3.0, "mid": 0.0, "weak": -3.0}
 
 
@@ -291,7 +294,7 @@ def test_migration_0013_adds_the_rating_columns_and_result_changes(database_url)
 
 def test_rated_tournaments_is_the_one_selection(sessionmaker, league):
     """Every tournament of the rule set is rated today; the ratings read no other selection."""
-    from arena.standings import rated_tournaments
+    from arena.ratings import rated_tournaments
 
     with sessionmaker() as s:
         tid = _duels(s, league["org_id"], league["bots"], rounds=1, seed=4, par=False)

@@ -11,7 +11,7 @@ from marshmallow import validate
 from sqlalchemy import CheckConstraint, inspect
 
 from api.resources.bots import BotSchema
-from api.resources.tournaments import MatchListArgs
+from api.resources.tournament_schemas import MatchListArgs
 from api.ui.i18n import _STATUS_MESSAGES
 from arena import lifecycle
 from arena.db.migrate import upgrade

@@ -15,10 +15,10 @@ from arena.db.session import make_engine, make_sessionmaker
 from arena.lifecycle import Conflict, NotFound, store_result
 from arena.lifecycle.tables import TooManyTables
 from arena.people import rebuild_people_ratings, tables_of
+from arena.ratings import rebuild_ratings
 from arena.runner.match import run_match
 from arena.runner.players import LocalPlayer
 from arena.sources import SOURCES, source_for
-from arena.standings import rebuild_ratings
 from arena.usecases import Forbidden, InvalidField
 from arena.usecases import tables as cases
 from bots_sdk.samples import SAMPLE_BOTS

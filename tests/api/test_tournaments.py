@@ -15,7 +15,7 @@ from sqlalchemy import select
 from arena.db.models import Rating, RatingHistory
 from arena.fairness import commitment, match_seed
 from arena.lifecycle import store_result
-from arena.standings import rebuild_ratings
+from arena.ratings import rebuild_ratings
 from tests.api.conftest import register_checked_bot
 
 

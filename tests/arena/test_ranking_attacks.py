@@ -19,9 +19,9 @@ import random
 
 import pytest
 
+from arena.ranking import MatchRecord, compute_report, game_par
 from arena.sequential import MIN_GAMES, SettleRule, evaluate, game_values
 from arena.significance import MIN_TEST_GAMES, Moments, SharedSums, difference
-from arena.standings import MatchRecord, compute_report, game_par
 
 #: |game score| of the winner of a Million Doubt game between two greedy sample bots (MD-17),
 #: and how often each came up in 2,000 games (the loser scores the opposite).

@@ -11,8 +11,8 @@ import statistics
 import pytest
 from openskill.models import PlackettLuce
 
+from arena.ranking import MatchRecord, compute_report, game_par, game_ranks, rate_games
 from arena.significance import MIN_TEST_GAMES, Moments, SharedSums, difference, t975
-from arena.standings import MatchRecord, compute_report, game_par, game_ranks, rate_games
 
 
 def _moments(xs) -> Moments:
@@ -201,7 +201,7 @@ def test_settled_needs_every_neighbour_significant_and_everyone_played():
 
 
 def test_fold_state_round_trips_and_other_versions_are_refolded():
-    from arena.standings import StandingsFold
+    from arena.ranking import StandingsFold
 
     recs = [_duel(i, 1, "house-1", (-1) ** i * (i + 1.0), par=0.5) for i in range(6)]
     fold = StandingsFold()

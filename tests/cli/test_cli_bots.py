@@ -15,8 +15,8 @@ from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
-from cli.demo import WsgiServer
-from cli.tournament import check_lines
+from cli.bots import check_lines
+from cli.servers import WsgiServer
 from tests.cli.test_cli_tournament import run
 from tests.helpers import eager_app
 

@@ -34,7 +34,7 @@ from arena.db.migrate import upgrade
 from arena.db.models import Bot
 from arena.db.session import make_engine, make_sessionmaker
 from arena.security import new_secret
-from cli.demo import WsgiServer
+from cli.servers import WsgiServer
 from cli.service import ApiServer
 from tests.children import spawn as spawn_child
 

@@ -20,7 +20,7 @@ from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
 from cli import main
-from cli.demo import WsgiServer
+from cli.servers import WsgiServer
 from tests.helpers import mark_bot_checked
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,7 +28,7 @@ from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli import main
 from cli.client import ApiClient
-from cli.demo import WsgiServer
+from cli.servers import WsgiServer
 from tests.helpers import eager_app, mark_bot_checked
 
 REPO = Path(__file__).resolve().parents[2]

@@ -33,7 +33,7 @@ from arena.matchlog import read_log
 from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
-from cli.demo import WsgiServer
+from cli.servers import WsgiServer
 from tests import children
 from tests.helpers import create_pg_database
 

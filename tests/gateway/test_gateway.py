@@ -25,6 +25,7 @@ from bots_sdk import wire
 from bots_sdk.bot import Request
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
+from gateway.config import GatewayConfig
 from gateway.server import Gateway
 
 pytestmark = pytest.mark.services
@@ -47,7 +48,8 @@ class RunningGateway:
 
     def __init__(self, broker_url: str, creds: Any = _creds, **kw: Any):
         self.ready = threading.Event()
-        self.gw = Gateway(broker_url, creds, port=0, **kw)
+        still_connect = kw.pop("still_connect", None)
+        self.gw = Gateway(broker_url, creds, GatewayConfig(port=0, **kw), still_connect=still_connect)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stop: asyncio.Event | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)

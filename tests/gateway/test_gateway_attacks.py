@@ -31,7 +31,7 @@ from arena.db.session import shared_sessions
 from arena.runner.players import Outcome
 from arena.usecases.bots import Credentials, credentials
 from bots_sdk import wire
-from gateway.server import FLOOD_BURST
+from gateway.frames import FLOOD_BURST
 from tests.gateway.test_gateway import SECRETS, Answering, RunningGateway, authenticate, close_code, echo, player
 from tests.helpers import create_pg_database, wait_until
 
@@ -293,7 +293,7 @@ def test_connections_that_never_authenticate_are_capped_per_address(start_gatewa
     by.finish()
     # a place of the attacker's address is free again once one of its connections is gone
     waiting.pop().close()
-    wait_until(lambda: gw.gw.waiting.get("127.0.0.1") == 3, "one place free for 127.0.0.1")
+    wait_until(lambda: gw.gw.admission.waiting.get("127.0.0.1") == 3, "one place free for 127.0.0.1")
     again = RawBot(gw.url)
     assert again.recv_json()["type"] == "challenge"
     for w in [*waiting, again]:

@@ -23,7 +23,7 @@ from arena import relay
 from arena.runner.connected import ConnectedPlayer
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
-from gateway import server as gateway_server
+from gateway.presence import proof_stands
 from tests.gateway.test_gateway import SECRETS, RunningGateway
 from tests.gateway.test_gateway import authenticate as authenticate_bot
 from tests.helpers import wait_until
@@ -161,7 +161,7 @@ def test_a_batch_for_a_bot_no_longer_here_goes_back_to_its_list_in_order(gateway
     envelopes = [relay.envelope(f"r{i}", 2_000_000_000_000, "request", "{}").encode() for i in range(3)]
 
     async def deliver() -> None:
-        gateway.gw._deliver(42, envelopes)  # bot 42 has no connection here
+        gateway.gw.requests.deliver(42, envelopes)  # bot 42 has no connection here
 
     client = redis.Redis.from_url(broker)
     client.rpush(relay.request_key(42), b"queued-after")
@@ -232,8 +232,8 @@ def test_renewal_closes_a_deleted_bots_connections_and_renews_the_others(
         before = client.zscore(relay.conns_key(8), next(iter(client.zrange(relay.conns_key(8), 0, -1))))
         client.delete(relay.conns_key(8))  # Redis lost the lease: the renewal holds it again
         del registry.bots[7]  # bot 7 deleted
-        g.gw._cache.clear()  # (its credentials' cache would keep it 5 s more)
-        g.call(g.gw._renew())
+        g.gw.credentials.cache.clear()  # (its credentials' cache would keep it 5 s more)
+        g.call(g.gw.presence.renew())
         assert close_code(ws7) == wire.CLOSE_BOT_GONE
         while relay.presence(client, [7])[7].connected:  # its lease given back as it closed
             pass
@@ -275,21 +275,21 @@ def test_renewal_in_one_query_closes_a_connection_whose_secret_was_rotated_away(
     by the second rotation; the owner's connection, proved with the second secret, stays."""
     db = Rotations()
     g = running_gateway(broker, Registry(), still_connect=db.still_connect, credentials_ttl_s=0.0, renew_s=3600)
-    g.gw.credentials = db.creds  # (its own renewals wait an hour: each one here is counted)
+    g.gw.credentials.credentials = db.creds  # (its own renewals wait an hour: each one here is counted)
     try:
         thief = authenticate(g.url, 7)  # the first secret, leaked
-        g.call(g.gw._renew())
+        g.call(g.gw.presence.renew())
         assert (db.queries, db.reads) == (1, 1)  # no rotation: the query alone judged it
         db.rotate("second")
         owner = connect(g.url, max_size=wire.MAX_FRAME_BYTES, legacy=True)
         owner.send(wire.auth_frame(7, "second", json.loads(owner.recv(timeout=5))["nonce"]))
         assert json.loads(owner.recv(timeout=5))["type"] == "welcome"
-        g.call(g.gw._renew())  # the thief's proof predates the rotation: read once, in its grace
+        g.call(g.gw.presence.renew())  # the thief's proof predates the rotation: read once, in its grace
         assert (db.queries, db.reads) == (2, 3)
-        g.call(g.gw._renew())
+        g.call(g.gw.presence.renew())
         assert (db.queries, db.reads) == (3, 3)  # both judged by the query alone again
         db.rotate("third")
-        g.call(g.gw._renew())
+        g.call(g.gw.presence.renew())
         assert (db.queries, db.reads) == (4, 4)  # one read for both connections of the bot
         assert close_code(thief) == wire.CLOSE_AUTH_FAILED
         assert owner.protocol.state.name == "OPEN"
@@ -314,7 +314,7 @@ def test_a_proof_stands_while_the_secrets_are_unchanged_and_the_grace_runs() -> 
     now = 1_000_000.0
     before = Credentials(7, 1, "b#7", "connect", ["s1"], None)
     after = Credentials(7, 1, "b#7", "connect", ["s2", "s1"], now + 10)
-    stands = gateway_server._proof_stands
+    stands = proof_stands
     assert stands(Proved("s1", before), None, now)  # never rotated
     assert not stands(Proved("s1", before), now + 10, now)  # rotated since: read to judge
     assert stands(Proved("s2", after), now + 10, now)  # the current secret

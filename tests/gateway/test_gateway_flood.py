@@ -24,7 +24,7 @@ import pytest
 from websockets.sync.client import connect
 
 from bots_sdk import wire
-from gateway.server import MAX_UNAUTHENTICATED_PER_NETWORK
+from gateway.config import MAX_UNAUTHENTICATED_PER_NETWORK
 from tests.gateway.conftest import Site, start_gateway
 from tests.gateway.test_gateway import Answering, RunningGateway, authenticate, player
 from tests.gateway.test_gateway_attacks import RawBot
@@ -132,12 +132,12 @@ def test_one_network_of_addresses_cannot_fill_the_unauthenticated_cap(broker: st
             h, r = _hold(gw.url, f"127.0.4.{i + 1}", 60)
             held += h
             refused += r
-        assert len(held) == MAX_UNAUTHENTICATED_PER_NETWORK == gw.gw.unauthenticated, (len(held), refused[:3])
+        assert len(held) == MAX_UNAUTHENTICATED_PER_NETWORK == gw.gw.admission.unauthenticated, (len(held), refused[:3])
         assert len(refused) == 36 * 60 - MAX_UNAUTHENTICATED_PER_NETWORK
         # refused with 1013, then (the network's refusals spent its budget) dropped as accepted
         network_full = (1013, "too many connections waiting to authenticate from this network")
         assert network_full in refused and set(refused) <= {network_full, ("dropped", "")}, set(refused)
-        assert gw.gw.refused_early == refused.count(("dropped", ""))
+        assert gw.gw.admission.refused_early == refused.count(("dropped", ""))
         for _ in range(12):  # honest bots of another network: every one welcomed (before: 1013)
             ws, welcome = authenticate(gw.url, 7)
             assert welcome["type"] == "welcome", welcome

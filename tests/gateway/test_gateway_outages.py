@@ -27,7 +27,8 @@ from arena import relay
 from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker, normalize_url, shared_sessions
-from arena.delivery import WorkerHealth, internal_reason
+from arena.delivery import internal_reason
+from arena.heartbeat import WorkerHealth
 from arena.runner.connected import ConnectedPlayer, RelayUnavailable
 from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import LocalPlayer, Outcome
@@ -37,7 +38,7 @@ from bots_sdk import connect as sdk_connect
 from bots_sdk import protocol, wire
 from bots_sdk.samples import SAMPLE_BOTS
 from engine.timebank import TimeRules
-from gateway.server import PROBE_S, SILENT_S
+from gateway.liveness import PROBE_S, SILENT_S
 from tests import children
 from tests.gateway.conftest import Site, add_bot, start_gateway
 from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code
@@ -308,7 +309,7 @@ def test_redis_down_longer_than_a_bank_mid_match_the_match_goes_on_with_no_fault
     """Redis (the relay, on the data host) dies mid-match and stays down past the seat's bank.
     Before, the decision raised RelayUnavailable and the match ended ``failed``: the tournament
     stopped until an organizer pressed Retry. Now the runner waits for the worker's links to be
-    well (arena.delivery.WorkerHealth), asks the decision again with the bank it had, and the
+    well (arena.heartbeat.WorkerHealth), asks the decision again with the bank it had, and the
     match is played to its end: no fault, the arena's failure in the log as the arena's."""
     port, procs = own_redis
     broker = f"redis://127.0.0.1:{port}/0"

@@ -12,8 +12,8 @@ import pytest
 import redis
 
 from arena.config import Settings
-from arena.delivery import play_plan, result_fields
 from arena.lifecycle import MatchPlan, SeatPlan
+from arena.playing import play_plan, result_fields
 from arena.runner.semaphore import BotSemaphore, endpoint_key, normalize_endpoint
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import make_app as sdk_app

@@ -17,14 +17,14 @@ import pytest
 import redis
 from sqlalchemy import text
 
-from arena import delivery, lifecycle, spool
+from arena import lifecycle, spool, storing
 from arena.db.models import Match
 from arena.delivery import play_and_store
 from arena.queue import PRIORITY_QUEUE
 from arena.reaper import reap
 from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
-from cli.demo import WsgiServer
+from cli.servers import WsgiServer
 from tests.worker.conftest import SwitchBot
 
 pytestmark = pytest.mark.services
@@ -171,7 +171,7 @@ def _refuse_inserts(arena, times: int) -> None:
 
 
 def test_store_error_is_retried_without_replaying(arena, bots, redis_url, monkeypatch):
-    monkeypatch.setattr(delivery, "STORE_BACKOFF_S", 0.05)
+    monkeypatch.setattr(storing, "STORE_BACKOFF_S", 0.05)
     tid, mid = _one_match(arena, bots, redis_url)
     _refuse_inserts(arena, times=3)
     before = sum(b.decisions for b in bots)
@@ -187,7 +187,7 @@ def test_store_error_is_retried_without_replaying(arena, bots, redis_url, monkey
 
 def test_store_retries_spent_without_a_spool_fail_the_match(arena, bots, redis_url, monkeypatch):
     """No Redis to spool to (eager mode): when the retries are spent the match fails."""
-    monkeypatch.setattr(delivery, "STORE_BACKOFF_S", 0.01)
+    monkeypatch.setattr(storing, "STORE_BACKOFF_S", 0.01)
     tid, mid = _one_match(arena, bots, redis_url)
     _refuse_inserts(arena, times=100000)
     line = play_and_store(mid, dataclasses.replace(arena.settings, celery_eager=True, store_retry_s=1))
@@ -214,7 +214,7 @@ def test_store_retries_spent_leave_the_result_in_the_spool(arena, bots, redis_ur
     the Redis spool, the match stays running (its tournament too) even once its lease has
     expired, and the reaper, or the next delivery of the match, stores it once: not played
     again."""
-    monkeypatch.setattr(delivery, "STORE_BACKOFF_S", 0.01)
+    monkeypatch.setattr(storing, "STORE_BACKOFF_S", 0.01)
     tid, mid = _one_match(arena, bots, redis_url)
     _refuse_inserts(arena, times=100000)
     settings = dataclasses.replace(arena.settings, store_retry_s=1, lease_s=1)

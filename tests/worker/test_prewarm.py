@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 from sqlalchemy import text
 
-from arena import delivery
+from arena import playing
 from arena.config import Settings
 from arena.db import session as db_session
 from arena.runner.semaphore import BotSemaphore
@@ -25,7 +25,7 @@ def test_prewarm_opens_the_pools_connections_and_one_redis_connection_per_thread
     settings = Settings(data_dir=tmp_path, database_url=url, broker_url=redis_url, celery_eager=False)
     pool_before = dataclasses.replace(db_session.POOL)
     try:
-        opened = delivery.prewarm(settings, 32)
+        opened = playing.prewarm(settings, 32)
         engine = db_session.shared_sessions(url).kw["bind"]
         # at most POOL_SIZE kept open whatever the threads (an idle worker of 4 processes x 32
         # threads must not take PostgreSQL's 100 connections)
@@ -54,7 +54,7 @@ def test_prewarm_with_databases_down_opens_nothing_and_does_not_raise(redis_url,
     )
     pool_before = dataclasses.replace(db_session.POOL)
     try:
-        assert delivery.prewarm(settings, 3) == {"database": 0, "redis": 0}
+        assert playing.prewarm(settings, 3) == {"database": 0, "redis": 0}
     finally:
         vars(db_session.POOL).update(vars(pool_before))
 
@@ -63,7 +63,7 @@ def test_more_matches_at_once_than_redis_pys_default_pool_all_get_their_slot_cal
     """150 matches at once on one process, each holding its Redis connection (match_redis):
     every one can still call the semaphore (no "Too many connections" bypass)."""
     settings = Settings(data_dir=tmp_path, database_url="sqlite://", broker_url=redis_url, celery_eager=False)
-    clients = [delivery.match_redis(settings) for _ in range(150)]
+    clients = [playing.match_redis(settings) for _ in range(150)]
     try:
         assert all(c is not None for c in clients)
         tokens = []
@@ -109,7 +109,7 @@ def test_prewarm_gives_up_on_a_database_that_accepts_and_never_answers(redis_url
     pool_before = dataclasses.replace(db_session.POOL)
     try:
         t0 = time.monotonic()
-        opened = delivery.prewarm(settings, 4)
+        opened = playing.prewarm(settings, 4)
         took = time.monotonic() - t0
         assert opened["database"] == 0
         assert took < 60  # a hang guard, not a speed goal: without the timeout it never returns

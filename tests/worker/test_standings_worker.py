@@ -5,7 +5,7 @@ the leaderboard read through the API served over HTTP and through the ``arena`` 
 The worker stores results without a par (the par task is another's); the test then writes a
 par into every stored game, as that task does (``"par": [per seat]`` in
 ``match_results.games``), and reads again: the adjusted order, the ratings from adjusted
-scores (rebuilt as the worker does, ``arena.delivery.update_ratings``).
+scores (rebuilt as the worker does, ``arena.followups.update_ratings``).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from sqlalchemy import select
 
 from api import create_app
 from arena.db.models import Match, MatchResult, Rating
-from arena.delivery import update_ratings
-from arena.standings import compute_report, game_ranks
+from arena.followups import update_ratings
+from arena.ranking import compute_report, game_ranks
 from bots_sdk.samples import SAMPLE_BOTS
 from cli import main
+from cli.display import settled_lines
 from cli.servers import WsgiServer
-from cli.tournament import settled_lines
 from tests.worker.conftest import SwitchBot
 from tests.worker.test_tournaments import _records_from_logs
 

@@ -11,8 +11,8 @@ from sqlalchemy import select
 
 from arena.db.models import Rating
 from arena.fairness import attempt_seed
+from arena.ranking import MatchRecord, compute_standings
 from arena.runner.replay import replay
-from arena.standings import MatchRecord, compute_standings
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from api import create_app
-from api.ui import forms
+from api.ui import bot_forms
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
@@ -73,7 +73,7 @@ def test_matches_are_paginated(site, monkeypatch):
             s.scalars(select(MatchSeat.match_id).where(MatchSeat.bot_id == ace).order_by(MatchSeat.match_id.desc()))
         )
     assert len(ids) > 5
-    monkeypatch.setattr(forms, "BOT_MATCHES_PER_PAGE", 5)
+    monkeypatch.setattr(bot_forms, "BOT_MATCHES_PER_PAGE", 5)
     c = _client(site, "alice")
     seen = []
     pages = -(-len(ids) // 5)

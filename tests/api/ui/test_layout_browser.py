@@ -25,7 +25,7 @@ from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant
 from arena.db.session import make_engine, make_sessionmaker
-from arena.standings import rebuild_ratings
+from arena.ratings import rebuild_ratings
 from tests.api.test_standings_settled import _bots, _duels
 from tests.api.ui.conftest import _QuietHandler
 

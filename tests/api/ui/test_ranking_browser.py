@@ -22,7 +22,9 @@ from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
-from arena.standings import leaderboard, rebuild_ratings, tournament_report
+from arena.leaderboard import leaderboard
+from arena.ratings import rebuild_ratings
+from arena.standings import tournament_report
 from tests.api.test_standings_settled import _bots, _duels
 from tests.api.ui.conftest import _QuietHandler
 
