@@ -90,7 +90,8 @@ def layout(seats: int) -> dict[str, slice]:
 @cache
 def size(seats: int) -> int:
     """Length of the observation vector."""
-    return max(s.stop for s in layout(seats).values())
+    stop: int = max(s.stop for s in layout(seats).values())
+    return stop
 
 
 def card_bits(row: np.ndarray, cards: Iterable[str]) -> None:
