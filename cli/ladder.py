@@ -23,7 +23,7 @@ import click
 
 import engine
 from cli import parse_options_json
-from cli.tournament import _api_options, _call, _client, _echo_json, _table_console
+from cli.api_commands import api_client, api_options, call_api, echo_json, table_console
 
 
 def _bool(value: bool | None, yes: str, no: str, none: str = "-") -> str:
@@ -176,37 +176,37 @@ def ladder() -> None:
 
 
 @ladder.command("list")
-@_api_options
+@api_options
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def ladder_list(api_url: str, token: str | None, as_json: bool) -> None:
     """The ladders you may read: id, name, rule set, open or private, status, last tick (open
     ladders need no token)."""
-    with _client(api_url, token, public_read=True) as client:
-        found = _call(client.ladders)
+    with api_client(api_url, token, public_read=True) as client:
+        found = call_api(client.ladders)
     if as_json:
-        _echo_json(found)
+        echo_json(found)
         return
     for ld in found:
         click.echo(ladder_line(ld))
 
 
 @ladder.command("show")
-@_api_options
+@api_options
 @click.argument("ladder_id", type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def ladder_show(api_url: str, token: str | None, ladder_id: int, as_json: bool) -> None:
     """The live table of a ladder: rank, bot, owner, μ, σ, μ−3σ, sets, ahead of the next at
     95%, online, paused and why."""
-    with _client(api_url, token, public_read=True) as client:
-        body = _call(client.ladder, ladder_id)
+    with api_client(api_url, token, public_read=True) as client:
+        body = call_api(client.ladder, ladder_id)
     if as_json:
-        _echo_json(body)
+        echo_json(body)
         return
-    _table_console().print(live_table(body))
+    table_console().print(live_table(body))
 
 
 @ladder.command("create")
-@_api_options
+@api_options
 @click.option("--ruleset", "-r", type=click.Choice(list(engine.RULESETS)), required=True)
 @click.option("--name", required=True, help="The ladder's name.")
 @click.option("--open", "open_ladder", is_flag=True, help="The rule set's one open ladder (any ready bot; public).")
@@ -270,17 +270,17 @@ def ladder_create(
         "max_faults": max_faults,
         "time_rules": {"initial": time_bank, "increment": increment, "cap": time_bank if cap is None else cap},
     }
-    with _client(api_url, token) as client:
-        ld = _call(client.create_ladder, **body)
+    with api_client(api_url, token) as client:
+        ld = call_api(client.create_ladder, **body)
     if as_json:
-        _echo_json(ld)
+        echo_json(ld)
         return
     click.echo(f"ladder {ld['id']} {ld['name']!r}: {ld['ruleset']}, {'open' if ld['open'] else 'private'}", err=True)
     click.echo(ld["id"])
 
 
 @ladder.command("enter")
-@_api_options
+@api_options
 @click.argument("ladder_id", type=click.IntRange(min=1))
 @click.option("--bot", "bot_id", type=click.IntRange(min=1), required=True, help="Your ready bot's id.")
 @click.option(
@@ -301,21 +301,21 @@ def ladder_enter(
 ) -> None:
     """Enter your ready bot in a ladder (a withdrawn bot comes back with its rating). The entry
     on stdout (one line; --json: the API's answer)."""
-    with _client(api_url, token) as client:
-        e = _call(
+    with api_client(api_url, token) as client:
+        e = call_api(
             client.enter_ladder, ladder_id, bot_id, max_concurrent=max_concurrent, max_sets_per_hour=max_sets_per_hour
         )
     click.echo(json.dumps(e, indent=2) if as_json else _entry_line(e))
 
 
 def _entry_command(action: str, summary: str) -> click.Command:
-    @_api_options
+    @api_options
     @click.argument("ladder_id", type=click.IntRange(min=1))
     @click.option("--bot", "bot_id", type=click.IntRange(min=1), required=True, help="Your bot's id.")
     @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
     def command(api_url: str, token: str | None, ladder_id: int, bot_id: int, as_json: bool) -> None:
-        with _client(api_url, token) as client:
-            e = _call(client.ladder_entry, ladder_id, bot_id, action)
+        with api_client(api_url, token) as client:
+            e = call_api(client.ladder_entry, ladder_id, bot_id, action)
         click.echo(json.dumps(e, indent=2) if as_json else _entry_line(e))
 
     command.__doc__ = summary
@@ -330,7 +330,7 @@ ladder_withdraw = _entry_command("withdraw", "Withdraw your bot from the ladder 
 
 
 @ladder.command("sets")
-@_api_options
+@api_options
 @click.argument("ladder_id", type=click.IntRange(min=1))
 @click.option("--playing", is_flag=True, help="The sets queued or playing now (default: the sets done).")
 @click.option("--bot", "bot_id", type=click.IntRange(min=1), default=None, help="One bot's sets.")
@@ -342,28 +342,28 @@ def ladder_sets(
     """A ladder's sets, newest first: playing now (--playing) or done, with their scores,
     places and rating. A set's log (GET /api/v1/matches/ID/log) verifies with its seed and
     salt once stored (--json shows them)."""
-    with _client(api_url, token, public_read=True) as client:
-        rows = _call(client.ladder_sets, ladder_id, playing=playing, bot_id=bot_id, limit=limit)
+    with api_client(api_url, token, public_read=True) as client:
+        rows = call_api(client.ladder_sets, ladder_id, playing=playing, bot_id=bot_id, limit=limit)
     if as_json:
-        _echo_json(rows)
+        echo_json(rows)
         return
     what = "playing now" if playing else "done"
-    _table_console().print(
+    table_console().print(
         sets_table(rows, f"ladder {ladder_id}: sets {what}" + (f" of bot {bot_id}" if bot_id else ""))
     )
 
 
 @ladder.command("official")
-@_api_options
+@api_options
 @click.argument("ladder_id", type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def ladder_official(api_url: str, token: str | None, ladder_id: int, as_json: bool) -> None:
     """The official table: the last batch fit over every rated set (Bradley-Terry), with the
     significance matrix of its top."""
-    with _client(api_url, token, public_read=True) as client:
-        body = _call(client.ladder_official, ladder_id)
-        names = {} if as_json else {r["entry_id"]: r["name"] for r in _call(client.ladder, ladder_id)["rows"]}
+    with api_client(api_url, token, public_read=True) as client:
+        body = call_api(client.ladder_official, ladder_id)
+        names = {} if as_json else {r["entry_id"]: r["name"] for r in call_api(client.ladder, ladder_id)["rows"]}
     if as_json:
-        _echo_json(body)
+        echo_json(body)
         return
-    _table_console().print(official_tables(body, names))
+    table_console().print(official_tables(body, names))

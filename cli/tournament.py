@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,51 +34,10 @@ import click
 import engine
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
 from cli import parse_options_json
+from cli.api_commands import api_client, api_options, call_api, echo_json, table_console
 from cli.client import ApiClient, ApiError, download_logs
 from cli.play import bots as play_bots
 from cli.play import logs as play_logs
-
-DEFAULT_API_URL = "http://127.0.0.1:8000"
-
-
-def _api_options(fn: Callable) -> Callable:
-    fn = click.option(
-        "--token", envvar="ARENA_TOKEN", default=None, show_envvar=True, help="Bearer token of your account."
-    )(fn)
-    fn = click.option(
-        "--api",
-        "api_url",
-        envvar="ARENA_API_URL",
-        default=DEFAULT_API_URL,
-        show_default=True,
-        show_envvar=True,
-        help="Base URL of the Arena API.",
-    )(fn)
-    return fn
-
-
-def _client(api_url: str, token: str | None, *, public_read: bool = False) -> ApiClient:
-    """The API client acting with ``token``. ``public_read``: a read the pages allow without
-    signing in (a public tournament's status, standings and logs), so no token is needed;
-    the API's 401 for a tournament that is not public says to give one (:func:`_call`)."""
-    if not token and not public_read:
-        raise click.UsageError("no token: pass --token or set ARENA_TOKEN")
-    try:
-        return ApiClient(api_url, token or None)
-    except ApiError as exc:
-        raise click.BadParameter(str(exc), param_hint="--api") from None
-
-
-def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run an API call; an :class:`ApiError` becomes one ``Error:`` line (exit status 1);
-    a 401 to a call made without a token says how to give one."""
-    try:
-        return fn(*args, **kwargs)
-    except ApiError as exc:
-        client = getattr(fn, "__self__", None) if not args or not isinstance(args[0], ApiClient) else args[0]
-        if exc.status == 401 and isinstance(client, ApiClient) and not client.token:
-            raise click.ClickException(f"{exc} (pass --token or set ARENA_TOKEN)") from None
-        raise click.ClickException(str(exc)) from None
 
 
 def progress_bar(console=None, *, transient: bool = False):
@@ -187,7 +145,7 @@ def watch_progress(
             if hint:
                 bar.console.print(Text(hint, style="yellow"))
 
-        return _call(client.wait_finished, tournament_id, poll_s=poll_s, timeout_s=timeout_s, on_progress=update)
+        return call_api(client.wait_finished, tournament_id, poll_s=poll_s, timeout_s=timeout_s, on_progress=update)
 
 
 def _signed(value: float | None, half: float | None = None) -> str:
@@ -303,15 +261,6 @@ def leaderboard_table(board: dict):
     return table
 
 
-def _table_console():
-    """A console for a wide table: the terminal's width, or 200 columns when stdout is not a
-    terminal (a pipe or a file gets whole rows, not columns cut to 80)."""
-    from rich.console import Console
-
-    console = Console()
-    return console if console.is_terminal else Console(width=200)
-
-
 def settling_text(t: dict) -> str | None:
     """What a tournament played until settled says of it (None without ``until_settled``):
     ``settled after round N: bot A ahead of bot B by D ± SE points per game``, ``max rounds (N)
@@ -363,14 +312,10 @@ def _echo_tournament(t: dict, *, err: bool = False) -> None:
     )
 
 
-def _echo_json(body: Any) -> None:
-    click.echo(json.dumps(body, indent=2))
-
-
 def _echo_result(t: dict, as_json: bool) -> None:
     """A command's tournament answer: JSON on stdout with ``--json``, else the summary on stderr."""
     if as_json:
-        _echo_json(t)
+        echo_json(t)
     else:
         _echo_tournament(t, err=True)
 
@@ -381,7 +326,7 @@ def tournament() -> None:
 
 
 @tournament.command("create")
-@_api_options
+@api_options
 @click.option("--ruleset", "-r", type=click.Choice(list(engine.RULESETS)), required=True)
 @click.option(
     "--bot",
@@ -488,10 +433,10 @@ def tournament_create(
             body["until_settled"]["delta"] = settle_delta
     elif settle_delta is not None:
         raise click.UsageError("--settle-delta needs --until-settled")
-    with _client(api_url, token) as client:
-        t = _call(client.create_tournament, **body)
+    with api_client(api_url, token) as client:
+        t = call_api(client.create_tournament, **body)
     if as_json:
-        _echo_json(t)
+        echo_json(t)
         return
     _echo_tournament(t, err=True)
     click.echo(t["id"])
@@ -538,7 +483,7 @@ def _start_asking(
     )
     if choice == "leave":
         raise click.ClickException("not started")
-    return _call(client.start_tournament, tournament_id, timeout_s=None, if_offline=choice, wait_s=max_wait_s)
+    return call_api(client.start_tournament, tournament_id, timeout_s=None, if_offline=choice, wait_s=max_wait_s)
 
 
 def waiting_line(t: dict, now: float | None = None) -> str:
@@ -564,7 +509,7 @@ def watch_waiting(client: ApiClient, tournament_id: int, console=None, *, poll_s
     console = console or Console(stderr=True)
     with console.status("") as status:
         while True:
-            t = _call(client.tournament, tournament_id)
+            t = call_api(client.tournament, tournament_id)
             if t["status"] != "created" or not t.get("waiting_until"):
                 return t
             status.update(waiting_line(t))
@@ -572,7 +517,7 @@ def watch_waiting(client: ApiClient, tournament_id: int, console=None, *, poll_s
 
 
 @tournament.command("start")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option(
     "--if-offline",
@@ -638,7 +583,7 @@ def tournament_start(
     """
     from rich.console import Console
 
-    with _client(api_url, token) as client:
+    with api_client(api_url, token) as client:
         interactive = sys.stdin.isatty() and not as_json
         t = _start_asking(client, tournament_id, if_offline, max_wait_s, interactive=interactive)
         if t["status"] == "created" and t.get("waiting_until"):
@@ -655,11 +600,11 @@ def tournament_start(
             )
             _echo_tournament(t, err=True)
     if as_json:
-        _echo_json(t)
+        echo_json(t)
 
 
 @tournament.command("resume")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option(
     "--include-running", is_flag=True, help="Also re-enqueue matches marked running (their worker may be gone)."
@@ -671,25 +616,25 @@ def tournament_resume(
     """Re-enqueue the matches of a running tournament that have no result (organizers). Not
     needed after a crash when ``arena beat`` runs: its reaper does this by itself. Summary on
     stderr (--json: JSON on stdout)."""
-    with _client(api_url, token) as client:
-        t = _call(client.resume_tournament, tournament_id, include_running=include_running)
+    with api_client(api_url, token) as client:
+        t = call_api(client.resume_tournament, tournament_id, include_running=include_running)
     _echo_result(t, as_json)
 
 
 @tournament.command("retry")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def tournament_retry(api_url: str, token: str | None, tournament_id: int, as_json: bool) -> None:
     """Play the failed matches of a tournament again (organizers); ``status`` lists them.
     Summary on stderr (--json: JSON on stdout)."""
-    with _client(api_url, token) as client:
-        t = _call(client.retry_tournament, tournament_id)
+    with api_client(api_url, token) as client:
+        t = call_api(client.retry_tournament, tournament_id)
     _echo_result(t, as_json)
 
 
 @tournament.command("status")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option("--watch", is_flag=True, help="Show a progress bar until the tournament is finished or cancelled.")
 @click.option(
@@ -715,19 +660,19 @@ def tournament_status(
     A public tournament (finished, public once finished) needs no token."""
     from rich.console import Console
 
-    with _client(api_url, token, public_read=True) as client:
+    with api_client(api_url, token, public_read=True) as client:
         t = (
             watch_progress(client, tournament_id, Console(stderr=True), poll_s=poll, hint_after_s=hint_after_s)
             if watch
-            else _call(client.tournament, tournament_id)
+            else call_api(client.tournament, tournament_id)
         )
         failed = (
             []
             if as_json or t["status"] not in ("running", "finished")
-            else [m for m in _call(client.matches, tournament_id) if m.get("status") == "failed"]
+            else [m for m in call_api(client.matches, tournament_id) if m.get("status") == "failed"]
         )
     if as_json:
-        _echo_json(t)
+        echo_json(t)
     else:
         _echo_tournament(t)
         if t["status"] == "created" and t.get("waiting_until"):
@@ -739,7 +684,7 @@ def tournament_status(
 
 
 @tournament.command("standings")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def tournament_standings(api_url: str, token: str | None, tournament_id: int, as_json: bool) -> None:
@@ -747,16 +692,16 @@ def tournament_standings(api_url: str, token: str | None, tournament_id: int, as
     mean ±95%, the gap to the next entrant and its significance, faults, rating. A public
     tournament needs no token."""
 
-    with _client(api_url, token, public_read=True) as client:
-        s = _call(client.standings, tournament_id)
+    with api_client(api_url, token, public_read=True) as client:
+        s = call_api(client.standings, tournament_id)
     if as_json:
-        _echo_json(s)
+        echo_json(s)
         return
-    _table_console().print(standings_table(s))
+    table_console().print(standings_table(s))
 
 
 @click.command("leaderboard")
-@_api_options
+@api_options
 @click.option(
     "--ruleset", "-r", required=True, type=click.Choice(list(engine.RULESETS)), help="The rule set's ratings."
 )
@@ -770,18 +715,18 @@ def leaderboard(api_url: str, token: str | None, ruleset: str, as_json: bool) ->
     except ApiError as exc:
         raise click.BadParameter(str(exc), param_hint="--api") from None
     with client:
-        board = _call(client.leaderboard, ruleset)
+        board = call_api(client.leaderboard, ruleset)
     if as_json:
-        _echo_json(board)
+        echo_json(board)
         return
-    _table_console().print(leaderboard_table(board))
+    table_console().print(leaderboard_table(board))
 
 
 # ---------------------------------------------------------------------------- arena logs
 
 
 @click.command("download")
-@_api_options
+@api_options
 @click.argument("tournament_id", type=click.IntRange(min=1))
 @click.option(
     "--out",
@@ -796,11 +741,11 @@ def logs_download(api_url: str, token: str | None, tournament_id: int, out_dir: 
     from rich.console import Console
 
     console = Console(stderr=True)
-    with _client(api_url, token, public_read=True) as client:
-        t = _call(client.tournament, tournament_id)
+    with api_client(api_url, token, public_read=True) as client:
+        t = call_api(client.tournament, tournament_id)
         with progress_bar(console) as bar:
             task = bar.add_task("logs", total=t["progress"]["finished"] or None)
-            paths = _call(download_logs, client, tournament_id, out_dir, on_log=lambda _mid, _p: bar.advance(task))
+            paths = call_api(download_logs, client, tournament_id, out_dir, on_log=lambda _mid, _p: bar.advance(task))
     click.echo(f"{len(paths)} log(s) of tournament {tournament_id} written to {out_dir}", err=True)
 
 
@@ -832,7 +777,7 @@ def reach_text(bot: dict) -> str:
 
 
 @click.command("register")
-@_api_options
+@api_options
 @click.argument("name")
 @click.option(
     "--ruleset",
@@ -855,8 +800,8 @@ def bots_register(
     """
     if connect == (url is not None):
         raise click.UsageError("give exactly one of --url URL (the arena calls your bot) and --connect (it dials out)")
-    with _client(api_url, token) as client:
-        bot = _call(client.register_bot, name, url, list(rulesets), transport="connect" if connect else "http")
+    with api_client(api_url, token) as client:
+        bot = call_api(client.register_bot, name, url, list(rulesets), transport="connect" if connect else "http")
     if as_json:
         click.echo(json.dumps(bot, indent=2))
         return
@@ -867,13 +812,13 @@ def bots_register(
 
 
 @click.command("list")
-@_api_options
+@api_options
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def bots_list(api_url: str, token: str | None, as_json: bool) -> None:
     """Your bots (an organizer's: every bot): id, name, status, rule sets, transport and how
     the arena reaches it (URL; or connected, connections, since)."""
-    with _client(api_url, token) as client:
-        page = _call(client.bots)
+    with api_client(api_url, token) as client:
+        page = call_api(client.bots)
     if as_json:
         click.echo(json.dumps(page, indent=2))
         return
@@ -887,13 +832,13 @@ def bots_list(api_url: str, token: str | None, as_json: bool) -> None:
 
 
 @click.command("show")
-@_api_options
+@api_options
 @click.argument("bot_id", type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def bots_show(api_url: str, token: str | None, bot_id: int, as_json: bool) -> None:
     """One bot: ``field: value`` lines (transport, URL, presence of a bot that connects)."""
-    with _client(api_url, token) as client:
-        b = _call(client.bot, bot_id)
+    with api_client(api_url, token) as client:
+        b = call_api(client.bot, bot_id)
     if as_json:
         click.echo(json.dumps(b, indent=2))
         return
@@ -955,7 +900,7 @@ def check_lines(result: dict | None) -> list[str]:
 
 
 @click.command("check")
-@_api_options
+@api_options
 @click.argument("bot_id", type=click.IntRange(min=1))
 @click.option(
     "--wait-s",
@@ -973,8 +918,8 @@ def bots_check(api_url: str, token: str | None, bot_id: int, wait_s: float, as_j
     exits 1 when the bot failed, or with an ``Error:`` line when the check could not be run
     or did not finish within --wait-s.
     """
-    with _client(api_url, token) as client:
-        b = _call(client.check_bot, bot_id, wait_s=wait_s)
+    with api_client(api_url, token) as client:
+        b = call_api(client.check_bot, bot_id, wait_s=wait_s)
     if as_json:
         click.echo(json.dumps(b, indent=2))
     else:

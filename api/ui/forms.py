@@ -51,7 +51,7 @@ from api.ui.chart import rating_chart
 from api.ui.i18n import ruleset_names
 from api.ui.lang import option_names
 from api.ui.profiles import ladder_profiles
-from api.ui.views import OFFLINE_ASKED_KEY, _entrant_label, _load_log, bp
+from api.ui.views import OFFLINE_ASKED_KEY, bp, entrant_label, load_log
 from arena import access as policy
 from arena import roll_call, webhooks
 from arena.accounts import create_account
@@ -84,7 +84,8 @@ def csrf_token() -> str:
     return tok
 
 
-def _check_csrf() -> None:
+def check_csrf() -> None:
+    """Abort 400 unless the form's CSRF token is this session's."""
     sent = request.form.get(CSRF_KEY, "")
     tok = session.get(CSRF_KEY)
     if not isinstance(tok, str) or not sent or not hmac.compare_digest(sent, tok):
@@ -113,12 +114,12 @@ def attempt(action: Callable[[], T]) -> tuple[T | None, Refusal | None]:
         return None, answer
 
 
-def _route_refusal() -> Refusal:
+def route_refusal() -> Refusal:
     """What the API answers for an id outside 1..:data:`api.common.MAX_ID` (no route matches)."""
     return Refusal(404, NotFound.description or "Not Found")
 
 
-def _field_errors(answer: Refusal) -> dict[str, str]:
+def field_errors(answer: Refusal) -> dict[str, str]:
     """``{"field": "message"}`` from a refusal's ``errors.json.<field>``."""
     out: dict[str, str] = {}
     errs = answer.field_errors()
@@ -197,14 +198,15 @@ def _bot_labels() -> dict[str, str]:
     }
 
 
-def _need_viewer():
+def need_viewer():
+    """The signed-in account, or abort 401."""
     account = access.viewer()
     if account is None:
         abort(401, _("Sign in with your API token to see %(what)s.", what=_("this page")))
     return account
 
 
-def _number(text: str, kind: type = int):
+def form_number(text: str, kind: type = int):
     """The form text as a number for the API, or the text itself (the API's 422 names it).
     ``nan`` and ``inf`` stay text (the API refuses them as numbers)."""
     text = (text or "").strip()
@@ -222,12 +224,12 @@ def signup():
     token once."""
     if request.method == "GET":
         return render_template("signup.html", name="", errors={}, message=None, token=None)
-    _check_csrf()
+    check_csrf()
     name = request.form.get("name", "")
     made, refused = attempt(lambda: create_account(db(), load_json(AccountCreateSchema(), {"name": name})["name"]))
     if made is None:
         assert refused is not None
-        errors = _field_errors(refused)
+        errors = field_errors(refused)
         message = refusal_banner(refused, _("The account was not created"), errors, {"name": _("Account name")})
         return render_template("signup.html", name=name, errors=errors, message=message, token=None), refused.status
     account, token = made
@@ -251,7 +253,7 @@ def _bots_page(
 ):
     """The bots page; ``webhook``: what the webhook form answered (``secret`` shown once,
     ``url`` as typed, ``error``, ``notice``)."""
-    account = _need_viewer()
+    account = need_viewer()
     items, _total = bot_cases.list_bots(db(), account, per_page=100)
     bots = BotSchema(many=True).dump(with_presence(items))
     me = db().get(Account, account.id)
@@ -274,8 +276,8 @@ def webhook_form():
     """The webhook card of the bots page: ``action`` ``set`` (``url``: what ``PUT
     /api/v1/accounts/me/webhook`` does; the secret shown once on the answer), ``remove``
     (``DELETE``), ``test`` (``POST .../test``)."""
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     action = request.form.get("action", "")
     if action == "set":
         url = request.form.get("url", "")
@@ -289,7 +291,7 @@ def webhook_form():
         )
         if got is None:
             assert refused is not None
-            error = _field_errors(refused).get("url") or refused.message
+            error = field_errors(refused).get("url") or refused.message
             return _bots_page(status=refused.status, webhook={"url": url, "error": error})
         return _bots_page(webhook={"secret": got[1]})
     if action == "remove":
@@ -311,8 +313,8 @@ def bots():
     calls ``url``; ``connect``: the bot dials out, no URL), ``url``, ``rulesets``: register."""
     if request.method == "GET":
         return _bots_page()
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     form_id = request.form.get("form_id", "")[:64]
     sent: dict[str, int] = session.get(REGISTERED_KEY) or {}
     if form_id and form_id in sent:  # the answer page reloaded: the browser sent the form again
@@ -341,7 +343,7 @@ def bots():
     )
     if bot is None:
         assert refused is not None
-        errors = _field_errors(refused)
+        errors = field_errors(refused)
         message = refusal_banner(refused, _("The bot was not registered"), errors, _bot_labels())
         return _bots_page(form, errors, message, refused.status)
     if form_id:
@@ -499,7 +501,7 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         if not policy.can_read_log(s, account, m, t):
             embargoed += 1
             continue
-        log = _load_log(m.id) or {}
+        log = load_log(m.id) or {}
         for f in log.get("faults") or []:
             if f.get("player") == seat:
                 faults.append({"m": m, "t": t, **f})
@@ -516,7 +518,7 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         privileged=privileged,
         sections=bot_sections(privileged, row),
         waiting=waiting_for(bot_id) if privileged else [],
-        label=_entrant_label,
+        label=entrant_label,
         page=page,
         pages=pages,
         total_matches=total,
@@ -597,8 +599,8 @@ def bot_page(bot_id: int):
 def bot_check(bot_id: int):
     """What ``POST /api/v1/bots/<id>/check`` does, then the bot page (its ``last_check``, or
     ``checking``)."""
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     limit = settings().check_seconds_per_hour
     done, refused = (
         attempt(
@@ -607,7 +609,7 @@ def bot_check(bot_id: int):
             )
         )
         if 1 <= bot_id <= MAX_ID
-        else (None, _route_refusal())
+        else (None, route_refusal())
     )
     if done is None:
         assert refused is not None
@@ -620,12 +622,12 @@ def bot_check(bot_id: int):
 @bp.route("/bots/<int:bot_id>/secret", methods=["POST"])
 def bot_secret(bot_id: int):
     """What ``POST /api/v1/bots/<id>/secret`` does; the new secret shown once on the answer."""
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     bot, refused = (
         attempt(lambda: bot_cases.rotate_secret(db(), account, bot_id))
         if 1 <= bot_id <= MAX_ID
-        else (None, _route_refusal())
+        else (None, route_refusal())
     )
     if bot is None:
         assert refused is not None
@@ -641,7 +643,7 @@ def _ready_bots() -> list[Bot]:
 
 
 def _new_tournament_page(form: dict, errors: dict | None = None, message: str | None = None, status: int = 200):
-    account = _need_viewer()
+    account = need_viewer()
     if not policy.is_organizer(account):
         abort(403, _("Only organizers create tournaments."))
     ready = _ready_bots()
@@ -711,8 +713,8 @@ def tournament_new():
     the form as typed."""
     if request.method == "GET":
         return _new_tournament_page(_default_form())
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     f = request.form
     form: dict[str, Any] = {k: f.get(k, "") for k in _TEXT_FIELDS}
     form["house_bot"] = f.get("house_bot", DEFAULT_HOUSE_BOT)
@@ -730,27 +732,27 @@ def tournament_new():
         "name": form["name"],
         "ruleset": form["ruleset"],
         "options": fields.form_to_options(form["ruleset"], f),
-        "participants": [_number(p) for p in form["participants"]],
-        "time_rules": {k: _number(form[k], float) for k in ("initial", "increment", "cap")},
-        "games_per_pairing": _number(form["games_per_pairing"]),
-        "max_faults": _number(form["max_faults"]),
+        "participants": [form_number(p) for p in form["participants"]],
+        "time_rules": {k: form_number(form[k], float) for k in ("initial", "increment", "cap")},
+        "games_per_pairing": form_number(form["games_per_pairing"]),
+        "max_faults": form_number(form["max_faults"]),
         "fill_with_house_bots": form["fill_with_house_bots"],
         "house_bot": form["house_bot"],
         "public_when_finished": form["public_when_finished"],
         "separate_owners": form["separate_owners"],
     }
     if form["seed"].strip():
-        body["seed"] = _number(form["seed"])
+        body["seed"] = form_number(form["seed"])
     if form["max_rounds"].strip():
-        body["until_settled"] = {"max_rounds": _number(form["max_rounds"])}
+        body["until_settled"] = {"max_rounds": form_number(form["max_rounds"])}
         if form["settle_delta"].strip():
-            body["until_settled"]["delta"] = _number(form["settle_delta"], float)
+            body["until_settled"]["delta"] = form_number(form["settle_delta"], float)
     made, refused = attempt(
         lambda: tournament_cases.create_tournament(db(), account, **load_json(TournamentCreateSchema(), body))
     )
     if made is None:
         assert refused is not None
-        errors = fields.option_error_fields(form["ruleset"], _field_errors(refused))
+        errors = fields.option_error_fields(form["ruleset"], field_errors(refused))
         message = refusal_banner(
             refused, _("The tournament was not created"), errors, _tournament_labels(form["ruleset"])
         )
@@ -765,8 +767,8 @@ def tournament_action(tournament_id: int, action: str):
     down, ...)."""
     if action not in ACTIONS:
         abort(404)
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     include_running = action == "resume" and bool(request.form.get("include_running"))
     run: dict[str, Callable[[], Tournament]] = {
         "start": lambda: _start(account, tournament_id),
@@ -778,7 +780,7 @@ def tournament_action(tournament_id: int, action: str):
             db(), dispatcher(), account, tournament_id, settings=settings()
         ),
     }
-    _done, refused = attempt(run[action]) if 1 <= tournament_id <= MAX_ID else (None, _route_refusal())
+    _done, refused = attempt(run[action]) if 1 <= tournament_id <= MAX_ID else (None, route_refusal())
     if refused is not None:
         what = {
             "start": _("The tournament was not started"),
@@ -795,7 +797,7 @@ def _start(account, tournament_id: int) -> Tournament:
     wait, start) and ``wait_minutes`` (1..60); asked about offline entrants, the page shows
     them once with the choice (:data:`api.ui.views.OFFLINE_ASKED_KEY`)."""
     if_offline = request.form.get("if_offline", entrant_cases.ASK)
-    minutes = _number(request.form.get("wait_minutes", ""), float)
+    minutes = form_number(request.form.get("wait_minutes", ""), float)
     wait_s = minutes * 60 if isinstance(minutes, float) else None
     roll = roll_call.caller(redis_client(), allow_private=settings().allow_private_bot_urls)
     try:

@@ -40,17 +40,17 @@ from api.errors import Refusal, load_json
 from api.resources.ladders import EntryCreateSchema, LadderCreateSchema, ladder_dict, online
 from api.ui import access, fields
 from api.ui.forms import (
-    _check_csrf,
-    _field_errors,
-    _need_viewer,
-    _number,
-    _route_refusal,
     attempt,
+    check_csrf,
+    field_errors,
+    form_number,
+    need_viewer,
     refusal_banner,
+    route_refusal,
     rule_labels,
 )
 from api.ui.i18n import ruleset_names, status_name
-from api.ui.views import _next_target, bp
+from api.ui.views import bp, next_target
 from arena import access as policy
 from arena import ladderboard
 from arena.db.models import Account, Bot, Ladder, LadderEntry, LadderMember
@@ -76,7 +76,7 @@ def _readable(ladder_id: int) -> Ladder:
     ladder, refused = (
         attempt(lambda: usecases.ladder_for(db(), account, ladder_id))
         if 1 <= ladder_id <= MAX_ID
-        else (None, _route_refusal())
+        else (None, route_refusal())
     )
     if ladder is None:
         if account is None:
@@ -253,20 +253,20 @@ def ladder_live(ladder_id: int):
 def ladder_enter(ladder_id: int):
     """What ``POST /api/v1/ladders/<id>/entries`` does with ``bot_id``, ``max_concurrent``
     and ``max_sets_per_hour``; then the page (a refusal shown by its field, values kept)."""
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     form = {k: request.form.get(k, "") for k in ("bot_id", "max_concurrent", "max_sets_per_hour")}
-    body = {k: _number(v) for k, v in form.items()}
+    body = {k: form_number(v) for k, v in form.items()}
     made, refused = (
         attempt(lambda: usecases.enter_ladder(db(), account, ladder_id, **load_json(EntryCreateSchema(), body)))
         if 1 <= ladder_id <= MAX_ID
-        else (None, _route_refusal())
+        else (None, route_refusal())
     )
     if made is None:
         assert refused is not None
         if refused.status == 404:
             abort(404, _("There is no ladder %(id)s.", id=ladder_id))
-        errors = _field_errors(refused)
+        errors = field_errors(refused)
         labels = {
             "bot_id": _("Bot"),
             "max_concurrent": _("Sets at once"),
@@ -284,11 +284,11 @@ def ladder_entry_action(ladder_id: int, bot_id: int, action: str):
     message when it refused."""
     if action not in ENTRY_ACTIONS:
         abort(404)
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     run = {"pause": usecases.pause_entry, "resume": usecases.resume_entry, "withdraw": usecases.withdraw_entry}[action]
     ok = 1 <= ladder_id <= MAX_ID and 1 <= bot_id <= MAX_ID
-    _done, refused = attempt(lambda: run(db(), account, ladder_id, bot_id)) if ok else (None, _route_refusal())
+    _done, refused = attempt(lambda: run(db(), account, ladder_id, bot_id)) if ok else (None, route_refusal())
     if refused is not None:
         what = {
             "pause": _("The entry was not paused"),
@@ -297,7 +297,7 @@ def ladder_entry_action(ladder_id: int, bot_id: int, action: str):
         }[action]
         session["ui_notice"] = refusal_banner(refused, what, {}, {})[:500]
     target = request.form.get("next") or url_for("ui.ladder_page", ladder_id=ladder_id) + "#mine"
-    return redirect(_next_target(target), code=303)
+    return redirect(next_target(target), code=303)
 
 
 # ----------------------------------------------------------------------------- organizers
@@ -318,7 +318,7 @@ def _default_form() -> dict[str, Any]:
 
 
 def _new_ladder_page(form: dict, errors: dict | None = None, message: str | None = None, status: int = 200):
-    account = _need_viewer()
+    account = need_viewer()
     if not policy.is_organizer(account):
         abort(403, _("Only organizers create ladders."))
     taken = set(db().scalars(select(Ladder.open_ruleset).where(Ladder.open_ruleset.is_not(None))))
@@ -373,8 +373,8 @@ def ladder_new():
     (:mod:`api.ui.fields`). A refusal shows the API's messages by their fields, the form kept."""
     if request.method == "GET":
         return _new_ladder_page(_default_form())
-    account = _need_viewer()
-    _check_csrf()
+    account = need_viewer()
+    check_csrf()
     f = request.form
     form: dict[str, Any] = {
         k: f.get(k, "") for k in ("name", "ruleset", "members", "description", "initial", "increment", "cap")
@@ -402,8 +402,8 @@ def ladder_new():
         "members": members,
         "description": form["description"],
         "options": fields.form_to_options(form["ruleset"], f),
-        "time_rules": {k: _number(form[k], float) for k in ("initial", "increment", "cap")},
-        "max_faults": _number(form["max_faults"]),
+        "time_rules": {k: form_number(form[k], float) for k in ("initial", "increment", "cap")},
+        "max_faults": form_number(form["max_faults"]),
         "config": {"fill_with_house_bots": form["fill_with_house_bots"]},
     }
 
@@ -414,7 +414,7 @@ def ladder_new():
     made, refused = attempt(create)
     if made is None:
         assert refused is not None
-        errors = fields.option_error_fields(form["ruleset"], _field_errors(refused))
+        errors = fields.option_error_fields(form["ruleset"], field_errors(refused))
         message = refusal_banner(refused, _("The ladder was not created"), errors, _ladder_labels(form["ruleset"]))
         return _new_ladder_page(form, errors, message, refused.status)
     return redirect(url_for("ui.ladder_page", ladder_id=made.id), code=303)

@@ -28,6 +28,7 @@ LIGHT_MODULES = [
     "cli.dialed",
     "cli.tournament",
     "cli.ladder",
+    "cli.api_commands",
     "cli.client",
     "bots_sdk",
     "bots_sdk.server",

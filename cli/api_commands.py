@@ -1,0 +1,78 @@
+"""What the commands that call the REST API share (``arena tournament``, ``arena ladder``,
+``arena bots register|list|show``, ``arena logs download``): the ``--api``/``--token``
+options, the client they build, one ``Error:`` line per API error, JSON output and a console
+for wide tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from cli.client import ApiClient, ApiError
+
+#: Where the commands find the API unless ``--api`` or ``ARENA_API_URL`` says otherwise.
+DEFAULT_API_URL = "http://127.0.0.1:8000"
+
+
+def api_options(fn: Callable) -> Callable:
+    """Add ``--token`` (env ``ARENA_TOKEN``) and ``--api`` (env ``ARENA_API_URL``, default
+    :data:`DEFAULT_API_URL`) to a click command."""
+    fn = click.option(
+        "--token", envvar="ARENA_TOKEN", default=None, show_envvar=True, help="Bearer token of your account."
+    )(fn)
+    fn = click.option(
+        "--api",
+        "api_url",
+        envvar="ARENA_API_URL",
+        default=DEFAULT_API_URL,
+        show_default=True,
+        show_envvar=True,
+        help="Base URL of the Arena API.",
+    )(fn)
+    return fn
+
+
+def api_client(api_url: str, token: str | None, *, public_read: bool = False) -> ApiClient:
+    """The API client acting with ``token``. ``public_read``: a read the pages allow without
+    signing in (a public tournament's status, standings and logs), so no token is needed;
+    the API's 401 for a tournament that is not public says to give one (:func:`call_api`).
+
+    Raises:
+        click.UsageError: no token for a call that needs one.
+        click.BadParameter: an ``--api`` URL the client refuses.
+    """
+    if not token and not public_read:
+        raise click.UsageError("no token: pass --token or set ARENA_TOKEN")
+    try:
+        return ApiClient(api_url, token or None)
+    except ApiError as exc:
+        raise click.BadParameter(str(exc), param_hint="--api") from None
+
+
+def call_api(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run an API call; an :class:`ApiError` becomes one ``Error:`` line (exit status 1);
+    a 401 to a call made without a token says how to give one."""
+    try:
+        return fn(*args, **kwargs)
+    except ApiError as exc:
+        client = getattr(fn, "__self__", None) if not args or not isinstance(args[0], ApiClient) else args[0]
+        if exc.status == 401 and isinstance(client, ApiClient) and not client.token:
+            raise click.ClickException(f"{exc} (pass --token or set ARENA_TOKEN)") from None
+        raise click.ClickException(str(exc)) from None
+
+
+def echo_json(body: Any) -> None:
+    """``body`` as indented JSON on stdout (the ``--json`` output of a command)."""
+    click.echo(json.dumps(body, indent=2))
+
+
+def table_console() -> Any:
+    """A rich console for a wide table: the terminal's width, or 200 columns when stdout is not
+    a terminal (a pipe or a file gets whole rows, not columns cut to 80)."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
