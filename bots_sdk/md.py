@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any, NamedTuple
 
-from engine.cards import JOKER, R8, RANKS, RJ, format_card, full_deck, parse_card
+from engine.cards import JOKER, R8, RANKS, RJ, full_deck, parse_card
 from engine.forms import Readings, beating, choose, readings, satisfies_lock, signature, split
 from engine.million_doubt import honest_play
 
@@ -208,10 +208,6 @@ def honest_probability(obs: Mapping[str, Any], rng: random.Random | None = None,
         cards = list(combo)
         honest += _honest(state, fu + cards, None if JOKER in cards else declared)
     return honest / tried if tried else 1.0
-
-
-def card_names(codes: Iterable[int]) -> list[str]:
-    return [format_card(c) for c in codes]
 
 
 __all__ = [

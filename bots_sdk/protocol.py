@@ -332,20 +332,3 @@ def validate(name: str, message: Any) -> None:
     errors = schema_errors(name, message)
     if errors:
         raise ProtocolError(errors[0])
-
-
-def check_action_shape(action: Any) -> None:
-    """Cheap structural check of an action body (protocol level, before the engine rules).
-
-    Raises:
-        ProtocolError: not a JSON object, no string ``type``, or a ``comment`` that is not a
-            string of at most :data:`MAX_COMMENT_CHARS` characters.
-    """
-    if not isinstance(action, dict):
-        raise ProtocolError("the action must be a JSON object")
-    if not isinstance(action.get("type"), str):
-        raise ProtocolError("field 'type' must be a string")
-    if "comment" in action:
-        c = action["comment"]
-        if not isinstance(c, str) or len(c) > MAX_COMMENT_CHARS:
-            raise ProtocolError(f"field 'comment' must be a string of at most {MAX_COMMENT_CHARS} characters")

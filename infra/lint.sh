@@ -4,6 +4,7 @@
 #   ruff format   the one code format (--check: fails on any file it would change)
 #   ruff check    lint and import order ([tool.ruff])
 #   private names no module takes another module's private name (infra/private_imports.py)
+#   dead code     no function, method or class nothing uses (infra/dead_code.py: vulture)
 #   mypy          types: strict on engine/ and bots_sdk/, clean on the rest ([tool.mypy])
 #   mypy --strict bots_sdk  the SDK as a contestant's type checker sees it (its own cache)
 # Uses .venv (infra/bootstrap.sh makes it). Exit status: the first gate that fails.
@@ -19,6 +20,8 @@ echo "lint.sh: ruff check" >&2
 .venv/bin/ruff check .
 echo "lint.sh: private names" >&2
 .venv/bin/python infra/private_imports.py
+echo "lint.sh: dead code" >&2
+.venv/bin/python infra/dead_code.py
 echo "lint.sh: mypy" >&2
 .venv/bin/mypy
 echo "lint.sh: mypy --strict bots_sdk" >&2
