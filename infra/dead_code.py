@@ -63,8 +63,7 @@ CALLED_BY_NAME = [
     "process_bind_param",  # SQLAlchemy TypeDecorator hooks (arena.crypto)
     "process_result_value",
     "*_helper",  # apispec plugin hooks (api.markdown)
-    "load_config",  # gunicorn BaseApplication's hooks (cli.service)
-    "load",
+    "load_config",  # gunicorn BaseApplication's hook (cli.service)
     "connect_unix_socket",  # httpcore's network backend interface (arena.bot_transport)
     "_parse_*",  # the engine's parsers and appliers, found by decision kind (engine.game)
     "_do_*",
