@@ -120,12 +120,6 @@ def abort(code: int, message: str, *, headers: dict[str, str] | None = None, **f
     raise AssertionError("unreachable: flask_smorest.abort raises")
 
 
-def field_error(field: str, message: str) -> NoReturn:
-    """422 naming ``field`` of the JSON body."""
-    smorest_abort(422, message=f"invalid request: json.{field}: {message}", errors={"json": {field: [message]}})
-    raise AssertionError("unreachable: flask_smorest.abort raises")
-
-
 @dataclass(frozen=True)
 class Refusal:
     """An HTTP refusal: ``status``, the body's ``message`` and ``errors``

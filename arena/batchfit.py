@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-import choix
 import numpy as np
 
 #: Ridge of the fit (a weak prior pulling strengths toward the mean: an undefeated entrant
@@ -108,6 +107,10 @@ def fit(pairs: Sequence[PairSums], *, alpha: float = ALPHA, top: int = MATRIX_TO
         games[j, i] += p.sets
         sets[i] += p.sets
         sets[j] += p.sets
+    # choix loads scipy.stats (about a second of CPU): imported by the fit alone, not by every
+    # process that imports the use cases (the API, the CLI, the workers)
+    import choix
+
     theta = np.asarray(choix.ilsr_pairwise_dense(wins, alpha=alpha), dtype=float)
     prob = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
     info = -games * prob * (1 - prob)

@@ -3,9 +3,7 @@
 :class:`CeleryDispatcher` implements :class:`arena.dispatch.Dispatcher` through a light
 Celery client built from the broker URL (``ARENA_BROKER_URL``); the tasks themselves live in
 the worker (:mod:`worker.tasks`). It imports no runner: this is what the API process sends
-with.
-
-============================== ======================= ==================================="""
+with. The task names and the queues are the constants below, each written once."""
 
 from __future__ import annotations
 
@@ -23,11 +21,15 @@ __all__ = [
     "CHECK_QUEUE",
     "COMPUTE_PAR_TASK",
     "ENQUEUE_TOURNAMENT_TASK",
+    "LADDER_FIT_TASK",
+    "LADDER_TICK_TASK",
     "LADDER_PROBE_TASK",
     "LADDER_QUEUE",
     "PAR_QUEUE",
+    "PING_TASK",
     "PRIORITY_QUEUE",
     "QUEUE",
+    "REAP_TASK",
     "REFILL_LADDER_TASK",
     "RUN_MATCH_TASK",
     "SEND_WEBHOOK_TASK",
@@ -36,6 +38,8 @@ __all__ = [
     "QueueError",
 ]
 
+# The Celery task names, each written here once: the tasks are registered under them
+# (worker.tasks, worker.celery_app), sent by them (here, worker.beat) and tested by them.
 RUN_MATCH_TASK = "arena.run_match"
 ENQUEUE_TOURNAMENT_TASK = "arena.enqueue_tournament"
 CHECK_BOT_TASK = "arena.check_bot"
@@ -47,6 +51,13 @@ SEND_WEBHOOK_TASK = "arena.send_webhook"
 #: The next sets of a done ladder set's entries (queue :data:`PRIORITY_QUEUE`: they start
 #: within the second, as the set's thread frees).
 REFILL_LADDER_TASK = "arena.refill_ladder"
+#: The reaper's task (arena.reaper.reap), the ladders' tick and their batch fit: run by the
+#: beat process itself (worker.beat).
+REAP_TASK = "arena.reap"
+LADDER_TICK_TASK = "arena.ladder_tick"
+LADDER_FIT_TASK = "arena.ladder_fit"
+#: The health check a worker answers ``"pong"`` to (the one task whose result is stored).
+PING_TASK = "arena.ping"
 QUEUE = "arena"
 #: Queue of the bot checks (``arena worker`` consumes it with :data:`QUEUE`).
 CHECK_QUEUE = "arena.checks"

@@ -15,7 +15,6 @@ secret keeps verifying requests until its owner deploys the new one.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import secrets
 
 TOKEN_PREFIX = "arena_"
@@ -38,8 +37,3 @@ def hash_token(token: str) -> str:
 def new_secret() -> str:
     """A fresh signing secret for a bot (64 hex characters)."""
     return secrets.token_hex(32)
-
-
-def constant_time_equal(a: str, b: str) -> bool:
-    """Compare two strings without leaking where they differ."""
-    return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))

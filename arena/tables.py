@@ -118,15 +118,3 @@ def push_answer(client: redis.Redis, match_id: int, player: int, rid: str, answe
         PUSH_ANSWER, 2, pending_key(match_id, player), answer_key(rid), rid, answer, ANSWER_TTL_S, MAX_TRIES
     )
     return bool(pushed)
-
-
-def pending_rid(client: redis.Redis, match_id: int, player: int) -> str | None:
-    """The id of the request the person is asked now, or None.
-
-    Raises:
-        redis.RedisError: Redis cannot be read.
-    """
-    raw = client.hget(pending_key(match_id, player), "rid")
-    if raw is None:
-        return None
-    return raw.decode() if isinstance(raw, bytes) else str(raw)

@@ -3,7 +3,7 @@ the runner makes before each request.
 
 A deleted bot's matches not yet claimed read its status from the database when they are claimed
 (its seat is withdrawn from the start: :func:`arena.lifecycle.claim_match`). A match already
-playing learns of the deletion from Redis: :func:`announce` (the ``DELETE``, after its commit)
+playing learns of the deletion from Redis: :func:`flag_withdrawn` (the ``DELETE``, after its commit)
 sets ``arena:bot:<id>:withdrawn`` to a token of its own; :class:`WithdrawalCheck` (the runner's
 ``Observers.withdrawn``, wired by :func:`arena.playing.play_plan`) reads the asked player's
 flag before each decision request (one ``GET`` on the match's own Redis connection, for seats
@@ -37,7 +37,7 @@ def flag_key(bot_id: int) -> str:
     return f"arena:bot:{int(bot_id)}:withdrawn"
 
 
-def announce(client: redis.Redis, bot_id: int) -> None:
+def flag_withdrawn(client: redis.Redis, bot_id: int) -> None:
     """Tell the matches playing now that bot ``bot_id`` was deleted (call after the commit).
 
     Raises:

@@ -127,11 +127,12 @@ def start_worker(broker: str, db: str, tmp: Path) -> Proc:
         tmp / f"worker-{tag}.log",
     )
     from arena.config import Settings
+    from arena.queue import PING_TASK
     from worker.celery_app import make_app
 
     client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
     try:
-        assert client.send_task("arena.ping", queue=private).get(timeout=60) == "pong"
+        assert client.send_task(PING_TASK, queue=private).get(timeout=60) == "pong"
     except BaseException:
         w.stop()
         raise

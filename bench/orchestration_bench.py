@@ -177,12 +177,13 @@ class Worker:
                 stderr=subprocess.STDOUT,
             )
         from arena.config import Settings
+        from arena.queue import PING_TASK, QUEUE
         from worker.celery_app import make_app
 
         client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
         try:
             for _ in range(concurrency):  # every pool process answers before we measure
-                assert client.send_task("arena.ping", queue="arena").get(timeout=60) == "pong"
+                assert client.send_task(PING_TASK, queue=QUEUE).get(timeout=60) == "pong"
         except BaseException:
             self.stop()
             raise

@@ -106,11 +106,12 @@ class DefaultWorker:
         with open(self.log, "wb") as fh:
             self.proc = children.spawn(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT)
         from arena.config import Settings
+        from arena.queue import PING_TASK, QUEUE
         from worker.celery_app import make_app
 
         client = make_app(Settings.from_env({"ARENA_BROKER_URL": broker}))
         try:
-            assert client.send_task("arena.ping", queue="arena").get(timeout=60) == "pong"
+            assert client.send_task(PING_TASK, queue=QUEUE).get(timeout=60) == "pong"
             mine = self._match_nodes(client, name)
         except BaseException:
             self.stop()

@@ -14,17 +14,18 @@ Depends on the rules ``engine``, waitress and websockets only (jsonschema when v
 from bots_sdk.bot import DOUBT, PASS, THROUGH, Bot, Request
 from bots_sdk.connect import ConnectError, Connection, connect
 from bots_sdk.protocol import PROTOCOL_VERSION
+from bots_sdk.server import BotServer
 from bots_sdk.server import serve as _serve
 from bots_sdk.server import start as _start
 
 
-def serve(bot, host="127.0.0.1", port=8000, secret=None, threads=8):
+def serve(bot: Bot, host: str = "127.0.0.1", port: int = 8000, secret: str | None = None, threads: int = 8) -> None:
     """Serve ``bot`` in the foreground (see :func:`bots_sdk.server.serve`)."""
 
     _serve(bot, host, port, secret, threads)
 
 
-def start(bot, host="127.0.0.1", port=0, secret=None, threads=8):
+def start(bot: Bot, host: str = "127.0.0.1", port: int = 0, secret: str | None = None, threads: int = 8) -> BotServer:
     """Serve ``bot`` on a background thread (see :func:`bots_sdk.server.start`)."""
 
     return _start(bot, host, port, secret, threads)

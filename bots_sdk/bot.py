@@ -28,7 +28,7 @@ server (:mod:`bots_sdk.server`) and the local runner call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.cards import JOKER, RANKS, parse_card
@@ -67,7 +67,7 @@ def is_card(text: Any) -> bool:
         return False
 
 
-def play_strength(action: Mapping[str, Any], reversed_order: bool = False) -> tuple:
+def play_strength(action: Mapping[str, Any], reversed_order: bool = False) -> tuple[int, int]:
     """Sort key of a play, weakest first: by the rank it stands for in the effective order,
     lone jokers and 2s (3s in reversed order) last, then by card count."""
     cards = action.get("cards", [])
@@ -110,12 +110,12 @@ class Request:
     def __init__(self, raw: Mapping[str, Any]):
         self.raw = raw
         self.kind: str = raw["decision"]["kind"]
-        self.info: dict = raw["decision"].get("info") or {}
+        self.info: dict[str, Any] = raw["decision"].get("info") or {}
         self.seat: int = raw["seat"]
         self.ruleset: str = raw["ruleset"]
-        self.options: dict = raw.get("options") or {}
-        self.observation: dict = raw["observation"]
-        self.legal_actions: list | None = raw.get("legal_actions")
+        self.options: dict[str, Any] = raw.get("options") or {}
+        self.observation: dict[str, Any] = raw["observation"]
+        self.legal_actions: list[Any] | None = raw.get("legal_actions")
         self.choice: dict[str, Any] = raw.get("choice") or {}
         self.remaining_ms: int = raw.get("time", {}).get("remaining_ms", 0)
         self.banks_ms: list[int] = list(raw.get("banks_ms") or [])
@@ -140,7 +140,7 @@ class Request:
     def can_pass(self) -> bool:
         return any(a.get("type") == "pass" for a in self.legal_actions or [])
 
-    def plays(self) -> list[dict]:
+    def plays(self) -> list[dict[str, Any]]:
         """Listed face-up plays (no pass), weakest first in the effective order."""
         plays = [a for a in self.legal_actions or [] if a.get("type") == "play"]
         return sorted(plays, key=lambda a: play_strength(a, self.reversed_order))
@@ -167,14 +167,14 @@ class Bot:
             self.name = type(self).__name__
 
     # -- dispatch --------------------------------------------------------------------------
-    def decide(self, request: Mapping[str, Any] | Request) -> dict:
+    def decide(self, request: Mapping[str, Any] | Request) -> dict[str, Any]:
         """Answer a decision request (dict or :class:`Request`) with an ACT action dict.
 
         Raises:
             ValueError: an unknown decision kind.
         """
         req = request if isinstance(request, Request) else Request(request)
-        method = getattr(self, req.kind, None)
+        method: Callable[[Request], dict[str, Any]] | None = getattr(self, req.kind, None)
         if req.kind not in ("play", "doubt", "penalty", "exchange", "rate", "give", "discard") or method is None:
             raise ValueError(f"unknown decision kind {req.kind!r}")
         return method(req)
@@ -196,34 +196,34 @@ class Bot:
         """A match ended: ``notice`` has ``scores``, ``wins`` and ``faults`` per player."""
 
     # -- decisions (defaults) ----------------------------------------------------------------
-    def play(self, req: Request) -> dict:
+    def play(self, req: Request) -> dict[str, Any]:
         """``play`` decision: a play (``{"type": "play", "cards": [...]}``) or ``pass``."""
         plays = req.plays()
         return plays[0] if plays else PASS
 
-    def doubt(self, req: Request) -> dict:
+    def doubt(self, req: Request) -> dict[str, Any]:
         """``doubt`` decision (Million Doubt, MD-6): ``doubt`` or ``through``."""
         return THROUGH
 
-    def penalty(self, req: Request) -> dict:
+    def penalty(self, req: Request) -> dict[str, Any]:
         """``penalty`` decision (MD-7): cards of ``req.choice["from"]`` given to the other player."""
         ch = req.choice or {"from": [], "max": 0}
         return {"type": "penalty", "cards": list(ch["from"])[: ch["max"]]}
 
-    def exchange(self, req: Request) -> dict:
+    def exchange(self, req: Request) -> dict[str, Any]:
         """``exchange`` decision (TM-3): swap the hand for 10 set-aside cards or not."""
         return {"type": "exchange", "accept": False}
 
-    def rate(self, req: Request) -> dict:
+    def rate(self, req: Request) -> dict[str, Any]:
         """``rate`` decision (TM-3): one of ``req.info["choices"]``."""
         return {"type": "rate", "rate": min(req.info.get("choices") or [1])}
 
-    def give(self, req: Request) -> dict:
+    def give(self, req: Request) -> dict[str, Any]:
         """``give`` decision (JDF-4 exchange, LR-5): ``min``..``max`` cards to seat ``choice["to"]``."""
         ch = req.choice or {"min": 0}
         return {"type": "give", "cards": req.weakest_cards(ch["min"])}
 
-    def discard(self, req: Request) -> dict:
+    def discard(self, req: Request) -> dict[str, Any]:
         """``discard`` decision (LR-6): 0..``max`` cards."""
         return {"type": "discard", "cards": []}
 

@@ -178,7 +178,7 @@ class Connection:
         self.pool = pool
         self.authenticated = 0
         self.welcomes = 0
-        self.welcome: dict | None = None
+        self.welcome: dict[str, Any] | None = None
         self.error: ConnectError | None = None
         self._secret = secret.strip()
         self._threads = threads
@@ -410,7 +410,7 @@ class Connection:
     async def _serve(self, ws: ClientConnection, stop: asyncio.Event, executor: ThreadPoolExecutor) -> None:
         """Serve frames until the connection closes (raises ConnectionClosed) or ``stop``
         (closes it with 1000 and returns)."""
-        tasks: set[asyncio.Task] = set()
+        tasks: set[asyncio.Task[None]] = set()
 
         async def close_on_stop() -> None:
             await stop.wait()
@@ -467,7 +467,7 @@ class Connection:
             log.warning("bot %s: connection closed before the answer to request %s", self.bot_id, rid)
 
 
-def _parse(text: str | bytes) -> dict:
+def _parse(text: str | bytes) -> dict[str, Any]:
     """A frame as a JSON object.
 
     Raises:

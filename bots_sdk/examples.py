@@ -11,9 +11,11 @@ the request exactly as sent (compact JSON).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import engine
 from bots_sdk import protocol
+from bots_sdk.bot import Bot
 from bots_sdk.samples import GreedyBot, HeuristicBot, RandomBot
 from engine.cards import JOKER, parse_cards
 from engine.timebank import TimeRules
@@ -26,7 +28,15 @@ RULES = TimeRules()
 PRETTY_WIDTH = 96
 
 
-def _example(g, seat, remaining_ms, bot, match_id, game=0, banks_ms=None) -> dict:
+def _example(
+    g: engine.Game,
+    seat: int,
+    remaining_ms: int,
+    bot: Bot,
+    match_id: str,
+    game: int = 0,
+    banks_ms: list[int] | None = None,
+) -> dict[str, Any]:
     """``banks_ms``: every seat's bank (the asked seat's is ``remaining_ms``); None: the others
     have not answered yet in this deal or game."""
     req = protocol.build_request(
@@ -38,7 +48,7 @@ def _example(g, seat, remaining_ms, bot, match_id, game=0, banks_ms=None) -> dic
     return {"headers": headers, "request": json.loads(body), "response": answer}
 
 
-def million_doubt_turn() -> dict:
+def million_doubt_turn() -> dict[str, Any]:
     """A play decision facing the opponent's play with a face-down card (let through)."""
     for seed in range(1, 500):
         g = engine.new_game("million_doubt", {}, seed)
@@ -63,7 +73,7 @@ def million_doubt_turn() -> dict:
     raise RuntimeError("no example found")
 
 
-def jdf_turn() -> dict:
+def jdf_turn() -> dict[str, Any]:
     """A play decision following a play in the first game of a JDF match."""
     g = engine.new_game("jdf", {}, 7)
     bot = GreedyBot()
@@ -79,21 +89,22 @@ def jdf_turn() -> dict:
         g.apply(d.seat, bot.decide(req))
 
 
-def _request_now(g) -> dict:
+def _request_now(g: engine.Game) -> dict[str, Any]:
     d = g.decision()
     assert d is not None
     req = protocol.build_request(g, d.seat, match_id="x", game=0, time_rules=RULES, remaining_ms=1)
-    return json.loads(protocol.dumps(req))
+    request: dict[str, Any] = json.loads(protocol.dumps(req))
+    return request
 
 
-def _forbidden_last_card(obs: dict) -> bool:
+def _forbidden_last_card(obs: dict[str, Any]) -> bool:
     """TM-5: the seat holds one card, and it may not be the last (joker, 8, 2; 3 in revolution)."""
     hand = parse_cards(obs["hand"])
     nat = [c for c in hand if c != JOKER]
     return len(hand) == 1 and forbidden_finish(nat, len(hand) - len(nat), obs["revolution"])
 
 
-def trump_millionaire_deal() -> dict:
+def trump_millionaire_deal() -> dict[str, Any]:
     """The second deal of a Trump Millionaire game: the Millionaire's ``exchange`` (TM-3,
     accepted: a weak hand), its ``rate``, and later in the deal a ``play`` decision of a seat
     whose one card may not be the last (TM-5: only ``pass`` is listed). Keys
@@ -125,11 +136,11 @@ def trump_millionaire_deal() -> dict:
     raise RuntimeError("no example found")
 
 
-def all_examples() -> dict:
+def all_examples() -> dict[str, Any]:
     return {"million_doubt": million_doubt_turn(), "jdf": jdf_turn(), **trump_millionaire_deal()}
 
 
-def _pretty(value, indent: int = 0, key: str = "") -> str:
+def _pretty(value: Any, indent: int = 0, key: str = "") -> str:
     """JSON indented by 2, each object or list on one line when it fits in PRETTY_WIDTH
     (``key``: the ``"key": `` text before it on its line)."""
     flat = json.dumps(value)
@@ -142,7 +153,7 @@ def _pretty(value, indent: int = 0, key: str = "") -> str:
     return "[\n" + ",\n".join(pad + _pretty(v, indent + 2) for v in value) + "\n" + " " * indent + "]"
 
 
-def _block(ex: dict) -> str:
+def _block(ex: dict[str, Any]) -> str:
     headers = "\n".join(f"{k}: {v}" for k, v in ex["headers"].items())
     return (
         "Headers (secret `example-secret`, time 1800000000):\n\n```http\n"
@@ -155,7 +166,7 @@ def _block(ex: dict) -> str:
     )
 
 
-def render(text: str, examples: dict | None = None) -> str:
+def render(text: str, examples: dict[str, Any] | None = None) -> str:
     """``text`` with every ``<!-- example:NAME -->...<!-- /example -->`` block regenerated."""
     examples = examples or all_examples()
     for name, ex in examples.items():

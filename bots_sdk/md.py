@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any, NamedTuple
 
-from engine.cards import JOKER, R8, RANKS, RJ, format_card, full_deck, parse_card
+from engine.cards import JOKER, R8, RANKS, RJ, full_deck, parse_card
 from engine.forms import Readings, beating, choose, readings, satisfies_lock, signature, split
 from engine.million_doubt import honest_play
 
@@ -39,7 +39,7 @@ class TrickState(NamedTuple):
     """
 
     ref: Readings | None
-    lock: tuple
+    lock: tuple[int, ...]
     reversed_order: bool
     count: int  # type: ignore[assignment]  # the trick's card count (MD-4), shadows tuple.count
     pending: Mapping[str, Any] | None
@@ -73,7 +73,7 @@ def trick_state(obs: Mapping[str, Any]) -> TrickState:
     if count >= 4 and len(accepted) % 2:  # undo the revolutions of this trick's plays (MD-11)
         rev = not rev
     jback = False
-    lock: tuple = ()
+    lock: tuple[int, ...] = ()
     prev_sig = None
     ref: Readings | None = None
     for p in accepted:
@@ -104,7 +104,7 @@ def trick_state(obs: Mapping[str, Any]) -> TrickState:
 
 def face_down_variants(
     play: Mapping[str, Any], hand: list[str], rng: random.Random | None = None, k: int | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Face-down versions of a listed face-up ``play`` that MD-3 must accept.
 
     Each variant keeps some natural cards of ``play`` face up and puts ``k`` (default: every
@@ -151,13 +151,13 @@ def all_face_down_ok(state: TrickState, n: int) -> bool:
     return not beating(r, ref, state.reversed_order).empty()
 
 
-def unseen_cards(obs: Mapping[str, Any]) -> Counter:
+def unseen_cards(obs: Mapping[str, Any]) -> Counter[int]:
     """Cards (as a multiset of codes) the seat has not seen leave play: the 54-card deck less
     its hand and every card shown face up in this game, except cards a penalty gave to the
     opponent (they are in its hand again)."""
     deck = Counter(full_deck())
     deck -= Counter(parse_card(c) for c in obs["hand"])
-    gone: Counter = Counter()
+    gone: Counter[int] = Counter()
     me = obs["seat"]
     for ev in obs.get("history", []):
         t = ev.get("type")
@@ -173,7 +173,7 @@ def unseen_cards(obs: Mapping[str, Any]) -> Counter:
     return deck - gone
 
 
-def _honest(state: TrickState, cards: list[int], declared) -> bool:
+def _honest(state: TrickState, cards: list[int], declared: list[int] | None) -> bool:
     return honest_play(cards, declared, state.ref, state.lock, state.reversed_order)
 
 
@@ -208,10 +208,6 @@ def honest_probability(obs: Mapping[str, Any], rng: random.Random | None = None,
         cards = list(combo)
         honest += _honest(state, fu + cards, None if JOKER in cards else declared)
     return honest / tried if tried else 1.0
-
-
-def card_names(codes) -> list[str]:
-    return [format_card(c) for c in codes]
 
 
 __all__ = [

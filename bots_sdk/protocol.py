@@ -153,7 +153,7 @@ def verify(
 
 
 # -- decision requests ----------------------------------------------------------------------
-def time_block(rules: TimeRules, remaining_ms: int) -> dict:
+def time_block(rules: TimeRules, remaining_ms: int) -> dict[str, Any]:
     """The ``time`` object of a request (milliseconds, TIME-1)."""
     return {
         "initial_ms": rules.initial_ms,
@@ -163,7 +163,7 @@ def time_block(rules: TimeRules, remaining_ms: int) -> dict:
     }
 
 
-def _choice(g: engine.Game, d: engine.Decision, obs: dict) -> dict:
+def _choice(g: engine.Game, d: engine.Decision, obs: dict[str, Any]) -> dict[str, Any]:
     """What a card-choosing decision (penalty, give, discard) may pick."""
     info = d.info
     if d.kind == "penalty":  # MD-7: any cards of the (revealed) field, MD-16 min
@@ -186,7 +186,7 @@ def build_request(
     time_rules: TimeRules,
     remaining_ms: int,
     banks_ms: Sequence[int] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The decision request (protocol v1) for ``seat``, which must be the seat asked now.
 
     Shape (see ``schema/decision-request.schema.json``)::
@@ -257,7 +257,7 @@ def match_start_notice(
     players: list[str],
     you: int,
     games: int,
-) -> dict:
+) -> dict[str, Any]:
     """``match_start`` notice: ``players`` are the bot names by player index, ``you`` is the
     receiver's index; seats per game are given in each decision request."""
     return {
@@ -275,7 +275,7 @@ def match_start_notice(
 
 def match_end_notice(
     *, match_id: str, ruleset: str, players: list[str], you: int, scores: list[int], wins: list[int], faults: list[int]
-) -> dict:
+) -> dict[str, Any]:
     """``match_end`` notice: per-player match scores, wins and fault counts (by player index)."""
     return {
         "protocol": PROTOCOL_VERSION,
@@ -290,22 +290,23 @@ def match_end_notice(
     }
 
 
-def health(name: str) -> dict:
+def health(name: str) -> dict[str, Any]:
     """Body of the health check answer."""
     return {"name": name, "protocol": PROTOCOL_VERSION, "protocols": list(SUPPORTED_PROTOCOLS)}
 
 
 # -- schemas --------------------------------------------------------------------------------
 @cache
-def load_schema(name: str) -> dict:
+def load_schema(name: str) -> dict[str, Any]:
     """The JSON Schema ``name`` (one of :data:`SCHEMAS`) as a dict."""
     if name not in SCHEMAS:
         raise KeyError(f"unknown schema {name!r}; known: {', '.join(SCHEMAS)}")
-    return json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+    return schema
 
 
 @cache
-def _validator(name: str):
+def _validator(name: str) -> Any:  # a jsonschema validator (jsonschema is imported when first needed)
     import jsonschema
     from referencing import Registry, Resource
 
@@ -331,20 +332,3 @@ def validate(name: str, message: Any) -> None:
     errors = schema_errors(name, message)
     if errors:
         raise ProtocolError(errors[0])
-
-
-def check_action_shape(action: Any) -> None:
-    """Cheap structural check of an action body (protocol level, before the engine rules).
-
-    Raises:
-        ProtocolError: not a JSON object, no string ``type``, or a ``comment`` that is not a
-            string of at most :data:`MAX_COMMENT_CHARS` characters.
-    """
-    if not isinstance(action, dict):
-        raise ProtocolError("the action must be a JSON object")
-    if not isinstance(action.get("type"), str):
-        raise ProtocolError("field 'type' must be a string")
-    if "comment" in action:
-        c = action["comment"]
-        if not isinstance(c, str) or len(c) > MAX_COMMENT_CHARS:
-            raise ProtocolError(f"field 'comment' must be a string of at most {MAX_COMMENT_CHARS} characters")

@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from waitress import wasyncore
 
 from bots_sdk import protocol
 from bots_sdk.bot import Bot
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 try:
     import resource
@@ -86,7 +89,7 @@ def connection_limit() -> int:
 STATUS_LINES = {200: "200 OK", 400: "400 Bad Request", 500: "500 Internal Server Error"}
 
 
-def handle(bot: Bot, message: Any) -> tuple[int, dict]:
+def handle(bot: Bot, message: Any) -> tuple[int, dict[str, Any]]:
     """Answer one parsed protocol v1 message, the same over HTTP and over a WebSocket
     connection (:mod:`bots_sdk.connect`): ``(status, payload)``.
 
@@ -112,15 +115,15 @@ def handle(bot: Bot, message: Any) -> tuple[int, dict]:
     return 400, {"error": f"unknown message type {kind!r}"}
 
 
-def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protocol.MAX_SKEW_S) -> Callable:
+def make_app(bot: Bot, secret: str | None = None, *, max_skew_s: float = protocol.MAX_SKEW_S) -> WSGIApplication:
     """The WSGI application serving ``bot`` (see the module docstring for routes and errors)."""
 
-    def respond(start_response, status: str, payload: Any) -> Iterable[bytes]:
+    def respond(start_response: StartResponse, status: str, payload: Any) -> Iterable[bytes]:
         body = protocol.dumps(payload)
         start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
         return [body]
 
-    def app(environ, start_response):
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         method = environ.get("REQUEST_METHOD", "GET")
         if method in ("GET", "HEAD"):
             return respond(start_response, "200 OK", protocol.health(bot.name))
@@ -221,7 +224,7 @@ class BotServer:
     def __enter__(self) -> BotServer:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

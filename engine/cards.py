@@ -39,7 +39,8 @@ S_SPADES: Final = 0
 SPADE_3: Final = R3 * 4 + S_SPADES
 
 CARD_NAMES: Final[tuple[str, ...]] = tuple(r + s for r in RANKS for s in SUITS) + ("JK",)
-_CODES: Final[dict[str, int]] = {name: i for i, name in enumerate(CARD_NAMES)}
+#: The code of each card name (``"3S"`` -> 0 ... ``"JK"`` -> 52): :data:`CARD_NAMES` inverted.
+CARD_CODES: Final[dict[str, int]] = {name: i for i, name in enumerate(CARD_NAMES)}
 
 
 class CardError(ValueError):
@@ -52,7 +53,7 @@ def parse_card(text: object) -> int:
     Raises:
         CardError: ``text`` is not a card of C-1, a string or not (the message quotes it).
     """
-    code = _CODES.get(text) if isinstance(text, str) else None
+    code = CARD_CODES.get(text) if isinstance(text, str) else None
     if code is None:
         raise CardError(f"unknown card {text!r}: expected rank {RANKS} then suit {SUITS}, or JK")
     return code

@@ -35,10 +35,10 @@ from engine.game import (
     InvalidAction,
     Play,
     PlayRecord,
-    _remove_all,
-    _take,
     cards_text,
+    holds_all,
     mypyc_attr,
+    remove_cards,
 )
 from engine.options import LocalRuleOptions
 
@@ -277,7 +277,7 @@ class Climbing(Game):
         self._before_play(seat)
         rev_before = self.revolution
         reversed_before = self.reversed_order
-        _take(self.hands[seat], p.cards)
+        remove_cards(self.hands[seat], p.cards)
         rec = PlayRecord(seat, p.cards, [], p.declared)
         self.field.append(rec)
         if not self.count:
@@ -382,7 +382,7 @@ class Climbing(Game):
         hand = self.hands[seat]
         if len(cards) > most:
             raise InvalidAction(rule, f"you may {kind} at most {most} card(s)")
-        if not _remove_all(hand, cards):
+        if not holds_all(hand, cards):
             raise InvalidAction("C-12", f"seat {seat} does not hold {cards_text(cards)}")
         if cards and len(cards) == len(hand):
             assert self.follow is not None
@@ -396,7 +396,7 @@ class Climbing(Game):
         assert f is not None and d is not None
         cards = self._follow_up_cards(seat, action.cards, f.give, "give", "LR-5")
         to = d.info["to"]
-        _take(self.hands[seat], cards)
+        remove_cards(self.hands[seat], cards)
         self.hands[to].extend(cards)
         self._event(
             {"type": "give", "seat": seat, "to": to, "cards": format_cards(cards)},
@@ -411,7 +411,7 @@ class Climbing(Game):
         f = self.follow
         assert f is not None
         cards = self._follow_up_cards(seat, action.cards, f.discard, "discard", "LR-6")
-        _take(self.hands[seat], cards)
+        remove_cards(self.hands[seat], cards)
         self.discards.extend(cards)
         self._event({"type": "discard", "seat": seat, "cards": format_cards(cards)})
         f.discard = 0

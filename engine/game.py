@@ -59,7 +59,7 @@ from engine.actions import (
     to_wire,
 )
 from engine.cards import (
-    _CODES,
+    CARD_CODES,
     JOKER,
     RANKS,
     CardError,
@@ -269,7 +269,7 @@ class PlayRecord:
         return d
 
 
-def _remove_all(hand: Sequence[int], cards: Sequence[int]) -> bool:
+def holds_all(hand: Sequence[int], cards: Sequence[int]) -> bool:
     """True if ``cards`` is a sub-multiset of ``hand`` (no change)."""
     if not cards:
         return True
@@ -286,7 +286,8 @@ def _remove_all(hand: Sequence[int], cards: Sequence[int]) -> bool:
     return True
 
 
-def _take(hand: list[int], cards: Iterable[int]) -> None:
+def remove_cards(hand: list[int], cards: Iterable[int]) -> None:
+    """Remove ``cards`` from ``hand`` (one each; ValueError for a card not there)."""
     for c in cards:
         hand.remove(c)
 
@@ -591,7 +592,7 @@ class Game(ABC):
         if type(raw) is not list:
             raise InvalidAction("ACT", f"field '{key}' must be a list of card strings")
         try:
-            return [_CODES[c] for c in raw]
+            return [CARD_CODES[c] for c in raw]
         except (KeyError, TypeError):
             for c in raw:
                 try:
@@ -618,7 +619,7 @@ class Game(ABC):
         cards = self._cards_field(action)
         if self.FACE_DOWN_PLAYS:
             face_down = self._cards_field(action, "face_down", required=False)
-            if face_down and not _remove_all(cards, face_down):
+            if face_down and not holds_all(cards, face_down):
                 raise InvalidAction("MD-2", "'face_down' must be a sub-multiset of 'cards'")
         elif action.get("face_down"):
             raise InvalidAction("MD-2", f"face-down cards exist only in million_doubt, not {self.ruleset}")
@@ -633,7 +634,7 @@ class Game(ABC):
         C-4), for :meth:`push`."""
         if not self.FACE_DOWN_PLAYS:
             raise InvalidAction("MD-2", f"face-down cards exist only in million_doubt, not {self.ruleset}")
-        if not _remove_all(play.cards, play.face_down):
+        if not holds_all(play.cards, play.face_down):
             raise InvalidAction("MD-2", "'face_down' must be a sub-multiset of 'cards'")
         self._hand_check(seat, play.cards)
         up_jokers = play.cards.count(JOKER) - play.face_down.count(JOKER)
@@ -906,7 +907,7 @@ class Game(ABC):
     def _hand_check(self, seat: int, cards: list[int]) -> None:
         if not cards:
             raise InvalidAction("C-3", "a play needs at least one card")
-        if not _remove_all(self.hands[seat], cards):
+        if not holds_all(self.hands[seat], cards):
             raise InvalidAction("C-12", f"seat {seat} does not hold {' '.join(format_cards(cards))}")
 
     # -- legal face-up plays -----------------------------------------------------------------

@@ -23,10 +23,10 @@ from engine.game import (
     GameResult,
     InvalidAction,
     Result,
-    _remove_all,
-    _take,
     cards_text,
+    holds_all,
     mypyc_attr,
+    remove_cards,
     seat_keys,
 )
 from engine.options import JdfOptions
@@ -193,7 +193,7 @@ class Jdf(Climbing):
         moves = [(s, cards, to) for s, (cards, to) in ex.auto.items()]
         moves += [(s, cards, to) for s, (cards, to) in ex.give.items()]
         for s, cards, _to in moves:
-            _take(self.hands[s], cards)
+            remove_cards(self.hands[s], cards)
         for s, cards, to in moves:
             self.hands[to].extend(cards)
             self._event(
@@ -229,7 +229,7 @@ class Jdf(Climbing):
         count = d.info["count"]
         if len(cards) != count:
             raise InvalidAction("JDF-4", f"give exactly {count} card(s), not {len(cards)}")
-        if not _remove_all(self.hands[seat], cards):
+        if not holds_all(self.hands[seat], cards):
             raise InvalidAction("C-12", f"seat {seat} does not hold {cards_text(cards)}")
         self.exchange.give[seat] = (cards, d.info["to"])
         self._event({"type": "exchange_choice", "seat": seat})

@@ -28,10 +28,10 @@ from engine.game import (
     Play,
     PlayRecord,
     Result,
-    _remove_all,
-    _take,
     cards_text,
+    holds_all,
     mypyc_attr,
+    remove_cards,
     seat_keys,
 )
 from engine.options import MillionDoubtOptions
@@ -222,7 +222,7 @@ class MillionDoubt(Game):
             ev = _Eval(action.cards, [], action.jokers, nat, jk, generated_reading(nat, jk, action.jokers))
         else:
             ev = self._evaluate(seat, action)
-        _take(self.hands[seat], ev.cards)
+        remove_cards(self.hands[seat], ev.cards)
         rec = PlayRecord(seat, ev.cards, ev.face_down, ev.declared)
         self.field.append(rec)
         if not self.count:
@@ -315,7 +315,7 @@ class MillionDoubt(Game):
         """MD-7, MD-16, MD-10: the executor gives field cards; the rest is discarded."""
         cards = action.cards
         pool = [c for p in self.field for c in p.cards]
-        if not _remove_all(pool, cards):
+        if not holds_all(pool, cards):
             raise InvalidAction("MD-7", f"the penalty must be cards of the field; {cards_text(cards)} is not")
         assert self.penalty_ctx is not None and self._decision is not None
         executor, receiver, honest, player = self.penalty_ctx

@@ -3,7 +3,10 @@
 #   lint-imports  the layer contract of pyproject.toml ([tool.importlinter])
 #   ruff format   the one code format (--check: fails on any file it would change)
 #   ruff check    lint and import order ([tool.ruff])
-#   mypy          types: strict on engine/, clean on the rest ([tool.mypy])
+#   private names no module takes another module's private name (infra/private_imports.py)
+#   dead code     no function, method or class nothing uses (infra/dead_code.py: vulture)
+#   mypy          types: strict on engine/ and bots_sdk/, clean on the rest ([tool.mypy])
+#   mypy --strict bots_sdk  the SDK as a contestant's type checker sees it (its own cache)
 # Uses .venv (infra/bootstrap.sh makes it). Exit status: the first gate that fails.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,5 +18,11 @@ echo "lint.sh: ruff format --check" >&2
 .venv/bin/ruff format --check .
 echo "lint.sh: ruff check" >&2
 .venv/bin/ruff check .
+echo "lint.sh: private names" >&2
+.venv/bin/python infra/private_imports.py
+echo "lint.sh: dead code" >&2
+.venv/bin/python infra/dead_code.py
 echo "lint.sh: mypy" >&2
 .venv/bin/mypy
+echo "lint.sh: mypy --strict bots_sdk" >&2
+.venv/bin/mypy --strict --cache-dir .mypy_cache/strict bots_sdk

@@ -293,7 +293,7 @@ class WorkerHandle:
         queues: queues it consumes, first queue first; the first one is private to this worker
             (read before the match queues: a ping is answered even while matches wait).
         app: a client Celery app on the same broker, for sending tasks
-            (``handle.app.send_task("arena.ping", queue="arena").get(timeout=30)``).
+            (``handle.app.send_task(PING_TASK, queue=QUEUE).get(timeout=30)``, arena.queue).
         log_path: file holding the worker's stdout and stderr.
     """
 
@@ -406,6 +406,8 @@ def celery_worker_factory(
         extra_args: tuple[str, ...] = (),
         prefix: tuple[str, ...] = (),
     ) -> WorkerHandle:
+        from arena.queue import PING_TASK  # celery: loaded by the tests that start a worker only
+
         broker = broker_url or redis_url
         db = database_url or request.getfixturevalue("pg_url")
         tag = f"{next(_worker_counter)}-{uuid.uuid4().hex[:6]}"
@@ -452,7 +454,7 @@ def celery_worker_factory(
         handle = WorkerHandle(proc, name, all_queues, _client_app(broker), log_path)
         handles.append(handle)
 
-        result = handle.app.send_task("arena.ping", queue=private)  # type: ignore[attr-defined]
+        result = handle.app.send_task(PING_TASK, queue=private)  # type: ignore[attr-defined]
         deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
         while not result.ready():
             if not handle.alive():

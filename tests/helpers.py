@@ -183,8 +183,7 @@ def eager_app(data_dir: Path, **more: Any) -> tuple[Any, Any]:
     """``(Flask app, engine)`` of an arena on a fresh migrated SQLite database in ``data_dir``
     whose tasks run within the request (eager, in-process dispatcher; no broker reachable;
     private bot URLs allowed); ``more``: other :class:`arena.config.Settings` fields."""
-    url = f"sqlite:///{data_dir / 'arena.db'}"
-    upgrade(url)
+    url = migrated_sqlite_url(data_dir / "arena.db")
     engine = make_engine(url)
     settings = Settings(
         data_dir=data_dir,

@@ -27,10 +27,9 @@ from celery.beat import PersistentScheduler
 from arena.config import Settings
 from arena.db.models import utcnow
 from arena.db.session import shared_sessions
-from arena.queue import LADDER_QUEUE, CeleryDispatcher
+from arena.queue import LADDER_FIT_TASK, LADDER_QUEUE, LADDER_TICK_TASK, REAP_TASK, CeleryDispatcher
 from arena.reaper import reap
 from arena.usecases import ladders
-from worker.celery_app import LADDER_FIT_TASK, LADDER_TICK_TASK, REAP_TASK
 
 log = logging.getLogger("arena.beat")
 

@@ -23,15 +23,21 @@ from celery import Celery, signals
 from arena.config import Settings
 from arena.limits import visibility_timeout
 from arena.playing import prewarm
-from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PAR_QUEUE, PRIORITY_QUEUE, QUEUE, WEBHOOK_QUEUE
+from arena.queue import (
+    CHECK_QUEUE,
+    LADDER_FIT_TASK,
+    LADDER_QUEUE,
+    LADDER_TICK_TASK,
+    PAR_QUEUE,
+    PING_TASK,
+    PRIORITY_QUEUE,
+    QUEUE,
+    REAP_TASK,
+    WEBHOOK_QUEUE,
+)
 
 log = logging.getLogger("arena.worker")
 
-#: The reaper's task (arena.reaper.reap), the ladders' tick and their batch fit: run by the
-#: beat process itself (worker.beat).
-REAP_TASK = "arena.reap"
-LADDER_TICK_TASK = "arena.ladder_tick"
-LADDER_FIT_TASK = "arena.ladder_fit"
 #: What a match worker process consumes, first queue first (the ``priority`` queue order):
 #: reaped matches, then the match queue, then the ladders' sets. Bot checks are not among them: ``arena worker``
 #: runs them in a process of their own (:data:`CHECK_QUEUES`), so a flood of slow checks
@@ -105,7 +111,7 @@ def make_app(settings: Settings | None = None) -> Celery:
 app = make_app()
 
 
-@app.task(name="arena.ping", ignore_result=False)
+@app.task(name=PING_TASK, ignore_result=False)
 def ping() -> str:
     """Health check: returns ``"pong"``. Used by tests to know a worker is consuming."""
     return "pong"

@@ -34,9 +34,14 @@ from arena.playing import worker_redis
 from arena.probes import run_probes
 from arena.queue import (
     AWAIT_ENTRANTS_TASK,
+    CHECK_BOT_TASK,
+    COMPUTE_PAR_TASK,
+    ENQUEUE_TOURNAMENT_TASK,
     LADDER_PROBE_TASK,
     LADDER_QUEUE,
+    REAP_TASK,
     REFILL_LADDER_TASK,
+    RUN_MATCH_TASK,
     SEND_WEBHOOK_TASK,
     CeleryDispatcher,
 )
@@ -46,7 +51,7 @@ from arena.usecases import ladders
 from arena.usecases.entrants import await_entrants
 from arena.usecases.pars import fill_pars
 from arena.usecases.tournaments import send_tournament
-from worker.celery_app import REAP_TASK, app
+from worker.celery_app import app
 
 log = logging.getLogger("arena.tasks")
 
@@ -65,7 +70,7 @@ DURABLE: dict = {
 }
 
 
-@app.task(name="arena.run_match", **DURABLE)
+@app.task(name=RUN_MATCH_TASK, **DURABLE)
 def run_match_task(self, match_id: int, deferred: int = 0) -> str:
     """Celery task: :func:`play_and_store` (``args=[match_id]``), retried while the database
     is unreachable. A delivery refused because a bot of the match is busy
@@ -82,14 +87,14 @@ def run_match_task(self, match_id: int, deferred: int = 0) -> str:
         return f"{exc} (again in {countdown:.1f} s)"
 
 
-@app.task(name="arena.check_bot", **DURABLE)
+@app.task(name=CHECK_BOT_TASK, **DURABLE)
 def check_bot_task(self, check_id: int) -> str:
     """Celery task: :func:`run_check` (``args=[check_id]``), retried while the database is
     unreachable; a re-delivered check runs again (its outcome is stored once)."""
     return run_check(int(check_id))
 
 
-@app.task(name="arena.enqueue_tournament", **{**DURABLE, "autoretry_for": (*DATABASE_DOWN, QueueError)})
+@app.task(name=ENQUEUE_TOURNAMENT_TASK, **{**DURABLE, "autoretry_for": (*DATABASE_DOWN, QueueError)})
 def enqueue_tournament_task(self, tournament_id: int) -> str:
     """Celery task: :func:`send_tournament` (``args=[tournament_id]``), retried while the
     database or the broker is unreachable (it resumes with the matches still pending)."""
@@ -100,7 +105,7 @@ def enqueue_tournament_task(self, tournament_id: int) -> str:
     return f"tournament {int(tournament_id)}: {sent} matches sent"
 
 
-@app.task(name="arena.compute_par", **DURABLE)
+@app.task(name=COMPUTE_PAR_TASK, **DURABLE)
 def compute_par_task(self, match_id: int) -> str:
     """Celery task: :func:`fill_pars` (``args=[match_id]``), retried while the database is
     unreachable; a re-delivered task computes again and stores nothing twice."""

@@ -41,7 +41,7 @@ from api.ui.forms import (
     route_refusal,
 )
 from api.ui.profiles import ladder_profiles
-from api.ui.views import _entrant_label, _load_log, bp
+from api.ui.views import bp, entrant_label, load_log
 from arena import access as policy
 from arena import webhooks
 from arena.db.models import Account, Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant
@@ -339,7 +339,7 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         if not policy.can_read_log(s, account, m, t):
             embargoed += 1
             continue
-        log = _load_log(m.id) or {}
+        log = load_log(m.id) or {}
         for f in log.get("faults") or []:
             if f.get("player") == seat:
                 faults.append({"m": m, "t": t, **f})
@@ -356,7 +356,7 @@ def _bot_page(bot_id: int, *, secret: str | None = None, status: int = 200, mess
         privileged=privileged,
         sections=bot_sections(privileged, row),
         waiting=waiting_for(bot_id) if privileged else [],
-        label=_entrant_label,
+        label=entrant_label,
         page=page,
         pages=pages,
         total_matches=total,

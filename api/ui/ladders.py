@@ -50,7 +50,7 @@ from api.ui.forms import (
     rule_labels,
 )
 from api.ui.i18n import ruleset_names, status_name
-from api.ui.views import _next_target, bp
+from api.ui.views import bp, next_target
 from arena import access as policy
 from arena import ladderboard
 from arena.db.models import Account, Bot, Ladder, LadderEntry, LadderMember
@@ -297,7 +297,7 @@ def ladder_entry_action(ladder_id: int, bot_id: int, action: str):
         }[action]
         session["ui_notice"] = refusal_banner(refused, what, {}, {})[:500]
     target = request.form.get("next") or url_for("ui.ladder_page", ladder_id=ladder_id) + "#mine"
-    return redirect(_next_target(target), code=303)
+    return redirect(next_target(target), code=303)
 
 
 # ----------------------------------------------------------------------------- organizers

@@ -13,14 +13,14 @@ from markupsafe import Markup, escape
 
 from api.ui import i18n
 from api.ui.faults import fault_detail
-from api.ui.views import _next_target, bp
+from api.ui.views import bp, next_target
 
 
 @bp.route("/lang/<code>")
 def set_language(code: str):
     if code not in i18n.LOCALES:
         abort(404, _("There is no language %(code)s.", code=code[:16]))
-    resp = redirect(_next_target(request.args.get("next")), code=303)
+    resp = redirect(next_target(request.args.get("next")), code=303)
     resp.set_cookie(i18n.COOKIE, code, max_age=i18n.COOKIE_MAX_AGE_S, path="/ui", samesite="Lax", httponly=True)
     return resp
 

@@ -43,7 +43,7 @@ from sqlalchemy import select
 
 from api.database import db, settings
 from api.ui import access
-from api.ui.views import _deny, _match, _tournament, board_view, bp, phase
+from api.ui.views import board_view, bp, deny, match_or_404, phase, tournament_or_404
 from arena import access as policy
 from arena import live
 from arena.db.models import Match, Tournament
@@ -233,7 +233,7 @@ def _sse(message: dict) -> str:
     return "data: " + json.dumps(message, separators=(",", ":")) + "\n\n"
 
 
-def _status_reader(model, key: int) -> Callable[[], str | None]:
+def status_reader(model, key: int) -> Callable[[], str | None]:
     factory = current_app.extensions["arena"]["sessionmaker"]
 
     def read() -> str | None:
@@ -266,15 +266,15 @@ def match_live(match_id: int):
     viewer (organizers: full; other readers: public), or, for the owner of a seated bot, that
     seat's own view (:func:`live_player`). Nothing in the request reaches another channel."""
     account = access.viewer()
-    m, t = _match(match_id)
+    m, t = match_or_404(match_id)
     view = policy.live_view_for(db(), account, m, t)
     if view is None:
-        _deny(account, f"match {m.id}")
+        deny(account, f"match {m.id}")
     full = view == "full"  # the policy's answer only: nothing in the request chooses the full channel
     player = None if full else live_player(m, t)
     name = live.channel(m.id, full) if player is None else live.player_channel(m.id, player)
     status, url, mid = m.status, settings().broker_url, m.id
-    read_status = _status_reader(Match, mid)
+    read_status = status_reader(Match, mid)
     slot = _slot(t) if status in LIVE_STATUSES else None
     db().close()  # hold no database connection while streaming
 
@@ -320,9 +320,9 @@ def match_live(match_id: int):
 
 def _viewable_tournament(tournament_id: int) -> Tournament:
     account = access.viewer()
-    t = _tournament(tournament_id)
+    t = tournament_or_404(tournament_id)
     if not policy.can_view_tournament(db(), account, t):
-        _deny(account, f"tournament {t.id}")
+        deny(account, f"tournament {t.id}")
     return t
 
 

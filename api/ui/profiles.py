@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 from api.database import db, redis_client
 from api.resources.ladders import compare_dict
 from api.ui.chart import rating_chart
-from api.ui.views import _load_log, bp
+from api.ui.views import bp, load_log
 from arena import access as policy
 from arena import ladder_ratings, ladderboard
 from arena.db.models import Account, Bot, Ladder, LadderEntry
@@ -68,7 +68,7 @@ def _profile(entry: LadderEntry, ladder: Ladder, bot: Bot, viewer: Account | Non
         }
         sets.append({"r": r, "seat": seat, **mine})
         if mine["faults"]:
-            for f in (_load_log(r.match_id) or {}).get("faults") or []:
+            for f in (load_log(r.match_id) or {}).get("faults") or []:
                 if f.get("player") == seat:
                     faults.append({"match_id": r.match_id, **f})
     parent = s.get(LadderEntry, entry.parent_entry_id) if entry.parent_entry_id is not None else None

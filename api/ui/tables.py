@@ -48,8 +48,8 @@ from api.resources.tables import PlayTableCreateSchema, seat_frames_of, seat_nam
 from api.resources.tables import answer_for as push_answer
 from api.ui import access, fields
 from api.ui.forms import attempt, check_csrf, csrf_token, field_errors, form_number, need_viewer, refusal_banner
-from api.ui.live import SSE_HEADERS, _status_reader
-from api.ui.views import _deny, bp
+from api.ui.live import SSE_HEADERS, status_reader
+from api.ui.views import bp, deny
 from arena import access as policy
 from arena import live
 from arena import tables as seat_frames
@@ -223,7 +223,7 @@ def _table(table_id: int) -> Table:
         key = request.args.get("key")
         if account is not None and key and table.join_key:
             return table  # a class link: the page offers to take a seat
-        _deny(account, _("table %(id)s", id=table_id))
+        deny(account, _("table %(id)s", id=table_id))
     return table
 
 
@@ -427,7 +427,7 @@ def table_events(table_id: int):
     account = access.viewer()
     assert account is not None
     url = settings().broker_url
-    status_of = _status_reader(Tournament, table.tournament_id)
+    status_of = status_reader(Tournament, table.tournament_id)
     db().close()  # hold no database connection while streaming
     place = _Place(url, account.id)
     events = _seat_events(url, mid, seat, status_of, place)

@@ -64,7 +64,7 @@ def _headers(resp: Response) -> Response:
 @bp.errorhandler(HTTPException)
 def _error_page(exc: HTTPException):
     if exc.code == 401:
-        return render_template("login.html", error=exc.description, next=_next_target(request.path)), 401
+        return render_template("login.html", error=exc.description, next=next_target(request.path)), 401
     return render_template("error.html", code=exc.code, name=exc.name, message=exc.description), exc.code
 
 
@@ -100,27 +100,30 @@ def _globals():
     return {"viewer": access.viewer(), "offline_reason": offline_reason}  # translated names: api.ui.lang
 
 
-def _next_target(path: str | None) -> str:
+def next_target(path: str | None) -> str:
     """A safe place to return to after signing in: a path under /ui, else /ui/."""
     if path and path.startswith("/ui/") and not path.startswith("//") and "\\" not in path:
         return path
     return url_for("ui.index")
 
 
-def _deny(account, what: str):
+def deny(account, what: str):
+    """Abort: 401 (sign in to see ``what``) without an account, else 403 (not visible)."""
     if account is None:
         abort(401, _("Sign in with your API token to see %(what)s.", what=what))
     abort(403, _("%(what)s is not visible to your account.", what=what[0].upper() + what[1:]))
 
 
-def _tournament(tournament_id: int) -> Tournament:
+def tournament_or_404(tournament_id: int) -> Tournament:
+    """The tournament, or abort 404 naming it (an id outside 1..MAX_ID included)."""
     t = db().get(Tournament, tournament_id) if 1 <= tournament_id <= MAX_ID else None
     if t is None:
         abort(404, _("There is no tournament %(id)s.", id=tournament_id))
     return t
 
 
-def _match(match_id: int) -> tuple[Match, Tournament]:
+def match_or_404(match_id: int) -> tuple[Match, Tournament]:
+    """The match and its tournament, or abort 404 naming it (an id outside 1..MAX_ID included)."""
     m = db().get(Match, match_id) if 1 <= match_id <= MAX_ID else None
     if m is None:
         abort(404, _("There is no match %(id)s.", id=match_id))
@@ -134,7 +137,7 @@ def _bot_names(ids) -> dict[int, str]:
     return bot_names(db(), ids)
 
 
-def _entrant_label(bot_id: int | None, house: str | None, names: dict[int, str], house_bot: str | None = None) -> str:
+def entrant_label(bot_id: int | None, house: str | None, names: dict[int, str], house_bot: str | None = None) -> str:
     """``name #id`` of a bot; a house seat's name (``house-1``) and, given ``house_bot``, the
     sample bot it plays: ``house-1 (house: search)``."""
     if bot_id is None:
@@ -177,7 +180,7 @@ def settling_view(t: Tournament, names: dict[int, str]) -> dict[str, Any]:
     def label(e: Any) -> str | None:
         if e is None:
             return None
-        return _entrant_label(e if isinstance(e, int) else None, e if isinstance(e, str) else None, names, t.house_bot)
+        return entrant_label(e if isinstance(e, int) else None, e if isinstance(e, str) else None, names, t.house_bot)
 
     if t.stop_reason:
         state = t.stop_reason
@@ -214,7 +217,7 @@ def standings_rows(
     below = {n.upper_rank: n for n in report.neighbours}
     rows: list[dict[str, Any]] = []
     for st in report.rows:
-        label = _entrant_label(
+        label = entrant_label(
             st.entrant if isinstance(st.entrant, int) else None,
             st.entrant if isinstance(st.entrant, str) else None,
             names,
@@ -266,7 +269,7 @@ def board_view(t: Tournament, account, page: int = 1) -> dict[str, Any]:
     )
 
     def seats(line: MatchLine) -> list[str]:
-        return [_entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in line.match.seats]
+        return [entrant_label(s.bot_id, s.house_bot, names, t.house_bot) for s in line.match.seats]
 
     rows = standings_rows(board.report, names, t.house_bot)
     adjusted = board.report.order_by == "adjusted"
@@ -366,7 +369,7 @@ def _refuse_cross_site() -> None:
 @bp.route("/login", methods=["GET", "POST"])
 def login():
     """GET: the form; POST ``token`` (and ``next``): sign in and go back to ``next``."""
-    target = _next_target(request.values.get("next"))
+    target = next_target(request.values.get("next"))
     if request.method == "GET":
         return render_template("login.html", error=None, next=target)
     _refuse_cross_site()
@@ -434,12 +437,12 @@ def leaderboard_page():
 @bp.route("/tournaments/<int:tournament_id>")
 def tournament_page(tournament_id: int):
     account = access.viewer()
-    t = _tournament(tournament_id)
+    t = tournament_or_404(tournament_id)
     ladder = policy.ladder_of(db(), t)  # a ladder's sets are its tournament's matches: its page is the ladder's
     if ladder is not None:
         return redirect(url_for("ui.ladder_page", ladder_id=ladder.id), code=303)
     if not policy.can_view_tournament(db(), account, t):
-        _deny(account, _("tournament %(id)s", id=t.id))
+        deny(account, _("tournament %(id)s", id=t.id))
     view = board_view(t, account, request.args.get("page", 1, type=int) or 1)
     progress = view["progress"]
     return render_template(
@@ -460,14 +463,14 @@ def tournament_page(tournament_id: int):
 @bp.route("/matches/<int:match_id>")
 def match_page(match_id: int):
     account = access.viewer()
-    m, t = _match(match_id)
+    m, t = match_or_404(match_id)
     if not policy.can_read_match(db(), account, m, t):
-        _deny(account, _("match %(id)s", id=m.id))
+        deny(account, _("match %(id)s", id=m.id))
     labels = seat_labels(m, t)
     replay = None
     replay_error = None
     embargoed = not policy.can_read_log(db(), account, m, t)
-    match_log = None if embargoed else _load_log(m.id)
+    match_log = None if embargoed else load_log(m.id)
     if match_log is not None:
         try:
             replay = _translated_details(build_replay(match_log, labels))
@@ -517,7 +520,7 @@ def seat_labels(m: Match, t: Tournament) -> list[str]:
     return [
         _("%(name)s (person)", name=persons.get(s.account_id, "?"))
         if s.account_id is not None
-        else _entrant_label(s.bot_id, s.house_bot, names, _house_bot(t))
+        else entrant_label(s.bot_id, s.house_bot, names, _house_bot(t))
         for s in m.seats
     ]
 
@@ -546,7 +549,8 @@ def _translated_details(replay: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------- downloads
-def _load_log(match_id: int) -> dict | None:
+def load_log(match_id: int) -> dict | None:
+    """The stored log of a match (arena.matchlog's JSON), None when it has none; no access check."""
     data = db().scalar(select(MatchLog.data).where(MatchLog.match_id == match_id))
     return None if data is None else json.loads(matchlog.decompress(data))
 
@@ -554,9 +558,9 @@ def _load_log(match_id: int) -> dict | None:
 def _readable_match(match_id: int) -> Match:
     """The match if the viewer may read its log (log embargo included); 401/403/404."""
     account = access.viewer()
-    m, t = _match(match_id)
+    m, t = match_or_404(match_id)
     if not policy.can_read_match(db(), account, m, t):
-        _deny(account, _("match %(id)s", id=m.id))
+        deny(account, _("match %(id)s", id=m.id))
     if not policy.can_read_log(db(), account, m, t):
         abort(403, _("The log of match %(id)s is embargoed until the tournament is finished.", id=m.id))
     return m
@@ -573,7 +577,7 @@ def match_log(match_id: int):
 @bp.route("/matches/<int:match_id>/replay.json")
 def match_replay(match_id: int):
     m = _readable_match(match_id)
-    match_log = _load_log(m.id)
+    match_log = load_log(m.id)
     if match_log is None:
         abort(404, f"Match {m.id} has no log yet (status {m.status}).")
     labels = seat_labels(m, m.tournament)
@@ -590,9 +594,9 @@ def tournament_logs(tournament_id: int):
     the tournament first, then every match log the viewer may read), as the API sends it;
     ``arena logs verify tournament-<id>-logs.jsonl`` checks it."""
     account = access.viewer()
-    t = _tournament(tournament_id)
+    t = tournament_or_404(tournament_id)
     if not policy.can_download_tournament_logs(db(), account, t):
         if account is not None and not policy.is_over(t) and policy.owns_participant(db(), account, t.id):
             abort(403, _("The logs of tournament %(id)s are embargoed until it is finished.", id=t.id))
-        _deny(account, _("the logs of tournament %(id)s", id=t.id))
+        deny(account, _("the logs of tournament %(id)s", id=t.id))
     return tournament_logs_download(t, account, tournament_dict(t))

@@ -67,7 +67,6 @@ from arena.status import (
     MatchStatus,
     ParStatus,
     PausedBy,
-    SeatKind,
     SetRating,
     StopReason,
     TableKind,
@@ -722,10 +721,6 @@ class Table(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     tournament: Mapped[Tournament] = relationship()
-
-    def person_seats(self) -> list[int]:
-        """The seats people play, in order."""
-        return [i for i, s in enumerate(self.seats) if s.get("kind") == SeatKind.PERSON]
 
 
 class PersonRating(Base):

@@ -11,8 +11,6 @@ sized by :data:`POOL` (:meth:`PoolSettings.size_for`, before the first use).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -57,20 +55,6 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     """A session factory bound to ``engine``; objects stay usable after commit."""
     return sessionmaker(engine, expire_on_commit=False)
-
-
-@contextmanager
-def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """``with session_scope(factory) as s:`` commits on success, rolls back on error, closes."""
-    session = factory()
-    try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 #: Most database connections a process keeps open (its pool size, SQLAlchemy's QueuePool;

@@ -159,11 +159,6 @@ def form_sets(
     return [m.id for m, _, _, _ in made]
 
 
-def set_commitment(session: Session, match_id: int) -> str | None:
-    """The seed commitment of a ladder set (None: the match is not one)."""
-    return session.scalar(select(LadderSet.commitment).where(LadderSet.match_id == match_id))
-
-
 # -- the rating of one set ------------------------------------------------------------------
 @dataclass(frozen=True)
 class Rated:

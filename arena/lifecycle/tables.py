@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from arena.db.models import Match, MatchSeat, Table, Tournament, TournamentParticipant
 from arena.lifecycle.base import Conflict, LifecycleError, NotFound, TournamentStatus, lock_or_404
-from arena.lifecycle.tournaments import _begin_running, _take_pending, cancel_tournament
+from arena.lifecycle.tournaments import begin_running, cancel_tournament, take_pending
 from arena.schedule import DEFAULT_HOUSE_BOT
 from arena.sources import table_match
 from arena.status import SeatKind, TableKind, TournamentFormat
@@ -188,7 +188,7 @@ def start_table(session: Session, table_id: int) -> list[int]:
     if free_seats(table):
         session.rollback()
         raise Conflict(f"table {table_id} has {free_seats(table)} free seat(s): every person's seat must be taken")
-    _begin_running(session, t, None)
+    begin_running(session, t, None)
     session.refresh(t)  # the seed, salt and commitment the start's UPDATE wrote
     assert t.seed is not None
     planned = table_match(t.id, int(t.seed), tuple(range(len(table.seats))))
@@ -203,7 +203,7 @@ def start_table(session: Session, table_id: int) -> list[int]:
             m.seats.append(MatchSeat(seat=i, house_bot=str(s["house_bot"])))
     session.add(m)
     session.flush()
-    taken = _take_pending(session, t.id)
+    taken = take_pending(session, t.id)
     session.commit()
     return taken
 

@@ -75,7 +75,7 @@ def _has_match(session: Session, tournament_id: int) -> bool:
     return session.scalar(select(Match.id).where(Match.tournament_id == tournament_id).limit(1)) is not None
 
 
-def _take_pending(session: Session, tournament_id: int) -> list[int]:
+def take_pending(session: Session, tournament_id: int) -> list[int]:
     """``pending -> queued`` (compare-and-set, inside the caller's transaction) for the
     tournament's pending matches; returns their ids in schedule order. Of concurrent callers,
     each match goes to exactly one."""
@@ -92,7 +92,7 @@ def _take_pending(session: Session, tournament_id: int) -> list[int]:
 ScheduleBuilder = Callable[[int], Iterable[ScheduledMatch]]
 
 
-def _begin_running(session: Session, t: Tournament, schedule: ScheduleBuilder | None) -> None:
+def begin_running(session: Session, t: Tournament, schedule: ScheduleBuilder | None) -> None:
     """``created -> running`` (compare-and-set) with the seed (drawn now unless the organizer
     set it), a fresh salt and their commitment, and the matches of ``schedule(seed)`` stored,
     inside the caller's transaction: the seed exists nowhere before this transaction commits
@@ -152,12 +152,12 @@ def start_tournament(session: Session, tournament_id: int, schedule: ScheduleBui
     """
     t = _lock_tournament(session, tournament_id)
     if t.status == TournamentStatus.CREATED:
-        _begin_running(session, t, schedule)
+        begin_running(session, t, schedule)
     elif t.status != TournamentStatus.RUNNING:
         session.rollback()
         raise Conflict(f"tournament {tournament_id} is {t.status}")
     try:
-        taken = _take_pending(session, tournament_id)
+        taken = take_pending(session, tournament_id)
         scheduled = bool(taken) or _has_match(session, tournament_id)
         session.commit()
     except IntegrityError:
@@ -412,7 +412,7 @@ def round_end(session: Session, tournament_id: int) -> RoundEnd:
         _store_schedule(session, t.id, list(nxt.matches))
         t.rounds = (t.rounds or 1) + 1
         session.flush()
-        return RoundEnd(added=tuple(_take_pending(session, t.id)))
+        return RoundEnd(added=tuple(take_pending(session, t.id)))
     if not nxt.finished:
         session.flush()
         return RoundEnd()

@@ -249,7 +249,7 @@ def presence_of(client: redis.Redis | None, bots: Sequence[Bot]) -> dict[int, di
 def delete_bot(session: Session, account: Account, bot_id: int, client: redis.Redis | None = None) -> None:
     """Delete the owner's bot (:func:`arena.lifecycle.delete_bot`: marked ``deleted``, its
     matches not yet played forfeit its seats), then tell the matches playing now through
-    ``client`` (the broker's Redis; :func:`arena.withdrawals.announce`): its seats there forfeit
+    ``client`` (the broker's Redis; :func:`arena.withdrawals.flag_withdrawn`): its seats there forfeit
     from their next decision. Redis unreachable, or no ``client`` (eager mode): a warning, and
     a match playing now plays out.
 
@@ -261,7 +261,7 @@ def delete_bot(session: Session, account: Account, bot_id: int, client: redis.Re
     if client is None:
         return
     try:
-        withdrawals.announce(client, bot_id)
+        withdrawals.flag_withdrawn(client, bot_id)
     except redis.RedisError as exc:
         log.warning("bot %s deleted, but its matches playing now were not told (%s)", bot_id, exc)
 

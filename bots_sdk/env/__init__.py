@@ -44,7 +44,7 @@ def raw_env(
     return DaifugoEnv(ruleset, options, seed, render_mode)
 
 
-class OrderEnforcing(wrappers.OrderEnforcingWrapper):
+class OrderEnforcing(wrappers.OrderEnforcingWrapper):  # type: ignore[misc]  # pettingzoo ships no types
     """PettingZoo's ``OrderEnforcingWrapper`` whose ``last()`` reads the environment's own
     (after the same check) instead of five attributes forwarded one by one through
     ``__getattr__``: the AEC loop's hottest call, about a tenth of a step."""

@@ -27,7 +27,7 @@ class IllegalActionError(ValueError):
     """``step`` got an index whose ``action_mask`` entry is 0 (or no index at all)."""
 
 
-class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):
+class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):  # type: ignore[misc]  # pettingzoo ships no types
     """AEC environment of ``ruleset`` (``million_doubt``, ``trump_millionaire``, ``jdf``).
 
     Args:

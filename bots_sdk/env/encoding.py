@@ -22,7 +22,7 @@ import numpy as np
 
 from bots_sdk.env.candidates import KIND_INDEX, KINDS, PHASES, Cand, Candidate, Turn
 from bots_sdk.md import face_down_count
-from engine.cards import _CODES, CARD_NAMES, JOKER, RANKS, parse_card
+from engine.cards import CARD_CODES, CARD_NAMES, JOKER, RANKS, parse_card
 from engine.game import DECISIONS, Game, PlayRecord
 from engine.jdf import Jdf
 from engine.million_doubt import MillionDoubt
@@ -90,7 +90,8 @@ def layout(seats: int) -> dict[str, slice]:
 @cache
 def size(seats: int) -> int:
     """Length of the observation vector."""
-    return max(s.stop for s in layout(seats).values())
+    stop: int = max(s.stop for s in layout(seats).values())
+    return stop
 
 
 def card_bits(row: np.ndarray, cards: Iterable[str]) -> None:
@@ -278,7 +279,7 @@ class Observer:
                     if c == "JK":
                         jokers += 1
                     else:
-                        mask |= 1 << _CODES[c]
+                        mask |= 1 << CARD_CODES[c]
                 self._played[s] = mask
                 if jokers > self._jokers[s]:
                     self._jokers[s] = jokers

@@ -122,7 +122,8 @@ def opponent(spec: Any, seed: int | None = None) -> Opponent:
             raise ValueError(f"unknown opponent {spec!r}: a sample bot ({', '.join(SAMPLE_BOTS)}), uniform or a URL")
         return BotOpponent(SAMPLE_BOTS[spec](seed=seed))
     if hasattr(spec, "act"):
-        return spec
+        given: Opponent = spec
+        return given
     if isinstance(spec, Bot) or hasattr(spec, "decide"):
         return BotOpponent(spec)
     raise ValueError(f"an opponent is a name, a URL, a bot or an Opponent, not {spec!r}")

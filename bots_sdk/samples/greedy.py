@@ -3,6 +3,8 @@ claim that is impossible given the cards it can see."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from bots_sdk.bot import DOUBT, THROUGH, Bot, Request
 from bots_sdk.md import honest_probability
 
@@ -18,16 +20,16 @@ class GreedyBot(Bot):
     def __init__(self, seed: int | None = None):
         super().__init__()
 
-    def doubt(self, req: Request) -> dict:
+    def doubt(self, req: Request) -> dict[str, Any]:
         return DOUBT if honest_probability(req.observation) == 0.0 else THROUGH
 
-    def _dump(self, req: Request, kind: str) -> dict:
+    def _dump(self, req: Request, kind: str) -> dict[str, Any]:
         ch = req.choice
         n = max(ch["min"], min(ch["max"], len(ch["from"]) - 1))
         return {"type": kind, "cards": req.weakest_cards(n, ch["from"])}
 
-    def give(self, req: Request) -> dict:
+    def give(self, req: Request) -> dict[str, Any]:
         return self._dump(req, "give")
 
-    def discard(self, req: Request) -> dict:
+    def discard(self, req: Request) -> dict[str, Any]:
         return self._dump(req, "discard")

@@ -21,6 +21,7 @@ one, gives and discards its weakest cards.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from bots_sdk.bot import DOUBT, PASS, THROUGH, Bot, Request, play_strength, rank
 from bots_sdk.md import all_face_down_ok, face_down_variants, honest_probability, trick_state
@@ -38,7 +39,7 @@ def _foul_card(card: str, revolution: bool) -> bool:
     return card == "JK" or card[0] == ("3" if revolution else "2") or card[0] == "8" or card == "3S"
 
 
-def _foul(play: dict, revolution: bool) -> bool:
+def _foul(play: dict[str, Any], revolution: bool) -> bool:
     """JDF-10: would this play be a foul as a last play (approximation: stairs never cut)."""
     cards = play["cards"]
     if "JK" in cards or any(c[0] == ("3" if revolution else "2") for c in cards):
@@ -60,7 +61,7 @@ class HeuristicBot(Bot):
         self.bait_rate = bait_rate
 
     # -- common play choice ---------------------------------------------------------------
-    def _choose(self, req: Request) -> dict | None:
+    def _choose(self, req: Request) -> dict[str, Any] | None:
         plays = req.plays()
         if not plays:
             return None
@@ -96,7 +97,7 @@ class HeuristicBot(Bot):
         return plays[0] if endgame else None
 
     # -- Million Doubt ----------------------------------------------------------------------
-    def play(self, req: Request) -> dict:
+    def play(self, req: Request) -> dict[str, Any]:
         choice = self._choose(req)
         if req.ruleset != "million_doubt":
             if choice is None:
@@ -116,7 +117,7 @@ class HeuristicBot(Bot):
                 return honest[0]
         return choice
 
-    def doubt(self, req: Request) -> dict:
+    def doubt(self, req: Request) -> dict[str, Any]:
         obs = req.observation
         p = honest_probability(obs, self.rng)
         opp = 1 - req.seat
@@ -127,7 +128,7 @@ class HeuristicBot(Bot):
             return DOUBT if p < 0.1 else THROUGH
         return DOUBT if p < 0.5 else THROUGH
 
-    def penalty(self, req: Request) -> dict:
+    def penalty(self, req: Request) -> dict[str, Any]:
         ch = req.choice
         opp = ch["to"]
         cards = list(ch["from"])
@@ -139,21 +140,21 @@ class HeuristicBot(Bot):
         return {"type": "penalty", "cards": give}
 
     # -- Trump Millionaire / JDF --------------------------------------------------------------
-    def exchange(self, req: Request) -> dict:
+    def exchange(self, req: Request) -> dict[str, Any]:
         avg = sum(min(rank(c), 12) for c in req.hand) / max(1, len(req.hand))
         return {"type": "exchange", "accept": avg < 5.5}
 
-    def rate(self, req: Request) -> dict:
+    def rate(self, req: Request) -> dict[str, Any]:
         choices = sorted(req.info.get("choices") or [1])
         strong = sum(1 for c in req.hand if rank(c) >= 10)
         return {"type": "rate", "rate": choices[-1] if strong >= 4 else choices[0]}
 
-    def give(self, req: Request) -> dict:
+    def give(self, req: Request) -> dict[str, Any]:
         ch = req.choice
         n = ch["min"] if ch["min"] == ch["max"] else min(ch["max"], len(ch["from"]) - 1)
         return {"type": "give", "cards": req.weakest_cards(max(n, ch["min"]), ch["from"])}
 
-    def discard(self, req: Request) -> dict:
+    def discard(self, req: Request) -> dict[str, Any]:
         ch = req.choice
         n = min(ch["max"], len(ch["from"]) - 1)
         return {"type": "discard", "cards": req.weakest_cards(max(n, 0), ch["from"])}

@@ -95,7 +95,7 @@ class Rollout:
             n += 1
         return n
 
-    def act(self, g: Any, seat: int, kind: str, info: dict) -> tuple[str, Any]:  # noqa: C901 - one rule a kind
+    def act(self, g: Any, seat: int, kind: str, info: dict[str, Any]) -> tuple[str, Any]:  # noqa: C901 - one rule a kind
         """The policy's ``(action type, typed action)`` for ``seat``'s decision ``kind``."""
         if kind == "play":
             return self._play(g, seat, info)
@@ -129,7 +129,7 @@ class Rollout:
             return "rate", RateAction(choices[-1] if strong >= 4 else choices[0])
         raise ValueError(f"unknown decision kind {kind!r}")
 
-    def _play(self, g: Any, seat: int, info: dict) -> tuple[str, Any]:  # noqa: C901 - the play rules in one place
+    def _play(self, g: Any, seat: int, info: dict[str, Any]) -> tuple[str, Any]:  # noqa: C901 - the play rules in one place
         if info.get("stuck"):
             return _PASS
         ref = g.ref
@@ -149,7 +149,7 @@ class Rollout:
             bad = sum(1 for c in hand if _foul_card(c, foul_rank))
             spend = bad > 0 and len(hand) - bad <= 2
         best = None
-        best_key: tuple = ()
+        best_key: tuple[int, ...] = ()
         for cards, declared in plays:
             if len(cards) == len(hand):
                 if not jdf or not _jdf_foul(cards, foul_rank):
@@ -164,7 +164,7 @@ class Rollout:
                 value = 99
             is_power = JOKER in cards or any(c >> 2 == power for c in cards if c != JOKER)
             if spend and len(cards) < len(hand) and _jdf_foul(cards, foul_rank):
-                key: tuple = (-1, value, 0)
+                key: tuple[int, ...] = (-1, value, 0)
             else:
                 key = (is_power, value, -len(cards)) if lead else (is_power, value, len(cards))
             if best is None or key < best_key:
@@ -213,7 +213,7 @@ def _upper(d: list[float]) -> float:
     return mean + 2 * se
 
 
-def _key(action: dict) -> tuple:
+def _key(action: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """A hashable identity of an action (card order and list types aside)."""
     return tuple(
         sorted((k, tuple(sorted(v)) if isinstance(v, list) else v) for k, v in action.items() if k != "comment")
@@ -258,7 +258,7 @@ class SearchBot(HeuristicBot):
         self.stats: dict[str, Any] = {"decisions": 0, "searched": 0, "rollouts": 0, "fallbacks": {}, "last_rollouts": 0}
 
     # -- entry point -----------------------------------------------------------------------
-    def decide(self, request: Any) -> dict:
+    def decide(self, request: Any) -> dict[str, Any]:
         """Answer ``request`` (dict or :class:`Request`) within the budget (module docstring)."""
         start = self.clock()
         req = request if isinstance(request, Request) else Request(request)
@@ -278,12 +278,12 @@ class SearchBot(HeuristicBot):
             return fallback
 
     # -- candidates ----------------------------------------------------------------------------
-    def _candidates(self, req: Request, fallback: dict) -> list[dict]:
+    def _candidates(self, req: Request, fallback: dict[str, Any]) -> list[dict[str, Any]]:
         """The answers searched: the heuristic's first, then the listed / built ones."""
         out = [fallback]
         seen = {_key(fallback)}
 
-        def add(a: dict) -> None:
+        def add(a: dict[str, Any]) -> None:
             k = _key(a)
             if k not in seen and len(out) < MAX_CANDIDATES:
                 seen.add(k)
@@ -320,7 +320,7 @@ class SearchBot(HeuristicBot):
         return out
 
     # -- the search --------------------------------------------------------------------------
-    def _search(self, req: Request, cands: list[dict], deadline: float) -> dict:
+    def _search(self, req: Request, cands: list[dict[str, Any]], deadline: float) -> dict[str, Any]:
         rng = self.search_rng
         n = len(cands)
         diffs: list[list[float]] = [[] for _ in range(n)]

@@ -47,8 +47,8 @@ class Knowledge:
     def __init__(self, obs: Mapping[str, Any]):
         me = obs["seat"]
         self.me = me
-        self.gone: Counter = Counter()
-        self.known: dict[int, Counter] = {s: Counter() for s in range(obs["seats"]) if s != me}
+        self.gone: Counter[int] = Counter()
+        self.known: dict[int, Counter[int]] = {s: Counter() for s in range(obs["seats"]) if s != me}
         for ev in obs.get("history", []):
             self._event(ev)
 
@@ -109,11 +109,11 @@ def _tm_old_hand(obs: Mapping[str, Any]) -> list[int]:
 _last: list[Any] = [None]
 
 
-def _known(obs: Mapping[str, Any]) -> tuple[Knowledge, list[int], list[int], Counter]:
+def _known(obs: Mapping[str, Any]) -> tuple[Knowledge, list[int], list[int], Counter[int]]:
     """The seat's knowledge, hand, set-aside old hand (TM-3) and unseen pool, once per request."""
     entry = _last[0]
     if entry is not None and entry[0] is obs:
-        found: tuple[Knowledge, list[int], list[int], Counter] = entry[1]
+        found: tuple[Knowledge, list[int], list[int], Counter[int]] = entry[1]
         return found
     k = Knowledge(obs)
     hand = parse_cards(obs["hand"])
@@ -238,7 +238,8 @@ def _state_flags(req: Any, segment: list[Mapping[str, Any]]) -> dict[str, Any]:
 def _jdf_header(obs: Mapping[str, Any]) -> Mapping[str, Any]:
     for ev in obs.get("history", []):
         if ev.get("type") == "game":
-            return ev
+            header: Mapping[str, Any] = ev
+            return header
     return {}
 
 
@@ -420,7 +421,8 @@ def _jdf_exchange(req: Any, rng: random.Random) -> Game:
         "set_aside": format_cards(dealt["aside"]),
         "state": {"game_in_set": header.get("game_in_set", 2), "previous_ranks": dict(pr)},
     }
-    g: Any = engine.from_setup(req.ruleset, _options(req), setup)
+    game = engine.from_setup(req.ruleset, _options(req), setup)
+    g: Any = game  # JDF's exchange state, set by hand
     g.exchange.leader = next(int(s) for s, r in pr.items() if int(r) == 4)
     for _ in range(2):
         d = g.decision()
@@ -431,7 +433,7 @@ def _jdf_exchange(req: Any, rng: random.Random) -> Game:
     d = g.decision()
     if d is None or d.seat != req.seat or d.kind != "give":
         raise Unsupported("the rebuilt exchange does not ask this seat")
-    return g
+    return game
 
 
 __all__ = ["sample_world", "deal_hidden", "Unsupported", "Knowledge"]

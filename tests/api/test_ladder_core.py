@@ -204,6 +204,7 @@ class Remembers(SAMPLE_BOTS["greedy"]):
         return super().decide(request) if int(request.get("game", 0)) > 0 else self.weak.decide(request)
 
 
+@pytest.mark.slow  # 300 sets played through the API: by far the longest test of the fast lane
 def test_a_bot_that_remembers_the_deal_stands_out_in_the_recall_view(client, accounts, sessionmaker, database_url):
     """The operators' recall view lists a bot that scores better in a set's last game than in
     its first; honest bots are not listed. Statistics over 300 sets (the deals are fresh draws:

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from arena.db.models import Rating, RatingHistory
 from arena.fairness import commitment, match_seed
 from arena.lifecycle import store_result
+from arena.queue import RUN_MATCH_TASK
 from arena.ratings import rebuild_ratings
 from tests.api.conftest import register_checked_bot
 
@@ -150,7 +151,7 @@ def test_start_builds_schedule_and_enqueues(make_app, league, redis_url):
     assert r.json["status"] == "running" and r.json["progress"] == {"finished": 0, "total": 6, "queued": 6}
     assert _queue_length(redis_url) == 6
     bodies = [json.loads(m) for m in redis_lib.Redis.from_url(redis_url).lrange("arena", 0, -1)]
-    assert {b["headers"]["task"] for b in bodies} == {"arena.run_match"}
+    assert {b["headers"]["task"] for b in bodies} == {RUN_MATCH_TASK}
     matches = client.get(f"/api/v1/tournaments/{t['id']}/matches?per_page=100", headers=league["org"]).json
     assert matches["total"] == 6
     pairs = {tuple(sorted(s["bot_id"] for s in m["seats"])) for m in matches["items"]}

@@ -11,20 +11,18 @@ import redis
 from arena import relay
 from arena.accounts import create_account
 from arena.config import Settings
-from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
 from cli.bots import check_lines
 from cli.servers import WsgiServer
 from tests.cli.test_cli_tournament import run
-from tests.helpers import eager_app
+from tests.helpers import eager_app, migrated_sqlite_url
 
 
 @pytest.fixture
 def api(tmp_path, redis_url):
-    url = f"sqlite:///{tmp_path / 'arena.db'}"
-    upgrade(url)
+    url = migrated_sqlite_url(tmp_path / "arena.db")
     engine = make_engine(url)
     with make_sessionmaker(engine)() as s:
         _, contestant = create_account(s, "alice")

@@ -17,7 +17,6 @@ from click.testing import CliRunner
 from api import create_app
 from arena.accounts import create_account
 from arena.config import Settings
-from arena.db.migrate import upgrade
 from arena.db.models import utcnow
 from arena.db.session import make_engine, make_sessionmaker
 from arena.inprocess import InProcessDispatcher
@@ -26,15 +25,14 @@ from bots_sdk.samples import SAMPLE_BOTS
 from cli import main
 from cli.servers import WsgiServer
 from tests.fakes import FakeBot
-from tests.helpers import mark_bot_checked
+from tests.helpers import mark_bot_checked, migrated_sqlite_url
 
 RS = "million_doubt"
 
 
 @pytest.fixture
 def api(tmp_path):
-    url = f"sqlite:///{tmp_path / 'arena.db'}"
-    upgrade(url)
+    url = migrated_sqlite_url(tmp_path / "arena.db")
     engine = make_engine(url)
     sessions = make_sessionmaker(engine)
     with sessions() as s:

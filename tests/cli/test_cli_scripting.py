@@ -30,13 +30,13 @@ import pytest
 
 from arena.accounts import create_account
 from arena.config import Settings
-from arena.db.migrate import upgrade
 from arena.db.models import Bot
 from arena.db.session import make_engine, make_sessionmaker
 from arena.security import new_secret
 from cli.servers import WsgiServer
 from cli.service import ApiServer
 from tests.children import spawn as spawn_child
+from tests.helpers import migrated_sqlite_url
 
 REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
@@ -57,8 +57,7 @@ def run(*args: str, env: dict | None = None, timeout: float = 90) -> subprocess.
 
 def _api(tmp_path: Path, broker_url: str) -> tuple[WsgiServer, str, object]:
     """An API on SQLite with an organizer and three ``ready`` Million Doubt bots (ids 1-3)."""
-    url = f"sqlite:///{tmp_path / 'arena.db'}"
-    upgrade(url)
+    url = migrated_sqlite_url(tmp_path / "arena.db")
     engine = make_engine(url)
     with make_sessionmaker(engine)() as s:
         boss, token = create_account(s, "boss", "organizer")

@@ -17,11 +17,10 @@ from sqlalchemy import select
 
 from arena.accounts import create_account
 from arena.config import Settings
-from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
 from cli import main
 from cli.servers import WsgiServer
-from tests.helpers import mark_bot_checked
+from tests.helpers import mark_bot_checked, migrated_sqlite_url
 
 REPO = Path(__file__).resolve().parents[2]
 ARENA = [sys.executable, "-m", "cli"]
@@ -29,8 +28,7 @@ ARENA = [sys.executable, "-m", "cli"]
 
 @pytest.fixture
 def api(tmp_path):
-    url = f"sqlite:///{tmp_path / 'arena.db'}"
-    upgrade(url)
+    url = migrated_sqlite_url(tmp_path / "arena.db")
     engine = make_engine(url)
     with make_sessionmaker(engine)() as s:
         _, organizer = create_account(s, "boss", "organizer")

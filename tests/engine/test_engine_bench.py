@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # the bench in a process of its own: the full lane (the engine's tests: the fast one)
 def test_the_bench_prints_one_line_per_rule_set() -> None:
     run = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "engine_bench.py"), "--seconds", "0.05", "--rounds", "1"],

@@ -9,6 +9,8 @@ import psycopg
 import pytest
 import redis
 
+from arena.queue import PING_TASK, QUEUE
+
 pytestmark = pytest.mark.services
 
 
@@ -63,7 +65,7 @@ def test_celery_worker_round_trips_ping(celery_worker_factory):
     worker = celery_worker_factory()
     assert worker.alive()
     # Through the shared queue, like the API will send match tasks.
-    result = worker.app.send_task("arena.ping", queue="arena")
+    result = worker.app.send_task(PING_TASK, queue=QUEUE)
     assert result.get(timeout=30) == "pong"
     assert result.successful()
 

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +115,20 @@ def test_the_light_wheel_is_the_pure_engine_for_any_platform(light):
     assert [w.name.endswith("-py3-none-any.whl") for w in wheels] == [True]  # no compiler was asked for
     build = light.run(light.bin("python"), "-c", "import engine; print(engine.BUILD)")
     assert (build.returncode, build.stdout.strip(), build.stderr) == (0, "pure", "")
+
+
+def test_the_wheel_ships_the_typed_packages_markers(light):
+    """PEP 561: ``py.typed`` in the wheel and the installed engine and SDK, so a contestant's
+    type checker reads their types (the fast check of the package data: tests/infra/test_package_data.py)."""
+    (wheel,) = (light.root.parent / "dist").glob("*.whl")
+    assert {"engine/py.typed", "bots_sdk/py.typed"} <= set(zipfile.ZipFile(wheel).namelist())
+    found = light.run(
+        light.bin("python"),
+        "-c",
+        "import importlib.resources as r; "
+        "print([r.files(p).joinpath('py.typed').is_file() for p in ('engine', 'bots_sdk')])",
+    )
+    assert (found.returncode, found.stdout.strip(), found.stderr) == (0, "[True, True]", "")
 
 
 def test_the_wheel_installs_no_server_library(light):

@@ -19,6 +19,7 @@ from sqlalchemy import text
 from arena import lifecycle
 from arena.accounts import create_account
 from arena.db.models import Match, utcnow
+from arena.queue import RUN_MATCH_TASK
 from arena.schedule import ScheduledMatch
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.worker.conftest import SwitchBot
@@ -142,7 +143,7 @@ def test_ten_concurrent_starts_one_202_and_each_match_enqueued_once(arena, bots,
     sent = []
     for raw in rc.lrange("arena", 0, -1):
         msg = json.loads(raw)
-        if msg["headers"]["task"] == "arena.run_match":
+        if msg["headers"]["task"] == RUN_MATCH_TASK:
             sent.append(int(msg["headers"]["argsrepr"].strip("[]()").split(",")[0]))
     rc.delete("arena")
     with arena.sessions() as s:

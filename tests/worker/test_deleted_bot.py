@@ -168,7 +168,7 @@ def test_a_flag_the_database_does_not_back_withdraws_nobody(redis_url, free_port
     confirmation that fails believes the flag, and Redis away answers False (plays on)."""
     import redis
 
-    from arena.withdrawals import WithdrawalCheck, announce, flag_key
+    from arena.withdrawals import WithdrawalCheck, flag_key, flag_withdrawn
 
     client = redis.Redis.from_url(redis_url)
     client.delete(flag_key(41), flag_key(42))
@@ -181,13 +181,13 @@ def test_a_flag_the_database_does_not_back_withdraws_nobody(redis_url, free_port
 
     check = WithdrawalCheck(client, {0: 41, 1: 42}, confirm)
     assert not check(0) and not check(1) and not check(2)  # no flag; player 2: a house bot
-    announce(client, 41)  # a stale flag: bot 41 of this database is alive
+    flag_withdrawn(client, 41)  # a stale flag: bot 41 of this database is alive
     assert not check(0) and not check(0) and asked == [41]  # confirmed once per token
     deleted.add(41)
-    announce(client, 41)  # now really deleted: a new token
+    flag_withdrawn(client, 41)  # now really deleted: a new token
     assert check(0) and check(0) and asked == [41, 41]
     failing = WithdrawalCheck(client, {1: 42}, lambda bot_id: 1 / 0)
-    announce(client, 42)
+    flag_withdrawn(client, 42)
     assert failing(1)  # the database away: the flag (set after a commit) is believed
     away = WithdrawalCheck(redis.Redis(port=free_port(), socket_connect_timeout=1), {0: 41})
     assert not away(0)

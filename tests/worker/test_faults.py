@@ -6,6 +6,7 @@ no task hangs. Also: cancel stops the remaining matches."""
 from __future__ import annotations
 
 from arena.fairness import attempt_seed
+from arena.queue import PING_TASK, QUEUE
 from arena.runner.match import run_match
 from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
@@ -103,7 +104,7 @@ def test_cancel_stops_the_remaining_matches(arena, bots, celery_worker_factory):
     assert r.status_code == 200 and r.json["status"] == "cancelled"
     worker = celery_worker_factory(concurrency=1, database_url=arena.database_url)
     # The worker consumes the 3 match tasks first (one process, FIFO queue) and skips them.
-    probe = worker.app.send_task("arena.ping", queue="arena")  # behind the match tasks
+    probe = worker.app.send_task(PING_TASK, queue=QUEUE)  # behind the match tasks
     assert probe.get(timeout=60) == "pong"
     assert arena.counts(tid) == {"matches": 3, "results": 0, "logs": 0}
     assert {m["status"] for m in arena.get(f"/tournaments/{tid}/matches")["items"]} == {"cancelled"}

@@ -18,6 +18,7 @@ from arena.limits import (
     visibility_timeout,
     visibility_timeout_for,
 )
+from arena.queue import RUN_MATCH_TASK
 from arena.runner.replay import replay
 from arena.runner.semaphore import BotSemaphore
 from bots_sdk.bot import Bot
@@ -83,7 +84,7 @@ def test_visibility_timeout_formula():
     assert app.conf.broker_transport_options["visibility_timeout"] == visibility_timeout(Settings.from_env())
     assert visibility_timeout(Settings.from_env({"ARENA_VISIBILITY_TIMEOUT_S": "77"})) == 77
     app.loader.import_default_modules()  # what `celery -A worker.celery_app worker` does
-    assert "arena.run_match" in app.tasks
+    assert RUN_MATCH_TASK in app.tasks
 
 
 class IllegalBot(Bot):

@@ -13,10 +13,10 @@ from api import create_app
 from api.ui import bot_forms
 from arena.accounts import create_account
 from arena.config import Settings
-from arena.db.migrate import upgrade
 from arena.db.models import Bot, Match, MatchSeat, RatingHistory, Tournament
 from arena.db.session import make_engine, make_sessionmaker
 from arena.standings import tournament_standings
+from tests.helpers import migrated_sqlite_url
 
 
 def _client(site, who: str | None):
@@ -259,8 +259,7 @@ def test_reloading_the_register_answer_registers_no_second_bot(tmp_path):
     """The register form is answered by the new bot's page (its secret shown once, so no
     redirect); a reload sends the same form again, and gets that bot's page back, without
     the secret, instead of a second bot. A new form (a new form id) registers again."""
-    url = f"sqlite:///{tmp_path / 'arena.db'}"
-    upgrade(url)
+    url = migrated_sqlite_url(tmp_path / "arena.db")
     engine_ = make_engine(url)
     sm = make_sessionmaker(engine_)
     app = create_app(
@@ -359,8 +358,7 @@ def test_a_bot_that_connects_gets_the_command_that_runs_it(tmp_path, gateway):
     the page says so. Another viewer (an organizer) gets no command."""
     import html as html_lib
 
-    url = f"sqlite:///{tmp_path / 'arena.db'}"
-    upgrade(url)
+    url = migrated_sqlite_url(tmp_path / "arena.db")
     engine_ = make_engine(url)
     sm = make_sessionmaker(engine_)
     app = create_app(

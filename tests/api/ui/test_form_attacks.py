@@ -12,13 +12,13 @@ from sqlalchemy import func, select
 from api import create_app
 from arena.accounts import create_account
 from arena.config import Settings
-from arena.db.migrate import upgrade
 from arena.db.models import Account, Bot, BotCheck, Match, Tournament
 from arena.db.session import make_engine, make_sessionmaker
 from arena.dispatch import QueueError
 from arena.security import new_secret
 from arena.status import BotStatus, MatchStatus, TournamentStatus
 from arena.usecases import tournaments as tournament_cases
+from tests.helpers import migrated_sqlite_url
 
 
 class RecordingDispatcher:
@@ -55,8 +55,7 @@ class RecordingDispatcher:
 
 class House:
     def __init__(self, tmp_path, *, rate_limits: bool = False):
-        url = f"sqlite:///{tmp_path / 'arena.db'}"
-        upgrade(url)
+        url = migrated_sqlite_url(tmp_path / "arena.db")
         self.sessions = make_sessionmaker(make_engine(url))
         self.dispatcher = RecordingDispatcher()
         settings = Settings(

@@ -7,12 +7,11 @@ import re
 
 from api import create_app
 from arena.config import Settings
-from arena.db.migrate import upgrade
+from tests.helpers import migrated_sqlite_url
 
 
 def test_sign_up_through_the_form_is_limited_like_the_api(tmp_path):
-    url = f"sqlite:///{tmp_path / 'arena.db'}"
-    upgrade(url)
+    url = migrated_sqlite_url(tmp_path / "arena.db")
     app = create_app(Settings(data_dir=tmp_path, database_url=url, broker_url="memory://", rate_limits=True))
     app.testing = True
 

@@ -15,6 +15,7 @@ pytest.importorskip("pettingzoo")
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow  # the bench in a process of its own (api_test: tests/bots_sdk/env/test_env.py, fast)
 def test_the_bench_prints_one_line_per_rule_set() -> None:
     run = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "env_bench.py"), "--seconds", "0.05", "--rounds", "1", "--cycles", "20"],
