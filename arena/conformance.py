@@ -235,7 +235,7 @@ class _Opening:
         if self.scripted:
             if self.opening[0][0] != self.seat:
                 raise RuntimeError(f"opening move for seat {self.opening[0][0]} asked of seat {self.seat}")
-            return Outcome(dict(self.opening.pop(0)[1]), None, "", "", 0, None)
+            return Outcome(dict(self.opening.pop(0)[1]), None, None, "", 0, None)
         return self.inner.decide(body, timeout_s)
 
     def notify(self, body: bytes) -> SlotUse:

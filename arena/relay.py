@@ -29,7 +29,11 @@ Keys (``<bot>``: the bot id; ``<gw>``: a gateway's id; ``<rid>``: a request id):
 Envelope (a list item): ``<rid>|<deadline ms, Unix>|<kind>|<frame>`` where ``frame`` is the
 WebSocket text frame itself (:func:`bots_sdk.wire.frame`); the gateway sends it unchanged.
 
-Answer (a list item): ``A<body JSON>`` or ``F<fault JSON {"kind","detail","received"}>``.
+Answer (a list item): ``R<the bot's answer frame>``, ``A<body JSON>`` (a gateway of an
+earlier version) or ``F<fault JSON {"kind","code","params","detail","received"}>``
+(:func:`fault_item`, :func:`decode_fault`: the fault a connection's frames earned, as codes
+with parameters of :mod:`arena.faults`; ``detail`` its English text, for a worker of an
+earlier version).
 
 Whoever pushes onto a request list (a worker asking, a worker queueing again a request a dead
 gateway held, a gateway giving back the requests of a closed connection) rings, in the same
@@ -42,11 +46,14 @@ connection opens.
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import redis
+
+from arena.faults import Fault, FaultCode, fault, of_record
 
 PREFIX = "arena:gw:"
 #: Seconds a gateway's alive key lasts without a refresh (refreshed every second).
@@ -276,6 +283,27 @@ def parse_envelope(raw: bytes | str) -> Envelope | None:
     if len(parts) != 4 or not parts[1].isdigit():
         return None
     return Envelope(parts[0], int(parts[1]), parts[2], parts[3])
+
+
+def fault_item(kind: str, why: Fault, received: str) -> bytes:
+    """The answer list item of a fault (module docstring): ``F`` and its JSON."""
+    body = {"kind": kind, **why.fields(), "detail": why.text(), "received": received}
+    return b"F" + json.dumps(body, ensure_ascii=False).encode("utf-8", "replace")
+
+
+def decode_fault(payload: bytes) -> tuple[str, Fault, str]:
+    """``(kind, fault, received)`` of a fault item's JSON (after its ``F``). A gateway of an
+    earlier version sends no code: its English detail is kept as it is (code ``relayed``); a
+    broken item is ``connection_error`` ``broken_relayed_fault``."""
+    try:
+        f = json.loads(payload)
+        kind, received = str(f["kind"]), str(f.get("received", ""))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return "connection_error", fault(FaultCode.BROKEN_RELAYED_FAULT), ""
+    why = of_record(f)
+    if why is None:  # an earlier gateway: its English words, as they are
+        why = fault(FaultCode.RELAYED, detail=str(f.get("detail", "")))
+    return kind, why, received
 
 
 def member(gateway_id: str, connection_id: str, since: float) -> str:

@@ -84,7 +84,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import orjson
 import redis
 import redis.asyncio as aioredis
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -93,8 +92,9 @@ from websockets.frames import BINARY, CLOSE, PING, TEXT, Frame
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from arena import relay
+from arena import faults, relay
 from arena.clients import client_key, forwarded_address, network_key
+from arena.faults import Fault, FaultCode
 from arena.leases import LeaseSet, renew_many
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
@@ -356,7 +356,7 @@ class Connection:
         self.late: dict[str, float] = {}
         self.outbox: asyncio.Queue[str] = asyncio.Queue(OUTBOX_FRAMES)
         #: the fault its requests in flight get when it closes: (kind, detail, received)
-        self.violation: tuple[str, str, str] | None = None
+        self.violation: tuple[str, Fault, str] | None = None
         #: a probe of it runs (:meth:`Gateway._probe`), or ran since it was last heard from
         self.probed = False
         #: when its bot's connections on the other gateways were last looked up, Unix seconds
@@ -364,9 +364,9 @@ class Connection:
         #: the ping time last written to its bot's story (Unix seconds), and when it was written
         self.ping_written: tuple[float | None, float] = (None, 0.0)
 
-    def offend(self, kind: str, detail: str, received: str = "") -> None:
+    def offend(self, kind: str, why: Fault, received: str = "") -> None:
         if self.violation is None:
-            self.violation = (kind, detail, received[:RECEIVED_CHARS])
+            self.violation = (kind, why, received[:RECEIVED_CHARS])
 
 
 #: Why :meth:`Gateway._renew` closes a connection, by close code.
@@ -857,8 +857,7 @@ class Gateway:
         pending, conn.pending = conn.pending, {}
         try:
             if conn.violation is not None:
-                kind, detail, received = conn.violation
-                fault = b"F" + orjson.dumps({"kind": kind, "detail": detail, "received": received})
+                fault = relay.fault_item(*conn.violation)
                 for rid, (deadline, _) in pending.items():
                     self._queue_answer(rid, fault, deadline)
             else:  # back to the front of the bot's list, for another connection or its return
@@ -887,12 +886,12 @@ class Gateway:
         try:
             async for msg in ws:
                 if isinstance(msg, bytes):
-                    conn.offend("invalid_json", "the bot sent a binary frame")
+                    conn.offend("invalid_json", faults.fault(FaultCode.BINARY_FRAME))
                     await ws.close(wire.CLOSE_NOT_JSON, "binary frames are not part of the protocol")
                     return
                 rid = wire.answer_id(msg)
                 if rid is None and not msg.lstrip().startswith("{"):
-                    conn.offend("invalid_json", "a frame is not a JSON object", msg)
+                    conn.offend("invalid_json", faults.fault(FaultCode.FRAME_NOT_OBJECT), msg)
                     await ws.close(wire.CLOSE_NOT_JSON, "a frame is not a JSON object")
                     return
                 entry = conn.pending.pop(rid, None) if rid is not None else None
@@ -900,15 +899,18 @@ class Gateway:
                     if rid is not None and conn.late.pop(rid, None) is not None:
                         continue  # a late answer (or one to a notice): ignored, once
                     what = "answer to an unknown request id" if rid is not None else "answer without a request id"
-                    conn.offend("invalid_json", f"the bot sent an {what}", msg)
+                    code = FaultCode.UNKNOWN_REQUEST_ID if rid is not None else FaultCode.NO_REQUEST_ID
+                    conn.offend("invalid_json", faults.fault(code), msg)
                     await ws.close(wire.CLOSE_PROTOCOL, what)
                     return
                 self._queue_answer(rid, b"R" + msg.encode("utf-8", "surrogatepass"), entry[0])
         except ConnectionClosed as exc:
             if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
-                conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
+                conn.offend("body_too_large", faults.fault(FaultCode.FRAME_OVER, n=wire.MAX_FRAME_BYTES))
             if isinstance(ws, BotSocket) and ws.flood is not None:
-                conn.offend("connection_error", ws.flood)
+                conn.offend(
+                    "connection_error", faults.fault(FaultCode.FLOOD, burst=FLOOD_BURST, rate=f"{FLOOD_RATE:g}")
+                )
             raise
 
     async def _writer(self, conn: Connection) -> None:
@@ -926,7 +928,7 @@ class Gateway:
             return
 
     def _slow(self, conn: Connection) -> None:
-        conn.offend("timeout", "the bot did not read its frames (slow reader): connection dropped")
+        conn.offend("timeout", faults.fault(FaultCode.SLOW_READER))
         transport = conn.ws.transport
         if transport is not None:
             transport.abort()

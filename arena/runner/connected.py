@@ -35,7 +35,6 @@ that fault.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from typing import Any
@@ -43,6 +42,7 @@ from typing import Any
 import redis
 
 from arena import relay
+from arena.faults import Fault, FaultCode, fault
 from arena.runner.answers import safe_text
 from arena.runner.capped import SlotCap
 from arena.runner.players import NO_SLOT, NOTICE_TIMEOUT_S, RECEIVED_LOG_CHARS, ArenaFailure, Outcome, SlotUse
@@ -139,7 +139,7 @@ def _ms(seconds: float) -> int:
     return int(round(seconds * 1000))
 
 
-def answer_body(tag: bytes, payload: bytes, rid: str) -> tuple[dict[str, Any] | None, str]:
+def answer_body(tag: bytes, payload: bytes, rid: str) -> tuple[dict[str, Any] | None, Fault | None]:
     """The action of an answer list item: ``R<frame>`` (the bot's answer frame as it sent
     it: parsed strictly here, its ``id`` must be ``rid`` and its ``body`` an object) or
     ``A<body>`` (a gateway of an earlier version parsed the frame); ``(None, why)`` when it is
@@ -150,11 +150,11 @@ def answer_body(tag: bytes, payload: bytes, rid: str) -> tuple[dict[str, Any] | 
     if frame is None:
         return None, why
     if frame.get("id") != rid:
-        return None, "the answer frame's id is not the request's"
+        return None, fault(FaultCode.FRAME_ID_MISMATCH)
     body = frame.get("body")
     if not isinstance(body, dict):
-        return None, "the answer's body is not a JSON object"
-    return body, ""
+        return None, fault(FaultCode.FRAME_BODY_NOT_OBJECT)
+    return body, None
 
 
 class _Clock:
@@ -306,7 +306,7 @@ class ConnectedPlayer:
                     return Outcome(
                         None,
                         "connection_error",
-                        f"the bot had no connection to a gateway for {_ms(clock.bot_waited)} ms",
+                        fault(FaultCode.NOT_CONNECTED, ms=_ms(clock.bot_waited)),
                         "",
                         _ms(now - start),
                         None,
@@ -322,7 +322,7 @@ class ConnectedPlayer:
                     return Outcome(
                         None,
                         "timeout",
-                        "no answer within the bank",
+                        fault(FaultCode.NO_ANSWER),
                         "",
                         _ms(now - start),
                         None,
@@ -359,30 +359,18 @@ class ConnectedPlayer:
         elapsed, arena_ms = _ms(elapsed_s), _ms(arena_s)
         tag, payload = raw[:1], raw[1:]
         if tag == b"F":
-            try:
-                f = json.loads(payload)
-                kind, detail, received = str(f["kind"]), str(f.get("detail", "")), str(f.get("received", ""))
-            except (ValueError, KeyError, TypeError):
-                kind, detail, received = "connection_error", "the gateway sent a broken fault", ""
-            return Outcome(
-                None,
-                kind,
-                safe_text(detail, RECEIVED_LOG_CHARS),
-                safe_text(received, RECEIVED_LOG_CHARS),
-                elapsed,
-                None,
-                arena_ms=arena_ms,
-            )
+            kind, why, received = relay.decode_fault(payload)
+            return Outcome(None, kind, why, safe_text(received, RECEIVED_LOG_CHARS), elapsed, None, arena_ms=arena_ms)
         if elapsed_s - arena_s > timeout_s:
             return Outcome(
-                None, "timeout", f"answer took {elapsed} ms, more than the bank", "", elapsed, None, arena_ms=arena_ms
+                None, "timeout", fault(FaultCode.OVER_BANK, ms=elapsed), "", elapsed, None, arena_ms=arena_ms
             )
         obj, why = answer_body(tag, payload, rid)
         if obj is None:
             return Outcome(
                 None, "invalid_json", why, safe_text(payload, RECEIVED_LOG_CHARS), elapsed, None, arena_ms=arena_ms
             )
-        return Outcome(obj, None, "", "", elapsed, None, arena_ms=arena_ms)
+        return Outcome(obj, None, None, "", elapsed, None, arena_ms=arena_ms)
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
         return self.exchange("request", body, timeout_s)

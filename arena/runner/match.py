@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 import engine
 from arena import limits
+from arena.faults import Fault, FaultCode, fault, refused
 from arena.matchlog import (
     LOG_FORMAT,
     LOG_VERSION,
@@ -488,21 +489,22 @@ class _GamePlay:
         if after is not None and (after.seat, after.kind) == before[:2] and len(g.actions) == before[2]:
             raise RuntimeError("engine did not move after a forfeit (engine bug)")
 
-    def _judge(self, seat: int, out: Outcome, before_ms: int) -> tuple[str | None, str]:
-        """The fault of an answer (and its detail), or ``(None, "")`` once applied."""
+    def _judge(self, seat: int, out: Outcome, before_ms: int) -> tuple[str | None, Fault | None]:
+        """The fault of an answer (its kind and its code with parameters), or ``(None, None)``
+        once applied."""
         if out.fault is not None:
-            return out.fault, out.detail
+            return out.fault, out.reason or fault(FaultCode.RELAYED, detail="")
         if _charged(out) > before_ms:
-            return "timeout", f"answer took {_charged(out)} ms of the bot's own time, the bank had {before_ms} ms"
+            return "timeout", fault(FaultCode.OWN_TIME_OVER_BANK, ms=_charged(out), bank=before_ms)
         action = out.action
         why = check_action(action)
-        if why or action is None:
-            return "invalid_action", f"{why} [ACT]"
+        if why is not None or action is None:
+            return "invalid_action", why or fault(FaultCode.ACTION_NOT_OBJECT, "ACT")
         try:
             self.game.apply(seat, action)
         except engine.InvalidAction as e:
-            return "invalid_action", safe_text(f"{e.reason} [{e.rule}]", RECEIVED_LOG_CHARS)
-        return None, ""
+            return "invalid_action", refused(e.code, e.params, e.rule)
+        return None, None
 
     def _ask(self, d: engine.Decision) -> None:
         match, g = self.match, self.game
@@ -520,8 +522,8 @@ class _GamePlay:
         )
         body = protocol.dumps(req)
         out, sent_at = self._request(d.seat, player_index, body, before_ms)
-        fault, detail = self._judge(d.seat, out, before_ms)
-        if fault is None:
+        kind, why = self._judge(d.seat, out, before_ms)
+        if kind is None:
             bank.spend(_charged(out))
             after_ms = bank.remaining_ms
         else:
@@ -541,7 +543,7 @@ class _GamePlay:
             "request_bytes": len(body),
             "status": out.status,
             "response": out.action,  # parsed from JSON by the player: already JSON-normal
-            "fault": fault,
+            "fault": kind,
         }
         if match.config.log_requests:
             ex["request"] = req
@@ -549,8 +551,8 @@ class _GamePlay:
         if out.arena_ms >= 1:
             ex["arena_ms"] = out.arena_ms
         self.exchanges.append(ex)
-        if fault is not None:
-            self._fault(d.seat, player_index, ex, out, fault, detail)
+        if kind is not None and why is not None:
+            self._fault(d.seat, player_index, ex, out, kind, why)
         if match.observers.on_decision:
             match.observers.on_decision(ex)
         if match.observers.on_step:
@@ -576,7 +578,7 @@ class _GamePlay:
                 out = match.players[player_index].decide(body, before_ms / 1000)
                 why = out.arena
             except ArenaFailure as exc:
-                out, why, cause = Outcome(None, None, "", "", 0, None), str(exc) or type(exc).__name__, exc
+                out, why, cause = Outcome(None, None, None, "", 0, None), str(exc) or type(exc).__name__, exc
             ended = time.monotonic()
             if not why and out.fault in NO_ANSWER_FAULTS and health is not None:
                 why = health.fault(started, ended)
@@ -606,7 +608,7 @@ class _GamePlay:
         if slot.bypassed:
             ex["slot_bypassed"] = True
 
-    def _fault(self, seat: int, player_index: int, ex: Exchange, out: Outcome, fault: str, detail: str) -> None:
+    def _fault(self, seat: int, player_index: int, ex: Exchange, out: Outcome, kind: str, why: Fault) -> None:
         """Record a fault; the engine forfeits the decision (FAULT-2), the player every later
         one at its ``max_faults``-th (FAULT-3)."""
         match = self.match
@@ -620,14 +622,17 @@ class _GamePlay:
                 "n": ex["n"],
                 "seat": seat,
                 "player": player_index,
-                "kind": fault,
-                "detail": detail,
+                "kind": kind,
+                "code": why.code,
+                "params": dict(why.params),
+                "rule": why.rule,
+                "detail": safe_text(why.text(), RECEIVED_LOG_CHARS),
                 "received": received,
                 "elapsed_ms": out.elapsed_ms,
             }
         )
         match.faults_by_player[player_index] += 1
-        self.game.forfeit(seat, fault)  # FAULT-2
+        self.game.forfeit(seat, kind)  # FAULT-2
         if match.faults_by_player[player_index] >= match.config.max_faults:  # FAULT-3
             match.barred.setdefault(player_index, "max_faults")
             self._bar_seats()
