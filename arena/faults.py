@@ -50,6 +50,7 @@ class FaultCode(StrEnum):
     WITHDRAWN = "withdrawn"
     BOT_RAISED = "bot_raised"
     NOT_SERIALIZABLE = "not_serializable"
+    MAX_FAULTS = "max_faults"
     # the answer's JSON (arena.safejson.parse_answer, and an answer frame's wrapper)
     NOT_UTF8 = "not_utf8"
     NOT_STRICT_JSON = "not_strict_json"
@@ -100,6 +101,7 @@ TEMPLATES: Final[Mapping[FaultCode, str]] = {
     FaultCode.WITHDRAWN: "withdrawn: the bot was deleted",
     FaultCode.BOT_RAISED: "%(exc)s: %(why)s",
     FaultCode.NOT_SERIALIZABLE: "answer is not JSON-serializable: %(why)s",
+    FaultCode.MAX_FAULTS: "forfeits the rest of the match (FAULT-3)",
     FaultCode.NOT_UTF8: "answer is not UTF-8 (byte %(n)s)",
     FaultCode.NOT_STRICT_JSON: "answer is not strict JSON: %(why)s",
     FaultCode.NOT_JSON: "answer is not JSON: %(why)s (line %(line)s column %(col)s)",

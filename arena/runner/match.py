@@ -86,6 +86,8 @@ WITHDRAWN = "withdrawn"
 BARRED_REASONS = frozenset({"max_faults", WITHDRAWN})
 #: Most times one decision is asked again after the arena failed it (then the match stops).
 MAX_ARENA_RETRIES = 10
+#: What a ``match_end`` notice tells a bot of each of its own faults (docs/protocol.md).
+NOTICE_FAULT_KEYS = ("game", "n", "kind", "code", "params", "rule", "detail")
 #: Faults that may be the arena's own failure rather than the bot's (no answer came).
 NO_ANSWER_FAULTS = frozenset({"timeout", "connection_error"})
 _ACTION_KEYS = ("type", "cards", "face_down", "jokers", "accept", "rate")
@@ -374,7 +376,7 @@ class Match:
         log["result"] = result
         log["finished_at"] = time.time()
         if self.config.notices:
-            self._notify_end(result)
+            self._notify_end(result, log["faults"])
         return log
 
     def _notify(self, i: int, notice: Mapping[str, Any]) -> None:
@@ -395,7 +397,7 @@ class Match:
             )
             self._notify(i, notice)
 
-    def _notify_end(self, result: MatchResult) -> None:
+    def _notify_end(self, result: MatchResult, faults: Sequence[FaultRecord]) -> None:
         for i in range(len(self.players)):
             if self.withdraw_if_deleted(i):
                 continue
@@ -407,6 +409,7 @@ class Match:
                 scores=result["scores"],
                 wins=result["wins"],
                 faults=result["faults"],
+                your_faults=[{k: f[k] for k in NOTICE_FAULT_KEYS if k in f} for f in faults if f["player"] == i],
             )
             self._notify(i, notice)
 
