@@ -359,8 +359,10 @@ class ConnectedPlayer:
         elapsed, arena_ms = _ms(elapsed_s), _ms(arena_s)
         tag, payload = raw[:1], raw[1:]
         if tag == b"F":
-            kind, why, received = relay.decode_fault(payload)
-            return Outcome(None, kind, why, safe_text(received, RECEIVED_LOG_CHARS), elapsed, None, arena_ms=arena_ms)
+            kind, relayed, received = relay.decode_fault(payload)
+            return Outcome(
+                None, kind, relayed, safe_text(received, RECEIVED_LOG_CHARS), elapsed, None, arena_ms=arena_ms
+            )
         if elapsed_s - arena_s > timeout_s:
             return Outcome(
                 None, "timeout", fault(FaultCode.OVER_BANK, ms=elapsed), "", elapsed, None, arena_ms=arena_ms

@@ -409,7 +409,9 @@ class Match:
                 scores=result["scores"],
                 wins=result["wins"],
                 faults=result["faults"],
-                your_faults=[{k: f[k] for k in NOTICE_FAULT_KEYS if k in f} for f in faults if f["player"] == i],
+                your_faults=[
+                    {k: v for k, v in f.items() if k in NOTICE_FAULT_KEYS} for f in faults if f["player"] == i
+                ],
             )
             self._notify(i, notice)
 
