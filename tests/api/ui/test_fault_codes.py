@@ -24,6 +24,7 @@ from arena.matchlog import LOG_VERSION, read_log
 from arena.runner.match import run_match
 from arena.runner.players import LocalPlayer
 from arena.runner.replay import replay, verify_logs
+from bots_sdk import protocol
 from bots_sdk.samples import SAMPLE_BOTS
 from cli import main
 from engine import refusals
@@ -109,3 +110,35 @@ def test_every_refusal_renders_from_its_parameters(code):
     params = {name: 7 for name in names}
     assert faults.render(code, params, "C-12").endswith(" [C-12]")
     assert "%(" not in faults.render(code, params)
+
+
+class Listener(WrongOnce):
+    """:class:`WrongOnce` that keeps the notices it is sent."""
+
+    def __init__(self, wrongs):
+        super().__init__(wrongs)
+        self.notices: list[dict] = []
+
+    def notice(self, message):
+        self.notices.append(message)
+
+
+def test_the_match_end_notice_tells_a_bot_its_own_faults_as_codes():
+    me, rival = Listener(WRONG_ANSWERS[:3]), Listener([])
+    log = run_match(
+        [LocalPlayer(me), LocalPlayer(rival)],
+        "million_doubt",
+        {},
+        seed=3,
+        games=4,
+        time_rules=TimeRules(60000, 10000, 60000),
+        max_faults=100,
+    )
+    end = me.notices[-1]
+    protocol.validate("notice", end)
+    mine = [f for f in log["faults"] if f["player"] == 0]
+    assert mine and end["your_faults"] == [
+        {k: f[k] for k in ("game", "n", "kind", "code", "params", "rule", "detail")} for f in mine
+    ]
+    assert rival.notices[-1]["your_faults"] == []  # never a rival's faults
+    protocol.validate("notice", rival.notices[-1])
