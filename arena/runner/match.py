@@ -20,7 +20,10 @@ connection error to be the worker's own failure) is no fault: it is recorded in 
 :data:`MAX_ARENA_RETRIES` times; then, or when the health says stop, the match stops
 (:class:`ArenaUnavailable`: nothing of it is scored; its caller plays it again). Fault kinds:
 ``timeout``, ``connection_error``, ``http_status``, ``body_too_large``, ``invalid_json``,
-``invalid_action``, ``bot_error`` (FAULT-2: the engine's ``g.forfeit``); ``max_faults`` faults
+``invalid_action``, ``bot_error`` (FAULT-2: the engine's ``g.forfeit``), each recorded with its
+code and parameters (:mod:`arena.faults`: where it arose says what it was; the English
+``detail`` is rendered from them) and sent to the bot in its ``match_end`` notice
+(``your_faults``); ``max_faults`` faults
 forfeit the rest of the match (FAULT-3, reason ``max_faults``); a
 :class:`~arena.runner.players.WithdrawnPlayer` (a deleted bot) forfeits every game, sent no
 request or notice (reason ``withdrawn``), and so does a player from the decision where

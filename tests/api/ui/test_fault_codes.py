@@ -21,32 +21,15 @@ from api.ui.replay import build_replay
 from api.ui.views import _translated_details
 from arena import faults
 from arena.matchlog import LOG_VERSION, read_log
-from arena.runner.match import run_match
-from arena.runner.players import LocalPlayer
 from arena.runner.replay import replay, verify_logs
 from bots_sdk import protocol
-from bots_sdk.samples import SAMPLE_BOTS
 from cli import main
 from engine import refusals
 from engine.refusals import Refusal
-from engine.timebank import TimeRules
 
-from .test_papercuts import WRONG_ANSWERS, WrongOnce
+from .test_papercuts import WRONG_ANSWERS, WrongOnce, faulty_log
 
 V1_LOG = Path(__file__).resolve().parents[2] / "arena" / "fixtures" / "match-log-v1.json"
-
-
-def _faulty_log() -> dict:
-    return run_match(
-        [LocalPlayer(WrongOnce(WRONG_ANSWERS)), LocalPlayer(SAMPLE_BOTS["random"](seed=2))],
-        "million_doubt",
-        {},
-        seed=3,
-        games=len(WRONG_ANSWERS) + 2,
-        time_rules=TimeRules(60000, 10000, 60000),
-        max_faults=100,
-        match_id="reworded",
-    )
 
 
 def _shown(site, log: dict) -> dict[str, object]:
@@ -66,7 +49,7 @@ def _shown(site, log: dict) -> dict[str, object]:
 
 
 def test_rewording_an_engine_template_changes_no_page(site, monkeypatch):
-    before = _faulty_log()
+    before = faulty_log()
     codes = {f["code"] for f in before["faults"]}
     assert codes & {c.value for c in Refusal}, codes  # the engine refused some answers
     assert codes & {c.value for c in faults.FaultCode}, codes  # and the shape check others
@@ -74,7 +57,7 @@ def test_rewording_an_engine_template_changes_no_page(site, monkeypatch):
         monkeypatch.setitem(refusals.TEMPLATES, code, "REWORDED " + template)  # type: ignore[index]
     for code, template in list(faults.TEMPLATES.items()):
         monkeypatch.setitem(faults.TEMPLATES, code, "REWORDED " + template)  # type: ignore[index]
-    after = _faulty_log()
+    after = faulty_log()
     # the logs' English changed (the templates are what renders it) ...
     assert [f["code"] for f in after["faults"]] == [f["code"] for f in before["faults"]]
     assert all(f["detail"].startswith("REWORDED ") for f in after["faults"])
@@ -125,15 +108,7 @@ class Listener(WrongOnce):
 
 def test_the_match_end_notice_tells_a_bot_its_own_faults_as_codes():
     me, rival = Listener(WRONG_ANSWERS[:3]), Listener([])
-    log = run_match(
-        [LocalPlayer(me), LocalPlayer(rival)],
-        "million_doubt",
-        {},
-        seed=3,
-        games=4,
-        time_rules=TimeRules(60000, 10000, 60000),
-        max_faults=100,
-    )
+    log = faulty_log(me, rival, games=4)
     end = me.notices[-1]
     protocol.validate("notice", end)
     mine = [f for f in log["faults"] if f["player"] == 0]

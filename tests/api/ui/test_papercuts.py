@@ -71,17 +71,26 @@ WRONG_ANSWERS = [
 ]
 
 
-def _details() -> list[dict]:
-    """Fault records as the runner writes them (code, params, rule and English detail)."""
-    log = run_match(
-        [LocalPlayer(WrongOnce(WRONG_ANSWERS)), LocalPlayer(SAMPLE_BOTS["random"](seed=2))],
+def faulty_log(wrongs=WRONG_ANSWERS, rival=None, games: int | None = None) -> dict:
+    """A Million Doubt match of :class:`WrongOnce` (``wrongs``) against ``rival`` (the random
+    sample bot by default): one wrong answer a game, never a forfeit of the match."""
+    return run_match(
+        [
+            LocalPlayer(WrongOnce(wrongs) if isinstance(wrongs, list) else wrongs),
+            LocalPlayer(rival or SAMPLE_BOTS["random"](seed=2)),
+        ],
         "million_doubt",
         {},
         seed=3,
-        games=len(WRONG_ANSWERS) + 2,
+        games=games or len(WRONG_ANSWERS) + 2,
         time_rules=TimeRules(60000, 10000, 60000),
         max_faults=100,
     )
+
+
+def _details() -> list[dict]:
+    """Fault records as the runner writes them (code, params, rule and English detail)."""
+    log = faulty_log()
     out: list[dict] = list(log["faults"])
     assert len(out) >= len(WRONG_ANSWERS) - 2  # one wrong answer a game (a few may be legal by chance)
     for mode in ("garbage", "html", "status500", "huge", "redirect", "hang"):
