@@ -501,7 +501,10 @@ class _GamePlay:
         """The fault of an answer (its kind and its code with parameters), or ``(None, None)``
         once applied."""
         if out.fault is not None:
-            return out.fault, out.reason or fault(FaultCode.RELAYED, detail="")
+            reason: object = out.reason
+            if isinstance(reason, Fault):
+                return out.fault, reason
+            return out.fault, fault(FaultCode.RELAYED, detail=str(reason or ""))  # a player's bare English
         if _charged(out) > before_ms:
             return "timeout", fault(FaultCode.OWN_TIME_OVER_BANK, ms=_charged(out), bank=before_ms)
         action = out.action
