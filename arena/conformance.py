@@ -235,7 +235,7 @@ class _Opening:
         if self.scripted:
             if self.opening[0][0] != self.seat:
                 raise RuntimeError(f"opening move for seat {self.opening[0][0]} asked of seat {self.seat}")
-            return Outcome(dict(self.opening.pop(0)[1]), None, "", "", 0, None)
+            return Outcome(dict(self.opening.pop(0)[1]), None, None, "", 0, None)
         return self.inner.decide(body, timeout_s)
 
     def notify(self, body: bytes) -> SlotUse:
@@ -316,8 +316,9 @@ def conformance_game(
     being checked.
 
     Returns ``{"ok": bool, "ruleset", "kinds": {kind: {"asked": n, "faults": n}},
-    "games": [{"probe", "decisions", "faults"}], "faults": [{"kind", "detail", "received",
-    "elapsed_ms", "decision", "probe"}...] (at most 5), "decisions": int, "elapsed_ms": int
+    "games": [{"probe", "decisions", "faults"}], "faults": [{"kind", "code", "params", "rule",
+    "detail", "received", "elapsed_ms", "decision", "probe"}...] (at most 5; ``code``, ``params``
+    and ``rule`` as in the log's fault records, :mod:`arena.faults`), "decisions": int, "elapsed_ms": int
     (the bot's total, milliseconds), "wall_s": float (seconds), "warnings": [str],
     "warning_codes": [{"code", "params"}] (the same warnings, for translation),
     "error": str | None}``. ``ok``: no fault and every kind of :data:`REQUIRED_KINDS` asked.
@@ -449,6 +450,7 @@ def _play_probe(
     return [
         {
             "kind": f["kind"],
+            **{k: f[k] for k in ("code", "params", "rule") if k in f},  # arena.faults: the pages translate by code
             "detail": f["detail"],
             "received": truncate_text(f["received"] or ""),
             "elapsed_ms": f["elapsed_ms"],

@@ -1,6 +1,6 @@
 """The match-log format and its one codec.
 
-A match log is a JSON object (``"format": "daifugo-arena-match"``, ``"version": 1``; its
+A match log is a JSON object (``"format": "daifugo-arena-match"``, ``"version": 2``; its
 fields are listed in docs/protocol.md and built by :class:`arena.runner.match.Match`).
 Everywhere a log is stored or sent (the database, ``arena play --out``, the API's downloads)
 it is the bytes of :func:`encode`: strict JSON (RFC 8259: no ``NaN`` or ``Infinity``) in
@@ -26,8 +26,12 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 
 #: ``format`` field of every match log.
 LOG_FORMAT = "daifugo-arena-match"
-#: ``version`` field of the logs this code writes.
-LOG_VERSION = 1
+#: ``version`` field of the logs this code writes: 2, faults as codes with parameters
+#: (``code``, ``params``, ``rule`` in each :class:`FaultRecord`); version 1 logs have the
+#: English ``detail`` alone and are still read, verified and shown (:data:`READ_VERSIONS`).
+LOG_VERSION = 2
+#: Versions of the logs this code reads and verifies.
+READ_VERSIONS = frozenset({1, 2})
 #: gzip level of stored logs.
 COMPRESS_LEVEL = 6
 
@@ -92,14 +96,20 @@ class Exchange(TypedDict):
 
 
 class FaultRecord(TypedDict):
-    """A fault (FAULT-1): ``n`` is its exchange's number in game ``game``; ``received`` the
-    bot's text kept (strict UTF-8, truncated)."""
+    """A fault (FAULT-1): ``n`` is its exchange's number in game ``game``; ``kind`` its FAULT-1
+    kind; ``code`` and ``params`` what it was (:mod:`arena.faults`: an arena code or an
+    engine refusal, and the template's fields), ``rule`` the rule id an invalid action breaks
+    (else None); ``detail`` the English text rendered from them; ``received`` the bot's text
+    kept (strict UTF-8, truncated). A version 1 log has no ``code``, ``params`` or ``rule``."""
 
     game: int
     n: int
     seat: int
     player: int
     kind: str
+    code: NotRequired[str]
+    params: NotRequired[dict[str, str | int]]
+    rule: NotRequired[str | None]
     detail: str
     received: str
     elapsed_ms: int

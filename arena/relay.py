@@ -31,8 +31,10 @@ WebSocket text frame itself (:func:`bots_sdk.wire.frame`); the gateway sends it 
 
 Answer (a list item of ``arena:gw:ans:<rid>``): ``R<frame>`` (the bot's answer frame as it sent
 it, unparsed: :func:`answer_item`), ``A<body JSON>`` (from a gateway of an earlier version) or
-``F<fault JSON {"kind","detail","received"}>`` (:func:`fault_item`); read by :func:`read_fault`
-and :func:`read_answer`.
+``F<fault JSON {"kind","code","params","detail","received"}>`` (:func:`fault_item`: the fault a
+connection's frames earned, as codes with parameters of :mod:`arena.faults`; ``detail`` its
+English text, for a worker of an earlier version); read by :func:`read_fault` and
+:func:`read_answer`.
 
 Whoever pushes onto a request list (a worker asking, a worker queueing again a request a dead
 gateway held, a gateway giving back the requests of a closed connection) rings, in the same
@@ -45,6 +47,7 @@ connection opens.
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -52,6 +55,7 @@ from typing import Any, NamedTuple
 import orjson
 import redis
 
+from arena.faults import Fault, FaultCode, fault, of_record
 from arena.safejson import parse_answer
 
 PREFIX = "arena:gw:"
@@ -294,31 +298,38 @@ def answer_item(frame: str) -> bytes:
     return ANSWER_FRAME + frame.encode("utf-8", "surrogatepass")
 
 
-def fault_item(kind: str, detail: str, received: str = "") -> bytes:
+def fault_item(kind: str, why: Fault, received: str = "") -> bytes:
     """The answer list item of a fault charged to the request (``kind``: a fault kind of
-    :mod:`arena.matchlog`; ``received``: what the bot sent, if anything)."""
-    return ANSWER_FAULT + orjson.dumps({"kind": kind, "detail": detail, "received": received})
+    :mod:`arena.matchlog`; ``why``: its code and parameters; ``received``: what the bot sent,
+    if anything)."""
+    body = {"kind": kind, **why.fields(), "detail": why.text(), "received": received}
+    return ANSWER_FAULT + json.dumps(body, ensure_ascii=False).encode("utf-8", "replace")
 
 
 class RelayFault(NamedTuple):
     kind: str
-    detail: str
+    why: Fault
     received: str
 
 
 def read_fault(raw: bytes) -> RelayFault | None:
-    """The fault of an answer list item (:func:`fault_item`), or None when it is an answer; a
-    broken fault is the arena's ``connection_error``."""
+    """The fault of an answer list item (:func:`fault_item`), or None when it is an answer. A
+    gateway of an earlier version sends no code: its English detail is kept as it is (code
+    ``relayed``); a broken item is the arena's ``connection_error`` ``broken_relayed_fault``."""
     if raw[:1] != ANSWER_FAULT:
         return None
     try:
         f = orjson.loads(raw[1:])
-        return RelayFault(str(f["kind"]), str(f.get("detail", "")), str(f.get("received", "")))
-    except (ValueError, KeyError, TypeError):
-        return RelayFault("connection_error", "the gateway sent a broken fault", "")
+        kind, received = str(f["kind"]), str(f.get("received", ""))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return RelayFault("connection_error", fault(FaultCode.BROKEN_RELAYED_FAULT), "")
+    why = of_record(f)
+    if why is None:  # an earlier gateway: its English words, as they are
+        why = fault(FaultCode.RELAYED, detail=str(f.get("detail", "")))
+    return RelayFault(kind, why, received)
 
 
-def read_answer(raw: bytes, rid: str) -> tuple[dict[str, Any] | None, str]:
+def read_answer(raw: bytes, rid: str) -> tuple[dict[str, Any] | None, Fault | None]:
     """The action of an answer list item that is not a fault: ``R<frame>`` (the bot's answer
     frame, parsed strictly here: its ``id`` must be ``rid`` and its ``body`` an object) or
     ``A<body>``; ``(None, why)`` when it is not a strict JSON object answering ``rid``."""
@@ -329,11 +340,11 @@ def read_answer(raw: bytes, rid: str) -> tuple[dict[str, Any] | None, str]:
     if frame is None:
         return None, why
     if frame.get("id") != rid:
-        return None, "the answer frame's id is not the request's"
+        return None, fault(FaultCode.FRAME_ID_MISMATCH)
     body = frame.get("body")
     if not isinstance(body, dict):
-        return None, "the answer's body is not a JSON object"
-    return body, ""
+        return None, fault(FaultCode.FRAME_BODY_NOT_OBJECT)
+    return body, None
 
 
 def member(gateway_id: str, connection_id: str, since: float) -> str:

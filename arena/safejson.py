@@ -25,6 +25,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from arena.faults import Fault, FaultCode, fault
+
 #: Deepest nesting of arrays/objects accepted (the top-level value is depth 1).
 MAX_DEPTH = 32
 #: Most digits of a JSON integer (19 digits cover every 64-bit integer).
@@ -164,7 +166,7 @@ def _scalar_problem(item: Any, max_int_digits: int, max_string: int) -> str | No
 
 
 # -- a bot's decision answer ------------------------------------------------------------------
-_TOO_DEEP = f"answer nests deeper than {MAX_DEPTH} levels"
+_TOO_DEEP = fault(FaultCode.TOO_DEEP, n=MAX_DEPTH)
 
 
 class _Reject(ValueError):
@@ -202,8 +204,8 @@ _DECODER = json.JSONDecoder(
 )
 
 
-def _inspect(value: Any, top: int = 1) -> str:
-    """The reason ``value`` (a decoded answer) is refused by its shape, or ``""``.
+def _inspect(value: Any, top: int = 1) -> Fault | None:
+    """The reason ``value`` (a decoded answer) is refused by its shape, or None.
 
     One iterative walk, linear in the size of ``value``: nesting deeper than
     :data:`MAX_DEPTH` arrays/objects (the top-level value is depth ``top``, 1 for a body; 0 for
@@ -225,39 +227,39 @@ def _inspect(value: Any, top: int = 1) -> str:
         if depth > MAX_DEPTH:
             return _TOO_DEEP
         stack.extend((child, depth + 1) for child in items)
-    return "answer holds a lone surrogate (not UTF-8 text)" if surrogate else ""
+    return fault(FaultCode.LONE_SURROGATE) if surrogate else None
 
 
-def parse_answer(raw: bytes, *, wrapped: bool = False) -> tuple[dict[str, Any] | None, str]:
+def parse_answer(raw: bytes, *, wrapped: bool = False) -> tuple[dict[str, Any] | None, Fault | None]:
     """Parse a bot's answer body (module docstring; :mod:`arena.runner.answers`, step 1), or
     with ``wrapped`` a WebSocket answer frame around it (``{"id", "body"}``: the frame's own
     level does not count towards :data:`MAX_DEPTH`, so a body is held to the same bound as
     over HTTP).
 
     Returns:
-        ``(object, "")``, or ``(None, reason)``: the reason is a short fixed sentence that
-        never quotes the body.
+        ``(object, None)``, or ``(None, reason)``: the reason is a fault code with
+        parameters (:mod:`arena.faults`) that never quotes the body.
     """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        return None, f"answer is not UTF-8 (byte {e.start})"
+        return None, fault(FaultCode.NOT_UTF8, n=e.start)
     try:
         value = _DECODER.decode(text)
     except _Reject as e:
-        return None, f"answer is not strict JSON: {e}"
+        return None, fault(FaultCode.NOT_STRICT_JSON, why=str(e))
     except json.JSONDecodeError as e:
-        return None, f"answer is not JSON: {e.msg} (line {e.lineno} column {e.colno})"
+        return None, fault(FaultCode.NOT_JSON, why=e.msg, line=e.lineno, col=e.colno)
     except RecursionError:  # the C decoder's own bound on nesting (the recursion limit)
         return None, _TOO_DEEP
     except (ValueError, MemoryError) as e:  # belt and braces: never escapes
-        return None, f"answer is not JSON ({type(e).__name__})"
+        return None, fault(FaultCode.NOT_JSON_ERROR, exc=type(e).__name__)
     why = _inspect(value, 0 if wrapped else 1)
-    if why:
+    if why is not None:
         return None, why
     if not isinstance(value, dict):
-        return None, "answer is not a JSON object"
-    return value, ""
+        return None, fault(FaultCode.ANSWER_NOT_OBJECT)
+    return value, None
 
 
 def lenient_id(msg: str) -> str | None:

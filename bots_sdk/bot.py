@@ -193,7 +193,9 @@ class Bot:
         ``players`` (bot names), ``you`` (your player index), ``games``."""
 
     def on_match_end(self, notice: Mapping[str, Any]) -> None:
-        """A match ended: ``notice`` has ``scores``, ``wins`` and ``faults`` per player."""
+        """A match ended: ``notice`` has ``scores``, ``wins`` and ``faults`` per player, and
+        ``your_faults``: this bot's own faults, each ``{"game", "n", "kind", "code", "params",
+        "rule", "detail"}`` (docs/protocol.md, "Fault codes")."""
 
     # -- decisions (defaults) ----------------------------------------------------------------
     def play(self, req: Request) -> dict[str, Any]:

@@ -274,10 +274,20 @@ def match_start_notice(
 
 
 def match_end_notice(
-    *, match_id: str, ruleset: str, players: list[str], you: int, scores: list[int], wins: list[int], faults: list[int]
+    *,
+    match_id: str,
+    ruleset: str,
+    players: list[str],
+    you: int,
+    scores: list[int],
+    wins: list[int],
+    faults: list[int],
+    your_faults: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """``match_end`` notice: per-player match scores, wins and fault counts (by player index)."""
-    return {
+    """``match_end`` notice: per-player match scores, wins and fault counts (by player index);
+    ``your_faults`` (when given): the receiving bot's own faults, each ``{"game", "n", "kind",
+    "code", "params", "rule", "detail"}`` (docs/protocol.md, "Fault codes")."""
+    out: dict[str, Any] = {
         "protocol": PROTOCOL_VERSION,
         "type": "match_end",
         "match_id": str(match_id),
@@ -288,6 +298,9 @@ def match_end_notice(
         "wins": list(wins),
         "faults": list(faults),
     }
+    if your_faults is not None:
+        out["your_faults"] = list(your_faults)
+    return out
 
 
 def health(name: str) -> dict[str, Any]:

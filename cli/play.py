@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import engine
+from arena.faults import FaultCode
 from arena.matchlog import MatchLog, is_lines_file, lines_tournament, log_files, write_log
 from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import ArenaFailure, HttpPlayer, LocalPlayer, Player
@@ -349,7 +350,7 @@ def _tally(stats: dict[str, dict[str, float]], log: MatchLog, order: list[str], 
         stats[order[f["player"]]]["faults"] += 1
         hint = (
             " (the bot refused the signature: give arena play its secret, ARENA_BOT_SECRET)"
-            if f["detail"] == "HTTP status 401"
+            if f.get("code") == FaultCode.HTTP_STATUS and f.get("params", {}).get("status") == 401
             else ""
         )
         first_faults.setdefault(order[f["player"]], f"{f['kind']}: {f['detail']}{hint}")

@@ -68,6 +68,8 @@ from engine.options import (
     make_options,
     option_names,
 )
+from engine.refusals import TEMPLATES as REFUSAL_TEMPLATES
+from engine.refusals import Refusal
 from engine.rulesets import RULESETS, RuleSet, get_ruleset
 from engine.timebank import TimeBank, TimeRules
 
@@ -162,7 +164,7 @@ def replay(log: Mapping[str, Any]) -> Game:
             try:
                 g.apply(entry["seat"], entry["action"])
             except InvalidAction as e:
-                raise InvalidAction(e.rule, f"log action {i}: {e.reason}") from None
+                raise InvalidAction(e.rule, Refusal.LOG_ACTION, {"index": i, "reason": e.reason}) from None
     return g
 
 
@@ -193,6 +195,8 @@ __all__ = [
     "Game",
     "Decision",
     "InvalidAction",
+    "Refusal",
+    "REFUSAL_TEMPLATES",
     "Action",
     "Result",
     "DealResult",

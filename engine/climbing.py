@@ -41,6 +41,7 @@ from engine.game import (
     remove_cards,
 )
 from engine.options import LocalRuleOptions
+from engine.refusals import Refusal
 
 
 class PlayInfo:
@@ -254,7 +255,7 @@ class Climbing(Game):
             b = beating(r, ref, self.reversed_order)
             if b.empty():
                 raise InvalidAction(
-                    "C-5", lambda: f"{cards_text(cards)} does not beat the last play ({ref.describe()})"
+                    "C-5", Refusal.NOT_HIGHER, lambda: {"cards": cards_text(cards), "ref": ref.describe()}
                 )
         else:
             b = r
@@ -264,10 +265,10 @@ class Climbing(Game):
             b = Readings(b.single & mask, b.group & mask, 0, False, False)
             if b.empty():
                 need = RANKS[only_rank(mask)] if mask else "nothing"
-                raise InvalidAction("LR-3", f"under the number lock the play must be of rank {need}")
+                raise InvalidAction("LR-3", Refusal.NUMBER_LOCK, {"rank": need})
         chosen = choose(b, self.reversed_order)
         if len(cards) == len(self.hands[seat]) and self._finish_refused(nat, jk):
-            raise InvalidAction("TM-5", "a last play may not hold a joker, an 8 or a 2 (a 3 in revolution)")
+            raise InvalidAction("TM-5", Refusal.LAST_PLAY_SPECIAL)
         return PlayInfo(cards, nat, jk, declared, chosen, False)
 
     # -- play and its effects (C-13) ----------------------------------------------------------
@@ -381,9 +382,9 @@ class Climbing(Game):
         """Validate the cards of a ``give`` (LR-5) or ``discard`` (LR-6): 0..``most`` held cards."""
         hand = self.hands[seat]
         if len(cards) > most:
-            raise InvalidAction(rule, f"you may {kind} at most {most} card(s)")
+            raise InvalidAction(rule, Refusal.GIVE_AT_MOST if kind == "give" else Refusal.DISCARD_AT_MOST, {"n": most})
         if not holds_all(hand, cards):
-            raise InvalidAction("C-12", f"seat {seat} does not hold {cards_text(cards)}")
+            raise InvalidAction("C-12", Refusal.NOT_HELD, {"seat": seat, "cards": cards_text(cards)})
         if cards and len(cards) == len(hand):
             assert self.follow is not None
             self._check_empty_by_follow_up(self.follow)
@@ -420,7 +421,7 @@ class Climbing(Game):
     def _do_pass(self, seat: int, action: PassAction) -> None:
         """C-6, C-7: a pass stays until the trick clears."""
         if not self.field:
-            raise InvalidAction("C-6", "the leader may not pass")
+            raise InvalidAction("C-6", Refusal.LEADER_PASS)
         self.passed[seat] = True
         if self.logged:
             self._event({"type": "pass", "seat": seat})

@@ -72,6 +72,8 @@ from engine.cards import (
 from engine.forms import Readings, readings, satisfies_lock
 from engine.options import Options
 from engine.plays import Play, face_up_plays
+from engine.refusals import Params, Refusal
+from engine.refusals import render as render_refusal
 
 if TYPING:  # mypyc reads the class flags from mypy_extensions; nothing imports it at run time
     from mypy_extensions import mypyc_attr as mypyc_attr
@@ -177,22 +179,33 @@ class InvalidAction(ValueError):
     Attributes:
         rule: the docs/rules.md id the action breaks (``"C-5"``, ``"MD-3"``, ``"ACT"`` for a
             malformed action).
-        reason: the human explanation, without the rule id.
+        code: the refusal's :class:`engine.refusals.Refusal` code.
+        params: its parameters (``str`` or ``int`` values: the template's fields).
+        reason: the English explanation rendered from ``code`` and ``params``, without the
+            rule id.
 
-    ``str(e)`` is ``"<reason> [<rule>]"``.
+    ``str(e)`` is ``"<reason> [<rule>]"``. ``params`` may be given as a callable building
+    them (called only when read: the legal-move search refuses often and reads none).
     """
 
-    def __init__(self, rule: str, reason: str | Callable[[], str]):
+    def __init__(self, rule: str, code: Refusal, params: Params | Callable[[], Params] | None = None):
         super().__init__(rule)
         self.rule = rule
-        self._reason = reason  # a str, or a callable building it (built only when read)
+        self.code = code
+        self._params = params
+
+    @property
+    def params(self) -> dict[str, str | int]:
+        """The parameters (built on first read when given as a callable)."""
+        p = self._params
+        if callable(p):
+            p = self._params = p()
+        return dict(p) if p is not None else {}
 
     @property
     def reason(self) -> str:
-        """The explanation (built on first read when given as a callable)."""
-        if callable(self._reason):
-            self._reason = self._reason()
-        return self._reason
+        """The English explanation: the code's template with :attr:`params`."""
+        return render_refusal(self.code, self.params)
 
     def __str__(self) -> str:
         return f"{self.reason} [{self.rule}]"
@@ -473,16 +486,12 @@ class Game(ABC):
         """
         n = len(cards)
         if self.count and n != self.count:
-            raise InvalidAction(self.COUNT_RULE, f"the trick is of {self.count} card(s); this play has {n}")
+            raise InvalidAction(self.COUNT_RULE, Refusal.TRICK_COUNT, {"count": self.count, "n": n})
         r = readings(nat, jokers, wild, declared)
         if r.empty():
             rule = "C-4" if declared else "C-3"
-            raise InvalidAction(
-                rule,
-                lambda: (
-                    f"{cards_text(cards)} is not a legal form" + (" with the declared joker ranks" if declared else "")
-                ),
-            )
+            code = Refusal.NO_FORM_DECLARED if declared else Refusal.NO_FORM
+            raise InvalidAction(rule, code, lambda: {"cards": cards_text(cards)})
         return r
 
     def _check_lock(self, nat: Sequence[int], wild: int) -> None:
@@ -490,7 +499,7 @@ class Game(ABC):
         natural cards and ``wild`` wild cards."""
         if self.lock and not satisfies_lock(self.lock, nat, wild):
             locked = "".join(SUIT_LETTERS[s] for s in self.lock)
-            raise InvalidAction("C-8", f"the suit lock {locked} is not matched")
+            raise InvalidAction("C-8", Refusal.SUIT_LOCK, {"suits": locked})
 
     # -- basic queries ------------------------------------------------------------------
     @property
@@ -587,18 +596,18 @@ class Game(ABC):
         raw = action.get(key)
         if raw is None:
             if required:
-                raise InvalidAction("ACT", f"missing field '{key}'")
+                raise InvalidAction("ACT", Refusal.MISSING_FIELD, {"field": key})
             return []
         if type(raw) is not list:
-            raise InvalidAction("ACT", f"field '{key}' must be a list of card strings")
+            raise InvalidAction("ACT", Refusal.NOT_CARD_LIST, {"field": key})
         try:
             return [CARD_CODES[c] for c in raw]
         except (KeyError, TypeError):
             for c in raw:
                 try:
                     parse_card(c)
-                except CardError as e:
-                    raise InvalidAction("C-1", f"field '{key}': {e}") from None
+                except CardError:
+                    raise InvalidAction("C-1", Refusal.UNKNOWN_CARD, {"field": key, "card": repr(c)[:16]}) from None
             raise  # pragma: no cover
 
     def _declared(self, action: Action, jokers: int) -> list[int] | None:
@@ -607,9 +616,9 @@ class Game(ABC):
         if raw is None:
             return None
         if type(raw) is not list or not all(type(r) is str and len(r) == 1 and r in RANKS for r in raw):
-            raise InvalidAction("C-4", f"field 'jokers' must be a list of ranks from {RANKS}")
+            raise InvalidAction("C-4", Refusal.JOKER_RANKS, {"ranks": RANKS})
         if len(raw) != jokers:
-            raise InvalidAction("C-4", f"'jokers' declares {len(raw)} rank(s) for {jokers} joker(s) in the play")
+            raise InvalidAction("C-4", Refusal.JOKER_COUNT, {"n": len(raw), "jokers": jokers})
         return [RANKS.index(r) for r in raw]
 
     def _parse_play(self, seat: int, action: Action) -> PlayAction:
@@ -620,9 +629,9 @@ class Game(ABC):
         if self.FACE_DOWN_PLAYS:
             face_down = self._cards_field(action, "face_down", required=False)
             if face_down and not holds_all(cards, face_down):
-                raise InvalidAction("MD-2", "'face_down' must be a sub-multiset of 'cards'")
+                raise InvalidAction("MD-2", Refusal.FACE_DOWN_NOT_IN_CARDS)
         elif action.get("face_down"):
-            raise InvalidAction("MD-2", f"face-down cards exist only in million_doubt, not {self.ruleset}")
+            raise InvalidAction("MD-2", Refusal.FACE_DOWN_RULESET, {"ruleset": self.ruleset})
         else:
             face_down = []
         self._hand_check(seat, cards)
@@ -633,13 +642,13 @@ class Game(ABC):
         """What :meth:`_parse_play` checks of a typed play with face-down cards (MD-2, C-12,
         C-4), for :meth:`push`."""
         if not self.FACE_DOWN_PLAYS:
-            raise InvalidAction("MD-2", f"face-down cards exist only in million_doubt, not {self.ruleset}")
+            raise InvalidAction("MD-2", Refusal.FACE_DOWN_RULESET, {"ruleset": self.ruleset})
         if not holds_all(play.cards, play.face_down):
-            raise InvalidAction("MD-2", "'face_down' must be a sub-multiset of 'cards'")
+            raise InvalidAction("MD-2", Refusal.FACE_DOWN_NOT_IN_CARDS)
         self._hand_check(seat, play.cards)
         up_jokers = play.cards.count(JOKER) - play.face_down.count(JOKER)
         if play.jokers is not None and len(play.jokers) != up_jokers:
-            raise InvalidAction("C-4", f"'jokers' declares {len(play.jokers)} rank(s) for {up_jokers} joker(s)")
+            raise InvalidAction("C-4", Refusal.JOKER_COUNT, {"n": len(play.jokers), "jokers": up_jokers})
 
     def _parse_pass(self, seat: int, action: Action) -> PassAction:
         return PASS
@@ -661,25 +670,25 @@ class Game(ABC):
 
     def _check_common(self, seat: Any, action: Any) -> str:
         if self.over:
-            raise InvalidAction("C-12", "the game is over")
+            raise InvalidAction("C-12", Refusal.GAME_OVER)
         if type(seat) is not int or not 0 <= seat < self.seats:
-            raise InvalidAction("C-12", f"no seat {seat!r} in {self.ruleset}")
+            raise InvalidAction("C-12", Refusal.NO_SEAT, {"seat": repr(seat)[:16], "ruleset": self.ruleset})
         if type(action) is not dict:
-            raise InvalidAction("ACT", "an action must be a JSON object")
+            raise InvalidAction("ACT", Refusal.NOT_AN_OBJECT)
         t = action.get("type")
         d = self._decision
         if d is not None and seat == d.seat and t in ANSWERS[d.kind]:
             return t  # type: ignore[no-any-return]  # the common case, checked in one go
         if t is None:
-            raise InvalidAction("ACT", "missing field 'type'")
+            raise InvalidAction("ACT", Refusal.MISSING_FIELD, {"field": "type"})
         if t not in ACTION_TYPES:
-            raise InvalidAction("ACT", f"unknown action type {t!r}")
+            raise InvalidAction("ACT", Refusal.UNKNOWN_TYPE, {"type": repr(t)[:40]})
         if d is None:
-            raise InvalidAction("C-12", "no decision is pending")
+            raise InvalidAction("C-12", Refusal.NO_DECISION)
         if seat != d.seat:
-            raise InvalidAction("C-12", f"seat {seat} is not asked; seat {d.seat} must {d.kind}")
+            raise InvalidAction("C-12", Refusal.NOT_ASKED, {"seat": seat, "asked": d.seat, "kind": d.kind})
         raise InvalidAction(
-            "C-12", f"action {t!r} does not answer a {d.kind!r} decision (expected {' or '.join(ANSWERS[d.kind])})"
+            "C-12", Refusal.NOT_AN_ANSWER, {"type": str(t), "kind": d.kind, "expected": " or ".join(ANSWERS[d.kind])}
         )
 
     # -- public API ---------------------------------------------------------------------
@@ -727,7 +736,7 @@ class Game(ABC):
         if not t:
             raise TypeError(f"push takes a typed action (engine.actions), not {type(action).__name__}: see apply")
         if d is None or self.over or seat != d.seat or t not in ANSWERS[d.kind]:
-            raise InvalidAction("C-12", f"{t} of seat {seat} does not answer {d}")
+            raise InvalidAction("C-12", Refusal.NOT_AN_ANSWER_TYPED, {"type": t, "seat": seat, "decision": str(d)})
         if isinstance(action, PlayAction):
             if action.face_down:
                 self._check_face_down(seat, action)
@@ -906,9 +915,9 @@ class Game(ABC):
     # -- play validation shared by every rule set -----------------------------------------
     def _hand_check(self, seat: int, cards: list[int]) -> None:
         if not cards:
-            raise InvalidAction("C-3", "a play needs at least one card")
+            raise InvalidAction("C-3", Refusal.EMPTY_PLAY)
         if not holds_all(self.hands[seat], cards):
-            raise InvalidAction("C-12", f"seat {seat} does not hold {' '.join(format_cards(cards))}")
+            raise InvalidAction("C-12", Refusal.NOT_HELD, {"seat": seat, "cards": " ".join(format_cards(cards))})
 
     # -- legal face-up plays -----------------------------------------------------------------
     def face_up_plays(self, seat: int) -> list[Play]:

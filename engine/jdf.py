@@ -30,6 +30,7 @@ from engine.game import (
     seat_keys,
 )
 from engine.options import JdfOptions
+from engine.refusals import Refusal
 
 DAIFUGO: Final = 1
 FUGO: Final = 2
@@ -228,9 +229,9 @@ class Jdf(Climbing):
         cards = action.cards
         count = d.info["count"]
         if len(cards) != count:
-            raise InvalidAction("JDF-4", f"give exactly {count} card(s), not {len(cards)}")
+            raise InvalidAction("JDF-4", Refusal.GIVE_EXACTLY, {"n": count, "m": len(cards)})
         if not holds_all(self.hands[seat], cards):
-            raise InvalidAction("C-12", f"seat {seat} does not hold {cards_text(cards)}")
+            raise InvalidAction("C-12", Refusal.NOT_HELD, {"seat": seat, "cards": cards_text(cards)})
         self.exchange.give[seat] = (cards, d.info["to"])
         self._event({"type": "exchange_choice", "seat": seat})
         self._ask_exchange()

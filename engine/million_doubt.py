@@ -35,6 +35,7 @@ from engine.game import (
     seat_keys,
 )
 from engine.options import MillionDoubtOptions
+from engine.refusals import Refusal
 
 
 class _Eval:
@@ -176,12 +177,13 @@ class MillionDoubt(Game):
         self._check_lock(fu_nat, fu_j + wild)
         ref = self.ref
         if ref is not None and (ref.joker or ref.joker_pair):
-            raise InvalidAction("MD-5", "nothing beats a face-up lone joker or joker pair: pass")
+            raise InvalidAction("MD-5", Refusal.JOKER_UNBEATABLE)
         b = beating(r, ref, self.reversed_order)
         if b.empty():
             raise InvalidAction(
                 "MD-3",
-                lambda: f"no reading of {cards_text(cards)} beats the reference ({ref.describe() if ref else ''})",
+                Refusal.NO_READING_BEATS,
+                lambda: {"cards": cards_text(cards), "ref": ref.describe() if ref else ""},
             )
         return _Eval(cards, face_down, declared, fu_nat, fu_j, b)
 
@@ -275,7 +277,7 @@ class MillionDoubt(Game):
     def _do_pass(self, seat: int, action: PassAction) -> None:
         """MD-9: a pass clears the trick at once; the last player leads."""
         if not self.field:
-            raise InvalidAction("C-6", "the leader may not pass")
+            raise InvalidAction("C-6", Refusal.LEADER_PASS)
         if self.logged:
             self._event({"type": "pass", "seat": seat})
         self._clear(self.last_player)
@@ -316,11 +318,11 @@ class MillionDoubt(Game):
         cards = action.cards
         pool = [c for p in self.field for c in p.cards]
         if not holds_all(pool, cards):
-            raise InvalidAction("MD-7", f"the penalty must be cards of the field; {cards_text(cards)} is not")
+            raise InvalidAction("MD-7", Refusal.PENALTY_NOT_FIELD, {"cards": cards_text(cards)})
         assert self.penalty_ctx is not None and self._decision is not None
         executor, receiver, honest, player = self.penalty_ctx
         if not cards and self._decision.info.get("min"):
-            raise InvalidAction("MD-16", "after a caught lie on the last card the penalty must hold at least one card")
+            raise InvalidAction("MD-16", Refusal.PENALTY_EMPTY)
         self.penalty_ctx = None
         self.hands[receiver].extend(cards)
         for c in cards:

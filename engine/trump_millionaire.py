@@ -19,6 +19,7 @@ from engine.cards import JOKER, R2, R3, R8, R9, format_cards, full_deck
 from engine.climbing import Climbing, FollowUp, PlayInfo
 from engine.game import Action, DealResult, Decision, Game, InvalidAction, Result, mypyc_attr, seat_keys
 from engine.options import TrumpMillionaireOptions
+from engine.refusals import Refusal
 
 #: TM-2: cards dealt to each seat (the other 14 are set aside).
 HAND_SIZE: Final = 10
@@ -163,13 +164,13 @@ class TrumpMillionaire(Climbing):
     def _parse_exchange(self, seat: int, action: Action) -> ExchangeAction:
         accept = action.get("accept")
         if not isinstance(accept, bool):
-            raise InvalidAction("ACT", "field 'accept' must be true or false")
+            raise InvalidAction("ACT", Refusal.ACCEPT_BOOLEAN)
         return ExchangeAction(accept)
 
     def _parse_rate(self, seat: int, action: Action) -> RateAction:
         rate = action.get("rate")
         if not isinstance(rate, int) or isinstance(rate, bool) or rate not in self.options.rate_choices:
-            raise InvalidAction("TM-3", f"rate must be one of {list(self.options.rate_choices)}")
+            raise InvalidAction("TM-3", Refusal.RATE_CHOICE, {"rates": str(list(self.options.rate_choices))})
         return RateAction(rate)
 
     def _do_exchange(self, seat: int, action: ExchangeAction) -> None:
@@ -227,10 +228,7 @@ class TrumpMillionaire(Climbing):
 
     def _check_empty_by_follow_up(self, f: FollowUp) -> None:
         if f.special:
-            raise InvalidAction(
-                "TM-5",
-                "this give/discard would empty the hand after a play with a joker, an 8 or a 2 (a 3 in revolution)",
-            )
+            raise InvalidAction("TM-5", Refusal.FOLLOW_UP_EMPTIES)
 
     # -- end of a deal (TM-7) and of the game (TM-1) -------------------------------------------
     def _finish(self, seat: int, special: bool) -> None:

@@ -13,9 +13,10 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from arena import relay
+from arena.faults import Fault, FaultCode, fault
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
-from gateway.frames import BotSocket
+from gateway.frames import FLOOD_BURST, FLOOD_RATE, BotSocket
 
 #: Most frames waiting in a connection's outbox; more is a slow reader.
 OUTBOX_FRAMES = 1024
@@ -46,8 +47,8 @@ class Connection:
         #: request id -> when it is forgotten (expired requests, notices)
         self.late: dict[str, float] = {}
         self.outbox: asyncio.Queue[str] = asyncio.Queue(OUTBOX_FRAMES)
-        #: the fault its requests in flight get when it closes: (kind, detail, received)
-        self.violation: tuple[str, str, str] | None = None
+        #: the fault its requests in flight get when it closes: (kind, why, received)
+        self.violation: tuple[str, Fault, str] | None = None
         #: a probe of it runs (:meth:`gateway.liveness.Liveness.probe`), or ran since it was last heard from
         self.probed = False
         #: when its bot's connections on the other gateways were last looked up, Unix seconds
@@ -55,9 +56,9 @@ class Connection:
         #: the ping time last written to its bot's story (Unix seconds), and when it was written
         self.ping_written: tuple[float | None, float] = (None, 0.0)
 
-    def offend(self, kind: str, detail: str, received: str = "") -> None:
+    def offend(self, kind: str, why: Fault, received: str = "") -> None:
         if self.violation is None:
-            self.violation = (kind, detail, received[:RECEIVED_CHARS])
+            self.violation = (kind, why, received[:RECEIVED_CHARS])
 
     def heard(self) -> float:
         """When the bot was last heard from on this connection, Unix seconds."""
@@ -66,7 +67,7 @@ class Connection:
 
     def drop_slow(self) -> None:
         """A slow reader: its requests get ``timeout``, the connection is dropped."""
-        self.offend("timeout", "the bot did not read its frames (slow reader): connection dropped")
+        self.offend("timeout", fault(FaultCode.SLOW_READER))
         transport = self.ws.transport
         if transport is not None:
             transport.abort()
@@ -81,12 +82,12 @@ async def read_answers(conn: Connection, queue_answer: QueueAnswer) -> None:
     try:
         async for msg in ws:
             if isinstance(msg, bytes):
-                conn.offend("invalid_json", "the bot sent a binary frame")
+                conn.offend("invalid_json", fault(FaultCode.BINARY_FRAME))
                 await ws.close(wire.CLOSE_NOT_JSON, "binary frames are not part of the protocol")
                 return
             rid = wire.answer_id(msg)
             if rid is None and not msg.lstrip().startswith("{"):
-                conn.offend("invalid_json", "a frame is not a JSON object", msg)
+                conn.offend("invalid_json", fault(FaultCode.FRAME_NOT_OBJECT), msg)
                 await ws.close(wire.CLOSE_NOT_JSON, "a frame is not a JSON object")
                 return
             entry = conn.pending.pop(rid, None) if rid is not None else None
@@ -94,15 +95,16 @@ async def read_answers(conn: Connection, queue_answer: QueueAnswer) -> None:
                 if rid is not None and conn.late.pop(rid, None) is not None:
                     continue  # a late answer (or one to a notice): ignored, once
                 what = "answer to an unknown request id" if rid is not None else "answer without a request id"
-                conn.offend("invalid_json", f"the bot sent an {what}", msg)
+                code = FaultCode.UNKNOWN_REQUEST_ID if rid is not None else FaultCode.NO_REQUEST_ID
+                conn.offend("invalid_json", fault(code), msg)
                 await ws.close(wire.CLOSE_PROTOCOL, what)
                 return
             queue_answer(rid, relay.answer_item(msg), entry[0])
     except ConnectionClosed as exc:
         if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
-            conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
+            conn.offend("body_too_large", fault(FaultCode.FRAME_OVER, n=wire.MAX_FRAME_BYTES))
         if isinstance(ws, BotSocket) and ws.flood is not None:
-            conn.offend("connection_error", ws.flood)
+            conn.offend("connection_error", fault(FaultCode.FLOOD, burst=FLOOD_BURST, rate=f"{FLOOD_RATE:g}"))
         raise
 
 

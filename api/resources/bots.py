@@ -178,7 +178,9 @@ class BotCheckSchema(ma.Schema):
             "description": "the outcome when done: ok, health, signature, conformance per rule set, warnings, "
             "warning_codes (each warning as {code, params}, same order); a bot that connects and was not "
             "connected: health.step (never_connected, auth_failed, refused, dropped, connected, unknown) and "
-            "health.error_code ({code, params}) say which step it reached"
+            "health.error_code ({code, params}) say which step it reached; conformance.<ruleset>.faults: "
+            "{kind, code, params, rule, detail, received, elapsed_ms, decision, probe} (code and params: the "
+            'fault\'s code and its parameters, docs/protocol.md "Fault codes"; detail: their English text)'
         },
     )
     warnings = ma.fields.Method("_warnings", metadata={"description": "warnings of the result (passing checks too)"})

@@ -15,9 +15,9 @@ Shape (JSON-ready, embedded in the page)::
                 "faults": [...],
                 "frames": [frame (engine.frames shape, minus "hand" events) + {
                     "exchange": {"n", "elapsed_ms", "bank_before_ms", "bank_after_ms",
-                                 "status", "fault", "detail"} | None,
+                                 "status", "fault", "detail", "code", "params", "rule"} | None,
                     "banks_ms": [bank of each seat after this step, milliseconds],
-                    "fault": {"kind", "detail"} | None   # this step is a fault/forfeit
+                    "fault": {"kind", "detail", "code", "params", "rule"} | None   # a fault/forfeit
                 }],
                 "units": [{"unit", "first_step", "end_step", "set", "game_in_set", "void",
                            "scores": [per seat] | None, "totals": [per seat] | None}]}],
@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from arena.faults import FaultCode, fault
 from arena.matchlog import LOG_FORMAT, Exchange, GameRecord, MatchLog
 from engine.frames import frames as engine_frames
 
@@ -52,7 +53,23 @@ class ReplayDataError(ValueError):
     """A match log that cannot be turned into replay data; the message says where."""
 
 
-def _exchange_view(ex: Exchange, detail: str | None) -> dict:
+#: What a replay frame keeps of a fault record: its English detail, its code and parameters
+#: (absent in a log from before codes), for the page to translate (api.ui.faults).
+_FAULT_KEYS = ("detail", "code", "params", "rule")
+#: The frame of a FAULT-3 forfeit (no exchange).
+_MAX_FAULTS = {
+    "kind": "max_faults",
+    "detail": fault(FaultCode.MAX_FAULTS).text(),
+    **fault(FaultCode.MAX_FAULTS).fields(),
+}
+
+
+def _fault_view(record: Mapping[str, Any] | None) -> dict:
+    record = record or {}
+    return {"detail": record.get("detail"), **{k: record[k] for k in _FAULT_KEYS[1:] if k in record}}
+
+
+def _exchange_view(ex: Exchange, record: Mapping[str, Any] | None) -> dict:
     return {
         "n": ex.get("n"),
         "elapsed_ms": ex.get("elapsed_ms"),
@@ -60,7 +77,7 @@ def _exchange_view(ex: Exchange, detail: str | None) -> dict:
         "bank_after_ms": ex.get("bank_after_ms"),
         "status": ex.get("status"),
         "fault": ex.get("fault"),
-        "detail": detail,
+        **_fault_view(record),
     }
 
 
@@ -71,7 +88,7 @@ def game_replay(game: GameRecord, initial_ms: int) -> dict:
     fr = engine_frames(elog)
     actions = elog.get("actions", [])
     exchanges = list(game.get("exchanges", []))
-    details = {f.get("n"): f.get("detail") for f in game.get("faults", [])}
+    records = {f.get("n"): f for f in game.get("faults", [])}
     n_seats = len(fr[0]["hands"])
     banks = [int(initial_ms)] * n_seats
     unit = fr[0]["unit"]
@@ -86,7 +103,7 @@ def game_replay(game: GameRecord, initial_ms: int) -> dict:
             entry = actions[i - 1]
             reason = entry.get("forfeit")
             if reason == "max_faults":
-                frame["fault"] = {"kind": "max_faults", "detail": "forfeits the rest of the match (FAULT-3)"}
+                frame["fault"] = dict(_MAX_FAULTS)
             else:
                 if k >= len(exchanges):
                     raise ReplayDataError(f"game {gi}: step {i} has no request record")
@@ -96,9 +113,9 @@ def game_replay(game: GameRecord, initial_ms: int) -> dict:
                     raise ReplayDataError(
                         f"game {gi}: step {i} is seat {entry.get('seat')}, its request record seat {ex.get('seat')}"
                     )
-                frame["exchange"] = _exchange_view(ex, details.get(ex.get("n")))
+                frame["exchange"] = _exchange_view(ex, records.get(ex.get("n")))
                 if ex.get("fault"):
-                    frame["fault"] = {"kind": ex["fault"], "detail": details.get(ex.get("n"))}
+                    frame["fault"] = {"kind": ex["fault"], **_fault_view(records.get(ex.get("n")))}
                 if ex.get("unit", unit) == unit and ex.get("bank_after_ms") is not None:
                     banks[ex["seat"]] = int(ex["bank_after_ms"])
         if frame["unit"] != unit:  # a new deal (TM) / game (JDF): banks reset (TIME-1)

@@ -544,7 +544,7 @@ def _translated_details(replay: dict) -> dict:
         for frame in game.get("frames") or []:
             for part in (frame.get("fault"), frame.get("exchange")):
                 if isinstance(part, dict) and part.get("detail"):
-                    part["detail"] = fault_detail(part["detail"])
+                    part["detail"] = fault_detail(part)
     return replay
 
 

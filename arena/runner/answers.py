@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from arena.faults import Fault, FaultCode, fault
+
 #: Longest ``comment`` of an action, characters (docs/protocol.md).
 MAX_COMMENT_CHARS = 256
 #: Most cards in one ``cards``/``face_down`` list (a 54-card deck).
@@ -52,60 +54,60 @@ _REQUIRED: dict[str, frozenset[str]] = {
 }
 
 
-def check_action(action: Any) -> str:
-    """Check an action's shape (module docstring, step 2). Returns ``""`` when valid, else a
-    short reason naming the field (never quoting the bot's values)."""
+def check_action(action: Any) -> Fault | None:
+    """Check an action's shape (module docstring, step 2). Returns None when valid, else the
+    fault (rule ``ACT``) naming the field (never quoting the bot's values)."""
     if not isinstance(action, dict):
-        return "the action must be a JSON object"
+        return fault(FaultCode.ACTION_NOT_OBJECT, "ACT")
     kind = action.get("type")
     if not isinstance(kind, str) or kind not in _KEYS:
-        return "field 'type' must be one of " + ", ".join(sorted(_KEYS))
+        return fault(FaultCode.TYPE_NOT_KNOWN, "ACT", kinds=", ".join(sorted(_KEYS)))
     return _check_keys(kind, action) or _check_cards(kind, action) or _check_scalars(action)
 
 
-def _check_keys(kind: str, action: dict[str, Any]) -> str:
+def _check_keys(kind: str, action: dict[str, Any]) -> Fault | None:
     """Only the keys of ``kind`` (and ``comment``), the required ones present."""
     allowed = _KEYS[kind]
     for key in action:
         if key not in allowed and key not in ("type", "comment"):
-            return f"key not allowed in a {kind!r} action" + (
-                f": {key!r}" if isinstance(key, str) and len(key) <= 32 and key.isidentifier() else ""
-            )
+            if isinstance(key, str) and len(key) <= 32 and key.isidentifier():
+                return fault(FaultCode.KEY_NOT_ALLOWED, "ACT", kind=kind, key=key)
+            return fault(FaultCode.KEY_NOT_ALLOWED_UNNAMED, "ACT", kind=kind)
     missing = _REQUIRED.get(kind, frozenset()) - action.keys()
     if missing:
-        return f"field {sorted(missing)[0]!r} is required in a {kind!r} action"
-    return ""
+        return fault(FaultCode.FIELD_REQUIRED, "ACT", field=sorted(missing)[0], kind=kind)
+    return None
 
 
-def _check_cards(kind: str, action: dict[str, Any]) -> str:
+def _check_cards(kind: str, action: dict[str, Any]) -> Fault | None:
     """``comment``, the card lists and ``jokers``."""
     if "comment" in action:
         c = action["comment"]
         if not isinstance(c, str) or len(c) > MAX_COMMENT_CHARS:
-            return f"field 'comment' must be a string of at most {MAX_COMMENT_CHARS} characters"
+            return fault(FaultCode.COMMENT_TOO_LONG, "ACT", n=MAX_COMMENT_CHARS)
     for key in ("cards", "face_down"):
         if key in action:
             v = action[key]
             if not isinstance(v, list) or len(v) > MAX_CARDS or not all(isinstance(c, str) and c in _CARDS for c in v):
-                return f"field {key!r} must be a list of at most {MAX_CARDS} cards (C-1)"
+                return fault(FaultCode.CARDS_NOT_LIST, "ACT", field=key, n=MAX_CARDS)
     if kind == "play" and not action["cards"]:
-        return "field 'cards' of a play must not be empty"
+        return fault(FaultCode.PLAY_EMPTY, "ACT")
     if "jokers" in action:
         v = action["jokers"]
         if not isinstance(v, list) or len(v) > MAX_CARDS or not all(isinstance(r, str) and r in _RANKS for r in v):
-            return "field 'jokers' must be a list of ranks (C-4)"
-    return ""
+            return fault(FaultCode.JOKERS_NOT_RANKS, "ACT")
+    return None
 
 
-def _check_scalars(action: dict[str, Any]) -> str:
+def _check_scalars(action: dict[str, Any]) -> Fault | None:
     """``accept`` and ``rate``."""
     if "accept" in action and not isinstance(action["accept"], bool):
-        return "field 'accept' must be a boolean"
+        return fault(FaultCode.ACCEPT_NOT_BOOLEAN, "ACT")
     if "rate" in action:
         r = action["rate"]
         if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-            return "field 'rate' must be an integer >= 1"
-    return ""
+            return fault(FaultCode.RATE_NOT_INTEGER, "ACT")
+    return None
 
 
 def safe_text(raw: bytes | str, limit: int) -> str:

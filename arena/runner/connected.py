@@ -42,6 +42,7 @@ from typing import Any
 import redis
 
 from arena import relay
+from arena.faults import FaultCode, fault
 from arena.runner.answers import safe_text
 from arena.runner.capped import SlotCap
 from arena.runner.players import NO_SLOT, NOTICE_TIMEOUT_S, RECEIVED_LOG_CHARS, ArenaFailure, Outcome, SlotUse
@@ -286,7 +287,7 @@ class ConnectedPlayer:
                     return Outcome(
                         None,
                         "connection_error",
-                        f"the bot had no connection to a gateway for {_ms(clock.bot_waited)} ms",
+                        fault(FaultCode.NOT_CONNECTED, ms=_ms(clock.bot_waited)),
                         "",
                         _ms(now - start),
                         None,
@@ -302,7 +303,7 @@ class ConnectedPlayer:
                     return Outcome(
                         None,
                         "timeout",
-                        "no answer within the bank",
+                        fault(FaultCode.NO_ANSWER),
                         "",
                         _ms(now - start),
                         None,
@@ -337,27 +338,27 @@ class ConnectedPlayer:
 
     def _outcome(self, raw: bytes, rid: str, elapsed_s: float, timeout_s: float, arena_s: float = 0.0) -> Outcome:
         elapsed, arena_ms = _ms(elapsed_s), _ms(arena_s)
-        fault = relay.read_fault(raw)
-        if fault is not None:
+        relayed = relay.read_fault(raw)
+        if relayed is not None:
             return Outcome(
                 None,
-                fault.kind,
-                safe_text(fault.detail, RECEIVED_LOG_CHARS),
-                safe_text(fault.received, RECEIVED_LOG_CHARS),
+                relayed.kind,
+                relayed.why,
+                safe_text(relayed.received, RECEIVED_LOG_CHARS),
                 elapsed,
                 None,
                 arena_ms=arena_ms,
             )
         if elapsed_s - arena_s > timeout_s:
             return Outcome(
-                None, "timeout", f"answer took {elapsed} ms, more than the bank", "", elapsed, None, arena_ms=arena_ms
+                None, "timeout", fault(FaultCode.OVER_BANK, ms=elapsed), "", elapsed, None, arena_ms=arena_ms
             )
         obj, why = relay.read_answer(raw, rid)
         if obj is None:
             return Outcome(
                 None, "invalid_json", why, safe_text(raw[1:], RECEIVED_LOG_CHARS), elapsed, None, arena_ms=arena_ms
             )
-        return Outcome(obj, None, "", "", elapsed, None, arena_ms=arena_ms)
+        return Outcome(obj, None, None, "", elapsed, None, arena_ms=arena_ms)
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
         return self.exchange("request", body, timeout_s)

@@ -39,6 +39,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import PING, Frame
 from websockets.http11 import Request, Response
 
+from arena.faults import Fault, FaultCode, fault
 from arena.runner.answers import safe_text
 from arena.runner.players import NO_SLOT, NOTICE_TIMEOUT_S, RECEIVED_LOG_CHARS, Outcome, SlotUse
 from arena.safejson import lenient_id, parse_answer
@@ -68,17 +69,17 @@ class _BotSocket(ServerConnection):
 @dataclass
 class _Conn:
     ws: _BotSocket
-    #: request id -> the future its answer resolves: ("answer", body) | ("fault", kind, detail,
+    #: request id -> the future its answer resolves: ("answer", body) | ("fault", kind, reason,
     #: received) | ("dropped",) when the connection ended without a fault of its own
     pending: dict[str, asyncio.Future[tuple[Any, ...]]] = field(default_factory=dict)
     #: ids whose answer is no longer awaited (notices, expired requests): an answer is ignored
     late: set[str] = field(default_factory=set)
-    #: the fault its requests in flight get when it closes: (kind, detail, received)
-    violation: tuple[str, str, str] | None = None
+    #: the fault its requests in flight get when it closes: (kind, reason, received)
+    violation: tuple[str, Fault, str] | None = None
 
-    def offend(self, kind: str, detail: str, received: str = "") -> None:
+    def offend(self, kind: str, why: Fault, received: str = "") -> None:
         if self.violation is None:
-            self.violation = (kind, detail, safe_text(received, RECEIVED_LOG_CHARS))
+            self.violation = (kind, why, safe_text(received, RECEIVED_LOG_CHARS))
 
 
 @dataclass
@@ -307,7 +308,7 @@ class LocalGateway:
         try:
             async for msg in ws:
                 if isinstance(msg, bytes):
-                    conn.offend("invalid_json", "the bot sent a binary frame")
+                    conn.offend("invalid_json", fault(FaultCode.BINARY_FRAME))
                     await ws.close(wire.CLOSE_NOT_JSON, "binary frames are not part of the protocol")
                     return
                 obj, why = parse_answer(msg.encode("utf-8", "surrogatepass"))
@@ -320,7 +321,7 @@ class LocalGateway:
                     if rid is not None and rid in conn.late:
                         conn.late.discard(rid)
                         continue
-                    conn.offend("invalid_json", f"a frame is not a JSON object: {why}", msg)
+                    conn.offend("invalid_json", fault(FaultCode.FRAME_NOT_OBJECT), msg)
                     await ws.close(wire.CLOSE_NOT_JSON, "a frame is not a JSON object")
                     return
                 rid = obj.get("id")
@@ -329,7 +330,7 @@ class LocalGateway:
                     if isinstance(rid, str) and rid in conn.late:
                         conn.late.discard(rid)  # a late answer (or one to a notice): ignored, once
                         continue
-                    conn.offend("invalid_json", "the bot answered an unknown request id", msg)
+                    conn.offend("invalid_json", fault(FaultCode.UNKNOWN_REQUEST_ID), msg)
                     await ws.close(wire.CLOSE_PROTOCOL, "answer to an unknown request id")
                     return
                 body = obj.get("body")
@@ -337,10 +338,10 @@ class LocalGateway:
                     fut.set_result(("answer", body))
                 else:
                     received = safe_text(msg, RECEIVED_LOG_CHARS)
-                    fut.set_result(("fault", "invalid_json", "the answer's body is not a JSON object", received))
+                    fut.set_result(("fault", "invalid_json", fault(FaultCode.FRAME_BODY_NOT_OBJECT), received))
         except ConnectionClosed as exc:
             if exc.sent is not None and exc.sent.code == wire.CLOSE_TOO_BIG:
-                conn.offend("body_too_large", f"a frame over {wire.MAX_FRAME_BYTES} bytes")
+                conn.offend("body_too_large", fault(FaultCode.FRAME_OVER, n=wire.MAX_FRAME_BYTES))
             raise
 
     async def _exchange(self, bot: _Bot, kind: str, body: bytes, timeout_s: float) -> tuple[Any, ...]:
@@ -358,7 +359,7 @@ class LocalGateway:
                     return (
                         "fault",
                         "connection_error",
-                        f"the bot had no connection for {round((now - waiting_since) * 1000)} ms",
+                        fault(FaultCode.NOT_CONNECTED, ms=round((now - waiting_since) * 1000)),
                         "",
                     )
                 try:
@@ -381,7 +382,7 @@ class LocalGateway:
                 if fut.done():
                     result = fut.result()
                 else:
-                    return ("fault", "timeout", "no answer within the bank", "")
+                    return ("fault", "timeout", fault(FaultCode.NO_ANSWER), "")
             except ConnectionClosed:
                 conn.pending.pop(rid, None)
                 result = fut.result() if fut.done() else ("dropped",)
@@ -429,13 +430,11 @@ class DialedPlayer:
         result = self.gateway.exchange(self.bot_id, kind, body, timeout_s)
         elapsed = time.monotonic() - start
         if result[0] == "fault":
-            _, fault, detail, received = result
-            return Outcome(None, fault, safe_text(detail, RECEIVED_LOG_CHARS), received, _ms(elapsed), None)
+            _, kind, why, received = result
+            return Outcome(None, kind, why, received, _ms(elapsed), None)
         if elapsed > timeout_s:
-            return Outcome(
-                None, "timeout", f"answer took {_ms(elapsed)} ms, more than the bank", "", _ms(elapsed), None
-            )
-        return Outcome(result[1], None, "", "", _ms(elapsed), None)
+            return Outcome(None, "timeout", fault(FaultCode.OVER_BANK, ms=_ms(elapsed)), "", _ms(elapsed), None)
+        return Outcome(result[1], None, None, "", _ms(elapsed), None)
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
         return self.exchange("request", body, timeout_s)

@@ -20,7 +20,10 @@ connection error to be the worker's own failure) is no fault: it is recorded in 
 :data:`MAX_ARENA_RETRIES` times; then, or when the health says stop, the match stops
 (:class:`ArenaUnavailable`: nothing of it is scored; its caller plays it again). Fault kinds:
 ``timeout``, ``connection_error``, ``http_status``, ``body_too_large``, ``invalid_json``,
-``invalid_action``, ``bot_error`` (FAULT-2: the engine's ``g.forfeit``); ``max_faults`` faults
+``invalid_action``, ``bot_error`` (FAULT-2: the engine's ``g.forfeit``), each recorded with its
+code and parameters (:mod:`arena.faults`: where it arose says what it was; the English
+``detail`` is rendered from them) and sent to the bot in its ``match_end`` notice
+(``your_faults``); ``max_faults`` faults
 forfeit the rest of the match (FAULT-3, reason ``max_faults``); a
 :class:`~arena.runner.players.WithdrawnPlayer` (a deleted bot) forfeits every game, sent no
 request or notice (reason ``withdrawn``), and so does a player from the decision where
@@ -52,6 +55,7 @@ from typing import Any, Protocol
 
 import engine
 from arena import limits
+from arena.faults import Fault, FaultCode, fault, plain, refused
 from arena.matchlog import (
     LOG_FORMAT,
     LOG_VERSION,
@@ -93,6 +97,8 @@ WITHDRAWN = "withdrawn"
 BARRED_REASONS = frozenset({"max_faults", WITHDRAWN})
 #: Most times one decision is asked again after the arena failed it (then the match stops).
 MAX_ARENA_RETRIES = 10
+#: What a ``match_end`` notice tells a bot of each of its own faults (docs/protocol.md).
+NOTICE_FAULT_KEYS = ("game", "n", "kind", "code", "params", "rule", "detail")
 #: Faults that may be the arena's own failure rather than the bot's (no answer came).
 NO_ANSWER_FAULTS = frozenset({"timeout", "connection_error"})
 _ACTION_KEYS = ("type", "cards", "face_down", "jokers", "accept", "rate")
@@ -398,7 +404,7 @@ class Match:
         log["result"] = result
         log["finished_at"] = time.time()
         if self.config.notices:
-            self._notify_end(result)
+            self._notify_end(result, log["faults"])
         return log
 
     def _notify(self, i: int, notice: Mapping[str, Any]) -> None:
@@ -419,7 +425,7 @@ class Match:
             )
             self._notify(i, notice)
 
-    def _notify_end(self, result: MatchResult) -> None:
+    def _notify_end(self, result: MatchResult, faults: Sequence[FaultRecord]) -> None:
         for i in range(len(self.players)):
             if self.withdraw_if_deleted(i):
                 continue
@@ -431,6 +437,9 @@ class Match:
                 scores=result["scores"],
                 wins=result["wins"],
                 faults=result["faults"],
+                your_faults=[
+                    {k: v for k, v in f.items() if k in NOTICE_FAULT_KEYS} for f in faults if f["player"] == i
+                ],
             )
             self._notify(i, notice)
 
@@ -513,21 +522,25 @@ class _GamePlay:
         if after is not None and (after.seat, after.kind) == before[:2] and len(g.actions) == before[2]:
             raise RuntimeError("engine did not move after a forfeit (engine bug)")
 
-    def _judge(self, seat: int, out: Outcome, before_ms: int) -> tuple[str | None, str]:
-        """The fault of an answer (and its detail), or ``(None, "")`` once applied."""
+    def _judge(self, seat: int, out: Outcome, before_ms: int) -> tuple[str | None, Fault | None]:
+        """The fault of an answer (its kind and its code with parameters), or ``(None, None)``
+        once applied."""
         if out.fault is not None:
-            return out.fault, out.detail
+            reason: object = out.reason
+            if isinstance(reason, Fault):
+                return out.fault, reason
+            return out.fault, fault(FaultCode.RELAYED, detail=str(reason or ""))  # a player's bare English
         if _charged(out) > before_ms:
-            return "timeout", f"answer took {_charged(out)} ms of the bot's own time, the bank had {before_ms} ms"
+            return "timeout", fault(FaultCode.OWN_TIME_OVER_BANK, ms=_charged(out), bank=before_ms)
         action = out.action
         why = check_action(action)
-        if why or action is None:
-            return "invalid_action", f"{why} [ACT]"
+        if why is not None or action is None:
+            return "invalid_action", why or fault(FaultCode.ACTION_NOT_OBJECT, "ACT")
         try:
             self.game.apply(seat, action)
         except engine.InvalidAction as e:
-            return "invalid_action", safe_text(f"{e.reason} [{e.rule}]", RECEIVED_LOG_CHARS)
-        return None, ""
+            return "invalid_action", refused(e.code, e.params, e.rule)
+        return None, None
 
     def _ask(self, d: engine.Decision) -> None:
         match, g = self.match, self.game
@@ -545,8 +558,8 @@ class _GamePlay:
         )
         body = protocol.dumps(req)
         out, sent_at = self._request(d.seat, player_index, body, before_ms)
-        fault, detail = self._judge(d.seat, out, before_ms)
-        if fault is None:
+        kind, why = self._judge(d.seat, out, before_ms)
+        if kind is None:
             bank.spend(_charged(out))
             after_ms = bank.remaining_ms
         else:
@@ -566,7 +579,7 @@ class _GamePlay:
             "request_bytes": len(body),
             "status": out.status,
             "response": out.action,  # parsed from JSON by the player: already JSON-normal
-            "fault": fault,
+            "fault": kind,
         }
         if match.config.log_requests:
             ex["request"] = req
@@ -574,8 +587,8 @@ class _GamePlay:
         if out.arena_ms >= 1:
             ex["arena_ms"] = out.arena_ms
         self.exchanges.append(ex)
-        if fault is not None:
-            self._fault(d.seat, player_index, ex, out, fault, detail)
+        if kind is not None and why is not None:
+            self._fault(d.seat, player_index, ex, out, kind, why)
         if match.observers.on_decision:
             match.observers.on_decision(ex)
         if match.observers.on_step:
@@ -586,7 +599,7 @@ class _GamePlay:
         ``(reason, rule id)`` (C-12; ``ACT`` for a malformed action), or None when accepted."""
         why = check_action(action)
         if why:
-            return why, "ACT"
+            return plain(why), "ACT"
         try:
             self.game.check(seat, action)
         except engine.InvalidAction as e:
@@ -617,7 +630,7 @@ class _GamePlay:
                     out = checked(body, before_ms / 1000, lambda action: self.refusal(seat, action))
                 why = out.arena
             except ArenaFailure as exc:
-                out, why, cause = Outcome(None, None, "", "", 0, None), str(exc) or type(exc).__name__, exc
+                out, why, cause = Outcome(None, None, None, "", 0, None), str(exc) or type(exc).__name__, exc
             ended = time.monotonic()
             if not why and out.fault in NO_ANSWER_FAULTS and health is not None:
                 why = health.fault(started, ended)
@@ -647,7 +660,7 @@ class _GamePlay:
         if slot.bypassed:
             ex["slot_bypassed"] = True
 
-    def _fault(self, seat: int, player_index: int, ex: Exchange, out: Outcome, fault: str, detail: str) -> None:
+    def _fault(self, seat: int, player_index: int, ex: Exchange, out: Outcome, kind: str, why: Fault) -> None:
         """Record a fault; the engine forfeits the decision (FAULT-2), the player every later
         one at its ``max_faults``-th (FAULT-3)."""
         match = self.match
@@ -661,14 +674,17 @@ class _GamePlay:
                 "n": ex["n"],
                 "seat": seat,
                 "player": player_index,
-                "kind": fault,
-                "detail": detail,
+                "kind": kind,
+                "code": why.code,
+                "params": dict(why.params),
+                "rule": why.rule,
+                "detail": safe_text(why.text(), RECEIVED_LOG_CHARS),
                 "received": received,
                 "elapsed_ms": out.elapsed_ms,
             }
         )
         match.faults_by_player[player_index] += 1
-        self.game.forfeit(seat, fault)  # FAULT-2
+        self.game.forfeit(seat, kind)  # FAULT-2
         if match.faults_by_player[player_index] >= match.config.max_faults:  # FAULT-3
             match.barred.setdefault(player_index, "max_faults")
             self._bar_seats()

@@ -32,6 +32,7 @@ from typing import Any
 import redis
 
 from arena import tables
+from arena.faults import FaultCode, fault, plain
 from arena.runner.players import NO_SLOT, AnswerCheck, ArenaFailure, Outcome, SlotUse
 from arena.safejson import parse_answer
 
@@ -120,7 +121,7 @@ class PersonPlayer:
                 if outage is not None:
                     raise TableUnavailable(outage)
                 self._close_request(rid, {"type": "timeout", "rid": rid})
-                return Outcome(None, "timeout", "no answer within the bank", "", _ms(time.monotonic() - start), None)
+                return Outcome(None, "timeout", fault(FaultCode.NO_ANSWER), "", _ms(time.monotonic() - start), None)
             try:
                 if outage is not None:  # Redis came back: ask again (the page may have missed it)
                     self._ask(rid, frame, left)
@@ -134,13 +135,13 @@ class PersonPlayer:
                 continue
             raw = got[1]
             action, why = parse_answer(raw if isinstance(raw, bytes) else str(raw).encode("utf-8"))
-            refusal = (why, "ACT") if action is None else check(action)
+            refusal = (plain(why), "ACT") if action is None else check(action)
             if refusal is not None:
                 self._refused(rid, {"type": "refused", "rid": rid, "reason": refusal[0], "rule": refusal[1]})
                 continue
             elapsed = _ms(time.monotonic() - start)
             self._close_request(rid, {"type": "accepted", "rid": rid, "elapsed_ms": elapsed})
-            return Outcome(action, None, "", "", elapsed, None)
+            return Outcome(action, None, None, "", elapsed, None)
 
     def _ask(self, rid: str, frame: str, timeout_s: float) -> None:
         pipe = self.client.pipeline(transaction=False)

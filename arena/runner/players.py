@@ -39,6 +39,7 @@ import httpx
 
 from arena.bot_transport import WATCHDOG, PinnedTransport
 from arena.config import allow_private_from_env
+from arena.faults import Fault, FaultCode, fault
 from arena.runner.answers import safe_text
 from arena.safejson import parse_answer
 from bots_sdk import protocol
@@ -81,7 +82,8 @@ class Outcome(NamedTuple):
     Attributes:
         action: the parsed JSON object, or None on a fault.
         fault: None, or a fault kind (module docstring).
-        detail: a human explanation of the fault ('' when none).
+        reason: the fault's code and parameters (:class:`arena.faults.Fault`; None when no
+            fault); :attr:`detail` is its English text.
         received: the raw answer text, truncated to :data:`RECEIVED_LOG_CHARS` (for the log).
         elapsed_ms: milliseconds from sending the request to the complete answer (TIME-2).
         status: HTTP status, None for in-process bots or when no answer came.
@@ -95,13 +97,18 @@ class Outcome(NamedTuple):
 
     action: dict[str, Any] | None
     fault: str | None
-    detail: str
+    reason: Fault | None
     received: str
     elapsed_ms: int
     status: int | None
     slot: SlotUse = NO_SLOT
     arena: str = ""
     arena_ms: int = 0
+
+    @property
+    def detail(self) -> str:
+        """The fault's English text ('' when none)."""
+        return "" if self.reason is None else self.reason.text()
 
 
 class ArenaFailure(RuntimeError):
@@ -205,16 +212,15 @@ class LocalPlayer:
         try:
             action = self.bot.decide(Request(json.loads(body)))
         except Exception as e:  # the bot's bug: a fault, never a crash of the runner
-            return Outcome(
-                None, "bot_error", _truncate(f"{type(e).__name__}: {e}"), "", _ms(time.monotonic() - start), None
-            )
+            raised = fault(FaultCode.BOT_RAISED, exc=type(e).__name__, why=str(e))
+            return Outcome(None, "bot_error", raised, "", _ms(time.monotonic() - start), None)
         try:
             raw = json.dumps(action).encode("utf-8")
         except (TypeError, ValueError, RecursionError) as e:
             return Outcome(
                 None,
                 "invalid_json",
-                _truncate(f"answer is not JSON-serializable: {e}"),
+                fault(FaultCode.NOT_SERIALIZABLE, why=str(e)),
                 _truncate(repr(action)),
                 _ms(time.monotonic() - start),
                 None,
@@ -223,7 +229,7 @@ class LocalPlayer:
         elapsed = _ms(time.monotonic() - start)
         if obj is None:
             return Outcome(None, "invalid_json", why, _truncate(raw), elapsed, None)
-        return Outcome(obj, None, "", "", elapsed, None)
+        return Outcome(obj, None, None, "", elapsed, None)
 
     def notify(self, body: bytes) -> SlotUse:
         try:
@@ -369,8 +375,8 @@ class HttpPlayer:
 
     def _post(
         self, body: bytes, timeout_s: float, headers: dict[str, str]
-    ) -> tuple[int | None, bytes, str | None, str]:
-        """POST and read the whole answer; returns (status, body, fault, detail).
+    ) -> tuple[int | None, bytes, str | None, Fault | None]:
+        """POST and read the whole answer; returns (status, body, fault, reason).
 
         ``timeout_s`` bounds each connect, write and read (httpx); the watchdog bounds the
         whole exchange."""
@@ -399,7 +405,7 @@ class HttpPlayer:
                         status,
                         b"".join(chunks)[:RECEIVED_LOG_CHARS],
                         "body_too_large",
-                        f"answer body over {self.max_body_bytes} bytes",
+                        fault(FaultCode.BODY_OVER, n=self.max_body_bytes),
                     )
                 chunks.append(chunk)
                 if len(chunks) > MAX_BODY_PIECES:
@@ -407,13 +413,15 @@ class HttpPlayer:
                         status,
                         b"".join(chunks)[:RECEIVED_LOG_CHARS],
                         "body_too_large",
-                        f"answer body in more than {MAX_BODY_PIECES} pieces (chunks or reads)",
+                        fault(FaultCode.BODY_PIECES, n=MAX_BODY_PIECES),
                     )
-            return status, b"".join(chunks), None, ""
+            return status, b"".join(chunks), None, None
         finally:
             resp.close()
 
-    def _send(self, body: bytes, deadline: float, headers: dict[str, str]) -> tuple[int | None, bytes, str | None, str]:
+    def _send(
+        self, body: bytes, deadline: float, headers: dict[str, str]
+    ) -> tuple[int | None, bytes, str | None, Fault | None]:
         """:meth:`_post` before ``deadline`` (monotonic s), and once more on a fresh connection
         when the bot had closed the pooled keep-alive connection this request went out on.
 
@@ -446,41 +454,38 @@ class HttpPlayer:
         handle = self._arm(deadline)
         status: int | None = None
         raw = b""
-        fault = detail = None
+        kind: str | None = None
+        why: Fault | None = None
         arena = ""
+        error: tuple[str, str] = ("", "")  # a connection error's exception name and words
         try:
-            status, raw, fault, detail = self._send(body, deadline, headers)
+            status, raw, kind, why = self._send(body, deadline, headers)
         except httpx.TimeoutException as e:
-            fault, detail = "timeout", f"no complete answer within the bank ({type(e).__name__})"
+            kind, why = "timeout", fault(FaultCode.NO_COMPLETE_ANSWER, exc=type(e).__name__)
         except _CONNECTION_ERRORS as e:
-            fault, detail = "connection_error", f"{type(e).__name__}: {e}"
+            error = (type(e).__name__, str(e))
+            kind, why = "connection_error", fault(FaultCode.CONNECTION_FAILED, exc=error[0], why=error[1])
             arena = local_network_error(e)
             if self.transport.backend.meter.over:
-                fault, detail = (
-                    "body_too_large",
-                    (
-                        f"answer over {self.max_body_bytes + WIRE_SLACK_BYTES} bytes "
-                        "on the wire (headers, 1xx answers and chunk framing included)"
-                    ),
-                )
+                kind, why = "body_too_large", fault(FaultCode.WIRE_OVER, n=self.max_body_bytes + WIRE_SLACK_BYTES)
         finally:
             self._disarm(handle)
         elapsed_s = time.monotonic() - start
         elapsed = _ms(elapsed_s)
-        if fault is None and elapsed_s > timeout_s:
-            fault, detail = "timeout", f"answer took {elapsed} ms, more than the bank"
-        elif fault == "connection_error" and time.monotonic() >= deadline:
-            fault, detail = "timeout", f"cut off at the end of the bank ({detail})"
-        if fault in ("timeout", "body_too_large") or self._fired:  # the connection is not reusable
+        if kind is None and elapsed_s > timeout_s:
+            kind, why = "timeout", fault(FaultCode.OVER_BANK, ms=elapsed)
+        elif kind == "connection_error" and time.monotonic() >= deadline:
+            kind, why = "timeout", fault(FaultCode.CUT_OFF, exc=error[0], why=error[1])
+        if kind in ("timeout", "body_too_large") or self._fired:  # the connection is not reusable
             self._reset()
-        if fault is None and status == 200:
+        if kind is None and status == 200:
             obj, why = parse_answer(raw)
             if obj is not None:
-                return Outcome(obj, None, "", "", elapsed, status)
-            fault, detail = "invalid_json", why
-        elif fault is None:
-            fault, detail = "http_status", f"HTTP status {status}"
-        return Outcome(None, fault, _truncate(detail or ""), _truncate(raw), elapsed, status, arena=arena)
+                return Outcome(obj, None, None, "", elapsed, status)
+            kind = "invalid_json"
+        elif kind is None:
+            kind, why = "http_status", fault(FaultCode.HTTP_STATUS, status=status or 0)
+        return Outcome(None, kind, why, _truncate(raw), elapsed, status, arena=arena)
 
     def _reset(self) -> None:
         """Drop pooled connections (after a cut-off or an oversized answer)."""
@@ -522,7 +527,7 @@ class WithdrawnPlayer:
         self.url: str | None = None
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
-        return Outcome(None, "connection_error", "withdrawn: the bot was deleted", "", 0, None)
+        return Outcome(None, "connection_error", fault(FaultCode.WITHDRAWN), "", 0, None)
 
     def notify(self, body: bytes) -> SlotUse:
         return NO_SLOT

@@ -48,8 +48,8 @@ def _url_needles(url: str) -> list[str]:
 
 def blank_urls(faults: Iterable[FaultRecord], urls: Iterable[str | None]) -> None:
     """Replace every one of ``urls`` and its host (every spelling, any case) in the faults'
-    ``detail`` and ``received`` by :data:`URL_BLANK`, in place, and IP addresses in the
-    arena's own error texts (``detail``) too: the address a host resolved to identifies the
+    ``detail``, text ``params`` and ``received`` by :data:`URL_BLANK`, in place, and IP
+    addresses in the arena's own error texts (``detail``, ``params``) too: the address a host resolved to identifies the
     bot's server as well as its name (C-11). None entries are skipped."""
     needles: list[str] = []
     for url in urls:
@@ -57,8 +57,12 @@ def blank_urls(faults: Iterable[FaultRecord], urls: Iterable[str | None]) -> Non
             needles.extend(_url_needles(url))
     needles = sorted(set(needles), key=len, reverse=True)
     pattern = re.compile("|".join(re.escape(n) for n in needles), re.IGNORECASE) if needles else None
+
+    def blank(text: str) -> str:
+        return _ADDRESS.sub("<address>", pattern.sub(URL_BLANK, text) if pattern is not None else text)
+
     for f in faults:
-        detail, received = f["detail"], f["received"]
-        if pattern is not None:
-            detail, received = pattern.sub(URL_BLANK, detail), pattern.sub(URL_BLANK, received)
-        f["detail"], f["received"] = _ADDRESS.sub("<address>", detail), received
+        received = f["received"]
+        f["detail"], f["received"] = blank(f["detail"]), pattern.sub(URL_BLANK, received) if pattern else received
+        if "params" in f:  # the words of an exception (a connection error) may name the host too
+            f["params"] = {k: blank(v) if isinstance(v, str) else v for k, v in f["params"].items()}

@@ -19,7 +19,7 @@ from arena import fairness as fair
 from arena import par as luck
 from arena.matchlog import (
     LOG_FORMAT,
-    LOG_VERSION,
+    READ_VERSIONS,
     GameRecord,
     MatchLog,
     MatchResult,
@@ -50,8 +50,8 @@ def replay(match_log: MatchLog, check_requests: bool = True, check_pars: bool = 
 
     Returns the recomputed match result. Raises :class:`ReplayError` on the first mismatch.
     """
-    if match_log.get("format") != LOG_FORMAT or match_log.get("version") != LOG_VERSION:
-        raise ReplayError(f"not a {LOG_FORMAT} v{LOG_VERSION} log")
+    if match_log.get("format") != LOG_FORMAT or match_log.get("version") not in READ_VERSIONS:
+        raise ReplayError(f"not a {LOG_FORMAT} log of version {' or '.join(map(str, sorted(READ_VERSIONS)))}")
     ruleset = match_log["ruleset"]
     rules = _Rules(match_log)
     requests = _Requests(match_log["match_id"], rules) if check_requests else None

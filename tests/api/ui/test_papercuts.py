@@ -3,8 +3,9 @@
 
 The fault details are the ones the runner and the engine really write: a Million Doubt
 match against a bot that answers one wrong thing per game (each wrong answer forfeits that
-game), and HTTP bots that misbehave (``tests.fakes.FakeBot``). Every detail must be of a
-known form (``api.ui.faults``) and read in Japanese on a Japanese page.
+game), and HTTP bots that misbehave (``tests.fakes.FakeBot``). Every fault must carry a code
+the pages have a message for (``api.ui.faults``), with the catalogue's parameters, and read
+in Japanese on a Japanese page.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import pytest
 from babel.messages.pofile import read_po
 
 from api.ui import faults, i18n
+from arena.faults import Fault, FaultCode, param_names
 from arena.runner.match import run_match
 from arena.runner.players import HttpPlayer, LocalPlayer
 from bots_sdk.bot import Request
 from bots_sdk.samples import SAMPLE_BOTS
+from engine.refusals import Refusal
 from engine.timebank import TimeRules
 from tests.fakes import FakeBot
 
@@ -68,17 +71,27 @@ WRONG_ANSWERS = [
 ]
 
 
-def _details() -> list[str]:
-    log = run_match(
-        [LocalPlayer(WrongOnce(WRONG_ANSWERS)), LocalPlayer(SAMPLE_BOTS["random"](seed=2))],
+def faulty_log(wrongs=WRONG_ANSWERS, rival=None, games: int | None = None) -> dict:
+    """A Million Doubt match of :class:`WrongOnce` (``wrongs``) against ``rival`` (the random
+    sample bot by default): one wrong answer a game, never a forfeit of the match."""
+    return run_match(
+        [
+            LocalPlayer(WrongOnce(wrongs) if isinstance(wrongs, list) else wrongs),
+            LocalPlayer(rival or SAMPLE_BOTS["random"](seed=2)),
+        ],
         "million_doubt",
         {},
         seed=3,
-        games=len(WRONG_ANSWERS) + 2,
+        games=games or len(WRONG_ANSWERS) + 2,
         time_rules=TimeRules(60000, 10000, 60000),
         max_faults=100,
     )
-    out = [f["detail"] for f in log["faults"]]
+
+
+def _details() -> list[dict]:
+    """Fault records as the runner writes them (code, params, rule and English detail)."""
+    log = faulty_log()
+    out: list[dict] = list(log["faults"])
     assert len(out) >= len(WRONG_ANSWERS) - 2  # one wrong answer a game (a few may be legal by chance)
     for mode in ("garbage", "html", "status500", "huge", "redirect", "hang"):
         bot = FakeBot(mode=mode, every_post=True)
@@ -88,24 +101,28 @@ def _details() -> list[str]:
         finally:
             player.close()
             bot.close()
-        assert outcome.fault is not None, mode
-        out.append(outcome.detail)
+        assert outcome.fault is not None and outcome.reason is not None, mode
+        out.append({"kind": outcome.fault, **outcome.reason.fields(), "detail": outcome.detail})
     refused = HttpPlayer("http://127.0.0.1:9/", allow_private=True)  # nothing listens on port 9
-    out.append(refused.decide(b"{}", 5.0).detail)
+    outcome = refused.decide(b"{}", 5.0)
+    assert outcome.reason is not None
+    out.append({"kind": outcome.fault, **outcome.reason.fields(), "detail": outcome.detail})
     refused.close()
     return out
 
 
 @pytest.fixture(scope="module")
-def details() -> list[str]:
+def details() -> list[dict]:
     return _details()
 
 
-def test_every_fault_detail_the_runner_writes_has_a_known_form(details):
-    unknown = [d for d in details if faults.known_form(d) is None]
+def test_every_fault_the_runner_writes_has_a_code_the_pages_know(details):
+    unknown = [d for d in details if d["code"] not in faults.MESSAGES]
     assert unknown == [], unknown
-    kinds = {faults.known_form(d) for d in details}
-    assert len(kinds) >= 12  # many different forms were really written
+    for d in details:
+        assert set(d["params"]) == param_names(d["code"]), d  # the catalogue's shape
+        assert d["detail"] == Fault(d["code"], d["params"], d.get("rule")).text()
+    assert len({d["code"] for d in details}) >= 12  # many different codes were really written
 
 
 def test_fault_details_read_in_japanese_on_a_japanese_page(site, details):
@@ -113,18 +130,26 @@ def test_fault_details_read_in_japanese_on_a_japanese_page(site, details):
         for d in details:
             ja = faults.fault_detail(d)
             assert JAPANESE.search(ja), (d, ja)
-            rule = re.search(r" \[([A-Z]+(?:-\d+)?)\]$", d)
-            if rule:
-                assert ja.endswith(f" [{rule.group(1)}]")  # the rule id stays
+            if d.get("rule"):
+                assert ja.endswith(f" [{d['rule']}]")  # the rule id stays
     with site.app.test_request_context("/ui/", headers={"Accept-Language": "en"}):
-        assert [faults.fault_detail(d) for d in details if faults.known_form(d)] != []
-        assert faults.fault_detail("something no runner wrote") == "something no runner wrote"
+        assert all(faults.fault_detail(d) for d in details)
+        old = {"kind": "timeout", "detail": "something an old log wrote"}  # no code: as it is
+        assert faults.fault_detail(old) == "something an old log wrote"
+
+
+def test_every_code_has_a_page_message_of_its_parameters():
+    codes = [c.value for c in FaultCode if c is not FaultCode.RELAYED] + [c.value for c in Refusal]
+    for code in codes:
+        message = faults.MESSAGES.get(code)
+        assert message is not None, code
+        assert set(re.findall(r"%\((\w+)\)s", message)) <= param_names(code), (code, message)
 
 
 def test_every_fault_and_warning_message_is_translated():
     with PO.open("rb") as f:
         translated = {m.id: m.string for m in read_po(f) if m.id}
-    for _pattern, message in faults.DETAILS:
+    for message in faults.MESSAGES.values():
         assert JAPANESE.search(translated.get(message, "")), message
     for message in i18n._WARNING_MESSAGES.values():
         assert JAPANESE.search(translated.get(message, "")), message

@@ -24,6 +24,8 @@ import pytest
 from sqlalchemy import select
 
 from arena.db.models import Bot, Match, MatchSeat, Tournament, TournamentParticipant
+from arena.faults import Fault, FaultCode, fault, refused
+from engine.refusals import Refusal
 from tests.helpers import mark_bot_checked
 
 from .conftest import REPO
@@ -106,6 +108,11 @@ def test_one_match_number_from_page_to_page(site, page):
             s.commit()
 
 
+def _row(kind: str, why: Fault) -> dict:
+    """A check's fault row as :mod:`arena.conformance` writes it (code, params, rule, detail)."""
+    return {"kind": kind, **why.fields(), "detail": why.text()}
+
+
 @pytest.fixture
 def checked_bot(site):
     """A bot of alice's with a finished check: steps, a conformance game, two warnings."""
@@ -139,9 +146,11 @@ def checked_bot(site):
                     "exchange": {"asked": 2, "faults": 1},
                 },
                 "faults": [
-                    {"kind": "invalid_action", "detail": "the leader may not pass [C-6]"},
-                    {"kind": "invalid_action", "detail": "seat 2 does not hold 3S 3H 3D 4S 4H 4D [C-12]"},
-                    {"kind": "timeout", "detail": "answer took 61234 ms, the bank had 60000 ms"},
+                    _row("invalid_action", refused(Refusal.LEADER_PASS, {}, "C-6")),
+                    _row(
+                        "invalid_action", refused(Refusal.NOT_HELD, {"seat": 2, "cards": "3S 3H 3D 4S 4H 4D"}, "C-12")
+                    ),
+                    _row("timeout", fault(FaultCode.OWN_TIME_OVER_BANK, ms=61234, bank=60000)),
                 ],
             }
         ],

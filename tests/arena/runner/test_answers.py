@@ -32,10 +32,11 @@ def answer_path(raw: bytes, ruleset: str = "million_doubt") -> tuple[dict | None
     """(accepted action, None, "") or (None, fault kind, detail): the runner's steps."""
     obj, why = parse_answer(raw)
     if obj is None:
-        return None, "invalid_json", why
-    why = check_action(obj)
-    if why:
-        return None, "invalid_action", why
+        assert why is not None
+        return None, "invalid_json", why.text()
+    shape = check_action(obj)
+    if shape is not None:
+        return None, "invalid_action", shape.text()
     g = GAMES[ruleset]
     d = g.decision()
     try:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from arena.faults import FaultCode, fault
 from arena.runner.match import MAX_ARENA_RETRIES, ArenaUnavailable, Match, MatchConfig, Observers
 from arena.runner.players import ArenaFailure, LocalPlayer, Outcome
 from arena.runner.replay import replay
@@ -40,8 +41,16 @@ class Flaky:
             if self.how == "raise":
                 raise ArenaFailure("the relay failed")
             if self.how == "outcome":
-                return Outcome(None, "connection_error", "ENETUNREACH", "", 3, None, arena="the worker's network")
-            return Outcome(None, "timeout", "no answer", "", int(timeout_s * 1000), None)
+                return Outcome(
+                    None,
+                    "connection_error",
+                    fault(FaultCode.CONNECTION_FAILED, exc="OSError", why="ENETUNREACH"),
+                    "",
+                    3,
+                    None,
+                    arena="the worker's network",
+                )
+            return Outcome(None, "timeout", fault(FaultCode.NO_ANSWER), "", int(timeout_s * 1000), None)
         out = self.inner.decide(body, timeout_s)
         return out._replace(elapsed_ms=out.elapsed_ms + self.elapsed_ms, arena_ms=self.arena_ms)
 

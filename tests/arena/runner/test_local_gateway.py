@@ -96,7 +96,12 @@ def test_a_wrong_secret_or_an_unknown_id_is_closed_with_4401(gateway: LocalGatew
 def test_no_connection_is_a_connection_error_after_the_wait(gateway: LocalGateway) -> None:
     out = DialedPlayer(gateway, 2).decide(_request(), 60.0)
     assert out.fault == "connection_error" and out.action is None
-    assert "the bot had no connection for" in out.detail and out.elapsed_ms >= 2000
+    assert (
+        out.reason is not None
+        and out.reason.code == "not_connected"
+        and "the bot had no connection" in out.detail
+        and out.elapsed_ms >= 2000
+    )
 
 
 def test_answers_come_in_any_order_and_a_late_one_is_ignored(gateway: LocalGateway) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from arena.faults import FaultCode, fault
 from arena.matchlog import Exchange, FaultRecord, encode
 from arena.runner.match import Match, MatchConfig
 from arena.runner.players import NO_SLOT, LocalPlayer, Outcome, SlotUse
@@ -65,7 +66,8 @@ class LeakyRemote:
         self.name, self.url, self.other = "leaky", url, other
 
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
-        detail = f"ConnectError: {self.url} ({self.url.split('//')[1].split(':')[0].upper()} is 198.51.100.4)"
+        words = f"{self.url} ({self.url.split('//')[1].split(':')[0].upper()} is 198.51.100.4)"
+        detail = fault(FaultCode.CONNECTION_FAILED, exc="ConnectError", why=words)
         return Outcome(None, "connection_error", detail, f"<html>{self.url} {self.other}</html>", 1, None, NO_SLOT)
 
     def notify(self, body: bytes) -> SlotUse:

@@ -33,7 +33,7 @@ class QueuedPlayer:
     def decide(self, body: bytes, timeout_s: float) -> Outcome:
         action = self.bot.decide(Request(json.loads(body)))
         slot = self.waits.pop(0) if self.waits else NO_SLOT
-        return Outcome(action, None, "", "", 1, None, slot)
+        return Outcome(action, None, None, "", 1, None, slot)
 
     def notify(self, body: bytes) -> SlotUse:
         self.notices += 1
