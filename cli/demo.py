@@ -9,7 +9,7 @@ and checked by four contestant accounts; a round-robin tournament created and st
 progress bar polling ``GET /tournaments/{id}``; then the standings, every match log in
 ``DIR/logs`` (replayed through the engine), ``DIR/demo.json`` (API URL, tokens, tournament
 id) and where to open the replay pages. ``--serve`` keeps the API and the pages up until
-Ctrl-C. Sizes: :data:`DEMO_SIZES`. Step by step: docs/design-notes.md, "The demo".
+Ctrl-C. Sizes: each rule set's ``arena.rulesets.ArenaRuleSet.demo``. Step by step: docs/design-notes.md, "The demo".
 
 ``--connect``: the sample bots are registered as bots that connect and dial out
 (:func:`bots_sdk.connect`) to a gateway run in this process, through a Redis
@@ -39,6 +39,7 @@ from arena.config import Settings
 from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker
 from arena.inprocess import InProcessDispatcher
+from arena.rulesets import arena_ruleset
 from arena.runner.replay import verify_logs
 from arena.usecases import ladders
 from arena.usecases.bots import Credentials, credentials
@@ -61,24 +62,6 @@ DEMO_BOTS = (
     ("carol", "random-1", "random", 3),
     ("dave", "random-2", "random", 4),
 )
-#: Per rule set: games_per_pairing and options of the demo tournament, and how to say it.
-DEMO_SIZES: dict[str, dict[str, Any]] = {
-    "million_doubt": {
-        "games_per_pairing": 10,
-        "options": {},
-        "about": "6 pairings x 10 games (5 deals, each played from both seats)",
-    },
-    "trump_millionaire": {
-        "games_per_pairing": 1,
-        "options": {"target_score": 50},
-        "about": "1 table x 4 seat rotations, each a game to 50 points (target shortened from 100)",
-    },
-    "jdf": {
-        "games_per_pairing": 1,
-        "options": {"sets": 1},
-        "about": "1 table x 4 seat rotations, each a match of 1 set of 4 games (shortened from 3 sets)",
-    },
-}
 #: Seconds a demo bot that dials out may take to be welcomed by the gateway.
 CONNECT_WAIT_S = 30.0
 #: TIME-1 rules of the demo tournament, seconds (the service's defaults).
@@ -325,8 +308,8 @@ def _run(
     started: float,
 ) -> DemoResult:
     settings = Settings.from_env()
-    size = DEMO_SIZES[ruleset]
-    gpp = games_per_pairing or size["games_per_pairing"]
+    size = arena_ruleset(ruleset).demo
+    gpp = games_per_pairing or size.games_per_pairing
     how = (
         f"4 sample bots dialing out to a gateway ({dialout.gateway.url}, Redis {dialout.redis.url})"
         if dialout is not None
@@ -338,7 +321,7 @@ def _run(
     )
     console.print(
         "tournament size (kept small for the demo): "
-        f"{size['about'] if gpp == size['games_per_pairing'] else f'games_per_pairing {gpp}'}; "
+        f"{size.about if gpp == size.games_per_pairing else f'games_per_pairing {gpp}'}; "
         f"time bank {DEMO_TIME_RULES['initial']:g} s +{DEMO_TIME_RULES['increment']:g} s per action; "
         + (f"seed {seed} (chosen: not rated)" if seed is not None else "seed drawn when it starts")
     )
@@ -349,7 +332,7 @@ def _run(
             name=f"demo {ruleset}",
             ruleset=ruleset,
             participants=list(bots),
-            options=size["options"],
+            options=size.options,
             games_per_pairing=gpp,
             time_rules=DEMO_TIME_RULES,
             **({"seed": seed} if seed is not None else {}),
@@ -395,7 +378,7 @@ def _run_ladder(
     open ladder through the API, then the demo's loop drives the ladder's tick, each tick's
     sets played in-process; the live table and the official table at the end."""
     settings = Settings.from_env()
-    size = DEMO_SIZES[ruleset]
+    size = arena_ruleset(ruleset).demo
     how = "dialing out to a gateway" if dialout is not None else "over HTTP"
     length = f"{run.ticks} ticks" if run.ticks is not None else f"{run.minutes:g} minutes"
     console.print(
@@ -414,7 +397,7 @@ def _run_ladder(
             name=f"demo {ruleset} ladder",
             ruleset=ruleset,
             open=True,
-            options=size["options"],
+            options=size.options,
             time_rules=DEMO_TIME_RULES,
             config=LADDER_CONFIG,
         )

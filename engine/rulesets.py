@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from engine.game import Game
+from engine.game import DECISIONS, Game
 from engine.jdf import Jdf
 from engine.million_doubt import MillionDoubt
 from engine.options import (
@@ -47,6 +47,7 @@ class RuleSet:
     Attributes:
         name: the rule-set id (``million_doubt``, ``trump_millionaire``, ``jdf``).
         title: its name in docs/rules.md.
+        short_title: its display name (the pages translate it: ``api/ui/i18n.py``).
         seats: seats at the table (MD-1: 2; TM-2, JDF-1: 4).
         option_class: its :class:`~engine.options.Options` subclass.
         game_class: its :class:`~engine.game.Game` subclass.
@@ -61,10 +62,14 @@ class RuleSet:
         local_rules: whether the LR options exist (docs/rules.md section LR).
         lists_every_play: whether :meth:`Game.legal_actions` lists every legal action (False
             in Million Doubt: face-down plays are checked, not listed, MD-2).
+        decision_kinds: every decision kind a game of it asks (ACT, a subset of
+            :data:`engine.game.DECISIONS`, in that order).
+        face_down: whether a play may hold face-down cards (MD-2).
     """
 
     name: str
     title: str
+    short_title: str
     seats: int
     option_class: type[Options]
     game_class: type[Game]
@@ -73,6 +78,8 @@ class RuleSet:
     duplicate_pairs: bool
     local_rules: bool
     lists_every_play: bool
+    decision_kinds: tuple[str, ...]
+    face_down: bool
 
     def options(self, values: Mapping[str, Any] | Options | None = None) -> Options:
         """Validated options of this rule set (:func:`engine.options.make_options`).
@@ -85,14 +92,22 @@ class RuleSet:
     def face_down_rule(self) -> str | None:
         """The MD-2/MD-3 rule of face-down plays in words (for bots), or None when the rule
         set has no face-down play."""
-        return MillionDoubt.face_down_rule() if self.game_class is MillionDoubt else None
+        return MillionDoubt.face_down_rule() if self.face_down else None
 
 
-def _ruleset(name: str, title: str, game_class: type[Game], unit: str, games_per_match: bool) -> RuleSet:
+def _ruleset(
+    name: str,
+    titles: tuple[str, str],
+    game_class: type[Game],
+    unit: str,
+    games_per_match: bool,
+    decision_kinds: tuple[str, ...],
+) -> RuleSet:
     option_class = OPTION_CLASSES[name]
+    assert set(decision_kinds) <= set(DECISIONS), name
     return RuleSet(
         name,
-        title,
+        *titles,
         SEATS[name],
         option_class,
         game_class,
@@ -101,15 +116,38 @@ def _ruleset(name: str, title: str, game_class: type[Game], unit: str, games_per
         games_per_match,
         issubclass(option_class, LocalRuleOptions),
         game_class.LISTS_EVERY_PLAY,
+        tuple(k for k in DECISIONS if k in decision_kinds),
+        not game_class.LISTS_EVERY_PLAY,  # MD-2: face-down plays are the ones not listed
     )
 
 
 #: The registry: rule-set id -> :class:`RuleSet`, in docs/rules.md order.
 RULESETS: Mapping[str, RuleSet] = MappingProxyType(
     {
-        MILLION_DOUBT: _ruleset(MILLION_DOUBT, "Million Doubt", MillionDoubt, "game", True),
-        TRUMP_MILLIONAIRE: _ruleset(TRUMP_MILLIONAIRE, "Trump Millionaire", TrumpMillionaire, "game of deals", False),
-        JDF: _ruleset(JDF, "Japan Daifugo Federation official rules", Jdf, "match", False),
+        MILLION_DOUBT: _ruleset(
+            MILLION_DOUBT,
+            ("Million Doubt", "Million Doubt"),
+            MillionDoubt,
+            "game",
+            True,
+            ("play", "doubt", "penalty"),
+        ),
+        TRUMP_MILLIONAIRE: _ruleset(
+            TRUMP_MILLIONAIRE,
+            ("Trump Millionaire", "Trump Millionaire"),
+            TrumpMillionaire,
+            "game of deals",
+            False,
+            ("play", "exchange", "rate", "give", "discard"),
+        ),
+        JDF: _ruleset(
+            JDF,
+            ("Japan Daifugo Federation official rules", "JDF"),
+            Jdf,
+            "match",
+            False,
+            ("play", "give", "discard"),
+        ),
     }
 )
 

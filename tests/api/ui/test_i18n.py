@@ -13,6 +13,7 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
 from sqlalchemy import select
 
+import engine
 from api.ui import i18n
 from api.ui.lang import option_value
 from arena.db.models import Match
@@ -41,6 +42,15 @@ def test_every_message_of_the_pages_has_a_japanese_translation():
     assert missing == [], f"run bash infra/i18n.sh and translate: {missing}"
     for msgid, msgstr in translated.items():  # placeholders survive the translation
         assert sorted(PLACEHOLDER.findall(msgid)) == sorted(PLACEHOLDER.findall(msgstr)), msgid
+
+
+def test_every_rule_set_title_is_marked_and_translated():
+    """The pages name a rule set by its descriptor's short_title (engine.RULESETS): each is
+    marked for the catalogs (i18n.RULESET_TITLES) and translated."""
+    titles = {rs.short_title for rs in engine.RULESETS.values()}
+    assert titles <= set(i18n.RULESET_TITLES)
+    translated = {m.id: m.string for m in _catalog() if m.id}
+    assert all(translated.get(t) for t in titles), titles
 
 
 def test_committed_mo_is_the_compiled_po():
