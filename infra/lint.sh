@@ -4,6 +4,8 @@
 #   ruff format   the one code format (--check: fails on any file it would change)
 #   ruff check    lint and import order ([tool.ruff])
 #   mypy          types: strict on engine/, clean on the rest ([tool.mypy])
+#   ruleset_gate  no module outside the rule-set descriptors branches on a rule set
+#                 (infra/ruleset_gate.py; docs/architecture.md, "How to add a rule set")
 # Uses .venv (infra/bootstrap.sh makes it). Exit status: the first gate that fails.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,3 +19,5 @@ echo "lint.sh: ruff check" >&2
 .venv/bin/ruff check .
 echo "lint.sh: mypy" >&2
 .venv/bin/mypy
+echo "lint.sh: ruleset_gate" >&2
+.venv/bin/python infra/ruleset_gate.py

@@ -41,8 +41,9 @@ DESCRIPTORS = (
     "bots_sdk/env/rulesets.py",  # the environment's observation encoding per rule set
     "arena/rulesets/",  # the arena's facts per rule set
 )
-#: Not product branching: the sample bots are contestants' code (a bot knows what it plays).
-EXEMPT = ("bots_sdk/samples/",)
+#: Not product branching: the sample bots are contestants' code (a bot knows what it plays);
+#: the protocol's worked examples label docs/protocol.md's examples by rule set.
+EXEMPT = ("bots_sdk/samples/", "bots_sdk/examples.py")
 
 
 @dataclass(frozen=True)
