@@ -47,7 +47,6 @@ class RuleSet:
     Attributes:
         name: the rule-set id (``million_doubt``, ``trump_millionaire``, ``jdf``).
         title: its name in docs/rules.md.
-        short_title: its display name (the pages translate it: ``api/ui/i18n.py``).
         seats: seats at the table (MD-1: 2; TM-2, JDF-1: 4).
         option_class: its :class:`~engine.options.Options` subclass.
         game_class: its :class:`~engine.game.Game` subclass.
@@ -65,11 +64,13 @@ class RuleSet:
         decision_kinds: every decision kind a game of it asks (ACT, a subset of
             :data:`engine.game.DECISIONS`, in that order).
         face_down: whether a play may hold face-down cards (MD-2).
+        scoring_unit: what :attr:`Game.unit_index` counts inside one engine state, each unit
+            scored and its time banks reset (TIME-1): ``"deal"`` (TM-1), ``"game"`` (JDF-1: the
+            games of a match, in sets), or None when the state is one unit (MD).
     """
 
     name: str
     title: str
-    short_title: str
     seats: int
     option_class: type[Options]
     game_class: type[Game]
@@ -80,6 +81,7 @@ class RuleSet:
     lists_every_play: bool
     decision_kinds: tuple[str, ...]
     face_down: bool
+    scoring_unit: str | None
 
     def options(self, values: Mapping[str, Any] | Options | None = None) -> Options:
         """Validated options of this rule set (:func:`engine.options.make_options`).
@@ -97,17 +99,18 @@ class RuleSet:
 
 def _ruleset(
     name: str,
-    titles: tuple[str, str],
+    title: str,
     game_class: type[Game],
     unit: str,
     games_per_match: bool,
     decision_kinds: tuple[str, ...],
+    scoring_unit: str | None,
 ) -> RuleSet:
     option_class = OPTION_CLASSES[name]
     assert set(decision_kinds) <= set(DECISIONS), name
     return RuleSet(
         name,
-        *titles,
+        title,
         SEATS[name],
         option_class,
         game_class,
@@ -118,6 +121,7 @@ def _ruleset(
         game_class.LISTS_EVERY_PLAY,
         tuple(k for k in DECISIONS if k in decision_kinds),
         not game_class.LISTS_EVERY_PLAY,  # MD-2: face-down plays are the ones not listed
+        scoring_unit,
     )
 
 
@@ -126,27 +130,30 @@ RULESETS: Mapping[str, RuleSet] = MappingProxyType(
     {
         MILLION_DOUBT: _ruleset(
             MILLION_DOUBT,
-            ("Million Doubt", "Million Doubt"),
+            "Million Doubt",
             MillionDoubt,
             "game",
             True,
             ("play", "doubt", "penalty"),
+            None,
         ),
         TRUMP_MILLIONAIRE: _ruleset(
             TRUMP_MILLIONAIRE,
-            ("Trump Millionaire", "Trump Millionaire"),
+            "Trump Millionaire",
             TrumpMillionaire,
             "game of deals",
             False,
             ("play", "exchange", "rate", "give", "discard"),
+            "deal",
         ),
         JDF: _ruleset(
             JDF,
-            ("Japan Daifugo Federation official rules", "JDF"),
+            "Japan Daifugo Federation official rules",
             Jdf,
             "match",
             False,
             ("play", "give", "discard"),
+            "game",
         ),
     }
 )

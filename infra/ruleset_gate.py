@@ -2,16 +2,19 @@
 
 Every fact about a rule set is reached through its descriptors (docs/architecture.md, "How to
 add a rule set"): ``engine.RULESETS`` (engine facts), ``bots_sdk.env.rulesets`` (observation
-encoding), ``arena.rulesets`` (the arena's facts). This gate reads the product's modules
-(:data:`PACKAGES`, less :data:`DESCRIPTORS` and :data:`EXEMPT`) and fails on any branch that
-names a rule set: a rule-set id (``"jdf"``), its constant (``engine.JDF``), its game class
-(``Jdf``) or option class (``JdfOptions``) in
+encoding), ``arena.rulesets`` (the arena's facts), ``api.ui.rulesets`` (the pages'). This
+gate reads the product's modules (:data:`PACKAGES`, less :data:`DESCRIPTORS` and
+:data:`EXEMPT`) and fails on any branch that names a rule set: a rule-set id (``"jdf"``), its
+constant (``engine.JDF``), its game class (``Jdf``) or option class (``JdfOptions``) in
 
 * a comparison (``==``, ``!=``, ``in``, ``not in``, ``is``), or a literal tuple, list or set
   compared against;
 * ``isinstance`` / ``issubclass``;
 * a ``match`` statement's ``case``;
 * a key of a dict literal, or a subscript (``TABLE["jdf"]``).
+
+Templates and scripts of the pages (``.html``, ``.js``) are read too: a quoted rule-set id
+beside ``==``, ``!=``, ``===``, ``!==`` or ``in`` fails (:func:`scan_text`).
 
 Naming a rule set elsewhere (a default argument, a docstring, a call ``new_game("jdf")``) is
 not a branch and passes. Tests, benches, docs and examples are not scanned.
@@ -23,6 +26,7 @@ what``); :func:`scan_source` checks one module's text.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,7 +44,10 @@ DESCRIPTORS = (
     "engine/jdf.py",
     "bots_sdk/env/rulesets.py",  # the environment's observation encoding per rule set
     "arena/rulesets/",  # the arena's facts per rule set
+    "api/ui/rulesets.py",  # the pages' facts per rule set (display names, hints)
 )
+#: The suffixes of the pages' templates and scripts (:func:`scan_text`).
+TEXT_SUFFIXES = (".html", ".js")
 #: Not product branching: the sample bots are contestants' code (a bot knows what it plays);
 #: the protocol's worked examples label docs/protocol.md's examples by rule set.
 EXEMPT = ("bots_sdk/samples/", "bots_sdk/examples.py")
@@ -158,11 +165,24 @@ def scan_source(
     return visitor.found
 
 
-def product_modules(root: Path) -> Iterator[Path]:
-    """The modules the gate reads under ``root``: :data:`PACKAGES` less the descriptors and
-    the exempt folders."""
+def scan_text(source: str, path: str = "<string>", ids: frozenset[str] | None = None) -> list[Finding]:
+    """The comparisons with a quoted rule-set id in a template or script's ``source``."""
+    ids = ids if ids is not None else rule_set_names()[0]
+    quoted = "[\"'](?:" + "|".join(re.escape(i) for i in sorted(ids)) + ")[\"']"
+    pattern = re.compile(rf"(?:[=!]==?|\bin\b)\s*[\(\[]?\s*{quoted}|{quoted}\s*(?:[=!]==?)")
+    found = []
+    for n, line in enumerate(source.splitlines(), 1):
+        m = pattern.search(line)
+        if m:
+            found.append(Finding(path, n, f"compares with the rule set: {m.group(0).strip()}"))
+    return found
+
+
+def product_modules(root: Path, suffixes: tuple[str, ...] = (".py",)) -> Iterator[Path]:
+    """The files of these ``suffixes`` the gate reads under ``root``: :data:`PACKAGES` less
+    the descriptors and the exempt folders."""
     for package in PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
+        for path in sorted(p for p in (root / package).rglob("*") if p.suffix in suffixes and p.is_file()):
             rel = path.relative_to(root).as_posix()
             if any(rel == d or (d.endswith("/") and rel.startswith(d)) for d in DESCRIPTORS + EXEMPT):
                 continue
@@ -175,6 +195,8 @@ def scan(root: Path) -> list[Finding]:
     found: list[Finding] = []
     for path in product_modules(root):
         found += scan_source(path.read_text(encoding="utf-8"), path.relative_to(root).as_posix(), names)
+    for path in product_modules(root, TEXT_SUFFIXES):
+        found += scan_text(path.read_text(encoding="utf-8"), path.relative_to(root).as_posix(), names[0])
     return found
 
 

@@ -27,7 +27,8 @@ from flask import Flask, Response, request
 from flask_babel import Babel, get_locale
 from flask_babel import gettext as _
 
-import engine
+from api.ui.marks import N_
+from api.ui.rulesets import PAGE_RULESETS
 
 #: Supported locales, the first is the default.
 LOCALES = ("en", "ja")
@@ -65,9 +66,8 @@ def init_i18n(app: Flask) -> None:
 
 
 def ruleset_names() -> dict[str, str]:
-    """Display names of the rule sets in the current locale: each one's
-    ``engine.RuleSet.short_title`` (marked for the catalogs in :data:`RULESET_TITLES`)."""
-    return {rs.name: _(rs.short_title) for rs in engine.RULESETS.values()}
+    """Display names of the rule sets in the current locale (``api.ui.rulesets``' titles)."""
+    return {name: _(rs.title) for name, rs in PAGE_RULESETS.items()}
 
 
 def status_name(status: str) -> str:
@@ -76,16 +76,6 @@ def status_name(status: str) -> str:
     it 200 times)."""
     message = _STATUS_MESSAGES.get(status)
     return _(message) if message is not None else status
-
-
-def N_(message: str) -> str:  # noqa: N802 - the gettext convention; marks a message for extraction
-    """Mark ``message`` for extraction (``pybabel extract -k N_``) without translating it now."""
-    return message
-
-
-#: The rule sets' display names (``engine.RuleSet.short_title``), marked for the catalogs: a
-#: new rule set's title is added here (``tests/api/ui/test_i18n.py`` checks every one is).
-RULESET_TITLES = (N_("Million Doubt"), N_("Trump Millionaire"), N_("JDF"))
 
 
 def check_warnings(result: dict | None) -> list[str]:

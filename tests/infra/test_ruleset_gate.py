@@ -81,6 +81,23 @@ def test_naming_a_rule_set_without_branching_passes(source):
     assert gate.scan_source(source) == []
 
 
+@pytest.mark.parametrize(
+    ("line", "hit"),
+    [
+        ('var u = R.ruleset === "trump_millionaire" ? 1 : 2;', True),
+        ('if (R.ruleset !== "million_doubt") {', True),
+        ("{% if t.ruleset == 'jdf' %}x{% endif %}", True),
+        ("{% if ladder.ruleset in ('jdf', 'trump_millionaire') %}", True),
+        ('if ("jdf" === rs) {', True),
+        ('var u = R.scoring_unit === "deal" ? 1 : 2;', False),
+        ('<option value="jdf">JDF</option>', False),
+    ],
+)
+def test_templates_and_scripts_are_read_for_comparisons_with_an_id(line, hit):
+    found = gate.scan_text("<p>\n" + line, "api/ui/static/x.js")
+    assert [f.line for f in found] == ([2] if hit else [])
+
+
 def test_the_descriptors_are_not_read_and_the_rest_of_the_product_is():
     read = {p.relative_to(ROOT).as_posix() for p in gate.product_modules(ROOT)}
     assert "arena/limits.py" in read and "api/ui/i18n.py" in read and "bots_sdk/env/aec.py" in read
@@ -88,3 +105,5 @@ def test_the_descriptors_are_not_read_and_the_rest_of_the_product_is():
     assert not {p for p in read if p.startswith("arena/rulesets/")}
     assert not {"engine/rulesets.py", "bots_sdk/env/rulesets.py", "engine/jdf.py"} & read
     assert not {p for p in read if p.startswith("tests/") or p.startswith("bench/")}
+    pages = {p.relative_to(ROOT).as_posix() for p in gate.product_modules(ROOT, gate.TEXT_SUFFIXES)}
+    assert {"api/ui/static/replay.js", "api/ui/templates/match.html"} <= pages

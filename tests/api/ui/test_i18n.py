@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 import engine
 from api.ui import i18n
+from api.ui.rulesets import PAGE_RULESETS
 from api.ui.lang import option_value
 from arena.db.models import Match
 
@@ -44,13 +45,19 @@ def test_every_message_of_the_pages_has_a_japanese_translation():
         assert sorted(PLACEHOLDER.findall(msgid)) == sorted(PLACEHOLDER.findall(msgstr)), msgid
 
 
-def test_every_rule_set_title_is_marked_and_translated():
-    """The pages name a rule set by its descriptor's short_title (engine.RULESETS): each is
-    marked for the catalogs (i18n.RULESET_TITLES) and translated."""
-    titles = {rs.short_title for rs in engine.RULESETS.values()}
-    assert titles <= set(i18n.RULESET_TITLES)
+def test_every_rule_set_has_its_page_facts_translated():
+    """The pages' descriptor (api.ui.rulesets) covers every rule set of engine.RULESETS, and
+    its messages (title, replay hint, unit label) are in the catalog, translated."""
+    assert tuple(PAGE_RULESETS) == tuple(engine.RULESETS)
     translated = {m.id: m.string for m in _catalog() if m.id}
-    assert all(translated.get(t) for t in titles), titles
+    for rs in PAGE_RULESETS.values():
+        for message in (rs.title, rs.replay_hint, rs.unit_label):
+            assert message is None or translated.get(message), (rs.name, message)
+    assert i18n.ruleset_names() == {
+        "million_doubt": "Million Doubt",
+        "trump_millionaire": "Trump Millionaire",
+        "jdf": "JDF",
+    }
 
 
 def test_committed_mo_is_the_compiled_po():
