@@ -15,8 +15,8 @@ from sqlalchemy import select
 
 import engine
 from api.ui import i18n
-from api.ui.rulesets import PAGE_RULESETS
 from api.ui.lang import option_value
+from api.ui.rulesets import PAGE_RULESETS
 from arena.db.models import Match
 
 UI = Path(i18n.__file__).resolve().parent
