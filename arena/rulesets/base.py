@@ -115,10 +115,23 @@ def one_point(options: Mapping[str, Any]) -> float:
     return 1.0
 
 
+def dealt(g: Any) -> tuple[tuple[tuple[int, ...], ...], int]:
+    """``(hands, leader)`` of the deal ``g`` has just dealt (no action of it taken yet)."""
+    d = g.decision()
+    return tuple(tuple(h) for h in g.hands), d.seat if d is not None else 0
+
+
 def plain_deal(g: Any) -> Deal:
     """The deal ``g`` has just dealt, chance alone deciding its start (no aside, no state)."""
-    d = g.decision()
-    return Deal(tuple(tuple(h) for h in g.hands), (), d.seat if d is not None else 0, None)
+    hands, leader = dealt(g)
+    return Deal(hands, (), leader, None)
+
+
+def result_scores(result: Any, seats: int) -> list[float]:
+    """The ``scores`` of an engine result (``Game.result``, ``Game.unit_result``) per seat."""
+    if result is None:  # pragma: no cover - a rollout always ends its unit
+        return [0.0] * seats
+    return [float(result["scores"][str(s)]) for s in range(seats)]
 
 
 #: Both local rules of the give and discard positions (LR-5, LR-6): a bot is checked with them together.

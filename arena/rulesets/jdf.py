@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import engine
-from arena.rulesets.base import GIVE_DISCARD, ArenaRuleSet, Deal, DemoSize, Probe, one_point
+from arena.rulesets.base import GIVE_DISCARD, ArenaRuleSet, Deal, DemoSize, Probe, dealt, one_point
 from engine.options import Options
 
 
@@ -23,9 +23,7 @@ def _bound(limit: int, units: int, given: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _deal(g: Any) -> Deal:
-    hands = tuple(tuple(h) for h in g.hands)
-    d = g.decision()
-    leader = d.seat if d is not None else 0
+    hands, leader = dealt(g)
     state: dict[str, Any] | None = None
     if g.previous_ranks:  # JDF-4, JDF-11: the exchange, the daihinmin's lead, the daifugo's fall
         state = {

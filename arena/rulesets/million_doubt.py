@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import engine
-from arena.rulesets.base import ArenaRuleSet, DemoSize, Probe, one_point, plain_deal
+from arena.rulesets.base import ArenaRuleSet, DemoSize, Probe, one_point, plain_deal, result_scores
 from engine.options import Options
 
 _MD_HIGH = ["9S", "9D", "TH", "QD", "KC", "AS", "2H"]
@@ -17,10 +17,7 @@ def _units(options: Options, games: int) -> int:
 
 
 def _scores(g: Any, seats: int, bonus: int) -> list[float]:
-    r: Any = g.result()
-    if r is None:  # pragma: no cover - a rollout always ends its game
-        return [0.0] * seats
-    return [float(r["scores"][str(s)]) for s in range(seats)]
+    return result_scores(g.result(), seats)  # MD-17
 
 
 RULESET = ArenaRuleSet(

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import engine
-from arena.rulesets.base import GIVE_DISCARD, ArenaRuleSet, Deal, DemoSize, Probe
+from arena.rulesets.base import GIVE_DISCARD, ArenaRuleSet, Deal, DemoSize, Probe, dealt, result_scores
 from engine.options import Options
 
 #: Upper estimate of Trump Millionaire deals per 100 points of ``target_score``.
@@ -19,17 +19,17 @@ def _units(options: Options, games: int) -> int:
     return max(1, math.ceil(TM_DEALS_PER_100 * target / 100)) * max(1, games)
 
 
-def _bound(limit: int, units: int, given: Mapping[str, Any]) -> tuple[str, str]:
-    most = limit * 100 // TM_DEALS_PER_100
-    return (
-        "options.target_score",
-        f"must be at most {most} (a game of up to {limit} deals; longer games exceed the runner's decision limit)",
-    )
-
-
 def most_target_score(limit: int) -> int:
     """The largest ``target_score`` whose estimate of deals stays within ``limit`` units."""
     return limit * 100 // TM_DEALS_PER_100
+
+
+def _bound(limit: int, units: int, given: Mapping[str, Any]) -> tuple[str, str]:
+    return (
+        "options.target_score",
+        f"must be at most {most_target_score(limit)} (a game of up to {limit} deals; longer games exceed the "
+        "runner's decision limit)",
+    )
 
 
 def _settle_delta(options: Mapping[str, Any]) -> float:
@@ -37,9 +37,7 @@ def _settle_delta(options: Mapping[str, Any]) -> float:
 
 
 def _deal(g: Any) -> Deal:
-    hands = tuple(tuple(h) for h in g.hands)
-    d = g.decision()
-    leader = d.seat if d is not None else 0
+    hands, leader = dealt(g)
     state: dict[str, Any] | None = None
     if g.millionaire is not None:  # TM-3: the Millionaire's exchange, rate and lead
         state, leader = {"millionaire": g.millionaire}, g.millionaire
@@ -47,10 +45,7 @@ def _deal(g: Any) -> Deal:
 
 
 def _scores(g: Any, seats: int, bonus: int) -> list[float]:
-    r: Any = g.unit_result()
-    if r is None:  # pragma: no cover - a rollout always ends its deal
-        return [0.0] * seats
-    return [float(r["scores"][str(s)]) for s in range(seats)]
+    return result_scores(g.unit_result(), seats)  # TM-7
 
 
 RULESET = ArenaRuleSet(
