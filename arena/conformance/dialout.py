@@ -22,7 +22,7 @@ from websockets.sync.client import connect as ws_connect
 from arena import relay
 from arena.conformance.games import ProgressFn
 from arena.conformance.pipeline import run_pipeline, warn
-from arena.health import HEALTH_TIMEOUT_S, judge_health_body, truncate_text
+from arena.health import HEALTH_TIMEOUT_S, judge_health_body, not_healthy_yet, truncate_text
 from arena.runner.connected import ConnectedPlayer
 from arena.runner.players import Player
 from bots_sdk import protocol, wire
@@ -40,14 +40,7 @@ def connected_health(
     :class:`~arena.relay.Story`, as the gateways wrote it) says which step it reached,
     :func:`dial_step` (``step``, ``error``, ``error_code``). Never raises for the bot's
     behaviour (the relay's failure: :class:`~arena.runner.connected.RelayUnavailable`)."""
-    out: dict[str, Any] = {
-        "ok": False,
-        "status": None,
-        "elapsed_ms": None,
-        "name": None,
-        "protocols": [],
-        "error": None,
-    }
+    out = not_healthy_yet()
     outcome = player.health(timeout_s)
     out["elapsed_ms"] = float(outcome.elapsed_ms)
     if outcome.action is None:
