@@ -29,6 +29,11 @@ def truncate_text(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def not_healthy_yet() -> dict[str, Any]:
+    """A health check's outcome before anything is known (:func:`health_check`'s shape)."""
+    return {"ok": False, "status": None, "elapsed_ms": None, "name": None, "protocols": [], "error": None}
+
+
 def health_check(
     url: str, *, timeout_s: float = HEALTH_TIMEOUT_S, client: httpx.Client | None = None, allow_private: bool = False
 ) -> dict[str, Any]:
@@ -49,14 +54,7 @@ def health_check(
         trust_env=False,
         transport=PinnedTransport(allow_private=allow_private),
     )
-    out: dict[str, Any] = {
-        "ok": False,
-        "status": None,
-        "elapsed_ms": None,
-        "name": None,
-        "protocols": [],
-        "error": None,
-    }
+    out = not_healthy_yet()
     start = time.monotonic()
     try:
         resp, body = _get_health(client, url, timeout_s, start, out)

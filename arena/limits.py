@@ -2,7 +2,7 @@
 
 :func:`longest_match_seconds`, in seconds, for a match of ``U`` units (Million Doubt: ``games``
 games; Trump Millionaire: deals; JDF: ``sets x games_per_set`` games), ``S`` seats, at most
-``D`` (:data:`DECISIONS_PER_UNIT`) decisions per unit, time rules ``initial`` / ``increment``
+``D`` (the rule set's ``ArenaRuleSet.decisions_per_unit``) decisions per unit, time rules ``initial`` / ``increment``
 / ``cap`` (TIME-1)::
 
     per_unit = min(S * initial + D * increment,   # a seat spends at most its initial bank plus
@@ -11,7 +11,7 @@ games; Trump Millionaire: deals; JDF: ``sets x games_per_set`` games), ``S`` sea
     longest  = U * (per_unit + D * REQUEST_OVERHEAD_S) + S * NOTICES_S_PER_SEAT
     visibility_timeout = ceil(SAFETY * longest + SLACK_S)
 
-TM deals: :data:`TM_DEALS_PER_100` per 100 points of ``target_score`` (an estimate, not a
+TM deals: ``arena.rulesets.trump_millionaire.TM_DEALS_PER_100`` per 100 points of ``target_score`` (an estimate, not a
 bound). Without ``ARENA_VISIBILITY_TIMEOUT_S`` the worker uses
 :func:`default_visibility_timeout`. Figures and reasons: docs/operations.md, "Visibility
 timeout (backstop)".
@@ -25,6 +25,7 @@ from typing import Any
 
 import engine
 from arena.config import Settings
+from arena.rulesets import arena_ruleset
 from engine.timebank import TimeRules
 
 #: Safety stop of the match runner: more decisions than this in one engine game (a MD game, a
@@ -36,10 +37,6 @@ MAX_SCORING_VALUE = 1_000_000
 #: Most entries of ``rate_choices`` (TM-3).
 MAX_RATE_CHOICES = 10
 
-#: Upper estimate of decisions in one unit (MD game, TM deal, JDF game), see module docstring.
-DECISIONS_PER_UNIT = {engine.MILLION_DOUBT: 80, engine.TRUMP_MILLIONAIRE: 200, engine.JDF: 250}
-#: Upper estimate of Trump Millionaire deals per 100 points of ``target_score``.
-TM_DEALS_PER_100 = 300
 #: Seconds per decision spent outside the banks (engine, signing, transport).
 REQUEST_OVERHEAD_S = 0.02
 #: Seconds per seat for its match start and end notices (2 notices x 2 s, arena.runner.players).
@@ -60,14 +57,14 @@ class BoundsError(ValueError):
 def max_units_per_game(ruleset: str) -> int:
     """Most units (TM deals, JDF games) one engine game may hold so that even the upper
     estimate of its decisions stays under :data:`MAX_DECISIONS_PER_GAME`."""
-    return MAX_DECISIONS_PER_GAME // DECISIONS_PER_UNIT[ruleset]
+    return MAX_DECISIONS_PER_GAME // arena_ruleset(ruleset).decisions_per_unit
 
 
 def check_match_bounds(ruleset: str, options: Mapping[str, Any] | None = None) -> None:
     """Check that a match with these (engine-valid) options can finish within the runner's
     limits: the upper estimate of decisions in one engine game is at most
     :data:`MAX_DECISIONS_PER_GAME` (TM: ``ceil(TM_DEALS_PER_100 * target_score / 100)``
-    deals of ``DECISIONS_PER_UNIT`` decisions, so ``target_score`` <= 333; JDF:
+    deals of ``decisions_per_unit`` decisions, so ``target_score`` <= 333; JDF:
     ``sets x games_per_set`` <= 800 games), and scoring options are at most
     :data:`MAX_SCORING_VALUE` in absolute value.
 
@@ -85,35 +82,20 @@ def check_match_bounds(ruleset: str, options: Mapping[str, Any] | None = None) -
             raise BoundsError(f"options.{name}", f"entries must be at most {MAX_SCORING_VALUE} in absolute value")
     if "rate_choices" in given and len(getattr(opts, "rate_choices")) > MAX_RATE_CHOICES:  # noqa: B009
         raise BoundsError("options.rate_choices", f"at most {MAX_RATE_CHOICES} entries")
-    if ruleset == engine.MILLION_DOUBT:
+    facts = arena_ruleset(ruleset)
+    if facts.unit_bound is None:
         return
-    units = match_units(ruleset, 1, opts.to_dict())
+    units = facts.match_units(opts, 1)
     limit = max_units_per_game(ruleset)
-    if units <= limit:
-        return
-    if ruleset == engine.TRUMP_MILLIONAIRE:
-        most = limit * 100 // TM_DEALS_PER_100
-        raise BoundsError(
-            "options.target_score",
-            f"must be at most {most} (a game of up to {limit} deals; longer games exceed the runner's decision limit)",
-        )
-    raise BoundsError(
-        "options.games_per_set" if "games_per_set" in given else "options.sets",
-        f"sets x games_per_set must be at most {limit} (it is {units}; "
-        "longer matches exceed the runner's decision limit)",
-    )
+    if units > limit:
+        raise BoundsError(*facts.unit_bound(limit, units, given))
 
 
 def match_units(ruleset: str, games: int, options: Mapping[str, Any] | None = None) -> int:
     """Units of a match of ``games`` engine games: MD games, TM deals (an estimate per game,
     times the games: a ladder set plays one TM game per seat rotation), JDF games (sets x
     games per set, times the games)."""
-    opts = engine.make_options(ruleset, options)
-    if isinstance(opts, engine.TrumpMillionaireOptions):
-        return max(1, math.ceil(TM_DEALS_PER_100 * opts.target_score / 100)) * max(1, games)
-    if isinstance(opts, engine.JdfOptions):
-        return opts.sets * opts.games_per_set * max(1, games)
-    return max(1, games)  # Million Doubt: the games of the match (RuleSet.games_per_match_option)
+    return arena_ruleset(ruleset).match_units(engine.make_options(ruleset, options), games)
 
 
 def longest_match_seconds(
@@ -122,10 +104,11 @@ def longest_match_seconds(
     """Upper bound of a match's wall time in seconds (module docstring formula); ``games``:
     the engine games of the match (None: a tournament's default match, Million Doubt 2 games,
     the others 1)."""
+    facts = arena_ruleset(ruleset)
     if games is None:
-        games = 2 if ruleset == engine.MILLION_DOUBT else 1
+        games = facts.default_games
     seats = engine.SEATS[ruleset]
-    d = DECISIONS_PER_UNIT[ruleset]
+    d = facts.decisions_per_unit
     initial, inc, cap = time_rules.initial_ms / 1000, time_rules.increment_ms / 1000, time_rules.cap_ms / 1000
     per_unit = min(seats * initial + d * inc, d * cap)
     return match_units(ruleset, games, options) * (per_unit + d * REQUEST_OVERHEAD_S) + seats * NOTICES_S_PER_SEAT

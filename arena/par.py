@@ -38,10 +38,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import engine
+from arena.rulesets import ARENA_RULESETS, Deal, arena_ruleset
 from arena.seeds import derive_seed
 from bots_sdk.samples.search import Rollout
 from engine.actions import (
@@ -71,17 +72,13 @@ PAR_DECIMALS = 4
 MAX_ROLLOUTS = 1024
 #: Safety stop of one rollout (a deal/game ends long before).
 MAX_ROLLOUT_ACTIONS = 2000
-#: The par's weight per rule set: the stored par is ``weight x`` the sum of the deals' luck,
-#: so the adjusted score is ``score - weight x luck``, a control variate with its coefficient
-#: fixed in advance (unbiased for any fixed weight, as the luck has mean zero). Each is the
-#: optimal ``Cov(score, luck) / Var(luck)`` estimated on a calibration pool of seeded games
-#: apart from the bench's, rounded (docs/ranking.md, "The weight"). Recorded in the log
-#: (``par.weight``); a log without it was computed with weight 1.
-WEIGHTS: dict[str, float] = {
-    engine.MILLION_DOUBT: 0.6,
-    engine.TRUMP_MILLIONAIRE: 0.5,
-    engine.JDF: 0.4,
-}
+#: The par's weight per rule set (``ArenaRuleSet.par_weight``): the stored par is ``weight x``
+#: the sum of the deals' luck, so the adjusted score is ``score - weight x luck``, a control
+#: variate with its coefficient fixed in advance (unbiased for any fixed weight, as the luck has
+#: mean zero). Each is the optimal ``Cov(score, luck) / Var(luck)`` estimated on a calibration
+#: pool of seeded games apart from the bench's, rounded (docs/ranking.md, "The weight").
+#: Recorded in the log (``par.weight``); a log without it was computed with weight 1.
+WEIGHTS: Mapping[str, float] = MappingProxyType({name: rs.par_weight for name, rs in ARENA_RULESETS.items()})
 
 
 class ParError(ValueError):
@@ -89,51 +86,9 @@ class ParError(ValueError):
     not replay, an unknown baseline, no rollouts. The message says why."""
 
 
-@dataclass(frozen=True)
-class Deal:
-    """One deal of a game as chance drew it, with the position it starts from.
-
-    Attributes:
-        hands: card codes per seat, as dealt (before any exchange).
-        aside: the cards out of the deal in the engine's order (TM set-aside cards, from
-            which an exchange draws; JDF blind cards; empty in Million Doubt).
-        leader: the seat that leads (or, with ``state``, the position's leader).
-        state: None when chance alone decided the start (the leader included); otherwise the
-            position earlier play made, as a ``setup.state`` of :func:`engine.from_setup`
-            (TM ``{"millionaire"}``, JDF ``{"game_in_set", "previous_ranks"}``).
-        bonus: JDF: the set bonus the first place takes in this game (JDF-13), else 0.
-    """
-
-    hands: tuple[tuple[int, ...], ...]
-    aside: tuple[int, ...]
-    leader: int
-    state: Mapping[str, Any] | None
-    bonus: int = 0
-
-
 def _capture(g: Any) -> Deal:
-    """The deal ``g`` has just dealt (no action of it taken yet)."""
-    hands = tuple(tuple(h) for h in g.hands)
-    d = g.decision()
-    leader = d.seat if d is not None else 0
-    state: dict[str, Any] | None = None
-    aside: tuple[int, ...] = ()
-    bonus = 0
-    if g.ruleset == engine.TRUMP_MILLIONAIRE:
-        aside = tuple(g.set_aside)
-        if g.millionaire is not None:
-            state, leader = {"millionaire": g.millionaire}, g.millionaire
-    elif g.ruleset == engine.JDF:
-        aside = tuple(g.blind)
-        if g.previous_ranks:
-            state = {
-                "game_in_set": g.game_in_set,
-                "previous_ranks": {str(s): r for s, r in sorted(g.previous_ranks.items())},
-            }
-            leader = next(s for s, r in g.previous_ranks.items() if r == max(g.previous_ranks.values()))
-        if g.game_in_set >= g.options.games_per_set:
-            bonus = int(g.options.set_bonus)
-    return Deal(hands, aside, leader, state, bonus)
+    """The deal ``g`` has just dealt (no action of it taken yet): the rule set's ``par_deal``."""
+    return arena_ruleset(g.ruleset).par_deal(g)
 
 
 def chance_deals(
@@ -236,14 +191,8 @@ def _start(ruleset: str, options: Mapping[str, Any] | None, deal: Deal, rotation
 
 def _scores(g: Any, n: int, bonus: int) -> list[float]:
     """The finished deal's score per seat: MD-17 points, TM-7 points, JDF-13 rank points (and
-    the set bonus of first place)."""
-    r: Any = g.result() if g.ruleset == engine.MILLION_DOUBT else g.unit_result()
-    if r is None:  # pragma: no cover - a rollout always ends its deal
-        return [0.0] * n
-    if g.ruleset == engine.JDF:
-        points = g.options.rank_points
-        return [float(points[r["ranks"][str(s)] - 1] + (bonus if r["ranks"][str(s)] == 1 else 0)) for s in range(n)]
-    return [float(r["scores"][str(s)]) for s in range(n)]
+    the set bonus of first place): the rule set's ``par_scores``."""
+    return arena_ruleset(g.ruleset).par_scores(g, n, bonus)
 
 
 def _values(

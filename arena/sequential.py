@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from arena.rulesets import arena_ruleset
 from arena.status import StopReason
 
 #: A seat's occupant: a bot id, or the name of a house bot (``"house-1"``).
@@ -64,10 +65,8 @@ def default_delta(ruleset: str, options: Mapping[str, Any]) -> float:
     """The score difference per game the test is tuned to find when the organizer gives none:
     Million Doubt 1 point (MD-17: a game is worth 1 to 11), Trump Millionaire a tenth of
     ``target_score`` (10 for 100), JDF 1 match point. About a third of a seat's spread of
-    game scores between sample bots (docs/ranking.md)."""
-    if ruleset == "trump_millionaire":
-        return float(options.get("target_score", 100)) / 10.0
-    return 1.0
+    game scores between sample bots (docs/ranking.md). The rule set's ``settle_delta``."""
+    return arena_ruleset(ruleset).settle_delta(options)
 
 
 @dataclass(frozen=True)

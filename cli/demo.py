@@ -9,7 +9,7 @@ and checked by four contestant accounts; a round-robin tournament created and st
 progress bar polling ``GET /tournaments/{id}``; then the standings, every match log in
 ``DIR/logs`` (replayed through the engine), ``DIR/demo.json`` (API URL, tokens, tournament
 id) and where to open the replay pages. ``--serve`` keeps the API and the pages up until
-Ctrl-C. Sizes: :data:`DEMO_SIZES`. Step by step: docs/design-notes.md, "The demo".
+Ctrl-C. Sizes: each rule set's ``arena.rulesets.ArenaRuleSet.demo``. Step by step: docs/design-notes.md, "The demo".
 
 ``--connect``: the sample bots are registered as bots that connect and dial out
 (:func:`bots_sdk.connect`) to a gateway run in this process, through a Redis
@@ -38,13 +38,13 @@ import redis
 import engine
 from arena.config import Settings
 from arena.db.session import make_engine
+from arena.rulesets import arena_ruleset
 from arena.runner.replay import verify_logs
 from cli.client import ApiClient, download_logs
 from cli.demo_ladder import LadderDemoResult, LadderRun, run_ladder
 from cli.demo_services import DemoRedis
 from cli.demo_stage import (
     DEMO_BOTS,
-    DEMO_SIZES,
     DEMO_TIME_RULES,
     DialOut,
     fresh_out_dir,
@@ -157,8 +157,8 @@ def _run(
     started: float,
 ) -> DemoResult:
     settings = Settings.from_env()
-    size = DEMO_SIZES[ruleset]
-    gpp = games_per_pairing or size["games_per_pairing"]
+    size = arena_ruleset(ruleset).demo
+    gpp = games_per_pairing or size.games_per_pairing
     how = (
         f"4 sample bots dialing out to a gateway ({dialout.gateway.url}, Redis {dialout.redis.url})"
         if dialout is not None
@@ -170,7 +170,7 @@ def _run(
     )
     console.print(
         "tournament size (kept small for the demo): "
-        f"{size['about'] if gpp == size['games_per_pairing'] else f'games_per_pairing {gpp}'}; "
+        f"{size.about if gpp == size.games_per_pairing else f'games_per_pairing {gpp}'}; "
         f"time bank {DEMO_TIME_RULES['initial']:g} s +{DEMO_TIME_RULES['increment']:g} s per action; "
         + (f"seed {seed} (chosen: not rated)" if seed is not None else "seed drawn when it starts")
     )
@@ -181,7 +181,7 @@ def _run(
             name=f"demo {ruleset}",
             ruleset=ruleset,
             participants=list(bots),
-            options=size["options"],
+            options=size.options,
             games_per_pairing=gpp,
             time_rules=DEMO_TIME_RULES,
             **({"seed": seed} if seed is not None else {}),

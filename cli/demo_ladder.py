@@ -26,9 +26,10 @@ from arena.config import Settings
 from arena.db.models import utcnow
 from arena.db.session import make_sessionmaker
 from arena.inprocess import InProcessDispatcher
+from arena.rulesets import arena_ruleset
 from arena.usecases import ladders
 from cli import ladder as ladder_cli
-from cli.demo_stage import DEMO_SIZES, DEMO_TIME_RULES, DialOut, nobody, serve_or_hint, start_stage
+from cli.demo_stage import DEMO_TIME_RULES, DialOut, nobody, serve_or_hint, start_stage
 from cli.display import progress_bar
 
 #: The ladder demo's bots, of graded strength (docs/search-bot.md, docs/performance.md):
@@ -134,7 +135,7 @@ def run_ladder(
     open ladder through the API, then the demo's loop drives the ladder's tick, each tick's
     sets played in-process; the live table and the official table at the end."""
     settings = Settings.from_env()
-    size = DEMO_SIZES[ruleset]
+    size = arena_ruleset(ruleset).demo
     how = "dialing out to a gateway" if dialout is not None else "over HTTP"
     length = f"{run.ticks} ticks" if run.ticks is not None else f"{run.minutes:g} minutes"
     console.print(
@@ -153,7 +154,7 @@ def run_ladder(
             name=f"demo {ruleset} ladder",
             ruleset=ruleset,
             open=True,
-            options=size["options"],
+            options=size.options,
             time_rules=DEMO_TIME_RULES,
             config=LADDER_CONFIG,
         )

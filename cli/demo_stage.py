@@ -40,26 +40,6 @@ DEMO_BOTS = (
 )
 
 
-#: Per rule set: games_per_pairing and options of the demo tournament, and how to say it.
-DEMO_SIZES: dict[str, dict[str, Any]] = {
-    "million_doubt": {
-        "games_per_pairing": 10,
-        "options": {},
-        "about": "6 pairings x 10 games (5 deals, each played from both seats)",
-    },
-    "trump_millionaire": {
-        "games_per_pairing": 1,
-        "options": {"target_score": 50},
-        "about": "1 table x 4 seat rotations, each a game to 50 points (target shortened from 100)",
-    },
-    "jdf": {
-        "games_per_pairing": 1,
-        "options": {"sets": 1},
-        "about": "1 table x 4 seat rotations, each a match of 1 set of 4 games (shortened from 3 sets)",
-    },
-}
-
-
 #: Seconds a demo bot that dials out may take to be welcomed by the gateway.
 CONNECT_WAIT_S = 30.0
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from engine.game import Game
+from engine.game import DECISIONS, Game
 from engine.jdf import Jdf
 from engine.million_doubt import MillionDoubt
 from engine.options import (
@@ -61,6 +61,12 @@ class RuleSet:
         local_rules: whether the LR options exist (docs/rules.md section LR).
         lists_every_play: whether :meth:`Game.legal_actions` lists every legal action (False
             in Million Doubt: face-down plays are checked, not listed, MD-2).
+        decision_kinds: every decision kind a game of it asks (ACT, a subset of
+            :data:`engine.game.DECISIONS`, in that order).
+        face_down: whether a play may hold face-down cards (MD-2).
+        scoring_unit: what :attr:`Game.unit_index` counts inside one engine state, each unit
+            scored and its time banks reset (TIME-1): ``"deal"`` (TM-1), ``"game"`` (JDF-1: the
+            games of a match, in sets), or None when the state is one unit (MD).
     """
 
     name: str
@@ -73,6 +79,9 @@ class RuleSet:
     duplicate_pairs: bool
     local_rules: bool
     lists_every_play: bool
+    decision_kinds: tuple[str, ...]
+    face_down: bool
+    scoring_unit: str | None
 
     def options(self, values: Mapping[str, Any] | Options | None = None) -> Options:
         """Validated options of this rule set (:func:`engine.options.make_options`).
@@ -85,11 +94,20 @@ class RuleSet:
     def face_down_rule(self) -> str | None:
         """The MD-2/MD-3 rule of face-down plays in words (for bots), or None when the rule
         set has no face-down play."""
-        return MillionDoubt.face_down_rule() if self.game_class is MillionDoubt else None
+        return MillionDoubt.face_down_rule() if self.face_down else None
 
 
-def _ruleset(name: str, title: str, game_class: type[Game], unit: str, games_per_match: bool) -> RuleSet:
+def _ruleset(
+    name: str,
+    title: str,
+    game_class: type[Game],
+    unit: str,
+    games_per_match: bool,
+    decision_kinds: tuple[str, ...],
+    scoring_unit: str | None,
+) -> RuleSet:
     option_class = OPTION_CLASSES[name]
+    assert set(decision_kinds) <= set(DECISIONS), name
     return RuleSet(
         name,
         title,
@@ -101,15 +119,42 @@ def _ruleset(name: str, title: str, game_class: type[Game], unit: str, games_per
         games_per_match,
         issubclass(option_class, LocalRuleOptions),
         game_class.LISTS_EVERY_PLAY,
+        tuple(k for k in DECISIONS if k in decision_kinds),
+        not game_class.LISTS_EVERY_PLAY,  # MD-2: face-down plays are the ones not listed
+        scoring_unit,
     )
 
 
 #: The registry: rule-set id -> :class:`RuleSet`, in docs/rules.md order.
 RULESETS: Mapping[str, RuleSet] = MappingProxyType(
     {
-        MILLION_DOUBT: _ruleset(MILLION_DOUBT, "Million Doubt", MillionDoubt, "game", True),
-        TRUMP_MILLIONAIRE: _ruleset(TRUMP_MILLIONAIRE, "Trump Millionaire", TrumpMillionaire, "game of deals", False),
-        JDF: _ruleset(JDF, "Japan Daifugo Federation official rules", Jdf, "match", False),
+        MILLION_DOUBT: _ruleset(
+            MILLION_DOUBT,
+            "Million Doubt",
+            MillionDoubt,
+            "game",
+            True,
+            ("play", "doubt", "penalty"),
+            None,
+        ),
+        TRUMP_MILLIONAIRE: _ruleset(
+            TRUMP_MILLIONAIRE,
+            "Trump Millionaire",
+            TrumpMillionaire,
+            "game of deals",
+            False,
+            ("play", "exchange", "rate", "give", "discard"),
+            "deal",
+        ),
+        JDF: _ruleset(
+            JDF,
+            "Japan Daifugo Federation official rules",
+            Jdf,
+            "match",
+            False,
+            ("play", "give", "discard"),
+            "game",
+        ),
     }
 )
 

@@ -7,6 +7,8 @@
 #   dead code     no function, method or class nothing uses (infra/dead_code.py: vulture)
 #   mypy          types: strict on engine/ and bots_sdk/, clean on the rest ([tool.mypy])
 #   mypy --strict bots_sdk  the SDK as a contestant's type checker sees it (its own cache)
+#   ruleset_gate  no module outside the rule-set descriptors branches on a rule set
+#                 (infra/ruleset_gate.py; docs/architecture.md, "How to add a rule set")
 # Uses .venv (infra/bootstrap.sh makes it). Exit status: the first gate that fails.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,3 +28,5 @@ echo "lint.sh: mypy" >&2
 .venv/bin/mypy
 echo "lint.sh: mypy --strict bots_sdk" >&2
 .venv/bin/mypy --strict --cache-dir .mypy_cache/strict bots_sdk
+echo "lint.sh: ruleset_gate" >&2
+.venv/bin/python infra/ruleset_gate.py

@@ -30,6 +30,7 @@ import engine
 from api.common import TimeRulesSchema
 from api.resources.tournament_schemas import TournamentCreateSchema, UntilSettledSchema
 from arena import limits
+from arena.rulesets.trump_millionaire import most_target_score
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class OptionField:
 
 
 def _tm_target_max() -> int:
-    return limits.max_units_per_game(engine.TRUMP_MILLIONAIRE) * 100 // limits.TM_DEALS_PER_100
+    return most_target_score(limits.max_units_per_game(engine.TRUMP_MILLIONAIRE))
 
 
 #: Most games in a JDF match (``sets x games_per_set``), :func:`arena.limits.check_match_bounds`.
@@ -72,9 +73,10 @@ def _local_rules() -> list[OptionField]:
 
 
 def option_fields() -> dict[str, list[OptionField]]:
-    """The option fields of each rule set, in the options' wire order."""
+    """The option fields of each rule set, in the options' wire order (one field per option of
+    the engine: ``engine.option_names``)."""
     tm_max = _tm_target_max()
-    md = [
+    fields = [
         OptionField(
             "burst_score",
             "int",
@@ -82,9 +84,7 @@ def option_fields() -> dict[str, list[OptionField]]:
             _("Score of a game whose loser holds 11 or more cards at the end (a burst)."),
             0,
             SCORING,
-        )
-    ]
-    tm = [
+        ),
         OptionField(
             "target_score",
             "int",
@@ -106,9 +106,6 @@ def option_fields() -> dict[str, list[OptionField]]:
             SCORING,
             (1, limits.MAX_RATE_CHOICES),
         ),
-        *_local_rules(),
-    ]
-    jdf = [
         OptionField(
             "sets",
             "int",
@@ -130,10 +127,8 @@ def option_fields() -> dict[str, list[OptionField]]:
         OptionField("set_bonus", "int", "JDF-13", _("Extra points of the daifugo of a set's last game."), 0, SCORING),
         *_local_rules(),
     ]
-    out = {engine.MILLION_DOUBT: md, engine.TRUMP_MILLIONAIRE: tm, engine.JDF: jdf}
-    for rs, fields in out.items():  # one field per option of the engine, nothing more
-        assert tuple(f.name for f in fields) == engine.option_names(rs), rs
-    return out
+    by_name = {f.name: f for f in fields}
+    return {rs: [by_name[name] for name in engine.option_names(rs)] for rs in engine.RULESETS}
 
 
 def _range(schema_field) -> tuple[float | None, float | None]:

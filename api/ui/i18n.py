@@ -27,6 +27,9 @@ from flask import Flask, Response, request
 from flask_babel import Babel, get_locale
 from flask_babel import gettext as _
 
+from api.ui.marks import N_
+from api.ui.rulesets import PAGE_RULESETS
+
 #: Supported locales, the first is the default.
 LOCALES = ("en", "ja")
 LOCALE_NAMES = {"en": "English", "ja": "日本語"}
@@ -63,8 +66,8 @@ def init_i18n(app: Flask) -> None:
 
 
 def ruleset_names() -> dict[str, str]:
-    """Display names of the rule sets in the current locale."""
-    return {"million_doubt": _("Million Doubt"), "trump_millionaire": _("Trump Millionaire"), "jdf": _("JDF")}
+    """Display names of the rule sets in the current locale (``api.ui.rulesets``' titles)."""
+    return {name: _(rs.title) for name, rs in PAGE_RULESETS.items()}
 
 
 def status_name(status: str) -> str:
@@ -73,11 +76,6 @@ def status_name(status: str) -> str:
     it 200 times)."""
     message = _STATUS_MESSAGES.get(status)
     return _(message) if message is not None else status
-
-
-def N_(message: str) -> str:  # noqa: N802 - the gettext convention; marks a message for extraction
-    """Mark ``message`` for extraction (``pybabel extract -k N_``) without translating it now."""
-    return message
 
 
 def check_warnings(result: dict | None) -> list[str]:

@@ -13,6 +13,7 @@ from markupsafe import Markup, escape
 
 from api.ui import i18n
 from api.ui.faults import fault_detail
+from api.ui.rulesets import page_facts
 from api.ui.views import bp, next_target
 
 
@@ -78,6 +79,7 @@ def _i18n_globals():
         "locale_names": i18n.LOCALE_NAMES,
         "js_strings": i18n.js_strings(),
         "ruleset_names": i18n.ruleset_names(),
+        "ruleset_facts": page_facts,
         "status_name": i18n.status_name,
         "check_warnings": i18n.check_warnings,
         "health_error": i18n.health_error,

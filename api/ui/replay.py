@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from api.ui.rulesets import replay_facts
 from arena.faults import FaultCode, fault
 from arena.matchlog import LOG_FORMAT, Exchange, GameRecord, MatchLog
 from engine.frames import frames as engine_frames
@@ -225,6 +226,7 @@ def build_replay(match_log: MatchLog | Mapping[str, Any], labels: Sequence[str] 
         players.append({"index": i, "name": p.get("name"), "label": label})
     return {
         "ruleset": match_log.get("ruleset"),
+        **replay_facts(match_log.get("ruleset")),
         "time_rules": tr,
         "players": players,
         "result": match_log.get("result"),

@@ -49,6 +49,7 @@ from api.resources.tables import answer_for as push_answer
 from api.ui import access, fields
 from api.ui.forms import attempt, check_csrf, csrf_token, field_errors, form_number, need_viewer, refusal_banner
 from api.ui.live import SSE_HEADERS, status_reader
+from api.ui.rulesets import PAGE_RULESETS, replay_facts
 from api.ui.views import bp, deny
 from arena import access as policy
 from arena import live
@@ -73,8 +74,6 @@ IDLE_S = 5.0
 MAX_STREAM_S = 600.0
 #: The opponents offered first: the strongest house bot, then the others.
 HOUSE_ORDER = ("search", "heuristic", "greedy", "random")
-#: Form defaults that make a first game short (the API's are the rule set's).
-SHORT_OPTIONS = {"trump_millionaire": {"target_score": "30"}, "jdf": {"sets": "1"}}
 
 _streams = threading.BoundedSemaphore(STREAMS_PER_PROCESS)
 
@@ -103,8 +102,8 @@ def _opponent_choices(account, ruleset: str | None = None) -> list[dict[str, Any
 
 def _default_play_form(ruleset: str, opponent: str | None) -> dict[str, Any]:
     defaults = fields.default_values()
-    for rs, opts in SHORT_OPTIONS.items():
-        for name, value in opts.items():
+    for rs, facts in PAGE_RULESETS.items():  # a first game short (the API's defaults: the rule set's)
+        for name, value in facts.first_game_options.items():
             defaults[fields.field_name(rs, name)] = value
     first = opponent or "search"
     return {
@@ -233,6 +232,8 @@ def _page_data(table: Table, account, match: Match | None, seat: int | None) -> 
         "table_id": table.id,
         "match_id": match.id if match is not None else None,
         "ruleset": t.ruleset,
+        # what the indicators show: games and a match score, deals and the rate, or sets of games
+        "scoring_unit": replay_facts(t.ruleset)["scoring_unit"],
         "seat": seat,
         "players": seat_names(table),
         "kinds": [s.get("kind") for s in table.seats],

@@ -16,11 +16,10 @@ from pettingzoo import AECEnv
 import engine
 from bots_sdk.env.candidates import MAX_ACTIONS, Turn
 from bots_sdk.env.encoding import CANDIDATE_WIDTH, Observer, fill_candidates, layout, size
+from bots_sdk.env.rulesets import env_ruleset
 from bots_sdk.md import face_down_count
 from bots_sdk.protocol import build_request
-from engine.jdf import Jdf
 from engine.timebank import TimeRules
-from engine.trump_millionaire import TrumpMillionaire
 
 
 class IllegalActionError(ValueError):
@@ -67,6 +66,8 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):  # type: ignore[misc]
         self.render_mode = render_mode
         seats = engine.get_ruleset(ruleset).seats
         self.seats = seats
+        #: The running totals behind the rewards (None: the rule set scores once, at the end).
+        self.running_totals = env_ruleset(ruleset).totals
         self.possible_agents = [f"seat_{s}" for s in range(seats)]
         self._seat = {a: s for s, a in enumerate(self.possible_agents)}
         #: Name -> slice of the ``observation`` vector.
@@ -228,8 +229,8 @@ class DaifugoEnv(AECEnv[str, dict[str, np.ndarray], int]):  # type: ignore[misc]
         res = g.result()
         if res is not None:
             now = [res["scores"][str(s)] for s in range(self.seats)]
-        elif isinstance(g, TrumpMillionaire | Jdf):
-            now = list(g.totals)  # TM-7 deal points, JDF-13 game points and set bonus
+        elif self.running_totals is not None:
+            now = list(self.running_totals(g))  # TM-7 deal points, JDF-13 game points and set bonus
         else:
             now = [0] * self.seats  # Million Doubt scores once, at the end (MD-17)
         for s, a in enumerate(self.possible_agents):

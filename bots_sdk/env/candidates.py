@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import engine
 from engine.actions import (
@@ -265,8 +265,7 @@ class Turn:
         key = (tuple(sorted(up)), wild)
         ok = self._fit.get(key)
         if ok is None:
-            g = self.game
-            assert isinstance(g, MillionDoubt)  # the only rule set with face-down plays (MD-2)
+            g = cast(MillionDoubt, self.game)  # the only rule set with face-down plays (MD-2)
             ok = self._fit[key] = g.accepts_face_down(up, wild)
         return ok
 

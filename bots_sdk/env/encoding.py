@@ -21,12 +21,10 @@ from typing import Any
 import numpy as np
 
 from bots_sdk.env.candidates import KIND_INDEX, KINDS, PHASES, Cand, Candidate, Turn
+from bots_sdk.env.rulesets import env_ruleset
 from bots_sdk.md import face_down_count
 from engine.cards import CARD_CODES, CARD_NAMES, JOKER, RANKS, parse_card
 from engine.game import DECISIONS, Game, PlayRecord
-from engine.jdf import Jdf
-from engine.million_doubt import MillionDoubt
-from engine.trump_millionaire import TrumpMillionaire
 
 #: Width of a card row.
 CARD_BITS = 54
@@ -357,28 +355,7 @@ class Observer:
         _set_cards(m, at["selected_face_down"], turn.down)
 
     def _rule_set_parts(self, m: Any, g: Game, seat: int, rel: Any) -> None:
-        at = self.at
-        if isinstance(g, MillionDoubt):
-            if g.pending is not None:
-                m[at["flags"] + 4] = 1.0  # pending_doubt
-            return
-        if isinstance(g, TrumpMillionaire):
-            totals = g.totals
-            m[at["unit"]] = g.deal_index
-            m[at["rate"]] = g.rate
-            if g.millionaire is not None:
-                m[at["millionaire"] + rel(g.millionaire)] = 1.0
-            m[at["hidden_count"]] = len(g.set_aside)
-        elif isinstance(g, Jdf):
-            totals = g.totals
-            m[at["unit"]] = g.game_index
-            for s, r in (g.previous_ranks or {}).items():
-                m[at["previous_ranks"] + rel(s)] = r
-            m[at["hidden_count"]] = len(g.blind)
-        else:
-            return
-        for s, x in enumerate(totals):
-            m[at["totals"] + rel(s)] = x
+        env_ruleset(g.ruleset).parts(m, self.at, g, rel)
 
 
 def fill_candidates(cands: Sequence[Cand], rows: int) -> tuple[np.ndarray, np.ndarray]:

@@ -71,7 +71,7 @@ def test_random_bots_of_any_seed_are_asked_every_kind(ruleset):
 @pytest.mark.parametrize("ruleset", RULESETS)
 def test_each_position_alone_asks_its_forced_kinds_of_random_bots(ruleset, monkeypatch):
     for probe in PROBES[ruleset]:
-        monkeypatch.setattr(conformance, "_runs", lambda rs, probe=probe: [probe])
+        monkeypatch.setattr(conformance.games, "_runs", lambda rs, probe=probe: [probe])
         for seed in range(5):
             out = _check(SAMPLE_BOTS["random"](seed=seed), ruleset, seed=seed)
             asked = {k for k, row in out["kinds"].items() if row["asked"]}

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import engine
-from arena.conformance import PROBES, _runs, conformance_game
+from arena.conformance import PROBES, conformance_game
+from arena.conformance.games import _runs
 from bots_sdk.bot import Request
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.fakes import FakeBot

@@ -10,9 +10,9 @@ import flask
 import pytest
 
 from api.ui import i18n
-from arena import conformance
 from arena.conformance import DIAL_MESSAGES, dial_step, ping_warning
 from arena.relay import Story
+from bots_sdk import wire
 
 NOW = 1_800_000_000.0
 
@@ -145,4 +145,4 @@ def test_nothing_is_judged_of_a_bot_that_left_or_past_the_checks_deadline() -> N
     assert ping_warning(lambda: _story("closed", 1), lambda: None, now=clock.now, sleep=clock.sleep) is None
     young = ping_warning(lambda: _story("welcomed", 1), lambda: NOW - 1, until=0.0, now=clock.now, sleep=clock.sleep)
     assert young is None and clock.slept == 0
-    assert (conformance.wire.PING_FIRST_S, conformance.wire.PING_SILENCE_S) == (7.0, 15.0)
+    assert (wire.PING_FIRST_S, wire.PING_SILENCE_S) == (7.0, 15.0)

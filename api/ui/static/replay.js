@@ -248,7 +248,8 @@
     if (lock && (f.suit_lock.indexOf("H") >= 0 || f.suit_lock.indexOf("D") >= 0)) l.className += " redsuit";
     if (f.number_lock) flag(true, T("Number lock"), "lock").id = "ind-nlock";
     flag(true, f.direction === 1 ? T("↻ clockwise") : T("↺ counter-clockwise"), "dir").id = "ind-direction";
-    var unitName = R.ruleset === "trump_millionaire" ? "Deal {n}" : (R.ruleset === "jdf" ? "Game {n}" : null);
+    /* the scoring unit of the rule set (engine.RuleSet.scoring_unit): a deal (TM), a game of the match (JDF) */
+    var unitName = R.scoring_unit === "deal" ? "Deal {n}" : (R.scoring_unit === "game" ? "Game {n}" : null);
     var units = game().units || [];
     var shownUnit = units.length && f.unit > units[units.length - 1].unit ? units[units.length - 1].unit : f.unit;
     if (unitName) flag(true, T(unitName, { n: shownUnit + 1 }), "unit").id = "ind-unit";
@@ -358,8 +359,8 @@
     return e;
   }
   function unitName(u) {
-    if (R.ruleset === "trump_millionaire") return T("Deal {n}", { n: u.unit + 1 }) + (u.void ? " · " + T("Deal void") : "");
-    if (R.ruleset === "jdf" && u.set !== null) return T("Set {set} · game {game}", { set: u.set + 1, game: u.game_in_set });
+    if (R.scoring_unit === "deal") return T("Deal {n}", { n: u.unit + 1 }) + (u.void ? " · " + T("Deal void") : "");
+    if (R.scoring_unit === "game" && u.set !== null) return T("Set {set} · game {game}", { set: u.set + 1, game: u.game_in_set });
     return T("Game {n}", { n: u.unit + 1 });
   }
 
@@ -367,7 +368,7 @@
   function totalsSeries() {
     var g = game();
     var units = (g.units || []).filter(function (u) { return u.totals; });
-    if (units.length > 0 && R.ruleset !== "million_doubt") {
+    if (units.length > 0 && R.scoring_unit) {
       return { rows: units, n: g.seats.length, who: label,
                done: function (row) { return row.end_step <= state.step; },
                name: unitName, jump: function (row) { go(row.first_step); } };
@@ -542,7 +543,7 @@
   function liveTotals(g, f, m) {
     var n = f.hand_sizes.length;
     f.events.forEach(function (e) {
-      if (e.type === "deal" || (e.type === "game" && R.ruleset === "jdf")) {
+      if (e.type === "deal" || (e.type === "game" && R.scoring_unit === "game")) {
         var u = e.type === "deal" ? e.deal : e.game;
         g.units.push({ unit: u, first_step: g.frames.length, end_step: null, set: e.set === undefined ? null : e.set,
                        game_in_set: e.game_in_set === undefined ? null : e.game_in_set, void: false, scores: null, totals: null });
@@ -552,7 +553,7 @@
       } else if (e.type === "void_deal" && g.units.length) {
         g.units[g.units.length - 1].void = true;
       }
-      if (e.type === "game_end" && R.ruleset === "million_doubt" && e.scores) {
+      if (e.type === "game_end" && R.many_games && e.scores) {
         var scores = [], prev = R.game_totals.length ? R.game_totals[R.game_totals.length - 1].totals : null;
         for (var p = 0; p < R.players.length; p++) scores.push(0);
         g.seats.forEach(function (player, seat) { scores[player] = Number(e.scores[String(seat)] || 0); });

@@ -373,7 +373,7 @@
       if (id) t.id = id;
       box.appendChild(t);
     }
-    if (D.ruleset === "million_doubt") {
+    if (!D.scoring_unit) {  /* a match of games, scored as a whole (Million Doubt) */
       var g = T("Game {n}", { n: S.gameIndex + 1 }) + (S.games ? " / " + S.games : "");
       flag(true, g, "unit", "ind-unit");
       var done = Object.keys(S.mine);
@@ -381,7 +381,7 @@
         var sum = done.reduce(function (acc, k) { return acc + S.mine[k]; }, 0);
         flag(true, T("Your match score {n}", { n: (sum > 0 ? "+" : "") + sum }), "unit", "ind-match");
       }
-    } else if (D.ruleset === "trump_millionaire") {
+    } else if (D.scoring_unit === "deal") {  /* deals and their rate (Trump Millionaire) */
       flag(true, T("Deal {n}", { n: (o.deal || 0) + 1 }), "unit", "ind-unit");
       flag(true, T("Rate ×{n}", { n: o.rate || 1 }), "unit", "ind-rate");
     } else {

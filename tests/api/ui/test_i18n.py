@@ -13,8 +13,10 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
 from sqlalchemy import select
 
+import engine
 from api.ui import i18n
 from api.ui.lang import option_value
+from api.ui.rulesets import PAGE_RULESETS
 from arena.db.models import Match
 
 UI = Path(i18n.__file__).resolve().parent
@@ -41,6 +43,21 @@ def test_every_message_of_the_pages_has_a_japanese_translation():
     assert missing == [], f"run bash infra/i18n.sh and translate: {missing}"
     for msgid, msgstr in translated.items():  # placeholders survive the translation
         assert sorted(PLACEHOLDER.findall(msgid)) == sorted(PLACEHOLDER.findall(msgstr)), msgid
+
+
+def test_every_rule_set_has_its_page_facts_translated():
+    """The pages' descriptor (api.ui.rulesets) covers every rule set of engine.RULESETS, and
+    its messages (title, replay hint, unit label) are in the catalog, translated."""
+    assert tuple(PAGE_RULESETS) == tuple(engine.RULESETS)
+    translated = {m.id: m.string for m in _catalog() if m.id}
+    for rs in PAGE_RULESETS.values():
+        for message in (rs.title, rs.replay_hint, rs.unit_label):
+            assert message is None or translated.get(message), (rs.name, message)
+    assert i18n.ruleset_names() == {
+        "million_doubt": "Million Doubt",
+        "trump_millionaire": "Trump Millionaire",
+        "jdf": "JDF",
+    }
 
 
 def test_committed_mo_is_the_compiled_po():

@@ -12,8 +12,10 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
+import engine  # noqa: E402
 from bots_sdk.env import MAX_ACTIONS, raw_env  # noqa: E402
 from bots_sdk.env.encoding import candidate_rows, observation_vector  # noqa: E402
+from bots_sdk.env.rulesets import ENV_RULESETS, env_ruleset  # noqa: E402
 
 LOCAL = {k: True for k in ("eleven_back", "stairs_revolution", "number_lock", "five_skip", "seven_pass", "ten_discard")}
 
@@ -57,3 +59,15 @@ def test_fast_arrays_equal_the_reference_at_every_step_c11(ruleset: str, options
             e.step(int(rng.choice(np.flatnonzero(mask))))
             steps += 1
     assert steps > 200
+
+
+def test_every_rule_set_has_its_environment_facts():
+    """bots_sdk.env.rulesets: one EnvRuleSet per id of engine.RULESETS (the encoder and the
+    rewards read it, never the rule set's id); running totals only where a unit is scored
+    before the episode ends (TM deals, JDF games)."""
+    assert tuple(ENV_RULESETS) == tuple(engine.RULESETS)
+    for name, rs in ENV_RULESETS.items():
+        assert env_ruleset(name) is rs and rs.name == name
+        assert (rs.totals is not None) == (engine.RULESETS[name].scoring_unit is not None)
+    with pytest.raises(engine.OptionsError):
+        env_ruleset("chess")
