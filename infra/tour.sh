@@ -68,12 +68,19 @@ spawn() {  # spawn NAME COMMAND...: a background process in its own session, pid
 
 stop() {
     local name pid
+    local kids kid
     for name in "${PROCESSES[@]}"; do
         if alive "$name"; then
             pid="$(cat "$STATE/$name.pid")"
+            # arena worker's processes live in sessions of their own: found by their parent now
+            kids="$(pgrep -P "$pid" 2>/dev/null || true)"
             kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
             for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
             kill -KILL -- "-$pid" 2>/dev/null || true
+            for kid in $kids; do  # a warm shutdown waiting on a match that cannot end any more
+                for _ in $(seq 1 20); do kill -0 "$kid" 2>/dev/null || break; sleep 0.25; done
+                kill -KILL -- "-$kid" 2>/dev/null || kill -KILL "$kid" 2>/dev/null || true
+            done
         fi
         rm -f "$STATE/$name.pid"
     done
@@ -83,6 +90,7 @@ stop() {
         ARENA_PG_PORT="$TOUR_PG_PORT" bash "$REPO/infra/postgres.sh" stop || true
         ARENA_REDIS_PORT="$TOUR_REDIS_PORT" bash "$REPO/infra/redis.sh" stop || true
         rm -f "$STATE/env"
+        rm -rf "$STATE/data"  # the key of the stored secrets: nothing left to decrypt
     fi
     echo "tour.sh: stopped"
 }
@@ -157,7 +165,8 @@ start_ladder() {  # the open Million Doubt ladder, the two sample bots entered i
     echo "$id" >"$STATE/ladder.id"
     for name in bot1 bot2; do
         ARENA_API_URL="$SITE" ARENA_TOKEN="$(cat "$STATE/organizer-token")" "$ARENA" ladder enter "$id" \
-            --bot "$(cat "$STATE/$name.id")" --max-concurrent 2 >/dev/null 2>>"$STATE/upgrade.log" \
+            --bot "$(cat "$STATE/$name.id")" --max-concurrent 2 --max-sets-per-hour 3600 \
+            >/dev/null 2>>"$STATE/upgrade.log" \
             || { stop >/dev/null; die "entering sample bot $(cat "$STATE/$name.id") in the ladder failed"; }
     done
 }
