@@ -43,14 +43,17 @@ def test_a_fault_item_goes_from_a_gateway_to_a_worker_with_its_code():
         "detail": "a frame over 65536 bytes",
         "received": "xx",
     }
-    assert relay.decode_fault(item[1:]) == ("body_too_large", why, "xx")
+    assert relay.read_fault(item) == ("body_too_large", why, "xx")
+    assert relay.read_fault(relay.answer_item("{}")) is None  # an answer, not a fault
 
 
 def test_a_fault_item_of_an_earlier_gateway_keeps_its_english_and_a_broken_one_is_named():
-    kind, why, received = relay.decode_fault(b'{"kind": "invalid_json", "detail": "a frame is not a JSON object"}')
+    relayed = relay.read_fault(b'F{"kind": "invalid_json", "detail": "a frame is not a JSON object"}')
+    assert relayed is not None
+    kind, why, received = relayed
     assert (kind, why.code, why.text(), received) == ("invalid_json", "relayed", "a frame is not a JSON object", "")
-    kind, why, _ = relay.decode_fault(b"[1, 2")
-    assert (kind, why.code) == ("connection_error", "broken_relayed_fault")
+    broken = relay.read_fault(b"F[1, 2")
+    assert broken is not None and (broken.kind, broken.why.code) == ("connection_error", "broken_relayed_fault")
 
 
 def test_a_record_without_a_code_is_an_old_one():
