@@ -30,6 +30,7 @@ from api.ratelimit import client
 from api.resources.accounts import WebhookSetSchema
 from api.resources.bots import BotCreateSchema, BotSchema, with_presence
 from api.ui import access
+from api.ui.board import entrant_label
 from api.ui.chart import rating_chart
 from api.ui.forms import (
     attempt,
@@ -41,7 +42,7 @@ from api.ui.forms import (
     route_refusal,
 )
 from api.ui.profiles import ladder_profiles
-from api.ui.views import bp, entrant_label, load_log
+from api.ui.views import bp, load_log
 from arena import access as policy
 from arena import webhooks
 from arena.db.models import Account, Bot, Match, MatchSeat, Rating, RatingHistory, Tournament, TournamentParticipant

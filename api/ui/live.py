@@ -43,7 +43,8 @@ from sqlalchemy import select
 
 from api.database import db, settings
 from api.ui import access
-from api.ui.views import board_view, bp, deny, match_or_404, phase, tournament_or_404
+from api.ui.board import board_view, phase
+from api.ui.views import bp, deny, match_or_404, tournament_or_404
 from arena import access as policy
 from arena import live
 from arena.db.models import Match, Tournament
@@ -326,12 +327,12 @@ def _viewable_tournament(tournament_id: int) -> Tournament:
     return t
 
 
-#: The phases in which a tournament page is live (:func:`api.ui.views.phase`).
+#: The phases in which a tournament page is live (:func:`api.ui.board.phase`).
 LIVE_PHASES = ("running", "waiting")
 
 
 def _phase_reader(tournament_id: int) -> Callable[[], str | None]:
-    """Reads the tournament's phase (:func:`api.ui.views.phase`) with a session of its own."""
+    """Reads the tournament's phase (:func:`api.ui.board.phase`) with a session of its own."""
     factory = current_app.extensions["arena"]["sessionmaker"]
 
     def read() -> str | None:
@@ -410,7 +411,7 @@ def tournament_live(tournament_id: int):
 def tournament_live_state(tournament_id: int):
     """The changing parts of the tournament page (module docstring), as the page renders them
     (``?page=N``: the page of its match table), all from one read of its matches
-    (:func:`api.ui.views.board_view`)."""
+    (:func:`api.ui.board.board_view`)."""
     t = _viewable_tournament(tournament_id)
     view = board_view(t, access.viewer(), request.args.get("page", 1, type=int) or 1)
     html = render_template("_tournament_live.html", t=t, **view)

@@ -7,7 +7,8 @@ Celery tasks, the reaper and the command line call the functions re-exported her
 is a transaction of its own (it commits, or rolls back and raises) unless it says otherwise.
 
 - :mod:`arena.lifecycle.tournaments`: create, start, store the schedule, resume, cancel, finish;
-- :mod:`arena.lifecycle.matches`: claim (leases), store a result, fail, retry, reap, re-send;
+- :mod:`arena.lifecycle.claims`: claim a match (its lease, its plan) or say why it is skipped;
+- :mod:`arena.lifecycle.matches`: store a result, fail, retry, renew and reap leases, re-send;
 - :mod:`arena.lifecycle.waits`: a start that waits for offline entrants (begin, poll, end);
 - :mod:`arena.lifecycle.checks`: begin, claim, progress, finish or error a bot check;
 - :mod:`arena.lifecycle.bots`: change or delete a bot; the tournaments it is entered in;
@@ -53,19 +54,21 @@ from arena.lifecycle.checks import (
     record_check_progress,
     release_check,
 )
-from arena.lifecycle.matches import (
+from arena.lifecycle.claims import (
     Claimed,
     ClaimResult,
     MatchPlan,
     SeatPlan,
     Skipped,
     SkipReason,
-    Stored,
     claim_match,
+    match_bot_urls,
+)
+from arena.lifecycle.matches import (
+    Stored,
     fail_match,
     lost_queued,
     mark_queued,
-    match_bot_urls,
     pending_pars,
     reap_expired,
     release_queued,

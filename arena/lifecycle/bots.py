@@ -111,7 +111,7 @@ def is_deleted(session: Session, bot_id: int) -> bool:
 def delete_bot(session: Session, bot_id: int) -> None:
     """``any -> deleted``; commit. Its past matches and logs stay. Its seats in matches not
     yet played forfeit every game without a request
-    (:func:`~arena.lifecycle.matches.claim_match`: a deleted bot's seat is ``withdrawn``,
+    (:func:`~arena.lifecycle.claims.claim_match`: a deleted bot's seat is ``withdrawn``,
     FAULT-3 from the first decision); a match already running learns it from Redis
     (:mod:`arena.withdrawals`, told by the use case after this commit). Its live checks
     become ``error`` ("the bot was deleted"); its ladder entries are withdrawn.

@@ -116,7 +116,7 @@ class ArenaFailure(RuntimeError):
     network or heartbeat) and no answer came: not the bot's fault (FAULT-1 counts only the
     bot's own failures). A player may raise it from ``decide``; the runner then asks the
     decision again, charging nothing (:class:`arena.runner.match.Match`), and gives up the
-    match (:class:`arena.runner.match.ArenaUnavailable`) when the arena stays down."""
+    match (:class:`arena.runner.gameplay.ArenaUnavailable`) when the arena stays down."""
 
 
 #: errno values of a request that failed on the worker's own side: no route, no network, no

@@ -28,7 +28,8 @@ from arena.matchlog import (
     read_log,
     read_log_lines,
 )
-from arena.runner.match import BARRED_REASONS, default_game_specs, json_normal, normal_action, summarize
+from arena.runner.gameplay import json_normal
+from arena.runner.match import BARRED_REASONS, default_game_specs, normal_action, summarize
 from arena.sources import duplicate_specs
 from bots_sdk import protocol
 from engine.timebank import TimeRules

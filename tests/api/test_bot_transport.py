@@ -9,7 +9,7 @@ import redis
 
 from arena import relay
 from arena.db.models import Bot
-from arena.lifecycle.matches import bot_endpoint
+from arena.lifecycle.claims import bot_endpoint
 from arena.relay import LEASE_S
 
 

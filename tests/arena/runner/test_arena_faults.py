@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from arena.faults import FaultCode, fault
-from arena.runner.match import MAX_ARENA_RETRIES, ArenaUnavailable, Match, MatchConfig, Observers
+from arena.runner.gameplay import MAX_ARENA_RETRIES, ArenaUnavailable
+from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import ArenaFailure, LocalPlayer, Outcome
 from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
