@@ -10,7 +10,7 @@ The other facts a page needs come from the engine's descriptor (``engine.RULESET
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -38,7 +38,7 @@ class PageRuleSet:
     title: str
     replay_hint: str
     unit_label: str | None
-    first_game_options: Mapping[str, str] = MappingProxyType({})
+    first_game_options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 #: The registry: rule-set id -> :class:`PageRuleSet`, in ``engine.RULESETS`` order.
