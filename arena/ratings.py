@@ -24,6 +24,7 @@ from arena.db.models import (
 )
 from arena.ladder_ratings import contested
 from arena.lifecycle import TournamentStatus
+from arena.people import own_bot_matches
 from arena.ranking import Entrant, MatchRecord, rate_games
 from arena.standings import match_record
 from arena.status import TournamentFormat
@@ -96,6 +97,7 @@ def rebuild_ratings(session: Session, ruleset: str, *, people: bool = False) -> 
         .order_by(Tournament.started_at, Tournament.id, Match.index)
     ).all()
     house_bots = dict(session.execute(select(Tournament.id, Tournament.house_bot).where(rated)).all())
+    own = own_bot_matches(session, matches) if people else set()  # a person against its own bot
     ratings: dict[Entrant, Any] = {}
     games: dict[int, int] = {}
     played_matches: dict[int, int] = {}
@@ -127,7 +129,7 @@ def rebuild_ratings(session: Session, ruleset: str, *, people: bool = False) -> 
             snapshot(current)
             current = m.tournament_id
         rec = match_record(m)
-        if not _contested(m, rec):
+        if m.id in own or not _contested(m, rec):
             continue  # a seat never made a valid decision (a forfeit, a withdrawal): never rated
         game_list = rec.game_list()
         keys = [rating_key(e, house_bots[m.tournament_id]) for e in rec.seats]
