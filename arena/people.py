@@ -10,7 +10,7 @@ a table: the bots' own ``ratings`` and leaderboard never see a table (unless an 
 ``ARENA_PEOPLE_IN_BOT_RATINGS`` on: :func:`arena.ratings.rated_tournaments`). A match in
 which a bot seat never made a valid decision is not rated (a broken bot rates nobody); a
 person who stopped answering is (closing the tab is a loss, not a way out). A match in which a
-person sits against a bot it owns is rated in no pool (:func:`own_bot_matches`: its bot could
+person sits against a bot it owns is rated in no pool (:func:`arena.ratings.own_bot_matches`: its bot could
 throw the games or tell it its hand, and its leaving would rate its bot up).
 
 Read models: :func:`tables_of` (a person's tables, newest first), :func:`person_ratings`.
@@ -18,7 +18,6 @@ Read models: :func:`tables_of` (a person's tables, newest first), :func:`person_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,13 +26,14 @@ from openskill.models import PlackettLuce
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from arena.db.models import Bot, Match, MatchResult, MatchSeat, PersonRating, Table, Tournament, utcnow
+from arena.db.models import Match, MatchResult, MatchSeat, PersonRating, Table, Tournament, utcnow
 from arena.ladder_ratings import contested
 from arena.lifecycle.base import aware
 from arena.ranking import rate_games
+from arena.ratings import own_bot_matches
 from arena.status import SeatKind, TournamentFormat, TournamentStatus
 
-__all__ = ["TableRow", "own_bot_matches", "person_key", "person_ratings", "rebuild_people_ratings", "tables_of"]
+__all__ = ["TableRow", "person_key", "person_ratings", "rebuild_people_ratings", "tables_of"]
 
 
 def person_key(seat: MatchSeat) -> str:
@@ -43,21 +43,6 @@ def person_key(seat: MatchSeat) -> str:
     if seat.bot_id is not None:
         return f"bot:{seat.bot_id}"
     return f"house:{seat.house_bot}"
-
-
-def own_bot_matches(session: Session, matches: Sequence[Match]) -> set[int]:
-    """Ids of those of ``matches`` (seats loaded) in which a person sits against a bot its
-    account owns: rated in no pool, the people's or (``ARENA_PEOPLE_IN_BOT_RATINGS``) the bots'."""
-    people = {m.id: {s.account_id for s in m.seats if s.account_id is not None} for m in matches}
-    bots = {s.bot_id for m in matches if people[m.id] for s in m.seats if s.bot_id is not None}
-    if not bots:
-        return set()
-    owner = dict(session.execute(select(Bot.id, Bot.owner_id).where(Bot.id.in_(bots))).all())
-    return {
-        m.id
-        for m in matches
-        if people[m.id] and any(owner.get(s.bot_id) in people[m.id] for s in m.seats if s.bot_id is not None)
-    }
 
 
 def rebuild_people_ratings(session: Session, ruleset: str) -> int:

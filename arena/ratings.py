@@ -7,6 +7,7 @@ tournament (:func:`rated_tournaments`, the one selection), rebuilt from scratch 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from sqlalchemy import ColumnElement, and_, delete, select
 from sqlalchemy.orm import Session, selectinload
 
 from arena.db.models import (
+    Bot,
     Match,
     MatchResult,
     Rating,
@@ -24,7 +26,6 @@ from arena.db.models import (
 )
 from arena.ladder_ratings import contested
 from arena.lifecycle import TournamentStatus
-from arena.people import own_bot_matches
 from arena.ranking import Entrant, MatchRecord, rate_games
 from arena.standings import match_record
 from arena.status import TournamentFormat
@@ -44,6 +45,21 @@ def rated_tournaments(ruleset: str, *, people: bool = False) -> ColumnElement[bo
         Tournament.seed_chosen.is_(False),
         Tournament.format.not_in(formats),
     )
+
+
+def own_bot_matches(session: Session, matches: Sequence[Match]) -> set[int]:
+    """Ids of those of ``matches`` (seats loaded) in which a person sits against a bot its
+    account owns: rated in no pool, the people's or (``ARENA_PEOPLE_IN_BOT_RATINGS``) the bots'."""
+    people = {m.id: {s.account_id for s in m.seats if s.account_id is not None} for m in matches}
+    bots = {s.bot_id for m in matches if people[m.id] for s in m.seats if s.bot_id is not None}
+    if not bots:
+        return set()
+    owner = dict(session.execute(select(Bot.id, Bot.owner_id).where(Bot.id.in_(bots))).all())
+    return {
+        m.id
+        for m in matches
+        if people[m.id] and any(owner.get(s.bot_id) in people[m.id] for s in m.seats if s.bot_id is not None)
+    }
 
 
 def rating_key(entrant: Entrant, house_bot: str | None) -> Entrant:
