@@ -51,42 +51,53 @@ def _pending_rid(client: redis.Redis, player: PersonPlayer, thread: threading.Th
     return None
 
 
-def test_redis_gone_for_good_mid_decision_is_the_arenas_failure(free_port):
-    port = free_port()
-    proc = _start_redis(port)
-    client = _client(port)
-    player = PersonPlayer(client, 1, 0, "ann")
-    out: dict[str, Any] = {}
-    t = _decide(player, out)
-    try:
-        assert _pending_rid(client, player, t)
-    finally:
-        proc.kill()
-        proc.wait()
-    t.join()
-    assert isinstance(out.get("error"), TableUnavailable), out  # not a time-out charged to the person
+class Seat:
+    """A person's seat deciding in a thread, on a redis-server of its own (``restart`` it,
+    ``kill`` it; stopped at the end whatever happens)."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.proc = _start_redis(port)
+        self.client = _client(port)
+        self.player = PersonPlayer(self.client, 1, 0, "ann")
+        self.out: dict[str, Any] = {}
+        self.thread = _decide(self.player, self.out)
+
+    def pending(self) -> str | None:
+        return _pending_rid(self.client, self.player, self.thread)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def restart(self) -> None:
+        self.kill()
+        self.proc = _start_redis(self.port)  # empty: the pending request is gone
 
 
-def test_redis_back_before_the_deadline_asks_again_and_takes_the_answer(free_port):
-    port = free_port()
-    proc = _start_redis(port)
-    client = _client(port)
-    player = PersonPlayer(client, 1, 0, "ann")
-    out: dict[str, Any] = {}
-    t = _decide(player, out)
-    try:
-        assert _pending_rid(client, player, t)
-        proc.kill()
-        proc.wait()
-        proc = _start_redis(port)  # empty: the pending request is gone
-        rid = _pending_rid(client, player, t)  # asked again
-        assert rid is not None, out
-        assert tables.push_answer(client, 1, 0, rid, b'{"type":"pass"}')
-        t.join()
-    finally:
-        proc.kill()
-        proc.wait()
-    assert "error" not in out, out
-    outcome = out["outcome"]
+@pytest.fixture
+def seat(free_port):
+    s = Seat(free_port())
+    yield s
+    s.kill()
+    s.thread.join()
+
+
+def test_redis_gone_for_good_mid_decision_is_the_arenas_failure(seat):
+    assert seat.pending()
+    seat.kill()
+    seat.thread.join()
+    assert isinstance(seat.out.get("error"), TableUnavailable), seat.out  # no time-out charged to the person
+
+
+def test_redis_back_before_the_deadline_asks_again_and_takes_the_answer(seat):
+    assert seat.pending()
+    seat.restart()
+    rid = seat.pending()  # asked again
+    assert rid is not None, seat.out
+    assert tables.push_answer(seat.client, 1, 0, rid, b'{"type":"pass"}')
+    seat.thread.join()
+    assert "error" not in seat.out, seat.out
+    outcome = seat.out["outcome"]
     assert outcome.action == {"type": "pass"} and outcome.fault is None
     assert outcome.arena_ms > 0  # the outage was the arena's time, not taken from the bank
