@@ -9,7 +9,9 @@ people's rows are stored (``person_ratings``); the bots' ratings in this pool ar
 a table: the bots' own ``ratings`` and leaderboard never see a table (unless an operator turns
 ``ARENA_PEOPLE_IN_BOT_RATINGS`` on: :func:`arena.ratings.rated_tournaments`). A match in
 which a bot seat never made a valid decision is not rated (a broken bot rates nobody); a
-person who stopped answering is (closing the tab is a loss, not a way out).
+person who stopped answering is (closing the tab is a loss, not a way out). A match in which a
+person sits against a bot it owns is rated in no pool (:func:`arena.ratings.own_bot_matches`: its bot could
+throw the games or tell it its hand, and its leaving would rate its bot up).
 
 Read models: :func:`tables_of` (a person's tables, newest first), :func:`person_ratings`.
 """
@@ -26,7 +28,9 @@ from sqlalchemy.orm import Session, selectinload
 
 from arena.db.models import Match, MatchResult, MatchSeat, PersonRating, Table, Tournament, utcnow
 from arena.ladder_ratings import contested
+from arena.lifecycle.base import aware
 from arena.ranking import rate_games
+from arena.ratings import own_bot_matches
 from arena.status import SeatKind, TournamentFormat, TournamentStatus
 
 __all__ = ["TableRow", "person_key", "person_ratings", "rebuild_people_ratings", "tables_of"]
@@ -61,7 +65,10 @@ def rebuild_people_ratings(session: Session, ruleset: str) -> int:
     games: dict[int, int] = {}
     played: dict[int, int] = {}
     last: dict[int, datetime] = {}
+    own = own_bot_matches(session, matches)
     for m in matches:
+        if m.id in own:
+            continue
         res = m.result
         assert res is not None
         seats = sorted(m.seats, key=lambda s: s.seat)
@@ -74,7 +81,7 @@ def rebuild_people_ratings(session: Session, ruleset: str) -> int:
         before = [ratings.setdefault(k, model.rating(name=k)) for k in keys]
         for k, r in zip(keys, rate_games(model, before, game_list)):
             ratings[k] = r
-        when = m.finished_at or res.created_at
+        when = aware(m.finished_at or res.created_at)  # SQLite reads naive times back
         for s in seats:
             if s.account_id is None:
                 continue

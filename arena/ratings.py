@@ -7,6 +7,7 @@ tournament (:func:`rated_tournaments`, the one selection), rebuilt from scratch 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from sqlalchemy import ColumnElement, and_, delete, select
 from sqlalchemy.orm import Session, selectinload
 
 from arena.db.models import (
+    Bot,
     Match,
     MatchResult,
     Rating,
@@ -43,6 +45,21 @@ def rated_tournaments(ruleset: str, *, people: bool = False) -> ColumnElement[bo
         Tournament.seed_chosen.is_(False),
         Tournament.format.not_in(formats),
     )
+
+
+def own_bot_matches(session: Session, matches: Sequence[Match]) -> set[int]:
+    """Ids of those of ``matches`` (seats loaded) in which a person sits against a bot its
+    account owns: rated in no pool, the people's or (``ARENA_PEOPLE_IN_BOT_RATINGS``) the bots'."""
+    people = {m.id: {s.account_id for s in m.seats if s.account_id is not None} for m in matches}
+    bots = {s.bot_id for m in matches if people[m.id] for s in m.seats if s.bot_id is not None}
+    if not bots:
+        return set()
+    owner = dict(session.execute(select(Bot.id, Bot.owner_id).where(Bot.id.in_(bots))).all())
+    return {
+        m.id
+        for m in matches
+        if people[m.id] and any(owner.get(s.bot_id) in people[m.id] for s in m.seats if s.bot_id is not None)
+    }
 
 
 def rating_key(entrant: Entrant, house_bot: str | None) -> Entrant:
@@ -96,6 +113,7 @@ def rebuild_ratings(session: Session, ruleset: str, *, people: bool = False) -> 
         .order_by(Tournament.started_at, Tournament.id, Match.index)
     ).all()
     house_bots = dict(session.execute(select(Tournament.id, Tournament.house_bot).where(rated)).all())
+    own = own_bot_matches(session, matches) if people else set()  # a person against its own bot
     ratings: dict[Entrant, Any] = {}
     games: dict[int, int] = {}
     played_matches: dict[int, int] = {}
@@ -127,7 +145,7 @@ def rebuild_ratings(session: Session, ruleset: str, *, people: bool = False) -> 
             snapshot(current)
             current = m.tournament_id
         rec = match_record(m)
-        if not _contested(m, rec):
+        if m.id in own or not _contested(m, rec):
             continue  # a seat never made a valid decision (a forfeit, a withdrawal): never rated
         game_list = rec.game_list()
         keys = [rating_key(e, house_bots[m.tournament_id]) for e in rec.seats]

@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from arena.db.models import Match, MatchSeat, Table, Tournament, TournamentParticipant
-from arena.lifecycle.base import Conflict, LifecycleError, NotFound, TournamentStatus, lock_or_404
+from arena.lifecycle.base import Conflict, LifecycleError, NotFound, TournamentStatus, is_postgresql, lock_or_404
 from arena.lifecycle.tournaments import begin_running, cancel_tournament, take_pending
 from arena.schedule import DEFAULT_HOUSE_BOT
 from arena.sources import table_match
@@ -31,6 +31,8 @@ from arena.status import SeatKind, TableKind, TournamentFormat
 
 #: Statuses of a table that is not over (it counts against the limits).
 OPEN = (TournamentStatus.CREATED, TournamentStatus.RUNNING)
+#: Key of the PostgreSQL advisory lock serializing the tables' limit checks (:func:`check_limits`).
+TABLES_LOCK = 0x7461626C65  # "table"
 
 
 class TooManyTables(LifecycleError):
@@ -70,7 +72,13 @@ def site_open_tables(session: Session) -> int:
 
 def check_limits(session: Session, account_id: int, *, per_account: int, site: int | None) -> None:
     """Raise :class:`TooManyTables` when ``account_id`` has ``per_account`` tables open, or the
-    site ``site`` (None: not counted, a seat taken at a table already open)."""
+    site ``site`` (None: not counted, a seat taken at a table already open).
+
+    On PostgreSQL the check takes a transaction-scoped advisory lock, held until the caller's
+    commit (the table stored, or the seat taken) or rollback: two opens sent at once count in
+    turn, each seeing the other's table, never the same count twice (the limit is a limit)."""
+    if is_postgresql(session):
+        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": TABLES_LOCK})
     if open_tables(session, account_id) >= per_account:
         raise TooManyTables(
             f"you have {per_account} table(s) open already: finish or cancel one first", retry_after_s=60

@@ -12,9 +12,12 @@ person's own time rules; nobody answering (a closed tab) is a ``timeout`` at the
 and after ``max_faults`` of them the seat forfeits the rest of the match (FAULT-3): a worker
 never waits longer than the banks allow.
 
-When Redis fails during a decision the player tries again until the deadline; no answer by
-then after such a failure raises :class:`TableUnavailable` (the arena's failure: the match
-fails, the person is not charged).
+When Redis fails during a decision, or answers again having lost the pending request (a
+restart: the client reconnects without an error), the player tries again until the deadline
+(asking again once Redis answers): the time Redis failed is the arena's, never taken from the person's bank
+(:attr:`Outcome.arena_ms`), and no answer by the deadline after such a failure raises
+:class:`TableUnavailable` (the arena's failure: the runner asks again, the person is not
+charged).
 
 :class:`PersonViews` publishes, after each decision of the match, each person's own
 observation (:meth:`engine.Game.observation` of its seat, C-11) and the public clock of the
@@ -50,6 +53,14 @@ class TableUnavailable(ArenaFailure):
 
     def __init__(self, cause: BaseException):
         super().__init__(f"Redis failed during a person's decision and no answer came: {type(cause).__name__}")
+
+
+class RedisLost(redis.ConnectionError):
+    """Redis answers but lost the seat's pending request: it restarted empty (the client
+    reconnected without an error)."""
+
+    def __init__(self) -> None:
+        super().__init__("Redis lost the pending request (restarted empty)")
 
 
 def _ms(seconds: float) -> int:
@@ -110,25 +121,35 @@ class PersonPlayer:
             }
         )
         answers = tables.answer_key(rid)
-        outage: BaseException | None = None
+        outage: BaseException | None = None  # Redis is failing now
+        failed: BaseException | None = None  # Redis failed during this decision
+        down_since = seen = 0.0
+        arena_s = 0.0  # seconds Redis was failing: the arena's time, never the person's bank
         try:
             self._ask(rid, frame, max(timeout_s, 0.0))
         except REDIS_ERRORS as exc:
-            outage = exc
+            outage = failed = exc
+            down_since = start
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                if outage is not None:
-                    raise TableUnavailable(outage)
+                if failed is not None:  # the page may have lost the request: asked again
+                    raise TableUnavailable(failed)
                 self._close_request(rid, {"type": "timeout", "rid": rid})
                 return Outcome(None, "timeout", fault(FaultCode.NO_ANSWER), "", _ms(time.monotonic() - start), None)
             try:
                 if outage is not None:  # Redis came back: ask again (the page may have missed it)
                     self._ask(rid, frame, left)
                     outage = None
+                    arena_s += time.monotonic() - down_since
+                seen = time.monotonic()
                 got = self.client.blpop([answers], timeout=max(0.001, min(SLICE_S, left)))
+                if got is None and not self._still_asked(rid):
+                    raise RedisLost()
             except REDIS_ERRORS as exc:
-                outage = exc
+                if outage is None:  # a restart that lost the request: since the last time it was there
+                    down_since = seen if isinstance(exc, RedisLost) else time.monotonic()
+                outage = failed = exc
                 time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
                 continue
             if got is None:
@@ -141,7 +162,13 @@ class PersonPlayer:
                 continue
             elapsed = _ms(time.monotonic() - start)
             self._close_request(rid, {"type": "accepted", "rid": rid, "elapsed_ms": elapsed})
-            return Outcome(action, None, None, "", elapsed, None)
+            return Outcome(action, None, None, "", elapsed, None, arena_ms=min(elapsed, _ms(arena_s)))
+
+    def _still_asked(self, rid: str) -> bool:
+        """Whether the seat's pending request is still ``rid`` (a Redis restarted empty, which
+        the client reconnects to without an error, lost it)."""
+        raw = self.client.hget(self.pending, "rid")
+        return (raw.decode() if isinstance(raw, bytes) else raw) == rid
 
     def _ask(self, rid: str, frame: str, timeout_s: float) -> None:
         pipe = self.client.pipeline(transaction=False)
