@@ -165,7 +165,7 @@ start_ladder() {  # the open Million Doubt ladder, the two sample bots entered i
     echo "$id" >"$STATE/ladder.id"
     for name in bot1 bot2; do
         ARENA_API_URL="$SITE" ARENA_TOKEN="$(cat "$STATE/organizer-token")" "$ARENA" ladder enter "$id" \
-            --bot "$(cat "$STATE/$name.id")" --max-concurrent 2 --max-sets-per-hour 3600 \
+            --bot "$(cat "$STATE/$name.id")" --max-concurrent 2 --max-sets-per-hour 120 \
             >/dev/null 2>>"$STATE/upgrade.log" \
             || { stop >/dev/null; die "entering sample bot $(cat "$STATE/$name.id") in the ladder failed"; }
     done

@@ -8,6 +8,7 @@ chip, the decision's buttons, or pressing the page's keys (``#keys-help``)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,32 @@ from tests.tables_play import choose
 
 #: Milliseconds a step waits for the page (a guard against a hang, never a timing).
 WAIT_MS = 90_000
+
+#: Before any script of a page: each frame the table page keeps (``window.arenaTableFrames``,
+#: an array it creates on each load) is handed to ``arenaKeepFrame`` as it is received.
+_KEEP_SCRIPT = """(() => {
+  let kept;
+  Object.defineProperty(window, "arenaTableFrames", {
+    configurable: true,
+    get() { return kept; },
+    set(frames) {
+      kept = frames;
+      const push = frames.push.bind(frames);
+      frames.push = (...fs) => { fs.forEach((f) => window.arenaKeepFrame(JSON.stringify(f))); return push(...fs); };
+    },
+  });
+})();"""
+
+
+def keep_frames(context) -> list[dict[str, Any]]:
+    """Every frame any table page of browser ``context`` receives from now on, over all its
+    loads (a reload, a language switch, the end), in the order received: the list fills as the
+    test drives the pages. Call it before the first page opens."""
+    kept: list[dict[str, Any]] = []
+    context.expose_function("arenaKeepFrame", lambda text: kept.append(json.loads(text)))
+    context.add_init_script(_KEEP_SCRIPT)
+    return kept
+
 
 Policy = Callable[[dict[str, Any]], dict[str, Any] | None]
 
@@ -53,8 +80,10 @@ class Person:
 
     @property
     def frames(self) -> list[dict]:
-        """Every frame the page received, over all its loads."""
-        return self._archived + self._current
+        """Every frame the page received, over all its loads: those :func:`keep_frames` kept
+        when its context keeps them (``page.kept_frames``), else those :meth:`collect` read."""
+        kept = getattr(self.page, "kept_frames", None)
+        return list(kept) if kept is not None else self._archived + self._current
 
     def collect(self) -> None:
         """Keep the frames the page received (a load starts a new list: the old one is kept)."""
