@@ -18,25 +18,21 @@ Screenshots of each decision kind at 1280 and 390 px, English and Japanese:
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
-from werkzeug.serving import make_server
 
 import engine
-from api import create_app
 from arena.db.models import Match, Tournament
 from arena.seeds import attempt_seed, game_seed, match_seed
 from bots_sdk.bot import PASS, Bot, Request
 from bots_sdk.md import all_face_down_ok, trick_state
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.tables_play import check_frames
-from tests.worker.conftest import Arena, SwitchBot, fresh_pg_database
+from tests.worker.conftest import Arena, SwitchBot
 
-from .conftest import _QuietHandler
 from .tables_person import WAIT_MS, Person, keep_frames
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
@@ -75,25 +71,6 @@ class Passive(Bot):
             return PASS
         singles = [a for a in req.plays() if len(a["cards"]) == 1]
         return singles[0] if singles else req.plays()[0]
-
-
-@pytest.fixture
-def served(pg_url, redis_url, tmp_path):
-    arena = Arena(fresh_pg_database(pg_url), redis_url, tmp_path=tmp_path)
-    app = create_app(arena.settings, engine=arena.engine)
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield arena, f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    arena.close()
-
-
-@pytest.fixture
-def bots():
-    servers: list[SwitchBot] = []
-    yield servers
-    for b in servers:
-        b.close()
 
 
 def _people_bot(arena: Arena, bots: list, bot: Bot, rulesets: list[str], name: str) -> int:
