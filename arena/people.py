@@ -60,6 +60,7 @@ def rebuild_people_ratings(session: Session, ruleset: str) -> int:
         )
         .options(selectinload(Match.seats), selectinload(Match.result))
         .order_by(Tournament.started_at, Tournament.id, Match.index)
+        .execution_options(populate_existing=True)  # no stale empty result (arena.standings)
     ).all()
     ratings: dict[str, Any] = {}
     games: dict[int, int] = {}

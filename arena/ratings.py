@@ -111,6 +111,7 @@ def rebuild_ratings(session: Session, ruleset: str, *, people: bool = False) -> 
         .where(rated)
         .options(selectinload(Match.seats), selectinload(Match.result))
         .order_by(Tournament.started_at, Tournament.id, Match.index)
+        .execution_options(populate_existing=True)  # no stale empty result (arena.standings)
     ).all()
     house_bots = dict(session.execute(select(Tournament.id, Tournament.house_bot).where(rated)).all())
     own = own_bot_matches(session, matches) if people else set()  # a person against its own bot

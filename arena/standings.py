@@ -47,6 +47,9 @@ def load_records(session: Session, tournament_id: int, after_index: int = -1) ->
         .where(Match.tournament_id == tournament_id, Match.index > after_index)
         .options(selectinload(Match.seats), selectinload(Match.result))
         .order_by(Match.index)
+        # a match the session loaded before its result landed keeps a stale empty result
+        # unless the rows are read again
+        .execution_options(populate_existing=True)
     ).all()
     return [match_record(m) for m in matches]
 

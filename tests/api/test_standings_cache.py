@@ -7,6 +7,7 @@ import random
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.orm import selectinload
 
 from arena.board import read_board
 from arena.db.models import Account, Match, MatchSeat, StandingsCache, Tournament
@@ -242,3 +243,18 @@ def test_the_board_is_one_read_that_agrees_with_itself(sessionmaker):
 
 def _organizer(s) -> Account:
     return s.scalars(select(Account).where(Account.role == "organizer")).first()
+
+
+def test_a_result_stored_while_a_read_holds_its_match_is_loaded(sessionmaker):
+    """A read that loaded a match before its result landed (the board's match lines) and then
+    folds the standings: the result, committed meanwhile by a worker, is read, not the match's
+    stale empty one (CI: "match 7 has no result" on a tournament page under load)."""
+    with sessionmaker() as reader, sessionmaker() as worker:
+        tid, ids = _duel_tournament(reader, "stale", 2)
+        held = reader.scalars(select(Match).where(Match.id == ids[0]).options(selectinload(Match.result))).one()
+        assert held.result is None
+        _store(worker, ids[0], 2.0)
+        records = load_records(reader, tid)
+        assert [r.index for r in records] == [0] and list(records[0].scores) == [2.0, -2.0]
+        report = tournament_report(reader, reader.get(Tournament, tid))
+        assert {r.entrant: r.total_score for r in report.rows} == {"a": 2.0, "b": -2.0}
