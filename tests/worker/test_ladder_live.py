@@ -110,7 +110,9 @@ def test_a_ladder_runs_unattended_and_keeps_its_rules(arena, bots, celery_worker
     # unattended through many ticks: every entry rated in several sets
     wait(lambda: all(sets_of(x) >= 4 for x in (a1, a2, b, c)), "every bot rated in 4 sets")
     rows = _sets(arena, ladder)
-    assert len({r.tick for r in rows}) >= 3  # formed by several ticks
+    # formed in several rounds: by the beat's ticks, or by the refills of done sets (a refill
+    # forms its sets under the last tick's number, so quick bots may keep every tick idle)
+    assert len({r.tick for r in rows}) >= 3 or sum(r.refilled for r in rows) >= 3, [(r.tick, r.refilled) for r in rows]
     with arena.sessions() as s:
         owner_of = {e.id: e.owner_id for e in s.scalars(select(LadderEntry))}
     for r in rows:  # never two bots of one owner at one table
