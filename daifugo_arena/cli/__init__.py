@@ -33,20 +33,20 @@ from arena.config import Settings
 
 #: Lazily loaded subcommands: command name -> "module:attribute" (a click.Command or Group).
 COMMANDS: dict[str, str] = {
-    "play": "cli.play:play",
-    "bots": "cli.bots:bots",  # serve (cli.play) + register, list, show
-    "logs": "cli.bots:logs",  # verify (cli.play) + download
-    "api": "cli.service:api",
-    "db": "cli.service:db",
-    "accounts": "cli.service:accounts",
-    "secrets": "cli.service:secrets_group",
-    "worker": "cli.worker:worker",
-    "beat": "cli.worker:beat",
-    "tournament": "cli.tournament:tournament",
-    "ladder": "cli.ladder:ladder",
-    "leaderboard": "cli.tournament:leaderboard",
-    "demo": "cli.demo:demo",
-    "gateway": "cli.gateway:gateway",
+    "play": "daifugo_arena.cli.play:play",
+    "bots": "daifugo_arena.cli.bots:bots",  # serve (daifugo_arena.cli.play) + register, list, show
+    "logs": "daifugo_arena.cli.bots:logs",  # verify (daifugo_arena.cli.play) + download
+    "api": "daifugo_arena.cli.service:api",
+    "db": "daifugo_arena.cli.service:db",
+    "accounts": "daifugo_arena.cli.service:accounts",
+    "secrets": "daifugo_arena.cli.service:secrets_group",
+    "worker": "daifugo_arena.cli.worker:worker",
+    "beat": "daifugo_arena.cli.worker:beat",
+    "tournament": "daifugo_arena.cli.tournament:tournament",
+    "ladder": "daifugo_arena.cli.ladder:ladder",
+    "leaderboard": "daifugo_arena.cli.tournament:leaderboard",
+    "demo": "daifugo_arena.cli.demo:demo",
+    "gateway": "daifugo_arena.cli.gateway:gateway",
 }
 
 #: Top-level modules of the ``server`` extra's distributions (pyproject.toml) -> that extra:

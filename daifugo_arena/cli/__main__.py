@@ -1,5 +1,5 @@
-"""``python -m cli``: the ``arena`` command."""
+"""``python -m daifugo_arena.cli``: the ``arena`` command."""
 
-from cli import main
+from daifugo_arena.cli import main
 
 main()

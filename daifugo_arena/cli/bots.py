@@ -1,9 +1,9 @@
 """``arena bots register|list|show|check`` and ``arena logs download``: a contestant's
-commands, talking to a running API over HTTP (:mod:`cli.remote`). ``arena bots`` is
-:mod:`cli.play`'s group (``serve``, ``connect``) with these added: a bot registered with
+commands, talking to a running API over HTTP (:mod:`daifugo_arena.cli.remote`). ``arena bots`` is
+:mod:`daifugo_arena.cli.play`'s group (``serve``, ``connect``) with these added: a bot registered with
 ``--url`` (the arena calls it) or ``--connect`` (it dials out to the arena's gateway; no URL),
 listed with its transport and, for a bot that connects, whether it is connected, how many
-connections and since when. ``arena logs`` is :mod:`cli.play`'s (``verify``) with
+connections and since when. ``arena logs`` is :mod:`daifugo_arena.cli.play`'s (``verify``) with
 ``download`` added.
 """
 
@@ -15,11 +15,11 @@ from pathlib import Path
 import click
 
 import engine
-from cli.client import download_logs
-from cli.display import progress_bar
-from cli.play import bots as play_bots
-from cli.play import logs as play_logs
-from cli.remote import api_client, api_options, call
+from daifugo_arena.cli.client import download_logs
+from daifugo_arena.cli.display import progress_bar
+from daifugo_arena.cli.play import bots as play_bots
+from daifugo_arena.cli.play import logs as play_logs
+from daifugo_arena.cli.remote import api_client, api_options, call
 
 
 @click.command("download")

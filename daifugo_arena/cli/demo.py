@@ -2,8 +2,8 @@
 
 Everything over real HTTP on 127.0.0.1: a fresh SQLite database ``DIR/arena.db`` (``--out
 DIR``, default ``./demo-output``) with ``ARENA_CELERY_EAGER=1`` and
-``ARENA_ALLOW_PRIVATE_BOT_URLS=1`` set; the REST API (:func:`cli.compose.make_app`) served by
-:class:`cli.servers.WsgiServer` (``--port``, or a free port) and an organizer account; four
+``ARENA_ALLOW_PRIVATE_BOT_URLS=1`` set; the REST API (:func:`daifugo_arena.cli.compose.make_app`) served by
+:class:`daifugo_arena.cli.servers.WsgiServer` (``--port``, or a free port) and an organizer account; four
 sample bots (:data:`bots_sdk.samples.SAMPLE_BOTS`, :func:`bots_sdk.server.start`) registered
 and checked by four contestant accounts; a round-robin tournament created and started, a
 progress bar polling ``GET /tournaments/{id}``; then the standings, every match log in
@@ -14,7 +14,7 @@ Ctrl-C. Sizes: each rule set's ``arena.rulesets.ArenaRuleSet.demo``. Step by ste
 ``--connect``: the sample bots are registered as bots that connect and dial out
 (:func:`bots_sdk.connect`) to a gateway run in this process, through a Redis
 (``ARENA_BROKER_URL``): a throwaway ``redis-server`` the demo starts and stops, or
-``--redis-url`` (:mod:`cli.demo_services`); ``ARENA_ALLOW_PRIVATE_BOT_URLS`` is ``0`` then.
+``--redis-url`` (:mod:`daifugo_arena.cli.demo_services`); ``ARENA_ALLOW_PRIVATE_BOT_URLS`` is ``0`` then.
 
 ``--serve`` also offers a table (docs/tables.md): the demo's bots let people play them, an
 account ``player`` is made (its token printed, and in ``demo.json``) and ``/ui/play`` seats it
@@ -40,10 +40,10 @@ from arena.config import Settings
 from arena.db.session import make_engine
 from arena.rulesets import arena_ruleset
 from arena.runner.replay import verify_logs
-from cli.client import ApiClient, download_logs
-from cli.demo_ladder import LadderDemoResult, LadderRun, run_ladder
-from cli.demo_services import DemoRedis
-from cli.demo_stage import (
+from daifugo_arena.cli.client import ApiClient, download_logs
+from daifugo_arena.cli.demo_ladder import LadderDemoResult, LadderRun, run_ladder
+from daifugo_arena.cli.demo_services import DemoRedis
+from daifugo_arena.cli.demo_stage import (
     DEMO_BOTS,
     DEMO_TIME_RULES,
     DialOut,
@@ -52,7 +52,7 @@ from cli.demo_stage import (
     shown,
     start_stage,
 )
-from cli.display import progress_bar, standings_table
+from daifugo_arena.cli.display import progress_bar, standings_table
 
 
 @dataclass

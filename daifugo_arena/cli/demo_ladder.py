@@ -1,5 +1,5 @@
 """``arena demo --ladder``: the ladder part of the demo (:func:`run_ladder`; what both demos
-start from, the database, the API, the accounts and the sample bots: :mod:`cli.demo_stage`).
+start from, the database, the API, the accounts and the sample bots: :mod:`daifugo_arena.cli.demo_stage`).
 
 On the embedded default (SQLite, eager mode) there is no Celery beat: :func:`drive_ticks` calls
 the ladder's own tick, :func:`arena.usecases.ladders.tick`, in a loop, each tick's sets played
@@ -28,9 +28,9 @@ from arena.db.session import make_sessionmaker
 from arena.inprocess import InProcessDispatcher
 from arena.rulesets import arena_ruleset
 from arena.usecases import ladders
-from cli import ladder as ladder_cli
-from cli.demo_stage import DEMO_TIME_RULES, DialOut, nobody, serve_or_hint, start_stage
-from cli.display import progress_bar
+from daifugo_arena.cli import ladder as ladder_cli
+from daifugo_arena.cli.demo_stage import DEMO_TIME_RULES, DialOut, nobody, serve_or_hint, start_stage
+from daifugo_arena.cli.display import progress_bar
 
 #: The ladder demo's bots, of graded strength (docs/search-bot.md, docs/performance.md):
 #: (account name, bot name, sample bot, seed), strongest first.
@@ -131,7 +131,7 @@ def run_ladder(
     console: Any,
     started: float,
 ) -> LadderDemoResult:
-    """The ladder demo (:mod:`cli.demo_ladder`): four sample bots of graded strength enter an
+    """The ladder demo (:mod:`daifugo_arena.cli.demo_ladder`): four sample bots of graded strength enter an
     open ladder through the API, then the demo's loop drives the ladder's tick, each tick's
     sets played in-process; the live table and the official table at the end."""
     settings = Settings.from_env()

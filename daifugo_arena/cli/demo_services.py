@@ -1,5 +1,5 @@
 """What ``arena demo --connect`` adds to the demo: a Redis (a throwaway ``redis-server`` the demo
-starts and stops, or one the user names) and a gateway (:class:`gateway.server.Gateway`) run in
+starts and stops, or one the user names) and a gateway (:class:`daifugo_arena.gateway.server.Gateway`) run in
 the demo's process, on a thread of its own with its own asyncio loop."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import redis
 
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
-from gateway.config import GatewayConfig
-from gateway.server import Gateway
+from daifugo_arena.gateway.config import GatewayConfig
+from daifugo_arena.gateway.server import Gateway
 
 #: What the demo says when ``--connect`` finds no Redis.
 NO_REDIS = (
@@ -97,7 +97,7 @@ class DemoRedis:
 
 
 class DemoGateway:
-    """An ``arena gateway`` in this process: :class:`gateway.server.Gateway` on 127.0.0.1 (a
+    """An ``arena gateway`` in this process: :class:`daifugo_arena.gateway.server.Gateway` on 127.0.0.1 (a
     free port), its asyncio loop on a thread of its own; ``url`` is what bots dial.
 
     Raises:

@@ -1,6 +1,6 @@
 """What both demos (``arena demo``, ``arena demo --ladder``) start from: their sizes and bots,
 the database migrated, the API served, the accounts signed up and the sample bots registered,
-served or dialing out (``--connect``: :mod:`cli.demo_services`) and checked (:func:`start_stage`);
+served or dialing out (``--connect``: :mod:`daifugo_arena.cli.demo_services`) and checked (:func:`start_stage`);
 then ``demo.json`` and ``--serve``."""
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from bots_sdk import Connection, connect
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import BotServer
 from bots_sdk.server import start as start_bot
-from cli.client import ApiClient, ApiError
-from cli.compose import make_app
-from cli.demo_services import DemoGateway, DemoRedis
-from cli.servers import WsgiServer
+from daifugo_arena.cli.client import ApiClient, ApiError
+from daifugo_arena.cli.compose import make_app
+from daifugo_arena.cli.demo_services import DemoGateway, DemoRedis
+from daifugo_arena.cli.servers import WsgiServer
 
 #: Bots of the demo: (account name, bot name, sample bot, seed).
 DEMO_BOTS = (

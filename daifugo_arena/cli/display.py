@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from cli.client import ApiClient, ApiError
-from cli.remote import call
+from daifugo_arena.cli.client import ApiClient, ApiError
+from daifugo_arena.cli.remote import call
 
 
 def progress_bar(console=None, *, transient: bool = False):

@@ -1,5 +1,6 @@
 """``arena gateway``: the process holding the connections of bots that dial out
-(:class:`gateway.server.Gateway`; docs/operations.md, "Gateways"). Registered in cli.COMMANDS."""
+(:class:`daifugo_arena.gateway.server.Gateway`; docs/operations.md, "Gateways"). Registered in
+daifugo_arena.cli.COMMANDS."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from arena.config import Settings
 from arena.db.session import shared_sessions
 from arena.usecases.bots import Credentials, connect_bots, credentials
 from bots_sdk.server import connections_allowed
-from gateway.config import GatewayConfig
-from gateway.server import Gateway
+from daifugo_arena.gateway.config import GatewayConfig
+from daifugo_arena.gateway.server import Gateway
 
 #: Files a gateway keeps open beside its connections (Redis, the database, logs, the listener).
 FILE_RESERVE = 100

@@ -1,5 +1,5 @@
 """``arena ladder list|show|create|enter|pause|resume|withdraw|sets|official``: ladders that never
-close (docs/ladder.md), through a running API over HTTP (:class:`cli.client.ApiClient`), as
+close (docs/ladder.md), through a running API over HTTP (:class:`daifugo_arena.cli.client.ApiClient`), as
 ``arena tournament`` does.
 
 Every command takes ``--api URL`` (env ``ARENA_API_URL``) and ``--token TOKEN`` (env
@@ -22,9 +22,9 @@ from typing import Any
 import click
 
 import engine
-from cli import parse_options_json
-from cli.display import echo_json, table_console
-from cli.remote import api_client, api_options, call
+from daifugo_arena.cli import parse_options_json
+from daifugo_arena.cli.display import echo_json, table_console
+from daifugo_arena.cli.remote import api_client, api_options, call
 
 
 def _bool(value: bool | None, yes: str, no: str, none: str = "-") -> str:

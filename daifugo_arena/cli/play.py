@@ -37,8 +37,8 @@ from bots_sdk.connect import connect as connect_bot
 from bots_sdk.protocol import PROTOCOL_VERSION
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import serve
-from cli import parse_options_json
-from cli.dialed import DEFAULT_PORT, DialedSeats, dial_id
+from daifugo_arena.cli import parse_options_json
+from daifugo_arena.cli.dialed import DEFAULT_PORT, DialedSeats, dial_id
 from engine.timebank import TimeRules
 
 if TYPE_CHECKING:

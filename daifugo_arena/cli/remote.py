@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from cli.client import ApiClient, ApiError
+from daifugo_arena.cli.client import ApiClient, ApiError
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 

@@ -1,5 +1,5 @@
 """CLI commands of the API and the database: ``arena api``, ``arena db upgrade``,
-``arena accounts create [--organizer] NAME``. Registered in cli.COMMANDS."""
+``arena accounts create [--organizer] NAME``. Registered in daifugo_arena.cli.COMMANDS."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from arena.config import Settings
 from arena.db.migrate import current, upgrade
 from arena.db.migrate import upgrade as run_upgrade
 from arena.db.session import make_engine, make_sessionmaker, normalize_url
-from cli.compose import make_app
-from cli.servers import RequestReadingWorker
+from daifugo_arena.cli.compose import make_app
+from daifugo_arena.cli.servers import RequestReadingWorker
 
 #: Threads per gunicorn worker (gthread worker class, reading requests first:
-#: :class:`cli.servers.RequestReadingWorker`).
+#: :class:`daifugo_arena.cli.servers.RequestReadingWorker`).
 GUNICORN_THREADS = 16
 #: Seconds a gunicorn worker may go without heartbeat before it is killed and restarted.
 GUNICORN_TIMEOUT_S = 60
@@ -68,7 +68,7 @@ class ApiServer(BaseApplication):
 
     ``host``/``port``: the bind address; ``workers``: worker processes (gthread, each with
     :data:`GUNICORN_THREADS` threads, each request read whole by the worker's event loop
-    before a thread serves it, within deadlines: :class:`~cli.servers.RequestReadingWorker`;
+    before a thread serves it, within deadlines: :class:`~daifugo_arena.cli.servers.RequestReadingWorker`;
     access log on stdout). ``control_socket``: the path of
     this server's gunicorn control socket, or None for none (gunicorn's default path is
     shared by every server of the user: a second server would take it over and remove it

@@ -1,6 +1,6 @@
 """``arena tournament create|start|resume|retry|status|standings`` and ``arena leaderboard``:
-an organizer's commands, talking to a running API over HTTP (:mod:`cli.remote`; what they
-print: :mod:`cli.display`).
+an organizer's commands, talking to a running API over HTTP (:mod:`daifugo_arena.cli.remote`; what they
+print: :mod:`daifugo_arena.cli.display`).
 
 Every command takes ``--api URL`` (env ``ARENA_API_URL``, default ``http://127.0.0.1:8000``)
 and ``--token TOKEN`` (env ``ARENA_TOKEN``; an organizer's token for create/start). Errors
@@ -14,7 +14,7 @@ ranking is settled; ``leaderboard``: the table, no token needed), or the API's J
 actions, progress bars and hints go to stderr.
 
 A contestant's commands (``arena bots register|list|show|check``, ``arena logs download``):
-:mod:`cli.bots`.
+:mod:`daifugo_arena.cli.bots`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import click
 
 import engine
 from arena.schedule import DEFAULT_HOUSE_BOT, HOUSE_BOTS
-from cli import parse_options_json
-from cli.client import ApiClient, ApiError
-from cli.display import (
+from daifugo_arena.cli import parse_options_json
+from daifugo_arena.cli.client import ApiClient, ApiError
+from daifugo_arena.cli.display import (
     DEFAULT_WORKER_HINT_S,
     echo_json,
     leaderboard_table,
@@ -39,7 +39,7 @@ from cli.display import (
     table_console,
     watch_progress,
 )
-from cli.remote import api_client, api_options, call
+from daifugo_arena.cli.remote import api_client, api_options, call
 
 
 def _echo_tournament(t: dict, *, err: bool = False) -> None:

@@ -150,7 +150,18 @@ def worker(
     if processes is None:
         processes = default_processes() if pool == "threads" else 1
     if processes > 1 or checks > 0 or pars > 0:
-        child = [sys.executable, "-m", "cli", "worker", "--processes", "1", "--checks", "0", "--pars", "0"]
+        child = [
+            sys.executable,
+            "-m",
+            "daifugo_arena.cli",
+            "worker",
+            "--processes",
+            "1",
+            "--checks",
+            "0",
+            "--pars",
+            "0",
+        ]
         child += ["--loglevel", loglevel]
         matches = child + ["--pool", pool, "--queues", ",".join(queue_list)]
         if concurrency:

@@ -18,9 +18,9 @@ from websockets.http11 import Response
 from arena.clients import client_key, forwarded_address, network_key
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
-from gateway.credentials import CREDENTIALS_CACHED, CredentialsReader
-from gateway.frames import BotSocket
-from gateway.hub import Hub
+from daifugo_arena.gateway.credentials import CREDENTIALS_CACHED, CredentialsReader
+from daifugo_arena.gateway.frames import BotSocket
+from daifugo_arena.gateway.hub import Hub
 
 log = logging.getLogger("arena.gateway")
 
@@ -37,7 +37,7 @@ FAILED_AUTH_BURST = 16
 NETWORK_FAILED_AUTH_PER_S = 16.0
 NETWORK_FAILED_AUTH_BURST = 64
 #: Most connections held unread at once after a refusal for a spent budget (``tarpit_s``,
-#: :class:`gateway.config.GatewayConfig`); beyond, they are dropped at once.
+#: :class:`daifugo_arena.gateway.config.GatewayConfig`); beyond, they are dropped at once.
 TARPIT_MAX = 1024
 
 
@@ -57,7 +57,7 @@ def peer_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
 
 class Budgets:
     """A token bucket per client (``rate`` a second, ``burst`` at once), the least recently
-    used forgotten past :data:`gateway.credentials.CREDENTIALS_CACHED` clients."""
+    used forgotten past :data:`daifugo_arena.gateway.credentials.CREDENTIALS_CACHED` clients."""
 
     def __init__(self, rate: float, burst: float):
         self.rate, self.burst = rate, burst

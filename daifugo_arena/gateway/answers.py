@@ -10,7 +10,7 @@ import time
 import redis
 
 from arena import relay
-from gateway.hub import Hub
+from daifugo_arena.gateway.hub import Hub
 
 log = logging.getLogger("arena.gateway")
 

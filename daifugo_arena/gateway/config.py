@@ -1,6 +1,6 @@
 """A gateway's settings (:class:`GatewayConfig`): where it listens, its caps and its timings.
 
-``arena gateway`` builds one from :class:`arena.config.Settings` (``cli/gateway.py``); tests and
+``arena gateway`` builds one from :class:`arena.config.Settings` (``daifugo_arena/cli/gateway.py``); tests and
 the demo name only what they change. The constants below are the defaults.
 """
 
@@ -53,7 +53,7 @@ class GatewayConfig:
         max_connections: most connections of this process (more are refused with 1013).
         max_unauthenticated: most connections waiting to authenticate at once (more: 1013).
         max_unauthenticated_per_address: the same, from one client
-            (:func:`gateway.admission.client_address`; more: 1013), so that one client cannot
+            (:func:`daifugo_arena.gateway.admission.client_address`; more: 1013), so that one client cannot
             hold every place of ``max_unauthenticated``.
         max_unauthenticated_per_network: the same, from one network (an IPv4 /24, an IPv6 /48,
             :func:`arena.clients.network_key`; more: 1013): one machine holding many addresses.

@@ -16,7 +16,7 @@ from arena import relay
 from arena.faults import Fault, FaultCode, fault
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
-from gateway.frames import FLOOD_BURST, FLOOD_RATE, BotSocket
+from daifugo_arena.gateway.frames import FLOOD_BURST, FLOOD_RATE, BotSocket
 
 #: Most frames waiting in a connection's outbox; more is a slow reader.
 OUTBOX_FRAMES = 1024
@@ -26,7 +26,7 @@ LATE_S = 60.0
 RECEIVED_CHARS = 500
 
 #: Where an answer list item goes: ``(request id, item, the request's deadline in Unix seconds)``
-#: (:meth:`gateway.answers.Answers.queue`).
+#: (:meth:`daifugo_arena.gateway.answers.Answers.queue`).
 QueueAnswer = Callable[[str, bytes, float], None]
 
 
@@ -49,7 +49,8 @@ class Connection:
         self.outbox: asyncio.Queue[str] = asyncio.Queue(OUTBOX_FRAMES)
         #: the fault its requests in flight get when it closes: (kind, why, received)
         self.violation: tuple[str, Fault, str] | None = None
-        #: a probe of it runs (:meth:`gateway.liveness.Liveness.probe`), or ran since it was last heard from
+        #: a probe of it runs (:meth:`daifugo_arena.gateway.liveness.Liveness.probe`), or ran since it
+        #: was last heard from
         self.probed = False
         #: when its bot's connections on the other gateways were last looked up, Unix seconds
         self.looked = 0.0

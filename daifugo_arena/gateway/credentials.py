@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from arena.usecases.bots import Credentials
-from gateway.config import GatewayConfig
+from daifugo_arena.gateway.config import GatewayConfig
 
 log = logging.getLogger("arena.gateway")
 
@@ -24,7 +24,7 @@ CredentialsFn = Callable[[int], Credentials | None]
 #: :attr:`~arena.usecases.bots.Credentials.grace_until` (Unix seconds, None: never rotated):
 #: ``{bot id: grace_until}``. Blocking; called in a thread, once per presence renewal for every
 #: bot held; a rotation since a connection's credentials were read shows as another
-#: ``grace_until`` (:meth:`gateway.presence.Presence.renew` then reads that bot's credentials).
+#: ``grace_until`` (:meth:`daifugo_arena.gateway.presence.Presence.renew` then reads that bot's credentials).
 #: ``arena gateway`` asks the database in one query, no secret read or decrypted
 #: (:func:`arena.usecases.bots.connect_bots`).
 StillConnectFn = Callable[[list[int]], Mapping[int, float | None]]
@@ -33,7 +33,7 @@ StillConnectFn = Callable[[list[int]], Mapping[int, float | None]]
 DB_THREADS = 4
 #: Most bots whose credentials are cached (known bots, and unknown ids apart: a stranger's
 #: unknown ids never push a known bot's credentials out); also the most clients a failed
-#: authentications' budget remembers (:class:`gateway.admission.Budgets`).
+#: authentications' budget remembers (:class:`daifugo_arena.gateway.admission.Budgets`).
 CREDENTIALS_CACHED = 10_000
 
 
@@ -77,7 +77,7 @@ class CredentialsCache:
 class CredentialsReader:
     """Reads credentials on threads of its own (:data:`DB_THREADS`: a database that hangs holds
     these, never the threads of the Redis calls), each read within ``credentials_timeout_s``,
-    cached ``credentials_ttl_s`` seconds (:class:`gateway.config.GatewayConfig`).
+    cached ``credentials_ttl_s`` seconds (:class:`daifugo_arena.gateway.config.GatewayConfig`).
 
     Args:
         credentials: :data:`CredentialsFn`.

@@ -1,6 +1,6 @@
 """The frame policy of a bot's socket (:class:`BotSocket`): what a connection may send beyond its
 answers (pings, pongs, fragments: a token bucket), and before its welcome (a bounded number of
-bytes). The gateway's table of what a connection does wrong: :mod:`gateway.server`."""
+bytes). The gateway's table of what a connection does wrong: :mod:`daifugo_arena.gateway.server`."""
 
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ FLOOD_RATE = 16.0
 class BotSocket(ServerConnection):
     """A bot's socket: counts the frames that are not whole messages (pings, pongs, fragments).
 
-    A whole message must answer a request (one per request, :func:`gateway.connection.read_answers`), but each
-    ping is answered by a pong the peer may never read: past :data:`FLOOD_BURST` such frames
-    (refilled at :data:`FLOOD_RATE` a second) the connection is failed with 1008, no more of it
-    is read, :attr:`flood` says why, and it is dropped ``close_timeout`` seconds later.
+    A whole message must answer a request (one per request,
+    :func:`daifugo_arena.gateway.connection.read_answers`), but each ping is answered by a pong the
+    peer may never read: past :data:`FLOOD_BURST` such frames (refilled at :data:`FLOOD_RATE` a
+    second) the connection is failed with 1008, no more of it is read, :attr:`flood` says why, and
+    it is dropped ``close_timeout`` seconds later.
     """
 
     def __init__(self, *args: Any, **kwargs: Any):

@@ -11,8 +11,8 @@ import redis
 import redis.asyncio as aioredis
 
 from arena import relay
-from gateway.config import GatewayConfig
-from gateway.connection import Connection
+from daifugo_arena.gateway.config import GatewayConfig
+from daifugo_arena.gateway.connection import Connection
 
 
 class Hub:

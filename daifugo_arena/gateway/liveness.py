@@ -13,11 +13,11 @@ import redis
 from websockets.exceptions import ConnectionClosed
 
 from arena import relay
-from gateway.connection import LATE_S, Connection
-from gateway.hub import Hub
-from gateway.presence import Presence
-from gateway.requests import Requests
-from gateway.stories import Stories
+from daifugo_arena.gateway.connection import LATE_S, Connection
+from daifugo_arena.gateway.hub import Hub
+from daifugo_arena.gateway.presence import Presence
+from daifugo_arena.gateway.requests import Requests
+from daifugo_arena.gateway.stories import Stories
 
 log = logging.getLogger("arena.gateway")
 
@@ -74,7 +74,7 @@ class Liveness:
 
     async def tick_loop(self) -> None:
         """Every second: the alive key, and the requests in flight past their deadline. Nothing
-        here waits for the database (:meth:`gateway.presence.Presence.renew_loop` does). When
+        here waits for the database (:meth:`daifugo_arena.gateway.presence.Presence.renew_loop` does). When
         Redis answers again after failing (restarted, maybe empty), the presence of every
         connection is written again and every held bot's list looked at, at once
         (:meth:`recover`): a bot's requests never wait for the next renewal because Redis

@@ -16,10 +16,10 @@ from arena import relay
 from arena.leases import LeaseSet, renew_many
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
-from gateway.answers import Answers
-from gateway.connection import Connection
-from gateway.credentials import CredentialsReader
-from gateway.hub import Hub
+from daifugo_arena.gateway.answers import Answers
+from daifugo_arena.gateway.connection import Connection
+from daifugo_arena.gateway.credentials import CredentialsReader
+from daifugo_arena.gateway.hub import Hub
 
 log = logging.getLogger("arena.gateway")
 
@@ -146,7 +146,7 @@ class Presence:
         (4401: rotated twice, or the grace of a rotation over; a thief holding a leaked secret
         must not keep playing as the bot on a connection it opened before).
 
-        With :data:`gateway.credentials.StillConnectFn`, the database is asked once for every
+        With :data:`daifugo_arena.gateway.credentials.StillConnectFn`, the database is asked once for every
         bot held; a bot's credentials are read only for a connection whose proof that answer
         cannot judge: its bot's secrets were rotated since they were read. Without it, each
         bot's credentials are read. When the database does not answer, the connections it

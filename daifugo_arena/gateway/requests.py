@@ -12,8 +12,8 @@ from typing import Any
 import redis
 
 from arena import relay
-from gateway.connection import LATE_S
-from gateway.hub import Hub
+from daifugo_arena.gateway.connection import LATE_S
+from daifugo_arena.gateway.hub import Hub
 
 log = logging.getLogger("arena.gateway")
 
@@ -41,7 +41,7 @@ class Requests:
     async def loop(self) -> None:
         """Wait on this gateway's doorbell list (one key, whatever the number of bots held); pop
         the request lists of the bots rung that it holds, and of every bot held each
-        ``sweep_s`` seconds (:class:`gateway.config.GatewayConfig`)."""
+        ``sweep_s`` seconds (:class:`daifugo_arena.gateway.config.GatewayConfig`)."""
         hub, sweep_s = self.hub, self.hub.config.sweep_s
         wake = relay.wake_key(hub.id)
         last_sweep = time.monotonic()

@@ -1,25 +1,29 @@
 """The gateway process (``arena gateway``): bot connections in, requests and answers through Redis.
 
-One asyncio process on ``websockets``. For each connection (path :data:`bots_sdk.wire.PATH`):
-the challenge, the bot's proof (:func:`bots_sdk.wire.auth_valid`, checked against the
-secrets :data:`gateway.credentials.CredentialsFn` returns; :mod:`gateway.admission`), the caps
-(:meth:`gateway.presence.Presence.register`: per bot and per account, leases in Redis), then two
-tasks (:mod:`gateway.connection`): a reader (answers queued for Redis) and a writer (frames from
-its outbox to the socket). One task waits on the gateway's doorbell list (the ids of bots whose
-request list got requests, rung by whoever pushed them, :mod:`arena.relay`), pops up to
-:data:`gateway.requests.POP_BATCH` requests of each bot rung that it holds, marking them held by
-this gateway in the same step (one round trip for all), and hands each request to the bot's
-connection with the fewest requests in flight (:mod:`gateway.requests`); another pushes the
-queued answers, all those waiting in one pipeline (:mod:`gateway.answers`). Keys, envelopes and
-answers: :mod:`arena.relay`.
+One asyncio process on ``websockets``. For each connection (path :data:`bots_sdk.wire.PATH`): the
+challenge, the bot's proof (:func:`bots_sdk.wire.auth_valid`, checked against the secrets
+:data:`daifugo_arena.gateway.credentials.CredentialsFn` returns;
+:mod:`daifugo_arena.gateway.admission`), the caps
+(:meth:`daifugo_arena.gateway.presence.Presence.register`: per bot and per account, leases in
+Redis), then two tasks (:mod:`daifugo_arena.gateway.connection`): a reader (answers queued for
+Redis) and a writer (frames from its outbox to the socket). One task waits on the gateway's doorbell
+list (the ids of bots whose request list got requests, rung by whoever pushed them,
+:mod:`arena.relay`), pops up to :data:`daifugo_arena.gateway.requests.POP_BATCH` requests of each
+bot rung that it holds, marking them held by this gateway in the same step (one round trip for all),
+and hands each request to the bot's connection with the fewest requests in flight
+(:mod:`daifugo_arena.gateway.requests`); another pushes the queued answers, all those waiting in one
+pipeline (:mod:`daifugo_arena.gateway.answers`). Keys, envelopes and answers: :mod:`arena.relay`.
 
-The parts, one concern each (:class:`Gateway` composes them around a :class:`gateway.hub.Hub`):
-:mod:`gateway.config` (the settings), :mod:`gateway.frames` (the frame policy of a socket),
-:mod:`gateway.admission` (before the welcome), :mod:`gateway.credentials` (the bots' secrets,
-cached), :mod:`gateway.connection` (one connection: answer matching, its outbox),
-:mod:`gateway.presence` (the leases and their renewal), :mod:`gateway.requests` and
-:mod:`gateway.answers` (the relay loops), :mod:`gateway.liveness` (the alive beat, the stall,
-the probes), :mod:`gateway.stories` (what the check says of a bot not connected).
+The parts, one concern each (:class:`Gateway` composes them around a
+:class:`daifugo_arena.gateway.hub.Hub`): :mod:`daifugo_arena.gateway.config` (the settings),
+:mod:`daifugo_arena.gateway.frames` (the frame policy of a socket),
+:mod:`daifugo_arena.gateway.admission` (before the welcome),
+:mod:`daifugo_arena.gateway.credentials` (the bots' secrets, cached),
+:mod:`daifugo_arena.gateway.connection` (one connection: answer matching, its outbox),
+:mod:`daifugo_arena.gateway.presence` (the leases and their renewal),
+:mod:`daifugo_arena.gateway.requests` and :mod:`daifugo_arena.gateway.answers` (the relay loops),
+:mod:`daifugo_arena.gateway.liveness` (the alive beat, the stall, the probes),
+:mod:`daifugo_arena.gateway.stories` (what the check says of a bot not connected).
 Operations and sizing: docs/operations.md, "Gateways"; figures: docs/performance.md
 (``bench/gateway_bench.py``).
 
@@ -56,7 +60,7 @@ the proved secret rotated away (renewal)   close 4401                (none: give
 over a connection cap, per bot or account  close 4429
 over ``max_unauthenticated`` waiting, or   close 1013 (try again)
 ``max_unauthenticated_per_address`` from
-one client (:func:`gateway.admission.client_address`), or
+one client (:func:`daifugo_arena.gateway.admission.client_address`), or
 ``max_unauthenticated_per_network`` from
 one /24 (IPv6: /48)
 ========================================== ========================= ====================
@@ -69,8 +73,9 @@ client (or network) whose connections keep ending without a proof has them dropp
 accepted, for a while. After it, an answer is never parsed here: its id is read by
 :func:`bots_sdk.wire.answer_id` (linear, small constant) and the frame forwarded as sent
 (``R<frame>``) for the worker to parse (:mod:`arena.runner.connected`). The event loop's own
-lateness (its stall) is measured every :data:`gateway.liveness.LAG_TICK_S` and published with the alive key, so
-that the workers never charge a bot for time this gateway kept it waiting.
+lateness (its stall) is measured every :data:`daifugo_arena.gateway.liveness.LAG_TICK_S` and
+published with the alive key, so that the workers never charge a bot for time this gateway kept it
+waiting.
 
 A connection that closes or drops otherwise gives its requests back to the bot's list (front),
 for its other connections or its reconnection (:mod:`arena.runner.connected`). So does one that
@@ -95,16 +100,16 @@ from websockets.http11 import Request, Response
 
 from arena import relay
 from bots_sdk import wire
-from gateway.admission import Admission
-from gateway.answers import Answers
-from gateway.config import GatewayConfig
-from gateway.connection import Connection, read_answers, write_frames
-from gateway.credentials import CredentialsFn, CredentialsReader, StillConnectFn
-from gateway.hub import Hub
-from gateway.liveness import Liveness
-from gateway.presence import Presence
-from gateway.requests import Requests
-from gateway.stories import Stories
+from daifugo_arena.gateway.admission import Admission
+from daifugo_arena.gateway.answers import Answers
+from daifugo_arena.gateway.config import GatewayConfig
+from daifugo_arena.gateway.connection import Connection, read_answers, write_frames
+from daifugo_arena.gateway.credentials import CredentialsFn, CredentialsReader, StillConnectFn
+from daifugo_arena.gateway.hub import Hub
+from daifugo_arena.gateway.liveness import Liveness
+from daifugo_arena.gateway.presence import Presence
+from daifugo_arena.gateway.requests import Requests
+from daifugo_arena.gateway.stories import Stories
 
 log = logging.getLogger("arena.gateway")
 
@@ -114,9 +119,9 @@ class Gateway:
 
     Args:
         broker_url: the Redis the workers use (``ARENA_BROKER_URL``).
-        credentials: how to read a bot's credentials (:data:`gateway.credentials.CredentialsFn`).
-        config: where to listen, the caps and the timings (:class:`gateway.config.GatewayConfig`).
-        still_connect: :data:`gateway.credentials.StillConnectFn` (default: each bot's
+        credentials: how to read a bot's credentials (:data:`daifugo_arena.gateway.credentials.CredentialsFn`).
+        config: where to listen, the caps and the timings (:class:`daifugo_arena.gateway.config.GatewayConfig`).
+        still_connect: :data:`daifugo_arena.gateway.credentials.StillConnectFn` (default: each bot's
             ``credentials`` at each renewal, one call a bot).
     """
 

@@ -10,10 +10,10 @@ import redis
 from websockets.asyncio.server import ServerConnection
 
 from arena import relay
-from gateway.connection import Connection
-from gateway.credentials import CredentialsReader
-from gateway.frames import BotSocket
-from gateway.hub import Hub
+from daifugo_arena.gateway.connection import Connection
+from daifugo_arena.gateway.credentials import CredentialsReader
+from daifugo_arena.gateway.frames import BotSocket
+from daifugo_arena.gateway.hub import Hub
 
 log = logging.getLogger("arena.gateway")
 

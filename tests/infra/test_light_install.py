@@ -42,7 +42,7 @@ SOURCES = [
     "arena",
     "api",
     "worker",
-    "cli",
+    "daifugo_arena",
 ]
 #: Distributions a light install must not bring (normalized names).
 SERVER_DISTRIBUTIONS = {"flask", "celery", "sqlalchemy", "psycopg", "psycopg-binary", "gunicorn", "alembic"}
