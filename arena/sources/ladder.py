@@ -185,12 +185,17 @@ class _Tick:
     met: Mapping[Pair, int]
     rng: random.Random
     free: dict[int, int] = field(default_factory=dict)
+    #: :meth:`allowed` of each pair asked so far (a tick's rules do not change within it).
+    seen: dict[Pair, bool] = field(default_factory=dict)
 
     def allowed(self, a: Candidate, b: Candidate) -> bool:
-        if a.owner_id is not None and a.owner_id == b.owner_id:
-            return False
         p = pair(a.entry_id, b.entry_id)
-        return self.met.get(p, 0) < self.cfg.pair_free_sets or self.recent.get(p, 0) < self.cfg.pair_sets_per_hour
+        ok = self.seen.get(p)
+        if ok is None:
+            ok = self.seen[p] = (a.owner_id is None or a.owner_id != b.owner_id) and (
+                self.met.get(p, 0) < self.cfg.pair_free_sets or self.recent.get(p, 0) < self.cfg.pair_sets_per_hour
+            )
+        return ok
 
     def cost(self, m: Candidate, c: Candidate) -> float:
         u = self.rng.uniform(-self.cfg.jitter, self.cfg.jitter) if self.cfg.jitter else 0.0
@@ -198,20 +203,22 @@ class _Tick:
 
     def complete(self, table: list[Candidate], pool: Sequence[Candidate]) -> None:
         """Add the cheapest allowed candidate of ``pool`` until the table is full or none fits."""
-        while len(table) < self.seats:
+        seated = {m.entry_id for m in table}
+        fits = [
+            c
+            for c in pool
+            if c.entry_id not in seated and self.free.get(c.entry_id, 0) >= 1 and all(self.allowed(m, c) for m in table)
+        ]
+        while len(table) < self.seats and fits:
             best: tuple[float, Candidate] | None = None
-            seated = {m.entry_id for m in table}
-            for c in pool:
-                if c.entry_id in seated or self.free.get(c.entry_id, 0) < 1:
-                    continue
-                if not all(self.allowed(m, c) for m in table):
-                    continue
+            for c in fits:
                 cost = sum(self.cost(m, c) for m in table)
                 if best is None or cost < best[0]:
                     best = (cost, c)
-            if best is None:
-                return
-            table.append(best[1])
+            assert best is not None
+            joined = best[1]
+            table.append(joined)
+            fits = [c for c in fits if c is not joined and self.allowed(joined, c)]
 
 
 def priority(c: Candidate, cfg: LadderConfig) -> tuple[bool, float]:
