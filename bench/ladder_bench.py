@@ -601,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-services", action="store_true")
     ap.add_argument("--rulesets", nargs="+", default=list(engine.RULESETS))
     ap.add_argument("--runs", type=int, default=100, help="runs of each side of the order figure")
-    ap.add_argument("--horizon", type=int, default=4000, help="most sets a run plays (order figure)")
+    ap.add_argument("--horizon", type=int, default=10000, help="most sets a run plays (order figure)")
     ap.add_argument("--think-ms", type=int, default=100)
     ap.add_argument("--tick-s", type=int, default=1, help="ARENA_LADDER_TICK_S of the throughput part")
     ap.add_argument("--window-s", type=float, default=60.0)

@@ -456,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="the ladder order figure of bench/ladder_bench.py")
     ap.add_argument("--rulesets", nargs="+", default=list(engine.RULESETS))
     ap.add_argument("--runs", type=int, default=100)
-    ap.add_argument("--horizon", type=int, default=4000)
+    ap.add_argument("--horizon", type=int, default=10000)
     ap.add_argument("--tau", type=float, default=None, help="openskill tau instead of the product's")
     ap.add_argument("--config", default="{}", help="LadderConfig keys (JSON) over the product's defaults")
     ap.add_argument("--slots", type=int, default=None)
