@@ -27,7 +27,7 @@ def create_app(settings: Settings | None = None, *, engine=None, dispatcher: Dis
     ``dispatcher`` sends the matches, checks and launches (:mod:`arena.dispatch`); default: a
     :class:`arena.queue.CeleryDispatcher` of ``settings.broker_url``. Eager mode
     (``settings.celery_eager``) needs one passed in, an :class:`arena.inprocess.InProcessDispatcher`
-    (``cli`` composes it): this package never imports the runner.
+    (``daifugo_arena.cli`` composes it): this package never imports the runner.
 
     Raises:
         ValueError: eager mode without a ``dispatcher``.

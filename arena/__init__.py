@@ -2,8 +2,10 @@
 
 Layers (import-linter contracts in ``pyproject.toml``, run by ``infra/lint.sh``)::
 
-    cli                  the ``arena`` command line (may import api and worker)
-    api | worker         the REST API and pages | the Celery tasks (independent of each other)
+    daifugo_arena.cli    the ``arena`` command line (may import api, worker and the gateway)
+    api | worker | daifugo_arena.gateway
+                         the REST API and pages | the Celery tasks | the dial-out gateway
+                         (independent of each other)
     arena                this package: configuration, persistence, lifecycle, the match runner
     bots_sdk             the bot protocol and SDK
     engine               the rules engine (standard library only)

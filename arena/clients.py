@@ -1,7 +1,7 @@
 """One notion of "one client", for every limiter of the arena (docs/operations.md, "Clients").
 
 Every per-client limit (the API's rate limits, :mod:`api.ratelimit`; the gateway's caps on
-connections that have not authenticated, ``gateway/server.py``; the check queue's fair order,
+connections that have not authenticated, ``daifugo_arena/gateway/server.py``; the check queue's fair order,
 :func:`arena.lifecycle.checks.claim_next_check`) counts by :func:`client_key` of the address
 a request comes from, and nothing else:
 

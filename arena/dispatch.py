@@ -23,7 +23,7 @@ Two implementations: :class:`arena.queue.CeleryDispatcher` sends Celery tasks by
 broker (it imports no runner: the API process uses it); :class:`arena.inprocess.InProcessDispatcher`
 runs the work in the calling process before returning (eager mode, ``ARENA_CELERY_EAGER``:
 the demo, quick local runs, tests). The one to use is chosen where the app or the command
-is composed (``api.create_app(settings, dispatcher=...)``, ``cli``); what follows a stored
+is composed (``api.create_app(settings, dispatcher=...)``, ``daifugo_arena.cli``); what follows a stored
 match (:func:`arena.followups.follow`) goes through the dispatcher its delivery was given, so
 nothing below the composition asks which mode it runs in.
 

@@ -61,7 +61,7 @@ class FaultCode(StrEnum):
     LONE_SURROGATE = "lone_surrogate"
     FRAME_ID_MISMATCH = "frame_id_mismatch"
     FRAME_BODY_NOT_OBJECT = "frame_body_not_object"
-    # a connection's frames (gateway.server, arena.runner.local_gateway): its requests in flight
+    # a connection's frames (daifugo_arena.gateway.server, arena.runner.local_gateway): its requests in flight
     BINARY_FRAME = "binary_frame"
     FRAME_NOT_OBJECT = "frame_not_object"
     UNKNOWN_REQUEST_ID = "unknown_request_id"

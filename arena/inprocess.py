@@ -20,7 +20,7 @@ and returns when it is done, as the Celery task would have done it on a worker:
 - ``send_webhook``: one delivery now (:func:`arena.notices.deliver`), no retry.
 
 It imports the match runner and the conformance check: only the composition of an eager app
-or command (``cli``, tests) imports this module, never the API package (an import contract).
+or command (``daifugo_arena.cli``, tests) imports this module, never the API package (an import contract).
 """
 
 from __future__ import annotations

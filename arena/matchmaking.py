@@ -28,7 +28,7 @@ import engine
 from arena import relay
 from arena.db.models import Bot, Ladder, LadderEntry, LadderPair, LadderSet, Match, utcnow
 from arena.lifecycle import ladder_sets
-from arena.lifecycle.base import aware, locked
+from arena.lifecycle.base import aware
 from arena.sources.ladder import Candidate, LadderConfig, Pair, form_tables
 from arena.status import UNFINISHED, BotStatus, BotTransport, EntryStatus, LadderStatus, MatchStatus
 
@@ -247,7 +247,7 @@ def tick_ladder(
     only, and no comparison sets: the beat's tick forms them, so a refill leaves a new version
     that is still comparing with its parent free for them."""
     report = TickReport(ladder.id, tick)
-    if locked(session, Ladder, ladder.id) is None:
+    if ladder_sets.lock_ladder(session, ladder.id) is None:
         session.rollback()
         report.skipped = "no such ladder"
         return report

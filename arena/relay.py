@@ -1,5 +1,5 @@
 """The Redis side of bots that dial out: keys, envelopes and presence shared by the workers
-(:mod:`arena.runner.connected`), the gateways (``gateway/``) and the pages.
+(:mod:`arena.runner.connected`), the gateways (``daifugo_arena/gateway/``) and the pages.
 
 Keys (``<bot>``: the bot id; ``<gw>``: a gateway's id; ``<rid>``: a request id):
 
@@ -41,7 +41,7 @@ gateway held, a gateway giving back the requests of a closed connection) rings, 
 script, every gateway holding a live connection of the bot (:data:`PUSH_AND_RING`): a gateway
 blocks on its own doorbell list only, so its cost per request does not grow with the number
 of bots it holds. Doorbells of bots it does not hold are ignored; a gateway also looks at every
-held bot's list now and then (``gateway.config.SWEEP_S``), and at a bot's list when its first
+held bot's list now and then (``daifugo_arena.gateway.config.SWEEP_S``), and at a bot's list when its first
 connection opens.
 """
 

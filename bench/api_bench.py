@@ -111,7 +111,7 @@ def main() -> int:
         }
         children.install_signal_handlers()
         server = children.spawn(
-            [sys.executable, "-m", "cli", "api", "--port", str(port), "--workers", str(args.workers)],
+            [sys.executable, "-m", "daifugo_arena.cli", "api", "--port", str(port), "--workers", str(args.workers)],
             env=env,
             cwd=REPO,
             stdout=subprocess.DEVNULL,

@@ -143,7 +143,7 @@ def start_worker(broker: str, db: str, tmp: Path) -> Proc:
 
 def start_beat(broker: str, db: str, tmp: Path) -> Proc:
     return Proc(
-        [sys.executable, "-m", "cli", "beat", "--schedule", str(tmp / "beat-schedule")],
+        [sys.executable, "-m", "daifugo_arena.cli", "beat", "--schedule", str(tmp / "beat-schedule")],
         _env(broker, db),
         tmp / "beat.log",
     )

@@ -186,7 +186,7 @@ def _env(**extra: str) -> dict[str, str]:
 def start_gateway(db: str, broker: str, keys: str, tmp: Path) -> tuple[Child, str, int]:
     """One ``arena gateway`` process on a free port: (child, ws URL, port)."""
     gw = Child(
-        [sys.executable, "-m", "cli", "gateway", "--port", "0"],
+        [sys.executable, "-m", "daifugo_arena.cli", "gateway", "--port", "0"],
         _env(ARENA_DATABASE_URL=db, ARENA_BROKER_URL=broker, ARENA_ENCRYPTION_KEYS=keys),
         tmp / "gateway.log",
     )
@@ -289,9 +289,22 @@ def round_trip(gateway_url: str, broker: str, bot: tuple[int, str], cfg: dict, t
 
     bot_id, secret = bot
     env = _env(ARENA_BOT_SECRET=secret)
-    http_bot = Child([sys.executable, "-m", "cli", "bots", "serve", "greedy", "--port", "0"], env, tmp / "http-bot.log")
+    http_bot = Child(
+        [sys.executable, "-m", "daifugo_arena.cli", "bots", "serve", "greedy", "--port", "0"], env, tmp / "http-bot.log"
+    )
     ws_bot = Child(
-        [sys.executable, "-m", "cli", "bots", "connect", "greedy", "--bot-id", str(bot_id), "--gateway", gateway_url],
+        [
+            sys.executable,
+            "-m",
+            "daifugo_arena.cli",
+            "bots",
+            "connect",
+            "greedy",
+            "--bot-id",
+            str(bot_id),
+            "--gateway",
+            gateway_url,
+        ],
         env,
         tmp / "ws-bot.log",
     )

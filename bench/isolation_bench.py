@@ -236,7 +236,11 @@ class Gateway:
         env = {**os.environ, "ARENA_DATABASE_URL": db, "ARENA_BROKER_URL": broker}
         with open(self.out, "wb") as fh:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "cli", "gateway", "--port", "0"], cwd=REPO, env=env, stdout=fh, stderr=fh
+                [sys.executable, "-m", "daifugo_arena.cli", "gateway", "--port", "0"],
+                cwd=REPO,
+                env=env,
+                stdout=fh,
+                stderr=fh,
             )
         deadline = time.monotonic() + 60
         while not any(x.startswith("gateway ") and " listening on " in x for x in self.out.read_text().splitlines()):
@@ -376,7 +380,16 @@ def gateway_flood(arena, db: str, broker: str, tmp: Path, loops: int) -> tuple[s
             assert mark_bot_checked(arena.sessions, r.json["id"]) == "ready"
             env = {**os.environ, "ARENA_BOT_SECRET": r.json["secret"]}
             env.pop("ARENA_GATEWAY_URL", None)
-            cmd = [sys.executable, "-m", "cli", "bots", "connect", "random", "--bot-id", str(r.json["id"])]
+            cmd = [
+                sys.executable,
+                "-m",
+                "daifugo_arena.cli",
+                "bots",
+                "connect",
+                "random",
+                "--bot-id",
+                str(r.json["id"]),
+            ]
             bots.append(
                 subprocess.Popen(
                     [*cmd, "--gateway", gw.url, "--seed", str(i)],

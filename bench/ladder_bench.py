@@ -452,7 +452,7 @@ class Beat:
                 [
                     sys.executable,
                     "-m",
-                    "cli",
+                    "daifugo_arena.cli",
                     "beat",
                     "--schedule",
                     str(data_dir / "beat-schedule"),

@@ -26,7 +26,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCES = ["pyproject.toml", "README.md", "engine", "bots_sdk", "arena", "api", "worker", "cli"]
+#: What the wheel is built from (as tests/infra/test_light_install.py: the build, its backend, the packages).
+SOURCES = ["pyproject.toml", "README.md", "setup.py", "infra/build_backend.py"]
+SOURCES += ["engine", "bots_sdk", "arena", "api", "worker", "daifugo_arena"]
 #: Installed by ``python -m venv`` itself, not by the project.
 VENV_OWN = {"pip", "setuptools", "daifugo-arena"}
 
@@ -35,9 +37,10 @@ def build_wheel(tmp: Path) -> Path:
     """The project's wheel, built in ``tmp`` from a copy of the sources."""
     src = tmp / "src"
     src.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "*.so", "_compiled.py")  # a build in place
     for name in SOURCES:
         path = REPO / name
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             shutil.copytree(path, src / name, ignore=ignore)
         else:

@@ -60,7 +60,7 @@ TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 
 
 class DefaultWorker:
-    """``arena worker`` as an operator starts it (its defaults: :func:`cli.worker.default_processes`
+    """``arena worker`` as an operator starts it (its defaults: :func:`daifugo_arena.cli.worker.default_processes`
     processes of the thread pool), plus overrides if asked."""
 
     def __init__(
@@ -74,7 +74,7 @@ class DefaultWorker:
     ):
         import os
 
-        from cli.worker import default_processes
+        from daifugo_arena.cli.worker import default_processes
 
         self.log = log_dir / f"worker-{uuid.uuid4().hex[:6]}.log"
         env = {
@@ -89,7 +89,7 @@ class DefaultWorker:
         cmd = [
             sys.executable,
             "-m",
-            "cli",
+            "daifugo_arena.cli",
             "worker",
             "--loglevel",
             os.environ.get("TBENCH_LOGLEVEL", "WARNING"),
@@ -140,7 +140,7 @@ class DefaultWorker:
 def is_match_node(node: str, name: str) -> bool:
     """True if Celery node ``node`` is a match process of the ``arena worker`` started with
     ``--hostname name@HOST``: ``name@HOST`` (one process) or ``name-1@HOST``, ``name-2@HOST``...
-    (cli.worker's numbering), not its check process ``name-checks@HOST`` nor its par process
+    (daifugo_arena.cli.worker's numbering), not its check process ``name-checks@HOST`` nor its par process
     ``name-pars@HOST``, which play no match."""
     base = node.partition("@")[0]
     return base == name or (base.startswith(name + "-") and base[len(name) + 1 :].isdigit())

@@ -10,7 +10,7 @@ rule-set presets plus options. A few nouns:
   typed action (:mod:`engine.actions`) before a rule set's handler sees it;
 * a **game** (:class:`~engine.game.Game`) is a state you push actions onto; its subclasses are
   the rule sets (:mod:`engine.million_doubt`, :mod:`engine.trump_millionaire`,
-  :mod:`engine.jdf`) sharing the trick machinery of :mod:`engine.game` and
+  :mod:`engine.jdf`) sharing the trick machinery of :mod:`engine.trick` and
   :mod:`engine.climbing`;
 * **options** (:mod:`engine.options`) tune a rule set; **time banks** (:mod:`engine.timebank`)
   do TIME-1's arithmetic;

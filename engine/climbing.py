@@ -27,21 +27,14 @@ from typing import Any, ClassVar
 
 from engine.actions import DiscardAction, GiveAction, PassAction, PlayAction
 from engine.cards import R5, R7, RANKS, RJ, RT, SPADE_3, format_cards
+from engine.decisions import Action, Decision, InvalidAction
+from engine.field import PlayRecord, cards_text, holds_all, remove_cards
 from engine.forms import Readings, beating, choose, generated_reading, only_rank, signature, split
-from engine.game import (
-    Action,
-    Decision,
-    Game,
-    InvalidAction,
-    Play,
-    PlayRecord,
-    cards_text,
-    holds_all,
-    mypyc_attr,
-    remove_cards,
-)
+from engine.game import Game
 from engine.options import LocalRuleOptions
+from engine.plays import Play
 from engine.refusals import Refusal
+from engine.state import mypyc_attr
 
 
 class PlayInfo:

@@ -18,19 +18,13 @@ from typing import Any, Final
 from engine.actions import GiveAction
 from engine.cards import JOKER, R2, R3, R8, SPADE_3, format_cards, full_deck
 from engine.climbing import Climbing, PlayInfo
-from engine.game import (
-    Game,
-    GameResult,
-    InvalidAction,
-    Result,
-    cards_text,
-    holds_all,
-    mypyc_attr,
-    remove_cards,
-    seat_keys,
-)
+from engine.decisions import InvalidAction
+from engine.field import cards_text, holds_all, remove_cards
+from engine.game import Game
 from engine.options import JdfOptions
 from engine.refusals import Refusal
+from engine.results import GameResult, Result, seat_keys
+from engine.state import mypyc_attr
 
 DAIFUGO: Final = 1
 FUGO: Final = 2

@@ -20,22 +20,15 @@ from typing import Any, ClassVar
 
 from engine.actions import DoubtAction, PassAction, PenaltyAction, PlayAction, ThroughAction
 from engine.cards import R8, RANKS, RJ, format_cards, full_deck
+from engine.decisions import Action, InvalidAction
+from engine.field import PlayRecord, cards_text, holds_all, remove_cards
 from engine.forms import Readings, beating, choose, generated_reading, readings, satisfies_lock, signature, split
-from engine.game import (
-    Action,
-    Game,
-    InvalidAction,
-    Play,
-    PlayRecord,
-    Result,
-    cards_text,
-    holds_all,
-    mypyc_attr,
-    remove_cards,
-    seat_keys,
-)
+from engine.game import Game
 from engine.options import MillionDoubtOptions
+from engine.plays import Play
 from engine.refusals import Refusal
+from engine.results import Result, seat_keys
+from engine.state import mypyc_attr
 
 
 class _Eval:

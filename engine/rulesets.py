@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from engine.game import DECISIONS, Game
+from engine.decisions import DECISIONS
+from engine.game import Game
 from engine.jdf import Jdf
 from engine.million_doubt import MillionDoubt
 from engine.options import (

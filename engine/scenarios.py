@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import engine
-from engine.game import InvalidAction
+from engine.decisions import InvalidAction
 
 
 class ScenarioFailure(Exception):

@@ -12,7 +12,8 @@ import random
 
 from engine.actions import DOUBT, PASS, THROUGH, PenaltyAction, PlayAction, to_wire
 from engine.cards import RANKS, format_cards
-from engine.game import Action, Game, InvalidAction
+from engine.decisions import Action, InvalidAction
+from engine.game import Game
 
 
 def _bluff_play(g: Game, seat: int, rng: random.Random) -> PlayAction | None:

@@ -17,9 +17,12 @@ from typing import Any, ClassVar, Final
 from engine.actions import ExchangeAction, PassAction, RateAction
 from engine.cards import JOKER, R2, R3, R8, R9, format_cards, full_deck
 from engine.climbing import Climbing, FollowUp, PlayInfo
-from engine.game import Action, DealResult, Decision, Game, InvalidAction, Result, mypyc_attr, seat_keys
+from engine.decisions import Action, Decision, InvalidAction
+from engine.game import Game
 from engine.options import TrumpMillionaireOptions
 from engine.refusals import Refusal
+from engine.results import DealResult, Result, seat_keys
+from engine.state import mypyc_attr
 
 #: TM-2: cards dealt to each seat (the other 14 are set aside).
 HAND_SIZE: Final = 10

@@ -23,7 +23,7 @@ from vulture import Vulture
 
 REPO = Path(__file__).resolve().parents[1]
 #: What is judged: the product's packages.
-PRODUCT = ("engine", "bots_sdk", "arena", "api", "worker", "gateway", "cli")
+PRODUCT = ("engine", "bots_sdk", "arena", "api", "worker", "daifugo_arena")
 #: What counts as a use besides the product (tests may be a helper's only caller).
 USERS = ("tests", "bench", "examples", "starters", "infra")
 #: Decorators whose functions a framework registers and calls (Flask, flask-smorest,
@@ -65,7 +65,7 @@ CALLED_BY_NAME = [
     "process_bind_param",  # SQLAlchemy TypeDecorator hooks (arena.crypto)
     "process_result_value",
     "*_helper",  # apispec plugin hooks (api.markdown)
-    "load_config",  # gunicorn BaseApplication's hook (cli.service)
+    "load_config",  # gunicorn BaseApplication's hook (daifugo_arena.cli.service)
     "connect_unix_socket",  # httpcore's network backend interface (arena.bot_transport)
     "_parse_*",  # the engine's parsers and appliers, found by decision kind (engine.game)
     "_do_*",
@@ -78,8 +78,8 @@ CALLED_BY_NAME = [
     "discard",
     "_presence",  # marshmallow fields.Method("_presence") (api.resources.bots)
     "_warnings",
-    "ReaperScheduler",  # celery beat -S worker.beat:ReaperScheduler (cli.worker)
-    # dead, but in gateway/server.py, which issue 39 splits on another branch: delete it there
+    "ReaperScheduler",  # celery beat -S worker.beat:ReaperScheduler (daifugo_arena.cli.worker)
+    # dead, but in daifugo_arena/gateway/admission.py, which issue 39 reworks on another branch: delete it there
     "client_address",
 ]
 JUDGED = ("function", "method", "class")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 #: What the gate reads by default: the product's packages (tests may reach into what they test).
-PACKAGES = ("engine", "bots_sdk", "arena", "api", "worker", "gateway", "cli")
+PACKAGES = ("engine", "bots_sdk", "arena", "api", "worker", "daifugo_arena")
 
 
 def is_private(name: str) -> bool:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: The product's packages the gate reads.
-PACKAGES = ("engine", "bots_sdk", "arena", "api", "worker", "gateway", "cli")
+PACKAGES = ("engine", "bots_sdk", "arena", "api", "worker", "daifugo_arena")
 #: The descriptors: the only modules that may branch on a rule set (paths from the root;
 #: a path ending in ``/`` is a folder).
 DESCRIPTORS = (

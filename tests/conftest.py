@@ -533,7 +533,7 @@ def beat_factory(
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
             **(env or {}),
         }
-        cmd = [sys.executable, "-m", "cli", "beat", "--schedule", str(folder / f"schedule-{tag}")]
+        cmd = [sys.executable, "-m", "daifugo_arena.cli", "beat", "--schedule", str(folder / f"schedule-{tag}")]
         with open(log_path, "wb") as log:
             proc = children.spawn(
                 cmd, cwd=REPO, env=benv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT

@@ -66,10 +66,15 @@ def rows_changed(session: Session, stmt: Any) -> int:
     return int(result.rowcount or 0)
 
 
-def locked(session: Session, model: type[Row], key: int) -> Row | None:
-    """``session.get`` with the row locked ``FOR UPDATE`` on PostgreSQL (SQLite: a plain get)."""
+def locked(session: Session, model: type[Row], key: int, *, no_key: bool = False) -> Row | None:
+    """``session.get`` with the row locked ``FOR UPDATE`` on PostgreSQL (SQLite: a plain get).
+    ``no_key``: ``FOR NO KEY UPDATE`` instead, which excludes the other lockers of the row but
+    not the inserts of rows that refer to it (their foreign key's ``KEY SHARE`` lock): a
+    transaction that locks rows referring to this one and then inserts one cannot deadlock
+    with the holder."""
     if is_postgresql(session):
-        return session.get(model, key, with_for_update=True, populate_existing=True)
+        lock: Any = {"key_share": True} if no_key else True
+        return session.get(model, key, with_for_update=lock, populate_existing=True)
     return session.get(model, key)
 
 

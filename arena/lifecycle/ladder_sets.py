@@ -69,6 +69,15 @@ class PlannedSet:
     twin_key: int | None = None
 
 
+def lock_ladder(session: Session, ladder_id: int) -> Ladder | None:
+    """The ladder's row, locked for its tick or refill (PostgreSQL, ``FOR NO KEY UPDATE``): one
+    tick or refill of a ladder at a time, while rows that refer to the ladder (a new version's
+    entry, a rated set's pairs) are still inserted meanwhile. A plain ``FOR UPDATE`` blocks
+    those inserts, and a check promoting a new version (its parent's entry locked, then its
+    own entry inserted) deadlocked with a tick (the ladder locked, then the parent's entry)."""
+    return locked(session, Ladder, ladder_id, no_key=True)
+
+
 def form_sets(
     session: Session, ladder_id: int, tick: int, planned: Sequence[PlannedSet], *, refill_of: int | None = None
 ) -> list[int]:
@@ -83,7 +92,7 @@ def form_sets(
     Returns the match ids to send to the workers (``[]``: the tick was already stored, or the
     ladder is closed).
     """
-    ladder = locked(session, Ladder, ladder_id)
+    ladder = lock_ladder(session, ladder_id)
     if ladder is None or ladder.status != LadderStatus.ACTIVE:
         session.rollback()
         return []

@@ -11,7 +11,7 @@ any order. A bot may hold several connections (each request goes to the one with
 flight) and reconnect: a request sent while it has none waits up to ``reconnect_s`` seconds
 (the arena's ``ARENA_GATEWAY_RECONNECT_S``, never past the bank), one in flight on a connection
 that drops is sent again on the next. What a connection does wrong costs what it costs at the
-arena's gateway (:mod:`gateway.server`): a frame over :data:`bots_sdk.wire.MAX_FRAME_BYTES`
+arena's gateway (:mod:`daifugo_arena.gateway.server`): a frame over :data:`bots_sdk.wire.MAX_FRAME_BYTES`
 closes it (1009, ``body_too_large``), a binary frame or one that is not a JSON object (1007,
 ``invalid_json``), an answer to an id it was never sent (1008, ``invalid_json``); an answer
 that is JSON only to a lenient reader is that request's ``invalid_json``.

@@ -76,7 +76,7 @@ def test_key_rotation_with_the_cli(database_url, monkeypatch):
     from click.testing import CliRunner
 
     from arena.db.migrate import upgrade
-    from cli import main
+    from daifugo_arena.cli import main
 
     old, new = crypto.new_key(), crypto.new_key()
     monkeypatch.setenv("ARENA_DATABASE_URL", database_url)

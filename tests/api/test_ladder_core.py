@@ -9,7 +9,7 @@ import random
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from arena import lifecycle, matchlog, matchmaking
 from arena.db.models import (
@@ -436,3 +436,34 @@ def test_a_refill_leaves_a_new_version_comparing_with_its_parent_to_the_tick(
     with sessionmaker() as s:
         assert all(child_id not in s.get(LadderSet, m).entries for m in again), again
         assert s.get(LadderEntry, child_id).compare["parent_entry"] is not None
+
+
+def test_a_new_version_is_promoted_while_a_tick_holds_the_ladder(
+    client, accounts, sessionmaker, field, bot_server, database_url
+):
+    """A passed check promotes a new version (its parent's entry updated, its own inserted)
+    while a tick holds the ladder's lock: the insert does not wait for the tick (the tick locks
+    ``FOR NO KEY UPDATE``), so the check cannot deadlock with a tick that goes on to update the
+    parent's entry. Under load the suite saw that deadlock end a version's check with "database
+    unavailable (OperationalError)". The lock timeout is a guard: a wait fails at once."""
+    if database_url.startswith("sqlite"):
+        pytest.skip("row locks: PostgreSQL")
+    r = client.post(
+        "/api/v1/bots",
+        json={"name": "ann-v2", "url": bot_server.url + "/", "rulesets": [RS], "parent_id": field["bots"]["ann"]},
+        headers=accounts.headers("ann"),
+    )
+    assert r.status_code == 201, r.json
+    assert mark_bot_checked(sessionmaker, r.json["id"]) == "ready"
+    with sessionmaker() as tick, sessionmaker() as check:
+        assert ladder_sets.lock_ladder(tick, field["ladder"]) is not None
+        check.execute(text("SET LOCAL lock_timeout = '1ms'"))
+        (child,) = states.promote_version(check, check.get(Bot, r.json["id"]))
+        child_id = child.id
+        check.commit()
+        parent = tick.scalar(select(LadderEntry).where(LadderEntry.bot_id == field["bots"]["ann"]))
+        assert parent.status == "replaced"  # the tick reads the promotion once it is committed
+        parent.last_set_at = utcnow()
+        tick.commit()
+    with sessionmaker() as s:
+        assert s.get(LadderEntry, child_id).status == "active"

@@ -22,7 +22,7 @@ from arena.db.session import make_engine
 from arena.schedule import ScheduleError, build_schedule
 from arena.security import hash_token
 from arena.url_policy import BotUrlError, check_bot_url
-from cli import main
+from daifugo_arena.cli import main
 
 
 def _head() -> str:

@@ -16,7 +16,7 @@ from arena.db.models import Match, Tournament
 from arena.fairness import match_seed
 from arena.schedule import build_schedule
 from arena.sequential import MIN_GAMES
-from cli.display import settling_text
+from daifugo_arena.cli.display import settling_text
 from tests.api.conftest import eager_client, register_checked_bot
 
 GAMES = 10  # games per match (million_doubt: games_per_pairing)

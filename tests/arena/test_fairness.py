@@ -134,7 +134,18 @@ def test_verify_rejects_logs_whose_deals_do_not_follow_from_the_seed(tmp_path):
     assert ok == 2 and not failures
     # The command line: exit status 1, one FAILED line per bad log; a good folder passes.
     done = subprocess.run(
-        [sys.executable, "-m", "cli", "logs", "verify", str(tmp_path), "--seed", str(SEED), "--salt", SALT],
+        [
+            sys.executable,
+            "-m",
+            "daifugo_arena.cli",
+            "logs",
+            "verify",
+            str(tmp_path),
+            "--seed",
+            str(SEED),
+            "--salt",
+            SALT,
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -146,7 +157,7 @@ def test_verify_rejects_logs_whose_deals_do_not_follow_from_the_seed(tmp_path):
         [
             sys.executable,
             "-m",
-            "cli",
+            "daifugo_arena.cli",
             "logs",
             "verify",
             str(tmp_path / "good.json"),
@@ -165,7 +176,7 @@ def test_verify_rejects_logs_whose_deals_do_not_follow_from_the_seed(tmp_path):
         [
             sys.executable,
             "-m",
-            "cli",
+            "daifugo_arena.cli",
             "logs",
             "verify",
             str(tmp_path / "good.json"),

@@ -30,7 +30,7 @@ from bots_sdk import protocol, wire
 from bots_sdk.bot import Bot
 from bots_sdk.connect import ConnectError, connect
 from bots_sdk.samples import RandomBot
-from cli import main
+from daifugo_arena.cli import main
 from engine.timebank import TimeRules
 from tests import children
 from tests.helpers import wait_until

@@ -18,7 +18,7 @@ from arena.matchlog import read_log
 from arena.runner.match import run_match
 from arena.seeds import derive_seed
 from bots_sdk.samples import GreedyBot, RandomBot
-from cli import main
+from daifugo_arena.cli import main
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "writing-a-bot.md"
 ALL_LOCAL_RULES = {name: True for name in engine.LOCAL_RULES}

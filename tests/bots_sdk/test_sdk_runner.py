@@ -11,7 +11,7 @@ from arena.runner.match import MatchError, default_game_specs, run_match
 from arena.runner.replay import ReplayError, replay
 from arena.seeds import derive_seed
 from bots_sdk.samples import GreedyBot, RandomBot
-from cli import main
+from daifugo_arena.cli import main
 
 
 def test_default_million_doubt_games_are_each_dealt_afresh():

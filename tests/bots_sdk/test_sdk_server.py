@@ -141,7 +141,7 @@ def test_arena_play_cli_by_url_and_logs_verify(bot_server, tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "cli",
+        "daifugo_arena.cli",
         "play",
         "--ruleset",
         "million_doubt",
@@ -171,7 +171,7 @@ def test_arena_play_cli_by_url_and_logs_verify(bot_server, tmp_path):
     assert log["players"][0]["kind"] == "http" and log["faults"] == []
 
     ok = subprocess.run(
-        [sys.executable, "-m", "cli", "logs", "verify", str(logs)],
+        [sys.executable, "-m", "daifugo_arena.cli", "logs", "verify", str(logs)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -184,7 +184,7 @@ def test_arena_play_cli_by_url_and_logs_verify(bot_server, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(log))
     out = subprocess.run(
-        [sys.executable, "-m", "cli", "logs", "verify", str(logs), str(bad)],
+        [sys.executable, "-m", "daifugo_arena.cli", "logs", "verify", str(logs), str(bad)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-import cli
-import cli.play
+from daifugo_arena import cli
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from arena.config import Settings
 from arena.db.session import make_engine, make_sessionmaker
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
-from cli.bots import check_lines
-from cli.servers import WsgiServer
+from daifugo_arena.cli.bots import check_lines
+from daifugo_arena.cli.servers import WsgiServer
 from tests.cli.test_cli_tournament import run
 from tests.helpers import eager_app, migrated_sqlite_url
 

@@ -22,8 +22,8 @@ from arena.db.session import make_engine, make_sessionmaker
 from arena.inprocess import InProcessDispatcher
 from arena.usecases import ladders
 from bots_sdk.samples import SAMPLE_BOTS
-from cli import main
-from cli.servers import WsgiServer
+from daifugo_arena.cli import main
+from daifugo_arena.cli.servers import WsgiServer
 from tests.fakes import FakeBot
 from tests.helpers import mark_bot_checked, migrated_sqlite_url
 

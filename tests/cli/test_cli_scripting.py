@@ -33,13 +33,13 @@ from arena.config import Settings
 from arena.db.models import Bot
 from arena.db.session import make_engine, make_sessionmaker
 from arena.security import new_secret
-from cli.servers import WsgiServer
-from cli.service import ApiServer
+from daifugo_arena.cli.servers import WsgiServer
+from daifugo_arena.cli.service import ApiServer
 from tests.children import spawn as spawn_child
 from tests.helpers import migrated_sqlite_url
 
 REPO = Path(__file__).resolve().parents[2]
-ARENA = [sys.executable, "-m", "cli"]
+ARENA = [sys.executable, "-m", "daifugo_arena.cli"]
 #: Seconds a started server or worker gets to answer (readiness waits, not assertions).
 READY_S = 60.0
 

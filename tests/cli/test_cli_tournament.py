@@ -18,12 +18,12 @@ from sqlalchemy import select
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.session import make_engine, make_sessionmaker
-from cli import main
-from cli.servers import WsgiServer
+from daifugo_arena.cli import main
+from daifugo_arena.cli.servers import WsgiServer
 from tests.helpers import mark_bot_checked, migrated_sqlite_url
 
 REPO = Path(__file__).resolve().parents[2]
-ARENA = [sys.executable, "-m", "cli"]
+ARENA = [sys.executable, "-m", "daifugo_arena.cli"]
 
 
 @pytest.fixture
@@ -195,8 +195,8 @@ def test_start_asks_on_a_terminal_and_waits_or_starts_as_told(api):
     """On a terminal the organizer is asked; ``wait`` makes the start wait (here the broker is
     down: the API says the tournament waits and starts once it is back), ``status`` then says
     whom it waits for and until when."""
-    from cli.client import ApiClient
-    from cli.tournament import _start_asking, waiting_line
+    from daifugo_arena.cli.client import ApiClient
+    from daifugo_arena.cli.tournament import _start_asking, waiting_line
 
     tid = _offline_field(api)
     runner = CliRunner()

@@ -22,7 +22,7 @@ from tests import children
 from tests.tables_play import http_calls, play_through_api
 
 REPO = Path(__file__).resolve().parents[2]
-ARENA = [sys.executable, "-m", "cli"]
+ARENA = [sys.executable, "-m", "daifugo_arena.cli"]
 DEMO_BOTS = ("heuristic", "greedy", "random-1", "random-2")
 
 

@@ -17,21 +17,21 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cli import COMMANDS, DISTRIBUTION, SERVER_MODULES, LazyGroup, missing_extra
+from daifugo_arena.cli import COMMANDS, DISTRIBUTION, SERVER_MODULES, LazyGroup, missing_extra
 
 REPO = Path(__file__).resolve().parents[2]
-FIRST_PARTY = {"engine", "bots_sdk", "arena", "api", "worker", "cli"}
+FIRST_PARTY = {"engine", "bots_sdk", "arena", "api", "worker", "daifugo_arena"}
 #: The modules behind the light commands (arena play, bots serve, logs, tournament, ladder, config).
 LIGHT_MODULES = [
-    "cli",
-    "cli.play",
-    "cli.dialed",
-    "cli.tournament",
-    "cli.remote",
-    "cli.display",
-    "cli.bots",
-    "cli.ladder",
-    "cli.client",
+    "daifugo_arena.cli",
+    "daifugo_arena.cli.play",
+    "daifugo_arena.cli.dialed",
+    "daifugo_arena.cli.tournament",
+    "daifugo_arena.cli.remote",
+    "daifugo_arena.cli.display",
+    "daifugo_arena.cli.bots",
+    "daifugo_arena.cli.ladder",
+    "daifugo_arena.cli.client",
     "bots_sdk",
     "bots_sdk.server",
     "bots_sdk.protocol",
@@ -54,7 +54,8 @@ _IMPORT_PROBE = """
 import importlib, json, sys
 for name in {modules!r}:
     importlib.import_module(name)
-import click, cli
+import click
+from daifugo_arena import cli
 ctx = click.Context(cli.main)
 for name in {commands!r}:
     cmd = cli.main.get_command(ctx, name)
@@ -75,7 +76,7 @@ class HideServer:
         return None
 
 sys.meta_path.insert(0, HideServer())
-import cli
+from daifugo_arena import cli
 sys.argv[0] = "arena"
 sys.exit(cli.main())
 """
@@ -127,7 +128,7 @@ def test_the_light_modules_import_only_light_dependencies():
 
 
 def test_server_modules_name_every_library_of_the_server_extra():
-    """SERVER_MODULES (cli) holds the top-level modules of each distribution of the extra, but
+    """SERVER_MODULES (daifugo_arena.cli) holds the top-level modules of each distribution of the extra, but
     those the env extra shares (numpy: the training environment uses it too)."""
     requires = metadata.distribution(DISTRIBUTION).requires or []
     env = {dep for dep, marker in map(_requirement, requires) if re.search(r"extra\s*==\s*.env.", marker)}
@@ -173,12 +174,18 @@ def test_a_local_match_plays_without_the_server_libraries(tmp_path):
 
 
 def test_the_import_contract_forbids_the_same_libraries():
-    """pyproject.toml's light-install contract (lint-imports) and cli.SERVER_MODULES agree."""
+    """pyproject.toml's light-install contract (lint-imports) and daifugo_arena.cli.SERVER_MODULES agree."""
     config = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
     (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["name"].startswith("The light install")]
     assert contract["type"] == "forbidden"
     assert set(contract["forbidden_modules"]) == set(SERVER_MODULES)
-    assert {"cli.play", "cli.tournament", "bots_sdk", "engine", "arena.runner.match"} <= set(contract["source_modules"])
+    assert {
+        "daifugo_arena.cli.play",
+        "daifugo_arena.cli.tournament",
+        "bots_sdk",
+        "engine",
+        "arena.runner.match",
+    } <= set(contract["source_modules"])
 
 
 def test_a_command_reaching_a_server_library_when_run_names_the_extra():

@@ -48,12 +48,12 @@ def _shell(argv: list[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
-PY_BOT = _shell([sys.executable, "-m", "cli", "bots", "connect"])
+PY_BOT = _shell([sys.executable, "-m", "daifugo_arena.cli", "bots", "connect"])
 
 
 def arena_play(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cli", "play", "-q", *args],
+        [sys.executable, "-m", "daifugo_arena.cli", "play", "-q", *args],
         cwd=REPO,
         env=env or _env(),
         stdin=subprocess.DEVNULL,
@@ -90,7 +90,10 @@ def test_two_programs_that_dial_out_play_and_their_logs_verify(tmp_path: Path) -
     log = read_log(logs / "match-0000.json.gz")
     assert [p["kind"] for p in log["players"]] == ["connect"] * 4 and log["faults"] == []
     verified = subprocess.run(
-        [sys.executable, "-m", "cli", "logs", "verify", str(logs)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "daifugo_arena.cli", "logs", "verify", str(logs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert verified.returncode == 0 and "2 verified, 0 failed" in verified.stdout, verified.stdout
 
@@ -98,7 +101,19 @@ def test_two_programs_that_dial_out_play_and_their_logs_verify(tmp_path: Path) -
 def test_a_bot_started_in_another_terminal_connects_with_the_printed_variables(tmp_path: Path) -> None:
     env = {**_env(), "ARENA_BOT_SECRET": "my-local-secret"}
     play = subprocess.Popen(
-        [sys.executable, "-m", "cli", "play", "-q", "--games", "2", "--gateway-port", "0", "connect", "greedy"],
+        [
+            sys.executable,
+            "-m",
+            "daifugo_arena.cli",
+            "play",
+            "-q",
+            "--games",
+            "2",
+            "--gateway-port",
+            "0",
+            "connect",
+            "greedy",
+        ],
         cwd=REPO,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -121,7 +136,7 @@ def test_a_bot_started_in_another_terminal_connects_with_the_printed_variables(t
         bot_env = {**_env(), "ARENA_GATEWAY_URL": told["ARENA_GATEWAY_URL"], "ARENA_BOT_ID": "1"}
         bot_env["ARENA_BOT_SECRET"] = "my-local-secret"
         bot = subprocess.Popen(
-            [sys.executable, "-m", "cli", "bots", "connect", "heuristic"],
+            [sys.executable, "-m", "daifugo_arena.cli", "bots", "connect", "heuristic"],
             env=bot_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -176,7 +191,7 @@ def test_sigterm_stops_arena_play_and_the_programs_it_started(tmp_path: Path) ->
     pid_file = tmp_path / "pid"
     slow = _shell([sys.executable, str(DIALOUT_BOT), "--think-first", "600", "--pid-file", str(pid_file)])
     play = subprocess.Popen(
-        [sys.executable, "-m", "cli", "play", "-q", "--games", "1", "--run", slow, "connect", "greedy"],
+        [sys.executable, "-m", "daifugo_arena.cli", "play", "-q", "--games", "1", "--run", slow, "connect", "greedy"],
         cwd=REPO,
         env=_env(),
         stdin=subprocess.DEVNULL,

@@ -26,9 +26,9 @@ from arena.accounts import create_account
 from arena.db.session import make_sessionmaker
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
-from cli import main
-from cli.client import ApiClient
-from cli.servers import WsgiServer
+from daifugo_arena.cli import main
+from daifugo_arena.cli.client import ApiClient
+from daifugo_arena.cli.servers import WsgiServer
 from tests.helpers import eager_app, mark_bot_checked
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,7 +77,11 @@ def arena(tmp_path_factory):
 def _verify(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
     return subprocess.run(
-        [sys.executable, "-m", "cli", "logs", "verify", *args], cwd=REPO, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "daifugo_arena.cli", "logs", "verify", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
     )
 
 

@@ -1,6 +1,6 @@
 """Slow clients facing the real servers directly (issue 24 point 5), through real processes:
-``arena api`` (gunicorn, :class:`cli.servers.RequestReadingWorker`) and ``arena demo
---serve`` (waitress, :class:`cli.servers.WsgiServer`).
+``arena api`` (gunicorn, :class:`daifugo_arena.cli.servers.RequestReadingWorker`) and ``arena demo
+--serve`` (waitress, :class:`daifugo_arena.cli.servers.WsgiServer`).
 
 - 40 connections that drip a request (20 a head, 20 a body) one byte a second hold no server
   thread: ``/healthz`` answers a fresh client while every one of them is open, and the server
@@ -31,11 +31,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli.servers import MAX_HEAD_BYTES, REQUEST_BODY_TIMEOUT_S, REQUEST_HEAD_TIMEOUT_S
+from daifugo_arena.cli.servers import MAX_HEAD_BYTES, REQUEST_BODY_TIMEOUT_S, REQUEST_HEAD_TIMEOUT_S
 from tests import children
 
 REPO = Path(__file__).resolve().parents[2]
-ARENA = [sys.executable, "-m", "cli"]
+ARENA = [sys.executable, "-m", "daifugo_arena.cli"]
 #: Seconds a started server gets to answer, and a dripping connection to be closed after its
 #: deadline (guards against a hang, not timing goals).
 READY_S = 90.0

@@ -33,14 +33,14 @@ from arena.matchlog import read_log
 from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
-from cli.servers import WsgiServer
+from daifugo_arena.cli.servers import WsgiServer
 from tests import children
 from tests.helpers import create_pg_database
 
 pytestmark = pytest.mark.services
 
 REPO = Path(__file__).resolve().parents[2]
-ARENA = [sys.executable, "-m", "cli"]
+ARENA = [sys.executable, "-m", "daifugo_arena.cli"]
 BOTS = (("alice", "heuristic"), ("bob", "greedy"), ("carol", "random"), ("dave", "random"))
 #: Per rule set: games_per_pairing, options, matches expected with 4 participants.
 SIZES = {

@@ -36,7 +36,7 @@ CITING = (
     ("arena", "**/*.py"),
     ("api", "**/*.py"),
     ("worker", "**/*.py"),
-    ("cli", "**/*.py"),
+    ("daifugo_arena", "**/*.py"),
     ("tests/scenarios", "**/*.json"),
     ("tests/scenarios", "README.md"),
     (".", "README.md"),

@@ -33,7 +33,7 @@ from arena.security import new_secret
 from arena.status import BotStatus
 from bots_sdk.samples import SAMPLE_BOTS
 from bots_sdk.server import start as start_bot
-from cli.servers import WsgiServer
+from daifugo_arena.cli.servers import WsgiServer
 from tests import children
 from tests.helpers import create_pg_database, wait_until
 
@@ -195,7 +195,7 @@ class DialStack:
         env = {**{k: v for k, v in os.environ.items() if k != "ARENA_GATEWAY_URL"}, **(env or {})}
         env["ARENA_BOT_SECRET"] = secret
         gateways = sum((["--gateway", u] for u in urls), [])
-        cmd = [sys.executable, "-m", "cli", "bots", "connect", spec, "--bot-id", str(bot_id), *gateways]
+        cmd = [sys.executable, "-m", "daifugo_arena.cli", "bots", "connect", spec, "--bot-id", str(bot_id), *gateways]
         return self.start(f"bot-{bot_id}", [*cmd, "--pool", str(pool), "--seed", str(bot_id)], env)
 
     def connections(self, owner: dict[str, str], bot_id: int, count: int) -> dict:
@@ -264,7 +264,7 @@ def start_gateway_process(folder: Path, env: dict[str, str], n: int) -> GatewayP
     out_path = folder / f"gateway-{n}.out"
     with open(log_path, "wb") as err, open(out_path, "wb") as out:
         proc = children.spawn(
-            [sys.executable, "-m", "cli", "gateway", "--port", "0"],
+            [sys.executable, "-m", "daifugo_arena.cli", "gateway", "--port", "0"],
             cwd=REPO,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -410,7 +410,7 @@ def gateways() -> Iterator[list[subprocess.Popen[str]]]:
 def start_gateway(env: dict[str, str], started: list[subprocess.Popen[str]]) -> tuple[subprocess.Popen[str], str, str]:
     """A real ``arena gateway --port 0``: the process, its id and its URL."""
     proc = children.spawn(
-        [sys.executable, "-m", "cli", "gateway", "--port", "0"],
+        [sys.executable, "-m", "daifugo_arena.cli", "gateway", "--port", "0"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

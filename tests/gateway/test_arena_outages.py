@@ -40,7 +40,11 @@ def restart_gateway(stack: DialStack, port: int) -> GatewayProcess:
     env = {**os.environ, "ARENA_DATABASE_URL": stack.db, "ARENA_BROKER_URL": stack.broker}
     with open(log_path, "wb") as err, open(out_path, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cli", "gateway", "--port", str(port)], cwd=REPO, env=env, stdout=out, stderr=err
+            [sys.executable, "-m", "daifugo_arena.cli", "gateway", "--port", str(port)],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=err,
         )
     gw = GatewayProcess(proc, log_path)
     stack.processes.append(gw)

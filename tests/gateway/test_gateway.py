@@ -24,9 +24,9 @@ from arena.usecases.bots import Credentials
 from bots_sdk import wire
 from bots_sdk.bot import Request
 from bots_sdk.samples import SAMPLE_BOTS
+from daifugo_arena.gateway.config import GatewayConfig
+from daifugo_arena.gateway.server import Gateway
 from engine.timebank import TimeRules
-from gateway.config import GatewayConfig
-from gateway.server import Gateway
 
 pytestmark = pytest.mark.services
 

@@ -31,7 +31,7 @@ from arena.db.session import shared_sessions
 from arena.runner.players import Outcome
 from arena.usecases.bots import Credentials, credentials
 from bots_sdk import wire
-from gateway.frames import FLOOD_BURST
+from daifugo_arena.gateway.frames import FLOOD_BURST
 from tests.gateway.test_gateway import SECRETS, Answering, RunningGateway, authenticate, close_code, echo, player
 from tests.helpers import create_pg_database, wait_until
 

@@ -23,7 +23,7 @@ from arena import relay
 from arena.runner.connected import ConnectedPlayer
 from arena.usecases.bots import Credentials
 from bots_sdk import wire
-from gateway.presence import proof_stands
+from daifugo_arena.gateway.presence import proof_stands
 from tests.gateway.test_gateway import SECRETS, RunningGateway
 from tests.gateway.test_gateway import authenticate as authenticate_bot
 from tests.helpers import wait_until

@@ -30,7 +30,7 @@ def start(tmp_path: Path, redis_url: str, soft: int, hard: int, *args: str) -> s
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
     return children.spawn(
-        [sys.executable, "-m", "cli", "gateway", "--port", "0", *args],
+        [sys.executable, "-m", "daifugo_arena.cli", "gateway", "--port", "0", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -24,7 +24,7 @@ import pytest
 from websockets.sync.client import connect
 
 from bots_sdk import wire
-from gateway.config import MAX_UNAUTHENTICATED_PER_NETWORK
+from daifugo_arena.gateway.config import MAX_UNAUTHENTICATED_PER_NETWORK
 from tests.gateway.conftest import Site, start_gateway
 from tests.gateway.test_gateway import Answering, RunningGateway, authenticate, player
 from tests.gateway.test_gateway_attacks import RawBot

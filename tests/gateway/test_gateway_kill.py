@@ -38,7 +38,7 @@ pytestmark = pytest.mark.services
 
 def start_gateway(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     proc = children.spawn(
-        [sys.executable, "-m", "cli", "gateway", "--port", "0"],
+        [sys.executable, "-m", "daifugo_arena.cli", "gateway", "--port", "0"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

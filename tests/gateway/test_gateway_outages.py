@@ -37,8 +37,8 @@ from arena.usecases.bots import Credentials, credentials
 from bots_sdk import connect as sdk_connect
 from bots_sdk import protocol, wire
 from bots_sdk.samples import SAMPLE_BOTS
+from daifugo_arena.gateway.liveness import PROBE_S, SILENT_S
 from engine.timebank import TimeRules
-from gateway.liveness import PROBE_S, SILENT_S
 from tests import children
 from tests.gateway.conftest import Site, add_bot, start_gateway
 from tests.gateway.test_gateway import SECRETS, RunningGateway, close_code

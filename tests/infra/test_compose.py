@@ -68,7 +68,7 @@ def _cli_context(args: list[str]):
     """Parse ``arena ARGS`` with the real click commands (raises click errors if wrong)."""
     import click
 
-    from cli import main
+    from daifugo_arena.cli import main
 
     ctx = click.Context(main)
     cmd: click.Command = main
@@ -183,7 +183,7 @@ def test_the_gateway_serves_bots_that_dial_out_behind_the_proxy(compose):
 
 def test_workers_consume_the_match_queue(compose):
     from arena.queue import CHECK_QUEUE, LADDER_QUEUE, PRIORITY_QUEUE, QUEUE, WEBHOOK_QUEUE
-    from cli.worker import CHECK_QUEUES, WORKER_QUEUES
+    from daifugo_arena.cli.worker import CHECK_QUEUES, WORKER_QUEUES
 
     worker = compose["services"]["worker"]
     command = worker["command"]

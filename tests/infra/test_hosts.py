@@ -216,7 +216,7 @@ def test_a_tournament_on_a_worker_host_and_a_data_host(hosts, tmp_path, monkeypa
             "ARENA_DATA_DIR": str(tmp_path / "worker-host"),
             "PYTHONPATH": str(REPO),
         }
-        on_worker_host = ["ip", "netns", "exec", worker_ns, sys.executable, "-m", "cli"]
+        on_worker_host = ["ip", "netns", "exec", worker_ns, sys.executable, "-m", "daifugo_arena.cli"]
         logs = {name: open(tmp_path / f"{name}.log", "wb") for name in ("worker", "beat")}
         worker = children.spawn(
             [

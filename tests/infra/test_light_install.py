@@ -42,7 +42,7 @@ SOURCES = [
     "arena",
     "api",
     "worker",
-    "cli",
+    "daifugo_arena",
 ]
 #: Distributions a light install must not bring (normalized names).
 SERVER_DISTRIBUTIONS = {"flask", "celery", "sqlalchemy", "psycopg", "psycopg-binary", "gunicorn", "alembic"}
@@ -129,6 +129,17 @@ def test_the_wheel_ships_the_typed_packages_markers(light):
         "print([r.files(p).joinpath('py.typed').is_file() for p in ('engine', 'bots_sdk')])",
     )
     assert (found.returncode, found.stdout.strip(), found.stderr) == (0, "[True, True]", "")
+
+
+def test_the_wheel_installs_the_design_cards_folders_and_one_name_of_its_own(light):
+    """No generic top-level name (``cli``, ``gateway``) in site-packages: the command line and the
+    gateway are ``daifugo_arena``'s (the fast check of pyproject.toml: tests/infra/test_package_data.py)."""
+    (wheel,) = (light.root.parent / "dist").glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    packages = {n.partition("/")[0] for n in names if not n.partition("/")[0].startswith("daifugo_arena-")}
+    assert packages == {"engine", "bots_sdk", "arena", "api", "worker", "daifugo_arena"}
+    (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
+    assert set(zipfile.ZipFile(wheel).read(top_level).decode().split()) == packages
 
 
 def test_the_wheel_installs_no_server_library(light):

@@ -101,7 +101,8 @@ def test_templates_and_scripts_are_read_for_comparisons_with_an_id(line, hit):
 def test_the_descriptors_are_not_read_and_the_rest_of_the_product_is():
     read = {p.relative_to(ROOT).as_posix() for p in gate.product_modules(ROOT)}
     assert "arena/limits.py" in read and "api/ui/i18n.py" in read and "bots_sdk/env/aec.py" in read
-    assert "engine/game.py" in read and "cli/demo.py" in read
+    assert "engine/game.py" in read and "daifugo_arena/cli/demo.py" in read
+    assert "daifugo_arena/gateway/server.py" in read
     assert not {p for p in read if p.startswith("arena/rulesets/")}
     assert not {"engine/rulesets.py", "bots_sdk/env/rulesets.py", "engine/jdf.py"} & read
     assert not {p for p in read if p.startswith("tests/") or p.startswith("bench/")}

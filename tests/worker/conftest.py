@@ -20,7 +20,7 @@ from arena.config import Settings
 from arena.db.models import Match, MatchLog, MatchResult, Tournament
 from arena.db.session import make_engine, make_sessionmaker
 from arena.inprocess import InProcessDispatcher
-from cli.compose import dispatcher_for
+from daifugo_arena.cli.compose import dispatcher_for
 from tests.fakes import FakeBot
 from tests.helpers import migrated_pg_database
 

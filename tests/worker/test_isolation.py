@@ -113,7 +113,7 @@ def _launcher(broker: str, db: str, log: Path, *args: str) -> subprocess.Popen:
             [
                 sys.executable,
                 "-m",
-                "cli",
+                "daifugo_arena.cli",
                 "worker",
                 "--pars",
                 "0",

@@ -24,7 +24,7 @@ from arena.queue import PRIORITY_QUEUE
 from arena.reaper import reap
 from arena.runner.replay import replay
 from bots_sdk.samples import SAMPLE_BOTS
-from cli.servers import WsgiServer
+from daifugo_arena.cli.servers import WsgiServer
 from tests.worker.conftest import SwitchBot
 
 pytestmark = pytest.mark.services
@@ -116,7 +116,7 @@ def test_internal_error_fails_the_match_and_the_tournament_finishes(arena, bots,
             [
                 sys.executable,
                 "-m",
-                "cli",
+                "daifugo_arena.cli",
                 "tournament",
                 "status",
                 str(tid),

@@ -25,9 +25,9 @@ from arena.db.models import Match, MatchResult, Rating
 from arena.followups import update_ratings
 from arena.ranking import compute_report, game_ranks
 from bots_sdk.samples import SAMPLE_BOTS
-from cli import main
-from cli.display import settled_lines
-from cli.servers import WsgiServer
+from daifugo_arena.cli import main
+from daifugo_arena.cli.display import settled_lines
+from daifugo_arena.cli.servers import WsgiServer
 from tests.worker.conftest import SwitchBot
 from tests.worker.test_tournaments import _records_from_logs
 

@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from arena.db.models import PersonRating, Rating
 from bots_sdk.samples import SAMPLE_BOTS
-from cli import main
+from daifugo_arena.cli import main
 from tests.tables_play import check_frames, play_through_api
 from tests.worker.conftest import FINISH_TIMEOUT_S, Arena, SwitchBot
 

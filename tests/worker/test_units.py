@@ -23,7 +23,7 @@ from arena.runner.replay import replay
 from arena.runner.semaphore import BotSemaphore
 from bots_sdk.bot import Bot
 from bots_sdk.samples import SAMPLE_BOTS
-from cli import main
+from daifugo_arena.cli import main
 from engine.timebank import TimeRules
 from tests.worker.conftest import Arena, SwitchBot
 from worker.celery_app import app

@@ -22,7 +22,7 @@ from arena.db.models import Match, MatchResult
 from arena.schedule import ScheduledMatch
 from arena.sequential import MIN_GAMES
 from bots_sdk.samples import SAMPLE_BOTS
-from cli.display import settling_text
+from daifugo_arena.cli.display import settling_text
 from tests.worker.conftest import SwitchBot
 
 pytestmark = pytest.mark.services

@@ -11,15 +11,45 @@
  * Every decision kind has buttons, and keys (#keys-help): the hand's cards are buttons (← →
  * move, Space or Enter selects, F face down in Million Doubt), P play, S pass, D doubt,
  * T through, Y / N exchange, 1-9 rate, G give / discard / penalty, Esc clears. A class table
- * still waiting for its start reloads itself every few seconds. */
+ * still waiting for its start loads itself again when what it shows changes (followWaiting). */
 (function () {
   "use strict";
   var dataEl = document.getElementById("table-data");
   if (!dataEl) {
-    if (document.getElementById("seated") || document.getElementById("free-seats")) {
-      window.setTimeout(function () { window.location.reload(); }, 3000);
-    }
+    if (document.getElementById("seated") || document.getElementById("free-seats")) followWaiting();
     return;
+  }
+
+  /* A class table waiting for its start: re-read the page every few seconds and load it again
+   * only when what it shows changed (a seat taken, the start), never while a form of the page
+   * (Start, Cancel) is being sent: a blind reload would abort the organizer's click. */
+  function followWaiting() {
+    var leaving = false;
+    document.addEventListener("submit", function () { leaving = true; }, true);
+    window.addEventListener("pagehide", function () { leaving = true; });
+    function state(doc) {
+      var free = doc.getElementById("free-seats");
+      return [!!doc.getElementById("table-data"), !!doc.getElementById("running"), !!doc.getElementById("seated"),
+        !!doc.getElementById("take-seat"), free ? free.getAttribute("data-free") : "-"].join("|");
+    }
+    var shown = state(document);
+    function again() { if (!leaving) window.setTimeout(look, 3000); }
+    function look() {
+      if (leaving) return;
+      if (!window.fetch || !window.DOMParser) { window.location.reload(); return; }
+      fetch(window.location.href, { credentials: "same-origin", cache: "no-store" })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          if (leaving) return;
+          if (html !== null && state(new DOMParser().parseFromString(html, "text/html")) !== shown) {
+            window.location.reload();
+          } else {
+            again();
+          }
+        })
+        .catch(again);
+    }
+    again();
   }
   var D = JSON.parse(dataEl.textContent);
   var I18N = {};

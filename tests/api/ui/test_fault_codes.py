@@ -23,7 +23,7 @@ from arena import faults
 from arena.matchlog import LOG_VERSION, read_log
 from arena.runner.replay import replay, verify_logs
 from bots_sdk import protocol
-from cli import main
+from daifugo_arena.cli import main
 from engine import refusals
 from engine.refusals import Refusal
 

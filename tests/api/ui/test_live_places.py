@@ -61,7 +61,7 @@ def _arena_api(tmp_path: Path, port: int, database_url: str, broker_url: str):
     }
     with open(log, "wb") as out:
         proc = children.spawn(
-            [sys.executable, "-m", "cli", "api", "--port", str(port), "--workers", "1", "--no-upgrade"],
+            [sys.executable, "-m", "daifugo_arena.cli", "api", "--port", str(port), "--workers", "1", "--no-upgrade"],
             cwd=REPO,
             env=env,
             stdout=out,

@@ -60,7 +60,10 @@ def test_the_offered_download_verifies_and_the_page_says_how(site, page, tmp_pat
     saved = tmp_path / download.suggested_filename
     download.save_as(saved)
     done = subprocess.run(
-        [sys.executable, "-m", "cli", "logs", "verify", str(saved)], cwd=REPO, capture_output=True, text=True
+        [sys.executable, "-m", "daifugo_arena.cli", "logs", "verify", str(saved)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == f"{len(_matches(site, 'md'))} verified, 0 failed"

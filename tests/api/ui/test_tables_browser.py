@@ -429,7 +429,9 @@ def test_play_against_my_bot_from_its_page_and_a_class_table_by_its_link(browser
     spg.goto(link)
     spg.click("#take-seat")
     spg.wait_for_selector("#seated")
-    opg.reload()
+    # the organizer's page notices the seat taken by itself (no reload of ours to race its own)
+    opg.wait_for_selector("#start-table:not([disabled])", timeout=WAIT_MS)
+    assert opg.locator("#free-seats").get_attribute("data-free") == "0"
     opg.click("#start-table")
     opg.wait_for_selector("#watch-live", timeout=WAIT_MS)
     spg.wait_for_selector("#game", timeout=WAIT_MS)  # the student's page follows the start

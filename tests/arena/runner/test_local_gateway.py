@@ -1,7 +1,7 @@
 """The gateway of ``arena play`` (:mod:`arena.runner.local_gateway`) against bots on real
 WebSocket connections on 127.0.0.1: the SDK's client (``bots_sdk.connect``) for a well-behaved
 bot, raw ``websockets`` clients for the ones that break the protocol. Each wrong doing costs
-what it costs at the arena's gateway (gateway/server.py); the whole CLI with real processes is
+what it costs at the arena's gateway (daifugo_arena/gateway/); the whole CLI with real processes is
 tests/cli/test_play_dialout.py."""
 
 from __future__ import annotations

@@ -1,5 +1,0 @@
-"""``python -m cli``: the ``arena`` command."""
-
-from cli import main
-
-main()
