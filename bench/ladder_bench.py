@@ -42,8 +42,8 @@ SDK bots served over HTTP on 127.0.0.1 in this process. Prints, in this order:
 
 ``--short`` (CI): a small form of every part (the lines' shapes, not their figures).
 Details (JSON) go to stderr, with the wall and CPU seconds of each part (``pool_spent``,
-``spent`` of each side, ``services_spent``: :class:`Clock`). docs/performance.md, "Ladders", gives the figures and what they
-mean.
+``spent`` of each side, ``services_spent``: :class:`Clock`). docs/performance.md, "Ladders",
+gives the figures and what they mean.
 """
 
 from __future__ import annotations
