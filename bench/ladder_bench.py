@@ -41,8 +41,9 @@ SDK bots served over HTTP on 127.0.0.1 in this process. Prints, in this order:
   think)`` with the mean decisions of the sets stored in the window.
 
 ``--short`` (CI): a small form of every part (the lines' shapes, not their figures).
-Details (JSON) go to stderr. docs/performance.md, "Ladders", gives the figures and what they
-mean.
+Details (JSON) go to stderr, with the wall and CPU seconds of each part (``pool_spent``,
+``spent`` of each side, ``services_spent``: :class:`Clock`). docs/performance.md, "Ladders",
+gives the figures and what they mean.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import signal
 import statistics
 import subprocess
@@ -80,6 +82,27 @@ GAMES = 1_000_000
 
 def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+class Clock:
+    """Wall and CPU seconds (this process and its children that ended) since the last lap:
+    where a run's time went, whatever the machine's load (the CPU figure does not stretch
+    with it; the wall figure of a quiet machine is about the CPU over the 2 cores where a
+    part keeps both busy)."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), self._cpu()
+
+    @staticmethod
+    def _cpu() -> float:
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    def lap(self) -> dict[str, float]:
+        wall, cpu = time.perf_counter(), self._cpu()
+        out = {"wall_s": round(wall - self.wall, 1), "cpu_s": round(cpu - self.cpu, 1)}
+        self.wall, self.cpu = wall, cpu
+        return out
 
 
 # -- the 1,000-entry ladder: tick, rating, page ------------------------------------------------
@@ -578,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-services", action="store_true")
     ap.add_argument("--rulesets", nargs="+", default=list(engine.RULESETS))
     ap.add_argument("--runs", type=int, default=100, help="runs of each side of the order figure")
-    ap.add_argument("--horizon", type=int, default=4000, help="most sets a run plays (order figure)")
+    ap.add_argument("--horizon", type=int, default=10000, help="most sets a run plays (order figure)")
     ap.add_argument("--think-ms", type=int, default=100)
     ap.add_argument("--tick-s", type=int, default=1, help="ARENA_LADDER_TICK_S of the throughput part")
     ap.add_argument("--window-s", type=float, default=60.0)
@@ -589,6 +612,7 @@ def main(argv: list[str] | None = None) -> int:
         args.runs, args.horizon, args.window_s, args.flow_bots = 20, 60, 10.0, 4
         args.rulesets = ["million_doubt"] if args.rulesets == list(engine.RULESETS) else args.rulesets
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)  # even when started in the background (SIGINT ignored)
     started = time.perf_counter()
     details: dict[str, Any] = {"load_average": [round(x, 1) for x in os.getloadavg()]}
     lines: list[str] = []
@@ -599,18 +623,19 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.skip_order:
         for ruleset in args.rulesets:
+            clock = Clock()
             pool = ladder_order.Pool(ruleset, 2 if args.short else ladder_order.SLOTS[ruleset])
             pool.load_or_fill(args.pool_cache)
             got = {
                 "pool_sets": len(pool.sets),
                 "pool_s": round(pool.play_s, 1),
                 "pool_check": ladder_order.pool_check(pool),
+                "pool_spent": clock.lap(),
             }
-            verdicts = {
-                side: ladder_order.judge(pool, side, args.runs, args.horizon) for side in ("ladder", "baseline")
-            }
-            for side, v in verdicts.items():
-                got[side] = {"sets": v.sets, **v.details, "last_shares": v.shares[-6:]}
+            verdicts = {}
+            for side in ("ladder", "baseline"):  # both sides on the one pool (forked, not copied)
+                verdicts[side] = v = ladder_order.judge(pool, side, args.runs, args.horizon)
+                got[side] = {"sets": v.sets, **v.details, "last_shares": v.shares[-6:], "spent": clock.lap()}
             details[f"order_{ruleset}"] = got
             print(json.dumps({ruleset: got}), file=sys.stderr, flush=True)
             emit(f"ladder order {ruleset}: sets {verdicts['ladder'].text()}, baseline {verdicts['baseline'].text()}")
@@ -618,15 +643,20 @@ def main(argv: list[str] | None = None) -> int:
         services = Services()
         stop: list = []
         tmp = Path(tempfile.mkdtemp(prefix="arena-lbench-"))
+        clock, spent = Clock(), {}
+        details["services_spent"] = spent  # wall and CPU of each part (not the servers' CPU)
         try:
             db, broker = services.stack("lbench")
+            spent["stack"] = clock.lap()
             big = BigLadder(db, broker, tmp, entries=100 if args.short else ENTRIES)
             stop.append(big.engine.dispose)
             small = big.ticks_and_rates(2 if args.short else 5, 1)
             small["stored_sets"] = big.stored_sets()
             details["tick_and_rate_before_load"] = small
             emit(f"ladder tick 1000 bots: {small['tick_median_ms']:.0f} ms")
+            spent["tick_and_rate_before_load"] = clock.lap()
             details["bulk_load"] = big.bulk_load(4000 if args.short else GAMES)
+            spent["bulk_load"] = clock.lap()
             large = big.ticks_and_rates(2 if args.short else 5, 100)
             large["stored_sets"] = big.stored_sets()
             details["tick_and_rate_after_load"] = large
@@ -635,6 +665,7 @@ def main(argv: list[str] | None = None) -> int:
             details["page"] = page
             emit(f"ladder page 1000000 games: {page['api_median_ms']:.0f} ms")
             big.close()
+            spent["tick_rate_page_after_load"] = clock.lap()
             print(
                 json.dumps({k: details[k] for k in details if not k.startswith("order_")}), file=sys.stderr, flush=True
             )
@@ -649,6 +680,7 @@ def main(argv: list[str] | None = None) -> int:
                 stop=stop,
             )
             details["throughput"] = flow
+            spent["throughput"] = clock.lap()
             emit(f"ladder sets/min with 2 workers: {flow['sets_per_min']:.0f}, lower bound {flow['lower_bound']:.0f}")
         finally:
             for fn in reversed(stop):

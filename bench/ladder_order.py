@@ -39,6 +39,7 @@ import random
 import signal
 import sys
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,7 +202,10 @@ class LadderRun:
     ratings: list[tuple[float, float]] = field(default_factory=list)
     rated: list[int] = field(default_factory=list)
     last: list[float | None] = field(default_factory=list)
-    history: list[tuple[float, tuple[int, ...]]] = field(default_factory=list)
+    history: deque[tuple[float, tuple[int, ...]]] = field(default_factory=deque)
+    #: Sets of each entry, and of each pair, in ``history`` (the last hour).
+    hour: list[int] = field(default_factory=list)
+    recent: dict[tuple[int, int], int] = field(default_factory=dict)
     met: dict[tuple[int, int], int] = field(default_factory=dict)
     sets: int = 0
     ticks: int = 0
@@ -211,19 +215,21 @@ class LadderRun:
         self.ratings = [(ladder_ratings.MU0, ladder_ratings.SIGMA0)] * LEVELS
         self.rated = [0] * LEVELS
         self.last = [None] * LEVELS
+        self.hour = [0] * LEVELS
 
     def tick(self) -> None:
         now = self.ticks * TICK_S
         self.ticks += 1
-        self.history = [(t, m) for t, m in self.history if now - t < 3600]
-        hour = [0] * LEVELS
-        recent: dict[tuple[int, int], int] = {}
-        for _, members in self.history:
+        hour, recent = self.hour, self.recent
+        while self.history and now - self.history[0][0] >= 3600:  # the last hour's sets only
+            _, members = self.history.popleft()
             for b in members:
-                hour[b] += 1
+                hour[b] -= 1
             for a, b in itertools.combinations(members, 2):
                 p = pair(a, b)
-                recent[p] = recent.get(p, 0) + 1
+                recent[p] -= 1
+                if not recent[p]:
+                    del recent[p]
         last = self.last
         cands = [
             Candidate(
@@ -253,6 +259,11 @@ class LadderRun:
                 p = pair(a, b)
                 self.met[p] = self.met.get(p, 0) + 1
             self.history.append((now, tuple(order)))
+            for b in order:
+                hour[b] += 1
+            for a, b in itertools.combinations(order, 2):
+                p = pair(a, b)
+                recent[p] = recent.get(p, 0) + 1
             self.sets += 1
 
     def advance(self, to: int) -> None:
@@ -435,11 +446,17 @@ def pool_check(pool: Pool) -> dict[str, float]:
     return {f"{k + 1}>{k}": round(above[k] / seen[k], 2) for k in sorted(seen)}
 
 
+def _stop(signum: int, frame: Any) -> None:
+    """SIGTERM or Ctrl-C: unwind, so that :func:`judge` and :meth:`Pool.fill` stop their
+    processes."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="the ladder order figure of bench/ladder_bench.py")
     ap.add_argument("--rulesets", nargs="+", default=list(engine.RULESETS))
     ap.add_argument("--runs", type=int, default=100)
-    ap.add_argument("--horizon", type=int, default=4000)
+    ap.add_argument("--horizon", type=int, default=10000)
     ap.add_argument("--tau", type=float, default=None, help="openskill tau instead of the product's")
     ap.add_argument("--config", default="{}", help="LadderConfig keys (JSON) over the product's defaults")
     ap.add_argument("--slots", type=int, default=None)
@@ -447,6 +464,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sides", nargs="+", default=["ladder", "baseline"])
     args = ap.parse_args(argv)
     import json
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)  # even when started in the background (SIGINT ignored)
 
     for ruleset in args.rulesets:
         got = {}

@@ -10,7 +10,9 @@ The rules :func:`form_tables` applies, in this order:
 
 * **never two bots of one owner at one table** (Halite II's rule; house entries have no owner);
 * a **pair cap**: a pair that has met :attr:`LadderConfig.pair_free_sets` sets meets at most
-  :attr:`LadderConfig.pair_sets_per_hour` sets an hour;
+  :attr:`LadderConfig.pair_sets_per_hour` sets an hour, in a field of at least
+  :attr:`LadderConfig.pair_cap_field` bots that can play now (in a smaller one the cap would
+  spread each entry over all of its few opponents, whatever their ratings);
 * **placement first**: provisional entries (fewer than :attr:`LadderConfig.placement_sets`
   rated sets) are seated first, then the others by the time since their last set (longest
   first), ties by a random draw;
@@ -59,6 +61,8 @@ class LadderConfig:
         rematch_penalty: cost added per set a pair met in the last hour.
         pair_free_sets: sets a pair meets before the hourly pair cap applies.
         pair_sets_per_hour: most sets an hour of a pair that has met ``pair_free_sets``.
+        pair_cap_field: bots that can play now (house entries aside) from which the pair cap
+            applies; below it a pair is never capped (docs/ladder.md, "The tick").
         max_sets_per_tick: most sets one tick forms.
         behind_s: a tick forms nothing while the ladder's oldest queued set has waited longer
             than this many seconds (the workers are behind).
@@ -81,6 +85,7 @@ class LadderConfig:
     rematch_penalty: float = 2.0
     pair_free_sets: int = 6
     pair_sets_per_hour: int = 2
+    pair_cap_field: int = 24
     max_sets_per_tick: int = 200
     behind_s: int = 120
     fill_with_house_bots: bool = True
@@ -99,6 +104,7 @@ class LadderConfig:
         "rematch_penalty": (0.0, 100.0),
         "pair_free_sets": (0, 100000),
         "pair_sets_per_hour": (1, 1000),
+        "pair_cap_field": (0, 100000),
         "max_sets_per_tick": (1, 10000),
         "behind_s": (1, 86400),
         "fault_sets": (1, 30),
@@ -184,13 +190,21 @@ class _Tick:
     recent: Mapping[Pair, int]
     met: Mapping[Pair, int]
     rng: random.Random
+    capped: bool = True
     free: dict[int, int] = field(default_factory=dict)
+    #: :meth:`allowed` of each pair asked so far (a tick's rules do not change within it).
+    seen: dict[Pair, bool] = field(default_factory=dict)
 
     def allowed(self, a: Candidate, b: Candidate) -> bool:
-        if a.owner_id is not None and a.owner_id == b.owner_id:
-            return False
         p = pair(a.entry_id, b.entry_id)
-        return self.met.get(p, 0) < self.cfg.pair_free_sets or self.recent.get(p, 0) < self.cfg.pair_sets_per_hour
+        ok = self.seen.get(p)
+        if ok is None:
+            ok = self.seen[p] = (a.owner_id is None or a.owner_id != b.owner_id) and (
+                not self.capped
+                or self.met.get(p, 0) < self.cfg.pair_free_sets
+                or self.recent.get(p, 0) < self.cfg.pair_sets_per_hour
+            )
+        return ok
 
     def cost(self, m: Candidate, c: Candidate) -> float:
         u = self.rng.uniform(-self.cfg.jitter, self.cfg.jitter) if self.cfg.jitter else 0.0
@@ -198,20 +212,22 @@ class _Tick:
 
     def complete(self, table: list[Candidate], pool: Sequence[Candidate]) -> None:
         """Add the cheapest allowed candidate of ``pool`` until the table is full or none fits."""
-        while len(table) < self.seats:
+        seated = {m.entry_id for m in table}
+        fits = [
+            c
+            for c in pool
+            if c.entry_id not in seated and self.free.get(c.entry_id, 0) >= 1 and all(self.allowed(m, c) for m in table)
+        ]
+        while len(table) < self.seats and fits:
             best: tuple[float, Candidate] | None = None
-            seated = {m.entry_id for m in table}
-            for c in pool:
-                if c.entry_id in seated or self.free.get(c.entry_id, 0) < 1:
-                    continue
-                if not all(self.allowed(m, c) for m in table):
-                    continue
+            for c in fits:
                 cost = sum(self.cost(m, c) for m in table)
                 if best is None or cost < best[0]:
                     best = (cost, c)
-            if best is None:
-                return
-            table.append(best[1])
+            assert best is not None
+            joined = best[1]
+            table.append(joined)
+            fits = [c for c in fits if c is not joined and self.allowed(joined, c)]
 
 
 def priority(c: Candidate, cfg: LadderConfig) -> tuple[bool, float]:
@@ -238,7 +254,8 @@ def form_tables(
     table may start from (a refill: the entries a done set freed; the others may join them),
     None for all."""
     bots = [c for c in candidates if not c.house and c.free > 0]
-    t = _Tick(cfg, seats, recent, met, rng, {c.entry_id: c.free for c in bots})
+    field_size = sum(not c.house for c in candidates)
+    t = _Tick(cfg, seats, recent, met, rng, field_size >= cfg.pair_cap_field, {c.entry_id: c.free for c in bots})
     for h in house:
         t.free[h.entry_id] = 1 << 30
     ties = {c.entry_id: rng.random() for c in bots}

@@ -52,16 +52,35 @@ def test_rating_proximity_pairs_neighbours_and_placement_goes_first():
 
 def test_the_pair_cap_and_the_rematch_penalty():
     a, b, c = _c(1, mu=25), _c(2, mu=25.5), _c(3, mu=29)
-    cfg = LadderConfig(jitter=0.0, pair_free_sets=3, pair_sets_per_hour=2)
+    cfg = LadderConfig(jitter=0.0, pair_free_sets=3, pair_sets_per_hour=2, pair_cap_field=3)
     capped = form_tables([a, b, c], 2, cfg, recent={pair(1, 2): 2}, met={pair(1, 2): 10}, rng=random.Random(1))
     assert all(set(t) != {1, 2} for t in capped)  # met enough, and twice this hour: not again
-    cfg = LadderConfig(jitter=0.0, pair_free_sets=3, pair_sets_per_hour=2, rematch_penalty=0.0)
+    cfg = LadderConfig(jitter=0.0, pair_free_sets=3, pair_sets_per_hour=2, rematch_penalty=0.0, pair_cap_field=3)
     young = form_tables([a, b, c], 2, cfg, recent={pair(1, 2): 2}, met={pair(1, 2): 2}, rng=random.Random(1))
     assert any(set(t) == {1, 2} for t in young)  # not met enough yet: the cap does not apply
     penalised = form_tables(
         [a, b, c], 2, LadderConfig(jitter=0.0, rematch_penalty=10), recent={pair(1, 2): 1}, met={}, rng=random.Random(1)
     )
     assert all(set(t) != {1, 2} for t in penalised)
+
+
+def test_the_pair_cap_applies_from_a_field_of_pair_cap_field_bots():
+    """Below ``pair_cap_field`` bots that can play, a pair past its cap meets again (a small
+    field has too few opponents for the cap to leave a choice by rating); house entries do not
+    count, a bot that can play now but has no free set does."""
+    a, b, c, busy = _c(1, mu=25), _c(2, mu=25.5), _c(3, mu=29), _c(4, mu=25.2, free=0)
+    house = [Candidate(100, None, 25.0, 8.0, 0, 1 << 30)]
+    cfg = LadderConfig(jitter=0.0, pair_free_sets=3, pair_sets_per_hour=2, rematch_penalty=0.0, pair_cap_field=4)
+    capped = {pair(1, 2): 2}, {pair(1, 2): 10}
+
+    def tables(cands: list[Candidate]) -> list[tuple[int, ...]]:
+        return form_tables(cands, 2, cfg, recent=capped[0], met=capped[1], rng=random.Random(1), house=house)
+
+    assert tables([a, b]) == [(1, 2)] or tables([a, b]) == [(2, 1)]  # a field of 2: not capped
+    assert all(set(t) != {1, 2} for t in tables([a, b, c, busy]))  # 4 (one busy): capped
+    with pytest.raises(ConfigError) as err:
+        LadderConfig.from_dict({"pair_cap_field": -1})
+    assert err.value.key == "pair_cap_field"
 
 
 def test_house_entries_fill_only_when_allowed_and_once_a_table():
