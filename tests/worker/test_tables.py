@@ -19,6 +19,7 @@ from sqlalchemy import select
 from arena.db.models import PersonRating, Rating
 from bots_sdk.samples import SAMPLE_BOTS
 from daifugo_arena.cli import main
+from tests.helpers import wait_until
 from tests.tables_play import check_frames, play_through_api
 from tests.worker.conftest import FINISH_TIMEOUT_S, Arena, SwitchBot
 
@@ -104,9 +105,15 @@ def test_a_person_plays_a_whole_match_and_a_wrong_try_names_its_rule(arena, bots
     assert verified.exit_code == 0 and "1 verified" in verified.output.replace("\n", " "), verified.output
     counts = check_frames(frames, log, 0)
     assert counts["request"] >= 3
-    # the people's pool has the person; the bots' leaderboard never saw the table
+
+    # the people's pool has the person (rated by the follow-up of the stored result, which
+    # may land after the table reads finished); the bots' leaderboard never saw the table
+    def people_rated() -> list[int]:
+        with arena.sessions() as s:
+            return list(s.scalars(select(PersonRating.account_id)).all())
+
+    wait_until(lambda: people_rated(), "the person rated", FINISH_TIMEOUT_S)
     with arena.sessions() as s:
-        assert s.scalars(select(PersonRating.account_id)).all()
         assert s.scalar(select(Rating).where(Rating.bot_id == bot_id)) is None
 
 
