@@ -218,6 +218,7 @@ def test_an_organizer_creates_a_private_ladder_from_the_form(browser, site, arti
             pg.goto(f"{site.url}/ui/ladders")
             pg.click("#new-ladder-link")
             pg.wait_for_selector("#new-ladder")
+            pg.wait_for_load_state("load")  # the form's script runs after the form is parsed
             pg.select_option("#t-ruleset", "jdf")
             assert pg.locator("#options-jdf").is_visible() and not pg.locator("#options-million_doubt").is_visible()
             assert _fits(pg), (lang, width)
