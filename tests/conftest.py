@@ -17,9 +17,10 @@ Marks: ``services`` (added to every test using a service fixture, below), ``brow
 ``slow`` (set by hand on a test taking more than about 3 s: fuzzers, long property tests,
 real servers). ``bash infra/test.sh --fast`` leaves out all three.
 
-Hypothesis: profile ``ci`` (today's counts, the default) or ``quick`` (the ``--fast`` lane),
-chosen by ``ARENA_HYPOTHESIS_PROFILE``; a test with its own count writes
-``max_examples=tests.helpers.examples(n)`` (n in ``ci``, a twentieth of it in ``quick``).
+Hypothesis: profile ``ci`` (today's counts, the default), ``quick`` (the ``--fast`` lane) or
+``lane`` (the other build's lane), chosen by ``ARENA_HYPOTHESIS_PROFILE``; a test with its own
+count writes ``max_examples=tests.helpers.examples(n)`` (n in ``ci``, a twentieth of it in
+``quick``, a quarter in ``lane``).
 
 Under pytest-xdist (``-n N``) each worker process gets its own Redis server (the n-th of
 ``ARENA_TEST_BROKER_URLS``, from ``infra/test.sh``), its own databases (uuid names, one
@@ -78,6 +79,12 @@ PLUGINS_DIR = Path(__file__).resolve().parent / "plugins"
 WORKER_READY_TIMEOUT_S = 60.0
 #: Seconds a worker gets to exit after SIGTERM before it is SIGKILLed at teardown.
 WORKER_STOP_TIMEOUT_S = 15.0
+#: Seconds a worker left running at a test's teardown gets for its warm shutdown before it is
+#: SIGKILLed: none. The test is over, so neither a match still in flight (a bot gone, a bank
+#: running down) nor Celery's own shutdown (about 2 s idle) is waited for; the next test's
+#: queues and kombu's unacked records are emptied before it starts (``_no_stale_tasks``). A
+#: test of the warm shutdown itself calls ``terminate``/``stop``.
+TEARDOWN_GRACE_S = 0.0
 
 
 # --------------------------------------------------------------------------- hypothesis
@@ -86,6 +93,7 @@ WORKER_STOP_TIMEOUT_S = 15.0
 HYPOTHESIS_PROFILE_VAR = "ARENA_HYPOTHESIS_PROFILE"
 settings.register_profile("ci", max_examples=100)
 settings.register_profile("quick", max_examples=5)
+settings.register_profile("lane", max_examples=25)  # the other build's lane (test_other_build)
 settings.load_profile(os.environ.get(HYPOTHESIS_PROFILE_VAR, "ci"))
 
 
@@ -346,12 +354,13 @@ class WorkerHandle:
             pass
         return self.proc.wait()
 
-    def stop(self) -> None:
-        """Terminate gracefully, SIGKILL whatever is left; idempotent."""
+    def stop(self, grace_s: float = WORKER_STOP_TIMEOUT_S) -> None:
+        """Terminate gracefully (up to ``grace_s`` seconds), SIGKILL whatever is left;
+        idempotent."""
         if self._closed:
             return
         self._closed = True
-        if self.terminate() is None:
+        if self.terminate(grace_s) is None:
             self.kill()
         else:  # reap any pool child still in the group
             try:
@@ -477,7 +486,7 @@ def celery_worker_factory(
     yield start
 
     for handle in reversed(handles):
-        handle.stop()
+        handle.stop(TEARDOWN_GRACE_S)
 
 
 # --------------------------------------------------------------------------- celery beat

@@ -47,7 +47,7 @@ _sqlite_template: list[Path] = []
 
 def examples(ci_count: int) -> int:
     """``ci_count`` under the ``ci`` Hypothesis profile; under ``quick`` (max_examples 5) a
-    twentieth of it, at least 1."""
+    twentieth of it, under ``lane`` (25) a quarter, at least 1."""
     return max(1, ci_count * settings.default.max_examples // CI_MAX_EXAMPLES)
 
 

@@ -21,6 +21,9 @@ REPO = Path(__file__).resolve().parents[2]
 CARD = re.compile(r"^([3-9TJQKA2][SHDC]|JK)$")
 RULES = TimeRules(initial_ms=60_000, increment_ms=10_000, cap_ms=60_000)
 GAMES = {"million_doubt": 40, "trump_millionaire": 2, "jdf": 1}
+#: Each sample bot's arguments here: the search bot searches a bounded number of rollouts, so
+#: its answers are searched ones but the test does not spend its 100 ms clock per decision.
+BOT_ARGS = {"search": {"max_rollouts": 24}}
 SMALL = {
     "million_doubt": {},
     "trump_millionaire": {"target_score": 20},
@@ -90,9 +93,10 @@ def test_docs_schemas_are_the_sdk_schemas():
 @pytest.mark.parametrize("bot_name", list(SAMPLE_BOTS))
 def test_requests_and_sample_answers_validate(ruleset, bot_name):
     kinds = Counter()
+    searched = 0
     for seed in range(GAMES[ruleset]):
         g = engine.new_game(ruleset, SMALL[ruleset], seed)
-        bots = [SAMPLE_BOTS[bot_name](seed=seed * 4 + s) for s in range(g.seats)]
+        bots = [SAMPLE_BOTS[bot_name](seed=seed * 4 + s, **BOT_ARGS.get(bot_name, {})) for s in range(g.seats)]
         while not g.over:
             d = g.decision()
             req = _request(g, d.seat)
@@ -102,7 +106,9 @@ def test_requests_and_sample_answers_validate(ruleset, bot_name):
             assert protocol.schema_errors("action-response", action) == []
             g.apply(d.seat, action)  # and it is legal
             kinds[d.kind] += 1
+        searched += sum(b.stats["searched"] for b in bots if bot_name == "search")
     assert kinds["play"] > 0
+    assert bot_name != "search" or searched > 0
     if ruleset == "million_doubt" and bot_name == "random":
         assert kinds["doubt"] > 0 and kinds["penalty"] > 0
     if ruleset == "jdf":
