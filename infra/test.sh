@@ -12,7 +12,8 @@
 #    ARENA_TEST_BROKER_URLS (all of them, one per xdist worker), ARENA_ALLOW_PRIVATE_BOT_URLS=1;
 #    installs the starters' toolchains (infra/starters.sh: apt-get as root when missing, npm ci;
 #    a starter whose toolchain is missing has its tests skipped, saying so, except under CI=true)
-# 4. runs .venv/bin/python -m pytest -n ARENA_TEST_WORKERS --dist loadfile "$@"; stops every
+# 4. runs .venv/bin/python -m pytest -n ARENA_TEST_WORKERS --dist loadfile --no-loadscope-reorder
+#    "$@" (files longest first: tests/plugins/file_order.py); stops every
 #    service on every exit path. Ctrl-C, SIGTERM or SIGHUP (a `timeout`, a cancelled CI job)
 #    interrupt pytest at once: every test's processes are stopped by their finalizers
 #    (tests/children.py), then the services.
@@ -32,6 +33,8 @@
 #      ARENA_TEST_WORKERS  pytest-xdist workers of the full run (default 4: the tests mostly
 #        wait on real workers and bots, so more workers than cores pay); 0 runs in one process.
 #        When your args hold -n/--numprocesses, yours is used as it is.
+#      ARENA_STORE_FILE_DURATIONS=1  a green run writes its seconds per test file to
+#        tests/file_durations.json (the order files are handed out in: tests/plugins/file_order.py).
 #      ARENA_PG_PORT (default 54329), ARENA_REDIS_PORT (default 63799, the first Redis): when
 #        one is unset and its default port is taken (another run on this machine), a free port
 #        is used; the other Redis servers always take free ports.
@@ -107,7 +110,8 @@ done
 if [[ "$WORKERS" == given ]]; then
     WORKERS=4  # yours is used; one Redis each for up to 4 workers
 elif [[ "$WORKERS" -gt 0 ]]; then
-    XDIST=(-n "$WORKERS" --dist loadfile)
+    # one file per worker at a time, longest first (tests/plugins/file_order.py)
+    XDIST=(-n "$WORKERS" --dist loadfile --no-loadscope-reorder)
 fi
 
 REDIS_PORTS=("$ARENA_REDIS_PORT")
