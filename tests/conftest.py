@@ -58,7 +58,7 @@ import pytest
 import redis
 from hypothesis import settings
 
-from arena import tables
+from arena import relay, tables
 from tests import children
 
 # Ctrl-C reaches the processes the tests start even when the suite was started with SIGINT
@@ -273,13 +273,17 @@ def _no_stale_tasks(request: pytest.FixtureRequest) -> None:
     at 1 again: a task an earlier test left unconsumed (``arena.check_bot(1)``, say) would be
     taken by this test's worker and claim this test's row 1 (a second ``attempts``). The frames
     of an earlier table (``arena:table:*``, kept an hour, keyed by match id) go too: else the
-    page of this test's match 1 would start from the last view of another test's match 1."""
+    page of this test's match 1 would start from the last view of another test's match 1. So
+    do the gateways' keys (``arena:gw:*``: connection leases, requests and stories keyed by bot
+    id; no gateway outlives its test): else this test's bot 1 could show an earlier test's bot 1
+    connected."""
     if "redis_url" not in request.fixturenames:
         return
     client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
     try:
         keys = [q + suffix for q in _TASK_QUEUES for suffix in ("", "\x06\x163", "\x06\x166", "\x06\x169")]
-        keys += list(client.scan_iter(match=tables.PREFIX + "*", count=1000))
+        for prefix in (tables.PREFIX, relay.PREFIX):
+            keys += list(client.scan_iter(match=prefix + "*", count=1000))
         client.delete(*keys, *_KOMBU_KEYS)
     finally:
         client.close()

@@ -114,6 +114,7 @@ def test_contestant_and_organizer_run_a_tournament_through_the_pages(eager_site,
     page.fill("#bot-url", "ftp://nowhere")
     page.check("input[name=rulesets][value=million_doubt]")
     page.click("#register-bot button[type=submit]")
+    page.locator(".field-error[data-field=url]").wait_for()  # the answer to the form has loaded
     assert page.locator(".field-error[data-field=url]").count() == 1
     # --- registers two real bots and checks them
     ids = []
@@ -165,6 +166,7 @@ def test_contestant_and_organizer_run_a_tournament_through_the_pages(eager_site,
         page.check(f"#participants input[value='{bid}']")
     page.uncheck("input[name=separate_owners]")  # both bots are the contestant's: they play each other
     page.click("#create-tournament")
+    page.locator(".field-error[data-field=games_per_pairing]").wait_for()  # the answer to the form has loaded
     assert page.locator(".field-error[data-field=games_per_pairing]").count() == 1
     assert page.locator("#t-name").input_value() == "Browser cup"  # the form keeps its values
     page.fill("#t-gpp", "2")

@@ -68,6 +68,7 @@ def test_the_offered_download_verifies_and_the_page_says_how(site, page, tmp_pat
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == f"{len(_matches(site, 'md'))} verified, 0 failed"
     page.click("#verify-hint a")
+    page.locator("#how-to-verify").wait_for()  # the guide has loaded
     assert page.locator("#how-to-verify").count() == 1 and "/ui/guides/fairness" in page.url
 
 
