@@ -156,18 +156,25 @@ def alive() -> list[subprocess.Popen[Any]]:
         return [p for p in _children.values() if p.poll() is None]
 
 
+def stop_together(procs: Sequence[subprocess.Popen[Any]], timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Stop ``procs`` as :func:`stop` does, all at once: SIGTERM to every group, then one
+    shared wait of at most ``timeout_s`` seconds each, then SIGKILL. Idempotent."""
+    reaped = [proc.returncode is not None for proc in procs]
+    for proc, done in zip(procs, reaped):
+        if not done and proc.poll() is None:
+            _signal_group(proc, signal.SIGTERM)
+    for proc, done in zip(procs, reaped):
+        _finish(proc, timeout_s, done)
+
+
 def stop_all(timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """Stop every registered process (SIGTERM to all at once, then one shared wait, then
-    SIGKILL), then run the clean-ups newest first; errors of a clean-up are printed, not raised."""
+    """Stop every registered process (:func:`stop_together`), then run the clean-ups newest
+    first; errors of a clean-up are printed, not raised."""
     with _lock:
         procs = [p for p in _children.values() if p.returncode is None]
         cleanups = list(reversed(_cleanups))
         _cleanups.clear()
-    for proc in procs:
-        if proc.returncode is None and proc.poll() is None:
-            _signal_group(proc, signal.SIGTERM)
-    for proc in procs:
-        _finish(proc, timeout_s, reaped=False)
+    stop_together(procs, timeout_s)
     for cleanup in cleanups:
         try:
             cleanup()

@@ -336,14 +336,12 @@ def dial_stack(pg_url, redis_url, celery_worker_factory, tmp_path) -> Iterator[C
         return stack
 
     yield start
+    # the bots' processes and the gateways stop together (each closes its connections)
+    children.stop_together([p.proc for stack in stacks for p in stack.processes] + [g.proc for g in started], 15)
     for stack in stacks:
-        for p in stack.processes:
-            p.stop()
         for s in stack.servers:
             s.close()
         stack.http.close()
-    for g in started:
-        g.stop()
     for s in servers:
         s.close()
 
