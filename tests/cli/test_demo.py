@@ -217,6 +217,7 @@ def test_demo_connect_plays_bots_that_dial_out(tmp_path, request, redis_source):
     assert reachable == (redis_source == "given")  # a throwaway Redis is stopped with the demo
 
 
+@pytest.mark.slow  # two CLI processes: 3 to 10 s, the longest test of the fast lane
 def test_demo_connect_says_what_it_needs_without_redis(tmp_path):
     """No redis-server on the PATH: one clear line naming what to install or give, exit 1,
     nothing started."""
