@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -25,7 +26,18 @@ from tests.worker.conftest import Arena, SwitchBot
 TIME_RULES_S = {"initial": 2.0, "increment": 0.0, "cap": 2.0}
 
 
+class PortTaken(Exception):
+    """Another process serves the port a test's redis-server was to listen on."""
+
+
 def _start_redis(port: int) -> subprocess.Popen:
+    """A redis-server of this test on ``port`` (no persistence), once it answers. The server
+    that answers must be this one (``INFO``'s process id): on a loaded machine other runs pick
+    free ports too, and a ping answered by another run's Redis made a "restart" lose nothing.
+
+    Raises:
+        PortTaken: the port is served by another process (this one could not bind it).
+    """
     exe = shutil.which("redis-server")
     if exe is None:  # infra/test.sh installs it; a bare pytest run may not have it
         pytest.fail("redis-server is not installed (run the tests through infra/test.sh)")
@@ -36,14 +48,37 @@ def _start_redis(port: int) -> subprocess.Popen:
     )
     client = redis.Redis(host="127.0.0.1", port=port)
     deadline = time.monotonic() + 10
-    while True:
+    try:
+        while True:
+            try:
+                if client.ping():
+                    if int(client.info("server")["process_id"]) == proc.pid:
+                        return proc
+                    raise PortTaken(port)
+            except redis.ConnectionError:
+                pass
+            if proc.poll() is not None:  # could not bind: taken by a process not answering Redis
+                raise PortTaken(port)
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+    except BaseException:
+        children.stop(proc)
+        raise
+    finally:
+        client.close()
+
+
+def start_redis_on_a_free_port(free_port: Callable[[], int]) -> tuple[int, subprocess.Popen]:
+    """``(port, process)`` of a redis-server of this test on a free port (another one tried
+    when a port is taken meanwhile, at most 5)."""
+    for _ in range(4):
+        port = free_port()
         try:
-            if client.ping():
-                return proc
-        except redis.ConnectionError:
-            pass
-        assert time.monotonic() < deadline, "redis-server did not start"
-        time.sleep(0.05)
+            return port, _start_redis(port)
+        except PortTaken:
+            continue
+    port = free_port()
+    return port, _start_redis(port)
 
 
 LEASE_ENV = {"ARENA_LEASE_S": "3", "ARENA_REAPER_INTERVAL_S": "1", "ARENA_LOST_AFTER_S": "3"}
@@ -52,9 +87,8 @@ LEASE_ENV = {"ARENA_LEASE_S": "3", "ARENA_REAPER_INTERVAL_S": "1", "ARENA_LOST_A
 def test_redis_restart_loses_no_result_and_the_reaper_finishes(
     pg_database, tmp_path, free_port, bots, celery_worker_factory, beat_factory
 ):
-    port = free_port()
+    port, server = start_redis_on_a_free_port(free_port)
     broker = f"redis://127.0.0.1:{port}/0"
-    server = _start_redis(port)
     arena = Arena(pg_database, broker, tmp_path=tmp_path)
     try:
         for _i in range(4):

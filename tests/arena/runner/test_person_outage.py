@@ -6,6 +6,7 @@ taken. Each test runs its own redis-server and kills it."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,7 +14,8 @@ import redis
 
 from arena import tables
 from arena.runner.person import PersonPlayer, TableUnavailable
-from tests.worker.test_redis_restart import _start_redis
+from tests.helpers import wait_until
+from tests.worker.test_redis_restart import _start_redis, start_redis_on_a_free_port
 
 pytestmark = pytest.mark.services
 
@@ -55,16 +57,23 @@ class Seat:
     """A person's seat deciding in a thread, on a redis-server of its own (``restart`` it,
     ``kill`` it; stopped at the end whatever happens)."""
 
-    def __init__(self, port: int):
-        self.port = port
-        self.proc = _start_redis(port)
-        self.client = _client(port)
+    def __init__(self, free_port: Callable[[], int]):
+        self.port, self.proc = start_redis_on_a_free_port(free_port)
+        self.client = _client(self.port)
         self.player = PersonPlayer(self.client, 1, 0, "ann")
         self.out: dict[str, Any] = {}
         self.thread = _decide(self.player, self.out)
 
     def pending(self) -> str | None:
-        return _pending_rid(self.client, self.player, self.thread)
+        """The pending request's rid once the seat waits for the answer (blocked in BLPOP on
+        this server): killed before, its request could be written again by the client's own
+        retry, on the next server, with no outage to notice."""
+        rid = _pending_rid(self.client, self.player, self.thread)
+        wait_until(
+            lambda: not self.thread.is_alive() or self.client.info("clients")["blocked_clients"] >= 1,
+            "the seat waiting for the answer",
+        )
+        return rid
 
     def kill(self) -> None:
         self.proc.kill()
@@ -77,7 +86,7 @@ class Seat:
 
 @pytest.fixture
 def seat(free_port):
-    s = Seat(free_port())
+    s = Seat(free_port)
     yield s
     s.kill()
     s.thread.join()
