@@ -14,12 +14,16 @@ The rules :func:`form_tables` applies, in this order:
   :attr:`LadderConfig.pair_cap_field` bots that can play now (in a smaller one the cap would
   spread each entry over all of its few opponents, whatever their ratings);
 * **placement first**: provisional entries (fewer than :attr:`LadderConfig.placement_sets`
-  rated sets) are seated first, then the others by the time since their last set (longest
-  first), ties by a random draw;
-* each table around its first entrant by **rating proximity with bounded jitter**: the cost of
-  seating ``c`` with ``m`` is ``|mu_m - mu_c + u|`` with ``u`` uniform in ``[-jitter, jitter]``,
-  plus :attr:`LadderConfig.rematch_penalty` per set the pair met in the last hour; the
-  cheapest candidate joins, one seat at a time;
+  rated sets) are seated first; then (:attr:`LadderConfig.order_first`) the entries least sure
+  of their place in the table (:func:`order_sureness`: the closest neighbour in ``mu`` for
+  their sigmas), then by the time since their last set (longest first), ties by a random draw;
+* each table around its first entrant by **rating proximity with bounded jitter**: with
+  :attr:`LadderConfig.sigma_proximity` the cost of seating ``c`` with ``m`` is
+  ``|mu_m - mu_c| / sqrt(sigma_m^2 + sigma_c^2) + u`` (in sigmas: an uncertain entry meets
+  farther opponents), else ``|mu_m - mu_c + u|``, with ``u`` uniform in ``[-jitter, jitter]``,
+  plus :attr:`LadderConfig.rematch_penalty` per set the pair met in the last hour (a settled
+  entry's sets spread over both of its neighbours); the cheapest candidate joins, one seat at
+  a time;
 * a table that cannot be completed with bots is filled with **house entries** (each at most
   once per table) when :attr:`LadderConfig.fill_with_house_bots`, else left for a later tick;
 * an entrant sits at as many tables as its ``free`` (what its concurrent-set and hourly limits
@@ -28,6 +32,7 @@ The rules :func:`form_tables` applies, in this order:
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -57,7 +62,8 @@ class LadderConfig:
     Attributes:
         placement_sets: rated sets below which an entry is provisional (placed first; the
             table shows "provisional").
-        jitter: bound of the random shift of the rating proximity, in rating points (mu).
+        jitter: bound of the random shift of the rating proximity: in sigmas with
+            ``sigma_proximity``, else in rating points (mu).
         rematch_penalty: cost added per set a pair met in the last hour.
         pair_free_sets: sets a pair meets before the hourly pair cap applies.
         pair_sets_per_hour: most sets an hour of a pair that has met ``pair_free_sets``.
@@ -67,6 +73,10 @@ class LadderConfig:
         behind_s: a tick forms nothing while the ladder's oldest queued set has waited longer
             than this many seconds (the workers are behind).
         fill_with_house_bots: complete a table with house entries when too few bots can play.
+        order_first: after the provisional entries, seat first the entries least sure of their
+            place in the table (:func:`order_sureness`), before the longest idle.
+        sigma_proximity: measure rating proximity in sigmas,
+            ``|mu_a - mu_b| / sqrt(sigma_a^2 + sigma_b^2)``, instead of rating points.
         house_bots: the sample bots of its house entries (:data:`arena.schedule.HOUSE_BOTS`).
         fault_sets: stored sets, among its last ``fault_window``, in which an entry's bot
             reached the ladder's ``max_faults`` (it forfeited, FAULT-3) after which the entry is
@@ -81,14 +91,16 @@ class LadderConfig:
     """
 
     placement_sets: int = 10
-    jitter: float = 1.5
-    rematch_penalty: float = 2.0
+    jitter: float = 0.5
+    rematch_penalty: float = 1.0
     pair_free_sets: int = 6
     pair_sets_per_hour: int = 2
     pair_cap_field: int = 24
     max_sets_per_tick: int = 200
     behind_s: int = 120
     fill_with_house_bots: bool = True
+    order_first: bool = True
+    sigma_proximity: bool = True
     house_bots: tuple[str, ...] = ("heuristic", "greedy", "random")
     fault_sets: int = 2
     fault_window: int = 6
@@ -144,7 +156,7 @@ class LadderConfig:
                     raise ConfigError(f.name, "must not repeat")
                 out[f.name] = tuple(value)
                 continue
-            if f.name == "fill_with_house_bots":
+            if isinstance(f.default, bool):
                 if not isinstance(value, bool):
                     raise ConfigError(f.name, "true or false")
                 out[f.name] = value
@@ -208,7 +220,10 @@ class _Tick:
 
     def cost(self, m: Candidate, c: Candidate) -> float:
         u = self.rng.uniform(-self.cfg.jitter, self.cfg.jitter) if self.cfg.jitter else 0.0
-        return abs(m.mu - c.mu + u) + self.cfg.rematch_penalty * self.recent.get(pair(m.entry_id, c.entry_id), 0)
+        rematch = self.cfg.rematch_penalty * self.recent.get(pair(m.entry_id, c.entry_id), 0)
+        if self.cfg.sigma_proximity:
+            return abs(m.mu - c.mu) / math.hypot(m.sigma, c.sigma) + u + rematch
+        return abs(m.mu - c.mu + u) + rematch
 
     def complete(self, table: list[Candidate], pool: Sequence[Candidate]) -> None:
         """Add the cheapest allowed candidate of ``pool`` until the table is full or none fits."""
@@ -230,10 +245,27 @@ class _Tick:
             fits = [c for c in fits if c is not joined and self.allowed(joined, c)]
 
 
-def priority(c: Candidate, cfg: LadderConfig) -> tuple[bool, float]:
-    """The order entrants are seated in (smaller first): provisional first, then the longest
-    idle."""
-    return (c.sets >= cfg.placement_sets, -(c.idle_s if c.idle_s is not None else math.inf))
+def order_sureness(bots: Sequence[Candidate]) -> dict[int, float]:
+    """Per entry, how sure its place in the table is: the smallest, over its neighbours in the
+    order of ``mu``, of ``|mu_a - mu_b| / sqrt(sigma_a^2 + sigma_b^2)`` (inf for a lone entry)."""
+    ranked = sorted(bots, key=lambda c: c.mu)
+    out = {c.entry_id: math.inf for c in ranked}
+    for a, b in itertools.pairwise(ranked):
+        z = abs(b.mu - a.mu) / math.hypot(a.sigma, b.sigma)
+        out[a.entry_id] = min(out[a.entry_id], z)
+        out[b.entry_id] = min(out[b.entry_id], z)
+    return out
+
+
+def priority(c: Candidate, cfg: LadderConfig, sure: Mapping[int, float] | None = None) -> tuple[bool, float, float]:
+    """The order entrants are seated in (smaller first): provisional first, then (when
+    :attr:`LadderConfig.order_first`) the least sure of its place (``sure``, from
+    :func:`order_sureness`), then the longest idle."""
+    return (
+        c.sets >= cfg.placement_sets,
+        (sure or {}).get(c.entry_id, 0.0),
+        -(c.idle_s if c.idle_s is not None else math.inf),
+    )
 
 
 def form_tables(
@@ -259,7 +291,8 @@ def form_tables(
     for h in house:
         t.free[h.entry_id] = 1 << 30
     ties = {c.entry_id: rng.random() for c in bots}
-    order = sorted(bots, key=lambda c: (*priority(c, cfg), ties[c.entry_id]))
+    sure = order_sureness(bots) if cfg.order_first else {}
+    order = sorted(bots, key=lambda c: (*priority(c, cfg, sure), ties[c.entry_id]))
     tables: list[tuple[int, ...]] = []
     for anchor in order:
         if anchors is not None and anchor.entry_id not in anchors:

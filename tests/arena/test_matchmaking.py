@@ -106,3 +106,47 @@ def test_a_config_out_of_range_names_its_key():
         LadderConfig.from_dict({"house_bots": ["nobody"]})
     assert err.value.key == "house_bots"
     assert LadderConfig.from_dict(LadderConfig().to_dict()) == LadderConfig()
+
+
+def _rated(i: int, mu: float, sigma: float, idle: float = 60.0) -> Candidate:
+    return Candidate(i, i, mu, sigma, 20, 1, idle)
+
+
+def test_the_entry_least_sure_of_its_place_is_seated_first():
+    """``order_first``: after the provisional entries, the entry whose place in the table is
+    least sure (an uncertain rating between two settled ones) anchors the first table, even
+    when the settled ones have waited longer."""
+    settled = [_rated(i, 10.0 * (i + 1), 1.0, idle=600.0 - 100 * i) for i in range(4)]  # 7 sigmas apart
+    uncertain = _rated(9, 26.0, 6.0, idle=60.0)
+    one = LadderConfig(max_sets_per_tick=1)
+    (table,) = form_tables([*settled, uncertain], 2, one, recent={}, met={}, rng=random.Random(1))
+    assert 9 in table
+    old = LadderConfig(max_sets_per_tick=1, order_first=False, sigma_proximity=False, jitter=0.0)
+    (table,) = form_tables([*settled, uncertain], 2, old, recent={}, met={}, rng=random.Random(1))
+    assert set(table) == {0, 1}  # by idle time alone the longest idle anchors, with its neighbour
+
+
+def test_sigma_proximity_lets_an_uncertain_entry_meet_a_farther_opponent():
+    anchor = Candidate(1, 1, 25.0, 1.0, 0, 1, None)  # provisional: seated first
+    near_settled, far_uncertain = _rated(2, 27.0, 0.5), _rated(3, 31.0, 8.0)
+    cands = [anchor, near_settled, far_uncertain]
+    cfg = LadderConfig(jitter=0.0, max_sets_per_tick=1)
+    (table,) = form_tables(cands, 2, cfg, recent={}, met={}, rng=random.Random(1))
+    assert set(table) == {1, 3}  # 6 points are 0.74 sigmas, 2 points are 1.79
+    mu_only = LadderConfig(jitter=0.0, max_sets_per_tick=1, sigma_proximity=False)
+    (table,) = form_tables(cands, 2, mu_only, recent={}, met={}, rng=random.Random(1))
+    assert set(table) == {1, 2}
+
+
+def test_a_settled_entry_meets_both_of_its_neighbours_over_a_few_ticks():
+    """Six settled entries 10 points (7 sigmas) apart, one set a tick each: the rematch
+    penalty moves each inner entry between its two neighbours."""
+    cands = [_rated(i, 10.0 * (i + 1), 1.0) for i in range(6)]
+    recent: dict[tuple[int, int], int] = {}
+    rng = random.Random(7)
+    for _ in range(6):
+        for t in form_tables(cands, 2, LadderConfig(), recent=recent, met={}, rng=rng):
+            p = pair(*t)
+            recent[p] = recent.get(p, 0) + 1
+    for i in range(1, 5):
+        assert recent.get(pair(i - 1, i), 0) >= 1 and recent.get(pair(i, i + 1), 0) >= 1, (i, recent)
