@@ -222,7 +222,7 @@ class _Tick:
         u = self.rng.uniform(-self.cfg.jitter, self.cfg.jitter) if self.cfg.jitter else 0.0
         rematch = self.cfg.rematch_penalty * self.recent.get(pair(m.entry_id, c.entry_id), 0)
         if self.cfg.sigma_proximity:
-            return abs(m.mu - c.mu) / math.hypot(m.sigma, c.sigma) + u + rematch
+            return abs(m.mu - c.mu) / max(math.hypot(m.sigma, c.sigma), 1e-9) + u + rematch
         return abs(m.mu - c.mu + u) + rematch
 
     def complete(self, table: list[Candidate], pool: Sequence[Candidate]) -> None:
@@ -251,7 +251,7 @@ def order_sureness(bots: Sequence[Candidate]) -> dict[int, float]:
     ranked = sorted(bots, key=lambda c: c.mu)
     out = {c.entry_id: math.inf for c in ranked}
     for a, b in itertools.pairwise(ranked):
-        z = abs(b.mu - a.mu) / math.hypot(a.sigma, b.sigma)
+        z = abs(b.mu - a.mu) / max(math.hypot(a.sigma, b.sigma), 1e-9)
         out[a.entry_id] = min(out[a.entry_id], z)
         out[b.entry_id] = min(out[b.entry_id], z)
     return out
