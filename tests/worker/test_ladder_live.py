@@ -64,7 +64,15 @@ def _ladder(arena, **config) -> int:
             "ruleset": RS,
             "open": True,
             "time_rules": {"initial": 1.0, "increment": 0.1, "cap": 1.0},
-            "config": {"fill_with_house_bots": False, "placement_sets": 3, "pair_free_sets": 1000, **config},
+            # an hour's limit high enough for quick bots on 1 s ticks: with 120 an hour the
+            # opponents of a new version used theirs up in the earlier phases (0 sets formed)
+            "config": {
+                "fill_with_house_bots": False,
+                "placement_sets": 3,
+                "pair_free_sets": 1000,
+                "max_sets_per_hour": 3600,
+                **config,
+            },
         },
         headers=arena.org,
     )
@@ -74,7 +82,7 @@ def _ladder(arena, **config) -> int:
 
 def _enter(arena, ladder: int, bot: int, owner: dict[str, str]) -> None:
     r = arena.client.post(
-        f"/api/v1/ladders/{ladder}/entries", json={"bot_id": bot, "max_sets_per_hour": 120}, headers=owner
+        f"/api/v1/ladders/{ladder}/entries", json={"bot_id": bot, "max_sets_per_hour": 3600}, headers=owner
     )
     assert r.status_code == 201, r.json
 
