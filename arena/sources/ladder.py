@@ -222,7 +222,7 @@ class _Tick:
         u = self.rng.uniform(-self.cfg.jitter, self.cfg.jitter) if self.cfg.jitter else 0.0
         rematch = self.cfg.rematch_penalty * self.recent.get(pair(m.entry_id, c.entry_id), 0)
         if self.cfg.sigma_proximity:
-            return abs(m.mu - c.mu) / max(math.hypot(m.sigma, c.sigma), 1e-9) + u + rematch
+            return gap_in_sigmas(m, c) + u + rematch
         return abs(m.mu - c.mu + u) + rematch
 
     def complete(self, table: list[Candidate], pool: Sequence[Candidate]) -> None:
@@ -245,13 +245,19 @@ class _Tick:
             fits = [c for c in fits if c is not joined and self.allowed(joined, c)]
 
 
+def gap_in_sigmas(a: Candidate, b: Candidate) -> float:
+    """``|mu_a - mu_b| / sqrt(sigma_a^2 + sigma_b^2)``: how far apart two entries are for their
+    uncertainties."""
+    return abs(a.mu - b.mu) / max(math.hypot(a.sigma, b.sigma), 1e-9)
+
+
 def order_sureness(bots: Sequence[Candidate]) -> dict[int, float]:
-    """Per entry, how sure its place in the table is: the smallest, over its neighbours in the
-    order of ``mu``, of ``|mu_a - mu_b| / sqrt(sigma_a^2 + sigma_b^2)`` (inf for a lone entry)."""
+    """Per entry, how sure its place in the table is: the smallest :func:`gap_in_sigmas` to its
+    neighbours in the order of ``mu`` (inf for a lone entry)."""
     ranked = sorted(bots, key=lambda c: c.mu)
     out = {c.entry_id: math.inf for c in ranked}
     for a, b in itertools.pairwise(ranked):
-        z = abs(b.mu - a.mu) / max(math.hypot(a.sigma, b.sigma), 1e-9)
+        z = gap_in_sigmas(a, b)
         out[a.entry_id] = min(out[a.entry_id], z)
         out[b.entry_id] = min(out[b.entry_id], z)
     return out
