@@ -31,7 +31,7 @@ from arena.lifecycle.bots import is_deleted
 from arena.limits import longest_match_seconds
 from arena.live import LivePublisher, live_enabled
 from arena.matchlog import MatchLog
-from arena.runner.capped import CappedHttpPlayer
+from arena.runner.capped import CappedHttpPlayer, SlotCap
 from arena.runner.connected import CappedConnectedPlayer, connect_semaphore
 from arena.runner.match import ArenaHealth, Match, MatchConfig, Observers, SlotTotals, default_game_specs
 from arena.runner.person import PersonPlayer, PersonViews
@@ -314,6 +314,10 @@ def play_plan(
         if client is not None and bot_ids
         else None
     )
+    if withdrawn is not None:  # read with each request's slot: no round trip of its own
+        for i, p in enumerate(players):
+            if isinstance(p, SlotCap) and p.semaphore is not None:
+                p.gate = withdrawn.gate(i)
     played = False
     try:
         match = Match(

@@ -6,10 +6,12 @@ A deleted bot's matches not yet claimed read its status from the database when t
 playing learns of the deletion from Redis: :func:`flag_withdrawn` (the ``DELETE``, after its commit)
 sets ``arena:bot:<id>:withdrawn`` to a token of its own; :class:`WithdrawalCheck` (the runner's
 ``Observers.withdrawn``, wired by :func:`arena.playing.play_plan`) reads the asked player's
-flag before each decision request (one ``GET`` on the match's own Redis connection, for seats
-of registered bots only) and before the notices. A flag found is confirmed once in the
-database (``confirm``): a flag the database does not back (left by a database since reset or
-restored, whose ids came back) is ignored for as long as it holds that token. From then on the
+flag before each decision request and before the notices, for seats of registered bots only:
+in the script call that takes the request's slot of the bot's cap
+(:meth:`WithdrawalCheck.gate`, no round trip of its own), else by one ``GET`` on the match's
+own Redis connection. A flag found is confirmed once in the database (``confirm``): a flag
+the database does not back (left by a database since reset or restored, whose ids came
+back) is ignored for as long as it holds that token. From then on the
 bot's seats forfeit every decision without a request (reason ``withdrawn``, FAULT-3) and it
 gets no notice, whichever way it is reached (HTTP or a connection it opened). So once the
 ``DELETE`` is answered, at most the one request already in flight reaches the bot.
@@ -46,13 +48,25 @@ def flag_withdrawn(client: redis.Redis, bot_id: int) -> None:
     client.set(flag_key(bot_id), uuid.uuid4().hex, ex=FLAG_TTL_S)
 
 
+class FlagGate:
+    """One player's check read with its request's slot (:class:`arena.runner.capped.SlotGate`):
+    ``key`` is the bot's flag; called with the flag's value, True once the bot was deleted."""
+
+    def __init__(self, check: WithdrawalCheck, player: int, key: str):
+        self.check, self.player, self.key = check, player, key
+
+    def __call__(self, value: bytes | str | None) -> bool:
+        return self.check.seen(self.player, value)
+
+
 class WithdrawalCheck:
     """``check(player)``: True once the bot of ``player`` (a player index of the match) was
     deleted; ``bot_ids`` maps the player indices of registered bots to their ids (a house
     bot's player is never withdrawn). ``confirm(bot_id)``: whether the database says the bot
     is deleted, asked once per flag token found (None: every flag is believed; an exception
     believes the flag too: it is only set after a deletion's commit). A True answer is kept;
-    a Redis error answers False (logged once: the match plays on). One ``GET`` a call;
+    a Redis error answers False (logged once: the match plays on). One ``GET`` a call, none
+    for a player whose :meth:`gate` was taken (its requests read the flag with their slot);
     never raises."""
 
     def __init__(self, client: redis.Redis, bot_ids: Mapping[int, int], confirm: Callable[[int], bool] | None = None):
@@ -60,20 +74,40 @@ class WithdrawalCheck:
         self.bot_ids = {int(p): int(b) for p, b in bot_ids.items()}
         self.withdrawn: set[int] = set()
         self._stale: dict[int, bytes | str] = {}  # player -> a flag token the database does not back
+        self._gated: set[int] = set()
         self._warned = False
+
+    def gate(self, player: int) -> FlagGate | None:
+        """The check of ``player``'s requests to make with their slot of the bot's cap (the
+        flag read in the slot's own script call, :meth:`arena.runner.semaphore.BotSemaphore.acquire`),
+        None for a player that is not a registered bot. From then on this object's own call
+        reads nothing for ``player``: it answers what its gate found."""
+        bot_id = self.bot_ids.get(player)
+        if bot_id is None:
+            return None
+        self._gated.add(player)
+        return FlagGate(self, player, flag_key(bot_id))
 
     def __call__(self, player: int) -> bool:
         if player in self.withdrawn:
             return True
         bot_id = self.bot_ids.get(player)
-        if bot_id is None:
+        if bot_id is None or player in self._gated:
             return False
         try:
             token = self.client.get(flag_key(bot_id))
         except redis.RedisError as exc:
             self._warn(f"withdrawals unreadable ({exc}): the match plays on")
             return False
-        if token is None or self._stale.get(player) == token:
+        return self.seen(player, token)
+
+    def seen(self, player: int, token: bytes | str | None) -> bool:
+        """Whether ``player``'s bot is deleted, given its flag's value ``token`` read just
+        now (None: no flag): a flag is confirmed once per token (class docstring)."""
+        if player in self.withdrawn:
+            return True
+        bot_id = self.bot_ids.get(player)
+        if bot_id is None or token is None or self._stale.get(player) == token:
             return False
         if not self._confirmed(bot_id):
             self._stale[player] = token

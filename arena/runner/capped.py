@@ -6,8 +6,20 @@ once the slot is held. Each request's wait comes back with it (:class:`~arena.ru
 
 from __future__ import annotations
 
-from arena.runner.players import NO_SLOT, NOTICE_TIMEOUT_S, HttpPlayer, Outcome, SlotUse
+from typing import Protocol
+
+from arena.runner.players import NO_SLOT, NOTICE_TIMEOUT_S, HttpPlayer, Outcome, PlayerWithdrawn, SlotUse
 from arena.runner.semaphore import DECISION_PRIORITY, LEASE_SLACK_S, NOTICE_PRIORITY, BotSemaphore, MatchSlots
+
+
+class SlotGate(Protocol):
+    """A check of each request, read with its slot: ``key`` is the Redis key read in the
+    slot's own script call; called with that key's value (bytes or str, or None when absent or
+    unread), True bars the request (:class:`arena.withdrawals.WithdrawalCheck.gate`)."""
+
+    key: str
+
+    def __call__(self, value: bytes | str | None) -> bool: ...
 
 
 class SlotCap:
@@ -18,10 +30,15 @@ class SlotCap:
     players; the caller flushes it when the match ends), or at once without it, or at once
     when others wait for the bot. Each request's wait comes back with it:
     :attr:`Outcome.slot` of a decision, the :class:`SlotUse` a notice returns.
+
+    ``self.gate`` (None: no check) is asked once the slot is held, with its key's value read
+    in the same Redis call; when it says so, the slot is given back and
+    :class:`~arena.runner.players.PlayerWithdrawn` raised: nothing is sent.
     """
 
     semaphore: BotSemaphore | None
     slots: MatchSlots | None
+    gate: SlotGate | None = None
 
     def _hold(self, timeout_s: float, notice: bool = False) -> tuple[str | None, SlotUse]:
         if self.semaphore is None:
@@ -29,7 +46,13 @@ class SlotCap:
         release = self.slots.take_release() if self.slots is not None else None
         # a notice goes before decisions (arena.runner.semaphore: queue order)
         priority = NOTICE_PRIORITY if notice else DECISION_PRIORITY
-        token, waited = self.semaphore.acquire(timeout_s + LEASE_SLACK_S, release, priority=priority)
+        gate = self.gate
+        token, waited = self.semaphore.acquire(
+            timeout_s + LEASE_SLACK_S, release, priority=priority, watch=gate.key if gate is not None else None
+        )
+        if gate is not None and gate(self.semaphore.watched):
+            self.semaphore.release(token)
+            raise PlayerWithdrawn(gate.key)
         return token, SlotUse(waited, token is None)
 
     def _done(self, token: str | None) -> None:

@@ -22,7 +22,7 @@ from arena import limits
 from arena.faults import Fault, FaultCode, fault, plain, refused
 from arena.matchlog import ArenaFaultRecord, Exchange, FaultRecord, GameRecord
 from arena.runner.answers import check_action, safe_text
-from arena.runner.players import RECEIVED_LOG_CHARS, ArenaFailure, Outcome, Refusal, SlotUse
+from arena.runner.players import RECEIVED_LOG_CHARS, ArenaFailure, Outcome, PlayerWithdrawn, Refusal, SlotUse
 from bots_sdk import protocol
 from engine.timebank import TimeBank
 
@@ -99,8 +99,12 @@ class GamePlay:
                 continue
             if player in self.match.barred:
                 self._forfeit_barred(d)
-            else:
+                continue
+            try:
                 self._ask(d)
+            except PlayerWithdrawn:  # found with the request's slot: nothing was sent
+                self.match.bar_withdrawn(player)
+                self._bar_seats()
         record: GameRecord = {
             "index": self.index,
             "seed": self.spec.get("seed"),

@@ -68,6 +68,7 @@ from arena.runner.gameplay import GamePlay
 from arena.runner.players import (
     Player,
     PlayerSpec,
+    PlayerWithdrawn,
     SlotUse,
     WithdrawnPlayer,
     make_player,
@@ -360,6 +361,11 @@ class Match:
             return True
         return False
 
+    def bar_withdrawn(self, player: int) -> None:
+        """Bar ``player`` as withdrawn from here on (its request found its bot deleted:
+        :class:`~arena.runner.players.PlayerWithdrawn`)."""
+        self.barred[player] = WITHDRAWN
+
     def play(self) -> MatchLog:
         """Play every game, send the notices; returns :attr:`log`, complete."""
         log = self.log
@@ -381,7 +387,10 @@ class Match:
         return log
 
     def _notify(self, i: int, notice: Mapping[str, Any]) -> None:
-        self.slot_totals[i].add(self.players[i].notify(protocol.dumps(notice)))
+        try:
+            self.slot_totals[i].add(self.players[i].notify(protocol.dumps(notice)))
+        except PlayerWithdrawn:  # found with the notice's slot: nothing was sent
+            self.bar_withdrawn(i)
 
     def _notify_start(self) -> None:
         for i in range(len(self.players)):

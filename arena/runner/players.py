@@ -119,6 +119,13 @@ class ArenaFailure(RuntimeError):
     match (:class:`arena.runner.gameplay.ArenaUnavailable`) when the arena stays down."""
 
 
+class PlayerWithdrawn(Exception):
+    """Raised by a player's ``decide`` or ``notify`` instead of sending, when the check its
+    request made on the way (:class:`arena.runner.capped.SlotCap`'s gate, read with the slot)
+    says its bot was deleted: the runner bars the player as withdrawn (FAULT-3), as if
+    :attr:`arena.runner.match.Observers.withdrawn` had said so before the request."""
+
+
 #: errno values of a request that failed on the worker's own side: no route, no network, no
 #: local address (a link that went down under the worker). Not the bot's.
 LOCAL_NETWORK_ERRNOS = frozenset({errno.ENETUNREACH, errno.ENETDOWN, errno.EADDRNOTAVAIL})

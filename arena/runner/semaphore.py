@@ -139,18 +139,24 @@ end
 """
 )
 
-# KEYS: holders, queue, seen, limit, release-holders. ARGV: limit, lease_s, ticket,
+# KEYS: holders, queue, seen, limit, release-holders, watched (a key read when the slot is
+# granted, or holders again when none is watched). ARGV: limit, lease_s, ticket,
 # release-token, wait (1: stay queued when no slot is granted; 0: one try, leave no trace),
 # stale_s, priority (lower first; the score is priority * 2^20 + arrival order mod 2^20,
 # exact in a double for any priority below 2^32), handover_s (the first lease of a slot
-# handed over by the release of ARGV[4]). Returns 0 (not granted), 1 (granted) or
-# 2 (granted, and other requests are waiting for this endpoint).
+# handed over by the release of ARGV[4]), watch (1: KEYS[6] is read). Returns
+# {code, watched value or nil}: code 0 (not granted), 1 (granted) or 2 (granted, and other
+# requests are waiting for this endpoint).
 _ACQUIRE = (
     _RELEASE_AND_WAKE
     + """
 local hkey, qkey, skey, lkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local limit, lease, ticket = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local now = now_s()
+local function granted(code)
+  if ARGV[9] == '1' then return {code, redis.call('GET', KEYS[6])} end
+  return {code, false}
+end
 release(KEYS[5], ARGV[4], now, tonumber(ARGV[8]))
 redis.call('SET', lkey, limit, 'EX', 86400)
 redis.call('ZREMRANGEBYSCORE', hkey, '-inf', now)
@@ -159,8 +165,8 @@ if redis.call('ZSCORE', hkey, ticket) then  -- handed over by a release while th
     + WAKE_PREFIX
     + r"""' .. ticket)
   redis.call('ZADD', hkey, 'XX', 'GT', now + lease, ticket)  -- its full lease
-  if redis.call('ZCARD', qkey) > 0 then return 2 end
-  return 1
+  if redis.call('ZCARD', qkey) > 0 then return granted(2) end
+  return granted(1)
 end
 for _, t in ipairs(redis.call('ZRANGEBYSCORE', skey, '-inf', now - tonumber(ARGV[6]))) do
   redis.call('ZREM', qkey, t)
@@ -188,8 +194,8 @@ if free > 0 and rank < free then
   for _, k in ipairs({hkey, qkey, skey, hkey .. ':seq', hkey .. ':lease'}) do
     if redis.call('PTTL', k) < want then redis.call('PEXPIRE', k, want) end
   end
-  if redis.call('ZCARD', qkey) > 0 then return 2 end
-  return 1
+  if redis.call('ZCARD', qkey) > 0 then return granted(2) end
+  return granted(1)
 end
 if ARGV[5] == '1' then
   redis.call('ZADD', skey, now, ticket)
@@ -200,7 +206,7 @@ if ARGV[5] == '1' then
 else
   redis.call('ZREM', qkey, ticket)
 end
-return 0
+return {0, false}
 """
 )
 
@@ -363,6 +369,9 @@ class BotSemaphore:
         #: True when the latest slot taken had other requests waiting behind it: the holder
         #: gives it back as soon as its answer comes (:class:`CappedHttpPlayer`)
         self.contended = False
+        #: The value of :meth:`acquire`'s ``watch`` key when its slot was granted (None: no
+        #: such key, none watched, or no slot taken)
+        self.watched: bytes | str | None = None
 
     @classmethod
     def for_endpoint(
@@ -373,11 +382,17 @@ class BotSemaphore:
         return cls(client, endpoint_key(url), limit, max_wait_s)
 
     def _call(
-        self, ticket: str, lease_s: float, release: tuple[str, str] | None, wait: bool, priority: int = 0
+        self,
+        ticket: str,
+        lease_s: float,
+        release: tuple[str, str] | None,
+        wait: bool,
+        priority: int = 0,
+        watch: str | None = None,
     ) -> bool:
         rkey, rtoken = release if release else (self.key, "")
-        got = self._acquire(
-            keys=[self.key, self.key + ":q", self.key + ":seen", self.key + ":limit", rkey],
+        code, self.watched = self._acquire(
+            keys=[self.key, self.key + ":q", self.key + ":seen", self.key + ":limit", rkey, watch or self.key],
             args=[
                 self.limit,
                 float(lease_s),
@@ -387,10 +402,11 @@ class BotSemaphore:
                 WAITER_STALE_S,
                 max(0, min(int(priority), 2**32 - 1)),
                 HANDOVER_LEASE_S,
+                "1" if watch else "0",
             ],
         )
-        self.contended = int(got) == 2
-        return int(got) >= 1
+        self.contended = int(code) == 2
+        return int(code) >= 1
 
     def try_acquire(self, lease_s: float, release: tuple[str, str] | None = None) -> str | None:
         """One attempt that never queues: a token if a slot was free for ``lease_s`` seconds
@@ -404,27 +420,33 @@ class BotSemaphore:
         return ticket if self._call(ticket, lease_s, release, wait=False, priority=2**32 - 1) else None
 
     def acquire(
-        self, lease_s: float, release: tuple[str, str] | None = None, priority: int = 0
+        self, lease_s: float, release: tuple[str, str] | None = None, priority: int = 0, watch: str | None = None
     ) -> tuple[str | None, float]:
         """Wait in the queue for a slot: returns ``(token or None, seconds waited)`` (0.0
         when the first attempt got one); ``release`` as in :meth:`try_acquire` (given back by
         the first attempt, so a waiter holds nothing). ``priority``: the request's rank (0 or
-        more; lower is served first, equal ones first come, first served).
+        more; lower is served first, equal ones first come, first served). ``watch``: a Redis
+        key read once the slot is held (in the same script call when it is granted at once),
+        its value left in :attr:`watched` (a request's check before it is sent, without a
+        round trip of its own: :mod:`arena.withdrawals`).
 
         None means no slot was taken (Redis down, or ``max_wait_s`` passed): the caller sends
-        the request anyway and records the bypass (module docstring). Never raises.
+        the request anyway and records the bypass (module docstring); :attr:`watched` is then
+        read on its own, None if Redis cannot answer. Never raises.
         """
         start = time.monotonic()
         ticket = uuid.uuid4().hex
         wake = WAKE_PREFIX + ticket
+        self.watched = None
         try:
-            if self._call(ticket, lease_s, release, wait=True, priority=priority):
+            if self._call(ticket, lease_s, release, wait=True, priority=priority, watch=watch):
                 return ticket, 0.0  # a slot free at once is no wait (the script call is not one)
             while True:
                 left = self.max_wait_s - (time.monotonic() - start)
                 if left <= 0:
                     self._leave(ticket)
                     log.warning("no slot of %s within %.0f s: request sent without a slot", self.key, self.max_wait_s)
+                    self._read_watched(watch)
                     return None, time.monotonic() - start
                 # blocks until a release wakes this ticket (or WAKE_POLL_S passes: a lease
                 # that ended wakes no one); Redis wants a timeout of at least 10 ms
@@ -432,13 +454,24 @@ class BotSemaphore:
                 if woken is not None and woken[1] in (b"1", b"2"):  # the slot was handed over
                     self.contended = woken[1] == b"2"
                     EXTENDER.extend(self.client, self.key, ticket, lease_s)
+                    self._read_watched(watch)
                     return ticket, time.monotonic() - start
                 aged = time.monotonic() - start >= AGING_S
-                if self._call(ticket, lease_s, None, wait=True, priority=0 if aged else priority):
+                if self._call(ticket, lease_s, None, wait=True, priority=0 if aged else priority, watch=watch):
                     return ticket, time.monotonic() - start
         except redis.RedisError as exc:
             log.warning("bot semaphore %s unavailable (%s): request sent without a slot", self.key, exc)
+            self.watched = None
             return None, time.monotonic() - start
+
+    def _read_watched(self, watch: str | None) -> None:
+        """:attr:`watched` read on its own (a slot handed over, or none taken); None on a Redis error."""
+        if watch is None:
+            return
+        try:
+            self.watched = self.client.get(watch)
+        except redis.RedisError:
+            self.watched = None
 
     def _leave(self, ticket: str) -> None:
         try:

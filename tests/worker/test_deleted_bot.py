@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import redis
 
 from arena.runner.match import WITHDRAWN
 from arena.runner.replay import replay
+from arena.runner.semaphore import BotSemaphore
 from arena.usecases.bots import credentials
+from arena.withdrawals import WithdrawalCheck, flag_key, flag_withdrawn
 from bots_sdk import connect
 from bots_sdk.samples import SAMPLE_BOTS
 from tests.gateway.test_gateway import RunningGateway
@@ -166,10 +170,6 @@ def test_a_flag_the_database_does_not_back_withdraws_nobody(redis_url, free_port
     """The check itself on real Redis: a flag left by a database since reset (its bot ids came
     back) is ignored while it holds that token, a later deletion's new token is believed, a
     confirmation that fails believes the flag, and Redis away answers False (plays on)."""
-    import redis
-
-    from arena.withdrawals import WithdrawalCheck, flag_key, flag_withdrawn
-
     client = redis.Redis.from_url(redis_url)
     client.delete(flag_key(41), flag_key(42))
     deleted: set[int] = set()
@@ -192,4 +192,62 @@ def test_a_flag_the_database_does_not_back_withdraws_nobody(redis_url, free_port
     away = WithdrawalCheck(redis.Redis(port=free_port(), socket_connect_timeout=1), {0: 41})
     assert not away(0)
     client.delete(flag_key(41), flag_key(42))
+    client.close()
+
+
+class CountingConnection(redis.Connection):
+    """A Redis connection that counts what it sends (a pipeline's commands are one send)."""
+
+    sent = 0
+
+    def send_packed_command(self, command, check_health=True):  # type: ignore[no-untyped-def]
+        CountingConnection.sent += 1
+        return super().send_packed_command(command, check_health)
+
+
+@pytest.mark.services
+def test_the_flag_is_read_with_the_requests_slot_in_one_call(redis_url):
+    """The check made with each request's slot (``WithdrawalCheck.gate``, read by
+    ``BotSemaphore.acquire(watch=...)``): the flag comes back from the cap's own script call,
+    no round trip of its own; once it is found the gate bars the request and the check answers
+    without reading; a slot handed over after a wait reads the flag when it is handed."""
+    client = redis.Redis(connection_pool=redis.ConnectionPool.from_url(redis_url, connection_class=CountingConnection))
+    client.delete(flag_key(46), flag_key(47))
+    check = WithdrawalCheck(client, {0: 46, 1: 47}, confirm=lambda bot_id: True)
+    gate, other = check.gate(0), check.gate(1)
+    assert gate is not None and other is not None and check.gate(2) is None  # 2: a house bot's player
+    assert gate.key == flag_key(46)
+    sem = BotSemaphore(client, f"gate-test-{uuid.uuid4().hex}", 1, max_wait_s=GUARD_S)
+    sem.release(sem.acquire(5.0, watch=gate.key)[0])  # the scripts loaded (a first call is three)
+
+    before = CountingConnection.sent
+    token, waited = sem.acquire(5.0, watch=gate.key)
+    assert CountingConnection.sent - before == 1  # one round trip: the slot and the flag
+    assert token is not None and waited == 0.0 and sem.watched is None
+    assert not gate(sem.watched)
+    before = CountingConnection.sent
+    assert not check(0) and CountingConnection.sent == before  # gated: the check reads nothing
+
+    flag_withdrawn(client, 46)  # deleted now: the next request's slot finds the flag
+    token = sem.acquire(5.0, release=(sem.key, token), watch=gate.key)[0]
+    assert token is not None and sem.watched is not None and gate(sem.watched)
+    before = CountingConnection.sent
+    assert check(0) and CountingConnection.sent == before  # kept: no read
+    sem.release(token)
+
+    # a request that waited for its slot: the flag is read once the slot is handed over
+    holder = sem.acquire(5.0)[0]
+    got: list[tuple[str | None, bytes | None]] = []
+    waiter = threading.Thread(target=lambda: got.append((sem.acquire(5.0, watch=other.key)[0], sem.watched)))
+    waiter.start()
+    deadline = time.monotonic() + GUARD_S
+    while sem.waiting() < 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    flag_withdrawn(client, 47)
+    sem.release(holder)
+    waiter.join(GUARD_S)
+    [(handed, value)] = got
+    assert handed is not None and value == client.get(flag_key(47)) and other(value)
+    sem.release(handed)
+    client.delete(flag_key(46), flag_key(47))
     client.close()
