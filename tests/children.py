@@ -41,6 +41,10 @@ _children: dict[int, subprocess.Popen[Any]] = {}
 _cleanups: list[Callable[[], object]] = []
 _installed = False
 _signalled = 0
+#: The main thread is in :func:`subprocess.Popen` (a signal then waits: :func:`_on_signal`).
+_spawning = False
+#: A signal that came while the main thread was spawning: raised once the child is known.
+_deferred: int | None = None
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -56,14 +60,26 @@ def spawn(cmd: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
     :func:`stop_all`. Started from the main thread on Linux, it gets SIGTERM when this process
     dies (the parent-death signal belongs to the thread that forks: a thread's children would
     get it when the thread ends, so they go without)."""
+    global _spawning, _deferred
     popen.setdefault("start_new_session", True)
-    if sys.platform == "linux" and threading.current_thread() is threading.main_thread():
+    main = threading.current_thread() is threading.main_thread()
+    if sys.platform == "linux" and main:
         popen.setdefault("preexec_fn", _die_with_parent)
-    proc = subprocess.Popen(list(cmd), **popen)
-    with _lock:
-        for pid in [pid for pid, p in _children.items() if p.returncode is not None]:
-            del _children[pid]  # stopped by other means and reaped
-        _children[proc.pid] = proc
+    # an interruption inside Popen (after the fork, before it returns) would leave a child
+    # nobody knows of: the signal waits until the child is registered, then stops it
+    _spawning, signum = main, None
+    try:
+        proc = subprocess.Popen(list(cmd), **popen)
+        with _lock:
+            for pid in [pid for pid, p in _children.items() if p.returncode is not None]:
+                del _children[pid]  # stopped by other means and reaped
+            _children[proc.pid] = proc
+    finally:
+        if main:
+            _spawning, signum, _deferred = False, _deferred, None
+    if signum is not None:
+        stop(proc)
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
     return proc
 
 
@@ -183,9 +199,12 @@ def stop_all(timeout_s: float = STOP_TIMEOUT_S) -> None:
 
 
 def _on_signal(signum: int, _frame: object) -> None:
-    global _signalled
+    global _signalled, _deferred
     _signalled += 1
     if _signalled == 1:
+        if _spawning:  # raised by spawn once its child is registered
+            _deferred = signum
+            return
         raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
     stop_all(timeout_s=2.0)
     os._exit(128 + signum)

@@ -7,6 +7,7 @@ each time no process of the child's group is left."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -154,3 +155,34 @@ def test_run_interrupted_gives_its_command_sigterm_first(tmp_path: Path) -> None
         assert cleaned.read_text() == "cleaned\n"
     finally:
         children.stop(proc)
+
+
+SPAWN_DRIVER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from tests import children
+    children.install_signal_handlers()
+    try:  # the child signals its parent between fork and exec: the parent is inside Popen
+        children.spawn(["sleep", sys.argv[1]], preexec_fn=lambda: os.kill(os.getppid(), signal.SIGTERM))
+    except KeyboardInterrupt:
+        print("interrupted", [p.pid for p in children._children.values() if p.poll() is None])
+    """
+)
+
+
+def test_a_signal_inside_popen_leaves_no_child_behind() -> None:
+    """SIGTERM while the main thread is inside ``subprocess.Popen`` (forked, not yet returned)
+    used to raise there: the child ran on, known to nobody. It now waits until the child is
+    registered, which is then stopped, and raises ``KeyboardInterrupt`` from ``spawn``."""
+    marker = f"{600 + random.random():.6f}"  # this test's own sleep
+    out = children.run(
+        [sys.executable, "-c", SPAWN_DRIVER, marker],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.stdout.strip() == "interrupted []", out.stderr[-2000:]
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    assert left.stdout == "", f"an orphan child: {left.stdout}"
