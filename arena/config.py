@@ -26,7 +26,19 @@ from pathlib import Path
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
 #: The project folder (the one holding pyproject.toml) when running from a checkout.
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-DEFAULT_DATA_DIR = PROJECT_DIR / "data"
+
+
+def _default_data_dir() -> Path:
+    """``<checkout>/data`` when running from a checkout (an editable install), else the
+    user's data folder (``$XDG_DATA_HOME/daifugo-arena``, ``~/.local/share/daifugo-arena``):
+    never inside an installed package, where a new virtualenv would lose the keys."""
+    if (PROJECT_DIR / "pyproject.toml").is_file():
+        return PROJECT_DIR / "data"
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "daifugo-arena"
+
+
+#: The data folder when ``ARENA_DATA_DIR`` is unset (:func:`_default_data_dir`).
+DEFAULT_DATA_DIR = _default_data_dir()
 
 #: Seconds a request waits for a bot that dials out to (re)connect (ARENA_GATEWAY_RECONNECT_S).
 DEFAULT_GATEWAY_RECONNECT_S = 15

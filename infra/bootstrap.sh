@@ -5,7 +5,8 @@
 # Idempotent and quick: pip runs only when pyproject.toml is newer than the
 # stamp file .venv/.arena-installed (or the stamp is missing); the engine is compiled again
 # only when its sources changed.
-# Env: ARENA_PYTHON  interpreter used to create the venv (default: python3.11; 3.11 or newer)
+# Env: ARENA_PYTHON  interpreter used to create the venv (default: the first of python3.11,
+#        python3.12, python3.13, python3 that is 3.11 or newer)
 #      ARENA_FORCE_INSTALL=1  reinstall even if the stamp is fresh
 #      ARENA_ENGINE_BUILD=pure  no compiled engine (a machine without a C compiler); the
 #        default, compiled, needs gcc (or $CC) and the Python headers
@@ -13,13 +14,27 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
-PY="${ARENA_PYTHON:-python3.11}"
 VENV="$REPO/.venv"
 STAMP="$VENV/.arena-installed"
 
+# the first of python3.11, python3.12, python3.13, python3 that is 3.11 or newer
+find_python() {
+    local candidate
+    for candidate in python3.11 python3.12 python3.13 python3; do
+        if command -v "$candidate" >/dev/null 2>&1 \
+            && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
 if [[ ! -x "$VENV/bin/python" ]]; then
-    if ! command -v "$PY" >/dev/null 2>&1; then
-        echo "bootstrap: $PY not found; install Python 3.11, or set ARENA_PYTHON to a newer one (python3.12...)" >&2
+    PY="${ARENA_PYTHON:-$(find_python || true)}"
+    if [[ -z "$PY" ]] || ! command -v "$PY" >/dev/null 2>&1; then
+        echo "bootstrap: no Python 3.11 or newer found (python3.11, python3.12, python3.13, python3);" \
+            "install one, or set ARENA_PYTHON to its interpreter" >&2
         exit 1
     fi
     echo "bootstrap: creating $VENV with $PY" >&2

@@ -197,7 +197,7 @@ def standings_table(standings: dict, names: dict[int, str] | None = None, title:
         n = below.get(r["rank"]) if r["rank"] else None
         if n is not None:
             gap = _signed(n["difference"], n["ci95"]) + ("*" if n["significant"] else " ")
-        cells = [str(r["rank"]), str(who), str(r["games"]), str(r["wins"]), _signed(r["mean_score"], r["ci95"])]
+        cells = [str(r["rank"] or "-"), str(who), str(r["games"]), str(r["wins"]), _signed(r["mean_score"], r["ci95"])]
         if with_par:
             cells.append(_signed(r["adjusted_mean"], r["adjusted_ci95"]))
         cells += [gap, str(r["faults"]), f"{r['ordinal']:.2f}"]

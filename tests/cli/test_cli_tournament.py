@@ -13,12 +13,14 @@ import click
 import httpx
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 from sqlalchemy import select
 
 from arena.accounts import create_account
 from arena.config import Settings
 from arena.db.session import make_engine, make_sessionmaker
 from daifugo_arena.cli import main
+from daifugo_arena.cli.display import standings_table
 from daifugo_arena.cli.servers import WsgiServer
 from tests.helpers import mark_bot_checked, migrated_sqlite_url
 
@@ -214,3 +216,24 @@ def test_start_asks_on_a_terminal_and_waits_or_starts_as_told(api):
     assert "s left)" in line
     status = run("tournament", "status", str(tid), "--api", api["url"], "--token", api["organizer"])
     assert f"tournament {tid}: waiting for 2 offline entrant(s)" in status.stdout
+
+
+def test_an_entrant_without_games_has_no_rank_in_the_standings_table() -> None:
+    """The API's rank 0 (no game yet) reads as a dash, as on the tournament page."""
+    row = {"bot_id": 1, "bot_name": "idle", "house_bot": None, "games": 0, "wins": 0, "faults": 0}
+    standings = {
+        "tournament_id": 1,
+        "ruleset": "million_doubt",
+        "tie_break": "raw mean",
+        "settled": False,
+        "top_settled": False,
+        "order_by": "raw",
+        "games": 0,
+        "games_with_par": 0,
+        "neighbours": [],
+        "rows": [{**row, "rank": 0, "mean_score": None, "ci95": None, "ordinal": 0.0}],
+    }
+    console = Console(record=True, width=200)
+    console.print(standings_table(standings))
+    [line] = [line for line in console.export_text().splitlines() if "idle" in line]
+    assert line.split()[:2] == ["-", "idle"]

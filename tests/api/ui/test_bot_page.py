@@ -413,7 +413,7 @@ def test_a_bot_that_connects_gets_the_command_that_runs_it(tmp_path, gateway):
     assert html_lib.unescape(program) == (
         f"ARENA_BOT_ID={bot_id} ARENA_GATEWAY_URL={where_to} ARENA_BOT_SECRET={secret} <your program>"
     )
-    assert "arena play connect greedy --run" in later
+    assert 'arena play connect greedy --run "&lt;your program&gt;"' in later  # text, not a tag
 
     def page_after_check(health: dict, lang: str = "en") -> str:
         with sm() as s:
@@ -426,6 +426,12 @@ def test_a_bot_that_connects_gets_the_command_that_runs_it(tmp_path, gateway):
     java = page_after_check({"ok": True, "status": None, "elapsed_ms": 2.0, "name": "java-starter", "error": None})
     assert 'id="connect-command"' not in java and 'id="program-command" data-with-secret="0"' in java
     assert "Its last check met java-starter, a program of your own" in java
+    assert "in place of &lt;your program&gt;:" in java
+    java_ja = page_after_check(
+        {"ok": True, "status": None, "elapsed_ms": 2.0, "name": "java-starter", "error": None}, "ja"
+    )
+    assert "（&lt;あなたのプログラム&gt; の所に" in java_ja
+    c.get("/ui/lang/en")
     # a sample bot: the sample's own command
     sample = page_after_check({"ok": True, "status": None, "elapsed_ms": 2.0, "name": "heuristic", "error": None})
     command = re.search(r'<code id="connect-command" data-with-secret="0">([^<]+)</code>', sample).group(1)
