@@ -29,6 +29,7 @@ account (Redis leases); beyond, 429 and the page polls ``seat.json`` every secon
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 import uuid
@@ -219,8 +220,8 @@ def _table(table_id: int) -> Table:
     if table is None:
         abort(404, _("There is no table %(id)s.", id=table_id))
     if not policy.can_view_tournament(db(), account, table.tournament):
-        key = request.args.get("key")
-        if account is not None and key and table.join_key:
+        key = request.args.get("key", "")
+        if account is not None and table.join_key and secrets.compare_digest(key.encode(), table.join_key.encode()):
             return table  # a class link: the page offers to take a seat
         deny(account, _("table %(id)s", id=table_id))
     return table

@@ -180,3 +180,25 @@ def test_a_person_farms_no_rating_by_playing_its_own_bot(sm_sqlite):
         s.commit()
         assert [(r.account_id, r.matches) for r in s.scalars(select(PersonRating))] == [(ann.id, 1)]
         assert [(r.bot_id, r.matches) for r in s.scalars(select(Rating))] == [(theirs.id, 1)]
+
+
+def test_a_wrong_class_link_key_shows_a_stranger_nothing_of_the_table(client, accounts):
+    """A class table's page opens to a signed-in stranger only with the table's link key (it
+    offers the seat): a made-up ``?key=`` showed the page all the same, with the names of the
+    students seated and, once over, their scores. A wrong key is refused as no key is."""
+    org = accounts.organizer("teacher")
+    accounts.contestant("student")
+    accounts.contestant("stranger")
+    r = client.post("/api/v1/tables", json={"ruleset": "million_doubt", "seats": ["person", "random"]}, headers=org)
+    assert r.status_code == 201, r.json
+    tid, key = r.json["id"], r.json["join_key"]
+    assert client.post(f"/api/v1/tables/{tid}/join", json={"key": key}, headers=accounts.headers("student")).json[
+        "seats"
+    ][0]["name"] == "student"
+    stranger = client.application.test_client()
+    assert stranger.post("/ui/login", data={"token": accounts.tokens["stranger"]}).status_code in (302, 303)
+    assert stranger.get(f"/ui/tables/{tid}").status_code == 403
+    wrong = stranger.get(f"/ui/tables/{tid}?key=guess")
+    assert wrong.status_code == 403, wrong.status_code
+    assert b"student" not in wrong.data
+    assert stranger.get(f"/ui/tables/{tid}?key={key}").status_code == 200  # the link itself opens it
