@@ -47,6 +47,8 @@ PERSON_INCREMENT_S = (0.0, 600.0)
 BOT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 #: Most Million Doubt games of a table's match.
 MAX_GAMES = 20
+#: The largest id a bot may have (the database's integer).
+MAX_BOT_ID = 2**31 - 1
 #: Seconds before a table refused for want of a worker may be tried again.
 UNAVAILABLE_RETRY_S = 5
 
@@ -107,10 +109,12 @@ def _seat(session: Session, account: Account, ruleset: str, spec: Any, field: st
             raise InvalidField(field, f"unknown house bot {spec!r}: one of {', '.join(HOUSE_BOTS)}, or a bot id")
         return {"kind": SeatKind.HOUSE.value, "house_bot": spec}
     try:
+        if isinstance(spec, bool) or not isinstance(spec, int | str):  # 1.5 or true is not bot 1
+            raise ValueError(spec)
         bot_id = int(spec)
     except (TypeError, ValueError):
         raise InvalidField(field, f"{spec!r} is neither a house bot nor a bot id") from None
-    bot = session.get(Bot, bot_id)
+    bot = session.get(Bot, bot_id) if 1 <= bot_id <= MAX_BOT_ID else None
     if bot is None or bot.status == BotStatus.DELETED:
         raise InvalidField(field, f"bot {bot_id} does not exist")
     if ruleset not in bot.rulesets:

@@ -202,3 +202,31 @@ def test_a_wrong_class_link_key_shows_a_stranger_nothing_of_the_table(client, ac
     assert wrong.status_code == 403, wrong.status_code
     assert b"student" not in wrong.data
     assert stranger.get(f"/ui/tables/{tid}?key={key}").status_code == 200  # the link itself opens it
+
+
+@pytest.mark.parametrize("spec", [1.9, True, "²", 2**31])
+def test_an_opponent_that_is_not_a_bot_id_seats_no_bot(sm_sqlite, spec):
+    """``opponents`` takes a house bot's name or a bot id: ``1.9`` or ``true`` seated bot 1
+    (``int()`` of them), whoever's bot it was, and an id past the database's integer failed in
+    the database, naming no field. Each is refused naming the opponent's field; nothing is
+    opened."""
+    with sm_sqlite() as s:
+        ann, _ = create_account(s, "ann", "contestant")
+        bob, _ = create_account(s, "bob", "contestant")
+        bot = Bot(owner_id=bob.id, name="bobs", url="http://x/", rulesets=["million_doubt"], secret="s", status="ready")
+        bot.play_people = True  # bob lets people play it, by its id
+        s.add(bot)
+        s.commit()
+        assert s.scalar(select(Bot.id).where(Bot.owner_id == bob.id)) == 1
+        with pytest.raises(cases.InvalidField) as refused:
+            cases.open_solo_table(
+                s,
+                Recording(),
+                ann,
+                ruleset="million_doubt",
+                opponents=[spec],
+                tables_per_account=2,
+                tables_max=16,
+            )
+        assert refused.value.field == "opponents.0"
+        assert table_states.open_tables(s, ann.id) == 0
