@@ -337,15 +337,29 @@ def _house_candidate(h: LadderEntry) -> Candidate:
 
 def probes_due(session: Session, *, probe_s: int, now: datetime, limit: int = 200) -> list[int]:
     """Active entries of HTTP bots whose last health probe is older than ``probe_s`` seconds
-    (or never probed), oldest first (reads only)."""
+    (or never probed), oldest first (reads only); and the replaced parents of new versions
+    still comparing with them (:func:`comparing`): the comparison sets seat a parent only
+    while its probe is recent (:func:`healthy`)."""
     cutoff = now - timedelta(seconds=probe_s)
+    parents = [
+        int(c["parent_entry"])
+        for c in session.scalars(
+            select(LadderEntry.compare).where(
+                LadderEntry.status == EntryStatus.ACTIVE, LadderEntry.parent_entry_id.is_not(None)
+            )
+        )
+        if c and c.get("parent_entry") is not None and int(c.get("sets", 0)) < COMPARE_SETS
+    ]
     return list(
         session.scalars(
             select(LadderEntry.id)
             .join(Bot, Bot.id == LadderEntry.bot_id)
             .join(Ladder, Ladder.id == LadderEntry.ladder_id)
             .where(
-                LadderEntry.status == EntryStatus.ACTIVE,
+                or_(
+                    LadderEntry.status == EntryStatus.ACTIVE,
+                    (LadderEntry.status == EntryStatus.REPLACED) & LadderEntry.id.in_(parents),
+                ),
                 Ladder.status == LadderStatus.ACTIVE,
                 Bot.transport == BotTransport.HTTP,
                 Bot.status == BotStatus.READY,

@@ -1,6 +1,7 @@
 """Attacks on the ladder (docs/ladder.md) by a contestant who cheats if it can: a bot paused by
 the health rule that its owner brings back without a passing check (a withdrawal and a new
-entry), to go on dodging the sets it dislikes."""
+entry), to go on dodging the sets it dislikes; and a new version left comparing with a parent
+that could no longer play."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from arena.db.models import Account, LadderSet, utcnow
+from arena import matchmaking
+from arena.db.models import Account, Bot, LadderEntry, LadderSet, utcnow
 from arena.inprocess import InProcessDispatcher
 from arena.lifecycle import ladders as states
 from arena.usecases import ladders
@@ -118,3 +120,52 @@ def test_a_bot_paused_by_the_ladder_is_not_brought_back_by_a_withdrawal_and_a_ne
     finally:
         for server in servers:
             server.close()
+
+
+def test_a_replaced_parent_is_probed_while_its_new_version_compares_with_it(
+    client, accounts, sessionmaker, bot_server
+):
+    """A new version plays its comparison sets with its parent (the ticks seat both on one deal)
+    for COMPARE_SETS deals; a refill never seats it meanwhile. An HTTP parent can play only with
+    a probe passed within twice ARENA_LADDER_PROBE_S, but only active entries were probed: ten
+    minutes after the promotion the parent could no longer play, the version never finished its
+    comparison and stayed out of every refill for good (a set a minute, where the others play
+    back to back). The parent is probed while its version compares with it, not after."""
+    accounts.organizer("org")
+    ann = accounts.contestant("ann")
+    parent_bot = register_checked_bot(client, ann, bot_server.url + "/", [RS], "ann-v1")
+    with sessionmaker() as s:
+        ladder = ladders.create_ladder(
+            s,
+            s.get(Account, accounts.ids["org"]),
+            name="versions",
+            ruleset=RS,
+            options={},
+            time_rules={"initial": 5.0, "increment": 1.0, "cap": 5.0},
+            open_ladder=True,
+        ).id
+    assert client.post(f"/api/v1/ladders/{ladder}/entries", json={"bot_id": parent_bot}, headers=ann).status_code == 201
+    with sessionmaker() as s:
+        parent = states.entry_of(s, ladder, parent_bot).id
+        states.record_probe(s, parent, True)  # the beat probed it as it probes every entry
+    r = client.post(
+        "/api/v1/bots",
+        json={"name": "ann-v2", "url": bot_server.url + "/", "rulesets": [RS], "parent_id": parent_bot},
+        headers=ann,
+    )
+    assert r.status_code == 201, r.json
+    assert mark_bot_checked(sessionmaker, r.json["id"]) == "ready"
+    with sessionmaker() as s:
+        (child,) = states.promote_version(s, s.get(Bot, r.json["id"]))
+        s.commit()
+        child_id = child.id
+    later = utcnow() + timedelta(seconds=301)
+    with sessionmaker() as s:
+        assert s.get(LadderEntry, parent).status == "replaced"
+        due = matchmaking.probes_due(s, probe_s=300, now=later)
+        assert parent in due and child_id in due, due
+        entry = s.get(LadderEntry, child_id)
+        entry.compare = {**entry.compare, "sets": matchmaking.COMPARE_SETS}  # its comparison is done
+        s.commit()
+    with sessionmaker() as s:
+        assert parent not in matchmaking.probes_due(s, probe_s=300, now=later)  # no probe beyond it
