@@ -43,9 +43,7 @@ def _play(client, ids: list[int]) -> None:
     InProcessDispatcher(settings).send_matches(ids)
 
 
-def test_a_bot_paused_by_the_ladder_is_not_brought_back_by_a_withdrawal_and_a_new_entry(
-    client, accounts, sessionmaker
-):
+def test_a_bot_paused_by_the_ladder_is_not_brought_back_by_a_withdrawal_and_a_new_entry(client, accounts, sessionmaker):
     """The health rule pauses the dodger; its owner withdraws it and enters it again at once,
     which would bring it back active without the passing check the rule asks for (and dodge
     on, one set in three). Refused (409, the reason said) until a check passes."""
@@ -122,9 +120,7 @@ def test_a_bot_paused_by_the_ladder_is_not_brought_back_by_a_withdrawal_and_a_ne
             server.close()
 
 
-def test_a_replaced_parent_is_probed_while_its_new_version_compares_with_it(
-    client, accounts, sessionmaker, bot_server
-):
+def test_a_replaced_parent_is_probed_while_its_new_version_compares_with_it(client, accounts, sessionmaker, bot_server):
     """A new version plays its comparison sets with its parent (the ticks seat both on one deal)
     for COMPARE_SETS deals; a refill never seats it meanwhile. An HTTP parent can play only with
     a probe passed within twice ARENA_LADDER_PROBE_S, but only active entries were probed: ten
@@ -169,3 +165,50 @@ def test_a_replaced_parent_is_probed_while_its_new_version_compares_with_it(
         s.commit()
     with sessionmaker() as s:
         assert parent not in matchmaking.probes_due(s, probe_s=300, now=later)  # no probe beyond it
+
+
+def test_a_new_version_whose_parent_is_gone_is_refilled_like_any_entry(client, accounts, sessionmaker, bot_server):
+    """A refill leaves a new version still comparing with its parent to the beat's tick (its twin
+    sets need it free there). Once its parent can no longer play (its owner deleted it, as the
+    version replaced it), no twin set can come: the version was left out of every refill all
+    the same, for good (a set a tick). It is refilled as any entry then."""
+    accounts.organizer("org")
+    ann, ben = accounts.contestant("ann"), accounts.contestant("ben")
+    parent_bot = register_checked_bot(client, ann, bot_server.url + "/", [RS], "ann-v1")
+    rival = register_checked_bot(client, ben, bot_server.url + "/", [RS], "ben-bot")
+    with sessionmaker() as s:
+        ladder = ladders.create_ladder(
+            s,
+            s.get(Account, accounts.ids["org"]),
+            name="versions",
+            ruleset=RS,
+            options={},
+            time_rules={"initial": 5.0, "increment": 1.0, "cap": 5.0},
+            config={"fill_with_house_bots": False},
+            open_ladder=True,
+        ).id
+    for h, bot in ((ann, parent_bot), (ben, rival)):
+        assert client.post(f"/api/v1/ladders/{ladder}/entries", json={"bot_id": bot}, headers=h).status_code == 201
+    r = client.post(
+        "/api/v1/bots",
+        json={"name": "ann-v2", "url": bot_server.url + "/", "rulesets": [RS], "parent_id": parent_bot},
+        headers=ann,
+    )
+    assert r.status_code == 201, r.json
+    assert mark_bot_checked(sessionmaker, r.json["id"]) == "ready"
+    with sessionmaker() as s:
+        (child,) = states.promote_version(s, s.get(Bot, r.json["id"]))
+        s.commit()
+        child_id = child.id
+    assert client.delete(f"/api/v1/bots/{parent_bot}", headers=ann).status_code == 204
+    sent: list[int] = []
+    ladders.tick(
+        sessionmaker, sent.extend, tick_s=60, probe_s=300, online=lambda ids: set(), now=utcnow(), rng=random.Random(3)
+    )
+    assert len(sent) == 1  # the version and ben's bot
+    _play(client, sent)
+    again: list[int] = []
+    matchmaking.refill(sessionmaker, sent[0], again.extend, probe_s=300, online=lambda ids: set(), rng=random.Random(4))
+    with sessionmaker() as s:
+        assert s.get(LadderEntry, child_id).compare["sets"] == 0  # it never compared
+        assert [sorted(s.get(LadderSet, m).entries) for m in again] == [sorted(s.get(LadderSet, sent[0]).entries)]
