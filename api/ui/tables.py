@@ -45,6 +45,7 @@ import engine
 from api.database import db, dispatcher, redis_client, settings
 from api.errors import load_json
 from api.errors import refusal as refusal_of
+from api.ratelimit import client
 from api.resources.tables import PlayTableCreateSchema, seat_frames_of, seat_names, table_dict
 from api.resources.tables import answer_for as push_answer
 from api.ui import access, fields
@@ -187,7 +188,12 @@ def play():
     if form["seed"].strip():
         body["seed"] = form_number(form["seed"])
     cfg = settings()
-    limits: dict[str, Any] = {"tables_per_account": cfg.tables_per_account, "tables_max": cfg.tables_max}
+    limits: dict[str, Any] = {
+        "tables_per_account": cfg.tables_per_account,
+        "tables_max": cfg.tables_max,
+        "tables_per_client": cfg.tables_per_client,
+        "client": client(),
+    }
     if form["class_table"]:
         body["seats"] = [form_number(s) if s.isdigit() else s for s in form["class_seats"][:n]]
 

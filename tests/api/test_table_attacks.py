@@ -192,9 +192,12 @@ def test_a_wrong_class_link_key_shows_a_stranger_nothing_of_the_table(client, ac
     r = client.post("/api/v1/tables", json={"ruleset": "million_doubt", "seats": ["person", "random"]}, headers=org)
     assert r.status_code == 201, r.json
     tid, key = r.json["id"], r.json["join_key"]
-    assert client.post(f"/api/v1/tables/{tid}/join", json={"key": key}, headers=accounts.headers("student")).json[
-        "seats"
-    ][0]["name"] == "student"
+    assert (
+        client.post(f"/api/v1/tables/{tid}/join", json={"key": key}, headers=accounts.headers("student")).json["seats"][
+            0
+        ]["name"]
+        == "student"
+    )
     stranger = client.application.test_client()
     assert stranger.post("/ui/login", data={"token": accounts.tokens["stranger"]}).status_code in (302, 303)
     assert stranger.get(f"/ui/tables/{tid}").status_code == 403
@@ -230,3 +233,32 @@ def test_an_opponent_that_is_not_a_bot_id_seats_no_bot(sm_sqlite, spec):
             )
         assert refused.value.field == "opponents.0"
         assert table_states.open_tables(s, ann.id) == 0
+
+
+def test_one_client_with_many_accounts_cannot_take_the_sites_tables(sm_sqlite):
+    """The site's tables (``ARENA_TABLES_MAX``, each holding a worker thread for up to its
+    people's banks) are a shared pool: one client signing up account after account (two tables
+    each) took all of them, and nobody else could sit down for hours. A client holds at most
+    ``ARENA_TABLES_PER_CLIENT`` open tables, whatever its accounts; another client still opens."""
+    with sm_sqlite() as s:
+        sybils = [create_account(s, f"sybil{i}", "contestant")[0] for i in range(4)]
+        ann, _ = create_account(s, "ann", "contestant")
+        d = Recording()
+        limits = {"tables_per_account": 2, "tables_max": 16, "tables_per_client": 4}
+        opened = refused = 0
+        for account in sybils:
+            for _ in range(2):
+                try:
+                    cases.open_solo_table(
+                        s, d, account, ruleset="million_doubt", opponents=["random"], client="203.0.113.7", **limits
+                    )
+                    opened += 1
+                except table_states.TooManyTables as exc:
+                    refused += 1
+                    assert "this address" in str(exc)
+        assert (opened, refused) == (4, 4)
+        table = cases.open_solo_table(
+            s, d, ann, ruleset="million_doubt", opponents=["random"], client="198.51.100.2", **limits
+        )
+        assert table.client == "198.51.100.2"
+        assert table_states.site_open_tables(s) == 5
