@@ -58,6 +58,7 @@ DEFAULT_LADDER_FIT_S = 600
 #: table holds a worker thread) and per account (ARENA_TABLES_PER_ACCOUNT), docs/tables.md.
 DEFAULT_TABLES_MAX = 16
 DEFAULT_TABLES_PER_ACCOUNT = 2
+DEFAULT_TABLES_PER_CLIENT = 4
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -210,6 +211,9 @@ class Settings:
             the site (``ARENA_TABLES_MAX``; one more is refused, 429).
         tables_per_account: most tables one account has open or playing at once, as a person
             or as the organizer of a class (``ARENA_TABLES_PER_ACCOUNT``; 429).
+        tables_per_client: most tables opened from one client (arena.clients.client_key of its
+            address) open or playing at once, whatever its accounts (``ARENA_TABLES_PER_CLIENT``;
+            429): the site's tables are a shared pool.
         people_in_bot_ratings: the tables' games count in the bots' ratings and leaderboard
             too (``ARENA_PEOPLE_IN_BOT_RATINGS``, off: people have a pool of their own).
     """
@@ -245,6 +249,7 @@ class Settings:
     ladder_fit_s: int = DEFAULT_LADDER_FIT_S
     tables_max: int = DEFAULT_TABLES_MAX
     tables_per_account: int = DEFAULT_TABLES_PER_ACCOUNT
+    tables_per_client: int = DEFAULT_TABLES_PER_CLIENT
     people_in_bot_ratings: bool = False
 
     @property
@@ -300,5 +305,6 @@ class Settings:
             ladder_fit_s=_positive_int(env, "ARENA_LADDER_FIT_S", None) or DEFAULT_LADDER_FIT_S,
             tables_max=_positive_int(env, "ARENA_TABLES_MAX", None) or DEFAULT_TABLES_MAX,
             tables_per_account=_positive_int(env, "ARENA_TABLES_PER_ACCOUNT", None) or DEFAULT_TABLES_PER_ACCOUNT,
+            tables_per_client=_positive_int(env, "ARENA_TABLES_PER_CLIENT", None) or DEFAULT_TABLES_PER_CLIENT,
             people_in_bot_ratings=people_in_bot_ratings_from_env(env),
         )

@@ -222,6 +222,11 @@ def _comparisons(
     return out
 
 
+def _parent(entry: LadderEntry) -> int:
+    """The entry a new version replaced (its ``compare``'s ``parent_entry``)."""
+    return int((entry.compare or {})["parent_entry"])
+
+
 def comparing(entry: LadderEntry) -> bool:
     """A new version still playing comparison sets with its parent."""
     compare = entry.compare or {}
@@ -259,13 +264,15 @@ def tick_ladder(
         return report
     seats = engine.SEATS[ladder.ruleset]
     bots, house = available(session, ladder, now, online, probe_s)
-    if refill_of is not None:  # a new version still comparing waits for the beat's tick: its
-        bots = [e for e in bots if not comparing(e)]  # twin sets need it free there
+    if refill_of is not None and any(comparing(e) for e in bots):
+        # a new version still comparing waits for the beat's tick (its twin sets need it free
+        # there) while a twin set can come: its parent can play, and house entries oppose them
+        ids = [_parent(e) for e in bots if comparing(e)] if len(house) >= seats - 1 else []
+        waiting = {a.id for a in available(session, ladder, now, online, probe_s, entry_ids=ids)[0]} if ids else set()
+        bots = [e for e in bots if not comparing(e) or _parent(e) not in waiting]
     children = [e for e in bots if comparing(e)] if refill_of is None else []
     parents, _ = (
-        available(
-            session, ladder, now, online, probe_s, entry_ids=[int((e.compare or {})["parent_entry"]) for e in children]
-        )
+        available(session, ladder, now, online, probe_s, entry_ids=[_parent(e) for e in children])
         if children
         else ([], [])
     )
@@ -337,15 +344,29 @@ def _house_candidate(h: LadderEntry) -> Candidate:
 
 def probes_due(session: Session, *, probe_s: int, now: datetime, limit: int = 200) -> list[int]:
     """Active entries of HTTP bots whose last health probe is older than ``probe_s`` seconds
-    (or never probed), oldest first (reads only)."""
+    (or never probed), oldest first (reads only); and the replaced parents of new versions
+    still comparing with them (:func:`comparing`): the comparison sets seat a parent only
+    while its probe is recent (:func:`healthy`)."""
     cutoff = now - timedelta(seconds=probe_s)
+    parents = [
+        int(c["parent_entry"])
+        for c in session.scalars(
+            select(LadderEntry.compare).where(
+                LadderEntry.status == EntryStatus.ACTIVE, LadderEntry.parent_entry_id.is_not(None)
+            )
+        )
+        if c and c.get("parent_entry") is not None and int(c.get("sets", 0)) < COMPARE_SETS
+    ]
     return list(
         session.scalars(
             select(LadderEntry.id)
             .join(Bot, Bot.id == LadderEntry.bot_id)
             .join(Ladder, Ladder.id == LadderEntry.ladder_id)
             .where(
-                LadderEntry.status == EntryStatus.ACTIVE,
+                or_(
+                    LadderEntry.status == EntryStatus.ACTIVE,
+                    (LadderEntry.status == EntryStatus.REPLACED) & LadderEntry.id.in_(parents),
+                ),
                 Ladder.status == LadderStatus.ACTIVE,
                 Bot.transport == BotTransport.HTTP,
                 Bot.status == BotStatus.READY,

@@ -11,8 +11,9 @@ is asked now, exactly what a bot in that seat gets) and ``POST /tables/{id}/answ
 (``rid`` of that request, the ``action``: JSON as a bot answers); the worker's engine judges
 each try (a refused one says its rule id on the seat's frames).
 
-Limits: ``ARENA_TABLES_PER_ACCOUNT`` tables open per account, ``ARENA_TABLES_MAX`` on the
-site (429), and the per-address limit of writes (``api.ratelimit``).
+Limits: ``ARENA_TABLES_PER_ACCOUNT`` tables open per account, ``ARENA_TABLES_PER_CLIENT`` opened
+from one client whatever its accounts, ``ARENA_TABLES_MAX`` on the site (429), and the
+per-address limit of writes (``api.ratelimit``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from api.auth import BEARER, current_account, protect
 from api.common import PageArgs, TextField, errors, page_schema
 from api.database import db, dispatcher, redis_client, settings
 from api.errors import abort
+from api.ratelimit import client
 from arena import access as policy
 from arena import tables as seat_frames
 from arena.db.models import Account, Bot, Match, MatchResult, Table, Tournament
@@ -224,9 +226,15 @@ def readable_table(table_id: int, account: Account) -> Table:
     return table
 
 
-def limits() -> dict[str, int]:
+def limits() -> dict[str, Any]:
+    """The limits of an open: per account, per client (the caller's) and on the site."""
     cfg = settings()
-    return {"tables_per_account": cfg.tables_per_account, "tables_max": cfg.tables_max}
+    return {
+        "tables_per_account": cfg.tables_per_account,
+        "tables_max": cfg.tables_max,
+        "tables_per_client": cfg.tables_per_client,
+        "client": client(),
+    }
 
 
 def table_path(table_id: int) -> str:
@@ -243,8 +251,9 @@ class Tables(MethodView):
         """Open a table (module docstring); a person's table starts at once.
 
         403: ``seats`` (a class table) from a contestant; 429 (``Retry-After``): the caller has
-        ``ARENA_TABLES_PER_ACCOUNT`` tables open, or the site ``ARENA_TABLES_MAX``; 503: no
-        worker can be reached (the table is cancelled)."""
+        ``ARENA_TABLES_PER_ACCOUNT`` tables open, its address ``ARENA_TABLES_PER_CLIENT``
+        (whatever its accounts), or the site ``ARENA_TABLES_MAX``; 503: no worker can be
+        reached (the table is cancelled)."""
         account = current_account()
         common = {
             "ruleset": data["ruleset"],

@@ -29,6 +29,7 @@ account (Redis leases); beyond, 429 and the page polls ``seat.json`` every secon
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 import uuid
@@ -44,6 +45,7 @@ import engine
 from api.database import db, dispatcher, redis_client, settings
 from api.errors import load_json
 from api.errors import refusal as refusal_of
+from api.ratelimit import client
 from api.resources.tables import PlayTableCreateSchema, seat_frames_of, seat_names, table_dict
 from api.resources.tables import answer_for as push_answer
 from api.ui import access, fields
@@ -186,7 +188,12 @@ def play():
     if form["seed"].strip():
         body["seed"] = form_number(form["seed"])
     cfg = settings()
-    limits: dict[str, Any] = {"tables_per_account": cfg.tables_per_account, "tables_max": cfg.tables_max}
+    limits: dict[str, Any] = {
+        "tables_per_account": cfg.tables_per_account,
+        "tables_max": cfg.tables_max,
+        "tables_per_client": cfg.tables_per_client,
+        "client": client(),
+    }
     if form["class_table"]:
         body["seats"] = [form_number(s) if s.isdigit() else s for s in form["class_seats"][:n]]
 
@@ -219,8 +226,8 @@ def _table(table_id: int) -> Table:
     if table is None:
         abort(404, _("There is no table %(id)s.", id=table_id))
     if not policy.can_view_tournament(db(), account, table.tournament):
-        key = request.args.get("key")
-        if account is not None and key and table.join_key:
+        key = request.args.get("key", "")
+        if account is not None and table.join_key and secrets.compare_digest(key.encode(), table.join_key.encode()):
             return table  # a class link: the page offers to take a seat
         deny(account, _("table %(id)s", id=table_id))
     return table

@@ -478,7 +478,9 @@ class Table(Base):
     table's), ``{"kind": "bot", "bot_id": id}`` or ``{"kind": "house", "house_bot": name}``
     (arena.status.SeatKind). ``person_time_rules``: the people's own TIME-1 values, seconds
     ``{"initial", "increment", "cap"}``. ``join_key``: the key of a class table's link, which
-    signed-in students follow to take a seat (NULL for a solo table).
+    signed-in students follow to take a seat (NULL for a solo table). ``client``: the client
+    that opened it (:func:`arena.clients.client_key`; NULL when not known), counted by the
+    per-client limit of open tables.
     """
 
     __tablename__ = "tables"
@@ -491,6 +493,7 @@ class Table(Base):
     seats: Mapped[list[dict[str, Any]]] = mapped_column(JSONType)
     person_time_rules: Mapped[dict[str, Any]] = mapped_column(JSONType)
     join_key: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    client: Mapped[str | None] = mapped_column(String(100), nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     tournament: Mapped[Tournament] = relationship()

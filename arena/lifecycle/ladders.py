@@ -163,7 +163,8 @@ def enter(session: Session, ladder: Ladder, bot: Bot, *, max_concurrent: int, ma
     Raises:
         Conflict: the ladder is closed; the bot is already entered (active or paused) or was
             replaced by a new version; its owner holds the ladder's
-            ``max_entries_per_account`` entries.
+            ``max_entries_per_account`` entries; it was withdrawn while paused by the health
+            rule and its bot has passed no check since (as :func:`resume`).
     """
     cfg = LadderConfig.from_dict(ladder.config)
     if ladder.status != LadderStatus.ACTIVE:
@@ -181,6 +182,12 @@ def enter(session: Session, ladder: Ladder, bot: Bot, *, max_concurrent: int, ma
     if entry is not None and entry.status == EntryStatus.REPLACED:
         session.rollback()
         raise Conflict(f"bot {bot.id} was replaced by a new version in ladder {ladder.id}")
+    if entry is not None and entry.paused_by == PausedBy.HEALTH and not _after(bot.last_check_at, entry.paused_at):
+        session.rollback()  # withdrawn while the health rule held it: back only as resume() lets it
+        raise Conflict(
+            f"ladder entry {entry.id} was paused by the ladder ({entry.paused_reason}): "
+            "it comes back after its bot passes a check"
+        )
     if (held or 0) >= cfg.max_entries_per_account:
         session.rollback()
         raise Conflict(
@@ -196,6 +203,8 @@ def enter(session: Session, ladder: Ladder, bot: Bot, *, max_concurrent: int, ma
             sigma=ladder_ratings.SIGMA0,
         )
         session.add(entry)
+    if entry.paused_by == PausedBy.HEALTH:  # a check passed since: a fresh window, as resume()
+        entry.fault_streak = entry.forfeits = 0
     entry.status = EntryStatus.ACTIVE
     entry.paused_by = entry.paused_reason = None
     entry.pause = None

@@ -70,9 +70,31 @@ def site_open_tables(session: Session) -> int:
     )
 
 
-def check_limits(session: Session, account_id: int, *, per_account: int, site: int | None) -> None:
-    """Raise :class:`TooManyTables` when ``account_id`` has ``per_account`` tables open, or the
-    site ``site`` (None: not counted, a seat taken at a table already open).
+def client_open_tables(session: Session, client: str) -> int:
+    """How many tables not over were opened from ``client`` (:func:`arena.clients.client_key`)."""
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Table)
+            .join(Tournament, Tournament.id == Table.tournament_id)
+            .where(Tournament.status.in_(OPEN), Table.client == client)
+        )
+        or 0
+    )
+
+
+def check_limits(
+    session: Session,
+    account_id: int,
+    *,
+    per_account: int,
+    site: int | None,
+    client: str | None = None,
+    per_client: int | None = None,
+) -> None:
+    """Raise :class:`TooManyTables` when ``account_id`` has ``per_account`` tables open, the
+    client opening it (``client``) ``per_client`` whatever its accounts, or the site ``site``
+    (None: not counted, a seat taken at a table already open).
 
     On PostgreSQL the check takes a transaction-scoped advisory lock, held until the caller's
     commit (the table stored, or the seat taken) or rollback: two opens sent at once count in
@@ -82,6 +104,10 @@ def check_limits(session: Session, account_id: int, *, per_account: int, site: i
     if open_tables(session, account_id) >= per_account:
         raise TooManyTables(
             f"you have {per_account} table(s) open already: finish or cancel one first", retry_after_s=60
+        )
+    if client is not None and per_client is not None and client_open_tables(session, client) >= per_client:
+        raise TooManyTables(
+            f"{per_client} table(s) opened from this address are open already: finish or cancel one first", 60
         )
     if site is not None and site_open_tables(session) >= site:
         raise TooManyTables(f"the site has {site} tables open, its most: try again in a few minutes", 120)
@@ -101,11 +127,12 @@ def open_table(
     seed: int | None = None,
     join_key: str | None = None,
     name: str | None = None,
+    client: str | None = None,
 ) -> Table:
     """Store a new table in status ``created`` and commit (its fields validated by the caller:
     :mod:`arena.usecases.tables`). ``time_rules``: the bots' (seconds); ``games``: Million
     Doubt games of the match (1 for the others); a ``seed`` given marks it ``seed_chosen``
-    (left out of every rating)."""
+    (left out of every rating); ``client``: who opened it (the per-client limit counts it)."""
     bots = sorted({int(s["bot_id"]) for s in seats if s.get("kind") == SeatKind.BOT})
     t = Tournament(
         name=name or "table",
@@ -133,6 +160,7 @@ def open_table(
         seats=[dict(s) for s in seats],
         person_time_rules=dict(person_time_rules),
         join_key=join_key,
+        client=client,
     )
     session.add(table)
     session.flush()
@@ -247,6 +275,7 @@ __all__ = [
     "TooManyTables",
     "cancel_table",
     "check_limits",
+    "client_open_tables",
     "free_seats",
     "open_table",
     "open_tables",

@@ -12,7 +12,8 @@ table for a class, people answer their decisions.
 * :func:`answer`: a person's try at the decision it is asked now (:mod:`arena.tables`).
 
 Limits (:func:`arena.lifecycle.tables.check_limits`): ``ARENA_TABLES_PER_ACCOUNT`` tables open
-per account (as a person or as the organizer), ``ARENA_TABLES_MAX`` on the site; the API's
+per account (as a person or as the organizer), ``ARENA_TABLES_PER_CLIENT`` opened from one
+client whatever its accounts, ``ARENA_TABLES_MAX`` on the site; the API's
 per-address limit on writes applies as to any write (``api.ratelimit``: ``TABLE_LIMIT``).
 Tournaments and ladders never seat a person: a person plays only at a table.
 """
@@ -47,6 +48,8 @@ PERSON_INCREMENT_S = (0.0, 600.0)
 BOT_TIME_RULES = {"initial": 60.0, "increment": 10.0, "cap": 60.0}
 #: Most Million Doubt games of a table's match.
 MAX_GAMES = 20
+#: The largest id a bot may have (the database's integer).
+MAX_BOT_ID = 2**31 - 1
 #: Seconds before a table refused for want of a worker may be tried again.
 UNAVAILABLE_RETRY_S = 5
 
@@ -107,10 +110,12 @@ def _seat(session: Session, account: Account, ruleset: str, spec: Any, field: st
             raise InvalidField(field, f"unknown house bot {spec!r}: one of {', '.join(HOUSE_BOTS)}, or a bot id")
         return {"kind": SeatKind.HOUSE.value, "house_bot": spec}
     try:
+        if isinstance(spec, bool) or not isinstance(spec, int | str):  # 1.5 or true is not bot 1
+            raise ValueError(spec)
         bot_id = int(spec)
     except (TypeError, ValueError):
         raise InvalidField(field, f"{spec!r} is neither a house bot nor a bot id") from None
-    bot = session.get(Bot, bot_id)
+    bot = session.get(Bot, bot_id) if 1 <= bot_id <= MAX_BOT_ID else None
     if bot is None or bot.status == BotStatus.DELETED:
         raise InvalidField(field, f"bot {bot_id} does not exist")
     if ruleset not in bot.rulesets:
@@ -150,6 +155,8 @@ def open_solo_table(
     seed: int | None = None,
     tables_per_account: int,
     tables_max: int,
+    client: str | None = None,
+    tables_per_client: int | None = None,
 ) -> Table:
     """Open and start a table: ``account`` at ``seat``, ``opponents`` (house bot names or bot
     ids) in the other seats in order; commit and send its match.
@@ -157,7 +164,9 @@ def open_solo_table(
     Raises:
         InvalidField: ``ruleset``, ``options``, ``opponents`` (how many, which), ``games``,
             ``seat`` or ``person_time_rules`` refused.
-        TooManyTables: the account or the site has as many tables open as it may.
+        TooManyTables: the account, the client (``client``, :func:`arena.clients.client_key`:
+            ``tables_per_client`` whatever its accounts) or the site has as many tables open as
+            it may.
         Unavailable: no worker can be reached (the table is cancelled).
     """
     if ruleset not in engine.RULESETS:
@@ -172,7 +181,14 @@ def open_solo_table(
     own = _person_time_rules(person_time_rules)
     bots = [_seat(session, account, ruleset, o, f"opponents.{i}") for i, o in enumerate(opponents)]
     seats = bots[:seat] + [{"kind": SeatKind.PERSON.value, "account_id": account.id}] + bots[seat:]
-    table_states.check_limits(session, account.id, per_account=tables_per_account, site=tables_max)
+    table_states.check_limits(
+        session,
+        account.id,
+        per_account=tables_per_account,
+        site=tables_max,
+        client=client,
+        per_client=tables_per_client,
+    )
     table = table_states.open_table(
         session,
         opened_by=account.id,
@@ -184,6 +200,7 @@ def open_solo_table(
         seats=seats,
         games=count,
         seed=seed,
+        client=client,
     )
     _send(session, dispatcher, table, table_states.start_table(session, table.id))
     return table
@@ -201,6 +218,8 @@ def open_class_table(
     seed: int | None = None,
     tables_per_account: int,
     tables_max: int,
+    client: str | None = None,
+    tables_per_client: int | None = None,
 ) -> Table:
     """Open a class table (``created``): ``seats`` in order, ``"person"`` for a student's seat
     (at least one), else a house bot's name or a bot id; its link key is ``join_key``. Commit.
@@ -227,7 +246,14 @@ def open_class_table(
         else _seat(session, account, ruleset, s, f"seats.{i}")
         for i, s in enumerate(seats)
     ]
-    table_states.check_limits(session, account.id, per_account=tables_per_account, site=tables_max)
+    table_states.check_limits(
+        session,
+        account.id,
+        per_account=tables_per_account,
+        site=tables_max,
+        client=client,
+        per_client=tables_per_client,
+    )
     return table_states.open_table(
         session,
         opened_by=account.id,
@@ -240,6 +266,7 @@ def open_class_table(
         games=count,
         seed=seed,
         join_key=secrets.token_urlsafe(24),
+        client=client,
     )
 
 

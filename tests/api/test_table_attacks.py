@@ -180,3 +180,85 @@ def test_a_person_farms_no_rating_by_playing_its_own_bot(sm_sqlite):
         s.commit()
         assert [(r.account_id, r.matches) for r in s.scalars(select(PersonRating))] == [(ann.id, 1)]
         assert [(r.bot_id, r.matches) for r in s.scalars(select(Rating))] == [(theirs.id, 1)]
+
+
+def test_a_wrong_class_link_key_shows_a_stranger_nothing_of_the_table(client, accounts):
+    """A class table's page opens to a signed-in stranger only with the table's link key (it
+    offers the seat): a made-up ``?key=`` showed the page all the same, with the names of the
+    students seated and, once over, their scores. A wrong key is refused as no key is."""
+    org = accounts.organizer("teacher")
+    accounts.contestant("student")
+    accounts.contestant("stranger")
+    r = client.post("/api/v1/tables", json={"ruleset": "million_doubt", "seats": ["person", "random"]}, headers=org)
+    assert r.status_code == 201, r.json
+    tid, key = r.json["id"], r.json["join_key"]
+    assert (
+        client.post(f"/api/v1/tables/{tid}/join", json={"key": key}, headers=accounts.headers("student")).json["seats"][
+            0
+        ]["name"]
+        == "student"
+    )
+    stranger = client.application.test_client()
+    assert stranger.post("/ui/login", data={"token": accounts.tokens["stranger"]}).status_code in (302, 303)
+    assert stranger.get(f"/ui/tables/{tid}").status_code == 403
+    wrong = stranger.get(f"/ui/tables/{tid}?key=guess")
+    assert wrong.status_code == 403, wrong.status_code
+    assert b"student" not in wrong.data
+    assert stranger.get(f"/ui/tables/{tid}?key={key}").status_code == 200  # the link itself opens it
+
+
+@pytest.mark.parametrize("spec", [1.9, True, "²", 2**31])
+def test_an_opponent_that_is_not_a_bot_id_seats_no_bot(sm_sqlite, spec):
+    """``opponents`` takes a house bot's name or a bot id: ``1.9`` or ``true`` seated bot 1
+    (``int()`` of them), whoever's bot it was, and an id past the database's integer failed in
+    the database, naming no field. Each is refused naming the opponent's field; nothing is
+    opened."""
+    with sm_sqlite() as s:
+        ann, _ = create_account(s, "ann", "contestant")
+        bob, _ = create_account(s, "bob", "contestant")
+        bot = Bot(owner_id=bob.id, name="bobs", url="http://x/", rulesets=["million_doubt"], secret="s", status="ready")
+        bot.play_people = True  # bob lets people play it, by its id
+        s.add(bot)
+        s.commit()
+        assert s.scalar(select(Bot.id).where(Bot.owner_id == bob.id)) == 1
+        with pytest.raises(cases.InvalidField) as refused:
+            cases.open_solo_table(
+                s,
+                Recording(),
+                ann,
+                ruleset="million_doubt",
+                opponents=[spec],
+                tables_per_account=2,
+                tables_max=16,
+            )
+        assert refused.value.field == "opponents.0"
+        assert table_states.open_tables(s, ann.id) == 0
+
+
+def test_one_client_with_many_accounts_cannot_take_the_sites_tables(sm_sqlite):
+    """The site's tables (``ARENA_TABLES_MAX``, each holding a worker thread for up to its
+    people's banks) are a shared pool: one client signing up account after account (two tables
+    each) took all of them, and nobody else could sit down for hours. A client holds at most
+    ``ARENA_TABLES_PER_CLIENT`` open tables, whatever its accounts; another client still opens."""
+    with sm_sqlite() as s:
+        sybils = [create_account(s, f"sybil{i}", "contestant")[0] for i in range(4)]
+        ann, _ = create_account(s, "ann", "contestant")
+        d = Recording()
+        limits = {"tables_per_account": 2, "tables_max": 16, "tables_per_client": 4}
+        opened = refused = 0
+        for account in sybils:
+            for _ in range(2):
+                try:
+                    cases.open_solo_table(
+                        s, d, account, ruleset="million_doubt", opponents=["random"], client="203.0.113.7", **limits
+                    )
+                    opened += 1
+                except table_states.TooManyTables as exc:
+                    refused += 1
+                    assert "this address" in str(exc)
+        assert (opened, refused) == (4, 4)
+        table = cases.open_solo_table(
+            s, d, ann, ruleset="million_doubt", opponents=["random"], client="198.51.100.2", **limits
+        )
+        assert table.client == "198.51.100.2"
+        assert table_states.site_open_tables(s) == 5
