@@ -8,6 +8,8 @@
 # Env: ARENA_PYTHON  interpreter used to create the venv (default: the first of python3.11,
 #        python3.12, python3.13, python3 that is 3.11 or newer)
 #      ARENA_FORCE_INSTALL=1  reinstall even if the stamp is fresh
+#      ARENA_TORCH_INDEX  an extra index for torch (default: PyTorch's CPU wheels,
+#        https://download.pytorch.org/whl/cpu; empty: the configured indexes only)
 #      ARENA_ENGINE_BUILD=pure  no compiled engine (a machine without a C compiler); the
 #        default, compiled, needs gcc (or $CC) and the Python headers
 set -euo pipefail
@@ -56,8 +58,13 @@ echo "bootstrap: installing daifugo-arena[server,env,train,dev] into .venv" >&2
 rm -f "$STAMP"
 LOG="$VENV/pip-install.log"
 # pip's and setuptools' chatter (build warnings) goes to $LOG; shown in full on failure.
-# torch first, pinned (the train extra's): a bare resolution may take a CUDA build of several GB.
-if ! { "$VENV/bin/python" -m pip install --disable-pip-version-check "torch==2.13.0" \
+# torch first, pinned (the train extra's), from its CPU index too: a bare resolution on PyPI
+# takes a CUDA build of several GB.
+TORCH_INDEX=()
+if [[ -n "${ARENA_TORCH_INDEX-https://download.pytorch.org/whl/cpu}" ]]; then
+    TORCH_INDEX=(--extra-index-url "${ARENA_TORCH_INDEX-https://download.pytorch.org/whl/cpu}")
+fi
+if ! { "$VENV/bin/python" -m pip install --disable-pip-version-check "${TORCH_INDEX[@]}" "torch==2.13.0" \
     && "$VENV/bin/python" -m pip install --disable-pip-version-check -e "$REPO[server,env,train,dev]"; } >"$LOG" 2>&1; then
     cat "$LOG" >&2
     echo "bootstrap: pip install failed (log: $LOG)" >&2
