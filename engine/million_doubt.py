@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import combinations
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from engine.actions import DoubtAction, PassAction, PenaltyAction, PlayAction, ThroughAction
 from engine.cards import R8, RANKS, RJ, format_cards, full_deck
-from engine.decisions import Action, InvalidAction
+from engine.decisions import Action, Decision, InvalidAction
+from engine.draws import below, sample
 from engine.field import PlayRecord, cards_text, holds_all, remove_cards
 from engine.forms import Readings, beating, choose, generated_reading, readings, satisfies_lock, signature, split
 from engine.game import Game
@@ -29,6 +30,10 @@ from engine.plays import Play
 from engine.refusals import Refusal
 from engine.results import Result, seat_keys
 from engine.state import mypyc_attr
+
+
+#: The doubt decisions (MD-6) of each seat (shared: their ``info`` is read-only).
+_DOUBT: Final[tuple[Decision, ...]] = (Decision(0, "doubt", {}), Decision(1, "doubt", {}))
 
 
 class _Eval:
@@ -121,12 +126,12 @@ class MillionDoubt(Game):
         if setup is None:
             deck = full_deck()
             n = self.HAND_SIZE
-            dealt = self.rng.sample(deck, 2 * n)  # MD-1: 7 each, the other 40 out of the game
+            dealt = sample(self.rng, deck, 2 * n)  # MD-1: 7 each, the other 40 out of the game
             self.hands = [dealt[:n], dealt[n:]]
             for c in dealt:
                 deck.remove(c)
             self.outside = deck
-            leader = self.rng.randrange(2)
+            leader = below(self.rng, 2)
         else:
             self.outside = self._setup_hands(setup)  # with the state flags (revolution, direction)
             leader = setup["leader"]
@@ -233,7 +238,7 @@ class MillionDoubt(Game):
                 self._event(full)
         if ev.face_down:
             self.pending = (rec, ev)
-            self._ask(1 - seat, "doubt")
+            self._decision = _DOUBT[1 - seat]
         else:
             cut = self._accept(rec, ev)
             self._after_accept(seat, cut)
@@ -251,12 +256,14 @@ class MillionDoubt(Game):
             self.ref = Readings(joker=(n == 1), joker_pair=(n == 2))
         if n >= 4:  # MD-11
             self._toggle_revolution()
-        ranks = {c >> 2 for c in ev.fu_nat}
-        if RJ in ranks:  # MD-12
+        ranks = 0
+        for c in ev.fu_nat:
+            ranks |= 1 << (c >> 2)
+        if ranks >> RJ & 1:  # MD-12
             self._toggle_jback()
         self._suit_lock(signature(ev.fu_nat) if ev.fu_nat else ())  # C-8
         self.last_player = rec.seat
-        return R8 in ranks
+        return ranks >> R8 & 1 == 1
 
     def _after_accept(self, seat: int, cut: bool) -> None:
         if not self.hands[seat]:

@@ -18,6 +18,7 @@ from engine.actions import ExchangeAction, PassAction, RateAction
 from engine.cards import JOKER, R2, R3, R8, R9, format_cards, full_deck
 from engine.climbing import Climbing, FollowUp, PlayInfo
 from engine.decisions import Action, Decision, InvalidAction
+from engine.draws import below, shuffle
 from engine.game import Game
 from engine.options import TrumpMillionaireOptions
 from engine.refusals import Refusal
@@ -100,7 +101,7 @@ class TrumpMillionaire(Climbing):
     def _new_deal(self) -> None:
         """TM-2: shuffle, 10 each, 14 set aside; TM-3 decisions or a random first leader."""
         deck = full_deck()
-        self.rng.shuffle(deck)
+        shuffle(self.rng, deck)
         n = HAND_SIZE
         self.set_aside = deck[4 * n :]
         self.stuck_run = 0
@@ -112,7 +113,7 @@ class TrumpMillionaire(Climbing):
             self._deal_header(),
         )
         if self.millionaire is None:
-            self._set_leader(self.rng.randrange(4))
+            self._set_leader(below(self.rng, 4))
         elif self.millionaire in self.retired:
             self._retired_millionaire(self.millionaire, exchange_event=False)
         else:
