@@ -96,133 +96,154 @@ def _by_form(
     st_ok: int,
 ) -> list[Play]:
     """The general case of :func:`face_up_plays`: the hand indexed by rank (cards in hand
-    order) and by suit (rank -> card), then each form in turn."""
+    order, ranks as a bit mask), then each form in turn. A play is added as it is when no
+    filter can refuse it (no lock, smaller than the hand), else through :func:`_kept`."""
     jokers = 0
-    by_rank: dict[int, list[int]] = {}
-    by_suit: list[dict[int, int]] = [{}, {}, {}, {}]
+    present = 0  # the ranks of the natural cards held
+    by_rank: list[list[int] | None] = [None] * 13
     for c in hand:
         if c == JOKER:
             jokers += 1
         else:
             r = c >> 2
-            cards_of = by_rank.get(r)
+            cards_of = by_rank[r]
             if cards_of is None:
                 by_rank[r] = [c]
+                present |= 1 << r
             else:
                 cards_of.append(c)
-            by_suit[c & 3][r] = c
-    ranks = sorted(by_rank)
     size = len(hand)
     plays: list[Play] = []
-    keep = _Keep(plays, lock, size, refuse)
     direct = not lock  # a play smaller than the hand is kept as it is
     if count <= 1:
-        _singles(plays, keep, by_rank, ranks, s_ok, direct and size > 1)
-        if jokers and js_ok:
-            keep.add([JOKER], [], 1, None)
-    if count in (0, 2) and jokers == 2 and jp_ok:
-        keep.add([JOKER, JOKER], [], 2, None)
-    if count != 1 and g_ok:
-        _groups(plays, keep, by_rank, ranks, jokers, g_ok, count, size if direct else 0)
-    if (count == 0 or count >= 3) and st_ok:
-        _stairs(keep, by_suit, jokers, st_ok, count)
+        _singles(plays, by_rank, s_ok & present, lock, size, refuse, direct and size > 1)
+        if jokers and js_ok and _kept(lock, size, refuse, 1, [], 1):
+            plays.append(([JOKER], None))
+    if count in (0, 2) and jokers == 2 and jp_ok and _kept(lock, size, refuse, 2, [], 2):
+        plays.append(([JOKER, JOKER], None))
+    if count != 1 and g_ok & present:
+        _groups(plays, by_rank, g_ok & present, jokers, count, lock, size, refuse, size if direct else 0)
+    if (count == 0 or count >= 3) and st_ok and size >= 3 and (count == 0 or count <= size):
+        _stairs(plays, hand, jokers, st_ok, count, lock, size, refuse)
     return plays
 
 
-class _Keep:
-    """Adds a play to ``plays`` unless it misses the suit ``lock`` (C-8) or, emptying the hand
-    of ``size`` cards, ``refuse`` refuses it (TM-5)."""
-
-    __slots__ = ("plays", "lock", "size", "refuse")
-
-    def __init__(self, plays: list[Play], lock: tuple[int, ...], size: int, refuse: FinishRefused):
-        self.plays = plays
-        self.lock = lock
-        self.size = size
-        self.refuse = refuse
-
-    def add(self, cards: list[int], nat: Sequence[int], jokers: int, declared: list[int] | None) -> None:
-        if self.lock and not satisfies_lock(self.lock, nat, jokers):
-            return
-        if len(cards) == self.size and self.refuse(nat, jokers):
-            return
-        self.plays.append((cards, declared))
+def _kept(lock: tuple[int, ...], size: int, refuse: FinishRefused, n: int, nat: Sequence[int], jokers: int) -> bool:
+    """Whether a play of ``n`` cards (naturals ``nat``, ``jokers`` wild) is kept: it meets the
+    suit ``lock`` (C-8) and, emptying the hand of ``size`` cards, ``refuse`` allows it (TM-5)."""
+    if lock and not satisfies_lock(lock, nat, jokers):
+        return False
+    return n != size or not refuse(nat, jokers)
 
 
 def _singles(
-    plays: list[Play], keep: _Keep, by_rank: dict[int, list[int]], ranks: list[int], mask: int, direct: bool
+    plays: list[Play],
+    by_rank: list[list[int] | None],
+    ranks: int,
+    lock: tuple[int, ...],
+    size: int,
+    refuse: FinishRefused,
+    direct: bool,
 ) -> None:
-    """Natural singles of the ranks of ``mask`` (C-2, C-5); ``direct``: no filter applies."""
-    for r in ranks:
-        if mask >> r & 1:
-            for c in by_rank[r]:
-                if direct:
-                    plays.append(([c], None))
-                else:
-                    keep.add([c], [c], 0, None)
+    """Natural singles of the held ``ranks`` (C-2, C-5), ranks ascending, hand order within
+    a rank; ``direct``: no filter applies."""
+    while ranks:
+        low = ranks & -ranks
+        ranks ^= low
+        cards_of = by_rank[low.bit_length() - 1]
+        assert cards_of is not None
+        for c in cards_of:
+            if direct or _kept(lock, size, refuse, 1, [c], 0):
+                plays.append(([c], None))
 
 
 def _groups(
     plays: list[Play],
-    keep: _Keep,
-    by_rank: dict[int, list[int]],
-    ranks: list[int],
+    by_rank: list[list[int] | None],
+    ranks: int,
     jokers: int,
-    mask: int,
     count: int,
+    lock: tuple[int, ...],
+    size: int,
+    refuse: FinishRefused,
     direct_below: int,
 ) -> None:
-    """Groups (2 to 6 cards of one rank, jokers standing in, C-3, C-4) of the ranks of
-    ``mask``, of ``count`` cards (0: every size); a group of fewer than ``direct_below``
-    cards is kept without the filters (0: every group is filtered)."""
-    for r in ranks:
-        if not mask >> r & 1:
-            continue
+    """Groups (2 to 6 cards of one rank, jokers standing in, C-3, C-4) of the held ``ranks``,
+    of ``count`` cards (0: every size); a group of fewer than ``direct_below`` cards is kept
+    without the filters (0: every group is filtered)."""
+    while ranks:
+        low = ranks & -ranks
+        ranks ^= low
+        r = low.bit_length() - 1
         nat = by_rank[r]
+        assert nat is not None
         top = min(6, len(nat) + jokers)
-        if top < 2:
+        if top < 2 or count > top:
             continue
-        for k in range(2, top + 1) if not count else ((count,) if count <= top else ()):
+        for k in range(2, top + 1) if not count else (count,):
             for j in range(0, min(jokers, k - 1) + 1):
                 if k - j > len(nat):
                     continue
                 for combo in combinations(nat, k - j):
-                    if k < direct_below:
-                        plays.append((list(combo) + [JOKER] * j, [r] * j if j else None))
-                    else:
-                        keep.add(list(combo) + [JOKER] * j, list(combo), j, [r] * j if j else None)
+                    cards = list(combo)
+                    if j:
+                        cards += [JOKER] * j
+                    if k < direct_below or _kept(lock, size, refuse, k, list(combo), j):
+                        plays.append((cards, [r] * j if j else None))
 
 
-def _has_run(ranks: dict[int, int], jokers: int) -> bool:
-    """Whether some 3 consecutive ranks hold ``3 - jokers`` of ``ranks`` (a quick test before
-    looking for stairs in one suit; always True with 2 jokers)."""
+def _has_run(ranks: int, jokers: int) -> bool:
+    """Whether some 3 consecutive ranks hold ``3 - jokers`` of the ``ranks`` (a mask; a quick
+    test before looking for stairs in one suit; always True with 2 jokers)."""
     if jokers >= 2:
         return True
-    m = 0
-    for r in ranks:
-        m |= 1 << r
+    m = ranks
     if jokers:
         return bool((m & (m >> 1)) | (m & (m >> 2)))
     return bool(m & (m >> 1) & (m >> 2))
 
 
-def _stairs(keep: _Keep, by_suit: list[dict[int, int]], jokers: int, mask: int, count: int) -> None:
+def _stairs(
+    plays: list[Play],
+    hand: list[int],
+    jokers: int,
+    mask: int,
+    count: int,
+    lock: tuple[int, ...],
+    size: int,
+    refuse: FinishRefused,
+) -> None:
     """Stairs (3+ consecutive ranks of one suit, jokers standing in, C-3, C-4) whose lowest
-    rank is in ``mask``, of ``count`` cards (0: every length)."""
-    for present in by_suit:
-        if not present or len(present) + jokers < 3 or not _has_run(present, jokers):
+    rank is in ``mask``, of ``count`` cards (0: every length), suit by suit (S H D C)."""
+    suits = [0, 0, 0, 0]  # the ranks held in each suit (a natural card's code is rank * 4 + suit)
+    for c in hand:
+        if c != JOKER:
+            suits[c & 3] |= 1 << (c >> 2)
+    for suit in range(4):
+        present = suits[suit]
+        if not present or present.bit_count() + jokers < 3 or not _has_run(present, jokers):
             continue
         for lo in range(0, 11):
-            if mask >> lo & 1 and (jokers or lo in present):
-                _stairs_from(keep, present, jokers, lo, count)
+            if mask >> lo & 1 and (jokers or present >> lo & 1):
+                _stairs_from(plays, suit, present, jokers, lo, count, lock, size, refuse)
 
 
-def _stairs_from(keep: _Keep, present: dict[int, int], jokers: int, lo: int, count: int) -> None:
-    """Stairs from rank ``lo`` of the suit whose cards are ``present`` (rank -> card)."""
+def _stairs_from(
+    plays: list[Play],
+    suit: int,
+    present: int,
+    jokers: int,
+    lo: int,
+    count: int,
+    lock: tuple[int, ...],
+    size: int,
+    refuse: FinishRefused,
+) -> None:
+    """Stairs from rank ``lo`` of ``suit``, whose held ranks are ``present`` (a mask)."""
     missing = 0
     have: list[int] = []
     for hi in range(lo, 13):
-        if hi in present:
+        if present >> hi & 1:
             have.append(hi)
         else:
             missing += 1
@@ -231,16 +252,29 @@ def _stairs_from(keep: _Keep, present: dict[int, int], jokers: int, lo: int, cou
         n = hi - lo + 1
         if n < 3 or not have or (count and n != count):
             continue
-        _stairs_span(keep, present, lo, hi, have, jokers - missing)
+        _stairs_span(plays, suit, present, lo, hi, have, jokers - missing, lock, size, refuse)
         if count:
             break
 
 
-def _stairs_span(keep: _Keep, present: dict[int, int], lo: int, hi: int, have: list[int], spare: int) -> None:
-    """The stairs ``lo``..``hi`` of one suit: jokers fill the ranks not ``present``, and up
-    to ``spare`` more jokers stand in for held ranks (``have``), keeping one natural card."""
+def _stairs_span(
+    plays: list[Play],
+    suit: int,
+    present: int,
+    lo: int,
+    hi: int,
+    have: list[int],
+    spare: int,
+    lock: tuple[int, ...],
+    size: int,
+    refuse: FinishRefused,
+) -> None:
+    """The stairs ``lo``..``hi`` of ``suit``: jokers fill the ranks not ``present``, and up to
+    ``spare`` more jokers stand in for held ranks (``have``), keeping one natural card."""
     for rep in range(0, min(spare, len(have) - 1) + 1):
         for replaced in combinations(have, rep):
-            used = [present[x] for x in have if x not in replaced]
-            jr = sorted([x for x in range(lo, hi + 1) if x not in present] + list(replaced))
-            keep.add(used + [JOKER] * len(jr), used, len(jr), jr or None)
+            used = [x * 4 + suit for x in have if x not in replaced]
+            jr = sorted([x for x in range(lo, hi + 1) if not present >> x & 1] + list(replaced))
+            n = len(used) + len(jr)
+            if _kept(lock, size, refuse, n, used, len(jr)):
+                plays.append((used + [JOKER] * len(jr), jr or None))
