@@ -292,14 +292,16 @@ class Climbing(Game):
                     want = self.last_rank - 1 if reversed_before else self.last_rank + 1
                     if p.rank == want:
                         self.nlock = True
-                        self._event({"type": "number_lock"})
+                        if self.logged:
+                            self._event({"type": "number_lock"})
                 self.last_rank = p.rank
             else:
                 self.last_rank = None
         # (4) direction (TM-4)
         if self._reverses_direction(p):
             self.direction = -self.direction
-            self._event({"type": "direction", "direction": self.direction})
+            if self.logged:
+                self._event({"type": "direction", "direction": self.direction})
         self.ref = p.reading
         self.last_player = seat
         give = p.count(R7) if self._lr5_seven_pass else 0
@@ -365,10 +367,12 @@ class Climbing(Game):
             if self.still_in[s] and not self.passed[s]:
                 eligible.append(s)
         if k >= len(eligible):
-            self._event({"type": "five_skip", "seats": eligible})
+            if self.logged:
+                self._event({"type": "five_skip", "seats": eligible})
             self._clear(seat)
         else:
-            self._event({"type": "five_skip", "seats": eligible[:k]})
+            if self.logged:
+                self._event({"type": "five_skip", "seats": eligible[:k]})
             self._ask(eligible[k], "play")
 
     def _follow_up_cards(self, seat: int, cards: list[int], most: int, kind: str, rule: str) -> list[int]:
@@ -407,7 +411,8 @@ class Climbing(Game):
         cards = self._follow_up_cards(seat, action.cards, f.discard, "discard", "LR-6")
         remove_cards(self.hands[seat], cards)
         self.discards.extend(cards)
-        self._event({"type": "discard", "seat": seat, "cards": format_cards(cards)})
+        if self.logged:
+            self._event({"type": "discard", "seat": seat, "cards": format_cards(cards)})
         f.discard = 0
         self._continue()
 

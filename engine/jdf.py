@@ -228,7 +228,8 @@ class Jdf(Climbing):
         if not holds_all(self.hands[seat], cards):
             raise InvalidAction("C-12", Refusal.NOT_HELD, {"seat": seat, "cards": cards_text(cards)})
         self.exchange.give[seat] = (cards, d.info["to"])
-        self._event({"type": "exchange_choice", "seat": seat})
+        if self.logged:
+            self._event({"type": "exchange_choice", "seat": seat})
         self._ask_exchange()
 
     # -- presets ------------------------------------------------------------------------------
@@ -261,11 +262,13 @@ class Jdf(Climbing):
         self.still_in[seat] = False
         if special:
             self.fouls.append(seat)
-            self._event({"type": "finish", "seat": seat, "foul": True})
+            if self.logged:
+                self._event({"type": "finish", "seat": seat, "foul": True})
         else:
             first_clean = not self.clean
             self.clean.append(seat)
-            self._event({"type": "finish", "seat": seat, "foul": False})
+            if self.logged:
+                self._event({"type": "finish", "seat": seat, "foul": False})
             if first_clean and self.previous_ranks:  # JDF-11
                 dfg = self._seat_of(DAIFUGO)
                 if dfg != seat and self.still_in[dfg]:
@@ -273,7 +276,8 @@ class Jdf(Climbing):
                     self.fallen = dfg
                     self.discards.extend(self.hands[dfg])
                     self.hands[dfg] = []
-                    self._event({"type": "miyako_ochi", "seat": dfg})
+                    if self.logged:
+                        self._event({"type": "miyako_ochi", "seat": dfg})
         self._check_game_end()
 
     def _check_game_end(self) -> bool:

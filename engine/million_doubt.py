@@ -19,7 +19,7 @@ from itertools import combinations
 from typing import Any, ClassVar, Final
 
 from engine.actions import DoubtAction, PassAction, PenaltyAction, PlayAction, ThroughAction
-from engine.cards import R8, RANKS, RJ, format_cards, full_deck
+from engine.cards import JOKER, R8, RANKS, RJ, format_cards, full_deck
 from engine.decisions import Action, Decision, InvalidAction
 from engine.draws import below, sample
 from engine.field import PlayRecord, cards_text, holds_all, remove_cards
@@ -57,6 +57,20 @@ class _Eval:
         self.fu_nat = fu_nat
         self.fu_jokers = fu_jokers
         self.accepted = accepted
+
+
+def _undealt(dealt: list[int]) -> list[int]:
+    """The cards of the deck (:func:`engine.cards.full_deck`, in its order) not in ``dealt``."""
+    held = 0
+    jokers = 0
+    for c in dealt:
+        if c == JOKER:
+            jokers += 1
+        else:
+            held |= 1 << c
+    out = [c for c in range(JOKER) if not held >> c & 1]
+    out.extend([JOKER] * (2 - jokers))
+    return out
 
 
 def _bind_declared(r: Readings, declared: Sequence[int], nat: Sequence[int], n: int) -> Readings:
@@ -128,16 +142,15 @@ class MillionDoubt(Game):
             n = self.HAND_SIZE
             dealt = sample(self.rng, deck, 2 * n)  # MD-1: 7 each, the other 40 out of the game
             self.hands = [dealt[:n], dealt[n:]]
-            for c in dealt:
-                deck.remove(c)
-            self.outside = deck
+            self.outside = _undealt(dealt)
             leader = below(self.rng, 2)
         else:
             self.outside = self._setup_hands(setup)  # with the state flags (revolution, direction)
             leader = setup["leader"]
         self.unit_count = 1
         self._hand_events()
-        self._event({"type": "start", "leader": leader})
+        if self.logged:
+            self._event({"type": "start", "leader": leader})
         self._set_leader(leader)
 
     def _copy_to(self, new: Game, log: bool) -> None:
@@ -269,7 +282,8 @@ class MillionDoubt(Game):
         if not self.hands[seat]:
             self._win(seat, "finish")
         elif cut:
-            self._event({"type": "eight_cut", "seat": seat})
+            if self.logged:
+                self._event({"type": "eight_cut", "seat": seat})
             self._clear(seat)
         else:
             self._ask_play(1 - seat)
@@ -287,7 +301,8 @@ class MillionDoubt(Game):
         assert self.pending is not None
         rec, ev = self.pending
         self.pending = None
-        self._event({"type": "through", "seat": seat})
+        if self.logged:
+            self._event({"type": "through", "seat": seat})
         cut = self._accept(rec, ev)
         self._after_accept(rec.seat, cut)
 
@@ -300,11 +315,12 @@ class MillionDoubt(Game):
         assert self.pending is not None
         rec, ev = self.pending
         self.pending = None
-        self._event({"type": "doubt", "seat": seat})
         honest = self._honest(rec)  # context: the state before the play's effects
         for p in self.field:
             p.revealed = True
-        self._event({"type": "reveal", "field": [p.view(None) for p in self.field], "honest": honest})
+        if self.logged:
+            self._event({"type": "doubt", "seat": seat})
+            self._event({"type": "reveal", "field": [p.view(None) for p in self.field], "honest": honest})
         player = rec.seat
         executor = player if honest else seat
         if honest and len(rec.cards) >= 4:  # MD-14: only the revolution matters
@@ -328,8 +344,9 @@ class MillionDoubt(Game):
         for c in cards:
             pool.remove(c)
         self.discards.extend(pool)
-        self._event({"type": "penalty", "seat": seat, "to": receiver, "cards": format_cards(cards)})
-        self._event({"type": "clear"})
+        if self.logged:
+            self._event({"type": "penalty", "seat": seat, "to": receiver, "cards": format_cards(cards)})
+            self._event({"type": "clear"})
         self._reset_trick_flags()
         if len(self.hands[receiver]) >= self.BURST:  # MD-10
             self._win(executor, "burst", burst=receiver)

@@ -30,12 +30,14 @@ class TrickRules(GameState):
     def _toggle_revolution(self) -> None:
         """C-10: the revolution flag toggles (a second revolution restores the order)."""
         self.revolution = not self.revolution
-        self._event({"type": "revolution", "on": self.revolution})
+        if self.logged:
+            self._event({"type": "revolution", "on": self.revolution})
 
     def _toggle_jback(self) -> None:
         """MD-12 / LR-1: the J-back flag toggles until the trick clears."""
         self.jback = not self.jback
-        self._event({"type": "jback", "on": self.jback})
+        if self.logged:
+            self._event({"type": "jback", "on": self.jback})
 
     def _suit_lock(self, sig: tuple[int, ...], may_start: bool = True) -> None:
         """C-8: a play whose non-empty suit signature ``sig`` equals the previous play's
@@ -43,7 +45,8 @@ class TrickRules(GameState):
         ``trump_millionaire``); once started it keeps its suits until the trick clears."""
         if not self.lock and sig and sig == self.prev_sig and may_start:
             self.lock = sig
-            self._event({"type": "lock", "suits": [SUIT_LETTERS[s] for s in sig]})
+            if self.logged:
+                self._event({"type": "lock", "suits": [SUIT_LETTERS[s] for s in sig]})
         self.prev_sig = sig
 
     # -- shared judging of a play (C-3, C-4, C-5, C-8) ------------------------------------

@@ -123,9 +123,11 @@ class TrumpMillionaire(Climbing):
         """TM-3, FAULT-2: a retired Millionaire declines the exchange, takes the lowest rate
         of ``rate_choices`` and (being retired) passes as leader (TM-6)."""
         if exchange_event:
-            self._event({"type": "exchange", "seat": seat, "accept": False})
+            if self.logged:
+                self._event({"type": "exchange", "seat": seat, "accept": False})
         self.rate = min(self.options.rate_choices)
-        self._event({"type": "rate", "seat": seat, "rate": self.rate})
+        if self.logged:
+            self._event({"type": "rate", "seat": seat, "rate": self.rate})
         self._set_leader(seat)
 
     def _set_leader(self, seat: int) -> None:
@@ -139,7 +141,8 @@ class TrumpMillionaire(Climbing):
                 self._end_game()
                 return
             if seat in self.retired:
-                self._event({"type": "pass", "seat": seat, "stuck": True})
+                if self.logged:
+                    self._event({"type": "pass", "seat": seat, "stuck": True})
                 self.stuck_run += 1
                 seat = self._step(seat)
                 continue
@@ -152,7 +155,8 @@ class TrumpMillionaire(Climbing):
 
     def _void_deal(self) -> None:
         """TM-6: four leaders in a row passed: no score; redeal with the same Millionaire."""
-        self._event({"type": "void_deal"})
+        if self.logged:
+            self._event({"type": "void_deal"})
         self.deal_results.append(
             {"deal": self.deal_index, "void": True, "winner": None, "scores": seat_keys([0] * 4), "rate": self.rate}
         )
@@ -195,14 +199,16 @@ class TrumpMillionaire(Climbing):
     def _do_rate(self, seat: int, action: RateAction) -> None:
         """TM-3 (2): the per-card rate, one of ``rate_choices``; then the Millionaire leads."""
         self.rate = action.rate
-        self._event({"type": "rate", "seat": seat, "rate": action.rate})
+        if self.logged:
+            self._event({"type": "rate", "seat": seat, "rate": action.rate})
         self._set_leader(seat)
 
     def _do_pass(self, seat: int, action: PassAction) -> None:
         """TM-6: a stuck leader's pass belongs to no trick; otherwise C-7."""
         d = self._decision
         if not self.field and d is not None and d.info.get("stuck"):
-            self._event({"type": "pass", "seat": seat, "stuck": True})
+            if self.logged:
+                self._event({"type": "pass", "seat": seat, "stuck": True})
             self.stuck_run += 1
             self._set_leader(self._step(seat))
             return
