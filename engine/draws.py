@@ -11,10 +11,23 @@ checks them against :mod:`random`.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+#: ``random.Random``'s C base class's ``seed`` (what ``random.Random.seed`` calls for an int).
+_SEED: Callable[[random.Random, int], None] = random.Random.__mro__[1].seed  # type: ignore[attr-defined]
+
+
+def seeded(seed: int) -> random.Random:
+    """``random.Random(seed)`` for an int ``seed``, the same state, without the two frames of
+    interpreted Python (``__init__``, ``seed``) around the C seeding."""
+    rng = random.Random.__new__(random.Random)
+    _SEED(rng, seed)
+    rng.gauss_next = None  # type: ignore[attr-defined]  # as random.Random.__init__ sets it
+    return rng
 
 
 def below(rng: random.Random, n: int) -> int:
@@ -28,13 +41,14 @@ def below(rng: random.Random, n: int) -> int:
 
 def shuffle(rng: random.Random, x: list[T]) -> None:
     """Shuffle ``x`` in place: ``rng.shuffle(x)``."""
+    getrandbits = rng.getrandbits
     i = len(x) - 1
     while i >= 1:
         n = i + 1
         k = n.bit_length()
-        j: int = rng.getrandbits(k)
+        j: int = getrandbits(k)
         while j >= n:
-            j = rng.getrandbits(k)
+            j = getrandbits(k)
         x[i], x[j] = x[j], x[i]
         i -= 1
 
@@ -55,14 +69,15 @@ def sample(rng: random.Random, population: Sequence[T], k: int) -> list[T]:
         setsize += 4 ** _ceil_log4(k * 3)
     if n > setsize:
         return rng.sample(population, k)
+    getrandbits = rng.getrandbits
     pool = list(population)
     result: list[T] = []
     for i in range(k):
         m = n - i
         bits = m.bit_length()
-        j: int = rng.getrandbits(bits)
+        j: int = getrandbits(bits)
         while j >= m:
-            j = rng.getrandbits(bits)
+            j = getrandbits(bits)
         result.append(pool[j])
         pool[j] = pool[m - 1]
     return result

@@ -26,6 +26,13 @@ def test_below_shuffle_and_sample_draw_what_random_draws(seed: int) -> None:
     assert ours.getstate() == theirs.getstate()
 
 
+@pytest.mark.parametrize("seed", [0, 1, 7, 2**31, 2**40 + 3, -5])
+def test_seeded_is_random_random(seed: int) -> None:
+    ours, theirs = draws.seeded(seed), random.Random(seed)
+    assert ours.getstate() == theirs.getstate()
+    assert [ours.random() for _ in range(3)] == [theirs.random() for _ in range(3)]
+
+
 def test_sample_refuses_what_random_refuses() -> None:
     with pytest.raises(ValueError, match="larger than population"):
         draws.sample(random.Random(0), [1, 2], 3)
