@@ -11,6 +11,7 @@ part of the wire (``legal_actions``): see :func:`face_up_plays`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any, Final
 from itertools import combinations
 
 from engine.cards import JOKER
@@ -95,37 +96,71 @@ def _by_form(
     jp_ok: bool,
     st_ok: int,
 ) -> list[Play]:
-    """The general case of :func:`face_up_plays`: the hand indexed by rank (cards in hand
-    order, ranks as a bit mask), then each form in turn. A play is added as it is when no
-    filter can refuse it (no lock, smaller than the hand), else through :func:`_kept`."""
+    """The general case of :func:`face_up_plays`: the hand as rank masks (held, held twice or
+    more, held in each suit; a natural card's code is rank * 4 + suit), the cards of a rank
+    held twice or more listed in hand order, then each form in turn. A play is added as it is
+    when no filter can refuse it (no lock, smaller than the hand), else through :func:`_kept`."""
     jokers = 0
-    present = 0  # the ranks of the natural cards held
-    by_rank: list[list[int] | None] = [None] * 13
+    held = 0  # ranks held
+    multi = 0  # ranks held twice or more
+    s0 = s1 = s2 = s3 = 0  # ranks held in each suit
     for c in hand:
         if c == JOKER:
             jokers += 1
+            continue
+        bit = 1 << (c >> 2)
+        multi |= held & bit
+        held |= bit
+        suit = c & 3
+        if suit == 0:
+            s0 |= bit
+        elif suit == 1:
+            s1 |= bit
+        elif suit == 2:
+            s2 |= bit
         else:
-            r = c >> 2
-            cards_of = by_rank[r]
-            if cards_of is None:
-                by_rank[r] = [c]
-                present |= 1 << r
-            else:
-                cards_of.append(c)
+            s3 |= bit
+    suits = (s0, s1, s2, s3)
+    by_rank: list[list[int]] = _NO_CARDS
+    if multi and ((count <= 1 and s_ok & multi) or (count != 1 and g_ok & multi)):
+        by_rank = [_NO_CARDS] * 13
+        for c in hand:
+            if c != JOKER and multi >> (c >> 2) & 1:
+                cards_of = by_rank[c >> 2]
+                if cards_of is _NO_CARDS:
+                    by_rank[c >> 2] = [c]
+                else:
+                    cards_of.append(c)
     size = len(hand)
     plays: list[Play] = []
     direct = not lock  # a play smaller than the hand is kept as it is
     if count <= 1:
-        _singles(plays, by_rank, s_ok & present, lock, size, refuse, direct and size > 1)
+        _singles(plays, by_rank, suits, multi, s_ok & held, lock, size, refuse, direct and size > 1)
         if jokers and js_ok and _kept(lock, size, refuse, 1, [], 1):
             plays.append(([JOKER], None))
     if count in (0, 2) and jokers == 2 and jp_ok and _kept(lock, size, refuse, 2, [], 2):
         plays.append(([JOKER, JOKER], None))
-    if count != 1 and g_ok & present:
-        _groups(plays, by_rank, g_ok & present, jokers, count, lock, size, refuse, size if direct else 0)
+    if count != 1:
+        ranks = g_ok & (held if jokers else multi)  # a group holds a natural card and 2+ cards
+        if ranks:
+            _groups(plays, by_rank, suits, multi, ranks, jokers, count, lock, size, refuse, size if direct else 0)
     if (count == 0 or count >= 3) and st_ok and size >= 3 and (count == 0 or count <= size):
-        _stairs(plays, hand, jokers, st_ok, count, lock, size, refuse)
+        _stairs(plays, suits, jokers, st_ok, count, lock, size, refuse)
     return plays
+
+
+#: ``by_rank`` when no rank is held twice (never read), and its empty slots (never changed).
+_NO_CARDS: Final[list[Any]] = []
+
+
+def _only_card(suits: tuple[int, int, int, int], r: int) -> int:
+    """The code of the one card of rank ``r`` held (``suits``: the ranks held in each suit)."""
+    s0, s1, s2, _ = suits
+    if s0 >> r & 1:
+        return r * 4
+    if s1 >> r & 1:
+        return r * 4 + 1
+    return r * 4 + (2 if s2 >> r & 1 else 3)
 
 
 def _kept(lock: tuple[int, ...], size: int, refuse: FinishRefused, n: int, nat: Sequence[int], jokers: int) -> bool:
@@ -138,7 +173,9 @@ def _kept(lock: tuple[int, ...], size: int, refuse: FinishRefused, n: int, nat: 
 
 def _singles(
     plays: list[Play],
-    by_rank: list[list[int] | None],
+    by_rank: list[list[int]],
+    suits: tuple[int, int, int, int],
+    multi: int,
     ranks: int,
     lock: tuple[int, ...],
     size: int,
@@ -146,20 +183,26 @@ def _singles(
     direct: bool,
 ) -> None:
     """Natural singles of the held ``ranks`` (C-2, C-5), ranks ascending, hand order within
-    a rank; ``direct``: no filter applies."""
+    a rank (``by_rank``: the ranks of ``multi``); ``direct``: no filter applies."""
     while ranks:
         low = ranks & -ranks
         ranks ^= low
-        cards_of = by_rank[low.bit_length() - 1]
-        assert cards_of is not None
-        for c in cards_of:
+        r = low.bit_length() - 1
+        if not multi & low:
+            c = _only_card(suits, r)
+            if direct or _kept(lock, size, refuse, 1, [c], 0):
+                plays.append(([c], None))
+            continue
+        for c in by_rank[r]:
             if direct or _kept(lock, size, refuse, 1, [c], 0):
                 plays.append(([c], None))
 
 
 def _groups(
     plays: list[Play],
-    by_rank: list[list[int] | None],
+    by_rank: list[list[int]],
+    suits: tuple[int, int, int, int],
+    multi: int,
     ranks: int,
     jokers: int,
     count: int,
@@ -168,15 +211,14 @@ def _groups(
     refuse: FinishRefused,
     direct_below: int,
 ) -> None:
-    """Groups (2 to 6 cards of one rank, jokers standing in, C-3, C-4) of the held ``ranks``,
-    of ``count`` cards (0: every size); a group of fewer than ``direct_below`` cards is kept
+    """Groups (2 to 6 cards of one rank, jokers standing in, C-3, C-4) of the held ``ranks``
+    (``by_rank``: the cards of the ranks of ``multi``, in hand order), of ``count`` cards (0: every size); a group of fewer than ``direct_below`` cards is kept
     without the filters (0: every group is filtered)."""
     while ranks:
         low = ranks & -ranks
         ranks ^= low
         r = low.bit_length() - 1
-        nat = by_rank[r]
-        assert nat is not None
+        nat = by_rank[r] if multi & low else [_only_card(suits, r)]
         top = min(6, len(nat) + jokers)
         if top < 2 or count > top:
             continue
@@ -205,7 +247,7 @@ def _has_run(ranks: int, jokers: int) -> bool:
 
 def _stairs(
     plays: list[Play],
-    hand: list[int],
+    suits: tuple[int, int, int, int],
     jokers: int,
     mask: int,
     count: int,
@@ -214,11 +256,8 @@ def _stairs(
     refuse: FinishRefused,
 ) -> None:
     """Stairs (3+ consecutive ranks of one suit, jokers standing in, C-3, C-4) whose lowest
-    rank is in ``mask``, of ``count`` cards (0: every length), suit by suit (S H D C)."""
-    suits = [0, 0, 0, 0]  # the ranks held in each suit (a natural card's code is rank * 4 + suit)
-    for c in hand:
-        if c != JOKER:
-            suits[c & 3] |= 1 << (c >> 2)
+    rank is in ``mask``, of ``count`` cards (0: every length), suit by suit (S H D C;
+    ``suits``: the ranks held in each)."""
     for suit in range(4):
         present = suits[suit]
         if not present or present.bit_count() + jokers < 3 or not _has_run(present, jokers):
