@@ -76,7 +76,11 @@ class PlayInfo:
 
     def count(self, rank: int) -> int:
         """Number of natural cards of ``rank`` in the play."""
-        return sum(1 for c in self.nat if c >> 2 == rank)
+        n = 0
+        for c in self.nat:
+            if c >> 2 == rank:
+                n += 1
+        return n
 
 
 class FollowUp:

@@ -155,7 +155,8 @@ class Game(ActionParsing):
             if action.face_down:
                 self._check_face_down(seat, action)
                 self._dispatch[t][1](self, seat, action)
-                self._logged_push(seat, action)
+                if self.logged:
+                    self._logged_push(seat, action)
                 return
             self._trusting = True
             try:
@@ -169,12 +170,13 @@ class Game(ActionParsing):
             self._do_pass(seat, action)
         else:
             self._dispatch[t][1](self, seat, action)
-        self._logged_push(seat, action)
+        if self.logged:
+            self._logged_push(seat, action)
 
     def _logged_push(self, seat: int, action: TypedAction) -> None:
-        """Log an action :meth:`push` applied (as :func:`engine.actions.to_wire` gives it)."""
-        if self.logged:
-            self.actions.append({"seat": seat, "action": to_wire(action)})
+        """Log an action :meth:`push` applied (as :func:`engine.actions.to_wire` gives it);
+        the game keeps its log."""
+        self.actions.append({"seat": seat, "action": to_wire(action)})
 
     def check(self, seat: Any, action: Any) -> None:
         """Validate ``action`` without applying it; raises :class:`InvalidAction` (as

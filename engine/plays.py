@@ -145,7 +145,10 @@ def _by_form(
         if ranks:
             _groups(plays, by_rank, suits, multi, ranks, jokers, count, lock, size, refuse, size if direct else 0)
     if (count == 0 or count >= 3) and st_ok and size >= 3 and (count == 0 or count <= size):
-        _stairs(plays, suits, jokers, st_ok, count, lock, size, refuse)
+        if jokers or (s0 & s0 >> 1 & s0 >> 2) | (s1 & s1 >> 1 & s1 >> 2) | (s2 & s2 >> 1 & s2 >> 2) | (
+            s3 & s3 >> 1 & s3 >> 2
+        ):  # without a joker, stairs need 3 consecutive ranks held in one suit
+            _stairs(plays, suits, jokers, st_ok, count, lock, size, refuse)
     return plays
 
 
