@@ -218,10 +218,10 @@ class Climbing(Game):
         want = self._step_rank(self.last_rank) if self.last_rank is not None else None
         return 0 if want is None else 1 << want
 
-    def _extra_plays(self, seat: int) -> list[Play]:
+    def _extra_plays(self, seat: int) -> Sequence[Play]:
         if self.ref is not None and self.ref.joker and SPADE_3 in self.hands[seat] and self._is_return([SPADE_3]):
             return [([SPADE_3], None)]
-        return []
+        return ()
 
     def _step_rank(self, rank: int) -> int | None:
         nxt = rank - 1 if self.reversed_order else rank + 1

@@ -30,12 +30,12 @@ def face_up_plays(
     ref: Readings | None,
     reversed_order: bool,
     restrict: int | None,
-    refuse: FinishRefused,
+    refuse: FinishRefused | None,
 ) -> list[Play]:
     """Every face-up play of ``hand`` of ``count`` cards (0: any, on an empty field) that
     beats the reference ``ref`` (C-5, C-9; None: anything goes), of the ranks of ``restrict``
     only (LR-3 number lock: singles and groups; None: no restriction), meeting the suit
-    ``lock`` (C-8) and ``refuse`` (TM-5).
+    ``lock`` (C-8) and ``refuse`` (TM-5; None: every play may empty the hand).
 
     Order: singles (ranks ascending, hand order within a rank; when following a single with
     no lock and more than one card in hand, card code order), the lone joker, the joker pair,
@@ -89,7 +89,7 @@ def _by_form(
     hand: list[int],
     count: int,
     lock: tuple[int, ...],
-    refuse: FinishRefused,
+    refuse: FinishRefused | None,
     s_ok: int,
     js_ok: bool,
     g_ok: int,
@@ -166,12 +166,14 @@ def _only_card(suits: tuple[int, int, int, int], r: int) -> int:
     return r * 4 + (2 if s2 >> r & 1 else 3)
 
 
-def _kept(lock: tuple[int, ...], size: int, refuse: FinishRefused, n: int, nat: Sequence[int], jokers: int) -> bool:
+def _kept(
+    lock: tuple[int, ...], size: int, refuse: FinishRefused | None, n: int, nat: Sequence[int], jokers: int
+) -> bool:
     """Whether a play of ``n`` cards (naturals ``nat``, ``jokers`` wild) is kept: it meets the
     suit ``lock`` (C-8) and, emptying the hand of ``size`` cards, ``refuse`` allows it (TM-5)."""
     if lock and not satisfies_lock(lock, nat, jokers):
         return False
-    return n != size or not refuse(nat, jokers)
+    return n != size or refuse is None or not refuse(nat, jokers)
 
 
 def _singles(
@@ -182,7 +184,7 @@ def _singles(
     ranks: int,
     lock: tuple[int, ...],
     size: int,
-    refuse: FinishRefused,
+    refuse: FinishRefused | None,
     direct: bool,
 ) -> None:
     """Natural singles of the held ``ranks`` (C-2, C-5), ranks ascending, hand order within
@@ -211,7 +213,7 @@ def _groups(
     count: int,
     lock: tuple[int, ...],
     size: int,
-    refuse: FinishRefused,
+    refuse: FinishRefused | None,
     direct_below: int,
 ) -> None:
     """Groups (2 to 6 cards of one rank, jokers standing in, C-3, C-4) of the held ``ranks``
@@ -256,7 +258,7 @@ def _stairs(
     count: int,
     lock: tuple[int, ...],
     size: int,
-    refuse: FinishRefused,
+    refuse: FinishRefused | None,
 ) -> None:
     """Stairs (3+ consecutive ranks of one suit, jokers standing in, C-3, C-4) whose lowest
     rank is in ``mask``, of ``count`` cards (0: every length), suit by suit (S H D C;
@@ -279,7 +281,7 @@ def _stairs_from(
     count: int,
     lock: tuple[int, ...],
     size: int,
-    refuse: FinishRefused,
+    refuse: FinishRefused | None,
 ) -> None:
     """Stairs from rank ``lo`` of ``suit``, whose held ranks are ``present`` (a mask)."""
     missing = 0
@@ -309,7 +311,7 @@ def _stairs_span(
     spare: int,
     lock: tuple[int, ...],
     size: int,
-    refuse: FinishRefused,
+    refuse: FinishRefused | None,
 ) -> None:
     """The stairs ``lo``..``hi`` of ``suit``: jokers fill the ranks not ``present``, and up to
     ``spare`` more jokers stand in for held ranks (``have``), keeping one natural card."""

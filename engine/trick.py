@@ -25,6 +25,9 @@ class TrickRules(GameState):
 
     #: The rule ids of the count check and the comparison (C-5; MD-4 and MD-3 in Million Doubt).
     COUNT_RULE: ClassVar[str] = "C-5"
+    #: The class overrides :meth:`_finish_refused` (set by :class:`engine.game.Game`): the
+    #: play generator asks it only then.
+    _refusing: bool
 
     # -- shared effects of an accepted play (C-8, C-10, MD-12, LR-1) ----------------------
     def _toggle_revolution(self) -> None:
@@ -141,9 +144,9 @@ class TrickRules(GameState):
         """Hook: True if a play of these cards may not empty the hand (TM-5)."""
         return False
 
-    def _extra_plays(self, seat: int) -> list[Play]:
+    def _extra_plays(self, seat: int) -> Sequence[Play]:
         """Hook: plays legal outside the normal comparison (JDF-9 spade-3 return)."""
-        return []
+        return ()
 
     # -- play validation shared by every rule set -----------------------------------------
     def _hand_check(self, seat: int, cards: list[int]) -> None:
@@ -168,7 +171,7 @@ class TrickRules(GameState):
             self.ref,
             self.reversed_order,
             self._rank_restriction(),
-            self._finish_refused,
+            self._finish_refused if self._refusing else None,
         )
         extra = self._extra_plays(seat)
         if extra:
