@@ -186,7 +186,7 @@ class TrickRules(GameState):
         d = self.decision()
         if d is None or d.seat != seat or d.kind != "play":
             return [], False
-        if d.info.get("stuck"):
+        if d.info and d.info.get("stuck"):
             return [], True
         return self.face_up_plays(seat), bool(self.field)
 
