@@ -13,9 +13,11 @@ clock of docs/protocol.md, "Whose fault is a wait"):
   past ``reconnect_s`` seconds of it (never past the bank) the request is taken back, the
   fault ``connection_error`` ("not connected").
 * held by a live gateway: the bot is thinking (the bot's time), but for the time the gateway
-  says its event loop stalled (its alive key, :data:`arena.relay.ALIVE_BEAT`): the arena's.
+  says its event loop stalled (its alive key, :data:`arena.relay.ALIVE_BEAT`): the arena's;
+  and once the gateway's beat is :data:`LATE_BEAT_MS` old (it died or froze, its alive key not
+  yet lapsed), all the time since its last beat is the arena's.
 * held by a gateway that died: the request is queued again, at the front, for another gateway;
-  the time since is the arena's.
+  the time since the gateway's last beat is the arena's.
 
 The arena's time is never the bot's: an answer's :attr:`Outcome.arena_ms` is left out of the
 bank (:mod:`arena.runner.match`), and a request with no answer by the bank's end after some
@@ -64,6 +66,10 @@ LOST_SLICES = 3
 
 #: Milliseconds of stall a gateway must report for its time to count as the arena's.
 STALL_MIN_MS = 50
+#: Age of a gateway's last beat (it beats every second) from which the gateway holding a
+#: request is taken for dead or frozen: the time since that beat is the arena's, before its
+#: alive key lapses (:data:`arena.relay.ALIVE_TTL_S`).
+LATE_BEAT_MS = 1500
 
 # KEYS: request list, held key, the bot's presence set, the bot's dropped mark, the gateways'
 # set. ARGV: envelope, "1" to take it back when queued (unless the arena keeps the bot out),
@@ -71,8 +77,8 @@ STALL_MIN_MS = 50
 # seconds, the dropped mark's time to live. Returns "queued|1" (queued, the arena keeps the
 # bot out: no gateway alive, or a connection of the bot on a gateway that died, or rejoin
 # time left since), "queued|0" (queued: the bot is not connected), "removed" (taken back),
-# "held|<stall ms>", "requeued" (its gateway died: queued again at the front, and the bot's
-# gateways rung) or "unknown".
+# "held|<stall ms>|<ms since the gateway's last beat>", "requeued|<ms since the dead gateway's
+# last beat>" (queued again at the front, and the bot's gateways rung) or "unknown".
 _WHERE = (
     relay.LUA_RING
     + """
@@ -109,17 +115,23 @@ end
 local gw = redis.call('GET', KEYS[2])
 if not gw then return 'unknown' end
 local alive = redis.call('GET', ARGV[3] .. gw)
-if alive then return 'held|' .. alive end
+local ttl_ms = math.floor(tonumber(ARGV[6]) * 1000)
+if alive then
+  local left = redis.call('PTTL', ARGV[3] .. gw)
+  return 'held|' .. alive .. '|' .. (left >= 0 and math.max(0, ttl_ms - left) or 0)
+end
 redis.call('DEL', KEYS[2])
 redis.call('LPUSH', KEYS[1], ARGV[1])
 ring(KEYS[3], ARGV[4], ARGV[5])
-return 'requeued'
+local beat = tonumber(redis.call('ZSCORE', KEYS[5], gw) or '')
+return 'requeued|' .. (beat and math.max(ttl_ms, math.floor((now - beat) * 1000)) or ttl_ms)
 """
 )
 
 #: What the arena's failures are called in :attr:`Outcome.arena`.
 NO_GATEWAY = "no gateway could hold a connection of the bot (a gateway died or stopped, or none ran)"
 STALLED = "the gateway holding the request stalled"
+LATE = "the gateway holding the request missed its beats (it died or froze)"
 DIED = "the gateway holding the request died"
 RELAY_DOWN = "the relay to the gateways (Redis) failed"
 
@@ -149,6 +161,21 @@ class _Clock:
         self.bot_waited = 0.0
         self.why = ""
         self._arena_now = False  # the state last seen was the arena's failure
+        self._held: list[tuple[float, float]] = []  # held spans (from, to) counted as the bot's
+
+    def _since_beat(self, now: float, age_ms: str) -> None:
+        """The holding gateway's last beat was ``age_ms`` ago: the held time counted as the
+        bot's since then is the arena's."""
+        since = now - (int(age_ms) / 1000 if age_ms.isdigit() else 0.0)
+        kept = []
+        for start, end in self._held:
+            if end > since:
+                self.arena_s += end - max(start, since)
+                if start < since:
+                    kept.append((start, since))
+            else:
+                kept.append((start, end))
+        self._held = kept
 
     def arena(self, now: float, why: str) -> None:
         """The time since the last look was the arena's (``why``)."""
@@ -163,16 +190,24 @@ class _Clock:
         if state == "requeued":
             self.arena_s += span
             self.why, self._arena_now = DIED, True
+            self._since_beat(now, info)
         elif state == "queued" and info == "1":
             self.arena_s += span
             self.why, self._arena_now = NO_GATEWAY, True
         elif state in ("queued", "removed"):
             self.bot_waited += span
         elif state == "held":
-            stall = int(info) / 1000 if info.isdigit() else 0.0
-            if stall * 1000 >= STALL_MIN_MS:
-                self.arena_s += min(span, stall)
+            stall_ms, _, age_ms = info.partition("|")
+            stall = int(stall_ms) / 1000 if stall_ms.isdigit() else 0.0
+            arena = min(span, stall) if stall * 1000 >= STALL_MIN_MS else 0.0
+            if arena:
+                self.arena_s += arena
                 self.why = STALLED
+            if span > arena:
+                self._held.append((now - span, now - arena))
+            if age_ms.isdigit() and int(age_ms) >= LATE_BEAT_MS:
+                self._since_beat(now, age_ms)
+                self.why, self._arena_now = LATE, True
 
     def close(self, now: float) -> None:
         """The answer came at ``now``: the last span is the arena's if the last state was."""

@@ -29,7 +29,7 @@ from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker, normalize_url, shared_sessions
 from arena.delivery import internal_reason
 from arena.heartbeat import WorkerHealth
-from arena.runner.connected import ConnectedPlayer, RelayUnavailable
+from arena.runner.connected import LATE, ConnectedPlayer, RelayUnavailable
 from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import LocalPlayer, Outcome
 from arena.runner.replay import replay
@@ -121,6 +121,32 @@ def test_a_frozen_gateways_request_is_not_sent_twice_on_one_connection(
     wait_until(lambda: after, "the next decision answered")
     assert after[0].fault is None and after[0].action == {"type": "pass", "match": "m-after"}, after
     assert bot.closed == []
+
+
+def test_a_gateway_killed_while_it_holds_a_request_is_the_arenas_time_at_once(
+    site: Site, redis_url: str, gateways: list[subprocess.Popen[str]]
+) -> None:
+    """The gateway holding a bot's request is SIGKILLed, 2 s before the seat's bank runs out.
+    Its alive key lasts 3 s after its last beat: before, the worker took the request for held
+    by a live gateway until the key lapsed, so the whole bank was the bot's and the decision
+    was the fault ``timeout`` (any outage cost up to 3 s of bank). Now a beat over
+    ``LATE_BEAT_MS`` old makes the time since it the arena's: no answer by the deadline is
+    the arena's failure (the runner asks again), never the bot's."""
+    proc, gateway_id, url = start_gateway(site.env, gateways)
+    bot = HeldBot(url, site.bot_id, site.secret)
+    client = redis.Redis.from_url(redis_url)
+    outcome = decide_in_thread(redis_url, site.bot_id, "m-killed", 2.0)
+    wait_until(
+        lambda: any(client.get(k) == gateway_id.encode() for k in client.scan_iter(relay.held_key("*"))),
+        "the request held by the gateway",
+    )
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    wait_until(lambda: outcome, "the decision over", 30)
+    out = outcome[0]
+    assert out.fault == "timeout" and out.arena == LATE, out  # before: arena "" (the bot's fault)
+    assert out.arena_ms > 0, out
+    assert bot.frames and bot.frames[0]["body"]["match_id"] == "m-killed"
 
 
 def test_a_database_that_stops_answering_does_not_make_a_gateway_look_dead(pg_url: str, redis_url: str) -> None:
