@@ -349,13 +349,13 @@ def probes_due(session: Session, *, probe_s: int, now: datetime, limit: int = 20
     while its probe is recent (:func:`healthy`)."""
     cutoff = now - timedelta(seconds=probe_s)
     parents = [
-        int(c["parent_entry"])
-        for c in session.scalars(
-            select(LadderEntry.compare).where(
+        _parent(e)
+        for e in session.scalars(
+            select(LadderEntry).where(
                 LadderEntry.status == EntryStatus.ACTIVE, LadderEntry.parent_entry_id.is_not(None)
             )
         )
-        if c and c.get("parent_entry") is not None and int(c.get("sets", 0)) < COMPARE_SETS
+        if comparing(e)
     ]
     return list(
         session.scalars(

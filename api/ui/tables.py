@@ -45,9 +45,9 @@ import engine
 from api.database import db, dispatcher, redis_client, settings
 from api.errors import load_json
 from api.errors import refusal as refusal_of
-from api.ratelimit import client
 from api.resources.tables import PlayTableCreateSchema, seat_frames_of, seat_names, table_dict
 from api.resources.tables import answer_for as push_answer
+from api.resources.tables import limits as open_limits
 from api.ui import access, fields
 from api.ui.forms import attempt, check_csrf, csrf_token, field_errors, form_number, need_viewer, refusal_banner
 from api.ui.live import SSE_HEADERS, status_reader
@@ -187,13 +187,7 @@ def play():
     }
     if form["seed"].strip():
         body["seed"] = form_number(form["seed"])
-    cfg = settings()
-    limits: dict[str, Any] = {
-        "tables_per_account": cfg.tables_per_account,
-        "tables_max": cfg.tables_max,
-        "tables_per_client": cfg.tables_per_client,
-        "client": client(),
-    }
+    limits = open_limits()
     if form["class_table"]:
         body["seats"] = [form_number(s) if s.isdigit() else s for s in form["class_seats"][:n]]
 

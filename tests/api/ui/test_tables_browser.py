@@ -438,6 +438,11 @@ def test_play_against_my_bot_from_its_page_and_a_class_table_by_its_link(browser
     class_tid = int(opg.url.rsplit("/", 1)[1].split("?")[0])
     opg.click("#watch-live")  # the organizer watches it live, every hand
     opg.wait_for_selector("#live-card[data-view=full]", timeout=WAIT_MS)
+    # its stream open before the student plays: a step published before that is never seen live
+    opg.wait_for_function(
+        "() => ['waiting', 'live'].includes(document.getElementById('live-state').dataset.state)",
+        timeout=WAIT_MS,
+    )
     Person(spg, class_tid).play()
     spg.wait_for_selector("#result", timeout=WAIT_MS)
     opg.wait_for_function("() => document.getElementById('live-state').dataset.state === 'ended'", timeout=WAIT_MS)
