@@ -8,7 +8,8 @@ player looks at where the request is (:data:`_WHERE`), and whose the slice's tim
 clock of docs/protocol.md, "Whose fault is a wait"):
 
 * still queued: no connection took it. That time is the arena's when no gateway is alive, or
-  the bot's connections were on a gateway that died or stopped, until
+  the bot's connections were on a gateway that died, stopped or missed its beats (its last
+  beat :data:`LATE_BEAT_MS` old), until
   :data:`arena.relay.REJOIN_S` after that (the bot is reconnecting); otherwise the bot's:
   past ``reconnect_s`` seconds of it (never past the bank) the request is taken back, the
   fault ``connection_error`` ("not connected").
@@ -74,9 +75,10 @@ LATE_BEAT_MS = 1500
 # KEYS: request list, held key, the bot's presence set, the bot's dropped mark, the gateways'
 # set. ARGV: envelope, "1" to take it back when queued (unless the arena keeps the bot out),
 # alive prefix, doorbell prefix, bot id, seconds a gateway lives without a beat, rejoin
-# seconds, the dropped mark's time to live. Returns "queued|1" (queued, the arena keeps the
-# bot out: no gateway alive, or a connection of the bot on a gateway that died, or rejoin
-# time left since), "queued|0" (queued: the bot is not connected), "removed" (taken back),
+# seconds, the dropped mark's time to live, seconds from which a gateway's beat is late (it is
+# taken for dead). Returns "queued|1|<ms since the last beat of the gateway taken for dead, 0
+# if not known>" (queued, the arena keeps the bot out: no gateway beat in that time, or a
+# connection of the bot on a gateway that died or is late, or rejoin time left since), "queued|0" (queued: the bot is not connected), "removed" (taken back),
 # "held|<stall ms>|<ms since the gateway's last beat>", "requeued|<ms since the dead gateway's
 # last beat>" (queued again at the front, and the bot's gateways rung) or "unknown".
 _WHERE = (
@@ -84,23 +86,33 @@ _WHERE = (
     + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local late = tonumber(ARGV[9])
+-- '1|<ms since the last beat of the gateway taken for dead>' (0: not known), or '0'
 local function arena_keeps_out()
-  local dead = redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[6]), '+inf') == 0
-  if not dead then
+  local age = nil
+  local newest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+  if #newest == 0 then
+    age = 0
+  elseif now - tonumber(newest[2]) > late then
+    age = now - tonumber(newest[2])
+  else
     for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf')) do
       local gw = string.match(m, '^[^|]+')
-      if gw and redis.call('EXISTS', ARGV[3] .. gw) == 0 then
-        dead = true
-        break
+      if gw then
+        local beat = tonumber(redis.call('ZSCORE', KEYS[5], gw) or '')
+        if redis.call('EXISTS', ARGV[3] .. gw) == 0 or not beat or now - beat > late then
+          age = beat and now - beat or 0
+          break
+        end
       end
     end
   end
-  if dead then
+  if age then
     redis.call('SET', KEYS[4], string.format('%.3f', now), 'EX', ARGV[8])
-    return '1'
+    return '1|' .. math.floor(math.max(0, age) * 1000)
   end
   local since = tonumber(redis.call('GET', KEYS[4]) or '')
-  if since and now - since < tonumber(ARGV[7]) then return '1' end
+  if since and now - since < tonumber(ARGV[7]) then return '1|0' end
   return '0'
 end
 local pos = redis.call('LPOS', KEYS[1], ARGV[1])
@@ -161,11 +173,12 @@ class _Clock:
         self.bot_waited = 0.0
         self.why = ""
         self._arena_now = False  # the state last seen was the arena's failure
-        self._held: list[tuple[float, float]] = []  # held spans (from, to) counted as the bot's
+        self._held: list[tuple[float, float]] = []  # spans (from, to) held or queued, counted as the bot's
 
     def _since_beat(self, now: float, age_ms: str) -> None:
-        """The holding gateway's last beat was ``age_ms`` ago: the held time counted as the
-        bot's since then is the arena's."""
+        """The last beat of the gateway taken for dead (holding the request, or holding the
+        bot's connections) was ``age_ms`` ago: the time counted as the bot's since then is the
+        arena's."""
         since = now - (int(age_ms) / 1000 if age_ms.isdigit() else 0.0)
         kept = []
         for start, end in self._held:
@@ -191,11 +204,13 @@ class _Clock:
             self.arena_s += span
             self.why, self._arena_now = DIED, True
             self._since_beat(now, info)
-        elif state == "queued" and info == "1":
+        elif state == "queued" and info.startswith("1"):
             self.arena_s += span
             self.why, self._arena_now = NO_GATEWAY, True
+            self._since_beat(now, info.partition("|")[2])
         elif state in ("queued", "removed"):
             self.bot_waited += span
+            self._held.append((now - span, now))
         elif state == "held":
             stall_ms, _, age_ms = info.partition("|")
             stall = int(stall_ms) / 1000 if stall_ms.isdigit() else 0.0
@@ -314,6 +329,7 @@ class ConnectedPlayer:
                         relay.ALIVE_TTL_S,
                         relay.REJOIN_S,
                         relay.DROPPED_TTL_S,
+                        LATE_BEAT_MS / 1000,
                     ],
                 )
                 state, _, info = (where.decode() if isinstance(where, bytes) else str(where)).partition("|")
@@ -354,7 +370,7 @@ class ConnectedPlayer:
                     )
                     unknown = 0
                 until = deadline
-                if state == "queued" and info != "1":  # the bot's own wait for a connection
+                if state == "queued" and not info.startswith("1"):  # the bot's own wait for a connection
                     until = min(deadline, now + max(0.0, self.reconnect_s - clock.bot_waited))
                 got = self.client.blpop([ans_key], timeout=max(0.001, min(SLICE_S, until - now)))
                 if got is not None:
