@@ -78,9 +78,10 @@ LATE_BEAT_MS = 1500
 # seconds, the dropped mark's time to live, seconds from which a gateway's beat is late (it is
 # taken for dead). Returns "queued|1|<ms since the last beat of the gateway taken for dead, 0
 # if not known>" (queued, the arena keeps the bot out: no gateway beat in that time, or a
-# connection of the bot on a gateway that died or is late, or rejoin time left since), "queued|0" (queued: the bot is not connected), "removed" (taken back),
-# "held|<stall ms>|<ms since the gateway's last beat>", "requeued|<ms since the dead gateway's
-# last beat>" (queued again at the front, and the bot's gateways rung) or "unknown".
+# connection of the bot on a gateway that died or is late, or rejoin time left since),
+# "queued|0" (queued: the bot is not connected), "removed" (taken back), "held|<stall
+# ms>|<ms since the gateway's last beat>", "requeued|<ms since the dead gateway's last
+# beat>" (queued again at the front, and the bot's gateways rung) or "unknown".
 _WHERE = (
     relay.LUA_RING
     + """
