@@ -87,31 +87,35 @@ _WHERE = (
     + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local late = tonumber(ARGV[9])
--- '1|<ms since the last beat of the gateway taken for dead>' (0: not known), or '0'
+local late, ttl = tonumber(ARGV[9]), tonumber(ARGV[6])
+-- '1|<ms since the last beat of the gateway that is late or dead>' (0: not known), or '0'.
+-- A dead gateway (no beat in its alive key's time, or its key gone) also starts the rejoin
+-- time (the dropped mark); a late one only while it is late.
 local function arena_keeps_out()
-  local age = nil
+  local age, dead = nil, false
   local newest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
   if #newest == 0 then
-    age = 0
+    age, dead = 0, true
   elseif now - tonumber(newest[2]) > late then
     age = now - tonumber(newest[2])
+    dead = age > ttl
   else
     for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf')) do
       local gw = string.match(m, '^[^|]+')
       if gw then
         local beat = tonumber(redis.call('ZSCORE', KEYS[5], gw) or '')
-        if redis.call('EXISTS', ARGV[3] .. gw) == 0 or not beat or now - beat > late then
-          age = beat and now - beat or 0
-          break
+        local gone = redis.call('EXISTS', ARGV[3] .. gw) == 0 or not beat
+        if gone or now - beat > late then
+          age = math.max(age or 0, beat and now - beat or 0)
+          dead = dead or gone
         end
       end
     end
   end
-  if age then
+  if dead then
     redis.call('SET', KEYS[4], string.format('%.3f', now), 'EX', ARGV[8])
-    return '1|' .. math.floor(math.max(0, age) * 1000)
   end
+  if age then return '1|' .. math.floor(math.max(0, age) * 1000) end
   local since = tonumber(redis.call('GET', KEYS[4]) or '')
   if since and now - since < tonumber(ARGV[7]) then return '1|0' end
   return '0'
