@@ -102,7 +102,7 @@ class Game(ActionParsing):
             dispatch[kind] = (parser, handler)
         cls._dispatch = dispatch
         cls._plain_handlers = cls.HANDLERS.get("play") == "_do_play" and cls.HANDLERS.get("pass") == "_do_pass"
-        cls._refusing_class = getattr(cls, "_finish_refused") is not getattr(TrickRules, "_finish_refused")
+        cls._refusing_class = cls._finish_refused is not TrickRules._finish_refused
 
     def __init__(self, options: Options, seed: int | None, setup: dict[str, Any] | None, log: bool = True):
         super().__init__(options, seed, setup, log)

@@ -31,7 +31,6 @@ from engine.refusals import Refusal
 from engine.results import Result, seat_keys
 from engine.state import mypyc_attr
 
-
 #: The doubt decisions (MD-6) of each seat (shared: their ``info`` is read-only).
 _DOUBT: Final[tuple[Decision, ...]] = (Decision(0, "doubt", {}), Decision(1, "doubt", {}))
 

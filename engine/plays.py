@@ -11,8 +11,8 @@ part of the wire (``legal_actions``): see :func:`face_up_plays`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final
 from itertools import combinations
+from typing import Any, Final
 
 from engine.cards import JOKER
 from engine.forms import ALL_RANKS, Readings, beating_mask, satisfies_lock
@@ -121,16 +121,8 @@ def _by_form(
         else:
             s3 |= bit
     suits = (s0, s1, s2, s3)
-    by_rank: list[list[int]] = _NO_CARDS
-    if multi and ((count <= 1 and s_ok & multi) or (count != 1 and g_ok & multi)):
-        by_rank = [_NO_CARDS] * 13
-        for c in hand:
-            if c != JOKER and multi >> (c >> 2) & 1:
-                cards_of = by_rank[c >> 2]
-                if cards_of is _NO_CARDS:
-                    by_rank[c >> 2] = [c]
-                else:
-                    cards_of.append(c)
+    wanted = multi & ((s_ok if count <= 1 else 0) | (g_ok if count != 1 else 0))
+    by_rank = _cards_by_rank(hand, multi) if wanted else _NO_CARDS
     size = len(hand)
     plays: list[Play] = []
     direct = not lock  # a play smaller than the hand is kept as it is
@@ -145,11 +137,23 @@ def _by_form(
         if ranks:
             _groups(plays, by_rank, suits, multi, ranks, jokers, count, lock, size, refuse, size if direct else 0)
     if (count == 0 or count >= 3) and st_ok and size >= 3 and (count == 0 or count <= size):
-        if jokers or (s0 & s0 >> 1 & s0 >> 2) | (s1 & s1 >> 1 & s1 >> 2) | (s2 & s2 >> 1 & s2 >> 2) | (
-            s3 & s3 >> 1 & s3 >> 2
-        ):  # without a joker, stairs need 3 consecutive ranks held in one suit
-            _stairs(plays, suits, jokers, st_ok, count, lock, size, refuse)
+        if jokers or _has_run(s0, 0) or _has_run(s1, 0) or _has_run(s2, 0) or _has_run(s3, 0):
+            _stairs(plays, suits, jokers, st_ok, count, lock, size, refuse)  # a joker or a run of 3
     return plays
+
+
+def _cards_by_rank(hand: list[int], ranks: int) -> list[list[int]]:
+    """The cards of ``hand`` of each of the ``ranks`` (a mask), in hand order, by rank index
+    (the other ranks: :data:`_NO_CARDS`)."""
+    by_rank = [_NO_CARDS] * 13
+    for c in hand:
+        if c != JOKER and ranks >> (c >> 2) & 1:
+            cards_of = by_rank[c >> 2]
+            if cards_of is _NO_CARDS:
+                by_rank[c >> 2] = [c]
+            else:
+                cards_of.append(c)
+    return by_rank
 
 
 #: ``by_rank`` when no rank is held twice (never read), and its empty slots (never changed).
@@ -217,8 +221,9 @@ def _groups(
     direct_below: int,
 ) -> None:
     """Groups (2 to 6 cards of one rank, jokers standing in, C-3, C-4) of the held ``ranks``
-    (``by_rank``: the cards of the ranks of ``multi``, in hand order), of ``count`` cards (0: every size); a group of fewer than ``direct_below`` cards is kept
-    without the filters (0: every group is filtered)."""
+    (``by_rank``: the cards of the ranks of ``multi``, in hand order), of ``count`` cards
+    (0: every size); a group of fewer than ``direct_below`` cards is kept without the filters
+    (0: every group is filtered)."""
     while ranks:
         low = ranks & -ranks
         ranks ^= low
