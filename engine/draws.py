@@ -22,8 +22,11 @@ _SEED: Callable[[random.Random, int], None] = random.Random.__mro__[1].seed  # t
 
 
 def seeded(seed: int) -> random.Random:
-    """``random.Random(seed)`` for an int ``seed``, the same state, without the two frames of
-    interpreted Python (``__init__``, ``seed``) around the C seeding."""
+    """``random.Random(seed)``: for an int ``seed`` the same state without the two frames of
+    interpreted Python (``__init__``, ``seed``) around the C seeding; anything else (a
+    string seeds otherwise in Python) through ``random.Random`` itself."""
+    if type(seed) is not int:
+        return random.Random(seed)
     rng = random.Random.__new__(random.Random)
     _SEED(rng, seed)
     rng.gauss_next = None  # type: ignore[attr-defined]  # as random.Random.__init__ sets it
