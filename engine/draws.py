@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -21,11 +21,11 @@ T = TypeVar("T")
 _SEED: Callable[[random.Random, int], None] = random.Random.__mro__[1].seed  # type: ignore[attr-defined]
 
 
-def seeded(seed: int) -> random.Random:
+def seeded(seed: Any) -> random.Random:
     """``random.Random(seed)``: for an int ``seed`` the same state without the two frames of
     interpreted Python (``__init__``, ``seed``) around the C seeding; anything else (a
     string seeds otherwise in Python) through ``random.Random`` itself."""
-    if type(seed) is not int:
+    if not isinstance(seed, int):
         return random.Random(seed)
     rng = random.Random.__new__(random.Random)
     _SEED(rng, seed)
