@@ -79,8 +79,6 @@ CALLED_BY_NAME = [
     "_presence",  # marshmallow fields.Method("_presence") (api.resources.bots)
     "_warnings",
     "ReaperScheduler",  # celery beat -S worker.beat:ReaperScheduler (daifugo_arena.cli.worker)
-    # dead, but in daifugo_arena/gateway/admission.py, which issue 39 reworks on another branch: delete it there
-    "client_address",
 ]
 JUDGED = ("function", "method", "class")
 

@@ -8,14 +8,17 @@ player looks at where the request is (:data:`_WHERE`), and whose the slice's tim
 clock of docs/protocol.md, "Whose fault is a wait"):
 
 * still queued: no connection took it. That time is the arena's when no gateway is alive, or
-  the bot's connections were on a gateway that died or stopped, until
+  the bot's connections were on a gateway that died, stopped or missed its beats (its last
+  beat :data:`LATE_BEAT_MS` old), until
   :data:`arena.relay.REJOIN_S` after that (the bot is reconnecting); otherwise the bot's:
   past ``reconnect_s`` seconds of it (never past the bank) the request is taken back, the
   fault ``connection_error`` ("not connected").
 * held by a live gateway: the bot is thinking (the bot's time), but for the time the gateway
-  says its event loop stalled (its alive key, :data:`arena.relay.ALIVE_BEAT`): the arena's.
+  says its event loop stalled (its alive key, :data:`arena.relay.ALIVE_BEAT`): the arena's;
+  and once the gateway's beat is :data:`LATE_BEAT_MS` old (it died or froze, its alive key not
+  yet lapsed), all the time since its last beat is the arena's.
 * held by a gateway that died: the request is queued again, at the front, for another gateway;
-  the time since is the arena's.
+  the time since the gateway's last beat is the arena's.
 
 The arena's time is never the bot's: an answer's :attr:`Outcome.arena_ms` is left out of the
 bank (:mod:`arena.runner.match`), and a request with no answer by the bank's end after some
@@ -64,37 +67,57 @@ LOST_SLICES = 3
 
 #: Milliseconds of stall a gateway must report for its time to count as the arena's.
 STALL_MIN_MS = 50
+#: Age of a gateway's last beat (it beats every second) from which the gateway holding a
+#: request is taken for dead or frozen: the time since that beat is the arena's, before its
+#: alive key lapses (:data:`arena.relay.ALIVE_TTL_S`).
+LATE_BEAT_MS = 1500
 
 # KEYS: request list, held key, the bot's presence set, the bot's dropped mark, the gateways'
 # set. ARGV: envelope, "1" to take it back when queued (unless the arena keeps the bot out),
 # alive prefix, doorbell prefix, bot id, seconds a gateway lives without a beat, rejoin
-# seconds, the dropped mark's time to live. Returns "queued|1" (queued, the arena keeps the
-# bot out: no gateway alive, or a connection of the bot on a gateway that died, or rejoin
-# time left since), "queued|0" (queued: the bot is not connected), "removed" (taken back),
-# "held|<stall ms>", "requeued" (its gateway died: queued again at the front, and the bot's
-# gateways rung) or "unknown".
+# seconds, the dropped mark's time to live, seconds from which a gateway's beat is late (it is
+# taken for dead). Returns "queued|1|<ms since the last beat of the gateway taken for dead, 0
+# if not known>" (queued, the arena keeps the bot out: no gateway beat in that time, or a
+# connection of the bot on a gateway that died or is late, or rejoin time left since),
+# "queued|0" (queued: the bot is not connected), "removed" (taken back), "held|<stall
+# ms>|<ms since the gateway's last beat>", "requeued|<ms since the dead gateway's last
+# beat>" (queued again at the front, and the bot's gateways rung) or "unknown".
 _WHERE = (
     relay.LUA_RING
     + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local late, ttl = tonumber(ARGV[9]), tonumber(ARGV[6])
+-- '1|<ms since the last beat of the gateway that is late or dead>' (0: not known), or '0'.
+-- A dead gateway (no beat in its alive key's time, or its key gone) also starts the rejoin
+-- time (the dropped mark); a late one only while it is late.
 local function arena_keeps_out()
-  local dead = redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[6]), '+inf') == 0
-  if not dead then
+  local age, dead = nil, false
+  local newest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+  if #newest == 0 then
+    age, dead = 0, true
+  elseif now - tonumber(newest[2]) > late then
+    age = now - tonumber(newest[2])
+    dead = age > ttl
+  else
     for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf')) do
       local gw = string.match(m, '^[^|]+')
-      if gw and redis.call('EXISTS', ARGV[3] .. gw) == 0 then
-        dead = true
-        break
+      if gw then
+        local beat = tonumber(redis.call('ZSCORE', KEYS[5], gw) or '')
+        local gone = redis.call('EXISTS', ARGV[3] .. gw) == 0 or not beat
+        if gone or now - beat > late then
+          age = math.max(age or 0, beat and now - beat or 0)
+          dead = dead or gone
+        end
       end
     end
   end
   if dead then
     redis.call('SET', KEYS[4], string.format('%.3f', now), 'EX', ARGV[8])
-    return '1'
   end
+  if age then return '1|' .. math.floor(math.max(0, age) * 1000) end
   local since = tonumber(redis.call('GET', KEYS[4]) or '')
-  if since and now - since < tonumber(ARGV[7]) then return '1' end
+  if since and now - since < tonumber(ARGV[7]) then return '1|0' end
   return '0'
 end
 local pos = redis.call('LPOS', KEYS[1], ARGV[1])
@@ -109,17 +132,23 @@ end
 local gw = redis.call('GET', KEYS[2])
 if not gw then return 'unknown' end
 local alive = redis.call('GET', ARGV[3] .. gw)
-if alive then return 'held|' .. alive end
+local ttl_ms = math.floor(tonumber(ARGV[6]) * 1000)
+if alive then
+  local left = redis.call('PTTL', ARGV[3] .. gw)
+  return 'held|' .. alive .. '|' .. (left >= 0 and math.max(0, ttl_ms - left) or 0)
+end
 redis.call('DEL', KEYS[2])
 redis.call('LPUSH', KEYS[1], ARGV[1])
 ring(KEYS[3], ARGV[4], ARGV[5])
-return 'requeued'
+local beat = tonumber(redis.call('ZSCORE', KEYS[5], gw) or '')
+return 'requeued|' .. (beat and math.max(ttl_ms, math.floor((now - beat) * 1000)) or ttl_ms)
 """
 )
 
 #: What the arena's failures are called in :attr:`Outcome.arena`.
 NO_GATEWAY = "no gateway could hold a connection of the bot (a gateway died or stopped, or none ran)"
 STALLED = "the gateway holding the request stalled"
+LATE = "the gateway holding the request missed its beats (it died or froze)"
 DIED = "the gateway holding the request died"
 RELAY_DOWN = "the relay to the gateways (Redis) failed"
 
@@ -149,6 +178,22 @@ class _Clock:
         self.bot_waited = 0.0
         self.why = ""
         self._arena_now = False  # the state last seen was the arena's failure
+        self._held: list[tuple[float, float]] = []  # spans (from, to) held or queued, counted as the bot's
+
+    def _since_beat(self, now: float, age_ms: str) -> None:
+        """The last beat of the gateway taken for dead (holding the request, or holding the
+        bot's connections) was ``age_ms`` ago: the time counted as the bot's since then is the
+        arena's."""
+        since = now - (int(age_ms) / 1000 if age_ms.isdigit() else 0.0)
+        kept = []
+        for start, end in self._held:
+            if end > since:
+                self.arena_s += end - max(start, since)
+                if start < since:
+                    kept.append((start, since))
+            else:
+                kept.append((start, end))
+        self._held = kept
 
     def arena(self, now: float, why: str) -> None:
         """The time since the last look was the arena's (``why``)."""
@@ -163,16 +208,26 @@ class _Clock:
         if state == "requeued":
             self.arena_s += span
             self.why, self._arena_now = DIED, True
-        elif state == "queued" and info == "1":
+            self._since_beat(now, info)
+        elif state == "queued" and info.startswith("1"):
             self.arena_s += span
             self.why, self._arena_now = NO_GATEWAY, True
+            self._since_beat(now, info.partition("|")[2])
         elif state in ("queued", "removed"):
             self.bot_waited += span
+            self._held.append((now - span, now))
         elif state == "held":
-            stall = int(info) / 1000 if info.isdigit() else 0.0
-            if stall * 1000 >= STALL_MIN_MS:
-                self.arena_s += min(span, stall)
+            stall_ms, _, age_ms = info.partition("|")
+            stall = int(stall_ms) / 1000 if stall_ms.isdigit() else 0.0
+            arena = min(span, stall) if stall * 1000 >= STALL_MIN_MS else 0.0
+            if arena:
+                self.arena_s += arena
                 self.why = STALLED
+            if span > arena:
+                self._held.append((now - span, now - arena))
+            if age_ms.isdigit() and int(age_ms) >= LATE_BEAT_MS:
+                self._since_beat(now, age_ms)
+                self.why, self._arena_now = LATE, True
 
     def close(self, now: float) -> None:
         """The answer came at ``now``: the last span is the arena's if the last state was."""
@@ -279,6 +334,7 @@ class ConnectedPlayer:
                         relay.ALIVE_TTL_S,
                         relay.REJOIN_S,
                         relay.DROPPED_TTL_S,
+                        LATE_BEAT_MS / 1000,
                     ],
                 )
                 state, _, info = (where.decode() if isinstance(where, bytes) else str(where)).partition("|")
@@ -319,7 +375,7 @@ class ConnectedPlayer:
                     )
                     unknown = 0
                 until = deadline
-                if state == "queued" and info != "1":  # the bot's own wait for a connection
+                if state == "queued" and not info.startswith("1"):  # the bot's own wait for a connection
                     until = min(deadline, now + max(0.0, self.reconnect_s - clock.bot_waited))
                 got = self.client.blpop([ans_key], timeout=max(0.001, min(SLICE_S, until - now)))
                 if got is not None:

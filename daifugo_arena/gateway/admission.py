@@ -41,13 +41,6 @@ NETWORK_FAILED_AUTH_BURST = 64
 TARPIT_MAX = 1024
 
 
-def client_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
-    """The address a connection comes from: the peer's, or behind ``proxy_hops`` trusted proxies
-    the one they put in ``X-Forwarded-For`` (``ARENA_PROXY_HOPS``, as the API); an IPv6 address
-    as its /64 network (one host holds a whole /64)."""
-    return client_key(peer_address(ws, proxy_hops))
-
-
 def peer_address(ws: ServerConnection, proxy_hops: int = 0) -> str:
     """The address a connection comes from (:func:`arena.clients.forwarded_address`)."""
     peer = ws.remote_address[0] if ws.remote_address else ""
@@ -88,7 +81,7 @@ class Admission:
     def __init__(self, hub: Hub, reader: CredentialsReader):
         self.hub, self.reader = hub, reader
         self.unauthenticated = 0
-        #: client (:func:`client_address`) -> its connections waiting to authenticate
+        #: client (:func:`arena.clients.client_key`) -> its connections waiting to authenticate
         self.waiting: dict[str, int] = {}
         #: network (:func:`arena.clients.network_key`) -> its connections waiting to authenticate
         self.waiting_networks: dict[str, int] = {}

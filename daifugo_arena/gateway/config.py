@@ -53,7 +53,7 @@ class GatewayConfig:
         max_connections: most connections of this process (more are refused with 1013).
         max_unauthenticated: most connections waiting to authenticate at once (more: 1013).
         max_unauthenticated_per_address: the same, from one client
-            (:func:`daifugo_arena.gateway.admission.client_address`; more: 1013), so that one client cannot
+            (:func:`arena.clients.client_key`; more: 1013), so that one client cannot
             hold every place of ``max_unauthenticated``.
         max_unauthenticated_per_network: the same, from one network (an IPv4 /24, an IPv6 /48,
             :func:`arena.clients.network_key`; more: 1013): one machine holding many addresses.

@@ -60,7 +60,7 @@ the proved secret rotated away (renewal)   close 4401                (none: give
 over a connection cap, per bot or account  close 4429
 over ``max_unauthenticated`` waiting, or   close 1013 (try again)
 ``max_unauthenticated_per_address`` from
-one client (:func:`daifugo_arena.gateway.admission.client_address`), or
+one client (:func:`arena.clients.client_key`), or
 ``max_unauthenticated_per_network`` from
 one /24 (IPv6: /48)
 ========================================== ========================= ====================

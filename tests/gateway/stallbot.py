@@ -1,10 +1,12 @@
-"""A bot for the gateway-kill test (``arena bots connect tests.gateway.stallbot:StallOnce``).
+"""Bots for the gateway-kill tests (``arena bots connect tests.gateway.stallbot:StallOnce``).
 
-It plays as the sample ``random`` bot, but the first decision it is asked holds: it writes the
-request's ``match_id``, ``game`` and ``unit`` to the file named by ``ARENA_TEST_STALL_FILE``
-(whole, by a rename) and thinks for :data:`STALL_S` seconds, longer than the test takes to kill
-the gateway that relayed it. That answer is never sent (its connection is gone); the request,
+Both play as the sample ``random`` bot and write the first request's ``match_id``, ``game`` and
+``unit`` to the file named by ``ARENA_TEST_STALL_FILE`` (whole, by a rename). :class:`StallOnce`
+thinks for :data:`STALL_S` seconds on that first decision, longer than the test takes to kill
+the gateway that relayed it: that answer is never sent (its connection is gone); the request,
 queued again by the worker, comes back over the bot's next connection and is answered at once.
+:class:`ThinkEach` thinks :data:`THINK_S` seconds on every decision: a match lasts long enough
+for a test to kill its gateway mid-match, and the bot's own time per decision stays small.
 """
 
 from __future__ import annotations
@@ -21,6 +23,17 @@ from bots_sdk.samples.random_bot import RandomBot
 
 #: Seconds the first decision thinks (the test kills the gateway long before).
 STALL_S = 60.0
+#: Seconds each decision of :class:`ThinkEach` thinks.
+THINK_S = 0.25
+
+
+def write_marker(request: Mapping[str, Any] | Request) -> None:
+    """The request's ``match_id``, ``game`` and ``unit``, to ``ARENA_TEST_STALL_FILE``."""
+    target = Path(os.environ["ARENA_TEST_STALL_FILE"])
+    tmp = target.with_suffix(".tmp")
+    raw = request.raw if isinstance(request, Request) else request
+    tmp.write_text(json.dumps({k: raw[k] for k in ("match_id", "game", "unit")}))
+    os.replace(tmp, target)
 
 
 class StallOnce(RandomBot):
@@ -35,10 +48,23 @@ class StallOnce(RandomBot):
         with self._lock:
             first, self._stalled = not self._stalled, True
         if first:
-            target = Path(os.environ["ARENA_TEST_STALL_FILE"])
-            tmp = target.with_suffix(".tmp")
-            raw = request.raw if isinstance(request, Request) else request
-            tmp.write_text(json.dumps({k: raw[k] for k in ("match_id", "game", "unit")}))
-            os.replace(tmp, target)
+            write_marker(request)
             threading.Event().wait(STALL_S)
+        return super().decide(request)
+
+
+class ThinkEach(RandomBot):
+    name = "think-each"
+
+    def __init__(self) -> None:
+        super().__init__(seed=7)
+        self._lock = threading.Lock()
+        self._marked = False
+
+    def decide(self, request: Mapping[str, Any] | Request) -> dict:
+        with self._lock:
+            first, self._marked = not self._marked, True
+        if first:
+            write_marker(request)
+        threading.Event().wait(THINK_S)
         return super().decide(request)

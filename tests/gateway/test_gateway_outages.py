@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker, normalize_url, shared_sessions
 from arena.delivery import internal_reason
 from arena.heartbeat import WorkerHealth
-from arena.runner.connected import ConnectedPlayer, RelayUnavailable
+from arena.runner.connected import DIED, LATE, NO_GATEWAY, ConnectedPlayer, RelayUnavailable
 from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import LocalPlayer, Outcome
 from arena.runner.replay import replay
@@ -121,6 +122,54 @@ def test_a_frozen_gateways_request_is_not_sent_twice_on_one_connection(
     wait_until(lambda: after, "the next decision answered")
     assert after[0].fault is None and after[0].action == {"type": "pass", "match": "m-after"}, after
     assert bot.closed == []
+
+
+def test_a_gateway_killed_while_it_holds_a_request_is_the_arenas_time_at_once(
+    site: Site, redis_url: str, gateways: list[subprocess.Popen[str]]
+) -> None:
+    """The gateway holding a bot's request is SIGKILLed. Its alive key lasts up to 3 s after
+    its last beat: before, the worker took the request for held by a live gateway until the key
+    lapsed, so up to 3 s of the dead gateway's time was the bot's (with less than that left in
+    the bank: the fault ``timeout``). Now a beat over ``LATE_BEAT_MS`` old makes all the time
+    since that beat the arena's: the bot's own time is at most what passed before the kill
+    (TIME-2, FAULT-1), whatever the machine's load and wherever the kill falls in the bank."""
+    proc, gateway_id, url = start_gateway(site.env, gateways)
+    bot = HeldBot(url, site.bot_id, site.secret)
+    client = redis.Redis.from_url(redis_url)
+    started = time.monotonic()  # before the player's own start: the bound below is loose, not tight
+    outcome = decide_in_thread(redis_url, site.bot_id, "m-killed", 8.0)
+    wait_until(lambda: bot.frames, "the request delivered")  # held by the gateway, at the bot
+    assert bot.frames[0]["body"]["match_id"] == "m-killed"
+    assert [client.get(k) for k in client.scan_iter(relay.held_key("*"))] == [gateway_id.encode()]
+    killed = time.monotonic()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    wait_until(lambda: outcome, "the decision over", 60)
+    out = outcome[0]
+    # no answer: the arena's failure (the runner asks again), never the bot's
+    assert out.fault == "timeout" and out.arena in (LATE, DIED, NO_GATEWAY), out
+    # the bot's time ends at the gateway's last beat, before the kill; 2 ms for the rounding
+    assert out.elapsed_ms - out.arena_ms <= (killed - started) * 1000 + 2, (out, killed - started)
+
+
+def test_a_request_queued_for_a_bot_whose_gateway_just_died_costs_it_nothing(
+    site: Site, redis_url: str, gateways: list[subprocess.Popen[str]]
+) -> None:
+    """The gateway holding the bot's only connection is SIGKILLed between two requests, and the
+    next request is queued at once, while the dead gateway's alive key (3 s) still says it
+    lives. Before, the queued time until the key lapsed was the bot's own wait for a
+    connection (up to 3 s of its bank). Now a gateway whose last beat is ``LATE_BEAT_MS`` old
+    is taken for dead: all the time since its last beat is the arena's (FAULT-1), so the bot
+    pays nothing for a request no connection of its could take."""
+    proc, _, url = start_gateway(site.env, gateways)
+    HeldBot(url, site.bot_id, site.secret)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    outcome = decide_in_thread(redis_url, site.bot_id, "m-orphaned", 6.0)
+    wait_until(lambda: outcome, "the decision over", 60)
+    out = outcome[0]
+    assert out.fault == "timeout" and out.arena == NO_GATEWAY, out  # the arena's: asked again
+    assert out.elapsed_ms - out.arena_ms <= 2, out  # before: up to 3,000 ms of the bot's
 
 
 def test_a_database_that_stops_answering_does_not_make_a_gateway_look_dead(pg_url: str, redis_url: str) -> None:
