@@ -54,6 +54,8 @@ SPECTATOR = -1
 QUIET_S = 1.0
 #: Redis socket timeouts of the publisher, seconds (a slow Redis must not slow a match).
 PUBLISH_TIMEOUT_S = 0.25
+#: Longest wait for Redis to confirm a reader's subscription, seconds (:class:`Subscription`).
+SUBSCRIBE_TIMEOUT_S = 5.0
 
 
 #: Tournament events (:func:`publish_tournament_event`).
@@ -139,6 +141,9 @@ class LivePublisher:
         # each player's score over the games ended so far (a viewer who joins late gets them)
         self._totals: list[int] | None = [0] * len(seats[0]) if seats else None
         self._totalled: set[int] = set()
+        # the last decision (game index, engine game, exchange) and the channels that skipped it
+        self._last: tuple[int, Any, Mapping[str, Any]] | None = None
+        self._skipped: set[str | int] = set()
         try:
             self._redis: redis.Redis | None = redis.Redis.from_url(
                 url, socket_connect_timeout=PUBLISH_TIMEOUT_S, socket_timeout=PUBLISH_TIMEOUT_S
@@ -162,20 +167,42 @@ class LivePublisher:
     def step(self, game_index: int, g: Any, exchange: Mapping[str, Any]) -> None:
         """Publish the views after one decision (``exchange``: the runner's record of it).
 
-        Both channels go in one Redis round trip. A channel whose last message reached no
+        Every channel goes in one Redis round trip. A channel whose last message reached no
         subscriber is neither built nor sent for :data:`QUIET_S` seconds (most matches are
-        watched by no one, and a worker plays many at once): a viewer who opens the live
-        view gets its first message within that time, with every event since the last
-        message sent on that channel."""
+        watched by no one, and a worker plays many at once). What a channel skipped is never
+        lost: a viewer who opens the live view in that time gets every event since the last
+        message sent on it with the first decision after that time, at the latest with the
+        last state of the game when the next game starts, or of the match before its end
+        (:meth:`end`)."""
         if self._redis is None:
             return
+        if self._last is not None and self._last[0] != game_index:
+            self._flush()  # the previous game's end, on the channels that skipped it
         self._add_game_scores(game_index, g)
+        self._last = (game_index, g, exchange)
         now = time.monotonic()
         self._players = max(self._players, len(g.hands))
         keys: list[str | int] = ["public", "full", *range(self._players)]  # a player's channel: its index
         channels = [key for key in keys if now >= self._quiet_until.get(key, 0.0)]
+        self._skipped.update(key for key in keys if key not in channels)
         if not channels:
             return
+        received = self._send(game_index, g, exchange, channels)
+        for key, count in zip(channels, received):
+            if not count:
+                self._quiet_until[key] = now + QUIET_S
+
+    def _flush(self) -> None:
+        """Publish the last decision's views on every channel that skipped it (quiet)."""
+        if self._last is None or not self._skipped or self._redis is None:
+            return
+        channels = sorted(self._skipped, key=str)
+        self._send(*self._last, channels)
+
+    def _send(self, game_index: int, g: Any, exchange: Mapping[str, Any], channels: list[str | int]) -> list[int]:
+        """Publish the views of ``channels`` after a decision, in one round trip; the count
+        of subscribers each reached (none when Redis failed: publishing stops)."""
+        assert self._redis is not None
         head = {
             "type": "step",
             "match_id": self.match_id,
@@ -192,6 +219,7 @@ class LivePublisher:
         }
         pipe = self._redis.pipeline(transaction=False)
         for key in channels:
+            self._skipped.discard(key)
             start = self._events_seen.get((key, game_index), 0)
             self._events_seen[(key, game_index)] = len(g.events)
             if isinstance(key, str):
@@ -202,14 +230,11 @@ class LivePublisher:
                 name = player_channel(self.match_id, key)
             pipe.publish(name, json.dumps({**head, **view}, separators=(",", ":")))
         try:
-            received = pipe.execute()
+            return [int(n) for n in pipe.execute()]
         except redis.RedisError as exc:
             log.warning("live: publishing match %s stopped (%s)", self.match_id, exc)
             self._redis = None
-            return
-        for key, count in zip(channels, received):
-            if not count:
-                self._quiet_until[key] = now + QUIET_S
+            return []
 
     def _seat_of(self, game_index: int, player: int) -> int:
         """The seat player ``player`` holds in game ``game_index`` (its index when the seats
@@ -232,7 +257,10 @@ class LivePublisher:
                 self._totals[player] += int(result["scores"].get(str(seat), 0))
 
     def end(self) -> None:
-        """Publish the end of the match on every channel and close the connection."""
+        """Publish the end of the match on every channel and close the connection; first, the
+        last decision's views on every channel that skipped it (:meth:`step`): a viewer
+        never sees the end without what happened after it subscribed."""
+        self._flush()
         for full in (False, True):
             self._publish(full, {"type": "end", "match_id": self.match_id})
         # seats unknown and no step published: every player index a rule set has
@@ -294,19 +322,28 @@ def _tournament_client(url: str) -> redis.Redis:
 
 
 class Subscription:
-    """A subscription to one pub/sub channel, open from construction (so a caller can check
-    the database *after* subscribing and miss nothing); iterate :meth:`messages`, then
-    :meth:`close`.
+    """A subscription to one pub/sub channel, in effect once constructed: Redis has confirmed
+    it, so every message published after the constructor returns is received (a caller can
+    check the database *after* subscribing, or tell a page it is live, and miss nothing);
+    iterate :meth:`messages`, then :meth:`close`.
 
     Raises (constructor):
-        redis.RedisError: Redis cannot be reached.
+        redis.RedisError: Redis cannot be reached, or does not confirm the subscription
+            within :data:`SUBSCRIBE_TIMEOUT_S` seconds.
     """
 
     def __init__(self, url: str, name: str):
         self._client = redis.Redis.from_url(url, socket_connect_timeout=2.0)
-        self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        self._pubsub = self._client.pubsub()  # type: ignore[no-untyped-call]
         try:
-            self._pubsub.subscribe(name)
+            self._pubsub.subscribe(name)  # sent, not yet confirmed (redis-py does not wait)
+            deadline = time.monotonic() + SUBSCRIBE_TIMEOUT_S
+            while True:
+                msg = self._pubsub.get_message(timeout=max(0.0, deadline - time.monotonic()))
+                if msg is not None and msg.get("type") == "subscribe":
+                    break
+                if time.monotonic() >= deadline:
+                    raise redis.TimeoutError(f"Redis did not confirm the subscription to {name}")
         except redis.RedisError:
             self.close()
             raise
@@ -324,6 +361,8 @@ class Subscription:
             if msg is None:
                 yield None
                 continue
+            if msg.get("type") != "message":
+                continue  # a (un)subscribe confirmation
             data = msg.get("data")
             text = data.decode() if isinstance(data, bytes) else str(data)
             yield text

@@ -24,7 +24,7 @@ from arena.conformance.games import ProgressFn
 from arena.conformance.pipeline import run_pipeline, warn
 from arena.health import HEALTH_TIMEOUT_S, judge_health_body, not_healthy_yet, truncate_text
 from arena.runner.connected import ConnectedPlayer
-from arena.runner.players import Player
+from arena.runner.players import ArenaFailure, Player
 from bots_sdk import protocol, wire
 
 #: Seconds the check of a bot that dials out waits for it to be connected (its health request).
@@ -39,10 +39,15 @@ def connected_health(
     (``status`` None). A bot found not connected: ``story()`` (the bot's
     :class:`~arena.relay.Story`, as the gateways wrote it) says which step it reached,
     :func:`dial_step` (``step``, ``error``, ``error_code``). Never raises for the bot's
-    behaviour (the relay's failure: :class:`~arena.runner.connected.RelayUnavailable`)."""
+    behaviour: the relay's failure raises :class:`~arena.runner.connected.RelayUnavailable`,
+    a request the arena kept from the bot (a gateway dead, late or stalled:
+    :attr:`~arena.runner.players.Outcome.arena`) :class:`~arena.runner.players.ArenaFailure`,
+    so the check errs and never fails the bot for it (FAULT-1)."""
     out = not_healthy_yet()
     outcome = player.health(timeout_s)
     out["elapsed_ms"] = float(outcome.elapsed_ms)
+    if outcome.action is None and outcome.arena:
+        raise ArenaFailure(f"the health request was kept from the bot: {outcome.arena}")
     if outcome.action is None:
         out["error"] = truncate_text(f"{outcome.fault}: {outcome.detail}")
         if outcome.fault == "connection_error":

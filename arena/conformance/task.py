@@ -15,6 +15,7 @@ from arena.config import Settings
 from arena.conformance.dialout import CONNECT_WAIT_S, check_connected_bot
 from arena.conformance.pipeline import check_bot
 from arena.db.session import shared_sessions
+from arena.runner.players import ArenaFailure
 
 log = logging.getLogger("arena.checks")
 
@@ -29,7 +30,8 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
     and store the outcome (:func:`arena.lifecycle.finish_check`). Returns a status line.
 
     An exception of the check itself (not the bot's behaviour) makes the check ``error`` and
-    gives the bot back its status before the check.
+    gives the bot back its status before the check; so does the arena's own failure
+    (:class:`~arena.runner.players.ArenaFailure`: a gateway or the relay), said as such.
 
     Raises:
         sqlalchemy.exc.OperationalError: the database is unreachable (the task retries).
@@ -74,9 +76,14 @@ def run_check(check_id: int, settings: Settings | None = None) -> str:
                 name=plan.name,
             )
     except Exception as exc:
-        log.exception("check %s broke", plan.check_id)
+        if isinstance(exc, ArenaFailure):  # a gateway or the relay failed: not the bot (FAULT-1)
+            log.warning("check %s: the arena failed: %s", plan.check_id, exc)
+            why = f"the arena failed, not the bot (check it again): {exc}"
+        else:
+            log.exception("check %s broke", plan.check_id)
+            why = f"internal error: {type(exc).__name__}: {exc}"
         with factory() as session:
-            if lifecycle.error_check(session, plan.check_id, f"internal error: {type(exc).__name__}: {exc}"):
+            if lifecycle.error_check(session, plan.check_id, why):
                 notices.check_finished(session, notices.sender_for(settings), plan.check_id)
         return f"check {plan.check_id}: internal error"
     with factory() as session:

@@ -77,8 +77,8 @@ LATE_BEAT_MS = 1500
 # alive prefix, doorbell prefix, bot id, seconds a gateway lives without a beat, rejoin
 # seconds, the dropped mark's time to live, seconds from which a gateway's beat is late (it is
 # taken for dead). Returns "queued|1|<ms since the last beat of the gateway taken for dead, 0
-# if not known>" (queued, the arena keeps the bot out: no gateway beat in that time, or a
-# connection of the bot on a gateway that died or is late, or rejoin time left since),
+# if not known>" (queued, the arena keeps the bot out: no gateway alive, or a connection of the
+# bot on a gateway that died or is late, or rejoin time left since),
 # "queued|0" (queued: the bot is not connected), "removed" (taken back), "held|<stall
 # ms>|<ms since the gateway's last beat>", "requeued|<ms since the dead gateway's last
 # beat>" (queued again at the front, and the bot's gateways rung) or "unknown".
@@ -89,16 +89,17 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local late, ttl = tonumber(ARGV[9]), tonumber(ARGV[6])
 -- '1|<ms since the last beat of the gateway that is late or dead>' (0: not known), or '0'.
--- A dead gateway (no beat in its alive key's time, or its key gone) also starts the rejoin
--- time (the dropped mark); a late one only while it is late.
+-- No gateway alive (none beat in an alive key's time), or a gateway holding a connection of
+-- the bot dead (its key gone) or late (its last beat `late` old): the arena keeps the bot out.
+-- A dead gateway also starts the rejoin time (the dropped mark); a late one only counts while
+-- it is late (a loaded machine delays beats: a bot with no connection is not helped by that).
 local function arena_keeps_out()
   local age, dead = nil, false
   local newest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
   if #newest == 0 then
     age, dead = 0, true
-  elseif now - tonumber(newest[2]) > late then
-    age = now - tonumber(newest[2])
-    dead = age > ttl
+  elseif now - tonumber(newest[2]) > ttl then
+    age, dead = now - tonumber(newest[2]), true
   else
     for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf')) do
       local gw = string.match(m, '^[^|]+')

@@ -95,3 +95,22 @@ def test_a_bot_that_sends_no_keepalive_pings_passes_with_a_warning(dial_stack, t
     stack.connections(owner, bot["id"], 1)
     check = stack.check(owner, bot["id"])
     assert check["status"] == "passed" and check["warnings"] == [], (check, pinging.log())
+
+
+def test_a_check_whose_gateway_died_errs_and_never_fails_the_bot(dial_stack) -> None:
+    """The only gateway dies (SIGKILL) under a connected bot just before its check: the health
+    request waits for a gateway that is late, then dead, the arena's time. Before, the check
+    ended ``failed`` ("timeout: ...") and the bot was charged the arena's failure; now it errs,
+    saying the arena failed, and the bot keeps the status it had (FAULT-1)."""
+    stack: DialStack = dial_stack(gateways=1)
+    owner = stack.account("orphan")
+    bot = stack.register(owner, "laptop", "million_doubt")
+    stack.connect_bot(bot["id"], bot["secret"], [stack.gateways[0].url], pool=1)
+    stack.connections(owner, bot["id"], 1)
+    before = stack.bot(owner, bot["id"])["status"]
+    stack.gateways[0].kill()
+    check = stack.check(owner, bot["id"])
+    assert check["status"] == "error", check
+    assert check["error"].startswith("the arena failed, not the bot (check it again): "), check
+    assert "gateway" in check["error"], check
+    assert stack.bot(owner, bot["id"])["status"] == before

@@ -226,11 +226,14 @@ class Person:
         while True:
             if self._over():
                 return
-            state = self.page.evaluate(
-                "() => { const g = document.getElementById('game'); const r = document.getElementById('refusal');"
-                " return g ? [g.dataset.state, g.dataset.rid, r && !r.hidden ? r.textContent : null,"
-                " r && r.querySelector('a.rule') ? r.querySelector('a.rule').dataset.rule : null] : null; }"
-            )
+            try:
+                state = self.page.evaluate(
+                    "() => { const g = document.getElementById('game'); const r = document.getElementById('refusal');"
+                    " return g ? [g.dataset.state, g.dataset.rid, r && !r.hidden ? r.textContent : null,"
+                    " r && r.querySelector('a.rule') ? r.querySelector('a.rule').dataset.rule : null] : null; }"
+                )
+            except Exception:  # the page reloads (the end, right after the last answer): look again
+                state = None
             if state is None:
                 self.page.wait_for_timeout(30)
                 continue
