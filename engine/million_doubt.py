@@ -39,7 +39,7 @@ class _Eval:
     """A play judged acceptable (MD-3): its cards, face-down cards, declared joker ranks,
     face-up naturals and jokers, and the readings that beat the reference (MD-5 blanks)."""
 
-    __slots__ = ("cards", "face_down", "declared", "fu_nat", "fu_jokers", "accepted")
+    __slots__ = ("cards", "face_down", "declared", "fu_nat", "fu_jokers", "accepted", "chosen")
 
     def __init__(
         self,
@@ -49,6 +49,7 @@ class _Eval:
         fu_nat: list[int],
         fu_jokers: int,
         accepted: Readings,
+        chosen: bool = False,
     ):
         self.cards = cards
         self.face_down = face_down
@@ -56,6 +57,7 @@ class _Eval:
         self.fu_nat = fu_nat
         self.fu_jokers = fu_jokers
         self.accepted = accepted
+        self.chosen = chosen  # ``accepted`` is one reading, as C-4 would choose it
 
 
 def _undealt(dealt: list[int]) -> list[int]:
@@ -230,8 +232,8 @@ class MillionDoubt(Game):
     def _do_play(self, seat: int, action: PlayAction) -> None:
         """MD-2..MD-6: a face-up play takes effect at once; a face-down one awaits an answer."""
         if self._trusting and not action.face_down:  # Game.push: a generated face-up play
-            nat, jk = split(action.cards)
-            ev = _Eval(action.cards, [], action.jokers, nat, jk, generated_reading(nat, jk, action.jokers))
+            nat, jk = split(action.cards)  # its one reading, already chosen (C-4)
+            ev = _Eval(action.cards, [], action.jokers, nat, jk, generated_reading(nat, jk, action.jokers), True)
         else:
             ev = self._evaluate(seat, action)
         remove_cards(self.hands[seat], ev.cards)
@@ -263,7 +265,7 @@ class MillionDoubt(Game):
         joker pair (MD-15: nothing beats it), else the reference stays."""
         n = len(rec.cards)
         if ev.fu_nat:
-            self.ref = ev.accepted if ev.face_down else choose(ev.accepted, self.reversed_order)
+            self.ref = ev.accepted if ev.face_down or ev.chosen else choose(ev.accepted, self.reversed_order)
         elif not ev.face_down and (n == 1 or (n == 2 and ev.fu_jokers == 2)):
             self.ref = Readings(joker=(n == 1), joker_pair=(n == 2))
         if n >= 4:  # MD-11

@@ -156,7 +156,7 @@ class GameState(ABC):  # noqa: B024 - the abstract hooks are Game's (engine.game
         return sum(len(p.cards) for p in self.field)
 
     def _ask(self, seat: int, kind: str, **info: Any) -> None:
-        self._decision = Decision(seat, kind, info)
+        self._decision = tuple.__new__(Decision, (seat, kind, info))  # no interpreted __new__
 
     def _ask_play(self, seat: int) -> None:
         """Ask ``seat`` to follow in the trick (a shared decision: ``info`` is read-only)."""
