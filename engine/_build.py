@@ -39,6 +39,7 @@ from typing import Any
 NATIVE_MODULES: tuple[str, ...] = (
     "actions",
     "cards",
+    "draws",
     "forms",
     "plays",
     "decisions",

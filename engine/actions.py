@@ -9,7 +9,8 @@ declared joker ranks rank indices (C-4). A malformed field is refused there with
 
 The values are read-only by convention (slotted dataclasses, not frozen: a frozen one costs
 three times as much to build, on the engine's hottest path); their lists are their own, fresh
-per parse.
+per parse. Their ``__init__`` is written out (``init=False``): the compiled build compiles it,
+where the dataclass's generated one would run as interpreted Python on every play.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, Final
 from engine.cards import CARD_NAMES, RANKS
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PlayAction:
     """``{"type": "play", "cards", "face_down"?, "jokers"?}`` (ACT), parsed.
 
@@ -34,6 +35,11 @@ class PlayAction:
     cards: list[int]
     face_down: list[int]
     jokers: list[int] | None
+
+    def __init__(self, cards: list[int], face_down: list[int], jokers: list[int] | None) -> None:
+        self.cards = cards
+        self.face_down = face_down
+        self.jokers = jokers
 
 
 @dataclass(slots=True)
@@ -51,39 +57,54 @@ class ThroughAction:
     """``{"type": "through"}`` (MD-6)."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class PenaltyAction:
     """``{"type": "penalty", "cards"}`` (MD-7): codes of the field cards given."""
 
     cards: list[int]
 
+    def __init__(self, cards: list[int]) -> None:
+        self.cards = cards
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class ExchangeAction:
     """``{"type": "exchange", "accept"}`` (TM-3 (1))."""
 
     accept: bool
 
+    def __init__(self, accept: bool) -> None:
+        self.accept = accept
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class RateAction:
     """``{"type": "rate", "rate"}`` (TM-3 (2)): one of the options' ``rate_choices``."""
 
     rate: int
 
+    def __init__(self, rate: int) -> None:
+        self.rate = rate
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class GiveAction:
     """``{"type": "give", "cards"}`` (JDF-4, LR-5): codes of the cards given."""
 
     cards: list[int]
 
+    def __init__(self, cards: list[int]) -> None:
+        self.cards = cards
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class DiscardAction:
     """``{"type": "discard", "cards"}`` (LR-6): codes of the cards discarded."""
 
     cards: list[int]
+
+    def __init__(self, cards: list[int]) -> None:
+        self.cards = cards
 
 
 #: The actions without fields: one value each.

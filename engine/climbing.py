@@ -76,7 +76,11 @@ class PlayInfo:
 
     def count(self, rank: int) -> int:
         """Number of natural cards of ``rank`` in the play."""
-        return sum(1 for c in self.nat if c >> 2 == rank)
+        n = 0
+        for c in self.nat:
+            if c >> 2 == rank:
+                n += 1
+        return n
 
 
 class FollowUp:
@@ -214,10 +218,10 @@ class Climbing(Game):
         want = self._step_rank(self.last_rank) if self.last_rank is not None else None
         return 0 if want is None else 1 << want
 
-    def _extra_plays(self, seat: int) -> list[Play]:
+    def _extra_plays(self, seat: int) -> Sequence[Play]:
         if self.ref is not None and self.ref.joker and SPADE_3 in self.hands[seat] and self._is_return([SPADE_3]):
             return [([SPADE_3], None)]
-        return []
+        return ()
 
     def _step_rank(self, rank: int) -> int | None:
         nxt = rank - 1 if self.reversed_order else rank + 1
@@ -292,14 +296,16 @@ class Climbing(Game):
                     want = self.last_rank - 1 if reversed_before else self.last_rank + 1
                     if p.rank == want:
                         self.nlock = True
-                        self._event({"type": "number_lock"})
+                        if self.logged:
+                            self._event({"type": "number_lock"})
                 self.last_rank = p.rank
             else:
                 self.last_rank = None
         # (4) direction (TM-4)
         if self._reverses_direction(p):
             self.direction = -self.direction
-            self._event({"type": "direction", "direction": self.direction})
+            if self.logged:
+                self._event({"type": "direction", "direction": self.direction})
         self.ref = p.reading
         self.last_player = seat
         give = p.count(R7) if self._lr5_seven_pass else 0
@@ -365,10 +371,12 @@ class Climbing(Game):
             if self.still_in[s] and not self.passed[s]:
                 eligible.append(s)
         if k >= len(eligible):
-            self._event({"type": "five_skip", "seats": eligible})
+            if self.logged:
+                self._event({"type": "five_skip", "seats": eligible})
             self._clear(seat)
         else:
-            self._event({"type": "five_skip", "seats": eligible[:k]})
+            if self.logged:
+                self._event({"type": "five_skip", "seats": eligible[:k]})
             self._ask(eligible[k], "play")
 
     def _follow_up_cards(self, seat: int, cards: list[int], most: int, kind: str, rule: str) -> list[int]:
@@ -407,7 +415,8 @@ class Climbing(Game):
         cards = self._follow_up_cards(seat, action.cards, f.discard, "discard", "LR-6")
         remove_cards(self.hands[seat], cards)
         self.discards.extend(cards)
-        self._event({"type": "discard", "seat": seat, "cards": format_cards(cards)})
+        if self.logged:
+            self._event({"type": "discard", "seat": seat, "cards": format_cards(cards)})
         f.discard = 0
         self._continue()
 

@@ -265,8 +265,9 @@ def satisfies_lock(lock: Sequence[int], naturals: Iterable[int], wild: int) -> b
 
 
 def split(cards: Sequence[int]) -> tuple[list[int], int]:
-    """Split a sequence of card codes into (naturals, number of jokers)."""
+    """Split a sequence of card codes into (naturals, number of jokers); the naturals are
+    ``cards`` itself when it is a list without a joker (read it, never change it)."""
     if JOKER not in cards:
-        return list(cards), 0
+        return (cards if isinstance(cards, list) else list(cards)), 0
     nat = [c for c in cards if c != JOKER]
     return nat, len(cards) - len(nat)

@@ -48,6 +48,7 @@ from engine.plays import Play
 from engine.refusals import Refusal
 from engine.results import DealResult, GameResult, Result, UnitResult, seat_keys
 from engine.state import mypyc_attr
+from engine.trick import TrickRules
 
 #: ``(parser, handler)`` of one action type, as functions of the class (see ``HANDLERS``).
 Dispatch = tuple[Callable[[Any, int, Action], TypedAction], Callable[[Any, int, Any], None]]
@@ -78,6 +79,8 @@ class Game(ActionParsing):
     #: ``HANDLERS`` sends plays to ``_do_play`` and passes to ``_do_pass`` (:meth:`push`
     #: then calls them directly).
     _plain_handlers: ClassVar[bool] = False
+    #: The class overrides ``_finish_refused`` (TM-5): the play generator must ask it.
+    _refusing_class: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Resolve ``HANDLERS`` and ``PARSERS`` on the new class (see ``HANDLERS``).
@@ -99,11 +102,13 @@ class Game(ActionParsing):
             dispatch[kind] = (parser, handler)
         cls._dispatch = dispatch
         cls._plain_handlers = cls.HANDLERS.get("play") == "_do_play" and cls.HANDLERS.get("pass") == "_do_pass"
+        cls._refusing_class = cls._finish_refused is not TrickRules._finish_refused
 
     def __init__(self, options: Options, seed: int | None, setup: dict[str, Any] | None, log: bool = True):
         super().__init__(options, seed, setup, log)
         self._trusting = False  # push(): the play handler takes the play as generated
         self._plain = type(self)._plain_handlers
+        self._refusing = type(self)._refusing_class
 
     # -- public API ---------------------------------------------------------------------
     def apply(self, seat: Any, action: Any) -> None:
@@ -155,7 +160,8 @@ class Game(ActionParsing):
             if action.face_down:
                 self._check_face_down(seat, action)
                 self._dispatch[t][1](self, seat, action)
-                self._logged_push(seat, action)
+                if self.logged:
+                    self._logged_push(seat, action)
                 return
             self._trusting = True
             try:
@@ -169,12 +175,13 @@ class Game(ActionParsing):
             self._do_pass(seat, action)
         else:
             self._dispatch[t][1](self, seat, action)
-        self._logged_push(seat, action)
+        if self.logged:
+            self._logged_push(seat, action)
 
     def _logged_push(self, seat: int, action: TypedAction) -> None:
-        """Log an action :meth:`push` applied (as :func:`engine.actions.to_wire` gives it)."""
-        if self.logged:
-            self.actions.append({"seat": seat, "action": to_wire(action)})
+        """Log an action :meth:`push` applied (as :func:`engine.actions.to_wire` gives it);
+        the game keeps its log."""
+        self.actions.append({"seat": seat, "action": to_wire(action)})
 
     def check(self, seat: Any, action: Any) -> None:
         """Validate ``action`` without applying it; raises :class:`InvalidAction` (as
@@ -240,6 +247,7 @@ class Game(ActionParsing):
         new.unit_count = self.unit_count
         new._trusting = False
         new._plain = self._plain
+        new._refusing = self._refusing
         new.over = self.over
         new.hands = [list(h) for h in self.hands]
         new.discards = list(self.discards)

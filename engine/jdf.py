@@ -19,6 +19,7 @@ from engine.actions import GiveAction
 from engine.cards import JOKER, R2, R3, R8, SPADE_3, format_cards, full_deck
 from engine.climbing import Climbing, PlayInfo
 from engine.decisions import InvalidAction
+from engine.draws import below, shuffle
 from engine.field import cards_text, holds_all, remove_cards
 from engine.game import Game
 from engine.options import JdfOptions
@@ -127,7 +128,7 @@ class Jdf(Climbing):
     def _new_set(self) -> None:
         """JDF-2: two random non-joker blind cards for the whole set."""
         naturals = list(range(52))
-        self.rng.shuffle(naturals)
+        shuffle(self.rng, naturals)
         self.blind = naturals[:BLIND_CARDS]
         self.game_in_set = 1
         self.previous_ranks = None
@@ -136,11 +137,11 @@ class Jdf(Climbing):
     def _new_game(self) -> None:
         """JDF-2: the other 52 cards shuffled, 13 each; JDF-3 leader, JDF-4 exchange."""
         deck = [c for c in full_deck() if c not in self.blind]
-        self.rng.shuffle(deck)
+        shuffle(self.rng, deck)
         n = HAND_SIZE
         self._reset_game_records()
         self._start_unit([deck[i * n : (i + 1) * n] for i in range(4)], self.blind, [True] * 4, self._game_header())
-        self._start_game(None if self.previous_ranks else self.rng.randrange(4))
+        self._start_game(None if self.previous_ranks else below(self.rng, 4))
 
     def _game_header(self) -> dict[str, Any]:
         return {
@@ -227,7 +228,8 @@ class Jdf(Climbing):
         if not holds_all(self.hands[seat], cards):
             raise InvalidAction("C-12", Refusal.NOT_HELD, {"seat": seat, "cards": cards_text(cards)})
         self.exchange.give[seat] = (cards, d.info["to"])
-        self._event({"type": "exchange_choice", "seat": seat})
+        if self.logged:
+            self._event({"type": "exchange_choice", "seat": seat})
         self._ask_exchange()
 
     # -- presets ------------------------------------------------------------------------------
@@ -260,11 +262,13 @@ class Jdf(Climbing):
         self.still_in[seat] = False
         if special:
             self.fouls.append(seat)
-            self._event({"type": "finish", "seat": seat, "foul": True})
+            if self.logged:
+                self._event({"type": "finish", "seat": seat, "foul": True})
         else:
             first_clean = not self.clean
             self.clean.append(seat)
-            self._event({"type": "finish", "seat": seat, "foul": False})
+            if self.logged:
+                self._event({"type": "finish", "seat": seat, "foul": False})
             if first_clean and self.previous_ranks:  # JDF-11
                 dfg = self._seat_of(DAIFUGO)
                 if dfg != seat and self.still_in[dfg]:
@@ -272,7 +276,8 @@ class Jdf(Climbing):
                     self.fallen = dfg
                     self.discards.extend(self.hands[dfg])
                     self.hands[dfg] = []
-                    self._event({"type": "miyako_ochi", "seat": dfg})
+                    if self.logged:
+                        self._event({"type": "miyako_ochi", "seat": dfg})
         self._check_game_end()
 
     def _check_game_end(self) -> bool:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import combinations
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from engine.actions import DoubtAction, PassAction, PenaltyAction, PlayAction, ThroughAction
-from engine.cards import R8, RANKS, RJ, format_cards, full_deck
-from engine.decisions import Action, InvalidAction
+from engine.cards import JOKER, R8, RANKS, RJ, format_cards, full_deck
+from engine.decisions import Action, Decision, InvalidAction
+from engine.draws import below, sample
 from engine.field import PlayRecord, cards_text, holds_all, remove_cards
 from engine.forms import Readings, beating, choose, generated_reading, readings, satisfies_lock, signature, split
 from engine.game import Game
@@ -30,12 +31,15 @@ from engine.refusals import Refusal
 from engine.results import Result, seat_keys
 from engine.state import mypyc_attr
 
+#: The doubt decisions (MD-6) of each seat (shared: their ``info`` is read-only).
+_DOUBT: Final[tuple[Decision, ...]] = (Decision(0, "doubt", {}), Decision(1, "doubt", {}))
+
 
 class _Eval:
     """A play judged acceptable (MD-3): its cards, face-down cards, declared joker ranks,
     face-up naturals and jokers, and the readings that beat the reference (MD-5 blanks)."""
 
-    __slots__ = ("cards", "face_down", "declared", "fu_nat", "fu_jokers", "accepted")
+    __slots__ = ("cards", "face_down", "declared", "fu_nat", "fu_jokers", "accepted", "chosen")
 
     def __init__(
         self,
@@ -45,6 +49,7 @@ class _Eval:
         fu_nat: list[int],
         fu_jokers: int,
         accepted: Readings,
+        chosen: bool = False,
     ):
         self.cards = cards
         self.face_down = face_down
@@ -52,6 +57,21 @@ class _Eval:
         self.fu_nat = fu_nat
         self.fu_jokers = fu_jokers
         self.accepted = accepted
+        self.chosen = chosen  # ``accepted`` is one reading, as C-4 would choose it
+
+
+def _undealt(dealt: list[int]) -> list[int]:
+    """The cards of the deck (:func:`engine.cards.full_deck`, in its order) not in ``dealt``."""
+    held = 0
+    jokers = 0
+    for c in dealt:
+        if c == JOKER:
+            jokers += 1
+        else:
+            held |= 1 << c
+    out = [c for c in range(JOKER) if not held >> c & 1]
+    out.extend([JOKER] * (2 - jokers))
+    return out
 
 
 def _bind_declared(r: Readings, declared: Sequence[int], nat: Sequence[int], n: int) -> Readings:
@@ -121,18 +141,17 @@ class MillionDoubt(Game):
         if setup is None:
             deck = full_deck()
             n = self.HAND_SIZE
-            dealt = self.rng.sample(deck, 2 * n)  # MD-1: 7 each, the other 40 out of the game
+            dealt = sample(self.rng, deck, 2 * n)  # MD-1: 7 each, the other 40 out of the game
             self.hands = [dealt[:n], dealt[n:]]
-            for c in dealt:
-                deck.remove(c)
-            self.outside = deck
-            leader = self.rng.randrange(2)
+            self.outside = _undealt(dealt)
+            leader = below(self.rng, 2)
         else:
             self.outside = self._setup_hands(setup)  # with the state flags (revolution, direction)
             leader = setup["leader"]
         self.unit_count = 1
         self._hand_events()
-        self._event({"type": "start", "leader": leader})
+        if self.logged:
+            self._event({"type": "start", "leader": leader})
         self._set_leader(leader)
 
     def _copy_to(self, new: Game, log: bool) -> None:
@@ -213,8 +232,8 @@ class MillionDoubt(Game):
     def _do_play(self, seat: int, action: PlayAction) -> None:
         """MD-2..MD-6: a face-up play takes effect at once; a face-down one awaits an answer."""
         if self._trusting and not action.face_down:  # Game.push: a generated face-up play
-            nat, jk = split(action.cards)
-            ev = _Eval(action.cards, [], action.jokers, nat, jk, generated_reading(nat, jk, action.jokers))
+            nat, jk = split(action.cards)  # its one reading, already chosen (C-4)
+            ev = _Eval(action.cards, [], action.jokers, nat, jk, generated_reading(nat, jk, action.jokers), True)
         else:
             ev = self._evaluate(seat, action)
         remove_cards(self.hands[seat], ev.cards)
@@ -233,7 +252,7 @@ class MillionDoubt(Game):
                 self._event(full)
         if ev.face_down:
             self.pending = (rec, ev)
-            self._ask(1 - seat, "doubt")
+            self._decision = _DOUBT[1 - seat]
         else:
             cut = self._accept(rec, ev)
             self._after_accept(seat, cut)
@@ -246,23 +265,26 @@ class MillionDoubt(Game):
         joker pair (MD-15: nothing beats it), else the reference stays."""
         n = len(rec.cards)
         if ev.fu_nat:
-            self.ref = ev.accepted if ev.face_down else choose(ev.accepted, self.reversed_order)
+            self.ref = ev.accepted if ev.face_down or ev.chosen else choose(ev.accepted, self.reversed_order)
         elif not ev.face_down and (n == 1 or (n == 2 and ev.fu_jokers == 2)):
             self.ref = Readings(joker=(n == 1), joker_pair=(n == 2))
         if n >= 4:  # MD-11
             self._toggle_revolution()
-        ranks = {c >> 2 for c in ev.fu_nat}
-        if RJ in ranks:  # MD-12
+        ranks = 0
+        for c in ev.fu_nat:
+            ranks |= 1 << (c >> 2)
+        if ranks >> RJ & 1:  # MD-12
             self._toggle_jback()
         self._suit_lock(signature(ev.fu_nat) if ev.fu_nat else ())  # C-8
         self.last_player = rec.seat
-        return R8 in ranks
+        return ranks >> R8 & 1 == 1
 
     def _after_accept(self, seat: int, cut: bool) -> None:
         if not self.hands[seat]:
             self._win(seat, "finish")
         elif cut:
-            self._event({"type": "eight_cut", "seat": seat})
+            if self.logged:
+                self._event({"type": "eight_cut", "seat": seat})
             self._clear(seat)
         else:
             self._ask_play(1 - seat)
@@ -280,7 +302,8 @@ class MillionDoubt(Game):
         assert self.pending is not None
         rec, ev = self.pending
         self.pending = None
-        self._event({"type": "through", "seat": seat})
+        if self.logged:
+            self._event({"type": "through", "seat": seat})
         cut = self._accept(rec, ev)
         self._after_accept(rec.seat, cut)
 
@@ -293,11 +316,12 @@ class MillionDoubt(Game):
         assert self.pending is not None
         rec, ev = self.pending
         self.pending = None
-        self._event({"type": "doubt", "seat": seat})
         honest = self._honest(rec)  # context: the state before the play's effects
         for p in self.field:
             p.revealed = True
-        self._event({"type": "reveal", "field": [p.view(None) for p in self.field], "honest": honest})
+        if self.logged:
+            self._event({"type": "doubt", "seat": seat})
+            self._event({"type": "reveal", "field": [p.view(None) for p in self.field], "honest": honest})
         player = rec.seat
         executor = player if honest else seat
         if honest and len(rec.cards) >= 4:  # MD-14: only the revolution matters
@@ -321,8 +345,9 @@ class MillionDoubt(Game):
         for c in cards:
             pool.remove(c)
         self.discards.extend(pool)
-        self._event({"type": "penalty", "seat": seat, "to": receiver, "cards": format_cards(cards)})
-        self._event({"type": "clear"})
+        if self.logged:
+            self._event({"type": "penalty", "seat": seat, "to": receiver, "cards": format_cards(cards)})
+            self._event({"type": "clear"})
         self._reset_trick_flags()
         if len(self.hands[receiver]) >= self.BURST:  # MD-10
             self._win(executor, "burst", burst=receiver)

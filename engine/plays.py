@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import combinations
+from typing import Any, Final
 
 from engine.cards import JOKER
 from engine.forms import ALL_RANKS, Readings, beating_mask, satisfies_lock
@@ -29,12 +30,12 @@ def face_up_plays(
     ref: Readings | None,
     reversed_order: bool,
     restrict: int | None,
-    refuse: FinishRefused,
+    refuse: FinishRefused | None,
 ) -> list[Play]:
     """Every face-up play of ``hand`` of ``count`` cards (0: any, on an empty field) that
     beats the reference ``ref`` (C-5, C-9; None: anything goes), of the ranks of ``restrict``
     only (LR-3 number lock: singles and groups; None: no restriction), meeting the suit
-    ``lock`` (C-8) and ``refuse`` (TM-5).
+    ``lock`` (C-8) and ``refuse`` (TM-5; None: every play may empty the hand).
 
     Order: singles (ranks ascending, hand order within a rank; when following a single with
     no lock and more than one card in hand, card code order), the lone joker, the joker pair,
@@ -88,141 +89,210 @@ def _by_form(
     hand: list[int],
     count: int,
     lock: tuple[int, ...],
-    refuse: FinishRefused,
+    refuse: FinishRefused | None,
     s_ok: int,
     js_ok: bool,
     g_ok: int,
     jp_ok: bool,
     st_ok: int,
 ) -> list[Play]:
-    """The general case of :func:`face_up_plays`: the hand indexed by rank (cards in hand
-    order) and by suit (rank -> card), then each form in turn."""
+    """The general case of :func:`face_up_plays`: the hand as rank masks (held, held twice or
+    more, held in each suit; a natural card's code is rank * 4 + suit), the cards of a rank
+    held twice or more listed in hand order, then each form in turn. A play is added as it is
+    when no filter can refuse it (no lock, smaller than the hand), else through :func:`_kept`."""
     jokers = 0
-    by_rank: dict[int, list[int]] = {}
-    by_suit: list[dict[int, int]] = [{}, {}, {}, {}]
+    held = 0  # ranks held
+    multi = 0  # ranks held twice or more
+    s0 = s1 = s2 = s3 = 0  # ranks held in each suit
     for c in hand:
         if c == JOKER:
             jokers += 1
+            continue
+        bit = 1 << (c >> 2)
+        multi |= held & bit
+        held |= bit
+        suit = c & 3
+        if suit == 0:
+            s0 |= bit
+        elif suit == 1:
+            s1 |= bit
+        elif suit == 2:
+            s2 |= bit
         else:
-            r = c >> 2
-            cards_of = by_rank.get(r)
-            if cards_of is None:
-                by_rank[r] = [c]
-            else:
-                cards_of.append(c)
-            by_suit[c & 3][r] = c
-    ranks = sorted(by_rank)
+            s3 |= bit
+    suits = (s0, s1, s2, s3)
+    wanted = multi & ((s_ok if count <= 1 else 0) | (g_ok if count != 1 else 0))
+    by_rank = _cards_by_rank(hand, multi) if wanted else _NO_CARDS
     size = len(hand)
     plays: list[Play] = []
-    keep = _Keep(plays, lock, size, refuse)
     direct = not lock  # a play smaller than the hand is kept as it is
     if count <= 1:
-        _singles(plays, keep, by_rank, ranks, s_ok, direct and size > 1)
-        if jokers and js_ok:
-            keep.add([JOKER], [], 1, None)
-    if count in (0, 2) and jokers == 2 and jp_ok:
-        keep.add([JOKER, JOKER], [], 2, None)
-    if count != 1 and g_ok:
-        _groups(plays, keep, by_rank, ranks, jokers, g_ok, count, size if direct else 0)
-    if (count == 0 or count >= 3) and st_ok:
-        _stairs(keep, by_suit, jokers, st_ok, count)
+        _singles(plays, by_rank, suits, multi, s_ok & held, lock, size, refuse, direct and size > 1)
+        if jokers and js_ok and _kept(lock, size, refuse, 1, [], 1):
+            plays.append(([JOKER], None))
+    if count in (0, 2) and jokers == 2 and jp_ok and _kept(lock, size, refuse, 2, [], 2):
+        plays.append(([JOKER, JOKER], None))
+    if count != 1:
+        ranks = g_ok & (held if jokers else multi)  # a group holds a natural card and 2+ cards
+        if ranks:
+            _groups(plays, by_rank, suits, multi, ranks, jokers, count, lock, size, refuse, size if direct else 0)
+    if (count == 0 or count >= 3) and st_ok and size >= 3 and (count == 0 or count <= size):
+        if jokers or _has_run(s0, 0) or _has_run(s1, 0) or _has_run(s2, 0) or _has_run(s3, 0):
+            _stairs(plays, suits, jokers, st_ok, count, lock, size, refuse)  # a joker or a run of 3
     return plays
 
 
-class _Keep:
-    """Adds a play to ``plays`` unless it misses the suit ``lock`` (C-8) or, emptying the hand
-    of ``size`` cards, ``refuse`` refuses it (TM-5)."""
+def _cards_by_rank(hand: list[int], ranks: int) -> list[list[int]]:
+    """The cards of ``hand`` of each of the ``ranks`` (a mask), in hand order, by rank index
+    (the other ranks: :data:`_NO_CARDS`)."""
+    by_rank = [_NO_CARDS] * 13
+    for c in hand:
+        if c != JOKER and ranks >> (c >> 2) & 1:
+            cards_of = by_rank[c >> 2]
+            if cards_of is _NO_CARDS:
+                by_rank[c >> 2] = [c]
+            else:
+                cards_of.append(c)
+    return by_rank
 
-    __slots__ = ("plays", "lock", "size", "refuse")
 
-    def __init__(self, plays: list[Play], lock: tuple[int, ...], size: int, refuse: FinishRefused):
-        self.plays = plays
-        self.lock = lock
-        self.size = size
-        self.refuse = refuse
+#: ``by_rank`` when no rank is held twice (never read), and its empty slots (never changed).
+_NO_CARDS: Final[list[Any]] = []
 
-    def add(self, cards: list[int], nat: Sequence[int], jokers: int, declared: list[int] | None) -> None:
-        if self.lock and not satisfies_lock(self.lock, nat, jokers):
-            return
-        if len(cards) == self.size and self.refuse(nat, jokers):
-            return
-        self.plays.append((cards, declared))
+
+def _only_card(suits: tuple[int, int, int, int], r: int) -> int:
+    """The code of the one card of rank ``r`` held (``suits``: the ranks held in each suit)."""
+    s0, s1, s2, _ = suits
+    if s0 >> r & 1:
+        return r * 4
+    if s1 >> r & 1:
+        return r * 4 + 1
+    return r * 4 + (2 if s2 >> r & 1 else 3)
+
+
+def _kept(
+    lock: tuple[int, ...], size: int, refuse: FinishRefused | None, n: int, nat: Sequence[int], jokers: int
+) -> bool:
+    """Whether a play of ``n`` cards (naturals ``nat``, ``jokers`` wild) is kept: it meets the
+    suit ``lock`` (C-8) and, emptying the hand of ``size`` cards, ``refuse`` allows it (TM-5)."""
+    if lock and not satisfies_lock(lock, nat, jokers):
+        return False
+    return n != size or refuse is None or not refuse(nat, jokers)
 
 
 def _singles(
-    plays: list[Play], keep: _Keep, by_rank: dict[int, list[int]], ranks: list[int], mask: int, direct: bool
+    plays: list[Play],
+    by_rank: list[list[int]],
+    suits: tuple[int, int, int, int],
+    multi: int,
+    ranks: int,
+    lock: tuple[int, ...],
+    size: int,
+    refuse: FinishRefused | None,
+    direct: bool,
 ) -> None:
-    """Natural singles of the ranks of ``mask`` (C-2, C-5); ``direct``: no filter applies."""
-    for r in ranks:
-        if mask >> r & 1:
-            for c in by_rank[r]:
-                if direct:
-                    plays.append(([c], None))
-                else:
-                    keep.add([c], [c], 0, None)
+    """Natural singles of the held ``ranks`` (C-2, C-5), ranks ascending, hand order within
+    a rank (``by_rank``: the ranks of ``multi``); ``direct``: no filter applies."""
+    while ranks:
+        low = ranks & -ranks
+        ranks ^= low
+        r = low.bit_length() - 1
+        if not multi & low:
+            c = _only_card(suits, r)
+            if direct or _kept(lock, size, refuse, 1, [c], 0):
+                plays.append(([c], None))
+            continue
+        for c in by_rank[r]:
+            if direct or _kept(lock, size, refuse, 1, [c], 0):
+                plays.append(([c], None))
 
 
 def _groups(
     plays: list[Play],
-    keep: _Keep,
-    by_rank: dict[int, list[int]],
-    ranks: list[int],
+    by_rank: list[list[int]],
+    suits: tuple[int, int, int, int],
+    multi: int,
+    ranks: int,
     jokers: int,
-    mask: int,
     count: int,
+    lock: tuple[int, ...],
+    size: int,
+    refuse: FinishRefused | None,
     direct_below: int,
 ) -> None:
-    """Groups (2 to 6 cards of one rank, jokers standing in, C-3, C-4) of the ranks of
-    ``mask``, of ``count`` cards (0: every size); a group of fewer than ``direct_below``
-    cards is kept without the filters (0: every group is filtered)."""
-    for r in ranks:
-        if not mask >> r & 1:
-            continue
-        nat = by_rank[r]
+    """Groups (2 to 6 cards of one rank, jokers standing in, C-3, C-4) of the held ``ranks``
+    (``by_rank``: the cards of the ranks of ``multi``, in hand order), of ``count`` cards
+    (0: every size); a group of fewer than ``direct_below`` cards is kept without the filters
+    (0: every group is filtered)."""
+    while ranks:
+        low = ranks & -ranks
+        ranks ^= low
+        r = low.bit_length() - 1
+        nat = by_rank[r] if multi & low else [_only_card(suits, r)]
         top = min(6, len(nat) + jokers)
-        if top < 2:
+        if top < 2 or count > top:
             continue
-        for k in range(2, top + 1) if not count else ((count,) if count <= top else ()):
+        for k in range(2, top + 1) if not count else (count,):
             for j in range(0, min(jokers, k - 1) + 1):
                 if k - j > len(nat):
                     continue
                 for combo in combinations(nat, k - j):
-                    if k < direct_below:
-                        plays.append((list(combo) + [JOKER] * j, [r] * j if j else None))
-                    else:
-                        keep.add(list(combo) + [JOKER] * j, list(combo), j, [r] * j if j else None)
+                    cards = list(combo)
+                    if j:
+                        cards += [JOKER] * j
+                    if k < direct_below or _kept(lock, size, refuse, k, list(combo), j):
+                        plays.append((cards, [r] * j if j else None))
 
 
-def _has_run(ranks: dict[int, int], jokers: int) -> bool:
-    """Whether some 3 consecutive ranks hold ``3 - jokers`` of ``ranks`` (a quick test before
-    looking for stairs in one suit; always True with 2 jokers)."""
+def _has_run(ranks: int, jokers: int) -> bool:
+    """Whether some 3 consecutive ranks hold ``3 - jokers`` of the ``ranks`` (a mask; a quick
+    test before looking for stairs in one suit; always True with 2 jokers)."""
     if jokers >= 2:
         return True
-    m = 0
-    for r in ranks:
-        m |= 1 << r
+    m = ranks
     if jokers:
         return bool((m & (m >> 1)) | (m & (m >> 2)))
     return bool(m & (m >> 1) & (m >> 2))
 
 
-def _stairs(keep: _Keep, by_suit: list[dict[int, int]], jokers: int, mask: int, count: int) -> None:
+def _stairs(
+    plays: list[Play],
+    suits: tuple[int, int, int, int],
+    jokers: int,
+    mask: int,
+    count: int,
+    lock: tuple[int, ...],
+    size: int,
+    refuse: FinishRefused | None,
+) -> None:
     """Stairs (3+ consecutive ranks of one suit, jokers standing in, C-3, C-4) whose lowest
-    rank is in ``mask``, of ``count`` cards (0: every length)."""
-    for present in by_suit:
-        if not present or len(present) + jokers < 3 or not _has_run(present, jokers):
+    rank is in ``mask``, of ``count`` cards (0: every length), suit by suit (S H D C;
+    ``suits``: the ranks held in each)."""
+    for suit in range(4):
+        present = suits[suit]
+        if not present or present.bit_count() + jokers < 3 or not _has_run(present, jokers):
             continue
         for lo in range(0, 11):
-            if mask >> lo & 1 and (jokers or lo in present):
-                _stairs_from(keep, present, jokers, lo, count)
+            if mask >> lo & 1 and (jokers or present >> lo & 1):
+                _stairs_from(plays, suit, present, jokers, lo, count, lock, size, refuse)
 
 
-def _stairs_from(keep: _Keep, present: dict[int, int], jokers: int, lo: int, count: int) -> None:
-    """Stairs from rank ``lo`` of the suit whose cards are ``present`` (rank -> card)."""
+def _stairs_from(
+    plays: list[Play],
+    suit: int,
+    present: int,
+    jokers: int,
+    lo: int,
+    count: int,
+    lock: tuple[int, ...],
+    size: int,
+    refuse: FinishRefused | None,
+) -> None:
+    """Stairs from rank ``lo`` of ``suit``, whose held ranks are ``present`` (a mask)."""
     missing = 0
     have: list[int] = []
     for hi in range(lo, 13):
-        if hi in present:
+        if present >> hi & 1:
             have.append(hi)
         else:
             missing += 1
@@ -231,16 +301,29 @@ def _stairs_from(keep: _Keep, present: dict[int, int], jokers: int, lo: int, cou
         n = hi - lo + 1
         if n < 3 or not have or (count and n != count):
             continue
-        _stairs_span(keep, present, lo, hi, have, jokers - missing)
+        _stairs_span(plays, suit, present, lo, hi, have, jokers - missing, lock, size, refuse)
         if count:
             break
 
 
-def _stairs_span(keep: _Keep, present: dict[int, int], lo: int, hi: int, have: list[int], spare: int) -> None:
-    """The stairs ``lo``..``hi`` of one suit: jokers fill the ranks not ``present``, and up
-    to ``spare`` more jokers stand in for held ranks (``have``), keeping one natural card."""
+def _stairs_span(
+    plays: list[Play],
+    suit: int,
+    present: int,
+    lo: int,
+    hi: int,
+    have: list[int],
+    spare: int,
+    lock: tuple[int, ...],
+    size: int,
+    refuse: FinishRefused | None,
+) -> None:
+    """The stairs ``lo``..``hi`` of ``suit``: jokers fill the ranks not ``present``, and up to
+    ``spare`` more jokers stand in for held ranks (``have``), keeping one natural card."""
     for rep in range(0, min(spare, len(have) - 1) + 1):
         for replaced in combinations(have, rep):
-            used = [present[x] for x in have if x not in replaced]
-            jr = sorted([x for x in range(lo, hi + 1) if x not in present] + list(replaced))
-            keep.add(used + [JOKER] * len(jr), used, len(jr), jr or None)
+            used = [x * 4 + suit for x in have if x not in replaced]
+            jr = sorted([x for x in range(lo, hi + 1) if not present >> x & 1] + list(replaced))
+            n = len(used) + len(jr)
+            if _kept(lock, size, refuse, n, used, len(jr)):
+                plays.append((used + [JOKER] * len(jr), jr or None))

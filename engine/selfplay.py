@@ -13,6 +13,7 @@ import random
 from engine.actions import DOUBT, PASS, THROUGH, PenaltyAction, PlayAction, to_wire
 from engine.cards import RANKS, format_cards
 from engine.decisions import Action, InvalidAction
+from engine.draws import sample
 from engine.game import Game
 
 
@@ -23,7 +24,7 @@ def _bluff_play(g: Game, seat: int, rng: random.Random) -> PlayAction | None:
     n = g.count or 1 + int(rng.random() * min(4, len(hand)))
     if n > len(hand):
         return None
-    cards = rng.sample(hand, n)
+    cards = sample(rng, hand, n)
     k = 1 + int(rng.random() * n)
     return PlayAction(cards, cards[:k], None)
 
@@ -59,7 +60,7 @@ def random_action(g: Game, rng: random.Random, bluff_rate: float = 0.2) -> tuple
         pool = [c for p in g.field for c in p.cards]
         lo = d.info.get("min", 0)
         k = lo + int(rng.random() * (len(pool) - lo + 1))
-        return d.seat, {"type": "penalty", "cards": format_cards(rng.sample(pool, k))}
+        return d.seat, {"type": "penalty", "cards": format_cards(sample(rng, pool, k))}
     if d.kind == "play" and not d.info.get("stuck"):
         # the same set as legal_actions(), picked before formatting (cheaper)
         plays = g.face_up_plays(d.seat)
@@ -88,35 +89,37 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
     """
     n = 0
     bluffs = not g.LISTS_EVERY_PLAY  # face-down plays are not listed: try them (MD-2)
+    decision, legal_plays, push = g.decision, g.legal_plays, g.push
+    random_ = rng.random
     while True:
-        d = g.decision()
+        d = decision()
         if d is None:
             break
-        seat = d.seat
-        if d.kind == "play":
-            if bluffs and rng.random() < bluff_rate:
+        seat, kind = d.seat, d.kind
+        if kind == "play":
+            if bluffs and random_() < bluff_rate:
                 play = _bluff_play(g, seat, rng)
                 if play is not None:
                     try:
-                        g.push(seat, play)
+                        push(seat, play)
                     except InvalidAction:
                         pass
                     else:
                         n += 1
                         continue
-            plays = [] if d.info.get("stuck") else g.face_up_plays(seat)
-            i = int(rng.random() * (len(plays) + (1 if g.field or not plays else 0)))
+            plays, may_pass = legal_plays(seat)  # stuck (TM-6): no play, a pass
+            i = int(random_() * (len(plays) + (1 if may_pass or not plays else 0)))
             if i == len(plays):
-                g.push(seat, PASS)
+                push(seat, PASS)
             else:
                 cards, declared = plays[i]
-                g.push(seat, PlayAction(cards, [], declared))
-        elif d.kind == "doubt":
-            g.push(seat, DOUBT if rng.random() < 0.5 else THROUGH)
-        elif d.kind == "penalty":  # as random_action
+                push(seat, PlayAction(cards, [], declared))
+        elif kind == "doubt":
+            push(seat, DOUBT if random_() < 0.5 else THROUGH)
+        elif kind == "penalty":  # as random_action
             pool = [c for p in g.field for c in p.cards]
             lo = d.info.get("min", 0)
-            g.push(seat, PenaltyAction(rng.sample(pool, lo + int(rng.random() * (len(pool) - lo + 1)))))
+            push(seat, PenaltyAction(sample(rng, pool, lo + int(random_() * (len(pool) - lo + 1)))))
         else:
             seat, action = random_action(g, rng, 0.0)
             g.apply(seat, action)

@@ -8,7 +8,6 @@ engine shares (the rules that change them live in :mod:`engine.trick` and the ru
 from __future__ import annotations
 
 import copy
-import random
 from abc import ABC
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
@@ -16,6 +15,7 @@ from typing import Any, ClassVar, Final
 from engine._build import TYPING
 from engine.cards import format_cards, full_deck
 from engine.decisions import Decision
+from engine.draws import seeded
 from engine.field import SUIT_LETTERS, PlayRecord, hand_sorted
 from engine.forms import Readings
 from engine.options import Options
@@ -60,7 +60,7 @@ class GameState(ABC):  # noqa: B024 - the abstract hooks are Game's (engine.game
         self.seed = seed
         self.setup = copy.deepcopy(setup) if setup is not None else None
         self.single_unit = setup is not None
-        self.rng = random.Random(seed if seed is not None else 0)
+        self.rng = seeded(seed if seed is not None else 0)
         self.logged = log
         self.actions: list[dict[str, Any]] = []
         self.events: list[Event] = []
@@ -156,7 +156,7 @@ class GameState(ABC):  # noqa: B024 - the abstract hooks are Game's (engine.game
         return sum(len(p.cards) for p in self.field)
 
     def _ask(self, seat: int, kind: str, **info: Any) -> None:
-        self._decision = Decision(seat, kind, info)
+        self._decision = tuple.__new__(Decision, (seat, kind, info))  # no interpreted __new__
 
     def _ask_play(self, seat: int) -> None:
         """Ask ``seat`` to follow in the trick (a shared decision: ``info`` is read-only)."""

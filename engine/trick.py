@@ -25,17 +25,22 @@ class TrickRules(GameState):
 
     #: The rule ids of the count check and the comparison (C-5; MD-4 and MD-3 in Million Doubt).
     COUNT_RULE: ClassVar[str] = "C-5"
+    #: The class overrides :meth:`_finish_refused` (set by :class:`engine.game.Game`): the
+    #: play generator asks it only then.
+    _refusing: bool
 
     # -- shared effects of an accepted play (C-8, C-10, MD-12, LR-1) ----------------------
     def _toggle_revolution(self) -> None:
         """C-10: the revolution flag toggles (a second revolution restores the order)."""
         self.revolution = not self.revolution
-        self._event({"type": "revolution", "on": self.revolution})
+        if self.logged:
+            self._event({"type": "revolution", "on": self.revolution})
 
     def _toggle_jback(self) -> None:
         """MD-12 / LR-1: the J-back flag toggles until the trick clears."""
         self.jback = not self.jback
-        self._event({"type": "jback", "on": self.jback})
+        if self.logged:
+            self._event({"type": "jback", "on": self.jback})
 
     def _suit_lock(self, sig: tuple[int, ...], may_start: bool = True) -> None:
         """C-8: a play whose non-empty suit signature ``sig`` equals the previous play's
@@ -43,7 +48,8 @@ class TrickRules(GameState):
         ``trump_millionaire``); once started it keeps its suits until the trick clears."""
         if not self.lock and sig and sig == self.prev_sig and may_start:
             self.lock = sig
-            self._event({"type": "lock", "suits": [SUIT_LETTERS[s] for s in sig]})
+            if self.logged:
+                self._event({"type": "lock", "suits": [SUIT_LETTERS[s] for s in sig]})
         self.prev_sig = sig
 
     # -- shared judging of a play (C-3, C-4, C-5, C-8) ------------------------------------
@@ -138,9 +144,9 @@ class TrickRules(GameState):
         """Hook: True if a play of these cards may not empty the hand (TM-5)."""
         return False
 
-    def _extra_plays(self, seat: int) -> list[Play]:
+    def _extra_plays(self, seat: int) -> Sequence[Play]:
         """Hook: plays legal outside the normal comparison (JDF-9 spade-3 return)."""
-        return []
+        return ()
 
     # -- play validation shared by every rule set -----------------------------------------
     def _hand_check(self, seat: int, cards: list[int]) -> None:
@@ -165,7 +171,7 @@ class TrickRules(GameState):
             self.ref,
             self.reversed_order,
             self._rank_restriction(),
-            self._finish_refused,
+            self._finish_refused if self._refusing else None,
         )
         extra = self._extra_plays(seat)
         if extra:
@@ -180,7 +186,7 @@ class TrickRules(GameState):
         d = self.decision()
         if d is None or d.seat != seat or d.kind != "play":
             return [], False
-        if d.info.get("stuck"):
+        if d.info and d.info.get("stuck"):
             return [], True
         return self.face_up_plays(seat), bool(self.field)
 

@@ -18,6 +18,7 @@ from engine.actions import ExchangeAction, PassAction, RateAction
 from engine.cards import JOKER, R2, R3, R8, R9, format_cards, full_deck
 from engine.climbing import Climbing, FollowUp, PlayInfo
 from engine.decisions import Action, Decision, InvalidAction
+from engine.draws import below, shuffle
 from engine.game import Game
 from engine.options import TrumpMillionaireOptions
 from engine.refusals import Refusal
@@ -100,7 +101,7 @@ class TrumpMillionaire(Climbing):
     def _new_deal(self) -> None:
         """TM-2: shuffle, 10 each, 14 set aside; TM-3 decisions or a random first leader."""
         deck = full_deck()
-        self.rng.shuffle(deck)
+        shuffle(self.rng, deck)
         n = HAND_SIZE
         self.set_aside = deck[4 * n :]
         self.stuck_run = 0
@@ -112,7 +113,7 @@ class TrumpMillionaire(Climbing):
             self._deal_header(),
         )
         if self.millionaire is None:
-            self._set_leader(self.rng.randrange(4))
+            self._set_leader(below(self.rng, 4))
         elif self.millionaire in self.retired:
             self._retired_millionaire(self.millionaire, exchange_event=False)
         else:
@@ -122,9 +123,11 @@ class TrumpMillionaire(Climbing):
         """TM-3, FAULT-2: a retired Millionaire declines the exchange, takes the lowest rate
         of ``rate_choices`` and (being retired) passes as leader (TM-6)."""
         if exchange_event:
-            self._event({"type": "exchange", "seat": seat, "accept": False})
+            if self.logged:
+                self._event({"type": "exchange", "seat": seat, "accept": False})
         self.rate = min(self.options.rate_choices)
-        self._event({"type": "rate", "seat": seat, "rate": self.rate})
+        if self.logged:
+            self._event({"type": "rate", "seat": seat, "rate": self.rate})
         self._set_leader(seat)
 
     def _set_leader(self, seat: int) -> None:
@@ -138,7 +141,8 @@ class TrumpMillionaire(Climbing):
                 self._end_game()
                 return
             if seat in self.retired:
-                self._event({"type": "pass", "seat": seat, "stuck": True})
+                if self.logged:
+                    self._event({"type": "pass", "seat": seat, "stuck": True})
                 self.stuck_run += 1
                 seat = self._step(seat)
                 continue
@@ -151,7 +155,8 @@ class TrumpMillionaire(Climbing):
 
     def _void_deal(self) -> None:
         """TM-6: four leaders in a row passed: no score; redeal with the same Millionaire."""
-        self._event({"type": "void_deal"})
+        if self.logged:
+            self._event({"type": "void_deal"})
         self.deal_results.append(
             {"deal": self.deal_index, "void": True, "winner": None, "scores": seat_keys([0] * 4), "rate": self.rate}
         )
@@ -194,14 +199,16 @@ class TrumpMillionaire(Climbing):
     def _do_rate(self, seat: int, action: RateAction) -> None:
         """TM-3 (2): the per-card rate, one of ``rate_choices``; then the Millionaire leads."""
         self.rate = action.rate
-        self._event({"type": "rate", "seat": seat, "rate": action.rate})
+        if self.logged:
+            self._event({"type": "rate", "seat": seat, "rate": action.rate})
         self._set_leader(seat)
 
     def _do_pass(self, seat: int, action: PassAction) -> None:
         """TM-6: a stuck leader's pass belongs to no trick; otherwise C-7."""
         d = self._decision
         if not self.field and d is not None and d.info.get("stuck"):
-            self._event({"type": "pass", "seat": seat, "stuck": True})
+            if self.logged:
+                self._event({"type": "pass", "seat": seat, "stuck": True})
             self.stuck_run += 1
             self._set_leader(self._step(seat))
             return

@@ -6,6 +6,7 @@ same game. These run in whichever build is loaded (``ARENA_ENGINE``: pure or com
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -200,3 +201,22 @@ def test_a_copy_holds_a_copy_of_a_python_subclass_attributes():
     d = g.decision()
     c.push(d.seat, PlayAction(*c.face_up_plays(d.seat)[0][:1], [], c.face_up_plays(d.seat)[0][1]))
     assert g.decision() == d and len(c.hands[d.seat]) < len(g.hands[d.seat])
+
+
+class NoSpadeFinish(Jdf):
+    """A Python subclass that refuses every finish holding a spade (a TM-5-like hook)."""
+
+    def _finish_refused(self, nat: Sequence[int], jokers: int) -> bool:
+        return any(c & 3 == 0 for c in nat)
+
+
+def test_the_play_generator_asks_a_finish_hook_only_a_class_that_overrides_it_tm5():
+    assert type(engine.new_game("trump_millionaire"))._refusing_class
+    assert not type(engine.new_game("jdf"))._refusing_class
+    assert not type(engine.new_game("million_doubt"))._refusing_class
+    setup = {"hands": {"0": ["5S"], "1": ["6H", "7H"], "2": ["8D", "9D"], "3": ["TC", "JC"]}, "leader": 0}
+    plain = engine.from_setup("jdf", None, setup)
+    assert plain.face_up_plays(0) == [([engine.parse_card("5S")], None)]
+    hooked = NoSpadeFinish(engine.make_options("jdf", None), None, plain.setup)
+    assert NoSpadeFinish._refusing_class and hooked.face_up_plays(0) == []
+    assert hooked.copy().face_up_plays(0) == []
