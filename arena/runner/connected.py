@@ -199,7 +199,10 @@ class _Clock:
         kept = []
         for start, end, where in self._held:
             if end > since and (not where or where in gateways):
-                self.arena_s += end - max(start, since)
+                back = end - max(start, since)
+                self.arena_s += back
+                if not where:  # no longer the bot's wait for a connection (``reconnect_s``)
+                    self.bot_waited = max(0.0, self.bot_waited - back)
                 if start < since:
                     kept.append((start, since, where))
             else:

@@ -65,7 +65,7 @@ class Relay:
             self.r.set(relay.alive_key(gw), "0", px=max(1, ttl_ms - int(beat_age_s * 1000)))
         else:
             self.r.delete(relay.alive_key(gw))
-        self.r.zadd(relay.GATEWAYS_KEY, {gw: int(now - beat_age_s)})
+        self.r.zadd(relay.GATEWAYS_KEY, {gw: now - beat_age_s})  # as ALIVE_BEAT: to the microsecond
 
     def connect(self, gw: str, conn: str) -> str:
         member = relay.member(gw, conn, time.time())
@@ -182,6 +182,59 @@ def test_a_late_gateway_giving_the_request_back_gives_back_its_time_and_no_other
         # since the late gateway's beat (7 - age) held by it: the arena's too; 0..4 on the
         # other gateway (and 4..5, before the late beat) the bot's
         assert clock.arena_s == pytest.approx(2.0 + max(0.0, 5.0 - (7.0 - age)))
+    finally:
+        rel.r.delete(relay.alive_key(other), relay.wake_key(other))
+        rel.r.zrem(relay.GATEWAYS_KEY, other)
+
+
+def test_waits_given_back_to_the_arena_do_not_use_up_the_bots_reconnect_time(rel: Relay) -> None:
+    """An honest bot whose only gateway freezes again and again in one decision: each time the
+    request waits queued (the bot's, its beat not yet late), then the beat is late and that wait
+    is the arena's. Given back, it no longer counts toward ``reconnect_s`` (else the request
+    would be taken back, ``connection_error``, for the arena's freezes)."""
+    other = f"atk-other-{secrets.token_hex(3)}"
+    try:
+        rel.beat(other)  # some gateway alive: a queued request with no late lease is the bot's wait
+        clock = _Clock(0.0)
+        rel.push()
+        t = 0.0
+        for _ in range(12):
+            rel.beat(rel.live)  # the bot's gateway beats, then freezes
+            on_live = rel.connect(rel.live, "c-live")
+            state, info = rel.look()
+            assert (state, info) == ("queued", "0")
+            t += 1.4
+            clock.observe(t, state, info)  # 1.4 s queued: the bot's, for now
+            rel.beat(rel.live, beat_age_s=1.6)  # late: the time since its beat is the arena's
+            rel.beat(other)
+            state, info = rel.look()
+            assert state == "queued" and info.split("|")[2:] == [rel.live]
+            t += 0.2
+            clock.observe(t, state, info)
+            rel.drop(on_live)
+        assert clock.bot_waited == pytest.approx(0.0)  # was 12 x 1.4 s: past the 15 s of reconnect_s
+        assert clock.arena_s + clock.bot_waited == pytest.approx(t)
+    finally:
+        rel.r.delete(relay.alive_key(other), relay.wake_key(other))
+        rel.r.zrem(relay.GATEWAYS_KEY, other)
+
+
+def test_a_gateway_that_beat_under_a_second_ago_is_never_taken_for_late(rel: Relay) -> None:
+    """The gateways' set holds each beat to the microsecond: a gateway that beat at x.95 s and
+    is looked at 0.6 s later is 0.6 s late, not 1.6 s (a beat kept to the second made a healthy
+    gateway look late for up to a second after each beat: the bot's wait the arena's)."""
+    rel.beat(other := f"atk-other-{secrets.token_hex(3)}")
+    try:
+        rel.connect(rel.live, "c-live")
+        rel.push()
+        while rel.server_time() % 1 < 0.9:  # beat late in a second of Redis time
+            time.sleep(0.005)
+        rel.r.eval(relay.ALIVE_BEAT, 2, relay.alive_key(rel.live), relay.GATEWAYS_KEY, "0", 3000, rel.live)
+        beat = float(rel.r.zscore(relay.GATEWAYS_KEY, rel.live) or 0)
+        assert beat % 1 >= 0.9
+        while rel.server_time() < beat + 0.6:
+            time.sleep(0.005)
+        assert rel.look() == ("queued", "0")  # the bot's own wait: its gateway is alive
     finally:
         rel.r.delete(relay.alive_key(other), relay.wake_key(other))
         rel.r.zrem(relay.GATEWAYS_KEY, other)
