@@ -35,6 +35,21 @@ def _received(sub: live.Subscription) -> list[dict[str, Any]]:
     return out
 
 
+def _play(seed: int, games: int, on_step: Any) -> None:
+    """A Million Doubt match of ``games`` games between two random sample bots."""
+    players = [LocalPlayer(SAMPLE_BOTS["random"](seed=i), f"p{i}") for i in range(2)]
+    run_match(
+        players,
+        "million_doubt",
+        {},
+        seed=seed,
+        games=games,
+        time_rules=TimeRules(60000, 10000, 60000),
+        max_faults=3,
+        on_step=on_step,
+    )
+
+
 @pytest.mark.parametrize("games", [1, 2])
 def test_a_viewer_who_subscribes_while_its_channel_is_skipped_sees_every_decision_since(redis_url, monkeypatch, games):
     monkeypatch.setattr(live, "QUIET_S", 3600.0)  # the skip lasts the whole match: never waited out
@@ -51,18 +66,8 @@ def test_a_viewer_who_subscribes_while_its_channel_is_skipped_sees_every_decisio
             seen_before.append(len(g.events))
             subs.append(live.Subscription(redis_url, live.channel(mid, True)))
 
-    players = [LocalPlayer(SAMPLE_BOTS["random"](seed=i), f"p{i}") for i in range(2)]
     try:
-        run_match(
-            players,
-            "million_doubt",
-            {},
-            seed=4,
-            games=games,
-            time_rules=TimeRules(60000, 10000, 60000),
-            max_faults=3,
-            on_step=on_step,
-        )
+        _play(4, games, on_step)
         pub.end()
         got = _received(subs[0])
     finally:
@@ -111,18 +116,8 @@ def test_the_flush_of_a_skipped_seat_channel_carries_that_seats_view_only(redis_
         if not subs:
             subs.update({p: live.Subscription(redis_url, live.player_channel(mid, p)) for p in (0, 1)})
 
-    players = [LocalPlayer(SAMPLE_BOTS["random"](seed=i), f"p{i}") for i in range(2)]
     try:
-        run_match(
-            players,
-            "million_doubt",
-            {},
-            seed=7,
-            games=2,
-            time_rules=TimeRules(60000, 10000, 60000),
-            max_faults=3,
-            on_step=on_step,
-        )
+        _play(7, 2, on_step)
         pub.end()
         got = {p: _received(s) for p, s in subs.items()}
     finally:
