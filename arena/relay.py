@@ -76,12 +76,14 @@ DROPPED_TTL_S = 600
 GATEWAYS_KEY = PREFIX + "gateways"
 
 #: Lua: a gateway's beat: ``SET alive:<gw> <stall ms> PX <ttl ms>`` (KEYS[1]; ARGV[1], ARGV[2])
-#: and its score in :data:`GATEWAYS_KEY` (KEYS[2], member ARGV[3]) set to Redis time; gateways
-#: silent for a minute are dropped from the set.
+#: and its score in :data:`GATEWAYS_KEY` (KEYS[2], member ARGV[3]) set to Redis time (seconds,
+#: to the microsecond: the workers take a gateway whose beat is 1.5 s old for late,
+#: :data:`arena.runner.connected.LATE_BEAT_MS`); gateways silent for a minute are dropped from
+#: the set.
 ALIVE_BEAT = """
 local t = redis.call('TIME')
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], t[1], ARGV[3])
+redis.call('ZADD', KEYS[2], string.format('%d.%06d', t[1], t[2]), ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(t[1]) - 60)
 return 1
 """

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Collection
 from typing import Any
 
 import redis
@@ -77,11 +78,12 @@ LATE_BEAT_MS = 1500
 # alive prefix, doorbell prefix, bot id, seconds a gateway lives without a beat, rejoin
 # seconds, the dropped mark's time to live, seconds from which a gateway's beat is late (it is
 # taken for dead). Returns "queued|1|<ms since the last beat of the gateway taken for dead, 0
-# if not known>" (queued, the arena keeps the bot out: no gateway alive, or a connection of the
-# bot on a gateway that died or is late, or rejoin time left since),
-# "queued|0" (queued: the bot is not connected), "removed" (taken back), "held|<stall
-# ms>|<ms since the gateway's last beat>", "requeued|<ms since the dead gateway's last
-# beat>" (queued again at the front, and the bot's gateways rung) or "unknown".
+# if not known>[|<id of each gateway taken for dead>...]" (queued, the arena keeps the bot out:
+# no gateway alive, or a connection of the bot on a gateway that died or is late, or rejoin
+# time left since), "queued|0" (queued: the bot is not connected), "removed" (taken back),
+# "held|<stall ms>|<ms since the gateway's last beat>|<its id>", "requeued|<ms since the dead
+# gateway's last beat>|<its id>" (queued again at the front, and the bot's gateways rung) or
+# "unknown". A gateway id never holds "|" (a presence member starts with it, then "|").
 _WHERE = (
     relay.LUA_RING
     + """
@@ -94,7 +96,7 @@ local late, ttl = tonumber(ARGV[9]), tonumber(ARGV[6])
 -- A dead gateway also starts the rejoin time (the dropped mark); a late one only counts while
 -- it is late (a loaded machine delays beats: a bot with no connection is not helped by that).
 local function arena_keeps_out()
-  local age, dead = nil, false
+  local age, dead, late_gws = nil, false, {}
   local newest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
   if #newest == 0 then
     age, dead = 0, true
@@ -109,6 +111,7 @@ local function arena_keeps_out()
         if gone or now - beat > late then
           age = math.max(age or 0, beat and now - beat or 0)
           dead = dead or gone
+          late_gws[#late_gws + 1] = gw
         end
       end
     end
@@ -116,7 +119,11 @@ local function arena_keeps_out()
   if dead then
     redis.call('SET', KEYS[4], string.format('%.3f', now), 'EX', ARGV[8])
   end
-  if age then return '1|' .. math.floor(math.max(0, age) * 1000) end
+  if age then
+    local out = '1|' .. math.floor(math.max(0, age) * 1000)
+    for _, gw in ipairs(late_gws) do out = out .. '|' .. gw end
+    return out
+  end
   local since = tonumber(redis.call('GET', KEYS[4]) or '')
   if since and now - since < tonumber(ARGV[7]) then return '1|0' end
   return '0'
@@ -136,13 +143,13 @@ local alive = redis.call('GET', ARGV[3] .. gw)
 local ttl_ms = math.floor(tonumber(ARGV[6]) * 1000)
 if alive then
   local left = redis.call('PTTL', ARGV[3] .. gw)
-  return 'held|' .. alive .. '|' .. (left >= 0 and math.max(0, ttl_ms - left) or 0)
+  return 'held|' .. alive .. '|' .. (left >= 0 and math.max(0, ttl_ms - left) or 0) .. '|' .. gw
 end
 redis.call('DEL', KEYS[2])
 redis.call('LPUSH', KEYS[1], ARGV[1])
 ring(KEYS[3], ARGV[4], ARGV[5])
 local beat = tonumber(redis.call('ZSCORE', KEYS[5], gw) or '')
-return 'requeued|' .. (beat and math.max(ttl_ms, math.floor((now - beat) * 1000)) or ttl_ms)
+return 'requeued|' .. (beat and math.max(ttl_ms, math.floor((now - beat) * 1000)) or ttl_ms) .. '|' .. gw
 """
 )
 
@@ -179,21 +186,27 @@ class _Clock:
         self.bot_waited = 0.0
         self.why = ""
         self._arena_now = False  # the state last seen was the arena's failure
-        self._held: list[tuple[float, float]] = []  # spans (from, to) held or queued, counted as the bot's
+        # spans (from, to, where) counted as the bot's: where "" queued, else the gateway holding it
+        self._held: list[tuple[float, float, str]] = []
 
-    def _since_beat(self, now: float, age_ms: str) -> None:
-        """The last beat of the gateway taken for dead (holding the request, or holding the
-        bot's connections) was ``age_ms`` ago: the time counted as the bot's since then is the
-        arena's."""
+    def _since_beat(self, now: float, age_ms: str, gateways: Collection[str]) -> None:
+        """The last beat of the gateways taken for dead (``gateways``: holding the request, or
+        holding the bot's connections) was ``age_ms`` ago: the time counted as the bot's since
+        then while the request was queued, or held by one of them, is the arena's. Time it was
+        held by another gateway stays the bot's: a bot thinking on a live gateway is not paid
+        for a gateway that died beside it (it sees that one die: its connection there drops)."""
         since = now - (int(age_ms) / 1000 if age_ms.isdigit() else 0.0)
         kept = []
-        for start, end in self._held:
-            if end > since:
-                self.arena_s += end - max(start, since)
+        for start, end, where in self._held:
+            if end > since and (not where or where in gateways):
+                back = end - max(start, since)
+                self.arena_s += back
+                if not where:  # no longer the bot's wait for a connection (``reconnect_s``)
+                    self.bot_waited = max(0.0, self.bot_waited - back)
                 if start < since:
-                    kept.append((start, since))
+                    kept.append((start, since, where))
             else:
-                kept.append((start, end))
+                kept.append((start, end, where))
         self._held = kept
 
     def arena(self, now: float, why: str) -> None:
@@ -209,25 +222,27 @@ class _Clock:
         if state == "requeued":
             self.arena_s += span
             self.why, self._arena_now = DIED, True
-            self._since_beat(now, info)
+            age_ms, _, gw = info.partition("|")
+            self._since_beat(now, age_ms, (gw,))
         elif state == "queued" and info.startswith("1"):
             self.arena_s += span
             self.why, self._arena_now = NO_GATEWAY, True
-            self._since_beat(now, info.partition("|")[2])
+            _, age_ms, *gws = info.split("|")
+            self._since_beat(now, age_ms, gws)
         elif state in ("queued", "removed"):
             self.bot_waited += span
-            self._held.append((now - span, now))
+            self._held.append((now - span, now, ""))
         elif state == "held":
-            stall_ms, _, age_ms = info.partition("|")
+            stall_ms, age_ms, gw = (info.split("|") + ["", ""])[:3]
             stall = int(stall_ms) / 1000 if stall_ms.isdigit() else 0.0
             arena = min(span, stall) if stall * 1000 >= STALL_MIN_MS else 0.0
             if arena:
                 self.arena_s += arena
                 self.why = STALLED
             if span > arena:
-                self._held.append((now - span, now - arena))
+                self._held.append((now - span, now - arena, gw))
             if age_ms.isdigit() and int(age_ms) >= LATE_BEAT_MS:
-                self._since_beat(now, age_ms)
+                self._since_beat(now, age_ms, (gw,))
                 self.why, self._arena_now = LATE, True
 
     def close(self, now: float) -> None:
@@ -293,6 +308,26 @@ class ConnectedPlayer:
                 time.sleep(min(pause, left))
                 pause = min(pause * 2, SLICE_S)
 
+    def _look(self, keys: list[str], env: str, give_up: bool) -> tuple[str, str]:
+        """Where the request ``env`` is (:data:`_WHERE`; ``keys`` with its held key), taken back
+        if ``give_up`` and queued: (state, info), as :meth:`_Clock.observe` reads them."""
+        where = self._where(
+            keys=keys,
+            args=[
+                env,
+                "1" if give_up else "0",
+                relay.PREFIX + "alive:",
+                relay.wake_prefix(),
+                self.bot_id,
+                relay.ALIVE_TTL_S,
+                relay.REJOIN_S,
+                relay.DROPPED_TTL_S,
+                LATE_BEAT_MS / 1000,
+            ],
+        )
+        state, _, info = (where.decode() if isinstance(where, bytes) else str(where)).partition("|")
+        return state, info
+
     def exchange(self, kind: str, body: bytes, timeout_s: float) -> Outcome:
         """Send ``body`` as a ``kind`` frame (``request`` or ``health``), wait at most
         ``timeout_s`` seconds for its answer (module docstring).
@@ -324,21 +359,7 @@ class ConnectedPlayer:
             now = time.monotonic()
             try:
                 give_up = now >= deadline or clock.bot_waited >= self.reconnect_s
-                where = self._where(
-                    keys=keys,
-                    args=[
-                        env,
-                        "1" if give_up else "0",
-                        relay.PREFIX + "alive:",
-                        relay.wake_prefix(),
-                        self.bot_id,
-                        relay.ALIVE_TTL_S,
-                        relay.REJOIN_S,
-                        relay.DROPPED_TTL_S,
-                        LATE_BEAT_MS / 1000,
-                    ],
-                )
-                state, _, info = (where.decode() if isinstance(where, bytes) else str(where)).partition("|")
+                state, info = self._look(keys, env, give_up)
                 clock.observe(now, state, info)
                 if state == "removed":
                     return Outcome(
