@@ -66,6 +66,12 @@ RELAY_ERRORS = (redis.RedisError, OSError)
 #: queued again.
 LOST_SLICES = 3
 
+#: Seconds past the bank's end a wait for a held request may be lengthened by the arena's own
+#: time (a gateway's stall): the gateway still takes an answer up to 1 s past the request's
+#: deadline (:meth:`daifugo_arena.gateway.liveness.Liveness._expire`). A bot whose own time
+#: reached its bank, the gateway well, is at fault; more of the arena's time than this, or an
+#: arena failing at the end, makes the decision the arena's (asked again).
+GRACE_S = 0.9
 #: Milliseconds of stall a gateway must report for its time to count as the arena's.
 STALL_MIN_MS = 50
 #: Age of a gateway's last beat (it beats every second) from which the gateway holding a
@@ -209,6 +215,12 @@ class _Clock:
                 kept.append((start, end, where))
         self._held = kept
 
+    @property
+    def arena_now(self) -> bool:
+        """Whether the state last seen was the arena's failure (a gateway late or dead, none
+        alive, the relay down)."""
+        return self._arena_now
+
     def arena(self, now: float, why: str) -> None:
         """The time since the last look was the arena's (``why``)."""
         self.arena_s += max(0.0, now - self.last)
@@ -346,6 +358,7 @@ class ConnectedPlayer:
         keys = [*self._where_keys]
         keys[1] = relay.held_key(rid)
         clock = _Clock(start)
+        bank_end = deadline  # the wait may be lengthened by the arena's own time (GRACE_S)
         unknown = 0
         outage: BaseException | None = None  # the relay's last failure during this decision
         try:
@@ -377,6 +390,14 @@ class ConnectedPlayer:
                         break
                     if outage is not None:  # maybe lost in the outage: not the bot's to pay
                         raise RelayUnavailable(outage)
+                    # held by a gateway that is well now: the bot's own time is what it waits
+                    # for, so a short stall of the arena lengthens the wait (up to GRACE_S past
+                    # the bank, what the gateway still takes) instead of excusing the bot
+                    own_left = (bank_end - start) - ((now - start) - clock.arena_s)
+                    well = state == "held" and not clock.arena_now
+                    if well and own_left > 0 and now < bank_end + GRACE_S:
+                        deadline = min(now + own_left, bank_end + GRACE_S)
+                        continue
                     self.client.lrem(self._req_key, 1, env)  # not delivered: never delivered late
                     return Outcome(
                         None,
@@ -385,7 +406,7 @@ class ConnectedPlayer:
                         "",
                         _ms(now - start),
                         None,
-                        arena=clock.why,
+                        arena="" if well and own_left <= 0 else clock.why,
                         arena_ms=_ms(clock.arena_s),
                     )
                 unknown = unknown + 1 if state == "unknown" else 0
@@ -412,7 +433,7 @@ class ConnectedPlayer:
                 clock.arena(time.monotonic(), RELAY_DOWN)
         now = time.monotonic()
         clock.close(now)
-        return self._outcome(got, rid, now - start, deadline - start, clock.arena_s)
+        return self._outcome(got, rid, now - start, bank_end - start, clock.arena_s)
 
     def _outcome(self, raw: bytes, rid: str, elapsed_s: float, timeout_s: float, arena_s: float = 0.0) -> Outcome:
         elapsed, arena_ms = _ms(elapsed_s), _ms(arena_s)

@@ -30,7 +30,7 @@ from arena.db.migrate import upgrade
 from arena.db.session import make_engine, make_sessionmaker, normalize_url, shared_sessions
 from arena.delivery import internal_reason
 from arena.heartbeat import WorkerHealth
-from arena.runner.connected import DIED, LATE, NO_GATEWAY, ConnectedPlayer, RelayUnavailable
+from arena.runner.connected import DIED, GRACE_S, LATE, NO_GATEWAY, ConnectedPlayer, RelayUnavailable
 from arena.runner.match import Match, MatchConfig, Observers
 from arena.runner.players import LocalPlayer, Outcome
 from arena.runner.replay import replay
@@ -150,6 +150,38 @@ def test_a_gateway_killed_while_it_holds_a_request_is_the_arenas_time_at_once(
     assert out.fault == "timeout" and out.arena in (LATE, DIED, NO_GATEWAY), out
     # the bot's time ends at the gateway's last beat, before the kill; 2 ms for the rounding
     assert out.elapsed_ms - out.arena_ms <= (killed - started) * 1000 + 2, (out, killed - started)
+
+
+def test_a_bot_that_never_answers_is_not_excused_by_a_short_stall_of_its_gateway(
+    site: Site, redis_url: str, gateways: list[subprocess.Popen[str]]
+) -> None:
+    """The bot holds its request and never answers; meanwhile its gateway stalls (SIGSTOP,
+    then SIGCONT once its alive key is 0.3 s older). Before, any stall the gateway reported
+    (50 ms or more) made the time-out the arena's: the decision was asked again with the bank
+    it had, up to 10 times, then the match voided, so a losing bot could void a match by
+    never answering on a loaded gateway. Now the wait is lengthened by the arena's time (up to
+    ``GRACE_S``): a bot whose own time reached its bank while the gateway was well is at fault
+    (FAULT-1); only more of the arena's time than that is the arena's failure."""
+    proc, gateway_id, url = start_gateway(site.env, gateways)
+    bot = HeldBot(url, site.bot_id, site.secret)
+    client = redis.Redis.from_url(redis_url)
+    outcome = decide_in_thread(redis_url, site.bot_id, "m-stalled", 3.0)
+    wait_until(lambda: bot.frames, "the request delivered")
+    alive = relay.alive_key(gateway_id)
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        age = wait_until(lambda: client.pttl(alive), "the alive key seen")
+        wait_until(lambda: client.pttl(alive) <= age - 300, "the gateway stopped 0.3 s")
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    wait_until(lambda: outcome, "the decision over", 60)
+    out = outcome[0]
+    assert out.fault == "timeout" and out.arena_ms > 0, out  # the stall was seen, as the arena's time
+    if out.arena_ms <= GRACE_S * 1000:  # the arena's time fits the grace: the bot had its whole bank
+        assert out.arena == "", out  # before: "the gateway holding the request stalled"
+        assert out.elapsed_ms - out.arena_ms >= 3000 - 2, out
+    else:  # a machine so loaded that the arena kept more than the grace: asked again
+        assert out.arena != "", out
 
 
 def test_a_request_queued_for_a_bot_whose_gateway_just_died_costs_it_nothing(
