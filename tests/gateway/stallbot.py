@@ -36,35 +36,36 @@ def write_marker(request: Mapping[str, Any] | Request) -> None:
     os.replace(tmp, target)
 
 
-class StallOnce(RandomBot):
-    name = "stall-once"
-
-    def __init__(self) -> None:
-        super().__init__(seed=7)
-        self._lock = threading.Lock()
-        self._stalled = False
-
-    def decide(self, request: Mapping[str, Any] | Request) -> dict:
-        with self._lock:
-            first, self._stalled = not self._stalled, True
-        if first:
-            write_marker(request)
-            threading.Event().wait(STALL_S)
-        return super().decide(request)
-
-
-class ThinkEach(RandomBot):
-    name = "think-each"
+class _MarksFirst(RandomBot):
+    """The ``random`` sample bot (seed 7) that writes its first request's marker."""
 
     def __init__(self) -> None:
         super().__init__(seed=7)
         self._lock = threading.Lock()
         self._marked = False
 
-    def decide(self, request: Mapping[str, Any] | Request) -> dict:
+    def first(self, request: Mapping[str, Any] | Request) -> bool:
+        """Whether ``request`` is the first this bot is asked (its marker then written)."""
         with self._lock:
             first, self._marked = not self._marked, True
         if first:
             write_marker(request)
+        return first
+
+
+class StallOnce(_MarksFirst):
+    name = "stall-once"
+
+    def decide(self, request: Mapping[str, Any] | Request) -> dict:
+        if self.first(request):
+            threading.Event().wait(STALL_S)
+        return super().decide(request)
+
+
+class ThinkEach(_MarksFirst):
+    name = "think-each"
+
+    def decide(self, request: Mapping[str, Any] | Request) -> dict:
+        self.first(request)
         threading.Event().wait(THINK_S)
         return super().decide(request)

@@ -59,12 +59,11 @@ def restart_gateway(stack: DialStack, port: int) -> GatewayProcess:
     return gw
 
 
-def test_a_gateway_killed_and_restarted_later_costs_its_bots_no_fault_and_no_time(dial_stack, tmp_path) -> None:
-    stack: DialStack = dial_stack(gateways=1)
-    (gw,) = stack.gateways
-    marker = tmp_path / "stalled.json"
+def dial_out(stack: DialStack, gw: GatewayProcess, marker: Path, specs: dict[str, str]) -> dict[str, int]:
+    """One account and one checked Million Doubt bot per ``specs`` item (name: the bot's spec),
+    each connected to ``gw`` (one connection); the bots' ids by name."""
     players: dict[str, int] = {}
-    for name, spec in (("a", "tests.gateway.stallbot:StallOnce"), ("b", "random"), ("c", "random")):
+    for name, spec in specs.items():
         owner = stack.account(name)
         bot = stack.register(owner, f"dials-out-{name}", "million_doubt")
         stack.connect_bot(
@@ -73,6 +72,14 @@ def test_a_gateway_killed_and_restarted_later_costs_its_bots_no_fault_and_no_tim
         stack.connections(owner, bot["id"], 1)
         players[name] = bot["id"]
         assert mark_bot_checked(stack.sessions, bot["id"]) == "ready"
+    return players
+
+
+def test_a_gateway_killed_and_restarted_later_costs_its_bots_no_fault_and_no_time(dial_stack, tmp_path) -> None:
+    stack: DialStack = dial_stack(gateways=1)
+    (gw,) = stack.gateways
+    marker = tmp_path / "stalled.json"
+    players = dial_out(stack, gw, marker, {"a": "tests.gateway.stallbot:StallOnce", "b": "random", "c": "random"})
 
     tid = stack.tournament("million_doubt", list(players.values()), TIME_RULES, games_per_pairing=2)
     stalled = wait_until(lambda: marker.exists() and json.loads(marker.read_text()), "bot A holding a request", 120)
@@ -172,16 +179,7 @@ def test_a_match_the_gateways_outage_stopped_is_played_again_by_itself(dial_stac
     stack: DialStack = dial_stack(gateways=1)
     (gw,) = stack.gateways
     marker = tmp_path / "stalled.json"
-    players: dict[str, int] = {}
-    for name, spec in (("a", "tests.gateway.stallbot:ThinkEach"), ("b", "random")):
-        owner = stack.account(name)
-        bot = stack.register(owner, f"dials-out-{name}", "million_doubt")
-        stack.connect_bot(
-            bot["id"], bot["secret"], [gw.url], pool=1, spec=spec, env={"ARENA_TEST_STALL_FILE": str(marker)}
-        )
-        stack.connections(owner, bot["id"], 1)
-        players[name] = bot["id"]
-        assert mark_bot_checked(stack.sessions, bot["id"]) == "ready"
+    players = dial_out(stack, gw, marker, {"a": "tests.gateway.stallbot:ThinkEach", "b": "random"})
 
     tid = stack.tournament("million_doubt", list(players.values()), TIME_RULES, games_per_pairing=2)
     (match,) = stack.matches(tid)
