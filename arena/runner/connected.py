@@ -393,7 +393,7 @@ class ConnectedPlayer:
                     # held by a gateway that is well now: the bot's own time is what it waits
                     # for, so a short stall of the arena lengthens the wait (up to GRACE_S past
                     # the bank, what the gateway still takes) instead of excusing the bot
-                    own_left = (bank_end - start) - ((now - start) - clock.arena_s)
+                    own_left = bank_end + clock.arena_s - now  # the bank less the bot's own time
                     well = state == "held" and not clock.arena_now
                     if well and own_left > 0 and now < bank_end + GRACE_S:
                         deadline = min(now + own_left, bank_end + GRACE_S)

@@ -59,6 +59,17 @@ def restart_gateway(stack: DialStack, port: int) -> GatewayProcess:
     return gw
 
 
+def queued_requests(client: redis.Redis, bot_ids: list[int], match_id: str) -> list[str]:
+    """The ids of the requests of protocol match ``match_id`` waiting in the bots' request lists."""
+    found = []
+    for bot_id in bot_ids:
+        for raw in client.lrange(relay.request_key(bot_id), 0, -1):
+            env = relay.parse_envelope(raw)
+            if env is not None and env.kind == "request" and f'"{match_id}"' in env.frame:
+                found.append(env.rid)
+    return found
+
+
 def dial_out(stack: DialStack, gw: GatewayProcess, marker: Path, specs: dict[str, str]) -> dict[str, int]:
     """One account and one checked Million Doubt bot per ``specs`` item (name: the bot's spec),
     each connected to ``gw`` (one connection); the bots' ids by name."""
@@ -84,16 +95,12 @@ def test_a_gateway_killed_and_restarted_later_costs_its_bots_no_fault_and_no_tim
     tid = stack.tournament("million_doubt", list(players.values()), TIME_RULES, games_per_pairing=2)
     stalled = wait_until(lambda: marker.exists() and json.loads(marker.read_text()), "bot A holding a request", 120)
     client = redis.Redis.from_url(stack.broker)
-    queue = relay.request_key(players["a"])
     gw.kill()  # while bot A thinks on the request it relayed: every bot loses its connection
 
     seen: set[str] = set()
 
     def asked_again() -> bool:  # a new request for the same decision: the bank ran out, the arena's
-        for raw in client.lrange(queue, 0, -1):
-            env = relay.parse_envelope(raw)
-            if env is not None and env.kind == "request" and stalled["match_id"] in env.frame:
-                seen.add(env.rid)
+        seen.update(queued_requests(client, [players["a"]], stalled["match_id"]))
         return len(seen) >= 2
 
     wait_until(asked_again, "bot A's decision asked again while no gateway runs", 120)
@@ -137,17 +144,6 @@ def test_the_sdk_is_connected_again_at_once_after_its_gateway_restarts(dial_stac
     assert "reconnecting in 0.0 s" in first, proc.log()
     restart_gateway(stack, gw.port)
     stack.connections(owner, bot["id"], 1)
-
-
-def queued_requests(client: redis.Redis, bot_ids: list[int], match_id: str) -> list[str]:
-    """The ids of the requests of protocol match ``match_id`` waiting in the bots' request lists."""
-    found = []
-    for bot_id in bot_ids:
-        for raw in client.lrange(relay.request_key(bot_id), 0, -1):
-            env = relay.parse_envelope(raw)
-            if env is not None and env.kind == "request" and f'"{match_id}"' in env.frame:
-                found.append(env.rid)
-    return found
 
 
 def assert_banks_kept(log: dict, rules: dict[str, float]) -> None:
