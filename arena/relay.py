@@ -16,6 +16,10 @@ Keys (``<bot>``: the bot id; ``<gw>``: a gateway's id; ``<rid>``: a request id):
                                  died, stopped or none ran): the bot is not charged for being
                                  unconnected until :data:`REJOIN_S` after it (docs/protocol.md,
                                  "Whose fault is a wait")
+``arena:gw:outage``              Redis time the arena was last seen with no gateway alive (by a
+                                 worker looking at a queued request, or by the beat that ended
+                                 the outage, :data:`ALIVE_BEAT`): no bot is charged for being
+                                 unconnected until :data:`REJOIN_S` after it
 ``arena:gw:wake:<gw>``           the gateway's doorbell: ids of bots whose request list got requests
                                  (:data:`PUSH_AND_RING`); expires :data:`WAKE_TTL_S` after a push
 ``arena:gw:conns:<bot>``         sorted set: the bot's connections (member ``<gw>|<conn>|<since>``,
@@ -74,14 +78,26 @@ REJOIN_S = 15.0
 DROPPED_TTL_S = 600
 #: The set of every gateway and its last beat.
 GATEWAYS_KEY = PREFIX + "gateways"
+#: When the arena was last seen with no gateway alive (module docstring).
+OUTAGE_KEY = PREFIX + "outage"
 
 #: Lua: a gateway's beat: ``SET alive:<gw> <stall ms> PX <ttl ms>`` (KEYS[1]; ARGV[1], ARGV[2])
 #: and its score in :data:`GATEWAYS_KEY` (KEYS[2], member ARGV[3]) set to Redis time (seconds,
 #: to the microsecond: the workers take a gateway whose beat is 1.5 s old for late,
 #: :data:`arena.runner.connected.LATE_BEAT_MS`); gateways silent for a minute are dropped from
-#: the set.
+#: the set. A beat that finds no gateway's beat in the set younger than the alive key's time
+#: ends an outage of every gateway (this one returning, or the first): it sets
+#: :data:`OUTAGE_KEY` (KEYS[3], lives ARGV[4] seconds) to now, so every bot has
+#: :data:`REJOIN_S` to connect again, whether or not a request of it waited during the outage.
 ALIVE_BEAT = """
 local t = redis.call('TIME')
+if KEYS[3] then
+  local newest = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  if #newest == 0 or now - tonumber(newest[2]) > tonumber(ARGV[2]) / 1000 then
+    redis.call('SET', KEYS[3], string.format('%d.%06d', t[1], t[2]), 'EX', ARGV[4])
+  end
+end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('ZADD', KEYS[2], string.format('%d.%06d', t[1], t[2]), ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(t[1]) - 60)

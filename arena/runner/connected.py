@@ -10,7 +10,8 @@ clock of docs/protocol.md, "Whose fault is a wait"):
 * still queued: no connection took it. That time is the arena's when no gateway is alive, or
   the bot's connections were on a gateway that died, stopped or missed its beats (its last
   beat :data:`LATE_BEAT_MS` old), until
-  :data:`arena.relay.REJOIN_S` after that (the bot is reconnecting); otherwise the bot's:
+  :data:`arena.relay.REJOIN_S` after that (the bot is reconnecting; after an outage of every
+  gateway, every bot is: :data:`arena.relay.OUTAGE_KEY`); otherwise the bot's:
   past ``reconnect_s`` seconds of it (never past the bank) the request is taken back, the
   fault ``connection_error`` ("not connected").
 * held by a live gateway: the bot is thinking (the bot's time), but for the time the gateway
@@ -101,13 +102,16 @@ local late, ttl = tonumber(ARGV[9]), tonumber(ARGV[6])
 -- the bot dead (its key gone) or late (its last beat `late` old): the arena keeps the bot out.
 -- A dead gateway also starts the rejoin time (the dropped mark); a late one only counts while
 -- it is late (a loaded machine delays beats: a bot with no connection is not helped by that).
+-- No gateway alive starts every bot's rejoin time (the outage mark, KEYS[6], also set by the
+-- beat that ends the outage): a bot with no request during the outage is reconnecting too.
 local function arena_keeps_out()
   local age, dead, late_gws = nil, false, {}
   local newest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
-  if #newest == 0 then
-    age, dead = 0, true
-  elseif now - tonumber(newest[2]) > ttl then
-    age, dead = now - tonumber(newest[2]), true
+  if #newest == 0 or now - tonumber(newest[2]) > ttl then
+    age, dead = #newest == 0 and 0 or now - tonumber(newest[2]), true
+    if KEYS[6] then
+      redis.call('SET', KEYS[6], string.format('%.6f', now), 'EX', ARGV[8])
+    end
   else
     for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf')) do
       local gw = string.match(m, '^[^|]+')
@@ -132,6 +136,8 @@ local function arena_keeps_out()
   end
   local since = tonumber(redis.call('GET', KEYS[4]) or '')
   if since and now - since < tonumber(ARGV[7]) then return '1|0' end
+  local outage = KEYS[6] and tonumber(redis.call('GET', KEYS[6]) or '')
+  if outage and now - outage < tonumber(ARGV[7]) then return '1|0' end
   return '0'
 end
 local pos = redis.call('LPOS', KEYS[1], ARGV[1])
@@ -290,6 +296,7 @@ class ConnectedPlayer:
             relay.conns_key(self.bot_id),
             relay.dropped_key(self.bot_id),
             relay.GATEWAYS_KEY,
+            relay.OUTAGE_KEY,
         ]
 
     @staticmethod

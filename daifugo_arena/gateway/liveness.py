@@ -51,11 +51,12 @@ class Liveness:
 
     async def alive(self) -> None:
         """The beat (:data:`arena.relay.ALIVE_BEAT`): the alive key, holding the event loop's
-        stall of the last two seconds (ms), and this gateway's score in the gateways' set."""
+        stall of the last two seconds (ms), and this gateway's score in the gateways' set (and
+        the end of an outage of every gateway, when this beat ends one)."""
         hub = self.hub
         await self._beat(
-            keys=[relay.alive_key(hub.id), relay.GATEWAYS_KEY],
-            args=[str(self.stall), int(relay.ALIVE_TTL_S * 1000), hub.id],
+            keys=[relay.alive_key(hub.id), relay.GATEWAYS_KEY, relay.OUTAGE_KEY],
+            args=[str(self.stall), int(relay.ALIVE_TTL_S * 1000), hub.id, relay.DROPPED_TTL_S],
         )
 
     async def lag_loop(self) -> None:
