@@ -23,6 +23,22 @@ Play = tuple[list[int], list[int] | None]
 FinishRefused = Callable[[Sequence[int], int], bool]
 
 
+#: Each card code's bit in a hand's card mask (:func:`card_mask`); a joker adds ``1 << 52``,
+#: so two jokers make ``2 << 52``: the mask over ``52`` is the number of jokers.
+CARD_BITS: Final[tuple[int, ...]] = tuple(1 << c for c in range(JOKER + 1))
+#: Each card code's bit in a hand's suit mask: suit ``s``, rank ``r`` at bit ``13 * s + r``
+#: (four 13-bit rank masks, S H D C); a joker adds ``1 << 52``, as in :data:`CARD_BITS`.
+SUIT_BITS: Final[tuple[int, ...]] = tuple(1 << (13 * (c & 3) + (c >> 2)) for c in range(JOKER)) + (1 << JOKER,)
+#: The four cards of each rank of a rank mask, as a card mask: ranks 0..6 (``mask & 127``)...
+_RANK_CARDS_LOW: Final[tuple[int, ...]] = tuple(
+    sum(15 << (r << 2) for r in range(7) if m >> r & 1) for m in range(1 << 7)
+)
+#: ... and ranks 7..12 (``mask >> 7``).
+_RANK_CARDS_HIGH: Final[tuple[int, ...]] = tuple(
+    sum(15 << ((r + 7) << 2) for r in range(6) if m >> r & 1) for m in range(1 << 6)
+)
+
+
 def face_up_plays(
     hand: list[int],
     count: int,
@@ -42,6 +58,51 @@ def face_up_plays(
     groups (by rank, then size, then jokers standing in), stairs (by suit, lowest rank,
     length, jokers standing in).
     """
+    if count != 1 or lock or len(hand) < 2:
+        return _by_form(hand, count, lock, ref, reversed_order, restrict, refuse)
+    # following a single with no lock (the common case, kept short): the singles of the
+    # ranks that beat the reference in card code order, then the lone joker; no play here
+    # empties the hand (it holds more than one card)
+    if ref is None:
+        ranks = ALL_RANKS
+        joker = True
+    else:  # as forms.beating (C-5): a lone joker beats natural singles
+        single = ref.single
+        if ref.joker or not single:
+            ranks = 0
+        elif reversed_order:  # below the highest rank of the reference (C-9)
+            ranks = (1 << (single.bit_length() - 1)) - 1
+        else:  # above its lowest rank
+            ranks = ALL_RANKS & -((single & -single) << 1)
+        joker = single != 0 and not ref.joker
+    if restrict is not None:
+        ranks &= restrict
+        joker = False
+    held = sum(map(CARD_BITS.__getitem__, hand))
+    cards = held & (_RANK_CARDS_LOW[ranks & 127] | _RANK_CARDS_HIGH[ranks >> 7])
+    plays: list[Play] = []
+    while cards:
+        low = cards & -cards
+        plays.append(([low.bit_length() - 1], None))
+        cards ^= low
+    if joker and held >> JOKER:
+        plays.append(([JOKER], None))
+    return plays
+
+
+def _by_form(
+    hand: list[int],
+    count: int,
+    lock: tuple[int, ...],
+    ref: Readings | None,
+    reversed_order: bool,
+    restrict: int | None,
+    refuse: FinishRefused | None,
+) -> list[Play]:
+    """The general case of :func:`face_up_plays`: the hand as rank masks (held, held twice or
+    more, held in each suit, from its suit mask), the cards of a rank held twice or more
+    listed in hand order, then each form in turn. A play is added as it is when no filter
+    can refuse it (no lock, smaller than the hand), else through :func:`_kept`."""
     if ref is None:
         s_ok = g_ok = st_ok = ALL_RANKS
         js_ok = jp_ok = True
@@ -56,73 +117,17 @@ def face_up_plays(
         g_ok &= restrict
         st_ok = 0
         js_ok = jp_ok = False
-    if count == 1 and not lock and len(hand) > 1:
-        return _following_single(hand, s_ok, js_ok)
-    return _by_form(hand, count, lock, refuse, s_ok, js_ok, g_ok, jp_ok, st_ok)
-
-
-def _following_single(hand: list[int], ranks: int, joker: bool) -> list[Play]:
-    """The singles of ``ranks`` and the lone joker (if ``joker``) that follow a single with
-    no lock: the common case, kept short (no play here empties the hand: it holds more than
-    one card)."""
-    plays: list[Play] = []
-    held = 0  # the hand as a bit mask of card codes (the jokers share bit 52)
-    for c in hand:
-        held |= 1 << c
-    wanted = 0  # the cards of the ranks of ``ranks``
-    r = 0
-    while ranks >> r:
-        if ranks >> r & 1:
-            wanted |= 15 << (r << 2)
-        r += 1
-    cards = held & wanted
-    while cards:  # code order: rank order, then suit
-        low = cards & -cards
-        plays.append(([low.bit_length() - 1], None))
-        cards ^= low
-    if joker and held >> JOKER & 1:
-        plays.append(([JOKER], None))
-    return plays
-
-
-def _by_form(
-    hand: list[int],
-    count: int,
-    lock: tuple[int, ...],
-    refuse: FinishRefused | None,
-    s_ok: int,
-    js_ok: bool,
-    g_ok: int,
-    jp_ok: bool,
-    st_ok: int,
-) -> list[Play]:
-    """The general case of :func:`face_up_plays`: the hand as rank masks (held, held twice or
-    more, held in each suit; a natural card's code is rank * 4 + suit), the cards of a rank
-    held twice or more listed in hand order, then each form in turn. A play is added as it is
-    when no filter can refuse it (no lock, smaller than the hand), else through :func:`_kept`."""
-    jokers = 0
-    held = 0  # ranks held
-    multi = 0  # ranks held twice or more
-    s0 = s1 = s2 = s3 = 0  # ranks held in each suit
-    for c in hand:
-        if c == JOKER:
-            jokers += 1
-            continue
-        bit = 1 << (c >> 2)
-        multi |= held & bit
-        held |= bit
-        suit = c & 3
-        if suit == 0:
-            s0 |= bit
-        elif suit == 1:
-            s1 |= bit
-        elif suit == 2:
-            s2 |= bit
-        else:
-            s3 |= bit
+    bits = sum(map(SUIT_BITS.__getitem__, hand))
+    s0 = bits & ALL_RANKS  # ranks held in each suit
+    s1 = bits >> 13 & ALL_RANKS
+    s2 = bits >> 26 & ALL_RANKS
+    s3 = bits >> 39 & ALL_RANKS
+    jokers = bits >> JOKER
+    held = s0 | s1 | s2 | s3  # ranks held
+    multi = (s0 & s1) | ((s0 | s1) & s2) | ((s0 | s1 | s2) & s3)  # ranks held twice or more
     suits = (s0, s1, s2, s3)
     wanted = multi & ((s_ok if count <= 1 else 0) | (g_ok if count != 1 else 0))
-    by_rank = _cards_by_rank(hand, multi) if wanted else _NO_CARDS
+    by_rank = _cards_by_rank(hand, wanted) if wanted else _NO_CARDS
     size = len(hand)
     plays: list[Play] = []
     direct = not lock  # a play smaller than the hand is kept as it is
@@ -162,12 +167,8 @@ _NO_CARDS: Final[list[Any]] = []
 
 def _only_card(suits: tuple[int, int, int, int], r: int) -> int:
     """The code of the one card of rank ``r`` held (``suits``: the ranks held in each suit)."""
-    s0, s1, s2, _ = suits
-    if s0 >> r & 1:
-        return r * 4
-    if s1 >> r & 1:
-        return r * 4 + 1
-    return r * 4 + (2 if s2 >> r & 1 else 3)
+    _, s1, s2, s3 = suits
+    return (r << 2) + (s1 >> r & 1) + (s2 >> r & 1) * 2 + (s3 >> r & 1) * 3
 
 
 def _kept(
@@ -193,12 +194,13 @@ def _singles(
 ) -> None:
     """Natural singles of the held ``ranks`` (C-2, C-5), ranks ascending, hand order within
     a rank (``by_rank``: the ranks of ``multi``); ``direct``: no filter applies."""
+    _, s1, s2, s3 = suits
     while ranks:
         low = ranks & -ranks
         ranks ^= low
         r = low.bit_length() - 1
-        if not multi & low:
-            c = _only_card(suits, r)
+        if not multi & low:  # the one card of the rank (as _only_card)
+            c = (r << 2) + (s1 >> r & 1) + (s2 >> r & 1) * 2 + (s3 >> r & 1) * 3
             if direct or _kept(lock, size, refuse, 1, [c], 0):
                 plays.append(([c], None))
             continue
