@@ -498,7 +498,7 @@ class Climbing(Game):
         """Every legal action of ``seat`` now (all of them can be listed: no face-down cards).
 
         Plays carry ``jokers`` when they hold jokers standing in (C-4). Gives and discards
-        are listed from the empty one up.
+        are listed from the empty one up (:meth:`card_choices`).
         """
         d = self.decision()
         if d is None or d.seat != seat:
@@ -506,23 +506,35 @@ class Climbing(Game):
         if d.kind == "play":
             yield from self._play_answers(seat)
         elif d.kind in ("give", "discard"):
-            hand = sorted(self.hands[seat])
-            sizes: Sequence[int] = [d.info["count"]] if "count" in d.info else range(0, d.info["max"] + 1)
-            for k in sizes:
-                seen = set()
-                for combo in combinations(hand, k):
-                    if combo in seen:
-                        continue
-                    seen.add(combo)
-                    a = {"type": d.kind, "cards": format_cards(combo)}
-                    if k and k == len(hand):
-                        try:
-                            self.check(seat, a)
-                        except InvalidAction:
-                            continue
-                    yield a
+            for cards in self.card_choices(seat):
+                yield {"type": d.kind, "cards": format_cards(cards)}
         else:
             yield from self._other_legal(d)
+
+    def card_choices(self, seat: int) -> list[list[int]]:
+        """The cards (codes) a give or discard decision of ``seat`` accepts, as
+        :meth:`legal_actions` lists them: by size from the empty choice up (JDF-4: the size
+        asked), each distinct choice once, in the order of the sorted hand's combinations; an
+        empty list when ``seat`` has no give or discard decision (LR-5, LR-6, JDF-4)."""
+        d = self.decision()
+        if d is None or d.seat != seat or d.kind not in ("give", "discard"):
+            return []
+        hand = sorted(self.hands[seat])
+        sizes: Sequence[int] = [d.info["count"]] if "count" in d.info else range(0, d.info["max"] + 1)
+        out = []
+        for k in sizes:
+            seen = set()
+            for combo in combinations(hand, k):
+                if combo in seen:
+                    continue
+                seen.add(combo)
+                if k and k == len(hand):
+                    try:
+                        self.check(seat, {"type": d.kind, "cards": format_cards(combo)})
+                    except InvalidAction:
+                        continue
+                out.append(list(combo))
+        return out
 
 
 __all__ = ["Climbing", "PlayInfo", "FollowUp"]

@@ -232,11 +232,17 @@ class MillionDoubt(Game):
     def _do_play(self, seat: int, action: PlayAction) -> None:
         """MD-2..MD-6: a face-up play takes effect at once; a face-down one awaits an answer."""
         if self._trusting and not action.face_down:  # Game.push: a generated face-up play
-            nat, jk = split(action.cards)  # its one reading, already chosen (C-4)
-            ev = _Eval(action.cards, [], action.jokers, nat, jk, generated_reading(nat, jk, action.jokers), True)
+            cards = action.cards  # its one reading, already chosen (C-4)
+            if len(cards) == 1 and cards[0] != JOKER:  # a natural single: the common case
+                ev = _Eval(cards, [], action.jokers, cards, 0, Readings(1 << (cards[0] >> 2)), True)
+            else:
+                nat, jk = split(cards)
+                ev = _Eval(cards, [], action.jokers, nat, jk, generated_reading(nat, jk, action.jokers), True)
         else:
             ev = self._evaluate(seat, action)
-        remove_cards(self.hands[seat], ev.cards)
+        hand = self.hands[seat]
+        for c in ev.cards:
+            hand.remove(c)
         rec = PlayRecord(seat, ev.cards, ev.face_down, ev.declared)
         self.field.append(rec)
         if not self.count:
@@ -264,18 +270,19 @@ class MillionDoubt(Game):
         (all of them when it also has face-down cards: the blanks), a face-up lone joker or
         joker pair (MD-15: nothing beats it), else the reference stays."""
         n = len(rec.cards)
-        if ev.fu_nat:
+        nat = ev.fu_nat
+        if nat:
             self.ref = ev.accepted if ev.face_down or ev.chosen else choose(ev.accepted, self.reversed_order)
         elif not ev.face_down and (n == 1 or (n == 2 and ev.fu_jokers == 2)):
             self.ref = Readings(joker=(n == 1), joker_pair=(n == 2))
         if n >= 4:  # MD-11
             self._toggle_revolution()
         ranks = 0
-        for c in ev.fu_nat:
+        for c in nat:
             ranks |= 1 << (c >> 2)
         if ranks >> RJ & 1:  # MD-12
             self._toggle_jback()
-        self._suit_lock(signature(ev.fu_nat) if ev.fu_nat else ())  # C-8
+        self._suit_lock((nat[0] & 3,) if len(nat) == 1 else signature(nat) if nat else ())  # C-8
         self.last_player = rec.seat
         return ranks >> R8 & 1 == 1
 

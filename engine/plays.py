@@ -29,6 +29,10 @@ CARD_BITS: Final[tuple[int, ...]] = tuple(1 << c for c in range(JOKER + 1))
 #: Each card code's bit in a hand's suit mask: suit ``s``, rank ``r`` at bit ``13 * s + r``
 #: (four 13-bit rank masks, S H D C); a joker adds ``1 << 52``, as in :data:`CARD_BITS`.
 SUIT_BITS: Final[tuple[int, ...]] = tuple(1 << (13 * (c & 3) + (c >> 2)) for c in range(JOKER)) + (1 << JOKER,)
+#: The rank of each card code (a joker's: 13, above every rank).
+RANK_OF: Final[tuple[int, ...]] = tuple(c >> 2 for c in range(JOKER + 1))
+#: The cards of each suit, as a card mask.
+_SUIT_CARDS: Final[tuple[int, ...]] = tuple(sum(1 << (r * 4 + s) for r in range(13)) for s in range(4))
 #: The four cards of each rank of a rank mask, as a card mask: ranks 0..6 (``mask & 127``)...
 _RANK_CARDS_LOW: Final[tuple[int, ...]] = tuple(
     sum(15 << (r << 2) for r in range(7) if m >> r & 1) for m in range(1 << 7)
@@ -58,11 +62,11 @@ def face_up_plays(
     groups (by rank, then size, then jokers standing in), stairs (by suit, lowest rank,
     length, jokers standing in).
     """
-    if count != 1 or lock or len(hand) < 2:
+    if count != 1 or len(lock) > 1 or len(hand) < 2:
         return _by_form(hand, count, lock, ref, reversed_order, restrict, refuse)
-    # following a single with no lock (the common case, kept short): the singles of the
-    # ranks that beat the reference in card code order, then the lone joker; no play here
-    # empties the hand (it holds more than one card)
+    # following a single (the common case, kept short): the singles of the ranks that beat
+    # the reference, of the locked suit if any (C-8), in card code order, then the lone
+    # joker (wild: it meets any lock); no play here empties the hand (it holds two cards+)
     if ref is None:
         ranks = ALL_RANKS
         joker = True
@@ -80,6 +84,8 @@ def face_up_plays(
         joker = False
     held = sum(map(CARD_BITS.__getitem__, hand))
     cards = held & (_RANK_CARDS_LOW[ranks & 127] | _RANK_CARDS_HIGH[ranks >> 7])
+    if lock:
+        cards &= _SUIT_CARDS[lock[0]]
     plays: list[Play] = []
     while cards:
         low = cards & -cards
@@ -126,13 +132,13 @@ def _by_form(
     held = s0 | s1 | s2 | s3  # ranks held
     multi = (s0 & s1) | ((s0 | s1) & s2) | ((s0 | s1 | s2) & s3)  # ranks held twice or more
     suits = (s0, s1, s2, s3)
-    wanted = multi & ((s_ok if count <= 1 else 0) | (g_ok if count != 1 else 0))
+    wanted = multi & g_ok if count != 1 else 0  # the groups' ranks held twice or more
     by_rank = _cards_by_rank(hand, wanted) if wanted else _NO_CARDS
     size = len(hand)
     plays: list[Play] = []
     direct = not lock  # a play smaller than the hand is kept as it is
     if count <= 1:
-        _singles(plays, by_rank, suits, multi, s_ok & held, lock, size, refuse, direct and size > 1)
+        _singles(plays, hand, s_ok & held, lock, size, refuse, direct and size > 1)
         if jokers and js_ok and _kept(lock, size, refuse, 1, [], 1):
             plays.append(([JOKER], None))
     if count in (0, 2) and jokers == 2 and jp_ok and _kept(lock, size, refuse, 2, [], 2):
@@ -183,9 +189,7 @@ def _kept(
 
 def _singles(
     plays: list[Play],
-    by_rank: list[list[int]],
-    suits: tuple[int, int, int, int],
-    multi: int,
+    hand: list[int],
     ranks: int,
     lock: tuple[int, ...],
     size: int,
@@ -193,20 +197,14 @@ def _singles(
     direct: bool,
 ) -> None:
     """Natural singles of the held ``ranks`` (C-2, C-5), ranks ascending, hand order within
-    a rank (``by_rank``: the ranks of ``multi``); ``direct``: no filter applies."""
-    _, s1, s2, s3 = suits
-    while ranks:
-        low = ranks & -ranks
-        ranks ^= low
-        r = low.bit_length() - 1
-        if not multi & low:  # the one card of the rank (as _only_card)
-            c = (r << 2) + (s1 >> r & 1) + (s2 >> r & 1) * 2 + (s3 >> r & 1) * 3
-            if direct or _kept(lock, size, refuse, 1, [c], 0):
-                plays.append(([c], None))
-            continue
-        for c in by_rank[r]:
-            if direct or _kept(lock, size, refuse, 1, [c], 0):
-                plays.append(([c], None))
+    a rank (a stable sort of the hand by rank); ``direct``: no filter applies."""
+    by_rank = sorted(hand, key=RANK_OF.__getitem__)  # jokers last (rank 13: in no mask)
+    if direct:
+        plays.extend([([c], None) for c in by_rank if ranks >> RANK_OF[c] & 1])
+        return
+    for c in by_rank:
+        if ranks >> RANK_OF[c] & 1 and _kept(lock, size, refuse, 1, [c], 0):
+            plays.append(([c], None))
 
 
 def _groups(

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import random
 
-from engine.actions import DOUBT, PASS, THROUGH, PenaltyAction, PlayAction, to_wire
+from engine.actions import DOUBT, PASS, THROUGH, DiscardAction, GiveAction, PenaltyAction, PlayAction, to_wire
 from engine.cards import RANKS, format_cards
+from engine.climbing import Climbing
 from engine.decisions import Action, InvalidAction
 from engine.draws import sample
 from engine.game import Game
@@ -84,7 +85,8 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
     Every action goes to :meth:`Game.push` as a typed action (no wire dict): face-up plays,
     passes, doubts and throughs as the engine generated them (the trusted path); Million
     Doubt bluffs and penalties are judged by the engine (a refused bluff changes nothing,
-    C-12, and is not counted); exchanges, rates, gives and discards (rare) go through
+    C-12, and is not counted), gives and discards too (:meth:`Climbing.card_choices`, the
+    pick :func:`random_action` makes); exchanges and rates (rare) go through
     :meth:`random_action` and :meth:`Game.apply`.
     """
     n = 0
@@ -120,6 +122,10 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
             pool = [c for p in g.field for c in p.cards]
             lo = d.info.get("min", 0)
             push(seat, PenaltyAction(sample(rng, pool, lo + int(random_() * (len(pool) - lo + 1)))))
+        elif (kind == "give" or kind == "discard") and isinstance(g, Climbing):  # as random_action
+            choices = g.card_choices(seat)
+            cards = choices[int(random_() * len(choices))]
+            push(seat, GiveAction(cards) if kind == "give" else DiscardAction(cards))
         else:
             seat, action = random_action(g, rng, 0.0)
             g.apply(seat, action)
