@@ -29,7 +29,16 @@ from engine.actions import DiscardAction, GiveAction, PassAction, PlayAction
 from engine.cards import JOKER, R5, R7, RANKS, RJ, RT, SPADE_3, format_cards
 from engine.decisions import Action, Decision, InvalidAction
 from engine.field import PlayRecord, cards_text, holds_all, remove_cards
-from engine.forms import Readings, beating, choose, generated_reading, only_rank, signature, split
+from engine.forms import (
+    SINGLE_READINGS,
+    Readings,
+    beating,
+    choose,
+    generated_reading,
+    only_rank,
+    signature,
+    split,
+)
 from engine.game import Game
 from engine.options import LocalRuleOptions
 from engine.plays import Play
@@ -264,8 +273,7 @@ class Climbing(Game):
             return play_info(cards, nat, jk, play.jokers, Readings(1 << (cards[0] >> 2)), True)
         if len(cards) == 1 and cards[0] != JOKER:  # a natural single: the common case
             rank = cards[0] >> 2
-            bit = 1 << rank
-            return PlayInfo(cards, cards, 0, play.jokers, Readings(bit), False, "single", rank, bit)
+            return PlayInfo(cards, cards, 0, play.jokers, SINGLE_READINGS[rank], False, "single", rank, 1 << rank)
         nat, jk = split(cards)
         return play_info(cards, nat, jk, play.jokers, generated_reading(nat, jk, play.jokers), False)
 

@@ -267,63 +267,59 @@ def _stairs(
 ) -> None:
     """Stairs (3+ consecutive ranks of one suit, jokers standing in, C-3, C-4) whose lowest
     rank is in ``mask``, of ``count`` cards (0: every length), suit by suit (S H D C;
-    ``suits``: the ranks held in each)."""
+    ``suits``: the ranks held in each), in the order of :func:`_suit_stairs`."""
+    direct = not lock  # a play smaller than the hand is kept as it is
     for suit in range(4):
         present = suits[suit]
         if not present or present.bit_count() + jokers < 3 or not _has_run(present, jokers):
             continue
-        for lo in range(0, 11):
-            if mask >> lo & 1 and (jokers or present >> lo & 1):
-                _stairs_from(plays, suit, present, jokers, lo, count, lock, size, refuse)
+        for lo, cards, used, declared in _suit_stairs(suit, present, jokers):
+            n = len(cards)
+            if mask >> lo & 1 and (not count or n == count):
+                if (direct and n != size) or _kept(lock, size, refuse, n, list(used), n - len(used)):
+                    plays.append((list(cards), list(declared) if declared else None))
 
 
-def _stairs_from(
-    plays: list[Play],
-    suit: int,
-    present: int,
-    jokers: int,
-    lo: int,
-    count: int,
-    lock: tuple[int, ...],
-    size: int,
-    refuse: FinishRefused | None,
-) -> None:
-    """Stairs from rank ``lo`` of ``suit``, whose held ranks are ``present`` (a mask)."""
-    missing = 0
-    have: list[int] = []
-    for hi in range(lo, 13):
-        if present >> hi & 1:
-            have.append(hi)
-        else:
-            missing += 1
-            if missing > jokers:
-                break
-        n = hi - lo + 1
-        if n < 3 or not have or (count and n != count):
+#: One stairs play of a suit: (lowest rank, cards, its natural cards, the ranks its jokers
+#: stand for or None).
+_Stairs = tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...] | None]
+#: :func:`_suit_stairs` by ``(present, jokers, suit)``, emptied when it holds
+#: :data:`_STAIRS_KEPT` entries (hands come back: most lookups find their entry).
+_STAIRS: Final[dict[int, list[_Stairs]]] = {}
+_STAIRS_KEPT: Final = 4096
+
+
+def _suit_stairs(suit: int, present: int, jokers: int) -> list[_Stairs]:
+    """Every stairs of ``suit`` whose held ranks are ``present`` (a mask) with up to
+    ``jokers`` jokers (C-3, C-4): by lowest rank (a held one, or any with a joker), length,
+    then jokers standing in (the fewest first: they fill the ranks not held, then stand in
+    for held ones, keeping one natural card). Built once per ``(suit, present, jokers)``."""
+    key = present << 4 | jokers << 2 | suit
+    found = _STAIRS.get(key)
+    if found is not None:
+        return found
+    out: list[_Stairs] = []
+    for lo in range(0, 11):
+        if not (jokers or present >> lo & 1):
             continue
-        _stairs_span(plays, suit, present, lo, hi, have, jokers - missing, lock, size, refuse)
-        if count:
-            break
-
-
-def _stairs_span(
-    plays: list[Play],
-    suit: int,
-    present: int,
-    lo: int,
-    hi: int,
-    have: list[int],
-    spare: int,
-    lock: tuple[int, ...],
-    size: int,
-    refuse: FinishRefused | None,
-) -> None:
-    """The stairs ``lo``..``hi`` of ``suit``: jokers fill the ranks not ``present``, and up to
-    ``spare`` more jokers stand in for held ranks (``have``), keeping one natural card."""
-    for rep in range(0, min(spare, len(have) - 1) + 1):
-        for replaced in combinations(have, rep):
-            used = [x * 4 + suit for x in have if x not in replaced]
-            jr = sorted([x for x in range(lo, hi + 1) if not present >> x & 1] + list(replaced))
-            n = len(used) + len(jr)
-            if _kept(lock, size, refuse, n, used, len(jr)):
-                plays.append((used + [JOKER] * len(jr), jr or None))
+        missing = 0
+        have: list[int] = []
+        for hi in range(lo, 13):
+            if present >> hi & 1:
+                have.append(hi)
+            else:
+                missing += 1
+                if missing > jokers:
+                    break
+            if hi - lo < 2 or not have:
+                continue
+            gaps = [x for x in range(lo, hi + 1) if not present >> x & 1]
+            for rep in range(0, min(jokers - missing, len(have) - 1) + 1):
+                for replaced in combinations(have, rep):
+                    used = tuple([x * 4 + suit for x in have if x not in replaced])
+                    declared = tuple(sorted(gaps + list(replaced)))
+                    out.append((lo, used + (JOKER,) * len(declared), used, declared or None))
+    if len(_STAIRS) >= _STAIRS_KEPT:
+        _STAIRS.clear()
+    _STAIRS[key] = out
+    return out
