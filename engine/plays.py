@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from itertools import combinations
 from typing import Any, Final
 
+from engine._build import BUILD
 from engine.cards import JOKER
 from engine.forms import ALL_RANKS, Readings, beating_mask, satisfies_lock
 
@@ -23,8 +24,11 @@ Play = tuple[list[int], list[int] | None]
 FinishRefused = Callable[[Sequence[int], int], bool]
 
 
-#: Each card code's bit in a hand's card mask (:func:`card_mask`); a joker adds ``1 << 52``,
-#: so two jokers make ``2 << 52``: the mask over ``52`` is the number of jokers.
+#: The compiled build runs (``engine.BUILD``): a loop over a hand is then cheaper than the C
+#: builtins (``sum``, ``map``, ``sorted``) that do the same work in the pure build.
+NATIVE: Final = BUILD == "compiled"
+#: Each card code's bit in a hand's card mask (``sum`` over the hand); a joker adds ``1 << 52``,
+#: so the mask over ``52`` is the number of jokers (non-zero when the hand holds one).
 CARD_BITS: Final[tuple[int, ...]] = tuple(1 << c for c in range(JOKER + 1))
 #: Each card code's bit in a hand's suit mask: suit ``s``, rank ``r`` at bit ``13 * s + r``
 #: (four 13-bit rank masks, S H D C); a joker adds ``1 << 52``, as in :data:`CARD_BITS`.
@@ -82,7 +86,12 @@ def face_up_plays(
     if restrict is not None:
         ranks &= restrict
         joker = False
-    held = sum(map(CARD_BITS.__getitem__, hand))
+    if NATIVE:
+        held = 0
+        for c in hand:
+            held |= 1 << c
+    else:
+        held = sum(map(CARD_BITS.__getitem__, hand))
     cards = held & (_RANK_CARDS_LOW[ranks & 127] | _RANK_CARDS_HIGH[ranks >> 7])
     if lock:
         cards &= _SUIT_CARDS[lock[0]]
@@ -123,7 +132,12 @@ def _by_form(
         g_ok &= restrict
         st_ok = 0
         js_ok = jp_ok = False
-    bits = sum(map(SUIT_BITS.__getitem__, hand))
+    if NATIVE:
+        bits = 0
+        for c in hand:
+            bits += SUIT_BITS[c]
+    else:
+        bits = sum(map(SUIT_BITS.__getitem__, hand))
     s0 = bits & ALL_RANKS  # ranks held in each suit
     s1 = bits >> 13 & ALL_RANKS
     s2 = bits >> 26 & ALL_RANKS
@@ -132,13 +146,14 @@ def _by_form(
     held = s0 | s1 | s2 | s3  # ranks held
     multi = (s0 & s1) | ((s0 | s1) & s2) | ((s0 | s1 | s2) & s3)  # ranks held twice or more
     suits = (s0, s1, s2, s3)
-    wanted = multi & g_ok if count != 1 else 0  # the groups' ranks held twice or more
+    # the ranks held twice or more of the groups (and of the singles, in the compiled build)
+    wanted = multi & ((s_ok if count <= 1 and NATIVE else 0) | (g_ok if count != 1 else 0))
     by_rank = _cards_by_rank(hand, wanted) if wanted else _NO_CARDS
     size = len(hand)
     plays: list[Play] = []
     direct = not lock  # a play smaller than the hand is kept as it is
     if count <= 1:
-        _singles(plays, hand, s_ok & held, lock, size, refuse, direct and size > 1)
+        _singles(plays, hand, by_rank, suits, multi, s_ok & held, lock, size, refuse, direct and size > 1)
         if jokers and js_ok and _kept(lock, size, refuse, 1, [], 1):
             plays.append(([JOKER], None))
     if count in (0, 2) and jokers == 2 and jp_ok and _kept(lock, size, refuse, 2, [], 2):
@@ -190,6 +205,9 @@ def _kept(
 def _singles(
     plays: list[Play],
     hand: list[int],
+    by_rank: list[list[int]],
+    suits: tuple[int, int, int, int],
+    multi: int,
     ranks: int,
     lock: tuple[int, ...],
     size: int,
@@ -197,14 +215,31 @@ def _singles(
     direct: bool,
 ) -> None:
     """Natural singles of the held ``ranks`` (C-2, C-5), ranks ascending, hand order within
-    a rank (a stable sort of the hand by rank); ``direct``: no filter applies."""
-    by_rank = sorted(hand, key=RANK_OF.__getitem__)  # jokers last (rank 13: in no mask)
-    if direct:
-        plays.extend([([c], None) for c in by_rank if ranks >> RANK_OF[c] & 1])
+    a rank; ``direct``: no filter applies. The pure build takes them from a stable sort of
+    the hand by rank (one C call); the compiled build goes rank by rank (``by_rank``: the
+    cards of the ranks of ``multi``, in hand order)."""
+    if not NATIVE:
+        in_order = sorted(hand, key=RANK_OF.__getitem__)  # jokers last (rank 13: in no mask)
+        if direct:
+            plays.extend([([c], None) for c in in_order if ranks >> RANK_OF[c] & 1])
+            return
+        for c in in_order:
+            if ranks >> RANK_OF[c] & 1 and _kept(lock, size, refuse, 1, [c], 0):
+                plays.append(([c], None))
         return
-    for c in by_rank:
-        if ranks >> RANK_OF[c] & 1 and _kept(lock, size, refuse, 1, [c], 0):
-            plays.append(([c], None))
+    _, s1, s2, s3 = suits
+    while ranks:
+        low = ranks & -ranks
+        ranks ^= low
+        r = low.bit_length() - 1
+        if not multi & low:  # the one card of the rank (as _only_card)
+            c = (r << 2) + (s1 >> r & 1) + (s2 >> r & 1) * 2 + (s3 >> r & 1) * 3
+            if direct or _kept(lock, size, refuse, 1, [c], 0):
+                plays.append(([c], None))
+            continue
+        for c in by_rank[r]:
+            if direct or _kept(lock, size, refuse, 1, [c], 0):
+                plays.append(([c], None))
 
 
 def _groups(
