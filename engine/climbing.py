@@ -43,7 +43,7 @@ from engine.game import Game
 from engine.options import LocalRuleOptions
 from engine.plays import Play
 from engine.refusals import Refusal
-from engine.state import mypyc_attr
+from engine.state import FOLLOW, mypyc_attr
 
 
 class PlayInfo:
@@ -355,12 +355,14 @@ class Climbing(Game):
         discard = p.count(RT) if self._lr6_ten_discard else 0
         cut = self._is_eight_cut(p)
         skip = p.count(R5) if self._lr4_five_skip else 0
-        special = self._special_last_play(p, rev_before) if give or discard or not hand else False
         if give or discard:
+            special = self._special_last_play(p, rev_before)
             self.follow = FollowUp(seat, give, discard, cut, p.is_return, skip, special)
             self._continue()
+        elif hand and not (cut or p.is_return or skip):  # no finish, no clear, no skip (C-7)
+            self._next_turn(seat)
         else:
-            self._end_play(seat, cut, p.is_return, skip, special)
+            self._end_play(seat, cut, p.is_return, skip, not hand and self._special_last_play(p, rev_before))
 
     def _continue(self) -> None:
         """Run the remaining C-13 steps (5)-(7) of the play in ``self.follow``."""
@@ -420,7 +422,7 @@ class Climbing(Game):
                 if s == last:
                     break
                 if not passed[s]:
-                    self._ask_play(s)
+                    self._decision = FOLLOW[s]  # _ask_play
                     return
         self._clear(last)
 

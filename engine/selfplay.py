@@ -97,7 +97,7 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
         d = decision()
         if d is None:
             break
-        seat, kind = d.seat, d.kind
+        seat, kind, _ = d
         if kind == "play":
             if bluffs and random_() < bluff_rate:
                 play = _bluff_play(g, seat, rng)
@@ -110,8 +110,9 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
                         n += 1
                         continue
             plays, may_pass = legal_plays(seat)  # stuck (TM-6): no play, a pass
-            i = int(random_() * (len(plays) + (1 if may_pass or not plays else 0)))
-            if i == len(plays):
+            k = len(plays)
+            i = int(random_() * (k + 1 if may_pass or not k else k))
+            if i == k:
                 push(seat, PASS)
             else:
                 cards, declared = plays[i]
