@@ -163,7 +163,10 @@ def _by_form(
         if ranks:
             _groups(plays, by_rank, suits, multi, ranks, jokers, count, lock, size, refuse, size if direct else 0)
     if (count == 0 or count >= 3) and st_ok and size >= 3 and (count == 0 or count <= size):
-        if jokers or _has_run(s0, 0) or _has_run(s1, 0) or _has_run(s2, 0) or _has_run(s3, 0):
+        # a joker, or a run of 3 ranks in a suit (as _has_run)
+        if jokers or (s0 & s0 >> 1 & s0 >> 2) | (s1 & s1 >> 1 & s1 >> 2) | (s2 & s2 >> 1 & s2 >> 2) | (
+            s3 & s3 >> 1 & s3 >> 2
+        ):
             _stairs(plays, suits, jokers, st_ok, count, lock, size, refuse)  # a joker or a run of 3
     return plays
 
@@ -259,6 +262,16 @@ def _groups(
     (``by_rank``: the cards of the ranks of ``multi``, in hand order), of ``count`` cards
     (0: every size); a group of fewer than ``direct_below`` cards is kept without the filters
     (0: every group is filtered)."""
+    if not jokers:  # natural cards only: the ranks held twice or more, k of them at a time
+        while ranks:
+            low = ranks & -ranks
+            ranks ^= low
+            nat = by_rank[low.bit_length() - 1]
+            for k in range(2, min(6, len(nat)) + 1) if not count else (count,) if count <= len(nat) else ():
+                for combo in combinations(nat, k):
+                    if k < direct_below or _kept(lock, size, refuse, k, list(combo), 0):
+                        plays.append((list(combo), None))
+        return
     while ranks:
         low = ranks & -ranks
         ranks ^= low
