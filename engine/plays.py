@@ -334,7 +334,7 @@ _Stairs = tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...] | None]
 #: :func:`_suit_stairs` by ``(present, jokers, suit)``, emptied when it holds
 #: :data:`_STAIRS_KEPT` entries (hands come back: most lookups find their entry).
 _STAIRS: Final[dict[int, list[_Stairs]]] = {}
-_STAIRS_KEPT: Final = 4096
+_STAIRS_KEPT: Final = 8192
 
 
 def _suit_stairs(suit: int, present: int, jokers: int) -> list[_Stairs]:
