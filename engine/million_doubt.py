@@ -22,7 +22,7 @@ from engine.actions import DoubtAction, PassAction, PenaltyAction, PlayAction, T
 from engine.cards import JOKER, R8, RANKS, RJ, format_cards, full_deck
 from engine.decisions import Action, Decision, InvalidAction
 from engine.draws import below, sample
-from engine.field import PlayRecord, cards_text, holds_all, remove_cards
+from engine.field import PlayRecord, cards_text, holds_all
 from engine.forms import (
     JOKER_PAIR,
     LONE_JOKER,
