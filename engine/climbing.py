@@ -23,7 +23,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import combinations
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from engine.actions import DiscardAction, GiveAction, PassAction, PlayAction
 from engine.cards import JOKER, R5, R7, RANKS, RJ, RT, SPADE_3, format_cards
@@ -107,6 +107,12 @@ def play_info(
     if reading.stairs:
         return PlayInfo(cards, nat, jokers, declared, reading, is_return, "stairs", only_rank(reading.stairs), ranks)
     return PlayInfo(cards, nat, jokers, declared, reading, is_return, "single", only_rank(reading.single), ranks)
+
+
+#: The :class:`PlayInfo` of each natural single (shared: a play's own cards are the action's).
+SINGLE_INFOS: Final[tuple[PlayInfo, ...]] = tuple(
+    PlayInfo([c], [c], 0, None, SINGLE_READINGS[c >> 2], False, "single", c >> 2, 1 << (c >> 2)) for c in range(JOKER)
+)
 
 
 class FollowUp:
@@ -271,9 +277,8 @@ class Climbing(Game):
         if ref is not None and ref.joker and self._is_return(cards):
             nat, jk = split(cards)
             return play_info(cards, nat, jk, play.jokers, Readings(1 << (cards[0] >> 2)), True)
-        if len(cards) == 1 and cards[0] != JOKER:  # a natural single: the common case
-            rank = cards[0] >> 2
-            return PlayInfo(cards, cards, 0, play.jokers, SINGLE_READINGS[rank], False, "single", rank, 1 << rank)
+        if len(cards) == 1 and cards[0] != JOKER and play.jokers is None:  # a natural single: the common case
+            return SINGLE_INFOS[cards[0]]
         nat, jk = split(cards)
         return play_info(cards, nat, jk, play.jokers, generated_reading(nat, jk, play.jokers), False)
 
@@ -314,7 +319,7 @@ class Climbing(Game):
         self._before_play(seat)
         rev_before = self.revolution
         reversed_before = rev_before != self.jback  # reversed_order (C-9)
-        cards = p.cards
+        cards = action.cards  # p.cards, or equal to them (a shared PlayInfo of a single)
         hand = self.hands[seat]
         for c in cards:
             hand.remove(c)
