@@ -85,6 +85,8 @@ GROUP_READINGS: Final[tuple[Readings, ...]] = tuple(Readings(0, 1 << r) for r in
 STAIRS_READINGS: Final[tuple[Readings, ...]] = tuple(Readings(0, 0, 1 << r) for r in range(13))
 LONE_JOKER: Final = Readings(0, 0, 0, True, False)
 JOKER_PAIR: Final = Readings(0, 0, 0, False, True)
+#: The readings of one face-down card (MD-3: any single, or the lone joker).
+ANY_SINGLE: Final = Readings(ALL_RANKS, 0, 0, True, False)
 
 
 def _span_mask(lo: int, n: int) -> int:
@@ -112,10 +114,10 @@ def readings(
     n = nat + jokers + wild
     if n == 1:
         if nat:
-            return Readings(single=1 << (naturals[0] >> 2))
+            return SINGLE_READINGS[naturals[0] >> 2]
         if jokers:
-            return NO_READINGS if declared else Readings(joker=True)
-        return Readings(single=ALL_RANKS, joker=True)
+            return NO_READINGS if declared else LONE_JOKER
+        return ANY_SINGLE
     if n == 0:
         return NO_READINGS
     ranks = 0
