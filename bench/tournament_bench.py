@@ -250,6 +250,7 @@ def play(
     t0 = time.perf_counter()
     usage = Utilization(servers, cap, broker) if servers else None
     arena.start(tid)
+    answered = time.perf_counter() - t0
     wait_finished(db, tid)
     makespan = time.perf_counter() - t0
     # share of one core each worker process used, then this process (the bots)
@@ -259,11 +260,12 @@ def play(
     lb = lower_bound(stored, cap, slots)
     waits = [w for _, res, _ in stored for w in res.timings.get("semaphore_max_wait_ms", [])]
     bypassed = sum(sum(res.timings["semaphore_bypassed"]) for _, res, _ in stored)
-    # when the matches were claimed and finished, seconds after the tournament started
+    # when the matches were claimed and finished and the tournament finished, seconds after its
+    # started_at (set by the start, after the roll call); start_answered_s: POST /start's time
     from arena.db.models import Tournament
 
     with arena.sessions() as s:
-        t_start = s.get(Tournament, tid).started_at
+        t_start, t_end = s.get(Tournament, tid).started_at, s.get(Tournament, tid).finished_at
     claims = sorted((m.started_at - t_start).total_seconds() for m, _, _ in stored)
     ends = sorted((m.finished_at - t_start).total_seconds() for m, _, _ in stored if m.finished_at)
 
@@ -278,6 +280,8 @@ def play(
         "last_claim_s": pct(claims, 1),
         "first_end_s": pct(ends, 0),
         "last_end_s": pct(ends, 1),
+        "finished_s": round((t_end - t_start).total_seconds(), 2) if t_end else None,
+        "start_answered_s": round(answered, 2),
     }
     return {
         "matches": len(stored),
