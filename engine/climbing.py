@@ -538,6 +538,9 @@ class Climbing(Game):
         sizes: Sequence[int] = [d.info["count"]] if "count" in d.info else range(0, d.info["max"] + 1)
         out = []
         for k in sizes:
+            if k < len(hand) and hand.count(JOKER) < 2:  # distinct cards: distinct choices
+                out.extend([list(combo) for combo in combinations(hand, k)])
+                continue
             seen = set()
             for combo in combinations(hand, k):
                 if combo in seen:
