@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import engine
+from engine import plays
 from engine.actions import DOUBT, PASS, PlayAction, RateAction, to_wire
 from engine.forms import choose, generated_reading, split
 from engine.game import InvalidAction
-from engine import plays
 from engine.jdf import Jdf
 from engine.plays import face_up_plays
 from engine.selfplay import random_action, random_game
