@@ -331,10 +331,13 @@ def _stairs(
 #: One stairs play of a suit: (lowest rank, cards, its natural cards, the ranks its jokers
 #: stand for or None).
 _Stairs = tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...] | None]
-#: :func:`_suit_stairs` by ``(present, jokers, suit)``, emptied when it holds
-#: :data:`_STAIRS_KEPT` entries (hands come back: most lookups find their entry).
+#: :func:`_suit_stairs` by ``(present, jokers, suit)`` (hands come back: most lookups find
+#: their entry), emptied before it would hold more than :data:`_STAIRS_KEPT` stairs (about
+#: 300 bytes each: some 12 MB at most, what random self-play of Trump Millionaire reaches).
 _STAIRS: Final[dict[int, list[_Stairs]]] = {}
-_STAIRS_KEPT: Final = 8192
+_STAIRS_KEPT: Final = 40_000
+#: How many stairs :data:`_STAIRS` holds (one counter, changed in place).
+_STAIRS_HELD: Final[list[int]] = [0]
 
 
 def _suit_stairs(suit: int, present: int, jokers: int) -> list[_Stairs]:
@@ -367,7 +370,9 @@ def _suit_stairs(suit: int, present: int, jokers: int) -> list[_Stairs]:
                     used = tuple([x * 4 + suit for x in have if x not in replaced])
                     declared = tuple(sorted(gaps + list(replaced)))
                     out.append((lo, used + (JOKER,) * len(declared), used, declared or None))
-    if len(_STAIRS) >= _STAIRS_KEPT:
+    if _STAIRS_HELD[0] + len(out) > _STAIRS_KEPT:
         _STAIRS.clear()
+        _STAIRS_HELD[0] = 0
     _STAIRS[key] = out
+    _STAIRS_HELD[0] += len(out)
     return out

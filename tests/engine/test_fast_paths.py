@@ -211,9 +211,10 @@ def test_the_stairs_of_a_suit_are_the_same_from_the_cache_and_it_stays_bounded_c
     hand = engine.parse_cards(["3S", "4S", "6S", "7S", "8S", "JK", "9H", "TH", "JH", "KD"])
     first = face_up_plays(hand, 0, (), None, False, None, None)
     assert first == face_up_plays(hand, 0, (), None, False, None, None)  # from the cache
-    for present in range(1, plays._STAIRS_KEPT + 100):
-        plays._suit_stairs(1, present, 1)
-    assert len(plays._STAIRS) <= plays._STAIRS_KEPT
+    for present in range(1, 1 << 13):  # every mask of a suit, two jokers: 8191 entries, 640k stairs
+        plays._suit_stairs(1, present, 2)
+        if present % 256 == 0:
+            assert plays._STAIRS_HELD[0] == sum(len(x) for x in plays._STAIRS.values()) <= plays._STAIRS_KEPT
     assert face_up_plays(hand, 0, (), None, False, None, None) == first
     stairs = [p for p in first if len(p[0]) >= 3 and len({c & 3 for c in p[0] if c != 52}) == 1]
     assert stairs[:3] == [
