@@ -82,8 +82,10 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
     """Play ``g`` to its end with random actions (as :func:`random_action` picks them); return
     the number of decisions.
 
-    Every action goes to :meth:`Game.push` as a typed action (no wire dict): face-up plays,
-    passes, doubts and throughs as the engine generated them (the trusted path); Million
+    Every action goes to :meth:`Game.push` as a typed action (no wire dict): face-up plays
+    (listed by :meth:`Game.face_up_plays`: a stuck leader only passes, TM-6; a pass is legal
+    on a non-empty field, C-6), passes, doubts and throughs as the engine generated them (the
+    trusted path); Million
     Doubt bluffs and penalties are judged by the engine (a refused bluff changes nothing,
     C-12, and is not counted), gives and discards too (:meth:`Climbing.card_choices`, the
     pick :func:`random_action` makes); exchanges and rates (rare) go through
@@ -91,13 +93,13 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
     """
     n = 0
     bluffs = not g.LISTS_EVERY_PLAY  # face-down plays are not listed: try them (MD-2)
-    decision, legal_plays, push = g.decision, g.legal_plays, g.push
+    decision, face_up_plays, push = g.decision, g.face_up_plays, g.push
     random_ = rng.random
     while True:
         d = decision()
         if d is None:
             break
-        seat, kind, _ = d
+        seat, kind, info = d
         if kind == "play":
             if bluffs and random_() < bluff_rate:
                 play = _bluff_play(g, seat, rng)
@@ -109,9 +111,9 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
                     else:
                         n += 1
                         continue
-            plays, may_pass = legal_plays(seat)  # stuck (TM-6): no play, a pass
+            plays = [] if info and info.get("stuck") else face_up_plays(seat)  # stuck (TM-6): a pass
             k = len(plays)
-            i = int(random_() * (k + 1 if may_pass or not k else k))
+            i = int(random_() * (k + 1 if g.field or not k else k))  # a pass but for a leader (C-6)
             if i == k:
                 push(seat, PASS)
             else:
