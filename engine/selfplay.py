@@ -85,11 +85,10 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
     Every action goes to :meth:`Game.push` as a typed action (no wire dict): face-up plays
     (listed by :meth:`Game.face_up_plays`: a stuck leader only passes, TM-6; a pass is legal
     on a non-empty field, C-6), passes, doubts and throughs as the engine generated them (the
-    trusted path); Million
-    Doubt bluffs and penalties are judged by the engine (a refused bluff changes nothing,
-    C-12, and is not counted), gives and discards too (:meth:`Climbing.card_choices`, the
-    pick :func:`random_action` makes); exchanges and rates (rare) go through
-    :meth:`random_action` and :meth:`Game.apply`.
+    trusted path); Million Doubt bluffs and penalties are judged by the engine (a refused
+    bluff changes nothing, C-12, and is not counted), gives and discards too
+    (:meth:`Climbing.card_choices`, the pick :func:`random_action` makes); exchanges and
+    rates (rare) go through :meth:`random_action` and :meth:`Game.apply`.
     """
     n = 0
     bluffs = not g.LISTS_EVERY_PLAY  # face-down plays are not listed: try them (MD-2)
