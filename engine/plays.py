@@ -353,23 +353,25 @@ def _suit_stairs(suit: int, present: int, jokers: int) -> list[_Stairs]:
     for lo in range(0, 11):
         if not (jokers or present >> lo & 1):
             continue
-        missing = 0
-        have: list[int] = []
+        have: list[int] = []  # the held ranks of lo..hi
+        codes: tuple[int, ...] = ()  # their cards
+        gaps: list[int] = []  # the ranks of lo..hi not held: jokers fill them
         for hi in range(lo, 13):
             if present >> hi & 1:
                 have.append(hi)
+                codes += (hi * 4 + suit,)
             else:
-                missing += 1
-                if missing > jokers:
+                gaps.append(hi)
+                if len(gaps) > jokers:
                     break
             if hi - lo < 2 or not have:
                 continue
-            gaps = [x for x in range(lo, hi + 1) if not present >> x & 1]
-            for rep in range(0, min(jokers - missing, len(have) - 1) + 1):
+            out.append((lo, codes + (JOKER,) * len(gaps), codes, tuple(gaps) or None))
+            for rep in range(1, min(jokers - len(gaps), len(have) - 1) + 1):
                 for replaced in combinations(have, rep):
                     used = tuple([x * 4 + suit for x in have if x not in replaced])
                     declared = tuple(sorted(gaps + list(replaced)))
-                    out.append((lo, used + (JOKER,) * len(declared), used, declared or None))
+                    out.append((lo, used + (JOKER,) * len(declared), used, declared))
     if _STAIRS_HELD[0] + len(out) > _STAIRS_KEPT:
         _STAIRS.clear()
         _STAIRS_HELD[0] = 0
