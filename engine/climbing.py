@@ -23,18 +23,27 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import combinations
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from engine.actions import DiscardAction, GiveAction, PassAction, PlayAction
-from engine.cards import R5, R7, RANKS, RJ, RT, SPADE_3, format_cards
+from engine.cards import JOKER, R5, R7, RANKS, RJ, RT, SPADE_3, format_cards
 from engine.decisions import Action, Decision, InvalidAction
 from engine.field import PlayRecord, cards_text, holds_all, remove_cards
-from engine.forms import Readings, beating, choose, generated_reading, only_rank, signature, split
+from engine.forms import (
+    SINGLE_READINGS,
+    Readings,
+    beating,
+    choose,
+    generated_reading,
+    only_rank,
+    signature,
+    split,
+)
 from engine.game import Game
 from engine.options import LocalRuleOptions
 from engine.plays import Play
 from engine.refusals import Refusal
-from engine.state import mypyc_attr
+from engine.state import FOLLOW, mypyc_attr
 
 
 class PlayInfo:
@@ -42,10 +51,12 @@ class PlayInfo:
 
     ``kind`` is ``single``, ``group``, ``stairs``, ``joker`` or ``joker_pair``; ``rank`` the
     rank index of singles and groups, the lowest rank of stairs, None for the joker forms;
-    ``is_return`` marks the spade-3 return (JDF-9).
+    ``ranks`` the mask of the ranks of its natural cards; ``is_return`` marks the spade-3
+    return (JDF-9). Built by :func:`play_info` from the reading (or by the trusted path with
+    what the generator knows).
     """
 
-    __slots__ = ("cards", "nat", "jokers", "declared", "reading", "kind", "rank", "is_return")
+    __slots__ = ("cards", "nat", "jokers", "declared", "reading", "kind", "rank", "ranks", "is_return")
 
     def __init__(
         self,
@@ -55,6 +66,9 @@ class PlayInfo:
         declared: list[int] | None,
         reading: Readings,
         is_return: bool,
+        kind: str,
+        rank: int | None,
+        ranks: int,
     ):
         self.cards = cards
         self.nat = nat
@@ -62,25 +76,43 @@ class PlayInfo:
         self.declared = declared
         self.reading = reading
         self.is_return = is_return
-        self.rank: int | None
-        if reading.joker:
-            self.kind, self.rank = "joker", None
-        elif reading.joker_pair:
-            self.kind, self.rank = "joker_pair", None
-        elif reading.group:
-            self.kind, self.rank = "group", only_rank(reading.group)
-        elif reading.stairs:
-            self.kind, self.rank = "stairs", only_rank(reading.stairs)
-        else:
-            self.kind, self.rank = "single", only_rank(reading.single)
+        self.kind = kind
+        self.rank = rank
+        self.ranks = ranks
 
     def count(self, rank: int) -> int:
         """Number of natural cards of ``rank`` in the play."""
+        if not self.ranks >> rank & 1:
+            return 0
         n = 0
         for c in self.nat:
             if c >> 2 == rank:
                 n += 1
         return n
+
+
+def play_info(
+    cards: list[int], nat: list[int], jokers: int, declared: list[int] | None, reading: Readings, is_return: bool
+) -> PlayInfo:
+    """The :class:`PlayInfo` of a play read as ``reading`` (one reading, C-4)."""
+    ranks = 0
+    for c in nat:
+        ranks |= 1 << (c >> 2)
+    if reading.joker:
+        return PlayInfo(cards, nat, jokers, declared, reading, is_return, "joker", None, ranks)
+    if reading.joker_pair:
+        return PlayInfo(cards, nat, jokers, declared, reading, is_return, "joker_pair", None, ranks)
+    if reading.group:
+        return PlayInfo(cards, nat, jokers, declared, reading, is_return, "group", only_rank(reading.group), ranks)
+    if reading.stairs:
+        return PlayInfo(cards, nat, jokers, declared, reading, is_return, "stairs", only_rank(reading.stairs), ranks)
+    return PlayInfo(cards, nat, jokers, declared, reading, is_return, "single", only_rank(reading.single), ranks)
+
+
+#: The :class:`PlayInfo` of each natural single (shared: a play's own cards are the action's).
+SINGLE_INFOS: Final[tuple[PlayInfo, ...]] = tuple(
+    PlayInfo([c], [c], 0, None, SINGLE_READINGS[c >> 2], False, "single", c >> 2, 1 << (c >> 2)) for c in range(JOKER)
+)
 
 
 class FollowUp:
@@ -166,6 +198,11 @@ class Climbing(Game):
     def _before_play(self, seat: int) -> None:
         """Hook run once a play is validated, before it is applied (TM-6 counting)."""
 
+    def _leader_pass(self, seat: int) -> bool:
+        """Hook: a pass of the leader ``seat`` on an empty field; True when the rule set took
+        it (TM-6: a stuck leader), False to refuse it (C-6)."""
+        return False
+
     def _other_legal(self, d: Decision) -> Iterator[Action]:
         """Hook: legal actions of the rule set's own decisions (TM-3 exchange and rate)."""
         return iter(())
@@ -236,18 +273,21 @@ class Climbing(Game):
         """A face-up play as :meth:`face_up_plays` generated it (:meth:`Game.push`): its one
         reading (C-3, C-4: the generator declares every joker standing in), not judged."""
         cards = play.cards
-        nat, jk = split(cards)
         ref = self.ref
         if ref is not None and ref.joker and self._is_return(cards):
-            return PlayInfo(cards, nat, jk, play.jokers, Readings(single=1 << (cards[0] >> 2)), True)
-        return PlayInfo(cards, nat, jk, play.jokers, generated_reading(nat, jk, play.jokers), False)
+            nat, jk = split(cards)
+            return play_info(cards, nat, jk, play.jokers, Readings(1 << (cards[0] >> 2)), True)
+        if len(cards) == 1 and cards[0] != JOKER and play.jokers is None:  # a natural single: the common case
+            return SINGLE_INFOS[cards[0]]
+        nat, jk = split(cards)
+        return play_info(cards, nat, jk, play.jokers, generated_reading(nat, jk, play.jokers), False)
 
     def _judge(self, seat: int, cards: list[int], nat: list[int], jk: int, declared: list[int] | None) -> PlayInfo:
         """C-3..C-8, LR-3, JDF-9, TM-5 on parsed cards held by ``seat``; raises InvalidAction."""
         r = self._read_play(cards, nat, jk, 0, declared)
         ref = self.ref
         if ref is not None and ref.joker and self._is_return(cards):
-            return PlayInfo(cards, nat, jk, declared, Readings(single=r.single), True)
+            return play_info(cards, nat, jk, declared, Readings(single=r.single), True)
         if ref is not None:
             b = beating(r, ref, self.reversed_order)
             if b.empty():
@@ -266,30 +306,38 @@ class Climbing(Game):
         chosen = choose(b, self.reversed_order)
         if len(cards) == len(self.hands[seat]) and self._finish_refused(nat, jk):
             raise InvalidAction("TM-5", Refusal.LAST_PLAY_SPECIAL)
-        return PlayInfo(cards, nat, jk, declared, chosen, False)
+        return play_info(cards, nat, jk, declared, chosen, False)
 
     # -- play and its effects (C-13) ----------------------------------------------------------
     def _do_play(self, seat: int, action: PlayAction) -> None:
-        """C-13: the play's effects in order, then the follow-up steps (:meth:`_continue`)."""
+        """C-13: the play's effects in order, then the follow-up steps (:meth:`_continue`).
+
+        Asks :meth:`_is_revolution` only of plays of 4+ cards (TM-4, JDF-7, LR-2: no smaller
+        play is one) and :meth:`_special_last_play` only when the play empties the hand or
+        gives or discards cards (its one use: the finish, TM-5, JDF-10)."""
         p = self._generated(action) if self._trusting else self._evaluate(seat, action)
         self._before_play(seat)
         rev_before = self.revolution
-        reversed_before = self.reversed_order
-        remove_cards(self.hands[seat], p.cards)
-        rec = PlayRecord(seat, p.cards, [], p.declared)
+        reversed_before = rev_before != self.jback  # reversed_order (C-9)
+        cards = action.cards  # p.cards, or equal to them (a shared PlayInfo of a single)
+        hand = self.hands[seat]
+        for c in cards:
+            hand.remove(c)
+        rec = PlayRecord(seat, cards, [], p.declared)
         self.field.append(rec)
         if not self.count:
-            self.count = len(p.cards)
+            self.count = len(cards)
         if self.logged:
             self._event({"type": "play", **rec.view(None), "form": p.kind})
         # (1) revolution
-        if self._is_revolution(p):
+        if len(cards) >= 4 and self._is_revolution(p):
             self._toggle_revolution()
         # (2) J-back (LR-1)
-        if self._lr1_eleven_back and p.count(RJ):
+        if self._lr1_eleven_back and p.ranks >> RJ & 1:
             self._toggle_jback()
         # (3) suit lock (C-8, JDF-8: a play with a joker cannot start one here) and number lock
-        self._suit_lock(signature(p.nat), not p.jokers)
+        nat = p.nat
+        self._suit_lock((nat[0] & 3,) if len(nat) == 1 else signature(nat), not p.jokers)
         if self._lr3_number_lock and not p.is_return:
             if p.kind in ("single", "group"):
                 if not self.nlock and self.last_rank is not None:
@@ -312,12 +360,14 @@ class Climbing(Game):
         discard = p.count(RT) if self._lr6_ten_discard else 0
         cut = self._is_eight_cut(p)
         skip = p.count(R5) if self._lr4_five_skip else 0
-        special = self._special_last_play(p, rev_before)
         if give or discard:
+            special = self._special_last_play(p, rev_before)
             self.follow = FollowUp(seat, give, discard, cut, p.is_return, skip, special)
             self._continue()
+        elif hand and not (cut or p.is_return or skip):  # no finish, no clear, no skip (C-7)
+            self._next_turn(seat)
         else:
-            self._end_play(seat, cut, p.is_return, skip, special)
+            self._end_play(seat, cut, p.is_return, skip, not hand and self._special_last_play(p, rev_before))
 
     def _continue(self) -> None:
         """Run the remaining C-13 steps (5)-(7) of the play in ``self.follow``."""
@@ -356,11 +406,30 @@ class Climbing(Game):
             self._next_turn(seat)
 
     def _next_turn(self, seat: int) -> None:
-        nxt = self._turn_after(seat)
-        if nxt is None:
-            self._clear(self.last_player)
-        else:
-            self._ask_play(nxt)
+        """Ask the next seat to play after ``seat`` in this trick, or clear the trick (C-7).
+
+        The turn goes in the current direction over seats still in that have not passed
+        (C-7). Reaching the seat that made the last play while it is still in means every
+        other seat has passed or lost its turn to a five-skip: the trick clears. When that
+        seat is no longer still in, a seat passed over by a five-skip has not passed (LR-4,
+        C-7): the turn goes on to it, and the trick clears only when every seat still in has
+        passed.
+        """
+        n = self.seats
+        step = self.direction
+        last = self.last_player
+        still_in = self.still_in
+        passed = self.passed
+        s = seat
+        for _ in range(n):
+            s = (s + step) % n
+            if still_in[s]:
+                if s == last:
+                    break
+                if not passed[s]:
+                    self._decision = FOLLOW[s]  # _ask_play
+                    return
+        self._clear(last)
 
     def _five_skip(self, seat: int, k: int) -> None:
         """LR-4: the turn passes over the next ``k`` seats still in that have not passed."""
@@ -421,8 +490,11 @@ class Climbing(Game):
         self._continue()
 
     def _do_pass(self, seat: int, action: PassAction) -> None:
-        """C-6, C-7: a pass stays until the trick clears."""
+        """C-6, C-7: a pass stays until the trick clears; a leader may not pass (C-6) unless
+        :meth:`_leader_pass` takes it (TM-6)."""
         if not self.field:
+            if self._leader_pass(seat):
+                return
             raise InvalidAction("C-6", Refusal.LEADER_PASS)
         self.passed[seat] = True
         if self.logged:
@@ -441,7 +513,7 @@ class Climbing(Game):
         """Every legal action of ``seat`` now (all of them can be listed: no face-down cards).
 
         Plays carry ``jokers`` when they hold jokers standing in (C-4). Gives and discards
-        are listed from the empty one up.
+        are listed from the empty one up (:meth:`card_choices`).
         """
         d = self.decision()
         if d is None or d.seat != seat:
@@ -449,23 +521,38 @@ class Climbing(Game):
         if d.kind == "play":
             yield from self._play_answers(seat)
         elif d.kind in ("give", "discard"):
-            hand = sorted(self.hands[seat])
-            sizes: Sequence[int] = [d.info["count"]] if "count" in d.info else range(0, d.info["max"] + 1)
-            for k in sizes:
-                seen = set()
-                for combo in combinations(hand, k):
-                    if combo in seen:
-                        continue
-                    seen.add(combo)
-                    a = {"type": d.kind, "cards": format_cards(combo)}
-                    if k and k == len(hand):
-                        try:
-                            self.check(seat, a)
-                        except InvalidAction:
-                            continue
-                    yield a
+            for cards in self.card_choices(seat):
+                yield {"type": d.kind, "cards": format_cards(cards)}
         else:
             yield from self._other_legal(d)
+
+    def card_choices(self, seat: int) -> list[list[int]]:
+        """The cards (codes) a give or discard decision of ``seat`` accepts, as
+        :meth:`legal_actions` lists them: by size from the empty choice up (JDF-4: the size
+        asked), each distinct choice once, in the order of the sorted hand's combinations; an
+        empty list when ``seat`` has no give or discard decision (LR-5, LR-6, JDF-4)."""
+        d = self.decision()
+        if d is None or d.seat != seat or d.kind not in ("give", "discard"):
+            return []
+        hand = sorted(self.hands[seat])
+        sizes: Sequence[int] = [d.info["count"]] if "count" in d.info else range(0, d.info["max"] + 1)
+        out = []
+        for k in sizes:
+            if k < len(hand) and hand.count(JOKER) < 2:  # distinct cards: distinct choices
+                out.extend([list(combo) for combo in combinations(hand, k)])
+                continue
+            seen = set()
+            for combo in combinations(hand, k):
+                if combo in seen:
+                    continue
+                seen.add(combo)
+                if k and k == len(hand):
+                    try:
+                        self.check(seat, {"type": d.kind, "cards": format_cards(combo)})
+                    except InvalidAction:
+                        continue
+                out.append(list(combo))
+        return out
 
 
 __all__ = ["Climbing", "PlayInfo", "FollowUp"]

@@ -78,6 +78,15 @@ class Readings:
 
 
 NO_READINGS: Final = Readings()
+#: The one reading of a natural single of each rank; of a group of each rank; of stairs from
+#: each lowest rank; of the lone joker; of the joker pair: shared (readings never change).
+SINGLE_READINGS: Final[tuple[Readings, ...]] = tuple(Readings(1 << r) for r in range(13))
+GROUP_READINGS: Final[tuple[Readings, ...]] = tuple(Readings(0, 1 << r) for r in range(13))
+STAIRS_READINGS: Final[tuple[Readings, ...]] = tuple(Readings(0, 0, 1 << r) for r in range(13))
+LONE_JOKER: Final = Readings(0, 0, 0, True, False)
+JOKER_PAIR: Final = Readings(0, 0, 0, False, True)
+#: The readings of one face-down card (MD-3: any single, or the lone joker).
+ANY_SINGLE: Final = Readings(ALL_RANKS, 0, 0, True, False)
 
 
 def _span_mask(lo: int, n: int) -> int:
@@ -105,10 +114,10 @@ def readings(
     n = nat + jokers + wild
     if n == 1:
         if nat:
-            return Readings(single=1 << (naturals[0] >> 2))
+            return SINGLE_READINGS[naturals[0] >> 2]
         if jokers:
-            return NO_READINGS if declared else Readings(joker=True)
-        return Readings(single=ALL_RANKS, joker=True)
+            return NO_READINGS if declared else LONE_JOKER
+        return ANY_SINGLE
     if n == 0:
         return NO_READINGS
     ranks = 0
@@ -140,9 +149,9 @@ def generated_reading(nat: Sequence[int], jokers: int, declared: Sequence[int] |
     such a play (the property tests check it), at a fraction of the cost: a single, a lone
     joker, the joker pair, a group (one rank) or stairs (its lowest rank)."""
     if not nat:
-        return Readings(joker=True) if jokers == 1 else Readings(joker_pair=True)
+        return LONE_JOKER if jokers == 1 else JOKER_PAIR
     if len(nat) == 1 and not jokers:
-        return Readings(single=1 << (nat[0] >> 2))
+        return SINGLE_READINGS[nat[0] >> 2]
     ranks = 0
     for c in nat:
         ranks |= 1 << (c >> 2)
@@ -150,8 +159,8 @@ def generated_reading(nat: Sequence[int], jokers: int, declared: Sequence[int] |
         for r in declared:
             ranks |= 1 << r
     if ranks & (ranks - 1) == 0:
-        return Readings(group=ranks)
-    return Readings(stairs=ranks & -ranks)
+        return GROUP_READINGS[ranks.bit_length() - 1]
+    return STAIRS_READINGS[(ranks & -ranks).bit_length() - 1]
 
 
 def _group_ranks(wild: int, declared: Sequence[int] | None, decl_mask: int) -> int:

@@ -152,9 +152,9 @@ class Game(ActionParsing):
         """
         d = self._decision
         t = ACTION_TYPE.get(type(action), "")
-        if not t:
-            raise TypeError(f"push takes a typed action (engine.actions), not {type(action).__name__}: see apply")
         if d is None or self.over or seat != d.seat or t not in ANSWERS[d.kind]:
+            if not t:
+                raise TypeError(f"push takes a typed action (engine.actions), not {type(action).__name__}: see apply")
             raise InvalidAction("C-12", Refusal.NOT_AN_ANSWER_TYPED, {"type": t, "seat": seat, "decision": str(d)})
         if isinstance(action, PlayAction):
             if action.face_down:

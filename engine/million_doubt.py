@@ -22,8 +22,20 @@ from engine.actions import DoubtAction, PassAction, PenaltyAction, PlayAction, T
 from engine.cards import JOKER, R8, RANKS, RJ, format_cards, full_deck
 from engine.decisions import Action, Decision, InvalidAction
 from engine.draws import below, sample
-from engine.field import PlayRecord, cards_text, holds_all, remove_cards
-from engine.forms import Readings, beating, choose, generated_reading, readings, satisfies_lock, signature, split
+from engine.field import PlayRecord, cards_text, holds_all
+from engine.forms import (
+    JOKER_PAIR,
+    LONE_JOKER,
+    SINGLE_READINGS,
+    Readings,
+    beating,
+    choose,
+    generated_reading,
+    readings,
+    satisfies_lock,
+    signature,
+    split,
+)
 from engine.game import Game
 from engine.options import MillionDoubtOptions
 from engine.plays import Play
@@ -231,51 +243,66 @@ class MillionDoubt(Game):
     # -- actions --------------------------------------------------------------------------
     def _do_play(self, seat: int, action: PlayAction) -> None:
         """MD-2..MD-6: a face-up play takes effect at once; a face-down one awaits an answer."""
+        ev: _Eval | None = None
         if self._trusting and not action.face_down:  # Game.push: a generated face-up play
-            nat, jk = split(action.cards)  # its one reading, already chosen (C-4)
-            ev = _Eval(action.cards, [], action.jokers, nat, jk, generated_reading(nat, jk, action.jokers), True)
+            cards = action.cards  # its one reading, already chosen (C-4)
+            declared = action.jokers
+            if len(cards) == 1 and cards[0] != JOKER:  # a natural single: the common case
+                nat, jk, reading = cards, 0, SINGLE_READINGS[cards[0] >> 2]
+            else:
+                nat, jk = split(cards)
+                reading = generated_reading(nat, jk, declared)
+            face_down: list[int] = []
         else:
             ev = self._evaluate(seat, action)
-        remove_cards(self.hands[seat], ev.cards)
-        rec = PlayRecord(seat, ev.cards, ev.face_down, ev.declared)
+            cards, face_down, declared = ev.cards, ev.face_down, ev.declared
+            nat, jk, reading = ev.fu_nat, ev.fu_jokers, ev.accepted
+        hand = self.hands[seat]
+        for c in cards:
+            hand.remove(c)
+        rec = PlayRecord(seat, cards, face_down, declared)
         self.field.append(rec)
         if not self.count:
-            self.count = len(ev.cards)
+            self.count = len(cards)
         if self.logged:
-            full = {"type": "play", "seat": seat, "cards": format_cards(ev.cards)}
-            if ev.declared:
-                full["jokers"] = [RANKS[r] for r in ev.declared]
-            if ev.face_down:
-                full["face_down"] = format_cards(ev.face_down)
+            full = {"type": "play", "seat": seat, "cards": format_cards(cards)}
+            if declared:
+                full["jokers"] = [RANKS[r] for r in declared]
+            if face_down:
+                full["face_down"] = format_cards(face_down)
                 self._event(full, (seat,), {"type": "play", **rec.view(1 - seat)})
             else:
                 self._event(full)
-        if ev.face_down:
+        if face_down:
+            assert ev is not None
             self.pending = (rec, ev)
             self._decision = _DOUBT[1 - seat]
         else:
-            cut = self._accept(rec, ev)
+            cut = self._accept(rec, nat, jk, reading, ev is None or ev.chosen)
             self._after_accept(seat, cut)
 
-    def _accept(self, rec: PlayRecord, ev: _Eval) -> bool:
-        """Take an accepted play's effects (MD-14); returns True for an 8-cut (MD-13).
+    def _accept(self, rec: PlayRecord, nat: list[int], jokers: int, accepted: Readings, chosen: bool) -> bool:
+        """Take the effects of the accepted play ``rec`` (MD-14), its face-up naturals ``nat``
+        and ``jokers``, the readings that beat the reference ``accepted`` (one reading, as C-4
+        chooses it, when ``chosen``); returns True for an 8-cut (MD-13).
 
         The new reference (MD-5): the play's readings when it has a face-up natural card
         (all of them when it also has face-down cards: the blanks), a face-up lone joker or
         joker pair (MD-15: nothing beats it), else the reference stays."""
         n = len(rec.cards)
-        if ev.fu_nat:
-            self.ref = ev.accepted if ev.face_down or ev.chosen else choose(ev.accepted, self.reversed_order)
-        elif not ev.face_down and (n == 1 or (n == 2 and ev.fu_jokers == 2)):
-            self.ref = Readings(joker=(n == 1), joker_pair=(n == 2))
+        face_down = rec.face_down
+        if nat:
+            self.ref = accepted if face_down or chosen else choose(accepted, self.revolution != self.jback)
+        elif not face_down and (n == 1 or (n == 2 and jokers == 2)):
+            self.ref = LONE_JOKER if n == 1 else JOKER_PAIR
         if n >= 4:  # MD-11
             self._toggle_revolution()
         ranks = 0
-        for c in ev.fu_nat:
+        for c in nat:
             ranks |= 1 << (c >> 2)
         if ranks >> RJ & 1:  # MD-12
             self._toggle_jback()
-        self._suit_lock(signature(ev.fu_nat) if ev.fu_nat else ())  # C-8
+        self._suit_lock((nat[0] & 3,) if len(nat) == 1 else signature(nat) if nat else ())  # C-8
         self.last_player = rec.seat
         return ranks >> R8 & 1 == 1
 
@@ -304,7 +331,7 @@ class MillionDoubt(Game):
         self.pending = None
         if self.logged:
             self._event({"type": "through", "seat": seat})
-        cut = self._accept(rec, ev)
+        cut = self._accept(rec, ev.fu_nat, ev.fu_jokers, ev.accepted, ev.chosen)
         self._after_accept(rec.seat, cut)
 
     def _honest(self, rec: PlayRecord) -> bool:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import random
 
-from engine.actions import DOUBT, PASS, THROUGH, PenaltyAction, PlayAction, to_wire
+from engine.actions import DOUBT, PASS, THROUGH, DiscardAction, GiveAction, PenaltyAction, PlayAction, to_wire
 from engine.cards import RANKS, format_cards
+from engine.climbing import Climbing
 from engine.decisions import Action, InvalidAction
 from engine.draws import sample
 from engine.game import Game
@@ -81,21 +82,23 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
     """Play ``g`` to its end with random actions (as :func:`random_action` picks them); return
     the number of decisions.
 
-    Every action goes to :meth:`Game.push` as a typed action (no wire dict): face-up plays,
-    passes, doubts and throughs as the engine generated them (the trusted path); Million
-    Doubt bluffs and penalties are judged by the engine (a refused bluff changes nothing,
-    C-12, and is not counted); exchanges, rates, gives and discards (rare) go through
-    :meth:`random_action` and :meth:`Game.apply`.
+    Every action goes to :meth:`Game.push` as a typed action (no wire dict): face-up plays
+    (listed by :meth:`Game.face_up_plays`: a stuck leader only passes, TM-6; a pass is legal
+    on a non-empty field, C-6), passes, doubts and throughs as the engine generated them (the
+    trusted path); Million Doubt bluffs and penalties are judged by the engine (a refused
+    bluff changes nothing, C-12, and is not counted), gives and discards too
+    (:meth:`Climbing.card_choices`, the pick :func:`random_action` makes); exchanges and
+    rates (rare) go through :meth:`random_action` and :meth:`Game.apply`.
     """
     n = 0
     bluffs = not g.LISTS_EVERY_PLAY  # face-down plays are not listed: try them (MD-2)
-    decision, legal_plays, push = g.decision, g.legal_plays, g.push
+    decision, face_up_plays, push = g.decision, g.face_up_plays, g.push
     random_ = rng.random
     while True:
         d = decision()
         if d is None:
             break
-        seat, kind = d.seat, d.kind
+        seat, kind, info = d
         if kind == "play":
             if bluffs and random_() < bluff_rate:
                 play = _bluff_play(g, seat, rng)
@@ -107,9 +110,10 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
                     else:
                         n += 1
                         continue
-            plays, may_pass = legal_plays(seat)  # stuck (TM-6): no play, a pass
-            i = int(random_() * (len(plays) + (1 if may_pass or not plays else 0)))
-            if i == len(plays):
+            plays = [] if info and info.get("stuck") else face_up_plays(seat)  # stuck (TM-6): a pass
+            k = len(plays)
+            i = int(random_() * (k + 1 if g.field or not k else k))  # a pass but for a leader (C-6)
+            if i == k:
                 push(seat, PASS)
             else:
                 cards, declared = plays[i]
@@ -120,6 +124,10 @@ def random_game(g: Game, rng: random.Random, max_decisions: int = 1_000_000, blu
             pool = [c for p in g.field for c in p.cards]
             lo = d.info.get("min", 0)
             push(seat, PenaltyAction(sample(rng, pool, lo + int(random_() * (len(pool) - lo + 1)))))
+        elif (kind == "give" or kind == "discard") and isinstance(g, Climbing):  # as random_action
+            choices = g.card_choices(seat)
+            cards = choices[int(random_() * len(choices))]
+            push(seat, GiveAction(cards) if kind == "give" else DiscardAction(cards))
         else:
             seat, action = random_action(g, rng, 0.0)
             g.apply(seat, action)

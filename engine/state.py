@@ -29,8 +29,8 @@ else:
 Event = tuple[dict[str, Any], tuple[int, ...] | None, dict[str, Any] | None]
 
 #: The play decisions of each seat, following and leading (shared: their ``info`` is read-only).
-_FOLLOW: Final[tuple[Decision, ...]] = tuple(Decision(s, "play", {}) for s in range(8))
-_LEAD: Final[tuple[Decision, ...]] = tuple(Decision(s, "play", {"lead": True}) for s in range(8))
+FOLLOW: Final[tuple[Decision, ...]] = tuple(Decision(s, "play", {}) for s in range(8))
+LEAD: Final[tuple[Decision, ...]] = tuple(Decision(s, "play", {"lead": True}) for s in range(8))
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -160,11 +160,11 @@ class GameState(ABC):  # noqa: B024 - the abstract hooks are Game's (engine.game
 
     def _ask_play(self, seat: int) -> None:
         """Ask ``seat`` to follow in the trick (a shared decision: ``info`` is read-only)."""
-        self._decision = _FOLLOW[seat]
+        self._decision = FOLLOW[seat]
 
     def _ask_lead(self, seat: int) -> None:
         """Ask ``seat`` to lead (C-6; a shared decision: ``info`` is read-only)."""
-        self._decision = _LEAD[seat]
+        self._decision = LEAD[seat]
 
     def _obs_extra(self, seat: int) -> dict[str, Any]:
         """Hook: rule-set keys of :meth:`observation` (C-11)."""

@@ -94,26 +94,6 @@ class TrickRules(GameState):
                 return s
         return None
 
-    def _turn_after(self, seat: int) -> int | None:
-        """Next seat to play after ``seat`` in this trick, or None if the trick clears.
-
-        The turn goes in the current direction over seats still in that have not passed
-        (C-7). Reaching the seat that made the last play while it is still in means every
-        other seat has passed or lost its turn to a five-skip: the trick clears. When that
-        seat is no longer still in, a seat passed over by a five-skip has not passed (LR-4,
-        C-7): the turn goes on to it, and the trick clears only when every seat still in has
-        passed.
-        """
-        s = seat
-        last = self.last_player
-        for _ in range(self.seats):
-            s = self._step(s)
-            if s == last and self.still_in[s]:
-                return None
-            if self.still_in[s] and not self.passed[s]:
-                return s
-        return None
-
     def _clear(self, leader_hint: int | None) -> None:
         """Clear the trick (C-7): discard the field, reset trick flags, set the leader.
 
@@ -137,7 +117,8 @@ class TrickRules(GameState):
 
     # -- hooks with a default -------------------------------------------------------------------
     def _rank_restriction(self) -> int | None:
-        """Hook: a mask of ranks singles/groups must have (LR-3 number lock), or None."""
+        """Hook: a mask of ranks singles/groups must have (LR-3 number lock), or None; the
+        play generator asks it only while the number lock is on (``nlock``)."""
         return None
 
     def _finish_refused(self, nat: Sequence[int], jokers: int) -> bool:
@@ -145,7 +126,8 @@ class TrickRules(GameState):
         return False
 
     def _extra_plays(self, seat: int) -> Sequence[Play]:
-        """Hook: plays legal outside the normal comparison (JDF-9 spade-3 return)."""
+        """Hook: plays legal outside the normal comparison (JDF-9 spade-3 return); the play
+        generator asks it only on a lone joker (``ref.joker``)."""
         return ()
 
     # -- play validation shared by every rule set -----------------------------------------
@@ -164,18 +146,20 @@ class TrickRules(GameState):
         (TM-5), then the rule set's extra plays (JDF-9); see :func:`engine.plays.face_up_plays`
         for the order. Used by :meth:`legal_actions`.
         """
+        ref = self.ref
         plays = face_up_plays(
             self.hands[seat],
             self.count,
             self.lock,
-            self.ref,
-            self.reversed_order,
-            self._rank_restriction(),
+            ref,
+            self.revolution != self.jback,  # reversed_order (C-9)
+            self._rank_restriction() if self.nlock else None,
             self._finish_refused if self._refusing else None,
         )
-        extra = self._extra_plays(seat)
-        if extra:
-            plays.extend(extra)
+        if ref is not None and ref.joker:
+            extra = self._extra_plays(seat)
+            if extra:
+                plays.extend(extra)
         return plays
 
     def legal_plays(self, seat: int) -> tuple[list[Play], bool]:
@@ -183,8 +167,8 @@ class TrickRules(GameState):
         plays as :meth:`face_up_plays` gives them, whether a pass is legal)``; ``([], False)``
         when ``seat`` has no play decision. C-6: a leader may not pass; TM-6: a stuck leader
         only passes; MD-5: nothing beats a face-up joker (a pass only)."""
-        d = self.decision()
-        if d is None or d.seat != seat or d.kind != "play":
+        d = self._decision
+        if d is None or self.over or d.seat != seat or d.kind != "play":
             return [], False
         if d.info and d.info.get("stuck"):
             return [], True

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
-from engine.actions import ExchangeAction, PassAction, RateAction
+from engine.actions import ExchangeAction, RateAction
 from engine.cards import JOKER, R2, R3, R8, R9, format_cards, full_deck
 from engine.climbing import Climbing, FollowUp, PlayInfo
 from engine.decisions import Action, Decision, InvalidAction
@@ -203,16 +203,16 @@ class TrumpMillionaire(Climbing):
             self._event({"type": "rate", "seat": seat, "rate": action.rate})
         self._set_leader(seat)
 
-    def _do_pass(self, seat: int, action: PassAction) -> None:
-        """TM-6: a stuck leader's pass belongs to no trick; otherwise C-7."""
+    def _leader_pass(self, seat: int) -> bool:
+        """TM-6: a stuck leader's pass belongs to no trick (any other pass: C-6, C-7)."""
         d = self._decision
-        if not self.field and d is not None and d.info.get("stuck"):
-            if self.logged:
-                self._event({"type": "pass", "seat": seat, "stuck": True})
-            self.stuck_run += 1
-            self._set_leader(self._step(seat))
-            return
-        Climbing._do_pass(self, seat, action)
+        if d is None or not d.info.get("stuck"):
+            return False
+        if self.logged:
+            self._event({"type": "pass", "seat": seat, "stuck": True})
+        self.stuck_run += 1
+        self._set_leader(self._step(seat))
+        return True
 
     HANDLERS: ClassVar[Mapping[str, str]] = {**Climbing.HANDLERS, "exchange": "_do_exchange", "rate": "_do_rate"}
 
@@ -221,10 +221,10 @@ class TrumpMillionaire(Climbing):
         return len(p.cards) >= 4  # TM-4 (and LR-2, already so)
 
     def _is_eight_cut(self, p: PlayInfo) -> bool:
-        return p.count(R8) > 0  # TM-4
+        return p.ranks >> R8 & 1 == 1  # TM-4: a natural 8
 
     def _reverses_direction(self, p: PlayInfo) -> bool:
-        return p.count(R9) > 0  # TM-4, once per play
+        return p.ranks >> R9 & 1 == 1  # TM-4: a natural 9, once per play
 
     def _special_last_play(self, p: PlayInfo, revolution_before: bool) -> bool:
         return forbidden_finish(p.nat, p.jokers, revolution_before)  # TM-5

@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 import engine
+from engine import plays
 from engine.actions import DOUBT, PASS, PlayAction, RateAction, to_wire
 from engine.forms import choose, generated_reading, split
 from engine.game import InvalidAction
 from engine.jdf import Jdf
+from engine.plays import face_up_plays
 from engine.selfplay import random_action, random_game
 
 LOCAL_RULES_ON = {name: True for name in engine.LOCAL_RULES}
@@ -182,6 +184,44 @@ def test_a_game_without_log_plays_the_same_game(ruleset, options):
     for read in (b.log, lambda: b.observation(0), lambda: b.history(0)):
         with pytest.raises(RuntimeError, match="keeps no log"):
             read()
+
+
+@pytest.mark.parametrize(("ruleset", "options"), CASES[2:], ids=IDS[2:])
+def test_the_random_player_picks_as_random_action_gives_and_discards_included_lr5_jdf4(ruleset, options):
+    opts = _options(ruleset, options)
+    choices = 0
+    for seed in range(3):
+        a, b = engine.new_game(ruleset, opts, seed), engine.new_game(ruleset, opts, seed)
+        rng = random.Random(seed)
+        while not a.over:
+            d = a.decision()
+            if d.kind in ("give", "discard"):
+                listed = [x["cards"] for x in a.legal_actions(d.seat)]
+                assert [engine.format_cards(c) for c in a.card_choices(d.seat)] == listed
+                choices += 1
+            else:
+                assert a.card_choices(d.seat) == []
+            a.apply(*random_action(a, rng, 0.0))
+        assert random_game(b, random.Random(seed)) == len(a.log()["actions"])
+        assert b.log()["actions"] == a.log()["actions"] and b.result() == a.result()
+    assert choices > 5
+
+
+def test_the_stairs_of_a_suit_are_the_same_from_the_cache_and_it_stays_bounded_c3():
+    hand = engine.parse_cards(["3S", "4S", "6S", "7S", "8S", "JK", "9H", "TH", "JH", "KD"])
+    first = face_up_plays(hand, 0, (), None, False, None, None)
+    assert first == face_up_plays(hand, 0, (), None, False, None, None)  # from the cache
+    for present in range(1, 1 << 13):  # every mask of a suit, two jokers: 8191 entries, 640k stairs
+        plays._suit_stairs(1, present, 2)
+        if present % 256 == 0:
+            assert plays._STAIRS_HELD[0] == sum(len(x) for x in plays._STAIRS.values()) <= plays._STAIRS_KEPT
+    assert face_up_plays(hand, 0, (), None, False, None, None) == first
+    stairs = [p for p in first if len(p[0]) >= 3 and len({c & 3 for c in p[0] if c != 52}) == 1]
+    assert stairs[:3] == [
+        (engine.parse_cards(["3S", "4S", "JK"]), [2]),
+        (engine.parse_cards(["3S", "4S", "6S", "JK"]), [2]),
+        (engine.parse_cards(["3S", "4S", "6S", "7S", "JK"]), [2]),
+    ]
 
 
 class Annotated(Jdf):
