@@ -39,9 +39,13 @@ for ruleset in engine.RULESETS:
             h.update(json.dumps(list(g.legal_actions(d.seat)), sort_keys=True).encode())
             for _ in range(12):
                 k = rng.randint(1, min(6, max(1, len(hand))))
-                pick = [rng.choice(hand) for _ in range(k)] if rng.random() < 0.2 else rng.sample(hand, min(k, len(hand)))
+                if rng.random() < 0.2:  # repeated cards
+                    pick = [rng.choice(hand) for _ in range(k)]
+                else:
+                    pick = rng.sample(hand, min(k, len(hand)))
                 names = [CARD_NAMES[c] for c in pick] + (["JK"] if rng.random() < 0.15 else [])
-                a = {"type": rng.choice(["play", "play", "play", "give", "discard", "penalty", d.kind]), "cards": names}
+                kind = rng.choice(["play", "play", "play", "give", "discard", "penalty", d.kind])
+                a = {"type": kind, "cards": names}
                 jk = names.count("JK")
                 if jk and rng.random() < 0.8:
                     a["jokers"] = [rng.choice(RANKS) for _ in range(rng.choice([jk, jk, jk - 1, jk + 1]))]
