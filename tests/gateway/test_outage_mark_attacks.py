@@ -65,15 +65,18 @@ class Relay:
             relay.dropped_key(self.bot),
             self.gateways,
             self.outage,
+            relay.back_key(self.bot),
         ]
-        self.made.append(keys[1])
+        self.made += keys[1::5]
         self.r.rpush(keys[0], env)
         return ConnectedPlayer(self.bot, self.r), keys, env
 
     def connect(self) -> str:
-        """A connection of the bot on the gateway (its presence lease)."""
+        """A connection of the bot welcomed by the gateway (its presence lease, its back mark,
+        as ``Presence.register`` writes them)."""
         member = f"{self.gw}|c{secrets.token_hex(3)}|{self.server_time():.3f}"
         self.r.zadd(relay.conns_key(self.bot), {member: self.server_time() + relay.LEASE_S})
+        self.r.eval(relay.MARK_BACK, 1, relay.back_key(self.bot), relay.DROPPED_TTL_S)  # welcomed
         return member
 
     def take(self) -> list[bytes]:
