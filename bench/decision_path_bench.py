@@ -20,7 +20,8 @@ Prints one line per way, ``<way>: M ms``, the mean wall time of one request:
   slot given back in it, the bot's withdrawal flag read in it);
 * ``cap script alone``: that script call in a loop, with nothing between two calls.
 
-and a last line, ``cap script in the path: D ms``: the capped player's time minus the
+(a figure of one or two blocks is noise on a shared machine: the default is 30) and a last
+line, ``cap script in the path: D ms``: the capped player's time minus the
 uncapped one's, what the one Redis call costs when it alternates with HTTP exchanges (more
 than alone: on a 2-core machine each call wakes a sleeping Redis server and then the client).
 Every request is checked answered (HTTP 200, no fault). The details line (stderr, JSON) gives

@@ -7,8 +7,9 @@ Prints, per rule set, exactly::
 
     <ruleset>: N decisions/s (pure P, compiled C)
 
-N is the compiled engine's figure (the pure one's when the compiled engine is not built:
-``bash infra/build_engine.sh``). With ``--peer``, one more line for OpenSpiel's Dou Dizhu,
+N is the compiled engine's figure. When the compiled engine is not built
+(``bash infra/build_engine.sh``), a line ``compiled: not run (<why>)`` goes to stderr and each line
+is ``<ruleset>: N decisions/s (pure N)``. With ``--peer``, one more line for OpenSpiel's Dou Dizhu,
 ``open_spiel dou_dizhu: M decisions/s``, and the ratios, ``vs open_spiel: <ruleset> pure
 x.xx, compiled y.yy; ...``. The first line gives the load average before and after (the
 machine is shared) and the core.

@@ -13,12 +13,14 @@
   less often.
 - :class:`FreezableProxy`: a TCP proxy that can freeze its connections (a server that stops
   answering, a path gone silent), or forward from another address (a network namespace).
+- :func:`run_bench`: a script of ``bench/`` run to its end in its short form; its lines.
 """
 
 from __future__ import annotations
 
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -36,6 +38,7 @@ from arena.db.migrate import upgrade
 from arena.db.models import Bot, BotCheck, utcnow
 from arena.db.session import make_engine, normalize_url
 from arena.inprocess import InProcessDispatcher
+from tests import children
 
 #: ``max_examples`` of the ``ci`` profile (tests/conftest.py): counts written for it run as is.
 CI_MAX_EXAMPLES = 100
@@ -43,6 +46,24 @@ CI_MAX_EXAMPLES = 100
 _lock = threading.Lock()
 _pg_templates: dict[str, str] = {}
 _sqlite_template: list[Path] = []
+
+
+def run_bench(script: str, *args: str, timeout_s: float = 900) -> tuple[list[str], str]:
+    """Run ``bench/<script>`` with ``args`` (this Python, from the repository's root; stopped
+    with its process group if the test fails or times out): its stdout lines, printed for the
+    test's log, and its stderr. Fails the test, with the end of stderr, if it exits non-zero."""
+    root = Path(__file__).resolve().parent.parent
+    done = children.run(
+        [sys.executable, str(root / "bench" / script), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    print(*lines, sep="\n")
+    return lines, done.stderr
 
 
 def examples(ci_count: int) -> int:

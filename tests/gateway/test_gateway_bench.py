@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests import children
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import run_bench
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -21,16 +17,7 @@ NUMBER = r"(\d+(?:\.\d+)?)"
 
 
 def test_the_gateway_bench_prints_the_issues_three_lines() -> None:
-    done = children.run(
-        [sys.executable, str(REPO / "bench" / "gateway_bench.py"), "--short"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.strip().splitlines()
-    print(*lines, sep="\n")
+    lines, stderr = run_bench("gateway_bench.py", "--short", timeout_s=600)
     assert len(lines) == 3, lines
     assert re.fullmatch(
         rf"gateway round trip: {NUMBER} ms median, {NUMBER} ms p99; http: {NUMBER} ms median, {NUMBER} ms p99",
@@ -39,7 +26,7 @@ def test_the_gateway_bench_prints_the_issues_three_lines() -> None:
     assert re.fullmatch(r"gateway decisions/s: [1-9]\d*", lines[1]), lines[1]
     idle = re.fullmatch(rf"gateway idle connections (\d+): (\d+) MB, {NUMBER} % cpu", lines[2])
     assert idle, lines[2]
-    details = json.loads(done.stderr.strip().splitlines()[-1])
+    details = json.loads(stderr.strip().splitlines()[-1])
     assert int(idle.group(1)) == details["idle"]["connections"] == details["config"]["idle"]
     assert details["round_trip"]["gateway"]["samples"] == details["round_trip"]["http"]["samples"] > 0
     assert details["throughput"]["decisions"] > 0 and details["throughput"]["gateway_cpu_share"] > 0

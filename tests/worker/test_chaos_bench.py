@@ -6,28 +6,16 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests import children
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import run_bench
 
 
 @pytest.mark.services
 def test_chaos_bench_short():
-    done = children.run(
-        [sys.executable, str(REPO / "bench" / "chaos_bench.py"), "--short"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = done.stdout.strip().splitlines()[-1]
-    print(line)
+    lines, stderr = run_bench("chaos_bench.py", "--short")
+    line = lines[-1]
     m = re.fullmatch(
         r"chaos: (\d+) matches, (\d+) stored once, (\d+) failed, (\d+) stuck, "
         r"finished in \d+ s \(bound \d+ s\)",
@@ -36,6 +24,6 @@ def test_chaos_bench_short():
     assert m, line
     matches, once, failed, stuck = map(int, m.groups())
     assert matches == 66 and once == 66 and failed == 0 and stuck == 0
-    details = json.loads(done.stderr.strip().splitlines()[-1])
+    details = json.loads(stderr.strip().splitlines()[-1])
     assert details["chaos"]["kills"] >= 1 and details["chaos"]["redis_restarts"] == 1
     assert details["chaos"]["poison_faults"] > 0

@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests import children
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import run_bench
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -22,19 +18,10 @@ WAYS = ("bare client", "bare transport", "arena player", "arena player with its 
 
 
 def test_the_decision_path_bench_prints_each_way_and_the_scripts_share() -> None:
-    done = children.run(
-        [sys.executable, str(REPO / "bench" / "decision_path_bench.py"), "--blocks", "1"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.strip().splitlines()
-    print(*lines, sep="\n")
+    lines, stderr = run_bench("decision_path_bench.py", "--blocks", "1", timeout_s=300)
     assert [line.split(":")[0] for line in lines] == [*WAYS, "cap script in the path"]
     for line in lines[:-1]:
         assert re.fullmatch(r"[a-z ]+: \d+\.\d{3} ms", line) and float(line.split()[-2]) > 0, line
     assert re.fullmatch(r"cap script in the path: -?\d+\.\d{3} ms", lines[-1]), lines[-1]
-    details = json.loads(done.stderr.strip().splitlines()[-1])
+    details = json.loads(stderr.strip().splitlines()[-1])
     assert details["requests_each_way"] == {way: 100 for way in WAYS}

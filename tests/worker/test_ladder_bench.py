@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import run_bench
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -20,16 +17,7 @@ NUMBER = r"(\d+(?:\.\d+)?)"
 
 
 def test_the_ladder_bench_prints_the_issues_lines() -> None:
-    done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "ladder_bench.py"), "--short"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.strip().splitlines()
-    print(*lines, sep="\n")
+    lines, stderr = run_bench("ladder_bench.py", "--short")
     assert len(lines) == 5, lines
     assert re.fullmatch(r"ladder order million_doubt: sets >?\d+, baseline >?\d+", lines[0]), lines[0]
     assert re.fullmatch(r"ladder tick 1000 bots: \d+ ms", lines[1]), lines[1]
@@ -37,7 +25,7 @@ def test_the_ladder_bench_prints_the_issues_lines() -> None:
     assert re.fullmatch(r"ladder page 1000000 games: \d+ ms", lines[3]), lines[3]
     flow = re.fullmatch(r"ladder sets/min with 2 workers: (\d+), lower bound (\d+)", lines[4])
     assert flow, lines[4]
-    details = json.loads(done.stderr.strip().splitlines()[-1])
+    details = json.loads(stderr.strip().splitlines()[-1])
     order = details["order_million_doubt"]
     assert order["pool_sets"] == 66 * 2 and set(order["pool_check"]) == {f"{k + 1}>{k}" for k in range(11)}
     assert details["tick_and_rate_before_load"]["rated"] == details["tick_and_rate_before_load"]["sets_formed"] > 0
