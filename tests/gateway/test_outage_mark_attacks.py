@@ -15,7 +15,6 @@ worker's own script, on keys of this test's own (as tests/gateway/test_outage_re
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -23,53 +22,22 @@ import redis
 
 from arena import relay
 from arena.runner.connected import ConnectedPlayer, _Clock
-from bots_sdk import wire
+from tests.gateway.test_outage_rejoin import Arena, bot_ids
 
 
-class Relay:
-    """One gateway, one bot, on keys of this test's own."""
+class Relay(Arena):
+    """The gateway of :class:`Arena` and one bot that connects, takes and gives back."""
 
     def __init__(self, r: redis.Redis):
-        self.r = r
-        tag = secrets.token_hex(4)
-        self.gateways = f"test:{tag}:gateways"
-        self.outage = f"test:{tag}:outage"
-        self.gw = f"gw-{tag}"
-        self.bot = 900_000 + secrets.randbelow(90_000)
-        self.beat_script = r.register_script(relay.ALIVE_BEAT)
+        super().__init__(r)
+        self.bot = bot_ids()[0]
         self.pop_script = r.register_script(relay.POP_AND_HOLD)
-        self.made: list[str] = [self.gateways, self.outage, relay.alive_key(self.gw)]
-        self.made += [relay.request_key(self.bot), relay.conns_key(self.bot), relay.dropped_key(self.bot)]
-
-    def server_time(self) -> float:
-        sec, usec = self.r.time()
-        return sec + usec / 1_000_000
-
-    def beat(self) -> None:
-        self.beat_script(
-            keys=[relay.alive_key(self.gw), self.gateways, self.outage],
-            args=["0", int(relay.ALIVE_TTL_S * 1000), self.gw, relay.DROPPED_TTL_S],
-        )
-
-    def died(self, seconds_ago: float) -> None:
-        self.r.delete(relay.alive_key(self.gw))
-        self.r.zadd(self.gateways, {self.gw: self.server_time() - seconds_ago})
+        self.made += [relay.conns_key(self.bot), relay.back_key(self.bot)]
 
     def ask(self) -> tuple[ConnectedPlayer, list[str], str]:
-        rid = secrets.token_hex(12)
-        env = relay.envelope(rid, int((time.time() + 60) * 1000), "request", wire.frame("request", rid, b"{}"))
-        keys = [
-            relay.request_key(self.bot),
-            relay.held_key(rid),
-            relay.conns_key(self.bot),
-            relay.dropped_key(self.bot),
-            self.gateways,
-            self.outage,
-            relay.back_key(self.bot),
-        ]
-        self.made += keys[1::5]
-        self.r.rpush(keys[0], env)
-        return ConnectedPlayer(self.bot, self.r), keys, env
+        """A request of the bot, as the worker's look reads it (its back mark too)."""
+        player, keys, env = self.queued(self.bot)
+        return player, [*keys, relay.back_key(self.bot)], env
 
     def connect(self) -> str:
         """A connection of the bot welcomed by the gateway (its presence lease, its back mark,
@@ -91,9 +59,6 @@ class Relay:
         requests back to the front of the list (``Presence.unregister``)."""
         self.r.zrem(relay.conns_key(self.bot), member)
         self.r.eval(relay.PUSH_AND_RING, *relay.push_args(self.bot, envs, front=True))
-
-    def cleanup(self) -> None:
-        self.r.delete(*self.made)
 
 
 @pytest.fixture
