@@ -19,7 +19,11 @@ Keys (``<bot>``: the bot id; ``<gw>``: a gateway's id; ``<rid>``: a request id):
 ``arena:gw:outage``              Redis time the arena was last seen with no gateway alive (by a
                                  worker looking at a queued request, or by the beat that ended
                                  the outage, :data:`ALIVE_BEAT`): no bot is charged for being
-                                 unconnected until :data:`REJOIN_S` after it
+                                 unconnected until :data:`REJOIN_S` after it, unless it connected
+                                 again since (``back``)
+``arena:gw:back:<bot>``          Redis time a connection of the bot was last welcomed
+                                 (:data:`MARK_BACK`): a bot back after an outage is no longer
+                                 reconnecting, its later absence is its own
 ``arena:gw:wake:<gw>``           the gateway's doorbell: ids of bots whose request list got requests
                                  (:data:`PUSH_AND_RING`); expires :data:`WAKE_TTL_S` after a push
 ``arena:gw:conns:<bot>``         sorted set: the bot's connections (member ``<gw>|<conn>|<since>``,
@@ -236,6 +240,19 @@ def story(client: redis.Redis, bot_id: int) -> Story:
 
 def dropped_key(bot_id: int | str) -> str:
     return f"{PREFIX}dropped:{bot_id}"
+
+
+def back_key(bot_id: int | str) -> str:
+    return f"{PREFIX}back:{bot_id}"
+
+
+#: Lua: a connection of the bot was welcomed: ``SET back:<bot>`` (KEYS[1]) to Redis time
+#: (seconds, to the microsecond), living ARGV[1] seconds. The outage mark no longer covers the
+#: bot from then on (it is back: its absence is its own, FAULT-1).
+MARK_BACK = """
+local t = redis.call('TIME')
+redis.call('SET', KEYS[1], string.format('%d.%06d', t[1], t[2]), 'EX', ARGV[1])
+"""
 
 
 def mark_dropped(pipe: Any, bot_ids: list[int] | list[str], now: float) -> None:

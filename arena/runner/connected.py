@@ -81,16 +81,17 @@ STALL_MIN_MS = 50
 LATE_BEAT_MS = 1500
 
 # KEYS: request list, held key, the bot's presence set, the bot's dropped mark, the gateways'
-# set. ARGV: envelope, "1" to take it back when queued (unless the arena keeps the bot out),
-# alive prefix, doorbell prefix, bot id, seconds a gateway lives without a beat, rejoin
-# seconds, the dropped mark's time to live, seconds from which a gateway's beat is late (it is
-# taken for dead). Returns "queued|1|<ms since the last beat of the gateway taken for dead, 0
-# if not known>[|<id of each gateway taken for dead>...]" (queued, the arena keeps the bot out:
-# no gateway alive, or a connection of the bot on a gateway that died or is late, or rejoin
-# time left since), "queued|0" (queued: the bot is not connected), "removed" (taken back),
-# "held|<stall ms>|<ms since the gateway's last beat>|<its id>", "requeued|<ms since the dead
-# gateway's last beat>|<its id>" (queued again at the front, and the bot's gateways rung) or
-# "unknown". A gateway id never holds "|" (a presence member starts with it, then "|").
+# set, the outage mark, the bot's back mark (both optional). ARGV: envelope, "1" to take it back
+# when queued (unless the arena keeps the bot out), alive prefix, doorbell prefix, bot id,
+# seconds a gateway lives without a beat, rejoin seconds, the dropped mark's time to live,
+# seconds from which a gateway's beat is late (it is taken for dead). Returns "queued|1|<ms
+# since the last beat of the gateway taken for dead, 0 if not known>[|<id of each gateway taken
+# for dead>...]" (queued, the arena keeps the bot out: no gateway alive, or a connection of the
+# bot on a gateway that died or is late, or rejoin time left since), "queued|0" (queued: the bot
+# is not connected), "removed" (taken back), "held|<stall ms>|<ms since the gateway's last
+# beat>|<its id>", "requeued|<ms since the dead gateway's last beat>|<its id>" (queued again at
+# the front, and the bot's gateways rung) or "unknown". A gateway id never holds "|" (a presence
+# member starts with it, then "|").
 _WHERE = (
     relay.LUA_RING
     + """
@@ -103,7 +104,9 @@ local late, ttl = tonumber(ARGV[9]), tonumber(ARGV[6])
 -- A dead gateway also starts the rejoin time (the dropped mark); a late one only counts while
 -- it is late (a loaded machine delays beats: a bot with no connection is not helped by that).
 -- No gateway alive starts every bot's rejoin time (the outage mark, KEYS[6], also set by the
--- beat that ends the outage): a bot with no request during the outage is reconnecting too.
+-- beat that ends the outage): a bot with no request during the outage is reconnecting too,
+-- until a connection of it is welcomed (its back mark, KEYS[7]): then it is back, and leaving
+-- again (its request given back, seen) is its own choice, not the outage's.
 local function arena_keeps_out()
   local age, dead, late_gws = nil, false, {}
   local newest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
@@ -137,7 +140,8 @@ local function arena_keeps_out()
   local since = tonumber(redis.call('GET', KEYS[4]) or '')
   if since and now - since < tonumber(ARGV[7]) then return '1|0' end
   local outage = KEYS[6] and tonumber(redis.call('GET', KEYS[6]) or '')
-  if outage and now - outage < tonumber(ARGV[7]) then return '1|0' end
+  local back = KEYS[7] and tonumber(redis.call('GET', KEYS[7]) or '')
+  if outage and now - outage < tonumber(ARGV[7]) and not (back and back > outage) then return '1|0' end
   return '0'
 end
 local pos = redis.call('LPOS', KEYS[1], ARGV[1])
@@ -297,6 +301,7 @@ class ConnectedPlayer:
             relay.dropped_key(self.bot_id),
             relay.GATEWAYS_KEY,
             relay.OUTAGE_KEY,
+            relay.back_key(self.bot_id),
         ]
 
     @staticmethod

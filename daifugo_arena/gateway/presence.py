@@ -83,6 +83,10 @@ class Presence:
             if not account_set.take(conn.member, relay.LEASE_S):
                 bot_set.release(conn.member)
                 return f"this account's bots already have {cfg.max_per_account} connections"
+            try:  # the bot is back: an earlier outage no longer covers its absence
+                hub.sync.eval(relay.MARK_BACK, 1, relay.back_key(conn.bot_id), relay.DROPPED_TTL_S)
+            except redis.RedisError as exc:
+                log.warning("return of bot %s not recorded: %s", conn.bot_id, exc)
             return None
 
         try:

@@ -1,0 +1,92 @@
+"""Attacks on the outage mark (arena:gw:outage, TIME-1, FAULT-1): free thinking time after an outage.
+
+After an outage of every gateway, :data:`arena.relay.OUTAGE_KEY` makes every bot's queued wait
+the arena's for :data:`arena.relay.REJOIN_S`, so that a bot still reconnecting is not charged.
+A bot that has already reconnected does not need it: if it takes a request (held, its own
+time), then closes its connection itself, its gateway gives the request back to its list
+(``daifugo_arena.gateway.presence.Presence.unregister``) and the wait is "queued" again, and
+so the arena's. The bot has seen the request: it thinks offline, for free, and reconnects to
+answer. One outage (a gateway restart in a one-gateway arena) hands this to every contestant.
+
+The relay's state is written in a real Redis by the gateway's own scripts and read by the
+worker's own script, on keys of this test's own (as tests/gateway/test_outage_rejoin.py).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from arena import relay
+from arena.runner.connected import ConnectedPlayer, _Clock
+from tests.gateway.test_outage_rejoin import Arena, bot_ids
+
+
+class Relay(Arena):
+    """The gateway of :class:`Arena` and one bot that connects, takes and gives back."""
+
+    def __init__(self, r: redis.Redis):
+        super().__init__(r)
+        self.bot = bot_ids()[0]
+        self.pop_script = r.register_script(relay.POP_AND_HOLD)
+        self.made += [relay.conns_key(self.bot), relay.back_key(self.bot)]
+
+    def ask(self) -> tuple[ConnectedPlayer, list[str], str]:
+        """A request of the bot, as the worker's look reads it (its back mark too)."""
+        player, keys, env = self.queued(self.bot)
+        return player, [*keys, relay.back_key(self.bot)], env
+
+    def connect(self) -> str:
+        """A connection of the bot welcomed by the gateway (its presence lease, its back mark,
+        as ``Presence.register`` writes them)."""
+        member = f"{self.gw}|c{secrets.token_hex(3)}|{self.server_time():.3f}"
+        self.r.zadd(relay.conns_key(self.bot), {member: self.server_time() + relay.LEASE_S})
+        self.r.eval(relay.MARK_BACK, 1, relay.back_key(self.bot), relay.DROPPED_TTL_S)  # welcomed
+        return member
+
+    def take(self) -> list[bytes]:
+        """The gateway pops and holds the bot's requests, as it does."""
+        popped = self.pop_script(
+            keys=[relay.request_key(self.bot)], args=[self.gw, 8, relay.held_key(""), relay.HOLD_GRACE_MS]
+        )
+        return list(popped[1]) if popped else []
+
+    def close(self, member: str, envs: list[bytes]) -> None:
+        """The bot closes its connection: the gateway releases its lease and gives its
+        requests back to the front of the list (``Presence.unregister``)."""
+        self.r.zrem(relay.conns_key(self.bot), member)
+        self.r.eval(relay.PUSH_AND_RING, *relay.push_args(self.bot, envs, front=True))
+
+
+@pytest.fixture
+def rel(redis_url: str) -> Iterator[Relay]:
+    client = redis.Redis.from_url(redis_url)
+    r = Relay(client)
+    yield r
+    r.cleanup()
+    client.close()
+
+
+def test_a_bot_that_reconnected_and_closes_on_a_request_is_not_given_free_time(rel: Relay) -> None:
+    """The gateway restarts (an outage of every gateway, ended by its beat). The bot reconnects
+    at once, takes its request (its own time), closes its connection itself: the request goes
+    back to its list. Its absence now is its own choice, not a reconnection after the outage:
+    the look must say "queued|0" (the bot's), not "queued|1|0" (the arena's)."""
+    rel.died(seconds_ago=relay.ALIVE_TTL_S + 1.0)
+    rel.beat()  # the gateway is back: the beat ends the outage, every bot has REJOIN_S
+    assert rel.r.get(rel.outage) is not None
+    member = rel.connect()  # the cheater is back at once
+    player, keys, env = rel.ask()
+    taken = rel.take()
+    assert [e.decode() for e in taken] == [env]
+    assert player._look(keys, env, False)[0] == "held"  # the bot sees the request
+    rel.close(member, taken)  # and leaves with it, to think offline
+    clock = _Clock(0.0)
+    clock.observe(10.0, *player._look(keys, env, False))
+    assert clock.arena_s == 0.0 and clock.bot_waited == pytest.approx(10.0), (
+        "a bot that reconnected after the outage and then closed its connection on a request "
+        "gets its offline thinking time free, as the arena's"
+    )
