@@ -18,12 +18,13 @@ Keys (``<bot>``: the bot id; ``<gw>``: a gateway's id; ``<rid>``: a request id):
                                  "Whose fault is a wait")
 ``arena:gw:outage``              Redis time the arena was last seen with no gateway alive (by a
                                  worker looking at a queued request, or by the beat that ended
-                                 the outage, :data:`ALIVE_BEAT`): no bot is charged for being
-                                 unconnected until :data:`REJOIN_S` after it, unless it connected
-                                 again since (``back``)
+                                 the outage, :data:`ALIVE_BEAT`): a bot connected before it
+                                 (``back``) is not charged for being unconnected until
+                                 :data:`REJOIN_S` after it, unless it connected again since
 ``arena:gw:back:<bot>``          Redis time a connection of the bot was last welcomed
-                                 (:data:`MARK_BACK`): a bot back after an outage is no longer
-                                 reconnecting, its later absence is its own
+                                 (:data:`MARK_BACK`, lives :data:`BACK_TTL_S`): the outage covers
+                                 a bot welcomed before it and not since (reconnecting); a bot
+                                 never welcomed is not reconnecting, one back since is back
 ``arena:gw:wake:<gw>``           the gateway's doorbell: ids of bots whose request list got requests
                                  (:data:`PUSH_AND_RING`); expires :data:`WAKE_TTL_S` after a push
 ``arena:gw:conns:<bot>``         sorted set: the bot's connections (member ``<gw>|<conn>|<since>``,
@@ -80,6 +81,9 @@ WAKE_TTL_S = 60
 REJOIN_S = 15.0
 #: Seconds a ``dropped`` mark lives.
 DROPPED_TTL_S = 600
+#: Seconds a ``back`` mark lives (a connection welcomed longer ago than that, and never since,
+#: is not known to have been connected when an outage came).
+BACK_TTL_S = 7 * 24 * 3600
 #: The set of every gateway and its last beat.
 GATEWAYS_KEY = PREFIX + "gateways"
 #: When the arena was last seen with no gateway alive (module docstring).
@@ -247,8 +251,9 @@ def back_key(bot_id: int | str) -> str:
 
 
 #: Lua: a connection of the bot was welcomed: ``SET back:<bot>`` (KEYS[1]) to Redis time
-#: (seconds, to the microsecond), living ARGV[1] seconds. The outage mark no longer covers the
-#: bot from then on (it is back: its absence is its own, FAULT-1).
+#: (seconds, to the microsecond), living ARGV[1] seconds (:data:`BACK_TTL_S`). An outage before
+#: it no longer covers the bot (it is back: its absence is its own, FAULT-1); an outage after
+#: it does (the bot was connected: it is reconnecting).
 MARK_BACK = """
 local t = redis.call('TIME')
 redis.call('SET', KEYS[1], string.format('%d.%06d', t[1], t[2]), 'EX', ARGV[1])

@@ -103,10 +103,11 @@ local late, ttl = tonumber(ARGV[9]), tonumber(ARGV[6])
 -- the bot dead (its key gone) or late (its last beat `late` old): the arena keeps the bot out.
 -- A dead gateway also starts the rejoin time (the dropped mark); a late one only counts while
 -- it is late (a loaded machine delays beats: a bot with no connection is not helped by that).
--- No gateway alive starts every bot's rejoin time (the outage mark, KEYS[6], also set by the
--- beat that ends the outage): a bot with no request during the outage is reconnecting too,
--- until a connection of it is welcomed (its back mark, KEYS[7]): then it is back, and leaving
--- again (its request given back, seen) is its own choice, not the outage's.
+-- No gateway alive starts the rejoin time of every bot connected before (the outage mark,
+-- KEYS[6], also set by the beat that ends the outage; the bot's back mark, KEYS[7], older): a
+-- bot with no request during the outage is reconnecting too, until a connection of it is
+-- welcomed (its back mark newer): then it is back, and leaving again (its request given back,
+-- seen) is its own choice, not the outage's. A bot never welcomed is not reconnecting.
 local function arena_keeps_out()
   local age, dead, late_gws = nil, false, {}
   local newest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
@@ -141,7 +142,7 @@ local function arena_keeps_out()
   if since and now - since < tonumber(ARGV[7]) then return '1|0' end
   local outage = KEYS[6] and tonumber(redis.call('GET', KEYS[6]) or '')
   local back = KEYS[7] and tonumber(redis.call('GET', KEYS[7]) or '')
-  if outage and now - outage < tonumber(ARGV[7]) and not (back and back > outage) then return '1|0' end
+  if outage and back and back <= outage and now - outage < tonumber(ARGV[7]) then return '1|0' end
   return '0'
 end
 local pos = redis.call('LPOS', KEYS[1], ARGV[1])

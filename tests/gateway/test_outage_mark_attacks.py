@@ -32,19 +32,18 @@ class Relay(Arena):
         super().__init__(r)
         self.bot = bot_ids()[0]
         self.pop_script = r.register_script(relay.POP_AND_HOLD)
-        self.made += [relay.conns_key(self.bot), relay.back_key(self.bot)]
+        self.made += [relay.conns_key(self.bot)]
 
     def ask(self) -> tuple[ConnectedPlayer, list[str], str]:
         """A request of the bot, as the worker's look reads it (its back mark too)."""
-        player, keys, env = self.queued(self.bot)
-        return player, [*keys, relay.back_key(self.bot)], env
+        return self.queued(self.bot)
 
     def connect(self) -> str:
         """A connection of the bot welcomed by the gateway (its presence lease, its back mark,
         as ``Presence.register`` writes them)."""
         member = f"{self.gw}|c{secrets.token_hex(3)}|{self.server_time():.3f}"
         self.r.zadd(relay.conns_key(self.bot), {member: self.server_time() + relay.LEASE_S})
-        self.r.eval(relay.MARK_BACK, 1, relay.back_key(self.bot), relay.DROPPED_TTL_S)  # welcomed
+        self.welcomed(self.bot)
         return member
 
     def take(self) -> list[bytes]:
@@ -75,6 +74,7 @@ def test_a_bot_that_reconnected_and_closes_on_a_request_is_not_given_free_time(r
     at once, takes its request (its own time), closes its connection itself: the request goes
     back to its list. Its absence now is its own choice, not a reconnection after the outage:
     the look must say "queued|0" (the bot's), not "queued|1|0" (the arena's)."""
+    rel.welcomed(rel.bot)  # connected before the outage: reconnecting is the arena's after it
     rel.died(seconds_ago=relay.ALIVE_TTL_S + 1.0)
     rel.beat()  # the gateway is back: the beat ends the outage, every bot has REJOIN_S
     assert rel.r.get(rel.outage) is not None

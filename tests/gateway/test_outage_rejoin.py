@@ -68,10 +68,17 @@ class Arena:
             relay.dropped_key(bot_id),
             self.gateways,
             self.outage,
+            relay.back_key(bot_id),
         ]
-        self.made += keys[:4]
+        self.made += [*keys[:4], keys[6]]
         self.r.rpush(keys[0], env)
         return ConnectedPlayer(bot_id, self.r), keys, env
+
+    def welcomed(self, bot_id: int) -> None:
+        """A connection of ``bot_id`` welcomed now (its back mark, as ``Presence.register``
+        writes it)."""
+        self.made.append(relay.back_key(bot_id))
+        self.r.eval(relay.MARK_BACK, 1, relay.back_key(bot_id), relay.BACK_TTL_S)
 
     def cleanup(self) -> None:
         self.r.delete(*self.made)
@@ -96,6 +103,8 @@ def test_a_bot_with_no_request_during_the_outage_is_given_its_rejoin_time(arena:
     back; bot B, asked next and still reconnecting, waits: the arena's too, then its own once
     :data:`arena.relay.REJOIN_S` has passed since the outage ended."""
     a, b = bot_ids()
+    arena.welcomed(a)  # both bots were connected before the gateway died
+    arena.welcomed(b)
     arena.died(seconds_ago=30.0)
     player_a, keys_a, env_a = arena.queued(a)
     state, info = player_a._look(keys_a, env_a, False)
@@ -136,6 +145,8 @@ def test_a_look_during_the_outage_marks_it_for_every_bot(arena: Arena) -> None:
     """While no gateway is alive, a worker's look at any queued request marks the outage: a
     bot that had nothing queued then is covered from that moment too."""
     a, b = bot_ids()
+    arena.welcomed(a)
+    arena.welcomed(b)
     arena.died(seconds_ago=relay.ALIVE_TTL_S + 1.0)
     player_a, keys_a, env_a = arena.queued(a)
     assert player_a._look(keys_a, env_a, False)[0] == "queued"
@@ -143,3 +154,14 @@ def test_a_look_during_the_outage_marks_it_for_every_bot(arena: Arena) -> None:
     arena.beat(f"gw-new-{secrets.token_hex(3)}")  # another gateway is up: the outage is over
     player_b, keys_b, env_b = arena.queued(b)
     assert player_b._look(keys_b, env_b, False) == ("queued", "1|0")
+
+
+def test_a_bot_never_connected_is_not_covered_by_an_outage(arena: Arena) -> None:
+    """The first beat of a gateway started in a fresh arena (or after an outage) marks the
+    outage; a bot never welcomed was not dropped by it and is not reconnecting: its wait for a
+    connection is its own (``connection_error`` after ``reconnect_s``, a check that fails)."""
+    a, _ = bot_ids()
+    arena.beat()  # a gateway's first beat, none before it: the mark is set
+    assert arena.r.get(arena.outage) is not None
+    player, keys, env = arena.queued(a)
+    assert player._look(keys, env, False) == ("queued", "0")

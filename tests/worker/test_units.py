@@ -66,10 +66,14 @@ def test_semaphore_caps_holders_and_leases_expire(redis_url):
 
 
 @pytest.mark.slow
-def test_semaphore_without_redis_lets_the_request_go(free_port):
+def test_semaphore_without_redis_lets_the_request_go(free_port, caplog):
+    """Redis refusing connections: the request goes at once, without a slot, on the Redis
+    error's path (not after waiting out ``max_wait_s`` in a queue that cannot answer)."""
     sem = BotSemaphore(redis.Redis(port=free_port(), socket_connect_timeout=1), "x", limit=1)
-    token, waited = sem.acquire(lease_s=1)
-    assert token is None and waited < 5
+    with caplog.at_level("WARNING", logger="arena.semaphore"):
+        token, waited = sem.acquire(lease_s=1)
+    assert token is None and waited < sem.max_wait_s
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["bot semaphore arena:bot-sem:x unavailable"]
 
 
 def test_visibility_timeout_formula():
