@@ -95,8 +95,9 @@ OUTAGE_KEY = PREFIX + "outage"
 #: :data:`arena.runner.connected.LATE_BEAT_MS`); gateways silent for a minute are dropped from
 #: the set. A beat that finds no gateway's beat in the set younger than the alive key's time
 #: ends an outage of every gateway (this one returning, or the first): it sets
-#: :data:`OUTAGE_KEY` (KEYS[3], lives ARGV[4] seconds) to now, so every bot has
-#: :data:`REJOIN_S` to connect again, whether or not a request of it waited during the outage.
+#: :data:`OUTAGE_KEY` (KEYS[3], lives ARGV[4] seconds) to now, so every bot connected before it
+#: has :data:`REJOIN_S` to connect again, whether or not a request of it waited during the
+#: outage.
 ALIVE_BEAT = """
 local t = redis.call('TIME')
 if KEYS[3] then

@@ -11,7 +11,8 @@ clock of docs/protocol.md, "Whose fault is a wait"):
   the bot's connections were on a gateway that died, stopped or missed its beats (its last
   beat :data:`LATE_BEAT_MS` old), until
   :data:`arena.relay.REJOIN_S` after that (the bot is reconnecting; after an outage of every
-  gateway, every bot is: :data:`arena.relay.OUTAGE_KEY`); otherwise the bot's:
+  gateway, every bot connected before it is, until it is welcomed again:
+  :data:`arena.relay.OUTAGE_KEY`); otherwise the bot's:
   past ``reconnect_s`` seconds of it (never past the bank) the request is taken back, the
   fault ``connection_error`` ("not connected").
 * held by a live gateway: the bot is thinking (the bot's time), but for the time the gateway
