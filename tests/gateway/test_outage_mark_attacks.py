@@ -22,7 +22,7 @@ import redis
 
 from arena import relay
 from arena.runner.connected import ConnectedPlayer, _Clock
-from tests.gateway.test_outage_rejoin import Arena, bot_ids
+from tests.gateway.test_outage_rejoin import Arena, bot_ids, opened
 
 
 class Relay(Arena):
@@ -62,11 +62,7 @@ class Relay(Arena):
 
 @pytest.fixture
 def rel(redis_url: str) -> Iterator[Relay]:
-    client = redis.Redis.from_url(redis_url)
-    r = Relay(client)
-    yield r
-    r.cleanup()
-    client.close()
+    yield from opened(redis_url, Relay)
 
 
 def test_a_bot_that_reconnected_and_closes_on_a_request_is_not_given_free_time(rel: Relay) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Iterator
+from typing import TypeVar
 
 import pytest
 import redis
@@ -25,6 +26,8 @@ import redis
 from arena import relay
 from arena.runner.connected import NO_GATEWAY, ConnectedPlayer, _Clock
 from bots_sdk import wire
+
+A = TypeVar("A", bound="Arena")
 
 
 class Arena:
@@ -84,13 +87,18 @@ class Arena:
         self.r.delete(*self.made)
 
 
+def opened(redis_url: str, kind: type[A]) -> Iterator[A]:
+    """A fixture's body: ``kind`` on a client of ``redis_url``, its keys deleted afterwards."""
+    client = redis.Redis.from_url(redis_url)
+    state = kind(client)
+    yield state
+    state.cleanup()
+    client.close()
+
+
 @pytest.fixture
 def arena(redis_url: str) -> Iterator[Arena]:
-    client = redis.Redis.from_url(redis_url)
-    a = Arena(client)
-    yield a
-    a.cleanup()
-    client.close()
+    yield from opened(redis_url, Arena)
 
 
 def bot_ids() -> tuple[int, int]:
