@@ -21,10 +21,12 @@ Keys (``<bot>``: the bot id; ``<gw>``: a gateway's id; ``<rid>``: a request id):
                                  the outage, :data:`ALIVE_BEAT`): a bot connected before it
                                  (``back``) is not charged for being unconnected until
                                  :data:`REJOIN_S` after it, unless it connected again since
-``arena:gw:back:<bot>``          Redis time a connection of the bot was last welcomed
-                                 (:data:`MARK_BACK`, lives :data:`BACK_TTL_S`): the outage covers
-                                 a bot welcomed before it and not since (reconnecting); a bot
-                                 never welcomed is not reconnecting, one back since is back
+``arena:gw:back:<bot>``          Redis time a connection of the bot was last welcomed, and by which
+                                 gateway (:data:`MARK_BACK`, lives :data:`BACK_TTL_S`): the outage
+                                 covers a bot welcomed before it and not since (reconnecting); a
+                                 bot never welcomed is not reconnecting, one back since is back
+                                 (so is one welcomed by another gateway since a dead or late
+                                 gateway's last beat, or since its dropped mark)
 ``arena:gw:wake:<gw>``           the gateway's doorbell: ids of bots whose request list got requests
                                  (:data:`PUSH_AND_RING`); expires :data:`WAKE_TTL_S` after a push
 ``arena:gw:conns:<bot>``         sorted set: the bot's connections (member ``<gw>|<conn>|<since>``,
@@ -251,13 +253,14 @@ def back_key(bot_id: int | str) -> str:
     return f"{PREFIX}back:{bot_id}"
 
 
-#: Lua: a connection of the bot was welcomed: ``SET back:<bot>`` (KEYS[1]) to Redis time
-#: (seconds, to the microsecond), living ARGV[1] seconds (:data:`BACK_TTL_S`). An outage before
-#: it no longer covers the bot (it is back: its absence is its own, FAULT-1); an outage after
-#: it does (the bot was connected: it is reconnecting).
+#: Lua: a connection of the bot was welcomed by gateway ARGV[2] (optional): ``SET back:<bot>``
+#: (KEYS[1]) to ``<Redis time, seconds to the microsecond>|<gateway>``, living ARGV[1] seconds
+#: (:data:`BACK_TTL_S`). An outage before it no longer covers the bot, nor does a lease on
+#: another gateway that died or is late since before it (the bot is back: its absence is its
+#: own, FAULT-1); an outage after it does (the bot was connected: it is reconnecting).
 MARK_BACK = """
 local t = redis.call('TIME')
-redis.call('SET', KEYS[1], string.format('%d.%06d', t[1], t[2]), 'EX', ARGV[1])
+redis.call('SET', KEYS[1], string.format('%d.%06d|%s', t[1], t[2], ARGV[2] or ''), 'EX', ARGV[1])
 """
 
 

@@ -108,9 +108,14 @@ local late, ttl = tonumber(ARGV[9]), tonumber(ARGV[6])
 -- KEYS[6], also set by the beat that ends the outage; the bot's back mark, KEYS[7], older): a
 -- bot with no request during the outage is reconnecting too, until a connection of it is
 -- welcomed (its back mark newer): then it is back, and leaving again (its request given back,
--- seen) is its own choice, not the outage's. A bot never welcomed is not reconnecting.
+-- seen) is its own choice, not the outage's. A bot never welcomed is not reconnecting. The
+-- same holds for a gateway that died or is late, and for the dropped mark: a bot welcomed
+-- again by another gateway since that gateway's last beat (or since the mark) is back, not
+-- kept out by them.
 local function arena_keeps_out()
   local age, dead, late_gws = nil, false, {}
+  local back_t, back_gw = string.match(KEYS[7] and redis.call('GET', KEYS[7]) or '', '^([^|]+)|?(.*)$')
+  local back = tonumber(back_t or '')
   local newest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
   if #newest == 0 or now - tonumber(newest[2]) > ttl then
     age, dead = #newest == 0 and 0 or now - tonumber(newest[2]), true
@@ -123,7 +128,9 @@ local function arena_keeps_out()
       if gw then
         local beat = tonumber(redis.call('ZSCORE', KEYS[5], gw) or '')
         local gone = redis.call('EXISTS', ARGV[3] .. gw) == 0 or not beat
-        if gone or now - beat > late then
+        -- a bot welcomed again by another gateway since that one's last beat is back: that
+        -- lease keeps no one out
+        if (gone or now - beat > late) and not (back and beat and back > beat and back_gw ~= gw) then
           age = math.max(age or 0, beat and now - beat or 0)
           dead = dead or gone
           late_gws[#late_gws + 1] = gw
@@ -140,9 +147,8 @@ local function arena_keeps_out()
     return out
   end
   local since = tonumber(redis.call('GET', KEYS[4]) or '')
-  if since and now - since < tonumber(ARGV[7]) then return '1|0' end
+  if since and now - since < tonumber(ARGV[7]) and not (back and back > since) then return '1|0' end
   local outage = KEYS[6] and tonumber(redis.call('GET', KEYS[6]) or '')
-  local back = KEYS[7] and tonumber(redis.call('GET', KEYS[7]) or '')
   if outage and back and back <= outage and now - outage < tonumber(ARGV[7]) then return '1|0' end
   return '0'
 end

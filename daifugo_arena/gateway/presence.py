@@ -84,7 +84,7 @@ class Presence:
                 bot_set.release(conn.member)
                 return f"this account's bots already have {cfg.max_per_account} connections"
             try:  # the bot is back: an earlier outage no longer covers its absence
-                hub.sync.eval(relay.MARK_BACK, 1, relay.back_key(conn.bot_id), relay.BACK_TTL_S)
+                hub.sync.eval(relay.MARK_BACK, 1, relay.back_key(conn.bot_id), relay.BACK_TTL_S, hub.id)
             except redis.RedisError as exc:
                 log.warning("return of bot %s not recorded: %s", conn.bot_id, exc)
             return None

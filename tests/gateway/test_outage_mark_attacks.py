@@ -86,3 +86,44 @@ def test_a_bot_that_reconnected_and_closes_on_a_request_is_not_given_free_time(r
         "a bot that reconnected after the outage and then closed its connection on a request "
         "gets its offline thinking time free, as the arena's"
     )
+
+
+def lease_on_dead_gateway(rel: Relay, dead_for_s: float) -> str:
+    """A gateway whose last beat was ``dead_for_s`` ago (its alive key gone) still listed in
+    the bot's presence (its lease lives up to ``LEASE_S``); returns the gateway's id."""
+    dead = f"gw-dead-{secrets.token_hex(3)}"
+    now = rel.server_time()
+    rel.r.zadd(rel.gateways, {dead: now - dead_for_s})
+    rel.r.zadd(relay.conns_key(rel.bot), {f"{dead}|c-old|{now - 60:.3f}": now + relay.LEASE_S})
+    return dead
+
+
+def test_a_bot_back_on_another_gateway_that_closes_on_a_request_is_not_covered_by_a_dead_lease(
+    rel: Relay,
+) -> None:
+    """The same cheat without an outage: the bot's gateway died (its lease there lives on for
+    up to 30 s); the bot is welcomed by another gateway, takes its request, closes its
+    connection. The dead gateway's lease must not make its offline thinking the arena's."""
+    rel.beat()
+    rel.r.delete(rel.outage)  # no outage: another gateway lives throughout
+    lease_on_dead_gateway(rel, dead_for_s=10.0)
+    member = rel.connect()  # welcomed by the live gateway after the other one's last beat
+    player, keys, env = rel.ask()
+    taken = rel.take()
+    assert [e.decode() for e in taken] == [env]
+    rel.close(member, taken)
+    clock = _Clock(0.0)
+    clock.observe(10.0, *player._look(keys, env, False))
+    assert clock.arena_s == 0.0 and clock.bot_waited == pytest.approx(10.0)
+
+
+def test_a_bot_still_reconnecting_after_its_gateway_died_is_kept_out(rel: Relay) -> None:
+    """The honest bot: its last welcome was by the gateway that died, before its death (or by
+    the same gateway, late, after its last beat): that lease still keeps the bot out."""
+    rel.beat()
+    dead = lease_on_dead_gateway(rel, dead_for_s=2.0)
+    player, keys, env = rel.ask()
+    for back in (rel.server_time() - 60, rel.server_time()):  # before its death; after its last beat
+        rel.r.set(relay.back_key(rel.bot), f"{back:.6f}|{dead}")
+        state, info = player._look(keys, env, False)
+        assert state == "queued" and info.startswith("1|") and dead in info.split("|")[2:], (back, info)
