@@ -91,6 +91,17 @@ GATEWAYS_KEY = PREFIX + "gateways"
 #: When the arena was last seen with no gateway alive (module docstring).
 OUTAGE_KEY = PREFIX + "outage"
 
+#: Lua: ``newest_beat_age(gateways_key, now)``: seconds since the newest beat in the gateways'
+#: set (:data:`GATEWAYS_KEY`), nil when the set is empty. Older than the alive key's time, or
+#: nil: no gateway is alive (the one definition of an outage, for the beat and the workers).
+LUA_NEWEST_BEAT_AGE = """
+local function newest_beat_age(gateways_key, now)
+  local newest = redis.call('ZREVRANGE', gateways_key, 0, 0, 'WITHSCORES')
+  if #newest == 0 then return nil end
+  return now - tonumber(newest[2])
+end
+"""
+
 #: Lua: a gateway's beat: ``SET alive:<gw> <stall ms> PX <ttl ms>`` (KEYS[1]; ARGV[1], ARGV[2])
 #: and its score in :data:`GATEWAYS_KEY` (KEYS[2], member ARGV[3]) set to Redis time (seconds,
 #: to the microsecond: the workers take a gateway whose beat is 1.5 s old for late,
@@ -100,12 +111,13 @@ OUTAGE_KEY = PREFIX + "outage"
 #: :data:`OUTAGE_KEY` (KEYS[3], lives ARGV[4] seconds) to now, so every bot connected before it
 #: has :data:`REJOIN_S` to connect again, whether or not a request of it waited during the
 #: outage.
-ALIVE_BEAT = """
+ALIVE_BEAT = (
+    LUA_NEWEST_BEAT_AGE
+    + """
 local t = redis.call('TIME')
 if KEYS[3] then
-  local newest = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-  if #newest == 0 or now - tonumber(newest[2]) > tonumber(ARGV[2]) / 1000 then
+  local age = newest_beat_age(KEYS[2], tonumber(t[1]) + tonumber(t[2]) / 1000000)
+  if not age or age > tonumber(ARGV[2]) / 1000 then
     redis.call('SET', KEYS[3], string.format('%d.%06d', t[1], t[2]), 'EX', ARGV[4])
   end
 end
@@ -114,6 +126,7 @@ redis.call('ZADD', KEYS[2], string.format('%d.%06d', t[1], t[2]), ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(t[1]) - 60)
 return 1
 """
+)
 
 #: Lua: ``ring(conns_key, wake_prefix, bot_id)`` pushes ``bot_id`` onto the doorbell list of each
 #: gateway with a live lease in the bot's presence set (once per gateway); returns how many.

@@ -50,6 +50,7 @@ from orchestration_bench import free_port, sample_requests  # noqa: E402
 from arena.runner.capped import CappedHttpPlayer  # noqa: E402
 from arena.runner.players import HttpPlayer  # noqa: E402
 from arena.runner.semaphore import BotSemaphore, MatchSlots  # noqa: E402
+from arena.withdrawals import WithdrawalCheck  # noqa: E402
 from bots_sdk import protocol  # noqa: E402
 from tests import children  # noqa: E402
 
@@ -59,8 +60,8 @@ _BOT = (
     "import sys; from bots_sdk import server; from bots_sdk.samples import SAMPLE_BOTS; "
     "server.serve(SAMPLE_BOTS['greedy'](), port=int(sys.argv[1]), secret=sys.argv[2])"
 )
-#: The withdrawal flag's key the capped player reads with each slot (never set here).
-WATCH = "arena:decision-path-bench:withdrawn"
+#: The bot's id for its withdrawal flag, read with each slot (never set here).
+BOT_ID = 1
 
 
 def wait_up(url: str) -> None:
@@ -88,13 +89,8 @@ def measure(url: str, redis_url: str, blocks: int) -> dict[str, list[float]]:
     player = HttpPlayer(url, SECRET, allow_private=True)
     capped = CappedHttpPlayer(url, SECRET, None, sem, slots, allow_private=True)
 
-    class Gate:  # the withdrawal check as the worker's (arena.withdrawals): read with the slot
-        key = WATCH
-
-        def __call__(self, value: object) -> bool:
-            return value is not None
-
-    capped.gate = Gate()
+    gate = WithdrawalCheck(client, {0: BOT_ID}).gate(0)  # the worker's: the flag read with the slot
+    capped.gate = gate
 
     def via_client(i: int) -> None:
         body, headers = signed[i % len(signed)]
@@ -118,7 +114,7 @@ def measure(url: str, redis_url: str, blocks: int) -> dict[str, list[float]]:
         assert out.fault is None, out
 
     def script_alone(i: int) -> None:
-        token, _ = sem.acquire(10.0, slots.take_release(), watch=WATCH)
+        token, _ = sem.acquire(10.0, slots.take_release(), watch=gate.key if gate else None)
         assert token is not None
         slots.defer(sem, token)
 

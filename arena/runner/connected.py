@@ -95,6 +95,7 @@ LATE_BEAT_MS = 1500
 # member starts with it, then "|").
 _WHERE = (
     relay.LUA_RING
+    + relay.LUA_NEWEST_BEAT_AGE
     + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -116,9 +117,13 @@ local function arena_keeps_out()
   local age, dead, late_gws = nil, false, {}
   local back_t, back_gw = string.match(KEYS[7] and redis.call('GET', KEYS[7]) or '', '^([^|]+)|?(.*)$')
   local back = tonumber(back_t or '')
-  local newest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
-  if #newest == 0 or now - tonumber(newest[2]) > ttl then
-    age, dead = #newest == 0 and 0 or now - tonumber(newest[2]), true
+  -- the bot welcomed (by a gateway other than `gw`, if given) after time `t`: it is back
+  local function back_since(t, gw)
+    return back ~= nil and t ~= nil and back > t and back_gw ~= gw
+  end
+  local newest_age = newest_beat_age(KEYS[5], now)
+  if not newest_age or newest_age > ttl then
+    age, dead = newest_age or 0, true
     if KEYS[6] then
       redis.call('SET', KEYS[6], string.format('%.6f', now), 'EX', ARGV[8])
     end
@@ -130,7 +135,7 @@ local function arena_keeps_out()
         local gone = redis.call('EXISTS', ARGV[3] .. gw) == 0 or not beat
         -- a bot welcomed again by another gateway since that one's last beat is back: that
         -- lease keeps no one out
-        if (gone or now - beat > late) and not (back and beat and back > beat and back_gw ~= gw) then
+        if (gone or now - beat > late) and not back_since(beat, gw) then
           age = math.max(age or 0, beat and now - beat or 0)
           dead = dead or gone
           late_gws[#late_gws + 1] = gw
@@ -147,9 +152,9 @@ local function arena_keeps_out()
     return out
   end
   local since = tonumber(redis.call('GET', KEYS[4]) or '')
-  if since and now - since < tonumber(ARGV[7]) and not (back and back > since) then return '1|0' end
+  if since and now - since < tonumber(ARGV[7]) and not back_since(since) then return '1|0' end
   local outage = KEYS[6] and tonumber(redis.call('GET', KEYS[6]) or '')
-  if outage and back and back <= outage and now - outage < tonumber(ARGV[7]) then return '1|0' end
+  if outage and back and not back_since(outage) and now - outage < tonumber(ARGV[7]) then return '1|0' end
   return '0'
 end
 local pos = redis.call('LPOS', KEYS[1], ARGV[1])

@@ -46,6 +46,18 @@ def compiled_available() -> bool:
     return run_engine("compiled", "import engine").returncode == 0
 
 
+def in_both_builds(code: str, stdin: str = "") -> dict[str, str]:
+    """``code`` run by :func:`run_engine` in each build (skipped as :func:`both_builds` says):
+    its standard output per build; a build that exits non-zero fails the test."""
+    both_builds()
+    outs = {}
+    for build in ("pure", "compiled"):
+        out = run_engine(build, code, stdin=stdin)
+        assert out.returncode == 0, out.stderr[-2000:]
+        outs[build] = out.stdout
+    return outs
+
+
 def both_builds() -> None:
     """Skip unless both builds can run (fail, when this run asks for the compiled one)."""
     if not compiled_available():
@@ -187,13 +199,8 @@ print(json.dumps(out))
 
 
 def test_both_builds_refuse_hostile_actions_with_the_same_rule_act():
-    both_builds()
-    cases = json.dumps(hostile_actions())
-    results = {}
-    for build in ("pure", "compiled"):
-        out = run_engine(build, REFUSALS, stdin=cases)
-        assert out.returncode == 0, out.stderr[-2000:]
-        results[build] = json.loads(out.stdout)
+    outs = in_both_builds(REFUSALS, stdin=json.dumps(hostile_actions()))
+    results = {build: json.loads(out) for build, out in outs.items()}
     assert len(results["pure"]) > 10_000
     outcomes = {r[1] for r in results["pure"]}
     assert outcomes <= {"ok", "InvalidAction"}, outcomes  # never a TypeError or a crash
@@ -222,12 +229,9 @@ print(h.hexdigest(), ",".join(sorted(m for m in sys.modules if m.split(".")[0] n
 
 
 def test_both_builds_play_the_same_games_with_the_standard_library_alone():
-    both_builds()
     outs = {}
-    for build in ("pure", "compiled"):
-        out = run_engine(build, GAMES)
-        assert out.returncode == 0, out.stderr[-2000:]
-        digest, third_party = (out.stdout.strip().split(" ") + [""])[:2]
+    for build, out in in_both_builds(GAMES).items():
+        digest, third_party = (out.strip().split(" ") + [""])[:2]
         assert third_party == "", f"the {build} engine loaded {third_party}"
         outs[build] = digest
     assert outs["pure"] == outs["compiled"]

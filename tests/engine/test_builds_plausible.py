@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.engine.test_builds import both_builds, run_engine
+from tests.engine.test_builds import in_both_builds
 
 pytestmark = pytest.mark.slow
 
@@ -67,12 +67,7 @@ print(json.dumps([h.hexdigest(), counts]))
 
 
 def test_both_builds_judge_plausible_actions_alike():
-    both_builds()
-    outs = {}
-    for build in ("pure", "compiled"):
-        out = run_engine(build, PLAUSIBLE)
-        assert out.returncode == 0, out.stderr[-2000:]
-        outs[build] = json.loads(out.stdout)
+    outs = {build: json.loads(out) for build, out in in_both_builds(PLAUSIBLE).items()}
     digest, counts = outs["pure"]
     assert "crash" not in counts, counts
     assert counts.get("ok", 0) > 300 and counts.get("refused", 0) > 3000, counts
